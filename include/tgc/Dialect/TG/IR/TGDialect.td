@@ -1,0 +1,46 @@
+//===- TGDialect.td - the tg dialect ------------------------*- tablegen -*-===//
+//
+// The tg dialect represents training graphs: a model's forward pass and loss,
+// and, after tg-autodiff, the whole training step (backward pass, optimizer
+// update, loss scaling). Ops have value semantics on builtin ranked tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_DIALECT_TG_IR_TGDIALECT_TD
+#define TGC_DIALECT_TG_IR_TGDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def TG_Dialect : Dialect {
+  let name = "tg";
+  let cppNamespace = "::tgc::tg";
+  let summary = "Training graphs: forward, loss, gradients and optimizer updates";
+  let description = [{
+    Ops of the `tg` dialect operate on statically shaped builtin tensors.
+    Compute ops accept f32, f16 and bf16: precision is chosen by a pass, not
+    baked into the ops. Index operands are i32 or i64; i8 is available for
+    quantized optimizer state and i1 for predicates.
+
+    A model is a `func.func` carrying the unit attribute `tg.model`. Each of
+    its arguments is either a parameter (`tg.param = "name"`, optionally
+    `tg.frozen` and `tg.init = #tg.init<...>`) or an input
+    (`tg.input = "name"`), and it returns the scalar loss.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasConstantMaterializer = 1;
+  let extraClassDeclaration = [{
+    /// Names of the discardable attributes of the model convention.
+    static constexpr ::llvm::StringLiteral kModelAttr = "tg.model";
+    static constexpr ::llvm::StringLiteral kParamAttr = "tg.param";
+    static constexpr ::llvm::StringLiteral kInputAttr = "tg.input";
+    static constexpr ::llvm::StringLiteral kFrozenAttr = "tg.frozen";
+    static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
+
+    /// Registers the attributes of TGAttrs.td (defined in TGAttrs.cpp).
+    void registerAttributes();
+  }];
+}
+
+#endif // TGC_DIALECT_TG_IR_TGDIALECT_TD

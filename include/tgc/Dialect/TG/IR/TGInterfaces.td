@@ -1,0 +1,70 @@
+//===- TGInterfaces.td - op interfaces of the tg dialect ----*- tablegen -*-===//
+//
+// Two interfaces make passes generic over ops:
+// - GradientOpInterface: an op builds its own vector-Jacobian product, so
+//   tg-autodiff is one generic reverse sweep and a new op brings its rule;
+// - CostOpInterface: FLOPs and bytes moved, used by the rematerialization
+//   and fusion passes and by the statistics report.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_DIALECT_TG_IR_TGINTERFACES_TD
+#define TGC_DIALECT_TG_IR_TGINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def TG_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::tgc::tg";
+  let description = [{
+    An op that can be differentiated. Given the cotangents of its results, it
+    builds, at the builder's insertion point, the ops computing the
+    cotangents of its operands (the vector-Jacobian product).
+
+    `resultGrads` has one entry per result; an entry is null when that result
+    does not reach the loss. The op fills `operandGrads` with one entry per
+    operand; it leaves an entry null when the operand is not differentiable
+    (indices, predicates) or its gradient is identically zero.
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/"Builds the cotangents of the operands from those of the results",
+      /*retTy=*/"::mlir::LogicalResult",
+      /*methodName=*/"buildVectorJacobianProduct",
+      /*args=*/(ins "::mlir::OpBuilder &":$builder,
+                    "::mlir::ArrayRef<::mlir::Value>":$resultGrads,
+                    "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
+def TG_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::tgc::tg";
+  let description = [{
+    The cost of executing an op once, for the rematerialization and fusion
+    passes and the statistics report.
+
+    FLOPs count floating-point operations as a fused reference kernel would
+    execute them: a multiply-add is two, an elementwise arithmetic op or a
+    transcendental function one per element, comparisons and selects one per
+    element, and data movement (reshape, transpose, slice, cast) zero. Each
+    op's description of its count is in its C++ implementation.
+
+    Bytes read and written are the sizes of the operand and result tensors a
+    kernel touches (storage size of the element type times the element count;
+    i1 counts as one byte). Ops that touch only part of an operand (embedding
+    lookups, slices) override the default.
+  }];
+  let methods = [
+    InterfaceMethod<"Floating-point operations of one execution",
+      "int64_t", "getFlops", (ins)>,
+    InterfaceMethod<"Bytes read from memory by one execution",
+      "int64_t", "getBytesRead", (ins), [{}], [{
+        return ::tgc::tg::getTotalTensorBytes($_op->getOperandTypes());
+      }]>,
+    InterfaceMethod<"Bytes written to memory by one execution",
+      "int64_t", "getBytesWritten", (ins), [{}], [{
+        return ::tgc::tg::getTotalTensorBytes($_op->getResultTypes());
+      }]>,
+  ];
+}
+
+#endif // TGC_DIALECT_TG_IR_TGINTERFACES_TD

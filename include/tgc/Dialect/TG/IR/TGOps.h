@@ -1,0 +1,34 @@
+//===- TGOps.h - ops of the tg dialect --------------------------*- C++ -*-===//
+//
+// Declares the ops of the tg dialect (generated from TGOps.td).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_DIALECT_TG_IR_TGOPS_H
+#define TGC_DIALECT_TG_IR_TGOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "tgc/Dialect/TG/IR/TGAttrs.h"
+#include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Dialect/TG/IR/TGInterfaces.h"
+
+namespace tgc::tg {
+
+/// The NumPy broadcast of two shapes (trailing alignment, size-1 dimensions
+/// stretch), or failure when they are incompatible.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+} // namespace tgc::tg
+
+#define GET_OP_CLASSES
+#include "tgc/Dialect/TG/IR/TGOps.h.inc"
+
+#endif // TGC_DIALECT_TG_IR_TGOPS_H

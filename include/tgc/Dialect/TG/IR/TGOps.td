@@ -1,0 +1,682 @@
+//===- TGOps.td - ops of the tg dialect ---------------------*- tablegen -*-===//
+//
+// The ops of training graphs, in four families:
+// - forward ops (linear algebra, elementwise, activations, normalization,
+//   attention, loss, shape ops, casts, constants);
+// - gradient ops that backward passes need where a forward op's VJP is not
+//   itself a composition of forward ops;
+// - optimizer updates (SGD with momentum, AdamW);
+// - mixed-precision ops (loss scaling, unscaling, finiteness, scale update).
+//
+// Every op states its semantics in its description; the CPU backend of the
+// runtime is their reference implementation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_DIALECT_TG_IR_TGOPS_TD
+#define TGC_DIALECT_TG_IR_TGOPS_TD
+
+include "tgc/Dialect/TG/IR/TGDialect.td"
+include "tgc/Dialect/TG/IR/TGTypes.td"
+include "tgc/Dialect/TG/IR/TGAttrs.td"
+include "tgc/Dialect/TG/IR/TGInterfaces.td"
+include "mlir/IR/OpBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+/// Every tg op is pure and has a cost. `costOverrides` lists the cost methods
+/// with a default implementation that the op replaces.
+class TG_Op<string mnemonic, list<Trait> traits = [],
+            list<string> costOverrides = []>
+    : Op<TG_Dialect, mnemonic,
+         !listconcat(traits, [Pure,
+             DeclareOpInterfaceMethods<TG_CostOpInterface, costOverrides>])>;
+
+class TG_UnaryOp<string mnemonic, string formula>
+    : TG_Op<mnemonic, [SameOperandsAndResultType, Elementwise]> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    Computes `}] # formula # [{` for every element; the result has the type of
+    the operand. f16 and bf16 are computed in f32 and rounded once.
+  }];
+  let arguments = (ins TG_FloatTensor:$input);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+class TG_BinaryOp<string mnemonic, string formula>
+    : TG_Op<mnemonic, []> {
+  let summary = "elementwise " # formula # " with broadcasting";
+  let description = [{
+    Computes `}] # formula # [{` elementwise after broadcasting both operands
+    to the result shape with NumPy rules: shapes are aligned at their trailing
+    dimension and each pair of sizes must be equal or one of them 1. Both
+    operands and the result have the same element type.
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+class TG_ReduceOp<string mnemonic, string what>
+    : TG_Op<mnemonic, []> {
+  let summary = "reduces by " # what # " over axes";
+  let description = [{
+    Reduces the operand by }] # what # [{ over `axes` (sorted, distinct, in
+    range). With `keep_dims` the reduced dimensions stay with size 1,
+    otherwise they are removed. Accumulation is in f32 for every element type.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def TG_MatmulOp : TG_Op<"matmul"> {
+  let summary = "batched matrix product with optional transposes";
+  let description = [{
+    `lhs` has shape `[B..., M, K]` (`[B..., K, M]` with `transpose_lhs`),
+    `rhs` has shape `[B..., K, N]` (`[B..., N, K]` with `transpose_rhs`); the
+    batch dimensions `B...` broadcast with NumPy rules (a rank-2 operand is
+    shared by every batch). The result is `[B..., M, N]`, accumulated in f32
+    and stored in the common element type.
+
+    ```mlir
+    %y = tg.matmul %x, %w {transpose_rhs = true}
+        : (tensor<8x64x768xf32>, tensor<3072x768xf32>) -> tensor<8x64x3072xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+def TG_AddOp : TG_BinaryOp<"add", "lhs + rhs">;
+def TG_SubOp : TG_BinaryOp<"sub", "lhs - rhs">;
+def TG_MulOp : TG_BinaryOp<"mul", "lhs * rhs">;
+def TG_DivOp : TG_BinaryOp<"div", "lhs / rhs">;
+def TG_MaximumOp : TG_BinaryOp<"maximum", "max(lhs, rhs)">;
+def TG_MinimumOp : TG_BinaryOp<"minimum", "min(lhs, rhs)">;
+
+def TG_NegOp : TG_UnaryOp<"neg", "-x">;
+def TG_ExpOp : TG_UnaryOp<"exp", "exp(x)">;
+def TG_LogOp : TG_UnaryOp<"log", "log(x)">;
+def TG_SqrtOp : TG_UnaryOp<"sqrt", "sqrt(x)">;
+def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "1 / sqrt(x)">;
+def TG_TanhOp : TG_UnaryOp<"tanh", "tanh(x)">;
+def TG_ReluOp : TG_UnaryOp<"relu", "max(x, 0)">;
+def TG_GeluOp : TG_UnaryOp<"gelu",
+    "0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))"> {
+  let summary = "GELU, tanh approximation (as GPT-2 and torch's "
+                "gelu(approximate='tanh'))";
+}
+
+def TG_WhereOp : TG_Op<"where"> {
+  let summary = "elementwise select with broadcasting";
+  let description = [{
+    `result = condition ? lhs : rhs` elementwise, after broadcasting the three
+    operands to the result shape with NumPy rules. `lhs`, `rhs` and the result
+    share an element type.
+  }];
+  let arguments = (ins TG_BoolTensor:$condition, TG_FloatTensor:$lhs,
+                       TG_FloatTensor:$rhs);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization, softmax, embedding, attention, loss
+//===----------------------------------------------------------------------===//
+
+def TG_SoftmaxOp : TG_Op<"softmax", [SameOperandsAndResultType]> {
+  let summary = "softmax over one axis";
+  let description = [{
+    `result = exp(x - max(x)) / sum(exp(x - max(x)))` along `axis` (negative
+    values count from the end), computed in f32.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_LayerNormOp : TG_Op<"layer_norm"> {
+  let summary = "layer normalization over the last dimension";
+  let description = [{
+    For every row `x` along the last dimension (size D):
+    `result = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias`, with the
+    biased variance, statistics in f32, as torch.nn.LayerNorm. `weight` and
+    `bias` have shape `[D]`.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       TG_FloatTensor:$bias,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_EmbeddingOp : TG_Op<"embedding", [], ["getBytesRead"]> {
+  let summary = "row lookup in a table";
+  let description = [{
+    `table` has shape `[V, D]` and `indices` any shape `S`; the result has
+    shape `[S..., D]` with `result[s] = table[indices[s]]`. An index outside
+    `[0, V)` is a runtime error.
+  }];
+  let arguments = (ins TG_FloatTensor:$table, TG_IndexTensor:$indices);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_AttentionOp : TG_Op<"attention"> {
+  let summary = "scaled dot-product attention, optionally causal";
+  let description = [{
+    `query` is `[B..., Tq, D]`, `key` is `[B..., Tk, D]`, `value` is
+    `[B..., Tk, Dv]`; the result is `[B..., Tq, Dv]`:
+    `softmax(query @ key^T * scale + mask) @ value`, where `scale` defaults to
+    `1 / sqrt(D)` and, with `causal`, `mask[i][j] = -inf` for `j > i`
+    (requires `Tq == Tk`), as torch's scaled_dot_product_attention with
+    `is_causal=True`. Softmax statistics are in f32.
+  }];
+  let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
+                       TG_FloatTensor:$value,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scale applied to the scores: the attribute, or 1/sqrt(D).
+    double getScaleOrDefault();
+  }];
+}
+
+def TG_CrossEntropyOp : TG_Op<"cross_entropy"> {
+  let summary = "mean softmax cross-entropy with an ignored label";
+  let description = [{
+    `logits` is `[N..., C]` and `targets` is `[N...]`. For every position
+    whose target is not `ignore_index`, the loss is
+    `logsumexp(logits[n]) - logits[n][targets[n]]`; the result is the mean
+    over those positions (0 when there are none), computed in f32, as
+    torch.nn.functional.cross_entropy with `reduction='mean'`. A target
+    outside `[0, C)` that is not `ignore_index` is a runtime error.
+  }];
+  let arguments = (ins TG_FloatTensor:$logits, TG_IndexTensor:$targets,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs TG_FloatScalar:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops, casts and constants
+//===----------------------------------------------------------------------===//
+
+def TG_ReshapeOp : TG_Op<"reshape"> {
+  let summary = "reinterprets the elements in a new shape";
+  let description = [{
+    Same elements in row-major order, new shape; element counts and element
+    types agree.
+  }];
+  let arguments = (ins TG_AnyTensor:$input);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_TransposeOp : TG_Op<"transpose"> {
+  let summary = "permutes dimensions";
+  let description = [{
+    `result.shape[i] = input.shape[permutation[i]]` and
+    `result[i_0, ..., i_n] = input[j]` where `j[permutation[k]] = i_k`.
+  }];
+  let arguments = (ins TG_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_SliceOp : TG_Op<"slice", [], ["getBytesRead"]> {
+  let summary = "extracts a static box";
+  let description = [{
+    `result[i] = input[offsets + i]`, unit strides; the result type gives the
+    sizes and the box must lie inside the operand.
+  }];
+  let arguments = (ins TG_AnyTensor:$input, DenseI64ArrayAttr:$offsets);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_SplitOp : TG_Op<"split"> {
+  let summary = "splits along an axis into consecutive pieces";
+  let description = [{
+    The results are consecutive pieces of `input` along `axis`; their sizes
+    along `axis` (given by the result types) add up to the operand's, and all
+    other dimensions are equal.
+  }];
+  let arguments = (ins TG_AnyTensor:$input, I64Attr:$axis);
+  let results = (outs Variadic<TG_AnyTensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def TG_ConcatOp : TG_Op<"concat"> {
+  let summary = "concatenates along an axis";
+  let description = [{
+    The inverse of `tg.split`: operands of equal rank and element type, equal
+    in every dimension but `axis`, placed one after another.
+  }];
+  let arguments = (ins Variadic<TG_AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_ReduceSumOp : TG_ReduceOp<"reduce_sum", "sum">;
+def TG_ReduceMeanOp : TG_ReduceOp<"reduce_mean", "arithmetic mean">;
+def TG_ReduceMaxOp : TG_ReduceOp<"reduce_max", "maximum">;
+
+def TG_BroadcastToOp : TG_Op<"broadcast_to"> {
+  let summary = "broadcasts to a larger shape";
+  let description = [{
+    Expands the operand to the result shape with NumPy rules (trailing
+    alignment; size-1 and missing leading dimensions repeat). Element types
+    agree.
+  }];
+  let arguments = (ins TG_AnyTensor:$input);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_CastOp : TG_Op<"cast"> {
+  let summary = "converts the element type";
+  let description = [{
+    Converts every element to the result's element type; same shape. Float to
+    float rounds to nearest even; float to integer truncates toward zero;
+    integer or float to i1 is `x != 0`.
+  }];
+  let arguments = (ins TG_AnyTensor:$input);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_ConstantOp : TG_Op<"constant", [ConstantLike,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "a tensor constant";
+  let description = [{
+    A tensor given by an elements attribute of exactly the result type.
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TG_FillOp : TG_Op<"fill"> {
+  let summary = "a tensor with every element equal";
+  let description = [{
+    Every element is `value`, converted to the element type as `tg.cast`
+    does. Unlike `tg.constant` it costs no storage in the executable.
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+def TG_SumToOp : TG_Op<"sum_to"> {
+  let summary = "sums a broadcast gradient back to the original shape";
+  let description = [{
+    The adjoint of `tg.broadcast_to`: the result shape must broadcast to the
+    operand shape, and each result element is the sum of the operand elements
+    that broadcasting would have copied it to. Accumulation is in f32.
+  }];
+  let arguments = (ins TG_FloatTensor:$input);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_ReluGradOp : TG_Op<"relu_grad", [SameOperandsAndResultType]> {
+  let summary = "gradient of relu";
+  let description = [{
+    `result = input > 0 ? grad : 0`, where `input` is relu's operand.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$grad);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
+}
+
+def TG_GeluGradOp : TG_Op<"gelu_grad", [SameOperandsAndResultType]> {
+  let summary = "gradient of the tanh-approximated gelu";
+  let description = [{
+    With `u = sqrt(2 / pi) * (x + 0.044715 * x^3)` and `x` gelu's operand:
+    `result = grad * (0.5 * (1 + tanh(u)) + 0.5 * x * (1 - tanh(u)^2) *
+    sqrt(2 / pi) * (1 + 3 * 0.044715 * x^2))`.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$grad);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
+}
+
+def TG_TanhGradOp : TG_Op<"tanh_grad", [SameOperandsAndResultType]> {
+  let summary = "gradient of tanh from its output";
+  let description = [{
+    `result = grad * (1 - output^2)`, where `output` is tanh's result.
+  }];
+  let arguments = (ins TG_FloatTensor:$output, TG_FloatTensor:$grad);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$output `,` $grad attr-dict `:` type($result)";
+}
+
+def TG_SoftmaxGradOp : TG_Op<"softmax_grad", [SameOperandsAndResultType]> {
+  let summary = "gradient of softmax from its output";
+  let description = [{
+    `result = output * (grad - sum(grad * output, axis))`, where `output` is
+    softmax's result over the same `axis`; the sum is in f32.
+  }];
+  let arguments = (ins TG_FloatTensor:$output, TG_FloatTensor:$grad,
+                       I64Attr:$axis);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$output `,` $grad attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_LayerNormGradOp : TG_Op<"layer_norm_grad"> {
+  let summary = "gradient of layer_norm with respect to input, weight, bias";
+  let description = [{
+    Recomputes the row statistics of `input` (mean, `rstd = 1 / sqrt(var +
+    epsilon)`) and, with `xhat = (x - mean) * rstd` and `g = grad * weight`:
+    `input_grad = rstd * (g - mean(g) - xhat * mean(g * xhat))` per row,
+    `weight_grad = sum over rows of grad * xhat`,
+    `bias_grad = sum over rows of grad`, all accumulated in f32.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       TG_FloatTensor:$grad,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
+                      TG_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_EmbeddingGradOp : TG_Op<"embedding_grad"> {
+  let summary = "gradient of an embedding lookup with respect to the table";
+  let description = [{
+    The result `[V, D]` starts at zero and `result[indices[s]] += grad[s]`
+    for every position `s` (a scatter-add, accumulated in f32); `grad` has
+    shape `[S..., D]` where `S` is the shape of `indices`.
+  }];
+  let arguments = (ins TG_IndexTensor:$indices, TG_FloatTensor:$grad);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_AttentionGradOp : TG_Op<"attention_grad"> {
+  let summary = "gradient of attention with respect to query, key, value";
+  let description = [{
+    Given the operands of `tg.attention` with the same `causal` and `scale`,
+    its result `output` and the cotangent `grad` of that result, computes
+    (recomputing the probabilities `P`):
+    `value_grad = P^T @ grad`, `dP = grad @ value^T`,
+    `dS = P * (dP - rowsum(grad * output))`,
+    `query_grad = dS @ key * scale`, `key_grad = dS^T @ query * scale`.
+  }];
+  let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
+                       TG_FloatTensor:$value, TG_FloatTensor:$output,
+                       TG_FloatTensor:$grad,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
+                      TG_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad"> {
+  let summary = "gradient of cross_entropy with respect to the logits";
+  let description = [{
+    With `n` the number of positions whose target is not `ignore_index`:
+    `result[p] = grad / n * (softmax(logits[p]) - onehot(targets[p]))` for
+    those positions and 0 for ignored ones (all zero when `n == 0`). `grad`
+    is the scalar cotangent of the loss.
+  }];
+  let arguments = (ins TG_FloatTensor:$logits, TG_IndexTensor:$targets,
+                       TG_FloatScalar:$grad,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_ReduceMaxGradOp : TG_Op<"reduce_max_grad"> {
+  let summary = "gradient of reduce_max";
+  let description = [{
+    Given reduce_max's operand `input`, its result `output` and the cotangent
+    `grad` of that result (same `axes` and `keep_dims`), the gradient flows
+    to the elements equal to the maximum, split evenly among ties, as
+    torch.amax's backward does.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$output,
+                       TG_FloatTensor:$grad, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $output `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_SliceGradOp : TG_Op<"slice_grad"> {
+  let summary = "gradient of slice: places a box in a zero tensor";
+  let description = [{
+    The result (the shape of the sliced operand) is zero except
+    `result[offsets + i] = grad[i]`.
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, DenseI64ArrayAttr:$offsets);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+def TG_SGDUpdateOp : TG_Op<"sgd_update"> {
+  let summary = "one step of SGD with momentum (torch.optim.SGD)";
+  let description = [{
+    With `g = grad + weight_decay * param`, and `step` the 1-based number of
+    this update:
+    - without momentum (`momentum == 0`, no buffer operand or result):
+      `new_param = param - lr * g`;
+    - with momentum: `buf = g` when `step == 1`, otherwise
+      `buf = momentum * momentum_buffer + (1 - dampening) * g`;
+      `d = nesterov ? g + momentum * buf : buf`;
+      `new_param = param - lr * d`, `new_momentum_buffer = buf`.
+    Math in f32. The results are meant to be written in place of `param` and
+    `momentum_buffer`.
+  }];
+  let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
+                       TG_F32Scalar:$lr, TG_I64Scalar:$step,
+                       Optional<TG_FloatTensor>:$momentum_buffer,
+                       DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dampening,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov);
+  let results = (outs TG_FloatTensor:$new_param,
+                      Optional<TG_FloatTensor>:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $lr `,` $step (`,` $momentum_buffer^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_AdamWUpdateOp : TG_Op<"adamw_update"> {
+  let summary = "one step of AdamW (torch.optim.AdamW)";
+  let description = [{
+    With `t = step` the 1-based number of this update, math in f32:
+    ```
+    param' = param * (1 - lr * weight_decay)
+    m = beta1 * exp_avg + (1 - beta1) * grad
+    v = beta2 * exp_avg_sq + (1 - beta2) * grad^2
+    bias_correction1 = 1 - beta1^t
+    bias_correction2 = 1 - beta2^t
+    denom = sqrt(v) / sqrt(bias_correction2) + eps
+    new_param = param' - (lr / bias_correction1) * m / denom
+    ```
+    `new_exp_avg = m`, `new_exp_avg_sq = v`. This is torch.optim.AdamW with
+    `amsgrad=False, maximize=False` (decoupled weight decay, bias correction
+    applied as torch does). The results are meant to be written in place of
+    `param`, `exp_avg` and `exp_avg_sq`.
+  }];
+  let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
+                       TG_FloatTensor:$exp_avg, TG_FloatTensor:$exp_avg_sq,
+                       TG_F32Scalar:$lr, TG_I64Scalar:$step,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+  let results = (outs TG_FloatTensor:$new_param, TG_FloatTensor:$new_exp_avg,
+                      TG_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_GlobalNormOp : TG_Op<"global_norm"> {
+  let summary = "the 2-norm of all elements of all operands";
+  let description = [{
+    `sqrt(sum over operands of sum(x^2))` in f32, the total norm of
+    torch.nn.utils.clip_grad_norm_ with `norm_type=2`.
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$inputs);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Mixed precision
+//===----------------------------------------------------------------------===//
+
+def TG_ScaleLossOp : TG_Op<"scale_loss"> {
+  let summary = "multiplies the loss by the loss scale";
+  let description = [{
+    `result = loss * scale` in f32, the loss whose gradient is taken when
+    loss scaling is on (GradScaler.scale).
+  }];
+  let arguments = (ins TG_FloatScalar:$loss, TG_F32Scalar:$scale);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = [{
+    $loss `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def TG_UnscaleOp : TG_Op<"unscale"> {
+  let summary = "divides a gradient by the loss scale";
+  let description = [{
+    `result = grad * (1 / scale)`, the reciprocal taken in f32 once, as
+    GradScaler.unscale_ does; the result may be of a wider float type than
+    `grad` (a low-precision gradient unscaled into an f32 master gradient).
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_F32Scalar:$scale);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_AllFiniteOp : TG_Op<"all_finite"> {
+  let summary = "whether every element of every operand is finite";
+  let description = [{
+    True when no element of any operand is an infinity or a NaN.
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$inputs);
+  let results = (outs TG_BoolScalar:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
+  let hasVerifier = 1;
+}
+
+def TG_UpdateLossScaleOp : TG_Op<"update_loss_scale"> {
+  let summary = "dynamic loss-scale update (GradScaler.update)";
+  let description = [{
+    When `found_finite` is false: `new_scale = scale * backoff_factor` and
+    `new_growth_tracker = 0`. Otherwise the tracker counts this step; when it
+    reaches `growth_interval`, `new_scale = scale * growth_factor` and the
+    tracker restarts at 0, else the scale is unchanged. This is torch's
+    `_amp_update_scale_`.
+  }];
+  let arguments = (ins TG_F32Scalar:$scale, TG_I64Scalar:$growth_tracker,
+                       TG_BoolScalar:$found_finite,
+                       DefaultValuedAttr<F64Attr, "2.0">:$growth_factor,
+                       DefaultValuedAttr<F64Attr, "0.5">:$backoff_factor,
+                       DefaultValuedAttr<I64Attr, "2000">:$growth_interval);
+  let results = (outs TG_F32Scalar:$new_scale,
+                      TG_I64Scalar:$new_growth_tracker);
+  let assemblyFormat = [{
+    $scale `,` $growth_tracker `,` $found_finite attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TGC_DIALECT_TG_IR_TGOPS_TD

@@ -1,0 +1,77 @@
+//===- ModelBuilder.h - building tg models from C++ -------------*- C++ -*-===//
+//
+// A small builder for tg.model functions: it adds parameters and inputs as
+// function arguments as they are declared, computes the result type of each
+// op it creates, names op locations after the module they belong to
+// (`transformer.h.0.attn`), and verifies the finished module.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_MODELS_MODELBUILDER_H
+#define TGC_MODELS_MODELBUILDER_H
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+
+namespace tgc {
+
+class ModelBuilder {
+public:
+  /// Starts a tg.model function named `name` whose parameters and
+  /// activations have element type `elementType`.
+  ModelBuilder(mlir::MLIRContext *context, llvm::StringRef name,
+               mlir::Type elementType);
+
+  /// Sets the name that locations of the ops created next carry.
+  void setScope(llvm::StringRef scope);
+
+  mlir::Value param(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                    tg::InitAttr init);
+  mlir::Value input(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                    mlir::Type elementType);
+
+  mlir::Value matmul(mlir::Value lhs, mlir::Value rhs, bool transposeLhs = false,
+                     bool transposeRhs = false);
+  mlir::Value add(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value relu(mlir::Value input);
+  mlir::Value gelu(mlir::Value input);
+  mlir::Value layerNorm(mlir::Value input, mlir::Value weight,
+                        mlir::Value bias, double epsilon);
+  mlir::Value embedding(mlir::Value table, mlir::Value indices);
+  mlir::Value attention(mlir::Value query, mlir::Value key, mlir::Value value,
+                        bool causal);
+  mlir::Value crossEntropy(mlir::Value logits, mlir::Value targets);
+  mlir::Value reshape(mlir::Value input, llvm::ArrayRef<int64_t> shape);
+  mlir::Value transpose(mlir::Value input, llvm::ArrayRef<int64_t> permutation);
+  mlir::Value slice(mlir::Value input, llvm::ArrayRef<int64_t> offsets,
+                    llvm::ArrayRef<int64_t> sizes);
+  llvm::SmallVector<mlir::Value> split(mlir::Value input, int64_t axis,
+                                       int64_t pieces);
+
+  /// Returns `loss` from the function and hands over the verified module;
+  /// null (after reporting the diagnostics) when verification fails.
+  mlir::OwningOpRef<mlir::ModuleOp> finish(mlir::Value loss);
+
+private:
+  mlir::RankedTensorType tensorOf(llvm::ArrayRef<int64_t> shape,
+                                  mlir::Type elementType);
+  mlir::Value addArgument(mlir::Type type, mlir::NamedAttrList attrs);
+
+  mlir::MLIRContext *context;
+  mlir::Type elementType;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp function;
+  mlir::OpBuilder builder;
+  mlir::Location loc;
+  llvm::SmallVector<mlir::DictionaryAttr> argAttrs;
+};
+
+} // namespace tgc
+
+#endif // TGC_MODELS_MODELBUILDER_H

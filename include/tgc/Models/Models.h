@@ -1,0 +1,58 @@
+//===- Models.h - built-in model architectures ------------------*- C++ -*-===//
+//
+// Generators of tg models at real sizes: a multi-layer perceptron and GPT-2
+// with Hugging Face's parameter names and layouts (Conv1D weights stored
+// [in, out], lm_head tied to wte), so weights exchange with other tools.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_MODELS_MODELS_H
+#define TGC_MODELS_MODELS_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+#include <string>
+
+namespace tgc {
+
+/// A classifier: Linear layers of the given widths with ReLU between them
+/// and a cross-entropy loss, with torch.nn.Linear's names (`layers.0.weight`
+/// as [out, in], `layers.0.bias`) and initialisation.
+struct MLPConfig {
+  /// Input features, hidden widths..., classes; at least two entries.
+  llvm::SmallVector<int64_t> widths = {784, 256, 10};
+  int64_t batch = 32;
+};
+
+/// GPT-2 as Hugging Face's GPT2LMHeadModel (no dropout), with next-token
+/// cross-entropy over a [batch, seqLen] token batch.
+struct GPT2Config {
+  int64_t nLayer = 12;
+  int64_t nHead = 12;
+  int64_t nEmbd = 768;
+  int64_t vocabSize = 50257;
+  int64_t blockSize = 1024;
+  int64_t batch = 8;
+  int64_t seqLen = 1024;
+};
+
+/// The named GPT-2 sizes: "124M", "350M", "774M", "1558M" and "tiny".
+std::optional<GPT2Config> getGPT2Preset(llvm::StringRef name);
+
+/// Returns an empty string when `config` is valid, otherwise the problem.
+std::string validateMLPConfig(const MLPConfig &config);
+std::string validateGPT2Config(const GPT2Config &config);
+
+/// Build the model as a module holding one tg.model function; null (with
+/// diagnostics emitted) when the built IR does not verify.
+mlir::OwningOpRef<mlir::ModuleOp> buildMLP(mlir::MLIRContext *context,
+                                           const MLPConfig &config);
+mlir::OwningOpRef<mlir::ModuleOp> buildGPT2(mlir::MLIRContext *context,
+                                            const GPT2Config &config);
+
+} // namespace tgc
+
+#endif // TGC_MODELS_MODELS_H

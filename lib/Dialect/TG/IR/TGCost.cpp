@@ -1,0 +1,208 @@
+//===- TGCost.cpp - cost of tg ops ----------------------------------------===//
+//
+// Implements CostOpInterface for every tg op. FLOP counts follow the
+// convention of the interface's description: a multiply-add is two FLOPs,
+// other arithmetic, transcendental functions, comparisons and selects one
+// each, data movement none. The per-element counts below are those of a
+// reference kernel that makes one pass with its intermediate values in
+// registers; they are estimates for the planners, not measurements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+using namespace mlir;
+using namespace tgc::tg;
+
+static int64_t numElements(Value value) {
+  return cast<RankedTensorType>(value.getType()).getNumElements();
+}
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+/// Number of independent problems in the leading `rank - 2` dimensions.
+static int64_t batchCount(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape.drop_back(2))
+    count *= d;
+  return count;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and elementwise
+//===----------------------------------------------------------------------===//
+
+int64_t MatmulOp::getFlops() {
+  ArrayRef<int64_t> lhs = shapeOf(getLhs());
+  int64_t k = lhs[lhs.size() - (getTransposeLhs() ? 2 : 1)];
+  return 2 * numElements(getResult()) * k;
+}
+
+// Binary ops, where and the simple unary ops: one FLOP per result element.
+int64_t AddOp::getFlops() { return numElements(getResult()); }
+int64_t SubOp::getFlops() { return numElements(getResult()); }
+int64_t MulOp::getFlops() { return numElements(getResult()); }
+int64_t DivOp::getFlops() { return numElements(getResult()); }
+int64_t MaximumOp::getFlops() { return numElements(getResult()); }
+int64_t MinimumOp::getFlops() { return numElements(getResult()); }
+int64_t WhereOp::getFlops() { return numElements(getResult()); }
+int64_t NegOp::getFlops() { return numElements(getResult()); }
+int64_t ExpOp::getFlops() { return numElements(getResult()); }
+int64_t LogOp::getFlops() { return numElements(getResult()); }
+int64_t SqrtOp::getFlops() { return numElements(getResult()); }
+int64_t RsqrtOp::getFlops() { return numElements(getResult()); }
+int64_t TanhOp::getFlops() { return numElements(getResult()); }
+int64_t ReluOp::getFlops() { return numElements(getResult()); }
+
+// x^3 (2), * 0.044715, + x, * sqrt(2/pi), tanh, + 1, * x, * 0.5.
+int64_t GeluOp::getFlops() { return 9 * numElements(getResult()); }
+
+//===----------------------------------------------------------------------===//
+// Normalization, softmax, embedding, attention, loss
+//===----------------------------------------------------------------------===//
+
+// max, subtract, exp, sum, divide per element.
+int64_t SoftmaxOp::getFlops() { return 5 * numElements(getResult()); }
+
+// mean, subtract, square, variance sum, normalize, scale, shift.
+int64_t LayerNormOp::getFlops() { return 7 * numElements(getResult()); }
+
+int64_t EmbeddingOp::getFlops() { return 0; }
+
+// Reads the indices and only the table rows they select.
+int64_t EmbeddingOp::getBytesRead() {
+  return getTensorBytes(getIndices().getType()) +
+         getTensorBytes(getResult().getType());
+}
+
+/// Score entries an attention computes per batch: all Tq x Tk, or the lower
+/// triangle with the diagonal when causal.
+static int64_t attentionScores(Value query, Value key, bool causal) {
+  ArrayRef<int64_t> q = shapeOf(query);
+  int64_t tq = q[q.size() - 2];
+  int64_t tk = shapeOf(key)[q.size() - 2];
+  return causal ? tq * (tq + 1) / 2 : tq * tk;
+}
+
+// Q K^T and P V (two FLOPs per multiply-add) plus scale and softmax (6 per
+// score); a causal kernel skips the masked half.
+int64_t AttentionOp::getFlops() {
+  int64_t d = shapeOf(getQuery()).back();
+  int64_t dv = shapeOf(getValue()).back();
+  int64_t scores = attentionScores(getQuery(), getKey(), getCausal());
+  return batchCount(shapeOf(getQuery())) * scores * (2 * d + 2 * dv + 6);
+}
+
+// max, subtract, exp and sum per logit; log and pick per row.
+int64_t CrossEntropyOp::getFlops() {
+  ArrayRef<int64_t> shape = shapeOf(getLogits());
+  return 4 * numElements(getLogits()) + 2 * (numElements(getLogits()) /
+                                             std::max<int64_t>(1, shape.back()));
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops, casts and constants: data movement only
+//===----------------------------------------------------------------------===//
+
+int64_t ReshapeOp::getFlops() { return 0; }
+int64_t TransposeOp::getFlops() { return 0; }
+int64_t SliceOp::getFlops() { return 0; }
+int64_t SplitOp::getFlops() { return 0; }
+int64_t ConcatOp::getFlops() { return 0; }
+int64_t BroadcastToOp::getFlops() { return 0; }
+int64_t CastOp::getFlops() { return 0; }
+int64_t ConstantOp::getFlops() { return 0; }
+int64_t FillOp::getFlops() { return 0; }
+
+// Reads only the elements of the box.
+int64_t SliceOp::getBytesRead() { return getTensorBytes(getResult().getType()); }
+
+// Reductions: one accumulation per input element (mean adds a divide per
+// output element).
+int64_t ReduceSumOp::getFlops() { return numElements(getInput()); }
+int64_t ReduceMaxOp::getFlops() { return numElements(getInput()); }
+int64_t ReduceMeanOp::getFlops() {
+  return numElements(getInput()) + numElements(getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+int64_t SumToOp::getFlops() { return numElements(getInput()); }
+int64_t ReluGradOp::getFlops() { return numElements(getResult()); }
+
+// Recomputes tanh(u) (6) and the derivative polynomial and product (9).
+int64_t GeluGradOp::getFlops() { return 15 * numElements(getResult()); }
+
+// square, subtract, multiply.
+int64_t TanhGradOp::getFlops() { return 3 * numElements(getResult()); }
+
+// product, row sum, subtract, multiply.
+int64_t SoftmaxGradOp::getFlops() { return 4 * numElements(getResult()); }
+
+// Statistics recomputed (5), g = grad * w, two row means, the dx formula
+// (4), dw multiply-accumulate (2) and db accumulate (1).
+int64_t LayerNormGradOp::getFlops() { return 16 * numElements(getInput()); }
+
+// One accumulation per gradient element.
+int64_t EmbeddingGradOp::getFlops() { return numElements(getGrad()); }
+
+// Recomputes S = Q K^T and P (2d + 6 per score), then dV = P^T dO,
+// dP = dO V^T (2dv each), dS (3) and dQ, dK (2d each).
+int64_t AttentionGradOp::getFlops() {
+  int64_t d = shapeOf(getQuery()).back();
+  int64_t dv = shapeOf(getValue()).back();
+  int64_t scores = attentionScores(getQuery(), getKey(), getCausal());
+  return batchCount(shapeOf(getQuery())) * scores * (6 * d + 4 * dv + 9);
+}
+
+// Softmax recomputed (4 per logit), subtract the one-hot and scale (2).
+int64_t CrossEntropyGradOp::getFlops() { return 6 * numElements(getLogits()); }
+
+// Compare with the maximum, count ties, divide.
+int64_t ReduceMaxGradOp::getFlops() { return 3 * numElements(getInput()); }
+
+int64_t SliceGradOp::getFlops() { return 0; }
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates and mixed precision
+//===----------------------------------------------------------------------===//
+
+// Weight decay (2), momentum (3), nesterov (2), the update (2).
+int64_t SGDUpdateOp::getFlops() {
+  int64_t perElement = 2;
+  if (!getWeightDecay().isZero())
+    perElement += 2;
+  if (getMomentumBuffer())
+    perElement += 3;
+  if (getNesterov())
+    perElement += 2;
+  return perElement * numElements(getParam());
+}
+
+// Decay (1), first moment (3), second moment (4), sqrt, bias correction,
+// eps, divide, step size, subtract (6).
+int64_t AdamWUpdateOp::getFlops() { return 14 * numElements(getParam()); }
+
+// Square and accumulate per element, one square root.
+int64_t GlobalNormOp::getFlops() {
+  int64_t total = 1;
+  for (Value input : getInputs())
+    total += 2 * numElements(input);
+  return total;
+}
+
+int64_t ScaleLossOp::getFlops() { return 1; }
+int64_t UnscaleOp::getFlops() { return numElements(getGrad()) + 1; }
+
+int64_t AllFiniteOp::getFlops() {
+  int64_t total = 0;
+  for (Value input : getInputs())
+    total += numElements(input);
+  return total;
+}
+
+int64_t UpdateLossScaleOp::getFlops() { return 2; }

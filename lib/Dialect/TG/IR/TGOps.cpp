@@ -1,0 +1,675 @@
+//===- TGOps.cpp - ops of the tg dialect ----------------------------------===//
+//
+// Verifiers of the tg ops. They check shapes, element types and attributes
+// and report what was expected and what was found, at the op's location.
+// Every diagnostic here has a case in test/Dialect/TG/invalid.mlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/InterleavedRange.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace tgc::tg;
+
+//===----------------------------------------------------------------------===//
+// Shared checks
+//===----------------------------------------------------------------------===//
+
+static RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+FailureOr<SmallVector<int64_t>> tgc::tg::broadcastShapes(ArrayRef<int64_t> a,
+                                                        ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return failure();
+    result[i] = da == 1 ? db : da;
+  }
+  return result;
+}
+
+/// Checks that the operands broadcast together to exactly the result shape.
+static LogicalResult verifyBroadcastResult(Operation *op, ValueRange operands,
+                                           Value result) {
+  SmallVector<int64_t> shape;
+  for (Value operand : operands) {
+    FailureOr<SmallVector<int64_t>> next =
+        broadcastShapes(shape, tensorType(operand).getShape());
+    if (failed(next))
+      return op->emitOpError("operand shapes ")
+             << llvm::interleaved_array(shape) << " and "
+             << llvm::interleaved_array(tensorType(operand).getShape())
+             << " are not broadcast-compatible";
+    shape = *next;
+  }
+  if (ArrayRef<int64_t>(shape) != tensorType(result).getShape())
+    return op->emitOpError("result shape ")
+           << llvm::interleaved_array(tensorType(result).getShape())
+           << " does not match the broadcast shape "
+           << llvm::interleaved_array(shape);
+  return success();
+}
+
+/// Checks that all `values` have the same element type.
+static LogicalResult verifySameElementType(Operation *op, ValueRange values) {
+  if (values.empty())
+    return success();
+  Type expected = getElementTypeOrSelf(values.front().getType());
+  for (Value value : values.drop_front()) {
+    Type found = getElementTypeOrSelf(value.getType());
+    if (found != expected)
+      return op->emitOpError("element types must match, found ")
+             << expected << " and " << found;
+  }
+  return success();
+}
+
+/// Checks that `value` has exactly type `expected`; `what` names it.
+static LogicalResult verifyType(Operation *op, Value value, Type expected,
+                                StringRef what) {
+  if (value.getType() != expected)
+    return op->emitOpError() << what << " must have type " << expected
+                             << ", found " << value.getType();
+  return success();
+}
+
+/// Checks an axis against a rank and returns it as a non-negative index.
+static FailureOr<int64_t> verifyAxis(Operation *op, int64_t axis,
+                                     int64_t rank) {
+  if (axis < -rank || axis >= rank) {
+    op->emitOpError("axis ") << axis << " is out of range for rank " << rank;
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Checks reduction axes (sorted, distinct, in range) and returns the shape a
+/// reduction over them produces.
+static FailureOr<SmallVector<int64_t>>
+verifyReductionAxes(Operation *op, ArrayRef<int64_t> shape,
+                    ArrayRef<int64_t> axes, bool keepDims) {
+  int64_t rank = shape.size();
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (axis < 0 || axis >= rank) {
+      op->emitOpError("reduction axis ")
+          << axis << " is out of range for rank " << rank;
+      return failure();
+    }
+    if (i > 0 && axes[i - 1] >= axis) {
+      op->emitOpError("reduction axes must be sorted and distinct, found ")
+          << llvm::interleaved_array(axes);
+      return failure();
+    }
+  }
+  SmallVector<int64_t> result;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!llvm::is_contained(axes, d))
+      result.push_back(shape[d]);
+    else if (keepDims)
+      result.push_back(1);
+  }
+  return result;
+}
+
+static LogicalResult verifyShape(Operation *op, Value value,
+                                 ArrayRef<int64_t> expected, StringRef what) {
+  ArrayRef<int64_t> found = tensorType(value).getShape();
+  if (found != expected)
+    return op->emitOpError() << what << " must have shape "
+                             << llvm::interleaved_array(expected) << ", found "
+                             << llvm::interleaved_array(found);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyBinaryOp(Operation *op) {
+  if (failed(verifySameElementType(op, op->getOperands())) ||
+      failed(verifySameElementType(op, {op->getOperand(0), op->getResult(0)})))
+    return failure();
+  return verifyBroadcastResult(op, op->getOperands(), op->getResult(0));
+}
+
+LogicalResult AddOp::verify() { return verifyBinaryOp(*this); }
+LogicalResult SubOp::verify() { return verifyBinaryOp(*this); }
+LogicalResult MulOp::verify() { return verifyBinaryOp(*this); }
+LogicalResult DivOp::verify() { return verifyBinaryOp(*this); }
+LogicalResult MaximumOp::verify() { return verifyBinaryOp(*this); }
+LogicalResult MinimumOp::verify() { return verifyBinaryOp(*this); }
+
+LogicalResult WhereOp::verify() {
+  if (failed(verifySameElementType(*this, {getLhs(), getRhs(), getResult()})))
+    return failure();
+  return verifyBroadcastResult(*this, getOperands(), getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  if (failed(verifySameElementType(*this, {getLhs(), getRhs(), getResult()})))
+    return failure();
+  ArrayRef<int64_t> lhs = tensorType(getLhs()).getShape();
+  ArrayRef<int64_t> rhs = tensorType(getRhs()).getShape();
+  if (lhs.size() < 2 || rhs.size() < 2)
+    return emitOpError("operands must have rank >= 2, found ranks ")
+           << lhs.size() << " and " << rhs.size();
+  int64_t m = lhs[lhs.size() - (getTransposeLhs() ? 1 : 2)];
+  int64_t kl = lhs[lhs.size() - (getTransposeLhs() ? 2 : 1)];
+  int64_t kr = rhs[rhs.size() - (getTransposeRhs() ? 1 : 2)];
+  int64_t n = rhs[rhs.size() - (getTransposeRhs() ? 2 : 1)];
+  if (kl != kr)
+    return emitOpError("contraction dimensions differ: ")
+           << kl << " (lhs) and " << kr << " (rhs)";
+  FailureOr<SmallVector<int64_t>> batch =
+      broadcastShapes(lhs.drop_back(2), rhs.drop_back(2));
+  if (failed(batch))
+    return emitOpError("batch dimensions ")
+           << llvm::interleaved_array(lhs.drop_back(2)) << " and "
+           << llvm::interleaved_array(rhs.drop_back(2))
+           << " are not broadcast-compatible";
+  SmallVector<int64_t> expected = *batch;
+  expected.append({m, n});
+  return verifyShape(*this, getResult(), expected, "result");
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization, softmax, embedding, attention, loss
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyAxis(*this, getAxis(), tensorType(getInput()).getRank());
+}
+
+/// Checks layer norm's input against its `[D]`-shaped weight (and bias).
+static LogicalResult verifyLayerNormOperands(Operation *op, Value input,
+                                             ValueRange perFeature,
+                                             double epsilon) {
+  if (failed(verifySameElementType(op, op->getOperands())))
+    return failure();
+  RankedTensorType type = tensorType(input);
+  if (type.getRank() < 1)
+    return op->emitOpError("input must have rank >= 1");
+  for (Value value : perFeature)
+    if (failed(verifyShape(op, value, {type.getShape().back()},
+                           "weight and bias")))
+      return failure();
+  if (!(epsilon >= 0.0))
+    return op->emitOpError("epsilon must be non-negative, found ") << epsilon;
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyLayerNormOperands(*this, getInput(),
+                                     {getWeight(), getBias()},
+                                     getEpsilon().convertToDouble())))
+    return failure();
+  return verifyType(*this, getResult(), getInput().getType(), "result");
+}
+
+LogicalResult EmbeddingOp::verify() {
+  RankedTensorType table = tensorType(getTable());
+  if (table.getRank() != 2)
+    return emitOpError("table must have rank 2, found rank ")
+           << table.getRank();
+  if (failed(verifySameElementType(*this, {getTable(), getResult()})))
+    return failure();
+  SmallVector<int64_t> expected(tensorType(getIndices()).getShape());
+  expected.push_back(table.getDimSize(1));
+  return verifyShape(*this, getResult(), expected, "result");
+}
+
+/// Checks attention's query, key and value and returns the result shape.
+static FailureOr<SmallVector<int64_t>>
+verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
+                        bool causal, std::optional<double> scale) {
+  if (failed(verifySameElementType(op, op->getOperands())))
+    return failure();
+  ArrayRef<int64_t> q = tensorType(query).getShape();
+  ArrayRef<int64_t> k = tensorType(key).getShape();
+  ArrayRef<int64_t> v = tensorType(value).getShape();
+  if (q.size() < 2 || q.size() != k.size() || q.size() != v.size()) {
+    op->emitOpError("query, key and value must have the same rank >= 2, "
+                    "found ranks ")
+        << q.size() << ", " << k.size() << " and " << v.size();
+    return failure();
+  }
+  if (q.drop_back(2) != k.drop_back(2) || q.drop_back(2) != v.drop_back(2)) {
+    op->emitOpError("query, key and value must have the same batch "
+                    "dimensions, found ")
+        << llvm::interleaved_array(q.drop_back(2)) << ", "
+        << llvm::interleaved_array(k.drop_back(2)) << " and "
+        << llvm::interleaved_array(v.drop_back(2));
+    return failure();
+  }
+  if (q.back() != k.back()) {
+    op->emitOpError("query and key head sizes differ: ")
+        << q.back() << " and " << k.back();
+    return failure();
+  }
+  int64_t tq = q[q.size() - 2], tk = k[k.size() - 2];
+  if (tk != v[v.size() - 2]) {
+    op->emitOpError("key and value sequence lengths differ: ")
+        << tk << " and " << v[v.size() - 2];
+    return failure();
+  }
+  if (causal && tq != tk) {
+    op->emitOpError("causal attention needs equal query and key lengths, "
+                    "found ")
+        << tq << " and " << tk;
+    return failure();
+  }
+  if (scale && !(*scale > 0.0 && std::isfinite(*scale))) {
+    op->emitOpError("scale must be positive and finite, found ") << *scale;
+    return failure();
+  }
+  SmallVector<int64_t> result(q.drop_back());
+  result.push_back(v.back());
+  return result;
+}
+
+static std::optional<double> toDouble(std::optional<APFloat> value) {
+  if (!value)
+    return std::nullopt;
+  return value->convertToDouble();
+}
+
+LogicalResult AttentionOp::verify() {
+  FailureOr<SmallVector<int64_t>> shape =
+      verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                              getCausal(), toDouble(getScale()));
+  if (failed(shape) ||
+      failed(verifySameElementType(*this, {getQuery(), getResult()})))
+    return failure();
+  return verifyShape(*this, getResult(), *shape, "result");
+}
+
+double AttentionOp::getScaleOrDefault() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(double(tensorType(getQuery()).getShape().back()));
+}
+
+/// Checks that `targets` has the shape of `logits` without the class axis.
+static LogicalResult verifyTargets(Operation *op, Value logits,
+                                   Value targets) {
+  ArrayRef<int64_t> shape = tensorType(logits).getShape();
+  if (shape.empty())
+    return op->emitOpError("logits must have rank >= 1 (the class axis last)");
+  return verifyShape(op, targets, shape.drop_back(), "targets");
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  return verifyTargets(*this, getLogits(), getTargets());
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops, casts and constants
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  int64_t in = tensorType(getInput()).getNumElements();
+  int64_t out = tensorType(getResult()).getNumElements();
+  if (in != out)
+    return emitOpError("element counts differ: ")
+           << in << " (operand) and " << out << " (result)";
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  ArrayRef<int64_t> shape = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> perm = getPermutation();
+  SmallVector<bool> seen(shape.size(), false);
+  bool valid = perm.size() == shape.size();
+  for (int64_t p : perm) {
+    if (!valid || p < 0 || p >= int64_t(shape.size()) || seen[p]) {
+      valid = false;
+      break;
+    }
+    seen[p] = true;
+  }
+  if (!valid)
+    return emitOpError("permutation ")
+           << llvm::interleaved_array(perm)
+           << " is not a permutation of the operand's " << shape.size()
+           << " dimensions";
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm)
+    expected.push_back(shape[p]);
+  return verifyShape(*this, getResult(), expected, "result");
+}
+
+/// Checks that a box of shape `box` at `offsets` lies inside `full`.
+static LogicalResult verifyBox(Operation *op, ArrayRef<int64_t> full,
+                               ArrayRef<int64_t> box,
+                               ArrayRef<int64_t> offsets) {
+  if (box.size() != full.size() || offsets.size() != full.size())
+    return op->emitOpError("offsets, slice and full shape must have the same "
+                           "rank, found ")
+           << offsets.size() << ", " << box.size() << " and " << full.size();
+  for (size_t d = 0; d < full.size(); ++d)
+    if (offsets[d] < 0 || offsets[d] + box[d] > full[d])
+      return op->emitOpError("slice of size ")
+             << llvm::interleaved_array(box) << " at offsets "
+             << llvm::interleaved_array(offsets)
+             << " does not fit in shape " << llvm::interleaved_array(full);
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  return verifyBox(*this, tensorType(getInput()).getShape(),
+                   tensorType(getResult()).getShape(), getOffsets());
+}
+
+/// Checks that `pieces` concatenate along `axis` to `whole`.
+static LogicalResult verifyConcatenation(Operation *op, ValueRange pieces,
+                                         Value whole, int64_t axis) {
+  if (pieces.empty())
+    return op->emitOpError("needs at least one piece");
+  SmallVector<Value> all(pieces);
+  all.push_back(whole);
+  if (failed(verifySameElementType(op, all)))
+    return failure();
+  ArrayRef<int64_t> shape = tensorType(whole).getShape();
+  FailureOr<int64_t> dim = verifyAxis(op, axis, shape.size());
+  if (failed(dim))
+    return failure();
+  int64_t total = 0;
+  for (Value piece : pieces) {
+    ArrayRef<int64_t> pieceShape = tensorType(piece).getShape();
+    bool compatible = pieceShape.size() == shape.size();
+    for (size_t d = 0; compatible && d < shape.size(); ++d)
+      compatible = int64_t(d) == *dim || pieceShape[d] == shape[d];
+    if (!compatible)
+      return op->emitOpError("piece shape ")
+             << llvm::interleaved_array(pieceShape) << " does not match "
+             << llvm::interleaved_array(shape) << " outside axis " << *dim;
+    total += pieceShape[*dim];
+  }
+  if (total != shape[*dim])
+    return op->emitOpError("pieces add up to ")
+           << total << " along axis " << *dim << ", expected " << shape[*dim];
+  return success();
+}
+
+LogicalResult SplitOp::verify() {
+  return verifyConcatenation(*this, getResults(), getInput(), getAxis());
+}
+
+LogicalResult ConcatOp::verify() {
+  return verifyConcatenation(*this, getInputs(), getResult(), getAxis());
+}
+
+static LogicalResult verifyReduceOp(Operation *op, Value input, Value result,
+                                    ArrayRef<int64_t> axes, bool keepDims) {
+  if (failed(verifySameElementType(op, {input, result})))
+    return failure();
+  FailureOr<SmallVector<int64_t>> shape =
+      verifyReductionAxes(op, tensorType(input).getShape(), axes, keepDims);
+  if (failed(shape))
+    return failure();
+  return verifyShape(op, result, *shape, "result");
+}
+
+LogicalResult ReduceSumOp::verify() {
+  return verifyReduceOp(*this, getInput(), getResult(), getAxes(),
+                        getKeepDims());
+}
+LogicalResult ReduceMeanOp::verify() {
+  return verifyReduceOp(*this, getInput(), getResult(), getAxes(),
+                        getKeepDims());
+}
+LogicalResult ReduceMaxOp::verify() {
+  return verifyReduceOp(*this, getInput(), getResult(), getAxes(),
+                        getKeepDims());
+}
+
+/// Checks that `small` broadcasts to exactly `large`.
+static LogicalResult verifyBroadcastsTo(Operation *op, Value small,
+                                        Value large) {
+  if (failed(verifySameElementType(op, {small, large})))
+    return failure();
+  ArrayRef<int64_t> from = tensorType(small).getShape();
+  ArrayRef<int64_t> to = tensorType(large).getShape();
+  FailureOr<SmallVector<int64_t>> shape = broadcastShapes(from, to);
+  if (failed(shape) || ArrayRef<int64_t>(*shape) != to)
+    return op->emitOpError("shape ")
+           << llvm::interleaved_array(from) << " does not broadcast to "
+           << llvm::interleaved_array(to);
+  return success();
+}
+
+LogicalResult BroadcastToOp::verify() {
+  return verifyBroadcastsTo(*this, getInput(), getResult());
+}
+
+LogicalResult CastOp::verify() {
+  return verifyShape(*this, getResult(), tensorType(getInput()).getShape(),
+                     "result");
+}
+
+LogicalResult ConstantOp::verify() {
+  return verifyType(*this, getResult(), getValue().getType(), "result");
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult ConstantOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange, DictionaryAttr,
+    OpaqueProperties properties, RegionRange,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  auto *props = properties.as<Properties *>();
+  if (!props || !props->value)
+    return failure();
+  inferredReturnTypes.push_back(props->value.getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult SumToOp::verify() {
+  return verifyBroadcastsTo(*this, getResult(), getInput());
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  return verifyAxis(*this, getAxis(), tensorType(getOutput()).getRank());
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  if (failed(verifyLayerNormOperands(*this, getInput(), {getWeight()},
+                                     getEpsilon().convertToDouble())) ||
+      failed(verifyType(*this, getGrad(), getInput().getType(), "grad")) ||
+      failed(verifyType(*this, getInputGrad(), getInput().getType(),
+                        "input_grad")) ||
+      failed(verifyType(*this, getWeightGrad(), getWeight().getType(),
+                        "weight_grad")))
+    return failure();
+  return verifyType(*this, getBiasGrad(), getWeight().getType(), "bias_grad");
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  RankedTensorType table = tensorType(getResult());
+  if (table.getRank() != 2)
+    return emitOpError("result (the table gradient) must have rank 2, found "
+                       "rank ")
+           << table.getRank();
+  if (failed(verifySameElementType(*this, {getGrad(), getResult()})))
+    return failure();
+  SmallVector<int64_t> expected(tensorType(getIndices()).getShape());
+  expected.push_back(table.getDimSize(1));
+  return verifyShape(*this, getGrad(), expected, "grad");
+}
+
+LogicalResult AttentionGradOp::verify() {
+  FailureOr<SmallVector<int64_t>> shape = verifyAttentionOperands(
+      *this, getQuery(), getKey(), getValue(), getCausal(),
+      toDouble(getScale()));
+  if (failed(shape) || failed(verifyShape(*this, getOutput(), *shape,
+                                          "output")) ||
+      failed(verifyType(*this, getGrad(), getOutput().getType(), "grad")) ||
+      failed(verifyType(*this, getQueryGrad(), getQuery().getType(),
+                        "query_grad")) ||
+      failed(verifyType(*this, getKeyGrad(), getKey().getType(),
+                        "key_grad")))
+    return failure();
+  return verifyType(*this, getValueGrad(), getValue().getType(), "value_grad");
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  if (failed(verifyTargets(*this, getLogits(), getTargets())))
+    return failure();
+  return verifyType(*this, getResult(), getLogits().getType(), "result");
+}
+
+LogicalResult ReduceMaxGradOp::verify() {
+  if (failed(verifyReduceOp(*this, getInput(), getOutput(), getAxes(),
+                            getKeepDims())) ||
+      failed(verifyType(*this, getGrad(), getOutput().getType(), "grad")))
+    return failure();
+  return verifyType(*this, getResult(), getInput().getType(), "result");
+}
+
+LogicalResult SliceGradOp::verify() {
+  if (failed(verifySameElementType(*this, {getGrad(), getResult()})))
+    return failure();
+  return verifyBox(*this, tensorType(getResult()).getShape(),
+                   tensorType(getGrad()).getShape(), getOffsets());
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+/// Checks that a hyper-parameter lies in [low, high) (or [low, high]).
+static LogicalResult verifyRange(Operation *op, StringRef name, double value,
+                                 double low, double high,
+                                 bool highInclusive = false) {
+  bool inside = value >= low && (highInclusive ? value <= high : value < high);
+  if (!inside)
+    return op->emitOpError() << name << " must be in [" << low << ", " << high
+                             << (highInclusive ? "]" : ")") << ", found "
+                             << value;
+  return success();
+}
+
+LogicalResult SGDUpdateOp::verify() {
+  double momentum = getMomentum().convertToDouble();
+  double dampening = getDampening().convertToDouble();
+  double inf = std::numeric_limits<double>::infinity();
+  if (failed(verifyRange(*this, "momentum", momentum, 0.0, inf)) ||
+      failed(verifyRange(*this, "dampening", dampening, 0.0, 1.0, true)) ||
+      failed(verifyRange(*this, "weight_decay",
+                         getWeightDecay().convertToDouble(), 0.0, inf)))
+    return failure();
+  if (getNesterov() && (momentum <= 0.0 || dampening != 0.0))
+    return emitOpError("nesterov momentum needs momentum > 0 and dampening "
+                       "0, found momentum ")
+           << momentum << " and dampening " << dampening;
+  bool hasBuffer = bool(getMomentumBuffer());
+  if (hasBuffer != (momentum != 0.0))
+    return emitOpError(hasBuffer
+                           ? "has a momentum buffer but momentum is 0"
+                           : "needs a momentum buffer when momentum is "
+                             "non-zero");
+  if (hasBuffer != bool(getNewMomentumBuffer()))
+    return emitOpError("must return an updated momentum buffer exactly when "
+                       "it takes one");
+  ArrayRef<int64_t> shape = tensorType(getParam()).getShape();
+  if (failed(verifyShape(*this, getGrad(), shape, "grad")) ||
+      failed(verifyType(*this, getNewParam(), getParam().getType(),
+                        "new_param")))
+    return failure();
+  if (hasBuffer &&
+      (failed(verifyShape(*this, getMomentumBuffer(), shape,
+                          "momentum_buffer")) ||
+       failed(verifyType(*this, getNewMomentumBuffer(),
+                         getMomentumBuffer().getType(),
+                         "new_momentum_buffer"))))
+    return failure();
+  return success();
+}
+
+LogicalResult AdamWUpdateOp::verify() {
+  double inf = std::numeric_limits<double>::infinity();
+  if (failed(verifyRange(*this, "beta1", getBeta1().convertToDouble(), 0.0,
+                         1.0)) ||
+      failed(verifyRange(*this, "beta2", getBeta2().convertToDouble(), 0.0,
+                         1.0)) ||
+      failed(verifyRange(*this, "eps", getEps().convertToDouble(), 0.0, inf)) ||
+      failed(verifyRange(*this, "weight_decay",
+                         getWeightDecay().convertToDouble(), 0.0, inf)))
+    return failure();
+  ArrayRef<int64_t> shape = tensorType(getParam()).getShape();
+  if (failed(verifyShape(*this, getGrad(), shape, "grad")) ||
+      failed(verifyShape(*this, getExpAvg(), shape, "exp_avg")) ||
+      failed(verifyShape(*this, getExpAvgSq(), shape, "exp_avg_sq")) ||
+      failed(verifyType(*this, getNewParam(), getParam().getType(),
+                        "new_param")) ||
+      failed(verifyType(*this, getNewExpAvg(), getExpAvg().getType(),
+                        "new_exp_avg")))
+    return failure();
+  return verifyType(*this, getNewExpAvgSq(), getExpAvgSq().getType(),
+                    "new_exp_avg_sq");
+}
+
+LogicalResult GlobalNormOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Mixed precision
+//===----------------------------------------------------------------------===//
+
+LogicalResult UnscaleOp::verify() {
+  return verifyShape(*this, getResult(), tensorType(getGrad()).getShape(),
+                     "result");
+}
+
+LogicalResult AllFiniteOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  return success();
+}
+
+LogicalResult UpdateLossScaleOp::verify() {
+  double growth = getGrowthFactor().convertToDouble();
+  double backoff = getBackoffFactor().convertToDouble();
+  if (!(growth > 1.0) || !std::isfinite(growth))
+    return emitOpError("growth_factor must be > 1, found ") << growth;
+  if (!(backoff > 0.0 && backoff < 1.0))
+    return emitOpError("backoff_factor must be in (0, 1), found ") << backoff;
+  if (getGrowthInterval() < 1)
+    return emitOpError("growth_interval must be >= 1, found ")
+           << getGrowthInterval();
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "tgc/Dialect/TG/IR/TGOps.cpp.inc"

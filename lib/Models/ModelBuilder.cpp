@@ -1,0 +1,160 @@
+//===- ModelBuilder.cpp - building tg models from C++ ---------------------===//
+//
+// Creates tg ops with their result types computed from the operands, so the
+// model generators read like the PyTorch code they mirror.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Models/ModelBuilder.h"
+
+#include "mlir/IR/Verifier.h"
+
+using namespace mlir;
+
+namespace tgc {
+
+static RankedTensorType typeOf(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+ModelBuilder::ModelBuilder(MLIRContext *context, StringRef name,
+                           Type elementType)
+    : context(context), elementType(elementType),
+      module(ModuleOp::create(UnknownLoc::get(context))), builder(context),
+      loc(NameLoc::get(StringAttr::get(context, name))) {
+  context->loadDialect<tg::TGDialect, func::FuncDialect>();
+  builder.setInsertionPointToEnd(module->getBody());
+  function = func::FuncOp::create(builder, loc, name,
+                                  builder.getFunctionType({}, {}));
+  function->setAttr(tg::TGDialect::kModelAttr, builder.getUnitAttr());
+  builder.setInsertionPointToStart(function.addEntryBlock());
+}
+
+void ModelBuilder::setScope(StringRef scope) {
+  loc = NameLoc::get(StringAttr::get(context, scope));
+}
+
+RankedTensorType ModelBuilder::tensorOf(ArrayRef<int64_t> shape,
+                                        Type element) {
+  return RankedTensorType::get(shape, element);
+}
+
+Value ModelBuilder::addArgument(Type type, NamedAttrList attrs) {
+  argAttrs.push_back(attrs.getDictionary(context));
+  return function.getBody().front().addArgument(type, loc);
+}
+
+Value ModelBuilder::param(StringRef name, ArrayRef<int64_t> shape,
+                          tg::InitAttr init) {
+  NamedAttrList attrs;
+  attrs.set(tg::TGDialect::kParamAttr, builder.getStringAttr(name));
+  attrs.set(tg::TGDialect::kInitAttr, init);
+  return addArgument(tensorOf(shape, elementType), attrs);
+}
+
+Value ModelBuilder::input(StringRef name, ArrayRef<int64_t> shape,
+                          Type element) {
+  NamedAttrList attrs;
+  attrs.set(tg::TGDialect::kInputAttr, builder.getStringAttr(name));
+  return addArgument(tensorOf(shape, element), attrs);
+}
+
+Value ModelBuilder::matmul(Value lhs, Value rhs, bool transposeLhs,
+                           bool transposeRhs) {
+  ArrayRef<int64_t> a = typeOf(lhs).getShape(), b = typeOf(rhs).getShape();
+  SmallVector<int64_t> shape =
+      *tg::broadcastShapes(a.drop_back(2), b.drop_back(2));
+  shape.push_back(a[a.size() - (transposeLhs ? 1 : 2)]);
+  shape.push_back(b[b.size() - (transposeRhs ? 2 : 1)]);
+  return tg::MatmulOp::create(builder, loc,
+                              tensorOf(shape, typeOf(lhs).getElementType()),
+                              lhs, rhs, transposeLhs, transposeRhs);
+}
+
+Value ModelBuilder::add(Value lhs, Value rhs) {
+  SmallVector<int64_t> shape =
+      *tg::broadcastShapes(typeOf(lhs).getShape(), typeOf(rhs).getShape());
+  return tg::AddOp::create(builder, loc,
+                           tensorOf(shape, typeOf(lhs).getElementType()), lhs,
+                           rhs);
+}
+
+Value ModelBuilder::relu(Value input) {
+  return tg::ReluOp::create(builder, loc, input);
+}
+
+Value ModelBuilder::gelu(Value input) {
+  return tg::GeluOp::create(builder, loc, input);
+}
+
+Value ModelBuilder::layerNorm(Value input, Value weight, Value bias,
+                              double epsilon) {
+  return tg::LayerNormOp::create(builder, loc, input.getType(), input, weight,
+                                 bias, builder.getF64FloatAttr(epsilon));
+}
+
+Value ModelBuilder::embedding(Value table, Value indices) {
+  SmallVector<int64_t> shape(typeOf(indices).getShape());
+  shape.push_back(typeOf(table).getDimSize(1));
+  return tg::EmbeddingOp::create(
+      builder, loc, tensorOf(shape, typeOf(table).getElementType()), table,
+      indices);
+}
+
+Value ModelBuilder::attention(Value query, Value key, Value value,
+                              bool causal) {
+  SmallVector<int64_t> shape(typeOf(query).getShape().drop_back());
+  shape.push_back(typeOf(value).getShape().back());
+  return tg::AttentionOp::create(
+      builder, loc, tensorOf(shape, typeOf(query).getElementType()), query,
+      key, value, causal, /*scale=*/FloatAttr());
+}
+
+Value ModelBuilder::crossEntropy(Value logits, Value targets) {
+  return tg::CrossEntropyOp::create(
+      builder, loc, tensorOf({}, builder.getF32Type()), logits, targets,
+      /*ignore_index=*/-100);
+}
+
+Value ModelBuilder::reshape(Value input, ArrayRef<int64_t> shape) {
+  return tg::ReshapeOp::create(
+      builder, loc, tensorOf(shape, typeOf(input).getElementType()), input);
+}
+
+Value ModelBuilder::transpose(Value input, ArrayRef<int64_t> permutation) {
+  SmallVector<int64_t> shape;
+  for (int64_t p : permutation)
+    shape.push_back(typeOf(input).getDimSize(p));
+  return tg::TransposeOp::create(
+      builder, loc, tensorOf(shape, typeOf(input).getElementType()), input,
+      permutation);
+}
+
+Value ModelBuilder::slice(Value input, ArrayRef<int64_t> offsets,
+                          ArrayRef<int64_t> sizes) {
+  return tg::SliceOp::create(
+      builder, loc, tensorOf(sizes, typeOf(input).getElementType()), input,
+      offsets);
+}
+
+SmallVector<Value> ModelBuilder::split(Value input, int64_t axis,
+                                       int64_t pieces) {
+  SmallVector<int64_t> shape(typeOf(input).getShape());
+  shape[axis] /= pieces;
+  SmallVector<Type> types(pieces,
+                          tensorOf(shape, typeOf(input).getElementType()));
+  auto op = tg::SplitOp::create(builder, loc, types, input, axis);
+  return SmallVector<Value>(op.getResults());
+}
+
+OwningOpRef<ModuleOp> ModelBuilder::finish(Value loss) {
+  func::ReturnOp::create(builder, loc, loss);
+  function.setType(builder.getFunctionType(
+      function.getBody().front().getArgumentTypes(), {loss.getType()}));
+  function.setAllArgAttrs(argAttrs);
+  if (failed(verify(*module)))
+    return nullptr;
+  return std::move(module);
+}
+
+} // namespace tgc

@@ -1,0 +1,21 @@
+# lit configuration of the tgc test suite.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "TGC"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tgc_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(
+    ["tgc-opt", "tgc-models"], [config.tgc_tools_dir])
+
+# Tools called from helper scripts rather than from RUN lines directly.
+config.substitutions.append(("%tgc_opt", os.path.join(config.tgc_tools_dir, "tgc-opt")))
+config.substitutions.append(("%python", "/usr/bin/python3"))

@@ -1,0 +1,188 @@
+//===- tgc-models.cpp - prints built-in models as tg IR -------------------===//
+//
+//   tgc-models gpt2 --preset 124M [--batch 8 --seq-len 1024] [-o gpt2.mlir]
+//   tgc-models gpt2 --n-layer 2 --n-head 4 --n-embd 64 --vocab-size 256 ...
+//   tgc-models mlp --widths 784,256,10 --batch 32
+//   tgc-models mlp --in-features 784 --width 512 --depth 3 --classes 10
+//   tgc-models gpt2 --preset 124M --stats
+//
+// Builds the model with the generators of lib/Models, verifies it, and
+// prints the IR or (with --stats) its parameter count and op statistics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Analysis/ModelStats.h"
+#include "tgc/Models/Models.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <memory>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("tgc-models options");
+
+// Each model is a subcommand with its own options.
+static cl::SubCommand gpt2Command("gpt2", "GPT-2 (Hugging Face layout)");
+static cl::SubCommand mlpCommand("mlp", "Multi-layer perceptron classifier");
+#define BOTH cl::sub(gpt2Command), cl::sub(mlpCommand)
+#define GPT2 cl::sub(gpt2Command)
+#define MLP cl::sub(mlpCommand)
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(category), BOTH);
+static cl::opt<bool> stats("stats",
+                           cl::desc("Print the parameter count and op "
+                                    "statistics instead of the IR"),
+                           cl::cat(category), BOTH);
+static cl::opt<int64_t> batch("batch", cl::desc("Batch size"),
+                              cl::cat(category), BOTH);
+
+// GPT-2.
+static cl::opt<std::string>
+    preset("preset", cl::desc("GPT-2 size: 124M, 350M, 774M, 1558M or tiny"),
+           cl::cat(category), GPT2);
+static cl::opt<int64_t> nLayer("n-layer", cl::desc("GPT-2 blocks"),
+                               cl::cat(category), GPT2);
+static cl::opt<int64_t> nHead("n-head", cl::desc("GPT-2 attention heads"),
+                              cl::cat(category), GPT2);
+static cl::opt<int64_t> nEmbd("n-embd", cl::desc("GPT-2 embedding width"),
+                              cl::cat(category), GPT2);
+static cl::opt<int64_t> vocabSize("vocab-size", cl::desc("GPT-2 vocabulary"),
+                                  cl::cat(category), GPT2);
+static cl::opt<int64_t> blockSize("block-size",
+                                  cl::desc("GPT-2 positions (wpe rows)"),
+                                  cl::cat(category), GPT2);
+static cl::opt<int64_t> seqLen("seq-len", cl::desc("GPT-2 sequence length"),
+                               cl::cat(category), GPT2);
+
+// MLP.
+static cl::list<int64_t> widths("widths", cl::CommaSeparated,
+                                cl::desc("MLP widths: inputs,hidden...,classes"),
+                                cl::cat(category), MLP);
+static cl::opt<int64_t> inFeatures("in-features", cl::desc("MLP inputs"),
+                                   cl::cat(category), MLP);
+static cl::opt<int64_t> width("width", cl::desc("MLP hidden width"),
+                              cl::cat(category), MLP);
+static cl::opt<int64_t> depth("depth", cl::desc("MLP hidden layers"),
+                              cl::cat(category), MLP);
+static cl::opt<int64_t> classes("classes", cl::desc("MLP classes"),
+                                cl::cat(category), MLP);
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "tgc-models: error: " << message << "\n";
+  return 1;
+}
+
+/// Names of the given options that were set on the command line.
+static std::string setOptions(llvm::ArrayRef<cl::Option *> options) {
+  std::string names;
+  for (cl::Option *option : options)
+    if (option->getNumOccurrences())
+      names += (names.empty() ? "--" : ", --") + option->ArgStr.str();
+  return names;
+}
+
+static OwningOpRef<ModuleOp> buildGPT2FromFlags(MLIRContext *context,
+                                                std::string &error) {
+  tgc::GPT2Config config;
+  if (!preset.empty()) {
+    std::optional<tgc::GPT2Config> found = tgc::getGPT2Preset(preset);
+    if (!found) {
+      error = "unknown GPT-2 preset '" + preset +
+              "' (expected 124M, 350M, 774M, 1558M or tiny)";
+      return nullptr;
+    }
+    config = *found;
+  }
+  auto override = [](cl::opt<int64_t> &option, int64_t &field) {
+    if (option.getNumOccurrences())
+      field = option;
+  };
+  override(nLayer, config.nLayer);
+  override(nHead, config.nHead);
+  override(nEmbd, config.nEmbd);
+  override(vocabSize, config.vocabSize);
+  override(blockSize, config.blockSize);
+  override(batch, config.batch);
+  override(seqLen, config.seqLen);
+  if (!seqLen.getNumOccurrences() && config.seqLen > config.blockSize)
+    config.seqLen = config.blockSize;
+  error = tgc::validateGPT2Config(config);
+  if (!error.empty())
+    return nullptr;
+  return tgc::buildGPT2(context, config);
+}
+
+static OwningOpRef<ModuleOp> buildMLPFromFlags(MLIRContext *context,
+                                               std::string &error) {
+  tgc::MLPConfig config;
+  std::string shapeFlags = setOptions({&inFeatures, &width, &depth, &classes});
+  if (!widths.empty() && !shapeFlags.empty()) {
+    error = "--widths and " + shapeFlags + " describe the same layers; use one";
+    return nullptr;
+  }
+  if (!widths.empty())
+    config.widths.assign(widths.begin(), widths.end());
+  if (!shapeFlags.empty()) {
+    int64_t hidden = width.getNumOccurrences() ? width : 256;
+    int64_t layers = depth.getNumOccurrences() ? depth : 1;
+    if (layers < 0) {
+      error = "--depth must not be negative";
+      return nullptr;
+    }
+    config.widths.clear();
+    config.widths.push_back(inFeatures.getNumOccurrences() ? inFeatures : 784);
+    config.widths.append(layers, hidden);
+    config.widths.push_back(classes.getNumOccurrences() ? classes : 10);
+  }
+  if (batch.getNumOccurrences())
+    config.batch = batch;
+  error = tgc::validateMLPConfig(config);
+  if (!error.empty())
+    return nullptr;
+  return tgc::buildMLP(context, config);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category, gpt2Command);
+  cl::HideUnrelatedOptions(category, mlpCommand);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "tgc-models: prints built-in models as tg IR\n");
+
+  MLIRContext context;
+  std::string error;
+  OwningOpRef<ModuleOp> module;
+  if (gpt2Command)
+    module = buildGPT2FromFlags(&context, error);
+  else if (mlpCommand)
+    module = buildMLPFromFlags(&context, error);
+  else
+    return fail("name a model: tgc-models gpt2 ... or tgc-models mlp ... "
+                "(see --help)");
+  if (!error.empty())
+    return fail(error);
+  if (!module)
+    return fail("the generated model does not verify");
+
+  std::string openError;
+  auto output = openOutputFile(outputFile, &openError);
+  if (!output)
+    return fail(openError);
+  if (stats) {
+    for (auto function : module->getOps<func::FuncOp>())
+      tgc::printModelStats(tgc::computeModelStats(function), output->os());
+  } else {
+    module->print(output->os());
+    output->os() << "\n";
+  }
+  output->keep();
+  return 0;
+}
