@@ -40,7 +40,10 @@ static std::string formatBytes(int64_t bytes) {
   }
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << llvm::format("%.2f ", value) << units[unit];
+  if (unit == 0)
+    os << bytes << " B";
+  else
+    os << llvm::format("%.2f ", value) << units[unit];
   return out;
 }
 
