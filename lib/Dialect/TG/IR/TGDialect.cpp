@@ -1,9 +1,13 @@
 //===- TGDialect.cpp - the tg dialect -------------------------------------===//
 //
-// Registers the tg ops and attributes and verifies the model convention: a
-// `func.func` marked `tg.model` whose arguments are named parameters
-// (`tg.param`, with optional `tg.frozen` and `tg.init`) or named inputs
-// (`tg.input`) and which returns the scalar loss.
+// Registers the tg ops and attributes and verifies the two function
+// conventions:
+// - a model: a `func.func` marked `tg.model` whose arguments are named
+//   parameters (`tg.param`, with optional `tg.frozen` and `tg.init`) or
+//   named inputs (`tg.input`) and which returns the scalar loss;
+// - a training step: a `func.func` marked `tg.train_step` whose arguments
+//   are parameters, state (`tg.state`) and inputs, and whose results are the
+//   loss (`tg.loss`) and in-place updates (`tg.update = "name"`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,24 +76,34 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitOpError("argument #") << argIndex << ": ";
   };
 
-  if (name == kParamAttr || name == kInputAttr) {
+  if (name == kParamAttr || name == kInputAttr || name == kStateAttr) {
     auto str = dyn_cast<StringAttr>(attr.getValue());
     if (!str || str.getValue().empty())
       return emitArgError() << "'" << name
                             << "' must be a non-empty string, found "
                             << attr.getValue();
-    if (name == kParamAttr) {
-      if (function.getArgAttr(argIndex, kInputAttr))
+    // Report a clash once, on the first of the roles in this order.
+    StringRef roles[] = {kParamAttr, kStateAttr, kInputAttr};
+    for (StringRef other : roles) {
+      if (other == name)
+        break;
+      if (function.getArgAttr(argIndex, other))
+        return success();
+    }
+    for (StringRef other : roles)
+      if (other != name && function.getArgAttr(argIndex, other))
         return emitArgError()
-               << "carries both 'tg.param' and 'tg.input'; an argument is "
-                  "either a parameter or an input";
+               << "carries both '" << name << "' and '" << other
+               << "'; an argument is a parameter, a state or an input";
+    if (name == kParamAttr) {
       if (!isFloatTensor(argType))
         return emitArgError() << "parameter '" << str.getValue()
                               << "' must be a statically shaped f32, f16 or "
                                  "bf16 tensor, found "
                               << argType;
     } else if (!isTGTensor(argType)) {
-      return emitArgError() << "input '" << str.getValue()
+      return emitArgError() << (name == kInputAttr ? "input '" : "state '")
+                            << str.getValue()
                             << "' must be a statically shaped tensor of a tg "
                                "element type, found "
                             << argType;
@@ -117,28 +131,47 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
 // The model convention
 //===----------------------------------------------------------------------===//
 
+/// Checks that every argument of `function` has a role (parameter, input
+/// and, if allowed, state) and that names are unique across all arguments.
+/// The form of each attribute is checked by verifyRegionArgAttribute.
+static LogicalResult verifyArgumentNames(func::FuncOp function,
+                                         bool allowState) {
+  StringRef kind = allowState ? "tg.train_step" : "tg.model";
+  llvm::StringMap<unsigned> seen;
+  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
+    Attribute param = function.getArgAttr(i, TGDialect::kParamAttr);
+    Attribute input = function.getArgAttr(i, TGDialect::kInputAttr);
+    Attribute state = function.getArgAttr(i, TGDialect::kStateAttr);
+    if (state && !allowState)
+      return function.emitOpError("argument #")
+             << i << ": 'tg.state' is only valid in a tg.train_step function";
+    Attribute named = param ? param : (state ? state : input);
+    if (!named)
+      return function.emitOpError("argument #")
+             << i << " of a " << kind << " function must carry 'tg.param'"
+             << (allowState ? ", 'tg.state'" : "") << " or 'tg.input'";
+    auto name = dyn_cast<StringAttr>(named);
+    if (!name)
+      continue;
+    auto [it, inserted] = seen.try_emplace(name.getValue(), i);
+    if (!inserted)
+      return function.emitOpError(param   ? "parameter"
+                                  : state ? "state"
+                                          : "input")
+             << " name '" << name.getValue() << "' is used by arguments #"
+             << it->second << " and #" << i;
+  }
+  return success();
+}
+
 /// Checks a function marked `tg.model`: every argument is named exactly once
 /// as a parameter or an input, and the function returns the scalar loss.
 static LogicalResult verifyModelFunction(func::FuncOp function) {
   if (function.isExternal())
     return function.emitOpError("a tg.model function must have a body");
 
-  llvm::StringMap<unsigned> paramArgs, inputArgs;
-  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
-    auto param = function.getArgAttrOfType<StringAttr>(i, TGDialect::kParamAttr);
-    auto input = function.getArgAttrOfType<StringAttr>(i, TGDialect::kInputAttr);
-    if (!param && !input)
-      return function.emitOpError("argument #")
-             << i << " of a tg.model function must carry 'tg.param' or "
-                     "'tg.input'";
-    auto &seen = param ? paramArgs : inputArgs;
-    StringRef name = param ? param.getValue() : input.getValue();
-    auto [it, inserted] = seen.try_emplace(name, i);
-    if (!inserted)
-      return function.emitOpError(param ? "parameter" : "input")
-             << " name '" << name << "' is used by arguments #" << it->second
-             << " and #" << i;
-  }
+  if (failed(verifyArgumentNames(function, /*allowState=*/false)))
+    return failure();
 
   FunctionType type = function.getFunctionType();
   auto loss = type.getNumResults() == 1
@@ -152,9 +185,101 @@ static LogicalResult verifyModelFunction(func::FuncOp function) {
   return success();
 }
 
+/// Checks a function marked `tg.train_step`: arguments as in a model plus
+/// state; one result is the loss, every other one updates a distinct
+/// parameter or state argument of the same type.
+static LogicalResult verifyTrainStepFunction(func::FuncOp function) {
+  if (function.isExternal())
+    return function.emitOpError("a tg.train_step function must have a body");
+  if (failed(verifyArgumentNames(function, /*allowState=*/true)))
+    return failure();
+
+  llvm::StringMap<unsigned> persistent;
+  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
+    for (StringRef role : {TGDialect::kParamAttr, TGDialect::kStateAttr})
+      if (auto name = function.getArgAttrOfType<StringAttr>(i, role))
+        persistent.try_emplace(name.getValue(), i);
+
+  FunctionType type = function.getFunctionType();
+  std::optional<unsigned> loss;
+  llvm::StringMap<unsigned> updated;
+  for (unsigned i = 0, e = type.getNumResults(); i < e; ++i) {
+    if (function.getResultAttr(i, TGDialect::kLossAttr)) {
+      auto lossType = dyn_cast<RankedTensorType>(type.getResult(i));
+      if (loss)
+        return function.emitOpError("results #")
+               << *loss << " and #" << i << " both carry 'tg.loss'";
+      if (!lossType || lossType.getRank() != 0 || !isFloatTensor(lossType))
+        return function.emitOpError("the loss (result #")
+               << i << ") must be a 0-d f32, f16 or bf16 tensor, found "
+               << type.getResult(i);
+      loss = i;
+      continue;
+    }
+    auto name = function.getResultAttrOfType<StringAttr>(i, TGDialect::kUpdateAttr);
+    if (!name)
+      return function.emitOpError("result #")
+             << i << " of a tg.train_step function must carry 'tg.loss' or "
+                     "'tg.update'";
+    auto target = persistent.find(name.getValue());
+    if (target == persistent.end())
+      return function.emitOpError("result #")
+             << i << " updates '" << name.getValue()
+             << "', which is not a parameter or state argument";
+    if (type.getResult(i) != type.getInput(target->second))
+      return function.emitOpError("result #")
+             << i << " updates '" << name.getValue() << "' of type "
+             << type.getInput(target->second) << " with a value of type "
+             << type.getResult(i);
+    auto [it, inserted] = updated.try_emplace(name.getValue(), i);
+    if (!inserted)
+      return function.emitOpError("results #")
+             << it->second << " and #" << i << " both update '"
+             << name.getValue() << "'";
+  }
+  if (!loss)
+    return function.emitOpError(
+        "a tg.train_step function must return the loss (a result carrying "
+        "'tg.loss')");
+  return success();
+}
+
+LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kLossAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("result #")
+             << resultIndex << ": 'tg.loss' is a unit attribute, found "
+             << attr.getValue();
+    return success();
+  }
+  if (name == kUpdateAttr) {
+    auto str = dyn_cast<StringAttr>(attr.getValue());
+    if (!str || str.getValue().empty())
+      return op->emitOpError("result #")
+             << resultIndex << ": 'tg.update' must be a non-empty string, found "
+             << attr.getValue();
+    return success();
+  }
+  return op->emitOpError("result #")
+         << resultIndex << ": unknown tg result attribute '" << name << "'";
+}
+
 LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kTrainStepAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("'tg.train_step' is a unit attribute, found ")
+             << attr.getValue();
+    auto function = dyn_cast<func::FuncOp>(op);
+    if (!function)
+      return op->emitOpError("'tg.train_step' is only valid on a func.func");
+    return verifyTrainStepFunction(function);
+  }
   if (name == kModelAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError("'tg.model' is a unit attribute, found ")

@@ -46,14 +46,21 @@ FailureOr<SmallVector<int64_t>> tgc::tg::broadcastShapes(ArrayRef<int64_t> a,
 static LogicalResult verifyBroadcastResult(Operation *op, ValueRange operands,
                                            Value result) {
   SmallVector<int64_t> shape;
-  for (Value operand : operands) {
-    FailureOr<SmallVector<int64_t>> next =
-        broadcastShapes(shape, tensorType(operand).getShape());
-    if (failed(next))
-      return op->emitOpError("operand shapes ")
-             << llvm::interleaved_array(shape) << " and "
-             << llvm::interleaved_array(tensorType(operand).getShape())
-             << " are not broadcast-compatible";
+  for (auto [i, operand] : llvm::enumerate(operands)) {
+    ArrayRef<int64_t> operandShape = tensorType(operand).getShape();
+    FailureOr<SmallVector<int64_t>> next = broadcastShapes(shape, operandShape);
+    if (failed(next)) {
+      if (i == 1)
+        return op->emitOpError("operand shapes ")
+               << llvm::interleaved_array(shape) << " and "
+               << llvm::interleaved_array(operandShape)
+               << " are not broadcast-compatible";
+      return op->emitOpError("operand #")
+             << i << " of shape " << llvm::interleaved_array(operandShape)
+             << " does not broadcast with "
+             << llvm::interleaved_array(shape)
+             << ", the broadcast of the operands before it";
+    }
     shape = *next;
   }
   if (ArrayRef<int64_t>(shape) != tensorType(result).getShape())
@@ -201,6 +208,7 @@ LogicalResult SoftmaxOp::verify() {
 /// Checks layer norm's input against its `[D]`-shaped weight (and bias).
 static LogicalResult verifyLayerNormOperands(Operation *op, Value input,
                                              ValueRange perFeature,
+                                             StringRef perFeatureName,
                                              double epsilon) {
   if (failed(verifySameElementType(op, op->getOperands())))
     return failure();
@@ -209,16 +217,18 @@ static LogicalResult verifyLayerNormOperands(Operation *op, Value input,
     return op->emitOpError("input must have rank >= 1");
   for (Value value : perFeature)
     if (failed(verifyShape(op, value, {type.getShape().back()},
-                           "weight and bias")))
+                           perFeatureName)))
       return failure();
-  if (!(epsilon >= 0.0))
-    return op->emitOpError("epsilon must be non-negative, found ") << epsilon;
+  if (!(epsilon >= 0.0) || !std::isfinite(epsilon))
+    return op->emitOpError("epsilon must be non-negative and finite, found ")
+           << epsilon;
   return success();
 }
 
 LogicalResult LayerNormOp::verify() {
   if (failed(verifyLayerNormOperands(*this, getInput(),
                                      {getWeight(), getBias()},
+                                     "weight and bias",
                                      getEpsilon().convertToDouble())))
     return failure();
   return verifyType(*this, getResult(), getInput().getType(), "result");
@@ -369,7 +379,7 @@ static LogicalResult verifyBox(Operation *op, ArrayRef<int64_t> full,
                            "rank, found ")
            << offsets.size() << ", " << box.size() << " and " << full.size();
   for (size_t d = 0; d < full.size(); ++d)
-    if (offsets[d] < 0 || offsets[d] + box[d] > full[d])
+    if (offsets[d] < 0 || offsets[d] > full[d] - box[d])
       return op->emitOpError("slice of size ")
              << llvm::interleaved_array(box) << " at offsets "
              << llvm::interleaved_array(offsets)
@@ -424,14 +434,15 @@ LogicalResult ConcatOp::verify() {
 }
 
 static LogicalResult verifyReduceOp(Operation *op, Value input, Value result,
-                                    ArrayRef<int64_t> axes, bool keepDims) {
+                                    ArrayRef<int64_t> axes, bool keepDims,
+                                    StringRef resultName = "result") {
   if (failed(verifySameElementType(op, {input, result})))
     return failure();
   FailureOr<SmallVector<int64_t>> shape =
       verifyReductionAxes(op, tensorType(input).getShape(), axes, keepDims);
   if (failed(shape))
     return failure();
-  return verifyShape(op, result, *shape, "result");
+  return verifyShape(op, result, *shape, resultName);
 }
 
 LogicalResult ReduceSumOp::verify() {
@@ -502,6 +513,7 @@ LogicalResult SoftmaxGradOp::verify() {
 
 LogicalResult LayerNormGradOp::verify() {
   if (failed(verifyLayerNormOperands(*this, getInput(), {getWeight()},
+                                     "weight",
                                      getEpsilon().convertToDouble())) ||
       failed(verifyType(*this, getGrad(), getInput().getType(), "grad")) ||
       failed(verifyType(*this, getInputGrad(), getInput().getType(),
@@ -548,7 +560,7 @@ LogicalResult CrossEntropyGradOp::verify() {
 
 LogicalResult ReduceMaxGradOp::verify() {
   if (failed(verifyReduceOp(*this, getInput(), getOutput(), getAxes(),
-                            getKeepDims())) ||
+                            getKeepDims(), "output")) ||
       failed(verifyType(*this, getGrad(), getOutput().getType(), "grad")))
     return failure();
   return verifyType(*this, getResult(), getInput().getType(), "result");

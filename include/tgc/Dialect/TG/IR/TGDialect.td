@@ -25,10 +25,18 @@ def TG_Dialect : Dialect {
     its arguments is either a parameter (`tg.param = "name"`, optionally
     `tg.frozen` and `tg.init = #tg.init<...>`) or an input
     (`tg.input = "name"`), and it returns the scalar loss.
+
+    A training step (made by tg-autodiff) is a `func.func` marked
+    `tg.train_step`. Its arguments are parameters, optimizer or step state
+    (`tg.state = "name"`) and inputs. Its first result is the loss
+    (`tg.loss`); every other result carries `tg.update = "name"`, the
+    parameter or state argument it replaces (same type), which the memory
+    plan writes in place.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let hasConstantMaterializer = 1;
   let extraClassDeclaration = [{
     /// Names of the discardable attributes of the model convention.
@@ -37,6 +45,10 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInputAttr = "tg.input";
     static constexpr ::llvm::StringLiteral kFrozenAttr = "tg.frozen";
     static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
+    static constexpr ::llvm::StringLiteral kTrainStepAttr = "tg.train_step";
+    static constexpr ::llvm::StringLiteral kStateAttr = "tg.state";
+    static constexpr ::llvm::StringLiteral kLossAttr = "tg.loss";
+    static constexpr ::llvm::StringLiteral kUpdateAttr = "tg.update";
 
     /// Registers the attributes of TGAttrs.td (defined in TGAttrs.cpp).
     void registerAttributes();

@@ -37,8 +37,12 @@ class TG_Op<string mnemonic, list<Trait> traits = [],
          !listconcat(traits, [Pure,
              DeclareOpInterfaceMethods<TG_CostOpInterface, costOverrides>])>;
 
+/// Shorthand for an op that implements its own vector-Jacobian product.
+defvar TG_Differentiable = DeclareOpInterfaceMethods<TG_GradientOpInterface>;
+
 class TG_UnaryOp<string mnemonic, string formula>
-    : TG_Op<mnemonic, [SameOperandsAndResultType, Elementwise]> {
+    : TG_Op<mnemonic, [SameOperandsAndResultType, Elementwise,
+                       TG_Differentiable]> {
   let summary = "elementwise " # formula;
   let description = [{
     Computes `}] # formula # [{` for every element; the result has the type of
@@ -49,17 +53,20 @@ class TG_UnaryOp<string mnemonic, string formula>
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-class TG_BinaryOp<string mnemonic, string formula>
-    : TG_Op<mnemonic, []> {
+class TG_BinaryOp<string mnemonic, string formula,
+                  list<Trait> traits = []>
+    : TG_Op<mnemonic, traits> {
   let summary = "elementwise " # formula # " with broadcasting";
   let description = [{
     Computes `}] # formula # [{` elementwise after broadcasting both operands
     to the result shape with NumPy rules: shapes are aligned at their trailing
     dimension and each pair of sizes must be equal or one of them 1. Both
-    operands and the result have the same element type.
+    operands and the result have the same element type: f32, f16, bf16, or
+    i32/i64 (for counters such as the step; integer division truncates
+    toward zero, and division by zero is a runtime error).
   }];
-  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs);
-  let results = (outs TG_FloatTensor:$result);
+  let arguments = (ins TG_NumericTensor:$lhs, TG_NumericTensor:$rhs);
+  let results = (outs TG_NumericTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
@@ -67,7 +74,7 @@ class TG_BinaryOp<string mnemonic, string formula>
 }
 
 class TG_ReduceOp<string mnemonic, string what>
-    : TG_Op<mnemonic, []> {
+    : TG_Op<mnemonic, [TG_Differentiable]> {
   let summary = "reduces by " # what # " over axes";
   let description = [{
     Reduces the operand by }] # what # [{ over `axes` (sorted, distinct, in
@@ -85,7 +92,7 @@ class TG_ReduceOp<string mnemonic, string what>
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_Op<"matmul"> {
+def TG_MatmulOp : TG_Op<"matmul", [TG_Differentiable]> {
   let summary = "batched matrix product with optional transposes";
   let description = [{
     `lhs` has shape `[B..., M, K]` (`[B..., K, M]` with `transpose_lhs`),
@@ -113,10 +120,14 @@ def TG_MatmulOp : TG_Op<"matmul"> {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def TG_AddOp : TG_BinaryOp<"add", "lhs + rhs">;
-def TG_SubOp : TG_BinaryOp<"sub", "lhs - rhs">;
-def TG_MulOp : TG_BinaryOp<"mul", "lhs * rhs">;
-def TG_DivOp : TG_BinaryOp<"div", "lhs / rhs">;
+def TG_AddOp : TG_BinaryOp<"add", "lhs + rhs",
+                           [TG_Differentiable]>;
+def TG_SubOp : TG_BinaryOp<"sub", "lhs - rhs",
+                           [TG_Differentiable]>;
+def TG_MulOp : TG_BinaryOp<"mul", "lhs * rhs",
+                           [TG_Differentiable]>;
+def TG_DivOp : TG_BinaryOp<"div", "lhs / rhs",
+                           [TG_Differentiable]>;
 def TG_MaximumOp : TG_BinaryOp<"maximum", "max(lhs, rhs)">;
 def TG_MinimumOp : TG_BinaryOp<"minimum", "min(lhs, rhs)">;
 
@@ -133,7 +144,7 @@ def TG_GeluOp : TG_UnaryOp<"gelu",
                 "gelu(approximate='tanh'))";
 }
 
-def TG_WhereOp : TG_Op<"where"> {
+def TG_WhereOp : TG_Op<"where", [TG_Differentiable]> {
   let summary = "elementwise select with broadcasting";
   let description = [{
     `result = condition ? lhs : rhs` elementwise, after broadcasting the three
@@ -153,7 +164,8 @@ def TG_WhereOp : TG_Op<"where"> {
 // Normalization, softmax, embedding, attention, loss
 //===----------------------------------------------------------------------===//
 
-def TG_SoftmaxOp : TG_Op<"softmax", [SameOperandsAndResultType]> {
+def TG_SoftmaxOp : TG_Op<"softmax", [SameOperandsAndResultType,
+                                     TG_Differentiable]> {
   let summary = "softmax over one axis";
   let description = [{
     `result = exp(x - max(x)) / sum(exp(x - max(x)))` along `axis` (negative
@@ -165,7 +177,7 @@ def TG_SoftmaxOp : TG_Op<"softmax", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def TG_LayerNormOp : TG_Op<"layer_norm"> {
+def TG_LayerNormOp : TG_Op<"layer_norm", [TG_Differentiable]> {
   let summary = "layer normalization over the last dimension";
   let description = [{
     For every row `x` along the last dimension (size D):
@@ -183,7 +195,8 @@ def TG_LayerNormOp : TG_Op<"layer_norm"> {
   let hasVerifier = 1;
 }
 
-def TG_EmbeddingOp : TG_Op<"embedding", [], ["getBytesRead"]> {
+def TG_EmbeddingOp : TG_Op<"embedding", [TG_Differentiable],
+                            ["getBytesRead"]> {
   let summary = "row lookup in a table";
   let description = [{
     `table` has shape `[V, D]` and `indices` any shape `S`; the result has
@@ -198,7 +211,7 @@ def TG_EmbeddingOp : TG_Op<"embedding", [], ["getBytesRead"]> {
   let hasVerifier = 1;
 }
 
-def TG_AttentionOp : TG_Op<"attention"> {
+def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable]> {
   let summary = "scaled dot-product attention, optionally causal";
   let description = [{
     `query` is `[B..., Tq, D]`, `key` is `[B..., Tk, D]`, `value` is
@@ -223,7 +236,7 @@ def TG_AttentionOp : TG_Op<"attention"> {
   }];
 }
 
-def TG_CrossEntropyOp : TG_Op<"cross_entropy"> {
+def TG_CrossEntropyOp : TG_Op<"cross_entropy", [TG_Differentiable]> {
   let summary = "mean softmax cross-entropy with an ignored label";
   let description = [{
     `logits` is `[N..., C]` and `targets` is `[N...]`. For every position
@@ -246,7 +259,7 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy"> {
 // Shape ops, casts and constants
 //===----------------------------------------------------------------------===//
 
-def TG_ReshapeOp : TG_Op<"reshape"> {
+def TG_ReshapeOp : TG_Op<"reshape", [TG_Differentiable]> {
   let summary = "reinterprets the elements in a new shape";
   let description = [{
     Same elements in row-major order, new shape; element counts and element
@@ -258,7 +271,7 @@ def TG_ReshapeOp : TG_Op<"reshape"> {
   let hasVerifier = 1;
 }
 
-def TG_TransposeOp : TG_Op<"transpose"> {
+def TG_TransposeOp : TG_Op<"transpose", [TG_Differentiable]> {
   let summary = "permutes dimensions";
   let description = [{
     `result.shape[i] = input.shape[permutation[i]]` and
@@ -270,7 +283,7 @@ def TG_TransposeOp : TG_Op<"transpose"> {
   let hasVerifier = 1;
 }
 
-def TG_SliceOp : TG_Op<"slice", [], ["getBytesRead"]> {
+def TG_SliceOp : TG_Op<"slice", [TG_Differentiable], ["getBytesRead"]> {
   let summary = "extracts a static box";
   let description = [{
     `result[i] = input[offsets + i]`, unit strides; the result type gives the
@@ -282,7 +295,7 @@ def TG_SliceOp : TG_Op<"slice", [], ["getBytesRead"]> {
   let hasVerifier = 1;
 }
 
-def TG_SplitOp : TG_Op<"split"> {
+def TG_SplitOp : TG_Op<"split", [TG_Differentiable]> {
   let summary = "splits along an axis into consecutive pieces";
   let description = [{
     The results are consecutive pieces of `input` along `axis`; their sizes
@@ -295,7 +308,7 @@ def TG_SplitOp : TG_Op<"split"> {
   let hasVerifier = 1;
 }
 
-def TG_ConcatOp : TG_Op<"concat"> {
+def TG_ConcatOp : TG_Op<"concat", [TG_Differentiable]> {
   let summary = "concatenates along an axis";
   let description = [{
     The inverse of `tg.split`: operands of equal rank and element type, equal
@@ -313,7 +326,7 @@ def TG_ReduceSumOp : TG_ReduceOp<"reduce_sum", "sum">;
 def TG_ReduceMeanOp : TG_ReduceOp<"reduce_mean", "arithmetic mean">;
 def TG_ReduceMaxOp : TG_ReduceOp<"reduce_max", "maximum">;
 
-def TG_BroadcastToOp : TG_Op<"broadcast_to"> {
+def TG_BroadcastToOp : TG_Op<"broadcast_to", [TG_Differentiable]> {
   let summary = "broadcasts to a larger shape";
   let description = [{
     Expands the operand to the result shape with NumPy rules (trailing
@@ -326,7 +339,7 @@ def TG_BroadcastToOp : TG_Op<"broadcast_to"> {
   let hasVerifier = 1;
 }
 
-def TG_CastOp : TG_Op<"cast"> {
+def TG_CastOp : TG_Op<"cast", [TG_Differentiable]> {
   let summary = "converts the element type";
   let description = [{
     Converts every element to the result's element type; same shape. Float to

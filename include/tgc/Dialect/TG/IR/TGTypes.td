@@ -17,6 +17,9 @@ def TG_FloatElement : AnyTypeOf<[F32, F16, BF16]>;
 /// A statically shaped tensor of f32, f16 or bf16.
 def TG_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
 
+/// A statically shaped tensor of floats or integers: what arithmetic takes.
+def TG_NumericTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64]>;
+
 /// A statically shaped tensor of indices (token ids, class labels).
 def TG_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 

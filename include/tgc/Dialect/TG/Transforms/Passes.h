@@ -9,6 +9,7 @@
 
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

@@ -25,4 +25,45 @@ def TGModelStats : Pass<"tg-model-stats", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
+  let summary = "Turns a tg.model (forward + loss) into a training step";
+  let description = [{
+    For every `func.func` marked `tg.model`, adds `@<name>_train_step`,
+    marked `tg.train_step`: a function from (parameters, optimizer state,
+    the step counter, inputs) to (loss, updated parameters, updated state,
+    updated step counter). Each result after the loss carries
+    `tg.update = "<name>"`, the persistent argument it replaces in place.
+
+    The backward pass is reverse mode through GradientOpInterface: the
+    cotangents of values used more than once are summed, and nothing is
+    computed for inputs or for `tg.frozen` parameters (they get neither
+    gradients nor optimizer state). Optimizer state is named as
+    torch.optim names it: `<param>.exp_avg`, `<param>.exp_avg_sq` (AdamW),
+    `<param>.momentum_buffer` (SGD with momentum); the step counter is
+    `optimizer.step`. With `clip-grad-norm`, gradients are scaled as
+    torch.nn.utils.clip_grad_norm_ does before the update.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "Optimizer: adamw or sgd">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1.0",
+           "Weight decay (default: 0.01 for adamw and 0 for sgd, as "
+           "torch.optim)">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"dampening", "dampening", "double", /*default=*/"0.0",
+           "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD Nesterov momentum">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
+           "Clip the global 2-norm of the gradients to this value (0: off)">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // TGC_DIALECT_TG_TRANSFORMS_PASSES_TD

@@ -1,0 +1,443 @@
+//===- TGGradients.cpp - vector-Jacobian products of tg ops ---------------===//
+//
+// Implements GradientOpInterface: each differentiable op builds the ops that
+// turn the cotangents of its results into those of its operands. Where a
+// forward op broadcast an operand, its cotangent is summed back with
+// tg.sum_to. Index and predicate operands get no cotangent.
+//
+// Reverse mode needs only what the forward pass kept: ops whose VJP needs a
+// forward value (an operand or a result) reference it, and the memory
+// planner accounts for keeping it alive ("activations saved for backward").
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace tgc::tg;
+
+namespace {
+
+/// Creates ops at the builder's insertion point, at one location, computing
+/// result types from the operands.
+class GradBuilder {
+public:
+  GradBuilder(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
+
+  static RankedTensorType typeOf(Value v) {
+    return cast<RankedTensorType>(v.getType());
+  }
+
+  /// A tensor of `type` filled with `value`.
+  Value fill(Type type, double value) {
+    return FillOp::create(b, loc, type, b.getF64FloatAttr(value));
+  }
+
+  /// A rank-0 tensor of `v`'s element type filled with `value`.
+  Value scalarLike(Value v, double value) {
+    return fill(RankedTensorType::get({}, typeOf(v).getElementType()), value);
+  }
+
+  template <typename OpTy>
+  Value binary(Value lhs, Value rhs) {
+    SmallVector<int64_t> shape =
+        *broadcastShapes(typeOf(lhs).getShape(), typeOf(rhs).getShape());
+    return OpTy::create(
+        b, loc, RankedTensorType::get(shape, typeOf(lhs).getElementType()),
+        lhs, rhs);
+  }
+  Value mul(Value lhs, Value rhs) { return binary<MulOp>(lhs, rhs); }
+  Value div(Value lhs, Value rhs) { return binary<DivOp>(lhs, rhs); }
+  Value neg(Value v) { return NegOp::create(b, loc, v); }
+  Value scale(Value v, double factor) { return mul(v, scalarLike(v, factor)); }
+
+  /// `grad` summed down to `type` when a broadcast widened it.
+  Value sumTo(Value grad, Type type) {
+    if (grad.getType() == type)
+      return grad;
+    return SumToOp::create(b, loc, type, grad);
+  }
+
+  Value reshape(Value v, ArrayRef<int64_t> shape) {
+    if (typeOf(v).getShape() == shape)
+      return v;
+    return ReshapeOp::create(
+        b, loc, RankedTensorType::get(shape, typeOf(v).getElementType()), v);
+  }
+
+  Value matmul(Value lhs, Value rhs, bool transposeLhs, bool transposeRhs) {
+    ArrayRef<int64_t> a = typeOf(lhs).getShape(), r = typeOf(rhs).getShape();
+    SmallVector<int64_t> shape =
+        *broadcastShapes(a.drop_back(2), r.drop_back(2));
+    shape.push_back(a[a.size() - (transposeLhs ? 1 : 2)]);
+    shape.push_back(r[r.size() - (transposeRhs ? 2 : 1)]);
+    return MatmulOp::create(
+        b, loc, RankedTensorType::get(shape, typeOf(lhs).getElementType()),
+        lhs, rhs, transposeLhs, transposeRhs);
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+/// Collapses all but the last dimension: [B..., M, K] -> [B*...*M, K].
+Value flattenRows(GradBuilder &g, Value v) {
+  ArrayRef<int64_t> shape = GradBuilder::typeOf(v).getShape();
+  int64_t rows = 1;
+  for (int64_t d : shape.drop_back())
+    rows *= d;
+  return g.reshape(v, {rows, shape.back()});
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+// C = op(A) op(B), op(X) = X or X^T. Then d op(A) = dC op(B)^T and
+// d op(B) = op(A)^T dC, each transposed back when the operand was.
+LogicalResult MatmulOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  Value dc = resultGrads[0];
+  Value a = getLhs(), b = getRhs();
+  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  int64_t rankA = GradBuilder::typeOf(a).getRank();
+  int64_t rankB = GradBuilder::typeOf(b).getRank();
+
+  Value da = ta ? g.matmul(b, dc, tb, /*transposeRhs=*/true)
+                : g.matmul(dc, b, /*transposeLhs=*/false, !tb);
+  // A weight shared by every batch (rank 2 against a batched lhs) gets its
+  // gradient from one GEMM over the flattened rows rather than a batched
+  // product summed afterwards.
+  Value db;
+  if (rankB == 2 && rankA > 2 && !ta) {
+    Value a2 = flattenRows(g, a), dc2 = flattenRows(g, dc);
+    db = tb ? g.matmul(dc2, a2, /*transposeLhs=*/true, false)
+            : g.matmul(a2, dc2, /*transposeLhs=*/true, false);
+  } else {
+    db = tb ? g.matmul(dc, a, /*transposeLhs=*/true, ta)
+            : g.matmul(a, dc, !ta, /*transposeRhs=*/false);
+  }
+  operandGrads.push_back(g.sumTo(da, a.getType()));
+  operandGrads.push_back(g.sumTo(db, b.getType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  operandGrads.push_back(g.sumTo(resultGrads[0], getLhs().getType()));
+  operandGrads.push_back(g.sumTo(resultGrads[0], getRhs().getType()));
+  return success();
+}
+
+LogicalResult SubOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  operandGrads.push_back(g.sumTo(resultGrads[0], getLhs().getType()));
+  operandGrads.push_back(
+      g.sumTo(g.neg(resultGrads[0]), getRhs().getType()));
+  return success();
+}
+
+LogicalResult MulOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  Value dc = resultGrads[0];
+  operandGrads.push_back(g.sumTo(g.mul(dc, getRhs()), getLhs().getType()));
+  operandGrads.push_back(g.sumTo(g.mul(dc, getLhs()), getRhs().getType()));
+  return success();
+}
+
+// d(a / b) = da / b - dc * (a / b) / b.
+LogicalResult DivOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  Value dc = resultGrads[0];
+  Value dcOverB = g.div(dc, getRhs());
+  operandGrads.push_back(g.sumTo(dcOverB, getLhs().getType()));
+  operandGrads.push_back(
+      g.sumTo(g.neg(g.mul(dcOverB, getResult())), getRhs().getType()));
+  return success();
+}
+
+LogicalResult NegOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(GradBuilder(builder, getLoc()).neg(resultGrads[0]));
+  return success();
+}
+
+LogicalResult ExpOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  operandGrads.push_back(g.mul(resultGrads[0], getResult()));
+  return success();
+}
+
+LogicalResult LogOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  operandGrads.push_back(g.div(resultGrads[0], getInput()));
+  return success();
+}
+
+// d sqrt(x) = dc / (2 sqrt(x)).
+LogicalResult SqrtOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  operandGrads.push_back(g.div(g.scale(resultGrads[0], 0.5), getResult()));
+  return success();
+}
+
+// y = x^(-1/2): dy/dx = -0.5 y^3.
+LogicalResult RsqrtOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  Value y = getResult();
+  Value cube = g.mul(g.mul(y, y), y);
+  operandGrads.push_back(g.mul(g.scale(resultGrads[0], -0.5), cube));
+  return success();
+}
+
+LogicalResult TanhOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      TanhGradOp::create(builder, getLoc(), getResult(), resultGrads[0]));
+  return success();
+}
+
+LogicalResult ReluOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      ReluGradOp::create(builder, getLoc(), getInput(), resultGrads[0]));
+  return success();
+}
+
+LogicalResult GeluOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      GeluGradOp::create(builder, getLoc(), getInput(), resultGrads[0]));
+  return success();
+}
+
+// The condition selects where the cotangent goes; it has none itself.
+LogicalResult WhereOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  Value dc = resultGrads[0];
+  Value zero = g.scalarLike(dc, 0.0);
+  auto select = [&](Value onTrue, Value onFalse) {
+    return WhereOp::create(builder, getLoc(), dc.getType(), getCondition(),
+                           onTrue, onFalse);
+  };
+  operandGrads.push_back(nullptr);
+  operandGrads.push_back(g.sumTo(select(dc, zero), getLhs().getType()));
+  operandGrads.push_back(g.sumTo(select(zero, dc), getRhs().getType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization, softmax, embedding, attention, loss
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(SoftmaxGradOp::create(
+      builder, getLoc(), getResult(), resultGrads[0], getAxis()));
+  return success();
+}
+
+LogicalResult LayerNormOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  auto grad = LayerNormGradOp::create(
+      builder, getLoc(),
+      TypeRange{getInput().getType(), getWeight().getType(),
+                getWeight().getType()},
+      getInput(), getWeight(), resultGrads[0], getEpsilonAttr());
+  operandGrads.append(
+      {grad.getInputGrad(), grad.getWeightGrad(), grad.getBiasGrad()});
+  return success();
+}
+
+LogicalResult EmbeddingOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(EmbeddingGradOp::create(
+      builder, getLoc(), getTable().getType(), getIndices(), resultGrads[0]));
+  operandGrads.push_back(nullptr);
+  return success();
+}
+
+LogicalResult AttentionOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  auto grad = AttentionGradOp::create(
+      builder, getLoc(),
+      TypeRange{getQuery().getType(), getKey().getType(),
+                getValue().getType()},
+      getQuery(), getKey(), getValue(), getResult(), resultGrads[0],
+      getCausalAttr(), getScaleAttr());
+  operandGrads.append(
+      {grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
+  return success();
+}
+
+LogicalResult CrossEntropyOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(CrossEntropyGradOp::create(
+      builder, getLoc(), getLogits().getType(), getLogits(), getTargets(),
+      resultGrads[0], getIgnoreIndexAttr()));
+  operandGrads.push_back(nullptr);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops and casts
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(ReshapeOp::create(builder, getLoc(),
+                                           getInput().getType(),
+                                           resultGrads[0]));
+  return success();
+}
+
+LogicalResult TransposeOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  ArrayRef<int64_t> perm = getPermutation();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  operandGrads.push_back(TransposeOp::create(
+      builder, getLoc(), getInput().getType(), resultGrads[0], inverse));
+  return success();
+}
+
+LogicalResult SliceOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(SliceGradOp::create(
+      builder, getLoc(), getInput().getType(), resultGrads[0], getOffsets()));
+  return success();
+}
+
+// The pieces' cotangents concatenate; a piece that does not reach the loss
+// contributes zeros.
+LogicalResult SplitOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  SmallVector<Value> pieces;
+  for (auto [result, grad] : llvm::zip(getResults(), resultGrads))
+    pieces.push_back(grad ? grad : g.fill(result.getType(), 0.0));
+  operandGrads.push_back(ConcatOp::create(
+      builder, getLoc(), getInput().getType(), pieces, getAxis()));
+  return success();
+}
+
+LogicalResult ConcatOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  int64_t rank = GradBuilder::typeOf(getResult()).getRank();
+  int64_t axis = getAxis() < 0 ? getAxis() + rank : getAxis();
+  SmallVector<int64_t> offsets(rank, 0);
+  for (Value input : getInputs()) {
+    operandGrads.push_back(SliceOp::create(
+        builder, getLoc(), input.getType(), resultGrads[0], offsets));
+    offsets[axis] += GradBuilder::typeOf(input).getDimSize(axis);
+  }
+  return success();
+}
+
+/// The cotangent of a reduction, broadcast back over the reduced axes.
+static Value broadcastReduced(GradBuilder &g, Value grad, Value input,
+                              ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> kept(GradBuilder::typeOf(input).getShape());
+  for (int64_t axis : axes)
+    kept[axis] = 1;
+  Value reshaped = g.reshape(grad, kept);
+  return BroadcastToOp::create(g.b, g.loc, input.getType(), reshaped);
+}
+
+LogicalResult ReduceSumOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  operandGrads.push_back(
+      broadcastReduced(g, resultGrads[0], getInput(), getAxes()));
+  return success();
+}
+
+LogicalResult ReduceMeanOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  int64_t count = 1;
+  for (int64_t axis : getAxes())
+    count *= GradBuilder::typeOf(getInput()).getDimSize(axis);
+  Value scaled = g.scale(resultGrads[0], 1.0 / double(count));
+  operandGrads.push_back(broadcastReduced(g, scaled, getInput(), getAxes()));
+  return success();
+}
+
+LogicalResult ReduceMaxOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(ReduceMaxGradOp::create(
+      builder, getLoc(), getInput().getType(), getInput(), getResult(),
+      resultGrads[0], getAxesAttr(), getKeepDimsAttr()));
+  return success();
+}
+
+LogicalResult BroadcastToOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  operandGrads.push_back(g.sumTo(resultGrads[0], getInput().getType()));
+  return success();
+}
+
+// Only float-to-float casts carry a cotangent; it is cast back.
+LogicalResult CastOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  Type from = getElementTypeOrSelf(getInput().getType());
+  Type to = getElementTypeOrSelf(getResult().getType());
+  if (!isa<FloatType>(from) || !isa<FloatType>(to)) {
+    operandGrads.push_back(nullptr);
+    return success();
+  }
+  operandGrads.push_back(CastOp::create(builder, getLoc(),
+                                        getInput().getType(),
+                                        resultGrads[0]));
+  return success();
+}

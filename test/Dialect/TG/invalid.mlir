@@ -1,0 +1,1988 @@
+// Diagnostics of the tg op verifiers, the #tg.init attribute and the tg.model / argument-attribute conventions.
+// RUN: tgc-opt %s --split-input-file --verify-diagnostics
+
+//===----------------------------------------------------------------------===//
+// ODS type constraints
+//===----------------------------------------------------------------------===//
+
+func.func @dynamic_shape(%x: tensor<?xf32>) {
+  // expected-error @+1 {{'tg.neg' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?xf32>'}}
+  %0 = tg.neg %x : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @f64_operand(%x: tensor<4xf64>) {
+  // expected-error @+1 {{'tg.exp' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xf64>'}}
+  %0 = tg.exp %x : tensor<4xf64>
+  return
+}
+
+// -----
+
+// Arithmetic takes integers too, but not predicates.
+func.func @predicate_arithmetic(%x: tensor<4xi1>, %y: tensor<4xi1>) {
+  // expected-error @+1 {{'tg.add' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = tg.add %x, %y : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @integer_for_float(%x: tensor<4xi64>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.exp' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi64>'}}
+  %0 = tg.exp %x : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @unranked(%x: tensor<*xf32>) {
+  // expected-error @+1 {{'tg.relu' op operand #0 must be statically shaped tensor}}
+  %0 = "tg.relu"(%x) : (tensor<*xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @float_indices(%t: tensor<10x4xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{'tg.embedding' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<3xf32>'}}
+  %0 = tg.embedding %t, %i : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @i8_indices(%l: tensor<3x10xf32>, %t: tensor<3xi8>) {
+  // expected-error @+1 {{'tg.cross_entropy' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<3xi8>'}}
+  %0 = tg.cross_entropy %l, %t : (tensor<3x10xf32>, tensor<3xi8>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @non_scalar_loss(%l: tensor<3x10xf32>, %t: tensor<3xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy' op result #0 must be 0D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<1xf32>'}}
+  %0 = tg.cross_entropy %l, %t : (tensor<3x10xf32>, tensor<3xi64>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @where_non_bool_condition(%c: tensor<4xi32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.where' op operand #0 must be statically shaped tensor of 1-bit signless integer values, but got 'tensor<4xi32>'}}
+  %0 = tg.where %c, %x, %x : (tensor<4xi32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cast_to_f64(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.cast' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer or 1-bit signless integer values, but got 'tensor<4xf64>'}}
+  %0 = tg.cast %x : tensor<4xf32> -> tensor<4xf64>
+  return
+}
+
+// -----
+
+func.func @cast_from_i16(%x: tensor<4xi16>) {
+  // expected-error @+1 {{'tg.cast' op operand #0 must be statically shaped tensor}}
+  %0 = tg.cast %x : tensor<4xi16> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @constant_f64() {
+  // expected-error @+1 {{'tg.constant' op result #0 must be statically shaped tensor}}
+  %0 = tg.constant dense<1.0> : tensor<2xf64>
+  return
+}
+
+// -----
+
+func.func @fill_dynamic() {
+  // expected-error @+1 {{'tg.fill' op result #0 must be statically shaped tensor}}
+  %0 = tg.fill 1.0 : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @unary_type_mismatch(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.relu' op requires the same type for all operands and results}}
+  %0 = "tg.relu"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @relu_grad_type_mismatch(%x: tensor<4xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.relu_grad' op requires the same type for all operands and results}}
+  %0 = "tg.relu_grad"(%x, %g) : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_lr_not_f32(%p: tensor<4xf32>, %lr: tensor<f16>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op operand #2 must be 0D tensor of 32-bit float values, but got 'tensor<f16>'}}
+  %0 = tg.sgd_update %p, %p, %lr, %s
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f16>, tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_step_not_i64(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i32>) {
+  // expected-error @+1 {{'tg.sgd_update' op operand #3 must be 0D tensor of 64-bit signless integer values, but got 'tensor<i32>'}}
+  %0 = tg.sgd_update %p, %p, %lr, %s
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @scale_loss_bf16_scale(%l: tensor<f32>, %s: tensor<bf16>) {
+  // expected-error @+1 {{'tg.scale_loss' op operand #1 must be 0D tensor of 32-bit float values, but got 'tensor<bf16>'}}
+  %0 = tg.scale_loss %l, %s : (tensor<f32>, tensor<bf16>) -> tensor<f32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops with broadcasting
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @add_not_broadcastable(%x: tensor<4x8xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.add' op operand shapes [4, 8] and [4] are not broadcast-compatible}}
+  %0 = tg.add %x, %y : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @sub_wrong_result_shape(%x: tensor<4x8xf32>, %y: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.sub' op result shape [8, 8] does not match the broadcast shape [4, 8]}}
+  %0 = tg.sub %x, %y : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @mul_result_keeps_size_one(%x: tensor<4x1xf32>, %y: tensor<4x1xf32>) {
+  // expected-error @+1 {{'tg.mul' op result shape [4, 8] does not match the broadcast shape [4, 1]}}
+  %0 = tg.mul %x, %y : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @div_operand_element_types(%x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error @+1 {{'tg.div' op element types must match, found 'f32' and 'f16'}}
+  %0 = tg.div %x, %y : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @maximum_result_element_type(%x: tensor<4xbf16>, %y: tensor<4xbf16>) {
+  // expected-error @+1 {{'tg.maximum' op element types must match, found 'bf16' and 'f32'}}
+  %0 = tg.maximum %x, %y : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @minimum_not_broadcastable(%x: tensor<2x3xf32>, %y: tensor<3x2xf32>) {
+  // expected-error @+1 {{'tg.minimum' op operand shapes [2, 3] and [3, 2] are not broadcast-compatible}}
+  %0 = tg.minimum %x, %y : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @where_element_types(%c: tensor<4xi1>, %x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error @+1 {{'tg.where' op element types must match, found 'f32' and 'f16'}}
+  %0 = tg.where %c, %x, %y : (tensor<4xi1>, tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @where_not_broadcastable(%c: tensor<4x1xi1>, %x: tensor<1x8xf32>, %y: tensor<3x8xf32>) {
+  // expected-error @+1 {{'tg.where' op operand #2 of shape [3, 8] does not broadcast with [4, 8], the broadcast of the operands before it}}
+  %0 = tg.where %c, %x, %y : (tensor<4x1xi1>, tensor<1x8xf32>, tensor<3x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @where_wrong_result_shape(%c: tensor<4x1xi1>, %x: tensor<8xf32>, %y: tensor<f32>) {
+  // expected-error @+1 {{'tg.where' op result shape [8] does not match the broadcast shape [4, 8]}}
+  %0 = tg.where %c, %x, %y : (tensor<4x1xi1>, tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// matmul
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @matmul_rank1(%x: tensor<8xf32>, %w: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.matmul' op operands must have rank >= 2, found ranks 1 and 2}}
+  %0 = tg.matmul %x, %w : (tensor<8xf32>, tensor<8x16xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction(%x: tensor<4x8xf32>, %w: tensor<4x16xf32>) {
+  // expected-error @+1 {{'tg.matmul' op contraction dimensions differ: 8 (lhs) and 4 (rhs)}}
+  %0 = tg.matmul %x, %w : (tensor<4x8xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction_transposed(%x: tensor<8x4xf32>, %w: tensor<16x8xf32>) {
+  // With both transposes lhs is [K, M] = [8, 4] and rhs is [N, K] = [16, 8].
+  // expected-error @+1 {{'tg.matmul' op contraction dimensions differ: 4 (lhs) and 8 (rhs)}}
+  %0 = tg.matmul %x, %w {transpose_rhs = true}
+      : (tensor<8x4xf32>, tensor<16x8xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%x: tensor<2x4x8xf32>, %w: tensor<3x8x16xf32>) {
+  // expected-error @+1 {{'tg.matmul' op batch dimensions [2] and [3] are not broadcast-compatible}}
+  %0 = tg.matmul %x, %w : (tensor<2x4x8xf32>, tensor<3x8x16xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result_shape(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.matmul' op result must have shape [4, 16], found [4, 8]}}
+  %0 = tg.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_transposed_result_shape(%x: tensor<8x4xf32>, %w: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.matmul' op result must have shape [4, 16], found [8, 16]}}
+  %0 = tg.matmul %x, %w {transpose_lhs = true}
+      : (tensor<8x4xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch_result_shape(%x: tensor<2x1x4x8xf32>, %w: tensor<5x8x16xf32>) {
+  // expected-error @+1 {{'tg.matmul' op result must have shape [2, 5, 4, 16], found [2, 4, 16]}}
+  %0 = tg.matmul %x, %w : (tensor<2x1x4x8xf32>, tensor<5x8x16xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_element_types(%x: tensor<4x8xf32>, %w: tensor<8x16xbf16>) {
+  // expected-error @+1 {{'tg.matmul' op element types must match, found 'f32' and 'bf16'}}
+  %0 = tg.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xbf16>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result_element_type(%x: tensor<4x8xf16>, %w: tensor<8x16xf16>) {
+  // expected-error @+1 {{'tg.matmul' op element types must match, found 'f16' and 'f32'}}
+  %0 = tg.matmul %x, %w : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// softmax, layer_norm, embedding
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @softmax_axis_too_large(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.softmax' op axis 2 is out of range for rank 2}}
+  %0 = tg.softmax %x {axis = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis_too_negative(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.softmax' op axis -3 is out of range for rank 2}}
+  %0 = tg.softmax %x {axis = -3 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_rank0(%x: tensor<f32>) {
+  // expected-error @+1 {{'tg.softmax' op axis 0 is out of range for rank 0}}
+  %0 = tg.softmax %x {axis = 0 : i64} : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_element_types(%x: tensor<4x8xf32>, %w: tensor<8xbf16>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op element types must match, found 'f32' and 'bf16'}}
+  %0 = tg.layer_norm %x, %w, %b
+      : (tensor<4x8xf32>, tensor<8xbf16>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_rank0(%x: tensor<f32>, %w: tensor<1xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op input must have rank >= 1}}
+  %0 = tg.layer_norm %x, %w, %w
+      : (tensor<f32>, tensor<1xf32>, tensor<1xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_weight_shape(%x: tensor<4x8xf32>, %w: tensor<4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op weight and bias must have shape [8], found [4]}}
+  %0 = tg.layer_norm %x, %w, %b
+      : (tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias_shape(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<1x8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op weight and bias must have shape [8], found [1, 8]}}
+  %0 = tg.layer_norm %x, %w, %b
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_negative_epsilon(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op epsilon must be non-negative and finite, found -1.000000e-05}}
+  %0 = tg.layer_norm %x, %w, %w {epsilon = -1.0e-5}
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_nan_epsilon(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op epsilon must be non-negative and finite, found nan}}
+  %0 = tg.layer_norm %x, %w, %w {epsilon = 0x7FF8000000000000 : f64}
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_result_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op result must have type 'tensor<4x8xf32>', found 'tensor<8xf32>'}}
+  %0 = tg.layer_norm %x, %w, %w
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_result_element_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op result must have type 'tensor<4x8xf32>', found 'tensor<4x8xbf16>'}}
+  %0 = tg.layer_norm %x, %w, %w
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @embedding_table_rank(%t: tensor<10x4x2xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{'tg.embedding' op table must have rank 2, found rank 3}}
+  %0 = tg.embedding %t, %i : (tensor<10x4x2xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_element_types(%t: tensor<10x4xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{'tg.embedding' op element types must match, found 'f32' and 'f16'}}
+  %0 = tg.embedding %t, %i : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf16>
+  return
+}
+
+// -----
+
+func.func @embedding_result_shape(%t: tensor<10x4xf32>, %i: tensor<2x3xi32>) {
+  // expected-error @+1 {{'tg.embedding' op result must have shape [2, 3, 4], found [6, 4]}}
+  %0 = tg.embedding %t, %i : (tensor<10x4xf32>, tensor<2x3xi32>) -> tensor<6x4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// attention
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @attention_rank1(%q: tensor<16xf32>, %k: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.attention' op query, key and value must have the same rank >= 2, found ranks 1, 2 and 2}}
+  %0 = tg.attention %q, %k, %k
+      : (tensor<16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_rank_mismatch(%q: tensor<2x8x16xf32>, %k: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.attention' op query, key and value must have the same rank >= 2, found ranks 3, 2 and 2}}
+  %0 = tg.attention %q, %k, %k
+      : (tensor<2x8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_batch(%q: tensor<2x8x16xf32>, %k: tensor<3x8x16xf32>, %v: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{'tg.attention' op query, key and value must have the same batch dimensions, found [2], [3] and [2]}}
+  %0 = tg.attention %q, %k, %v
+      : (tensor<2x8x16xf32>, tensor<3x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value_batch(%q: tensor<2x4x8x16xf32>, %v: tensor<2x1x8x16xf32>) {
+  // Batch dimensions must be equal, they do not broadcast.
+  // expected-error @+1 {{'tg.attention' op query, key and value must have the same batch dimensions, found [2, 4], [2, 4] and [2, 1]}}
+  %0 = tg.attention %q, %q, %v
+      : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x1x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_head_size(%q: tensor<8x16xf32>, %k: tensor<8x32xf32>) {
+  // expected-error @+1 {{'tg.attention' op query and key head sizes differ: 16 and 32}}
+  %0 = tg.attention %q, %k, %k
+      : (tensor<8x16xf32>, tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_kv_length(%q: tensor<8x16xf32>, %v: tensor<10x16xf32>) {
+  // expected-error @+1 {{'tg.attention' op key and value sequence lengths differ: 8 and 10}}
+  %0 = tg.attention %q, %q, %v
+      : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<10x16xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_causal_lengths(%q: tensor<6x16xf32>, %k: tensor<10x16xf32>, %v: tensor<10x8xf32>) {
+  // expected-error @+1 {{'tg.attention' op causal attention needs equal query and key lengths, found 6 and 10}}
+  %0 = tg.attention %q, %k, %v {causal = true}
+      : (tensor<6x16xf32>, tensor<10x16xf32>, tensor<10x8xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_zero_scale(%q: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.attention' op scale must be positive and finite, found 0.000000e+00}}
+  %0 = tg.attention %q, %q, %q {scale = 0.0}
+      : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_negative_scale(%q: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.attention' op scale must be positive and finite, found -1.250000e-01}}
+  %0 = tg.attention %q, %q, %q {scale = -0.125}
+      : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_infinite_scale(%q: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.attention' op scale must be positive and finite, found INF}}
+  %0 = tg.attention %q, %q, %q {scale = 0x7FF0000000000000 : f64}
+      : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result_shape(%q: tensor<8x16xf32>, %k: tensor<8x16xf32>, %v: tensor<8x32xf32>) {
+  // expected-error @+1 {{'tg.attention' op result must have shape [8, 32], found [8, 16]}}
+  %0 = tg.attention %q, %k, %v
+      : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_element_types(%q: tensor<8x16xf32>, %k: tensor<8x16xbf16>) {
+  // expected-error @+1 {{'tg.attention' op element types must match, found 'f32' and 'bf16'}}
+  %0 = tg.attention %q, %k, %k
+      : (tensor<8x16xf32>, tensor<8x16xbf16>, tensor<8x16xbf16>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result_element_type(%q: tensor<8x16xbf16>) {
+  // expected-error @+1 {{'tg.attention' op element types must match, found 'bf16' and 'f32'}}
+  %0 = tg.attention %q, %q, %q
+      : (tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>) -> tensor<8x16xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// cross_entropy
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @cross_entropy_targets_shape(%l: tensor<8x10xf32>, %t: tensor<10xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy' op targets must have shape [8], found [10]}}
+  %0 = tg.cross_entropy %l, %t : (tensor<8x10xf32>, tensor<10xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_targets_rank(%l: tensor<2x4x10xf32>, %t: tensor<8xi32>) {
+  // expected-error @+1 {{'tg.cross_entropy' op targets must have shape [2, 4], found [8]}}
+  %0 = tg.cross_entropy %l, %t : (tensor<2x4x10xf32>, tensor<8xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_rank0_logits(%l: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.cross_entropy' op logits must have rank >= 1 (the class axis last)}}
+  %0 = tg.cross_entropy %l, %t : (tensor<f32>, tensor<i64>) -> tensor<f32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops, casts and constants
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @reshape_element_count(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'tg.reshape' op element counts differ: 24 (operand) and 20 (result)}}
+  %0 = tg.reshape %x : tensor<2x3x4xf32> -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_element_type(%x: tensor<6xf32>) {
+  // expected-error @+1 {{'tg.reshape' op element types must match, found 'f32' and 'i32'}}
+  %0 = tg.reshape %x : tensor<6xf32> -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @transpose_short_permutation(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'tg.transpose' op permutation [1, 0] is not a permutation of the operand's 3 dimensions}}
+  %0 = tg.transpose %x {permutation = array<i64: 1, 0>} : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_duplicate(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'tg.transpose' op permutation [0, 0] is not a permutation of the operand's 2 dimensions}}
+  %0 = tg.transpose %x {permutation = array<i64: 0, 0>} : tensor<2x3xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_out_of_range(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'tg.transpose' op permutation [2, 0] is not a permutation of the operand's 2 dimensions}}
+  %0 = tg.transpose %x {permutation = array<i64: 2, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_negative(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'tg.transpose' op permutation [-1, 0] is not a permutation of the operand's 2 dimensions}}
+  %0 = tg.transpose %x {permutation = array<i64: -1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_result_shape(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'tg.transpose' op result must have shape [3, 2], found [2, 3]}}
+  %0 = tg.transpose %x {permutation = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_element_type(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'tg.transpose' op element types must match, found 'f32' and 'f16'}}
+  %0 = tg.transpose %x {permutation = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf16>
+  return
+}
+
+// -----
+
+func.func @slice_offsets_rank(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.slice' op offsets, slice and full shape must have the same rank, found 1, 2 and 2}}
+  %0 = tg.slice %x {offsets = array<i64: 4>} : tensor<8x16xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @slice_result_rank(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.slice' op offsets, slice and full shape must have the same rank, found 2, 1 and 2}}
+  %0 = tg.slice %x {offsets = array<i64: 4, 0>} : tensor<8x16xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @slice_does_not_fit(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.slice' op slice of size [4, 16] at offsets [6, 0] does not fit in shape [8, 16]}}
+  %0 = tg.slice %x {offsets = array<i64: 6, 0>} : tensor<8x16xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @slice_negative_offset(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.slice' op slice of size [4, 4] at offsets [0, -1] does not fit in shape [8, 16]}}
+  %0 = tg.slice %x {offsets = array<i64: 0, -1>} : tensor<8x16xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_element_type(%x: tensor<8xi64>) {
+  // expected-error @+1 {{'tg.slice' op element types must match, found 'i64' and 'i32'}}
+  %0 = tg.slice %x {offsets = array<i64: 0>} : tensor<8xi64> -> tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @split_no_pieces(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.split' op needs at least one piece}}
+  "tg.split"(%x) <{axis = 0 : i64}> : (tensor<4xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @split_piece_shape(%x: tensor<4x12xf32>) {
+  // expected-error @+1 {{'tg.split' op piece shape [3, 8] does not match [4, 12] outside axis 1}}
+  %0:2 = tg.split %x {axis = 1 : i64} : tensor<4x12xf32> -> tensor<4x4xf32>, tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @split_piece_rank(%x: tensor<4x12xf32>) {
+  // expected-error @+1 {{'tg.split' op piece shape [48] does not match [4, 12] outside axis 0}}
+  %0 = tg.split %x {axis = 0 : i64} : tensor<4x12xf32> -> tensor<48xf32>
+  return
+}
+
+// -----
+
+func.func @split_sizes(%x: tensor<4x12xf32>) {
+  // expected-error @+1 {{'tg.split' op pieces add up to 8 along axis 1, expected 12}}
+  %0:2 = tg.split %x {axis = -1 : i64} : tensor<4x12xf32> -> tensor<4x4xf32>, tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @split_axis(%x: tensor<4x12xf32>) {
+  // expected-error @+1 {{'tg.split' op axis 2 is out of range for rank 2}}
+  %0:2 = tg.split %x {axis = 2 : i64} : tensor<4x12xf32> -> tensor<4x6xf32>, tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @split_element_types(%x: tensor<4x12xf32>) {
+  // expected-error @+1 {{'tg.split' op element types must match, found 'f16' and 'f32'}}
+  %0:2 = tg.split %x {axis = 1 : i64} : tensor<4x12xf32> -> tensor<4x6xf16>, tensor<4x6xf16>
+  return
+}
+
+// -----
+
+func.func @concat_no_pieces() {
+  // expected-error @+1 {{'tg.concat' op needs at least one piece}}
+  %0 = "tg.concat"() <{axis = 0 : i64}> : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_piece_shape(%x: tensor<4x4xf32>, %y: tensor<3x4xf32>) {
+  // expected-error @+1 {{'tg.concat' op piece shape [3, 4] does not match [4, 8] outside axis 1}}
+  %0 = tg.concat %x, %y {axis = 1 : i64} : (tensor<4x4xf32>, tensor<3x4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_sizes(%x: tensor<4x4xf32>, %y: tensor<4x4xf32>) {
+  // expected-error @+1 {{'tg.concat' op pieces add up to 8 along axis 0, expected 12}}
+  %0 = tg.concat %x, %y {axis = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<12x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_axis(%x: tensor<4x4xf32>) {
+  // expected-error @+1 {{'tg.concat' op axis -3 is out of range for rank 2}}
+  %0 = tg.concat %x, %x {axis = -3 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_element_types(%x: tensor<4xi64>, %y: tensor<4xi32>) {
+  // expected-error @+1 {{'tg.concat' op element types must match, found 'i64' and 'i32'}}
+  %0 = tg.concat %x, %y {axis = 0 : i64} : (tensor<4xi64>, tensor<4xi32>) -> tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @reduce_axis_out_of_range(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.reduce_sum' op reduction axis 2 is out of range for rank 2}}
+  %0 = tg.reduce_sum %x {axes = array<i64: 2>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_negative_axis(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.reduce_mean' op reduction axis -1 is out of range for rank 2}}
+  %0 = tg.reduce_mean %x {axes = array<i64: -1>} : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_unsorted_axes(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'tg.reduce_max' op reduction axes must be sorted and distinct, found [2, 0]}}
+  %0 = tg.reduce_max %x {axes = array<i64: 2, 0>} : tensor<2x3x4xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_duplicate_axes(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'tg.reduce_sum' op reduction axes must be sorted and distinct, found [1, 1]}}
+  %0 = tg.reduce_sum %x {axes = array<i64: 1, 1>} : tensor<2x3x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_keep_dims_result_shape(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'tg.reduce_mean' op result must have shape [2, 1, 4], found [2, 4]}}
+  %0 = tg.reduce_mean %x {axes = array<i64: 1>, keep_dims = true} : tensor<2x3x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_result_shape(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'tg.reduce_max' op result must have shape [2, 4], found [2, 1, 4]}}
+  %0 = tg.reduce_max %x {axes = array<i64: 1>} : tensor<2x3x4xf32> -> tensor<2x1x4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_element_type(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.reduce_sum' op element types must match, found 'f32' and 'f16'}}
+  %0 = tg.reduce_sum %x {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @broadcast_to_incompatible(%x: tensor<3xf32>) {
+  // expected-error @+1 {{'tg.broadcast_to' op shape [3] does not broadcast to [4, 8]}}
+  %0 = tg.broadcast_to %x : tensor<3xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_to_smaller(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.broadcast_to' op shape [4, 8] does not broadcast to [8]}}
+  %0 = tg.broadcast_to %x : tensor<4x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_to_element_type(%x: tensor<8xi1>) {
+  // expected-error @+1 {{'tg.broadcast_to' op element types must match, found 'i1' and 'f32'}}
+  %0 = tg.broadcast_to %x : tensor<8xi1> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @cast_shape(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.cast' op result must have shape [4, 8], found [8, 4]}}
+  %0 = tg.cast %x : tensor<4x8xf32> -> tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @constant_type_mismatch() {
+  // expected-error @+1 {{'tg.constant' op result must have type 'tensor<2xf32>', found 'tensor<3xf32>'}}
+  %0 = "tg.constant"() <{value = dense<1.0> : tensor<2xf32>}> : () -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @constant_element_type_mismatch() {
+  // expected-error @+1 {{'tg.constant' op result must have type 'tensor<2xi64>', found 'tensor<2xi32>'}}
+  %0 = "tg.constant"() <{value = dense<[1, 2]> : tensor<2xi64>}> : () -> tensor<2xi32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @sum_to_incompatible(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.sum_to' op shape [3] does not broadcast to [4, 8]}}
+  %0 = tg.sum_to %x : tensor<4x8xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @sum_to_larger(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.sum_to' op shape [4, 8] does not broadcast to [8]}}
+  %0 = tg.sum_to %x : tensor<8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @sum_to_element_type(%x: tensor<4x8xf16>) {
+  // expected-error @+1 {{'tg.sum_to' op element types must match, found 'f32' and 'f16'}}
+  %0 = tg.sum_to %x : tensor<4x8xf16> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_grad_axis(%y: tensor<4x8xf32>, %g: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.softmax_grad' op axis 2 is out of range for rank 2}}
+  %0 = tg.softmax_grad %y, %g {axis = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_element_types(%x: tensor<4x8xf32>, %w: tensor<8xf16>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op element types must match, found 'f32' and 'f16'}}
+  %0:3 = tg.layer_norm_grad %x, %w, %x
+      : (tensor<4x8xf32>, tensor<8xf16>, tensor<4x8xf32>)
+      -> (tensor<4x8xf32>, tensor<8xf16>, tensor<8xf16>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_rank0(%x: tensor<f32>, %w: tensor<1xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op input must have rank >= 1}}
+  %0:3 = tg.layer_norm_grad %x, %w, %x
+      : (tensor<f32>, tensor<1xf32>, tensor<f32>) -> (tensor<f32>, tensor<1xf32>, tensor<1xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_weight_shape(%x: tensor<4x8xf32>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op weight must have shape [8], found [4]}}
+  %0:3 = tg.layer_norm_grad %x, %w, %x
+      : (tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>)
+      -> (tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_negative_epsilon(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op epsilon must be non-negative and finite, found -1.000000e+00}}
+  %0:3 = tg.layer_norm_grad %x, %w, %x {epsilon = -1.0}
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>)
+      -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_grad_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %g: tensor<1x8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op grad must have type 'tensor<4x8xf32>', found 'tensor<1x8xf32>'}}
+  %0:3 = tg.layer_norm_grad %x, %w, %g
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<1x8xf32>)
+      -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_input_grad_type(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op input_grad must have type 'tensor<4x8xbf16>', found 'tensor<4x8xf32>'}}
+  %0:3 = tg.layer_norm_grad %x, %w, %x
+      : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>)
+      -> (tensor<4x8xf32>, tensor<8xbf16>, tensor<8xbf16>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_weight_grad_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op weight_grad must have type 'tensor<8xf32>', found 'tensor<4x8xf32>'}}
+  %0:3 = tg.layer_norm_grad %x, %w, %x
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>)
+      -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_bias_grad_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op bias_grad must have type 'tensor<8xf32>', found 'tensor<1xf32>'}}
+  %0:3 = tg.layer_norm_grad %x, %w, %x
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>)
+      -> (tensor<4x8xf32>, tensor<8xf32>, tensor<1xf32>)
+  return
+}
+
+// -----
+
+func.func @embedding_grad_result_rank(%i: tensor<3xi64>, %g: tensor<3x4xf32>) {
+  // expected-error @+1 {{'tg.embedding_grad' op result (the table gradient) must have rank 2, found rank 1}}
+  %0 = tg.embedding_grad %i, %g : (tensor<3xi64>, tensor<3x4xf32>) -> tensor<40xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_grad_element_types(%i: tensor<3xi64>, %g: tensor<3x4xbf16>) {
+  // expected-error @+1 {{'tg.embedding_grad' op element types must match, found 'bf16' and 'f32'}}
+  %0 = tg.embedding_grad %i, %g : (tensor<3xi64>, tensor<3x4xbf16>) -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_grad_grad_shape(%i: tensor<2x8xi32>, %g: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{'tg.embedding_grad' op grad must have shape [2, 8, 8], found [2, 8, 16]}}
+  %0 = tg.embedding_grad %i, %g : (tensor<2x8xi32>, tensor<2x8x16xf32>) -> tensor<100x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_operands(%q: tensor<6x16xf32>, %k: tensor<10x16xf32>, %v: tensor<10x8xf32>, %o: tensor<6x8xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op causal attention needs equal query and key lengths, found 6 and 10}}
+  %0:3 = tg.attention_grad %q, %k, %v, %o, %o {causal = true}
+      : (tensor<6x16xf32>, tensor<10x16xf32>, tensor<10x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>)
+      -> (tensor<6x16xf32>, tensor<10x16xf32>, tensor<10x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_scale(%q: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op scale must be positive and finite, found -1.000000e+00}}
+  %0:3 = tg.attention_grad %q, %q, %q, %q, %q {scale = -1.0}
+      : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>)
+      -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_output_shape(%q: tensor<8x16xf32>, %v: tensor<8x32xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op output must have shape [8, 32], found [8, 16]}}
+  %0:3 = tg.attention_grad %q, %q, %v, %q, %q
+      : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>, tensor<8x16xf32>, tensor<8x16xf32>)
+      -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_grad_type(%q: tensor<8x16xf32>, %v: tensor<8x32xf32>, %o: tensor<8x32xf32>, %g: tensor<1x32xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op grad must have type 'tensor<8x32xf32>', found 'tensor<1x32xf32>'}}
+  %0:3 = tg.attention_grad %q, %q, %v, %o, %g
+      : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>, tensor<8x32xf32>, tensor<1x32xf32>)
+      -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_element_types(%q: tensor<8x16xf32>, %g: tensor<8x16xf16>) {
+  // expected-error @+1 {{'tg.attention_grad' op element types must match, found 'f32' and 'f16'}}
+  %0:3 = tg.attention_grad %q, %q, %q, %q, %g
+      : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf16>)
+      -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_query_grad_type(%q: tensor<6x16xf32>, %k: tensor<10x16xf32>, %v: tensor<10x8xf32>, %o: tensor<6x8xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op query_grad must have type 'tensor<6x16xf32>', found 'tensor<10x16xf32>'}}
+  %0:3 = tg.attention_grad %q, %k, %v, %o, %o
+      : (tensor<6x16xf32>, tensor<10x16xf32>, tensor<10x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>)
+      -> (tensor<10x16xf32>, tensor<10x16xf32>, tensor<10x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_key_grad_type(%q: tensor<6x16xf32>, %k: tensor<10x16xf32>, %v: tensor<10x8xf32>, %o: tensor<6x8xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op key_grad must have type 'tensor<10x16xf32>', found 'tensor<6x16xf32>'}}
+  %0:3 = tg.attention_grad %q, %k, %v, %o, %o
+      : (tensor<6x16xf32>, tensor<10x16xf32>, tensor<10x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>)
+      -> (tensor<6x16xf32>, tensor<6x16xf32>, tensor<10x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_value_grad_type(%q: tensor<6x16xf32>, %k: tensor<10x16xf32>, %v: tensor<10x8xf32>, %o: tensor<6x8xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op value_grad must have type 'tensor<10x8xf32>', found 'tensor<6x8xf32>'}}
+  %0:3 = tg.attention_grad %q, %k, %v, %o, %o
+      : (tensor<6x16xf32>, tensor<10x16xf32>, tensor<10x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>)
+      -> (tensor<6x16xf32>, tensor<10x16xf32>, tensor<6x8xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_targets(%l: tensor<8x10xf32>, %t: tensor<8x1xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op targets must have shape [8], found [8, 1]}}
+  %0 = tg.cross_entropy_grad %l, %t, %g
+      : (tensor<8x10xf32>, tensor<8x1xi64>, tensor<f32>) -> tensor<8x10xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_rank0_logits(%l: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op logits must have rank >= 1 (the class axis last)}}
+  %0 = tg.cross_entropy_grad %l, %t, %l : (tensor<f32>, tensor<i64>, tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_result_type(%l: tensor<8x10xf32>, %t: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op result must have type 'tensor<8x10xf32>', found 'tensor<8x10xf16>'}}
+  %0 = tg.cross_entropy_grad %l, %t, %g
+      : (tensor<8x10xf32>, tensor<8xi64>, tensor<f32>) -> tensor<8x10xf16>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_non_scalar_grad(%l: tensor<8x10xf32>, %t: tensor<8xi64>, %g: tensor<1xf32>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op operand #2 must be 0D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<1xf32>'}}
+  %0 = tg.cross_entropy_grad %l, %t, %g
+      : (tensor<8x10xf32>, tensor<8xi64>, tensor<1xf32>) -> tensor<8x10xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_grad_axes(%x: tensor<2x3xf32>, %o: tensor<2xf32>) {
+  // expected-error @+1 {{'tg.reduce_max_grad' op reduction axis 2 is out of range for rank 2}}
+  %0 = tg.reduce_max_grad %x, %o, %o {axes = array<i64: 2>}
+      : (tensor<2x3xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_grad_output_shape(%x: tensor<2x3xf32>, %o: tensor<3xf32>) {
+  // expected-error @+1 {{'tg.reduce_max_grad' op output must have shape [2], found [3]}}
+  %0 = tg.reduce_max_grad %x, %o, %o {axes = array<i64: 1>}
+      : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_grad_element_types(%x: tensor<2x3xf32>, %o: tensor<2xbf16>) {
+  // expected-error @+1 {{'tg.reduce_max_grad' op element types must match, found 'f32' and 'bf16'}}
+  %0 = tg.reduce_max_grad %x, %o, %o {axes = array<i64: 1>}
+      : (tensor<2x3xf32>, tensor<2xbf16>, tensor<2xbf16>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_grad_grad_type(%x: tensor<2x3xf32>, %o: tensor<2x1xf32>, %g: tensor<2xf32>) {
+  // expected-error @+1 {{'tg.reduce_max_grad' op grad must have type 'tensor<2x1xf32>', found 'tensor<2xf32>'}}
+  %0 = tg.reduce_max_grad %x, %o, %g {axes = array<i64: 1>, keep_dims = true}
+      : (tensor<2x3xf32>, tensor<2x1xf32>, tensor<2xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_grad_result_type(%x: tensor<2x3xf32>, %o: tensor<2xf32>) {
+  // expected-error @+1 {{'tg.reduce_max_grad' op result must have type 'tensor<2x3xf32>', found 'tensor<3x2xf32>'}}
+  %0 = tg.reduce_max_grad %x, %o, %o {axes = array<i64: 1>}
+      : (tensor<2x3xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_does_not_fit(%g: tensor<4x4xf32>) {
+  // expected-error @+1 {{'tg.slice_grad' op slice of size [4, 4] at offsets [0, 13] does not fit in shape [8, 16]}}
+  %0 = tg.slice_grad %g {offsets = array<i64: 0, 13>} : tensor<4x4xf32> -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_rank(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.slice_grad' op offsets, slice and full shape must have the same rank, found 2, 1 and 2}}
+  %0 = tg.slice_grad %g {offsets = array<i64: 0, 0>} : tensor<4xf32> -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_element_types(%g: tensor<4xf16>) {
+  // expected-error @+1 {{'tg.slice_grad' op element types must match, found 'f16' and 'f32'}}
+  %0 = tg.slice_grad %g {offsets = array<i64: 0>} : tensor<4xf16> -> tensor<8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// sgd_update
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @sgd_negative_momentum(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op momentum must be in [0.000000e+00, INF), found -5.000000e-01}}
+  %0:2 = tg.sgd_update %p, %p, %lr, %s, %p {momentum = -0.5}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>)
+      -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_dampening_above_one(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op dampening must be in [0.000000e+00, 1.000000e+00], found 1.500000e+00}}
+  %0:2 = tg.sgd_update %p, %p, %lr, %s, %p {momentum = 0.9, dampening = 1.5}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>)
+      -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_negative_dampening(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op dampening must be in [0.000000e+00, 1.000000e+00], found -1.000000e-01}}
+  %0:2 = tg.sgd_update %p, %p, %lr, %s, %p {momentum = 0.9, dampening = -0.1}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>)
+      -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_negative_weight_decay(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op weight_decay must be in [0.000000e+00, INF), found -1.000000e-02}}
+  %0 = tg.sgd_update %p, %p, %lr, %s {weight_decay = -0.01}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_nan_weight_decay(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op weight_decay must be in [0.000000e+00, INF), found nan}}
+  %0 = tg.sgd_update %p, %p, %lr, %s {weight_decay = 0x7FF8000000000000 : f64}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_nesterov_without_momentum(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op nesterov momentum needs momentum > 0 and dampening 0, found momentum 0.000000e+00 and dampening 0.000000e+00}}
+  %0 = tg.sgd_update %p, %p, %lr, %s {nesterov = true}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_nesterov_with_dampening(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op nesterov momentum needs momentum > 0 and dampening 0, found momentum 9.000000e-01 and dampening 1.000000e-01}}
+  %0:2 = tg.sgd_update %p, %p, %lr, %s, %p {momentum = 0.9, dampening = 0.1, nesterov = true}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>)
+      -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_buffer_without_momentum(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op has a momentum buffer but momentum is 0}}
+  %0:2 = tg.sgd_update %p, %p, %lr, %s, %p
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>)
+      -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_momentum_without_buffer(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op needs a momentum buffer when momentum is non-zero}}
+  %0 = tg.sgd_update %p, %p, %lr, %s {momentum = 0.9}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_buffer_not_returned(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op must return an updated momentum buffer exactly when it takes one}}
+  %0 = tg.sgd_update %p, %p, %lr, %s, %p {momentum = 0.9}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_buffer_returned_not_taken(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op must return an updated momentum buffer exactly when it takes one}}
+  %0:2 = "tg.sgd_update"(%p, %p, %lr, %s)
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_grad_shape(%p: tensor<4xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op grad must have shape [4], found [8]}}
+  %0 = tg.sgd_update %p, %g, %lr, %s
+      : (tensor<4xf32>, tensor<8xf32>, tensor<f32>, tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_new_param_type(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op new_param must have type 'tensor<4xf32>', found 'tensor<4xbf16>'}}
+  %0 = tg.sgd_update %p, %p, %lr, %s
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @sgd_buffer_shape(%p: tensor<4xf32>, %b: tensor<2x2xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op momentum_buffer must have shape [4], found [2, 2]}}
+  %0:2 = tg.sgd_update %p, %p, %lr, %s, %b {momentum = 0.9}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<2x2xf32>)
+      -> (tensor<4xf32>, tensor<2x2xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_new_buffer_type(%p: tensor<4xf32>, %b: tensor<4xbf16>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_update' op new_momentum_buffer must have type 'tensor<4xbf16>', found 'tensor<4xf32>'}}
+  %0:2 = tg.sgd_update %p, %p, %lr, %s, %b {momentum = 0.9}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xbf16>)
+      -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// adamw_update
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @adamw_beta1(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_update' op beta1 must be in [0.000000e+00, 1.000000e+00), found 1.000000e+00}}
+  %0:3 = tg.adamw_update %p, %p, %p, %p, %lr, %s {beta1 = 1.0}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_beta2(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_update' op beta2 must be in [0.000000e+00, 1.000000e+00), found -1.000000e-01}}
+  %0:3 = tg.adamw_update %p, %p, %p, %p, %lr, %s {beta2 = -0.1}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_eps(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_update' op eps must be in [0.000000e+00, INF), found -1.000000e+00}}
+  %0:3 = tg.adamw_update %p, %p, %p, %p, %lr, %s {eps = -1.0}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_weight_decay(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_update' op weight_decay must be in [0.000000e+00, INF), found -5.000000e-01}}
+  %0:3 = tg.adamw_update %p, %p, %p, %p, %lr, %s {weight_decay = -0.5}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_grad_shape(%p: tensor<4xf32>, %g: tensor<4x1xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_update' op grad must have shape [4], found [4, 1]}}
+  %0:3 = tg.adamw_update %p, %g, %p, %p, %lr, %s
+      : (tensor<4xf32>, tensor<4x1xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_exp_avg_shape(%p: tensor<4xf32>, %m: tensor<8xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_update' op exp_avg must have shape [4], found [8]}}
+  %0:3 = tg.adamw_update %p, %p, %m, %p, %lr, %s
+      : (tensor<4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_exp_avg_sq_shape(%p: tensor<4xf32>, %v: tensor<2xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_update' op exp_avg_sq must have shape [4], found [2]}}
+  %0:3 = tg.adamw_update %p, %p, %p, %v, %lr, %s
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_new_param_type(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_update' op new_param must have type 'tensor<4xf32>', found 'tensor<4xf16>'}}
+  %0:3 = tg.adamw_update %p, %p, %p, %p, %lr, %s
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf16>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_new_exp_avg_type(%p: tensor<4xf32>, %m: tensor<4xbf16>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_update' op new_exp_avg must have type 'tensor<4xbf16>', found 'tensor<4xf32>'}}
+  %0:3 = tg.adamw_update %p, %p, %m, %p, %lr, %s
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_new_exp_avg_sq_type(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_update' op new_exp_avg_sq must have type 'tensor<4xf32>', found 'tensor<4xbf16>'}}
+  %0:3 = tg.adamw_update %p, %p, %p, %p, %lr, %s
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// global_norm and mixed precision
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @global_norm_no_operands() {
+  // expected-error @+1 {{'tg.global_norm' op needs at least one operand}}
+  %0 = "tg.global_norm"() : () -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @global_norm_f16_result(%x: tensor<4xf16>) {
+  // expected-error @+1 {{'tg.global_norm' op result #0 must be 0D tensor of 32-bit float values, but got 'tensor<f16>'}}
+  %0 = tg.global_norm %x : (tensor<4xf16>) -> tensor<f16>
+  return
+}
+
+// -----
+
+func.func @all_finite_no_operands() {
+  // expected-error @+1 {{'tg.all_finite' op needs at least one operand}}
+  %0 = "tg.all_finite"() : () -> tensor<i1>
+  return
+}
+
+// -----
+
+func.func @unscale_shape(%g: tensor<4x8xf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{'tg.unscale' op result must have shape [4, 8], found [8, 4]}}
+  %0 = tg.unscale %g, %s : (tensor<4x8xf16>, tensor<f32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @growth_factor_one(%s: tensor<f32>, %t: tensor<i64>, %ok: tensor<i1>) {
+  // expected-error @+1 {{'tg.update_loss_scale' op growth_factor must be > 1, found 1.000000e+00}}
+  %0:2 = tg.update_loss_scale %s, %t, %ok {growth_factor = 1.0}
+      : (tensor<f32>, tensor<i64>, tensor<i1>) -> (tensor<f32>, tensor<i64>)
+  return
+}
+
+// -----
+
+func.func @growth_factor_infinite(%s: tensor<f32>, %t: tensor<i64>, %ok: tensor<i1>) {
+  // expected-error @+1 {{'tg.update_loss_scale' op growth_factor must be > 1, found INF}}
+  %0:2 = tg.update_loss_scale %s, %t, %ok {growth_factor = 0x7FF0000000000000 : f64}
+      : (tensor<f32>, tensor<i64>, tensor<i1>) -> (tensor<f32>, tensor<i64>)
+  return
+}
+
+// -----
+
+func.func @backoff_factor_one(%s: tensor<f32>, %t: tensor<i64>, %ok: tensor<i1>) {
+  // expected-error @+1 {{'tg.update_loss_scale' op backoff_factor must be in (0, 1), found 1.000000e+00}}
+  %0:2 = tg.update_loss_scale %s, %t, %ok {backoff_factor = 1.0}
+      : (tensor<f32>, tensor<i64>, tensor<i1>) -> (tensor<f32>, tensor<i64>)
+  return
+}
+
+// -----
+
+func.func @backoff_factor_zero(%s: tensor<f32>, %t: tensor<i64>, %ok: tensor<i1>) {
+  // expected-error @+1 {{'tg.update_loss_scale' op backoff_factor must be in (0, 1), found 0.000000e+00}}
+  %0:2 = tg.update_loss_scale %s, %t, %ok {backoff_factor = 0.0}
+      : (tensor<f32>, tensor<i64>, tensor<i1>) -> (tensor<f32>, tensor<i64>)
+  return
+}
+
+// -----
+
+func.func @growth_interval_zero(%s: tensor<f32>, %t: tensor<i64>, %ok: tensor<i1>) {
+  // expected-error @+1 {{'tg.update_loss_scale' op growth_interval must be >= 1, found 0}}
+  %0:2 = tg.update_loss_scale %s, %t, %ok {growth_interval = 0}
+      : (tensor<f32>, tensor<i64>, tensor<i1>) -> (tensor<f32>, tensor<i64>)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// #tg.init
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{unknown initialisation 'xavier', expected zeros, ones, normal or uniform}}
+func.func @init_unknown(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<xavier>}) {
+  return
+}
+
+// -----
+
+// `zeros` and `ones` take no numbers; the parser does not accept any.
+// expected-error @+1 {{expected '>'}}
+func.func @init_zeros_with_parameters(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<zeros(0.0, 1.0)>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected '('}}
+func.func @init_normal_without_parameters(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{initialisation parameters must be finite}}
+func.func @init_not_finite(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal(0.0, 0x7FF0000000000000)>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{normal initialisation needs std > 0, found 0.000000e+00}}
+func.func @init_normal_zero_std(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal(0.0, 0.0)>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{normal initialisation needs std > 0, found -2.000000e-02}}
+func.func @init_normal_negative_std(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal(0.0, -0.02)>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{uniform initialisation needs low < high, found [1.000000e-01, 1.000000e-01)}}
+func.func @init_uniform_empty(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<uniform(0.1, 0.1)>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{uniform initialisation needs low < high, found [1.000000e+00, -1.000000e+00)}}
+func.func @init_uniform_reversed(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<uniform(1.0, -1.0)>}) {
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Argument attributes
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.param' must be a non-empty string, found 1 : i64}}
+func.func @param_not_string(%w: tensor<4xf32> {tg.param = 1}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #1: 'tg.param' must be a non-empty string, found ""}}
+func.func @param_empty(%x: tensor<4xf32> {tg.param = "x"}, %w: tensor<4xf32> {tg.param = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.input' must be a non-empty string, found unit}}
+func.func @input_not_string(%x: tensor<4xi64> {tg.input}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: carries both 'tg.param' and 'tg.input'; an argument is a parameter, a state or an input}}
+func.func @param_and_input(%w: tensor<4xf32> {tg.param = "w", tg.input = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: parameter 'w' must be a statically shaped f32, f16 or bf16 tensor, found 'tensor<4xi64>'}}
+func.func @integer_param(%w: tensor<4xi64> {tg.param = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: parameter 'w' must be a statically shaped f32, f16 or bf16 tensor, found 'tensor<?xf32>'}}
+func.func @dynamic_param(%w: tensor<?xf32> {tg.param = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: parameter 'w' must be a statically shaped f32, f16 or bf16 tensor, found 'f32'}}
+func.func @scalar_param(%w: f32 {tg.param = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: input 'x' must be a statically shaped tensor of a tg element type, found 'tensor<4xf64>'}}
+func.func @f64_input(%x: tensor<4xf64> {tg.input = "x"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: input 'x' must be a statically shaped tensor of a tg element type, found 'tensor<4xi16>'}}
+func.func @i16_input(%x: tensor<4xi16> {tg.input = "x"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: input 'x' must be a statically shaped tensor of a tg element type, found 'tensor<?x4xi64>'}}
+func.func @dynamic_input(%x: tensor<?x4xi64> {tg.input = "x"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.frozen' is a unit attribute, found true}}
+func.func @frozen_not_unit(%w: tensor<4xf32> {tg.param = "w", tg.frozen = true}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be a #tg.init attribute, found "zeros"}}
+func.func @init_not_init_attr(%w: tensor<4xf32> {tg.param = "w", tg.init = "zeros"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.frozen' is only valid on a parameter ('tg.param')}}
+func.func @frozen_input(%x: tensor<4xi64> {tg.input = "x", tg.frozen}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.init' is only valid on a parameter ('tg.param')}}
+func.func @init_without_param(%w: tensor<4xf32> {tg.init = #tg.init<zeros>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #1: unknown tg argument attribute 'tg.parameter'}}
+func.func @unknown_arg_attr(%w: tensor<4xf32> {tg.param = "w"}, %v: tensor<4xf32> {tg.parameter = "v"}) {
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// tg.model and other operation attributes
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'tg.model' is a unit attribute, found true}}
+func.func @model_not_unit(%x: tensor<4x10xf32> {tg.input = "x"}) -> tensor<f32> attributes {tg.model = true} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op 'tg.model' is only valid on a func.func}}
+module attributes {tg.model} {
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op a tg.model function must have a body}}
+func.func private @model_external(%x: tensor<4xf32> {tg.input = "x"}) -> tensor<f32> attributes {tg.model}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #1 of a tg.model function must carry 'tg.param' or 'tg.input'}}
+func.func @model_unnamed_argument(%w: tensor<4xf32> {tg.param = "w"}, %x: tensor<4xf32>) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op parameter name 'w' is used by arguments #0 and #2}}
+func.func @model_duplicate_param(%w: tensor<4xf32> {tg.param = "w"},
+                                 %x: tensor<4xi64> {tg.input = "x"},
+                                 %v: tensor<8xf32> {tg.param = "w"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op input name 'tokens' is used by arguments #1 and #2}}
+func.func @model_duplicate_input(%w: tensor<4xf32> {tg.param = "w"},
+                                 %x: tensor<4xi64> {tg.input = "tokens"},
+                                 %y: tensor<4xi64> {tg.input = "tokens"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op a tg.model function must return one scalar loss (a 0-d f32, f16 or bf16 tensor), found 'tensor<f32>', 'tensor<f32>'}}
+func.func @model_two_results(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32>, tensor<f32>) attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0, %0 : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op a tg.model function must return one scalar loss (a 0-d f32, f16 or bf16 tensor), found}}
+func.func @model_no_result(%w: tensor<4xf32> {tg.param = "w"}) attributes {tg.model} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op a tg.model function must return one scalar loss (a 0-d f32, f16 or bf16 tensor), found 'tensor<1xf32>'}}
+func.func @model_non_scalar_loss(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<1xf32> attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<1xf32>
+  return %0 : tensor<1xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op a tg.model function must return one scalar loss (a 0-d f32, f16 or bf16 tensor), found 'tensor<i64>'}}
+func.func @model_integer_loss(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<i64> attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<i64>
+  return %0 : tensor<i64>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op a tg.model function must return one scalar loss (a 0-d f32, f16 or bf16 tensor), found 'f32'}}
+func.func @model_float_loss(%w: tensor<4xf32> {tg.param = "w"}) -> f32 attributes {tg.model} {
+  %0 = arith.constant 0.0 : f32
+  return %0 : f32
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op unknown tg attribute 'tg.models'}}
+func.func @unknown_function_attr() attributes {tg.models} {
+  return
+}
+
+// -----
+
+func.func @unknown_op_attr(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.neg' op unknown tg attribute 'tg.frozen'}}
+  %0 = tg.neg %x {tg.frozen} : tensor<4xf32>
+  return
+}
+
+// -----
+//===----------------------------------------------------------------------===//
+// The training-step convention (tg.train_step, tg.state, tg.loss, tg.update)
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'func.func' op 'tg.train_step' is a unit attribute, found 1 : i64}}
+func.func @step_not_unit(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}) attributes {tg.train_step = 1} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op 'tg.train_step' is only valid on a func.func}}
+module attributes {tg.train_step} {
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op a tg.train_step function must have a body}}
+func.func private @step_external(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}) attributes {tg.train_step}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #1 of a tg.train_step function must carry 'tg.param', 'tg.state' or 'tg.input'}}
+func.func @step_unnamed_arg(%w: tensor<4xf32> {tg.param = "w"}, %x: tensor<4xf32>) -> (tensor<f32> {tg.loss}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #1: 'tg.state' is only valid in a tg.train_step function}}
+func.func @state_in_model(%w: tensor<4xf32> {tg.param = "w"}, %m: tensor<4xf32> {tg.state = "w.exp_avg"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op state name 'w' is used by arguments #0 and #1}}
+func.func @state_name_clash(%w: tensor<4xf32> {tg.param = "w"}, %m: tensor<4xf32> {tg.state = "w"}) -> (tensor<f32> {tg.loss}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: carries both 'tg.state' and 'tg.input'; an argument is a parameter, a state or an input}}
+func.func @state_and_input(%m: tensor<4xf32> {tg.state = "m", tg.input = "m"}) -> (tensor<f32> {tg.loss}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: state 'm' must be a statically shaped tensor of a tg element type, found 'tensor<4xf64>'}}
+func.func @state_bad_type(%m: tensor<4xf64> {tg.state = "m"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.state' must be a non-empty string, found ""}}
+func.func @state_empty(%m: tensor<4xf32> {tg.state = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op results #0 and #1 both carry 'tg.loss'}}
+func.func @two_losses(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}, tensor<f32> {tg.loss}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0, %0 : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op the loss (result #0) must be a 0-d f32, f16 or bf16 tensor, found 'tensor<4xf32>'}}
+func.func @vector_loss(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<4xf32> {tg.loss}) attributes {tg.train_step} {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #1 of a tg.train_step function must carry 'tg.loss' or 'tg.update'}}
+func.func @result_without_role(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}, tensor<4xf32>) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0, %w : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #1 updates 'x', which is not a parameter or state argument}}
+func.func @update_of_input(%w: tensor<4xf32> {tg.param = "w"}, %x: tensor<4xf32> {tg.input = "x"}) -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.update = "x"}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0, %w : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #1 updates 'w' of type 'tensor<4xf32>' with a value of type 'tensor<4xbf16>'}}
+func.func @update_type(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}, tensor<4xbf16> {tg.update = "w"}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  %1 = tg.cast %w : tensor<4xf32> -> tensor<4xbf16>
+  return %0, %1 : tensor<f32>, tensor<4xbf16>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op results #1 and #2 both update 'w'}}
+func.func @double_update(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.update = "w"}, tensor<4xf32> {tg.update = "w"}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0, %w, %w : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op a tg.train_step function must return the loss (a result carrying 'tg.loss')}}
+func.func @no_loss(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<4xf32> {tg.update = "w"}) attributes {tg.train_step} {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #0: 'tg.loss' is a unit attribute, found "yes"}}
+func.func @loss_not_unit() -> (tensor<f32> {tg.loss = "yes"}) {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #0: 'tg.update' must be a non-empty string, found 3 : i64}}
+func.func @update_not_string(%w: tensor<4xf32>) -> (tensor<4xf32> {tg.update = 3}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #0: unknown tg result attribute 'tg.param'}}
+func.func @unknown_result_attr(%w: tensor<4xf32>) -> (tensor<4xf32> {tg.param = "x"}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// A model argument whose name is not a string is reported as such.
+// expected-error @+1 {{'func.func' op argument #0: 'tg.param' must be a non-empty string, found 1 : i64}}
+func.func @model_param_not_string(%w: tensor<4xf32> {tg.param = 1}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Parameters and inputs share one namespace.
+// expected-error @+1 {{'func.func' op input name 'w' is used by arguments #0 and #1}}
+func.func @param_input_clash(%w: tensor<4xf32> {tg.param = "w"}, %x: tensor<4xf32> {tg.input = "w"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @slice_offset_overflow(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.slice' op slice of size [4] at offsets [9223372036854775807] does not fit in shape [8]}}
+  %0 = tg.slice %x {offsets = array<i64: 9223372036854775807>} : tensor<8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_infinite_epsilon(%x: tensor<2x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op epsilon must be non-negative and finite, found INF}}
+  %0 = tg.layer_norm %x, %w, %w {epsilon = 0x7FF0000000000000 : f64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}

@@ -1,0 +1,136 @@
+// RUN: tgc-opt %s --split-input-file --tg-autodiff | FileCheck %s
+// RUN: tgc-opt %s --split-input-file --tg-autodiff="optimizer=sgd lr=0.1" | FileCheck %s --check-prefix=SGD
+// RUN: tgc-opt %s --split-input-file --tg-autodiff="optimizer=sgd momentum=0.9 nesterov=true weight-decay=0.1" | FileCheck %s --check-prefix=MOM
+// RUN: tgc-opt %s --split-input-file --tg-autodiff="clip-grad-norm=1.0" | FileCheck %s --check-prefix=CLIP
+
+// A two-layer MLP with a frozen bias and a weight used twice.
+
+func.func @net(%x: tensor<4x3xf32> {tg.input = "x"},
+               %y: tensor<4xi64> {tg.input = "y"},
+               %w: tensor<3x3xf32> {tg.param = "w"},
+               %b: tensor<3xf32> {tg.param = "b", tg.frozen},
+               %v: tensor<3x2xf32> {tg.param = "v"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.matmul %x, %w : (tensor<4x3xf32>, tensor<3x3xf32>) -> tensor<4x3xf32>
+  %1 = tg.add %0, %b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %2 = tg.tanh %1 : tensor<4x3xf32>
+  %3 = tg.matmul %2, %w : (tensor<4x3xf32>, tensor<3x3xf32>) -> tensor<4x3xf32>
+  %4 = tg.matmul %3, %v : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  %5 = tg.cross_entropy %4, %y : (tensor<4x2xf32>, tensor<4xi64>) -> tensor<f32>
+  return %5 : tensor<f32>
+}
+
+// The model stays; the step is added after it.
+// CHECK-LABEL: func.func @net(
+// CHECK-LABEL: func.func @net_train_step(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x3xf32> {tg.input = "x"}
+// CHECK-SAME: %[[Y:[^:]*]]: tensor<4xi64> {tg.input = "y"}
+// CHECK-SAME: %[[W:[^:]*]]: tensor<3x3xf32> {tg.param = "w"}
+// CHECK-SAME: %[[B:[^:]*]]: tensor<3xf32> {tg.frozen, tg.param = "b"}
+// CHECK-SAME: %[[V:[^:]*]]: tensor<3x2xf32> {tg.param = "v"}
+// CHECK-SAME: %[[STEP:[^:]*]]: tensor<i64> {tg.state = "optimizer.step"}
+// CHECK-SAME: %[[WM:[^:]*]]: tensor<3x3xf32> {tg.state = "w.exp_avg"}
+// CHECK-SAME: %[[WV:[^:]*]]: tensor<3x3xf32> {tg.state = "w.exp_avg_sq"}
+// CHECK-SAME: %[[VM:[^:]*]]: tensor<3x2xf32> {tg.state = "v.exp_avg"}
+// CHECK-SAME: %[[VV:[^:]*]]: tensor<3x2xf32> {tg.state = "v.exp_avg_sq"})
+// The frozen bias has no state and no update.
+// CHECK-NOT: b.exp_avg
+// CHECK-SAME: -> (tensor<f32> {tg.loss}, tensor<3x3xf32> {tg.update = "w"}, tensor<3x3xf32> {tg.update = "w.exp_avg"}, tensor<3x3xf32> {tg.update = "w.exp_avg_sq"}, tensor<3x2xf32> {tg.update = "v"}, tensor<3x2xf32> {tg.update = "v.exp_avg"}, tensor<3x2xf32> {tg.update = "v.exp_avg_sq"}, tensor<i64> {tg.update = "optimizer.step"}) attributes {tg.train_step}
+// CHECK: %[[H1:.*]] = tg.add
+// CHECK: %[[T:.*]] = tg.tanh %[[H1]]
+// CHECK: %[[H3:.*]] = tg.matmul %[[T]], %[[W]]
+// CHECK: %[[LOGITS:.*]] = tg.matmul %[[H3]], %[[V]]
+// CHECK: %[[LOSS:.*]] = tg.cross_entropy %[[LOGITS]], %[[Y]]
+// CHECK: %[[SEED:.*]] = tg.fill 1.000000e+00 : tensor<f32>
+// CHECK: %[[DLOGITS:.*]] = tg.cross_entropy_grad %[[LOGITS]], %[[Y]], %[[SEED]]
+// CHECK-DAG: %[[DH3:.*]] = tg.matmul %[[DLOGITS]], %[[V]] {transpose_rhs = true}
+// CHECK-DAG: %[[DV:.*]] = tg.matmul %[[H3]], %[[DLOGITS]] {transpose_lhs = true}
+// CHECK-DAG: %[[DT:.*]] = tg.matmul %[[DH3]], %[[W]] {transpose_rhs = true}
+// CHECK-DAG: %[[DW2:.*]] = tg.matmul %[[T]], %[[DH3]] {transpose_lhs = true}
+// CHECK: %[[DH1:.*]] = tg.tanh_grad %[[T]], %[[DT]]
+// The bias is frozen and x is an input: no sum_to for the bias, no dx.
+// CHECK-NOT: tg.sum_to
+// CHECK-NOT: tg.matmul %[[DH1]], %[[W]]
+// CHECK: %[[DW1:.*]] = tg.matmul %[[X]], %[[DH1]] {transpose_lhs = true}
+// The two uses of w have their cotangents summed.
+// CHECK: %[[DW:.*]] = tg.add %[[DW2]], %[[DW1]]
+// CHECK: %[[ONE:.*]] = tg.fill 1.000000e+00 : tensor<i64>
+// CHECK: %[[T1:.*]] = tg.add %[[STEP]], %[[ONE]] : (tensor<i64>, tensor<i64>) -> tensor<i64>
+// CHECK: %[[LR:.*]] = tg.fill 1.000000e-03 : tensor<f32>
+// CHECK: tg.adamw_update %[[W]], %[[DW]], %[[WM]], %[[WV]], %[[LR]], %[[T1]] :
+// CHECK: tg.adamw_update %[[V]], %[[DV]], %[[VM]], %[[VV]], %[[LR]], %[[T1]] :
+// CHECK: return %[[LOSS]],
+
+// Plain SGD keeps no state but the step counter.
+// SGD-LABEL: func.func @net_train_step(
+// SGD-SAME: %{{.*}}: tensor<i64> {tg.state = "optimizer.step"})
+// SGD: %[[LR:.*]] = tg.fill 1.000000e-01 : tensor<f32>
+// SGD: tg.sgd_update %{{.*}}, %{{.*}}, %[[LR]], %{{[^ ,]*}} :
+// SGD-SAME: (tensor<3x3xf32>, tensor<3x3xf32>, tensor<f32>, tensor<i64>) -> tensor<3x3xf32>
+// SGD: tg.sgd_update
+
+// With momentum each trainable parameter has a momentum buffer.
+// MOM-LABEL: func.func @net_train_step(
+// MOM-SAME: tg.state = "w.momentum_buffer"
+// MOM-SAME: tg.state = "v.momentum_buffer"
+// MOM-SAME: tg.update = "w.momentum_buffer"
+// MOM: tg.sgd_update {{.*}} {momentum = 9.000000e-01 : f64, nesterov = true, weight_decay = 1.000000e-01 : f64}
+
+// clip_grad_norm_: coef = min(max_norm / (norm + 1e-6), 1) scales each grad.
+// CLIP-LABEL: func.func @net_train_step(
+// CLIP: %[[NORM:.*]] = tg.global_norm %[[G1:[^,]*]], %[[G2:[^ ]*]] :
+// CLIP: %[[EPS:.*]] = tg.fill 9.9999999999999995E-7 : tensor<f32>
+// CLIP: %[[DEN:.*]] = tg.add %[[NORM]], %[[EPS]]
+// CLIP: %[[MAX:.*]] = tg.fill 1.000000e+00 : tensor<f32>
+// CLIP: %[[RATIO:.*]] = tg.div %[[MAX]], %[[DEN]]
+// CLIP: %[[ONE:.*]] = tg.fill 1.000000e+00 : tensor<f32>
+// CLIP: %[[COEF:.*]] = tg.minimum %[[RATIO]], %[[ONE]]
+// CLIP: %[[C1:.*]] = tg.mul %[[G1]], %[[COEF]]
+// CLIP: %[[C2:.*]] = tg.mul %[[G2]], %[[COEF]]
+// CLIP: tg.adamw_update %{{.*}}, %[[C1]],
+// CLIP: tg.adamw_update %{{.*}}, %[[C2]],
+
+// -----
+
+// Broadcast operands get their cotangent summed back; slices scatter back;
+// split pieces that do not reach the loss contribute zeros.
+
+func.func @shapes(%t: tensor<2x2xi64> {tg.input = "t"},
+                  %p: tensor<6x8xf32> {tg.param = "p"},
+                  %s: tensor<8xf32> {tg.param = "s"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.slice %p {offsets = array<i64: 1, 0>} : tensor<6x8xf32> -> tensor<4x8xf32>
+  %1 = tg.mul %0, %s : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %a, %b = tg.split %1 {axis = 1 : i64} : tensor<4x8xf32> -> tensor<4x4xf32>, tensor<4x4xf32>
+  %2 = tg.reshape %a : tensor<4x4xf32> -> tensor<2x2x4xf32>
+  %3 = tg.cross_entropy %2, %t : (tensor<2x2x4xf32>, tensor<2x2xi64>) -> tensor<f32>
+  return %3 : tensor<f32>
+}
+// CHECK-LABEL: func.func @shapes_train_step(
+// CHECK: %[[SLICE:.*]] = tg.slice
+// CHECK: %[[D2:.*]] = tg.cross_entropy_grad
+// CHECK: %[[DA:.*]] = tg.reshape %[[D2]] : tensor<2x2x4xf32> -> tensor<4x4xf32>
+// CHECK: %[[ZERO:.*]] = tg.fill 0.000000e+00 : tensor<4x4xf32>
+// CHECK: %[[D1:.*]] = tg.concat %[[DA]], %[[ZERO]] {axis = 1 : i64}
+// CHECK-DAG: %[[D0:.*]] = tg.mul %[[D1]], %{{.*}} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK-DAG: %[[DS_FULL:.*]] = tg.mul %[[D1]], %[[SLICE]]
+// CHECK: %[[DS:.*]] = tg.sum_to %[[DS_FULL]] : tensor<4x8xf32> -> tensor<8xf32>
+// CHECK: %[[DP:.*]] = tg.slice_grad %[[D0]] {offsets = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<6x8xf32>
+// CHECK: tg.adamw_update %{{.*}}, %[[DP]],
+// CHECK: tg.adamw_update %{{.*}}, %[[DS]],
+
+// -----
+
+// A parameter that does not reach the loss is neither updated nor given
+// state; a loss that depends on no trainable parameter updates nothing.
+
+func.func @unused(%x: tensor<4xf32> {tg.input = "x"},
+                  %w: tensor<4xf32> {tg.param = "w", tg.frozen},
+                  %u: tensor<4xf32> {tg.param = "u"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = tg.reduce_sum %0 {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}
+// CHECK-LABEL: func.func @unused_train_step(
+// CHECK-SAME: %{{.*}}: tensor<i64> {tg.state = "optimizer.step"}) -> (tensor<f32> {tg.loss}, tensor<i64> {tg.update = "optimizer.step"})
+// CHECK-NOT: tg.fill 1.000000e+00 : tensor<f32>
+// CHECK-NOT: adamw_update
+// CHECK: return
