@@ -42,9 +42,6 @@ void printModelStats(const ModelStats &stats, llvm::raw_ostream &os);
 /// Prints the cost of every op of `function` in IR order, one per line.
 void printOpCosts(mlir::func::FuncOp function, llvm::raw_ostream &os);
 
-/// Formats `value` with thousands separators: 124439808 -> "124,439,808".
-std::string formatWithCommas(int64_t value);
-
 } // namespace tgc
 
 #endif // TGC_ANALYSIS_MODELSTATS_H

@@ -66,4 +66,32 @@ def TGAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def TGPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Plans the memory of training steps and reports it";
+  let description = [{
+    For every `func.func` marked `tg.train_step` (or `tg.model`), computes
+    the static memory plan (see tgc/Analysis/MemoryPlan.h): the schedule is
+    the IR order, persistent tensors (parameters, optimizer and step state,
+    inputs) live in their own region and are updated in place, and every
+    other value gets a static offset in one transient arena. Prints the
+    report to stderr: persistent bytes by kind, the arena size next to the
+    peak of simultaneously live bytes, the breakdown at the peak
+    (parameters, gradients, optimizer state, activations saved for backward,
+    workspace) and the largest buffers live there. With `memory-report`,
+    also writes the report as JSON to that file and a Chrome-trace timeline
+    next to it (`<file>.trace.json`). Fails with a diagnostic when an update
+    cannot be written in place. The IR is not changed.
+  }];
+  let options = [
+    Option<"memoryReport", "memory-report", "std::string", /*default=*/"",
+           "Write the report as JSON to this file, and a Chrome trace to "
+           "<file>.trace.json">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"256",
+           "Alignment of every buffer, in bytes (a power of two)">,
+    Option<"topBuffers", "top", "unsigned", /*default=*/"10",
+           "How many of the largest buffers live at the peak to list">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 #endif // TGC_DIALECT_TG_TRANSFORMS_PASSES_TD

@@ -1,0 +1,133 @@
+//===- MemoryPlan.h - static memory plan of a training step -----*- C++ -*-===//
+//
+// Plans every byte a training step uses:
+// - persistent tensors (parameters, optimizer and step state, the batch)
+//   live in their own region across steps; updates are written in place
+//   (donated), so an updated parameter costs no second buffer;
+// - every other value is a transient buffer whose lifetime runs from the op
+//   that defines it to its last use in the fixed schedule (IR order);
+//   reshapes alias their operand's buffer;
+// - transient buffers get static offsets in one arena, placed greedily by
+//   size with best fit (as TFLite's arena planner and XLA's heap simulator).
+// The arena can never be smaller than the peak of simultaneously live bytes;
+// the report gives both, the breakdown at the peak and the ops live there.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_ANALYSIS_MEMORYPLAN_H
+#define TGC_ANALYSIS_MEMORYPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace tgc {
+
+//===----------------------------------------------------------------------===//
+// The arena layout problem, independent of MLIR
+//===----------------------------------------------------------------------===//
+
+/// A buffer needed from step `start` to step `end` (inclusive).
+struct BufferLifetime {
+  int64_t size = 0;
+  int64_t start = 0;
+  int64_t end = 0;
+};
+
+struct ArenaLayout {
+  /// Offset of each buffer, in the order of the requests.
+  std::vector<int64_t> offsets;
+  /// Bytes the arena needs: the highest end of a placed buffer.
+  int64_t arenaSize = 0;
+  /// Highest sum of sizes of buffers live at the same step: a lower bound
+  /// of any arena, and the step where it is reached.
+  int64_t peakLive = 0;
+  int64_t peakStep = 0;
+};
+
+/// Rounds `size` up to a multiple of `alignment` (a power of two).
+int64_t alignTo(int64_t size, int64_t alignment);
+
+/// Places the buffers (sizes already aligned) so that no two buffers live at
+/// the same step overlap: largest first, each at the lowest offset of the
+/// smallest gap it fits among the buffers it overlaps in time.
+ArenaLayout planArena(const std::vector<BufferLifetime> &buffers);
+
+/// Checks a layout: every pair of buffers overlapping in time is disjoint in
+/// the arena and every buffer lies inside it. Returns an empty string, or
+/// the first violation.
+std::string checkArenaLayout(const std::vector<BufferLifetime> &buffers,
+                             const ArenaLayout &layout);
+
+//===----------------------------------------------------------------------===//
+// The plan of a training-step function
+//===----------------------------------------------------------------------===//
+
+/// What a byte of memory holds, for the breakdown of the peak.
+enum class MemoryKind { Param, OptimizerState, Input, Activation, Gradient,
+                        Workspace };
+const char *stringifyMemoryKind(MemoryKind kind);
+
+struct PlannedBuffer {
+  /// The op (in schedule order) defining the buffer and its result number.
+  int64_t opIndex = 0;
+  unsigned resultNumber = 0;
+  mlir::Operation *op = nullptr;
+  int64_t bytes = 0;        // bytes of the tensor
+  int64_t alignedBytes = 0; // bytes it takes in the arena
+  int64_t offset = 0;
+  int64_t start = 0, end = 0;
+  MemoryKind kind = MemoryKind::Workspace;
+};
+
+struct PersistentTensor {
+  unsigned argNumber = 0;
+  std::string name;
+  int64_t bytes = 0;
+  int64_t offset = 0; // in the persistent region
+  MemoryKind kind = MemoryKind::Param;
+};
+
+struct MemoryPlan {
+  std::string function;
+  int64_t alignment = 0;
+  /// The schedule: the function's ops in IR order.
+  std::vector<mlir::Operation *> schedule;
+  std::vector<PersistentTensor> persistent;
+  int64_t persistentSize = 0;
+  std::vector<PlannedBuffer> buffers;
+  /// The arena buffer of each value; reshape results share their operand's.
+  llvm::DenseMap<mlir::Value, int64_t> bufferOfValue;
+  /// Values written in place into a persistent tensor: value -> argument.
+  llvm::DenseMap<mlir::Value, unsigned> donatedTo;
+  ArenaLayout layout;
+  /// Index in the schedule of the op defining the loss: the end of the
+  /// forward pass.
+  int64_t forwardEnd = -1;
+
+  int64_t persistentBytes(MemoryKind kind) const;
+  /// Bytes of each kind of transient buffer live at schedule step `step`.
+  int64_t liveBytesAt(int64_t step, MemoryKind kind) const;
+};
+
+/// Plans `function`, a tg.train_step (or any function of tensors). Emits a
+/// diagnostic and fails when an update cannot be written in place.
+mlir::FailureOr<MemoryPlan> computeMemoryPlan(mlir::func::FuncOp function,
+                                              int64_t alignment = 256);
+
+/// The human-readable report: totals, the peak, its breakdown and the
+/// largest buffers live there.
+void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
+                       unsigned topBuffers = 10);
+
+/// The report as JSON, and the plan as a Chrome trace (chrome://tracing,
+/// Perfetto): a counter of live bytes per kind and one slice per buffer.
+void writeMemoryReportJSON(const MemoryPlan &plan, llvm::raw_ostream &os);
+void writeChromeTrace(const MemoryPlan &plan, llvm::raw_ostream &os);
+
+} // namespace tgc
+
+#endif // TGC_ANALYSIS_MEMORYPLAN_H

@@ -1,0 +1,453 @@
+//===- MemoryPlan.cpp - static memory plan of a training step -------------===//
+//
+// Liveness over the fixed schedule, in-place updates of persistent tensors,
+// greedy-by-size arena placement, and the reports (text, JSON, Chrome trace).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Analysis/MemoryPlan.h"
+#include "tgc/Analysis/Report.h"
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+
+namespace tgc {
+
+//===----------------------------------------------------------------------===//
+// Arena layout
+//===----------------------------------------------------------------------===//
+
+int64_t alignTo(int64_t size, int64_t alignment) {
+  return (size + alignment - 1) / alignment * alignment;
+}
+
+static bool overlapInTime(const BufferLifetime &a, const BufferLifetime &b) {
+  return a.start <= b.end && b.start <= a.end;
+}
+
+ArenaLayout planArena(const std::vector<BufferLifetime> &buffers) {
+  ArenaLayout layout;
+  size_t n = buffers.size();
+  layout.offsets.assign(n, 0);
+
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (buffers[a].size != buffers[b].size)
+      return buffers[a].size > buffers[b].size;
+    return buffers[a].start < buffers[b].start;
+  });
+
+  // Placed buffers, kept sorted by offset.
+  std::vector<size_t> placed;
+  for (size_t i : order) {
+    const BufferLifetime &buffer = buffers[i];
+    int64_t best = -1, bestGap = INT64_MAX, prevEnd = 0;
+    for (size_t j : placed) {
+      if (!overlapInTime(buffer, buffers[j]))
+        continue;
+      int64_t gap = layout.offsets[j] - prevEnd;
+      if (gap >= buffer.size && gap < bestGap) {
+        best = prevEnd;
+        bestGap = gap;
+      }
+      prevEnd = std::max(prevEnd, layout.offsets[j] + buffers[j].size);
+    }
+    layout.offsets[i] = best >= 0 ? best : prevEnd;
+    layout.arenaSize =
+        std::max(layout.arenaSize, layout.offsets[i] + buffer.size);
+    auto at = std::upper_bound(
+        placed.begin(), placed.end(), layout.offsets[i],
+        [&](int64_t offset, size_t j) { return offset < layout.offsets[j]; });
+    placed.insert(at, i);
+  }
+
+  // Peak of simultaneously live bytes, by a sweep over the steps.
+  std::map<int64_t, int64_t> delta;
+  for (const BufferLifetime &buffer : buffers) {
+    delta[buffer.start] += buffer.size;
+    delta[buffer.end + 1] -= buffer.size;
+  }
+  int64_t live = 0;
+  for (auto [step, change] : delta) {
+    live += change;
+    if (live > layout.peakLive) {
+      layout.peakLive = live;
+      layout.peakStep = step;
+    }
+  }
+  return layout;
+}
+
+std::string checkArenaLayout(const std::vector<BufferLifetime> &buffers,
+                             const ArenaLayout &layout) {
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (layout.offsets[i] < 0 ||
+        layout.offsets[i] + buffers[i].size > layout.arenaSize)
+      return "buffer " + std::to_string(i) + " lies outside the arena";
+    for (size_t j = i + 1; j < buffers.size(); ++j) {
+      if (!overlapInTime(buffers[i], buffers[j]) || !buffers[i].size ||
+          !buffers[j].size)
+        continue;
+      bool disjoint =
+          layout.offsets[i] + buffers[i].size <= layout.offsets[j] ||
+          layout.offsets[j] + buffers[j].size <= layout.offsets[i];
+      if (!disjoint)
+        return "buffers " + std::to_string(i) + " and " + std::to_string(j) +
+               " are live together and overlap";
+    }
+  }
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Planning a function
+//===----------------------------------------------------------------------===//
+
+const char *stringifyMemoryKind(MemoryKind kind) {
+  switch (kind) {
+  case MemoryKind::Param:
+    return "params";
+  case MemoryKind::OptimizerState:
+    return "optimizer_state";
+  case MemoryKind::Input:
+    return "inputs";
+  case MemoryKind::Activation:
+    return "activations";
+  case MemoryKind::Gradient:
+    return "grads";
+  case MemoryKind::Workspace:
+    return "workspace";
+  }
+  return "unknown";
+}
+
+int64_t MemoryPlan::persistentBytes(MemoryKind kind) const {
+  int64_t total = 0;
+  for (const PersistentTensor &tensor : persistent)
+    if (tensor.kind == kind)
+      total += tensor.bytes;
+  return total;
+}
+
+int64_t MemoryPlan::liveBytesAt(int64_t step, MemoryKind kind) const {
+  int64_t total = 0;
+  for (const PlannedBuffer &buffer : buffers)
+    if (buffer.kind == kind && buffer.start <= step && step <= buffer.end)
+      total += buffer.alignedBytes;
+  return total;
+}
+
+/// Whether `op` may write its result into the storage of an operand it
+/// also reads: elementwise updates only.
+static bool canUpdateInPlace(Operation *op) {
+  if (isa<tg::AdamWUpdateOp, tg::SGDUpdateOp, tg::UpdateLossScaleOp>(op))
+    return true;
+  if (isa<tg::AddOp, tg::SubOp, tg::MulOp, tg::DivOp, tg::MaximumOp,
+          tg::MinimumOp>(op))
+    return llvm::all_of(op->getOperandTypes(), [&](Type type) {
+      return type == op->getResult(0).getType();
+    });
+  return op->hasTrait<OpTrait::Elementwise>();
+}
+
+FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp function,
+                                        int64_t alignment) {
+  MemoryPlan plan;
+  plan.function = function.getSymName().str();
+  plan.alignment = alignment;
+  Block &body = function.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> stepOf;
+  for (Operation &op : body) {
+    stepOf[&op] = plan.schedule.size();
+    plan.schedule.push_back(&op);
+  }
+
+  // Persistent tensors, each in its own aligned slot.
+  llvm::StringMap<unsigned> argByName;
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    PersistentTensor tensor;
+    tensor.argNumber = i;
+    tensor.bytes = tg::getTensorBytes(arg.getType());
+    if (auto name = function.getArgAttrOfType<StringAttr>(
+            i, tg::TGDialect::kParamAttr)) {
+      tensor.name = name.str();
+      tensor.kind = MemoryKind::Param;
+    } else if (auto name = function.getArgAttrOfType<StringAttr>(
+                   i, tg::TGDialect::kStateAttr)) {
+      tensor.name = name.str();
+      tensor.kind = MemoryKind::OptimizerState;
+    } else {
+      auto input = function.getArgAttrOfType<StringAttr>(
+          i, tg::TGDialect::kInputAttr);
+      tensor.name = input ? input.str() : "arg" + std::to_string(i);
+      tensor.kind = MemoryKind::Input;
+    }
+    argByName[tensor.name] = i;
+    tensor.offset = plan.persistentSize;
+    plan.persistentSize += alignTo(tensor.bytes, alignment);
+    plan.persistent.push_back(tensor);
+  }
+
+  // In-place updates: the op defining an updated value writes into the
+  // persistent tensor, which needs every other read of it to come first.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    if (function.getResultAttr(i, tg::TGDialect::kLossAttr)) {
+      if (Operation *def = value.getDefiningOp())
+        plan.forwardEnd = stepOf[def];
+      continue;
+    }
+    auto name =
+        function.getResultAttrOfType<StringAttr>(i, tg::TGDialect::kUpdateAttr);
+    if (!name || isa<BlockArgument>(value))
+      continue;
+    unsigned argNumber = argByName.lookup(name.getValue());
+    BlockArgument arg = body.getArgument(argNumber);
+    Operation *writer = value.getDefiningOp();
+    if (plan.donatedTo.count(value))
+      return writer->emitOpError("produces the update of two persistent "
+                                 "tensors; cannot write both in place");
+    for (Operation *reader : arg.getUsers()) {
+      if (reader == writer && canUpdateInPlace(writer))
+        continue;
+      if (stepOf[reader] < stepOf[writer])
+        continue;
+      InFlightDiagnostic diag =
+          writer->emitOpError("cannot update '")
+          << name.getValue() << "' in place: ";
+      if (reader == writer)
+        diag << "the op reads it and is not elementwise";
+      else
+        diag << "it is read after this op writes it";
+      diag.attachNote(reader->getLoc()) << "read here";
+      return diag;
+    }
+    plan.donatedTo[value] = argNumber;
+  }
+
+  // Values whose cotangent is a parameter's gradient.
+  llvm::DenseSet<Value> gradients;
+  for (Operation *op : plan.schedule)
+    if (isa<tg::AdamWUpdateOp, tg::SGDUpdateOp>(op))
+      gradients.insert(op->getOperand(1));
+
+  // Transient buffers, one per value, reshapes sharing their operand's.
+  for (Operation *op : plan.schedule) {
+    int64_t step = stepOf[op];
+    for (Value result : op->getResults()) {
+      if (plan.donatedTo.count(result))
+        continue;
+      int64_t end = step;
+      for (Operation *user : result.getUsers())
+        end = std::max(end, stepOf[user]);
+      if (isa<tg::ReshapeOp>(op)) {
+        auto source = plan.bufferOfValue.find(op->getOperand(0));
+        if (source != plan.bufferOfValue.end()) {
+          PlannedBuffer &buffer = plan.buffers[source->second];
+          buffer.end = std::max(buffer.end, end);
+          plan.bufferOfValue[result] = source->second;
+          if (gradients.contains(result))
+            buffer.kind = MemoryKind::Gradient;
+          continue;
+        }
+      }
+      PlannedBuffer buffer;
+      buffer.opIndex = step;
+      buffer.resultNumber = cast<OpResult>(result).getResultNumber();
+      buffer.op = op;
+      buffer.bytes = tg::getTensorBytes(result.getType());
+      buffer.alignedBytes = alignTo(buffer.bytes, alignment);
+      buffer.start = step;
+      buffer.end = end;
+      if (step <= plan.forwardEnd)
+        buffer.kind = MemoryKind::Activation;
+      else if (gradients.contains(result))
+        buffer.kind = MemoryKind::Gradient;
+      else
+        buffer.kind = MemoryKind::Workspace;
+      plan.bufferOfValue[result] = plan.buffers.size();
+      plan.buffers.push_back(buffer);
+    }
+  }
+
+  std::vector<BufferLifetime> lifetimes;
+  for (const PlannedBuffer &buffer : plan.buffers)
+    lifetimes.push_back({buffer.alignedBytes, buffer.start, buffer.end});
+  plan.layout = planArena(lifetimes);
+  for (auto [buffer, offset] : llvm::zip(plan.buffers, plan.layout.offsets))
+    buffer.offset = offset;
+  return plan;
+}
+
+//===----------------------------------------------------------------------===//
+// Reports
+//===----------------------------------------------------------------------===//
+
+/// "tg.matmul at transformer.h.0.mlp" for a report line.
+static std::string describeOp(Operation *op) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << op->getName();
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    os << " (" << name.getName().getValue() << ")";
+  else if (auto file = dyn_cast<FileLineColLoc>(op->getLoc()))
+    os << " (line " << file.getLine() << ")";
+  return out;
+}
+
+static const MemoryKind kTransientKinds[] = {
+    MemoryKind::Activation, MemoryKind::Gradient, MemoryKind::Workspace};
+static const MemoryKind kPersistentKinds[] = {
+    MemoryKind::Param, MemoryKind::OptimizerState, MemoryKind::Input};
+
+void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
+                       unsigned topBuffers) {
+  const ArenaLayout &layout = plan.layout;
+  int64_t peakStep = layout.peakStep;
+  os << "memory plan of @" << plan.function << " (" << plan.schedule.size()
+     << " ops, " << plan.buffers.size() << " transient buffers, alignment "
+     << plan.alignment << ")\n";
+  os << "  persistent: " << formatBytes(plan.persistentSize) << "\n";
+  for (MemoryKind kind : kPersistentKinds)
+    os << llvm::format("    %-16s", stringifyMemoryKind(kind))
+       << formatBytes(plan.persistentBytes(kind)) << "\n";
+  double ratio =
+      layout.peakLive ? double(layout.arenaSize) / double(layout.peakLive) : 1.0;
+  os << "  transient arena: " << formatBytes(layout.arenaSize) << " ("
+     << layout.arenaSize << " bytes)\n";
+  os << "  peak of live transient bytes: " << formatBytes(layout.peakLive)
+     << " (" << layout.peakLive << " bytes), arena/peak "
+     << llvm::format("%.4f", ratio) << "\n";
+  os << "  total: " << formatBytes(plan.persistentSize + layout.arenaSize)
+     << "\n";
+  if (plan.schedule.empty())
+    return;
+  os << "  peak at op #" << peakStep << " "
+     << describeOp(plan.schedule[peakStep]) << ", where live:\n";
+  for (MemoryKind kind : kPersistentKinds)
+    os << llvm::format("    %-16s", stringifyMemoryKind(kind))
+       << formatBytes(plan.persistentBytes(kind)) << "\n";
+  for (MemoryKind kind : kTransientKinds)
+    os << llvm::format("    %-16s", stringifyMemoryKind(kind))
+       << formatBytes(plan.liveBytesAt(peakStep, kind)) << "\n";
+
+  std::vector<const PlannedBuffer *> live;
+  for (const PlannedBuffer &buffer : plan.buffers)
+    if (buffer.start <= peakStep && peakStep <= buffer.end)
+      live.push_back(&buffer);
+  std::stable_sort(live.begin(), live.end(),
+                   [](const PlannedBuffer *a, const PlannedBuffer *b) {
+                     return a->alignedBytes > b->alignedBytes;
+                   });
+  os << "  largest buffers live at the peak (" << live.size() << " live):\n";
+  for (size_t i = 0; i < live.size() && i < topBuffers; ++i)
+    os << "    " << llvm::format("%-12s", formatBytes(live[i]->bytes).c_str())
+       << llvm::format("%-12s", stringifyMemoryKind(live[i]->kind)) << "#"
+       << live[i]->opIndex << " " << describeOp(live[i]->op) << ", live #"
+       << live[i]->start << "..#" << live[i]->end << "\n";
+}
+
+void writeMemoryReportJSON(const MemoryPlan &plan, llvm::raw_ostream &os) {
+  llvm::json::OStream json(os, 2);
+  int64_t peakStep = plan.layout.peakStep;
+  json.object([&] {
+    json.attribute("function", plan.function);
+    json.attribute("alignment", plan.alignment);
+    json.attribute("ops", int64_t(plan.schedule.size()));
+    json.attribute("arena_bytes", plan.layout.arenaSize);
+    json.attribute("peak_live_bytes", plan.layout.peakLive);
+    json.attribute("persistent_bytes", plan.persistentSize);
+    json.attributeObject("peak", [&] {
+      json.attribute("op_index", peakStep);
+      if (!plan.schedule.empty())
+        json.attribute("op", describeOp(plan.schedule[peakStep]));
+      json.attributeObject("breakdown", [&] {
+        for (MemoryKind kind : kPersistentKinds)
+          json.attribute(stringifyMemoryKind(kind), plan.persistentBytes(kind));
+        for (MemoryKind kind : kTransientKinds)
+          json.attribute(stringifyMemoryKind(kind),
+                         plan.liveBytesAt(peakStep, kind));
+      });
+    });
+    json.attributeArray("persistent", [&] {
+      for (const PersistentTensor &tensor : plan.persistent)
+        json.object([&] {
+          json.attribute("name", tensor.name);
+          json.attribute("kind", stringifyMemoryKind(tensor.kind));
+          json.attribute("bytes", tensor.bytes);
+          json.attribute("offset", tensor.offset);
+        });
+    });
+    json.attributeArray("buffers", [&] {
+      for (const PlannedBuffer &buffer : plan.buffers)
+        json.object([&] {
+          json.attribute("op_index", buffer.opIndex);
+          json.attribute("op", describeOp(buffer.op));
+          json.attribute("result", int64_t(buffer.resultNumber));
+          json.attribute("kind", stringifyMemoryKind(buffer.kind));
+          json.attribute("bytes", buffer.bytes);
+          json.attribute("offset", buffer.offset);
+          json.attribute("start", buffer.start);
+          json.attribute("end", buffer.end);
+        });
+    });
+  });
+  os << "\n";
+}
+
+void writeChromeTrace(const MemoryPlan &plan, llvm::raw_ostream &os) {
+  // One schedule step is drawn as one microsecond.
+  llvm::json::OStream json(os);
+  json.object([&] {
+    json.attributeArray("traceEvents", [&] {
+      for (size_t step = 0; step < plan.schedule.size(); ++step) {
+        json.object([&] {
+          json.attribute("name", "live bytes");
+          json.attribute("ph", "C");
+          json.attribute("ts", int64_t(step));
+          json.attribute("pid", 0);
+          json.attributeObject("args", [&] {
+            for (MemoryKind kind : kTransientKinds)
+              json.attribute(stringifyMemoryKind(kind),
+                             plan.liveBytesAt(step, kind));
+          });
+        });
+        json.object([&] {
+          json.attribute("name", describeOp(plan.schedule[step]));
+          json.attribute("ph", "X");
+          json.attribute("ts", int64_t(step));
+          json.attribute("dur", 1);
+          json.attribute("pid", 0);
+          json.attribute("tid", "schedule");
+        });
+      }
+      for (const PlannedBuffer &buffer : plan.buffers)
+        json.object([&] {
+          json.attribute("name", describeOp(buffer.op));
+          json.attribute("cat", stringifyMemoryKind(buffer.kind));
+          json.attribute("ph", "X");
+          json.attribute("ts", buffer.start);
+          json.attribute("dur", buffer.end - buffer.start + 1);
+          json.attribute("pid", 1);
+          json.attribute("tid", stringifyMemoryKind(buffer.kind));
+          json.attributeObject("args", [&] {
+            json.attribute("bytes", buffer.bytes);
+            json.attribute("offset", buffer.offset);
+          });
+        });
+    });
+  });
+  os << "\n";
+}
+
+} // namespace tgc

@@ -1,0 +1,31 @@
+// RUN: tgc-opt %s --split-input-file --tg-plan-memory --verify-diagnostics -o /dev/null
+// RUN: not tgc-opt %s --split-input-file --tg-plan-memory=alignment=48 -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALIGN
+// ALIGN: error: tg-plan-memory: alignment must be a power of two, found 48
+
+// An update that a later op still reads cannot be written in place.
+func.func @read_after_update(%w: tensor<64xf32> {tg.param = "w"})
+    -> (tensor<f32> {tg.loss}, tensor<64xf32> {tg.update = "w"}) attributes {tg.train_step} {
+  // expected-error @+1 {{'tg.neg' op cannot update 'w' in place: it is read after this op writes it}}
+  %w1 = tg.neg %w : tensor<64xf32>
+  // expected-note @+1 {{read here}}
+  %l = tg.reduce_sum %w {axes = array<i64: 0>} : tensor<64xf32> -> tensor<f32>
+  return %l, %w1 : tensor<f32>, tensor<64xf32>
+}
+
+// -----
+
+// A non-elementwise op may not overwrite an operand it reads.
+func.func @matmul_in_place(%w: tensor<8x8xf32> {tg.param = "w"})
+    -> (tensor<f32> {tg.loss}, tensor<8x8xf32> {tg.update = "w"}) attributes {tg.train_step} {
+  %l = tg.fill 0.0 : tensor<f32>
+  // expected-error @+2 {{'tg.matmul' op cannot update 'w' in place: the op reads it and is not elementwise}}
+  // expected-note @+1 {{read here}}
+  %w1 = tg.matmul %w, %w : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %l, %w1 : tensor<f32>, tensor<8x8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{tg-plan-memory found no function marked tg.train_step or tg.model to plan}}
+module {
+}
