@@ -8,6 +8,7 @@
 
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+#include "tgc/Pipelines/TrainPipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,6 +21,7 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   tgc::tg::registerTGPasses();
+  tgc::registerTrainPipeline();
 
   mlir::DialectRegistry registry;
   registry.insert<tgc::tg::TGDialect, mlir::func::FuncDialect,

@@ -1,0 +1,56 @@
+//===- TrainPipeline.h - the model-to-train-step pipeline -------*- C++ -*-===//
+//
+// The pass pipeline that turns a tg.model into the training step tgc
+// compiles, shared by tgc-compile and tgc-opt (`--tgc-train-pipeline`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_PIPELINES_TRAINPIPELINE_H
+#define TGC_PIPELINES_TRAINPIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace tgc {
+
+struct TrainPipelineOptions
+    : public mlir::PassPipelineOptions<TrainPipelineOptions> {
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("Optimizer: adamw or sgd"),
+                                llvm::cl::init("adamw")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
+                    llvm::cl::init(1e-3)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
+                       llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("AdamW epsilon"),
+                     llvm::cl::init(1e-8)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("Weight decay (default: 0.01 for adamw, 0 for sgd)"),
+      llvm::cl::init(-1.0)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.0)};
+  Option<double> dampening{*this, "dampening",
+                           llvm::cl::desc("SGD dampening"),
+                           llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov", llvm::cl::desc("SGD Nesterov"),
+                        llvm::cl::init(false)};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("Clip the gradients' global 2-norm (0: off)"),
+      llvm::cl::init(0.0)};
+};
+
+/// Appends the passes that turn a module holding a tg.model into one holding
+/// its tg.train_step.
+void buildTrainPipeline(mlir::OpPassManager &pm,
+                        const TrainPipelineOptions &options);
+
+/// Registers the pipeline as `tgc-train-pipeline` for tgc-opt.
+void registerTrainPipeline();
+
+} // namespace tgc
+
+#endif // TGC_PIPELINES_TRAINPIPELINE_H

@@ -1,0 +1,33 @@
+//===- TGX.h - lowering a planned training step to .tgx ---------*- C++ -*-===//
+//
+// Lowers a tg.train_step function and its memory plan to the executable
+// program of format/tgx.fbs: a tensor table whose entries carry their
+// region and offset from the plan, one instruction per op (reshapes that
+// alias their operand need none), and the constants.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_TARGET_TGX_H
+#define TGC_TARGET_TGX_H
+
+#include "tgc/Analysis/MemoryPlan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <vector>
+
+namespace tgc {
+
+/// The version of the .tgx format this compiler writes.
+constexpr unsigned kTGXVersion = 1;
+
+/// Serializes `step` as planned by `plan` into `out`. `options` records how
+/// it was compiled. Emits a diagnostic and fails on an op or attribute the
+/// format cannot express.
+mlir::LogicalResult writeTGX(mlir::func::FuncOp step, const MemoryPlan &plan,
+                             llvm::StringRef model, llvm::StringRef options,
+                             std::vector<uint8_t> &out);
+
+} // namespace tgc
+
+#endif // TGC_TARGET_TGX_H

@@ -1,0 +1,34 @@
+//===- TrainPipeline.cpp - the model-to-train-step pipeline ---------------===//
+
+#include "tgc/Pipelines/TrainPipeline.h"
+
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+namespace tgc {
+
+void buildTrainPipeline(mlir::OpPassManager &pm,
+                        const TrainPipelineOptions &options) {
+  tg::TGAutodiffOptions autodiff;
+  autodiff.optimizer = options.optimizer;
+  autodiff.lr = options.lr;
+  autodiff.beta1 = options.beta1;
+  autodiff.beta2 = options.beta2;
+  autodiff.eps = options.eps;
+  autodiff.weightDecay = options.weightDecay;
+  autodiff.momentum = options.momentum;
+  autodiff.dampening = options.dampening;
+  autodiff.nesterov = options.nesterov;
+  autodiff.clipGradNorm = options.clipGradNorm;
+  pm.addPass(tg::createTGAutodiff(autodiff));
+}
+
+void registerTrainPipeline() {
+  mlir::PassPipelineRegistration<TrainPipelineOptions>(
+      "tgc-train-pipeline",
+      "Turn a tg.model into its training step (the passes of tgc-compile)",
+      buildTrainPipeline);
+}
+
+} // namespace tgc

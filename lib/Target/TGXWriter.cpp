@@ -1,0 +1,314 @@
+//===- TGXWriter.cpp - lowering a planned training step to .tgx -----------===//
+//
+// Walks the schedule of a planned training step and emits the FlatBuffers
+// program the runtime executes. Every value gets a tensor entry: function
+// arguments and in-place updates point into the persistent region, other
+// values into the arena at their planned offset (a reshape that aliases its
+// operand shares the offset and needs no instruction).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Target/TGX.h"
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/format/tgx_generated.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace tgc {
+namespace {
+
+class TGXWriter {
+public:
+  TGXWriter(func::FuncOp step, const MemoryPlan &plan)
+      : step(step), plan(plan) {}
+
+  LogicalResult write(StringRef model, StringRef options,
+                      std::vector<uint8_t> &out);
+
+private:
+  FailureOr<tgx::DType> dtypeOf(Operation *where, Type type);
+  LogicalResult addArguments();
+  FailureOr<int32_t> addValue(Value value);
+  LogicalResult addInstruction(Operation *op);
+  FailureOr<flatbuffers::Offset<tgx::Attr>> convertAttr(Operation *op,
+                                                        NamedAttribute attr);
+  LogicalResult addConstant(tg::ConstantOp op,
+                            std::vector<flatbuffers::Offset<tgx::Attr>> &attrs);
+
+  func::FuncOp step;
+  const MemoryPlan &plan;
+  flatbuffers::FlatBufferBuilder fbb{1 << 16};
+
+  flatbuffers::Offset<flatbuffers::String> str(llvm::StringRef s) {
+    return fbb.CreateString(s.data(), s.size());
+  }
+  std::vector<flatbuffers::Offset<tgx::Tensor>> tensors;
+  std::vector<flatbuffers::Offset<tgx::Instruction>> instructions;
+  llvm::DenseMap<Value, int32_t> tensorOf;
+  std::vector<uint8_t> constants;
+};
+
+FailureOr<tgx::DType> TGXWriter::dtypeOf(Operation *where, Type type) {
+  Type element = getElementTypeOrSelf(type);
+  if (element.isF32())
+    return tgx::DType::F32;
+  if (element.isF16())
+    return tgx::DType::F16;
+  if (element.isBF16())
+    return tgx::DType::BF16;
+  if (element.isSignlessInteger(64))
+    return tgx::DType::I64;
+  if (element.isSignlessInteger(32))
+    return tgx::DType::I32;
+  if (element.isSignlessInteger(8))
+    return tgx::DType::I8;
+  if (element.isSignlessInteger(1))
+    return tgx::DType::I1;
+  return where->emitOpError("the executable format has no element type ")
+         << element;
+}
+
+static tgx::InitKind convertInit(tg::InitKind kind) {
+  switch (kind) {
+  case tg::InitKind::Zeros:
+    return tgx::InitKind::Zeros;
+  case tg::InitKind::Ones:
+    return tgx::InitKind::Ones;
+  case tg::InitKind::Normal:
+    return tgx::InitKind::Normal;
+  case tg::InitKind::Uniform:
+    return tgx::InitKind::Uniform;
+  }
+  return tgx::InitKind::None;
+}
+
+static tgx::Role convertRole(MemoryKind kind) {
+  switch (kind) {
+  case MemoryKind::Param:
+    return tgx::Role::Param;
+  case MemoryKind::OptimizerState:
+    return tgx::Role::State;
+  case MemoryKind::Input:
+    return tgx::Role::Input;
+  default:
+    return tgx::Role::Transient;
+  }
+}
+
+LogicalResult TGXWriter::addArguments() {
+  Block &body = step.getBody().front();
+  for (const PersistentTensor &persistent : plan.persistent) {
+    BlockArgument arg = body.getArgument(persistent.argNumber);
+    auto type = cast<RankedTensorType>(arg.getType());
+    FailureOr<tgx::DType> dtype = dtypeOf(step, type);
+    if (failed(dtype))
+      return failure();
+    tgx::InitKind init = tgx::InitKind::None;
+    double a = 0.0, b = 0.0;
+    if (auto attr = step.getArgAttrOfType<tg::InitAttr>(
+            persistent.argNumber, tg::TGDialect::kInitAttr)) {
+      init = convertInit(attr.getKind());
+      a = attr.getA().convertToDouble();
+      b = attr.getB().convertToDouble();
+    }
+    bool frozen = bool(
+        step.getArgAttr(persistent.argNumber, tg::TGDialect::kFrozenAttr));
+    auto name = str(persistent.name);
+    auto shape = fbb.CreateVector(type.getShape().vec());
+    tensorOf[arg] = tensors.size();
+    tensors.push_back(tgx::CreateTensor(
+        fbb, name, *dtype, shape, tgx::Storage::Persistent, persistent.offset,
+        convertRole(persistent.kind), init, a, b, frozen));
+  }
+  return success();
+}
+
+FailureOr<int32_t> TGXWriter::addValue(Value value) {
+  auto known = tensorOf.find(value);
+  if (known != tensorOf.end())
+    return known->second;
+  auto donated = plan.donatedTo.find(value);
+  if (donated != plan.donatedTo.end()) {
+    int32_t index = tensorOf.lookup(
+        step.getBody().front().getArgument(donated->second));
+    tensorOf[value] = index;
+    return index;
+  }
+  Operation *def = value.getDefiningOp();
+  auto buffer = plan.bufferOfValue.find(value);
+  if (!def || buffer == plan.bufferOfValue.end())
+    return step.emitOpError("internal error: a value has no planned buffer");
+  auto type = cast<RankedTensorType>(value.getType());
+  FailureOr<tgx::DType> dtype = dtypeOf(def, type);
+  if (failed(dtype))
+    return failure();
+  std::string name = (def->getName().getStringRef() + "#" +
+                      llvm::Twine(tensors.size()))
+                         .str();
+  int64_t offset = plan.buffers[buffer->second].offset;
+  tensorOf[value] = tensors.size();
+  tensors.push_back(tgx::CreateTensor(
+      fbb, str(name), *dtype,
+      fbb.CreateVector(type.getShape().vec()), tgx::Storage::Arena, offset,
+      tgx::Role::Transient));
+  return int32_t(tensors.size() - 1);
+}
+
+FailureOr<flatbuffers::Offset<tgx::Attr>>
+TGXWriter::convertAttr(Operation *op, NamedAttribute attr) {
+  auto name = str(attr.getName().getValue());
+  Attribute value = attr.getValue();
+  if (auto b = dyn_cast<BoolAttr>(value))
+    return tgx::CreateAttr(fbb, name, tgx::AttrKind::Bool, b.getValue());
+  if (auto i = dyn_cast<IntegerAttr>(value))
+    return tgx::CreateAttr(fbb, name, tgx::AttrKind::Int, i.getInt());
+  if (auto f = dyn_cast<FloatAttr>(value))
+    return tgx::CreateAttr(fbb, name, tgx::AttrKind::Float, 0,
+                           f.getValueAsDouble());
+  if (auto ints = dyn_cast<DenseI64ArrayAttr>(value))
+    return tgx::CreateAttr(fbb, name, tgx::AttrKind::Ints, 0, 0.0,
+                           fbb.CreateVector(ints.asArrayRef().vec()));
+  return op->emitOpError("the executable format cannot express attribute '")
+         << attr.getName().getValue() << "'";
+}
+
+/// Appends a constant's elements to the blob in the runtime's layout and
+/// points the instruction at them.
+LogicalResult
+TGXWriter::addConstant(tg::ConstantOp op,
+                       std::vector<flatbuffers::Offset<tgx::Attr>> &attrs) {
+  auto elements = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!elements)
+    return op.emitOpError("only dense constants can be compiled");
+  size_t start = constants.size();
+  Type element = elements.getElementType();
+  auto append = [&](uint64_t bits, unsigned bytes) {
+    for (unsigned i = 0; i < bytes; ++i)
+      constants.push_back(uint8_t(bits >> (8 * i)));
+  };
+  if (isa<FloatType>(element)) {
+    unsigned bytes = element.getIntOrFloatBitWidth() / 8;
+    for (APFloat v : elements.getValues<APFloat>())
+      append(v.bitcastToAPInt().getZExtValue(), bytes);
+  } else {
+    unsigned bytes = std::max(1u, element.getIntOrFloatBitWidth() / 8);
+    for (APInt v : elements.getValues<APInt>())
+      append(v.getZExtValue(), bytes);
+  }
+  attrs.push_back(tgx::CreateAttr(fbb, str("blob_offset"),
+                                  tgx::AttrKind::Int, int64_t(start)));
+  attrs.push_back(tgx::CreateAttr(fbb, str("blob_bytes"),
+                                  tgx::AttrKind::Int,
+                                  int64_t(constants.size() - start)));
+  return success();
+}
+
+LogicalResult TGXWriter::addInstruction(Operation *op) {
+  // A reshape sharing its operand's buffer is a view: nothing to run.
+  if (isa<tg::ReshapeOp>(op)) {
+    auto in = plan.bufferOfValue.find(op->getOperand(0));
+    auto out = plan.bufferOfValue.find(op->getResult(0));
+    if (in != plan.bufferOfValue.end() && out != plan.bufferOfValue.end() &&
+        in->second == out->second) {
+      return success(succeeded(addValue(op->getResult(0))));
+    }
+  }
+  std::vector<int32_t> operands, results;
+  for (Value operand : op->getOperands()) {
+    FailureOr<int32_t> index = addValue(operand);
+    if (failed(index))
+      return failure();
+    operands.push_back(*index);
+  }
+  for (Value result : op->getResults()) {
+    FailureOr<int32_t> index = addValue(result);
+    if (failed(index))
+      return failure();
+    results.push_back(*index);
+  }
+  std::vector<flatbuffers::Offset<tgx::Attr>> attrs;
+  if (auto constant = dyn_cast<tg::ConstantOp>(op)) {
+    if (failed(addConstant(constant, attrs)))
+      return failure();
+  } else {
+    for (NamedAttribute attr : op->getAttrDictionary()) {
+      if (attr.getName() == "scale" &&
+          isa<tg::AttentionOp, tg::AttentionGradOp>(op))
+        continue;
+      FailureOr<flatbuffers::Offset<tgx::Attr>> converted =
+          convertAttr(op, attr);
+      if (failed(converted))
+        return failure();
+      attrs.push_back(*converted);
+    }
+  }
+  // Attention's default scale is resolved here, once, for every backend.
+  if (isa<tg::AttentionOp, tg::AttentionGradOp>(op)) {
+    auto scaleAttr = op->getAttrOfType<FloatAttr>("scale");
+    int64_t headSize =
+        cast<RankedTensorType>(op->getOperand(0).getType()).getShape().back();
+    double scale = scaleAttr ? scaleAttr.getValueAsDouble()
+                             : 1.0 / std::sqrt(double(headSize));
+    attrs.push_back(tgx::CreateAttr(fbb, str("scale"),
+                                    tgx::AttrKind::Float, 0, scale));
+  }
+  instructions.push_back(tgx::CreateInstruction(
+      fbb, str(op->getName().getStringRef()),
+      fbb.CreateVector(operands), fbb.CreateVector(results),
+      fbb.CreateVector(attrs)));
+  return success();
+}
+
+LogicalResult TGXWriter::write(StringRef model, StringRef options,
+                               std::vector<uint8_t> &out) {
+  if (failed(addArguments()))
+    return failure();
+  Block &body = step.getBody().front();
+  for (Operation &op : body.without_terminator()) {
+    if (op.getDialect() && op.getDialect()->getNamespace() != "tg")
+      return op.emitOpError("cannot be compiled to the executable format: "
+                            "only tg ops run in the runtime");
+    if (failed(addInstruction(&op)))
+      return failure();
+  }
+
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  int32_t loss = -1, counter = -1;
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    if (step.getResultAttr(i, tg::TGDialect::kLossAttr)) {
+      FailureOr<int32_t> index = addValue(value);
+      if (failed(index))
+        return failure();
+      loss = *index;
+    }
+  }
+  for (const PersistentTensor &persistent : plan.persistent)
+    if (persistent.name == "optimizer.step")
+      counter = tensorOf.lookup(body.getArgument(persistent.argNumber));
+  if (loss < 0)
+    return step.emitOpError("has no result marked tg.loss to compile");
+
+  auto program = tgx::CreateProgram(
+      fbb, kTGXVersion, str(model), str(options),
+      fbb.CreateVector(tensors), plan.persistentSize, plan.layout.arenaSize,
+      plan.layout.peakLive, fbb.CreateVector(instructions), loss, counter,
+      fbb.CreateVector(constants));
+  tgx::FinishProgramBuffer(fbb, program);
+  out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  return success();
+}
+
+} // namespace
+
+LogicalResult writeTGX(func::FuncOp step, const MemoryPlan &plan,
+                       StringRef model, StringRef options,
+                       std::vector<uint8_t> &out) {
+  return TGXWriter(step, plan).write(model, options, out);
+}
+
+} // namespace tgc
