@@ -14,7 +14,8 @@ config.test_exec_root = os.path.join(config.tgc_obj_root, "test")
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["tgc-opt", "tgc-models", "tgc-compile"], [config.tgc_tools_dir])
+    ["tgc-opt", "tgc-models", "tgc-compile", "tgc-run", "tgc-unit-tests"],
+    [config.tgc_tools_dir])
 
 # Tools called from helper scripts rather than from RUN lines directly.
 config.substitutions.append(("%tgc_opt", os.path.join(config.tgc_tools_dir, "tgc-opt")))

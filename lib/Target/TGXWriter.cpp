@@ -296,7 +296,8 @@ LogicalResult TGXWriter::write(StringRef model, StringRef options,
   auto program = tgx::CreateProgram(
       fbb, kTGXVersion, str(model), str(options),
       fbb.CreateVector(tensors), plan.persistentSize, plan.layout.arenaSize,
-      plan.layout.peakLive, fbb.CreateVector(instructions), loss, counter,
+      plan.layout.peakLive, plan.alignment, fbb.CreateVector(instructions),
+      loss, counter,
       fbb.CreateVector(constants));
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());

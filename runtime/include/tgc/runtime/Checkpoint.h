@@ -1,0 +1,46 @@
+//===- Checkpoint.h - safetensors checkpoints -------------------*- C++ -*-===//
+//
+// Parameters and optimizer state saved to and loaded from safetensors files
+// (the format Hugging Face and PyTorch users exchange weights in), under the
+// names of the model (`transformer.h.0.attn.c_attn.weight`) and of
+// torch.optim's state (`<param>.exp_avg`, `optimizer.step`). A save writes a
+// temporary file, flushes it and renames it over the target, so a crash
+// during the save leaves the previous checkpoint intact.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_CHECKPOINT_H
+#define TGC_RUNTIME_CHECKPOINT_H
+
+#include "tgc/runtime/Session.h"
+
+#include <map>
+#include <string>
+
+namespace tgc::rt {
+
+/// Saves every parameter and every optimizer or step state tensor, with
+/// `metadata` in the header's __metadata__.
+Status saveCheckpoint(Session &session, const std::string &path,
+                      const std::map<std::string, std::string> &metadata);
+
+/// What loadCheckpoint must find in the file.
+enum class LoadScope {
+  /// Parameters and state: resuming a run.
+  Everything,
+  /// Parameters only (state, if present, is loaded too): starting from
+  /// weights trained elsewhere.
+  Parameters,
+};
+
+/// Loads tensors into the session. Every tensor of the scope must be in the
+/// file with the model's dtype and shape, and every tensor in the file must
+/// be one of the model's parameters or state; otherwise nothing is changed
+/// and the error names the tensor.
+Status loadCheckpoint(Session &session, const std::string &path,
+                      LoadScope scope,
+                      std::map<std::string, std::string> *metadata = nullptr);
+
+} // namespace tgc::rt
+
+#endif // TGC_RUNTIME_CHECKPOINT_H

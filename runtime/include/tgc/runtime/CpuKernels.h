@@ -1,0 +1,198 @@
+//===- CpuKernels.h - reference kernels of the CPU backend ------*- C++ -*-===//
+//
+// One function per tg op: the CPU backend's kernels, which are also the
+// reference that every other backend is tested against. Their semantics are
+// those written in the op descriptions of TGOps.td. Operands are views of
+// dense row-major tensors; results are views preallocated by the caller with
+// the shape and element type the op's result type gives. Attributes are plain
+// parameters. f16 and bf16 are stored as 16 bits, computed in f32 and rounded
+// once on store; sums are accumulated in f32 or wider.
+//
+// Every kernel returns a Status: it fails, without writing past any buffer,
+// on an index out of range (embedding, cross-entropy targets), an integer
+// division by zero, or operands whose shapes or element types contradict the
+// op's contract. Elementwise kernels and the optimizer updates are correct
+// when a result is the very buffer of an operand of the same shape (updates
+// write in place of the parameter and its state).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_CPUKERNELS_H
+#define TGC_RUNTIME_CPUKERNELS_H
+
+#include "tgc/runtime/Tensor.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace tgc::rt::cpu {
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+/// tg.matmul: `[B..., M, K] x [B..., K, N] -> [B..., M, N]` with broadcast
+/// batch dimensions; OpenBLAS sgemm, f32 accumulation.
+Status matmul(const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
+              bool transposeRhs, TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+/// Binary arithmetic with NumPy broadcasting, on f32/f16/bf16 or i32/i64.
+Status add(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status sub(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status mul(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+/// Integer division truncates toward zero; a zero divisor is an error.
+Status div(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+/// A NaN operand gives NaN (as torch.maximum / torch.minimum).
+Status maximum(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status minimum(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+
+/// Unary float math; the result has the operand's type.
+Status neg(const TensorRef &input, TensorRef &result);
+Status exp(const TensorRef &input, TensorRef &result);
+Status log(const TensorRef &input, TensorRef &result);
+Status sqrt(const TensorRef &input, TensorRef &result);
+Status rsqrt(const TensorRef &input, TensorRef &result);
+Status tanh(const TensorRef &input, TensorRef &result);
+Status relu(const TensorRef &input, TensorRef &result);
+/// GELU, tanh approximation.
+Status gelu(const TensorRef &input, TensorRef &result);
+
+/// tg.where: `condition ? lhs : rhs` with broadcasting; condition is i1.
+Status where(const TensorRef &condition, const TensorRef &lhs,
+             const TensorRef &rhs, TensorRef &result);
+
+/// tg.cast between any two element types: float to float rounds to nearest
+/// even, float to integer truncates toward zero (saturating, NaN to 0),
+/// integer to integer wraps, anything to i1 is `x != 0`.
+Status cast(const TensorRef &input, TensorRef &result);
+
+/// Gradients of the elementwise activations.
+Status reluGrad(const TensorRef &input, const TensorRef &grad,
+                TensorRef &result);
+Status geluGrad(const TensorRef &input, const TensorRef &grad,
+                TensorRef &result);
+/// `output` is tanh's result.
+Status tanhGrad(const TensorRef &output, const TensorRef &grad,
+                TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Normalization, softmax, embedding, attention, loss
+//===----------------------------------------------------------------------===//
+
+Status softmax(const TensorRef &input, int64_t axis, TensorRef &result);
+Status softmaxGrad(const TensorRef &output, const TensorRef &grad,
+                   int64_t axis, TensorRef &result);
+
+Status layerNorm(const TensorRef &input, const TensorRef &weight,
+                 const TensorRef &bias, double epsilon, TensorRef &result);
+Status layerNormGrad(const TensorRef &input, const TensorRef &weight,
+                     const TensorRef &grad, double epsilon,
+                     TensorRef &inputGrad, TensorRef &weightGrad,
+                     TensorRef &biasGrad);
+
+/// Fails when an index lies outside `[0, V)`; nothing is written then.
+Status embedding(const TensorRef &table, const TensorRef &indices,
+                 TensorRef &result);
+Status embeddingGrad(const TensorRef &indices, const TensorRef &grad,
+                     TensorRef &result);
+
+/// `scale` defaults to `1 / sqrt(D)`.
+Status attention(const TensorRef &query, const TensorRef &key,
+                 const TensorRef &value, bool causal,
+                 std::optional<double> scale, TensorRef &result);
+Status attentionGrad(const TensorRef &query, const TensorRef &key,
+                     const TensorRef &value, const TensorRef &output,
+                     const TensorRef &grad, bool causal,
+                     std::optional<double> scale, TensorRef &queryGrad,
+                     TensorRef &keyGrad, TensorRef &valueGrad);
+
+/// Fails when a target that is not `ignoreIndex` lies outside `[0, C)`.
+Status crossEntropy(const TensorRef &logits, const TensorRef &targets,
+                    int64_t ignoreIndex, TensorRef &result);
+Status crossEntropyGrad(const TensorRef &logits, const TensorRef &targets,
+                        const TensorRef &grad, int64_t ignoreIndex,
+                        TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Shape ops and constants
+//===----------------------------------------------------------------------===//
+
+Status reshape(const TensorRef &input, TensorRef &result);
+Status transpose(const TensorRef &input,
+                 const std::vector<int64_t> &permutation, TensorRef &result);
+Status slice(const TensorRef &input, const std::vector<int64_t> &offsets,
+             TensorRef &result);
+Status sliceGrad(const TensorRef &grad, const std::vector<int64_t> &offsets,
+                 TensorRef &result);
+/// The pieces' sizes along `axis` come from their shapes.
+Status split(const TensorRef &input, int64_t axis,
+             std::vector<TensorRef> &results);
+Status concat(const std::vector<TensorRef> &inputs, int64_t axis,
+              TensorRef &result);
+Status broadcastTo(const TensorRef &input, TensorRef &result);
+/// tg.constant: `size` bytes in the result's layout.
+Status constant(const void *bytes, size_t size, TensorRef &result);
+/// tg.fill: `value` converted as tg.cast converts.
+Status fill(double value, TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+Status reduceSum(const TensorRef &input, const std::vector<int64_t> &axes,
+                 bool keepDims, TensorRef &result);
+Status reduceMean(const TensorRef &input, const std::vector<int64_t> &axes,
+                  bool keepDims, TensorRef &result);
+/// A NaN in a reduced group gives NaN (as torch.amax).
+Status reduceMax(const TensorRef &input, const std::vector<int64_t> &axes,
+                 bool keepDims, TensorRef &result);
+Status reduceMaxGrad(const TensorRef &input, const TensorRef &output,
+                     const TensorRef &grad, const std::vector<int64_t> &axes,
+                     bool keepDims, TensorRef &result);
+/// The adjoint of broadcastTo.
+Status sumTo(const TensorRef &input, TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+/// `lr` is an f32 scalar, `step` an i64 scalar (1-based). Without momentum
+/// `momentumBuffer` and `newMomentumBuffer` are null.
+Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
+                 const TensorRef &lr, const TensorRef &step,
+                 const TensorRef *momentumBuffer, double momentum,
+                 double dampening, double weightDecay, bool nesterov,
+                 TensorRef &newParam, TensorRef *newMomentumBuffer);
+Status adamwUpdate(const TensorRef &param, const TensorRef &grad,
+                   const TensorRef &expAvg, const TensorRef &expAvgSq,
+                   const TensorRef &lr, const TensorRef &step, double beta1,
+                   double beta2, double eps, double weightDecay,
+                   TensorRef &newParam, TensorRef &newExpAvg,
+                   TensorRef &newExpAvgSq);
+/// The 2-norm of all elements of all inputs, into an f32 scalar.
+Status globalNorm(const std::vector<TensorRef> &inputs, TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Mixed precision
+//===----------------------------------------------------------------------===//
+
+Status scaleLoss(const TensorRef &loss, const TensorRef &scale,
+                 TensorRef &result);
+Status unscale(const TensorRef &grad, const TensorRef &scale,
+               TensorRef &result);
+/// Writes an i1 scalar: whether no element is an infinity or a NaN.
+Status allFinite(const std::vector<TensorRef> &inputs, TensorRef &result);
+Status updateLossScale(const TensorRef &scale, const TensorRef &growthTracker,
+                       const TensorRef &foundFinite, double growthFactor,
+                       double backoffFactor, int64_t growthInterval,
+                       TensorRef &newScale, TensorRef &newGrowthTracker);
+
+} // namespace tgc::rt::cpu
+
+#endif // TGC_RUNTIME_CPUKERNELS_H

@@ -1,0 +1,101 @@
+//===- Program.h - a loaded, verified .tgx executable -----------*- C++ -*-===//
+//
+// The runtime's in-memory form of a .tgx file. loadProgram verifies the
+// whole file before anything runs: the FlatBuffers structure, the format
+// version, every tensor (shape, size, region bounds), every instruction
+// (a known kernel, operand and result counts, tensor indices, required
+// attributes, element types and shapes the kernel can compute on). A
+// corrupt or hostile file is an error, never a crash or an access outside
+// the buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_PROGRAM_H
+#define TGC_RUNTIME_PROGRAM_H
+
+#include "tgc/runtime/Tensor.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tgc::rt {
+
+enum class Storage : uint8_t { Persistent, Arena };
+enum class Role : uint8_t { Param, State, Input, Transient };
+enum class InitKind : uint8_t { None, Zeros, Ones, Normal, Uniform };
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  Storage storage = Storage::Arena;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  Role role = Role::Transient;
+  InitKind init = InitKind::None;
+  double initA = 0.0, initB = 0.0;
+  bool frozen = false;
+
+  int64_t numElements() const;
+};
+
+struct AttrValue {
+  enum Kind : uint8_t { Int, Float, Bool, Ints } kind = Int;
+  int64_t i = 0;
+  double f = 0.0;
+  std::vector<int64_t> ints;
+};
+
+/// The kernels a program may call, one per tg op.
+enum class Kernel : uint8_t {
+#define TGC_KERNEL(ID, NAME) ID,
+#include "tgc/runtime/Kernels.def"
+};
+
+/// "tg.matmul" for Kernel::Matmul.
+const char *kernelName(Kernel kernel);
+
+struct Instruction {
+  Kernel kernel;
+  std::vector<int32_t> operands;
+  std::vector<int32_t> results;
+  std::map<std::string, AttrValue> attrs;
+
+  bool hasAttr(const std::string &name) const { return attrs.count(name); }
+  int64_t getInt(const std::string &name, int64_t otherwise = 0) const;
+  double getFloat(const std::string &name, double otherwise = 0.0) const;
+  bool getBool(const std::string &name, bool otherwise = false) const;
+  std::vector<int64_t> getInts(const std::string &name) const;
+};
+
+struct Program {
+  uint32_t version = 0;
+  std::string model;
+  std::string options;
+  std::vector<TensorInfo> tensors;
+  int64_t persistentBytes = 0;
+  int64_t arenaBytes = 0;
+  int64_t peakLiveBytes = 0;
+  int64_t alignment = 1;
+  std::vector<Instruction> instructions;
+  int32_t loss = -1;
+  int32_t stepCounter = -1;
+  std::vector<uint8_t> constants;
+
+  /// Index of the tensor with `name` among persistent tensors, or -1.
+  int32_t findPersistent(const std::string &name) const;
+};
+
+/// The format version this runtime reads.
+constexpr uint32_t kTGXVersion = 1;
+
+/// Reads, verifies and decodes a .tgx file. On failure the message says
+/// which file, and which tensor, instruction or field, is wrong.
+Status loadProgram(const std::string &path, Program &program);
+Status parseProgram(const uint8_t *data, size_t size, Program &program);
+
+} // namespace tgc::rt
+
+#endif // TGC_RUNTIME_PROGRAM_H

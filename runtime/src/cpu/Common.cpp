@@ -1,0 +1,232 @@
+//===- Common.cpp - shared helpers of the CPU kernels ---------------------===//
+//
+// Broadcasting arithmetic on shapes, the contract checks whose failures the
+// kernels return as Status, strided element copies, and the f32 views that
+// let every float kernel compute on plain float arrays whatever the storage
+// type. See Common.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tgc::rt::cpu {
+
+Shape rowMajorStrides(const Shape &shape) {
+  Shape strides(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+  return strides;
+}
+
+std::optional<Shape> broadcastShapes(const Shape &lhs, const Shape &rhs) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  Shape result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t l = i < lhs.size() ? lhs[lhs.size() - 1 - i] : 1;
+    int64_t r = i < rhs.size() ? rhs[rhs.size() - 1 - i] : 1;
+    if (l != r && l != 1 && r != 1)
+      return std::nullopt;
+    result[rank - 1 - i] = l == 1 ? r : l;
+  }
+  return result;
+}
+
+bool broadcastsTo(const Shape &from, const Shape &to) {
+  std::optional<Shape> shape = broadcastShapes(from, to);
+  return shape && *shape == to;
+}
+
+Shape broadcastStrides(const Shape &from, const Shape &to) {
+  Shape fromStrides = rowMajorStrides(from);
+  Shape strides(to.size(), 0);
+  size_t lead = to.size() - from.size();
+  for (size_t d = 0; d < from.size(); ++d)
+    if (from[d] != 1 || to[lead + d] == 1)
+      strides[lead + d] = fromStrides[d];
+  return strides;
+}
+
+int64_t product(const Shape &shape, size_t begin, size_t end) {
+  int64_t result = 1;
+  for (size_t d = begin; d < end; ++d)
+    result *= shape[d];
+  return result;
+}
+
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::string shapeString(const Shape &shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d)
+      text += ", ";
+    text += std::to_string(shape[d]);
+  }
+  return text + "]";
+}
+
+void copyElements(void *dst, const Shape &dstStrides, const void *src,
+                  const Shape &srcStrides, const Shape &shape,
+                  size_t elementSize) {
+  char *out = static_cast<char *>(dst);
+  const char *in = static_cast<const char *>(src);
+  if (shape.empty()) {
+    std::memcpy(out, in, elementSize);
+    return;
+  }
+  // Walk all but the innermost dimension; copy the innermost run at once
+  // when both sides are contiguous along it.
+  size_t rank = shape.size();
+  int64_t inner = shape[rank - 1];
+  int64_t dstInner = dstStrides[rank - 1], srcInner = srcStrides[rank - 1];
+  Shape outer(shape.begin(), shape.end() - 1);
+  Shape dstOuter(dstStrides.begin(), dstStrides.end() - 1);
+  Shape srcOuter(srcStrides.begin(), srcStrides.end() - 1);
+  if (inner == 0)
+    return;
+  forEachOffset<2>(outer, {dstOuter, srcOuter}, [&](const auto &offsets) {
+    char *d = out + offsets[0] * int64_t(elementSize);
+    const char *s = in + offsets[1] * int64_t(elementSize);
+    if (dstInner == 1 && srcInner == 1) {
+      std::memcpy(d, s, size_t(inner) * elementSize);
+      return;
+    }
+    for (int64_t i = 0; i < inner; ++i)
+      std::memcpy(d + i * dstInner * int64_t(elementSize),
+                  s + i * srcInner * int64_t(elementSize), elementSize);
+  });
+}
+
+Status expectShape(const TensorRef &t, const Shape &expected,
+                   const char *what) {
+  if (t.shape == expected)
+    return Status::success();
+  return Status::failure(std::string(what) + " must have shape " +
+                         shapeString(expected) + ", found " +
+                         shapeString(t.shape));
+}
+
+Status expectFloat(const TensorRef &t, const char *what) {
+  if (isFloat(t.dtype))
+    return Status::success();
+  return Status::failure(std::string(what) +
+                         " must have a float element type, found " +
+                         dtypeName(t.dtype));
+}
+
+Status expectDType(const TensorRef &t, DType dtype, const char *what) {
+  if (t.dtype == dtype)
+    return Status::success();
+  return Status::failure(std::string(what) + " must have element type " +
+                         dtypeName(dtype) + ", found " + dtypeName(t.dtype));
+}
+
+Status expectSameDType(const TensorRef &t, const TensorRef &like,
+                       const char *what) {
+  return expectDType(t, like.dtype, what);
+}
+
+Status expectIndex(const TensorRef &t, const char *what) {
+  if (t.dtype == DType::I32 || t.dtype == DType::I64)
+    return Status::success();
+  return Status::failure(std::string(what) +
+                         " must have element type i32 or i64, found " +
+                         dtypeName(t.dtype));
+}
+
+Status expectScalar(const TensorRef &t, const char *what) {
+  TGC_RETURN_IF_ERROR(expectValid(t, what));
+  if (t.numElements() == 1)
+    return Status::success();
+  return Status::failure(std::string(what) + " must be a scalar, found shape " +
+                         shapeString(t.shape));
+}
+
+Status expectValid(const TensorRef &t, const char *what) {
+  for (int64_t size : t.shape)
+    if (size < 0)
+      return Status::failure(std::string(what) + " has a negative size in " +
+                             shapeString(t.shape));
+  if (!t.data && t.numElements() > 0)
+    return Status::failure(std::string(what) + " has no data");
+  return Status::success();
+}
+
+bool overlaps(const TensorRef &a, const TensorRef &b) {
+  if (!a.data || !b.data || a.numBytes() == 0 || b.numBytes() == 0)
+    return false;
+  const char *aBegin = static_cast<const char *>(a.data);
+  const char *bBegin = static_cast<const char *>(b.data);
+  return aBegin < bBegin + b.numBytes() && bBegin < aBegin + a.numBytes();
+}
+
+F32Operand::F32Operand(const TensorRef &t) {
+  if (t.dtype == DType::F32) {
+    data_ = static_cast<const float *>(t.data);
+    return;
+  }
+  int64_t count = t.numElements();
+  copy_.resize(size_t(count));
+  const uint16_t *bits = static_cast<const uint16_t *>(t.data);
+  if (t.dtype == DType::F16) {
+    for (int64_t i = 0; i < count; ++i)
+      copy_[i] = f16ToF32(bits[i]);
+  } else if (t.dtype == DType::BF16) {
+    for (int64_t i = 0; i < count; ++i)
+      copy_[i] = bf16ToF32(bits[i]);
+  } else {
+    for (int64_t i = 0; i < count; ++i)
+      copy_[i] = loadF32(t, i);
+  }
+  data_ = copy_.data();
+}
+
+F32Result::F32Result(TensorRef &t,
+                     std::initializer_list<const TensorRef *> distinctFrom)
+    : result_(t) {
+  direct_ = t.dtype == DType::F32;
+  for (const TensorRef *other : distinctFrom)
+    if (direct_ && other && overlaps(t, *other))
+      direct_ = false;
+  if (direct_) {
+    data_ = static_cast<float *>(t.data);
+    return;
+  }
+  scratch_.assign(size_t(t.numElements()), 0.0f);
+  data_ = scratch_.data();
+}
+
+void F32Result::commit() {
+  if (!direct_)
+    storeF32Array(scratch_.data(), int64_t(scratch_.size()), result_);
+}
+
+void storeF32Array(const float *values, int64_t count, TensorRef &t) {
+  if (t.dtype == DType::F32) {
+    std::memmove(t.data, values, size_t(count) * sizeof(float));
+    return;
+  }
+  uint16_t *bits = static_cast<uint16_t *>(t.data);
+  if (t.dtype == DType::F16) {
+    for (int64_t i = 0; i < count; ++i)
+      bits[i] = f32ToF16(values[i]);
+  } else if (t.dtype == DType::BF16) {
+    for (int64_t i = 0; i < count; ++i)
+      bits[i] = f32ToBF16(values[i]);
+  } else {
+    for (int64_t i = 0; i < count; ++i)
+      storeF32(t, i, values[i]);
+  }
+}
+
+} // namespace tgc::rt::cpu

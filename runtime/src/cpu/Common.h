@@ -1,0 +1,183 @@
+//===- Common.h - shared helpers of the CPU kernels -------------*- C++ -*-===//
+//
+// What the CPU kernels share: NumPy broadcasting (result shapes, per-operand
+// strides where a repeated dimension has stride 0), a row-major walk over an
+// index space that tracks one element offset per operand, f32 views of float
+// tensors (the data itself for f32, a converted copy for f16/bf16, so the
+// math is written once), contract checks that turn a wrong shape or type into
+// a Status instead of an out-of-bounds access, and the f32 GEMM and strided
+// copy the linear-algebra and shape kernels build on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_SRC_CPU_COMMON_H
+#define TGC_RUNTIME_SRC_CPU_COMMON_H
+
+#include "tgc/runtime/Tensor.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+/// Returns the Status of `expr` from the enclosing function when it failed.
+#define TGC_RETURN_IF_ERROR(expr)                                              \
+  do {                                                                         \
+    ::tgc::rt::Status tgcStatus_ = (expr);                                     \
+    if (!tgcStatus_.ok())                                                      \
+      return tgcStatus_;                                                       \
+  } while (false)
+
+namespace tgc::rt::cpu {
+
+using Shape = std::vector<int64_t>;
+
+//===----------------------------------------------------------------------===//
+// Shapes and broadcasting
+//===----------------------------------------------------------------------===//
+
+/// Element strides of a dense row-major tensor of `shape`.
+Shape rowMajorStrides(const Shape &shape);
+
+/// The NumPy broadcast of two shapes, or nothing when they are incompatible.
+std::optional<Shape> broadcastShapes(const Shape &lhs, const Shape &rhs);
+
+/// Whether `from` broadcasts to exactly `to`.
+bool broadcastsTo(const Shape &from, const Shape &to);
+
+/// The strides with which a row-major tensor of shape `from` is read at the
+/// indices of the larger shape `to` it broadcasts to: one per dimension of
+/// `to`, 0 where `from` repeats (size 1 or missing). `from` must broadcast.
+Shape broadcastStrides(const Shape &from, const Shape &to);
+
+/// Product of `shape[begin, end)`.
+int64_t product(const Shape &shape, size_t begin, size_t end);
+
+/// `axis` in [-rank, rank) made non-negative, or nothing when out of range.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+std::string shapeString(const Shape &shape);
+
+/// Walks every index of `shape` in row-major order and calls `fn(offsets)`
+/// where `offsets[k] = sum_d index[d] * strides[k][d]`.
+template <size_t N, typename Fn>
+void forEachOffset(const Shape &shape, const std::array<Shape, N> &strides,
+                   Fn &&fn) {
+  int64_t rank = int64_t(shape.size());
+  for (int64_t size : shape)
+    if (size == 0)
+      return;
+  std::array<int64_t, N> offsets{};
+  if (rank == 0) {
+    fn(offsets);
+    return;
+  }
+  int64_t inner = shape[rank - 1];
+  std::array<int64_t, N> innerStrides;
+  for (size_t k = 0; k < N; ++k)
+    innerStrides[k] = strides[k][rank - 1];
+  std::vector<int64_t> index(rank, 0);
+  while (true) {
+    std::array<int64_t, N> current = offsets;
+    for (int64_t i = 0; i < inner; ++i) {
+      fn(current);
+      for (size_t k = 0; k < N; ++k)
+        current[k] += innerStrides[k];
+    }
+    int64_t d = rank - 2;
+    for (; d >= 0; --d) {
+      for (size_t k = 0; k < N; ++k)
+        offsets[k] += strides[k][d];
+      if (++index[d] < shape[d])
+        break;
+      for (size_t k = 0; k < N; ++k)
+        offsets[k] -= strides[k][d] * shape[d];
+      index[d] = 0;
+    }
+    if (d < 0)
+      return;
+  }
+}
+
+/// Copies the elements of an index space of `shape` from `src` to `dst`,
+/// each addressed by its own element strides.
+void copyElements(void *dst, const Shape &dstStrides, const void *src,
+                  const Shape &srcStrides, const Shape &shape,
+                  size_t elementSize);
+
+//===----------------------------------------------------------------------===//
+// Contract checks
+//===----------------------------------------------------------------------===//
+
+Status expectShape(const TensorRef &t, const Shape &expected,
+                   const char *what);
+Status expectFloat(const TensorRef &t, const char *what);
+Status expectDType(const TensorRef &t, DType dtype, const char *what);
+Status expectSameDType(const TensorRef &t, const TensorRef &like,
+                       const char *what);
+/// An i32 or i64 tensor.
+Status expectIndex(const TensorRef &t, const char *what);
+/// A tensor with exactly one element (a rank-0 scalar).
+Status expectScalar(const TensorRef &t, const char *what);
+/// Rejects shapes with negative sizes or a null buffer for a non-empty
+/// tensor; every kernel checks its operands and results with it first.
+Status expectValid(const TensorRef &t, const char *what);
+
+/// Whether the byte ranges of two tensors intersect.
+bool overlaps(const TensorRef &a, const TensorRef &b);
+
+//===----------------------------------------------------------------------===//
+// f32 views of float tensors
+//===----------------------------------------------------------------------===//
+
+/// The elements of a float tensor as f32: the tensor's own data when it is
+/// f32, otherwise a converted copy.
+class F32Operand {
+public:
+  explicit F32Operand(const TensorRef &t);
+  const float *data() const { return data_; }
+  float operator[](int64_t i) const { return data_[i]; }
+
+private:
+  const float *data_ = nullptr;
+  std::vector<float> copy_;
+};
+
+/// Storage in which a kernel writes a float result as f32: the result's own
+/// data when it is f32 and does not overlap any of `distinctFrom`, otherwise
+/// a scratch buffer that `commit` rounds into the result once.
+class F32Result {
+public:
+  explicit F32Result(TensorRef &t,
+                     std::initializer_list<const TensorRef *> distinctFrom = {});
+  float *data() { return data_; }
+  float &operator[](int64_t i) { return data_[i]; }
+  /// Stores the scratch buffer into the result (no-op when written direct).
+  void commit();
+
+private:
+  TensorRef &result_;
+  float *data_ = nullptr;
+  std::vector<float> scratch_;
+  bool direct_ = false;
+};
+
+/// Converts `count` f32 values into a float tensor's storage.
+void storeF32Array(const float *values, int64_t count, TensorRef &t);
+
+//===----------------------------------------------------------------------===//
+// f32 GEMM
+//===----------------------------------------------------------------------===//
+
+/// Row-major `C = alpha * op(A) @ op(B) + beta * C` with `op(A)` of shape
+/// [m, k] and `op(B)` [k, n] (OpenBLAS sgemm); empty sizes are handled.
+void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n,
+             int64_t k, float alpha, const float *a, int64_t lda,
+             const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+} // namespace tgc::rt::cpu
+
+#endif // TGC_RUNTIME_SRC_CPU_COMMON_H

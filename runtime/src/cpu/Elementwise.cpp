@@ -1,0 +1,317 @@
+//===- Elementwise.cpp - arithmetic, activations, select, casts ------------===//
+//
+// The elementwise tg ops: binary arithmetic with NumPy broadcasting on floats
+// and on i32/i64 counters (integer arithmetic wraps, division truncates
+// toward zero and rejects a zero divisor), the unary float functions and
+// activations with their gradients, tg.where and tg.cast. Float math is done
+// in f32 on f32 views of the operands and rounded once into 16-bit results.
+// Each result element is written after its own operands were read, so a
+// result may share its buffer with a same-shaped operand.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/CpuKernels.h"
+
+#include "Common.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace tgc::rt::cpu {
+
+namespace {
+enum class BinaryKind { Add, Sub, Mul, Div, Maximum, Minimum };
+} // namespace
+
+template <BinaryKind Kind> static float applyFloat(float a, float b) {
+  if constexpr (Kind == BinaryKind::Add)
+    return a + b;
+  else if constexpr (Kind == BinaryKind::Sub)
+    return a - b;
+  else if constexpr (Kind == BinaryKind::Mul)
+    return a * b;
+  else if constexpr (Kind == BinaryKind::Div)
+    return a / b;
+  else if constexpr (Kind == BinaryKind::Maximum)
+    return std::isnan(a) ? a : std::isnan(b) ? b : (a > b ? a : b);
+  else
+    return std::isnan(a) ? a : std::isnan(b) ? b : (a < b ? a : b);
+}
+
+/// Integer arithmetic in two's complement: overflow wraps instead of being
+/// undefined, and INT_MIN / -1 wraps to INT_MIN.
+template <BinaryKind Kind, typename T> static T applyInt(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  if constexpr (Kind == BinaryKind::Add)
+    return T(U(a) + U(b));
+  else if constexpr (Kind == BinaryKind::Sub)
+    return T(U(a) - U(b));
+  else if constexpr (Kind == BinaryKind::Mul)
+    return T(U(a) * U(b));
+  else if constexpr (Kind == BinaryKind::Div)
+    return b == -1 ? T(U(0) - U(a)) : T(a / b);
+  else if constexpr (Kind == BinaryKind::Maximum)
+    return a > b ? a : b;
+  else
+    return a < b ? a : b;
+}
+
+template <BinaryKind Kind, typename T>
+static void binaryInt(const TensorRef &lhs, const TensorRef &rhs,
+                      TensorRef &result, const Shape &shape,
+                      const std::array<Shape, 3> &strides) {
+  const T *a = static_cast<const T *>(lhs.data);
+  const T *b = static_cast<const T *>(rhs.data);
+  T *r = static_cast<T *>(result.data);
+  forEachOffset<3>(shape, strides, [&](const auto &o) {
+    r[o[0]] = applyInt<Kind, T>(a[o[1]], b[o[2]]);
+  });
+}
+
+template <BinaryKind Kind>
+static Status binary(const TensorRef &lhs, const TensorRef &rhs,
+                     TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(lhs, "lhs"));
+  TGC_RETURN_IF_ERROR(expectValid(rhs, "rhs"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  DType dtype = lhs.dtype;
+  if (!isFloat(dtype) && dtype != DType::I32 && dtype != DType::I64)
+    return Status::failure(std::string("arithmetic needs f32, f16, bf16, "
+                                       "i32 or i64 operands, found ") +
+                           dtypeName(dtype));
+  TGC_RETURN_IF_ERROR(expectSameDType(rhs, lhs, "rhs"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, lhs, "result"));
+  std::optional<Shape> shape = broadcastShapes(lhs.shape, rhs.shape);
+  if (!shape)
+    return Status::failure("operand shapes " + shapeString(lhs.shape) +
+                           " and " + shapeString(rhs.shape) +
+                           " do not broadcast");
+  TGC_RETURN_IF_ERROR(expectShape(result, *shape, "result"));
+
+  // Equal shapes are one flat loop.
+  Shape space = result.shape;
+  std::array<Shape, 3> strides;
+  if (lhs.shape == result.shape && rhs.shape == result.shape) {
+    space = {result.numElements()};
+    strides = {Shape{1}, Shape{1}, Shape{1}};
+  } else {
+    strides = {rowMajorStrides(result.shape),
+               broadcastStrides(lhs.shape, result.shape),
+               broadcastStrides(rhs.shape, result.shape)};
+  }
+
+  if (isFloat(dtype)) {
+    F32Operand a(lhs), b(rhs);
+    F32Result r(result);
+    forEachOffset<3>(space, strides, [&](const auto &o) {
+      r[o[0]] = applyFloat<Kind>(a[o[1]], b[o[2]]);
+    });
+    r.commit();
+    return Status::success();
+  }
+
+  if (Kind == BinaryKind::Div && result.numElements() > 0) {
+    int64_t count = rhs.numElements();
+    for (int64_t i = 0; i < count; ++i)
+      if (loadI64(rhs, i) == 0)
+        return Status::failure("integer division by zero");
+  }
+  if (dtype == DType::I32)
+    binaryInt<Kind, int32_t>(lhs, rhs, result, space, strides);
+  else
+    binaryInt<Kind, int64_t>(lhs, rhs, result, space, strides);
+  return Status::success();
+}
+
+Status add(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+  return binary<BinaryKind::Add>(lhs, rhs, result);
+}
+Status sub(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+  return binary<BinaryKind::Sub>(lhs, rhs, result);
+}
+Status mul(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+  return binary<BinaryKind::Mul>(lhs, rhs, result);
+}
+Status div(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+  return binary<BinaryKind::Div>(lhs, rhs, result);
+}
+Status maximum(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+  return binary<BinaryKind::Maximum>(lhs, rhs, result);
+}
+Status minimum(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+  return binary<BinaryKind::Minimum>(lhs, rhs, result);
+}
+
+//===----------------------------------------------------------------------===//
+// Unary functions and activation gradients
+//===----------------------------------------------------------------------===//
+
+/// sqrt(2 / pi), the GELU tanh approximation's constant.
+static constexpr float kSqrt2OverPi = 0.7978845608028654f;
+static constexpr float kGeluCubic = 0.044715f;
+
+/// Applies `fn` to every element of a float tensor.
+template <typename Fn>
+static Status unary(const TensorRef &input, TensorRef &result, Fn fn) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
+  F32Operand x(input);
+  F32Result r(result);
+  int64_t count = input.numElements();
+  for (int64_t i = 0; i < count; ++i)
+    r[i] = fn(x[i]);
+  r.commit();
+  return Status::success();
+}
+
+/// Applies `fn(a, b)` to the elements of two float tensors of one type and
+/// shape (an activation's operand or result and the incoming gradient).
+template <typename Fn>
+static Status pointwise2(const TensorRef &a, const char *aName,
+                         const TensorRef &b, TensorRef &result, Fn fn) {
+  TGC_RETURN_IF_ERROR(expectValid(a, aName));
+  TGC_RETURN_IF_ERROR(expectValid(b, "grad"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(a, aName));
+  TGC_RETURN_IF_ERROR(expectSameDType(b, a, "grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, a, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(b, a.shape, "grad"));
+  TGC_RETURN_IF_ERROR(expectShape(result, a.shape, "result"));
+  F32Operand x(a), y(b);
+  F32Result r(result);
+  int64_t count = a.numElements();
+  for (int64_t i = 0; i < count; ++i)
+    r[i] = fn(x[i], y[i]);
+  r.commit();
+  return Status::success();
+}
+
+Status neg(const TensorRef &input, TensorRef &result) {
+  return unary(input, result, [](float x) { return -x; });
+}
+Status exp(const TensorRef &input, TensorRef &result) {
+  return unary(input, result, [](float x) { return std::exp(x); });
+}
+Status log(const TensorRef &input, TensorRef &result) {
+  return unary(input, result, [](float x) { return std::log(x); });
+}
+Status sqrt(const TensorRef &input, TensorRef &result) {
+  return unary(input, result, [](float x) { return std::sqrt(x); });
+}
+Status rsqrt(const TensorRef &input, TensorRef &result) {
+  return unary(input, result, [](float x) { return 1.0f / std::sqrt(x); });
+}
+Status tanh(const TensorRef &input, TensorRef &result) {
+  return unary(input, result, [](float x) { return std::tanh(x); });
+}
+Status relu(const TensorRef &input, TensorRef &result) {
+  // NaN stays NaN, as torch.relu.
+  return unary(input, result, [](float x) { return x < 0.0f ? 0.0f : x; });
+}
+Status gelu(const TensorRef &input, TensorRef &result) {
+  return unary(input, result, [](float x) {
+    float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+    return 0.5f * x * (1.0f + std::tanh(u));
+  });
+}
+
+Status reluGrad(const TensorRef &input, const TensorRef &grad,
+                TensorRef &result) {
+  return pointwise2(input, "input", grad, result,
+                    [](float x, float g) { return x > 0.0f ? g : 0.0f; });
+}
+
+Status geluGrad(const TensorRef &input, const TensorRef &grad,
+                TensorRef &result) {
+  return pointwise2(input, "input", grad, result, [](float x, float g) {
+    float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+    float t = std::tanh(u);
+    float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+    return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+  });
+}
+
+Status tanhGrad(const TensorRef &output, const TensorRef &grad,
+                TensorRef &result) {
+  return pointwise2(output, "output", grad, result,
+                    [](float y, float g) { return g * (1.0f - y * y); });
+}
+
+//===----------------------------------------------------------------------===//
+// Select and cast
+//===----------------------------------------------------------------------===//
+
+Status where(const TensorRef &condition, const TensorRef &lhs,
+             const TensorRef &rhs, TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(condition, "condition"));
+  TGC_RETURN_IF_ERROR(expectValid(lhs, "lhs"));
+  TGC_RETURN_IF_ERROR(expectValid(rhs, "rhs"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectDType(condition, DType::I1, "condition"));
+  TGC_RETURN_IF_ERROR(expectFloat(lhs, "lhs"));
+  TGC_RETURN_IF_ERROR(expectSameDType(rhs, lhs, "rhs"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, lhs, "result"));
+  std::optional<Shape> shape = broadcastShapes(lhs.shape, rhs.shape);
+  if (shape)
+    shape = broadcastShapes(condition.shape, *shape);
+  if (!shape)
+    return Status::failure("condition, lhs and rhs shapes " +
+                           shapeString(condition.shape) + ", " +
+                           shapeString(lhs.shape) + " and " +
+                           shapeString(rhs.shape) + " do not broadcast");
+  TGC_RETURN_IF_ERROR(expectShape(result, *shape, "result"));
+  const uint8_t *c = static_cast<const uint8_t *>(condition.data);
+  F32Operand a(lhs), b(rhs);
+  F32Result r(result);
+  forEachOffset<4>(result.shape,
+                   {rowMajorStrides(result.shape),
+                    broadcastStrides(condition.shape, result.shape),
+                    broadcastStrides(lhs.shape, result.shape),
+                    broadcastStrides(rhs.shape, result.shape)},
+                   [&](const auto &o) {
+                     r[o[0]] = c[o[1]] ? a[o[2]] : b[o[3]];
+                   });
+  r.commit();
+  return Status::success();
+}
+
+Status cast(const TensorRef &input, TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
+  int64_t count = input.numElements();
+  if (input.dtype == result.dtype) {
+    if (count > 0 && result.data != input.data)
+      std::memmove(result.data, input.data, input.numBytes());
+    return Status::success();
+  }
+  // Element sizes differ, so an overlapping result would overwrite operand
+  // elements not yet read: convert from a copy then.
+  TensorRef source = input;
+  std::vector<char> copy;
+  if (overlaps(input, result)) {
+    const char *bytes = static_cast<const char *>(input.data);
+    copy.assign(bytes, bytes + input.numBytes());
+    source.data = copy.data();
+  }
+  if (isFloat(source.dtype) && isFloat(result.dtype)) {
+    F32Operand x(source);
+    storeF32Array(x.data(), count, result);
+  } else if (isFloat(source.dtype)) {
+    // To an integer (toward zero, saturating) or to i1 (x != 0).
+    for (int64_t i = 0; i < count; ++i)
+      storeF32(result, i, loadF32(source, i));
+  } else {
+    // From an integer or i1: integers wrap, floats are correctly rounded.
+    for (int64_t i = 0; i < count; ++i)
+      storeI64(result, i, loadI64(source, i));
+  }
+  return Status::success();
+}
+
+} // namespace tgc::rt::cpu

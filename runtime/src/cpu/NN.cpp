@@ -1,0 +1,565 @@
+//===- NN.cpp - softmax, layer norm, embedding, attention, cross-entropy ---===//
+//
+// The neural-network ops with row structure, and their gradients. Row
+// statistics (maxima in f32, sums in f64) are computed per row and the
+// results rounded once into the storage type. Attention is the plain
+// per-batch formulation on OpenBLAS: the score matrix S = scale * Q K^T is
+// materialized, masked and normalized row by row, and multiplied by V; its
+// gradient recomputes the probabilities instead of storing them. Index
+// operands (token ids, class labels) are validated before anything is
+// written, so a bad index fails the kernel without a partial result.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/CpuKernels.h"
+
+#include "Common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace tgc::rt::cpu {
+
+/// Splits `shape` around `axis` into the sizes before, along and after it.
+static void splitAround(const Shape &shape, int64_t axis, int64_t &outer,
+                        int64_t &length, int64_t &inner) {
+  outer = product(shape, 0, size_t(axis));
+  length = shape[axis];
+  inner = product(shape, size_t(axis) + 1, shape.size());
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+Status softmax(const TensorRef &input, int64_t axis, TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
+  std::optional<int64_t> dim = normalizeAxis(axis, input.rank());
+  if (!dim)
+    return Status::failure("softmax axis " + std::to_string(axis) +
+                           " is out of range for rank " +
+                           std::to_string(input.rank()));
+  int64_t outer, length, inner;
+  splitAround(input.shape, *dim, outer, length, inner);
+  F32Operand x(input);
+  F32Result r(result);
+  std::vector<float> row(static_cast<size_t>(length));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * length * inner + in;
+      float max = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < length; ++j)
+        max = std::max(max, x[base + j * inner]);
+      double sum = 0.0;
+      for (int64_t j = 0; j < length; ++j) {
+        row[j] = std::exp(x[base + j * inner] - max);
+        sum += row[j];
+      }
+      float total = float(sum);
+      for (int64_t j = 0; j < length; ++j)
+        r[base + j * inner] = row[j] / total;
+    }
+  }
+  r.commit();
+  return Status::success();
+}
+
+Status softmaxGrad(const TensorRef &output, const TensorRef &grad,
+                   int64_t axis, TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(output, "output"));
+  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(output, "output"));
+  TGC_RETURN_IF_ERROR(expectSameDType(grad, output, "grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, output, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(grad, output.shape, "grad"));
+  TGC_RETURN_IF_ERROR(expectShape(result, output.shape, "result"));
+  std::optional<int64_t> dim = normalizeAxis(axis, output.rank());
+  if (!dim)
+    return Status::failure("softmax_grad axis " + std::to_string(axis) +
+                           " is out of range for rank " +
+                           std::to_string(output.rank()));
+  int64_t outer, length, inner;
+  splitAround(output.shape, *dim, outer, length, inner);
+  F32Operand y(output), g(grad);
+  F32Result r(result);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * length * inner + in;
+      double dot = 0.0;
+      for (int64_t j = 0; j < length; ++j)
+        dot += double(g[base + j * inner]) * y[base + j * inner];
+      float total = float(dot);
+      for (int64_t j = 0; j < length; ++j) {
+        int64_t i = base + j * inner;
+        r[i] = y[i] * (g[i] - total);
+      }
+    }
+  }
+  r.commit();
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Layer normalization
+//===----------------------------------------------------------------------===//
+
+/// Mean and 1 / sqrt(biased variance + epsilon) of a row, in f32 from f64
+/// sums (two passes, so no cancellation from E[x^2] - E[x]^2).
+static void rowStatistics(const float *row, int64_t length, double epsilon,
+                          float &mean, float &rstd) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < length; ++j)
+    sum += row[j];
+  double mu = sum / double(length);
+  double squares = 0.0;
+  for (int64_t j = 0; j < length; ++j) {
+    double centered = row[j] - mu;
+    squares += centered * centered;
+  }
+  mean = float(mu);
+  rstd = float(1.0 / std::sqrt(squares / double(length) + epsilon));
+}
+
+static Status checkLayerNormOperands(const TensorRef &input,
+                                     const TensorRef &weight,
+                                     const char *weightName) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(weight, weightName));
+  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
+  TGC_RETURN_IF_ERROR(expectSameDType(weight, input, weightName));
+  if (input.rank() < 1)
+    return Status::failure("layer norm input must have rank >= 1");
+  return expectShape(weight, {input.shape.back()}, weightName);
+}
+
+Status layerNorm(const TensorRef &input, const TensorRef &weight,
+                 const TensorRef &bias, double epsilon, TensorRef &result) {
+  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
+  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, bias, "bias"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
+  int64_t length = input.shape.back();
+  int64_t rows = length == 0 ? 0 : input.numElements() / length;
+  F32Operand x(input), w(weight), b(bias);
+  F32Result r(result);
+  for (int64_t row = 0; row < rows; ++row) {
+    const float *xs = x.data() + row * length;
+    float *out = r.data() + row * length;
+    float mean, rstd;
+    rowStatistics(xs, length, epsilon, mean, rstd);
+    for (int64_t j = 0; j < length; ++j)
+      out[j] = (xs[j] - mean) * rstd * w[j] + b[j];
+  }
+  r.commit();
+  return Status::success();
+}
+
+Status layerNormGrad(const TensorRef &input, const TensorRef &weight,
+                     const TensorRef &grad, double epsilon,
+                     TensorRef &inputGrad, TensorRef &weightGrad,
+                     TensorRef &biasGrad) {
+  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
+  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectValid(inputGrad, "input_grad"));
+  TGC_RETURN_IF_ERROR(expectValid(weightGrad, "weight_grad"));
+  TGC_RETURN_IF_ERROR(expectValid(biasGrad, "bias_grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(grad, input, "grad"));
+  TGC_RETURN_IF_ERROR(expectShape(grad, input.shape, "grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(inputGrad, input, "input_grad"));
+  TGC_RETURN_IF_ERROR(expectShape(inputGrad, input.shape, "input_grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(weightGrad, weight, "weight_grad"));
+  TGC_RETURN_IF_ERROR(expectShape(weightGrad, weight.shape, "weight_grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(biasGrad, weight, "bias_grad"));
+  TGC_RETURN_IF_ERROR(expectShape(biasGrad, weight.shape, "bias_grad"));
+  int64_t length = input.shape.back();
+  int64_t rows = length == 0 ? 0 : input.numElements() / length;
+  F32Operand x(input), w(weight), g(grad);
+  F32Result dx(inputGrad, {&weight, &weightGrad, &biasGrad});
+  std::vector<double> dw(size_t(length), 0.0), db(size_t(length), 0.0);
+  for (int64_t row = 0; row < rows; ++row) {
+    const float *xs = x.data() + row * length;
+    const float *gs = g.data() + row * length;
+    float *out = dx.data() + row * length;
+    float mean, rstd;
+    rowStatistics(xs, length, epsilon, mean, rstd);
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t j = 0; j < length; ++j) {
+      float xhat = (xs[j] - mean) * rstd;
+      float gw = gs[j] * w[j];
+      sumG += gw;
+      sumGX += double(gw) * xhat;
+      dw[j] += double(gs[j]) * xhat;
+      db[j] += gs[j];
+    }
+    float meanG = float(sumG / double(length));
+    float meanGX = float(sumGX / double(length));
+    // Reads gs[j] before writing out[j]: input_grad may reuse grad's buffer.
+    for (int64_t j = 0; j < length; ++j) {
+      float xhat = (xs[j] - mean) * rstd;
+      out[j] = rstd * (gs[j] * w[j] - meanG - xhat * meanGX);
+    }
+  }
+  dx.commit();
+  for (int64_t j = 0; j < length; ++j) {
+    storeF32(weightGrad, j, float(dw[j]));
+    storeF32(biasGrad, j, float(db[j]));
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+/// Checks that every element of `indices` lies in [0, limit).
+static Status checkIndices(const TensorRef &indices, int64_t limit,
+                           const char *what) {
+  int64_t count = indices.numElements();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t index = loadI64(indices, i);
+    if (index < 0 || index >= limit)
+      return Status::failure(std::string(what) + " " + std::to_string(index) +
+                             " at position " + std::to_string(i) +
+                             " is out of range [0, " + std::to_string(limit) +
+                             ")");
+  }
+  return Status::success();
+}
+
+Status embedding(const TensorRef &table, const TensorRef &indices,
+                 TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(table, "table"));
+  TGC_RETURN_IF_ERROR(expectValid(indices, "indices"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(table, "table"));
+  TGC_RETURN_IF_ERROR(expectIndex(indices, "indices"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, table, "result"));
+  if (table.rank() != 2)
+    return Status::failure("embedding table must have rank 2, found rank " +
+                           std::to_string(table.rank()));
+  int64_t vocab = table.shape[0], width = table.shape[1];
+  Shape expected = indices.shape;
+  expected.push_back(width);
+  TGC_RETURN_IF_ERROR(expectShape(result, expected, "result"));
+  TGC_RETURN_IF_ERROR(checkIndices(indices, vocab, "embedding index"));
+  size_t rowBytes = size_t(width) * dtypeSize(table.dtype);
+  const char *src = static_cast<const char *>(table.data);
+  char *dst = static_cast<char *>(result.data);
+  int64_t count = indices.numElements();
+  for (int64_t i = 0; i < count; ++i)
+    std::memmove(dst + i * rowBytes, src + loadI64(indices, i) * rowBytes,
+                 rowBytes);
+  return Status::success();
+}
+
+Status embeddingGrad(const TensorRef &indices, const TensorRef &grad,
+                     TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(indices, "indices"));
+  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectIndex(indices, "indices"));
+  TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, grad, "result"));
+  if (result.rank() != 2)
+    return Status::failure("embedding_grad result must have rank 2, found "
+                           "rank " +
+                           std::to_string(result.rank()));
+  int64_t vocab = result.shape[0], width = result.shape[1];
+  Shape expected = indices.shape;
+  expected.push_back(width);
+  TGC_RETURN_IF_ERROR(expectShape(grad, expected, "grad"));
+  TGC_RETURN_IF_ERROR(checkIndices(indices, vocab, "embedding index"));
+  F32Operand g(grad);
+  F32Result r(result, {&grad, &indices});
+  std::fill(r.data(), r.data() + vocab * width, 0.0f);
+  int64_t count = indices.numElements();
+  for (int64_t i = 0; i < count; ++i) {
+    float *row = r.data() + loadI64(indices, i) * width;
+    const float *gs = g.data() + i * width;
+    for (int64_t j = 0; j < width; ++j)
+      row[j] += gs[j];
+  }
+  r.commit();
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Sizes of an attention problem: `batch` independent heads of
+/// [tq, d] x [tk, d] x [tk, dv].
+struct AttentionShape {
+  int64_t batch, tq, tk, d, dv;
+  float scale;
+};
+} // namespace
+
+static Status checkAttention(const TensorRef &query, const TensorRef &key,
+                             const TensorRef &value, bool causal,
+                             std::optional<double> scale,
+                             AttentionShape &sizes) {
+  TGC_RETURN_IF_ERROR(expectValid(query, "query"));
+  TGC_RETURN_IF_ERROR(expectValid(key, "key"));
+  TGC_RETURN_IF_ERROR(expectValid(value, "value"));
+  TGC_RETURN_IF_ERROR(expectFloat(query, "query"));
+  TGC_RETURN_IF_ERROR(expectSameDType(key, query, "key"));
+  TGC_RETURN_IF_ERROR(expectSameDType(value, query, "value"));
+  int64_t rank = query.rank();
+  if (rank < 2 || key.rank() != rank || value.rank() != rank)
+    return Status::failure("query, key and value must have the same rank "
+                           ">= 2");
+  Shape batch(query.shape.begin(), query.shape.end() - 2);
+  sizes.batch = product(batch, 0, batch.size());
+  sizes.tq = query.shape[rank - 2];
+  sizes.d = query.shape[rank - 1];
+  sizes.tk = key.shape[rank - 2];
+  sizes.dv = value.shape[rank - 1];
+  Shape keyShape = batch, valueShape = batch;
+  keyShape.insert(keyShape.end(), {sizes.tk, sizes.d});
+  valueShape.insert(valueShape.end(), {sizes.tk, sizes.dv});
+  TGC_RETURN_IF_ERROR(expectShape(key, keyShape, "key"));
+  TGC_RETURN_IF_ERROR(expectShape(value, valueShape, "value"));
+  if (causal && sizes.tq != sizes.tk)
+    return Status::failure("causal attention needs equal query and key "
+                           "lengths, found " +
+                           std::to_string(sizes.tq) + " and " +
+                           std::to_string(sizes.tk));
+  if (scale && !(*scale > 0.0 && std::isfinite(*scale)))
+    return Status::failure("attention scale must be positive and finite, "
+                           "found " +
+                           std::to_string(*scale));
+  double s = scale ? *scale : 1.0 / std::sqrt(double(sizes.d));
+  sizes.scale = float(s);
+  return Status::success();
+}
+
+/// The attention probabilities of one head: P = softmax(scale * Q K^T +
+/// mask) as a [tq, tk] matrix, masked entries exactly 0.
+static void attentionProbabilities(const AttentionShape &sizes,
+                                   const float *q, const float *k, bool causal,
+                                   float *p) {
+  int64_t tq = sizes.tq, tk = sizes.tk;
+  gemmF32(false, true, tq, tk, sizes.d, sizes.scale, q, sizes.d, k, sizes.d,
+          0.0f, p, tk);
+  for (int64_t i = 0; i < tq; ++i) {
+    float *row = p + i * tk;
+    int64_t visible = causal ? std::min(i + 1, tk) : tk;
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < visible; ++j)
+      max = std::max(max, row[j]);
+    double sum = 0.0;
+    for (int64_t j = 0; j < visible; ++j) {
+      row[j] = std::exp(row[j] - max);
+      sum += row[j];
+    }
+    float total = float(sum);
+    for (int64_t j = 0; j < visible; ++j)
+      row[j] /= total;
+    std::fill(row + visible, row + tk, 0.0f);
+  }
+}
+
+Status attention(const TensorRef &query, const TensorRef &key,
+                 const TensorRef &value, bool causal,
+                 std::optional<double> scale, TensorRef &result) {
+  AttentionShape sizes;
+  TGC_RETURN_IF_ERROR(checkAttention(query, key, value, causal, scale, sizes));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, query, "result"));
+  Shape expected(query.shape.begin(), query.shape.end() - 1);
+  expected.push_back(sizes.dv);
+  TGC_RETURN_IF_ERROR(expectShape(result, expected, "result"));
+  F32Operand q(query), k(key), v(value);
+  F32Result out(result, {&query, &key, &value});
+  std::vector<float> p(size_t(sizes.tq * sizes.tk));
+  for (int64_t b = 0; b < sizes.batch; ++b) {
+    attentionProbabilities(sizes, q.data() + b * sizes.tq * sizes.d,
+                           k.data() + b * sizes.tk * sizes.d, causal,
+                           p.data());
+    gemmF32(false, false, sizes.tq, sizes.dv, sizes.tk, 1.0f, p.data(),
+            sizes.tk, v.data() + b * sizes.tk * sizes.dv, sizes.dv, 0.0f,
+            out.data() + b * sizes.tq * sizes.dv, sizes.dv);
+  }
+  out.commit();
+  return Status::success();
+}
+
+Status attentionGrad(const TensorRef &query, const TensorRef &key,
+                     const TensorRef &value, const TensorRef &output,
+                     const TensorRef &grad, bool causal,
+                     std::optional<double> scale, TensorRef &queryGrad,
+                     TensorRef &keyGrad, TensorRef &valueGrad) {
+  AttentionShape sizes;
+  TGC_RETURN_IF_ERROR(checkAttention(query, key, value, causal, scale, sizes));
+  Shape outShape(query.shape.begin(), query.shape.end() - 1);
+  outShape.push_back(sizes.dv);
+  TGC_RETURN_IF_ERROR(expectValid(output, "output"));
+  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(output, query, "output"));
+  TGC_RETURN_IF_ERROR(expectShape(output, outShape, "output"));
+  TGC_RETURN_IF_ERROR(expectSameDType(grad, query, "grad"));
+  TGC_RETURN_IF_ERROR(expectShape(grad, outShape, "grad"));
+  struct {
+    TensorRef &result;
+    const TensorRef &like;
+    const char *name;
+  } results[] = {{queryGrad, query, "query_grad"},
+                 {keyGrad, key, "key_grad"},
+                 {valueGrad, value, "value_grad"}};
+  for (auto &r : results) {
+    TGC_RETURN_IF_ERROR(expectValid(r.result, r.name));
+    TGC_RETURN_IF_ERROR(expectSameDType(r.result, r.like, r.name));
+    TGC_RETURN_IF_ERROR(expectShape(r.result, r.like.shape, r.name));
+  }
+  F32Operand q(query), k(key), v(value), o(output), dO(grad);
+  std::initializer_list<const TensorRef *> operands = {&query, &key, &value,
+                                                       &output, &grad};
+  F32Result dq(queryGrad, operands), dk(keyGrad, operands),
+      dv(valueGrad, operands);
+  int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dvSize = sizes.dv;
+  std::vector<float> p(size_t(tq * tk)), dp(size_t(tq * tk));
+  for (int64_t b = 0; b < sizes.batch; ++b) {
+    const float *qb = q.data() + b * tq * d, *kb = k.data() + b * tk * d;
+    const float *vb = v.data() + b * tk * dvSize;
+    const float *ob = o.data() + b * tq * dvSize;
+    const float *gb = dO.data() + b * tq * dvSize;
+    attentionProbabilities(sizes, qb, kb, causal, p.data());
+    // value_grad = P^T @ grad, dP = grad @ value^T.
+    gemmF32(true, false, tk, dvSize, tq, 1.0f, p.data(), tk, gb, dvSize, 0.0f,
+            dv.data() + b * tk * dvSize, dvSize);
+    gemmF32(false, true, tq, tk, dvSize, 1.0f, gb, dvSize, vb, dvSize, 0.0f,
+            dp.data(), tk);
+    // dS = P * (dP - rowsum(grad * output)), in place of dP.
+    for (int64_t i = 0; i < tq; ++i) {
+      double dot = 0.0;
+      for (int64_t c = 0; c < dvSize; ++c)
+        dot += double(gb[i * dvSize + c]) * ob[i * dvSize + c];
+      float rowDot = float(dot);
+      for (int64_t j = 0; j < tk; ++j)
+        dp[i * tk + j] = p[i * tk + j] * (dp[i * tk + j] - rowDot);
+    }
+    // query_grad = dS @ key * scale, key_grad = dS^T @ query * scale.
+    gemmF32(false, false, tq, d, tk, sizes.scale, dp.data(), tk, kb, d, 0.0f,
+            dq.data() + b * tq * d, d);
+    gemmF32(true, false, tk, d, tq, sizes.scale, dp.data(), tk, qb, d, 0.0f,
+            dk.data() + b * tk * d, d);
+  }
+  dq.commit();
+  dk.commit();
+  dv.commit();
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+/// Checks cross-entropy operands; `rows` and `classes` describe the logits
+/// as a [rows, classes] matrix, `counted` the positions not ignored.
+static Status checkCrossEntropy(const TensorRef &logits,
+                                const TensorRef &targets, int64_t ignoreIndex,
+                                int64_t &rows, int64_t &classes,
+                                int64_t &counted) {
+  TGC_RETURN_IF_ERROR(expectValid(logits, "logits"));
+  TGC_RETURN_IF_ERROR(expectValid(targets, "targets"));
+  TGC_RETURN_IF_ERROR(expectFloat(logits, "logits"));
+  TGC_RETURN_IF_ERROR(expectIndex(targets, "targets"));
+  if (logits.rank() < 1)
+    return Status::failure("logits must have rank >= 1 (the class axis "
+                           "last)");
+  Shape expected(logits.shape.begin(), logits.shape.end() - 1);
+  TGC_RETURN_IF_ERROR(expectShape(targets, expected, "targets"));
+  classes = logits.shape.back();
+  rows = targets.numElements();
+  counted = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t target = loadI64(targets, i);
+    if (target == ignoreIndex)
+      continue;
+    if (target < 0 || target >= classes)
+      return Status::failure("target " + std::to_string(target) +
+                             " at position " + std::to_string(i) +
+                             " is out of range [0, " +
+                             std::to_string(classes) + ")");
+    ++counted;
+  }
+  return Status::success();
+}
+
+/// log(sum(exp(row))) with the maximum subtracted first.
+static double logSumExp(const float *row, int64_t length, float &max) {
+  max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < length; ++j)
+    max = std::max(max, row[j]);
+  double sum = 0.0;
+  for (int64_t j = 0; j < length; ++j)
+    sum += std::exp(double(row[j]) - max);
+  return double(max) + std::log(sum);
+}
+
+Status crossEntropy(const TensorRef &logits, const TensorRef &targets,
+                    int64_t ignoreIndex, TensorRef &result) {
+  int64_t rows, classes, counted;
+  TGC_RETURN_IF_ERROR(
+      checkCrossEntropy(logits, targets, ignoreIndex, rows, classes, counted));
+  TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(result, "result"));
+  F32Operand x(logits);
+  double total = 0.0;
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t target = loadI64(targets, i);
+    if (target == ignoreIndex)
+      continue;
+    const float *row = x.data() + i * classes;
+    float max;
+    total += logSumExp(row, classes, max) - row[target];
+  }
+  storeF32(result, 0, counted == 0 ? 0.0f : float(total / double(counted)));
+  return Status::success();
+}
+
+Status crossEntropyGrad(const TensorRef &logits, const TensorRef &targets,
+                        const TensorRef &grad, int64_t ignoreIndex,
+                        TensorRef &result) {
+  int64_t rows, classes, counted;
+  TGC_RETURN_IF_ERROR(
+      checkCrossEntropy(logits, targets, ignoreIndex, rows, classes, counted));
+  TGC_RETURN_IF_ERROR(expectScalar(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, logits, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(result, logits.shape, "result"));
+  float coefficient =
+      counted == 0 ? 0.0f : float(double(loadF32(grad, 0)) / double(counted));
+  F32Operand x(logits);
+  F32Result r(result, {&targets, &grad});
+  for (int64_t i = 0; i < rows; ++i) {
+    float *out = r.data() + i * classes;
+    int64_t target = loadI64(targets, i);
+    if (target == ignoreIndex || counted == 0) {
+      std::fill(out, out + classes, 0.0f);
+      continue;
+    }
+    const float *row = x.data() + i * classes;
+    float max;
+    double lse = logSumExp(row, classes, max);
+    for (int64_t j = 0; j < classes; ++j) {
+      float p = float(std::exp(double(row[j]) - lse));
+      out[j] = coefficient * (p - (j == target ? 1.0f : 0.0f));
+    }
+  }
+  r.commit();
+  return Status::success();
+}
+
+} // namespace tgc::rt::cpu

@@ -1,0 +1,270 @@
+//===- Optimizers.cpp - SGD, AdamW, gradient norm, loss scaling ------------===//
+//
+// The optimizer updates and the mixed-precision ops, written to match
+// torch.optim.SGD, torch.optim.AdamW (single-tensor path, amsgrad off) and
+// torch.cuda.amp.GradScaler: per-element math in f32, hyper-parameter
+// scalars (bias corrections, step size) in f64 as torch computes them in
+// Python, then rounded to f32. The updates are elementwise and read every
+// element of an operand before writing the same element of a result, so
+// they are correct in place: new_param over param, the new moments over the
+// old ones. An update at step < 1 is a runtime error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/CpuKernels.h"
+
+#include "Common.h"
+
+#include <cmath>
+
+namespace tgc::rt::cpu {
+
+/// Reads the f32 learning rate and the 1-based i64 step.
+static Status readLrAndStep(const TensorRef &lr, const TensorRef &step,
+                            float &lrValue, int64_t &stepValue) {
+  TGC_RETURN_IF_ERROR(expectScalar(lr, "lr"));
+  TGC_RETURN_IF_ERROR(expectDType(lr, DType::F32, "lr"));
+  TGC_RETURN_IF_ERROR(expectScalar(step, "step"));
+  TGC_RETURN_IF_ERROR(expectDType(step, DType::I64, "step"));
+  lrValue = loadF32(lr, 0);
+  stepValue = loadI64(step, 0);
+  if (stepValue < 1)
+    return Status::failure("optimizer step must be >= 1, found " +
+                           std::to_string(stepValue));
+  return Status::success();
+}
+
+/// Checks a float tensor of the parameter's shape.
+static Status checkLikeParam(const TensorRef &t, const TensorRef &param,
+                             const char *what) {
+  TGC_RETURN_IF_ERROR(expectValid(t, what));
+  TGC_RETURN_IF_ERROR(expectFloat(t, what));
+  return expectShape(t, param.shape, what);
+}
+
+Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
+                 const TensorRef &lr, const TensorRef &step,
+                 const TensorRef *momentumBuffer, double momentum,
+                 double dampening, double weightDecay, bool nesterov,
+                 TensorRef &newParam, TensorRef *newMomentumBuffer) {
+  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
+  bool hasBuffer = momentumBuffer != nullptr;
+  if (hasBuffer != (newMomentumBuffer != nullptr))
+    return Status::failure("sgd_update needs both the momentum buffer and "
+                           "its result, or neither");
+  if (hasBuffer != (momentum != 0.0))
+    return Status::failure(hasBuffer ? "sgd_update has a momentum buffer but "
+                                       "momentum is 0"
+                                     : "sgd_update needs a momentum buffer "
+                                       "when momentum is non-zero");
+  if (hasBuffer) {
+    TGC_RETURN_IF_ERROR(
+        checkLikeParam(*momentumBuffer, param, "momentum_buffer"));
+    TGC_RETURN_IF_ERROR(
+        checkLikeParam(*newMomentumBuffer, param, "new_momentum_buffer"));
+    TGC_RETURN_IF_ERROR(expectSameDType(
+        *newMomentumBuffer, *momentumBuffer, "new_momentum_buffer"));
+  }
+  float lrValue;
+  int64_t stepValue;
+  TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, stepValue));
+
+  int64_t count = param.numElements();
+  float decay = float(weightDecay), mu = float(momentum);
+  float gradWeight = float(1.0 - dampening);
+  F32Operand p(param), g(grad);
+  F32Result newP(newParam);
+  if (!hasBuffer) {
+    for (int64_t i = 0; i < count; ++i) {
+      float d = g[i] + decay * p[i];
+      newP[i] = p[i] - lrValue * d;
+    }
+    newP.commit();
+    return Status::success();
+  }
+  // torch starts the buffer as a copy of the first gradient; the operand's
+  // contents are not read then (it may be uninitialized).
+  bool first = stepValue == 1;
+  F32Operand buf(*momentumBuffer);
+  F32Result newBuf(*newMomentumBuffer);
+  for (int64_t i = 0; i < count; ++i) {
+    float d = g[i] + decay * p[i];
+    float b = first ? d : mu * buf[i] + gradWeight * d;
+    float direction = nesterov ? d + mu * b : b;
+    newBuf[i] = b;
+    newP[i] = p[i] - lrValue * direction;
+  }
+  newP.commit();
+  newBuf.commit();
+  return Status::success();
+}
+
+Status adamwUpdate(const TensorRef &param, const TensorRef &grad,
+                   const TensorRef &expAvg, const TensorRef &expAvgSq,
+                   const TensorRef &lr, const TensorRef &step, double beta1,
+                   double beta2, double eps, double weightDecay,
+                   TensorRef &newParam, TensorRef &newExpAvg,
+                   TensorRef &newExpAvgSq) {
+  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(expAvg, param, "exp_avg"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(expAvgSq, param, "exp_avg_sq"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(newExpAvg, param, "new_exp_avg"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(newExpAvgSq, param, "new_exp_avg_sq"));
+  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(expectSameDType(newExpAvg, expAvg, "new_exp_avg"));
+  TGC_RETURN_IF_ERROR(
+      expectSameDType(newExpAvgSq, expAvgSq, "new_exp_avg_sq"));
+  float lrValue;
+  int64_t t;
+  TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
+
+  // The scalars as torch computes them in Python floats (f64).
+  double biasCorrection1 = 1.0 - std::pow(beta1, double(t));
+  double biasCorrection2 = 1.0 - std::pow(beta2, double(t));
+  float stepSize = float(double(lrValue) / biasCorrection1);
+  float biasCorrection2Sqrt = float(std::sqrt(biasCorrection2));
+  float decay = float(1.0 - double(lrValue) * weightDecay);
+  float b1 = float(beta1), oneMinusB1 = float(1.0 - beta1);
+  float b2 = float(beta2), oneMinusB2 = float(1.0 - beta2);
+  float epsilon = float(eps);
+
+  int64_t count = param.numElements();
+  F32Operand p(param), g(grad), m(expAvg), v(expAvgSq);
+  F32Result newP(newParam), newM(newExpAvg), newV(newExpAvgSq);
+  for (int64_t i = 0; i < count; ++i) {
+    float gi = g[i];
+    float decayed = p[i] * decay;
+    float mi = b1 * m[i] + oneMinusB1 * gi;
+    float vi = b2 * v[i] + oneMinusB2 * gi * gi;
+    float denom = std::sqrt(vi) / biasCorrection2Sqrt + epsilon;
+    newM[i] = mi;
+    newV[i] = vi;
+    newP[i] = decayed - stepSize * (mi / denom);
+  }
+  newP.commit();
+  newM.commit();
+  newV.commit();
+  return Status::success();
+}
+
+Status globalNorm(const std::vector<TensorRef> &inputs, TensorRef &result) {
+  if (inputs.empty())
+    return Status::failure("global_norm needs at least one operand");
+  TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
+  TGC_RETURN_IF_ERROR(expectDType(result, DType::F32, "result"));
+  double sum = 0.0;
+  for (const TensorRef &input : inputs) {
+    TGC_RETURN_IF_ERROR(expectValid(input, "operand"));
+    TGC_RETURN_IF_ERROR(expectFloat(input, "operand"));
+    F32Operand x(input);
+    int64_t count = input.numElements();
+    for (int64_t i = 0; i < count; ++i)
+      sum += double(x[i]) * x[i];
+  }
+  storeF32(result, 0, float(std::sqrt(sum)));
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Mixed precision
+//===----------------------------------------------------------------------===//
+
+Status scaleLoss(const TensorRef &loss, const TensorRef &scale,
+                 TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectScalar(loss, "loss"));
+  TGC_RETURN_IF_ERROR(expectFloat(loss, "loss"));
+  TGC_RETURN_IF_ERROR(expectScalar(scale, "scale"));
+  TGC_RETURN_IF_ERROR(expectDType(scale, DType::F32, "scale"));
+  TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
+  TGC_RETURN_IF_ERROR(expectDType(result, DType::F32, "result"));
+  storeF32(result, 0, loadF32(loss, 0) * loadF32(scale, 0));
+  return Status::success();
+}
+
+Status unscale(const TensorRef &grad, const TensorRef &scale,
+               TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectScalar(scale, "scale"));
+  TGC_RETURN_IF_ERROR(expectDType(scale, DType::F32, "scale"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(result, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(result, grad.shape, "result"));
+  // One f32 reciprocal, then a multiply per element, as GradScaler does.
+  float inverse = 1.0f / loadF32(scale, 0);
+  F32Operand g(grad);
+  std::vector<float> copy;
+  const float *source = g.data();
+  if (result.dtype != grad.dtype && overlaps(grad, result)) {
+    copy.assign(g.data(), g.data() + grad.numElements());
+    source = copy.data();
+  }
+  F32Result r(result);
+  int64_t count = grad.numElements();
+  for (int64_t i = 0; i < count; ++i)
+    r[i] = source[i] * inverse;
+  r.commit();
+  return Status::success();
+}
+
+Status allFinite(const std::vector<TensorRef> &inputs, TensorRef &result) {
+  if (inputs.empty())
+    return Status::failure("all_finite needs at least one operand");
+  TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
+  TGC_RETURN_IF_ERROR(expectDType(result, DType::I1, "result"));
+  bool finite = true;
+  for (const TensorRef &input : inputs) {
+    TGC_RETURN_IF_ERROR(expectValid(input, "operand"));
+    TGC_RETURN_IF_ERROR(expectFloat(input, "operand"));
+    F32Operand x(input);
+    int64_t count = input.numElements();
+    for (int64_t i = 0; finite && i < count; ++i)
+      finite = std::isfinite(x[i]);
+  }
+  storeI64(result, 0, finite ? 1 : 0);
+  return Status::success();
+}
+
+Status updateLossScale(const TensorRef &scale, const TensorRef &growthTracker,
+                       const TensorRef &foundFinite, double growthFactor,
+                       double backoffFactor, int64_t growthInterval,
+                       TensorRef &newScale, TensorRef &newGrowthTracker) {
+  TGC_RETURN_IF_ERROR(expectScalar(scale, "scale"));
+  TGC_RETURN_IF_ERROR(expectDType(scale, DType::F32, "scale"));
+  TGC_RETURN_IF_ERROR(expectScalar(growthTracker, "growth_tracker"));
+  TGC_RETURN_IF_ERROR(expectDType(growthTracker, DType::I64, "growth_tracker"));
+  TGC_RETURN_IF_ERROR(expectScalar(foundFinite, "found_finite"));
+  TGC_RETURN_IF_ERROR(expectDType(foundFinite, DType::I1, "found_finite"));
+  TGC_RETURN_IF_ERROR(expectScalar(newScale, "new_scale"));
+  TGC_RETURN_IF_ERROR(expectDType(newScale, DType::F32, "new_scale"));
+  TGC_RETURN_IF_ERROR(expectScalar(newGrowthTracker, "new_growth_tracker"));
+  TGC_RETURN_IF_ERROR(
+      expectDType(newGrowthTracker, DType::I64, "new_growth_tracker"));
+  // Read everything before writing: the results replace the operands.
+  float current = loadF32(scale, 0);
+  int64_t tracker = loadI64(growthTracker, 0);
+  bool finite = loadI64(foundFinite, 0) != 0;
+  float next = current;
+  if (!finite) {
+    next = float(double(current) * backoffFactor);
+    tracker = 0;
+  } else if (tracker + 1 >= growthInterval) {
+    // torch's _amp_update_scale_ keeps the scale when growing overflows.
+    float grown = float(double(current) * growthFactor);
+    if (std::isfinite(grown))
+      next = grown;
+    tracker = 0;
+  } else {
+    ++tracker;
+  }
+  storeF32(newScale, 0, next);
+  storeI64(newGrowthTracker, 0, tracker);
+  return Status::success();
+}
+
+} // namespace tgc::rt::cpu

@@ -1,0 +1,178 @@
+//===- Reductions.cpp - sums, means, maxima over axes, and sum_to ---------===//
+//
+// Reductions walk the operand once in row-major order and accumulate into
+// the result through per-dimension strides that are 0 along the reduced (or
+// broadcast) dimensions, so one loop serves reduce_sum/mean/max with or
+// without keep_dims and tg.sum_to, the adjoint of broadcasting. Sums are
+// accumulated in f64 and rounded once into the result; maxima propagate
+// NaN. reduce_max_grad splits the cotangent evenly among tied maxima, as
+// torch.amax's backward does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/CpuKernels.h"
+
+#include "Common.h"
+
+#include <cmath>
+#include <limits>
+
+namespace tgc::rt::cpu {
+
+namespace {
+/// How a reduction maps operand elements to result elements.
+struct ReductionPlan {
+  /// Per operand dimension, the stride of the result element it lands in
+  /// (0 along reduced dimensions).
+  Shape resultStrides;
+  /// The number of operand elements per result element.
+  int64_t groupSize = 1;
+};
+} // namespace
+
+/// Checks a reduction's axes and result shape and plans it.
+static Status planReduction(const TensorRef &input, const Shape &axes,
+                            bool keepDims, const TensorRef &result,
+                            const char *resultName, ReductionPlan &plan) {
+  int64_t rank = input.rank();
+  std::vector<bool> reduced(size_t(rank), false);
+  for (int64_t axis : axes) {
+    std::optional<int64_t> dim = normalizeAxis(axis, rank);
+    if (!dim)
+      return Status::failure("reduction axis " + std::to_string(axis) +
+                             " is out of range for rank " +
+                             std::to_string(rank));
+    if (reduced[*dim])
+      return Status::failure("reduction axis " + std::to_string(axis) +
+                             " appears twice");
+    reduced[*dim] = true;
+  }
+  Shape expected;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced[d])
+      expected.push_back(input.shape[d]);
+    else if (keepDims)
+      expected.push_back(1);
+  }
+  TGC_RETURN_IF_ERROR(expectShape(result, expected, resultName));
+  Shape strides = rowMajorStrides(expected);
+  plan.resultStrides.assign(size_t(rank), 0);
+  plan.groupSize = 1;
+  for (int64_t d = 0, r = 0; d < rank; ++d) {
+    if (!reduced[d]) {
+      plan.resultStrides[d] = strides[r++];
+    } else {
+      plan.groupSize *= input.shape[d];
+      if (keepDims)
+        ++r;
+    }
+  }
+  return Status::success();
+}
+
+namespace {
+enum class ReduceKind { Sum, Mean, Max };
+} // namespace
+
+static Status reduce(ReduceKind kind, const TensorRef &input,
+                     const Shape &axes, bool keepDims, TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  ReductionPlan plan;
+  TGC_RETURN_IF_ERROR(
+      planReduction(input, axes, keepDims, result, "result", plan));
+  F32Operand x(input);
+  int64_t count = result.numElements();
+  std::vector<double> acc(size_t(count),
+                          kind == ReduceKind::Max
+                              ? -std::numeric_limits<double>::infinity()
+                              : 0.0);
+  std::array<Shape, 2> strides = {rowMajorStrides(input.shape),
+                                  plan.resultStrides};
+  if (kind == ReduceKind::Max) {
+    forEachOffset<2>(input.shape, strides, [&](const auto &o) {
+      double v = x[o[0]];
+      double &m = acc[o[1]];
+      if (v > m || std::isnan(v))
+        m = v;
+    });
+  } else {
+    forEachOffset<2>(input.shape, strides,
+                     [&](const auto &o) { acc[o[1]] += x[o[0]]; });
+  }
+  if (kind == ReduceKind::Mean)
+    for (double &v : acc)
+      v /= double(plan.groupSize);
+  for (int64_t i = 0; i < count; ++i)
+    storeF32(result, i, float(acc[i]));
+  return Status::success();
+}
+
+Status reduceSum(const TensorRef &input, const std::vector<int64_t> &axes,
+                 bool keepDims, TensorRef &result) {
+  return reduce(ReduceKind::Sum, input, axes, keepDims, result);
+}
+Status reduceMean(const TensorRef &input, const std::vector<int64_t> &axes,
+                  bool keepDims, TensorRef &result) {
+  return reduce(ReduceKind::Mean, input, axes, keepDims, result);
+}
+Status reduceMax(const TensorRef &input, const std::vector<int64_t> &axes,
+                 bool keepDims, TensorRef &result) {
+  return reduce(ReduceKind::Max, input, axes, keepDims, result);
+}
+
+Status reduceMaxGrad(const TensorRef &input, const TensorRef &output,
+                     const TensorRef &grad, const std::vector<int64_t> &axes,
+                     bool keepDims, TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(output, "output"));
+  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
+  TGC_RETURN_IF_ERROR(expectSameDType(output, input, "output"));
+  TGC_RETURN_IF_ERROR(expectSameDType(grad, input, "grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  ReductionPlan plan;
+  TGC_RETURN_IF_ERROR(
+      planReduction(input, axes, keepDims, output, "output", plan));
+  TGC_RETURN_IF_ERROR(expectShape(grad, output.shape, "grad"));
+  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
+  F32Operand x(input), m(output), g(grad);
+  std::vector<int64_t> ties(size_t(output.numElements()), 0);
+  std::array<Shape, 2> strides = {rowMajorStrides(input.shape),
+                                  plan.resultStrides};
+  forEachOffset<2>(input.shape, strides, [&](const auto &o) {
+    if (x[o[0]] == m[o[1]])
+      ++ties[o[1]];
+  });
+  F32Result r(result, {&output, &grad});
+  forEachOffset<2>(input.shape, strides, [&](const auto &o) {
+    r[o[0]] = x[o[0]] == m[o[1]] ? g[o[1]] / float(ties[o[1]]) : 0.0f;
+  });
+  r.commit();
+  return Status::success();
+}
+
+Status sumTo(const TensorRef &input, TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  if (!broadcastsTo(result.shape, input.shape))
+    return Status::failure("result shape " + shapeString(result.shape) +
+                           " does not broadcast to the operand shape " +
+                           shapeString(input.shape));
+  F32Operand x(input);
+  std::vector<double> acc(size_t(result.numElements()), 0.0);
+  forEachOffset<2>(input.shape,
+                   {rowMajorStrides(input.shape),
+                    broadcastStrides(result.shape, input.shape)},
+                   [&](const auto &o) { acc[o[1]] += x[o[0]]; });
+  for (size_t i = 0; i < acc.size(); ++i)
+    storeF32(result, int64_t(i), float(acc[i]));
+  return Status::success();
+}
+
+} // namespace tgc::rt::cpu

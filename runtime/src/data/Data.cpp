@@ -1,0 +1,300 @@
+//===- Data.cpp - batches for a training step -----------------------------===//
+//
+// The synthetic tasks and token files behind tgc-run's --data. Both find
+// their input tensors by name and the vocabulary (or class count) from the
+// program itself: the table embedded with `tokens`, the classes of the
+// cross-entropy that reads `targets`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/Data.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+namespace tgc::rt {
+
+DataSource::~DataSource() = default;
+
+namespace {
+
+struct Rng {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  uint64_t below(uint64_t n) { return next() % n; }
+  double uniform() { return double(next() >> 11) * 0x1.0p-53; }
+  double normal() {
+    double u1 = 1.0 - uniform(), u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  }
+};
+
+/// A generator for batch `index` of a run seeded with `seed`.
+Rng batchRng(uint64_t seed, int64_t index) {
+  Rng mix{seed * 0x2545F4914F6CDD1Dull + uint64_t(index)};
+  return Rng{mix.next()};
+}
+
+/// The input tensors of the two program kinds.
+struct Inputs {
+  int32_t tokens = -1, targets = -1, features = -1;
+  int64_t vocab = 0;   // rows of the table `tokens` index
+  int64_t classes = 0; // classes of the loss `targets` feeds
+};
+
+Status findInputs(const Program &program, Inputs &inputs) {
+  inputs.tokens = program.findPersistent("tokens");
+  inputs.targets = program.findPersistent("targets");
+  inputs.features = program.findPersistent("inputs");
+  if (inputs.targets < 0 || (inputs.tokens < 0) == (inputs.features < 0))
+    return Status::failure(
+        "the model's inputs are neither a language model's ('tokens', "
+        "'targets') nor a classifier's ('inputs', 'targets')");
+  for (int32_t index : {inputs.tokens, inputs.targets}) {
+    if (index < 0)
+      continue;
+    DType dtype = program.tensors[index].dtype;
+    if ((dtype != DType::I64 && dtype != DType::I32) ||
+        program.tensors[index].role != Role::Input)
+      return Status::failure("input '" + program.tensors[index].name +
+                             "' must be an i32 or i64 input");
+  }
+  for (const Instruction &inst : program.instructions) {
+    if (inst.kernel == Kernel::Embedding && inst.operands[1] == inputs.tokens)
+      inputs.vocab = program.tensors[inst.operands[0]].shape[0];
+    if (inst.kernel == Kernel::CrossEntropy &&
+        inst.operands[1] == inputs.targets)
+      inputs.classes = program.tensors[inst.operands[0]].shape.back();
+  }
+  if (inputs.classes <= 0)
+    return Status::failure("cannot find the loss that reads 'targets'");
+  if (inputs.tokens >= 0 && inputs.vocab <= 0)
+    return Status::failure("cannot find the embedding that reads 'tokens'");
+  return Status::success();
+}
+
+class SyntheticSequences : public DataSource {
+public:
+  SyntheticSequences(const Program &program, Inputs inputs, uint64_t seed)
+      : inputs(inputs), seed(seed),
+        shape(program.tensors[inputs.tokens].shape) {}
+
+  Status fill(Session &session, int64_t index) override {
+    TensorRef tokens = session.view(inputs.tokens);
+    TensorRef targets = session.view(inputs.targets);
+    int64_t rows = tokens.numElements() / shape.back(), length = shape.back();
+    int64_t vocab = std::min(inputs.vocab, inputs.classes);
+    Rng rng = batchRng(seed, index);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t start = int64_t(rng.below(vocab));
+      int64_t stride = 1 + int64_t(rng.below(3));
+      for (int64_t t = 0; t < length; ++t) {
+        storeI64(tokens, r * length + t, (start + stride * t) % vocab);
+        storeI64(targets, r * length + t, (start + stride * (t + 1)) % vocab);
+      }
+    }
+    return Status::success();
+  }
+  std::string describe() const override {
+    return "synthetic arithmetic sequences (vocabulary " +
+           std::to_string(std::min(inputs.vocab, inputs.classes)) + ")";
+  }
+  int64_t itemsPerBatch() const override {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+
+private:
+  Inputs inputs;
+  uint64_t seed;
+  std::vector<int64_t> shape;
+};
+
+class SyntheticClasses : public DataSource {
+public:
+  SyntheticClasses(const Program &program, Inputs inputs, uint64_t seed)
+      : inputs(inputs), seed(seed) {
+    const TensorInfo &x = program.tensors[inputs.features];
+    features = x.shape.back();
+    // The fixed map that defines the labels.
+    Rng rng{seed ^ 0x5EEDC1A55ull};
+    weights.resize(size_t(inputs.classes * features));
+    for (double &w : weights)
+      w = rng.normal();
+  }
+
+  Status fill(Session &session, int64_t index) override {
+    TensorRef x = session.view(inputs.features);
+    TensorRef y = session.view(inputs.targets);
+    int64_t rows = y.numElements();
+    Rng rng = batchRng(seed, index);
+    std::vector<double> row(features);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t f = 0; f < features; ++f) {
+        row[f] = rng.normal();
+        storeF32(x, r * features + f, float(row[f]));
+      }
+      int64_t best = 0;
+      double bestScore = -INFINITY;
+      for (int64_t c = 0; c < inputs.classes; ++c) {
+        double score = 0.0;
+        for (int64_t f = 0; f < features; ++f)
+          score += weights[c * features + f] * row[f];
+        if (score > bestScore) {
+          bestScore = score;
+          best = c;
+        }
+      }
+      storeI64(y, r, best);
+    }
+    return Status::success();
+  }
+  std::string describe() const override {
+    return "synthetic classification (" + std::to_string(features) +
+           " features, " + std::to_string(inputs.classes) + " classes)";
+  }
+  int64_t itemsPerBatch() const override { return rowsPerBatch; }
+
+  int64_t rowsPerBatch = 0;
+
+private:
+  Inputs inputs;
+  uint64_t seed;
+  int64_t features = 0;
+  std::vector<double> weights;
+};
+
+class TokenFile : public DataSource {
+public:
+  TokenFile(const Program &program, Inputs inputs, uint64_t seed,
+            std::string path, std::vector<uint16_t> tokens)
+      : inputs(inputs), seed(seed), path(std::move(path)),
+        tokens(std::move(tokens)), shape(program.tensors[inputs.tokens].shape) {}
+
+  Status fill(Session &session, int64_t index) override {
+    TensorRef x = session.view(inputs.tokens);
+    TensorRef y = session.view(inputs.targets);
+    int64_t length = shape.back(), rows = x.numElements() / length;
+    Rng rng = batchRng(seed, index);
+    uint64_t windows = tokens.size() - uint64_t(length);
+    for (int64_t r = 0; r < rows; ++r) {
+      uint64_t start = rng.below(windows);
+      for (int64_t t = 0; t < length; ++t) {
+        storeI64(x, r * length + t, tokens[start + t]);
+        storeI64(y, r * length + t, tokens[start + t + 1]);
+      }
+    }
+    return Status::success();
+  }
+  std::string describe() const override {
+    return "'" + path + "' (" + std::to_string(tokens.size()) + " tokens)";
+  }
+  int64_t itemsPerBatch() const override {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+
+private:
+  Inputs inputs;
+  uint64_t seed;
+  std::string path;
+  std::vector<uint16_t> tokens;
+  std::vector<int64_t> shape;
+};
+
+} // namespace
+
+Status createSyntheticData(const Program &program, uint64_t seed,
+                           std::unique_ptr<DataSource> &source) {
+  Inputs inputs;
+  Status status = findInputs(program, inputs);
+  if (!status.ok())
+    return status;
+  if (inputs.tokens >= 0) {
+    if (program.tensors[inputs.tokens].shape !=
+        program.tensors[inputs.targets].shape)
+      return Status::failure("'tokens' and 'targets' differ in shape");
+    source.reset(new SyntheticSequences(program, inputs, seed));
+    return Status::success();
+  }
+  const TensorInfo &x = program.tensors[inputs.features];
+  const TensorInfo &y = program.tensors[inputs.targets];
+  if (x.shape.size() != 2 || !isFloat(x.dtype) || y.shape.size() != 1 ||
+      y.shape[0] != x.shape[0])
+    return Status::failure("a classifier's 'inputs' must be [B, F] floats "
+                           "and its 'targets' [B] labels");
+  auto *classes = new SyntheticClasses(program, inputs, seed);
+  classes->rowsPerBatch = y.shape[0];
+  source.reset(classes);
+  return Status::success();
+}
+
+Status createTokenFileData(const Program &program, const std::string &path,
+                           uint64_t seed, std::unique_ptr<DataSource> &source) {
+  Inputs inputs;
+  Status status = findInputs(program, inputs);
+  if (!status.ok())
+    return status;
+  if (inputs.tokens < 0)
+    return Status::failure("token files feed language models (inputs "
+                           "'tokens' and 'targets'); this model is a "
+                           "classifier");
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Status::failure("cannot open token file '" + path + "'");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(file)),
+                          std::istreambuf_iterator<char>());
+  const char *data = bytes.data();
+  size_t size = bytes.size();
+  int32_t header[256];
+  if (size >= sizeof(header)) {
+    std::memcpy(header, data, sizeof(header));
+    if (header[0] == 20240520) {
+      if (header[1] != 1 && header[1] != 2)
+        return Status::failure("'" + path + "': unsupported llm.c shard "
+                               "version " + std::to_string(header[1]));
+      int64_t count = header[2];
+      if (count < 0 || uint64_t(size - sizeof(header)) != uint64_t(count) * 2)
+        return Status::failure(
+            "'" + path + "' is truncated or corrupt: its header promises " +
+            std::to_string(count) + " tokens (" + std::to_string(count * 2) +
+            " bytes) but " + std::to_string(size - sizeof(header)) +
+            " bytes follow it");
+      data += sizeof(header);
+      size -= sizeof(header);
+    }
+  }
+  if (size % 2 != 0)
+    return Status::failure("'" + path + "' is truncated: a raw token file "
+                           "holds uint16 tokens, but its size is odd");
+  std::vector<uint16_t> tokens(size / 2);
+  std::memcpy(tokens.data(), data, size);
+  int64_t length = program.tensors[inputs.tokens].shape.back();
+  if (int64_t(tokens.size()) < length + 1)
+    return Status::failure("'" + path + "' holds " +
+                           std::to_string(tokens.size()) +
+                           " tokens, fewer than one window of " +
+                           std::to_string(length + 1));
+  int64_t limit = std::min(inputs.vocab, inputs.classes);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] >= limit)
+      return Status::failure("'" + path + "': token " +
+                             std::to_string(tokens[i]) + " at position " +
+                             std::to_string(i) +
+                             " is outside the model's vocabulary of " +
+                             std::to_string(limit));
+  source.reset(new TokenFile(program, inputs, seed, path, std::move(tokens)));
+  return Status::success();
+}
+
+} // namespace tgc::rt

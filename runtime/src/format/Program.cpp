@@ -1,0 +1,251 @@
+//===- Program.cpp - loading and verifying .tgx files ---------------------===//
+//
+// Decodes a .tgx file into a Program after the FlatBuffers verifier has
+// checked its structure, then checks what the structure cannot: tensor
+// sizes and region bounds, and every instruction against its kernel's
+// signature (verifyInstruction in Verify.cpp). Messages name the tensor or
+// instruction at fault.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/Program.h"
+
+#include "Verify.h"
+#include "tgc/format/tgx_generated.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+
+namespace tgc::rt {
+
+int64_t TensorInfo::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+const char *kernelName(Kernel kernel) {
+  switch (kernel) {
+#define TGC_KERNEL(ID, NAME)                                                   \
+  case Kernel::ID:                                                             \
+    return NAME;
+#include "tgc/runtime/Kernels.def"
+  }
+  return "unknown";
+}
+
+static bool lookupKernel(const std::string &name, Kernel &kernel) {
+#define TGC_KERNEL(ID, NAME)                                                   \
+  if (name == NAME) {                                                          \
+    kernel = Kernel::ID;                                                       \
+    return true;                                                               \
+  }
+#include "tgc/runtime/Kernels.def"
+  return false;
+}
+
+int64_t Instruction::getInt(const std::string &name, int64_t otherwise) const {
+  auto it = attrs.find(name);
+  return it == attrs.end() ? otherwise : it->second.i;
+}
+double Instruction::getFloat(const std::string &name, double otherwise) const {
+  auto it = attrs.find(name);
+  return it == attrs.end() ? otherwise : it->second.f;
+}
+bool Instruction::getBool(const std::string &name, bool otherwise) const {
+  auto it = attrs.find(name);
+  return it == attrs.end() ? otherwise : it->second.i != 0;
+}
+std::vector<int64_t> Instruction::getInts(const std::string &name) const {
+  auto it = attrs.find(name);
+  return it == attrs.end() ? std::vector<int64_t>() : it->second.ints;
+}
+
+int32_t Program::findPersistent(const std::string &name) const {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].storage == Storage::Persistent && tensors[i].name == name)
+      return int32_t(i);
+  return -1;
+}
+
+Status loadProgram(const std::string &path, Program &program) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Status::failure("cannot open '" + path + "'");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
+                             std::istreambuf_iterator<char>());
+  Status status = parseProgram(bytes.data(), bytes.size(), program);
+  if (!status.ok())
+    return Status::failure("'" + path + "' is not a valid tgc executable: " +
+                           status.error);
+  return status;
+}
+
+/// Bytes of a tensor, or -1 when a dimension is negative or the size does
+/// not fit in 63 bits.
+static int64_t checkedBytes(const std::vector<int64_t> &shape, DType dtype) {
+  int64_t n = int64_t(dtypeSize(dtype));
+  for (int64_t d : shape) {
+    if (d < 0)
+      return -1;
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      return -1;
+    n *= d;
+  }
+  return n;
+}
+
+static std::string describeTensor(size_t index, const std::string &name) {
+  return "tensor #" + std::to_string(index) + " ('" + name + "')";
+}
+
+Status parseProgram(const uint8_t *data, size_t size, Program &program) {
+  if (size < 8 || !tgx::ProgramBufferHasIdentifier(data))
+    return Status::failure("missing the TGX1 file identifier");
+  flatbuffers::Verifier verifier(data, size);
+  if (!tgx::VerifyProgramBuffer(verifier))
+    return Status::failure("the FlatBuffers structure is corrupt");
+  const tgx::Program *fb = tgx::GetProgram(data);
+
+  program = Program();
+  program.version = fb->version();
+  if (program.version != kTGXVersion)
+    return Status::failure("format version " + std::to_string(fb->version()) +
+                           ", this runtime reads version " +
+                           std::to_string(kTGXVersion));
+  program.model = fb->model() ? fb->model()->str() : "";
+  program.options = fb->options() ? fb->options()->str() : "";
+  program.persistentBytes = fb->persistent_bytes();
+  program.arenaBytes = fb->arena_bytes();
+  program.peakLiveBytes = fb->peak_live_bytes();
+  program.alignment = fb->alignment();
+  if (program.persistentBytes < 0 || program.arenaBytes < 0 ||
+      program.peakLiveBytes < 0 || program.alignment <= 0)
+    return Status::failure("negative region size or alignment");
+  if (fb->constants())
+    program.constants.assign(fb->constants()->begin(), fb->constants()->end());
+
+  if (!fb->tensors())
+    return Status::failure("no tensor table");
+  for (size_t i = 0; i < fb->tensors()->size(); ++i) {
+    const tgx::Tensor *t = fb->tensors()->Get(i);
+    TensorInfo info;
+    info.name = t->name() ? t->name()->str() : "";
+    if (uint8_t(t->dtype()) > uint8_t(tgx::DType::I1))
+      return Status::failure(describeTensor(i, info.name) +
+                             " has an unknown element type");
+    info.dtype = DType(uint8_t(t->dtype()));
+    if (t->shape())
+      info.shape.assign(t->shape()->begin(), t->shape()->end());
+    if (t->storage() == tgx::Storage::Persistent)
+      info.storage = Storage::Persistent;
+    else if (t->storage() == tgx::Storage::Arena)
+      info.storage = Storage::Arena;
+    else
+      return Status::failure(describeTensor(i, info.name) +
+                             " has an unknown storage");
+    if (uint8_t(t->role()) > uint8_t(tgx::Role::Transient) ||
+        uint8_t(t->init()) > uint8_t(tgx::InitKind::Uniform))
+      return Status::failure(describeTensor(i, info.name) +
+                             " has an unknown role or initialisation");
+    info.role = Role(uint8_t(t->role()));
+    info.init = InitKind(uint8_t(t->init()));
+    info.initA = t->init_a();
+    info.initB = t->init_b();
+    info.frozen = t->frozen();
+    info.offset = t->offset();
+    info.bytes = checkedBytes(info.shape, info.dtype);
+    if (info.bytes < 0)
+      return Status::failure(describeTensor(i, info.name) +
+                             " has an invalid shape");
+    int64_t region = info.storage == Storage::Persistent
+                         ? program.persistentBytes
+                         : program.arenaBytes;
+    if (info.offset < 0 || info.offset > region ||
+        info.bytes > region - info.offset)
+      return Status::failure(describeTensor(i, info.name) + " of " +
+                             std::to_string(info.bytes) + " bytes at offset " +
+                             std::to_string(info.offset) +
+                             " lies outside its region of " +
+                             std::to_string(region) + " bytes");
+    if ((info.storage == Storage::Persistent) !=
+        (info.role != Role::Transient))
+      return Status::failure(describeTensor(i, info.name) +
+                             ": only persistent tensors are parameters, "
+                             "state or inputs");
+    if (info.init == InitKind::Normal && !(info.initB > 0.0))
+      return Status::failure(describeTensor(i, info.name) +
+                             ": normal initialisation needs std > 0");
+    if (info.init == InitKind::Uniform && !(info.initA < info.initB))
+      return Status::failure(describeTensor(i, info.name) +
+                             ": uniform initialisation needs low < high");
+    program.tensors.push_back(std::move(info));
+  }
+
+  auto tensorIndexOk = [&](int64_t index) {
+    return index >= 0 && size_t(index) < program.tensors.size();
+  };
+  if (fb->instructions()) {
+    for (size_t i = 0; i < fb->instructions()->size(); ++i) {
+      const tgx::Instruction *fi = fb->instructions()->Get(i);
+      std::string kernelName = fi->kernel() ? fi->kernel()->str() : "";
+      Instruction inst;
+      std::string where = "instruction #" + std::to_string(i) + " (" +
+                          (kernelName.empty() ? "?" : kernelName) + ")";
+      if (!lookupKernel(kernelName, inst.kernel))
+        return Status::failure(where + ": unknown kernel");
+      if (fi->operands())
+        inst.operands.assign(fi->operands()->begin(), fi->operands()->end());
+      if (fi->results())
+        inst.results.assign(fi->results()->begin(), fi->results()->end());
+      for (int32_t index : inst.operands)
+        if (!tensorIndexOk(index))
+          return Status::failure(where + ": operand tensor index " +
+                                 std::to_string(index) + " out of range");
+      for (int32_t index : inst.results)
+        if (!tensorIndexOk(index))
+          return Status::failure(where + ": result tensor index " +
+                                 std::to_string(index) + " out of range");
+      if (fi->attrs()) {
+        for (const tgx::Attr *fa : *fi->attrs()) {
+          AttrValue value;
+          if (uint8_t(fa->kind()) > uint8_t(tgx::AttrKind::Ints))
+            return Status::failure(where + ": attribute of unknown kind");
+          value.kind = AttrValue::Kind(uint8_t(fa->kind()));
+          value.i = fa->int_value();
+          value.f = fa->float_value();
+          if (fa->ints())
+            value.ints.assign(fa->ints()->begin(), fa->ints()->end());
+          inst.attrs[fa->name() ? fa->name()->str() : ""] = std::move(value);
+        }
+      }
+      Status status = verifyInstruction(program, inst);
+      if (!status.ok())
+        return Status::failure(where + ": " + status.error);
+      program.instructions.push_back(std::move(inst));
+    }
+  }
+
+  program.loss = fb->loss();
+  program.stepCounter = fb->step_counter();
+  if (!tensorIndexOk(program.loss))
+    return Status::failure("the loss tensor index is out of range");
+  const TensorInfo &loss = program.tensors[program.loss];
+  if (loss.shape.size() != 0 || !isFloat(loss.dtype))
+    return Status::failure("the loss is not a float scalar");
+  if (program.stepCounter != -1) {
+    if (!tensorIndexOk(program.stepCounter))
+      return Status::failure("the step counter index is out of range");
+    const TensorInfo &counter = program.tensors[program.stepCounter];
+    if (counter.shape.size() != 0 || counter.dtype != DType::I64 ||
+        counter.storage != Storage::Persistent)
+      return Status::failure("the step counter is not a persistent i64 "
+                             "scalar");
+  }
+  return Status::success();
+}
+
+} // namespace tgc::rt

@@ -1,0 +1,446 @@
+//===- Verify.cpp - checking instructions against their kernels -----------===//
+//
+// The runtime's own check of every instruction of a .tgx file, before any
+// runs: operand and result counts, element types, the shape relations each
+// kernel relies on to stay inside its buffers, and the attributes it reads.
+// It mirrors the tg dialect's verifiers, because the file may not come from
+// tgc-compile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Verify.h"
+
+#include <algorithm>
+
+namespace tgc::rt {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+class Checker {
+public:
+  Checker(const Program &program, const Instruction &inst)
+      : program(program), inst(inst) {}
+
+  Status run();
+
+private:
+  const TensorInfo &in(size_t i) { return program.tensors[inst.operands[i]]; }
+  const TensorInfo &out(size_t i) { return program.tensors[inst.results[i]]; }
+
+  bool fail(const std::string &message) {
+    if (error.empty())
+      error = message;
+    return false;
+  }
+  bool counts(size_t operands, size_t results) {
+    if (inst.operands.size() != operands || inst.results.size() != results)
+      return fail("expects " + std::to_string(operands) + " operands and " +
+                  std::to_string(results) + " results, found " +
+                  std::to_string(inst.operands.size()) + " and " +
+                  std::to_string(inst.results.size()));
+    return true;
+  }
+  bool variadic(size_t minOperands, size_t results) {
+    if (inst.operands.size() < minOperands || inst.results.size() != results)
+      return fail("wrong number of operands or results");
+    return true;
+  }
+  bool floatT(const TensorInfo &t) {
+    return isFloat(t.dtype) || fail("'" + t.name + "' must be a float tensor");
+  }
+  bool indexT(const TensorInfo &t) {
+    return t.dtype == DType::I32 || t.dtype == DType::I64 ||
+           fail("'" + t.name + "' must be an i32 or i64 tensor");
+  }
+  bool scalar(const TensorInfo &t, DType dtype) {
+    return (t.shape.empty() && t.dtype == dtype) ||
+           fail("'" + t.name + "' must be a " + dtypeName(dtype) + " scalar");
+  }
+  bool sameDType(const TensorInfo &a, const TensorInfo &b) {
+    return a.dtype == b.dtype ||
+           fail("'" + a.name + "' and '" + b.name + "' differ in type");
+  }
+  bool shapeIs(const TensorInfo &t, const Shape &shape) {
+    return t.shape == shape || fail("'" + t.name + "' has the wrong shape");
+  }
+  bool same(const TensorInfo &a, const TensorInfo &b) {
+    return (sameDType(a, b) && shapeIs(a, b.shape));
+  }
+  bool attr(const char *name, AttrValue::Kind kind) {
+    auto it = inst.attrs.find(name);
+    if (it == inst.attrs.end() || it->second.kind != kind)
+      return fail(std::string("missing or mistyped attribute '") + name + "'");
+    return true;
+  }
+  bool axisOk(int64_t axis, size_t rank) {
+    return (axis >= -int64_t(rank) && axis < int64_t(rank)) ||
+           fail("axis out of range");
+  }
+  static bool broadcast(const Shape &a, const Shape &b, Shape &result) {
+    size_t rank = std::max(a.size(), b.size());
+    result.assign(rank, 1);
+    for (size_t i = 0; i < rank; ++i) {
+      int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+      int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+      if (da != db && da != 1 && db != 1)
+        return false;
+      result[i] = da == 1 ? db : da;
+    }
+    return true;
+  }
+  bool broadcastsTo(const Shape &from, const Shape &to) {
+    Shape shape;
+    return (broadcast(from, to, shape) && shape == to) ||
+           fail("shapes do not broadcast");
+  }
+  bool elementwiseBinary() {
+    if (!counts(2, 1) || !sameDType(in(0), in(1)) || !sameDType(in(0), out(0)))
+      return false;
+    if (in(0).dtype == DType::I1 || in(0).dtype == DType::I8)
+      return fail("arithmetic on i1 or i8");
+    Shape shape;
+    if (!broadcast(in(0).shape, in(1).shape, shape) || shape != out(0).shape)
+      return fail("operand shapes do not broadcast to the result");
+    return true;
+  }
+  bool unary() { return counts(1, 1) && floatT(in(0)) && same(in(0), out(0)); }
+  bool reduction(const TensorInfo &input, const TensorInfo &result) {
+    if (!attr("axes", AttrValue::Ints))
+      return false;
+    std::vector<int64_t> axes = inst.getInts("axes");
+    bool keep = inst.getBool("keep_dims");
+    Shape shape;
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (axes[i] < 0 || axes[i] >= int64_t(input.shape.size()) ||
+          (i && axes[i - 1] >= axes[i]))
+        return fail("invalid reduction axes");
+    for (size_t d = 0; d < input.shape.size(); ++d) {
+      bool reduced = std::count(axes.begin(), axes.end(), int64_t(d));
+      if (!reduced)
+        shape.push_back(input.shape[d]);
+      else if (keep)
+        shape.push_back(1);
+    }
+    return sameDType(input, result) && shapeIs(result, shape);
+  }
+  bool box(const Shape &full, const Shape &part) {
+    if (!attr("offsets", AttrValue::Ints))
+      return false;
+    std::vector<int64_t> offsets = inst.getInts("offsets");
+    if (offsets.size() != full.size() || part.size() != full.size())
+      return fail("offsets, box and shape ranks differ");
+    for (size_t d = 0; d < full.size(); ++d)
+      if (offsets[d] < 0 || offsets[d] > full[d] - part[d])
+        return fail("the box does not fit");
+    return true;
+  }
+  bool pieces(const std::vector<const TensorInfo *> &parts,
+              const TensorInfo &whole) {
+    if (!attr("axis", AttrValue::Int) || !axisOk(inst.getInt("axis"),
+                                                  whole.shape.size()))
+      return false;
+    int64_t axis = inst.getInt("axis");
+    if (axis < 0)
+      axis += whole.shape.size();
+    int64_t total = 0;
+    for (const TensorInfo *part : parts) {
+      if (!sameDType(*part, whole) || part->shape.size() != whole.shape.size())
+        return fail("pieces do not match the whole");
+      for (size_t d = 0; d < whole.shape.size(); ++d)
+        if (int64_t(d) != axis && part->shape[d] != whole.shape[d])
+          return fail("pieces do not match the whole");
+      total += part->shape[axis];
+    }
+    return total == whole.shape[axis] || fail("pieces do not add up");
+  }
+  bool matmul() {
+    if (!counts(2, 1) || !floatT(in(0)) || !sameDType(in(0), in(1)) ||
+        !sameDType(in(0), out(0)))
+      return false;
+    const Shape &a = in(0).shape, &b = in(1).shape;
+    if (a.size() < 2 || b.size() < 2)
+      return fail("matmul operands need rank >= 2");
+    bool ta = inst.getBool("transpose_lhs"), tb = inst.getBool("transpose_rhs");
+    int64_t m = a[a.size() - (ta ? 1 : 2)], k = a[a.size() - (ta ? 2 : 1)];
+    int64_t k2 = b[b.size() - (tb ? 1 : 2)], n = b[b.size() - (tb ? 2 : 1)];
+    Shape batch;
+    if (k != k2 || !broadcast(Shape(a.begin(), a.end() - 2),
+                              Shape(b.begin(), b.end() - 2), batch))
+      return fail("matmul shapes do not agree");
+    batch.push_back(m);
+    batch.push_back(n);
+    return shapeIs(out(0), batch);
+  }
+  bool layerNorm(const TensorInfo &x, const TensorInfo &w) {
+    if (!floatT(x) || x.shape.empty() || !sameDType(x, w) ||
+        !shapeIs(w, {x.shape.back()}))
+      return false;
+    return attr("epsilon", AttrValue::Float);
+  }
+  bool attention(const TensorInfo &q, const TensorInfo &k,
+                 const TensorInfo &v, const TensorInfo &o) {
+    if (!floatT(q) || !sameDType(q, k) || !sameDType(q, v) ||
+        !sameDType(q, o) || !attr("scale", AttrValue::Float))
+      return false;
+    size_t r = q.shape.size();
+    if (r < 2 || k.shape.size() != r || v.shape.size() != r)
+      return fail("attention ranks differ");
+    if (!std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) ||
+        !std::equal(q.shape.begin(), q.shape.end() - 2, v.shape.begin()) ||
+        q.shape[r - 1] != k.shape[r - 1] || k.shape[r - 2] != v.shape[r - 2])
+      return fail("attention shapes do not agree");
+    if (inst.getBool("causal") && q.shape[r - 2] != k.shape[r - 2])
+      return fail("causal attention needs equal lengths");
+    Shape shape(q.shape.begin(), q.shape.end() - 1);
+    shape.push_back(v.shape.back());
+    return shapeIs(o, shape);
+  }
+  bool targets(const TensorInfo &logits, const TensorInfo &t) {
+    if (!floatT(logits) || !indexT(t) || logits.shape.empty())
+      return false;
+    return shapeIs(t, Shape(logits.shape.begin(), logits.shape.end() - 1));
+  }
+
+  const Program &program;
+  const Instruction &inst;
+  std::string error;
+};
+
+Status Checker::run() {
+  bool ok = false;
+  switch (inst.kernel) {
+  case Kernel::Matmul:
+    ok = matmul();
+    break;
+  case Kernel::Add:
+  case Kernel::Sub:
+  case Kernel::Mul:
+  case Kernel::Div:
+  case Kernel::Maximum:
+  case Kernel::Minimum:
+    ok = elementwiseBinary();
+    break;
+  case Kernel::Neg:
+  case Kernel::Exp:
+  case Kernel::Log:
+  case Kernel::Sqrt:
+  case Kernel::Rsqrt:
+  case Kernel::Tanh:
+  case Kernel::Relu:
+  case Kernel::Gelu:
+    ok = unary();
+    break;
+  case Kernel::Where: {
+    Shape s1, s2;
+    ok = counts(3, 1) && (in(0).dtype == DType::I1 || fail("bad condition")) &&
+         floatT(in(1)) && sameDType(in(1), in(2)) && sameDType(in(1), out(0)) &&
+         ((broadcast(in(0).shape, in(1).shape, s1) &&
+           broadcast(s1, in(2).shape, s2) && s2 == out(0).shape) ||
+          fail("where shapes do not broadcast"));
+    break;
+  }
+  case Kernel::Softmax:
+    ok = unary() && attr("axis", AttrValue::Int) &&
+         axisOk(inst.getInt("axis"), in(0).shape.size());
+    break;
+  case Kernel::SoftmaxGrad:
+    ok = counts(2, 1) && floatT(in(0)) && same(in(0), in(1)) &&
+         same(in(0), out(0)) && attr("axis", AttrValue::Int) &&
+         axisOk(inst.getInt("axis"), in(0).shape.size());
+    break;
+  case Kernel::LayerNorm:
+    ok = counts(3, 1) && layerNorm(in(0), in(1)) && same(in(1), in(2)) &&
+         same(in(0), out(0));
+    break;
+  case Kernel::LayerNormGrad:
+    ok = counts(3, 3) && layerNorm(in(0), in(1)) && same(in(0), in(2)) &&
+         same(in(0), out(0)) && same(in(1), out(1)) && same(in(1), out(2));
+    break;
+  case Kernel::Embedding: {
+    ok = counts(2, 1) && floatT(in(0)) && indexT(in(1)) &&
+         (in(0).shape.size() == 2 || fail("the table must have rank 2")) &&
+         sameDType(in(0), out(0));
+    if (ok) {
+      Shape shape = in(1).shape;
+      shape.push_back(in(0).shape[1]);
+      ok = shapeIs(out(0), shape);
+    }
+    break;
+  }
+  case Kernel::EmbeddingGrad: {
+    ok = counts(2, 1) && indexT(in(0)) && floatT(in(1)) &&
+         (out(0).shape.size() == 2 || fail("the table must have rank 2")) &&
+         sameDType(in(1), out(0));
+    if (ok) {
+      Shape shape = in(0).shape;
+      shape.push_back(out(0).shape[1]);
+      ok = shapeIs(in(1), shape);
+    }
+    break;
+  }
+  case Kernel::Attention:
+    ok = counts(3, 1) && attention(in(0), in(1), in(2), out(0));
+    break;
+  case Kernel::AttentionGrad:
+    ok = counts(5, 3) && attention(in(0), in(1), in(2), in(3)) &&
+         same(in(3), in(4)) && same(in(0), out(0)) && same(in(1), out(1)) &&
+         same(in(2), out(2));
+    break;
+  case Kernel::CrossEntropy:
+    ok = counts(2, 1) && targets(in(0), in(1)) &&
+         (out(0).shape.empty() && isFloat(out(0).dtype)) &&
+         attr("ignore_index", AttrValue::Int);
+    break;
+  case Kernel::CrossEntropyGrad:
+    ok = counts(3, 1) && targets(in(0), in(1)) &&
+         (in(2).shape.empty() && isFloat(in(2).dtype)) && same(in(0), out(0)) &&
+         attr("ignore_index", AttrValue::Int);
+    break;
+  case Kernel::Reshape:
+    ok = counts(1, 1) && sameDType(in(0), out(0)) &&
+         (in(0).numElements() == out(0).numElements() ||
+          fail("element counts differ"));
+    break;
+  case Kernel::Transpose: {
+    ok = counts(1, 1) && sameDType(in(0), out(0)) &&
+         attr("permutation", AttrValue::Ints);
+    if (ok) {
+      std::vector<int64_t> perm = inst.getInts("permutation");
+      std::vector<int64_t> sorted = perm;
+      std::sort(sorted.begin(), sorted.end());
+      Shape shape;
+      for (size_t i = 0; ok && i < sorted.size(); ++i)
+        ok = sorted[i] == int64_t(i);
+      ok = ok && perm.size() == in(0).shape.size();
+      if (!ok)
+        fail("invalid permutation");
+      for (size_t i = 0; ok && i < perm.size(); ++i)
+        shape.push_back(in(0).shape[perm[i]]);
+      ok = ok && shapeIs(out(0), shape);
+    }
+    break;
+  }
+  case Kernel::Slice:
+    ok = counts(1, 1) && sameDType(in(0), out(0)) &&
+         box(in(0).shape, out(0).shape);
+    break;
+  case Kernel::SliceGrad:
+    ok = counts(1, 1) && floatT(in(0)) && sameDType(in(0), out(0)) &&
+         box(out(0).shape, in(0).shape);
+    break;
+  case Kernel::Split: {
+    ok = variadic(1, inst.results.size()) && inst.operands.size() == 1 &&
+         !inst.results.empty();
+    std::vector<const TensorInfo *> parts;
+    for (size_t i = 0; ok && i < inst.results.size(); ++i)
+      parts.push_back(&out(i));
+    ok = ok && pieces(parts, in(0));
+    break;
+  }
+  case Kernel::Concat: {
+    ok = variadic(1, 1);
+    std::vector<const TensorInfo *> parts;
+    for (size_t i = 0; ok && i < inst.operands.size(); ++i)
+      parts.push_back(&in(i));
+    ok = ok && pieces(parts, out(0));
+    break;
+  }
+  case Kernel::ReduceSum:
+  case Kernel::ReduceMean:
+  case Kernel::ReduceMax:
+    ok = counts(1, 1) && floatT(in(0)) && reduction(in(0), out(0));
+    break;
+  case Kernel::ReduceMaxGrad:
+    ok = counts(3, 1) && floatT(in(0)) && reduction(in(0), in(1)) &&
+         same(in(1), in(2)) && same(in(0), out(0));
+    break;
+  case Kernel::BroadcastTo:
+    ok = counts(1, 1) && sameDType(in(0), out(0)) &&
+         broadcastsTo(in(0).shape, out(0).shape);
+    break;
+  case Kernel::SumTo:
+    ok = counts(1, 1) && floatT(in(0)) && sameDType(in(0), out(0)) &&
+         broadcastsTo(out(0).shape, in(0).shape);
+    break;
+  case Kernel::Cast:
+    ok = counts(1, 1) && shapeIs(out(0), in(0).shape);
+    break;
+  case Kernel::Constant:
+    ok = counts(0, 1) && attr("blob_offset", AttrValue::Int) &&
+         attr("blob_bytes", AttrValue::Int);
+    if (ok) {
+      int64_t offset = inst.getInt("blob_offset"),
+              bytes = inst.getInt("blob_bytes");
+      ok = (bytes == out(0).bytes && offset >= 0 &&
+            offset <= int64_t(program.constants.size()) - bytes) ||
+           fail("the constant lies outside the constants blob");
+    }
+    break;
+  case Kernel::Fill:
+    ok = counts(0, 1) && attr("value", AttrValue::Float);
+    break;
+  case Kernel::ReluGrad:
+  case Kernel::GeluGrad:
+  case Kernel::TanhGrad:
+    ok = counts(2, 1) && floatT(in(0)) && same(in(0), in(1)) &&
+         same(in(0), out(0));
+    break;
+  case Kernel::SGDUpdate: {
+    bool buffer = inst.operands.size() == 5;
+    ok = (buffer ? counts(5, 2) : counts(4, 1)) && floatT(in(0)) &&
+         floatT(in(1)) && shapeIs(in(1), in(0).shape) &&
+         scalar(in(2), DType::F32) && scalar(in(3), DType::I64) &&
+         same(in(0), out(0)) && (!buffer || (same(in(4), out(1)) &&
+                                             shapeIs(in(4), in(0).shape)));
+    break;
+  }
+  case Kernel::AdamWUpdate:
+    ok = counts(6, 3) && floatT(in(0)) && floatT(in(1)) && floatT(in(2)) &&
+         floatT(in(3)) && shapeIs(in(1), in(0).shape) &&
+         shapeIs(in(2), in(0).shape) && shapeIs(in(3), in(0).shape) &&
+         scalar(in(4), DType::F32) && scalar(in(5), DType::I64) &&
+         same(in(0), out(0)) && same(in(2), out(1)) && same(in(3), out(2)) &&
+         attr("beta1", AttrValue::Float) && attr("beta2", AttrValue::Float) &&
+         attr("eps", AttrValue::Float) && attr("weight_decay", AttrValue::Float);
+    break;
+  case Kernel::GlobalNorm:
+    ok = variadic(1, 1) && scalar(out(0), DType::F32);
+    for (size_t i = 0; ok && i < inst.operands.size(); ++i)
+      ok = floatT(in(i));
+    break;
+  case Kernel::AllFinite:
+    ok = variadic(1, 1) && scalar(out(0), DType::I1);
+    for (size_t i = 0; ok && i < inst.operands.size(); ++i)
+      ok = floatT(in(i));
+    break;
+  case Kernel::ScaleLoss:
+    ok = counts(2, 1) && (in(0).shape.empty() && isFloat(in(0).dtype)) &&
+         scalar(in(1), DType::F32) && scalar(out(0), DType::F32);
+    break;
+  case Kernel::Unscale:
+    ok = counts(2, 1) && floatT(in(0)) && scalar(in(1), DType::F32) &&
+         floatT(out(0)) && shapeIs(out(0), in(0).shape);
+    break;
+  case Kernel::UpdateLossScale:
+    ok = counts(3, 2) && scalar(in(0), DType::F32) &&
+         scalar(in(1), DType::I64) && scalar(in(2), DType::I1) &&
+         scalar(out(0), DType::F32) && scalar(out(1), DType::I64) &&
+         attr("growth_factor", AttrValue::Float) &&
+         attr("backoff_factor", AttrValue::Float) &&
+         attr("growth_interval", AttrValue::Int) &&
+         (inst.getInt("growth_interval") >= 1 || fail("bad growth_interval"));
+    break;
+  }
+  if (!ok)
+    return Status::failure(error.empty() ? "invalid instruction" : error);
+  return Status::success();
+}
+
+} // namespace
+
+Status verifyInstruction(const Program &program, const Instruction &inst) {
+  return Checker(program, inst).run();
+}
+
+} // namespace tgc::rt

@@ -1,0 +1,368 @@
+//===- ElementwiseTest.cpp - arithmetic, activations, where, cast ---------===//
+//
+// Tests the elementwise kernels against double-precision references on
+// seeded random data, for f32 and for f16/bf16 storage: broadcasting of every
+// shape pairing kind, integer semantics (wrapping, truncating division, the
+// division-by-zero error), NaN propagation of maximum/minimum, in-place use,
+// and tg.cast between every pair of element types.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/CpuKernels.h"
+
+#include "TestUtil.h"
+
+#include <limits>
+
+using namespace tgc::rt;
+using namespace tgc::rt::test;
+namespace cpu = tgc::rt::cpu;
+
+namespace {
+using BinaryKernel = Status (*)(const TensorRef &, const TensorRef &,
+                                TensorRef &);
+
+struct BinaryCase {
+  const char *name;
+  BinaryKernel kernel;
+  double (*reference)(double, double);
+};
+
+const BinaryCase kBinaryCases[] = {
+    {"add", cpu::add, [](double a, double b) { return a + b; }},
+    {"sub", cpu::sub, [](double a, double b) { return a - b; }},
+    {"mul", cpu::mul, [](double a, double b) { return a * b; }},
+    {"div", cpu::div, [](double a, double b) { return a / b; }},
+    {"maximum", cpu::maximum, [](double a, double b) { return std::max(a, b); }},
+    {"minimum", cpu::minimum, [](double a, double b) { return std::min(a, b); }},
+};
+
+/// Shape pairs covering: equal shapes, trailing alignment, size-1 on both
+/// sides, a rank-0 operand, and a missing leading dimension.
+const std::pair<Shape, Shape> kBroadcastPairs[] = {
+    {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}},    {{2, 1, 4}, {3, 1}},
+    {{}, {2, 3}},           {{5, 1}, {1, 6}},     {{3, 1, 2}, {1, 4, 1}},
+};
+
+/// The broadcast reference of a binary function.
+std::vector<double> referenceBinary(const HostTensor &lhs,
+                                    const HostTensor &rhs,
+                                    const Shape &outShape,
+                                    double (*fn)(double, double)) {
+  std::vector<double> a = lhs.values(), b = rhs.values();
+  std::vector<double> out(size_t(numElements(outShape)));
+  for (size_t i = 0; i < out.size(); ++i) {
+    Shape index = unflatten(int64_t(i), outShape);
+    out[i] = fn(a[broadcastFlat(index, lhs.shape())],
+                b[broadcastFlat(index, rhs.shape())]);
+  }
+  return out;
+}
+
+Shape broadcastOf(const Shape &a, const Shape &b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    out[rank - 1 - i] = x == 1 ? y : x;
+  }
+  return out;
+}
+} // namespace
+
+class BinaryFloatTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(BinaryFloatTest, MatchesReferenceWithBroadcasting) {
+  DType dtype = GetParam();
+  std::mt19937 rng(7);
+  for (const BinaryCase &op : kBinaryCases) {
+    for (const auto &[lhsShape, rhsShape] : kBroadcastPairs) {
+      for (bool swap : {false, true}) {
+        const Shape &ls = swap ? rhsShape : lhsShape;
+        const Shape &rs = swap ? lhsShape : rhsShape;
+        HostTensor lhs = randomTensor(rng, dtype, ls, -2.0, 2.0);
+        // Divisors away from zero keep the relative error meaningful.
+        HostTensor rhs = randomTensor(rng, dtype, rs, 0.5, 2.0);
+        Shape outShape = broadcastOf(ls, rs);
+        HostTensor out(dtype, outShape);
+        ASSERT_OK(op.kernel(lhs, rhs, out));
+        expectClose(out.values(),
+                    referenceBinary(lhs, rhs, outShape, op.reference),
+                    tolerance(dtype), tolerance(dtype) * 1e-2,
+                    std::string(op.name) + " " + dtypeName(dtype));
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatTypes, BinaryFloatTest,
+                         ::testing::Values(DType::F32, DType::F16,
+                                           DType::BF16));
+
+TEST(Binary, RejectsIncompatibleShapesAndTypes) {
+  HostTensor a(DType::F32, {2, 3}), b(DType::F32, {4}), out(DType::F32, {2, 3});
+  EXPECT_FAILS(cpu::add(a, b, out));
+  HostTensor c(DType::F16, {2, 3});
+  EXPECT_FAILS(cpu::add(a, c, out));
+  HostTensor wrongOut(DType::F32, {3, 2});
+  EXPECT_FAILS(cpu::add(a, a, wrongOut));
+  HostTensor flags(DType::I1, {2});
+  HostTensor flagsOut(DType::I1, {2});
+  EXPECT_FAILS(cpu::add(flags, flags, flagsOut));
+}
+
+TEST(Binary, IntegerSemantics) {
+  for (DType dtype : {DType::I32, DType::I64}) {
+    HostTensor lhs = HostTensor::of(dtype, {2, 3}, {7, -7, 9, -9, 5, 0});
+    HostTensor rhs = HostTensor::of(dtype, {3}, {2, 2, -4});
+    HostTensor out(dtype, {2, 3});
+    ASSERT_OK(cpu::div(lhs, rhs, out));
+    // Truncation toward zero.
+    EXPECT_EQ(out.values(), (std::vector<double>{3, -3, -2, -4, 2, 0}));
+    ASSERT_OK(cpu::add(lhs, rhs, out));
+    EXPECT_EQ(out.values(), (std::vector<double>{9, -5, 5, -7, 7, -4}));
+    ASSERT_OK(cpu::sub(lhs, rhs, out));
+    EXPECT_EQ(out.values(), (std::vector<double>{5, -9, 13, -11, 3, 4}));
+    ASSERT_OK(cpu::mul(lhs, rhs, out));
+    EXPECT_EQ(out.values(), (std::vector<double>{14, -14, -36, -18, 10, 0}));
+    ASSERT_OK(cpu::maximum(lhs, rhs, out));
+    EXPECT_EQ(out.values(), (std::vector<double>{7, 2, 9, 2, 5, 0}));
+    ASSERT_OK(cpu::minimum(lhs, rhs, out));
+    EXPECT_EQ(out.values(), (std::vector<double>{2, -7, -4, -9, 2, -4}));
+
+    HostTensor zero = HostTensor::of(dtype, {3}, {1, 0, 1});
+    Status status = cpu::div(lhs, zero, out);
+    EXPECT_FALSE(status.ok());
+    EXPECT_NE(status.error.find("division by zero"), std::string::npos);
+  }
+  // Overflow wraps in two's complement; INT_MIN / -1 is INT_MIN.
+  int32_t min = std::numeric_limits<int32_t>::min();
+  int32_t max = std::numeric_limits<int32_t>::max();
+  HostTensor a = HostTensor::of(DType::I32, {2}, {double(max), double(min)});
+  HostTensor b = HostTensor::of(DType::I32, {2}, {1, -1});
+  HostTensor out(DType::I32, {2});
+  ASSERT_OK(cpu::add(a, b, out));
+  EXPECT_EQ(out.values(), (std::vector<double>{double(min), double(max)}));
+  ASSERT_OK(cpu::div(a, b, out));
+  EXPECT_EQ(out.values(), (std::vector<double>{double(max), double(min)}));
+  // A counter step: i64 scalar + 1.
+  HostTensor step = HostTensor::of(DType::I64, {}, {41});
+  HostTensor one = HostTensor::of(DType::I64, {}, {1});
+  ASSERT_OK(cpu::add(step, one, step));
+  EXPECT_EQ(step.get(0), 42);
+}
+
+TEST(Binary, MaximumAndMinimumPropagateNaN) {
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  HostTensor a = HostTensor::of(DType::F32, {3}, {nan, 1, 2});
+  HostTensor b = HostTensor::of(DType::F32, {3}, {0, nan, 3});
+  HostTensor out(DType::F32, {3});
+  ASSERT_OK(cpu::maximum(a, b, out));
+  EXPECT_TRUE(std::isnan(out.get(0)));
+  EXPECT_TRUE(std::isnan(out.get(1)));
+  EXPECT_EQ(out.get(2), 3);
+  ASSERT_OK(cpu::minimum(a, b, out));
+  EXPECT_TRUE(std::isnan(out.get(0)));
+  EXPECT_TRUE(std::isnan(out.get(1)));
+  EXPECT_EQ(out.get(2), 2);
+}
+
+TEST(Binary, InPlace) {
+  std::mt19937 rng(3);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    HostTensor lhs = randomTensor(rng, dtype, {4, 5});
+    HostTensor rhs = randomTensor(rng, dtype, {5});
+    std::vector<double> expected = referenceBinary(
+        lhs, rhs, {4, 5}, [](double a, double b) { return a * b; });
+    ASSERT_OK(cpu::mul(lhs, rhs, lhs));
+    expectClose(lhs.values(), expected, tolerance(dtype), 1e-6, "in place");
+  }
+}
+
+namespace {
+using UnaryKernel = Status (*)(const TensorRef &, TensorRef &);
+struct UnaryCase {
+  const char *name;
+  UnaryKernel kernel;
+  double (*reference)(double);
+  double low, high;
+};
+
+double geluReference(double x) {
+  const double pi = 3.14159265358979323846;
+  return 0.5 * x *
+         (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
+}
+
+const UnaryCase kUnaryCases[] = {
+    {"neg", cpu::neg, [](double x) { return -x; }, -3, 3},
+    {"exp", cpu::exp, [](double x) { return std::exp(x); }, -3, 3},
+    {"log", cpu::log, [](double x) { return std::log(x); }, 0.1, 5},
+    {"sqrt", cpu::sqrt, [](double x) { return std::sqrt(x); }, 0.01, 5},
+    {"rsqrt", cpu::rsqrt, [](double x) { return 1 / std::sqrt(x); }, 0.1, 5},
+    {"tanh", cpu::tanh, [](double x) { return std::tanh(x); }, -3, 3},
+    {"relu", cpu::relu, [](double x) { return std::max(x, 0.0); }, -3, 3},
+    {"gelu", cpu::gelu, geluReference, -4, 4},
+};
+} // namespace
+
+class UnaryTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(UnaryTest, MatchesReference) {
+  DType dtype = GetParam();
+  std::mt19937 rng(11);
+  for (const UnaryCase &op : kUnaryCases) {
+    HostTensor x = randomTensor(rng, dtype, {3, 7}, op.low, op.high);
+    HostTensor out(dtype, {3, 7});
+    ASSERT_OK(op.kernel(x, out));
+    std::vector<double> expected;
+    for (double v : x.values())
+      expected.push_back(op.reference(v));
+    expectClose(out.values(), expected, tolerance(dtype),
+                tolerance(dtype) * 1e-2,
+                std::string(op.name) + " " + dtypeName(dtype));
+    // In place.
+    ASSERT_OK(op.kernel(x, x));
+    EXPECT_EQ(x.values(), out.values()) << op.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatTypes, UnaryTest,
+                         ::testing::Values(DType::F32, DType::F16,
+                                           DType::BF16));
+
+TEST(Unary, GeluKnownValues) {
+  // torch.nn.functional.gelu(x, approximate='tanh') values.
+  HostTensor x = HostTensor::of(DType::F32, {4}, {-1.0, 0.0, 0.5, 2.0});
+  HostTensor out(DType::F32, {4});
+  ASSERT_OK(cpu::gelu(x, out));
+  expectClose(out.values(), {-0.15880800939, 0.0, 0.34571400982, 1.95459769409},
+              1e-6, 1e-7, "gelu");
+}
+
+TEST(Unary, RejectsIntegerOperands) {
+  HostTensor x(DType::I32, {2}), out(DType::I32, {2});
+  EXPECT_FAILS(cpu::exp(x, out));
+}
+
+TEST(Where, BroadcastsAllThreeOperands) {
+  std::mt19937 rng(5);
+  for (DType dtype : {DType::F32, DType::F16}) {
+    HostTensor condition = HostTensor::of(DType::I1, {3, 1}, {1, 0, 1});
+    HostTensor lhs = randomTensor(rng, dtype, {1, 4});
+    HostTensor rhs = randomTensor(rng, dtype, {2, 1, 1});
+    Shape outShape = {2, 3, 4};
+    HostTensor out(dtype, outShape);
+    ASSERT_OK(cpu::where(condition, lhs, rhs, out));
+    std::vector<double> c = condition.values(), a = lhs.values(),
+                        b = rhs.values(), expected;
+    for (int64_t i = 0; i < numElements(outShape); ++i) {
+      Shape index = unflatten(i, outShape);
+      expected.push_back(c[broadcastFlat(index, condition.shape())]
+                             ? a[broadcastFlat(index, lhs.shape())]
+                             : b[broadcastFlat(index, rhs.shape())]);
+    }
+    EXPECT_EQ(out.values(), expected);
+  }
+  HostTensor notBool(DType::I32, {2}), x(DType::F32, {2}), out(DType::F32, {2});
+  EXPECT_FAILS(cpu::where(notBool, x, x, out));
+}
+
+TEST(Cast, EveryPairOfTypes) {
+  const DType all[] = {DType::F32, DType::F16, DType::BF16, DType::I64,
+                       DType::I32, DType::I8,  DType::I1};
+  // Values exact in every float type and in i8.
+  std::vector<double> values = {0, 1, -2, 3.5, -7.75, 100, -0.5};
+  for (DType from : all) {
+    for (DType to : all) {
+      HostTensor input(from, {int64_t(values.size())});
+      for (size_t i = 0; i < values.size(); ++i)
+        input.set(int64_t(i), isFloat(from) ? values[i]
+                                            : double(int64_t(values[i])));
+      HostTensor out(to, input.shape());
+      ASSERT_OK(cpu::cast(input, out));
+      for (size_t i = 0; i < values.size(); ++i) {
+        double source = input.get(int64_t(i));
+        double expected = to == DType::I1     ? double(source != 0)
+                          : isFloat(to)       ? source
+                                              : std::trunc(source);
+        EXPECT_EQ(out.get(int64_t(i)), expected)
+            << dtypeName(from) << " -> " << dtypeName(to) << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(Cast, RoundingTruncationAndWrapping) {
+  // f32 -> f16/bf16 rounds to nearest even.
+  HostTensor f = HostTensor::of(DType::F32, {3},
+                                {1.0 + 0x1p-11, 1.0 + 3 * 0x1p-11, 70000.0});
+  HostTensor h(DType::F16, {3});
+  ASSERT_OK(cpu::cast(f, h));
+  EXPECT_EQ(h.values(),
+            (std::vector<double>{1.0, 1.0 + 4 * 0x1p-11,
+                                 std::numeric_limits<double>::infinity()}));
+  // f16 -> bf16 rounds once, from the exact value.
+  HostTensor h2 = HostTensor::of(DType::F16, {1}, {1.0 + 0x1p-8 + 0x1p-10});
+  HostTensor b(DType::BF16, {1});
+  ASSERT_OK(cpu::cast(h2, b));
+  EXPECT_EQ(b.get(0), 1.0 + 0x1p-7);
+  // Float -> integer truncates toward zero and saturates; NaN gives 0.
+  HostTensor g = HostTensor::of(
+      DType::F32, {5},
+      {-2.7, 2.7, 1e10, -1e10, std::numeric_limits<double>::quiet_NaN()});
+  HostTensor i32(DType::I32, {5});
+  ASSERT_OK(cpu::cast(g, i32));
+  EXPECT_EQ(i32.values(),
+            (std::vector<double>{-2, 2, 2147483647.0, -2147483648.0, 0}));
+  HostTensor i8(DType::I8, {5});
+  ASSERT_OK(cpu::cast(g, i8));
+  EXPECT_EQ(i8.values(), (std::vector<double>{-2, 2, 127, -128, 0}));
+  // Integer -> integer wraps; -> i1 is x != 0.
+  HostTensor wide = HostTensor::of(DType::I64, {3}, {300, -129, 0});
+  HostTensor narrow(DType::I8, {3});
+  ASSERT_OK(cpu::cast(wide, narrow));
+  EXPECT_EQ(narrow.values(), (std::vector<double>{44, 127, 0}));
+  HostTensor flags(DType::I1, {3});
+  ASSERT_OK(cpu::cast(wide, flags));
+  EXPECT_EQ(flags.values(), (std::vector<double>{1, 1, 0}));
+  // Integer -> bf16 rounds once: 2^24 + 2^16 + 1 lies above the midpoint of
+  // 2^24 and 2^24 + 2^17, where i64 -> f32 -> bf16 would round down.
+  HostTensor big(DType::I64, {1});
+  storeI64(big, 0, (int64_t(1) << 24) + (1 << 16) + 1);
+  HostTensor bf(DType::BF16, {1});
+  ASSERT_OK(cpu::cast(big, bf));
+  EXPECT_EQ(bf.get(0), double((1 << 24) + (1 << 17)));
+  HostTensor f32(DType::F32, {1});
+  ASSERT_OK(cpu::cast(big, f32));
+  EXPECT_EQ(f32.get(0), double((1 << 24) + (1 << 16)));
+}
+
+TEST(Cast, FloatToBoolIsNonZero) {
+  HostTensor x = HostTensor::of(
+      DType::F32, {4}, {0.25, -0.0, 0.0, std::numeric_limits<double>::quiet_NaN()});
+  HostTensor flags(DType::I1, {4});
+  ASSERT_OK(cpu::cast(x, flags));
+  EXPECT_EQ(flags.values(), (std::vector<double>{1, 0, 0, 1}));
+}
+
+TEST(ActivationGrads, MatchFormulas) {
+  std::mt19937 rng(13);
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+    HostTensor x = randomTensor(rng, dtype, {2, 9}, -3, 3);
+    HostTensor g = randomTensor(rng, dtype, {2, 9});
+    HostTensor out(dtype, {2, 9});
+    std::vector<double> xs = x.values(), gs = g.values(), expected;
+    ASSERT_OK(cpu::reluGrad(x, g, out));
+    for (size_t i = 0; i < xs.size(); ++i)
+      expected.push_back(xs[i] > 0 ? gs[i] : 0);
+    EXPECT_EQ(out.values(), expected);
+    ASSERT_OK(cpu::tanhGrad(x, g, out));
+    expected.clear();
+    for (size_t i = 0; i < xs.size(); ++i)
+      expected.push_back(gs[i] * (1 - xs[i] * xs[i]));
+    expectClose(out.values(), expected, tolerance(dtype),
+                tolerance(dtype) * 1e-1, "tanh_grad");
+  }
+}

@@ -1,0 +1,293 @@
+//===- GradientTest.cpp - gradient kernels against finite differences -----===//
+//
+// Every gradient kernel is checked against central finite differences of its
+// forward kernel: with a random cotangent c, the scalar loss
+// L(x) = sum(forward(x) * c) (accumulated in double) is evaluated at x +- eps
+// for each element of each differentiated operand, in f32, and compared with
+// the gradient kernel fed c. This ties each gradient to the forward kernel's
+// actual semantics (mask, scale, ignored targets, biased variance) rather
+// than to a second copy of the formula. A last test checks that the 16-bit
+// gradient kernels agree with the f32 ones.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/CpuKernels.h"
+
+#include "TestUtil.h"
+
+using namespace tgc::rt;
+using namespace tgc::rt::test;
+namespace cpu = tgc::rt::cpu;
+
+namespace {
+/// Runs a forward kernel into `out` and returns sum(out * cotangent).
+double lossOf(const Status &status, const HostTensor &out,
+              const std::vector<double> &cotangent) {
+  EXPECT_TRUE(status.ok()) << status.error;
+  return dotLoss(out, cotangent);
+}
+
+/// Values in [-high, -low] U [low, high]: away from a kink at 0.
+HostTensor awayFromZero(std::mt19937 &rng, Shape shape, double low,
+                        double high) {
+  HostTensor t = randomTensor(rng, DType::F32, std::move(shape), low, high);
+  std::bernoulli_distribution sign(0.5);
+  for (int64_t i = 0; i < t.size(); ++i)
+    if (sign(rng))
+      t.set(i, -t.get(i));
+  return t;
+}
+} // namespace
+
+TEST(GradientCheck, Relu) {
+  std::mt19937 rng(101);
+  HostTensor x = awayFromZero(rng, {3, 5}, 0.05, 2);
+  HostTensor cot = randomTensor(rng, DType::F32, {3, 5});
+  HostTensor out(DType::F32, {3, 5}), dx(DType::F32, {3, 5});
+  ASSERT_OK(cpu::reluGrad(x, cot, dx));
+  checkGradient(
+      x, [&] { return lossOf(cpu::relu(x, out), out, cot.values()); },
+      dx.values(), "relu");
+}
+
+TEST(GradientCheck, Gelu) {
+  std::mt19937 rng(103);
+  HostTensor x = randomTensor(rng, DType::F32, {3, 5}, -4, 4);
+  HostTensor cot = randomTensor(rng, DType::F32, {3, 5});
+  HostTensor out(DType::F32, {3, 5}), dx(DType::F32, {3, 5});
+  ASSERT_OK(cpu::geluGrad(x, cot, dx));
+  checkGradient(
+      x, [&] { return lossOf(cpu::gelu(x, out), out, cot.values()); },
+      dx.values(), "gelu");
+}
+
+TEST(GradientCheck, Tanh) {
+  std::mt19937 rng(107);
+  HostTensor x = randomTensor(rng, DType::F32, {3, 5}, -2, 2);
+  HostTensor cot = randomTensor(rng, DType::F32, {3, 5});
+  HostTensor out(DType::F32, {3, 5}), dx(DType::F32, {3, 5});
+  ASSERT_OK(cpu::tanh(x, out));
+  ASSERT_OK(cpu::tanhGrad(out, cot, dx)); // from tanh's result
+  checkGradient(
+      x, [&] { return lossOf(cpu::tanh(x, out), out, cot.values()); },
+      dx.values(), "tanh");
+}
+
+TEST(GradientCheck, Softmax) {
+  std::mt19937 rng(109);
+  for (int64_t axis : {0, 1, -1}) {
+    HostTensor x = randomTensor(rng, DType::F32, {3, 4, 5}, -2, 2);
+    HostTensor cot = randomTensor(rng, DType::F32, {3, 4, 5});
+    HostTensor out(DType::F32, x.shape()), dx(DType::F32, x.shape());
+    ASSERT_OK(cpu::softmax(x, axis, out));
+    ASSERT_OK(cpu::softmaxGrad(out, cot, axis, dx));
+    checkGradient(
+        x, [&] { return lossOf(cpu::softmax(x, axis, out), out, cot.values()); },
+        dx.values(), "softmax axis " + std::to_string(axis));
+  }
+}
+
+TEST(GradientCheck, LayerNormAllThreeOperands) {
+  std::mt19937 rng(113);
+  for (double eps : {1e-5, 0.5}) {
+    HostTensor x = randomTensor(rng, DType::F32, {2, 3, 6}, -2, 2);
+    HostTensor w = randomTensor(rng, DType::F32, {6}, 0.5, 1.5);
+    HostTensor b = randomTensor(rng, DType::F32, {6});
+    HostTensor cot = randomTensor(rng, DType::F32, {2, 3, 6});
+    HostTensor out(DType::F32, x.shape()), dx(DType::F32, x.shape());
+    HostTensor dw(DType::F32, {6}), db(DType::F32, {6});
+    ASSERT_OK(cpu::layerNormGrad(x, w, cot, eps, dx, dw, db));
+    auto loss = [&] {
+      return lossOf(cpu::layerNorm(x, w, b, eps, out), out, cot.values());
+    };
+    checkGradient(x, loss, dx.values(), "layer_norm input");
+    checkGradient(w, loss, dw.values(), "layer_norm weight");
+    checkGradient(b, loss, db.values(), "layer_norm bias");
+  }
+}
+
+TEST(GradientCheck, EmbeddingWithRepeatedIndices) {
+  std::mt19937 rng(127);
+  HostTensor table = randomTensor(rng, DType::F32, {5, 3});
+  HostTensor indices = HostTensor::of(DType::I32, {2, 3}, {1, 4, 1, 0, 1, 4});
+  HostTensor cot = randomTensor(rng, DType::F32, {2, 3, 3});
+  HostTensor out(DType::F32, {2, 3, 3});
+  // Garbage in the result first: embedding_grad must start from zero.
+  HostTensor dtable = HostTensor::of(DType::F32, {5, 3},
+                                     std::vector<double>(15, 42.0));
+  ASSERT_OK(cpu::embeddingGrad(indices, cot, dtable));
+  checkGradient(
+      table,
+      [&] { return lossOf(cpu::embedding(table, indices, out), out, cot.values()); },
+      dtable.values(), "embedding");
+  // Rows 2 and 3 are never looked up.
+  for (int64_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(dtable.get(2 * 3 + j), 0.0);
+    EXPECT_EQ(dtable.get(3 * 3 + j), 0.0);
+  }
+}
+
+TEST(GradientCheck, AttentionQueryKeyValue) {
+  std::mt19937 rng(131);
+  struct Case {
+    Shape q, k, v;
+    bool causal;
+    std::optional<double> scale;
+  } cases[] = {
+      {{2, 4, 3}, {2, 4, 3}, {2, 4, 2}, false, std::nullopt},
+      {{2, 4, 3}, {2, 4, 3}, {2, 4, 2}, true, std::nullopt},
+      {{2, 1, 5, 4}, {2, 1, 5, 4}, {2, 1, 5, 3}, true, 0.7},
+      {{1, 3, 2}, {1, 5, 2}, {1, 5, 4}, false, 1.3}, // Tq != Tk
+  };
+  for (const Case &c : cases) {
+    HostTensor q = randomTensor(rng, DType::F32, c.q, -1.5, 1.5);
+    HostTensor k = randomTensor(rng, DType::F32, c.k, -1.5, 1.5);
+    HostTensor v = randomTensor(rng, DType::F32, c.v);
+    Shape outShape = c.q;
+    outShape.back() = c.v.back();
+    HostTensor cot = randomTensor(rng, DType::F32, outShape);
+    HostTensor out(DType::F32, outShape);
+    ASSERT_OK(cpu::attention(q, k, v, c.causal, c.scale, out));
+    HostTensor dq(DType::F32, c.q), dk(DType::F32, c.k), dv(DType::F32, c.v);
+    ASSERT_OK(cpu::attentionGrad(q, k, v, out, cot, c.causal, c.scale, dq, dk,
+                                 dv));
+    auto loss = [&] {
+      return lossOf(cpu::attention(q, k, v, c.causal, c.scale, out), out,
+                    cot.values());
+    };
+    std::string what = c.causal ? "causal attention " : "attention ";
+    checkGradient(q, loss, dq.values(), what + "query");
+    checkGradient(k, loss, dk.values(), what + "key");
+    checkGradient(v, loss, dv.values(), what + "value");
+  }
+}
+
+TEST(GradientCheck, CrossEntropyWithIgnoredTargets) {
+  std::mt19937 rng(137);
+  HostTensor logits = randomTensor(rng, DType::F32, {2, 3, 5}, -2, 2);
+  HostTensor targets =
+      HostTensor::of(DType::I64, {2, 3}, {4, -100, 0, 2, 2, -100});
+  const double cotangent = 1.7;
+  HostTensor grad = HostTensor::of(DType::F32, {}, {cotangent});
+  HostTensor loss(DType::F32, {});
+  HostTensor dlogits(DType::F32, {2, 3, 5});
+  ASSERT_OK(cpu::crossEntropyGrad(logits, targets, grad, -100, dlogits));
+  checkGradient(
+      logits,
+      [&] {
+        return lossOf(cpu::crossEntropy(logits, targets, -100, loss), loss,
+                      {cotangent});
+      },
+      dlogits.values(), "cross_entropy");
+  // Ignored positions get exactly zero.
+  for (int64_t j = 0; j < 5; ++j) {
+    EXPECT_EQ(dlogits.get(1 * 5 + j), 0.0);
+    EXPECT_EQ(dlogits.get(5 * 5 + j), 0.0);
+  }
+}
+
+TEST(GradientCheck, ReduceMax) {
+  std::mt19937 rng(139);
+  struct Case {
+    Shape axes;
+    bool keepDims;
+    Shape outShape;
+  } cases[] = {{{1}, false, {3, 5}}, {{0, 2}, true, {1, 4, 1}},
+               {{0, 1, 2}, false, {}}};
+  for (const Case &c : cases) {
+    HostTensor x = randomTensor(rng, DType::F32, {3, 4, 5}, -2, 2);
+    HostTensor cot = randomTensor(rng, DType::F32, c.outShape);
+    HostTensor out(DType::F32, c.outShape), dx(DType::F32, x.shape());
+    ASSERT_OK(cpu::reduceMax(x, c.axes, c.keepDims, out));
+    ASSERT_OK(cpu::reduceMaxGrad(x, out, cot, c.axes, c.keepDims, dx));
+    checkGradient(
+        x,
+        [&] {
+          return lossOf(cpu::reduceMax(x, c.axes, c.keepDims, out), out,
+                        cot.values());
+        },
+        dx.values(), "reduce_max");
+  }
+}
+
+TEST(GradientCheck, Slice) {
+  std::mt19937 rng(149);
+  HostTensor x = randomTensor(rng, DType::F32, {4, 5, 3});
+  Shape offsets = {1, 0, 1};
+  HostTensor cot = randomTensor(rng, DType::F32, {2, 4, 2});
+  HostTensor out(DType::F32, {2, 4, 2}), dx(DType::F32, x.shape());
+  ASSERT_OK(cpu::sliceGrad(cot, offsets, dx));
+  checkGradient(
+      x, [&] { return lossOf(cpu::slice(x, offsets, out), out, cot.values()); },
+      dx.values(), "slice");
+}
+
+TEST(GradientCheck, SumToIsTheAdjointOfBroadcastTo) {
+  std::mt19937 rng(151);
+  const std::pair<Shape, Shape> cases[] = {
+      {{4}, {2, 3, 4}}, {{3, 1}, {2, 3, 4}}, {{}, {2, 3}}, {{1, 3, 1}, {2, 3, 2}}};
+  for (const auto &[small, big] : cases) {
+    HostTensor x = randomTensor(rng, DType::F32, small);
+    HostTensor cot = randomTensor(rng, DType::F32, big);
+    HostTensor out(DType::F32, big), dx(DType::F32, small);
+    ASSERT_OK(cpu::sumTo(cot, dx));
+    checkGradient(
+        x, [&] { return lossOf(cpu::broadcastTo(x, out), out, cot.values()); },
+        dx.values(), "sum_to");
+  }
+}
+
+/// The 16-bit gradient kernels agree with the f32 kernels on the same
+/// (exactly representable) inputs, up to the storage type's precision.
+TEST(GradientCheck, SixteenBitGradientsMatchF32) {
+  std::mt19937 rng(157);
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    double tol = tolerance(dtype) * 4;
+    // layer_norm_grad.
+    HostTensor x = randomTensor(rng, dtype, {3, 8}, -2, 2);
+    HostTensor w = randomTensor(rng, dtype, {8}, 0.5, 1.5);
+    HostTensor g = randomTensor(rng, dtype, {3, 8});
+    HostTensor x32 = HostTensor::of(DType::F32, x.shape(), x.values());
+    HostTensor w32 = HostTensor::of(DType::F32, w.shape(), w.values());
+    HostTensor g32 = HostTensor::of(DType::F32, g.shape(), g.values());
+    HostTensor dx(dtype, {3, 8}), dw(dtype, {8}), db(dtype, {8});
+    HostTensor dx32(DType::F32, {3, 8}), dw32(DType::F32, {8}),
+        db32(DType::F32, {8});
+    ASSERT_OK(cpu::layerNormGrad(x, w, g, 1e-5, dx, dw, db));
+    ASSERT_OK(cpu::layerNormGrad(x32, w32, g32, 1e-5, dx32, dw32, db32));
+    expectClose(dx.values(), dx32.values(), tol, tol, "16-bit layer_norm dx");
+    expectClose(dw.values(), dw32.values(), tol, tol, "16-bit layer_norm dw");
+    expectClose(db.values(), db32.values(), tol, tol, "16-bit layer_norm db");
+    // attention_grad.
+    HostTensor q = randomTensor(rng, dtype, {2, 4, 3});
+    HostTensor k = randomTensor(rng, dtype, {2, 4, 3});
+    HostTensor v = randomTensor(rng, dtype, {2, 4, 3});
+    HostTensor cot = randomTensor(rng, dtype, {2, 4, 3});
+    HostTensor o(dtype, {2, 4, 3});
+    ASSERT_OK(cpu::attention(q, k, v, true, std::nullopt, o));
+    std::vector<HostTensor> wide;
+    for (const HostTensor *t : {&q, &k, &v, &o, &cot})
+      wide.push_back(HostTensor::of(DType::F32, t->shape(), t->values()));
+    HostTensor dq(dtype, {2, 4, 3}), dk(dtype, {2, 4, 3}), dv(dtype, {2, 4, 3});
+    HostTensor dq32(DType::F32, {2, 4, 3}), dk32(DType::F32, {2, 4, 3}),
+        dv32(DType::F32, {2, 4, 3});
+    ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, true, std::nullopt, dq, dk,
+                                 dv));
+    ASSERT_OK(cpu::attentionGrad(wide[0], wide[1], wide[2], wide[3], wide[4],
+                                 true, std::nullopt, dq32, dk32, dv32));
+    expectClose(dq.values(), dq32.values(), tol, tol, "16-bit attention dq");
+    expectClose(dk.values(), dk32.values(), tol, tol, "16-bit attention dk");
+    expectClose(dv.values(), dv32.values(), tol, tol, "16-bit attention dv");
+    // cross_entropy_grad and softmax_grad.
+    HostTensor logits = randomTensor(rng, dtype, {4, 6}, -2, 2);
+    HostTensor logits32 =
+        HostTensor::of(DType::F32, logits.shape(), logits.values());
+    HostTensor targets = HostTensor::of(DType::I32, {4}, {5, 0, -100, 3});
+    HostTensor scalar = HostTensor::of(dtype, {}, {1.0});
+    HostTensor dl(dtype, {4, 6}), dl32(DType::F32, {4, 6});
+    ASSERT_OK(cpu::crossEntropyGrad(logits, targets, scalar, -100, dl));
+    ASSERT_OK(cpu::crossEntropyGrad(logits32, targets, scalar, -100, dl32));
+    expectClose(dl.values(), dl32.values(), tol, tol * 1e-1,
+                "16-bit cross_entropy_grad");
+  }
+}

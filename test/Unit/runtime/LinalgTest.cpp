@@ -1,0 +1,147 @@
+//===- LinalgTest.cpp - batched matmul against a naive reference ----------===//
+//
+// Tests tg.matmul against a triple loop in double precision: every transpose
+// combination, batched operands, NumPy-broadcast batch dimensions (including
+// the shared rank-2 weight that takes the single-GEMM path), f16/bf16
+// storage, an empty contraction, and rejected shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/CpuKernels.h"
+
+#include "TestUtil.h"
+
+using namespace tgc::rt;
+using namespace tgc::rt::test;
+namespace cpu = tgc::rt::cpu;
+
+namespace {
+/// The naive batched product with the op's shape conventions.
+std::vector<double> referenceMatmul(const HostTensor &lhs,
+                                    const HostTensor &rhs, bool tl, bool tr,
+                                    Shape &outShape) {
+  const Shape &ls = lhs.shape(), &rs = rhs.shape();
+  size_t lr = ls.size(), rr = rs.size();
+  int64_t m = tl ? ls[lr - 1] : ls[lr - 2], k = tl ? ls[lr - 2] : ls[lr - 1];
+  int64_t n = tr ? rs[rr - 2] : rs[rr - 1];
+  Shape lb(ls.begin(), ls.end() - 2), rb(rs.begin(), rs.end() - 2);
+  size_t rank = std::max(lb.size(), rb.size());
+  Shape batch(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t a = i < lb.size() ? lb[lb.size() - 1 - i] : 1;
+    int64_t b = i < rb.size() ? rb[rb.size() - 1 - i] : 1;
+    batch[rank - 1 - i] = a == 1 ? b : a;
+  }
+  outShape = batch;
+  outShape.push_back(m);
+  outShape.push_back(n);
+  std::vector<double> a = lhs.values(), b = rhs.values();
+  std::vector<double> out;
+  for (int64_t bi = 0; bi < numElements(batch); ++bi) {
+    Shape index = unflatten(bi, batch);
+    int64_t la = broadcastFlat(index, lb) * m * k;
+    int64_t ra = broadcastFlat(index, rb) * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += a[la + (tl ? p * m + i : i * k + p)] *
+                 b[ra + (tr ? j * k + p : p * n + j)];
+        out.push_back(sum);
+      }
+  }
+  return out;
+}
+
+struct MatmulCase {
+  Shape lhs, rhs; // as stored, i.e. already transposed where requested
+  bool transposeLhs, transposeRhs;
+};
+} // namespace
+
+class MatmulTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatmulTest, MatchesNaiveProduct) {
+  DType dtype = GetParam();
+  const MatmulCase cases[] = {
+      {{3, 4}, {4, 5}, false, false},
+      {{4, 3}, {4, 5}, true, false},
+      {{3, 4}, {5, 4}, false, true},
+      {{4, 3}, {5, 4}, true, true},
+      {{2, 3, 4}, {2, 4, 5}, false, false},     // batched
+      {{2, 3, 4}, {4, 5}, false, false},        // shared weight: one GEMM
+      {{2, 3, 4}, {5, 4}, false, true},         // shared weight, as nn.Linear
+      {{2, 4, 3}, {4, 5}, true, false},         // shared, transposed lhs
+      {{3, 4}, {2, 4, 5}, false, false},        // shared lhs
+      {{2, 1, 3, 4}, {3, 4, 5}, false, false},  // broadcast batch dims
+      {{1, 2, 4, 3}, {3, 1, 5, 4}, true, true}, // broadcast both sides
+      {{2, 3, 1}, {2, 1, 6}, false, false},     // outer products
+  };
+  std::mt19937 rng(17);
+  for (const MatmulCase &c : cases) {
+    HostTensor lhs = randomTensor(rng, dtype, c.lhs);
+    HostTensor rhs = randomTensor(rng, dtype, c.rhs);
+    Shape outShape;
+    std::vector<double> expected =
+        referenceMatmul(lhs, rhs, c.transposeLhs, c.transposeRhs, outShape);
+    HostTensor out(dtype, outShape);
+    ASSERT_OK(cpu::matmul(lhs, rhs, c.transposeLhs, c.transposeRhs, out));
+    expectClose(out.values(), expected, tolerance(dtype),
+                tolerance(dtype) * 4,
+                std::string("matmul ") + dtypeName(dtype) + " " +
+                    std::to_string(c.lhs.size()) + "x" +
+                    std::to_string(c.rhs.size()));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatTypes, MatmulTest,
+                         ::testing::Values(DType::F32, DType::F16,
+                                           DType::BF16));
+
+TEST(Matmul, LargerThanOneBlock) {
+  // Big enough for OpenBLAS's blocked kernels and threading.
+  std::mt19937 rng(19);
+  HostTensor lhs = randomTensor(rng, DType::F32, {2, 65, 130});
+  HostTensor rhs = randomTensor(rng, DType::F32, {70, 130});
+  Shape outShape;
+  std::vector<double> expected =
+      referenceMatmul(lhs, rhs, false, true, outShape);
+  HostTensor out(DType::F32, outShape);
+  ASSERT_OK(cpu::matmul(lhs, rhs, false, true, out));
+  expectClose(out.values(), expected, 1e-4, 1e-4, "large matmul");
+}
+
+TEST(Matmul, EmptyContractionGivesZeros) {
+  HostTensor lhs(DType::F32, {2, 0}), rhs(DType::F32, {0, 3});
+  HostTensor out = HostTensor::of(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  ASSERT_OK(cpu::matmul(lhs, rhs, false, false, out));
+  EXPECT_EQ(out.values(), std::vector<double>(6, 0.0));
+}
+
+TEST(Matmul, RejectsBadShapes) {
+  HostTensor a(DType::F32, {3, 4}), b(DType::F32, {5, 6}), out(DType::F32, {3, 6});
+  EXPECT_FAILS(cpu::matmul(a, b, false, false, out));
+  HostTensor c(DType::F32, {4, 6}), wrong(DType::F32, {3, 5});
+  EXPECT_FAILS(cpu::matmul(a, c, false, false, wrong));
+  HostTensor batchA(DType::F32, {2, 3, 4}), batchB(DType::F32, {3, 4, 6});
+  HostTensor batchOut(DType::F32, {3, 3, 6});
+  EXPECT_FAILS(cpu::matmul(batchA, batchB, false, false, batchOut));
+  HostTensor vec(DType::F32, {4});
+  HostTensor vecOut(DType::F32, {6});
+  EXPECT_FAILS(cpu::matmul(vec, c, false, false, vecOut));
+  HostTensor mixed(DType::F16, {4, 6});
+  HostTensor good(DType::F32, {3, 6});
+  EXPECT_FAILS(cpu::matmul(a, mixed, false, false, good));
+}
+
+TEST(Matmul, ResultOverlappingAnOperand) {
+  // The result buffer reuses the lhs buffer: computed via scratch.
+  std::mt19937 rng(23);
+  HostTensor lhs = randomTensor(rng, DType::F32, {3, 3});
+  HostTensor rhs = randomTensor(rng, DType::F32, {3, 3});
+  Shape outShape;
+  std::vector<double> expected =
+      referenceMatmul(lhs, rhs, false, false, outShape);
+  ASSERT_OK(cpu::matmul(lhs, rhs, false, false, lhs));
+  expectClose(lhs.values(), expected, 1e-5, 1e-6, "aliased matmul");
+}

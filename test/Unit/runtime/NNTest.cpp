@@ -1,0 +1,305 @@
+//===- NNTest.cpp - softmax, layer norm, embedding, attention, loss -------===//
+//
+// Tests the row-structured kernels' forward results against naive double
+// precision references, for f32 and f16/bf16 storage: softmax along every
+// axis, layer norm with the biased variance, embedding lookups, attention
+// (causal and not, default and explicit scale, unequal lengths), and
+// cross-entropy with ignored targets. Bad indices must fail the kernel with
+// an error and leave the result untouched. Gradients are in GradientTest.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/CpuKernels.h"
+
+#include "TestUtil.h"
+
+#include <limits>
+
+using namespace tgc::rt;
+using namespace tgc::rt::test;
+namespace cpu = tgc::rt::cpu;
+
+namespace {
+std::vector<double> referenceSoftmax(const HostTensor &x, int64_t axis) {
+  const Shape &shape = x.shape();
+  std::vector<double> v = x.values(), out(v.size());
+  int64_t stride = stridesOf(shape)[axis];
+  for (int64_t i = 0; i < x.size(); ++i) {
+    Shape index = unflatten(i, shape);
+    int64_t first = i - index[axis] * stride;
+    double max = -1e300, sum = 0;
+    for (int64_t j = 0; j < shape[axis]; ++j)
+      max = std::max(max, v[first + j * stride]);
+    for (int64_t j = 0; j < shape[axis]; ++j)
+      sum += std::exp(v[first + j * stride] - max);
+    out[i] = std::exp(v[i] - max) / sum;
+  }
+  return out;
+}
+
+std::vector<double> referenceLayerNorm(const HostTensor &x,
+                                       const HostTensor &w,
+                                       const HostTensor &b, double eps) {
+  int64_t d = x.shape().back();
+  std::vector<double> v = x.values(), ws = w.values(), bs = b.values();
+  std::vector<double> out(v.size());
+  for (int64_t row = 0; row < x.size() / d; ++row) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < d; ++j)
+      mean += v[row * d + j] / d;
+    for (int64_t j = 0; j < d; ++j)
+      var += (v[row * d + j] - mean) * (v[row * d + j] - mean) / d;
+    for (int64_t j = 0; j < d; ++j)
+      out[row * d + j] =
+          (v[row * d + j] - mean) / std::sqrt(var + eps) * ws[j] + bs[j];
+  }
+  return out;
+}
+
+/// Attention over [batch, t, d] views with the op's mask convention.
+std::vector<double> referenceAttention(const HostTensor &q,
+                                       const HostTensor &k,
+                                       const HostTensor &v, bool causal,
+                                       double scale) {
+  size_t r = q.shape().size();
+  int64_t tq = q.shape()[r - 2], d = q.shape()[r - 1];
+  int64_t tk = k.shape()[r - 2], dv = v.shape()[r - 1];
+  int64_t batch = q.size() / (tq * d);
+  std::vector<double> qs = q.values(), ks = k.values(), vs = v.values();
+  std::vector<double> out;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < tq; ++i) {
+      std::vector<double> s(static_cast<size_t>(tk));
+      double max = -1e300;
+      for (int64_t j = 0; j < tk; ++j) {
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c)
+          dot += qs[(b * tq + i) * d + c] * ks[(b * tk + j) * d + c];
+        s[j] = causal && j > i ? -std::numeric_limits<double>::infinity()
+                               : dot * scale;
+        max = std::max(max, s[j]);
+      }
+      double sum = 0;
+      for (double &e : s)
+        sum += (e = std::exp(e - max));
+      for (int64_t c = 0; c < dv; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < tk; ++j)
+          acc += s[j] / sum * vs[(b * tk + j) * dv + c];
+        out.push_back(acc);
+      }
+    }
+  return out;
+}
+
+double referenceCrossEntropy(const HostTensor &logits,
+                             const HostTensor &targets, int64_t ignore) {
+  int64_t c = logits.shape().back();
+  std::vector<double> x = logits.values(), t = targets.values();
+  double total = 0;
+  int64_t count = 0;
+  for (size_t row = 0; row < t.size(); ++row) {
+    if (int64_t(t[row]) == ignore)
+      continue;
+    double max = -1e300, sum = 0;
+    for (int64_t j = 0; j < c; ++j)
+      max = std::max(max, x[row * c + j]);
+    for (int64_t j = 0; j < c; ++j)
+      sum += std::exp(x[row * c + j] - max);
+    total += max + std::log(sum) - x[row * c + int64_t(t[row])];
+    ++count;
+  }
+  return count ? total / count : 0.0;
+}
+} // namespace
+
+class NNTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(NNTest, SoftmaxAlongEveryAxis) {
+  DType dtype = GetParam();
+  std::mt19937 rng(29);
+  HostTensor x = randomTensor(rng, dtype, {3, 4, 5}, -4, 4);
+  for (int64_t axis : {0, 1, 2, -1, -3}) {
+    HostTensor out(dtype, x.shape());
+    ASSERT_OK(cpu::softmax(x, axis, out));
+    expectClose(out.values(), referenceSoftmax(x, axis < 0 ? axis + 3 : axis),
+                tolerance(dtype), tolerance(dtype) * 1e-2,
+                "softmax axis " + std::to_string(axis));
+  }
+  HostTensor out(dtype, x.shape());
+  EXPECT_FAILS(cpu::softmax(x, 3, out));
+  EXPECT_FAILS(cpu::softmax(x, -4, out));
+}
+
+TEST_P(NNTest, SoftmaxIsStableForLargeLogits) {
+  DType dtype = GetParam();
+  HostTensor x = HostTensor::of(dtype, {1, 3}, {1000, 1000, -1000});
+  HostTensor out(dtype, {1, 3});
+  ASSERT_OK(cpu::softmax(x, 1, out));
+  expectClose(out.values(), {0.5, 0.5, 0.0}, 0, 1e-6, "stable softmax");
+}
+
+TEST_P(NNTest, LayerNormMatchesTorchFormula) {
+  DType dtype = GetParam();
+  std::mt19937 rng(31);
+  // A large offset: a one-pass E[x^2] - E[x]^2 variance would lose it.
+  HostTensor x = randomTensor(rng, dtype, {2, 3, 8}, 3, 5);
+  HostTensor w = randomTensor(rng, dtype, {8}, 0.5, 1.5);
+  HostTensor b = randomTensor(rng, dtype, {8});
+  for (double eps : {1e-5, 0.1}) {
+    HostTensor out(dtype, x.shape());
+    ASSERT_OK(cpu::layerNorm(x, w, b, eps, out));
+    expectClose(out.values(), referenceLayerNorm(x, w, b, eps),
+                tolerance(dtype) * 4, tolerance(dtype) * 4, "layer_norm");
+  }
+  HostTensor badWeight(dtype, {7});
+  HostTensor out(dtype, x.shape());
+  EXPECT_FAILS(cpu::layerNorm(x, badWeight, b, 1e-5, out));
+}
+
+TEST_P(NNTest, EmbeddingLooksUpRows) {
+  DType dtype = GetParam();
+  std::mt19937 rng(37);
+  HostTensor table = randomTensor(rng, dtype, {5, 3});
+  for (DType indexType : {DType::I32, DType::I64}) {
+    HostTensor indices = HostTensor::of(indexType, {2, 2}, {4, 0, 4, 2});
+    HostTensor out(dtype, {2, 2, 3});
+    ASSERT_OK(cpu::embedding(table, indices, out));
+    std::vector<double> t = table.values(), expected;
+    for (int64_t row : {4, 0, 4, 2})
+      for (int64_t j = 0; j < 3; ++j)
+        expected.push_back(t[row * 3 + j]);
+    EXPECT_EQ(out.values(), expected);
+  }
+}
+
+TEST_P(NNTest, AttentionMatchesNaiveReference) {
+  DType dtype = GetParam();
+  std::mt19937 rng(41);
+  struct Case {
+    Shape q, k, v;
+    bool causal;
+    std::optional<double> scale;
+  } cases[] = {
+      {{2, 5, 4}, {2, 5, 4}, {2, 5, 3}, false, std::nullopt},
+      {{2, 5, 4}, {2, 5, 4}, {2, 5, 3}, true, std::nullopt},
+      {{2, 2, 6, 8}, {2, 2, 6, 8}, {2, 2, 6, 8}, true, 0.3},
+      {{1, 3, 4}, {1, 7, 4}, {1, 7, 2}, false, std::nullopt}, // Tq != Tk
+      {{4, 2}, {4, 2}, {4, 5}, true, 2.0},                    // no batch
+  };
+  for (const Case &c : cases) {
+    HostTensor q = randomTensor(rng, dtype, c.q, -2, 2);
+    HostTensor k = randomTensor(rng, dtype, c.k, -2, 2);
+    HostTensor v = randomTensor(rng, dtype, c.v);
+    Shape outShape = c.q;
+    outShape.back() = c.v.back();
+    HostTensor out(dtype, outShape);
+    ASSERT_OK(cpu::attention(q, k, v, c.causal, c.scale, out));
+    double scale = c.scale ? *c.scale : 1.0 / std::sqrt(double(c.q.back()));
+    expectClose(out.values(), referenceAttention(q, k, v, c.causal, scale),
+                tolerance(dtype) * 2, tolerance(dtype) * 2,
+                std::string("attention") + (c.causal ? " causal" : ""));
+  }
+}
+
+TEST_P(NNTest, CrossEntropyIgnoresTargets) {
+  DType dtype = GetParam();
+  std::mt19937 rng(43);
+  HostTensor logits = randomTensor(rng, dtype, {2, 3, 6}, -3, 3);
+  for (DType indexType : {DType::I32, DType::I64}) {
+    HostTensor targets =
+        HostTensor::of(indexType, {2, 3}, {1, -100, 5, 0, -100, 3});
+    HostTensor loss(dtype, {});
+    ASSERT_OK(cpu::crossEntropy(logits, targets, -100, loss));
+    expectClose({loss.get(0)}, {referenceCrossEntropy(logits, targets, -100)},
+                tolerance(dtype), 0, "cross_entropy");
+    // With another ignore_index, -100 is an ordinary, out-of-range target.
+    EXPECT_FAILS(cpu::crossEntropy(logits, targets, 3, loss));
+    // An ignore_index inside the class range ignores that class's targets.
+    HostTensor inRange = HostTensor::of(indexType, {2, 3}, {1, 5, 5, 0, 2, 3});
+    ASSERT_OK(cpu::crossEntropy(logits, inRange, 5, loss));
+    expectClose({loss.get(0)}, {referenceCrossEntropy(logits, inRange, 5)},
+                tolerance(dtype), 0, "cross_entropy ignore_index 5");
+  }
+  // Loss stored in f32 for 16-bit logits.
+  HostTensor targets = HostTensor::of(DType::I64, {2, 3}, {1, 2, 5, 0, 4, 3});
+  HostTensor loss(DType::F32, {});
+  ASSERT_OK(cpu::crossEntropy(logits, targets, -100, loss));
+  expectClose({loss.get(0)}, {referenceCrossEntropy(logits, targets, -100)},
+              1e-5, 0, "cross_entropy f32 loss");
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatTypes, NNTest,
+                         ::testing::Values(DType::F32, DType::F16,
+                                           DType::BF16));
+
+TEST(CrossEntropy, AllIgnoredIsZero) {
+  HostTensor logits = HostTensor::of(DType::F32, {2, 2}, {1, 2, 3, 4});
+  HostTensor targets = HostTensor::of(DType::I64, {2}, {-1, -1});
+  HostTensor loss = HostTensor::of(DType::F32, {}, {123});
+  ASSERT_OK(cpu::crossEntropy(logits, targets, -1, loss));
+  EXPECT_EQ(loss.get(0), 0.0);
+  HostTensor grad = HostTensor::of(DType::F32, {}, {1});
+  HostTensor dlogits = HostTensor::of(DType::F32, {2, 2}, {9, 9, 9, 9});
+  ASSERT_OK(cpu::crossEntropyGrad(logits, targets, grad, -1, dlogits));
+  EXPECT_EQ(dlogits.values(), std::vector<double>(4, 0.0));
+}
+
+TEST(CrossEntropy, SinglePositionAndKnownValue) {
+  // logits [C] with a rank-0 target: log(1 + e + e^2) - 2 for target 2.
+  HostTensor logits = HostTensor::of(DType::F32, {3}, {0, 1, 2});
+  HostTensor target = HostTensor::of(DType::I32, {}, {2});
+  HostTensor loss(DType::F32, {});
+  ASSERT_OK(cpu::crossEntropy(logits, target, -100, loss));
+  EXPECT_NEAR(loss.get(0), std::log(1 + std::exp(1.0) + std::exp(2.0)) - 2,
+              1e-6);
+}
+
+TEST(IndexErrors, EmbeddingOutOfRangeFails) {
+  HostTensor table = HostTensor::of(DType::F32, {3, 2}, {1, 2, 3, 4, 5, 6});
+  HostTensor out = HostTensor::of(DType::F32, {2, 2}, {7, 7, 7, 7});
+  for (double bad : {3.0, -1.0}) {
+    HostTensor indices = HostTensor::of(DType::I64, {2}, {0, bad});
+    Status status = cpu::embedding(table, indices, out);
+    ASSERT_FALSE(status.ok());
+    EXPECT_NE(status.error.find("out of range"), std::string::npos)
+        << status.error;
+    // Nothing was written.
+    EXPECT_EQ(out.values(), std::vector<double>(4, 7.0));
+    HostTensor grad(DType::F32, {2, 2});
+    HostTensor dtable(DType::F32, {3, 2});
+    EXPECT_FAILS(cpu::embeddingGrad(indices, grad, dtable));
+  }
+  HostTensor floatIndices(DType::F32, {2});
+  EXPECT_FAILS(cpu::embedding(table, floatIndices, out));
+}
+
+TEST(IndexErrors, CrossEntropyTargetOutOfRangeFails) {
+  HostTensor logits(DType::F32, {3, 4});
+  HostTensor loss = HostTensor::of(DType::F32, {}, {5});
+  HostTensor grad = HostTensor::of(DType::F32, {}, {1});
+  HostTensor dlogits(DType::F32, {3, 4});
+  for (double bad : {4.0, -1.0, 1e9}) {
+    HostTensor targets = HostTensor::of(DType::I32, {3}, {0, bad, -100});
+    Status status = cpu::crossEntropy(logits, targets, -100, loss);
+    ASSERT_FALSE(status.ok());
+    EXPECT_NE(status.error.find("out of range"), std::string::npos)
+        << status.error;
+    EXPECT_EQ(loss.get(0), 5.0);
+    EXPECT_FAILS(cpu::crossEntropyGrad(logits, targets, grad, -100, dlogits));
+  }
+  HostTensor wrongShape = HostTensor::of(DType::I32, {4}, {0, 0, 0, 0});
+  EXPECT_FAILS(cpu::crossEntropy(logits, wrongShape, -100, loss));
+}
+
+TEST(Attention, RejectsBadShapesAndScales) {
+  HostTensor q(DType::F32, {3, 4}), k(DType::F32, {5, 4}), v(DType::F32, {5, 4});
+  HostTensor out(DType::F32, {3, 4});
+  EXPECT_FAILS(cpu::attention(q, k, v, true, std::nullopt, out));
+  ASSERT_OK(cpu::attention(q, k, v, false, std::nullopt, out));
+  HostTensor badV(DType::F32, {4, 4});
+  EXPECT_FAILS(cpu::attention(q, k, badV, false, std::nullopt, out));
+  // The verifier's scale contract: positive and finite.
+  EXPECT_FAILS(cpu::attention(q, k, v, false, 0.0, out));
+  EXPECT_FAILS(cpu::attention(q, k, v, false, -1.0, out));
+}

@@ -1,0 +1,228 @@
+//===- OptimizersTest.cpp - SGD, AdamW, norms and loss scaling ------------===//
+//
+// Tests the optimizer updates over several steps, written in place as the
+// runtime runs them, against hand-unrolled torch.optim formulas in double:
+// AdamW with decoupled weight decay and bias correction; SGD with momentum,
+// dampening, Nesterov and weight decay, including the step-1 buffer
+// initialization that must not read the (possibly garbage) old buffer. Also
+// GradScaler's update rule over a sequence of steps, all_finite, global_norm,
+// scale_loss and unscale.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/CpuKernels.h"
+
+#include "TestUtil.h"
+
+#include <limits>
+
+using namespace tgc::rt;
+using namespace tgc::rt::test;
+namespace cpu = tgc::rt::cpu;
+
+namespace {
+HostTensor f32Scalar(double value) {
+  return HostTensor::of(DType::F32, {}, {value});
+}
+HostTensor i64Scalar(int64_t value) {
+  HostTensor t(DType::I64, {});
+  storeI64(t, 0, value);
+  return t;
+}
+HostTensor i1Scalar(bool value) {
+  return HostTensor::of(DType::I1, {}, {value ? 1.0 : 0.0});
+}
+} // namespace
+
+TEST(AdamW, ThreeStepsInPlaceMatchTorchFormula) {
+  std::mt19937 rng(211);
+  const double lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0.1;
+  const int64_t n = 10;
+  HostTensor param = randomTensor(rng, DType::F32, {2, 5});
+  HostTensor expAvg(DType::F32, {2, 5}), expAvgSq(DType::F32, {2, 5});
+  std::vector<double> p = param.values(), m(n, 0.0), v(n, 0.0);
+  HostTensor lrT = f32Scalar(lr);
+  for (int64_t t = 1; t <= 3; ++t) {
+    HostTensor grad = randomTensor(rng, DType::F32, {2, 5});
+    std::vector<double> g = grad.values();
+    // torch.optim.AdamW, unrolled.
+    double bc1 = 1 - std::pow(beta1, double(t));
+    double bc2 = 1 - std::pow(beta2, double(t));
+    for (int64_t i = 0; i < n; ++i) {
+      p[i] *= 1 - double(float(lr)) * wd;
+      m[i] = beta1 * m[i] + (1 - beta1) * g[i];
+      v[i] = beta2 * v[i] + (1 - beta2) * g[i] * g[i];
+      double denom = std::sqrt(v[i]) / std::sqrt(bc2) + eps;
+      p[i] -= double(float(lr)) / bc1 * m[i] / denom;
+    }
+    HostTensor step = i64Scalar(t);
+    ASSERT_OK(cpu::adamwUpdate(param, grad, expAvg, expAvgSq, lrT, step, beta1,
+                               beta2, eps, wd, param, expAvg, expAvgSq));
+    expectClose(param.values(), p, 1e-6, 1e-7, "param step " + std::to_string(t));
+    expectClose(expAvg.values(), m, 1e-6, 1e-7, "exp_avg");
+    expectClose(expAvgSq.values(), v, 1e-6, 1e-10, "exp_avg_sq");
+  }
+}
+
+TEST(AdamW, BF16ParamWithF32Moments) {
+  std::mt19937 rng(223);
+  HostTensor param = randomTensor(rng, DType::BF16, {8});
+  HostTensor grad = randomTensor(rng, DType::BF16, {8});
+  HostTensor expAvg(DType::F32, {8}), expAvgSq(DType::F32, {8});
+  std::vector<double> p = param.values(), g = grad.values();
+  HostTensor lr = f32Scalar(1e-2), step = i64Scalar(1);
+  ASSERT_OK(cpu::adamwUpdate(param, grad, expAvg, expAvgSq, lr, step, 0.9,
+                             0.95, 1e-8, 0.0, param, expAvg, expAvgSq));
+  // Step 1 without decay: the update is lr * sign(g) (up to eps).
+  std::vector<double> expected;
+  for (size_t i = 0; i < p.size(); ++i)
+    expected.push_back(p[i] - 1e-2 * (g[i] > 0 ? 1 : -1));
+  expectClose(param.values(), expected, tolerance(DType::BF16), 1e-3,
+              "bf16 param");
+  for (size_t i = 0; i < g.size(); ++i)
+    EXPECT_NEAR(expAvg.get(int64_t(i)), 0.1 * g[i], 1e-7);
+}
+
+TEST(AdamW, RejectsStepZero) {
+  HostTensor p(DType::F32, {2}), lr = f32Scalar(0.1), step = i64Scalar(0);
+  EXPECT_FAILS(cpu::adamwUpdate(p, p, p, p, lr, step, 0.9, 0.999, 1e-8, 0.01,
+                                p, p, p));
+}
+
+TEST(SGD, MomentumVariantsOverThreeSteps) {
+  struct Variant {
+    double momentum, dampening, weightDecay;
+    bool nesterov;
+  } variants[] = {
+      {0.0, 0.0, 0.0, false}, {0.0, 0.0, 0.05, false}, {0.9, 0.0, 0.0, false},
+      {0.9, 0.3, 0.01, false}, {0.8, 0.0, 0.02, true},
+  };
+  const double lr = 0.05;
+  for (const Variant &var : variants) {
+    std::mt19937 rng(227);
+    HostTensor param = randomTensor(rng, DType::F32, {6});
+    // Garbage in the buffer: step 1 must not read it.
+    HostTensor buffer = HostTensor::of(
+        DType::F32, {6},
+        std::vector<double>(6, std::numeric_limits<double>::quiet_NaN()));
+    std::vector<double> p = param.values(), buf(6, 0.0);
+    HostTensor lrT = f32Scalar(lr);
+    bool hasBuffer = var.momentum != 0.0;
+    for (int64_t t = 1; t <= 3; ++t) {
+      HostTensor grad = randomTensor(rng, DType::F32, {6});
+      std::vector<double> g = grad.values();
+      // torch.optim.SGD, unrolled.
+      for (size_t i = 0; i < 6; ++i) {
+        double d = g[i] + var.weightDecay * p[i];
+        if (hasBuffer) {
+          buf[i] = t == 1 ? d
+                          : var.momentum * buf[i] + (1 - var.dampening) * d;
+          d = var.nesterov ? d + var.momentum * buf[i] : buf[i];
+        }
+        p[i] -= double(float(lr)) * d;
+      }
+      HostTensor step = i64Scalar(t);
+      ASSERT_OK(cpu::sgdUpdate(param, grad, lrT, step,
+                               hasBuffer ? &buffer.ref() : nullptr,
+                               var.momentum, var.dampening, var.weightDecay,
+                               var.nesterov, param,
+                               hasBuffer ? &buffer.ref() : nullptr));
+      std::string what = "momentum " + std::to_string(var.momentum) +
+                         (var.nesterov ? " nesterov" : "") + " step " +
+                         std::to_string(t);
+      expectClose(param.values(), p, 1e-6, 1e-7, what);
+      if (hasBuffer)
+        expectClose(buffer.values(), buf, 1e-6, 1e-7, what + " buffer");
+    }
+  }
+}
+
+TEST(SGD, RejectsMismatchedMomentumBuffer) {
+  HostTensor p(DType::F32, {3}), buf(DType::F32, {3});
+  HostTensor lr = f32Scalar(0.1), step = i64Scalar(1);
+  EXPECT_FAILS(cpu::sgdUpdate(p, p, lr, step, nullptr, 0.9, 0, 0, false, p,
+                              nullptr));
+  EXPECT_FAILS(cpu::sgdUpdate(p, p, lr, step, &buf.ref(), 0.0, 0, 0, false, p,
+                              &buf.ref()));
+  HostTensor shortBuf(DType::F32, {2});
+  EXPECT_FAILS(cpu::sgdUpdate(p, p, lr, step, &shortBuf.ref(), 0.9, 0, 0,
+                              false, p, &shortBuf.ref()));
+}
+
+TEST(LossScale, FollowsGradScalerRules) {
+  // growth_interval 3: three finite steps grow the scale, an overflow backs
+  // off and resets the tracker, growing past f32 keeps the scale.
+  HostTensor scale = f32Scalar(1024), tracker = i64Scalar(0);
+  struct Step {
+    bool finite;
+    double scale;
+    int64_t tracker;
+  } steps[] = {{true, 1024, 1},  {true, 1024, 2},  {true, 2048, 0},
+               {false, 1024, 0}, {true, 1024, 1},  {false, 512, 0},
+               {true, 512, 1},   {true, 512, 2},   {true, 1024, 0}};
+  for (const Step &s : steps) {
+    HostTensor found = i1Scalar(s.finite);
+    ASSERT_OK(cpu::updateLossScale(scale, tracker, found, 2.0, 0.5, 3, scale,
+                                   tracker));
+    EXPECT_EQ(scale.get(0), s.scale);
+    EXPECT_EQ(loadI64(tracker, 0), s.tracker);
+  }
+  HostTensor huge = f32Scalar(3e38), t = i64Scalar(0);
+  HostTensor yes = i1Scalar(true);
+  ASSERT_OK(cpu::updateLossScale(huge, t, yes, 2.0, 0.5, 1, huge, t));
+  EXPECT_EQ(huge.get(0), double(3e38f));
+  EXPECT_EQ(loadI64(t, 0), 0);
+}
+
+TEST(AllFinite, DetectsInfinitiesAndNaNs) {
+  double inf = std::numeric_limits<double>::infinity();
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  HostTensor good = HostTensor::of(DType::F32, {3}, {1, -2, 3e38});
+  HostTensor good16 = HostTensor::of(DType::F16, {2}, {65504, -1});
+  HostTensor result = i1Scalar(false);
+  ASSERT_OK(cpu::allFinite({good.ref(), good16.ref()}, result));
+  EXPECT_EQ(result.get(0), 1.0);
+  for (double bad : {inf, -inf, nan}) {
+    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+      HostTensor t = HostTensor::of(dtype, {2}, {0.5, bad});
+      ASSERT_OK(cpu::allFinite({good.ref(), t.ref()}, result));
+      EXPECT_EQ(result.get(0), 0.0) << bad << " " << dtypeName(dtype);
+    }
+  }
+  // An f32 value beyond f16's range becomes infinite once stored as f16.
+  HostTensor overflow = HostTensor::of(DType::F16, {1}, {1e5});
+  ASSERT_OK(cpu::allFinite({overflow.ref()}, result));
+  EXPECT_EQ(result.get(0), 0.0);
+  EXPECT_FAILS(cpu::allFinite({}, result));
+}
+
+TEST(GlobalNorm, TwoNormOfAllOperands) {
+  HostTensor a = HostTensor::of(DType::F32, {2}, {3, 4});
+  HostTensor b = HostTensor::of(DType::BF16, {2, 2}, {1, 2, 2, 4});
+  HostTensor result(DType::F32, {});
+  ASSERT_OK(cpu::globalNorm({a.ref(), b.ref()}, result));
+  EXPECT_FLOAT_EQ(float(result.get(0)), std::sqrt(25.0f + 25.0f));
+}
+
+TEST(ScaleAndUnscale, MultiplyAndDivideByTheScale) {
+  HostTensor loss = HostTensor::of(DType::BF16, {}, {1.5});
+  HostTensor scale = f32Scalar(65536), scaled(DType::F32, {});
+  ASSERT_OK(cpu::scaleLoss(loss, scale, scaled));
+  EXPECT_EQ(scaled.get(0), 98304.0);
+  // A low-precision gradient unscaled into an f32 master gradient.
+  HostTensor grad = HostTensor::of(DType::F16, {3}, {1024, -3, 0.5});
+  HostTensor master(DType::F32, {3});
+  HostTensor small = f32Scalar(512);
+  ASSERT_OK(cpu::unscale(grad, small, master));
+  EXPECT_EQ(master.values(), (std::vector<double>{2, -3.0 / 512, 1.0 / 1024}));
+  // grad * (1 / scale) with the reciprocal rounded first: for scale 3 this
+  // differs from grad / 3 in the last bit for some values.
+  HostTensor three = f32Scalar(3);
+  HostTensor g = HostTensor::of(DType::F32, {1}, {5});
+  HostTensor out(DType::F32, {1});
+  ASSERT_OK(cpu::unscale(g, three, out));
+  EXPECT_EQ(float(out.get(0)), 5.0f * (1.0f / 3.0f));
+  // In place, same type.
+  ASSERT_OK(cpu::unscale(grad, small, grad));
+  EXPECT_EQ(grad.values(), (std::vector<double>{2, -3.0 / 512, 1.0 / 1024}));
+}

@@ -1,0 +1,347 @@
+//===- tgc-run.cpp - trains with a compiled training step -----------------===//
+//
+//   tgc-run model.tgx [--steps N] [--data synthetic|FILE] [--seed S]
+//       [--metrics FILE] [--save CKPT [--save-every K]] [--resume CKPT]
+//       [--load-weights FILE] [--device cpu|auto] [--log-every K] [--quiet]
+//
+// Loads and verifies the executable, initialises (or loads) parameters,
+// and runs the step N times on batches from the data source, showing the
+// loss, throughput and time left. Links only the runtime: no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/Checkpoint.h"
+#include "tgc/runtime/Data.h"
+#include "tgc/runtime/Program.h"
+#include "tgc/runtime/Session.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <unistd.h>
+
+using namespace tgc::rt;
+
+namespace {
+
+struct Options {
+  std::string program;
+  int64_t steps = 100;
+  std::string data = "synthetic";
+  uint64_t seed = 0;
+  std::string metrics;
+  std::string save;
+  int64_t saveEvery = 0;
+  std::string resume;
+  std::string loadWeights;
+  std::string device = "auto";
+  int64_t logEvery = 0;
+  bool quiet = false;
+};
+
+const char *kUsage =
+    "usage: tgc-run model.tgx [options]\n"
+    "  --steps N           optimizer steps to run (default 100)\n"
+    "  --data SOURCE       'synthetic' (default) or a token file (llm.c "
+    "shard or raw uint16)\n"
+    "  --seed S            seed of the initialisation and the data "
+    "(default 0)\n"
+    "  --metrics FILE      write one JSON object per step (JSONL)\n"
+    "  --save CKPT         save parameters and optimizer state "
+    "(safetensors) at the end\n"
+    "  --save-every K      also save every K steps\n"
+    "  --resume CKPT       continue a run saved with --save\n"
+    "  --load-weights FILE start from these parameters (safetensors)\n"
+    "  --device cpu|auto   where to run (default auto: the CPU in this "
+    "build)\n"
+    "  --log-every K       print a line every K steps instead of a "
+    "progress bar\n"
+    "  --quiet             print only the summary\n";
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "tgc-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+bool parseInt(const char *text, int64_t &value) {
+  char *end = nullptr;
+  errno = 0;
+  long long parsed = std::strtoll(text, &end, 10);
+  if (errno || !*text || *end)
+    return false;
+  value = parsed;
+  return true;
+}
+
+/// Parses argv; returns an error message or "".
+std::string parseOptions(int argc, char **argv, Options &options) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char *name) -> const char * {
+      if (i + 1 >= argc)
+        return nullptr;
+      (void)name;
+      return argv[++i];
+    };
+    auto intOption = [&](int64_t &field, int64_t minimum) -> std::string {
+      const char *text = value(arg.c_str());
+      if (!text || !parseInt(text, field) || field < minimum)
+        return arg + " needs an integer >= " + std::to_string(minimum);
+      return "";
+    };
+    auto stringOption = [&](std::string &field) -> std::string {
+      const char *text = value(arg.c_str());
+      if (!text)
+        return arg + " needs a value";
+      field = text;
+      return "";
+    };
+    std::string error;
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--steps") {
+      error = intOption(options.steps, 0);
+    } else if (arg == "--seed") {
+      int64_t seed = 0;
+      error = intOption(seed, 0);
+      options.seed = uint64_t(seed);
+    } else if (arg == "--data") {
+      error = stringOption(options.data);
+    } else if (arg == "--metrics") {
+      error = stringOption(options.metrics);
+    } else if (arg == "--save") {
+      error = stringOption(options.save);
+    } else if (arg == "--save-every") {
+      error = intOption(options.saveEvery, 1);
+    } else if (arg == "--resume") {
+      error = stringOption(options.resume);
+    } else if (arg == "--load-weights") {
+      error = stringOption(options.loadWeights);
+    } else if (arg == "--device") {
+      error = stringOption(options.device);
+    } else if (arg == "--log-every") {
+      error = intOption(options.logEvery, 1);
+    } else if (arg == "--quiet") {
+      options.quiet = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return "unknown option '" + arg + "' (see --help)";
+    } else if (options.program.empty()) {
+      options.program = arg;
+    } else {
+      return "unexpected argument '" + arg + "'";
+    }
+    if (!error.empty())
+      return error;
+  }
+  if (options.program.empty())
+    return "no executable given (see --help)";
+  if (options.device != "cpu" && options.device != "auto" &&
+      options.device != "cuda")
+    return "--device must be cpu, cuda or auto";
+  if (options.device == "cuda")
+    return "this build of tgc-run has no CUDA backend; use --device cpu";
+  if (options.saveEvery && options.save.empty())
+    return "--save-every needs --save";
+  if (!options.resume.empty() && !options.loadWeights.empty())
+    return "--resume and --load-weights both set the parameters; use one";
+  return "";
+}
+
+std::string formatDuration(double seconds) {
+  int64_t s = int64_t(seconds + 0.5);
+  char text[32];
+  std::snprintf(text, sizeof(text), "%02lld:%02lld:%02lld",
+                (long long)(s / 3600), (long long)(s / 60 % 60),
+                (long long)(s % 60));
+  return text;
+}
+
+std::string formatBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  if (unit == 0)
+    std::snprintf(text, sizeof(text), "%lld B", (long long)bytes);
+  else
+    std::snprintf(text, sizeof(text), "%.2f %s", value, units[unit]);
+  return text;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  std::string error = parseOptions(argc, argv, options);
+  if (!error.empty())
+    return fail(error);
+
+  Program program;
+  Status status = loadProgram(options.program, program);
+  if (!status.ok())
+    return fail(status.error);
+  if (program.stepCounter < 0)
+    return fail("'" + options.program +
+                "' has no optimizer step counter: it is not a training step");
+
+  std::unique_ptr<Session> session;
+  status = Session::create(program, session);
+  if (!status.ok())
+    return fail(status.error);
+  session->initialize(options.seed);
+
+  // Where the run starts: a resumed run continues at the saved step, with
+  // the saved seed, so it sees the batches it would have seen.
+  int64_t startStep = 0;
+  if (!options.resume.empty()) {
+    std::map<std::string, std::string> metadata;
+    status = loadCheckpoint(*session, options.resume, LoadScope::Everything,
+                            &metadata);
+    if (!status.ok())
+      return fail(status.error);
+    startStep = session->stepCount();
+    if (metadata.count("tgc.seed")) {
+      int64_t seed = 0;
+      if (!parseInt(metadata["tgc.seed"].c_str(), seed))
+        return fail("checkpoint '" + options.resume + "' has a bad tgc.seed");
+      options.seed = uint64_t(seed);
+    }
+  } else if (!options.loadWeights.empty()) {
+    status = loadCheckpoint(*session, options.loadWeights,
+                            LoadScope::Parameters);
+    if (!status.ok())
+      return fail(status.error);
+  }
+
+  std::unique_ptr<DataSource> data;
+  status = options.data == "synthetic"
+               ? createSyntheticData(program, options.seed, data)
+               : createTokenFileData(program, options.data, options.seed,
+                                     data);
+  if (!status.ok())
+    return fail(status.error);
+
+  std::FILE *metrics = nullptr;
+  if (!options.metrics.empty()) {
+    metrics = std::fopen(options.metrics.c_str(), "w");
+    if (!metrics)
+      return fail("cannot write metrics to '" + options.metrics + "'");
+  }
+
+  int64_t params = 0;
+  for (const TensorInfo &info : program.tensors)
+    if (info.role == Role::Param)
+      params += info.numElements();
+  if (!options.quiet) {
+    std::printf("tgc-run: @%s, %lld parameters, on the CPU\n",
+                program.model.c_str(), (long long)params);
+    std::printf("  memory: persistent %s, arena %s (planned peak %s)\n",
+                formatBytes(program.persistentBytes).c_str(),
+                formatBytes(program.arenaBytes).c_str(),
+                formatBytes(program.peakLiveBytes).c_str());
+    std::printf("  data: %s; steps %lld to %lld\n", data->describe().c_str(),
+                (long long)startStep + 1, (long long)options.steps);
+    std::fflush(stdout);
+  }
+
+  bool tty = isatty(fileno(stdout)) && !options.quiet && !options.logEvery;
+  auto begin = std::chrono::steady_clock::now();
+  double firstLoss = NAN, lastLoss = NAN;
+  int64_t ran = 0;
+  auto save = [&](int64_t step) -> Status {
+    std::map<std::string, std::string> metadata = {
+        {"tgc.model", program.model},
+        {"tgc.step", std::to_string(step)},
+        {"tgc.seed", std::to_string(options.seed)}};
+    return saveCheckpoint(*session, options.save, metadata);
+  };
+  for (int64_t step = startStep + 1; step <= options.steps; ++step) {
+    status = data->fill(*session, step - 1);
+    if (!status.ok())
+      return fail(status.error);
+    float loss = 0.0f;
+    status = session->step(loss);
+    if (!status.ok())
+      return fail(status.error);
+    ++ran;
+    if (std::isnan(firstLoss))
+      firstLoss = loss;
+    lastLoss = loss;
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - begin)
+                         .count();
+    double perSecond = elapsed > 0 ? double(ran * data->itemsPerBatch()) /
+                                         elapsed
+                                   : 0.0;
+    double eta = ran ? elapsed / double(ran) * double(options.steps - step)
+                     : 0.0;
+    if (metrics)
+      std::fprintf(metrics,
+                   "{\"step\": %lld, \"loss\": %.9g, \"items_per_s\": %.6g, "
+                   "\"elapsed_s\": %.6g}\n",
+                   (long long)step, double(loss), perSecond, elapsed);
+    if (!std::isfinite(loss))
+      std::fprintf(stderr, "tgc-run: warning: step %lld has a non-finite "
+                   "loss\n", (long long)step);
+    if (tty) {
+      int width = 30;
+      int filled = int(double(width) * double(step) / double(options.steps));
+      std::string bar(filled, '=');
+      bar.resize(width, ' ');
+      std::printf("\r  step %lld/%lld [%s] loss %.4f | %.1f items/s | ETA %s ",
+                  (long long)step, (long long)options.steps, bar.c_str(),
+                  double(loss), perSecond, formatDuration(eta).c_str());
+      std::fflush(stdout);
+    } else if (!options.quiet &&
+               (options.logEvery ? step % options.logEvery == 0
+                                 : (step == options.steps || step % 10 == 0 ||
+                                    step == startStep + 1))) {
+      std::printf("  step %lld/%lld loss %.4f | %.1f items/s | ETA %s\n",
+                  (long long)step, (long long)options.steps, double(loss),
+                  perSecond, formatDuration(eta).c_str());
+      std::fflush(stdout);
+    }
+    if (options.saveEvery && step % options.saveEvery == 0 &&
+        step != options.steps) {
+      status = save(step);
+      if (!status.ok())
+        return fail(status.error);
+    }
+  }
+  if (tty)
+    std::printf("\n");
+  if (metrics)
+    std::fclose(metrics);
+  if (!options.save.empty()) {
+    status = save(session->stepCount());
+    if (!status.ok())
+      return fail(status.error);
+  }
+
+  double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+          .count();
+  std::printf("tgc-run: %lld steps in %.2f s, loss %.4f -> %.4f, %.1f "
+              "items/s\n",
+              (long long)ran, elapsed, firstLoss, lastLoss,
+              elapsed > 0 ? double(ran * data->itemsPerBatch()) / elapsed
+                          : 0.0);
+  if (session->arenaHighWaterMark() >= 0)
+    std::printf("tgc-run: arena high-water mark %lld bytes (planned peak "
+                "%lld, arena %lld)\n",
+                (long long)session->arenaHighWaterMark(),
+                (long long)program.peakLiveBytes,
+                (long long)program.arenaBytes);
+  return 0;
+}
