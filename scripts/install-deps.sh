@@ -14,6 +14,7 @@ PACKAGES=(
   cmake ninja-build g++ python3
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libgtest-dev libopenblas-dev flatbuffers-compiler libflatbuffers-dev
+  python3-torch
 )
 
 missing=()

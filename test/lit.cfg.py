@@ -20,3 +20,10 @@ llvm_config.add_tool_substitutions(
 # Tools called from helper scripts rather than from RUN lines directly.
 config.substitutions.append(("%tgc_opt", os.path.join(config.tgc_tools_dir, "tgc-opt")))
 config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%tgc_run", os.path.join(config.tgc_tools_dir, "tgc-run")))
+
+# PyTorch (Debian's python3-torch) as the numerical reference.
+import subprocess
+if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("torch")

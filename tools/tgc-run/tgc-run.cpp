@@ -48,8 +48,10 @@ struct Options {
 const char *kUsage =
     "usage: tgc-run model.tgx [options]\n"
     "  --steps N           optimizer steps to run (default 100)\n"
-    "  --data SOURCE       'synthetic' (default) or a token file (llm.c "
-    "shard or raw uint16)\n"
+    "  --data SOURCE       'synthetic' (default), a token file (llm.c "
+    "shard or raw uint16),\n"
+    "                      or a .safetensors file of batches (one tensor per "
+    "input, [N, ...])\n"
     "  --seed S            seed of the initialisation and the data "
     "(default 0)\n"
     "  --metrics FILE      write one JSON object per step (JSONL)\n"
@@ -225,10 +227,7 @@ int main(int argc, char **argv) {
   }
 
   std::unique_ptr<DataSource> data;
-  status = options.data == "synthetic"
-               ? createSyntheticData(program, options.seed, data)
-               : createTokenFileData(program, options.data, options.seed,
-                                     data);
+  status = createDataSource(program, options.data, options.seed, data);
   if (!status.ok())
     return fail(status.error);
 

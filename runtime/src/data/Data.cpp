@@ -9,6 +9,8 @@
 
 #include "tgc/runtime/Data.h"
 
+#include "Safetensors.h"
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -212,7 +214,86 @@ private:
   std::vector<int64_t> shape;
 };
 
+class TensorFile : public DataSource {
+public:
+  TensorFile(std::string path, SafetensorsFile file,
+             std::vector<std::pair<int32_t, size_t>> inputs, int64_t batches,
+             int64_t items)
+      : path(std::move(path)), file(std::move(file)),
+        inputs(std::move(inputs)), batches(batches), items(items) {}
+
+  Status fill(Session &session, int64_t index) override {
+    for (auto &[tensor, entry] : inputs) {
+      TensorRef view = session.view(tensor);
+      const char *batch = file.data(file.entries[entry]) +
+                          size_t(index % batches) * view.numBytes();
+      std::memcpy(view.data, batch, view.numBytes());
+    }
+    return Status::success();
+  }
+  std::string describe() const override {
+    return "'" + path + "' (" + std::to_string(batches) + " batches)";
+  }
+  int64_t itemsPerBatch() const override { return items; }
+
+private:
+  std::string path;
+  SafetensorsFile file;
+  std::vector<std::pair<int32_t, size_t>> inputs;
+  int64_t batches, items;
+};
+
 } // namespace
+
+Status createTensorFileData(const Program &program, const std::string &path,
+                            std::unique_ptr<DataSource> &source) {
+  SafetensorsFile file;
+  Status status = readSafetensors(path, file);
+  if (!status.ok())
+    return status;
+  int64_t batches = -1, items = 0;
+  std::vector<std::pair<int32_t, size_t>> inputs;
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const TensorInfo &info = program.tensors[i];
+    if (info.role != Role::Input)
+      continue;
+    const SafetensorsEntry *entry = file.find(info.name);
+    if (!entry)
+      return Status::failure("'" + path + "' has no tensor '" + info.name +
+                             "' for the model's input of that name");
+    if (entry->shape.empty())
+      return Status::failure("'" + path + "': tensor '" + info.name +
+                             "' needs a leading batch-count dimension");
+    std::vector<int64_t> expected = info.shape;
+    expected.insert(expected.begin(), entry->shape[0]);
+    status = checkEntry(*entry, info.dtype, expected);
+    if (!status.ok())
+      return Status::failure("'" + path + "': " + status.error);
+    if (batches >= 0 && entry->shape[0] != batches)
+      return Status::failure("'" + path + "': the inputs hold different "
+                             "numbers of batches");
+    batches = entry->shape[0];
+    if (batches <= 0)
+      return Status::failure("'" + path + "' holds no batch");
+    if (info.name == "tokens" || (items == 0 && !info.shape.empty()))
+      items = info.name == "tokens" ? info.numElements() : info.shape[0];
+    inputs.push_back({int32_t(i), size_t(entry - file.entries.data())});
+  }
+  source.reset(
+      new TensorFile(path, std::move(file), std::move(inputs), batches, items));
+  return Status::success();
+}
+
+Status createDataSource(const Program &program, const std::string &spec,
+                        uint64_t seed, std::unique_ptr<DataSource> &source) {
+  if (spec == "synthetic")
+    return createSyntheticData(program, seed, source);
+  const std::string suffix = ".safetensors";
+  if (spec.size() > suffix.size() &&
+      spec.compare(spec.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return createTensorFileData(program, spec, source);
+  return createTokenFileData(program, spec, seed, source);
+}
 
 Status createSyntheticData(const Program &program, uint64_t seed,
                            std::unique_ptr<DataSource> &source) {

@@ -43,6 +43,17 @@ Status createSyntheticData(const Program &program, uint64_t seed,
 Status createTokenFileData(const Program &program, const std::string &path,
                            uint64_t seed, std::unique_ptr<DataSource> &source);
 
+/// Batches stored in a safetensors file: for every input X of the program
+/// with shape S, a tensor X of shape [N, S...] and the same dtype; batch i
+/// is X[i mod N]. This is how exact batches are shared with other tools.
+Status createTensorFileData(const Program &program, const std::string &path,
+                            std::unique_ptr<DataSource> &source);
+
+/// The source for tgc-run's --data: "synthetic", a .safetensors file of
+/// batches, or a token file.
+Status createDataSource(const Program &program, const std::string &spec,
+                        uint64_t seed, std::unique_ptr<DataSource> &source);
+
 } // namespace tgc::rt
 
 #endif // TGC_RUNTIME_DATA_H

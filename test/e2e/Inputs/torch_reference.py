@@ -1,0 +1,87 @@
+"""Trains the model tgc-models generates, in PyTorch, from the same initial
+weights and batches as tgc-run, with torch.optim.AdamW, and writes the
+per-step losses (JSONL) and the final parameters (safetensors).
+
+Usage:
+  torch_reference.py gpt2 N_HEAD INIT DATA STEPS METRICS FINAL
+  torch_reference.py mlp - INIT DATA STEPS METRICS FINAL
+The optimizer settings are tgc-compile's defaults: lr 1e-3, betas (0.9,
+0.999), eps 1e-8, weight decay 0.01 on every parameter."""
+import json
+import math
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import safetensors_io  # noqa: E402
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+kind, n_head, init, data, steps, metrics, final = sys.argv[1:8]
+steps = int(steps)
+state = safetensors_io.load(init)
+params = {k: v.clone().requires_grad_(True) for k, v in state.items()
+          if not (k.endswith(".exp_avg") or k.endswith(".exp_avg_sq")
+                  or k == "optimizer.step")}
+batches = safetensors_io.load(data)
+
+
+def gpt2(tokens, targets):
+    p = params
+    B, T = tokens.shape
+    wte = p["transformer.wte.weight"]
+    C = wte.shape[1]
+    H = int(n_head)
+    x = wte[tokens] + p["transformer.wpe.weight"][:T]
+    layer = 0
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    while f"transformer.h.{layer}.ln_1.weight" in p:
+        q = lambda s: p[f"transformer.h.{layer}.{s}"]  # noqa: E731
+        h = F.layer_norm(x, (C,), q("ln_1.weight"), q("ln_1.bias"), 1e-5)
+        qkv = h @ q("attn.c_attn.weight") + q("attn.c_attn.bias")
+        qq, kk, vv = qkv.split(C, dim=2)
+        heads = lambda t: t.view(B, T, H, C // H).transpose(1, 2)  # noqa: E731
+        qq, kk, vv = heads(qq), heads(kk), heads(vv)
+        att = (qq @ kk.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (att @ vv).transpose(1, 2).reshape(B, T, C)
+        x = x + (y @ q("attn.c_proj.weight") + q("attn.c_proj.bias"))
+        h = F.layer_norm(x, (C,), q("ln_2.weight"), q("ln_2.bias"), 1e-5)
+        h = F.gelu(h @ q("mlp.c_fc.weight") + q("mlp.c_fc.bias"),
+                   approximate="tanh")
+        x = x + (h @ q("mlp.c_proj.weight") + q("mlp.c_proj.bias"))
+        layer += 1
+    x = F.layer_norm(x, (C,), p["transformer.ln_f.weight"],
+                     p["transformer.ln_f.bias"], 1e-5)
+    logits = x @ wte.t()
+    return F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1),
+                           ignore_index=-100)
+
+
+def mlp(inputs, targets):
+    x, i = inputs, 0
+    while f"layers.{i}.weight" in params:
+        x = x @ params[f"layers.{i}.weight"].t() + params[f"layers.{i}.bias"]
+        if f"layers.{i + 1}.weight" in params:
+            x = torch.relu(x)
+        i += 1
+    return F.cross_entropy(x, targets, ignore_index=-100)
+
+
+opt = torch.optim.AdamW(list(params.values()), lr=1e-3, betas=(0.9, 0.999),
+                        eps=1e-8, weight_decay=0.01)
+with open(metrics, "w") as out:
+    for step in range(steps):
+        if kind == "gpt2":
+            n = batches["tokens"].shape[0]
+            loss = gpt2(batches["tokens"][step % n], batches["targets"][step % n])
+        else:
+            n = batches["inputs"].shape[0]
+            loss = mlp(batches["inputs"][step % n], batches["targets"][step % n])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        out.write(json.dumps({"step": step + 1, "loss": loss.item()}) + "\n")
+safetensors_io.save(final, params)
