@@ -287,9 +287,10 @@ int main(int argc, char **argv) {
                      : 0.0;
     if (metrics)
       std::fprintf(metrics,
-                   "{\"step\": %lld, \"loss\": %.9g, \"items_per_s\": %.6g, "
+                   "{\"step\": %lld, \"loss\": %.9g, \"%s_per_s\": %.6g, "
                    "\"elapsed_s\": %.6g}\n",
-                   (long long)step, double(loss), perSecond, elapsed);
+                   (long long)step, double(loss), data->itemName(), perSecond,
+                   elapsed);
     if (!std::isfinite(loss))
       std::fprintf(stderr, "tgc-run: warning: step %lld has a non-finite "
                    "loss\n", (long long)step);
@@ -298,17 +299,18 @@ int main(int argc, char **argv) {
       int filled = int(double(width) * double(step) / double(options.steps));
       std::string bar(filled, '=');
       bar.resize(width, ' ');
-      std::printf("\r  step %lld/%lld [%s] loss %.4f | %.1f items/s | ETA %s ",
+      std::printf("\r  step %lld/%lld [%s] loss %.4f | %.1f %s/s | ETA %s ",
                   (long long)step, (long long)options.steps, bar.c_str(),
-                  double(loss), perSecond, formatDuration(eta).c_str());
+                  double(loss), perSecond, data->itemName(),
+                  formatDuration(eta).c_str());
       std::fflush(stdout);
     } else if (!options.quiet &&
                (options.logEvery ? step % options.logEvery == 0
                                  : (step == options.steps || step % 10 == 0 ||
                                     step == startStep + 1))) {
-      std::printf("  step %lld/%lld loss %.4f | %.1f items/s | ETA %s\n",
+      std::printf("  step %lld/%lld loss %.4f | %.1f %s/s | ETA %s\n",
                   (long long)step, (long long)options.steps, double(loss),
-                  perSecond, formatDuration(eta).c_str());
+                  perSecond, data->itemName(), formatDuration(eta).c_str());
       std::fflush(stdout);
     }
     if (options.saveEvery && step % options.saveEvery == 0 &&
@@ -332,10 +334,11 @@ int main(int argc, char **argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
           .count();
   std::printf("tgc-run: %lld steps in %.2f s, loss %.4f -> %.4f, %.1f "
-              "items/s\n",
+              "%s/s\n",
               (long long)ran, elapsed, firstLoss, lastLoss,
               elapsed > 0 ? double(ran * data->itemsPerBatch()) / elapsed
-                          : 0.0);
+                          : 0.0,
+              data->itemName());
   if (session->arenaHighWaterMark() >= 0)
     std::printf("tgc-run: arena high-water mark %lld bytes (planned peak "
                 "%lld, arena %lld)\n",

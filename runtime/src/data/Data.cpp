@@ -164,6 +164,7 @@ public:
            " features, " + std::to_string(inputs.classes) + " classes)";
   }
   int64_t itemsPerBatch() const override { return rowsPerBatch; }
+  const char *itemName() const override { return "examples"; }
 
   int64_t rowsPerBatch = 0;
 
@@ -235,6 +236,11 @@ public:
     return "'" + path + "' (" + std::to_string(batches) + " batches)";
   }
   int64_t itemsPerBatch() const override { return items; }
+  const char *itemName() const override {
+    return tokens ? "tokens" : "examples";
+  }
+
+  bool tokens = false;
 
 private:
   std::string path;
@@ -279,8 +285,10 @@ Status createTensorFileData(const Program &program, const std::string &path,
       items = info.name == "tokens" ? info.numElements() : info.shape[0];
     inputs.push_back({int32_t(i), size_t(entry - file.entries.data())});
   }
-  source.reset(
-      new TensorFile(path, std::move(file), std::move(inputs), batches, items));
+  auto *data =
+      new TensorFile(path, std::move(file), std::move(inputs), batches, items);
+  data->tokens = program.findPersistent("tokens") >= 0;
+  source.reset(data);
   return Status::success();
 }
 

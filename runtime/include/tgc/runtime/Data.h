@@ -28,6 +28,8 @@ public:
   virtual std::string describe() const = 0;
   /// Tokens (or examples) per batch, for throughput.
   virtual int64_t itemsPerBatch() const = 0;
+  /// What an item is: "tokens" or "examples".
+  virtual const char *itemName() const { return "tokens"; }
 };
 
 /// The built-in learnable tasks: for language models, arithmetic sequences
