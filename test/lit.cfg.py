@@ -27,3 +27,4 @@ import subprocess
 if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("torch")
+config.substitutions.append(("%tgc_bin", config.tgc_tools_dir))

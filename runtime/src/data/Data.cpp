@@ -292,8 +292,30 @@ Status createTensorFileData(const Program &program, const std::string &path,
   return Status::success();
 }
 
+namespace {
+/// For programs without inputs (a loss of parameters alone).
+class NoInputs : public DataSource {
+public:
+  Status fill(Session &, int64_t) override { return Status::success(); }
+  std::string describe() const override { return "none (the model has no "
+                                                 "inputs)"; }
+  int64_t itemsPerBatch() const override { return 1; }
+  const char *itemName() const override { return "steps"; }
+};
+} // namespace
+
 Status createDataSource(const Program &program, const std::string &spec,
                         uint64_t seed, std::unique_ptr<DataSource> &source) {
+  bool hasInputs = false;
+  for (const TensorInfo &info : program.tensors)
+    hasInputs |= info.role == Role::Input;
+  if (!hasInputs) {
+    if (spec != "synthetic")
+      return Status::failure("the model has no inputs to read from '" + spec +
+                             "'");
+    source.reset(new NoInputs());
+    return Status::success();
+  }
   if (spec == "synthetic")
     return createSyntheticData(program, seed, source);
   const std::string suffix = ".safetensors";
