@@ -9,6 +9,7 @@
 
 #include "tgc/runtime/Session.h"
 
+#include "Random.h"
 #include "cpu/Execute.h"
 
 #include <algorithm>
@@ -20,20 +21,6 @@
 namespace tgc::rt {
 
 namespace {
-
-/// splitmix64: a small, high-quality generator whose sequence is fixed
-/// across platforms (unlike std::normal_distribution).
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, 1).
-  double uniform() { return double(next() >> 11) * 0x1.0p-53; }
-};
 
 uint64_t hashName(const std::string &name) {
   uint64_t h = 0xCBF29CE484222325ull;
@@ -112,15 +99,10 @@ void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view) {
   SplitMix64 rng{seed ^ hashName(info.name)};
   for (int64_t i = 0; i < n; ++i) {
     double value;
-    if (info.init == InitKind::Uniform) {
+    if (info.init == InitKind::Uniform)
       value = info.initA + (info.initB - info.initA) * rng.uniform();
-    } else {
-      // Box-Muller with u1 in (0, 1].
-      double u1 = 1.0 - rng.uniform(), u2 = rng.uniform();
-      value = info.initA +
-              info.initB * std::sqrt(-2.0 * std::log(u1)) *
-                  std::cos(2.0 * M_PI * u2);
-    }
+    else
+      value = info.initA + info.initB * rng.normal();
     storeF32(view, i, float(value));
   }
 }

@@ -9,6 +9,7 @@
 
 #include "tgc/runtime/Data.h"
 
+#include "Random.h"
 #include "Safetensors.h"
 
 #include <cmath>
@@ -21,21 +22,14 @@ DataSource::~DataSource() = default;
 
 namespace {
 
-struct Rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  uint64_t below(uint64_t n) { return next() % n; }
-  double uniform() { return double(next() >> 11) * 0x1.0p-53; }
-  double normal() {
-    double u1 = 1.0 - uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-  }
-};
+using Rng = SplitMix64;
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
 
 /// A generator for batch `index` of a run seeded with `seed`.
 Rng batchRng(uint64_t seed, int64_t index) {
@@ -107,12 +101,7 @@ public:
     return "synthetic arithmetic sequences (vocabulary " +
            std::to_string(std::min(inputs.vocab, inputs.classes)) + ")";
   }
-  int64_t itemsPerBatch() const override {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
+  int64_t itemsPerBatch() const override { return product(shape); }
 
 private:
   Inputs inputs;
@@ -200,12 +189,7 @@ public:
   std::string describe() const override {
     return "'" + path + "' (" + std::to_string(tokens.size()) + " tokens)";
   }
-  int64_t itemsPerBatch() const override {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
+  int64_t itemsPerBatch() const override { return product(shape); }
 
 private:
   Inputs inputs;
