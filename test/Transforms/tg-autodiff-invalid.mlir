@@ -13,11 +13,12 @@
 // CLIP: error: tg-autodiff: clip-grad-norm must be non-negative (0 disables it), found -1
 // LR: error: tg-autodiff: lr must be non-negative, found -1
 
-// An op without a gradient rule on the path from a parameter to the loss.
+// An op without a gradient rule (here a gradient op: tgc has no second
+// derivatives) on the path from a parameter to the loss.
 func.func @no_rule(%w: tensor<4xf32> {tg.param = "w"},
                    %x: tensor<4xf32> {tg.input = "x"}) -> tensor<f32> attributes {tg.model} {
-  // expected-error @+1 {{'tg.maximum' op has no gradient rule, but the loss depends on it through a trainable parameter}}
-  %0 = tg.maximum %w, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'tg.relu_grad' op has no gradient rule, but the loss depends on it through a trainable parameter}}
+  %0 = tg.relu_grad %w, %x : tensor<4xf32>
   %1 = tg.reduce_sum %0 {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
   return %1 : tensor<f32>
 }
@@ -27,7 +28,7 @@ func.func @no_rule(%w: tensor<4xf32> {tg.param = "w"},
 // The same op is fine where no parameter reaches it.
 func.func @no_rule_needed(%w: tensor<4xf32> {tg.param = "w"},
                           %x: tensor<4xf32> {tg.input = "x"}) -> tensor<f32> attributes {tg.model} {
-  %0 = tg.maximum %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %0 = tg.relu_grad %x, %x : tensor<4xf32>
   %1 = tg.mul %0, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   %2 = tg.reduce_sum %1 {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
   return %2 : tensor<f32>

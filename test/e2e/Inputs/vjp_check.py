@@ -143,6 +143,14 @@ CASES = [
     binary("sub", [3, 1], [1, 4], [3, 4]),
     binary("mul", [3, 4], [3, 1], [3, 4]),
     binary("div", [3, 4], [4], [3, 4], init_b=POSITIVE),
+    binary("maximum", [3, 4], [4], [3, 4]),
+    binary("minimum", [3, 1], [3, 4], [3, 4]),
+    case("maximum ties", [("a", [3, 4], NORMAL)],
+         [f"%z = tg.fill 0.0 : {ttype([3, 4])}",
+          f"%h = tg.maximum %p0, %z : ({ttype([3, 4])}, {ttype([3, 4])}) -> "
+          f"{ttype([3, 4])}",
+          f"%r = tg.maximum %h, %h : ({ttype([3, 4])}, {ttype([3, 4])}) -> "
+          f"{ttype([3, 4])}"], [3, 4], kinks=True),
     unary("neg"), unary("exp"), unary("log", POSITIVE), unary("sqrt", POSITIVE),
     unary("rsqrt", POSITIVE), unary("tanh"), unary("relu", kinks=True),
     unary("gelu"),

@@ -175,6 +175,41 @@ LogicalResult DivOp::buildVectorJacobianProduct(
   return success();
 }
 
+/// The VJP of max (or min) as torch defines it: the cotangent goes to the
+/// larger (smaller) operand, split evenly on ties. `x > y` is expressed as
+/// relu_grad's mask of `x - y`, which is positive exactly when x > y.
+static LogicalResult buildMinMaxVJP(Operation *op, OpBuilder &builder,
+                                    Value dc, bool maximum,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, op->getLoc());
+  Value a = op->getOperand(0), b = op->getOperand(1);
+  auto strictly = [&](Value x, Value y) {
+    Value diff = g.binary<SubOp>(x, y);
+    return ReluGradOp::create(builder, op->getLoc(), diff, dc).getResult();
+  };
+  Value da = maximum ? strictly(a, b) : strictly(b, a);
+  Value db = maximum ? strictly(b, a) : strictly(a, b);
+  Value ties = g.binary<SubOp>(g.binary<SubOp>(dc, da), db);
+  Value half = g.scale(ties, 0.5);
+  operandGrads.push_back(g.sumTo(g.binary<AddOp>(da, half), a.getType()));
+  operandGrads.push_back(g.sumTo(g.binary<AddOp>(db, half), b.getType()));
+  return success();
+}
+
+LogicalResult MaximumOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  return buildMinMaxVJP(*this, builder, resultGrads[0], /*maximum=*/true,
+                        operandGrads);
+}
+
+LogicalResult MinimumOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  return buildMinMaxVJP(*this, builder, resultGrads[0], /*maximum=*/false,
+                        operandGrads);
+}
+
 LogicalResult NegOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     SmallVectorImpl<Value> &operandGrads) {

@@ -128,8 +128,10 @@ def TG_MulOp : TG_BinaryOp<"mul", "lhs * rhs",
                            [TG_Differentiable]>;
 def TG_DivOp : TG_BinaryOp<"div", "lhs / rhs",
                            [TG_Differentiable]>;
-def TG_MaximumOp : TG_BinaryOp<"maximum", "max(lhs, rhs)">;
-def TG_MinimumOp : TG_BinaryOp<"minimum", "min(lhs, rhs)">;
+def TG_MaximumOp : TG_BinaryOp<"maximum", "max(lhs, rhs)",
+                               [TG_Differentiable]>;
+def TG_MinimumOp : TG_BinaryOp<"minimum", "min(lhs, rhs)",
+                               [TG_Differentiable]>;
 
 def TG_NegOp : TG_UnaryOp<"neg", "-x">;
 def TG_ExpOp : TG_UnaryOp<"exp", "exp(x)">;
