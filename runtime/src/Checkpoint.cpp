@@ -66,6 +66,9 @@ Status saveCheckpoint(Session &session, const std::string &path,
   while ((header.size() + 8) % 8 != 0)
     header.push_back(' ');
 
+  Status pulled = session.pullPersistent();
+  if (!pulled.ok())
+    return pulled;
   std::string temporary = path + ".tmp";
   FILE *file = std::fopen(temporary.c_str(), "wb");
   if (!file)
@@ -84,7 +87,7 @@ Status saveCheckpoint(Session &session, const std::string &path,
       std::fflush(file);
       std::abort();
     }
-    TensorRef view = session.view(saved[i]);
+    TensorRef view = session.hostView(saved[i]);
     ok = ok && std::fwrite(view.data, 1, view.numBytes(), file) ==
                    view.numBytes();
   }
@@ -136,12 +139,12 @@ Status loadCheckpoint(Session &session, const std::string &path,
       return fail("tensor '" + info.name + "' is missing");
   }
   for (auto &[index, entry] : pending) {
-    TensorRef view = session.view(index);
+    TensorRef view = session.hostView(index);
     std::memcpy(view.data, file.data(*entry), view.numBytes());
   }
   if (metadata)
     *metadata = file.metadata;
-  return Status::success();
+  return session.pushPersistent();
 }
 
 } // namespace tgc::rt

@@ -1,6 +1,6 @@
 //===- Session.cpp - running a training step on a backend -----------------===//
 //
-// Memory, initialisation and the step loop. The high-water mark is taken
+// Initialisation, host access through the mirror, and the step loop. The high-water mark is taken
 // from a trace of the arena ranges each instruction writes and reads: a
 // range is live from its write to its last read (the loss until the end of
 // the step), and the measure is the largest total of live ranges.
@@ -10,7 +10,6 @@
 #include "tgc/runtime/Session.h"
 
 #include "Random.h"
-#include "cpu/Execute.h"
 
 #include <algorithm>
 #include <cmath>
@@ -27,16 +26,6 @@ uint64_t hashName(const std::string &name) {
   for (unsigned char c : name)
     h = (h ^ c) * 0x100000001B3ull;
   return h;
-}
-
-uint8_t *allocateRegion(int64_t bytes) {
-  // One aligned allocation per region; at least one byte so the pointer is
-  // valid for empty regions.
-  size_t size = (size_t(std::max<int64_t>(bytes, 1)) + 255) / 256 * 256;
-  void *memory = std::aligned_alloc(256, size);
-  if (memory)
-    std::memset(memory, 0, size);
-  return static_cast<uint8_t *>(memory);
 }
 
 /// Live arena ranges, measured from the instructions' reads and writes.
@@ -107,30 +96,35 @@ void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view) {
   }
 }
 
-Session::Session(Program program) : prog(std::move(program)) {}
+Session::Session(Program program, std::unique_ptr<Backend> backend)
+    : prog(std::move(program)), device(std::move(backend)) {}
 
-Session::~Session() {
-  std::free(persistent);
-  std::free(arena);
-}
+Session::~Session() = default;
 
-Status Session::create(Program program, std::unique_ptr<Session> &session) {
-  std::unique_ptr<Session> created(new Session(std::move(program)));
-  created->persistent = allocateRegion(created->prog.persistentBytes);
-  created->arena = allocateRegion(created->prog.arenaBytes);
-  if (!created->persistent || !created->arena)
-    return Status::failure("cannot allocate " +
-                           std::to_string(created->prog.persistentBytes) +
-                           " persistent and " +
-                           std::to_string(created->prog.arenaBytes) +
-                           " arena bytes");
+Status Session::create(Program program, std::unique_ptr<Backend> backend,
+                       std::unique_ptr<Session> &session) {
+  std::unique_ptr<Session> created(
+      new Session(std::move(program), std::move(backend)));
+  const Program &prog = created->prog;
+  Status status = created->device->allocate(prog.persistentBytes,
+                                            prog.arenaBytes);
+  if (!status.ok())
+    return status;
+  if (created->device->hostAccessible()) {
+    created->mirror = created->device->persistentBase();
+  } else {
+    created->mirrorStorage.assign(size_t(prog.persistentBytes), 0);
+    created->mirror = created->mirrorStorage.data();
+  }
   session = std::move(created);
   return Status::success();
 }
 
 TensorRef Session::view(int32_t index) {
   const TensorInfo &info = prog.tensors[index];
-  uint8_t *base = info.storage == Storage::Persistent ? persistent : arena;
+  uint8_t *base = info.storage == Storage::Persistent
+                      ? device->persistentBase()
+                      : device->arenaBase();
   TensorRef ref;
   ref.data = base + info.offset;
   ref.dtype = info.dtype;
@@ -138,28 +132,68 @@ TensorRef Session::view(int32_t index) {
   return ref;
 }
 
-void Session::initialize(uint64_t seed) {
+TensorRef Session::hostView(int32_t index) {
+  const TensorInfo &info = prog.tensors[index];
+  TensorRef ref;
+  ref.data = mirror + info.offset;
+  ref.dtype = info.dtype;
+  ref.shape = info.shape;
+  return ref;
+}
+
+Status Session::pullPersistent() {
+  Status status = device->download(mirror, device->persistentBase(),
+                                   size_t(prog.persistentBytes));
+  return status.ok() ? device->synchronize() : status;
+}
+
+Status Session::pushPersistent() {
+  Status status = device->upload(device->persistentBase(), mirror,
+                                 size_t(prog.persistentBytes));
+  return status.ok() ? device->synchronize() : status;
+}
+
+Status Session::initialize(uint64_t seed) {
   for (size_t i = 0; i < prog.tensors.size(); ++i) {
     const TensorInfo &info = prog.tensors[i];
     if (info.storage != Storage::Persistent)
       continue;
-    TensorRef ref = view(int32_t(i));
+    TensorRef ref = hostView(int32_t(i));
     if (info.role == Role::Param)
       initializeTensor(info, seed, ref);
     else
       std::memset(ref.data, 0, ref.numBytes());
   }
+  return pushPersistent();
 }
 
 int64_t Session::stepCount() {
   if (prog.stepCounter < 0)
     return -1;
-  return loadI64(view(prog.stepCounter), 0);
+  int64_t count = 0;
+  TensorRef counter = view(prog.stepCounter);
+  if (!device->download(&count, counter.data, sizeof(count)).ok() ||
+      !device->synchronize().ok())
+    return -1;
+  return count;
 }
 
 Status Session::step(float &loss) { return run(loss, highWater < 0); }
 
 Status Session::run(float &loss, bool measure) {
+  // The inputs the data source wrote into the mirror.
+  if (!device->hostAccessible()) {
+    for (size_t i = 0; i < prog.tensors.size(); ++i) {
+      const TensorInfo &info = prog.tensors[i];
+      if (info.role != Role::Input)
+        continue;
+      Status status = device->upload(view(int32_t(i)).data,
+                                     hostView(int32_t(i)).data,
+                                     size_t(info.bytes));
+      if (!status.ok())
+        return status;
+    }
+  }
   ArenaTrace trace(prog.alignment);
   std::vector<TensorRef> operands, results;
   for (size_t i = 0; i < prog.instructions.size(); ++i) {
@@ -176,7 +210,7 @@ Status Session::run(float &loss, bool measure) {
       if (measure && prog.tensors[index].storage == Storage::Arena)
         trace.write(prog.tensors[index].offset, prog.tensors[index].bytes, i);
     }
-    Status status = cpu::execute(prog, inst, operands, results);
+    Status status = device->execute(prog, inst, operands, results);
     if (!status.ok())
       return Status::failure("step failed in instruction #" +
                              std::to_string(i) + " (" +
@@ -188,7 +222,16 @@ Status Session::run(float &loss, bool measure) {
                       prog.instructions.size());
     highWater = trace.peak();
   }
-  loss = loadF32(view(prog.loss), 0);
+  // The loss, in its element type, through a host copy.
+  uint8_t bytes[8] = {};
+  TensorRef lossView = view(prog.loss);
+  Status status = device->download(bytes, lossView.data, lossView.numBytes());
+  if (status.ok())
+    status = device->synchronize();
+  if (!status.ok())
+    return Status::failure("step failed: " + status.error);
+  lossView.data = bytes;
+  loss = loadF32(lossView, 0);
   return Status::success();
 }
 

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tgc/runtime/Backend.h"
 #include "tgc/runtime/Checkpoint.h"
 #include "tgc/runtime/Data.h"
 #include "tgc/runtime/Program.h"
@@ -60,8 +61,10 @@ const char *kUsage =
     "  --save-every K      also save every K steps\n"
     "  --resume CKPT       continue a run saved with --save\n"
     "  --load-weights FILE start from these parameters (safetensors)\n"
-    "  --device cpu|auto   where to run (default auto: the CPU in this "
-    "build)\n"
+    "  --device cpu|cuda|auto  where to run (default auto: the GPU when this "
+    "build\n"
+    "                      has the CUDA backend and the machine a GPU, "
+    "else the CPU)\n"
     "  --log-every K       print a line every K steps instead of a "
     "progress bar\n"
     "  --quiet             print only the summary\n";
@@ -147,8 +150,6 @@ std::string parseOptions(int argc, char **argv, Options &options) {
   if (options.device != "cpu" && options.device != "auto" &&
       options.device != "cuda")
     return "--device must be cpu, cuda or auto";
-  if (options.device == "cuda")
-    return "this build of tgc-run has no CUDA backend; use --device cpu";
   if (options.saveEvery && options.save.empty())
     return "--save-every needs --save";
   if (!options.resume.empty() && !options.loadWeights.empty())
@@ -197,11 +198,24 @@ int main(int argc, char **argv) {
     return fail("'" + options.program +
                 "' has no optimizer step counter: it is not a training step");
 
+  std::unique_ptr<Backend> backend;
+  if (options.device == "cpu") {
+    backend = createCpuBackend();
+  } else {
+    status = createCudaBackend(backend);
+    if (!status.ok()) {
+      if (options.device == "cuda")
+        return fail(status.error);
+      backend = createCpuBackend();
+    }
+  }
   std::unique_ptr<Session> session;
-  status = Session::create(program, session);
+  status = Session::create(program, std::move(backend), session);
   if (!status.ok())
     return fail(status.error);
-  session->initialize(options.seed);
+  status = session->initialize(options.seed);
+  if (!status.ok())
+    return fail(status.error);
 
   // Where the run starts: a resumed run continues at the saved step, with
   // the saved seed, so it sees the batches it would have seen.
@@ -243,8 +257,9 @@ int main(int argc, char **argv) {
     if (info.role == Role::Param)
       params += info.numElements();
   if (!options.quiet) {
-    std::printf("tgc-run: @%s, %lld parameters, on the CPU\n",
-                program.model.c_str(), (long long)params);
+    std::printf("tgc-run: @%s, %lld parameters, on %s\n",
+                program.model.c_str(), (long long)params,
+                session->backend().describe().c_str());
     std::printf("  memory: persistent %s, arena %s (planned peak %s)\n",
                 formatBytes(program.persistentBytes).c_str(),
                 formatBytes(program.arenaBytes).c_str(),

@@ -82,8 +82,8 @@ public:
         shape(program.tensors[inputs.tokens].shape) {}
 
   Status fill(Session &session, int64_t index) override {
-    TensorRef tokens = session.view(inputs.tokens);
-    TensorRef targets = session.view(inputs.targets);
+    TensorRef tokens = session.hostView(inputs.tokens);
+    TensorRef targets = session.hostView(inputs.targets);
     int64_t rows = tokens.numElements() / shape.back(), length = shape.back();
     int64_t vocab = std::min(inputs.vocab, inputs.classes);
     Rng rng = batchRng(seed, index);
@@ -123,8 +123,8 @@ public:
   }
 
   Status fill(Session &session, int64_t index) override {
-    TensorRef x = session.view(inputs.features);
-    TensorRef y = session.view(inputs.targets);
+    TensorRef x = session.hostView(inputs.features);
+    TensorRef y = session.hostView(inputs.targets);
     int64_t rows = y.numElements();
     Rng rng = batchRng(seed, index);
     std::vector<double> row(features);
@@ -172,8 +172,8 @@ public:
         tokens(std::move(tokens)), shape(program.tensors[inputs.tokens].shape) {}
 
   Status fill(Session &session, int64_t index) override {
-    TensorRef x = session.view(inputs.tokens);
-    TensorRef y = session.view(inputs.targets);
+    TensorRef x = session.hostView(inputs.tokens);
+    TensorRef y = session.hostView(inputs.targets);
     int64_t length = shape.back(), rows = x.numElements() / length;
     Rng rng = batchRng(seed, index);
     uint64_t windows = tokens.size() - uint64_t(length);
@@ -209,7 +209,7 @@ public:
 
   Status fill(Session &session, int64_t index) override {
     for (auto &[tensor, entry] : inputs) {
-      TensorRef view = session.view(tensor);
+      TensorRef view = session.hostView(tensor);
       const char *batch = file.data(file.entries[entry]) +
                           size_t(index % batches) * view.numBytes();
       std::memcpy(view.data, batch, view.numBytes());

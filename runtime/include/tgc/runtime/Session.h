@@ -1,16 +1,20 @@
 //===- Session.h - running a training step on a backend ---------*- C++ -*-===//
 //
-// A Session owns the memory of one loaded program (the persistent region
-// and the transient arena, each one allocation of the planned size),
-// initialises parameters as their tg.init says, and runs the step's
-// instructions in order on the CPU backend. It also measures the arena's
-// high-water mark from the reads and writes it performs.
+// A Session runs one loaded program on a backend, which holds its memory
+// (the persistent region and the transient arena, each one allocation of
+// the planned size). The host sees the persistent tensors through a mirror
+// (the region itself on the CPU): data sources write inputs there, which
+// step() uploads; initialisation and checkpoint loads write parameters
+// there and push them; checkpoint saves pull them first. The session also
+// measures the arena's high-water mark from the reads and writes it
+// performs.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TGC_RUNTIME_SESSION_H
 #define TGC_RUNTIME_SESSION_H
 
+#include "tgc/runtime/Backend.h"
 #include "tgc/runtime/Program.h"
 
 #include <memory>
@@ -19,21 +23,32 @@ namespace tgc::rt {
 
 class Session {
 public:
-  /// Allocates the regions of `program` (already verified by loadProgram).
-  static Status create(Program program, std::unique_ptr<Session> &session);
+  /// Allocates the regions of `program` (already verified by loadProgram)
+  /// on `backend`.
+  static Status create(Program program, std::unique_ptr<Backend> backend,
+                       std::unique_ptr<Session> &session);
   ~Session();
 
   const Program &program() const { return prog; }
+  const Backend &backend() const { return *device; }
 
-  /// A view of tensor `index` in this session's memory.
+  /// A view of tensor `index` in the backend's memory.
   TensorRef view(int32_t index);
+
+  /// A host view of persistent tensor `index` in the mirror.
+  TensorRef hostView(int32_t index);
+  /// Copies the persistent region from the backend into the mirror.
+  Status pullPersistent();
+  /// Copies the mirror into the backend's persistent region.
+  Status pushPersistent();
 
   /// Draws every parameter from its initialisation with a generator seeded
   /// by `seed` and the parameter's name (so the order of the table does not
   /// matter), and zeroes optimizer state, the step counter and inputs.
-  void initialize(uint64_t seed);
+  Status initialize(uint64_t seed);
 
-  /// Runs one training step and returns its loss.
+  /// Uploads the inputs written into the mirror, runs one training step and
+  /// returns its loss.
   Status step(float &loss);
 
   /// The number of optimizer steps taken (the step counter), or -1.
@@ -45,12 +60,14 @@ public:
   int64_t arenaHighWaterMark() const { return highWater; }
 
 private:
-  explicit Session(Program program);
+  Session(Program program, std::unique_ptr<Backend> backend);
   Status run(float &loss, bool measure);
 
   Program prog;
-  uint8_t *persistent = nullptr;
-  uint8_t *arena = nullptr;
+  std::unique_ptr<Backend> device;
+  /// Host copy of the persistent region; the region itself on the CPU.
+  std::vector<uint8_t> mirrorStorage;
+  uint8_t *mirror = nullptr;
   int64_t highWater = -1;
 };
 
