@@ -14,7 +14,8 @@ config.test_exec_root = os.path.join(config.tgc_obj_root, "test")
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["tgc-opt", "tgc-models", "tgc-compile", "tgc-run", "tgc-unit-tests"],
+    ["tgc-opt", "tgc-models", "tgc-compile", "tgc-run", "tgc-unit-tests",
+     "tgc-cuda-tests"],
     [config.tgc_tools_dir])
 
 # Tools called from helper scripts rather than from RUN lines directly.
@@ -28,3 +29,15 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("torch")
 config.substitutions.append(("%tgc_bin", config.tgc_tools_dir))
+
+# The CUDA backend: `cuda-build` when it was built, `cuda` when a GPU is
+# there to run it (nvidia-smi lists one).
+if config.tgc_have_cuda == "ON":
+    config.available_features.add("cuda-build")
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, timeout=60)
+        if listed.returncode == 0 and b"GPU" in listed.stdout:
+            config.available_features.add("cuda")
+    except (OSError, subprocess.TimeoutExpired):
+        pass

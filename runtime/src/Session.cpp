@@ -110,6 +110,9 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
                                             prog.arenaBytes);
   if (!status.ok())
     return status;
+  for (const TensorInfo &info : prog.tensors)
+    if (info.role == Role::Input)
+      created->inputRanges.push_back({info.offset, info.bytes});
   if (created->device->hostAccessible()) {
     created->mirror = created->device->persistentBase();
   } else {
@@ -178,22 +181,39 @@ int64_t Session::stepCount() {
   return count;
 }
 
-Status Session::step(float &loss) { return run(loss, highWater < 0); }
-
-Status Session::run(float &loss, bool measure) {
-  // The inputs the data source wrote into the mirror.
-  if (!device->hostAccessible()) {
-    for (size_t i = 0; i < prog.tensors.size(); ++i) {
-      const TensorInfo &info = prog.tensors[i];
-      if (info.role != Role::Input)
-        continue;
-      Status status = device->upload(view(int32_t(i)).data,
-                                     hostView(int32_t(i)).data,
-                                     size_t(info.bytes));
-      if (!status.ok())
-        return status;
-    }
+Status Session::step(float &loss) {
+  if (!staged) {
+    Status status = stageInputs();
+    if (!status.ok())
+      return status;
   }
+  Status status = launch();
+  return status.ok() ? finish(loss) : status;
+}
+
+Status Session::stageInputs() {
+  if (staged)
+    return Status::failure("the inputs of the next step are already staged");
+  Status status = device->stageInputs(nextSlot, mirror, inputRanges);
+  if (status.ok())
+    staged = true;
+  return status;
+}
+
+Status Session::launch() {
+  if (!staged)
+    return Status::failure("launch() needs staged inputs (stageInputs())");
+  if (launched)
+    return Status::failure("the previous step was not finished");
+  Status status = device->consumeInputs(nextSlot, inputRanges);
+  if (!status.ok())
+    return status;
+  staged = false;
+  nextSlot = 1 - nextSlot;
+  launched = true;
+
+  // The high-water mark is measured on the first step.
+  bool measure = highWater < 0;
   ArenaTrace trace(prog.alignment);
   std::vector<TensorRef> operands, results;
   for (size_t i = 0; i < prog.instructions.size(); ++i) {
@@ -211,10 +231,12 @@ Status Session::run(float &loss, bool measure) {
         trace.write(prog.tensors[index].offset, prog.tensors[index].bytes, i);
     }
     Status status = device->execute(prog, inst, operands, results);
-    if (!status.ok())
+    if (!status.ok()) {
+      launched = false;
       return Status::failure("step failed in instruction #" +
                              std::to_string(i) + " (" +
                              kernelName(inst.kernel) + "): " + status.error);
+    }
   }
   if (measure) {
     if (prog.tensors[prog.loss].storage == Storage::Arena)
@@ -222,7 +244,15 @@ Status Session::run(float &loss, bool measure) {
                       prog.instructions.size());
     highWater = trace.peak();
   }
-  // The loss, in its element type, through a host copy.
+  return Status::success();
+}
+
+Status Session::finish(float &loss) {
+  if (!launched)
+    return Status::failure("finish() without a launched step");
+  launched = false;
+  // The loss, in its element type, through a host copy; waiting for it
+  // waits for the step.
   uint8_t bytes[8] = {};
   TensorRef lossView = view(prog.loss);
   Status status = device->download(bytes, lossView.data, lossView.numBytes());

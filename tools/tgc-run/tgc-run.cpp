@@ -280,12 +280,24 @@ int main(int argc, char **argv) {
         {"tgc.seed", std::to_string(options.seed)}};
     return saveCheckpoint(*session, options.save, metadata);
   };
-  for (int64_t step = startStep + 1; step <= options.steps; ++step) {
-    status = data->fill(*session, step - 1);
+  // The next batch is filled and staged while the device runs this step.
+  if (startStep < options.steps) {
+    status = data->fill(*session, startStep);
+    if (status.ok())
+      status = session->stageInputs();
     if (!status.ok())
       return fail(status.error);
+  }
+  for (int64_t step = startStep + 1; step <= options.steps; ++step) {
+    status = session->launch();
+    if (status.ok() && step < options.steps) {
+      status = data->fill(*session, step);
+      if (status.ok())
+        status = session->stageInputs();
+    }
     float loss = 0.0f;
-    status = session->step(loss);
+    if (status.ok())
+      status = session->finish(loss);
     if (!status.ok())
       return fail(status.error);
     ++ran;
@@ -354,6 +366,9 @@ int main(int argc, char **argv) {
               elapsed > 0 ? double(ran * data->itemsPerBatch()) / elapsed
                           : 0.0,
               data->itemName());
+  std::printf("tgc-run: %lld bytes of %s memory allocated\n",
+              (long long)session->backend().bytesAllocated(),
+              session->backend().hostAccessible() ? "host" : "device");
   if (session->arenaHighWaterMark() >= 0)
     std::printf("tgc-run: arena high-water mark %lld bytes (planned peak "
                 "%lld, arena %lld)\n",

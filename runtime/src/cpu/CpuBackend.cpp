@@ -39,6 +39,7 @@ public:
   Status allocate(int64_t persistentBytes, int64_t arenaBytes) override {
     persistent = allocateRegion(persistentBytes);
     arena = allocateRegion(arenaBytes);
+    allocated = persistentBytes + arenaBytes;
     if (!persistent || !arena)
       return Status::failure("cannot allocate " +
                              std::to_string(persistentBytes) +
@@ -48,6 +49,7 @@ public:
   }
   uint8_t *persistentBase() override { return persistent; }
   uint8_t *arenaBase() override { return arena; }
+  int64_t bytesAllocated() const override { return allocated; }
 
   Status upload(void *region, const void *host, size_t bytes) override {
     if (region != host)
@@ -70,6 +72,7 @@ public:
 private:
   uint8_t *persistent = nullptr;
   uint8_t *arena = nullptr;
+  int64_t allocated = 0;
 };
 
 } // namespace

@@ -29,12 +29,35 @@ public:
   virtual Status allocate(int64_t persistentBytes, int64_t arenaBytes) = 0;
   virtual uint8_t *persistentBase() = 0;
   virtual uint8_t *arenaBase() = 0;
+  /// Bytes the backend holds now: the regions plus its own workspace and
+  /// staging buffers.
+  virtual int64_t bytesAllocated() const = 0;
 
   /// Copies between host memory and region memory. They may be asynchronous
   /// with respect to the host until synchronize().
   virtual Status upload(void *region, const void *host, size_t bytes) = 0;
   virtual Status download(void *host, const void *region, size_t bytes) = 0;
   virtual Status synchronize() = 0;
+
+  /// Byte ranges of the persistent region that hold a step's inputs.
+  struct Range {
+    int64_t offset;
+    int64_t bytes;
+  };
+
+  /// Starts moving the inputs at `ranges` of the host mirror towards the
+  /// device, into staging slot `slot` (0 or 1), without waiting: the copy
+  /// of the next batch overlaps the step running now. The CPU backend,
+  /// whose mirror is the region, has nothing to do.
+  virtual Status stageInputs(int slot, const uint8_t *mirror,
+                             const std::vector<Range> &ranges) {
+    return Status::success();
+  }
+  /// Makes the work queued next (the step) wait for slot `slot` and copies
+  /// it into the inputs' places in the persistent region.
+  virtual Status consumeInputs(int slot, const std::vector<Range> &ranges) {
+    return Status::success();
+  }
 
   /// Runs one instruction on views into the regions.
   virtual Status execute(const Program &program, const Instruction &inst,

@@ -47,9 +47,20 @@ public:
   /// matter), and zeroes optimizer state, the step counter and inputs.
   Status initialize(uint64_t seed);
 
-  /// Uploads the inputs written into the mirror, runs one training step and
-  /// returns its loss.
+  /// Runs one training step on the inputs written into the mirror and
+  /// returns its loss: stageInputs(), launch(), finish().
   Status step(float &loss);
+
+  /// The step in three parts, so that the next batch is prepared while the
+  /// device computes this one:
+  ///   fill inputs; stageInputs(); loop { launch(); fill next inputs;
+  ///   stageInputs(); finish(loss); }
+  /// stageInputs() starts copying the inputs now in the mirror towards the
+  /// device (double-buffered, pinned on the GPU); launch() queues the step
+  /// on the staged inputs; finish() waits for it and reads the loss.
+  Status stageInputs();
+  Status launch();
+  Status finish(float &loss);
 
   /// The number of optimizer steps taken (the step counter), or -1.
   int64_t stepCount();
@@ -61,7 +72,6 @@ public:
 
 private:
   Session(Program program, std::unique_ptr<Backend> backend);
-  Status run(float &loss, bool measure);
 
   Program prog;
   std::unique_ptr<Backend> device;
@@ -69,6 +79,11 @@ private:
   std::vector<uint8_t> mirrorStorage;
   uint8_t *mirror = nullptr;
   int64_t highWater = -1;
+  std::vector<Backend::Range> inputRanges;
+  /// The staging slot the next launch() consumes, and whether it is full.
+  int nextSlot = 0;
+  bool staged = false;
+  bool launched = false;
 };
 
 /// Draws the initial values of one tensor (normal or uniform from a

@@ -1,0 +1,132 @@
+"""GPU benchmark: the GPT-2 124M training step (AdamW, f32, T=1024) at
+B=8 and B=16, tgc-run on the CUDA backend next to the same model and
+optimizer in PyTorch eager on the same GPU, in one run. Writes
+bench/gpu/README.md with the device name.
+
+  /usr/bin/python3 bench/gpu/bench_gpu.py [--build build] [--steps 20]
+
+Needs a GPU. PyTorch needs CUDA support (torch.cuda.is_available()); when it
+has none the PyTorch column says so.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GiB = 1024 ** 3
+
+TORCH = r'''
+import math, sys, time, torch, torch.nn.functional as F
+B, T, steps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+L, H, C, V = 12, 12, 768, 50257
+dev = "cuda"
+torch.manual_seed(0)
+def p(*s, std=0.02): return (torch.randn(*s, device=dev) * std).requires_grad_(True)
+def z(*s): return torch.zeros(*s, device=dev, requires_grad=True)
+def o(*s): return torch.ones(*s, device=dev, requires_grad=True)
+wte, wpe = p(V, C), p(1024, C)
+blocks = [dict(l1w=o(C), l1b=z(C), aw=p(C, 3*C), ab=z(3*C), pw=p(C, C), pb=z(C),
+               l2w=o(C), l2b=z(C), fw=p(C, 4*C), fb=z(4*C), mw=p(4*C, C), mb=z(C))
+          for _ in range(L)]
+lfw, lfb = o(C), z(C)
+params = [wte, wpe, lfw, lfb] + [t for b in blocks for t in b.values()]
+opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)
+tokens = torch.randint(0, V, (B, T), device=dev); targets = torch.roll(tokens, -1, 1)
+def step():
+    x = wte[tokens] + wpe[:T]
+    for b in blocks:
+        h = F.layer_norm(x, (C,), b["l1w"], b["l1b"], 1e-5)
+        q, k, v = (h @ b["aw"] + b["ab"]).split(C, dim=2)
+        q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True) \
+            if hasattr(F, "scaled_dot_product_attention") else None
+        if y is None:
+            a = (q @ k.transpose(-2, -1)) / math.sqrt(C // H)
+            a = a.masked_fill(torch.ones(T, T, device=dev, dtype=torch.bool).tril().logical_not(), float("-inf")).softmax(-1)
+            y = a @ v
+        x = x + (y.transpose(1, 2).reshape(B, T, C) @ b["pw"] + b["pb"])
+        h = F.layer_norm(x, (C,), b["l2w"], b["l2b"], 1e-5)
+        x = x + (F.gelu(h @ b["fw"] + b["fb"], approximate="tanh") @ b["mw"] + b["mb"])
+    x = F.layer_norm(x, (C,), lfw, lfb, 1e-5)
+    loss = F.cross_entropy((x @ wte.t()).view(B * T, V), targets.view(-1))
+    opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+for _ in range(3): step()
+torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
+start = time.perf_counter()
+for _ in range(steps): step()
+torch.cuda.synchronize()
+print(json.dumps({"step_s": (time.perf_counter() - start) / steps,
+                  "peak_bytes": torch.cuda.max_memory_allocated(),
+                  "device": torch.cuda.get_device_name(0),
+                  "torch": torch.__version__}))
+'''.replace("import math, sys", "import json, math, sys")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, **kw)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--steps", type=int, default=20)
+    args = ap.parse_args()
+    bins = os.path.join(args.build, "bin")
+    device = run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]
+                 ).stdout.strip().splitlines()[0]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for batch in (8, 16):
+            model = os.path.join(tmp, f"gpt2-b{batch}.mlir")
+            exe = os.path.join(tmp, f"gpt2-b{batch}.tgx")
+            metrics = os.path.join(tmp, f"b{batch}.jsonl")
+            run([f"{bins}/tgc-models", "gpt2", "--preset", "124M", "--batch",
+                 str(batch), "-o", model])
+            run([f"{bins}/tgc-compile", model, "-o", exe])
+            out = run([f"{bins}/tgc-run", exe, "--device", "cuda", "--steps",
+                       str(args.steps + 3), "--metrics", metrics]).stdout
+            allocated = int(re.search(r"(\d+) bytes of device memory", out)
+                            .group(1))
+            lines = [json.loads(l) for l in open(metrics)]
+            tgc_step = (lines[-1]["elapsed_s"] - lines[2]["elapsed_s"]) / args.steps
+            try:
+                ref = json.loads(run(["python3", "-c", TORCH, str(batch),
+                                      "1024", str(args.steps)]).stdout)
+            except (subprocess.CalledProcessError, ValueError) as e:
+                ref = None
+            rows.append((batch, tgc_step, allocated, ref))
+
+    tokens = lambda b, s: b * 1024 / s
+    lines = ["# GPU benchmarks", "",
+             f"GPT-2 124M training step, AdamW, f32, T=1024, on {device}. "
+             f"Measured by `python3 bench/gpu/bench_gpu.py`: mean of "
+             f"{args.steps} steps after 3 warm-up steps. tgc's memory is what "
+             "its CUDA backend allocated (persistent region, arena, GEMM "
+             "workspace, input staging); PyTorch's is "
+             "`torch.cuda.max_memory_allocated()`.", "",
+             "| B | tgc step | tgc tokens/s | tgc memory | PyTorch step | "
+             "PyTorch tokens/s | PyTorch peak memory |",
+             "|---|---|---|---|---|---|---|"]
+    for batch, step, allocated, ref in rows:
+        if ref:
+            theirs = (f"{ref['step_s'] * 1e3:.1f} ms | "
+                      f"{tokens(batch, ref['step_s']):,.0f} | "
+                      f"{ref['peak_bytes'] / GiB:.2f} GiB")
+        else:
+            theirs = "n/a (no CUDA PyTorch here) | | "
+        lines.append(f"| {batch} | {step * 1e3:.1f} ms | "
+                     f"{tokens(batch, step):,.0f} | {allocated / GiB:.2f} GiB | "
+                     f"{theirs} |")
+    out = os.path.join(ROOT, "bench", "gpu", "README.md")
+    open(out, "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

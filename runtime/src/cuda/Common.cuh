@@ -1,0 +1,217 @@
+//===- Common.cuh - shared device code of the CUDA kernels ------*- CUDA -*-===//
+//
+// Element access by dtype (f16/bf16 converted to f32 in registers), NumPy
+// broadcasting index math on device, launch helpers and the error flag
+// kernels raise on bad data (an index out of range). Every launcher checks
+// its launch with TGC_CUDA_LAUNCH.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_SRC_CUDA_COMMON_CUH
+#define TGC_RUNTIME_SRC_CUDA_COMMON_CUH
+
+#include "CudaKernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+namespace tgc::rt::cuda {
+
+inline cudaStream_t streamOf(Context &ctx) {
+  return static_cast<cudaStream_t>(ctx.stream);
+}
+
+/// Returns from the launcher with a failed Status if the last launch failed.
+#define TGC_CUDA_LAUNCH(what)                                                  \
+  do {                                                                         \
+    ::tgc::rt::Status launchStatus_ =                                          \
+        ::tgc::rt::cuda::check(int(cudaGetLastError()), what);                 \
+    if (!launchStatus_.ok())                                                   \
+      return launchStatus_;                                                    \
+  } while (0)
+
+/// Returns from the launcher with a failed Status if a CUDA call failed.
+#define TGC_CUDA_CALL(call)                                                    \
+  do {                                                                         \
+    ::tgc::rt::Status callStatus_ =                                            \
+        ::tgc::rt::cuda::check(int(call), #call);                              \
+    if (!callStatus_.ok())                                                     \
+      return callStatus_;                                                      \
+  } while (0)
+
+/// Blocks for `n` work items, 256 threads each, capped for grid-stride
+/// loops.
+inline unsigned blocksFor(int64_t n, unsigned threads = 256) {
+  int64_t blocks = (n + threads - 1) / threads;
+  if (blocks < 1)
+    blocks = 1;
+  if (blocks > 65535 * 8)
+    blocks = 65535 * 8;
+  return unsigned(blocks);
+}
+
+/// Grid-stride loop over [0, n).
+#define TGC_GRID_LOOP(i, n)                                                    \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);    \
+       i += int64_t(blockDim.x) * gridDim.x)
+
+/// Reads element i of a float tensor of dtype `dtype` as f32.
+__device__ inline float loadFloat(const void *data, DType dtype, int64_t i) {
+  switch (dtype) {
+  case DType::F16:
+    return __half2float(static_cast<const __half *>(data)[i]);
+  case DType::BF16:
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(data)[i]);
+  default:
+    return static_cast<const float *>(data)[i];
+  }
+}
+
+/// Writes element i of a float tensor from f32 (round to nearest even).
+__device__ inline void storeFloat(void *data, DType dtype, int64_t i,
+                                  float value) {
+  switch (dtype) {
+  case DType::F16:
+    static_cast<__half *>(data)[i] = __float2half_rn(value);
+    break;
+  case DType::BF16:
+    static_cast<__nv_bfloat16 *>(data)[i] = __float2bfloat16_rn(value);
+    break;
+  default:
+    static_cast<float *>(data)[i] = value;
+  }
+}
+
+/// Reads element i of an integer or i1 tensor as i64.
+__device__ inline int64_t loadInt(const void *data, DType dtype, int64_t i) {
+  switch (dtype) {
+  case DType::I64:
+    return static_cast<const int64_t *>(data)[i];
+  case DType::I32:
+    return static_cast<const int32_t *>(data)[i];
+  case DType::I8:
+    return static_cast<const int8_t *>(data)[i];
+  case DType::I1:
+    return static_cast<const uint8_t *>(data)[i] != 0;
+  default:
+    return 0;
+  }
+}
+
+__device__ inline void storeInt(void *data, DType dtype, int64_t i,
+                                int64_t value) {
+  switch (dtype) {
+  case DType::I64:
+    static_cast<int64_t *>(data)[i] = value;
+    break;
+  case DType::I32:
+    static_cast<int32_t *>(data)[i] = int32_t(value);
+    break;
+  case DType::I8:
+    static_cast<int8_t *>(data)[i] = int8_t(value);
+    break;
+  case DType::I1:
+    static_cast<uint8_t *>(data)[i] = value != 0;
+    break;
+  default:
+    break;
+  }
+}
+
+/// Up to 8 dimensions of index math, passed to kernels by value.
+constexpr int kMaxRank = 8;
+struct Dims {
+  int rank = 0;
+  int64_t size[kMaxRank] = {};
+  /// Strides of an operand broadcast to `size` (0 on broadcast dims).
+  int64_t stride[kMaxRank] = {};
+};
+
+/// Dims of `resultShape` with the broadcast strides of `operandShape`.
+/// Fails (returns false) past kMaxRank dimensions.
+bool broadcastDims(const std::vector<int64_t> &operandShape,
+                   const std::vector<int64_t> &resultShape, Dims &dims);
+
+/// The offset in the operand of result element `linear`.
+__device__ inline int64_t broadcastOffset(const Dims &dims, int64_t linear) {
+  int64_t offset = 0;
+  for (int d = dims.rank - 1; d >= 0; --d) {
+    int64_t index = linear % dims.size[d];
+    linear /= dims.size[d];
+    offset += index * dims.stride[d];
+  }
+  return offset;
+}
+
+/// Sets the context's error flag (read back by the backend after the step).
+__device__ inline void raiseError(int *flag, int code) {
+  atomicExch(flag, code);
+}
+
+/// Error codes kernels raise, turned into messages by the backend.
+enum ErrorCode : int {
+  kNoError = 0,
+  kIndexOutOfRange = 1,
+  kIntegerDivisionByZero = 2,
+  kBadStep = 3, // an optimizer update at step < 1
+};
+
+//===----------------------------------------------------------------------===//
+// Scratch memory and operands that overlap their results
+//===----------------------------------------------------------------------===//
+
+/// Whether the device byte ranges of two tensors intersect.
+inline bool bytesOverlap(const TensorRef &a, const TensorRef &b) {
+  if (!a.data || !b.data || a.numBytes() == 0 || b.numBytes() == 0)
+    return false;
+  const char *aBegin = static_cast<const char *>(a.data);
+  const char *bBegin = static_cast<const char *>(b.data);
+  return aBegin < bBegin + b.numBytes() && bBegin < aBegin + a.numBytes();
+}
+
+/// Device memory taken from the stream-ordered pool on the context's stream
+/// and given back on that stream when the owner goes out of scope, so it
+/// lives until the work enqueued before then has run.
+class StreamScratch {
+public:
+  StreamScratch() = default;
+  StreamScratch(const StreamScratch &) = delete;
+  StreamScratch &operator=(const StreamScratch &) = delete;
+  ~StreamScratch() {
+    if (data_)
+      cudaFreeAsync(data_, stream_);
+  }
+
+  Status allocate(Context &ctx, size_t bytes) {
+    stream_ = streamOf(ctx);
+    TGC_CUDA_CALL(cudaMallocAsync(&data_, bytes == 0 ? 1 : bytes, stream_));
+    return Status::success();
+  }
+  void *data() const { return data_; }
+
+private:
+  void *data_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+/// Copies `input`'s bytes into `scratch` on the stream and points `data` at
+/// the copy: what a launcher reads when writing its result would overwrite
+/// operand elements it has not read yet.
+inline Status stageCopy(Context &ctx, const TensorRef &input,
+                        StreamScratch &scratch, const void *&data) {
+  Status status = scratch.allocate(ctx, input.numBytes());
+  if (!status.ok())
+    return status;
+  TGC_CUDA_CALL(cudaMemcpyAsync(scratch.data(), input.data, input.numBytes(),
+                                cudaMemcpyDeviceToDevice, streamOf(ctx)));
+  data = scratch.data();
+  return Status::success();
+}
+
+} // namespace tgc::rt::cuda
+
+#endif // TGC_RUNTIME_SRC_CUDA_COMMON_CUH

@@ -1,0 +1,47 @@
+//===- Context.cu - what the CUDA launchers share -------------------------===//
+
+#include "Common.cuh"
+
+namespace tgc::rt::cuda {
+
+Status check(int error, const char *what) {
+  if (error == cudaSuccess)
+    return Status::success();
+  return Status::failure(std::string(what) + ": " +
+                         cudaGetErrorString(cudaError_t(error)));
+}
+
+Status Context::reserveWorkspace(size_t bytes) {
+  if (bytes <= workspaceBytes)
+    return Status::success();
+  // The stream may still use the old workspace.
+  TGC_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  TGC_CUDA_CALL(cudaFree(workspace));
+  workspace = nullptr;
+  workspaceBytes = 0;
+  TGC_CUDA_CALL(cudaMalloc(&workspace, bytes));
+  workspaceBytes = bytes;
+  return Status::success();
+}
+
+bool broadcastDims(const std::vector<int64_t> &operandShape,
+                   const std::vector<int64_t> &resultShape, Dims &dims) {
+  if (resultShape.size() > size_t(kMaxRank) ||
+      operandShape.size() > resultShape.size())
+    return false;
+  dims = Dims();
+  dims.rank = int(resultShape.size());
+  int64_t stride = 1;
+  size_t lead = resultShape.size() - operandShape.size();
+  for (int d = dims.rank - 1; d >= 0; --d) {
+    dims.size[d] = resultShape[d];
+    if (size_t(d) < lead)
+      continue;
+    int64_t size = operandShape[d - lead];
+    dims.stride[d] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  return true;
+}
+
+} // namespace tgc::rt::cuda

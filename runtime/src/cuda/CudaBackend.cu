@@ -1,0 +1,240 @@
+//===- CudaBackend.cu - the CUDA backend ----------------------------------===//
+//
+// One cudaMalloc for the persistent region and one for the arena, of the
+// planned sizes; every kernel on one stream; copies to and from the host on
+// that stream, except the next step's inputs, which a second stream brings
+// in from pinned memory while the current step runs. Kernels that find bad data (an index out of range) set a
+// device flag, checked whenever the host synchronizes, so the step that
+// hit it fails with a message instead of computing garbage. Every CUDA call
+// is checked. A machine without a GPU or driver (cudaGetDeviceCount fails
+// with "no device" or "insufficient driver") gets a clear error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaBackend.h"
+
+#include "Common.cuh"
+#include "tgc/runtime/Backend.h"
+
+#include <cublasLt.h>
+
+#include <cstring>
+
+namespace tgc::rt {
+
+bool hasCudaBackend() { return true; }
+
+namespace {
+
+using cuda::check;
+using cuda::streamOf;
+using namespace cuda; // the error codes
+
+class CudaBackend : public Backend {
+public:
+  ~CudaBackend() override {
+    for (int slot = 0; slot < 2; ++slot) {
+      cudaFreeHost(hostStaging[slot]);
+      cudaFree(deviceStaging[slot]);
+      if (staged[slot])
+        cudaEventDestroy(staged[slot]);
+    }
+    if (copyStream)
+      cudaStreamDestroy(copyStream);
+    cudaFree(persistent);
+    cudaFree(arena);
+    cudaFree(ctx.workspace);
+    cudaFree(ctx.deviceError);
+    cudaFreeHost(ctx.hostError);
+    if (ctx.blasLt)
+      cublasLtDestroy(static_cast<cublasLtHandle_t>(ctx.blasLt));
+    if (ctx.stream)
+      cudaStreamDestroy(static_cast<cudaStream_t>(ctx.stream));
+  }
+
+  Status open(int device) {
+    this->device = device;
+    TGC_CUDA_CALL(cudaSetDevice(device));
+    TGC_CUDA_CALL(cudaGetDeviceProperties(&properties, device));
+    cudaStream_t stream;
+    TGC_CUDA_CALL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    ctx.stream = stream;
+    cublasLtHandle_t handle;
+    if (cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS)
+      return Status::failure("cannot create a cuBLASLt handle");
+    ctx.blasLt = handle;
+    TGC_CUDA_CALL(cudaMalloc(&ctx.deviceError, sizeof(int)));
+    TGC_CUDA_CALL(cudaMemset(ctx.deviceError, 0, sizeof(int)));
+    TGC_CUDA_CALL(cudaMallocHost(&ctx.hostError, sizeof(int)));
+    TGC_CUDA_CALL(cudaStreamCreateWithFlags(&copyStream,
+                                            cudaStreamNonBlocking));
+    for (int slot = 0; slot < 2; ++slot)
+      TGC_CUDA_CALL(cudaEventCreateWithFlags(&staged[slot],
+                                             cudaEventDisableTiming));
+    return Status::success();
+  }
+
+  std::string describe() const override {
+    return std::string("the GPU (") + properties.name + ", CUDA device " +
+           std::to_string(device) + ")";
+  }
+  bool hostAccessible() const override { return false; }
+
+  Status allocate(int64_t persistentBytes, int64_t arenaBytes) override {
+    Status status = allocateRegion(persistent, persistentBytes, "persistent");
+    if (!status.ok())
+      return status;
+    regionBytes = persistentBytes + arenaBytes;
+    return allocateRegion(arena, arenaBytes, "arena");
+  }
+  uint8_t *persistentBase() override { return persistent; }
+  uint8_t *arenaBase() override { return arena; }
+  int64_t bytesAllocated() const override {
+    return regionBytes + int64_t(ctx.workspaceBytes) +
+           2 * int64_t(stagingBytes);
+  }
+
+  Status upload(void *region, const void *host, size_t bytes) override {
+    TGC_CUDA_CALL(cudaMemcpyAsync(region, host, bytes, cudaMemcpyHostToDevice,
+                                  streamOf(ctx)));
+    return Status::success();
+  }
+  Status download(void *host, const void *region, size_t bytes) override {
+    TGC_CUDA_CALL(cudaMemcpyAsync(host, region, bytes, cudaMemcpyDeviceToHost,
+                                  streamOf(ctx)));
+    return Status::success();
+  }
+
+  Status synchronize() override {
+    TGC_CUDA_CALL(cudaMemcpyAsync(ctx.hostError, ctx.deviceError, sizeof(int),
+                                  cudaMemcpyDeviceToHost, streamOf(ctx)));
+    Status status = check(int(cudaStreamSynchronize(streamOf(ctx))),
+                          "a kernel failed");
+    if (!status.ok())
+      return status;
+    int code = *ctx.hostError;
+    if (code == kNoError)
+      return Status::success();
+    TGC_CUDA_CALL(cudaMemset(ctx.deviceError, 0, sizeof(int)));
+    switch (code) {
+    case kIndexOutOfRange:
+      return Status::failure("an index (token id or class label) is outside "
+                             "its table");
+    case kIntegerDivisionByZero:
+      return Status::failure("integer division by zero");
+    default:
+      return Status::failure("a kernel reported error " +
+                             std::to_string(code));
+    }
+  }
+
+  // Data preloading: the inputs of the next step go from the host mirror
+  // into a pinned buffer, then on a copy stream into a device staging
+  // buffer, while the compute stream runs the current step. Two slots, so
+  // that staging step i+1 never touches what step i consumes.
+  Status stageInputs(int slot, const uint8_t *mirror,
+                     const std::vector<Range> &ranges) override {
+    size_t total = 0;
+    for (const Range &range : ranges)
+      total += size_t(range.bytes);
+    if (total == 0)
+      return Status::success();
+    if (total > stagingBytes) {
+      TGC_CUDA_CALL(cudaStreamSynchronize(copyStream));
+      for (int s = 0; s < 2; ++s) {
+        TGC_CUDA_CALL(cudaFreeHost(hostStaging[s]));
+        TGC_CUDA_CALL(cudaFree(deviceStaging[s]));
+        hostStaging[s] = deviceStaging[s] = nullptr;
+        TGC_CUDA_CALL(cudaMallocHost(&hostStaging[s], total));
+        TGC_CUDA_CALL(cudaMalloc(&deviceStaging[s], total));
+      }
+      stagingBytes = total;
+    }
+    // The pinned slot was last copied from two stages ago, and that copy
+    // was waited for by the step that consumed it.
+    TGC_CUDA_CALL(cudaEventSynchronize(staged[slot]));
+    size_t packed = 0;
+    for (const Range &range : ranges) {
+      std::memcpy(hostStaging[slot] + packed, mirror + range.offset,
+                  size_t(range.bytes));
+      packed += size_t(range.bytes);
+    }
+    TGC_CUDA_CALL(cudaMemcpyAsync(deviceStaging[slot], hostStaging[slot],
+                                  total, cudaMemcpyHostToDevice, copyStream));
+    TGC_CUDA_CALL(cudaEventRecord(staged[slot], copyStream));
+    return Status::success();
+  }
+
+  Status consumeInputs(int slot, const std::vector<Range> &ranges) override {
+    if (ranges.empty() || !stagingBytes)
+      return Status::success();
+    TGC_CUDA_CALL(cudaStreamWaitEvent(streamOf(ctx), staged[slot], 0));
+    size_t packed = 0;
+    for (const Range &range : ranges) {
+      TGC_CUDA_CALL(cudaMemcpyAsync(persistent + range.offset,
+                                    deviceStaging[slot] + packed,
+                                    size_t(range.bytes),
+                                    cudaMemcpyDeviceToDevice, streamOf(ctx)));
+      packed += size_t(range.bytes);
+    }
+    return Status::success();
+  }
+
+  Status execute(const Program &program, const Instruction &inst,
+                 std::vector<TensorRef> &operands,
+                 std::vector<TensorRef> &results) override {
+    return cuda::execute(ctx, program, inst, operands, results);
+  }
+
+private:
+  Status allocateRegion(uint8_t *&region, int64_t bytes, const char *what) {
+    size_t size = size_t(std::max<int64_t>(bytes, 1));
+    cudaError_t error = cudaMalloc(&region, size);
+    if (error == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      size_t freeBytes = 0, totalBytes = 0;
+      cudaMemGetInfo(&freeBytes, &totalBytes);
+      return Status::failure(
+          std::string("out of GPU memory: the ") + what + " region needs " +
+          std::to_string(bytes) + " bytes, " + std::to_string(freeBytes) +
+          " of " + std::to_string(totalBytes) + " are free on " +
+          properties.name);
+    }
+    TGC_CUDA_CALL(error);
+    TGC_CUDA_CALL(cudaMemset(region, 0, size));
+    return Status::success();
+  }
+
+  int device = 0;
+  cudaDeviceProp properties{};
+  cuda::Context ctx;
+  uint8_t *persistent = nullptr;
+  uint8_t *arena = nullptr;
+  cudaStream_t copyStream = nullptr;
+  uint8_t *hostStaging[2] = {nullptr, nullptr};
+  uint8_t *deviceStaging[2] = {nullptr, nullptr};
+  cudaEvent_t staged[2] = {nullptr, nullptr};
+  size_t stagingBytes = 0;
+  int64_t regionBytes = 0;
+};
+
+} // namespace
+
+Status createCudaBackend(std::unique_ptr<Backend> &backend) {
+  int count = 0;
+  cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return Status::failure(
+        std::string("no usable CUDA device: ") +
+        (error == cudaSuccess ? "no GPU found" : cudaGetErrorString(error)));
+  }
+  auto created = std::make_unique<CudaBackend>();
+  Status status = created->open(0);
+  if (!status.ok())
+    return status;
+  backend = std::move(created);
+  return Status::success();
+}
+
+} // namespace tgc::rt

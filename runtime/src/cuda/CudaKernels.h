@@ -1,0 +1,211 @@
+//===- CudaKernels.h - the CUDA kernels of the tg ops -----------*- C++ -*-===//
+//
+// One launcher per tg op, with the signatures of CpuKernels.h plus the
+// Context they run in. TensorRef data pointers are device pointers into the
+// backend's regions. Launchers enqueue work on the context's stream and
+// return without waiting; a failed launch or CUDA call is a failed Status.
+// f16 and bf16 are stored as 16 bits and computed in f32; reductions
+// accumulate in f32. The loader has verified shapes, element types and
+// attributes against each kernel's signature before anything runs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_SRC_CUDA_CUDAKERNELS_H
+#define TGC_RUNTIME_SRC_CUDA_CUDAKERNELS_H
+
+#include "tgc/runtime/Tensor.h"
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace tgc::rt::cuda {
+
+/// What every launcher needs: the stream work goes on, the cuBLASLt handle
+/// and a device workspace for GEMMs and scratch (grown on demand), and a
+/// small pinned host buffer for scalars read back (e.g. error flags).
+struct Context {
+  void *stream = nullptr;          // cudaStream_t
+  void *blasLt = nullptr;          // cublasLtHandle_t
+  void *workspace = nullptr;       // device scratch
+  size_t workspaceBytes = 0;
+  int *deviceError = nullptr;      // device flag set by kernels on bad data
+  int *hostError = nullptr;        // pinned host copy of it
+
+  /// Ensures the workspace holds at least `bytes`.
+  Status reserveWorkspace(size_t bytes);
+};
+
+/// Returns a failed Status naming `what` when `error` (a cudaError_t) is
+/// not cudaSuccess.
+Status check(int error, const char *what);
+
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+/// tg.matmul: `[B..., M, K] x [B..., K, N] -> [B..., M, N]` with broadcast
+/// batch dimensions; OpenBLAS sgemm, f32 accumulation.
+Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
+              bool transposeRhs, TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+/// Binary arithmetic with NumPy broadcasting, on f32/f16/bf16 or i32/i64.
+Status add(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status sub(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status mul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+/// Integer division truncates toward zero; a zero divisor is an error.
+Status div(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+/// A NaN operand gives NaN (as torch.maximum / torch.minimum).
+Status maximum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status minimum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+
+/// Unary float math; the result has the operand's type.
+Status neg(Context &ctx, const TensorRef &input, TensorRef &result);
+Status exp(Context &ctx, const TensorRef &input, TensorRef &result);
+Status log(Context &ctx, const TensorRef &input, TensorRef &result);
+Status sqrt(Context &ctx, const TensorRef &input, TensorRef &result);
+Status rsqrt(Context &ctx, const TensorRef &input, TensorRef &result);
+Status tanh(Context &ctx, const TensorRef &input, TensorRef &result);
+Status relu(Context &ctx, const TensorRef &input, TensorRef &result);
+/// GELU, tanh approximation.
+Status gelu(Context &ctx, const TensorRef &input, TensorRef &result);
+
+/// tg.where: `condition ? lhs : rhs` with broadcasting; condition is i1.
+Status where(Context &ctx, const TensorRef &condition, const TensorRef &lhs,
+             const TensorRef &rhs, TensorRef &result);
+
+/// tg.cast between any two element types: float to float rounds to nearest
+/// even, float to integer truncates toward zero (saturating, NaN to 0),
+/// integer to integer wraps, anything to i1 is `x != 0`.
+Status cast(Context &ctx, const TensorRef &input, TensorRef &result);
+
+/// Gradients of the elementwise activations.
+Status reluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
+                TensorRef &result);
+Status geluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
+                TensorRef &result);
+/// `output` is tanh's result.
+Status tanhGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
+                TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Normalization, softmax, embedding, attention, loss
+//===----------------------------------------------------------------------===//
+
+Status softmax(Context &ctx, const TensorRef &input, int64_t axis, TensorRef &result);
+Status softmaxGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
+                   int64_t axis, TensorRef &result);
+
+Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
+                 const TensorRef &bias, double epsilon, TensorRef &result);
+Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight,
+                     const TensorRef &grad, double epsilon,
+                     TensorRef &inputGrad, TensorRef &weightGrad,
+                     TensorRef &biasGrad);
+
+/// Fails when an index lies outside `[0, V)`; nothing is written then.
+Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
+                 TensorRef &result);
+Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &grad,
+                     TensorRef &result);
+
+/// `scale` defaults to `1 / sqrt(D)`.
+Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
+                 const TensorRef &value, bool causal,
+                 std::optional<double> scale, TensorRef &result);
+Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
+                     const TensorRef &value, const TensorRef &output,
+                     const TensorRef &grad, bool causal,
+                     std::optional<double> scale, TensorRef &queryGrad,
+                     TensorRef &keyGrad, TensorRef &valueGrad);
+
+/// Fails when a target that is not `ignoreIndex` lies outside `[0, C)`.
+Status crossEntropy(Context &ctx, const TensorRef &logits, const TensorRef &targets,
+                    int64_t ignoreIndex, TensorRef &result);
+Status crossEntropyGrad(Context &ctx, const TensorRef &logits, const TensorRef &targets,
+                        const TensorRef &grad, int64_t ignoreIndex,
+                        TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Shape ops and constants
+//===----------------------------------------------------------------------===//
+
+Status reshape(Context &ctx, const TensorRef &input, TensorRef &result);
+Status transpose(Context &ctx, const TensorRef &input,
+                 const std::vector<int64_t> &permutation, TensorRef &result);
+Status slice(Context &ctx, const TensorRef &input, const std::vector<int64_t> &offsets,
+             TensorRef &result);
+Status sliceGrad(Context &ctx, const TensorRef &grad, const std::vector<int64_t> &offsets,
+                 TensorRef &result);
+/// The pieces' sizes along `axis` come from their shapes.
+Status split(Context &ctx, const TensorRef &input, int64_t axis,
+             std::vector<TensorRef> &results);
+Status concat(Context &ctx, const std::vector<TensorRef> &inputs, int64_t axis,
+              TensorRef &result);
+Status broadcastTo(Context &ctx, const TensorRef &input, TensorRef &result);
+/// tg.constant: `size` bytes in the result's layout.
+Status constant(Context &ctx, const void *bytes, size_t size, TensorRef &result);
+/// tg.fill: `value` converted as tg.cast converts.
+Status fill(Context &ctx, double value, TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+Status reduceSum(Context &ctx, const TensorRef &input, const std::vector<int64_t> &axes,
+                 bool keepDims, TensorRef &result);
+Status reduceMean(Context &ctx, const TensorRef &input, const std::vector<int64_t> &axes,
+                  bool keepDims, TensorRef &result);
+/// A NaN in a reduced group gives NaN (as torch.amax).
+Status reduceMax(Context &ctx, const TensorRef &input, const std::vector<int64_t> &axes,
+                 bool keepDims, TensorRef &result);
+Status reduceMaxGrad(Context &ctx, const TensorRef &input, const TensorRef &output,
+                     const TensorRef &grad, const std::vector<int64_t> &axes,
+                     bool keepDims, TensorRef &result);
+/// The adjoint of broadcastTo.
+Status sumTo(Context &ctx, const TensorRef &input, TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+/// `lr` is an f32 scalar, `step` an i64 scalar (1-based). Without momentum
+/// `momentumBuffer` and `newMomentumBuffer` are null.
+Status sgdUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
+                 const TensorRef &lr, const TensorRef &step,
+                 const TensorRef *momentumBuffer, double momentum,
+                 double dampening, double weightDecay, bool nesterov,
+                 TensorRef &newParam, TensorRef *newMomentumBuffer);
+Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
+                   const TensorRef &expAvg, const TensorRef &expAvgSq,
+                   const TensorRef &lr, const TensorRef &step, double beta1,
+                   double beta2, double eps, double weightDecay,
+                   TensorRef &newParam, TensorRef &newExpAvg,
+                   TensorRef &newExpAvgSq);
+/// The 2-norm of all elements of all inputs, into an f32 scalar.
+Status globalNorm(Context &ctx, const std::vector<TensorRef> &inputs, TensorRef &result);
+
+//===----------------------------------------------------------------------===//
+// Mixed precision
+//===----------------------------------------------------------------------===//
+
+Status scaleLoss(Context &ctx, const TensorRef &loss, const TensorRef &scale,
+                 TensorRef &result);
+Status unscale(Context &ctx, const TensorRef &grad, const TensorRef &scale,
+               TensorRef &result);
+/// Writes an i1 scalar: whether no element is an infinity or a NaN.
+Status allFinite(Context &ctx, const std::vector<TensorRef> &inputs, TensorRef &result);
+Status updateLossScale(Context &ctx, const TensorRef &scale, const TensorRef &growthTracker,
+                       const TensorRef &foundFinite, double growthFactor,
+                       double backoffFactor, int64_t growthInterval,
+                       TensorRef &newScale, TensorRef &newGrowthTracker);
+
+
+} // namespace tgc::rt::cuda
+
+#endif // TGC_RUNTIME_SRC_CUDA_CUDAKERNELS_H

@@ -1,0 +1,446 @@
+//===- Elementwise.cu - arithmetic, activations, select, casts on the GPU -===//
+//
+// The CUDA kernels of the elementwise tg ops, one thread per result element
+// in a grid-stride loop, with the semantics of the CPU kernels in
+// cpu/Elementwise.cpp: binary arithmetic with NumPy broadcasting on floats
+// (f32 math, f16/bf16 rounded once on store) and on i32/i64 (two's complement
+// wrap, division toward zero, INT_MIN / -1 wraps, a zero divisor raises
+// kIntegerDivisionByZero), the unary float functions and activation
+// gradients, tg.where, and tg.cast between every pair of element types. Each
+// thread reads its operand elements before writing its result element, so a
+// result may be the very buffer of a same-shaped operand.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+#include <type_traits>
+
+namespace tgc::rt::cuda {
+
+static constexpr unsigned kThreads = 256;
+
+__device__ inline bool isFloatType(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+}
+
+//===----------------------------------------------------------------------===//
+// Binary arithmetic
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum };
+} // namespace
+
+template <BinaryOp Op> __device__ inline float applyFloat(float a, float b) {
+  if constexpr (Op == BinaryOp::Add)
+    return a + b;
+  else if constexpr (Op == BinaryOp::Sub)
+    return a - b;
+  else if constexpr (Op == BinaryOp::Mul)
+    return a * b;
+  else if constexpr (Op == BinaryOp::Div)
+    return a / b;
+  else if constexpr (Op == BinaryOp::Maximum)
+    return isnan(a) ? a : isnan(b) ? b : (a > b ? a : b);
+  else
+    return isnan(a) ? a : isnan(b) ? b : (a < b ? a : b);
+}
+
+/// Integer arithmetic in two's complement: overflow wraps, INT_MIN / -1
+/// wraps to INT_MIN. A zero divisor is handled by the caller.
+template <BinaryOp Op, typename T> __device__ inline T applyInt(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  if constexpr (Op == BinaryOp::Add)
+    return T(U(a) + U(b));
+  else if constexpr (Op == BinaryOp::Sub)
+    return T(U(a) - U(b));
+  else if constexpr (Op == BinaryOp::Mul)
+    return T(U(a) * U(b));
+  else if constexpr (Op == BinaryOp::Div)
+    return b == T(-1) ? T(U(0) - U(a)) : T(a / b);
+  else if constexpr (Op == BinaryOp::Maximum)
+    return a > b ? a : b;
+  else
+    return a < b ? a : b;
+}
+
+/// `flat` when both operands have the result's shape; otherwise each is
+/// read through its broadcast strides.
+template <BinaryOp Op>
+__global__ void binaryFloatKernel(const void *lhs, const void *rhs,
+                                  void *result, DType dtype, Dims lhsDims,
+                                  Dims rhsDims, bool flat, int64_t n) {
+  TGC_GRID_LOOP(i, n) {
+    int64_t a = flat ? i : broadcastOffset(lhsDims, i);
+    int64_t b = flat ? i : broadcastOffset(rhsDims, i);
+    float value =
+        applyFloat<Op>(loadFloat(lhs, dtype, a), loadFloat(rhs, dtype, b));
+    storeFloat(result, dtype, i, value);
+  }
+}
+
+template <BinaryOp Op, typename T>
+__global__ void binaryIntKernel(const T *lhs, const T *rhs, T *result,
+                                Dims lhsDims, Dims rhsDims, bool flat,
+                                int64_t n, int *error) {
+  TGC_GRID_LOOP(i, n) {
+    T a = lhs[flat ? i : broadcastOffset(lhsDims, i)];
+    T b = rhs[flat ? i : broadcastOffset(rhsDims, i)];
+    if constexpr (Op == BinaryOp::Div) {
+      if (b == 0) {
+        raiseError(error, kIntegerDivisionByZero);
+        result[i] = 0;
+        continue;
+      }
+    }
+    result[i] = applyInt<Op, T>(a, b);
+  }
+}
+
+template <BinaryOp Op>
+static Status binary(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+                     TensorRef &result, const char *name) {
+  int64_t n = result.numElements();
+  if (n == 0)
+    return Status::success();
+  bool flat = lhs.shape == result.shape && rhs.shape == result.shape;
+  Dims lhsDims, rhsDims;
+  if (!flat && (!broadcastDims(lhs.shape, result.shape, lhsDims) ||
+                !broadcastDims(rhs.shape, result.shape, rhsDims)))
+    return Status::failure(std::string(name) +
+                           ": broadcasting supports up to 8 dimensions");
+  cudaStream_t stream = streamOf(ctx);
+  unsigned blocks = blocksFor(n, kThreads);
+  switch (lhs.dtype) {
+  case DType::F32:
+  case DType::F16:
+  case DType::BF16:
+    binaryFloatKernel<Op><<<blocks, kThreads, 0, stream>>>(
+        lhs.data, rhs.data, result.data, lhs.dtype, lhsDims, rhsDims, flat, n);
+    break;
+  case DType::I32:
+    binaryIntKernel<Op, int32_t><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const int32_t *>(lhs.data),
+        static_cast<const int32_t *>(rhs.data),
+        static_cast<int32_t *>(result.data), lhsDims, rhsDims, flat, n,
+        ctx.deviceError);
+    break;
+  case DType::I64:
+    binaryIntKernel<Op, int64_t><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const int64_t *>(lhs.data),
+        static_cast<const int64_t *>(rhs.data),
+        static_cast<int64_t *>(result.data), lhsDims, rhsDims, flat, n,
+        ctx.deviceError);
+    break;
+  default:
+    return Status::failure(std::string(name) +
+                           ": needs f32, f16, bf16, i32 or i64 operands, "
+                           "found " +
+                           dtypeName(lhs.dtype));
+  }
+  TGC_CUDA_LAUNCH(name);
+  return Status::success();
+}
+
+Status add(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+           TensorRef &result) {
+  return binary<BinaryOp::Add>(ctx, lhs, rhs, result, "add");
+}
+Status sub(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+           TensorRef &result) {
+  return binary<BinaryOp::Sub>(ctx, lhs, rhs, result, "sub");
+}
+Status mul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+           TensorRef &result) {
+  return binary<BinaryOp::Mul>(ctx, lhs, rhs, result, "mul");
+}
+Status div(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+           TensorRef &result) {
+  return binary<BinaryOp::Div>(ctx, lhs, rhs, result, "div");
+}
+Status maximum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+               TensorRef &result) {
+  return binary<BinaryOp::Maximum>(ctx, lhs, rhs, result, "maximum");
+}
+Status minimum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+               TensorRef &result) {
+  return binary<BinaryOp::Minimum>(ctx, lhs, rhs, result, "minimum");
+}
+
+//===----------------------------------------------------------------------===//
+// Unary functions and activation gradients
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum class UnaryOp { Neg, Exp, Log, Sqrt, Rsqrt, Tanh, Relu, Gelu };
+enum class GradOp { Relu, Gelu, Tanh };
+} // namespace
+
+/// sqrt(2 / pi), the GELU tanh approximation's constant.
+static constexpr float kSqrt2OverPi = 0.7978845608028654f;
+static constexpr float kGeluCubic = 0.044715f;
+
+template <UnaryOp Op> __device__ inline float applyUnary(float x) {
+  if constexpr (Op == UnaryOp::Neg)
+    return -x;
+  else if constexpr (Op == UnaryOp::Exp)
+    return expf(x);
+  else if constexpr (Op == UnaryOp::Log)
+    return logf(x);
+  else if constexpr (Op == UnaryOp::Sqrt)
+    return sqrtf(x);
+  else if constexpr (Op == UnaryOp::Rsqrt)
+    return 1.0f / sqrtf(x); // not rsqrtf, which is not correctly rounded
+  else if constexpr (Op == UnaryOp::Tanh)
+    return tanhf(x);
+  else if constexpr (Op == UnaryOp::Relu)
+    return x < 0.0f ? 0.0f : x; // NaN stays NaN, as torch.relu
+  else {
+    float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+  }
+}
+
+/// `x` is the activation's operand (its result for tanh), `g` the incoming
+/// gradient.
+template <GradOp Op> __device__ inline float applyGrad(float x, float g) {
+  if constexpr (Op == GradOp::Relu) {
+    return x > 0.0f ? g : 0.0f;
+  } else if constexpr (Op == GradOp::Gelu) {
+    float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+    float t = tanhf(u);
+    float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+    return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+  } else {
+    return g * (1.0f - x * x);
+  }
+}
+
+template <UnaryOp Op>
+__global__ void unaryKernel(const void *input, void *result, DType dtype,
+                            int64_t n) {
+  TGC_GRID_LOOP(i, n) {
+    storeFloat(result, dtype, i, applyUnary<Op>(loadFloat(input, dtype, i)));
+  }
+}
+
+template <GradOp Op>
+__global__ void gradKernel(const void *input, const void *grad, void *result,
+                           DType dtype, int64_t n) {
+  TGC_GRID_LOOP(i, n) {
+    float value =
+        applyGrad<Op>(loadFloat(input, dtype, i), loadFloat(grad, dtype, i));
+    storeFloat(result, dtype, i, value);
+  }
+}
+
+template <UnaryOp Op>
+static Status unary(Context &ctx, const TensorRef &input, TensorRef &result,
+                    const char *name) {
+  int64_t n = input.numElements();
+  if (n == 0)
+    return Status::success();
+  unaryKernel<Op><<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
+      input.data, result.data, input.dtype, n);
+  TGC_CUDA_LAUNCH(name);
+  return Status::success();
+}
+
+template <GradOp Op>
+static Status activationGrad(Context &ctx, const TensorRef &input,
+                             const TensorRef &grad, TensorRef &result,
+                             const char *name) {
+  int64_t n = input.numElements();
+  if (n == 0)
+    return Status::success();
+  gradKernel<Op><<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
+      input.data, grad.data, result.data, input.dtype, n);
+  TGC_CUDA_LAUNCH(name);
+  return Status::success();
+}
+
+Status neg(Context &ctx, const TensorRef &input, TensorRef &result) {
+  return unary<UnaryOp::Neg>(ctx, input, result, "neg");
+}
+Status exp(Context &ctx, const TensorRef &input, TensorRef &result) {
+  return unary<UnaryOp::Exp>(ctx, input, result, "exp");
+}
+Status log(Context &ctx, const TensorRef &input, TensorRef &result) {
+  return unary<UnaryOp::Log>(ctx, input, result, "log");
+}
+Status sqrt(Context &ctx, const TensorRef &input, TensorRef &result) {
+  return unary<UnaryOp::Sqrt>(ctx, input, result, "sqrt");
+}
+Status rsqrt(Context &ctx, const TensorRef &input, TensorRef &result) {
+  return unary<UnaryOp::Rsqrt>(ctx, input, result, "rsqrt");
+}
+Status tanh(Context &ctx, const TensorRef &input, TensorRef &result) {
+  return unary<UnaryOp::Tanh>(ctx, input, result, "tanh");
+}
+Status relu(Context &ctx, const TensorRef &input, TensorRef &result) {
+  return unary<UnaryOp::Relu>(ctx, input, result, "relu");
+}
+Status gelu(Context &ctx, const TensorRef &input, TensorRef &result) {
+  return unary<UnaryOp::Gelu>(ctx, input, result, "gelu");
+}
+
+Status reluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
+                TensorRef &result) {
+  return activationGrad<GradOp::Relu>(ctx, input, grad, result, "relu_grad");
+}
+Status geluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
+                TensorRef &result) {
+  return activationGrad<GradOp::Gelu>(ctx, input, grad, result, "gelu_grad");
+}
+Status tanhGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
+                TensorRef &result) {
+  return activationGrad<GradOp::Tanh>(ctx, output, grad, result, "tanh_grad");
+}
+
+//===----------------------------------------------------------------------===//
+// Select
+//===----------------------------------------------------------------------===//
+
+__global__ void whereKernel(const uint8_t *condition, const void *lhs,
+                            const void *rhs, void *result, DType dtype,
+                            Dims conditionDims, Dims lhsDims, Dims rhsDims,
+                            bool flat, int64_t n) {
+  TGC_GRID_LOOP(i, n) {
+    int64_t c = flat ? i : broadcastOffset(conditionDims, i);
+    int64_t a = flat ? i : broadcastOffset(lhsDims, i);
+    int64_t b = flat ? i : broadcastOffset(rhsDims, i);
+    float value =
+        condition[c] ? loadFloat(lhs, dtype, a) : loadFloat(rhs, dtype, b);
+    storeFloat(result, dtype, i, value);
+  }
+}
+
+Status where(Context &ctx, const TensorRef &condition, const TensorRef &lhs,
+             const TensorRef &rhs, TensorRef &result) {
+  int64_t n = result.numElements();
+  if (n == 0)
+    return Status::success();
+  bool flat = condition.shape == result.shape && lhs.shape == result.shape &&
+              rhs.shape == result.shape;
+  Dims conditionDims, lhsDims, rhsDims;
+  if (!flat && (!broadcastDims(condition.shape, result.shape, conditionDims) ||
+                !broadcastDims(lhs.shape, result.shape, lhsDims) ||
+                !broadcastDims(rhs.shape, result.shape, rhsDims)))
+    return Status::failure("where: broadcasting supports up to 8 dimensions");
+  whereKernel<<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
+      static_cast<const uint8_t *>(condition.data), lhs.data, rhs.data,
+      result.data, lhs.dtype, conditionDims, lhsDims, rhsDims, flat, n);
+  TGC_CUDA_LAUNCH("where");
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Cast
+//===----------------------------------------------------------------------===//
+
+/// Float to integer as tg.cast: toward zero, saturating, NaN to 0 (the
+/// CPU's truncateToInt, in f64).
+__device__ inline int64_t truncateToInt(double value, int64_t low,
+                                        int64_t high) {
+  if (isnan(value))
+    return 0;
+  if (value <= double(low))
+    return low;
+  if (value >= double(high))
+    return high;
+  return int64_t(value);
+}
+
+__device__ inline int64_t floatToInt(float value, DType to) {
+  switch (to) {
+  case DType::I64:
+    return truncateToInt(value, INT64_MIN, INT64_MAX);
+  case DType::I32:
+    return truncateToInt(value, INT32_MIN, INT32_MAX);
+  case DType::I8:
+    return truncateToInt(value, INT8_MIN, INT8_MAX);
+  default: // i1: x != 0, so NaN is true
+    return value != 0.0f ? 1 : 0;
+  }
+}
+
+/// `value` rounded to f32 with round-to-odd, so that rounding the result to
+/// f16/bf16 to nearest even is the correctly rounded conversion (as
+/// Convert.h's roundToOddF32 on the host).
+__device__ inline float roundToOddF32(double value) {
+  float rounded = __double2float_rn(value);
+  if (double(rounded) == value || isnan(value) || isinf(rounded))
+    return rounded;
+  uint32_t bits = __float_as_uint(rounded);
+  if (!(bits & 1u)) {
+    if (fabs(double(rounded)) > fabs(value))
+      --bits;
+    else
+      ++bits;
+  }
+  return __uint_as_float(bits);
+}
+
+/// Integer (or i1) to float: correctly rounded into every float type.
+__device__ inline float intToFloat(int64_t value, DType to) {
+  if (to == DType::F32)
+    return __ll2float_rn(value);
+  return roundToOddF32(__ll2double_rn(value));
+}
+
+__global__ void castKernel(const void *input, DType from, void *result,
+                           DType to, int64_t n) {
+  TGC_GRID_LOOP(i, n) {
+    if (isFloatType(from)) {
+      float value = loadFloat(input, from, i);
+      if (isFloatType(to))
+        storeFloat(result, to, i, value);
+      else
+        storeInt(result, to, i, floatToInt(value, to));
+    } else {
+      // loadInt reads i1 as 0/1; storeInt wraps into narrower integers.
+      int64_t value = loadInt(input, from, i);
+      if (isFloatType(to))
+        storeFloat(result, to, i, intToFloat(value, to));
+      else
+        storeInt(result, to, i, value);
+    }
+  }
+}
+
+Status cast(Context &ctx, const TensorRef &input, TensorRef &result) {
+  int64_t n = input.numElements();
+  if (n == 0)
+    return Status::success();
+  cudaStream_t stream = streamOf(ctx);
+  bool sameElements = input.data == result.data &&
+                      dtypeSize(input.dtype) == dtypeSize(result.dtype);
+  StreamScratch scratch;
+  const void *source = input.data;
+  if (input.dtype == result.dtype) {
+    if (input.data == result.data)
+      return Status::success();
+    if (bytesOverlap(input, result)) {
+      Status status = stageCopy(ctx, input, scratch, source);
+      if (!status.ok())
+        return status;
+    }
+    TGC_CUDA_CALL(cudaMemcpyAsync(result.data, source, input.numBytes(),
+                                  cudaMemcpyDeviceToDevice, stream));
+    return Status::success();
+  }
+  // Element sizes differ (or the buffers are offset), so an overlapping
+  // result would overwrite operand elements other threads have not read.
+  if (!sameElements && bytesOverlap(input, result)) {
+    Status status = stageCopy(ctx, input, scratch, source);
+    if (!status.ok())
+      return status;
+  }
+  castKernel<<<blocksFor(n, kThreads), kThreads, 0, stream>>>(
+      source, input.dtype, result.data, result.dtype, n);
+  TGC_CUDA_LAUNCH("cast");
+  return Status::success();
+}
+
+} // namespace tgc::rt::cuda

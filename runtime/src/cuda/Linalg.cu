@@ -1,0 +1,416 @@
+//===- Linalg.cu - batched matrix products on cuBLASLt --------------------===//
+//
+// tg.matmul on the GPU: every product is a cuBLASLt GEMM with f32
+// accumulation (f16/bf16 read and written as stored). cuBLASLt is
+// column-major, so a row-major `C = op(A) @ op(B)` is issued as the
+// column-major `C^T = op(B)^T @ op(A)^T` by swapping the operands. Batch
+// dimensions broadcast with NumPy rules: they are collapsed where the
+// operands' strides allow, the innermost one becomes a strided batch (stride
+// 0 for a shared operand) and any remaining ones are looped over on the host.
+// A batched lhs times a shared rank-2 rhs folds the batch into the rows of
+// one GEMM, as the CPU kernel does. Algorithms come from cuBLASLt's heuristic
+// and are cached per problem.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+#include "Linalg.h"
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tgc::rt::cuda {
+
+bool tensorsOverlap(const TensorRef &a, const TensorRef &b) {
+  if (!a.data || !b.data || a.numBytes() == 0 || b.numBytes() == 0)
+    return false;
+  const char *aBegin = static_cast<const char *>(a.data);
+  const char *bBegin = static_cast<const char *>(b.data);
+  return aBegin < bBegin + b.numBytes() && bBegin < aBegin + a.numBytes();
+}
+
+namespace {
+
+Status blasStatus(cublasStatus_t status, const char *what) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return Status::success();
+  return Status::failure(std::string("cuBLASLt ") + what +
+                         " failed: " + cublasLtGetStatusName(status) + " (" +
+                         cublasLtGetStatusString(status) + ")");
+}
+
+#define TGC_BLAS_CALL(call, what)                                              \
+  do {                                                                         \
+    Status blasStatus_ = blasStatus((call), what);                             \
+    if (!blasStatus_.ok())                                                     \
+      return blasStatus_;                                                      \
+  } while (0)
+
+cudaDataType_t blasType(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return CUDA_R_16F;
+  case DType::BF16:
+    return CUDA_R_16BF;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
+/// The largest power of two, at most 256, dividing the address and the
+/// batch stride in bytes: what the heuristic may assume of every batch
+/// entry's pointer.
+uint32_t alignmentOf(const void *pointer, int64_t strideBytes) {
+  uint64_t bits = uint64_t(reinterpret_cast<uintptr_t>(pointer)) |
+                  uint64_t(strideBytes) | 256u;
+  return uint32_t(bits & (~bits + 1));
+}
+
+/// Owns the descriptors of one cublasLtMatmul call.
+struct MatmulDescriptors {
+  cublasLtMatmulDesc_t operation = nullptr;
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, output = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+
+  ~MatmulDescriptors() {
+    if (preference)
+      cublasLtMatmulPreferenceDestroy(preference);
+    if (output)
+      cublasLtMatrixLayoutDestroy(output);
+    if (second)
+      cublasLtMatrixLayoutDestroy(second);
+    if (first)
+      cublasLtMatrixLayoutDestroy(first);
+    if (operation)
+      cublasLtMatmulDescDestroy(operation);
+  }
+};
+
+/// A column-major layout of `rows x cols` (leading dimension `rows`),
+/// strided-batched when `batchCount > 1`.
+Status makeLayout(cublasLtMatrixLayout_t &layout, DType dtype, int64_t rows,
+                  int64_t cols, int64_t batchCount, int64_t stride) {
+  TGC_BLAS_CALL(cublasLtMatrixLayoutCreate(&layout, blasType(dtype),
+                                           uint64_t(rows), uint64_t(cols),
+                                           rows),
+                "cublasLtMatrixLayoutCreate");
+  if (batchCount > 1) {
+    int32_t count = int32_t(batchCount);
+    TGC_BLAS_CALL(
+        cublasLtMatrixLayoutSetAttribute(
+            layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+        "setting the batch count");
+    TGC_BLAS_CALL(cublasLtMatrixLayoutSetAttribute(
+                      layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                      &stride, sizeof(stride)),
+                  "setting the batch stride");
+  }
+  return Status::success();
+}
+
+/// Heuristic choices by problem: the query costs far more than the GEMMs of
+/// a small model, and a training step asks the same questions every time.
+std::mutex algoCacheMutex;
+std::map<std::vector<int64_t>, cublasLtMatmulAlgo_t> algoCache;
+
+} // namespace
+
+Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
+  if (p.m == 0 || p.n == 0 || p.batchCount == 0)
+    return Status::success();
+  size_t elementSize = dtypeSize(p.dtype);
+  cudaStream_t stream = streamOf(ctx);
+  if (p.k == 0) {
+    size_t bytes = size_t(p.m * p.n) * elementSize;
+    for (int64_t b = 0; b < p.batchCount; ++b)
+      TGC_CUDA_CALL(cudaMemsetAsync(static_cast<char *>(p.c) +
+                                        b * p.strideC * elementSize,
+                                    0, bytes, stream));
+    return Status::success();
+  }
+  if (p.m > INT_MAX || p.n > INT_MAX || p.k > INT_MAX || p.batchCount > INT_MAX)
+    return Status::failure("matmul of [" + std::to_string(p.m) + ", " +
+                           std::to_string(p.k) + "] x [" + std::to_string(p.k) +
+                           ", " + std::to_string(p.n) + "] (batch " +
+                           std::to_string(p.batchCount) +
+                           ") exceeds cuBLASLt's 32-bit sizes");
+  if (!ctx.blasLt)
+    return Status::failure("matmul needs a cuBLASLt handle in the context");
+  auto handle = static_cast<cublasLtHandle_t>(ctx.blasLt);
+
+  // Column-major C^T [n, m] = op(B)^T @ op(A)^T. Row-major B stored [k, n]
+  // is column-major B^T [n, k]; stored [n, k] (transposed) it is [k, n] and
+  // cuBLASLt transposes it. Likewise for A.
+  MatmulDescriptors desc;
+  TGC_BLAS_CALL(
+      cublasLtMatmulDescCreate(&desc.operation, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+      "cublasLtMatmulDescCreate");
+  cublasOperation_t opFirst = p.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opSecond = p.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(desc.operation,
+                                               CUBLASLT_MATMUL_DESC_TRANSA,
+                                               &opFirst, sizeof(opFirst)),
+                "setting TRANSA");
+  TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(desc.operation,
+                                               CUBLASLT_MATMUL_DESC_TRANSB,
+                                               &opSecond, sizeof(opSecond)),
+                "setting TRANSB");
+  int64_t batch = p.batchCount;
+  if (Status s = makeLayout(desc.first, p.dtype, p.transposeB ? p.k : p.n,
+                            p.transposeB ? p.n : p.k, batch, p.strideB);
+      !s.ok())
+    return s;
+  if (Status s = makeLayout(desc.second, p.dtype, p.transposeA ? p.m : p.k,
+                            p.transposeA ? p.k : p.m, batch, p.strideA);
+      !s.ok())
+    return s;
+  if (Status s = makeLayout(desc.output, p.dtype, p.n, p.m, batch, p.strideC);
+      !s.ok())
+    return s;
+
+  // What the heuristic may assume about the pointers of every batch entry.
+  int64_t strideBytes = int64_t(elementSize);
+  uint32_t alignFirst =
+      alignmentOf(p.b, batch > 1 ? p.strideB * strideBytes : 0);
+  uint32_t alignSecond =
+      alignmentOf(p.a, batch > 1 ? p.strideA * strideBytes : 0);
+  uint32_t alignOutput =
+      alignmentOf(p.c, batch > 1 ? p.strideC * strideBytes : 0);
+
+  std::vector<int64_t> key = {int64_t(reinterpret_cast<uintptr_t>(handle)),
+                              int64_t(p.dtype),
+                              p.transposeA,
+                              p.transposeB,
+                              p.m,
+                              p.n,
+                              p.k,
+                              batch,
+                              batch > 1 ? p.strideA : 0,
+                              batch > 1 ? p.strideB : 0,
+                              batch > 1 ? p.strideC : 0,
+                              alignFirst,
+                              alignSecond,
+                              alignOutput};
+  cublasLtMatmulAlgo_t algo;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(algoCacheMutex);
+    auto it = algoCache.find(key);
+    if (it != algoCache.end()) {
+      algo = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    TGC_BLAS_CALL(cublasLtMatmulPreferenceCreate(&desc.preference),
+                  "cublasLtMatmulPreferenceCreate");
+    uint64_t maxWorkspace = kGemmWorkspaceBytes;
+    TGC_BLAS_CALL(cublasLtMatmulPreferenceSetAttribute(
+                      desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                      &maxWorkspace, sizeof(maxWorkspace)),
+                  "setting the workspace preference");
+    struct {
+      cublasLtMatmulPreferenceAttributes_t attribute;
+      uint32_t bytes;
+    } alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignFirst},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignSecond},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignOutput},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignOutput}};
+    for (auto &alignment : alignments)
+      TGC_BLAS_CALL(cublasLtMatmulPreferenceSetAttribute(
+                        desc.preference, alignment.attribute, &alignment.bytes,
+                        sizeof(alignment.bytes)),
+                    "setting an alignment preference");
+    cublasLtMatmulHeuristicResult_t heuristic = {};
+    int found = 0;
+    TGC_BLAS_CALL(
+        cublasLtMatmulAlgoGetHeuristic(handle, desc.operation, desc.first,
+                                       desc.second, desc.output, desc.output,
+                                       desc.preference, 1, &heuristic, &found),
+        "cublasLtMatmulAlgoGetHeuristic");
+    if (found == 0)
+      return Status::failure(
+          std::string("cuBLASLt has no algorithm for a ") + dtypeName(p.dtype) +
+          " matmul of [" + std::to_string(p.m) + ", " + std::to_string(p.k) +
+          "] x [" + std::to_string(p.k) + ", " + std::to_string(p.n) +
+          "], batch " + std::to_string(batch));
+    algo = heuristic.algo;
+    std::lock_guard<std::mutex> lock(algoCacheMutex);
+    algoCache.emplace(key, algo);
+  }
+
+  float alpha = p.alpha, beta = 0.0f;
+  TGC_BLAS_CALL(cublasLtMatmul(handle, desc.operation, &alpha, p.b, desc.first,
+                               p.a, desc.second, &beta, p.c, desc.output, p.c,
+                               desc.output, &algo, workspace,
+                               kGemmWorkspaceBytes, stream),
+                "cublasLtMatmul");
+  return Status::success();
+}
+
+namespace {
+
+/// One batch dimension of a matmul with the element strides of each operand
+/// along it (0 where the operand is broadcast).
+struct BatchDim {
+  int64_t size, lhsStride, rhsStride, outStride;
+};
+
+/// The batch dimensions of `[lhsBatch] x [rhsBatch] -> [batch]` with size-1
+/// dimensions dropped and neighbours merged wherever every operand steps
+/// through both as through one.
+std::vector<BatchDim> collapseBatch(const std::vector<int64_t> &lhsBatch,
+                                    const std::vector<int64_t> &rhsBatch,
+                                    const std::vector<int64_t> &batch,
+                                    int64_t lhsMatrix, int64_t rhsMatrix,
+                                    int64_t outMatrix) {
+  size_t rank = batch.size();
+  std::vector<BatchDim> dims(rank);
+  int64_t lhsStride = lhsMatrix, rhsStride = rhsMatrix, outStride = outMatrix;
+  for (size_t i = rank; i-- > 0;) {
+    size_t fromEnd = rank - 1 - i;
+    int64_t lhsSize =
+        fromEnd < lhsBatch.size() ? lhsBatch[lhsBatch.size() - 1 - fromEnd] : 1;
+    int64_t rhsSize =
+        fromEnd < rhsBatch.size() ? rhsBatch[rhsBatch.size() - 1 - fromEnd] : 1;
+    dims[i] = {batch[i], lhsSize == 1 ? 0 : lhsStride,
+               rhsSize == 1 ? 0 : rhsStride, outStride};
+    lhsStride *= lhsSize;
+    rhsStride *= rhsSize;
+    outStride *= batch[i];
+  }
+  std::vector<BatchDim> collapsed;
+  for (const BatchDim &dim : dims) {
+    if (dim.size == 1)
+      continue;
+    if (!collapsed.empty()) {
+      BatchDim &last = collapsed.back();
+      if (last.lhsStride == dim.lhsStride * dim.size &&
+          last.rhsStride == dim.rhsStride * dim.size &&
+          last.outStride == dim.outStride * dim.size) {
+        last = {last.size * dim.size, dim.lhsStride, dim.rhsStride,
+                dim.outStride};
+        continue;
+      }
+    }
+    collapsed.push_back(dim);
+  }
+  return collapsed;
+}
+
+} // namespace
+
+Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+              bool transposeLhs, bool transposeRhs, TensorRef &result) {
+  if (!isFloat(lhs.dtype) || rhs.dtype != lhs.dtype ||
+      result.dtype != lhs.dtype)
+    return Status::failure("matmul needs operands and result of one float "
+                           "type");
+  if (lhs.rank() < 2 || rhs.rank() < 2)
+    return Status::failure("matmul operands must have rank >= 2");
+  size_t lr = lhs.shape.size(), rr = rhs.shape.size();
+  int64_t m = lhs.shape[transposeLhs ? lr - 1 : lr - 2];
+  int64_t k = lhs.shape[transposeLhs ? lr - 2 : lr - 1];
+  int64_t kr = rhs.shape[transposeRhs ? rr - 1 : rr - 2];
+  int64_t n = rhs.shape[transposeRhs ? rr - 2 : rr - 1];
+  if (k != kr)
+    return Status::failure("matmul contraction sizes differ: " +
+                           std::to_string(k) + " and " + std::to_string(kr));
+  std::vector<int64_t> lhsBatch(lhs.shape.begin(), lhs.shape.end() - 2);
+  std::vector<int64_t> rhsBatch(rhs.shape.begin(), rhs.shape.end() - 2);
+  std::vector<int64_t> batch(std::max(lhsBatch.size(), rhsBatch.size()));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    int64_t a = i < lhsBatch.size() ? lhsBatch[lhsBatch.size() - 1 - i] : 1;
+    int64_t b = i < rhsBatch.size() ? rhsBatch[rhsBatch.size() - 1 - i] : 1;
+    if (a != b && a != 1 && b != 1)
+      return Status::failure("matmul batch dimensions do not broadcast");
+    batch[batch.size() - 1 - i] = a == 1 ? b : a;
+  }
+  std::vector<int64_t> expected = batch;
+  expected.push_back(m);
+  expected.push_back(n);
+  if (result.shape != expected)
+    return Status::failure("matmul result has the wrong shape");
+  if (result.numElements() == 0)
+    return Status::success();
+
+  // A result the planner placed over an operand is computed in the
+  // workspace and copied in once every product has read its operands.
+  bool aliased = tensorsOverlap(result, lhs) || tensorsOverlap(result, rhs);
+  size_t resultBytes = result.numBytes();
+  if (Status s = ctx.reserveWorkspace(kGemmWorkspaceBytes +
+                                      (aliased ? resultBytes : 0));
+      !s.ok())
+    return s;
+  void *workspace = ctx.workspace;
+  char *out = aliased ? static_cast<char *>(ctx.workspace) + kGemmWorkspaceBytes
+                      : static_cast<char *>(result.data);
+
+  GemmProblem problem;
+  problem.dtype = lhs.dtype;
+  problem.transposeA = transposeLhs;
+  problem.transposeB = transposeRhs;
+  problem.m = m;
+  problem.n = n;
+  problem.k = k;
+  std::vector<BatchDim> dims =
+      collapseBatch(lhsBatch, rhsBatch, batch, m * k, k * n, m * n);
+  size_t elementSize = dtypeSize(lhs.dtype);
+  const char *lhsData = static_cast<const char *>(lhs.data);
+  const char *rhsData = static_cast<const char *>(rhs.data);
+
+  if (dims.size() == 1 && dims[0].rhsStride == 0 && !transposeLhs &&
+      dims[0].lhsStride == m * k && dims[0].size * m <= INT_MAX) {
+    // [B*M, K] x [K, N]: the batch folds into the rows of one GEMM.
+    problem.m = dims[0].size * m;
+    problem.a = lhsData;
+    problem.b = rhsData;
+    problem.c = out;
+    if (Status s = gemm(ctx, problem, workspace); !s.ok())
+      return s;
+  } else {
+    // The innermost collapsed dimension is a strided batch; the outer ones
+    // are walked here, one GEMM call per index.
+    BatchDim inner = {1, 0, 0, 0};
+    if (!dims.empty()) {
+      inner = dims.back();
+      dims.pop_back();
+    }
+    problem.batchCount = inner.size;
+    problem.strideA = inner.lhsStride;
+    problem.strideB = inner.rhsStride;
+    problem.strideC = inner.outStride;
+    int64_t outerCount = 1;
+    for (const BatchDim &dim : dims)
+      outerCount *= dim.size;
+    for (int64_t outer = 0; outer < outerCount; ++outer) {
+      int64_t lhsOffset = 0, rhsOffset = 0, outOffset = 0, rest = outer;
+      for (size_t d = dims.size(); d-- > 0;) {
+        int64_t index = rest % dims[d].size;
+        rest /= dims[d].size;
+        lhsOffset += index * dims[d].lhsStride;
+        rhsOffset += index * dims[d].rhsStride;
+        outOffset += index * dims[d].outStride;
+      }
+      problem.a = lhsData + lhsOffset * elementSize;
+      problem.b = rhsData + rhsOffset * elementSize;
+      problem.c = out + outOffset * elementSize;
+      if (Status s = gemm(ctx, problem, workspace); !s.ok())
+        return s;
+    }
+  }
+
+  if (aliased)
+    TGC_CUDA_CALL(cudaMemcpyAsync(result.data, out, resultBytes,
+                                  cudaMemcpyDeviceToDevice, streamOf(ctx)));
+  return Status::success();
+}
+
+} // namespace tgc::rt::cuda

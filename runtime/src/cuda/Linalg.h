@@ -1,0 +1,54 @@
+//===- Linalg.h - the cuBLASLt GEMM the CUDA kernels share ------*- C++ -*-===//
+//
+// tg.matmul and attention both reduce to row-major, possibly strided-batched
+// GEMMs; this is the one entry point into cuBLASLt they go through
+// (implemented in Linalg.cu). Accumulation is always f32: f32 operands use
+// CUBLAS_COMPUTE_32F without TF32, f16/bf16 operands are read as stored and
+// the result rounded once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_SRC_CUDA_LINALG_H
+#define TGC_RUNTIME_SRC_CUDA_LINALG_H
+
+#include "CudaKernels.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tgc::rt::cuda {
+
+/// The workspace cuBLASLt may use for one GEMM.
+constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
+
+/// `C[b] = alpha * op(A[b]) @ op(B[b])` for `b` in `[0, batchCount)`, all
+/// row-major and dense: `op(A)` is `[m, k]` (stored `[k, m]` when
+/// `transposeA`), `op(B)` is `[k, n]` (stored `[n, k]` when `transposeB`),
+/// `C` is `[m, n]`. Batch entries lie `stride*` elements apart; a stride of
+/// 0 shares that operand across the batch. A, B and C have type `dtype`.
+struct GemmProblem {
+  DType dtype = DType::F32;
+  bool transposeA = false, transposeB = false;
+  int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.0f;
+  const void *a = nullptr;
+  int64_t strideA = 0;
+  const void *b = nullptr;
+  int64_t strideB = 0;
+  void *c = nullptr;
+  int64_t strideC = 0;
+  int64_t batchCount = 1;
+};
+
+/// Enqueues `problem` on the context's stream. `workspace` holds
+/// kGemmWorkspaceBytes of device memory that no other work in flight uses.
+/// An empty contraction (`k == 0`) writes zeros.
+Status gemm(Context &ctx, const GemmProblem &problem, void *workspace);
+
+/// Whether the byte ranges of two tensors intersect (a result the planner
+/// placed over an operand must not be written while the operand is read).
+bool tensorsOverlap(const TensorRef &a, const TensorRef &b);
+
+} // namespace tgc::rt::cuda
+
+#endif // TGC_RUNTIME_SRC_CUDA_LINALG_H

@@ -1,0 +1,1122 @@
+//===- NN.cu - softmax, layer norm, embedding, attention, cross-entropy ---===//
+//
+// The neural-network ops with row structure, and their gradients, on the
+// GPU. Row kernels give each row to one block (statistics reduced in f32
+// through warp shuffles) and read every element they write before writing
+// it, so a result may reuse its operand's buffer as on the CPU. Sums across
+// rows (layer-norm parameter gradients, the embedding scatter-add) go
+// through f32 scratch in the context's workspace and are rounded once into
+// the result's type. Attention follows the CPU formulation: cuBLASLt GEMMs
+// in f32 around a masked softmax kernel, the score matrix materialised in
+// the workspace for as many heads at a time as fit, the gradient
+// recomputing the probabilities. Bad indices raise the context's error flag
+// and the rows they address are skipped.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+#include "Linalg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+namespace tgc::rt::cuda {
+
+namespace {
+
+/// Threads per block of the row kernels (a multiple of the warp size).
+constexpr int kRowThreads = 256;
+
+/// Blocks for one block per row with a grid-stride loop over rows.
+unsigned rowBlocks(int64_t rows) {
+  return unsigned(std::max<int64_t>(1, std::min<int64_t>(rows, 65535 * 8)));
+}
+
+/// Byte offsets of the pieces of one workspace reservation, each 256-byte
+/// aligned.
+struct WorkspaceLayout {
+  size_t total = 0;
+  size_t add(size_t bytes) {
+    size_t offset = total;
+    total += (bytes + 255) / 256 * 256;
+    return offset;
+  }
+};
+
+template <typename T> T *at(Context &ctx, size_t offset) {
+  return reinterpret_cast<T *>(static_cast<char *>(ctx.workspace) + offset);
+}
+
+//===----------------------------------------------------------------------===//
+// Block reductions
+//===----------------------------------------------------------------------===//
+
+template <typename T> __device__ T warpSum(T value) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+__device__ float warpMax(float value) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return value;
+}
+
+/// The sum of `value` over the block, returned to every thread. Every thread
+/// of the block must call it.
+template <typename T> __device__ T blockSum(T value) {
+  __shared__ T partial[32];
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  value = warpSum(value);
+  __syncthreads(); // a previous call may still be reading `partial`
+  if (lane == 0)
+    partial[warp] = value;
+  __syncthreads();
+  value = lane < int(blockDim.x / 32) ? partial[lane] : T(0);
+  return warpSum(value);
+}
+
+/// The maximum of `value` over the block (NaNs ignored, as std::max over a
+/// row does), returned to every thread.
+__device__ float blockMax(float value) {
+  __shared__ float partial[32];
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  value = warpMax(value);
+  __syncthreads();
+  if (lane == 0)
+    partial[warp] = value;
+  __syncthreads();
+  value = lane < int(blockDim.x / 32) ? partial[lane] : -INFINITY;
+  return warpMax(value);
+}
+
+//===----------------------------------------------------------------------===//
+// f32 staging
+//===----------------------------------------------------------------------===//
+
+__global__ void widenToF32Kernel(const void *input, DType dtype, int64_t count,
+                                 float *output) {
+  TGC_GRID_LOOP(i, count) { output[i] = loadFloat(input, dtype, i); }
+}
+
+/// Rounds `count` f32 values into `output` starting at element `offset`.
+__global__ void narrowFromF32Kernel(const float *input, int64_t count,
+                                    void *output, DType dtype, int64_t offset) {
+  TGC_GRID_LOOP(i, count) { storeFloat(output, dtype, offset + i, input[i]); }
+}
+
+Status widenToF32(Context &ctx, const TensorRef &t, float *output) {
+  int64_t count = t.numElements();
+  if (count == 0)
+    return Status::success();
+  widenToF32Kernel<<<blocksFor(count), 256, 0, streamOf(ctx)>>>(t.data, t.dtype,
+                                                                count, output);
+  TGC_CUDA_LAUNCH("widenToF32Kernel");
+  return Status::success();
+}
+
+Status narrowFromF32(Context &ctx, const float *input, int64_t count,
+                     TensorRef &t, int64_t offset = 0) {
+  if (count == 0)
+    return Status::success();
+  narrowFromF32Kernel<<<blocksFor(count), 256, 0, streamOf(ctx)>>>(
+      input, count, t.data, t.dtype, offset);
+  TGC_CUDA_LAUNCH("narrowFromF32Kernel");
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax kernels
+//===----------------------------------------------------------------------===//
+
+/// Softmax of contiguous rows, one block per row.
+__global__ void softmaxRowsKernel(const void *input, void *result, DType dtype,
+                                  int64_t rows, int64_t length) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t base = row * length;
+    float max = -INFINITY;
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x)
+      max = fmaxf(max, loadFloat(input, dtype, base + j));
+    max = blockMax(max);
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x)
+      sum += expf(loadFloat(input, dtype, base + j) - max);
+    sum = blockSum(sum);
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x)
+      storeFloat(result, dtype, base + j,
+                 expf(loadFloat(input, dtype, base + j) - max) / sum);
+  }
+}
+
+/// Softmax along a non-last axis: one thread per (outer, inner) position
+/// walks its `length` elements `inner` apart, so neighbouring threads read
+/// neighbouring elements.
+__global__ void softmaxColumnsKernel(const void *input, void *result,
+                                     DType dtype, int64_t outer, int64_t length,
+                                     int64_t inner) {
+  TGC_GRID_LOOP(c, outer * inner) {
+    int64_t base = (c / inner) * length * inner + c % inner;
+    float max = -INFINITY;
+    for (int64_t j = 0; j < length; ++j)
+      max = fmaxf(max, loadFloat(input, dtype, base + j * inner));
+    float sum = 0.0f;
+    for (int64_t j = 0; j < length; ++j)
+      sum += expf(loadFloat(input, dtype, base + j * inner) - max);
+    for (int64_t j = 0; j < length; ++j) {
+      int64_t i = base + j * inner;
+      storeFloat(result, dtype, i,
+                 expf(loadFloat(input, dtype, i) - max) / sum);
+    }
+  }
+}
+
+/// `result = output * (grad - sum(grad * output))` along contiguous rows.
+__global__ void softmaxGradRowsKernel(const void *output, const void *grad,
+                                      void *result, DType dtype, int64_t rows,
+                                      int64_t length) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t base = row * length;
+    float dot = 0.0f;
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x)
+      dot +=
+          loadFloat(grad, dtype, base + j) * loadFloat(output, dtype, base + j);
+    dot = blockSum(dot);
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+      int64_t i = base + j;
+      float y = loadFloat(output, dtype, i);
+      storeFloat(result, dtype, i, y * (loadFloat(grad, dtype, i) - dot));
+    }
+  }
+}
+
+__global__ void softmaxGradColumnsKernel(const void *output, const void *grad,
+                                         void *result, DType dtype,
+                                         int64_t outer, int64_t length,
+                                         int64_t inner) {
+  TGC_GRID_LOOP(c, outer * inner) {
+    int64_t base = (c / inner) * length * inner + c % inner;
+    float dot = 0.0f;
+    for (int64_t j = 0; j < length; ++j)
+      dot += loadFloat(grad, dtype, base + j * inner) *
+             loadFloat(output, dtype, base + j * inner);
+    for (int64_t j = 0; j < length; ++j) {
+      int64_t i = base + j * inner;
+      float y = loadFloat(output, dtype, i);
+      storeFloat(result, dtype, i, y * (loadFloat(grad, dtype, i) - dot));
+    }
+  }
+}
+
+/// Splits `shape` around `axis` into the sizes before, along and after it;
+/// fails when the axis is out of range.
+Status splitAround(const std::vector<int64_t> &shape, int64_t axis,
+                   const char *op, int64_t &outer, int64_t &length,
+                   int64_t &inner) {
+  int64_t rank = int64_t(shape.size());
+  if (axis < -rank || axis >= rank)
+    return Status::failure(std::string(op) + " axis " + std::to_string(axis) +
+                           " is out of range for rank " + std::to_string(rank));
+  if (axis < 0)
+    axis += rank;
+  outer = 1;
+  inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  length = shape[axis];
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= shape[d];
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Layer normalization kernels
+//===----------------------------------------------------------------------===//
+
+/// Mean and 1 / sqrt(biased variance + epsilon) of a row, two passes in f32.
+__device__ void rowStatistics(const void *input, DType dtype, int64_t base,
+                              int64_t length, float epsilon, float &mean,
+                              float &rstd) {
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < length; j += blockDim.x)
+    sum += loadFloat(input, dtype, base + j);
+  mean = blockSum(sum) / float(length);
+  float squares = 0.0f;
+  for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+    float centered = loadFloat(input, dtype, base + j) - mean;
+    squares += centered * centered;
+  }
+  rstd = 1.0f / sqrtf(blockSum(squares) / float(length) + epsilon);
+}
+
+__global__ void layerNormKernel(const void *input, const void *weight,
+                                const void *bias, void *result, DType dtype,
+                                int64_t rows, int64_t length, float epsilon) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t base = row * length;
+    float mean, rstd;
+    rowStatistics(input, dtype, base, length, epsilon, mean, rstd);
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+      float x = loadFloat(input, dtype, base + j);
+      storeFloat(result, dtype, base + j,
+                 (x - mean) * rstd * loadFloat(weight, dtype, j) +
+                     loadFloat(bias, dtype, j));
+    }
+  }
+}
+
+__global__ void layerNormStatisticsKernel(const void *input, DType dtype,
+                                          int64_t rows, int64_t length,
+                                          float epsilon, float *means,
+                                          float *rstds) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    float mean, rstd;
+    rowStatistics(input, dtype, row * length, length, epsilon, mean, rstd);
+    if (threadIdx.x == 0) {
+      means[row] = mean;
+      rstds[row] = rstd;
+    }
+  }
+}
+
+/// Partial sums over a chunk of `rowsPerChunk` rows (blockIdx.y) of
+/// `grad * xhat` and `grad` for the column of each thread, added atomically
+/// into the f32 accumulators.
+__global__ void layerNormParamGradKernel(const void *input, const void *grad,
+                                         DType dtype, int64_t rows,
+                                         int64_t length, int64_t rowsPerChunk,
+                                         const float *means, const float *rstds,
+                                         float *weightGrad, float *biasGrad) {
+  int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= length)
+    return;
+  int64_t begin = int64_t(blockIdx.y) * rowsPerChunk;
+  int64_t end = min(begin + rowsPerChunk, rows);
+  float dw = 0.0f, db = 0.0f;
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t i = row * length + j;
+    float g = loadFloat(grad, dtype, i);
+    float xhat = (loadFloat(input, dtype, i) - means[row]) * rstds[row];
+    dw += g * xhat;
+    db += g;
+  }
+  if (begin < end) {
+    atomicAdd(&weightGrad[j], dw);
+    atomicAdd(&biasGrad[j], db);
+  }
+}
+
+/// `input_grad = rstd * (g - mean(g) - xhat * mean(g * xhat))` per row with
+/// `g = grad * weight`; reads grad[i] before writing result[i], so the
+/// result may reuse grad's buffer.
+__global__ void layerNormInputGradKernel(const void *input, const void *grad,
+                                         const float *weight, void *result,
+                                         DType dtype, int64_t rows,
+                                         int64_t length, const float *means,
+                                         const float *rstds) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t base = row * length;
+    float mean = means[row], rstd = rstds[row];
+    float sumG = 0.0f, sumGX = 0.0f;
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+      float xhat = (loadFloat(input, dtype, base + j) - mean) * rstd;
+      float gw = loadFloat(grad, dtype, base + j) * weight[j];
+      sumG += gw;
+      sumGX += gw * xhat;
+    }
+    float meanG = blockSum(sumG) / float(length);
+    float meanGX = blockSum(sumGX) / float(length);
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+      float xhat = (loadFloat(input, dtype, base + j) - mean) * rstd;
+      float gw = loadFloat(grad, dtype, base + j) * weight[j];
+      storeFloat(result, dtype, base + j, rstd * (gw - meanG - xhat * meanGX));
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding kernels
+//===----------------------------------------------------------------------===//
+
+/// Raises kIndexOutOfRange for every index outside [0, limit).
+__global__ void checkIndicesKernel(const void *indices, DType indexType,
+                                   int64_t count, int64_t limit, int *error) {
+  TGC_GRID_LOOP(i, count) {
+    int64_t index = loadInt(indices, indexType, i);
+    if ((index < 0 || index >= limit) && error)
+      raiseError(error, kIndexOutOfRange);
+  }
+}
+
+/// Copies table rows as raw elements of `T` (the storage width); rows with
+/// a bad index are left alone (checkIndicesKernel reports them).
+template <typename T>
+__global__ void embeddingKernel(const T *table, const void *indices,
+                                DType indexType, int64_t count, int64_t width,
+                                int64_t vocab, T *result) {
+  TGC_GRID_LOOP(e, count * width) {
+    int64_t index = loadInt(indices, indexType, e / width);
+    if (index >= 0 && index < vocab)
+      result[e] = table[index * width + e % width];
+  }
+}
+
+__global__ void embeddingGradKernel(const void *indices, DType indexType,
+                                    const void *grad, DType dtype,
+                                    int64_t count, int64_t width, int64_t vocab,
+                                    float *accumulator) {
+  TGC_GRID_LOOP(e, count * width) {
+    int64_t index = loadInt(indices, indexType, e / width);
+    if (index >= 0 && index < vocab)
+      atomicAdd(&accumulator[index * width + e % width],
+                loadFloat(grad, dtype, e));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Attention kernels
+//===----------------------------------------------------------------------===//
+
+/// Turns `rows` rows of scaled scores (heads of `tq` rows, `tk` columns)
+/// into probabilities in place; with `causal`, row i sees columns [0, i]
+/// and the rest become exactly 0.
+__global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t tq,
+                                       int64_t tk, bool causal) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    float *s = scores + row * tk;
+    int64_t visible = causal ? min(row % tq + 1, tk) : tk;
+    float max = -INFINITY;
+    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x)
+      max = fmaxf(max, s[j]);
+    max = blockMax(max);
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x)
+      sum += expf(s[j] - max);
+    sum = blockSum(sum);
+    for (int64_t j = threadIdx.x; j < tk; j += blockDim.x)
+      s[j] = j < visible ? expf(s[j] - max) / sum : 0.0f;
+  }
+}
+
+/// rowDot[r] = sum_c grad[r, c] * output[r, c].
+__global__ void rowDotKernel(const void *grad, const void *output, DType dtype,
+                             int64_t rows, int64_t width, float *rowDot) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t base = row * width;
+    float dot = 0.0f;
+    for (int64_t c = threadIdx.x; c < width; c += blockDim.x)
+      dot +=
+          loadFloat(grad, dtype, base + c) * loadFloat(output, dtype, base + c);
+    dot = blockSum(dot);
+    if (threadIdx.x == 0)
+      rowDot[row] = dot;
+  }
+}
+
+/// dS = P * (dP - rowDot), in place of dP; `rowDot` holds one value per row
+/// of `tk` scores.
+__global__ void attentionScoreGradKernel(const float *probabilities,
+                                         float *scoreGrad, const float *rowDot,
+                                         int64_t count, int64_t tk) {
+  TGC_GRID_LOOP(e, count) {
+    scoreGrad[e] = probabilities[e] * (scoreGrad[e] - rowDot[e / tk]);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy kernels
+//===----------------------------------------------------------------------===//
+
+/// The loss of each row, 0 for ignored rows and rows with a bad target
+/// (which raise the error flag); `counted[row]` is 1 for rows that count.
+__global__ void crossEntropyRowsKernel(const void *logits, DType dtype,
+                                       const void *targets, DType targetType,
+                                       int64_t rows, int64_t classes,
+                                       int64_t ignoreIndex, float *losses,
+                                       float *counted, int *error) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t target = loadInt(targets, targetType, row);
+    bool valid = target >= 0 && target < classes;
+    if (target == ignoreIndex || !valid) {
+      if (threadIdx.x == 0) {
+        losses[row] = 0.0f;
+        counted[row] = 0.0f;
+        if (target != ignoreIndex && error)
+          raiseError(error, kIndexOutOfRange);
+      }
+      continue;
+    }
+    int64_t base = row * classes;
+    float max = -INFINITY;
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+      max = fmaxf(max, loadFloat(logits, dtype, base + j));
+    max = blockMax(max);
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+      sum += expf(loadFloat(logits, dtype, base + j) - max);
+    sum = blockSum(sum);
+    if (threadIdx.x == 0) {
+      losses[row] = max + logf(sum) - loadFloat(logits, dtype, base + target);
+      counted[row] = 1.0f;
+    }
+  }
+}
+
+/// One block: the mean of the counted losses (0 when none count).
+__global__ void crossEntropyMeanKernel(const float *losses,
+                                       const float *counted, int64_t rows,
+                                       void *result, DType resultType) {
+  float total = 0.0f, count = 0.0f;
+  for (int64_t row = threadIdx.x; row < rows; row += blockDim.x) {
+    total += losses[row];
+    count += counted[row];
+  }
+  total = blockSum(total);
+  count = blockSum(count);
+  if (threadIdx.x == 0)
+    storeFloat(result, resultType, 0, count == 0.0f ? 0.0f : total / count);
+}
+
+/// One block: copies the targets (so the result may reuse their buffer),
+/// counts the positions not ignored, raises the error flag for bad targets
+/// and writes `coefficient[0] = grad / count` and `coefficient[1] = count`.
+__global__ void crossEntropyGradPrepareKernel(
+    const void *targets, DType targetType, int64_t rows, int64_t classes,
+    int64_t ignoreIndex, const void *grad, DType gradType, int64_t *targetCopy,
+    float *coefficient, int *error) {
+  long long count = 0;
+  for (int64_t row = threadIdx.x; row < rows; row += blockDim.x) {
+    int64_t target = loadInt(targets, targetType, row);
+    targetCopy[row] = target;
+    if (target == ignoreIndex)
+      continue;
+    if (target < 0 || target >= classes) {
+      if (error)
+        raiseError(error, kIndexOutOfRange);
+      continue;
+    }
+    ++count;
+  }
+  count = blockSum(count);
+  if (threadIdx.x == 0) {
+    coefficient[0] =
+        count == 0
+            ? 0.0f
+            : float(double(loadFloat(grad, gradType, 0)) / double(count));
+    coefficient[1] = float(count);
+  }
+}
+
+/// `result[row] = coefficient * (softmax(logits[row]) - onehot(target))`,
+/// zero for ignored rows, rows with a bad target and when nothing counts.
+/// Reads each logit before writing its gradient, so the result may reuse
+/// the logits' buffer.
+__global__ void crossEntropyGradKernel(const void *logits, DType dtype,
+                                       const int64_t *targets, int64_t rows,
+                                       int64_t classes, int64_t ignoreIndex,
+                                       const float *coefficientAndCount,
+                                       void *result) {
+  float coefficient = coefficientAndCount[0];
+  bool anyCounted = coefficientAndCount[1] > 0.0f;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t base = row * classes;
+    int64_t target = targets[row];
+    if (target == ignoreIndex || target < 0 || target >= classes ||
+        !anyCounted) {
+      for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+        storeFloat(result, dtype, base + j, 0.0f);
+      continue;
+    }
+    float max = -INFINITY;
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+      max = fmaxf(max, loadFloat(logits, dtype, base + j));
+    max = blockMax(max);
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+      sum += expf(loadFloat(logits, dtype, base + j) - max);
+    float logSumExp = max + logf(blockSum(sum));
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
+      float p = expf(loadFloat(logits, dtype, base + j) - logSumExp);
+      storeFloat(result, dtype, base + j,
+                 coefficient * (p - (j == target ? 1.0f : 0.0f)));
+    }
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+Status softmax(Context &ctx, const TensorRef &input, int64_t axis,
+               TensorRef &result) {
+  int64_t outer, length, inner;
+  if (Status s =
+          splitAround(input.shape, axis, "softmax", outer, length, inner);
+      !s.ok())
+    return s;
+  if (input.numElements() == 0)
+    return Status::success();
+  cudaStream_t stream = streamOf(ctx);
+  if (inner == 1) {
+    softmaxRowsKernel<<<rowBlocks(outer), kRowThreads, 0, stream>>>(
+        input.data, result.data, input.dtype, outer, length);
+    TGC_CUDA_LAUNCH("softmaxRowsKernel");
+  } else {
+    softmaxColumnsKernel<<<blocksFor(outer * inner), 256, 0, stream>>>(
+        input.data, result.data, input.dtype, outer, length, inner);
+    TGC_CUDA_LAUNCH("softmaxColumnsKernel");
+  }
+  return Status::success();
+}
+
+Status softmaxGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
+                   int64_t axis, TensorRef &result) {
+  int64_t outer, length, inner;
+  if (Status s =
+          splitAround(output.shape, axis, "softmax_grad", outer, length, inner);
+      !s.ok())
+    return s;
+  if (output.numElements() == 0)
+    return Status::success();
+  cudaStream_t stream = streamOf(ctx);
+  if (inner == 1) {
+    softmaxGradRowsKernel<<<rowBlocks(outer), kRowThreads, 0, stream>>>(
+        output.data, grad.data, result.data, output.dtype, outer, length);
+    TGC_CUDA_LAUNCH("softmaxGradRowsKernel");
+  } else {
+    softmaxGradColumnsKernel<<<blocksFor(outer * inner), 256, 0, stream>>>(
+        output.data, grad.data, result.data, output.dtype, outer, length,
+        inner);
+    TGC_CUDA_LAUNCH("softmaxGradColumnsKernel");
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Layer normalization
+//===----------------------------------------------------------------------===//
+
+Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
+                 const TensorRef &bias, double epsilon, TensorRef &result) {
+  if (input.rank() < 1)
+    return Status::failure("layer norm input must have rank >= 1");
+  int64_t length = input.shape.back();
+  int64_t rows = length == 0 ? 0 : input.numElements() / length;
+  if (rows == 0)
+    return Status::success();
+  layerNormKernel<<<rowBlocks(rows), kRowThreads, 0, streamOf(ctx)>>>(
+      input.data, weight.data, bias.data, result.data, input.dtype, rows,
+      length, float(epsilon));
+  TGC_CUDA_LAUNCH("layerNormKernel");
+  return Status::success();
+}
+
+Status layerNormGrad(Context &ctx, const TensorRef &input,
+                     const TensorRef &weight, const TensorRef &grad,
+                     double epsilon, TensorRef &inputGrad,
+                     TensorRef &weightGrad, TensorRef &biasGrad) {
+  if (input.rank() < 1)
+    return Status::failure("layer norm input must have rank >= 1");
+  int64_t length = input.shape.back();
+  int64_t rows = length == 0 ? 0 : input.numElements() / length;
+  if (length == 0)
+    return Status::success();
+
+  // f32 scratch: row statistics, the weight (read by every row while
+  // input_grad is written, which may share its buffer), and the parameter
+  // gradient accumulators.
+  WorkspaceLayout layout;
+  size_t meansAt = layout.add(size_t(rows) * sizeof(float));
+  size_t rstdsAt = layout.add(size_t(rows) * sizeof(float));
+  size_t weightAt = layout.add(size_t(length) * sizeof(float));
+  size_t weightGradAt = layout.add(size_t(length) * sizeof(float));
+  size_t biasGradAt = layout.add(size_t(length) * sizeof(float));
+  if (Status s = ctx.reserveWorkspace(layout.total); !s.ok())
+    return s;
+  float *means = at<float>(ctx, meansAt), *rstds = at<float>(ctx, rstdsAt);
+  float *weightF32 = at<float>(ctx, weightAt);
+  float *weightGradF32 = at<float>(ctx, weightGradAt);
+  float *biasGradF32 = at<float>(ctx, biasGradAt);
+  cudaStream_t stream = streamOf(ctx);
+
+  TGC_CUDA_CALL(cudaMemsetAsync(weightGradF32, 0,
+                                size_t(length) * sizeof(float), stream));
+  TGC_CUDA_CALL(
+      cudaMemsetAsync(biasGradF32, 0, size_t(length) * sizeof(float), stream));
+  if (Status s = widenToF32(ctx, weight, weightF32); !s.ok())
+    return s;
+  if (rows > 0) {
+    layerNormStatisticsKernel<<<rowBlocks(rows), kRowThreads, 0, stream>>>(
+        input.data, input.dtype, rows, length, float(epsilon), means, rstds);
+    TGC_CUDA_LAUNCH("layerNormStatisticsKernel");
+
+    // The parameter gradients read grad before input_grad may overwrite it.
+    int64_t chunks = std::min<int64_t>((rows + 31) / 32, 1024);
+    int64_t rowsPerChunk = (rows + chunks - 1) / chunks;
+    dim3 grid(unsigned((length + 255) / 256), unsigned(chunks));
+    layerNormParamGradKernel<<<grid, 256, 0, stream>>>(
+        input.data, grad.data, input.dtype, rows, length, rowsPerChunk, means,
+        rstds, weightGradF32, biasGradF32);
+    TGC_CUDA_LAUNCH("layerNormParamGradKernel");
+
+    layerNormInputGradKernel<<<rowBlocks(rows), kRowThreads, 0, stream>>>(
+        input.data, grad.data, weightF32, inputGrad.data, input.dtype, rows,
+        length, means, rstds);
+    TGC_CUDA_LAUNCH("layerNormInputGradKernel");
+  }
+  if (Status s = narrowFromF32(ctx, weightGradF32, length, weightGrad); !s.ok())
+    return s;
+  return narrowFromF32(ctx, biasGradF32, length, biasGrad);
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
+                 TensorRef &result) {
+  if (table.rank() != 2)
+    return Status::failure("embedding table must have rank 2");
+  int64_t vocab = table.shape[0], width = table.shape[1];
+  int64_t count = indices.numElements();
+  if (count == 0)
+    return Status::success();
+  cudaStream_t stream = streamOf(ctx);
+  checkIndicesKernel<<<blocksFor(count), 256, 0, stream>>>(
+      indices.data, indices.dtype, count, vocab, ctx.deviceError);
+  TGC_CUDA_LAUNCH("checkIndicesKernel");
+  if (width == 0)
+    return Status::success();
+  unsigned blocks = blocksFor(count * width);
+  if (table.dtype == DType::F32) {
+    embeddingKernel<uint32_t><<<blocks, 256, 0, stream>>>(
+        static_cast<const uint32_t *>(table.data), indices.data, indices.dtype,
+        count, width, vocab, static_cast<uint32_t *>(result.data));
+  } else {
+    embeddingKernel<uint16_t><<<blocks, 256, 0, stream>>>(
+        static_cast<const uint16_t *>(table.data), indices.data, indices.dtype,
+        count, width, vocab, static_cast<uint16_t *>(result.data));
+  }
+  TGC_CUDA_LAUNCH("embeddingKernel");
+  return Status::success();
+}
+
+Status embeddingGrad(Context &ctx, const TensorRef &indices,
+                     const TensorRef &grad, TensorRef &result) {
+  if (result.rank() != 2)
+    return Status::failure("embedding_grad result must have rank 2");
+  int64_t vocab = result.shape[0], width = result.shape[1];
+  int64_t count = indices.numElements();
+  int64_t total = vocab * width;
+  if (total == 0) {
+    // Nothing to accumulate into, but bad indices are still an error.
+    if (count > 0) {
+      checkIndicesKernel<<<blocksFor(count), 256, 0, streamOf(ctx)>>>(
+          indices.data, indices.dtype, count, vocab, ctx.deviceError);
+      TGC_CUDA_LAUNCH("checkIndicesKernel");
+    }
+    return Status::success();
+  }
+  // An f32 result that shares no bytes with the operands accumulates in
+  // place; otherwise an f32 scratch is rounded into it at the end.
+  bool direct = result.dtype == DType::F32 && !tensorsOverlap(result, grad) &&
+                !tensorsOverlap(result, indices);
+  float *accumulator = static_cast<float *>(result.data);
+  if (!direct) {
+    if (Status s = ctx.reserveWorkspace(size_t(total) * sizeof(float)); !s.ok())
+      return s;
+    accumulator = static_cast<float *>(ctx.workspace);
+  }
+  cudaStream_t stream = streamOf(ctx);
+  TGC_CUDA_CALL(
+      cudaMemsetAsync(accumulator, 0, size_t(total) * sizeof(float), stream));
+  if (count > 0) {
+    checkIndicesKernel<<<blocksFor(count), 256, 0, stream>>>(
+        indices.data, indices.dtype, count, vocab, ctx.deviceError);
+    TGC_CUDA_LAUNCH("checkIndicesKernel");
+    if (width > 0) {
+      embeddingGradKernel<<<blocksFor(count * width), 256, 0, stream>>>(
+          indices.data, indices.dtype, grad.data, grad.dtype, count, width,
+          vocab, accumulator);
+      TGC_CUDA_LAUNCH("embeddingGradKernel");
+    }
+  }
+  if (direct)
+    return Status::success();
+  return narrowFromF32(ctx, accumulator, total, result);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Sizes of an attention problem: `batch` independent heads of
+/// [tq, d] x [tk, d] x [tk, dv].
+struct AttentionShape {
+  int64_t batch, tq, tk, d, dv;
+  float scale;
+};
+
+Status attentionShape(const TensorRef &query, const TensorRef &key,
+                      const TensorRef &value, bool causal,
+                      std::optional<double> scale, AttentionShape &sizes) {
+  int64_t rank = query.rank();
+  if (rank < 2 || key.rank() != rank || value.rank() != rank)
+    return Status::failure("query, key and value must have the same rank "
+                           ">= 2");
+  if (!isFloat(query.dtype) || key.dtype != query.dtype ||
+      value.dtype != query.dtype)
+    return Status::failure("query, key and value must have one float type");
+  sizes.batch = 1;
+  for (int64_t d = 0; d < rank - 2; ++d)
+    sizes.batch *= query.shape[d];
+  sizes.tq = query.shape[rank - 2];
+  sizes.d = query.shape[rank - 1];
+  sizes.tk = key.shape[rank - 2];
+  sizes.dv = value.shape[rank - 1];
+  if (causal && sizes.tq != sizes.tk)
+    return Status::failure("causal attention needs equal query and key "
+                           "lengths, found " +
+                           std::to_string(sizes.tq) + " and " +
+                           std::to_string(sizes.tk));
+  if (scale && !(*scale > 0.0 && std::isfinite(*scale)))
+    return Status::failure("attention scale must be positive and finite");
+  sizes.scale = float(scale ? *scale : 1.0 / std::sqrt(double(sizes.d)));
+  return Status::success();
+}
+
+/// Bytes of score-sized scratch (S, dP) the attention kernels allow
+/// themselves; heads are processed in chunks that fit.
+constexpr size_t kAttentionScoreBytes = size_t(256) << 20;
+
+int64_t headsPerChunk(const AttentionShape &sizes, int64_t scoreMatrices) {
+  size_t perHead = size_t(std::max<int64_t>(sizes.tq * sizes.tk, 1)) *
+                   sizeof(float) * size_t(scoreMatrices);
+  int64_t heads = int64_t(kAttentionScoreBytes / perHead);
+  return std::max<int64_t>(1, std::min(heads, sizes.batch));
+}
+
+/// P = softmax(scale * Q K^T + mask) for `heads` heads into `p` (f32).
+Status attentionProbabilities(Context &ctx, const AttentionShape &sizes,
+                              const float *q, const float *k, bool causal,
+                              int64_t heads, float *p, void *gemmWorkspace) {
+  GemmProblem scores;
+  scores.transposeB = true;
+  scores.m = sizes.tq;
+  scores.n = sizes.tk;
+  scores.k = sizes.d;
+  scores.alpha = sizes.scale;
+  scores.a = q;
+  scores.strideA = sizes.tq * sizes.d;
+  scores.b = k;
+  scores.strideB = sizes.tk * sizes.d;
+  scores.c = p;
+  scores.strideC = sizes.tq * sizes.tk;
+  scores.batchCount = heads;
+  if (Status s = gemm(ctx, scores, gemmWorkspace); !s.ok())
+    return s;
+  int64_t rows = heads * sizes.tq;
+  if (rows == 0)
+    return Status::success();
+  attentionSoftmaxKernel<<<rowBlocks(rows), kRowThreads, 0, streamOf(ctx)>>>(
+      p, rows, sizes.tq, sizes.tk, causal);
+  TGC_CUDA_LAUNCH("attentionSoftmaxKernel");
+  return Status::success();
+}
+
+/// A row-major f32 GEMM of `heads` dense heads, every operand batched.
+GemmProblem headGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
+                     int64_t k, float alpha, const float *a, const float *b,
+                     float *c, int64_t heads) {
+  GemmProblem problem;
+  problem.transposeA = transposeA;
+  problem.transposeB = transposeB;
+  problem.m = m;
+  problem.n = n;
+  problem.k = k;
+  problem.alpha = alpha;
+  problem.a = a;
+  problem.strideA = m * k;
+  problem.b = b;
+  problem.strideB = k * n;
+  problem.c = c;
+  problem.strideC = m * n;
+  problem.batchCount = heads;
+  return problem;
+}
+
+} // namespace
+
+Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
+                 const TensorRef &value, bool causal,
+                 std::optional<double> scale, TensorRef &result) {
+  AttentionShape sizes;
+  if (Status s = attentionShape(query, key, value, causal, scale, sizes);
+      !s.ok())
+    return s;
+  if (result.numElements() == 0)
+    return Status::success();
+  int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dv = sizes.dv;
+
+  // The GEMMs run in f32 on the operands themselves when they are f32 and
+  // the result does not overlap them; otherwise on f32 copies.
+  bool f32 = query.dtype == DType::F32;
+  bool copyInputs = !f32 || tensorsOverlap(result, query) ||
+                    tensorsOverlap(result, key) ||
+                    tensorsOverlap(result, value);
+  int64_t heads = headsPerChunk(sizes, 1);
+  WorkspaceLayout layout;
+  size_t gemmAt = layout.add(kGemmWorkspaceBytes);
+  size_t queryAt =
+      copyInputs ? layout.add(query.numElements() * sizeof(float)) : 0;
+  size_t keyAt = copyInputs ? layout.add(key.numElements() * sizeof(float)) : 0;
+  size_t valueAt =
+      copyInputs ? layout.add(value.numElements() * sizeof(float)) : 0;
+  size_t scoresAt = layout.add(size_t(heads * tq * tk) * sizeof(float));
+  size_t outAt = f32 ? 0 : layout.add(size_t(heads * tq * dv) * sizeof(float));
+  if (Status s = ctx.reserveWorkspace(layout.total); !s.ok())
+    return s;
+  void *gemmWorkspace = at<char>(ctx, gemmAt);
+  const float *q = static_cast<const float *>(query.data);
+  const float *k = static_cast<const float *>(key.data);
+  const float *v = static_cast<const float *>(value.data);
+  if (copyInputs) {
+    float *qCopy = at<float>(ctx, queryAt), *kCopy = at<float>(ctx, keyAt),
+          *vCopy = at<float>(ctx, valueAt);
+    for (auto [t, copy] : {std::pair{&query, qCopy}, std::pair{&key, kCopy},
+                           std::pair{&value, vCopy}})
+      if (Status s = widenToF32(ctx, *t, copy); !s.ok())
+        return s;
+    q = qCopy;
+    k = kCopy;
+    v = vCopy;
+  }
+  float *p = at<float>(ctx, scoresAt);
+
+  for (int64_t b0 = 0; b0 < sizes.batch; b0 += heads) {
+    int64_t count = std::min(heads, sizes.batch - b0);
+    if (Status s =
+            attentionProbabilities(ctx, sizes, q + b0 * tq * d, k + b0 * tk * d,
+                                   causal, count, p, gemmWorkspace);
+        !s.ok())
+      return s;
+    float *out = f32 ? static_cast<float *>(result.data) + b0 * tq * dv
+                     : at<float>(ctx, outAt);
+    if (Status s = gemm(ctx,
+                        headGemm(false, false, tq, dv, tk, 1.0f, p,
+                                 v + b0 * tk * dv, out, count),
+                        gemmWorkspace);
+        !s.ok())
+      return s;
+    if (!f32)
+      if (Status s =
+              narrowFromF32(ctx, out, count * tq * dv, result, b0 * tq * dv);
+          !s.ok())
+        return s;
+  }
+  return Status::success();
+}
+
+Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
+                     const TensorRef &value, const TensorRef &output,
+                     const TensorRef &grad, bool causal,
+                     std::optional<double> scale, TensorRef &queryGrad,
+                     TensorRef &keyGrad, TensorRef &valueGrad) {
+  AttentionShape sizes;
+  if (Status s = attentionShape(query, key, value, causal, scale, sizes);
+      !s.ok())
+    return s;
+  int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dv = sizes.dv;
+  if (sizes.batch == 0)
+    return Status::success();
+
+  // As in the forward pass, the GEMMs read f32 copies unless everything is
+  // f32 and no gradient overlaps an operand.
+  bool f32 = query.dtype == DType::F32;
+  bool copyInputs = !f32;
+  for (const TensorRef *result : {&queryGrad, &keyGrad, &valueGrad})
+    for (const TensorRef *operand : {&query, &key, &value, &output, &grad})
+      copyInputs = copyInputs || tensorsOverlap(*result, *operand);
+  int64_t heads = headsPerChunk(sizes, 2);
+  WorkspaceLayout layout;
+  size_t gemmAt = layout.add(kGemmWorkspaceBytes);
+  size_t queryAt =
+      copyInputs ? layout.add(query.numElements() * sizeof(float)) : 0;
+  size_t keyAt = copyInputs ? layout.add(key.numElements() * sizeof(float)) : 0;
+  size_t valueAt =
+      copyInputs ? layout.add(value.numElements() * sizeof(float)) : 0;
+  size_t gradAt =
+      copyInputs ? layout.add(grad.numElements() * sizeof(float)) : 0;
+  size_t rowDotAt = layout.add(size_t(sizes.batch * tq) * sizeof(float));
+  size_t probabilitiesAt = layout.add(size_t(heads * tq * tk) * sizeof(float));
+  size_t scoreGradAt = layout.add(size_t(heads * tq * tk) * sizeof(float));
+  size_t queryGradAt =
+      f32 ? 0 : layout.add(size_t(heads * tq * d) * sizeof(float));
+  size_t keyGradAt =
+      f32 ? 0 : layout.add(size_t(heads * tk * d) * sizeof(float));
+  size_t valueGradAt =
+      f32 ? 0 : layout.add(size_t(heads * tk * dv) * sizeof(float));
+  if (Status s = ctx.reserveWorkspace(layout.total); !s.ok())
+    return s;
+  void *gemmWorkspace = at<char>(ctx, gemmAt);
+  cudaStream_t stream = streamOf(ctx);
+
+  // rowsum(grad * output) for every row, before any gradient is written.
+  float *rowDot = at<float>(ctx, rowDotAt);
+  if (tq > 0) {
+    rowDotKernel<<<rowBlocks(sizes.batch * tq), kRowThreads, 0, stream>>>(
+        grad.data, output.data, grad.dtype, sizes.batch * tq, dv, rowDot);
+    TGC_CUDA_LAUNCH("rowDotKernel");
+  }
+  const float *q = static_cast<const float *>(query.data);
+  const float *k = static_cast<const float *>(key.data);
+  const float *v = static_cast<const float *>(value.data);
+  const float *dO = static_cast<const float *>(grad.data);
+  if (copyInputs) {
+    float *qCopy = at<float>(ctx, queryAt), *kCopy = at<float>(ctx, keyAt),
+          *vCopy = at<float>(ctx, valueAt), *gCopy = at<float>(ctx, gradAt);
+    for (auto [t, copy] : {std::pair{&query, qCopy}, std::pair{&key, kCopy},
+                           std::pair{&value, vCopy}, std::pair{&grad, gCopy}})
+      if (Status s = widenToF32(ctx, *t, copy); !s.ok())
+        return s;
+    q = qCopy;
+    k = kCopy;
+    v = vCopy;
+    dO = gCopy;
+  }
+  float *p = at<float>(ctx, probabilitiesAt);
+  float *dS = at<float>(ctx, scoreGradAt);
+
+  for (int64_t b0 = 0; b0 < sizes.batch; b0 += heads) {
+    int64_t count = std::min(heads, sizes.batch - b0);
+    const float *qb = q + b0 * tq * d, *kb = k + b0 * tk * d;
+    const float *vb = v + b0 * tk * dv, *gb = dO + b0 * tq * dv;
+    float *dq = f32 ? static_cast<float *>(queryGrad.data) + b0 * tq * d
+                    : at<float>(ctx, queryGradAt);
+    float *dk = f32 ? static_cast<float *>(keyGrad.data) + b0 * tk * d
+                    : at<float>(ctx, keyGradAt);
+    float *dvOut = f32 ? static_cast<float *>(valueGrad.data) + b0 * tk * dv
+                       : at<float>(ctx, valueGradAt);
+    if (Status s = attentionProbabilities(ctx, sizes, qb, kb, causal, count, p,
+                                          gemmWorkspace);
+        !s.ok())
+      return s;
+    // value_grad = P^T @ grad, dP = grad @ value^T.
+    if (Status s = gemm(
+            ctx, headGemm(true, false, tk, dv, tq, 1.0f, p, gb, dvOut, count),
+            gemmWorkspace);
+        !s.ok())
+      return s;
+    if (Status s = gemm(
+            ctx, headGemm(false, true, tq, tk, dv, 1.0f, gb, vb, dS, count),
+            gemmWorkspace);
+        !s.ok())
+      return s;
+    // dS = P * (dP - rowsum(grad * output)), in place of dP.
+    int64_t scoreCount = count * tq * tk;
+    if (scoreCount > 0) {
+      attentionScoreGradKernel<<<blocksFor(scoreCount), 256, 0, stream>>>(
+          p, dS, rowDot + b0 * tq, scoreCount, tk);
+      TGC_CUDA_LAUNCH("attentionScoreGradKernel");
+    }
+    // query_grad = dS @ key * scale, key_grad = dS^T @ query * scale.
+    if (Status s = gemm(
+            ctx,
+            headGemm(false, false, tq, d, tk, sizes.scale, dS, kb, dq, count),
+            gemmWorkspace);
+        !s.ok())
+      return s;
+    if (Status s = gemm(
+            ctx,
+            headGemm(true, false, tk, d, tq, sizes.scale, dS, qb, dk, count),
+            gemmWorkspace);
+        !s.ok())
+      return s;
+    if (!f32) {
+      if (Status s =
+              narrowFromF32(ctx, dq, count * tq * d, queryGrad, b0 * tq * d);
+          !s.ok())
+        return s;
+      if (Status s =
+              narrowFromF32(ctx, dk, count * tk * d, keyGrad, b0 * tk * d);
+          !s.ok())
+        return s;
+      if (Status s = narrowFromF32(ctx, dvOut, count * tk * dv, valueGrad,
+                                   b0 * tk * dv);
+          !s.ok())
+        return s;
+    }
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+Status crossEntropy(Context &ctx, const TensorRef &logits,
+                    const TensorRef &targets, int64_t ignoreIndex,
+                    TensorRef &result) {
+  if (logits.rank() < 1)
+    return Status::failure("logits must have rank >= 1 (the class axis "
+                           "last)");
+  int64_t classes = logits.shape.back();
+  int64_t rows = targets.numElements();
+  WorkspaceLayout layout;
+  size_t lossesAt = layout.add(size_t(rows) * sizeof(float));
+  size_t countedAt = layout.add(size_t(rows) * sizeof(float));
+  if (Status s = ctx.reserveWorkspace(layout.total); !s.ok())
+    return s;
+  float *losses = at<float>(ctx, lossesAt);
+  float *counted = at<float>(ctx, countedAt);
+  cudaStream_t stream = streamOf(ctx);
+  if (rows > 0) {
+    crossEntropyRowsKernel<<<rowBlocks(rows), kRowThreads, 0, stream>>>(
+        logits.data, logits.dtype, targets.data, targets.dtype, rows, classes,
+        ignoreIndex, losses, counted, ctx.deviceError);
+    TGC_CUDA_LAUNCH("crossEntropyRowsKernel");
+  }
+  crossEntropyMeanKernel<<<1, 1024, 0, stream>>>(losses, counted, rows,
+                                                 result.data, result.dtype);
+  TGC_CUDA_LAUNCH("crossEntropyMeanKernel");
+  return Status::success();
+}
+
+Status crossEntropyGrad(Context &ctx, const TensorRef &logits,
+                        const TensorRef &targets, const TensorRef &grad,
+                        int64_t ignoreIndex, TensorRef &result) {
+  if (logits.rank() < 1)
+    return Status::failure("logits must have rank >= 1 (the class axis "
+                           "last)");
+  int64_t classes = logits.shape.back();
+  int64_t rows = targets.numElements();
+  if (rows == 0)
+    return Status::success();
+  WorkspaceLayout layout;
+  size_t targetsAt = layout.add(size_t(rows) * sizeof(int64_t));
+  size_t coefficientAt = layout.add(2 * sizeof(float));
+  if (Status s = ctx.reserveWorkspace(layout.total); !s.ok())
+    return s;
+  int64_t *targetCopy = at<int64_t>(ctx, targetsAt);
+  float *coefficient = at<float>(ctx, coefficientAt);
+  cudaStream_t stream = streamOf(ctx);
+  crossEntropyGradPrepareKernel<<<1, 1024, 0, stream>>>(
+      targets.data, targets.dtype, rows, classes, ignoreIndex, grad.data,
+      grad.dtype, targetCopy, coefficient, ctx.deviceError);
+  TGC_CUDA_LAUNCH("crossEntropyGradPrepareKernel");
+  if (classes == 0)
+    return Status::success();
+  crossEntropyGradKernel<<<rowBlocks(rows), kRowThreads, 0, stream>>>(
+      logits.data, logits.dtype, targetCopy, rows, classes, ignoreIndex,
+      coefficient, result.data);
+  TGC_CUDA_LAUNCH("crossEntropyGradKernel");
+  return Status::success();
+}
+
+} // namespace tgc::rt::cuda

@@ -1,0 +1,335 @@
+//===- Shape.cu - reshape, transpose, slices, concat, broadcast, fill ----===//
+//
+// The data-movement ops on the GPU, as cpu/Shape.cpp does them: each is a
+// strided copy of whole elements (bytes moved unchanged, any element type)
+// described by a CopyPlan, one thread per copied element. A result whose
+// buffer overlaps its operand is produced from a stream-ordered copy of the
+// operand, since threads would otherwise overwrite elements others have not
+// read. tg.constant copies from the executable's bytes in host memory;
+// tg.fill converts its f64 value with the CPU kernel (one element on the
+// host, so the conversion is tg.cast's exactly) and replicates the bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+#include "tgc/runtime/CpuKernels.h"
+
+#include <cstring>
+
+namespace tgc::rt::cuda {
+
+static constexpr unsigned kThreads = 256;
+
+using Shape = std::vector<int64_t>;
+
+static Shape rowMajorStrides(const Shape &shape) {
+  Shape strides(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+  return strides;
+}
+
+namespace {
+/// A strided copy: for every index of `size` (row-major), the element at
+/// `srcBase + index . srcStride` goes to `dstBase + index . dstStride`
+/// (element offsets).
+struct CopyPlan {
+  int rank = 0;
+  int64_t size[kMaxRank] = {};
+  int64_t srcStride[kMaxRank] = {};
+  int64_t dstStride[kMaxRank] = {};
+  int64_t srcBase = 0;
+  int64_t dstBase = 0;
+};
+} // namespace
+
+template <typename T>
+__global__ void stridedCopyKernel(T *dst, const T *src, CopyPlan plan,
+                                  int64_t n) {
+  TGC_GRID_LOOP(i, n) {
+    int64_t linear = i, s = plan.srcBase, d = plan.dstBase;
+    for (int k = plan.rank - 1; k >= 0; --k) {
+      int64_t index = linear % plan.size[k];
+      linear /= plan.size[k];
+      s += index * plan.srcStride[k];
+      d += index * plan.dstStride[k];
+    }
+    dst[d] = src[s];
+  }
+}
+
+/// Copies the elements of the index space `shape` from `src` to `dst`.
+static Status stridedCopy(Context &ctx, void *dst, const Shape &dstStrides,
+                          int64_t dstBase, const void *src,
+                          const Shape &srcStrides, int64_t srcBase,
+                          const Shape &shape, DType dtype, const char *name) {
+  if (shape.size() > size_t(kMaxRank))
+    return Status::failure(std::string(name) + ": supports up to 8 dimensions");
+  CopyPlan plan;
+  plan.rank = int(shape.size());
+  int64_t n = 1;
+  for (int d = 0; d < plan.rank; ++d) {
+    plan.size[d] = shape[d];
+    plan.srcStride[d] = srcStrides[d];
+    plan.dstStride[d] = dstStrides[d];
+    n *= shape[d];
+  }
+  plan.srcBase = srcBase;
+  plan.dstBase = dstBase;
+  if (n == 0)
+    return Status::success();
+  unsigned blocks = blocksFor(n, kThreads);
+  cudaStream_t stream = streamOf(ctx);
+  switch (dtypeSize(dtype)) {
+  case 1:
+    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), plan,
+        n);
+    break;
+  case 2:
+    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint16_t *>(dst), static_cast<const uint16_t *>(src), plan,
+        n);
+    break;
+  case 4:
+    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint32_t *>(dst), static_cast<const uint32_t *>(src), plan,
+        n);
+    break;
+  default:
+    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint64_t *>(dst), static_cast<const uint64_t *>(src), plan,
+        n);
+    break;
+  }
+  TGC_CUDA_LAUNCH(name);
+  return Status::success();
+}
+
+/// The device data to read `input` from: its own, or a copy (in `scratch`)
+/// when `result` overlaps it.
+static Status readable(Context &ctx, const TensorRef &input,
+                       const TensorRef &result, StreamScratch &scratch,
+                       const void *&data) {
+  data = input.data;
+  if (!bytesOverlap(input, result))
+    return Status::success();
+  return stageCopy(ctx, input, scratch, data);
+}
+
+Status reshape(Context &ctx, const TensorRef &input, TensorRef &result) {
+  if (input.numBytes() == 0 || input.data == result.data)
+    return Status::success();
+  StreamScratch scratch;
+  const void *source;
+  Status status = readable(ctx, input, result, scratch, source);
+  if (!status.ok())
+    return status;
+  TGC_CUDA_CALL(cudaMemcpyAsync(result.data, source, input.numBytes(),
+                                cudaMemcpyDeviceToDevice, streamOf(ctx)));
+  return Status::success();
+}
+
+Status transpose(Context &ctx, const TensorRef &input,
+                 const std::vector<int64_t> &permutation, TensorRef &result) {
+  if (result.numElements() == 0)
+    return Status::success();
+  if (permutation.size() != input.shape.size())
+    return Status::failure("transpose: the permutation does not match the "
+                           "operand's rank");
+  Shape inStrides = rowMajorStrides(input.shape);
+  Shape srcStrides;
+  for (int64_t p : permutation)
+    srcStrides.push_back(inStrides[p]);
+  StreamScratch scratch;
+  const void *source;
+  Status status = readable(ctx, input, result, scratch, source);
+  if (!status.ok())
+    return status;
+  return stridedCopy(ctx, result.data, rowMajorStrides(result.shape), 0, source,
+                     srcStrides, 0, result.shape, input.dtype, "transpose");
+}
+
+/// The element offset of `offsets` in a row-major tensor of `shape`.
+static int64_t offsetOf(const Shape &shape, const Shape &offsets) {
+  Shape strides = rowMajorStrides(shape);
+  int64_t base = 0;
+  for (size_t d = 0; d < shape.size() && d < offsets.size(); ++d)
+    base += offsets[d] * strides[d];
+  return base;
+}
+
+Status slice(Context &ctx, const TensorRef &input,
+             const std::vector<int64_t> &offsets, TensorRef &result) {
+  if (result.numElements() == 0)
+    return Status::success();
+  StreamScratch scratch;
+  const void *source;
+  Status status = readable(ctx, input, result, scratch, source);
+  if (!status.ok())
+    return status;
+  return stridedCopy(ctx, result.data, rowMajorStrides(result.shape), 0, source,
+                     rowMajorStrides(input.shape),
+                     offsetOf(input.shape, offsets), result.shape, input.dtype,
+                     "slice");
+}
+
+Status sliceGrad(Context &ctx, const TensorRef &grad,
+                 const std::vector<int64_t> &offsets, TensorRef &result) {
+  if (result.numElements() == 0)
+    return Status::success();
+  StreamScratch scratch;
+  const void *source;
+  Status status = readable(ctx, grad, result, scratch, source);
+  if (!status.ok())
+    return status;
+  // All-zero bits are +0 in every float format.
+  TGC_CUDA_CALL(
+      cudaMemsetAsync(result.data, 0, result.numBytes(), streamOf(ctx)));
+  return stridedCopy(ctx, result.data, rowMajorStrides(result.shape),
+                     offsetOf(result.shape, offsets), source,
+                     rowMajorStrides(grad.shape), 0, grad.shape, grad.dtype,
+                     "slice_grad");
+}
+
+/// `axis` made non-negative.
+static int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+Status split(Context &ctx, const TensorRef &input, int64_t axis,
+             std::vector<TensorRef> &results) {
+  int64_t dim = normalizeAxis(axis, input.rank());
+  StreamScratch scratch;
+  const void *source = input.data;
+  for (const TensorRef &piece : results) {
+    if (bytesOverlap(input, piece)) {
+      Status status = stageCopy(ctx, input, scratch, source);
+      if (!status.ok())
+        return status;
+      break;
+    }
+  }
+  Shape inStrides = rowMajorStrides(input.shape);
+  int64_t start = 0;
+  for (TensorRef &piece : results) {
+    Status status = stridedCopy(ctx, piece.data, rowMajorStrides(piece.shape),
+                                0, source, inStrides, start * inStrides[dim],
+                                piece.shape, input.dtype, "split");
+    if (!status.ok())
+      return status;
+    start += piece.shape[dim];
+  }
+  return Status::success();
+}
+
+Status concat(Context &ctx, const std::vector<TensorRef> &inputs, int64_t axis,
+              TensorRef &result) {
+  int64_t dim = normalizeAxis(axis, result.rank());
+  // Copy every overlapping piece before anything is written to the result.
+  std::vector<StreamScratch> scratch(inputs.size());
+  std::vector<const void *> sources(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Status status = readable(ctx, inputs[i], result, scratch[i], sources[i]);
+    if (!status.ok())
+      return status;
+  }
+  Shape outStrides = rowMajorStrides(result.shape);
+  int64_t start = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorRef &piece = inputs[i];
+    Status status = stridedCopy(
+        ctx, result.data, outStrides, start * outStrides[dim], sources[i],
+        rowMajorStrides(piece.shape), 0, piece.shape, result.dtype, "concat");
+    if (!status.ok())
+      return status;
+    start += piece.shape[dim];
+  }
+  return Status::success();
+}
+
+Status broadcastTo(Context &ctx, const TensorRef &input, TensorRef &result) {
+  if (result.numElements() == 0)
+    return Status::success();
+  Dims dims;
+  if (!broadcastDims(input.shape, result.shape, dims))
+    return Status::failure("broadcast_to: supports up to 8 dimensions");
+  Shape srcStrides(dims.stride, dims.stride + dims.rank);
+  StreamScratch scratch;
+  const void *source;
+  Status status = readable(ctx, input, result, scratch, source);
+  if (!status.ok())
+    return status;
+  return stridedCopy(ctx, result.data, rowMajorStrides(result.shape), 0, source,
+                     srcStrides, 0, result.shape, input.dtype, "broadcast_to");
+}
+
+Status constant(Context &ctx, const void *bytes, size_t size,
+                TensorRef &result) {
+  if (size != result.numBytes())
+    return Status::failure("constant has " + std::to_string(size) +
+                           " bytes, its type needs " +
+                           std::to_string(result.numBytes()));
+  if (size == 0)
+    return Status::success();
+  // `bytes` is pageable host memory: the copy is staged before returning.
+  TGC_CUDA_CALL(cudaMemcpyAsync(result.data, bytes, size,
+                                cudaMemcpyHostToDevice, streamOf(ctx)));
+  return Status::success();
+}
+
+template <typename T> __global__ void fillKernel(T *data, T value, int64_t n) {
+  TGC_GRID_LOOP(i, n) { data[i] = value; }
+}
+
+Status fill(Context &ctx, double value, TensorRef &result) {
+  int64_t n = result.numElements();
+  if (n == 0)
+    return Status::success();
+  // One element converted by the CPU kernel, whose bits every element gets.
+  uint64_t bits = 0;
+  TensorRef element;
+  element.data = &bits;
+  element.dtype = result.dtype;
+  element.shape = {};
+  Status status = cpu::fill(value, element);
+  if (!status.ok())
+    return status;
+  unsigned blocks = blocksFor(n, kThreads);
+  cudaStream_t stream = streamOf(ctx);
+  switch (dtypeSize(result.dtype)) {
+  case 1: {
+    uint8_t v;
+    std::memcpy(&v, &bits, sizeof(v));
+    fillKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint8_t *>(result.data), v, n);
+    break;
+  }
+  case 2: {
+    uint16_t v;
+    std::memcpy(&v, &bits, sizeof(v));
+    fillKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint16_t *>(result.data), v, n);
+    break;
+  }
+  case 4: {
+    uint32_t v;
+    std::memcpy(&v, &bits, sizeof(v));
+    fillKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint32_t *>(result.data), v, n);
+    break;
+  }
+  default:
+    fillKernel<<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint64_t *>(result.data), bits, n);
+    break;
+  }
+  TGC_CUDA_LAUNCH("fill");
+  return Status::success();
+}
+
+} // namespace tgc::rt::cuda

@@ -1,0 +1,86 @@
+//===- CudaTestUtil.cpp - comparing CUDA kernels with CPU kernels ---------===//
+
+#include "CudaTestUtil.h"
+
+#include <cublasLt.h>
+
+namespace tgc::rt::test {
+
+cuda::Context *testContext() {
+  static std::unique_ptr<cuda::Context> context;
+  static bool probed = false;
+  if (probed)
+    return context.get();
+  probed = true;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    return nullptr;
+  auto ctx = std::make_unique<cuda::Context>();
+  cublasLtHandle_t handle;
+  if (cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS)
+    return nullptr;
+  ctx->blasLt = handle;
+  ctx->stream = nullptr;
+  if (cudaMalloc(&ctx->deviceError, sizeof(int)) != cudaSuccess ||
+      cudaMemset(ctx->deviceError, 0, sizeof(int)) != cudaSuccess ||
+      cudaMallocHost(&ctx->hostError, sizeof(int)) != cudaSuccess)
+    return nullptr;
+  context = std::move(ctx);
+  return context.get();
+}
+
+void synchronize() {
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess)
+      << cudaGetErrorString(cudaGetLastError());
+}
+
+void fillNormal(HostTensor &t, std::mt19937 &rng, float mean, float std) {
+  std::normal_distribution<float> dist(mean, std);
+  for (int64_t i = 0; i < t.ref.numElements(); ++i)
+    storeF32(t.ref, i, dist(rng));
+}
+
+void fillInts(HostTensor &t, std::mt19937 &rng, int64_t low, int64_t high) {
+  std::uniform_int_distribution<int64_t> dist(low, high - 1);
+  for (int64_t i = 0; i < t.ref.numElements(); ++i)
+    storeI64(t.ref, i, dist(rng));
+}
+
+double toleranceFor(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return 2e-3;
+  case DType::BF16:
+    return 1.6e-2;
+  case DType::F32:
+    return 1e-5;
+  default:
+    return 0.0;
+  }
+}
+
+void expectNear(const HostTensor &want, const HostTensor &got,
+                const std::string &what, double scale) {
+  ASSERT_EQ(want.ref.shape, got.ref.shape) << what;
+  ASSERT_EQ(want.ref.dtype, got.ref.dtype) << what;
+  double tol = toleranceFor(want.ref.dtype) * scale;
+  int64_t n = want.ref.numElements();
+  int reported = 0;
+  for (int64_t i = 0; i < n && reported < 5; ++i) {
+    if (isFloat(want.ref.dtype)) {
+      double w = loadF32(want.ref, i), g = loadF32(got.ref, i);
+      if (std::isnan(w) && std::isnan(g))
+        continue;
+      if (!(std::fabs(g - w) <= tol * (1.0 + std::fabs(w)))) {
+        ADD_FAILURE() << what << "[" << i << "]: CUDA " << g << ", CPU " << w;
+        ++reported;
+      }
+    } else if (loadI64(want.ref, i) != loadI64(got.ref, i)) {
+      ADD_FAILURE() << what << "[" << i << "]: CUDA " << loadI64(got.ref, i)
+                    << ", CPU " << loadI64(want.ref, i);
+      ++reported;
+    }
+  }
+}
+
+} // namespace tgc::rt::test

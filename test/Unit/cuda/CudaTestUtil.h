@@ -1,0 +1,101 @@
+//===- CudaTestUtil.h - comparing CUDA kernels with CPU kernels -*- C++ -*-===//
+//
+// Each test draws fresh random inputs on the host, runs the CPU kernel and
+// the CUDA kernel on copies, and compares the results with a tolerance per
+// element type. Tests skip when the machine has no usable GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_TEST_UNIT_CUDA_CUDATESTUTIL_H
+#define TGC_TEST_UNIT_CUDA_CUDATESTUTIL_H
+
+#include "cuda/CudaKernels.h"
+#include "tgc/runtime/CpuKernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tgc::rt::test {
+
+/// A host tensor with its own storage.
+struct HostTensor {
+  std::vector<uint8_t> bytes;
+  TensorRef ref;
+
+  HostTensor(DType dtype, std::vector<int64_t> shape) {
+    ref.dtype = dtype;
+    ref.shape = std::move(shape);
+    bytes.assign(std::max<size_t>(ref.numBytes(), 1), 0);
+    ref.data = bytes.data();
+  }
+};
+
+/// A device copy of a host tensor (or a zeroed device tensor of its type).
+struct DeviceTensor {
+  void *data = nullptr;
+  TensorRef ref;
+
+  explicit DeviceTensor(const HostTensor &host, bool copy = true) {
+    ref = host.ref;
+    size_t bytes = std::max<size_t>(host.ref.numBytes(), 1);
+    EXPECT_EQ(cudaMalloc(&data, bytes), cudaSuccess);
+    if (copy)
+      EXPECT_EQ(cudaMemcpy(data, host.ref.data, host.ref.numBytes(),
+                           cudaMemcpyHostToDevice),
+                cudaSuccess);
+    else
+      EXPECT_EQ(cudaMemset(data, 0, bytes), cudaSuccess);
+    ref.data = data;
+  }
+  ~DeviceTensor() { cudaFree(data); }
+  DeviceTensor(const DeviceTensor &) = delete;
+
+  /// Copies back into a new host tensor.
+  HostTensor toHost() const {
+    HostTensor host(ref.dtype, ref.shape);
+    EXPECT_EQ(cudaMemcpy(host.ref.data, data, ref.numBytes(),
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return host;
+  }
+};
+
+/// The CUDA context of the tests (stream 0, a cuBLASLt handle, the error
+/// flag), or null when no GPU is usable.
+cuda::Context *testContext();
+
+/// Skips the test when there is no GPU.
+#define TGC_REQUIRE_GPU()                                                      \
+  do {                                                                         \
+    if (!::tgc::rt::test::testContext())                                       \
+      GTEST_SKIP() << "no usable CUDA device";                                 \
+  } while (0)
+
+/// Waits for the context's stream and checks for errors.
+void synchronize();
+
+/// Fills a float tensor with normal draws (mean, std) or an integer tensor
+/// with draws in [low, high).
+void fillNormal(HostTensor &t, std::mt19937 &rng, float mean = 0.0f,
+                float std = 1.0f);
+void fillInts(HostTensor &t, std::mt19937 &rng, int64_t low, int64_t high);
+
+/// Tolerance of results stored in `dtype`, relative to the magnitude.
+double toleranceFor(DType dtype);
+
+/// Expects every element of `got` within tolerance of `want`:
+/// |got - want| <= tol * (1 + |want|).
+void expectNear(const HostTensor &want, const HostTensor &got,
+                const std::string &what, double scale = 1.0);
+
+} // namespace tgc::rt::test
+
+#endif // TGC_TEST_UNIT_CUDA_CUDATESTUTIL_H

@@ -1,0 +1,483 @@
+//===- ElementwiseCudaTest.cpp - CUDA elementwise kernels against the CPU -===//
+//
+// Runs every elementwise launcher and its CPU kernel on the same random
+// inputs: binary arithmetic with each kind of broadcast on f32/f16/bf16 and
+// on wrapping i32/i64 (INT_MIN / -1 included), NaN propagation of
+// maximum/minimum, the division-by-zero error flag, the unary functions and
+// activation gradients, where, results written over an operand, and cast
+// between every pair of element types with the edge values of each
+// (NaN, infinities, saturation, ties, integers past f32's precision),
+// compared exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestUtil.h"
+
+#include <limits>
+
+using namespace tgc::rt;
+using namespace tgc::rt::test;
+namespace cpu = tgc::rt::cpu;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+/// The code kernels raise on an integer division by zero (Common.cuh).
+constexpr int kIntegerDivisionByZero = 2;
+
+::testing::AssertionResult ok(const Status &status) {
+  if (status.ok())
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << status.error;
+}
+
+/// Reads the context's error flag and clears it.
+int takeDeviceError() {
+  int code = -1;
+  EXPECT_EQ(cudaMemcpy(&code, testContext()->deviceError, sizeof(int),
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(cudaMemset(testContext()->deviceError, 0, sizeof(int)),
+            cudaSuccess);
+  return code;
+}
+
+/// Expects equal elements: floats equal as values (any NaN matches any
+/// NaN), integers equal.
+void expectSameValues(const HostTensor &want, const HostTensor &got,
+                      const std::string &what) {
+  ASSERT_EQ(want.ref.shape, got.ref.shape) << what;
+  ASSERT_EQ(want.ref.dtype, got.ref.dtype) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < want.ref.numElements() && reported < 5; ++i) {
+    if (isFloat(want.ref.dtype)) {
+      float w = loadF32(want.ref, i), g = loadF32(got.ref, i);
+      if (w == g || (std::isnan(w) && std::isnan(g)))
+        continue;
+      ADD_FAILURE() << what << "[" << i << "]: CUDA " << g << ", CPU " << w;
+      ++reported;
+    } else if (loadI64(want.ref, i) != loadI64(got.ref, i)) {
+      ADD_FAILURE() << what << "[" << i << "]: CUDA " << loadI64(got.ref, i)
+                    << ", CPU " << loadI64(want.ref, i);
+      ++reported;
+    }
+  }
+}
+
+Shape broadcastShape(const Shape &a, const Shape &b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape shape(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    shape[rank - 1 - i] = x == 1 ? y : x;
+  }
+  return shape;
+}
+
+const DType kFloatTypes[] = {DType::F32, DType::F16, DType::BF16};
+
+using BinaryCpu = Status (*)(const TensorRef &, const TensorRef &, TensorRef &);
+using BinaryCuda = Status (*)(cuda::Context &, const TensorRef &,
+                              const TensorRef &, TensorRef &);
+struct BinaryCase {
+  const char *name;
+  BinaryCpu cpu;
+  BinaryCuda gpu;
+};
+const BinaryCase kBinaryCases[] = {
+    {"add", cpu::add, cuda::add},
+    {"sub", cpu::sub, cuda::sub},
+    {"mul", cpu::mul, cuda::mul},
+    {"div", cpu::div, cuda::div},
+    {"maximum", cpu::maximum, cuda::maximum},
+    {"minimum", cpu::minimum, cuda::minimum},
+};
+
+/// Equal shapes, trailing alignment, size-1 on both sides, a rank-0
+/// operand, a missing leading dimension.
+const std::pair<Shape, Shape> kBroadcastPairs[] = {
+    {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}}, {{4, 1, 6}, {3, 1}},
+    {{}, {2, 3}},           {{5, 1}, {1, 7}}, {{3, 1, 2}, {1, 4, 1}},
+};
+
+/// Runs `op` on the CPU and on the GPU and compares the results.
+void checkBinary(const BinaryCase &op, const HostTensor &lhs,
+                 const HostTensor &rhs, const std::string &what) {
+  Shape shape = broadcastShape(lhs.ref.shape, rhs.ref.shape);
+  HostTensor want(lhs.ref.dtype, shape);
+  ASSERT_TRUE(ok(op.cpu(lhs.ref, rhs.ref, want.ref))) << what;
+  DeviceTensor l(lhs), r(rhs), result(want, false);
+  ASSERT_TRUE(ok(op.gpu(*testContext(), l.ref, r.ref, result.ref))) << what;
+  synchronize();
+  EXPECT_EQ(takeDeviceError(), 0) << what;
+  expectNear(want, result.toHost(), what);
+}
+
+TEST(ElementwiseCuda, BinaryFloatBroadcasting) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(101);
+  for (DType dtype : kFloatTypes)
+    for (const BinaryCase &op : kBinaryCases)
+      for (const auto &[lhsShape, rhsShape] : kBroadcastPairs) {
+        HostTensor lhs(dtype, lhsShape), rhs(dtype, rhsShape);
+        fillNormal(lhs, rng);
+        fillNormal(rhs, rng);
+        checkBinary(op, lhs, rhs,
+                    std::string(op.name) + " " + dtypeName(dtype));
+      }
+}
+
+TEST(ElementwiseCuda, MaximumMinimumPropagateNaN) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(103);
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  for (DType dtype : kFloatTypes)
+    for (const BinaryCase &op : kBinaryCases) {
+      HostTensor lhs(dtype, {64}), rhs(dtype, {64});
+      fillNormal(lhs, rng);
+      fillNormal(rhs, rng);
+      for (int64_t i = 0; i < 64; i += 5)
+        storeF32(lhs.ref, i, nan);
+      for (int64_t i = 0; i < 64; i += 7)
+        storeF32(rhs.ref, i, nan);
+      checkBinary(op, lhs, rhs,
+                  std::string(op.name) + " NaN " + dtypeName(dtype));
+    }
+}
+
+TEST(ElementwiseCuda, BinaryIntegersWrap) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(107);
+  for (DType dtype : {DType::I32, DType::I64}) {
+    int64_t low = dtype == DType::I32 ? std::numeric_limits<int32_t>::min()
+                                      : std::numeric_limits<int64_t>::min();
+    int64_t high = dtype == DType::I32 ? std::numeric_limits<int32_t>::max()
+                                       : std::numeric_limits<int64_t>::max();
+    for (const BinaryCase &op : kBinaryCases)
+      for (const auto &[lhsShape, rhsShape] : kBroadcastPairs) {
+        HostTensor lhs(dtype, lhsShape), rhs(dtype, rhsShape);
+        fillInts(lhs, rng, low, high);
+        fillInts(rhs, rng, -1000, 1000);
+        for (int64_t i = 0; i < rhs.ref.numElements(); ++i)
+          if (loadI64(rhs.ref, i) == 0)
+            storeI64(rhs.ref, i, -1); // INT_MIN / -1 wraps below
+        storeI64(lhs.ref, 0, low);
+        storeI64(rhs.ref, 0, -1);
+        checkBinary(op, lhs, rhs,
+                    std::string(op.name) + " " + dtypeName(dtype));
+      }
+  }
+}
+
+TEST(ElementwiseCuda, IntegerDivisionByZeroRaisesTheFlag) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(109);
+  EXPECT_EQ(takeDeviceError(), 0);
+  for (DType dtype : {DType::I32, DType::I64}) {
+    HostTensor lhs(dtype, {3, 8}), rhs(dtype, {8}), want(dtype, {3, 8});
+    fillInts(lhs, rng, -100, 100);
+    fillInts(rhs, rng, 1, 5);
+    storeI64(rhs.ref, 5, 0);
+    EXPECT_FALSE(cpu::div(lhs.ref, rhs.ref, want.ref).ok());
+    DeviceTensor l(lhs), r(rhs), result(want, false);
+    ASSERT_TRUE(ok(cuda::div(*testContext(), l.ref, r.ref, result.ref)));
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), kIntegerDivisionByZero) << dtypeName(dtype);
+    EXPECT_EQ(takeDeviceError(), 0) << "the flag was cleared";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Unary functions and activation gradients
+//===----------------------------------------------------------------------===//
+
+using UnaryCpu = Status (*)(const TensorRef &, TensorRef &);
+using UnaryCuda = Status (*)(cuda::Context &, const TensorRef &, TensorRef &);
+struct UnaryCase {
+  const char *name;
+  UnaryCpu cpu;
+  UnaryCuda gpu;
+  bool positive; // needs positive operands
+};
+const UnaryCase kUnaryCases[] = {
+    {"neg", cpu::neg, cuda::neg, false},
+    {"exp", cpu::exp, cuda::exp, false},
+    {"log", cpu::log, cuda::log, true},
+    {"sqrt", cpu::sqrt, cuda::sqrt, true},
+    {"rsqrt", cpu::rsqrt, cuda::rsqrt, true},
+    {"tanh", cpu::tanh, cuda::tanh, false},
+    {"relu", cpu::relu, cuda::relu, false},
+    {"gelu", cpu::gelu, cuda::gelu, false},
+};
+
+HostTensor unaryOperand(const UnaryCase &op, DType dtype, Shape shape,
+                        std::mt19937 &rng) {
+  HostTensor x(dtype, std::move(shape));
+  fillNormal(x, rng, 0.0f, 2.0f);
+  if (op.positive)
+    for (int64_t i = 0; i < x.ref.numElements(); ++i)
+      storeF32(x.ref, i, std::fabs(loadF32(x.ref, i)) + 0.05f);
+  return x;
+}
+
+TEST(ElementwiseCuda, UnaryFunctions) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(113);
+  for (DType dtype : kFloatTypes)
+    for (const UnaryCase &op : kUnaryCases) {
+      HostTensor x = unaryOperand(op, dtype, {3, 50}, rng);
+      HostTensor want(dtype, {3, 50});
+      ASSERT_TRUE(ok(op.cpu(x.ref, want.ref)));
+      DeviceTensor input(x), result(want, false);
+      ASSERT_TRUE(ok(op.gpu(*testContext(), input.ref, result.ref)));
+      synchronize();
+      expectNear(want, result.toHost(),
+                 std::string(op.name) + " " + dtypeName(dtype));
+    }
+}
+
+TEST(ElementwiseCuda, UnaryInPlace) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(127);
+  for (DType dtype : kFloatTypes)
+    for (const UnaryCase &op : kUnaryCases) {
+      HostTensor x = unaryOperand(op, dtype, {1000}, rng);
+      DeviceTensor buffer(x);
+      ASSERT_TRUE(ok(op.cpu(x.ref, x.ref)));
+      ASSERT_TRUE(ok(op.gpu(*testContext(), buffer.ref, buffer.ref)));
+      synchronize();
+      expectNear(x, buffer.toHost(),
+                 std::string(op.name) + " in place " + dtypeName(dtype));
+    }
+}
+
+using GradCpu = Status (*)(const TensorRef &, const TensorRef &, TensorRef &);
+using GradCuda = Status (*)(cuda::Context &, const TensorRef &,
+                            const TensorRef &, TensorRef &);
+struct GradCase {
+  const char *name;
+  GradCpu cpu;
+  GradCuda gpu;
+};
+const GradCase kGradCases[] = {
+    {"relu_grad", cpu::reluGrad, cuda::reluGrad},
+    {"gelu_grad", cpu::geluGrad, cuda::geluGrad},
+    {"tanh_grad", cpu::tanhGrad, cuda::tanhGrad},
+};
+
+TEST(ElementwiseCuda, ActivationGradients) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(131);
+  for (DType dtype : kFloatTypes)
+    for (const GradCase &op : kGradCases) {
+      HostTensor x(dtype, {7, 33}), g(dtype, {7, 33}), want(dtype, {7, 33});
+      // tanh_grad takes tanh's result, in (-1, 1).
+      fillNormal(x, rng, 0.0f, op.cpu == cpu::tanhGrad ? 0.4f : 2.0f);
+      fillNormal(g, rng);
+      storeF32(x.ref, 0, 0.0f); // relu_grad at 0
+      ASSERT_TRUE(ok(op.cpu(x.ref, g.ref, want.ref)));
+      DeviceTensor input(x), grad(g), result(want, false);
+      ASSERT_TRUE(ok(op.gpu(*testContext(), input.ref, grad.ref, result.ref)));
+      synchronize();
+      expectNear(want, result.toHost(),
+                 std::string(op.name) + " " + dtypeName(dtype));
+
+      // Written over the incoming gradient, as the runtime may plan it.
+      ASSERT_TRUE(ok(op.gpu(*testContext(), input.ref, grad.ref, grad.ref)));
+      synchronize();
+      expectNear(want, grad.toHost(),
+                 std::string(op.name) + " in place " + dtypeName(dtype));
+    }
+}
+
+TEST(ElementwiseCuda, BinaryInPlace) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(137);
+  for (DType dtype : kFloatTypes) {
+    // result over lhs, rhs broadcast along the leading dimension.
+    HostTensor lhs(dtype, {16, 40}), rhs(dtype, {40});
+    fillNormal(lhs, rng);
+    fillNormal(rhs, rng);
+    DeviceTensor l(lhs), r(rhs);
+    ASSERT_TRUE(ok(cpu::add(lhs.ref, rhs.ref, lhs.ref)));
+    ASSERT_TRUE(ok(cuda::add(*testContext(), l.ref, r.ref, l.ref)));
+    synchronize();
+    expectNear(lhs, l.toHost(),
+               std::string("add in place ") + dtypeName(dtype));
+  }
+  HostTensor lhs(DType::I64, {100}), rhs(DType::I64, {100});
+  fillInts(lhs, rng, -50, 50);
+  fillInts(rhs, rng, 1, 9);
+  DeviceTensor l(lhs), r(rhs);
+  ASSERT_TRUE(ok(cpu::div(lhs.ref, rhs.ref, rhs.ref)));
+  ASSERT_TRUE(ok(cuda::div(*testContext(), l.ref, r.ref, r.ref)));
+  synchronize();
+  expectNear(rhs, r.toHost(), "i64 div in place over rhs");
+}
+
+//===----------------------------------------------------------------------===//
+// Where and cast
+//===----------------------------------------------------------------------===//
+
+TEST(ElementwiseCuda, WhereBroadcasting) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(139);
+  const Shape shapes[][3] = {
+      {{4, 1, 6}, {3, 1}, {6}},
+      {{5, 7}, {5, 7}, {5, 7}},
+      {{}, {2, 3}, {1, 3}},
+  };
+  for (DType dtype : kFloatTypes)
+    for (const auto &s : shapes) {
+      HostTensor c(DType::I1, s[0]), lhs(dtype, s[1]), rhs(dtype, s[2]);
+      fillInts(c, rng, 0, 2);
+      fillNormal(lhs, rng);
+      fillNormal(rhs, rng);
+      HostTensor want(dtype, broadcastShape(s[0], broadcastShape(s[1], s[2])));
+      ASSERT_TRUE(ok(cpu::where(c.ref, lhs.ref, rhs.ref, want.ref)));
+      DeviceTensor cd(c), l(lhs), r(rhs), result(want, false);
+      ASSERT_TRUE(
+          ok(cuda::where(*testContext(), cd.ref, l.ref, r.ref, result.ref)));
+      synchronize();
+      expectSameValues(want, result.toHost(),
+                       std::string("where ") + dtypeName(dtype));
+    }
+}
+
+const DType kAllTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I64,
+                           DType::I32, DType::I8,  DType::I1};
+
+/// Random values of `dtype` led by the edge cases of conversions from it.
+HostTensor castOperand(DType dtype, int64_t n, std::mt19937 &rng) {
+  HostTensor x(dtype, {n});
+  if (isFloat(dtype)) {
+    fillNormal(x, rng, 0.0f, 100.0f);
+    const float edges[] = {std::numeric_limits<float>::quiet_NaN(),
+                           std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(),
+                           1e20f,
+                           -1e20f,
+                           3e9f,
+                           -3e9f,
+                           9.3e18f,
+                           -9.3e18f,
+                           0.5f,
+                           -0.5f,
+                           -0.0f,
+                           127.9f,
+                           -128.9f,
+                           255.5f,
+                           2147483520.0f,
+                           65519.0f,
+                           65520.0f,
+                           70000.0f,
+                           1e-8f,
+                           6e-8f,
+                           2.5f,
+                           -3.5f,
+                           1.00048828125f,
+                           1.001953125f,
+                           0.1f,
+                           16777217.0f,
+                           3.0e38f};
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); ++i)
+      storeF32(x.ref, int64_t(i), edges[i]);
+    return x;
+  }
+  switch (dtype) {
+  case DType::I64: {
+    fillInts(x, rng, std::numeric_limits<int64_t>::min(),
+             std::numeric_limits<int64_t>::max());
+    const int64_t edges[] = {std::numeric_limits<int64_t>::min(),
+                             std::numeric_limits<int64_t>::max(),
+                             (int64_t(1) << 53) + 1,
+                             (int64_t(1) << 24) + 1,
+                             (int64_t(1) << 31),
+                             -(int64_t(1) << 31) - 1,
+                             65519,
+                             65520,
+                             65536 + 16,
+                             257,
+                             255,
+                             128,
+                             -129,
+                             -1,
+                             0,
+                             1};
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); ++i)
+      storeI64(x.ref, int64_t(i), edges[i]);
+    for (int64_t i = 32; i < n; i += 3) // smaller magnitudes too
+      storeI64(x.ref, i, loadI64(x.ref, i) >> (i % 60));
+    break;
+  }
+  case DType::I32:
+    fillInts(x, rng, std::numeric_limits<int32_t>::min(),
+             int64_t(std::numeric_limits<int32_t>::max()) + 1);
+    storeI64(x.ref, 0, std::numeric_limits<int32_t>::min());
+    storeI64(x.ref, 1, std::numeric_limits<int32_t>::max());
+    storeI64(x.ref, 2, (1 << 24) + 1);
+    storeI64(x.ref, 3, 0);
+    break;
+  case DType::I8:
+    fillInts(x, rng, -128, 128);
+    break;
+  default:
+    fillInts(x, rng, 0, 2);
+    break;
+  }
+  return x;
+}
+
+TEST(ElementwiseCuda, CastEveryPairExactly) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(149);
+  for (DType from : kAllTypes)
+    for (DType to : kAllTypes) {
+      HostTensor x = castOperand(from, 301, rng);
+      HostTensor want(to, {301});
+      ASSERT_TRUE(ok(cpu::cast(x.ref, want.ref)));
+      DeviceTensor input(x), result(want, false);
+      ASSERT_TRUE(ok(cuda::cast(*testContext(), input.ref, result.ref)));
+      synchronize();
+      expectSameValues(want, result.toHost(),
+                       std::string("cast ") + dtypeName(from) + " -> " +
+                           dtypeName(to));
+    }
+}
+
+/// Casts written over their own operand: same element size (in place
+/// element for element) and different sizes (the launcher copies first).
+TEST(ElementwiseCuda, CastOverItsOperand) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(151);
+  const std::pair<DType, DType> pairs[] = {
+      {DType::F32, DType::I32}, {DType::F16, DType::BF16},
+      {DType::F16, DType::F32}, {DType::I32, DType::I8},
+      {DType::I8, DType::I64},  {DType::F32, DType::F16}};
+  const int64_t n = 4097;
+  for (const auto &[from, to] : pairs) {
+    HostTensor x = castOperand(from, n, rng);
+    HostTensor want(to, {n});
+    ASSERT_TRUE(ok(cpu::cast(x.ref, want.ref)));
+    // One buffer large enough for either view, the operand at its start.
+    HostTensor big(DType::I64, {n});
+    std::memcpy(big.ref.data, x.ref.data, x.ref.numBytes());
+    DeviceTensor buffer(big);
+    TensorRef input = x.ref, result = want.ref;
+    input.data = buffer.data;
+    result.data = buffer.data;
+    ASSERT_TRUE(ok(cuda::cast(*testContext(), input, result)));
+    synchronize();
+    HostTensor got(to, {n});
+    ASSERT_EQ(cudaMemcpy(got.ref.data, buffer.data, got.ref.numBytes(),
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    expectSameValues(want, got,
+                     std::string("cast in place ") + dtypeName(from) + " -> " +
+                         dtypeName(to));
+  }
+}
+
+} // namespace

@@ -1,0 +1,534 @@
+//===- NNCudaTest.cpp - the CUDA NN kernels against the CPU kernels -------===//
+//
+// Softmax along every axis, layer norm, embedding, attention and
+// cross-entropy, forward and backward, on the GPU against the CPU kernels on
+// the same random operands, in f32, f16 and bf16: causal and full attention
+// with unequal query and key lengths, a GPT-2-sized head, ignored targets,
+// results that reuse an operand's buffer, and bad indices, which must raise
+// the context's error flag and leave their rows unwritten.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestUtil.h"
+
+using namespace tgc::rt;
+using namespace tgc::rt::test;
+
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    ::tgc::rt::Status status_ = (expr);                                        \
+    ASSERT_TRUE(status_.ok()) << status_.error;                                \
+  } while (0)
+
+namespace {
+
+/// cuda::kIndexOutOfRange (Common.cuh holds device code, so it is not
+/// included here).
+constexpr int kIndexOutOfRange = 1;
+
+HostTensor randomTensor(DType dtype, std::vector<int64_t> shape,
+                        std::mt19937 &rng, float mean = 0.0f,
+                        float std = 1.0f) {
+  HostTensor t(dtype, std::move(shape));
+  fillNormal(t, rng, mean, std);
+  return t;
+}
+
+/// Reads the context's error flag and clears it for the next test.
+int takeDeviceError() {
+  int value = -1;
+  EXPECT_EQ(cudaMemcpy(&value, testContext()->deviceError, sizeof(int),
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(cudaMemset(testContext()->deviceError, 0, sizeof(int)),
+            cudaSuccess);
+  return value;
+}
+
+std::string named(const char *what, DType dtype) {
+  return std::string(what) + " " + dtypeName(dtype);
+}
+
+} // namespace
+
+class NNCudaTest : public ::testing::TestWithParam<DType> {};
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+TEST_P(NNCudaTest, SoftmaxAlongEveryAxis) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(201);
+  for (auto shape : {std::vector<int64_t>{4, 7, 33}, {3, 1000}, {5}}) {
+    HostTensor x = randomTensor(dtype, shape, rng, 0.0f, 3.0f);
+    for (int64_t axis = -1; axis < int64_t(shape.size()); ++axis) {
+      SCOPED_TRACE("axis " + std::to_string(axis));
+      HostTensor want(dtype, shape);
+      ASSERT_OK(cpu::softmax(x.ref, axis, want.ref));
+      DeviceTensor dx(x), dOut(want, false);
+      ASSERT_OK(cuda::softmax(*testContext(), dx.ref, axis, dOut.ref));
+      synchronize();
+      expectNear(want, dOut.toHost(), named("softmax", dtype));
+    }
+  }
+}
+
+TEST_P(NNCudaTest, SoftmaxInPlace) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(203);
+  HostTensor x = randomTensor(dtype, {6, 50}, rng, 0.0f, 2.0f);
+  HostTensor want(dtype, {6, 50});
+  ASSERT_OK(cpu::softmax(x.ref, -1, want.ref));
+  DeviceTensor dx(x);
+  TensorRef out = dx.ref;
+  ASSERT_OK(cuda::softmax(*testContext(), dx.ref, -1, out));
+  synchronize();
+  expectNear(want, dx.toHost(), named("softmax in place", dtype));
+}
+
+TEST_P(NNCudaTest, SoftmaxGradAlongEveryAxis) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(205);
+  std::vector<int64_t> shape = {4, 9, 40};
+  for (int64_t axis : {-1, 0, 1}) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    HostTensor x = randomTensor(dtype, shape, rng);
+    HostTensor y(dtype, shape);
+    ASSERT_OK(cpu::softmax(x.ref, axis, y.ref));
+    HostTensor g = randomTensor(dtype, shape, rng);
+    HostTensor want(dtype, shape);
+    ASSERT_OK(cpu::softmaxGrad(y.ref, g.ref, axis, want.ref));
+    DeviceTensor dy(y), dg(g), dOut(want, false);
+    ASSERT_OK(
+        cuda::softmaxGrad(*testContext(), dy.ref, dg.ref, axis, dOut.ref));
+    synchronize();
+    expectNear(want, dOut.toHost(), named("softmax_grad", dtype), 2.0);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Layer normalization
+//===----------------------------------------------------------------------===//
+
+TEST_P(NNCudaTest, LayerNorm) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(207);
+  for (auto shape : {std::vector<int64_t>{4, 16, 96}, {3, 5}, {2, 1000}, {7}}) {
+    int64_t d = shape.back();
+    HostTensor x = randomTensor(dtype, shape, rng, 0.5f, 2.0f);
+    HostTensor w = randomTensor(dtype, {d}, rng, 1.0f, 0.2f);
+    HostTensor b = randomTensor(dtype, {d}, rng, 0.0f, 0.2f);
+    HostTensor want(dtype, shape);
+    ASSERT_OK(cpu::layerNorm(x.ref, w.ref, b.ref, 1e-5, want.ref));
+    DeviceTensor dx(x), dw(w), db(b), dOut(want, false);
+    ASSERT_OK(cuda::layerNorm(*testContext(), dx.ref, dw.ref, db.ref, 1e-5,
+                              dOut.ref));
+    synchronize();
+    expectNear(want, dOut.toHost(), named("layer_norm", dtype), 2.0);
+  }
+}
+
+TEST_P(NNCudaTest, LayerNormGrad) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(209);
+  for (auto shape : {std::vector<int64_t>{4, 16, 96}, {3, 5}, {300, 40}}) {
+    int64_t d = shape.back();
+    HostTensor x = randomTensor(dtype, shape, rng, 0.5f, 2.0f);
+    HostTensor w = randomTensor(dtype, {d}, rng, 1.0f, 0.2f);
+    HostTensor g = randomTensor(dtype, shape, rng);
+    HostTensor wantDx(dtype, shape), wantDw(dtype, {d}), wantDb(dtype, {d});
+    ASSERT_OK(cpu::layerNormGrad(x.ref, w.ref, g.ref, 1e-5, wantDx.ref,
+                                 wantDw.ref, wantDb.ref));
+    DeviceTensor dx(x), dw(w), dg(g);
+    DeviceTensor outDx(wantDx, false), outDw(wantDw, false),
+        outDb(wantDb, false);
+    ASSERT_OK(cuda::layerNormGrad(*testContext(), dx.ref, dw.ref, dg.ref, 1e-5,
+                                  outDx.ref, outDw.ref, outDb.ref));
+    synchronize();
+    expectNear(wantDx, outDx.toHost(), named("layer_norm_grad input", dtype),
+               4.0);
+    expectNear(wantDw, outDw.toHost(), named("layer_norm_grad weight", dtype),
+               4.0);
+    expectNear(wantDb, outDb.toHost(), named("layer_norm_grad bias", dtype),
+               4.0);
+  }
+}
+
+TEST_P(NNCudaTest, LayerNormGradIntoGradBuffer) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(211);
+  std::vector<int64_t> shape = {8, 64};
+  HostTensor x = randomTensor(dtype, shape, rng);
+  HostTensor w = randomTensor(dtype, {64}, rng, 1.0f, 0.2f);
+  HostTensor g = randomTensor(dtype, shape, rng);
+  HostTensor wantDx(dtype, shape), wantDw(dtype, {64}), wantDb(dtype, {64});
+  ASSERT_OK(cpu::layerNormGrad(x.ref, w.ref, g.ref, 1e-5, wantDx.ref,
+                               wantDw.ref, wantDb.ref));
+  DeviceTensor dx(x), dw(w), dg(g);
+  DeviceTensor outDw(wantDw, false), outDb(wantDb, false);
+  TensorRef inputGrad = dg.ref; // input_grad reuses grad's buffer
+  ASSERT_OK(cuda::layerNormGrad(*testContext(), dx.ref, dw.ref, dg.ref, 1e-5,
+                                inputGrad, outDw.ref, outDb.ref));
+  synchronize();
+  expectNear(wantDx, dg.toHost(), named("layer_norm_grad in place", dtype),
+             4.0);
+  expectNear(wantDw, outDw.toHost(), named("layer_norm_grad weight", dtype),
+             4.0);
+  expectNear(wantDb, outDb.toHost(), named("layer_norm_grad bias", dtype), 4.0);
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+TEST_P(NNCudaTest, Embedding) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(213);
+  for (DType indexType : {DType::I64, DType::I32}) {
+    HostTensor table = randomTensor(dtype, {50, 24}, rng);
+    HostTensor indices(indexType, {4, 7});
+    fillInts(indices, rng, 0, 50);
+    HostTensor want(dtype, {4, 7, 24});
+    ASSERT_OK(cpu::embedding(table.ref, indices.ref, want.ref));
+    DeviceTensor dTable(table), dIndices(indices), dOut(want, false);
+    ASSERT_OK(
+        cuda::embedding(*testContext(), dTable.ref, dIndices.ref, dOut.ref));
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), 0);
+    expectNear(want, dOut.toHost(), named("embedding", dtype));
+  }
+}
+
+TEST_P(NNCudaTest, EmbeddingIndexOutOfRange) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(215);
+  HostTensor table = randomTensor(dtype, {10, 8}, rng);
+  HostTensor indices(DType::I64, {3});
+  storeI64(indices.ref, 0, 2);
+  storeI64(indices.ref, 1, 10); // == V
+  storeI64(indices.ref, 2, 5);
+  HostTensor zeros(dtype, {3, 8});
+  DeviceTensor dTable(table), dIndices(indices), dOut(zeros, false);
+  ASSERT_OK(
+      cuda::embedding(*testContext(), dTable.ref, dIndices.ref, dOut.ref));
+  synchronize();
+  EXPECT_EQ(takeDeviceError(), kIndexOutOfRange);
+  // Good rows are copied; the bad row is left as it was.
+  HostTensor got = dOut.toHost();
+  for (int64_t j = 0; j < 8; ++j) {
+    EXPECT_EQ(loadF32(got.ref, j), loadF32(table.ref, 2 * 8 + j));
+    EXPECT_EQ(loadF32(got.ref, 8 + j), 0.0f);
+    EXPECT_EQ(loadF32(got.ref, 16 + j), loadF32(table.ref, 5 * 8 + j));
+  }
+
+  storeI64(indices.ref, 1, -1);
+  DeviceTensor dNegative(indices);
+  ASSERT_OK(
+      cuda::embedding(*testContext(), dTable.ref, dNegative.ref, dOut.ref));
+  synchronize();
+  EXPECT_EQ(takeDeviceError(), kIndexOutOfRange);
+}
+
+TEST_P(NNCudaTest, EmbeddingGrad) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(217);
+  for (DType indexType : {DType::I64, DType::I32}) {
+    // Few rows, many positions: every row is hit several times.
+    HostTensor indices(indexType, {4, 16});
+    fillInts(indices, rng, 0, 10);
+    HostTensor g = randomTensor(dtype, {4, 16, 24}, rng);
+    HostTensor want(dtype, {10, 24});
+    ASSERT_OK(cpu::embeddingGrad(indices.ref, g.ref, want.ref));
+    HostTensor garbage = randomTensor(dtype, {10, 24}, rng);
+    DeviceTensor dIndices(indices), dg(g), dOut(garbage);
+    ASSERT_OK(
+        cuda::embeddingGrad(*testContext(), dIndices.ref, dg.ref, dOut.ref));
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), 0);
+    expectNear(want, dOut.toHost(), named("embedding_grad", dtype), 2.0);
+  }
+}
+
+TEST_P(NNCudaTest, EmbeddingGradIndexOutOfRange) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(219);
+  HostTensor indices(DType::I32, {4});
+  fillInts(indices, rng, 0, 6);
+  storeI64(indices.ref, 3, 6);
+  HostTensor g = randomTensor(dtype, {4, 8}, rng);
+  HostTensor out(dtype, {6, 8});
+  DeviceTensor dIndices(indices), dg(g), dOut(out, false);
+  ASSERT_OK(
+      cuda::embeddingGrad(*testContext(), dIndices.ref, dg.ref, dOut.ref));
+  synchronize();
+  EXPECT_EQ(takeDeviceError(), kIndexOutOfRange);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct AttentionCase {
+  std::vector<int64_t> query, key, value;
+  bool causal;
+  std::optional<double> scale;
+};
+
+std::string describe(const AttentionCase &c, DType dtype) {
+  std::string text = named("attention", dtype) + " q[";
+  for (size_t i = 0; i < c.query.size(); ++i)
+    text += (i ? "," : "") + std::to_string(c.query[i]);
+  text += "] tk " + std::to_string(c.key[c.key.size() - 2]) + " dv " +
+          std::to_string(c.value.back());
+  if (c.causal)
+    text += " causal";
+  if (c.scale)
+    text += " scale " + std::to_string(*c.scale);
+  return text;
+}
+
+std::vector<int64_t> attentionResultShape(const AttentionCase &c) {
+  std::vector<int64_t> shape = c.query;
+  shape.back() = c.value.back();
+  return shape;
+}
+
+const AttentionCase kAttentionCases[] = {
+    {{2, 3, 8, 16}, {2, 3, 8, 16}, {2, 3, 8, 16}, true, std::nullopt},
+    {{2, 3, 8, 16}, {2, 3, 8, 16}, {2, 3, 8, 12}, false, std::nullopt},
+    {{2, 3, 5, 16}, {2, 3, 9, 16}, {2, 3, 9, 8}, false, 0.3}, // Tq < Tk
+    {{2, 9, 16}, {2, 4, 16}, {2, 4, 8}, false, std::nullopt}, // Tq > Tk
+    {{6, 8}, {6, 8}, {6, 4}, true, 0.5},                      // no batch
+    {{1, 1, 1, 4}, {1, 1, 1, 4}, {1, 1, 1, 4}, true, std::nullopt},
+    // One GPT-2 layer's heads (scaled down in batch).
+    {{2, 12, 64, 64}, {2, 12, 64, 64}, {2, 12, 64, 64}, true, std::nullopt},
+};
+
+} // namespace
+
+TEST_P(NNCudaTest, Attention) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(221);
+  for (const AttentionCase &c : kAttentionCases) {
+    SCOPED_TRACE(describe(c, dtype));
+    HostTensor q = randomTensor(dtype, c.query, rng);
+    HostTensor k = randomTensor(dtype, c.key, rng);
+    HostTensor v = randomTensor(dtype, c.value, rng);
+    HostTensor want(dtype, attentionResultShape(c));
+    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, c.causal, c.scale, want.ref));
+    DeviceTensor dq(q), dk(k), dv(v), dOut(want, false);
+    ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref, c.causal,
+                              c.scale, dOut.ref));
+    synchronize();
+    expectNear(want, dOut.toHost(), describe(c, dtype), 4.0);
+  }
+}
+
+TEST_P(NNCudaTest, AttentionIntoQueryBuffer) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(223);
+  std::vector<int64_t> shape = {2, 2, 10, 16};
+  HostTensor q = randomTensor(dtype, shape, rng);
+  HostTensor k = randomTensor(dtype, shape, rng);
+  HostTensor v = randomTensor(dtype, shape, rng);
+  HostTensor want(dtype, shape);
+  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, true, std::nullopt, want.ref));
+  DeviceTensor dq(q), dk(k), dv(v);
+  TensorRef out = dq.ref; // the result reuses query's buffer
+  ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref, true,
+                            std::nullopt, out));
+  synchronize();
+  expectNear(want, dq.toHost(), named("attention into query", dtype), 4.0);
+}
+
+TEST_P(NNCudaTest, AttentionGrad) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(225);
+  for (const AttentionCase &c : kAttentionCases) {
+    SCOPED_TRACE(describe(c, dtype));
+    HostTensor q = randomTensor(dtype, c.query, rng);
+    HostTensor k = randomTensor(dtype, c.key, rng);
+    HostTensor v = randomTensor(dtype, c.value, rng);
+    HostTensor o(dtype, attentionResultShape(c));
+    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, c.causal, c.scale, o.ref));
+    HostTensor g = randomTensor(dtype, attentionResultShape(c), rng);
+    HostTensor wantDq(dtype, c.query), wantDk(dtype, c.key),
+        wantDv(dtype, c.value);
+    ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, g.ref, c.causal,
+                                 c.scale, wantDq.ref, wantDk.ref, wantDv.ref));
+    DeviceTensor dq(q), dk(k), dv(v), dO(o), dg(g);
+    DeviceTensor outDq(wantDq, false), outDk(wantDk, false),
+        outDv(wantDv, false);
+    ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref,
+                                  dO.ref, dg.ref, c.causal, c.scale, outDq.ref,
+                                  outDk.ref, outDv.ref));
+    synchronize();
+    expectNear(wantDq, outDq.toHost(), describe(c, dtype) + " query_grad", 8.0);
+    expectNear(wantDk, outDk.toHost(), describe(c, dtype) + " key_grad", 8.0);
+    expectNear(wantDv, outDv.toHost(), describe(c, dtype) + " value_grad", 8.0);
+  }
+}
+
+TEST_P(NNCudaTest, AttentionGradIntoOperandBuffers) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(227);
+  std::vector<int64_t> shape = {2, 2, 12, 16};
+  HostTensor q = randomTensor(dtype, shape, rng);
+  HostTensor k = randomTensor(dtype, shape, rng);
+  HostTensor v = randomTensor(dtype, shape, rng);
+  HostTensor o(dtype, shape);
+  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, true, std::nullopt, o.ref));
+  HostTensor g = randomTensor(dtype, shape, rng);
+  HostTensor wantDq(dtype, shape), wantDk(dtype, shape), wantDv(dtype, shape);
+  ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, g.ref, true,
+                               std::nullopt, wantDq.ref, wantDk.ref,
+                               wantDv.ref));
+  DeviceTensor dq(q), dk(k), dv(v), dO(o), dg(g);
+  // query_grad over grad, key_grad over output, value_grad over query.
+  TensorRef queryGrad = dg.ref, keyGrad = dO.ref, valueGrad = dq.ref;
+  ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref, dO.ref,
+                                dg.ref, true, std::nullopt, queryGrad, keyGrad,
+                                valueGrad));
+  synchronize();
+  expectNear(wantDq, dg.toHost(), named("query_grad over grad", dtype), 8.0);
+  expectNear(wantDk, dO.toHost(), named("key_grad over output", dtype), 8.0);
+  expectNear(wantDv, dq.toHost(), named("value_grad over query", dtype), 8.0);
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+TEST_P(NNCudaTest, CrossEntropyWithIgnoredTargets) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(229);
+  for (DType indexType : {DType::I64, DType::I32}) {
+    HostTensor logits = randomTensor(dtype, {4, 8, 50}, rng, 0.0f, 2.0f);
+    HostTensor targets(indexType, {4, 8});
+    fillInts(targets, rng, 0, 50);
+    for (int64_t i = 0; i < 32; i += 5)
+      storeI64(targets.ref, i, -100);
+    HostTensor want(DType::F32, {});
+    ASSERT_OK(cpu::crossEntropy(logits.ref, targets.ref, -100, want.ref));
+    DeviceTensor dLogits(logits), dTargets(targets), dOut(want, false);
+    ASSERT_OK(cuda::crossEntropy(*testContext(), dLogits.ref, dTargets.ref,
+                                 -100, dOut.ref));
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), 0);
+    expectNear(want, dOut.toHost(), named("cross_entropy", dtype), 2.0);
+
+    // The same loss stored in the logits' type.
+    HostTensor want16(dtype, {});
+    ASSERT_OK(cpu::crossEntropy(logits.ref, targets.ref, -100, want16.ref));
+    DeviceTensor dOut16(want16, false);
+    ASSERT_OK(cuda::crossEntropy(*testContext(), dLogits.ref, dTargets.ref,
+                                 -100, dOut16.ref));
+    synchronize();
+    expectNear(want16, dOut16.toHost(), named("cross_entropy stored", dtype),
+               2.0);
+  }
+}
+
+TEST_P(NNCudaTest, CrossEntropyAllIgnoredIsZero) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(231);
+  HostTensor logits = randomTensor(dtype, {6, 10}, rng);
+  HostTensor targets(DType::I64, {6});
+  for (int64_t i = 0; i < 6; ++i)
+    storeI64(targets.ref, i, 7); // the ignore index used below
+  HostTensor one(DType::F32, {});
+  storeF32(one.ref, 0, 1.0f);
+  DeviceTensor dLogits(logits), dTargets(targets), dLoss(one), dGrad(one);
+  ASSERT_OK(cuda::crossEntropy(*testContext(), dLogits.ref, dTargets.ref, 7,
+                               dLoss.ref));
+  HostTensor garbage = randomTensor(dtype, {6, 10}, rng);
+  DeviceTensor dResult(garbage);
+  ASSERT_OK(cuda::crossEntropyGrad(*testContext(), dLogits.ref, dTargets.ref,
+                                   dGrad.ref, 7, dResult.ref));
+  synchronize();
+  EXPECT_EQ(takeDeviceError(), 0);
+  EXPECT_EQ(loadF32(dLoss.toHost().ref, 0), 0.0f);
+  HostTensor result = dResult.toHost();
+  for (int64_t i = 0; i < 60; ++i)
+    EXPECT_EQ(loadF32(result.ref, i), 0.0f) << "at " << i;
+}
+
+TEST_P(NNCudaTest, CrossEntropyGrad) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(233);
+  for (int64_t classes : {50, 3000}) {
+    HostTensor logits = randomTensor(dtype, {3, 7, classes}, rng, 0.0f, 2.0f);
+    HostTensor targets(DType::I64, {3, 7});
+    fillInts(targets, rng, 0, classes);
+    storeI64(targets.ref, 4, -100);
+    storeI64(targets.ref, 11, -100);
+    HostTensor grad(DType::F32, {});
+    storeF32(grad.ref, 0, 1.7f);
+    HostTensor want(dtype, {3, 7, classes});
+    ASSERT_OK(cpu::crossEntropyGrad(logits.ref, targets.ref, grad.ref, -100,
+                                    want.ref));
+    DeviceTensor dLogits(logits), dTargets(targets), dGrad(grad),
+        dOut(want, false);
+    ASSERT_OK(cuda::crossEntropyGrad(*testContext(), dLogits.ref, dTargets.ref,
+                                     dGrad.ref, -100, dOut.ref));
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), 0);
+    expectNear(want, dOut.toHost(), named("cross_entropy_grad", dtype), 2.0);
+
+    // The gradient reusing the logits' buffer.
+    TensorRef inPlace = dLogits.ref;
+    ASSERT_OK(cuda::crossEntropyGrad(*testContext(), dLogits.ref, dTargets.ref,
+                                     dGrad.ref, -100, inPlace));
+    synchronize();
+    expectNear(want, dLogits.toHost(),
+               named("cross_entropy_grad in place", dtype), 2.0);
+  }
+}
+
+TEST_P(NNCudaTest, CrossEntropyTargetOutOfRange) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(235);
+  HostTensor logits = randomTensor(dtype, {4, 10}, rng);
+  HostTensor targets(DType::I32, {4});
+  fillInts(targets, rng, 0, 10);
+  storeI64(targets.ref, 2, 10); // == C and not the ignore index
+  HostTensor scalar(DType::F32, {});
+  storeF32(scalar.ref, 0, 1.0f);
+  DeviceTensor dLogits(logits), dTargets(targets), dLoss(scalar, false),
+      dGrad(scalar), dResult(logits, false);
+  ASSERT_OK(cuda::crossEntropy(*testContext(), dLogits.ref, dTargets.ref, -100,
+                               dLoss.ref));
+  synchronize();
+  EXPECT_EQ(takeDeviceError(), kIndexOutOfRange);
+  ASSERT_OK(cuda::crossEntropyGrad(*testContext(), dLogits.ref, dTargets.ref,
+                                   dGrad.ref, -100, dResult.ref));
+  synchronize();
+  EXPECT_EQ(takeDeviceError(), kIndexOutOfRange);
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatTypes, NNCudaTest,
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16),
+                         [](const ::testing::TestParamInfo<DType> &info) {
+                           return std::string(dtypeName(info.param));
+                         });

@@ -1,0 +1,347 @@
+//===- OptimizersCudaTest.cpp - CUDA optimizer updates against the CPU ----===//
+//
+// Runs the optimizer updates and the mixed-precision ops on the GPU and the
+// CPU from the same state over several steps, written in place as the
+// runtime runs them: SGD plain and with momentum (step-1 initialization
+// that must not read a garbage buffer, dampening, Nesterov, weight decay),
+// AdamW with f32 and bf16 parameters, the kBadStep error of an update at
+// step < 1 (which must leave the state alone), global_norm and all_finite
+// over mixed float types, scale_loss, unscale (in place and into a wider
+// overlapping buffer) and every branch of update_loss_scale.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestUtil.h"
+
+#include <limits>
+
+using namespace tgc::rt;
+using namespace tgc::rt::test;
+namespace cpu = tgc::rt::cpu;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+/// The code kernels raise on an optimizer step < 1 (Common.cuh).
+constexpr int kBadStep = 3;
+
+::testing::AssertionResult ok(const Status &status) {
+  if (status.ok())
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << status.error;
+}
+
+/// Reads the context's error flag and clears it.
+int takeDeviceError() {
+  int code = -1;
+  EXPECT_EQ(cudaMemcpy(&code, testContext()->deviceError, sizeof(int),
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(cudaMemset(testContext()->deviceError, 0, sizeof(int)),
+            cudaSuccess);
+  return code;
+}
+
+HostTensor f32Scalar(float value) {
+  HostTensor t(DType::F32, {});
+  storeF32(t.ref, 0, value);
+  return t;
+}
+HostTensor i64Scalar(int64_t value) {
+  HostTensor t(DType::I64, {});
+  storeI64(t.ref, 0, value);
+  return t;
+}
+HostTensor i1Scalar(bool value) {
+  HostTensor t(DType::I1, {});
+  storeI64(t.ref, 0, value ? 1 : 0);
+  return t;
+}
+
+const DType kFloatTypes[] = {DType::F32, DType::F16, DType::BF16};
+
+TEST(OptimizersCuda, SgdWithoutMomentumInPlace) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(401);
+  for (DType dtype : kFloatTypes) {
+    HostTensor param(dtype, {37, 5});
+    fillNormal(param, rng);
+    DeviceTensor p(param);
+    HostTensor lr = f32Scalar(0.05f);
+    DeviceTensor lrD(lr);
+    for (int64_t t = 1; t <= 3; ++t) {
+      HostTensor grad(dtype, {37, 5}), step = i64Scalar(t);
+      fillNormal(grad, rng);
+      DeviceTensor g(grad), s(step);
+      ASSERT_TRUE(
+          ok(cpu::sgdUpdate(param.ref, grad.ref, lr.ref, step.ref, nullptr, 0.0,
+                            0.0, 0.01, false, param.ref, nullptr)));
+      ASSERT_TRUE(
+          ok(cuda::sgdUpdate(*testContext(), p.ref, g.ref, lrD.ref, s.ref,
+                             nullptr, 0.0, 0.0, 0.01, false, p.ref, nullptr)));
+      synchronize();
+      EXPECT_EQ(takeDeviceError(), 0);
+      expectNear(param, p.toHost(),
+                 std::string("sgd step ") + std::to_string(t) + " " +
+                     dtypeName(dtype));
+    }
+  }
+}
+
+TEST(OptimizersCuda, SgdMomentumInPlace) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(403);
+  struct Config {
+    DType param, buffer;
+    double dampening;
+    bool nesterov;
+  };
+  const Config configs[] = {{DType::F32, DType::F32, 0.0, false},
+                            {DType::F32, DType::F32, 0.1, true},
+                            {DType::BF16, DType::F32, 0.0, true},
+                            {DType::F16, DType::F16, 0.2, false}};
+  for (const Config &c : configs) {
+    std::string what = std::string("sgd momentum ") + dtypeName(c.param) +
+                       (c.nesterov ? " nesterov" : "");
+    HostTensor param(c.param, {300}), buffer(c.buffer, {300});
+    fillNormal(param, rng);
+    // Step 1 must not read the old buffer: garbage on both sides.
+    for (int64_t i = 0; i < 300; ++i)
+      storeF32(buffer.ref, i, std::numeric_limits<float>::quiet_NaN());
+    DeviceTensor p(param), b(buffer);
+    HostTensor lr = f32Scalar(0.1f);
+    DeviceTensor lrD(lr);
+    for (int64_t t = 1; t <= 4; ++t) {
+      HostTensor grad(c.param, {300}), step = i64Scalar(t);
+      fillNormal(grad, rng);
+      DeviceTensor g(grad), s(step);
+      ASSERT_TRUE(ok(cpu::sgdUpdate(param.ref, grad.ref, lr.ref, step.ref,
+                                    &buffer.ref, 0.9, c.dampening, 1e-3,
+                                    c.nesterov, param.ref, &buffer.ref)));
+      ASSERT_TRUE(ok(cuda::sgdUpdate(*testContext(), p.ref, g.ref, lrD.ref,
+                                     s.ref, &b.ref, 0.9, c.dampening, 1e-3,
+                                     c.nesterov, p.ref, &b.ref)));
+      synchronize();
+      EXPECT_EQ(takeDeviceError(), 0);
+      std::string at = what + " step " + std::to_string(t);
+      expectNear(param, p.toHost(), at + " param");
+      expectNear(buffer, b.toHost(), at + " buffer");
+    }
+  }
+}
+
+TEST(OptimizersCuda, AdamWInPlace) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(405);
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    HostTensor param(dtype, {3, 211}), m(DType::F32, {3, 211}),
+        v(DType::F32, {3, 211});
+    fillNormal(param, rng);
+    DeviceTensor p(param), md(m), vd(v);
+    HostTensor lr = f32Scalar(3e-3f);
+    DeviceTensor lrD(lr);
+    for (int64_t t : {1, 2, 3, 10, 1000}) {
+      HostTensor grad(dtype, {3, 211}), step = i64Scalar(t);
+      fillNormal(grad, rng, 0.0f, 0.5f);
+      DeviceTensor g(grad), s(step);
+      ASSERT_TRUE(ok(cpu::adamwUpdate(param.ref, grad.ref, m.ref, v.ref, lr.ref,
+                                      step.ref, 0.9, 0.999, 1e-8, 0.1,
+                                      param.ref, m.ref, v.ref)));
+      ASSERT_TRUE(ok(cuda::adamwUpdate(*testContext(), p.ref, g.ref, md.ref,
+                                       vd.ref, lrD.ref, s.ref, 0.9, 0.999, 1e-8,
+                                       0.1, p.ref, md.ref, vd.ref)));
+      synchronize();
+      EXPECT_EQ(takeDeviceError(), 0);
+      std::string what = std::string("adamw ") + dtypeName(dtype) + " step " +
+                         std::to_string(t);
+      expectNear(param, p.toHost(), what + " param");
+      expectNear(m, md.toHost(), what + " exp_avg");
+      expectNear(v, vd.toHost(), what + " exp_avg_sq");
+    }
+  }
+}
+
+TEST(OptimizersCuda, StepBelowOneRaisesAndWritesNothing) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(407);
+  EXPECT_EQ(takeDeviceError(), 0);
+  HostTensor param(DType::F32, {50}), grad(DType::F32, {50}),
+      buffer(DType::F32, {50}), m(DType::F32, {50}), v(DType::F32, {50});
+  fillNormal(param, rng);
+  fillNormal(grad, rng);
+  fillNormal(buffer, rng);
+  fillNormal(m, rng);
+  fillNormal(v, rng);
+  HostTensor lr = f32Scalar(0.1f);
+  for (int64_t t : {0, -3}) {
+    HostTensor step = i64Scalar(t);
+    EXPECT_FALSE(cpu::sgdUpdate(param.ref, grad.ref, lr.ref, step.ref, nullptr,
+                                0.0, 0.0, 0.0, false, param.ref, nullptr)
+                     .ok());
+    DeviceTensor p(param), g(grad), b(buffer), md(m), vd(v), lrD(lr), s(step);
+    ASSERT_TRUE(
+        ok(cuda::sgdUpdate(*testContext(), p.ref, g.ref, lrD.ref, s.ref,
+                           nullptr, 0.0, 0.0, 0.0, false, p.ref, nullptr)));
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), kBadStep) << "sgd at step " << t;
+    ASSERT_TRUE(
+        ok(cuda::sgdUpdate(*testContext(), p.ref, g.ref, lrD.ref, s.ref, &b.ref,
+                           0.9, 0.0, 0.0, false, p.ref, &b.ref)));
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), kBadStep) << "sgd momentum at step " << t;
+    ASSERT_TRUE(ok(cuda::adamwUpdate(*testContext(), p.ref, g.ref, md.ref,
+                                     vd.ref, lrD.ref, s.ref, 0.9, 0.999, 1e-8,
+                                     0.01, p.ref, md.ref, vd.ref)));
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), kBadStep) << "adamw at step " << t;
+    EXPECT_EQ(takeDeviceError(), 0) << "the flag was cleared";
+    expectNear(param, p.toHost(), "param untouched");
+    expectNear(buffer, b.toHost(), "buffer untouched");
+    expectNear(m, md.toHost(), "exp_avg untouched");
+    expectNear(v, vd.toHost(), "exp_avg_sq untouched");
+  }
+}
+
+TEST(OptimizersCuda, GlobalNormOverMixedTypes) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(409);
+  HostTensor a(DType::F32, {100000}), b(DType::BF16, {37}),
+      c(DType::F16, {5, 7}), empty(DType::F32, {0});
+  fillNormal(a, rng);
+  fillNormal(b, rng, 0.0f, 10.0f);
+  fillNormal(c, rng);
+  HostTensor want(DType::F32, {});
+  ASSERT_TRUE(ok(cpu::globalNorm({a.ref, b.ref, c.ref, empty.ref}, want.ref)));
+  DeviceTensor da(a), db(b), dc(c), de(empty), result(want, false);
+  ASSERT_TRUE(ok(cuda::globalNorm(
+      *testContext(), {da.ref, db.ref, dc.ref, de.ref}, result.ref)));
+  synchronize();
+  expectNear(want, result.toHost(), "global_norm");
+}
+
+TEST(OptimizersCuda, AllFinite) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(411);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  struct Poison {
+    int tensor; // which operand, or -1 for none
+    int64_t index;
+    float value;
+  };
+  const Poison cases[] = {{-1, 0, 0.0f},
+                          {0, 4095, inf},
+                          {1, 0, -inf},
+                          {2, 34, nan},
+                          {0, 123456, nan}};
+  for (const Poison &poison : cases) {
+    HostTensor a(DType::F32, {200000}), b(DType::BF16, {37}),
+        c(DType::F16, {5, 7});
+    fillNormal(a, rng);
+    fillNormal(b, rng);
+    fillNormal(c, rng);
+    HostTensor *operands[] = {&a, &b, &c};
+    if (poison.tensor >= 0)
+      storeF32(operands[poison.tensor]->ref, poison.index, poison.value);
+    HostTensor want(DType::I1, {}), garbage(DType::I1, {});
+    static_cast<uint8_t *>(garbage.ref.data)[0] = 7;
+    ASSERT_TRUE(ok(cpu::allFinite({a.ref, b.ref, c.ref}, want.ref)));
+    DeviceTensor da(a), db(b), dc(c), result(garbage);
+    ASSERT_TRUE(ok(
+        cuda::allFinite(*testContext(), {da.ref, db.ref, dc.ref}, result.ref)));
+    synchronize();
+    HostTensor got = result.toHost();
+    EXPECT_EQ(static_cast<uint8_t *>(got.ref.data)[0],
+              static_cast<uint8_t *>(want.ref.data)[0])
+        << "all_finite with operand " << poison.tensor << " poisoned";
+  }
+}
+
+TEST(OptimizersCuda, ScaleLoss) {
+  TGC_REQUIRE_GPU();
+  for (DType dtype : kFloatTypes) {
+    HostTensor loss(dtype, {}), scale = f32Scalar(65536.0f);
+    storeF32(loss.ref, 0, 2.7182817f);
+    HostTensor want(DType::F32, {});
+    ASSERT_TRUE(ok(cpu::scaleLoss(loss.ref, scale.ref, want.ref)));
+    DeviceTensor l(loss), s(scale), result(want, false);
+    ASSERT_TRUE(ok(cuda::scaleLoss(*testContext(), l.ref, s.ref, result.ref)));
+    synchronize();
+    expectNear(want, result.toHost(),
+               std::string("scale_loss ") + dtypeName(dtype));
+  }
+}
+
+TEST(OptimizersCuda, Unscale) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(413);
+  HostTensor scale = f32Scalar(1024.0f * 3.0f);
+  DeviceTensor s(scale);
+  // Into a separate wider result, and in place.
+  for (DType from : kFloatTypes)
+    for (DType to : kFloatTypes) {
+      HostTensor grad(from, {999}), want(to, {999});
+      fillNormal(grad, rng, 0.0f, 1000.0f);
+      ASSERT_TRUE(ok(cpu::unscale(grad.ref, scale.ref, want.ref)));
+      DeviceTensor g(grad), result(want, false);
+      ASSERT_TRUE(ok(cuda::unscale(*testContext(), g.ref, s.ref, result.ref)));
+      synchronize();
+      std::string what =
+          std::string("unscale ") + dtypeName(from) + " -> " + dtypeName(to);
+      expectNear(want, result.toHost(), what);
+      if (from == to) {
+        ASSERT_TRUE(ok(cuda::unscale(*testContext(), g.ref, s.ref, g.ref)));
+        synchronize();
+        expectNear(want, g.toHost(), what + " in place");
+      }
+    }
+  // A bf16 gradient unscaled into an f32 buffer that starts with it.
+  HostTensor grad(DType::BF16, {1001}), want(DType::F32, {1001});
+  fillNormal(grad, rng, 0.0f, 1000.0f);
+  ASSERT_TRUE(ok(cpu::unscale(grad.ref, scale.ref, want.ref)));
+  HostTensor start(DType::F32, {1001});
+  std::memcpy(start.ref.data, grad.ref.data, grad.ref.numBytes());
+  DeviceTensor result(start);
+  TensorRef g = grad.ref;
+  g.data = result.data;
+  ASSERT_TRUE(ok(cuda::unscale(*testContext(), g, s.ref, result.ref)));
+  synchronize();
+  expectNear(want, result.toHost(), "unscale into an overlapping f32 buffer");
+}
+
+TEST(OptimizersCuda, UpdateLossScaleInPlace) {
+  TGC_REQUIRE_GPU();
+  struct Case {
+    float scale;
+    int64_t tracker;
+    bool finite;
+    int64_t interval;
+  };
+  const Case cases[] = {
+      {65536.0f, 5, false, 2000},   // back off, tracker reset
+      {65536.0f, 5, true, 2000},    // count the step
+      {65536.0f, 1999, true, 2000}, // grow, tracker reset
+      {3.0e38f, 0, true, 1},        // growing overflows: kept
+      {1.0f, 0, true, 1},           // grow every step
+      {1e-44f, 3, false, 10},       // back off into a subnormal
+  };
+  for (const Case &c : cases) {
+    HostTensor scale = f32Scalar(c.scale), tracker = i64Scalar(c.tracker),
+               finite = i1Scalar(c.finite);
+    DeviceTensor s(scale), t(tracker), f(finite);
+    ASSERT_TRUE(
+        ok(cpu::updateLossScale(scale.ref, tracker.ref, finite.ref, 2.0, 0.5,
+                                c.interval, scale.ref, tracker.ref)));
+    ASSERT_TRUE(ok(cuda::updateLossScale(*testContext(), s.ref, t.ref, f.ref,
+                                         2.0, 0.5, c.interval, s.ref, t.ref)));
+    synchronize();
+    std::string what = "update_loss_scale from " + std::to_string(c.scale) +
+                       (c.finite ? " finite" : " not finite");
+    HostTensor gotScale = s.toHost(), gotTracker = t.toHost();
+    EXPECT_EQ(loadF32(gotScale.ref, 0), loadF32(scale.ref, 0)) << what;
+    EXPECT_EQ(loadI64(gotTracker.ref, 0), loadI64(tracker.ref, 0)) << what;
+  }
+}
+
+} // namespace
