@@ -10,6 +10,11 @@ namespace tgc {
 
 void buildTrainPipeline(mlir::OpPassManager &pm,
                         const TrainPipelineOptions &options) {
+  if (options.amp != "none") {
+    tg::TGAmpOptions amp;
+    amp.dtype = options.amp;
+    pm.addPass(tg::createTGAmp(amp));
+  }
   tg::TGAutodiffOptions autodiff;
   autodiff.optimizer = options.optimizer;
   autodiff.lr = options.lr;

@@ -134,3 +134,24 @@ func.func @unused(%x: tensor<4xf32> {tg.input = "x"},
 // CHECK-NOT: tg.fill 1.000000e+00 : tensor<f32>
 // CHECK-NOT: adamw_update
 // CHECK: return
+
+// -----
+
+// A weight used in low precision by two matmuls (one working copy): each
+// use's cotangent is widened on its own and the two are summed in f32.
+func.func @mixed(%x: tensor<2x4xbf16> {tg.input = "x"},
+                 %w: tensor<4x4xf32> {tg.param = "w"}) -> tensor<f32> attributes {tg.model} {
+  %wl = tg.cast %w : tensor<4x4xf32> -> tensor<4x4xbf16>
+  %0 = tg.matmul %x, %wl : (tensor<2x4xbf16>, tensor<4x4xbf16>) -> tensor<2x4xbf16>
+  %1 = tg.matmul %0, %wl : (tensor<2x4xbf16>, tensor<4x4xbf16>) -> tensor<2x4xbf16>
+  %2 = tg.cast %1 : tensor<2x4xbf16> -> tensor<2x4xf32>
+  %3 = tg.reduce_sum %2 {axes = array<i64: 0, 1>} : tensor<2x4xf32> -> tensor<f32>
+  return %3 : tensor<f32>
+}
+// CHECK-LABEL: func.func @mixed_train_step(
+// CHECK: %[[D2:.*]] = tg.matmul %{{.*}}, %{{.*}} {transpose_lhs = true} : (tensor<2x4xbf16>, tensor<2x4xbf16>) -> tensor<4x4xbf16>
+// CHECK: %[[W2:.*]] = tg.cast %[[D2]] : tensor<4x4xbf16> -> tensor<4x4xf32>
+// CHECK: %[[D1:.*]] = tg.matmul %{{.*}}, %{{.*}} {transpose_lhs = true} : (tensor<2x4xbf16>, tensor<2x4xbf16>) -> tensor<4x4xbf16>
+// CHECK: %[[W1:.*]] = tg.cast %[[D1]] : tensor<4x4xbf16> -> tensor<4x4xf32>
+// CHECK: %[[DW:.*]] = tg.add %[[W2]], %[[W1]] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// CHECK: tg.adamw_update %{{.*}}, %[[DW]],

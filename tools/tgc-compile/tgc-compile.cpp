@@ -75,6 +75,9 @@ static cl::opt<double> dampening("dampening", cl::desc("SGD dampening"),
                                  cl::init(0.0), cl::cat(category));
 static cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
                               cl::init(false), cl::cat(category));
+static cl::opt<std::string> amp("amp",
+                                cl::desc("Mixed precision: none, bf16 or f16"),
+                                cl::init("none"), cl::cat(category));
 static cl::opt<double>
     clipGradNorm("clip-grad-norm",
                  cl::desc("Clip the gradients' global 2-norm (0: off)"),
@@ -93,7 +96,7 @@ static std::string describeOptions() {
      << " beta2=" << beta2 << " eps=" << eps << " weight-decay=" << weightDecay
      << " momentum=" << momentum << " dampening=" << dampening
      << " nesterov=" << (nesterov ? "true" : "false")
-     << " clip-grad-norm=" << clipGradNorm;
+     << " clip-grad-norm=" << clipGradNorm << " amp=" << amp;
   return out;
 }
 
@@ -105,6 +108,8 @@ int main(int argc, char **argv) {
                               "training-step executable\n");
   if (emit != "tgx" && emit != "mlir")
     return fail("--emit must be tgx or mlir, found '" + emit + "'");
+  if (amp != "none" && amp != "bf16" && amp != "f16")
+    return fail("--amp must be none, bf16 or f16, found '" + amp + "'");
 
   MLIRContext context;
   context.loadDialect<tgc::tg::TGDialect, func::FuncDialect>();
@@ -152,6 +157,7 @@ int main(int argc, char **argv) {
   options.dampening = dampening;
   options.nesterov = nesterov;
   options.clipGradNorm = clipGradNorm;
+  options.amp = amp;
   PassManager pm(&context);
   tgc::buildTrainPipeline(pm, options);
   if (failed(pm.run(*module)))

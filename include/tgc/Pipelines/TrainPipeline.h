@@ -37,6 +37,10 @@ struct TrainPipelineOptions
                            llvm::cl::init(0.0)};
   Option<bool> nesterov{*this, "nesterov", llvm::cl::desc("SGD Nesterov"),
                         llvm::cl::init(false)};
+  Option<std::string> amp{
+      *this, "amp",
+      llvm::cl::desc("Mixed precision: none, bf16 or f16 (tg-amp)"),
+      llvm::cl::init("none")};
   Option<double> clipGradNorm{
       *this, "clip-grad-norm",
       llvm::cl::desc("Clip the gradients' global 2-norm (0: off)"),

@@ -482,6 +482,24 @@ LogicalResult CastOp::verify() {
                      "result");
 }
 
+/// Whether converting `from` to `to` loses nothing (a float widening).
+static bool isExactWidening(Type from, Type to) {
+  return (from.isF16() || from.isBF16()) && to.isF32();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<CastOp>()) {
+    Type original = getElementTypeOrSelf(inner.getInput().getType());
+    Type middle = getElementTypeOrSelf(inner.getType());
+    if (inner.getInput().getType() == getType() &&
+        isExactWidening(original, middle))
+      return inner.getInput();
+  }
+  return {};
+}
+
 LogicalResult ConstantOp::verify() {
   return verifyType(*this, getResult(), getValue().getType(), "result");
 }

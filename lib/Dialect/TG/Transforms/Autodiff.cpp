@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
@@ -71,6 +72,7 @@ private:
   LogicalResult cloneForward();
   void markActive();
   LogicalResult buildBackward();
+  void accumulate(Value value, Value grad);
   void clipGradients();
   void buildUpdates();
   void finish();
@@ -214,14 +216,9 @@ LogicalResult TrainStepBuilder::buildBackward() {
       return op->emitOpError("gradient rule returned ")
              << operandGrads.size() << " cotangents for "
              << op->getNumOperands() << " operands";
-    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads)) {
-      if (!grad || !active.contains(operand))
-        continue;
-      Value &sum = grads[operand];
-      sum = sum ? AddOp::create(builder, loc, operand.getType(), sum, grad)
-                      .getResult()
-                : grad;
-    }
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
+      if (grad && active.contains(operand))
+        accumulate(operand, grad);
     for (Operation *it = before ? before->getNextNode() : &body->front(); it;
          it = it->getNextNode())
       backwardOps.push_back(it);
@@ -230,6 +227,28 @@ LogicalResult TrainStepBuilder::buildBackward() {
   for (TrainableParam &param : params)
     param.grad = grads.lookup(body->getArgument(param.argIndex));
   return success();
+}
+
+/// Adds `grad` to the cotangent of `value`. The cotangents of a narrowing
+/// float cast (an f32 master weight's bf16 working copy, say) are widened
+/// one by one and summed at the cast's operand, so a value used in low
+/// precision by several ops still gets its gradient summed in its own,
+/// wider precision.
+void TrainStepBuilder::accumulate(Value value, Value grad) {
+  if (auto cast = value.getDefiningOp<CastOp>()) {
+    Type from = getElementTypeOrSelf(cast.getInput().getType());
+    Type to = getElementTypeOrSelf(cast.getType());
+    if (isa<FloatType>(from) && isa<FloatType>(to) &&
+        to.getIntOrFloatBitWidth() < from.getIntOrFloatBitWidth() &&
+        active.contains(cast.getInput())) {
+      Value wide = CastOp::create(builder, loc, cast.getInput().getType(), grad);
+      accumulate(cast.getInput(), wide);
+      return;
+    }
+  }
+  Value &sum = grads[value];
+  sum = sum ? AddOp::create(builder, loc, value.getType(), sum, grad).getResult()
+            : grad;
 }
 
 // torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped

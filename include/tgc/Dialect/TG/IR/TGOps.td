@@ -347,11 +347,16 @@ def TG_CastOp : TG_Op<"cast", [TG_Differentiable]> {
     Converts every element to the result's element type; same shape. Float to
     float rounds to nearest even; float to integer truncates toward zero;
     integer or float to i1 is `x != 0`.
+
+    Folds away a cast to the operand's own type, and a widening round trip
+    `cast(cast(x : t -> wider) : wider -> t)` (f16/bf16 -> f32 -> back is
+    exact), which is how precision passes drop redundant cast chains.
   }];
   let arguments = (ins TG_AnyTensor:$input);
   let results = (outs TG_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def TG_ConstantOp : TG_Op<"constant", [ConstantLike,

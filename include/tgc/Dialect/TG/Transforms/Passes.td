@@ -66,6 +66,38 @@ def TGAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
+  let summary = "Lowers the precision of a model's compute, autocast style";
+  let description = [{
+    Rewrites every `tg.model` function (run it before tg-autodiff, which then
+    differentiates the mixed-precision forward pass) with an op policy in the
+    spirit of torch.autocast:
+    - `low-precision-ops` (default matmul, attention) compute in `dtype`
+      (bf16 or f16): their float operands are cast down;
+    - `f32-ops` (default softmax, layer_norm, cross_entropy, reductions, exp,
+      log, rsqrt) compute in f32: their operands are cast up;
+    - every other op runs in the widest float type among its operands.
+    Casts are inserted only at these boundaries and shared by all users of a
+    value, so each f32 parameter gets one low-precision working copy per
+    step; redundant cast chains are then folded away. Parameters stay f32
+    (the master weights): their gradients arrive through the casts'
+    gradients and tg-autodiff accumulates them in f32. Op kinds are named
+    without the dialect prefix.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"bf16\"",
+           "Low precision: bf16 or f16">,
+    ListOption<"lowPrecisionOps", "low-precision-ops", "std::string",
+               "Op kinds computed in the low precision (default: matmul, "
+               "attention)">,
+    ListOption<"f32Ops", "f32-ops", "std::string",
+               "Op kinds computed in f32 (default: softmax, layer_norm, "
+               "cross_entropy, reduce_sum, reduce_mean, reduce_max, exp, log, "
+               "rsqrt)">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
   let summary = "Plans the memory of training steps and reports it";
   let description = [{

@@ -1,0 +1,213 @@
+//===- Amp.cpp - the tg-amp pass ------------------------------------------===//
+//
+// Precision lowering of a model's forward pass, as torch.autocast does it by
+// hand: an op policy says which op kinds compute in the low precision
+// (matmul, attention), which in f32 (softmax, normalization, the loss,
+// reductions, exp/log), and every other op computes in the widest type of
+// its operands. One walk in program order retypes each op and inserts the
+// casts its policy needs; casts are cached per (value, type), so a value -
+// a parameter in particular - is converted once however many ops use it.
+// Folding then removes casts that undo each other.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/StringSet.h"
+
+#define DEBUG_TYPE "tg-amp"
+
+namespace tgc::tg {
+#define GEN_PASS_DEF_TGAMP
+#include "tgc/Dialect/TG/Transforms/Passes.h.inc"
+} // namespace tgc::tg
+
+using namespace mlir;
+using namespace tgc::tg;
+
+namespace {
+
+enum class Policy { Low, F32, Promote };
+
+bool isFloatTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+Type withElement(Type type, Type element) {
+  return cast<RankedTensorType>(type).clone(element);
+}
+
+unsigned bitWidth(Type type) {
+  return getElementTypeOrSelf(type).getIntOrFloatBitWidth();
+}
+
+class Lowering {
+public:
+  Lowering(func::FuncOp function, Type low, const llvm::StringSet<> &lowOps,
+           const llvm::StringSet<> &f32Ops)
+      : function(function), builder(function.getContext()), low(low),
+        f32(Float32Type::get(function.getContext())), lowOps(lowOps),
+        f32Ops(f32Ops) {}
+
+  void run() {
+    SmallVector<Operation *> ops;
+    for (Operation &op : function.getBody().front())
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        restoreReturnTypes(ret);
+        continue;
+      }
+      if (op->getDialect() == op->getContext()->getLoadedDialect<TGDialect>() &&
+          !isa<CastOp, FillOp, ConstantOp>(op))
+        retype(op);
+    }
+  }
+
+private:
+  Policy policyOf(Operation *op) {
+    StringRef kind = op->getName().stripDialect();
+    if (lowOps.contains(kind))
+      return Policy::Low;
+    if (f32Ops.contains(kind))
+      return Policy::F32;
+    return Policy::Promote;
+  }
+
+  /// `value` as `type`, through one shared cast placed after its definition.
+  Value castTo(Value value, Type type) {
+    if (value.getType() == type)
+      return value;
+    auto key = std::make_pair(value, type);
+    auto known = casts.find(key);
+    if (known != casts.end())
+      return known->second;
+    OpBuilder::InsertionGuard guard(builder);
+    if (Operation *def = value.getDefiningOp())
+      builder.setInsertionPointAfter(def);
+    else
+      builder.setInsertionPointToStart(&function.getBody().front());
+    Value converted = CastOp::create(builder, value.getLoc(), type, value);
+    casts[key] = converted;
+    return converted;
+  }
+
+  void retype(Operation *op) {
+    SmallVector<unsigned> floatOperands;
+    for (OpOperand &operand : op->getOpOperands())
+      if (isFloatTensor(operand.get().getType()))
+        floatOperands.push_back(operand.getOperandNumber());
+    if (floatOperands.empty())
+      return;
+
+    Type element;
+    switch (policyOf(op)) {
+    case Policy::Low:
+      element = low;
+      break;
+    case Policy::F32:
+      element = f32;
+      break;
+    case Policy::Promote: {
+      Type widest;
+      for (unsigned i : floatOperands) {
+        Type e = getElementTypeOrSelf(op->getOperand(i).getType());
+        if (!widest || bitWidth(e) > bitWidth(widest))
+          widest = e;
+      }
+      element = widest;
+      break;
+    }
+    }
+    for (unsigned i : floatOperands) {
+      Value operand = op->getOperand(i);
+      op->setOperand(i, castTo(operand, withElement(operand.getType(), element)));
+    }
+    for (Value result : op->getResults())
+      if (isFloatTensor(result.getType()))
+        result.setType(withElement(result.getType(), element));
+  }
+
+  /// The function keeps its signature: a returned value whose type changed
+  /// is cast back.
+  void restoreReturnTypes(func::ReturnOp ret) {
+    FunctionType type = function.getFunctionType();
+    for (auto [i, value] : llvm::enumerate(ret.getOperands()))
+      if (value.getType() != type.getResult(i)) {
+        builder.setInsertionPoint(ret);
+        ret.setOperand(i, CastOp::create(builder, ret.getLoc(),
+                                         type.getResult(i), value));
+      }
+  }
+
+  func::FuncOp function;
+  OpBuilder builder;
+  Type low, f32;
+  const llvm::StringSet<> &lowOps;
+  const llvm::StringSet<> &f32Ops;
+  llvm::DenseMap<std::pair<Value, Type>, Value> casts;
+};
+
+struct AmpPass : tgc::tg::impl::TGAmpBase<AmpPass> {
+  using TGAmpBase::TGAmpBase;
+
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    Type low;
+    if (dtype == "bf16")
+      low = BFloat16Type::get(context);
+    else if (dtype == "f16")
+      low = Float16Type::get(context);
+    else {
+      getOperation().emitError("tg-amp: dtype must be bf16 or f16, found '")
+          << dtype << "'";
+      return signalPassFailure();
+    }
+    static const char *kDefaultLow[] = {"matmul", "attention"};
+    static const char *kDefaultF32[] = {
+        "softmax",     "layer_norm", "cross_entropy", "reduce_sum", "reduce_mean",
+        "reduce_max",  "exp",        "log",           "rsqrt"};
+    llvm::StringSet<> lowOps, f32Ops;
+    if (lowPrecisionOps.empty())
+      for (const char *kind : kDefaultLow)
+        lowOps.insert(kind);
+    else
+      for (const std::string &kind : lowPrecisionOps)
+        lowOps.insert(kind);
+    if (this->f32Ops.empty())
+      for (const char *kind : kDefaultF32)
+        f32Ops.insert(kind);
+    else
+      for (const std::string &kind : this->f32Ops)
+        f32Ops.insert(kind);
+    for (const auto &kind : lowOps.keys())
+      if (f32Ops.contains(kind)) {
+        getOperation().emitError("tg-amp: '")
+            << kind << "' is both a low-precision and an f32 op kind";
+        return signalPassFailure();
+      }
+
+    bool any = false;
+    for (auto function : getOperation().getOps<func::FuncOp>()) {
+      if (!function->hasAttr(TGDialect::kModelAttr))
+        continue;
+      any = true;
+      Lowering(function, low, lowOps, f32Ops).run();
+    }
+    if (!any) {
+      getOperation().emitError("tg-amp found no function marked tg.model; "
+                               "run it before tg-autodiff");
+      return signalPassFailure();
+    }
+    // Fold casts that undo each other and drop the dead ones.
+    if (failed(applyPatternsGreedily(getOperation(), FrozenRewritePatternSet())))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

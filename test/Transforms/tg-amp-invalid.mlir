@@ -1,0 +1,11 @@
+// RUN: not tgc-opt %s --tg-amp="dtype=fp8" 2>&1 | FileCheck %s --check-prefix=DTYPE
+// RUN: not tgc-opt %s --tg-amp="low-precision-ops=matmul,softmax f32-ops=softmax" 2>&1 | FileCheck %s --check-prefix=BOTH
+// RUN: not tgc-opt %S/../tools/tgc-compile/Inputs/no-model.mlir --tg-amp 2>&1 | FileCheck %s --check-prefix=NOMODEL
+// DTYPE: error: tg-amp: dtype must be bf16 or f16, found 'fp8'
+// BOTH: error: tg-amp: 'softmax' is both a low-precision and an f32 op kind
+// NOMODEL: error: tg-amp found no function marked tg.model; run it before tg-autodiff
+
+func.func @m(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.reduce_sum %w {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}

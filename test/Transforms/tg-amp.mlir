@@ -1,0 +1,76 @@
+// RUN: tgc-opt %s --split-input-file --tg-amp | FileCheck %s
+// RUN: tgc-opt %s --split-input-file --tg-amp="dtype=f16" | FileCheck %s --check-prefix=F16
+// RUN: tgc-opt %s --split-input-file --tg-amp="low-precision-ops=matmul,gelu" | FileCheck %s --check-prefix=OVERRIDE
+
+// The policy: matmul and attention in bf16, softmax/layer_norm/loss in f32,
+// everything else in the widest type of its operands. The weight used by
+// two matmuls gets one bf16 working copy; f32 master parameters stay.
+
+func.func @policy(%x: tensor<4x8xf32> {tg.input = "x"},
+                  %t: tensor<4xi64> {tg.input = "t"},
+                  %w: tensor<8x8xf32> {tg.param = "w"},
+                  %b: tensor<8xf32> {tg.param = "b"},
+                  %g: tensor<8xf32> {tg.param = "g"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1 = tg.add %0, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %2 = tg.gelu %1 : tensor<4x8xf32>
+  %3 = tg.matmul %2, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %4 = tg.gelu %3 : tensor<4x8xf32>
+  %5 = tg.layer_norm %4, %g, %b : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %6 = tg.softmax %5 {axis = 1 : i64} : tensor<4x8xf32>
+  %7 = tg.cross_entropy %6, %t : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  return %7 : tensor<f32>
+}
+// CHECK-LABEL: func.func @policy(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x8xf32> {tg.input = "x"}
+// CHECK-SAME: %[[W:[^:]*]]: tensor<8x8xf32> {tg.param = "w"}
+// CHECK-SAME: -> tensor<f32> attributes {tg.model}
+// CHECK-DAG: %[[WL:.*]] = tg.cast %[[W]] : tensor<8x8xf32> -> tensor<8x8xbf16>
+// CHECK-DAG: %[[XL:.*]] = tg.cast %[[X]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK: %[[M0:.*]] = tg.matmul %[[XL]], %[[WL]] : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+// The add mixes bf16 and f32: it promotes to f32.
+// CHECK: %[[M0W:.*]] = tg.cast %[[M0]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+// CHECK: %[[A:.*]] = tg.add %[[M0W]], %{{.*}} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[G:.*]] = tg.gelu %[[A]] : tensor<4x8xf32>
+// CHECK: %[[GL:.*]] = tg.cast %[[G]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// The second use of w shares the working copy.
+// CHECK: %[[M1:.*]] = tg.matmul %[[GL]], %[[WL]] : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+// A follow op on bf16 alone stays bf16.
+// CHECK: %[[G1:.*]] = tg.gelu %[[M1]] : tensor<4x8xbf16>
+// CHECK: %[[G1W:.*]] = tg.cast %[[G1]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+// CHECK: tg.layer_norm %[[G1W]], {{.*}} -> tensor<4x8xf32>
+// CHECK: tg.softmax {{.*}} : tensor<4x8xf32>
+// CHECK: tg.cross_entropy {{.*}} -> tensor<f32>
+
+// F16-LABEL: func.func @policy(
+// F16: tg.matmul {{.*}} -> tensor<4x8xf16>
+
+// Overriding the policy: gelu joins the low-precision ops.
+// OVERRIDE-LABEL: func.func @policy(
+// OVERRIDE: %[[A:.*]] = tg.add
+// OVERRIDE: %[[AL:.*]] = tg.cast %[[A]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// OVERRIDE: tg.gelu %[[AL]] : tensor<4x8xbf16>
+
+// -----
+
+// Clean-up: a cast to the same type and a widening round trip fold away; a
+// narrowing round trip (it rounds) stays.
+func.func @chains(%x: tensor<4xbf16> {tg.param = "x"}, %y: tensor<4xf32> {tg.param = "y"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.cast %x : tensor<4xbf16> -> tensor<4xf32>
+  %1 = tg.cast %0 : tensor<4xf32> -> tensor<4xbf16>
+  %2 = tg.cast %1 : tensor<4xbf16> -> tensor<4xbf16>
+  %3 = tg.cast %y : tensor<4xf32> -> tensor<4xbf16>
+  %4 = tg.cast %3 : tensor<4xbf16> -> tensor<4xf32>
+  %5 = tg.cast %2 : tensor<4xbf16> -> tensor<4xf32>
+  %6 = tg.mul %5, %4 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %7 = tg.reduce_sum %6 {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+  return %7 : tensor<f32>
+}
+// CHECK-LABEL: func.func @chains(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4xbf16> {tg.param = "x"}, %[[Y:[^:]*]]: tensor<4xf32>
+// CHECK-DAG: %[[XW:.*]] = tg.cast %[[X]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK-DAG: %[[YL:.*]] = tg.cast %[[Y]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK-DAG: %[[YW:.*]] = tg.cast %[[YL]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK: tg.mul %[[XW]], %[[YW]]
+// CHECK-NOT: tg.cast
+// CHECK: return
