@@ -83,6 +83,8 @@ static tgx::InitKind convertInit(tg::InitKind kind) {
     return tgx::InitKind::Normal;
   case tg::InitKind::Uniform:
     return tgx::InitKind::Uniform;
+  case tg::InitKind::Constant:
+    return tgx::InitKind::Constant;
   }
   return tgx::InitKind::None;
 }
@@ -239,6 +241,11 @@ LogicalResult TGXWriter::addInstruction(Operation *op) {
     for (NamedAttribute attr : op->getAttrDictionary()) {
       if (attr.getName() == "scale" &&
           isa<tg::AttentionOp, tg::AttentionGradOp>(op))
+        continue;
+      // Optional operands are told apart by type in the runtime; marks for
+      // passes mean nothing to it.
+      if (attr.getName() == "operandSegmentSizes" ||
+          attr.getName() == tg::TGDialect::kLossSeedAttr)
         continue;
       FailureOr<flatbuffers::Offset<tgx::Attr>> converted =
           convertAttr(op, attr);

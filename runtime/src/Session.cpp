@@ -78,9 +78,12 @@ void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view) {
     std::memset(view.data, 0, view.numBytes());
     return;
   case InitKind::Ones:
+  case InitKind::Constant: {
+    float value = info.init == InitKind::Ones ? 1.0f : float(info.initA);
     for (int64_t i = 0; i < n; ++i)
-      storeF32(view, i, 1.0f);
+      storeF32(view, i, value);
     return;
+  }
   case InitKind::Normal:
   case InitKind::Uniform:
     break;
@@ -162,7 +165,8 @@ Status Session::initialize(uint64_t seed) {
     if (info.storage != Storage::Persistent)
       continue;
     TensorRef ref = hostView(int32_t(i));
-    if (info.role == Role::Param)
+    if (info.role == Role::Param ||
+        (info.role == Role::State && info.init != InitKind::None))
       initializeTensor(info, seed, ref);
     else
       std::memset(ref.data, 0, ref.numBytes());

@@ -40,7 +40,8 @@ func.func @net(%x: tensor<4x3xf32> {tg.input = "x"},
 // CHECK: %[[H3:.*]] = tg.matmul %[[T]], %[[W]]
 // CHECK: %[[LOGITS:.*]] = tg.matmul %[[H3]], %[[V]]
 // CHECK: %[[LOSS:.*]] = tg.cross_entropy %[[LOGITS]], %[[Y]]
-// CHECK: %[[SEED:.*]] = tg.fill 1.000000e+00 : tensor<f32>
+// The seed of the backward pass is marked for loss scaling.
+// CHECK: %[[SEED:.*]] = tg.fill 1.000000e+00 {tg.loss_seed} : tensor<f32>
 // CHECK: %[[DLOGITS:.*]] = tg.cross_entropy_grad %[[LOGITS]], %[[Y]], %[[SEED]]
 // CHECK-DAG: %[[DH3:.*]] = tg.matmul %[[DLOGITS]], %[[V]] {transpose_rhs = true}
 // CHECK-DAG: %[[DV:.*]] = tg.matmul %[[H3]], %[[DLOGITS]] {transpose_lhs = true}

@@ -7,12 +7,49 @@
 
 #include "CudaBackend.h"
 
+#include "Common.cuh"
 #include "CudaKernels.h"
 
 namespace tgc::rt::cuda {
 
+/// Whether an optimizer update with an apply predicate (its last operand,
+/// an i1 scalar) is to run; reads the predicate back from the device.
+static Status shouldApply(Context &ctx, const Instruction &inst,
+                          const std::vector<TensorRef> &in, bool &apply) {
+  apply = true;
+  if ((inst.kernel != Kernel::AdamWUpdate &&
+       inst.kernel != Kernel::SGDUpdate) ||
+      in.size() <= 4 || in.back().dtype != DType::I1)
+    return Status::success();
+  uint8_t flag = 1;
+  TGC_CUDA_CALL(cudaMemcpyAsync(&flag, in.back().data, 1,
+                                cudaMemcpyDeviceToHost, streamOf(ctx)));
+  TGC_CUDA_CALL(cudaStreamSynchronize(streamOf(ctx)));
+  apply = flag != 0;
+  return Status::success();
+}
+
 Status execute(Context &ctx, const Program &program, const Instruction &inst,
                std::vector<TensorRef> &in, std::vector<TensorRef> &out) {
+  bool apply = true;
+  Status applyStatus = shouldApply(ctx, inst, in, apply);
+  if (!applyStatus.ok())
+    return applyStatus;
+  if (!apply) {
+    // Skipped: the results keep the updated operands' values (in place, the
+    // same memory).
+    std::vector<size_t> sources = {0};
+    if (inst.kernel == Kernel::AdamWUpdate)
+      sources = {0, 2, 3};
+    else if (out.size() == 2)
+      sources = {0, 4};
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i].data != in[sources[i]].data)
+        TGC_CUDA_CALL(cudaMemcpyAsync(out[i].data, in[sources[i]].data,
+                                      out[i].numBytes(),
+                                      cudaMemcpyDeviceToDevice, streamOf(ctx)));
+    return Status::success();
+  }
   switch (inst.kernel) {
   case Kernel::Matmul:
     return matmul(ctx, in[0], in[1], inst.getBool("transpose_lhs"),
@@ -114,7 +151,7 @@ Status execute(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::SliceGrad:
     return sliceGrad(ctx, in[0], inst.getInts("offsets"), out[0]);
   case Kernel::SGDUpdate: {
-    bool buffer = in.size() == 5;
+    bool buffer = out.size() == 2;
     return sgdUpdate(ctx, in[0], in[1], in[2], in[3], buffer ? &in[4] : nullptr,
                      inst.getFloat("momentum"), inst.getFloat("dampening"),
                      inst.getFloat("weight_decay"), inst.getBool("nesterov"),

@@ -148,7 +148,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
       return Status::failure(describeTensor(i, info.name) +
                              " has an unknown storage");
     if (uint8_t(t->role()) > uint8_t(tgx::Role::Transient) ||
-        uint8_t(t->init()) > uint8_t(tgx::InitKind::Uniform))
+        uint8_t(t->init()) > uint8_t(tgx::InitKind::Constant))
       return Status::failure(describeTensor(i, info.name) +
                              " has an unknown role or initialisation");
     info.role = Role(uint8_t(t->role()));

@@ -387,16 +387,27 @@ Status Checker::run() {
          same(in(0), out(0));
     break;
   case Kernel::SGDUpdate: {
-    bool buffer = inst.operands.size() == 5;
-    ok = (buffer ? counts(5, 2) : counts(4, 1)) && floatT(in(0)) &&
-         floatT(in(1)) && shapeIs(in(1), in(0).shape) &&
+    // param, grad, lr, step, then an optional momentum buffer (float) and an
+    // optional apply predicate (i1 scalar), told apart by type.
+    size_t n = inst.operands.size();
+    bool ok4 = n >= 4 && n <= 6;
+    bool buffer = ok4 && n >= 5 && in(4).dtype != DType::I1;
+    bool apply = ok4 && n == size_t(4 + buffer + 1);
+    ok = (ok4 && n == size_t(4 + buffer + apply) &&
+          inst.results.size() == size_t(1 + buffer)) ||
+         fail("expects param, grad, lr, step, an optional momentum buffer "
+              "and an optional predicate");
+    ok = ok && floatT(in(0)) && floatT(in(1)) && shapeIs(in(1), in(0).shape) &&
          scalar(in(2), DType::F32) && scalar(in(3), DType::I64) &&
-         same(in(0), out(0)) && (!buffer || (same(in(4), out(1)) &&
-                                             shapeIs(in(4), in(0).shape)));
+         same(in(0), out(0)) &&
+         (!buffer || (same(in(4), out(1)) && shapeIs(in(4), in(0).shape))) &&
+         (!apply || scalar(in(4 + buffer), DType::I1));
     break;
   }
   case Kernel::AdamWUpdate:
-    ok = counts(6, 3) && floatT(in(0)) && floatT(in(1)) && floatT(in(2)) &&
+    ok = (inst.operands.size() == 7 ? counts(7, 3) && scalar(in(6), DType::I1)
+                                    : counts(6, 3)) &&
+         floatT(in(0)) && floatT(in(1)) && floatT(in(2)) &&
          floatT(in(3)) && shapeIs(in(1), in(0).shape) &&
          shapeIs(in(2), in(0).shape) && shapeIs(in(3), in(0).shape) &&
          scalar(in(4), DType::F32) && scalar(in(5), DType::I64) &&

@@ -1305,7 +1305,7 @@ func.func @sgd_buffer_not_returned(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tens
 
 func.func @sgd_buffer_returned_not_taken(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{'tg.sgd_update' op must return an updated momentum buffer exactly when it takes one}}
-  %0:2 = "tg.sgd_update"(%p, %p, %lr, %s)
+  %0:2 = "tg.sgd_update"(%p, %p, %lr, %s) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}>
       : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
@@ -1539,7 +1539,7 @@ func.func @growth_interval_zero(%s: tensor<f32>, %t: tensor<i64>, %ok: tensor<i1
 
 // -----
 
-// expected-error @+1 {{unknown initialisation 'xavier', expected zeros, ones, normal or uniform}}
+// expected-error @+1 {{unknown initialisation 'xavier', expected zeros, ones, constant, normal or uniform}}
 func.func @init_unknown(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<xavier>}) {
   return
 }
@@ -1691,7 +1691,7 @@ func.func @frozen_input(%x: tensor<4xi64> {tg.input = "x", tg.frozen}) {
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #0: 'tg.init' is only valid on a parameter ('tg.param')}}
+// expected-error @+1 {{'func.func' op argument #0: 'tg.init' is only valid on a parameter ('tg.param') or a state ('tg.state')}}
 func.func @init_without_param(%w: tensor<4xf32> {tg.init = #tg.init<zeros>}) {
   return
 }
@@ -1984,5 +1984,20 @@ func.func @slice_offset_overflow(%x: tensor<8xf32>) {
 func.func @layer_norm_infinite_epsilon(%x: tensor<2x8xf32>, %w: tensor<8xf32>) {
   // expected-error @+1 {{'tg.layer_norm' op epsilon must be non-negative and finite, found INF}}
   %0 = tg.layer_norm %x, %w, %w {epsilon = 0x7FF0000000000000 : f64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @loss_seed_on_add(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.add' op 'tg.loss_seed' is a unit attribute on the tg.fill that seeds the backward pass}}
+  %0 = tg.add %a, %a {tg.loss_seed} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{expected ')'}}
+func.func @constant_init_two(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<constant(1.0, 2.0)>}) {
   return
 }

@@ -743,10 +743,11 @@ func.func @integer_arithmetic(%a: tensor<i64>, %b: tensor<4xi32>) -> (tensor<i64
 // The training-step convention: state arguments, the loss result and
 // in-place updates.
 // CHECK-LABEL: func.func @step(
-// CHECK-SAME: %{{.*}}: tensor<4xf32> {tg.param = "w"}, %{{.*}}: tensor<4xf32> {tg.state = "w.momentum_buffer"}, %{{.*}}: tensor<i64> {tg.state = "optimizer.step"}, %{{.*}}: tensor<4xf32> {tg.input = "x"})
+// CHECK-SAME: %{{.*}}: tensor<4xf32> {tg.param = "w"}, %{{.*}}: tensor<4xf32> {tg.init = #tg.init<constant(5.000000e-01)>, tg.state = "w.momentum_buffer"}, %{{.*}}: tensor<i64> {tg.state = "optimizer.step"}, %{{.*}}: tensor<4xf32> {tg.input = "x"})
 // CHECK-SAME: -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.update = "w"}, tensor<4xf32> {tg.update = "w.momentum_buffer"}, tensor<i64> {tg.update = "optimizer.step"}) attributes {tg.train_step}
 func.func @step(%w: tensor<4xf32> {tg.param = "w"},
-                %buf: tensor<4xf32> {tg.state = "w.momentum_buffer"},
+                %buf: tensor<4xf32> {tg.state = "w.momentum_buffer",
+                                     tg.init = #tg.init<constant(0.5)>},
                 %t: tensor<i64> {tg.state = "optimizer.step"},
                 %x: tensor<4xf32> {tg.input = "x"})
     -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.update = "w"},
@@ -759,4 +760,21 @@ func.func @step(%w: tensor<4xf32> {tg.param = "w"},
   %w1, %buf1 = tg.sgd_update %w, %x, %lr, %t1, %buf {momentum = 0.9}
       : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return %loss, %w1, %buf1, %t1 : tensor<f32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>
+}
+
+// Optimizer updates predicated on an apply flag (a step skipped by loss
+// scaling leaves everything unchanged).
+// CHECK-LABEL: func.func @predicated_updates(
+func.func @predicated_updates(%p: tensor<4xf32>, %g: tensor<4xf32>, %lr: tensor<f32>,
+                              %s: tensor<i64>, %ok: tensor<i1>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  // CHECK: tg.adamw_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} if %{{.*}} :
+  %a:3 = tg.adamw_update %p, %g, %p, %p, %lr, %s if %ok
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<i1>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  // CHECK: tg.sgd_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} if %{{.*}} {momentum = 9.000000e-01 : f64}
+  %b:2 = tg.sgd_update %p, %g, %lr, %s, %p if %ok {momentum = 0.9}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<i1>) -> (tensor<4xf32>, tensor<4xf32>)
+  // CHECK: tg.sgd_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} if %{{.*}} :
+  %c = tg.sgd_update %p, %g, %lr, %s if %ok
+      : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<i1>) -> tensor<4xf32>
+  return %a#0, %b#0, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }

@@ -1,7 +1,7 @@
 //===- TGAttrs.cpp - attributes of the tg dialect -------------------------===//
 //
 // Parses, prints and verifies `#tg.init<...>`:
-//   #tg.init<zeros>  #tg.init<ones>
+//   #tg.init<zeros>  #tg.init<ones>  #tg.init<constant(value)>
 //   #tg.init<normal(mean, std)>  #tg.init<uniform(low, high)>
 //
 //===----------------------------------------------------------------------===//
@@ -29,9 +29,17 @@ void TGDialect::registerAttributes() {
       >();
 }
 
-/// Whether an init kind takes two numbers.
-static bool takesArguments(InitKind kind) {
-  return kind == InitKind::Normal || kind == InitKind::Uniform;
+/// How many numbers an init kind takes.
+static unsigned numArguments(InitKind kind) {
+  switch (kind) {
+  case InitKind::Normal:
+  case InitKind::Uniform:
+    return 2;
+  case InitKind::Constant:
+    return 1;
+  default:
+    return 0;
+  }
 }
 
 Attribute InitAttr::parse(AsmParser &parser, Type) {
@@ -42,13 +50,16 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
   std::optional<InitKind> kind = symbolizeInitKind(keyword);
   if (!kind) {
     parser.emitError(loc, "unknown initialisation '")
-        << keyword << "', expected zeros, ones, normal or uniform";
+        << keyword << "', expected zeros, ones, constant, normal or uniform";
     return {};
   }
   double a = 0.0, b = 0.0;
-  if (takesArguments(*kind)) {
+  if (numArguments(*kind) == 2) {
     if (parser.parseLParen() || parser.parseFloat(a) || parser.parseComma() ||
         parser.parseFloat(b) || parser.parseRParen())
+      return {};
+  } else if (numArguments(*kind) == 1) {
+    if (parser.parseLParen() || parser.parseFloat(a) || parser.parseRParen())
       return {};
   }
   if (parser.parseGreater())
@@ -60,11 +71,13 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
 
 void InitAttr::print(AsmPrinter &printer) const {
   printer << '<' << stringifyInitKind(getKind());
-  if (takesArguments(getKind())) {
+  if (numArguments(getKind()) > 0) {
     printer << '(';
     printer.printFloat(getA());
-    printer << ", ";
-    printer.printFloat(getB());
+    if (numArguments(getKind()) == 2) {
+      printer << ", ";
+      printer.printFloat(getB());
+    }
     printer << ')';
   }
   printer << '>';
@@ -90,6 +103,10 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (!(a < b))
       return emitError() << "uniform initialisation needs low < high, found ["
                          << a << ", " << b << ")";
+    return success();
+  case InitKind::Constant:
+    if (b != 0.0)
+      return emitError() << "constant takes one number";
     return success();
   }
   return emitError() << "unknown initialisation kind";

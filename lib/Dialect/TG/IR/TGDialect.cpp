@@ -118,9 +118,14 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
     if (name == kInitAttr && !isa<InitAttr>(attr.getValue()))
       return emitArgError() << "'tg.init' must be a #tg.init attribute, found "
                             << attr.getValue();
-    if (!function.getArgAttr(argIndex, kParamAttr))
+    if (name == kFrozenAttr && !function.getArgAttr(argIndex, kParamAttr))
       return emitArgError() << "'" << name
                             << "' is only valid on a parameter ('tg.param')";
+    if (name == kInitAttr && !function.getArgAttr(argIndex, kParamAttr) &&
+        !function.getArgAttr(argIndex, kStateAttr))
+      return emitArgError() << "'" << name
+                            << "' is only valid on a parameter ('tg.param') "
+                               "or a state ('tg.state')";
     return success();
   }
 
@@ -279,6 +284,12 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     if (!function)
       return op->emitOpError("'tg.train_step' is only valid on a func.func");
     return verifyTrainStepFunction(function);
+  }
+  if (name == kLossSeedAttr) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<FillOp>(op))
+      return op->emitOpError("'tg.loss_seed' is a unit attribute on the "
+                             "tg.fill that seeds the backward pass");
+    return success();
   }
   if (name == kModelAttr) {
     if (!isa<UnitAttr>(attr.getValue()))

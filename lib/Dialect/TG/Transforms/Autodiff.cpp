@@ -185,6 +185,9 @@ LogicalResult TrainStepBuilder::buildBackward() {
     return success();
   builder.setInsertionPointToEnd(body);
   grads[loss] = fill(loss.getType(), 1.0);
+  // Loss scaling (tg-loss-scale) finds and scales the seed by this mark.
+  grads[loss].getDefiningOp()->setAttr(TGDialect::kLossSeedAttr,
+                                       builder.getUnitAttr());
   backwardOps.push_back(grads[loss].getDefiningOp());
 
   for (Operation *op : llvm::reverse(forwardOps)) {
@@ -299,7 +302,7 @@ void TrainStepBuilder::buildUpdates() {
       BlockArgument v = addStateArg(param.name + ".exp_avg_sq", type);
       auto update = AdamWUpdateOp::create(
           builder, loc, TypeRange{type, type, type}, value, param.grad, m, v,
-          lr, stepCount, builder.getF64FloatAttr(config.beta1),
+          lr, stepCount, /*apply=*/Value(), builder.getF64FloatAttr(config.beta1),
           builder.getF64FloatAttr(config.beta2),
           builder.getF64FloatAttr(config.eps),
           builder.getF64FloatAttr(config.weightDecay));
@@ -317,7 +320,7 @@ void TrainStepBuilder::buildUpdates() {
     }
     auto update = SGDUpdateOp::create(
         builder, loc, resultTypes, value, param.grad, lr, stepCount, buffer,
-        builder.getF64FloatAttr(config.momentum),
+        /*apply=*/Value(), builder.getF64FloatAttr(config.momentum),
         builder.getF64FloatAttr(config.dampening),
         builder.getF64FloatAttr(config.weightDecay),
         builder.getBoolAttr(config.nesterov));

@@ -24,7 +24,7 @@ namespace tgc::rt {
 
 enum class Storage : uint8_t { Persistent, Arena };
 enum class Role : uint8_t { Param, State, Input, Transient };
-enum class InitKind : uint8_t { None, Zeros, Ones, Normal, Uniform };
+enum class InitKind : uint8_t { None, Zeros, Ones, Normal, Uniform, Constant };
 
 struct TensorInfo {
   std::string name;

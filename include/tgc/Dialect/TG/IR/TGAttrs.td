@@ -18,6 +18,7 @@ def TG_InitKind : I32EnumAttr<"InitKind", "parameter initialisation", [
     I32EnumAttrCase<"Ones", 1, "ones">,
     I32EnumAttrCase<"Normal", 2, "normal">,
     I32EnumAttrCase<"Uniform", 3, "uniform">,
+    I32EnumAttrCase<"Constant", 4, "constant">,
   ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::tgc::tg";
@@ -32,8 +33,11 @@ def TG_InitAttr : AttrDef<TG_Dialect, "Init"> {
     - `#tg.init<normal(mean, std)>`: independent draws from N(mean, std^2),
       std > 0;
     - `#tg.init<uniform(low, high)>`: independent draws from U[low, high),
-      low < high.
-    For `zeros` and `ones` the two numbers are unused and zero.
+      low < high;
+    - `#tg.init<constant(value)>`: every element `value` (for state such as
+      the loss scale).
+    For `zeros` and `ones` the two numbers are unused and zero; `constant`
+    uses the first.
   }];
   let parameters = (ins EnumParameter<TG_InitKind>:$kind,
                         APFloatParameter<"first number">:$a,

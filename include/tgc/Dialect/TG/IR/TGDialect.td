@@ -49,6 +49,9 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStateAttr = "tg.state";
     static constexpr ::llvm::StringLiteral kLossAttr = "tg.loss";
     static constexpr ::llvm::StringLiteral kUpdateAttr = "tg.update";
+    /// Marks the tg.fill of ones that seeds the backward pass (the loss's
+    /// cotangent), which loss scaling replaces.
+    static constexpr ::llvm::StringLiteral kLossSeedAttr = "tg.loss_seed";
 
     /// Registers the attributes of TGAttrs.td (defined in TGAttrs.cpp).
     void registerAttributes();

@@ -557,7 +557,7 @@ def TG_SliceGradOp : TG_Op<"slice_grad"> {
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-def TG_SGDUpdateOp : TG_Op<"sgd_update"> {
+def TG_SGDUpdateOp : TG_Op<"sgd_update", [AttrSizedOperandSegments]> {
   let summary = "one step of SGD with momentum (torch.optim.SGD)";
   let description = [{
     With `g = grad + weight_decay * param`, and `step` the 1-based number of
@@ -569,11 +569,14 @@ def TG_SGDUpdateOp : TG_Op<"sgd_update"> {
       `d = nesterov ? g + momentum * buf : buf`;
       `new_param = param - lr * d`, `new_momentum_buffer = buf`.
     Math in f32. The results are meant to be written in place of `param` and
-    `momentum_buffer`.
+    `momentum_buffer`. With `apply` (an i1 scalar) false, nothing changes:
+    the results equal `param` and `momentum_buffer` (a step skipped by loss
+    scaling).
   }];
   let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
                        TG_F32Scalar:$lr, TG_I64Scalar:$step,
                        Optional<TG_FloatTensor>:$momentum_buffer,
+                       Optional<TG_BoolScalar>:$apply,
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$dampening,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
@@ -581,7 +584,8 @@ def TG_SGDUpdateOp : TG_Op<"sgd_update"> {
   let results = (outs TG_FloatTensor:$new_param,
                       Optional<TG_FloatTensor>:$new_momentum_buffer);
   let assemblyFormat = [{
-    $param `,` $grad `,` $lr `,` $step (`,` $momentum_buffer^)? attr-dict `:`
+    $param `,` $grad `,` $lr `,` $step (`,` $momentum_buffer^)?
+    (`if` $apply^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -603,11 +607,14 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update"> {
     `new_exp_avg = m`, `new_exp_avg_sq = v`. This is torch.optim.AdamW with
     `amsgrad=False, maximize=False` (decoupled weight decay, bias correction
     applied as torch does). The results are meant to be written in place of
-    `param`, `exp_avg` and `exp_avg_sq`.
+    `param`, `exp_avg` and `exp_avg_sq`. With `apply` (an i1 scalar) false,
+    nothing changes: the results equal `param`, `exp_avg` and `exp_avg_sq`
+    (a step skipped by loss scaling).
   }];
   let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
                        TG_FloatTensor:$exp_avg, TG_FloatTensor:$exp_avg_sq,
                        TG_F32Scalar:$lr, TG_I64Scalar:$step,
+                       Optional<TG_BoolScalar>:$apply,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
@@ -615,8 +622,8 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update"> {
   let results = (outs TG_FloatTensor:$new_param, TG_FloatTensor:$new_exp_avg,
                       TG_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step attr-dict
-    `:` functional-type(operands, results)
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
+    (`if` $apply^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
