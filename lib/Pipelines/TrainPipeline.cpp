@@ -27,6 +27,19 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
   autodiff.nesterov = options.nesterov;
   autodiff.clipGradNorm = options.clipGradNorm;
   pm.addPass(tg::createTGAutodiff(autodiff));
+
+  std::string lossScale = options.lossScale;
+  if (lossScale == "auto")
+    lossScale = options.amp == "f16" ? "dynamic" : "none";
+  if (lossScale != "none") {
+    tg::TGLossScaleOptions scaling;
+    scaling.mode = lossScale;
+    scaling.initScale = options.initScale;
+    scaling.growthFactor = options.growthFactor;
+    scaling.backoffFactor = options.backoffFactor;
+    scaling.growthInterval = options.growthInterval;
+    pm.addPass(tg::createTGLossScale(scaling));
+  }
 }
 
 void registerTrainPipeline() {

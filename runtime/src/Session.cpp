@@ -185,6 +185,22 @@ int64_t Session::stepCount() {
   return count;
 }
 
+Status Session::readScalar(int32_t index, double &value) {
+  TensorRef ref = view(index);
+  if (ref.numElements() != 1)
+    return Status::failure("'" + prog.tensors[index].name +
+                           "' is not a scalar");
+  uint8_t bytes[8] = {};
+  Status status = device->download(bytes, ref.data, ref.numBytes());
+  if (status.ok())
+    status = device->synchronize();
+  if (!status.ok())
+    return status;
+  ref.data = bytes;
+  value = isFloat(ref.dtype) ? double(loadF32(ref, 0)) : double(loadI64(ref, 0));
+  return Status::success();
+}
+
 Status Session::step(float &loss) {
   if (!staged) {
     Status status = stageInputs();

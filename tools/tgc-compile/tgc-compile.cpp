@@ -78,6 +78,24 @@ static cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
 static cl::opt<std::string> amp("amp",
                                 cl::desc("Mixed precision: none, bf16 or f16"),
                                 cl::init("none"), cl::cat(category));
+static cl::opt<std::string> lossScale(
+    "loss-scale",
+    cl::desc("Loss scaling: auto (dynamic for f16), dynamic, static:<value> "
+             "or none"),
+    cl::init("auto"), cl::cat(category));
+static cl::opt<double> initScale("init-scale",
+                                 cl::desc("Initial dynamic loss scale"),
+                                 cl::init(65536.0), cl::cat(category));
+static cl::opt<double> growthFactor("growth-factor",
+                                    cl::desc("Loss-scale growth factor"),
+                                    cl::init(2.0), cl::cat(category));
+static cl::opt<double> backoffFactor("backoff-factor",
+                                     cl::desc("Loss-scale backoff factor"),
+                                     cl::init(0.5), cl::cat(category));
+static cl::opt<int64_t>
+    growthInterval("growth-interval",
+                   cl::desc("Finite steps before the loss scale grows"),
+                   cl::init(2000), cl::cat(category));
 static cl::opt<double>
     clipGradNorm("clip-grad-norm",
                  cl::desc("Clip the gradients' global 2-norm (0: off)"),
@@ -96,7 +114,10 @@ static std::string describeOptions() {
      << " beta2=" << beta2 << " eps=" << eps << " weight-decay=" << weightDecay
      << " momentum=" << momentum << " dampening=" << dampening
      << " nesterov=" << (nesterov ? "true" : "false")
-     << " clip-grad-norm=" << clipGradNorm << " amp=" << amp;
+     << " clip-grad-norm=" << clipGradNorm << " amp=" << amp
+     << " loss-scale=" << lossScale << " init-scale=" << initScale
+     << " growth-factor=" << growthFactor << " backoff-factor="
+     << backoffFactor << " growth-interval=" << growthInterval;
   return out;
 }
 
@@ -158,6 +179,11 @@ int main(int argc, char **argv) {
   options.nesterov = nesterov;
   options.clipGradNorm = clipGradNorm;
   options.amp = amp;
+  options.lossScale = lossScale;
+  options.initScale = initScale;
+  options.growthFactor = growthFactor;
+  options.backoffFactor = backoffFactor;
+  options.growthInterval = growthInterval;
   PassManager pm(&context);
   tgc::buildTrainPipeline(pm, options);
   if (failed(pm.run(*module)))

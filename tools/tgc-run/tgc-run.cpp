@@ -226,7 +226,12 @@ int main(int argc, char **argv) {
                             &metadata);
     if (!status.ok())
       return fail(status.error);
+    // Batches already consumed (skipped steps consume one too, so this can
+    // exceed the optimizer's step count).
     startStep = session->stepCount();
+    if (metadata.count("tgc.step") &&
+        !parseInt(metadata["tgc.step"].c_str(), startStep))
+      return fail("checkpoint '" + options.resume + "' has a bad tgc.step");
     if (metadata.count("tgc.seed")) {
       int64_t seed = 0;
       if (!parseInt(metadata["tgc.seed"].c_str(), seed))
@@ -270,6 +275,9 @@ int main(int argc, char **argv) {
   }
 
   bool tty = isatty(fileno(stdout)) && !options.quiet && !options.logEvery;
+  // Loss scaling, when the step has it: the scale and the skipped steps.
+  int32_t scaleTensor = program.findPersistent("amp.loss_scale");
+  int64_t updates = session->stepCount(), skipped = 0;
   auto begin = std::chrono::steady_clock::now();
   double firstLoss = NAN, lastLoss = NAN;
   int64_t ran = 0;
@@ -301,6 +309,22 @@ int main(int argc, char **argv) {
     if (!status.ok())
       return fail(status.error);
     ++ran;
+    double scale = 0.0;
+    bool skippedNow = false;
+    std::string scaleText;
+    if (scaleTensor >= 0) {
+      status = session->readScalar(scaleTensor, scale);
+      if (!status.ok())
+        return fail(status.error);
+      int64_t now = session->stepCount();
+      skippedNow = now == updates;
+      skipped += skippedNow;
+      updates = now;
+      char text[96];
+      std::snprintf(text, sizeof(text), " | scale %g | skipped %lld", scale,
+                    (long long)skipped);
+      scaleText = text;
+    }
     if (std::isnan(firstLoss))
       firstLoss = loss;
     lastLoss = loss;
@@ -312,12 +336,17 @@ int main(int argc, char **argv) {
                                    : 0.0;
     double eta = ran ? elapsed / double(ran) * double(options.steps - step)
                      : 0.0;
-    if (metrics)
+    if (metrics) {
       std::fprintf(metrics,
                    "{\"step\": %lld, \"loss\": %.9g, \"%s_per_s\": %.6g, "
-                   "\"elapsed_s\": %.6g}\n",
+                   "\"elapsed_s\": %.6g",
                    (long long)step, double(loss), data->itemName(), perSecond,
                    elapsed);
+      if (scaleTensor >= 0)
+        std::fprintf(metrics, ", \"loss_scale\": %.17g, \"skipped\": %s",
+                     scale, skippedNow ? "true" : "false");
+      std::fprintf(metrics, "}\n");
+    }
     if (!std::isfinite(loss))
       std::fprintf(stderr, "tgc-run: warning: step %lld has a non-finite "
                    "loss\n", (long long)step);
@@ -326,18 +355,19 @@ int main(int argc, char **argv) {
       int filled = int(double(width) * double(step) / double(options.steps));
       std::string bar(filled, '=');
       bar.resize(width, ' ');
-      std::printf("\r  step %lld/%lld [%s] loss %.4f | %.1f %s/s | ETA %s ",
+      std::printf("\r  step %lld/%lld [%s] loss %.4f | %.1f %s/s | ETA %s%s ",
                   (long long)step, (long long)options.steps, bar.c_str(),
                   double(loss), perSecond, data->itemName(),
-                  formatDuration(eta).c_str());
+                  formatDuration(eta).c_str(), scaleText.c_str());
       std::fflush(stdout);
     } else if (!options.quiet &&
                (options.logEvery ? step % options.logEvery == 0
                                  : (step == options.steps || step % 10 == 0 ||
                                     step == startStep + 1))) {
-      std::printf("  step %lld/%lld loss %.4f | %.1f %s/s | ETA %s\n",
+      std::printf("  step %lld/%lld loss %.4f | %.1f %s/s | ETA %s%s\n",
                   (long long)step, (long long)options.steps, double(loss),
-                  perSecond, data->itemName(), formatDuration(eta).c_str());
+                  perSecond, data->itemName(), formatDuration(eta).c_str(),
+                  scaleText.c_str());
       std::fflush(stdout);
     }
     if (options.saveEvery && step % options.saveEvery == 0 &&
@@ -352,7 +382,7 @@ int main(int argc, char **argv) {
   if (metrics)
     std::fclose(metrics);
   if (!options.save.empty()) {
-    status = save(session->stepCount());
+    status = save(startStep + ran);
     if (!status.ok())
       return fail(status.error);
   }
@@ -369,6 +399,9 @@ int main(int argc, char **argv) {
   std::printf("tgc-run: %lld bytes of %s memory allocated\n",
               (long long)session->backend().bytesAllocated(),
               session->backend().hostAccessible() ? "host" : "device");
+  if (scaleTensor >= 0)
+    std::printf("tgc-run: loss scaling skipped %lld of %lld steps\n",
+                (long long)skipped, (long long)ran);
   if (session->arenaHighWaterMark() >= 0)
     std::printf("tgc-run: arena high-water mark %lld bytes (planned peak "
                 "%lld, arena %lld)\n",

@@ -41,6 +41,24 @@ struct TrainPipelineOptions
       *this, "amp",
       llvm::cl::desc("Mixed precision: none, bf16 or f16 (tg-amp)"),
       llvm::cl::init("none")};
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("Loss scaling: auto (dynamic for f16, none otherwise), "
+                     "dynamic, static:<value> or none (tg-loss-scale)"),
+      llvm::cl::init("auto")};
+  Option<double> initScale{*this, "init-scale",
+                           llvm::cl::desc("Initial dynamic loss scale"),
+                           llvm::cl::init(65536.0)};
+  Option<double> growthFactor{*this, "growth-factor",
+                              llvm::cl::desc("Loss-scale growth factor"),
+                              llvm::cl::init(2.0)};
+  Option<double> backoffFactor{*this, "backoff-factor",
+                               llvm::cl::desc("Loss-scale backoff factor"),
+                               llvm::cl::init(0.5)};
+  Option<int64_t> growthInterval{
+      *this, "growth-interval",
+      llvm::cl::desc("Finite steps before the loss scale grows"),
+      llvm::cl::init(2000)};
   Option<double> clipGradNorm{
       *this, "clip-grad-norm",
       llvm::cl::desc("Clip the gradients' global 2-norm (0: off)"),

@@ -62,8 +62,12 @@ public:
   Status launch();
   Status finish(float &loss);
 
-  /// The number of optimizer steps taken (the step counter), or -1.
+  /// The number of optimizer steps taken (the step counter), or -1. With
+  /// loss scaling, skipped steps do not count.
   int64_t stepCount();
+
+  /// The value of scalar tensor `index` (read from the backend), as double.
+  Status readScalar(int32_t index, double &value);
 
   /// The most arena bytes live at once during the first step, measured from
   /// the buffers the instructions wrote and read (each counted at the

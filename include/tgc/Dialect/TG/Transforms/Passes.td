@@ -98,6 +98,45 @@ def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGLossScale : Pass<"tg-loss-scale", "mlir::ModuleOp"> {
+  let summary = "Inserts loss scaling into training steps (GradScaler)";
+  let description = [{
+    On every `tg.train_step` (run it after tg-autodiff), as
+    torch.cuda.amp.GradScaler does by hand:
+    - the backward pass starts from the loss scale S instead of 1 (the
+      gradient of S * loss);
+    - every parameter gradient is unscaled (multiplied by 1/S, in f32) as
+      soon as it is complete, so clipping and the optimizer see true
+      gradients;
+    - `tg.all_finite` checks them all; when one is inf or NaN the optimizer
+      updates are skipped (their `apply` predicate is false), leaving
+      parameters and optimizer state untouched, and the step counter does
+      not advance;
+    - with `mode=dynamic`, S and its growth tracker are step state
+      (`amp.loss_scale`, initialised to `init-scale`, and
+      `amp.growth_tracker`), updated by `tg.update_loss_scale`: x
+      `backoff-factor` on overflow, x `growth-factor` after
+      `growth-interval` finite steps in a row. They are saved in
+      checkpoints with the rest of the state.
+    `mode=static:<value>` uses a constant S (still skipping non-finite
+    steps); `mode=none` leaves the step unchanged.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"dynamic\"",
+           "dynamic, static:<value> or none">,
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "Initial loss scale (dynamic)">,
+    Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0",
+           "Scale growth factor (dynamic)">,
+    Option<"backoffFactor", "backoff-factor", "double", /*default=*/"0.5",
+           "Scale backoff factor on overflow (dynamic)">,
+    Option<"growthInterval", "growth-interval", "int64_t",
+           /*default=*/"2000",
+           "Finite steps in a row before the scale grows (dynamic)">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
   let summary = "Plans the memory of training steps and reports it";
   let description = [{
