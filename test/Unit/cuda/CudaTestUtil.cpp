@@ -83,4 +83,35 @@ void expectNear(const HostTensor &want, const HostTensor &got,
   }
 }
 
+::testing::AssertionResult ok(const Status &status) {
+  if (status.ok())
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << status.error;
+}
+
+int takeDeviceError() {
+  int code = -1;
+  EXPECT_EQ(cudaMemcpy(&code, testContext()->deviceError, sizeof(int),
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(cudaMemset(testContext()->deviceError, 0, sizeof(int)),
+            cudaSuccess);
+  return code;
+}
+
+/// Expects the same shape, type and bytes.
+void expectSameBytes(const HostTensor &want, const HostTensor &got,
+                     const std::string &what) {
+  ASSERT_EQ(want.ref.shape, got.ref.shape) << what;
+  ASSERT_EQ(want.ref.dtype, got.ref.dtype) << what;
+  const uint8_t *w = static_cast<const uint8_t *>(want.ref.data);
+  const uint8_t *g = static_cast<const uint8_t *>(got.ref.data);
+  size_t size = dtypeSize(want.ref.dtype);
+  for (size_t i = 0; i < want.ref.numBytes(); ++i)
+    if (w[i] != g[i]) {
+      ADD_FAILURE() << what << ": element " << i / size << " differs";
+      return;
+    }
+}
+
 } // namespace tgc::rt::test

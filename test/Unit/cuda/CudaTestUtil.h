@@ -96,6 +96,17 @@ double toleranceFor(DType dtype);
 void expectNear(const HostTensor &want, const HostTensor &got,
                 const std::string &what, double scale = 1.0);
 
+/// A gtest assertion on a Status, printing its message on failure.
+::testing::AssertionResult ok(const Status &status);
+
+/// Reads the test context's device error flag (cuda::ErrorCode) and clears
+/// it.
+int takeDeviceError();
+
+/// Expects the same shape, type and bytes.
+void expectSameBytes(const HostTensor &want, const HostTensor &got,
+                     const std::string &what);
+
 } // namespace tgc::rt::test
 
 #endif // TGC_TEST_UNIT_CUDA_CUDATESTUTIL_H

@@ -26,22 +26,7 @@ using Shape = std::vector<int64_t>;
 /// The code kernels raise on an integer division by zero (Common.cuh).
 constexpr int kIntegerDivisionByZero = 2;
 
-::testing::AssertionResult ok(const Status &status) {
-  if (status.ok())
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << status.error;
-}
 
-/// Reads the context's error flag and clears it.
-int takeDeviceError() {
-  int code = -1;
-  EXPECT_EQ(cudaMemcpy(&code, testContext()->deviceError, sizeof(int),
-                       cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  EXPECT_EQ(cudaMemset(testContext()->deviceError, 0, sizeof(int)),
-            cudaSuccess);
-  return code;
-}
 
 /// Expects equal elements: floats equal as values (any NaN matches any
 /// NaN), integers equal.

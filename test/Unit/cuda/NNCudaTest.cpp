@@ -34,17 +34,6 @@ HostTensor randomTensor(DType dtype, std::vector<int64_t> shape,
   return t;
 }
 
-/// Reads the context's error flag and clears it for the next test.
-int takeDeviceError() {
-  int value = -1;
-  EXPECT_EQ(cudaMemcpy(&value, testContext()->deviceError, sizeof(int),
-                       cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  EXPECT_EQ(cudaMemset(testContext()->deviceError, 0, sizeof(int)),
-            cudaSuccess);
-  return value;
-}
-
 std::string named(const char *what, DType dtype) {
   return std::string(what) + " " + dtypeName(dtype);
 }

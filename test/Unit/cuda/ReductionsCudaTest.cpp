@@ -22,11 +22,6 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-::testing::AssertionResult ok(const Status &status) {
-  if (status.ok())
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << status.error;
-}
 
 /// expectNear, except that equal values (infinities) and NaN pairs match.
 void expectClose(const HostTensor &want, const HostTensor &got,
