@@ -64,7 +64,9 @@ public:
       return Status::failure("cannot create a cuBLASLt handle");
     ctx.blasLt = handle;
     TGC_CUDA_CALL(cudaMalloc(&ctx.deviceError, sizeof(int)));
-    TGC_CUDA_CALL(cudaMemset(ctx.deviceError, 0, sizeof(int)));
+    // The compute stream does not synchronize with the default stream:
+    // every memset goes on it.
+    TGC_CUDA_CALL(cudaMemsetAsync(ctx.deviceError, 0, sizeof(int), stream));
     TGC_CUDA_CALL(cudaMallocHost(&ctx.hostError, sizeof(int)));
     TGC_CUDA_CALL(cudaStreamCreateWithFlags(&copyStream,
                                             cudaStreamNonBlocking));
@@ -115,7 +117,8 @@ public:
     int code = *ctx.hostError;
     if (code == kNoError)
       return Status::success();
-    TGC_CUDA_CALL(cudaMemset(ctx.deviceError, 0, sizeof(int)));
+    TGC_CUDA_CALL(
+        cudaMemsetAsync(ctx.deviceError, 0, sizeof(int), streamOf(ctx)));
     switch (code) {
     case kIndexOutOfRange:
       return Status::failure("an index (token id or class label) is outside "
@@ -201,7 +204,7 @@ private:
           properties.name);
     }
     TGC_CUDA_CALL(error);
-    TGC_CUDA_CALL(cudaMemset(region, 0, size));
+    TGC_CUDA_CALL(cudaMemsetAsync(region, 0, size, streamOf(ctx)));
     return Status::success();
   }
 
