@@ -4,6 +4,13 @@ optimizer in PyTorch eager on the same GPU, in one run. Writes
 bench/gpu/README.md with the device name.
 
   /usr/bin/python3 bench/gpu/bench_gpu.py [--build build] [--steps 20]
+      [--prebuilt DIR]
+  /usr/bin/python3 bench/gpu/bench_gpu.py --prepare DIR
+
+A GPU machine without MLIR (or without network to install it) runs the
+executables compiled elsewhere: `--prepare DIR` writes DIR/gpt2-b8.tgx and
+DIR/gpt2-b16.tgx here, and `--prebuilt DIR` benchmarks them there with only
+tgc-run.
 
 Needs a GPU. PyTorch needs CUDA support (torch.cuda.is_available()); when it
 has none the PyTorch column says so.
@@ -76,19 +83,32 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--prepare", metavar="DIR")
+    ap.add_argument("--prebuilt", metavar="DIR")
     args = ap.parse_args()
     bins = os.path.join(args.build, "bin")
+
+    def compile_step(batch, directory):
+        model = os.path.join(directory, f"gpt2-b{batch}.mlir")
+        exe = os.path.join(directory, f"gpt2-b{batch}.tgx")
+        run([f"{bins}/tgc-models", "gpt2", "--preset", "124M", "--batch",
+             str(batch), "-o", model])
+        run([f"{bins}/tgc-compile", model, "-o", exe])
+        return exe
+
+    if args.prepare:
+        os.makedirs(args.prepare, exist_ok=True)
+        for batch in (8, 16):
+            print(compile_step(batch, args.prepare))
+        return 0
     device = run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]
                  ).stdout.strip().splitlines()[0]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for batch in (8, 16):
-            model = os.path.join(tmp, f"gpt2-b{batch}.mlir")
-            exe = os.path.join(tmp, f"gpt2-b{batch}.tgx")
             metrics = os.path.join(tmp, f"b{batch}.jsonl")
-            run([f"{bins}/tgc-models", "gpt2", "--preset", "124M", "--batch",
-                 str(batch), "-o", model])
-            run([f"{bins}/tgc-compile", model, "-o", exe])
+            exe = (os.path.join(args.prebuilt, f"gpt2-b{batch}.tgx")
+                   if args.prebuilt else compile_step(batch, tmp))
             out = run([f"{bins}/tgc-run", exe, "--device", "cuda", "--steps",
                        str(args.steps + 3), "--metrics", metrics]).stdout
             allocated = int(re.search(r"(\d+) bytes of device memory", out)
