@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace tgc::rt {
 
@@ -34,6 +35,20 @@ inline float roundToOddF32(double value) {
   }
   std::memcpy(&rounded, &bits, sizeof(bits));
   return rounded;
+}
+
+/// Float to integer as tg.cast converts: toward zero, saturated to `Int`'s
+/// range, NaN to 0.
+template <typename Int> inline Int truncateToInt(double value) {
+  if (std::isnan(value))
+    return 0;
+  double low = double(std::numeric_limits<Int>::min());
+  double high = double(std::numeric_limits<Int>::max());
+  if (value <= low)
+    return std::numeric_limits<Int>::min();
+  if (value >= high)
+    return std::numeric_limits<Int>::max();
+  return Int(value);
 }
 
 } // namespace tgc::rt

@@ -145,19 +145,6 @@ uint16_t f32ToBF16(float value) {
 
 float bf16ToF32(uint16_t bits) { return bitsFloat(uint32_t(bits) << 16); }
 
-/// Float to integer as tg.cast: toward zero, saturating, NaN to 0.
-template <typename Int> static Int truncateToInt(double value) {
-  if (std::isnan(value))
-    return 0;
-  double low = double(std::numeric_limits<Int>::min());
-  double high = double(std::numeric_limits<Int>::max());
-  if (value <= low)
-    return std::numeric_limits<Int>::min();
-  if (value >= high)
-    return std::numeric_limits<Int>::max();
-  return Int(value);
-}
-
 float loadF32(const TensorRef &t, int64_t i) {
   const char *p = static_cast<const char *>(t.data);
   switch (t.dtype) {

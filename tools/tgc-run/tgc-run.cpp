@@ -88,20 +88,17 @@ bool parseInt(const char *text, int64_t &value) {
 std::string parseOptions(int argc, char **argv, Options &options) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const char *name) -> const char * {
-      if (i + 1 >= argc)
-        return nullptr;
-      (void)name;
-      return argv[++i];
+    auto value = [&]() -> const char * {
+      return i + 1 < argc ? argv[++i] : nullptr;
     };
     auto intOption = [&](int64_t &field, int64_t minimum) -> std::string {
-      const char *text = value(arg.c_str());
+      const char *text = value();
       if (!text || !parseInt(text, field) || field < minimum)
         return arg + " needs an integer >= " + std::to_string(minimum);
       return "";
     };
     auto stringOption = [&](std::string &field) -> std::string {
-      const char *text = value(arg.c_str());
+      const char *text = value();
       if (!text)
         return arg + " needs a value";
       field = text;

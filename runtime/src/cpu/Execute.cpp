@@ -13,39 +13,17 @@
 
 namespace tgc::rt::cpu {
 
-/// The apply predicate of an optimizer update (the operand after the
-/// required ones and the optional momentum buffer), or null.
-const TensorRef *updatePredicate(const Instruction &inst,
-                                 const std::vector<TensorRef> &in) {
-  if ((inst.kernel == Kernel::AdamWUpdate ||
-       inst.kernel == Kernel::SGDUpdate) &&
-      in.size() > 4 && in.back().dtype == DType::I1)
-    return &in.back();
-  return nullptr;
-}
-
-/// A skipped update: the results keep the values of the updated operands
-/// (they are the same memory when the update is in place).
-static Status keepUnchanged(const Instruction &inst,
-                            const std::vector<TensorRef> &in,
-                            std::vector<TensorRef> &out) {
-  // new_param <- param; then the state operands, in order.
-  std::vector<size_t> sources = {0};
-  if (inst.kernel == Kernel::AdamWUpdate)
-    sources = {0, 2, 3};
-  else if (out.size() == 2)
-    sources = {0, 4};
-  for (size_t i = 0; i < out.size(); ++i)
-    if (out[i].data != in[sources[i]].data)
-      std::memcpy(out[i].data, in[sources[i]].data, out[i].numBytes());
-  return Status::success();
-}
-
 Status execute(const Program &program, const Instruction &inst,
                std::vector<TensorRef> &in, std::vector<TensorRef> &out) {
-  if (const TensorRef *apply = updatePredicate(inst, in))
-    if (!loadI64(*apply, 0))
-      return keepUnchanged(inst, in, out);
+  // A step skipped by loss scaling: the results keep the updated operands'
+  // values (the same memory when the update is in place).
+  if (hasApplyPredicate(program, inst) && !loadI64(in.back(), 0)) {
+    std::vector<size_t> sources = updatedOperands(inst);
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i].data != in[sources[i]].data)
+        std::memcpy(out[i].data, in[sources[i]].data, out[i].numBytes());
+    return Status::success();
+  }
   switch (inst.kernel) {
   case Kernel::Matmul:
     return matmul(in[0], in[1], inst.getBool("transpose_lhs"),

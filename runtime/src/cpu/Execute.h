@@ -7,10 +7,6 @@
 
 namespace tgc::rt::cpu {
 
-/// The apply predicate of an optimizer update instruction, or null.
-const TensorRef *updatePredicate(const Instruction &inst,
-                                 const std::vector<TensorRef> &in);
-
 /// Calls the CPU kernel of `inst` on views of its operands and results
 /// (verified against the kernel's signature when the program was loaded).
 Status execute(const Program &program, const Instruction &inst,

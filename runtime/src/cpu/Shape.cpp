@@ -248,19 +248,6 @@ Status constant(const void *bytes, size_t size, TensorRef &result) {
   return Status::success();
 }
 
-/// `value` toward zero, saturated to `Int`'s range, NaN to 0.
-template <typename Int> static int64_t saturate(double value) {
-  if (std::isnan(value))
-    return 0;
-  double low = double(std::numeric_limits<Int>::min());
-  double high = double(std::numeric_limits<Int>::max());
-  if (value <= low)
-    return std::numeric_limits<Int>::min();
-  if (value >= high)
-    return std::numeric_limits<Int>::max();
-  return int64_t(value);
-}
-
 Status fill(double value, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   int64_t count = result.numElements();
@@ -275,13 +262,13 @@ Status fill(double value, TensorRef &result) {
     storeF32(result, 0, roundToOddF32(value));
     break;
   case DType::I64:
-    storeI64(result, 0, saturate<int64_t>(value));
+    storeI64(result, 0, truncateToInt<int64_t>(value));
     break;
   case DType::I32:
-    storeI64(result, 0, saturate<int32_t>(value));
+    storeI64(result, 0, truncateToInt<int32_t>(value));
     break;
   case DType::I8:
-    storeI64(result, 0, saturate<int8_t>(value));
+    storeI64(result, 0, truncateToInt<int8_t>(value));
     break;
   case DType::I1:
     storeI64(result, 0, value != 0.0 ? 1 : 0);

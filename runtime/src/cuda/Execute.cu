@@ -12,37 +12,18 @@
 
 namespace tgc::rt::cuda {
 
-/// Whether an optimizer update with an apply predicate (its last operand,
-/// an i1 scalar) is to run; reads the predicate back from the device.
-static Status shouldApply(Context &ctx, const Instruction &inst,
-                          const std::vector<TensorRef> &in, bool &apply) {
-  apply = true;
-  if ((inst.kernel != Kernel::AdamWUpdate &&
-       inst.kernel != Kernel::SGDUpdate) ||
-      in.size() <= 4 || in.back().dtype != DType::I1)
-    return Status::success();
-  uint8_t flag = 1;
-  TGC_CUDA_CALL(cudaMemcpyAsync(&flag, in.back().data, 1,
-                                cudaMemcpyDeviceToHost, streamOf(ctx)));
-  TGC_CUDA_CALL(cudaStreamSynchronize(streamOf(ctx)));
-  apply = flag != 0;
-  return Status::success();
-}
-
 Status execute(Context &ctx, const Program &program, const Instruction &inst,
                std::vector<TensorRef> &in, std::vector<TensorRef> &out) {
-  bool apply = true;
-  Status applyStatus = shouldApply(ctx, inst, in, apply);
-  if (!applyStatus.ok())
-    return applyStatus;
+  // A step skipped by loss scaling: the predicate is read back, and the
+  // results keep the updated operands' values (in place, the same memory).
+  uint8_t apply = 1;
+  if (hasApplyPredicate(program, inst)) {
+    TGC_CUDA_CALL(cudaMemcpyAsync(&apply, in.back().data, 1,
+                                  cudaMemcpyDeviceToHost, streamOf(ctx)));
+    TGC_CUDA_CALL(cudaStreamSynchronize(streamOf(ctx)));
+  }
   if (!apply) {
-    // Skipped: the results keep the updated operands' values (in place, the
-    // same memory).
-    std::vector<size_t> sources = {0};
-    if (inst.kernel == Kernel::AdamWUpdate)
-      sources = {0, 2, 3};
-    else if (out.size() == 2)
-      sources = {0, 4};
+    std::vector<size_t> sources = updatedOperands(inst);
     for (size_t i = 0; i < out.size(); ++i)
       if (out[i].data != in[sources[i]].data)
         TGC_CUDA_CALL(cudaMemcpyAsync(out[i].data, in[sources[i]].data,

@@ -64,6 +64,21 @@ std::vector<int64_t> Instruction::getInts(const std::string &name) const {
   return it == attrs.end() ? std::vector<int64_t>() : it->second.ints;
 }
 
+bool hasApplyPredicate(const Program &program, const Instruction &inst) {
+  return (inst.kernel == Kernel::AdamWUpdate ||
+          inst.kernel == Kernel::SGDUpdate) &&
+         inst.operands.size() > 4 &&
+         program.tensors[inst.operands.back()].dtype == DType::I1;
+}
+
+std::vector<size_t> updatedOperands(const Instruction &inst) {
+  if (inst.kernel == Kernel::AdamWUpdate)
+    return {0, 2, 3};
+  if (inst.results.size() == 2)
+    return {0, 4}; // SGD with a momentum buffer
+  return {0};
+}
+
 int32_t Program::findPersistent(const std::string &name) const {
   for (size_t i = 0; i < tensors.size(); ++i)
     if (tensors[i].storage == Storage::Persistent && tensors[i].name == name)

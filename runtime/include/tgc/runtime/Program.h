@@ -70,6 +70,14 @@ struct Instruction {
   std::vector<int64_t> getInts(const std::string &name) const;
 };
 
+/// For an optimizer update (tg.sgd_update, tg.adamw_update): whether its
+/// last operand is the apply predicate (an i1 scalar) that loss scaling
+/// adds, and, for each result, the operand it replaces, which a skipped
+/// update leaves in place: new_param <- param, then the state.
+struct Program;
+bool hasApplyPredicate(const Program &program, const Instruction &inst);
+std::vector<size_t> updatedOperands(const Instruction &inst);
+
 struct Program {
   uint32_t version = 0;
   std::string model;
