@@ -15,7 +15,8 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["tgc-opt", "tgc-models", "tgc-compile", "tgc-run", "tgc-unit-tests",
-     "tgc-cuda-tests"],
+     "tgc-cuda-tests", "tgc-cuda-tests-emu", "tgc-cuda-emu-tests",
+     "tgc-run-cuda-emu"],
     [config.tgc_tools_dir])
 
 # Tools called from helper scripts rather than from RUN lines directly.
@@ -31,9 +32,11 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
 config.substitutions.append(("%tgc_bin", config.tgc_tools_dir))
 
 # The CUDA backend: `cuda-build` when it was built, `cuda` when a GPU is
-# there to run it (nvidia-smi lists one).
+# there to run it (nvidia-smi lists one), `cuda-emu` when its code also runs
+# on the CUDA emulator (runtime/cuda-emu, built with it).
 if config.tgc_have_cuda == "ON":
     config.available_features.add("cuda-build")
+    config.available_features.add("cuda-emu")
     try:
         listed = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, timeout=60)

@@ -19,7 +19,18 @@ Status Context::reserveWorkspace(size_t bytes) {
   TGC_CUDA_CALL(cudaFree(workspace));
   workspace = nullptr;
   workspaceBytes = 0;
-  TGC_CUDA_CALL(cudaMalloc(&workspace, bytes));
+  cudaError_t error = cudaMalloc(&workspace, bytes);
+  if (error == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    size_t freeBytes = 0, totalBytes = 0;
+    cudaMemGetInfo(&freeBytes, &totalBytes);
+    return Status::failure(
+        "out of GPU memory: the kernels' workspace (cuBLASLt and scratch, "
+        "beyond the planned regions) needs " +
+        std::to_string(bytes) + " bytes, " + std::to_string(freeBytes) +
+        " of " + std::to_string(totalBytes) + " are free");
+  }
+  TGC_CUDA_CALL(error);
   workspaceBytes = bytes;
   return Status::success();
 }

@@ -14,6 +14,7 @@
 #include "CudaBackend.h"
 
 #include "Common.cuh"
+#include "Linalg.h"
 #include "tgc/runtime/Backend.h"
 
 #include <cublasLt.h>
@@ -87,7 +88,12 @@ public:
     if (!status.ok())
       return status;
     regionBytes = persistentBytes + arenaBytes;
-    return allocateRegion(arena, arenaBytes, "arena");
+    status = allocateRegion(arena, arenaBytes, "arena");
+    if (!status.ok())
+      return status;
+    // The GEMM workspace is taken now, so that a device too small for it
+    // fails before the first step rather than in it.
+    return ctx.reserveWorkspace(cuda::kGemmWorkspaceBytes);
   }
   uint8_t *persistentBase() override { return persistent; }
   uint8_t *arenaBase() override { return arena; }

@@ -86,22 +86,22 @@ static Status stridedCopy(Context &ctx, void *dst, const Shape &dstStrides,
   cudaStream_t stream = streamOf(ctx);
   switch (dtypeSize(dtype)) {
   case 1:
-    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+    stridedCopyKernel<uint8_t><<<blocks, kThreads, 0, stream>>>(
         static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), plan,
         n);
     break;
   case 2:
-    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+    stridedCopyKernel<uint16_t><<<blocks, kThreads, 0, stream>>>(
         static_cast<uint16_t *>(dst), static_cast<const uint16_t *>(src), plan,
         n);
     break;
   case 4:
-    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+    stridedCopyKernel<uint32_t><<<blocks, kThreads, 0, stream>>>(
         static_cast<uint32_t *>(dst), static_cast<const uint32_t *>(src), plan,
         n);
     break;
   default:
-    stridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
+    stridedCopyKernel<uint64_t><<<blocks, kThreads, 0, stream>>>(
         static_cast<uint64_t *>(dst), static_cast<const uint64_t *>(src), plan,
         n);
     break;
@@ -305,26 +305,26 @@ Status fill(Context &ctx, double value, TensorRef &result) {
   case 1: {
     uint8_t v;
     std::memcpy(&v, &bits, sizeof(v));
-    fillKernel<<<blocks, kThreads, 0, stream>>>(
+    fillKernel<uint8_t><<<blocks, kThreads, 0, stream>>>(
         static_cast<uint8_t *>(result.data), v, n);
     break;
   }
   case 2: {
     uint16_t v;
     std::memcpy(&v, &bits, sizeof(v));
-    fillKernel<<<blocks, kThreads, 0, stream>>>(
+    fillKernel<uint16_t><<<blocks, kThreads, 0, stream>>>(
         static_cast<uint16_t *>(result.data), v, n);
     break;
   }
   case 4: {
     uint32_t v;
     std::memcpy(&v, &bits, sizeof(v));
-    fillKernel<<<blocks, kThreads, 0, stream>>>(
+    fillKernel<uint32_t><<<blocks, kThreads, 0, stream>>>(
         static_cast<uint32_t *>(result.data), v, n);
     break;
   }
   default:
-    fillKernel<<<blocks, kThreads, 0, stream>>>(
+    fillKernel<uint64_t><<<blocks, kThreads, 0, stream>>>(
         static_cast<uint64_t *>(result.data), bits, n);
     break;
   }

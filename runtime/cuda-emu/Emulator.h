@@ -1,0 +1,36 @@
+//===- Emulator.h - state the CUDA emulator's parts share -------*- C++ -*-===//
+//
+// The emulated device: its error state (a launch error cudaGetLastError
+// clears, and a sticky one, as a kernel fault leaves a real context) and
+// the registry of live allocations that every copy, memset and kernel
+// pointer argument is checked against.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_CUDA_EMU_EMULATOR_H
+#define TGC_CUDA_EMU_EMULATOR_H
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+
+namespace tgc::emu {
+
+/// A bad launch configuration: reported once by cudaGetLastError.
+void raiseLaunchError(cudaError_t error, const std::string &message);
+/// A kernel that failed while running: every later call reports it.
+void raiseKernelError(cudaError_t error, const std::string &message);
+/// The sticky error, cudaSuccess while the emulated context is healthy.
+cudaError_t stickyError();
+
+/// What a live allocation is.
+enum class Memory { Device, PinnedHost };
+
+/// Whether [pointer, pointer + bytes) lies inside one live allocation of
+/// kind `kind`.
+bool inAllocation(const void *pointer, size_t bytes, Memory kind);
+
+} // namespace tgc::emu
+
+#endif // TGC_CUDA_EMU_EMULATOR_H

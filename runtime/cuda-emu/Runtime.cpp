@@ -1,0 +1,452 @@
+//===- Runtime.cpp - the CUDA runtime API on the host ---------------------===//
+//
+// The part of libcudart the CUDA backend calls, implemented on host memory,
+// with the toolkit's own declarations. Device memory is host memory from
+// the registry; streams and events are handles whose work has always
+// already run, since every call executes in order when it is made. What a
+// GPU would reject is rejected here too, and more strictly: a copy or
+// memset that leaves its allocation, a copy whose kind does not match its
+// pointers, a handle that is not live. Each rejection is printed on stderr
+// with what was wrong, since the error code alone rarely says.
+//
+// TGC_CUDA_EMU_DEVICE_BYTES sets the device's memory (default 80 GiB), so
+// that running out of it can be tested; TGC_CUDA_EMU_NO_DEVICE=1 makes the
+// machine one without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emulator.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+namespace tgc::emu {
+namespace {
+
+struct Allocation {
+  size_t bytes;
+  Memory kind;
+};
+
+struct DeviceState {
+  std::mutex mutex;
+  std::map<uintptr_t, Allocation> allocations;
+  size_t deviceBytesUsed = 0;
+  std::set<void *> streams, events;
+  cudaError_t lastError = cudaSuccess;
+  cudaError_t sticky = cudaSuccess;
+  int device = -1;
+};
+
+DeviceState &state() {
+  static DeviceState *device = new DeviceState; // outlives static destructors
+  return *device;
+}
+
+size_t deviceCapacity() {
+  if (const char *text = std::getenv("TGC_CUDA_EMU_DEVICE_BYTES"))
+    return size_t(std::strtoull(text, nullptr, 10));
+  return size_t(80) << 30;
+}
+
+bool noDevice() {
+  const char *text = std::getenv("TGC_CUDA_EMU_NO_DEVICE");
+  return text && std::strcmp(text, "1") == 0;
+}
+
+/// Records and returns `error`, printing why.
+cudaError_t fail(cudaError_t error, const std::string &why) {
+  std::fprintf(stderr, "tgc CUDA emulator: %s\n", why.c_str());
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().lastError = error;
+  return error;
+}
+
+/// The allocation holding `pointer` (locked by the caller), or null.
+const Allocation *find(DeviceState &s, const void *pointer, uintptr_t &base) {
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  auto it = s.allocations.upper_bound(address);
+  if (it == s.allocations.begin())
+    return nullptr;
+  --it;
+  if (address > it->first + it->second.bytes)
+    return nullptr;
+  base = it->first;
+  return &it->second;
+}
+
+cudaError_t allocate(void **pointer, size_t bytes, Memory kind) {
+  if (!pointer)
+    return fail(cudaErrorInvalidValue, "allocation into a null pointer");
+  *pointer = nullptr;
+  DeviceState &s = state();
+  if (kind == Memory::Device) {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (bytes > deviceCapacity() - s.deviceBytesUsed) {
+      s.lastError = cudaErrorMemoryAllocation;
+      return cudaErrorMemoryAllocation;
+    }
+  }
+  size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  void *memory = std::aligned_alloc(256, rounded);
+  if (!memory) {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.lastError = cudaErrorMemoryAllocation;
+    return cudaErrorMemoryAllocation;
+  }
+  // Fresh device memory holds garbage on a GPU: a kernel that reads what
+  // nothing wrote should not find zeros here.
+  std::memset(memory, 0xA5, rounded);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.allocations[reinterpret_cast<uintptr_t>(memory)] = {bytes, kind};
+  if (kind == Memory::Device)
+    s.deviceBytesUsed += bytes;
+  *pointer = memory;
+  return cudaSuccess;
+}
+
+cudaError_t release(void *pointer, Memory kind, const char *what) {
+  if (!pointer)
+    return cudaSuccess;
+  DeviceState &s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.allocations.find(reinterpret_cast<uintptr_t>(pointer));
+    if (it != s.allocations.end() && it->second.kind == kind) {
+      if (kind == Memory::Device)
+        s.deviceBytesUsed -= it->second.bytes;
+      s.allocations.erase(it);
+      std::free(pointer);
+      return cudaSuccess;
+    }
+  }
+  return fail(cudaErrorInvalidValue,
+              std::string(what) + " of a pointer that is not the start of a "
+                                  "live allocation of its kind");
+}
+
+std::string rangeText(const void *pointer, size_t bytes) {
+  char text[96];
+  std::snprintf(text, sizeof(text), "[%p, +%zu bytes)", pointer, bytes);
+  return text;
+}
+
+const char *kindName(cudaMemcpyKind kind) {
+  switch (kind) {
+  case cudaMemcpyHostToDevice:
+    return "host to device";
+  case cudaMemcpyDeviceToHost:
+    return "device to host";
+  case cudaMemcpyDeviceToDevice:
+    return "device to device";
+  case cudaMemcpyHostToHost:
+    return "host to host (not emulated)";
+  default:
+    return "of inferred direction (not emulated)";
+  }
+}
+
+bool isLive(const std::set<void *> &handles, void *handle) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return handles.count(handle) != 0;
+}
+
+void *newHandle(std::set<void *> &handles) {
+  void *handle = std::malloc(1);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  handles.insert(handle);
+  return handle;
+}
+
+bool dropHandle(std::set<void *> &handles, void *handle) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (!handles.erase(handle))
+    return false;
+  std::free(handle);
+  return true;
+}
+
+cudaError_t checkStream(cudaStream_t stream, const char *what) {
+  if (stream && !isLive(state().streams, stream))
+    return fail(cudaErrorInvalidResourceHandle,
+                std::string(what) + " on a stream that is not live");
+  return cudaSuccess;
+}
+
+} // namespace
+
+void raiseLaunchError(cudaError_t error, const std::string &message) {
+  fail(error, message);
+}
+
+void raiseKernelError(cudaError_t error, const std::string &message) {
+  std::fprintf(stderr, "tgc CUDA emulator: %s\n", message.c_str());
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().sticky == cudaSuccess)
+    state().sticky = error;
+  state().lastError = error;
+}
+
+cudaError_t stickyError() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().sticky;
+}
+
+bool inAllocation(const void *pointer, size_t bytes, Memory kind) {
+  DeviceState &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  uintptr_t base = 0;
+  const Allocation *allocation = find(s, pointer, base);
+  return allocation && allocation->kind == kind &&
+         reinterpret_cast<uintptr_t>(pointer) - base + bytes <=
+             allocation->bytes;
+}
+
+bool isDevicePointer(const void *pointer) {
+  // Pinned host memory is mapped into the device's address space.
+  return inAllocation(pointer, 0, Memory::Device) ||
+         inAllocation(pointer, 0, Memory::PinnedHost);
+}
+
+} // namespace tgc::emu
+
+using namespace tgc::emu;
+
+#define TGC_EMU_STICKY()                                                       \
+  do {                                                                         \
+    if (cudaError_t sticky_ = stickyError(); sticky_ != cudaSuccess)           \
+      return sticky_;                                                          \
+  } while (0)
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int *count) {
+  if (noDevice()) {
+    *count = 0;
+    state().lastError = cudaErrorNoDevice;
+    return cudaErrorNoDevice;
+  }
+  *count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (noDevice() || device != 0)
+    return fail(cudaErrorInvalidDevice,
+                "cudaSetDevice(" + std::to_string(device) + ")");
+  state().device = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
+  if (noDevice() || device != 0)
+    return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties(" +
+                                            std::to_string(device) + ")");
+  std::memset(prop, 0, sizeof(*prop));
+  std::snprintf(prop->name, sizeof(prop->name), "tgc CUDA emulator");
+  prop->totalGlobalMem = deviceCapacity();
+  prop->major = 9;
+  prop->minor = 0;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  prop->sharedMemPerBlock = 48 * 1024;
+  prop->multiProcessorCount = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *totalBytes) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *totalBytes = deviceCapacity();
+  *freeBytes = *totalBytes - state().deviceBytesUsed;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  cudaError_t error = state().lastError;
+  state().lastError = state().sticky;
+  return error;
+}
+
+const char *cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+  case cudaSuccess:
+    return "no error";
+  case cudaErrorInvalidValue:
+    return "invalid argument";
+  case cudaErrorMemoryAllocation:
+    return "out of memory";
+  case cudaErrorInvalidConfiguration:
+    return "invalid configuration argument";
+  case cudaErrorNoDevice:
+    return "no CUDA-capable device is detected";
+  case cudaErrorInvalidDevice:
+    return "invalid device ordinal";
+  case cudaErrorInvalidResourceHandle:
+    return "invalid resource handle";
+  case cudaErrorIllegalAddress:
+    return "an illegal memory access was encountered";
+  case cudaErrorLaunchFailure:
+    return "unspecified launch failure";
+  default:
+    return "unrecognized error code";
+  }
+}
+
+cudaError_t cudaDeviceSynchronize(void) {
+  TGC_EMU_STICKY();
+  return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void **pointer, size_t bytes) {
+  TGC_EMU_STICKY();
+  return allocate(pointer, bytes, Memory::Device);
+}
+
+cudaError_t cudaFree(void *pointer) {
+  return release(pointer, Memory::Device, "cudaFree");
+}
+
+cudaError_t cudaMallocHost(void **pointer, size_t bytes) {
+  TGC_EMU_STICKY();
+  return allocate(pointer, bytes, Memory::PinnedHost);
+}
+
+// cuda_runtime.h's C++ overload of cudaMallocHost calls this.
+cudaError_t cudaHostAlloc(void **pointer, size_t bytes, unsigned flags) {
+  (void)flags;
+  TGC_EMU_STICKY();
+  return allocate(pointer, bytes, Memory::PinnedHost);
+}
+
+cudaError_t cudaFreeHost(void *pointer) {
+  return release(pointer, Memory::PinnedHost, "cudaFreeHost");
+}
+
+cudaError_t cudaMallocAsync(void **pointer, size_t bytes,
+                            cudaStream_t stream) {
+  TGC_EMU_STICKY();
+  if (cudaError_t error = checkStream(stream, "cudaMallocAsync"))
+    return error;
+  return allocate(pointer, bytes, Memory::Device);
+}
+
+cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream) {
+  if (cudaError_t error = checkStream(stream, "cudaFreeAsync"))
+    return error;
+  return release(pointer, Memory::Device, "cudaFreeAsync");
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                            cudaMemcpyKind kind, cudaStream_t stream) {
+  TGC_EMU_STICKY();
+  if (cudaError_t error = checkStream(stream, "cudaMemcpyAsync"))
+    return error;
+  if (count == 0)
+    return cudaSuccess;
+  bool dstDevice = inAllocation(dst, count, Memory::Device);
+  bool srcDevice = inAllocation(src, count, Memory::Device);
+  bool dstWanted = kind == cudaMemcpyHostToDevice ||
+                   kind == cudaMemcpyDeviceToDevice;
+  bool srcWanted = kind == cudaMemcpyDeviceToHost ||
+                   kind == cudaMemcpyDeviceToDevice;
+  if (kind == cudaMemcpyDefault || kind == cudaMemcpyHostToHost ||
+      dstDevice != dstWanted || srcDevice != srcWanted)
+    return fail(cudaErrorInvalidValue,
+                std::string("cudaMemcpyAsync ") + kindName(kind) + " from " +
+                    rangeText(src, count) + " (" +
+                    (srcDevice ? "device memory" : "not inside device memory") +
+                    ") to " + rangeText(dst, count) + " (" +
+                    (dstDevice ? "device memory" : "not inside device memory") +
+                    ")");
+  std::memmove(dst, src, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void *pointer, int value, size_t count,
+                            cudaStream_t stream) {
+  TGC_EMU_STICKY();
+  if (cudaError_t error = checkStream(stream, "cudaMemsetAsync"))
+    return error;
+  if (count == 0)
+    return cudaSuccess;
+  if (!inAllocation(pointer, count, Memory::Device))
+    return fail(cudaErrorInvalidValue, "cudaMemsetAsync of " +
+                                           rangeText(pointer, count) +
+                                           ", outside device memory");
+  std::memset(pointer, value, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
+                       cudaMemcpyKind kind) {
+  return cudaMemcpyAsync(dst, src, count, kind, nullptr);
+}
+
+cudaError_t cudaMemset(void *pointer, int value, size_t count) {
+  return cudaMemsetAsync(pointer, value, count, nullptr);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags) {
+  (void)flags;
+  *stream = static_cast<cudaStream_t>(newHandle(state().streams));
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (!dropHandle(state().streams, stream))
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaStreamDestroy of a stream that is not live");
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  TGC_EMU_STICKY();
+  return checkStream(stream, "cudaStreamSynchronize");
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags) {
+  (void)flags;
+  *event = static_cast<cudaEvent_t>(newHandle(state().events));
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (!dropHandle(state().events, event))
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventDestroy of an event that is not live");
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  TGC_EMU_STICKY();
+  if (!isLive(state().events, event))
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventRecord of an event that is not live");
+  return checkStream(stream, "cudaEventRecord");
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  TGC_EMU_STICKY();
+  if (!isLive(state().events, event))
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventSynchronize of an event that is not live");
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
+                                unsigned flags) {
+  (void)flags;
+  TGC_EMU_STICKY();
+  if (!isLive(state().events, event))
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaStreamWaitEvent on an event that is not live");
+  return checkStream(stream, "cudaStreamWaitEvent");
+}
+
+} // extern "C"

@@ -1,0 +1,210 @@
+//===- Device.h - CUDA device code as host C++ -------------------*- C++ -*-===//
+//
+// Force-included (`-include`) into the CUDA backend's sources when they are
+// compiled as host C++ for the CUDA emulator. The CUDA toolkit's own headers
+// supply the types (dim3, cudaError_t, __half, __nv_bfloat16 with their
+// host conversions); this header supplies what only nvcc knows: the
+// built-in index variables, __shared__ memory, __syncthreads, warp
+// shuffles, atomics, the rounding intrinsics, and the kernel launch that
+// lower_launches.py puts where `kernel<<<grid, block, shmem, stream>>>(...)`
+// was written.
+//
+// Each CUDA thread runs as a fiber; the threads of one block run on one host
+// thread, one block after another, so that __syncthreads and shuffles are
+// real rendezvous points (a thread that misses one is reported, as a GPU
+// would hang or compute garbage). __shared__ variables become function-
+// local statics: one copy, seen by every thread of the block running.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_CUDA_EMU_DEVICE_H
+#define TGC_CUDA_EMU_DEVICE_H
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace tgc::emu {
+
+/// The CUDA thread a fiber runs.
+struct ThreadIndex {
+  uint3 threadIdx;
+  uint3 blockIdx;
+  dim3 blockDim;
+  dim3 gridDim;
+};
+
+/// The thread running now (valid inside a kernel only).
+const ThreadIndex &thisThread();
+
+/// Blocks the calling thread until every thread of its block arrives.
+void syncThreads();
+
+/// Exchanges 8 bytes with lane `lane ^ laneMask` of the calling warp, once
+/// every lane of the warp has arrived; `mask` must name every lane.
+uint64_t shuffleXor(unsigned mask, uint64_t bits, int laneMask, int width);
+
+/// Whether `pointer` lies in (or one past) a live device allocation.
+bool isDevicePointer(const void *pointer);
+
+/// Runs `body` for every thread of `grid` x `block`; a failure (a bad
+/// configuration, a kernel argument that is not device memory, a thread
+/// missing a barrier) is reported on stderr and becomes the error
+/// cudaGetLastError and the next synchronization return.
+void runGrid(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes,
+             cudaStream_t stream, const std::function<void()> &body,
+             const char *badArgument);
+
+template <typename T> bool argumentIsDeviceMemory(const T &value) {
+  if constexpr (std::is_pointer_v<T>)
+    return value == nullptr || isDevicePointer(value);
+  else
+    return true;
+}
+
+/// `kernel<<<grid, block, shmem, stream>>>(args...)`: arguments are
+/// converted to the kernel's parameter types and copied, as CUDA does.
+template <typename... Params> class Launch {
+public:
+  Launch(const char *name, void (*kernel)(Params...), dim3 grid, dim3 block,
+         size_t sharedBytes, cudaStream_t stream)
+      : name(name), kernel(kernel), grid(grid), block(block),
+        sharedBytes(sharedBytes), stream(stream) {}
+
+  template <typename... Args> void operator()(Args &&...args) const {
+    static_assert(sizeof...(Args) == sizeof...(Params),
+                  "kernel launched with the wrong number of arguments");
+    std::tuple<std::decay_t<Params>...> copies(
+        static_cast<Params>(std::forward<Args>(args))...);
+    const char *bad = nullptr;
+    std::apply(
+        [&](const auto &...values) {
+          int index = 0;
+          ((bad = bad ? bad
+                      : (argumentIsDeviceMemory(values) ? nullptr
+                                                        : argumentNames[index]),
+            ++index),
+           ...);
+        },
+        copies);
+    auto *fn = kernel;
+    runGrid(
+        name, grid, block, sharedBytes, stream,
+        [&] { std::apply([&](auto &...values) { fn(values...); }, copies); },
+        bad);
+  }
+
+private:
+  static constexpr const char *argumentNames[] = {
+      "argument 1",  "argument 2",  "argument 3",  "argument 4",
+      "argument 5",  "argument 6",  "argument 7",  "argument 8",
+      "argument 9",  "argument 10", "argument 11", "argument 12",
+      "argument 13", "argument 14", "argument 15", "argument 16",
+      "argument 17", "argument 18", "argument 19", "argument 20",
+      "argument 21", "argument 22", "argument 23", "argument 24"};
+  static_assert(sizeof...(Params) <= 24, "too many kernel parameters");
+
+  const char *name;
+  void (*kernel)(Params...);
+  dim3 grid, block;
+  size_t sharedBytes;
+  cudaStream_t stream;
+};
+
+template <typename... Params>
+Launch<Params...> launch(const char *name, void (*kernel)(Params...),
+                         dim3 grid, dim3 block, size_t sharedBytes = 0,
+                         cudaStream_t stream = nullptr) {
+  return Launch<Params...>(name, kernel, grid, block, sharedBytes, stream);
+}
+
+template <typename T> T shfl_xor(unsigned mask, T value, int laneMask,
+                                 int width) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>,
+                "shuffles move at most 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  bits = shuffleXor(mask, bits, laneMask, width);
+  T result;
+  std::memcpy(&result, &bits, sizeof(T));
+  return result;
+}
+
+} // namespace tgc::emu
+
+//===----------------------------------------------------------------------===//
+// What nvcc provides to device code
+//===----------------------------------------------------------------------===//
+
+#define threadIdx (::tgc::emu::thisThread().threadIdx)
+#define blockIdx (::tgc::emu::thisThread().blockIdx)
+#define blockDim (::tgc::emu::thisThread().blockDim)
+#define gridDim (::tgc::emu::thisThread().gridDim)
+
+#undef __shared__
+#define __shared__ static thread_local
+
+inline void __syncthreads() { ::tgc::emu::syncThreads(); }
+
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T value, int laneMask, int width = 32) {
+  return ::tgc::emu::shfl_xor(mask, value, laneMask, width);
+}
+
+// Every thread of a launch runs on one host thread, so a plain
+// read-modify-write is atomic; the builtins keep it so if that changes.
+inline float atomicAdd(float *address, float value) {
+  float old = *address;
+  *address = old + value;
+  return old;
+}
+inline double atomicAdd(double *address, double value) {
+  double old = *address;
+  *address = old + value;
+  return old;
+}
+inline int atomicAdd(int *address, int value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
+}
+inline int atomicExch(int *address, int value) {
+  return __atomic_exchange_n(address, value, __ATOMIC_SEQ_CST);
+}
+
+// IEEE round-to-nearest arithmetic (the emulator is built with
+// -ffp-contract=off, so no multiply is fused into an add).
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __ddiv_rn(double a, double b) { return a / b; }
+inline double __dsqrt_rn(double a) { return std::sqrt(a); }
+inline float __double2float_rn(double a) { return float(a); }
+inline float __ll2float_rn(long long a) { return float(a); }
+inline double __ll2double_rn(long long a) { return double(a); }
+inline float __uint_as_float(unsigned bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+inline unsigned __float_as_uint(float value) {
+  unsigned bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+
+template <typename T> T min(T a, T b) { return b < a ? b : a; }
+template <typename T> T max(T a, T b) { return a < b ? b : a; }
+
+#endif // TGC_CUDA_EMU_DEVICE_H
