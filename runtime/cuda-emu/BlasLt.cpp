@@ -140,6 +140,43 @@ cublasStatus_t checkShapes(const Operation &op, const Layout &a,
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/// D = alpha * op(A) @ op(B) + beta * C for every batch entry.
+void multiply(const Operation &op, uint64_t m, uint64_t n, uint64_t k,
+              float alphaValue, const void *A, const Layout &a, const void *B,
+              const Layout &b, float betaValue, const void *C,
+              const Layout &c, void *D, const Layout &d) {
+  std::vector<float> opA(m * k), opB(k * n), acc(m * n);
+  for (int32_t batch = 0; batch < d.batchCount; ++batch) {
+    int64_t aBase = batch * a.batchStride, bBase = batch * b.batchStride;
+    int64_t cBase = batch * c.batchStride, dBase = batch * d.batchStride;
+    // op(A) as row-major m x k, op(B) as row-major k x n.
+    for (uint64_t i = 0; i < m; ++i)
+      for (uint64_t p = 0; p < k; ++p)
+        opA[i * k + p] = load(A, a.type,
+                              aBase + (op.transA == CUBLAS_OP_N
+                                           ? int64_t(p) * a.ld + int64_t(i)
+                                           : int64_t(i) * a.ld + int64_t(p)));
+    for (uint64_t p = 0; p < k; ++p)
+      for (uint64_t j = 0; j < n; ++j)
+        opB[p * n + j] = load(B, b.type,
+                              bBase + (op.transB == CUBLAS_OP_N
+                                           ? int64_t(j) * b.ld + int64_t(p)
+                                           : int64_t(p) * b.ld + int64_t(j)));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n),
+                int(k), 1.0f, opA.data(), int(k), opB.data(), int(n), 0.0f,
+                acc.data(), int(n));
+    for (uint64_t i = 0; i < m; ++i)
+      for (uint64_t j = 0; j < n; ++j) {
+        float value = alphaValue * acc[i * n + j];
+        // beta == 0 reads nothing from C, as cuBLAS.
+        if (betaValue != 0.0f)
+          value += betaValue *
+                   load(C, c.type, cBase + int64_t(j) * c.ld + int64_t(i));
+        store(D, d.type, dBase + int64_t(j) * d.ld + int64_t(i), value);
+      }
+  }
+}
+
 } // namespace
 } // namespace tgc::emu
 
@@ -336,7 +373,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                               void *D, cublasLtMatrixLayout_t dDesc,
                               const cublasLtMatmulAlgo_t *algo,
                               void *workspace, size_t workspaceBytes,
-                              cudaStream_t) {
+                              cudaStream_t stream) {
   if (stickyError() != cudaSuccess)
     return CUBLAS_STATUS_EXECUTION_FAILED;
   const Operation &op = operationOf(desc);
@@ -378,38 +415,17 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
     return reject(CUBLAS_STATUS_INVALID_VALUE,
                   "the workspace is not device memory of its size");
 
+  // Host scalars are read now; the product runs when the stream does.
   float alphaValue = *static_cast<const float *>(alpha);
   float betaValue = *static_cast<const float *>(beta);
-  std::vector<float> opA(m * k), opB(k * n), acc(m * n);
-  for (int32_t batch = 0; batch < d.batchCount; ++batch) {
-    int64_t aBase = batch * a.batchStride, bBase = batch * b.batchStride;
-    int64_t cBase = batch * c.batchStride, dBase = batch * d.batchStride;
-    // op(A) as row-major m x k, op(B) as row-major k x n.
-    for (uint64_t i = 0; i < m; ++i)
-      for (uint64_t p = 0; p < k; ++p)
-        opA[i * k + p] = load(A, a.type,
-                              aBase + (op.transA == CUBLAS_OP_N
-                                           ? int64_t(p) * a.ld + int64_t(i)
-                                           : int64_t(i) * a.ld + int64_t(p)));
-    for (uint64_t p = 0; p < k; ++p)
-      for (uint64_t j = 0; j < n; ++j)
-        opB[p * n + j] = load(B, b.type,
-                              bBase + (op.transB == CUBLAS_OP_N
-                                           ? int64_t(j) * b.ld + int64_t(p)
-                                           : int64_t(p) * b.ld + int64_t(j)));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n),
-                int(k), 1.0f, opA.data(), int(k), opB.data(), int(n), 0.0f,
-                acc.data(), int(n));
-    for (uint64_t i = 0; i < m; ++i)
-      for (uint64_t j = 0; j < n; ++j) {
-        float value = alphaValue * acc[i * n + j];
-        // beta == 0 reads nothing from C, as cuBLAS.
-        if (betaValue != 0.0f)
-          value += betaValue *
-                   load(C, c.type, cBase + int64_t(j) * c.ld + int64_t(i));
-        store(D, d.type, dBase + int64_t(j) * d.ld + int64_t(i), value);
-      }
-  }
+  Operation opCopy = op;
+  Layout aCopy = a, bCopy = b, cCopy = c, dCopy = d;
+  if (!enqueue(stream, [=] {
+        if (stickyError() == cudaSuccess)
+          multiply(opCopy, m, n, k, alphaValue, A, aCopy, B, bCopy, betaValue,
+                   C, cCopy, D, dCopy);
+      }))
+    return reject(CUBLAS_STATUS_INVALID_VALUE, "a stream that is not live");
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace tgc::emu {
@@ -23,6 +24,16 @@ void raiseLaunchError(cudaError_t error, const std::string &message);
 void raiseKernelError(cudaError_t error, const std::string &message);
 /// The sticky error, cudaSuccess while the emulated context is healthy.
 cudaError_t stickyError();
+
+/// Queues `work` on `stream` (null: the default stream); false when the
+/// stream is not live. Queued work runs, in order, when something waits
+/// for it: a synchronization of its stream or of an event recorded after
+/// it, a synchronous copy, or a stream waiting for such an event.
+bool enqueue(cudaStream_t stream, std::function<void()> work);
+
+/// Runs `body` for every thread of `grid` x `block` now.
+void runGrid(const char *kernel, dim3 grid, dim3 block,
+             const std::function<void()> &body);
 
 /// What a live allocation is.
 enum class Memory { Device, PinnedHost };

@@ -341,10 +341,9 @@ uint64_t shuffleXor(unsigned mask, uint64_t bits, int laneMask, int width) {
              : bits;
 }
 
-void runGrid(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes,
-             cudaStream_t stream, const std::function<void()> &body,
-             const char *badArgument) {
-  (void)stream; // every stream runs in order on the host
+void launchGrid(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes,
+                cudaStream_t stream, std::function<void()> body,
+                std::function<const char *()> findBadArgument) {
   uint64_t threads = uint64_t(block.x) * block.y * block.z;
   if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 ||
       grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 ||
@@ -354,14 +353,26 @@ void runGrid(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes,
                          dimsText(grid) + " and block " + dimsText(block));
     return;
   }
-  if (stickyError() != cudaSuccess)
-    return; // a failed context runs nothing more
-  if (badArgument) {
-    raiseKernelError(cudaErrorIllegalAddress,
-                     std::string(kernel) + ": " + badArgument +
-                         " is a pointer to memory that is not device memory");
-    return;
-  }
+  if (!enqueue(stream, [=] {
+        if (stickyError() != cudaSuccess)
+          return; // a failed context runs nothing more
+        if (const char *bad = findBadArgument()) {
+          raiseKernelError(cudaErrorIllegalAddress,
+                           std::string(kernel) + ": " + bad +
+                               " is a pointer to memory that is not device "
+                               "memory");
+          return;
+        }
+        runGrid(kernel, grid, block, body);
+      }))
+    raiseLaunchError(cudaErrorInvalidResourceHandle,
+                     std::string(kernel) + " launched on a stream that is "
+                                           "not live");
+}
+
+void runGrid(const char *kernel, dim3 grid, dim3 block,
+             const std::function<void()> &body) {
+  uint64_t threads = uint64_t(block.x) * block.y * block.z;
   Block state;
   state.body = &body;
   state.fibers.resize(threads);

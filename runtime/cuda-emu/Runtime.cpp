@@ -2,16 +2,25 @@
 //
 // The part of libcudart the CUDA backend calls, implemented on host memory,
 // with the toolkit's own declarations. Device memory is host memory from
-// the registry; streams and events are handles whose work has always
-// already run, since every call executes in order when it is made. What a
-// GPU would reject is rejected here too, and more strictly: a copy or
-// memset that leaves its allocation, a copy whose kind does not match its
-// pointers, a handle that is not live. Each rejection is printed on stderr
-// with what was wrong, since the error code alone rarely says.
+// the registry.
+//
+// Streams are queues of work that runs as late as CUDA allows: only when
+// the host waits for it (cudaStreamSynchronize, cudaEventSynchronize, a
+// synchronous call, a copy into pageable host memory) or another stream
+// waits for an event recorded after it. So the host sees a result only if
+// it synchronized for it, a copy from pinned memory reads that memory when
+// the stream reaches it, not when it was asked for, and one stream's work
+// runs before another's only through an event: code that a real GPU would
+// run racily computes wrong results here deterministically.
+//
+// What a GPU would reject is rejected here too, and more strictly: a copy
+// or memset that leaves its allocation, a copy whose kind does not match
+// its pointers, a handle that is not live. Each rejection is printed on
+// stderr with what was wrong, since the error code alone rarely says.
 //
 // TGC_CUDA_EMU_DEVICE_BYTES sets the device's memory (default 80 GiB), so
 // that running out of it can be tested; TGC_CUDA_EMU_NO_DEVICE=1 makes the
-// machine one without a GPU.
+// machine one without a GPU. The emulator serves one host thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,9 +29,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <memory>
+#include <vector>
 #include <mutex>
-#include <set>
 #include <string>
 
 namespace tgc::emu {
@@ -33,11 +44,25 @@ struct Allocation {
   Memory kind;
 };
 
+/// Work queued on a stream; `executed` of `enqueued` items have run.
+struct Stream {
+  std::deque<std::function<void()>> work;
+  uint64_t enqueued = 0, executed = 0;
+};
+
+/// Where an event was last recorded: after `marker` items of `stream`.
+struct Event {
+  Stream *stream = nullptr;
+  uint64_t marker = 0;
+};
+
 struct DeviceState {
   std::mutex mutex;
   std::map<uintptr_t, Allocation> allocations;
   size_t deviceBytesUsed = 0;
-  std::set<void *> streams, events;
+  std::map<void *, std::unique_ptr<Stream>> streams;
+  std::map<void *, Event> events;
+  Stream defaultStream;
   cudaError_t lastError = cudaSuccess;
   cudaError_t sticky = cudaSuccess;
   int device = -1;
@@ -151,28 +176,55 @@ const char *kindName(cudaMemcpyKind kind) {
   }
 }
 
-bool isLive(const std::set<void *> &handles, void *handle) {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  return handles.count(handle) != 0;
+/// The stream of a handle (the default stream for null), or null when the
+/// handle is not a live stream.
+Stream *streamOf(cudaStream_t handle) {
+  if (!handle)
+    return &state().defaultStream;
+  auto it = state().streams.find(handle);
+  return it == state().streams.end() ? nullptr : it->second.get();
 }
 
-void *newHandle(std::set<void *> &handles) {
-  void *handle = std::malloc(1);
-  std::lock_guard<std::mutex> lock(state().mutex);
-  handles.insert(handle);
-  return handle;
+Event *eventOf(cudaEvent_t handle) {
+  auto it = state().events.find(handle);
+  return it == state().events.end() ? nullptr : &it->second;
 }
 
-bool dropHandle(std::set<void *> &handles, void *handle) {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  if (!handles.erase(handle))
-    return false;
-  std::free(handle);
-  return true;
+/// Runs `stream`'s work up to item `upTo` (a work item may drain other
+/// streams it waits for).
+void drain(Stream &stream, uint64_t upTo) {
+  while (stream.executed < upTo && !stream.work.empty()) {
+    std::function<void()> work = std::move(stream.work.front());
+    stream.work.pop_front();
+    ++stream.executed;
+    work();
+  }
+}
+
+void drain(Stream &stream) { drain(stream, stream.enqueued); }
+
+/// Runs everything queued on every stream.
+void drainAll() {
+  bool ran = true;
+  while (ran) {
+    ran = false;
+    DeviceState &s = state();
+    for (Stream *stream : [&] {
+           std::vector<Stream *> all = {&s.defaultStream};
+           for (auto &entry : s.streams)
+             all.push_back(entry.second.get());
+           return all;
+         }()) {
+      if (!stream->work.empty()) {
+        drain(*stream);
+        ran = true;
+      }
+    }
+  }
 }
 
 cudaError_t checkStream(cudaStream_t stream, const char *what) {
-  if (stream && !isLive(state().streams, stream))
+  if (!streamOf(stream))
     return fail(cudaErrorInvalidResourceHandle,
                 std::string(what) + " on a stream that is not live");
   return cudaSuccess;
@@ -190,6 +242,15 @@ void raiseKernelError(cudaError_t error, const std::string &message) {
   if (state().sticky == cudaSuccess)
     state().sticky = error;
   state().lastError = error;
+}
+
+bool enqueue(cudaStream_t handle, std::function<void()> work) {
+  Stream *stream = streamOf(handle);
+  if (!stream)
+    return false;
+  stream->work.push_back(std::move(work));
+  ++stream->enqueued;
+  return true;
 }
 
 cudaError_t stickyError() {
@@ -299,6 +360,7 @@ const char *cudaGetErrorString(cudaError_t error) {
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
+  drainAll();
   TGC_EMU_STICKY();
   return cudaSuccess;
 }
@@ -309,6 +371,7 @@ cudaError_t cudaMalloc(void **pointer, size_t bytes) {
 }
 
 cudaError_t cudaFree(void *pointer) {
+  drainAll(); // cudaFree waits for the device
   return release(pointer, Memory::Device, "cudaFree");
 }
 
@@ -325,6 +388,7 @@ cudaError_t cudaHostAlloc(void **pointer, size_t bytes, unsigned flags) {
 }
 
 cudaError_t cudaFreeHost(void *pointer) {
+  drainAll();
   return release(pointer, Memory::PinnedHost, "cudaFreeHost");
 }
 
@@ -339,7 +403,11 @@ cudaError_t cudaMallocAsync(void **pointer, size_t bytes,
 cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream) {
   if (cudaError_t error = checkStream(stream, "cudaFreeAsync"))
     return error;
-  return release(pointer, Memory::Device, "cudaFreeAsync");
+  // Freed once the work queued before it has run.
+  enqueue(stream, [pointer] {
+    release(pointer, Memory::Device, "cudaFreeAsync");
+  });
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
@@ -364,7 +432,25 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
                     ") to " + rangeText(dst, count) + " (" +
                     (dstDevice ? "device memory" : "not inside device memory") +
                     ")");
-  std::memmove(dst, src, count);
+  Stream &queue = *streamOf(stream);
+  if (kind == cudaMemcpyHostToDevice &&
+      !inAllocation(src, count, Memory::PinnedHost)) {
+    // Pageable memory is staged when the call is made.
+    auto staged = std::make_shared<std::vector<char>>(
+        static_cast<const char *>(src), static_cast<const char *>(src) + count);
+    enqueue(stream, [dst, staged] {
+      std::memcpy(dst, staged->data(), staged->size());
+    });
+  } else if (kind == cudaMemcpyDeviceToHost &&
+             !inAllocation(dst, count, Memory::PinnedHost)) {
+    // Into pageable memory the call returns once the copy is done.
+    drain(queue);
+    TGC_EMU_STICKY();
+    std::memcpy(dst, src, count);
+  } else {
+    // Pinned host memory is read or written when the stream gets there.
+    enqueue(stream, [dst, src, count] { std::memmove(dst, src, count); });
+  }
   return cudaSuccess;
 }
 
@@ -379,63 +465,96 @@ cudaError_t cudaMemsetAsync(void *pointer, int value, size_t count,
     return fail(cudaErrorInvalidValue, "cudaMemsetAsync of " +
                                            rangeText(pointer, count) +
                                            ", outside device memory");
-  std::memset(pointer, value, count);
+  enqueue(stream,
+          [pointer, value, count] { std::memset(pointer, value, count); });
   return cudaSuccess;
 }
 
+// The synchronous calls wait for all work queued before them and for
+// their own.
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
                        cudaMemcpyKind kind) {
-  return cudaMemcpyAsync(dst, src, count, kind, nullptr);
+  drainAll();
+  cudaError_t error = cudaMemcpyAsync(dst, src, count, kind, nullptr);
+  drainAll();
+  if (error == cudaSuccess)
+    TGC_EMU_STICKY();
+  return error;
 }
 
 cudaError_t cudaMemset(void *pointer, int value, size_t count) {
-  return cudaMemsetAsync(pointer, value, count, nullptr);
+  drainAll();
+  cudaError_t error = cudaMemsetAsync(pointer, value, count, nullptr);
+  drainAll();
+  if (error == cudaSuccess)
+    TGC_EMU_STICKY();
+  return error;
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags) {
   (void)flags;
-  *stream = static_cast<cudaStream_t>(newHandle(state().streams));
+  auto created = std::make_unique<Stream>();
+  *stream = reinterpret_cast<cudaStream_t>(created.get());
+  state().streams[*stream] = std::move(created);
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  if (!dropHandle(state().streams, stream))
+  Stream *queue = stream ? streamOf(stream) : nullptr;
+  if (!queue)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaStreamDestroy of a stream that is not live");
+  drain(*queue); // queued work still runs
+  state().streams.erase(stream);
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (cudaError_t error = checkStream(stream, "cudaStreamSynchronize"))
+    return error;
+  drain(*streamOf(stream));
   TGC_EMU_STICKY();
-  return checkStream(stream, "cudaStreamSynchronize");
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags) {
   (void)flags;
-  *event = static_cast<cudaEvent_t>(newHandle(state().events));
+  void *handle = std::malloc(1); // a unique address
+  *event = static_cast<cudaEvent_t>(handle);
+  state().events[handle] = Event();
   return cudaSuccess;
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  if (!dropHandle(state().events, event))
+  if (!eventOf(event))
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaEventDestroy of an event that is not live");
+  state().events.erase(event);
+  std::free(event);
   return cudaSuccess;
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   TGC_EMU_STICKY();
-  if (!isLive(state().events, event))
+  Event *recorded = eventOf(event);
+  if (!recorded)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaEventRecord of an event that is not live");
-  return checkStream(stream, "cudaEventRecord");
+  if (cudaError_t error = checkStream(stream, "cudaEventRecord"))
+    return error;
+  Stream *queue = streamOf(stream);
+  *recorded = {queue, queue->enqueued};
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  TGC_EMU_STICKY();
-  if (!isLive(state().events, event))
+  Event *recorded = eventOf(event);
+  if (!recorded)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaEventSynchronize of an event that is not live");
+  if (recorded->stream) // never recorded: nothing to wait for
+    drain(*recorded->stream, recorded->marker);
+  TGC_EMU_STICKY();
   return cudaSuccess;
 }
 
@@ -443,10 +562,17 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                                 unsigned flags) {
   (void)flags;
   TGC_EMU_STICKY();
-  if (!isLive(state().events, event))
+  Event *recorded = eventOf(event);
+  if (!recorded)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaStreamWaitEvent on an event that is not live");
-  return checkStream(stream, "cudaStreamWaitEvent");
+  if (cudaError_t error = checkStream(stream, "cudaStreamWaitEvent"))
+    return error;
+  // The wait is for the event as recorded now.
+  Event waited = *recorded;
+  if (waited.stream)
+    enqueue(stream, [waited] { drain(*waited.stream, waited.marker); });
+  return cudaSuccess;
 }
 
 } // extern "C"

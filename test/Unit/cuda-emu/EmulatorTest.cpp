@@ -4,7 +4,9 @@
 // promises (index variables, __syncthreads and shuffles as rendezvous,
 // cuBLASLt's column-major contract) and report what a GPU would get wrong
 // (a barrier some threads skip, a host pointer handed to a kernel, a copy
-// past an allocation, a GEMM on pointers less aligned than promised).
+// past an allocation, a GEMM on pointers less aligned than promised), and
+// runs streams as late as CUDA allows, so that a missing synchronization
+// shows.
 // Kernels are written here as CUDA device code and launched as the lowered
 // sources launch them. Failures that poison the emulated context (sticky
 // errors, as on a GPU) run in a child process (EXPECT_EXIT).
@@ -204,6 +206,71 @@ TEST(CudaEmulator, DeviceMemoryHasTheConfiguredCapacity) {
   EXPECT_EQ(cudaMalloc(&data, totalBytes + 1), cudaErrorMemoryAllocation);
   EXPECT_EQ(data, nullptr);
   cudaGetLastError();
+}
+
+//===----------------------------------------------------------------------===//
+// Streams
+//===----------------------------------------------------------------------===//
+
+TEST(CudaEmulator, AsyncCopyLandsOnlyWhenTheHostSynchronizes) {
+  int *device = deviceArray<int>(1);
+  int *pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned, sizeof(int)), cudaSuccess);
+  *pinned = 0;
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(device, 0x11, sizeof(int), stream), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(pinned, device, sizeof(int),
+                            cudaMemcpyDeviceToHost, stream),
+            cudaSuccess);
+  // A GPU may or may not be done by now; the emulator never is.
+  EXPECT_EQ(*pinned, 0);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(*pinned, 0x11111111);
+  cudaStreamDestroy(stream);
+  cudaFreeHost(pinned);
+  cudaFree(device);
+}
+
+TEST(CudaEmulator, StreamsAreOrderedOnlyThroughEvents) {
+  int *device = deviceArray<int>(1);
+  int *pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned, sizeof(int)), cudaSuccess);
+  cudaStream_t producer, consumer;
+  cudaEvent_t written;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking),
+            cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&written, cudaEventDisableTiming),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemset(device, 0, sizeof(int)), cudaSuccess);
+
+  // Without a wait the consumer reads what was there before.
+  ASSERT_EQ(cudaMemsetAsync(device, 0x22, sizeof(int), producer), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(pinned, device, sizeof(int),
+                            cudaMemcpyDeviceToHost, consumer),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(consumer), cudaSuccess);
+  EXPECT_EQ(*pinned, 0);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  // With one it reads what the producer wrote.
+  ASSERT_EQ(cudaMemsetAsync(device, 0x33, sizeof(int), producer), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(written, producer), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(consumer, written, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(pinned, device, sizeof(int),
+                            cudaMemcpyDeviceToHost, consumer),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(consumer), cudaSuccess);
+  EXPECT_EQ(*pinned, 0x33333333);
+
+  cudaEventDestroy(written);
+  cudaStreamDestroy(consumer);
+  cudaStreamDestroy(producer);
+  cudaFreeHost(pinned);
+  cudaFree(device);
 }
 
 //===----------------------------------------------------------------------===//

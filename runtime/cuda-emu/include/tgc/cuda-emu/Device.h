@@ -9,8 +9,10 @@
 // lower_launches.py puts where `kernel<<<grid, block, shmem, stream>>>(...)`
 // was written.
 //
-// Each CUDA thread runs as a fiber; the threads of one block run on one host
-// thread, one block after another, so that __syncthreads and shuffles are
+// A launch is queued on its stream and runs when the stream is
+// synchronized (runtime/cuda-emu/Runtime.cpp). Each CUDA thread runs as a
+// fiber; the threads of one block run on one host thread, one block after
+// another, so that __syncthreads and shuffles are
 // real rendezvous points (a thread that misses one is reported, as a GPU
 // would hang or compute garbage). __shared__ variables become function-
 // local statics: one copy, seen by every thread of the block running.
@@ -26,6 +28,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -53,13 +56,15 @@ uint64_t shuffleXor(unsigned mask, uint64_t bits, int laneMask, int width);
 /// Whether `pointer` lies in (or one past) a live device allocation.
 bool isDevicePointer(const void *pointer);
 
-/// Runs `body` for every thread of `grid` x `block`; a failure (a bad
-/// configuration, a kernel argument that is not device memory, a thread
-/// missing a barrier) is reported on stderr and becomes the error
-/// cudaGetLastError and the next synchronization return.
-void runGrid(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes,
-             cudaStream_t stream, const std::function<void()> &body,
-             const char *badArgument);
+/// Checks the configuration now (a bad one is a launch error, reported by
+/// cudaGetLastError) and queues the grid on `stream`: when the stream
+/// runs it, `findBadArgument` names a pointer argument that is not device
+/// memory, if any, and `body` runs for every thread. A failure there (a bad
+/// argument, a thread missing a barrier) is reported on stderr and is the
+/// sticky error every later synchronization returns.
+void launchGrid(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes,
+                cudaStream_t stream, std::function<void()> body,
+                std::function<const char *()> findBadArgument);
 
 template <typename T> bool argumentIsDeviceMemory(const T &value) {
   if constexpr (std::is_pointer_v<T>)
@@ -80,24 +85,29 @@ public:
   template <typename... Args> void operator()(Args &&...args) const {
     static_assert(sizeof...(Args) == sizeof...(Params),
                   "kernel launched with the wrong number of arguments");
-    std::tuple<std::decay_t<Params>...> copies(
+    auto copies = std::make_shared<std::tuple<std::decay_t<Params>...>>(
         static_cast<Params>(std::forward<Args>(args))...);
-    const char *bad = nullptr;
-    std::apply(
-        [&](const auto &...values) {
-          int index = 0;
-          ((bad = bad ? bad
-                      : (argumentIsDeviceMemory(values) ? nullptr
-                                                        : argumentNames[index]),
-            ++index),
-           ...);
-        },
-        copies);
     auto *fn = kernel;
-    runGrid(
+    launchGrid(
         name, grid, block, sharedBytes, stream,
-        [&] { std::apply([&](auto &...values) { fn(values...); }, copies); },
-        bad);
+        [copies, fn] {
+          std::apply([&](auto &...values) { fn(values...); }, *copies);
+        },
+        [copies]() -> const char * {
+          const char *bad = nullptr;
+          std::apply(
+              [&](const auto &...values) {
+                int index = 0;
+                ((bad = bad ? bad
+                            : (argumentIsDeviceMemory(values)
+                                   ? nullptr
+                                   : argumentNames[index]),
+                  ++index),
+                 ...);
+              },
+              *copies);
+          return bad;
+        });
   }
 
 private:
