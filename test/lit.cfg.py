@@ -16,7 +16,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["tgc-opt", "tgc-models", "tgc-compile", "tgc-run", "tgc-unit-tests",
      "tgc-cuda-tests", "tgc-cuda-tests-emu", "tgc-cuda-emu-tests",
-     "tgc-run-cuda-emu"],
+     "tgc-run-cuda-emu", "tgc-cuda-tests-emu-asan", "tgc-run-cuda-emu-asan"],
     [config.tgc_tools_dir])
 
 # Tools called from helper scripts rather than from RUN lines directly.
@@ -37,6 +37,10 @@ config.substitutions.append(("%tgc_bin", config.tgc_tools_dir))
 if config.tgc_have_cuda == "ON":
     config.available_features.add("cuda-build")
     config.available_features.add("cuda-emu")
+    # ... and, when built, on the emulator under AddressSanitizer.
+    if os.path.exists(os.path.join(config.tgc_tools_dir,
+                                   "tgc-run-cuda-emu-asan")):
+        config.available_features.add("cuda-emu-asan")
     try:
         listed = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, timeout=60)

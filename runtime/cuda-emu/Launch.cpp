@@ -17,6 +17,7 @@
 
 #include "tgc/cuda-emu/Device.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -26,6 +27,18 @@
 
 #if !defined(__x86_64__)
 #include <ucontext.h>
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TGC_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TGC_EMU_ASAN 1
+#endif
+#endif
+#ifdef TGC_EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
 #endif
 
 namespace tgc::emu {
@@ -108,8 +121,12 @@ tgcEmuSwitch:
 
 struct Context {
   void *sp = nullptr;
+  const void *stackBottom = nullptr; // for AddressSanitizer
+  size_t stackBytes = 0;
   /// Makes a context that starts `entry` on [stack, stack + bytes).
   void prepare(char *stack, size_t bytes, void (*entry)()) {
+    stackBottom = stack;
+    stackBytes = bytes;
     auto top = reinterpret_cast<uintptr_t>(stack + bytes) & ~uintptr_t(15);
     auto *slots = reinterpret_cast<void **>(top);
     slots[-1] = nullptr;                         // entry's return address
@@ -119,7 +136,7 @@ struct Context {
     sp = &slots[-8];
   }
 };
-inline void switchContext(Context &from, Context &to) {
+inline void rawSwitch(Context &from, Context &to) {
   tgcEmuSwitch(&from.sp, to.sp);
 }
 
@@ -127,7 +144,11 @@ inline void switchContext(Context &from, Context &to) {
 
 struct Context {
   ucontext_t uc;
+  const void *stackBottom = nullptr; // for AddressSanitizer
+  size_t stackBytes = 0;
   void prepare(char *stack, size_t bytes, void (*entry)()) {
+    stackBottom = stack;
+    stackBytes = bytes;
     getcontext(&uc);
     uc.uc_stack.ss_sp = stack;
     uc.uc_stack.ss_size = bytes;
@@ -135,11 +156,44 @@ struct Context {
     makecontext(&uc, entry, 0);
   }
 };
-inline void switchContext(Context &from, Context &to) {
+inline void rawSwitch(Context &from, Context &to) {
   swapcontext(&from.uc, &to.uc);
 }
 
 #endif
+
+// Under AddressSanitizer every switch says which stack comes next (and
+// whether the one left is finished), so that ASan checks fiber stacks
+// rather than reporting them as overflows of the thread's own.
+
+/// Switches from `from` (finished for good when `fromDone`) to `to`.
+inline void switchContext(Context &from, Context &to, bool fromDone = false) {
+#ifdef TGC_EMU_ASAN
+  void *fakeStack = nullptr;
+  __sanitizer_start_switch_fiber(fromDone ? nullptr : &fakeStack,
+                                 to.stackBottom, to.stackBytes);
+  rawSwitch(from, to);
+  // Back in `from`: note the bounds of the stack that switched here, which
+  // the scheduler needs to switch back to it.
+  const void *bottom = nullptr;
+  size_t bytes = 0;
+  __sanitizer_finish_switch_fiber(fakeStack, &bottom, &bytes);
+#else
+  (void)fromDone;
+  rawSwitch(from, to);
+#endif
+}
+
+/// What a fiber runs first: under AddressSanitizer, completes the switch
+/// that started it and returns the bounds of the stack it came from.
+inline void enterFiber(const void *&bottom, size_t &bytes) {
+#ifdef TGC_EMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &bottom, &bytes);
+#else
+  bottom = nullptr;
+  bytes = 0;
+#endif
+}
 
 //===----------------------------------------------------------------------===//
 // Blocks
@@ -174,6 +228,9 @@ struct Block {
 };
 
 thread_local StackPool stacks;
+#ifdef TGC_EMU_ASAN
+thread_local bool stacksDirty = false;
+#endif
 thread_local Block *running = nullptr;
 thread_local Fiber *current = nullptr;
 
@@ -193,18 +250,22 @@ Fiber *nextReady(Block &block) {
 /// through the scheduler would cost twice as much), or for the scheduler
 /// when none is ready.
 void yieldFrom(Fiber &self) {
+  bool done = self.state == State::Done;
   if (Fiber *next = nextReady(*running)) {
     if (next == &self)
       return;
     current = next;
-    switchContext(self.context, next->context);
+    switchContext(self.context, next->context, done);
   } else {
-    switchContext(self.context, running->scheduler);
+    switchContext(self.context, running->scheduler, done);
   }
   current = &self;
 }
 
 [[noreturn]] void fiberMain() {
+  const void *bottom;
+  size_t bytes;
+  enterFiber(bottom, bytes);
   (*running->body)();
   Fiber &self = *current;
   self.state = State::Done;
@@ -230,7 +291,7 @@ void makeReady(Block &block, unsigned linear) {
     running->failure = std::move(message);
   current->state = State::Done;
   ++running->done;
-  switchContext(current->context, running->scheduler);
+  switchContext(current->context, running->scheduler, /*fromDone=*/true);
   __builtin_unreachable();
 }
 
@@ -256,6 +317,19 @@ std::string deadlock(const Block &block) {
 /// cannot finish.
 bool runBlock(Block &block) {
   unsigned n = unsigned(block.fibers.size());
+#ifdef TGC_EMU_ASAN
+  // The scheduler runs on the host thread's own stack (looked up once:
+  // for the main thread glibc reads /proc/self/maps).
+  thread_local void *stackAddress = nullptr;
+  thread_local size_t stackBytes = 0;
+  pthread_attr_t attributes;
+  if (!stackAddress && pthread_getattr_np(pthread_self(), &attributes) == 0) {
+    pthread_attr_getstack(&attributes, &stackAddress, &stackBytes);
+    pthread_attr_destroy(&attributes);
+  }
+  block.scheduler.stackBottom = stackAddress;
+  block.scheduler.stackBytes = stackBytes;
+#endif
   block.ready.clear();
   block.head = 0;
   block.done = block.atBarrier = 0;
@@ -400,9 +474,23 @@ void runGrid(const char *kernel, dim3 grid, dim3 block,
               // Stack tops a page apart would share cache sets: offset
               // each by a different number of cache lines.
               size_t color = (linear * 3 % 61) * 64;
+#ifdef TGC_EMU_ASAN
+              // The frames a finished thread never returned from stay
+              // poisoned: at the top of its stack, or anywhere in it after a
+              // failed block.
+              size_t dirty = stacksDirty ? kStackBytes : size_t(16) << 10;
+              __asan_unpoison_memory_region(stack + kStackBytes - dirty,
+                                            dirty);
+#endif
               fiber.context.prepare(stack, kStackBytes - color, fiberMain);
             }
+#ifdef TGC_EMU_ASAN
+        stacksDirty = false;
+#endif
         if (!runBlock(state)) {
+#ifdef TGC_EMU_ASAN
+          stacksDirty = true;
+#endif
           running = outer;
           raiseKernelError(cudaErrorLaunchFailure,
                            std::string(kernel) + ", block " +

@@ -36,6 +36,17 @@
 #include <mutex>
 #include <string>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TGC_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TGC_EMU_ASAN 1
+#endif
+#endif
+#ifdef TGC_EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace tgc::emu {
 namespace {
 
@@ -127,6 +138,11 @@ cudaError_t allocate(void **pointer, size_t bytes, Memory kind) {
   // Fresh device memory holds garbage on a GPU: a kernel that reads what
   // nothing wrote should not find zeros here.
   std::memset(memory, 0xA5, rounded);
+#ifdef TGC_EMU_ASAN
+  // Under AddressSanitizer the rounding is out of bounds too.
+  __asan_poison_memory_region(static_cast<char *>(memory) + bytes,
+                              rounded - bytes);
+#endif
   std::lock_guard<std::mutex> lock(s.mutex);
   s.allocations[reinterpret_cast<uintptr_t>(memory)] = {bytes, kind};
   if (kind == Memory::Device)
@@ -145,6 +161,10 @@ cudaError_t release(void *pointer, Memory kind, const char *what) {
     if (it != s.allocations.end() && it->second.kind == kind) {
       if (kind == Memory::Device)
         s.deviceBytesUsed -= it->second.bytes;
+#ifdef TGC_EMU_ASAN
+      __asan_unpoison_memory_region(
+          pointer, (std::max<size_t>(it->second.bytes, 1) + 255) / 256 * 256);
+#endif
       s.allocations.erase(it);
       std::free(pointer);
       return cudaSuccess;
