@@ -1,16 +1,18 @@
-"""GPU benchmark: the GPT-2 124M training step (AdamW, f32, T=1024) at
-B=8 and B=16, tgc-run on the CUDA backend next to the same model and
-optimizer in PyTorch eager on the same GPU, in one run. Writes
-bench/gpu/README.md with the device name.
+"""GPU benchmark: the GPT-2 124M training step (AdamW, T=1024) at B=8 and
+B=16, in f32 and in bf16 mixed precision, tgc-run on the CUDA backend next
+to the same model and optimizer in PyTorch eager (bf16: torch.autocast) on
+the same GPU, in one run. Writes bench/gpu/README.md (or --out) with the
+device name.
 
   /usr/bin/python3 bench/gpu/bench_gpu.py [--build build] [--steps 20]
-      [--prebuilt DIR]
+      [--prebuilt DIR] [--bins DIR] [--out FILE]
   /usr/bin/python3 bench/gpu/bench_gpu.py --prepare DIR
 
 A GPU machine without MLIR (or without network to install it) runs the
-executables compiled elsewhere: `--prepare DIR` writes DIR/gpt2-b8.tgx and
-DIR/gpt2-b16.tgx here, and `--prebuilt DIR` benchmarks them there with only
-tgc-run.
+executables compiled elsewhere: `--prepare DIR` writes
+DIR/gpt2-b{8,16}-{f32,bf16}.tgx here, and `--prebuilt DIR` benchmarks them
+there with only tgc-run (from --bins). scripts/gpu-bundle.sh packs all of
+it.
 
 Needs a GPU. PyTorch needs CUDA support (torch.cuda.is_available()); when it
 has none the PyTorch column says so.
@@ -30,6 +32,7 @@ GiB = 1024 ** 3
 TORCH = r'''
 import math, sys, time, torch, torch.nn.functional as F
 B, T, steps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+precision = sys.argv[4]
 L, H, C, V = 12, 12, 768, 50257
 dev = "cuda"
 torch.manual_seed(0)
@@ -44,7 +47,7 @@ lfw, lfb = o(C), z(C)
 params = [wte, wpe, lfw, lfb] + [t for b in blocks for t in b.values()]
 opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)
 tokens = torch.randint(0, V, (B, T), device=dev); targets = torch.roll(tokens, -1, 1)
-def step():
+def forward():
     x = wte[tokens] + wpe[:T]
     for b in blocks:
         h = F.layer_norm(x, (C,), b["l1w"], b["l1b"], 1e-5)
@@ -60,7 +63,13 @@ def step():
         h = F.layer_norm(x, (C,), b["l2w"], b["l2b"], 1e-5)
         x = x + (F.gelu(h @ b["fw"] + b["fb"], approximate="tanh") @ b["mw"] + b["mb"])
     x = F.layer_norm(x, (C,), lfw, lfb, 1e-5)
-    loss = F.cross_entropy((x @ wte.t()).view(B * T, V), targets.view(-1))
+    return F.cross_entropy((x @ wte.t()).view(B * T, V), targets.view(-1))
+def step():
+    if precision == "bf16":
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = forward()
+    else:
+        loss = forward()
     opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
 for _ in range(3): step()
 torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
@@ -79,72 +88,96 @@ def run(cmd, **kw):
                           stderr=subprocess.PIPE, text=True, **kw)
 
 
+PRECISIONS = ("f32", "bf16")
+BATCHES = (8, 16)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--bins", help="where tgc-run is (default: BUILD/bin)")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--prepare", metavar="DIR")
     ap.add_argument("--prebuilt", metavar="DIR")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "gpu",
+                                                  "README.md"))
     args = ap.parse_args()
-    bins = os.path.join(args.build, "bin")
+    bins = args.bins or os.path.join(args.build, "bin")
 
-    def compile_step(batch, directory):
+    def compile_step(batch, precision, directory):
         model = os.path.join(directory, f"gpt2-b{batch}.mlir")
-        exe = os.path.join(directory, f"gpt2-b{batch}.tgx")
+        exe = os.path.join(directory, f"gpt2-b{batch}-{precision}.tgx")
         run([f"{bins}/tgc-models", "gpt2", "--preset", "124M", "--batch",
              str(batch), "-o", model])
-        run([f"{bins}/tgc-compile", model, "-o", exe])
+        amp = [] if precision == "f32" else [f"--amp={precision}"]
+        run([f"{bins}/tgc-compile", model, "-o", exe] + amp)
         return exe
 
     if args.prepare:
         os.makedirs(args.prepare, exist_ok=True)
-        for batch in (8, 16):
-            print(compile_step(batch, args.prepare))
+        for precision in PRECISIONS:
+            for batch in BATCHES:
+                print(compile_step(batch, precision, args.prepare))
         return 0
     device = run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]
                  ).stdout.strip().splitlines()[0]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for batch in (8, 16):
-            metrics = os.path.join(tmp, f"b{batch}.jsonl")
-            exe = (os.path.join(args.prebuilt, f"gpt2-b{batch}.tgx")
-                   if args.prebuilt else compile_step(batch, tmp))
-            out = run([f"{bins}/tgc-run", exe, "--device", "cuda", "--steps",
-                       str(args.steps + 3), "--metrics", metrics]).stdout
-            allocated = int(re.search(r"(\d+) bytes of device memory", out)
-                            .group(1))
-            lines = [json.loads(l) for l in open(metrics)]
-            tgc_step = (lines[-1]["elapsed_s"] - lines[2]["elapsed_s"]) / args.steps
-            try:
-                ref = json.loads(run(["python3", "-c", TORCH, str(batch),
-                                      "1024", str(args.steps)]).stdout)
-            except (subprocess.CalledProcessError, ValueError) as e:
-                ref = None
-            rows.append((batch, tgc_step, allocated, ref))
+        for precision in PRECISIONS:
+            for batch in BATCHES:
+                metrics = os.path.join(tmp, f"b{batch}-{precision}.jsonl")
+                exe = (os.path.join(args.prebuilt,
+                                    f"gpt2-b{batch}-{precision}.tgx")
+                       if args.prebuilt else
+                       compile_step(batch, precision, tmp))
+                try:
+                    out = run([f"{bins}/tgc-run", exe, "--device", "cuda",
+                               "--steps", str(args.steps + 3), "--metrics",
+                               metrics]).stdout
+                    allocated = int(re.search(r"(\d+) bytes of device memory",
+                                              out).group(1))
+                    lines = [json.loads(l) for l in open(metrics)]
+                    step = ((lines[-1]["elapsed_s"] - lines[2]["elapsed_s"]) /
+                            args.steps)
+                    ours = (step, allocated)
+                except subprocess.CalledProcessError as e:
+                    ours = e.stderr.strip().splitlines()[-1]
+                try:
+                    ref = json.loads(run(["python3", "-c", TORCH, str(batch),
+                                          "1024", str(args.steps),
+                                          precision]).stdout)
+                except (subprocess.CalledProcessError, ValueError):
+                    ref = None
+                rows.append((precision, batch, ours, ref))
 
     tokens = lambda b, s: b * 1024 / s
     lines = ["# GPU benchmarks", "",
-             f"GPT-2 124M training step, AdamW, f32, T=1024, on {device}. "
+             f"GPT-2 124M training step, AdamW, T=1024, on {device}. "
              f"Measured by `python3 bench/gpu/bench_gpu.py`: mean of "
-             f"{args.steps} steps after 3 warm-up steps. tgc's memory is what "
-             "its CUDA backend allocated (persistent region, arena, GEMM "
-             "workspace, input staging); PyTorch's is "
+             f"{args.steps} steps after 3 warm-up steps. bf16 is tgc's "
+             "`--amp=bf16` against `torch.autocast(dtype=torch.bfloat16)`, "
+             "both with f32 master weights. tgc's memory is what its CUDA "
+             "backend allocated (persistent region, arena, GEMM workspace, "
+             "input staging); PyTorch's is "
              "`torch.cuda.max_memory_allocated()`.", "",
-             "| B | tgc step | tgc tokens/s | tgc memory | PyTorch step | "
-             "PyTorch tokens/s | PyTorch peak memory |",
-             "|---|---|---|---|---|---|---|"]
-    for batch, step, allocated, ref in rows:
+             "| precision | B | tgc step | tgc tokens/s | tgc memory | "
+             "PyTorch step | PyTorch tokens/s | PyTorch peak memory |",
+             "|---|---|---|---|---|---|---|---|"]
+    for precision, batch, ours, ref in rows:
+        if isinstance(ours, tuple):
+            step, allocated = ours
+            mine = (f"{step * 1e3:.1f} ms | {tokens(batch, step):,.0f} | "
+                    f"{allocated / GiB:.2f} GiB")
+        else:
+            mine = f"failed: {ours} | | "
         if ref:
             theirs = (f"{ref['step_s'] * 1e3:.1f} ms | "
                       f"{tokens(batch, ref['step_s']):,.0f} | "
                       f"{ref['peak_bytes'] / GiB:.2f} GiB")
         else:
             theirs = "n/a (no CUDA PyTorch here) | | "
-        lines.append(f"| {batch} | {step * 1e3:.1f} ms | "
-                     f"{tokens(batch, step):,.0f} | {allocated / GiB:.2f} GiB | "
-                     f"{theirs} |")
-    out = os.path.join(ROOT, "bench", "gpu", "README.md")
-    open(out, "w").write("\n".join(lines) + "\n")
+        lines.append(f"| {precision} | {batch} | {mine} | {theirs} |")
+    open(args.out, "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine needs to check and measure the CUDA backend into
+# one folder (default gpu-bundle/, ignored by git), for machines that have
+# CUDA but neither MLIR, OpenBLAS nor a network: tgc-run and the CUDA
+# kernel tests built here, the shared libraries they need beyond the C/C++
+# runtime and CUDA's own, the executables (.tgx) compiled here, and
+# run.sh (scripts/gpu-run.sh), which runs every GPU check and the benchmark
+# there and writes the logs and the table into one folder:
+#
+#   bash scripts/gpu-bundle.sh            # here
+#   bash gpu-bundle/run.sh "$OUT"         # on the GPU machine
+#
+# Under 64 MiB, so that it travels with the working tree.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${TGC_BUILD_DIR:-$root/build}"
+out="${1:-$root/gpu-bundle}"
+bin="$build/bin"
+
+bash "$root/scripts/build.sh" tgc-run tgc-cuda-tests tgc-models tgc-compile
+[ -x "$bin/tgc-cuda-tests" ] || {
+  echo "gpu-bundle: this build has no CUDA backend (no nvcc found)" >&2
+  exit 1
+}
+
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib" "$out/tgx"
+cp "$bin/tgc-run" "$bin/tgc-cuda-tests" "$out/bin/"
+strip "$out/bin/"*
+
+# The libraries the device's image may lack.
+ldd "$bin/tgc-run" "$bin/tgc-cuda-tests" | awk '/=> \// {print $3}' | sort -u |
+  while read -r lib; do
+    case "$(basename "$lib")" in
+    libc.so* | libm.so* | libstdc++* | libgcc_s* | libpthread* | libdl.so* | \
+      librt.so* | ld-linux* | libcuda* | libcublas*) ;;
+    *) cp -L "$lib" "$out/lib/" ;;
+    esac
+  done
+
+# The models of the GPU checks: test/gpu/gpt2-cuda-vs-cpu.test's 2-layer
+# GPT-2 (f32 and bf16) and test/gpu/memcheck.test's tiny one.
+"$bin/tgc-models" gpt2 --n-layer 2 --n-head 4 --n-embd 128 --vocab-size 512 \
+  --block-size 64 --batch 8 --seq-len 64 -o "$out/tgx/gpt2-2layer.mlir"
+"$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" -o "$out/tgx/gpt2-2layer-f32.tgx"
+"$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --amp=bf16 \
+  -o "$out/tgx/gpt2-2layer-bf16.tgx"
+"$bin/tgc-models" gpt2 --preset tiny --batch 2 --seq-len 32 \
+  -o "$out/tgx/gpt2-tiny.mlir"
+"$bin/tgc-compile" "$out/tgx/gpt2-tiny.mlir" -o "$out/tgx/gpt2-tiny.tgx"
+# The benchmark's GPT-2 124M at B=8 and 16, f32 and bf16.
+python3 "$root/bench/gpu/bench_gpu.py" --build "$build" --prepare "$out/tgx" \
+  > /dev/null
+rm -f "$out/tgx/"*.mlir
+
+cp "$root/scripts/gpu-run.sh" "$out/run.sh"
+cp "$root/test/gpu/Inputs/compare_losses.py" "$root/bench/gpu/bench_gpu.py" \
+  "$out/"
+du -sh "$out"

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Runs in a bundle made by scripts/gpu-bundle.sh, on a machine with an
+# NVIDIA GPU: every CUDA kernel against the CPU kernels, the 2-layer GPT-2
+# trained on the GPU and on the CPU (losses within 1e-3 relative, f32 and
+# bf16), compute-sanitizer's memcheck on training steps and on the kernel
+# tests, and the GPT-2 124M benchmark against PyTorch. Each check's log and
+# the benchmark table go to OUTDIR; the exit status says whether every check
+# passed.
+#
+#   bash run.sh OUTDIR [--no-bench]
+#
+# TGC_RUN and TGC_CUDA_TESTS replace the bundle's binaries (the CUDA
+# emulator's, to try this script without a GPU) and TGC_GPU_STEPS the 50
+# training steps.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:?usage: run.sh OUTDIR [--no-bench]}"
+bench=1
+[ "${2:-}" = "--no-bench" ] && bench=0
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+# CUDA's own libraries come from the machine: the toolkit's folder, or
+# wherever else they are (a Python environment's nvidia packages).
+for lib in libcudart.so.13 libcublasLt.so.13 libcublas.so.13; do
+  if ! ldconfig -p 2> /dev/null | grep -q "$lib" &&
+    [ ! -e "/usr/local/cuda/lib64/$lib" ]; then
+    found="$(find / -name "$lib*" -not -path '/proc/*' 2> /dev/null | head -n 1)"
+    [ -n "$found" ] && LD_LIBRARY_PATH="$(dirname "$found"):$LD_LIBRARY_PATH"
+  fi
+done
+run="${TGC_RUN:-$here/bin/tgc-run}"
+tests="${TGC_CUDA_TESTS:-$here/bin/tgc-cuda-tests}"
+steps="${TGC_GPU_STEPS:-50}"
+tgx="$here/tgx"
+failed=0
+
+check() {
+  local name="$1"
+  shift
+  if "$@" > "$out/$name.log" 2>&1; then
+    echo "PASS $name"
+  else
+    echo "FAIL $name (exit $?; $out/$name.log):"
+    failed=1
+  fi
+  tail -n 3 "$out/$name.log" | sed 's/^/    /'
+}
+
+compare() {
+  local precision="$1" model="$tgx/gpt2-2layer-$1.tgx"
+  "$run" "$model" --steps 0 --seed 11 --save "$out/init-$precision.safetensors" \
+    --quiet &&
+    "$run" "$model" --device cpu --load-weights "$out/init-$precision.safetensors" \
+      --steps "$steps" --metrics "$out/$precision-cpu.jsonl" --quiet &&
+    "$run" "$model" --device cuda --load-weights "$out/init-$precision.safetensors" \
+      --steps "$steps" --metrics "$out/$precision-cuda.jsonl" &&
+    python3 "$here/compare_losses.py" "$out/$precision-cpu.jsonl" \
+      "$out/$precision-cuda.jsonl" 1e-3
+}
+
+memcheck() {
+  command -v compute-sanitizer > /dev/null || {
+    echo "compute-sanitizer not found"
+    return 1
+  }
+  compute-sanitizer --tool memcheck --error-exitcode 1 "$@"
+}
+
+{
+  nvidia-smi -L 2>&1 || echo "nvidia-smi not found"
+  ldd "$run" "$tests" | grep "not found"
+} | tee "$out/device.txt"
+check kernels "$tests" --gtest_brief=1
+check train-f32 compare f32
+check train-bf16 compare bf16
+check memcheck-train memcheck "$run" "$tgx/gpt2-tiny.tgx" --device cuda \
+  --steps 2 --quiet
+check memcheck-kernels memcheck "$tests" --gtest_brief=1
+if [ "$bench" = 1 ]; then
+  check bench python3 "$here/bench_gpu.py" --prebuilt "$tgx" --bins \
+    "$(dirname "$run")" --out "$out/bench.md"
+fi
+exit "$failed"
