@@ -7,16 +7,26 @@
 # the benchmark table go to OUTDIR; the exit status says whether every check
 # passed.
 #
-#   bash run.sh OUTDIR [--no-bench]
+#   bash run.sh OUTDIR [--no-bench] [--no-memcheck]
 #
 # TGC_RUN and TGC_CUDA_TESTS replace the bundle's binaries (the CUDA
 # emulator's, to try this script without a GPU) and TGC_GPU_STEPS the 50
 # training steps.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-out="${1:?usage: run.sh OUTDIR [--no-bench]}"
-bench=1
-[ "${2:-}" = "--no-bench" ] && bench=0
+out="${1:?usage: run.sh OUTDIR [--no-bench] [--no-memcheck]}"
+shift
+bench=1 memcheck=1
+for option in "$@"; do
+  case "$option" in
+  --no-bench) bench=0 ;;
+  --no-memcheck) memcheck=0 ;;
+  *)
+    echo "run.sh: unknown option '$option'" >&2
+    exit 2
+    ;;
+  esac
+done
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 # CUDA's own libraries come from the machine: the toolkit's folder, or
@@ -73,9 +83,11 @@ memcheck() {
 check kernels "$tests" --gtest_brief=1
 check train-f32 compare f32
 check train-bf16 compare bf16
-check memcheck-train memcheck "$run" "$tgx/gpt2-tiny.tgx" --device cuda \
-  --steps 2 --quiet
-check memcheck-kernels memcheck "$tests" --gtest_brief=1
+if [ "$memcheck" = 1 ]; then
+  check memcheck-train memcheck "$run" "$tgx/gpt2-tiny.tgx" --device cuda \
+    --steps 2 --quiet
+  check memcheck-kernels memcheck "$tests" --gtest_brief=1
+fi
 if [ "$bench" = 1 ]; then
   check bench python3 "$here/bench_gpu.py" --prebuilt "$tgx" --bins \
     "$(dirname "$run")" --out "$out/bench.md"
