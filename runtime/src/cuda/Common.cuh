@@ -147,9 +147,16 @@ __device__ inline int64_t broadcastOffset(const Dims &dims, int64_t linear) {
   return offset;
 }
 
-/// Sets the context's error flag (read back by the backend after the step).
-__device__ inline void raiseError(int *flag, int code) {
-  atomicExch(flag, code);
+/// Records an error in the context's error record (read back by the
+/// backend when the host synchronizes); the first error raised wins.
+__device__ inline void raiseError(DeviceError *error, int code,
+                                  int64_t position = -1, int64_t value = 0,
+                                  int64_t limit = 0) {
+  if (atomicCAS(&error->code, 0, code) == 0) {
+    error->position = position;
+    error->value = value;
+    error->limit = limit;
+  }
 }
 
 /// Error codes kernels raise, turned into messages by the backend.

@@ -64,11 +64,12 @@ public:
     if (cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS)
       return Status::failure("cannot create a cuBLASLt handle");
     ctx.blasLt = handle;
-    TGC_CUDA_CALL(cudaMalloc(&ctx.deviceError, sizeof(int)));
+    TGC_CUDA_CALL(cudaMalloc(&ctx.deviceError, sizeof(DeviceError)));
     // The compute stream does not synchronize with the default stream:
     // every memset goes on it.
-    TGC_CUDA_CALL(cudaMemsetAsync(ctx.deviceError, 0, sizeof(int), stream));
-    TGC_CUDA_CALL(cudaMallocHost(&ctx.hostError, sizeof(int)));
+    TGC_CUDA_CALL(
+        cudaMemsetAsync(ctx.deviceError, 0, sizeof(DeviceError), stream));
+    TGC_CUDA_CALL(cudaMallocHost(&ctx.hostError, sizeof(DeviceError)));
     TGC_CUDA_CALL(cudaStreamCreateWithFlags(&copyStream,
                                             cudaStreamNonBlocking));
     for (int slot = 0; slot < 2; ++slot)
@@ -114,26 +115,36 @@ public:
   }
 
   Status synchronize() override {
-    TGC_CUDA_CALL(cudaMemcpyAsync(ctx.hostError, ctx.deviceError, sizeof(int),
-                                  cudaMemcpyDeviceToHost, streamOf(ctx)));
+    TGC_CUDA_CALL(cudaMemcpyAsync(ctx.hostError, ctx.deviceError,
+                                  sizeof(DeviceError), cudaMemcpyDeviceToHost,
+                                  streamOf(ctx)));
     Status status = check(int(cudaStreamSynchronize(streamOf(ctx))),
                           "a kernel failed");
     if (!status.ok())
       return status;
-    int code = *ctx.hostError;
-    if (code == kNoError)
+    DeviceError error = *ctx.hostError;
+    if (error.code == kNoError)
       return Status::success();
-    TGC_CUDA_CALL(
-        cudaMemsetAsync(ctx.deviceError, 0, sizeof(int), streamOf(ctx)));
-    switch (code) {
+    TGC_CUDA_CALL(cudaMemsetAsync(ctx.deviceError, 0, sizeof(DeviceError),
+                                  streamOf(ctx)));
+    std::string at = error.position >= 0
+                         ? " at position " + std::to_string(error.position)
+                         : std::string();
+    switch (error.code) {
     case kIndexOutOfRange:
-      return Status::failure("an index (token id or class label) is outside "
-                             "its table");
+      return Status::failure(
+          "an index (token id or class label) is outside its table: " +
+          std::to_string(error.value) + at + ", table [0, " +
+          std::to_string(error.limit) + ")");
     case kIntegerDivisionByZero:
-      return Status::failure("integer division by zero");
+      return Status::failure("integer division by zero" + at);
+    case kBadStep:
+      return Status::failure("an optimizer update at step " +
+                             std::to_string(error.value) +
+                             " (steps count from 1)");
     default:
       return Status::failure("a kernel reported error " +
-                             std::to_string(code));
+                             std::to_string(error.code));
     }
   }
 

@@ -21,6 +21,16 @@
 
 namespace tgc::rt::cuda {
 
+/// What a kernel that finds bad data records (the first one wins): an
+/// error code of Common.cuh, and where and what the bad value was.
+struct DeviceError {
+  int code = 0;
+  int reserved = 0;
+  long long position = -1; // element index in the operand, or -1
+  long long value = 0;     // the bad value
+  long long limit = 0;     // e.g. the table size an index must be below
+};
+
 /// What every launcher needs: the stream work goes on, the cuBLASLt handle
 /// and a device workspace for GEMMs and scratch (grown on demand), and a
 /// small pinned host buffer for scalars read back (e.g. error flags).
@@ -29,8 +39,8 @@ struct Context {
   void *blasLt = nullptr;          // cublasLtHandle_t
   void *workspace = nullptr;       // device scratch
   size_t workspaceBytes = 0;
-  int *deviceError = nullptr;      // device flag set by kernels on bad data
-  int *hostError = nullptr;        // pinned host copy of it
+  DeviceError *deviceError = nullptr; // set by kernels on bad data
+  DeviceError *hostError = nullptr;   // pinned host copy of it
 
   /// Ensures the workspace holds at least `bytes`.
   Status reserveWorkspace(size_t bytes);

@@ -83,13 +83,13 @@ __global__ void binaryFloatKernel(const void *lhs, const void *rhs,
 template <BinaryOp Op, typename T>
 __global__ void binaryIntKernel(const T *lhs, const T *rhs, T *result,
                                 Dims lhsDims, Dims rhsDims, bool flat,
-                                int64_t n, int *error) {
+                                int64_t n, DeviceError *error) {
   TGC_GRID_LOOP(i, n) {
     T a = lhs[flat ? i : broadcastOffset(lhsDims, i)];
     T b = rhs[flat ? i : broadcastOffset(rhsDims, i)];
     if constexpr (Op == BinaryOp::Div) {
       if (b == 0) {
-        raiseError(error, kIntegerDivisionByZero);
+        raiseError(error, kIntegerDivisionByZero, i);
         result[i] = 0;
         continue;
       }

@@ -342,11 +342,11 @@ __global__ void layerNormInputGradKernel(const void *input, const void *grad,
 
 /// Raises kIndexOutOfRange for every index outside [0, limit).
 __global__ void checkIndicesKernel(const void *indices, DType indexType,
-                                   int64_t count, int64_t limit, int *error) {
+                                   int64_t count, int64_t limit, DeviceError *error) {
   TGC_GRID_LOOP(i, count) {
     int64_t index = loadInt(indices, indexType, i);
     if ((index < 0 || index >= limit) && error)
-      raiseError(error, kIndexOutOfRange);
+      raiseError(error, kIndexOutOfRange, i, index, limit);
   }
 }
 
@@ -435,7 +435,7 @@ __global__ void crossEntropyRowsKernel(const void *logits, DType dtype,
                                        const void *targets, DType targetType,
                                        int64_t rows, int64_t classes,
                                        int64_t ignoreIndex, float *losses,
-                                       float *counted, int *error) {
+                                       float *counted, DeviceError *error) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t target = loadInt(targets, targetType, row);
     bool valid = target >= 0 && target < classes;
@@ -444,7 +444,7 @@ __global__ void crossEntropyRowsKernel(const void *logits, DType dtype,
         losses[row] = 0.0f;
         counted[row] = 0.0f;
         if (target != ignoreIndex && error)
-          raiseError(error, kIndexOutOfRange);
+          raiseError(error, kIndexOutOfRange, row, target, classes);
       }
       continue;
     }
@@ -485,7 +485,7 @@ __global__ void crossEntropyMeanKernel(const float *losses,
 __global__ void crossEntropyGradPrepareKernel(
     const void *targets, DType targetType, int64_t rows, int64_t classes,
     int64_t ignoreIndex, const void *grad, DType gradType, int64_t *targetCopy,
-    float *coefficient, int *error) {
+    float *coefficient, DeviceError *error) {
   long long count = 0;
   for (int64_t row = threadIdx.x; row < rows; row += blockDim.x) {
     int64_t target = loadInt(targets, targetType, row);
@@ -494,7 +494,7 @@ __global__ void crossEntropyGradPrepareKernel(
       continue;
     if (target < 0 || target >= classes) {
       if (error)
-        raiseError(error, kIndexOutOfRange);
+        raiseError(error, kIndexOutOfRange, row, target, classes);
       continue;
     }
     ++count;

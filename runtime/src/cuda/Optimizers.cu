@@ -20,13 +20,13 @@ namespace tgc::rt::cuda {
 static constexpr unsigned kThreads = 256;
 
 /// The i64 step, or raises kBadStep (once per launch) and returns false.
-__device__ inline bool readStep(const int64_t *step, int *error,
+__device__ inline bool readStep(const int64_t *step, DeviceError *error,
                                 int64_t &value) {
   value = *step;
   if (value >= 1)
     return true;
   if (blockIdx.x == 0 && threadIdx.x == 0)
-    raiseError(error, kBadStep);
+    raiseError(error, kBadStep, -1, value);
   return false;
 }
 
@@ -47,7 +47,7 @@ struct SgdParams {
 
 __global__ void sgdKernel(const void *param, DType paramType, const void *grad,
                           DType gradType, const float *lr, const int64_t *step,
-                          SgdParams hp, void *newParam, int64_t n, int *error) {
+                          SgdParams hp, void *newParam, int64_t n, DeviceError *error) {
   int64_t t;
   if (!readStep(step, error, t))
     return;
@@ -66,7 +66,7 @@ __global__ void sgdMomentumKernel(const void *param, DType paramType,
                                   const void *buffer, DType bufferType,
                                   const float *lr, const int64_t *step,
                                   SgdParams hp, void *newParam, void *newBuffer,
-                                  int64_t n, int *error) {
+                                  int64_t n, DeviceError *error) {
   int64_t t;
   if (!readStep(step, error, t))
     return;
@@ -138,7 +138,7 @@ __global__ void adamwKernel(const void *param, DType paramType,
                             const void *expAvgSq, DType expAvgSqType,
                             const float *lr, const int64_t *step,
                             AdamWParams hp, void *newParam, void *newExpAvg,
-                            void *newExpAvgSq, int64_t n, int *error) {
+                            void *newExpAvgSq, int64_t n, DeviceError *error) {
   int64_t t;
   if (!readStep(step, error, t))
     return;

@@ -21,9 +21,12 @@ cuda::Context *testContext() {
     return nullptr;
   ctx->blasLt = handle;
   ctx->stream = nullptr;
-  if (cudaMalloc(&ctx->deviceError, sizeof(int)) != cudaSuccess ||
-      cudaMemset(ctx->deviceError, 0, sizeof(int)) != cudaSuccess ||
-      cudaMallocHost(&ctx->hostError, sizeof(int)) != cudaSuccess)
+  if (cudaMalloc(&ctx->deviceError, sizeof(cuda::DeviceError)) !=
+          cudaSuccess ||
+      cudaMemset(ctx->deviceError, 0, sizeof(cuda::DeviceError)) !=
+          cudaSuccess ||
+      cudaMallocHost(&ctx->hostError, sizeof(cuda::DeviceError)) !=
+          cudaSuccess)
     return nullptr;
   context = std::move(ctx);
   return context.get();
@@ -89,12 +92,17 @@ void expectNear(const HostTensor &want, const HostTensor &got,
   return ::testing::AssertionFailure() << status.error;
 }
 
-int takeDeviceError() {
-  int code = -1;
-  EXPECT_EQ(cudaMemcpy(&code, testContext()->deviceError, sizeof(int),
+int takeDeviceError(cuda::DeviceError *record) {
+  cuda::DeviceError error;
+  error.code = -1;
+  EXPECT_EQ(cudaMemcpy(&error, testContext()->deviceError, sizeof(error),
                        cudaMemcpyDeviceToHost),
             cudaSuccess);
-  EXPECT_EQ(cudaMemset(testContext()->deviceError, 0, sizeof(int)),
+  if (record)
+    *record = error;
+  int code = error.code;
+  EXPECT_EQ(cudaMemset(testContext()->deviceError, 0,
+                       sizeof(cuda::DeviceError)),
             cudaSuccess);
   return code;
 }

@@ -99,9 +99,9 @@ void expectNear(const HostTensor &want, const HostTensor &got,
 /// A gtest assertion on a Status, printing its message on failure.
 ::testing::AssertionResult ok(const Status &status);
 
-/// Reads the test context's device error flag (cuda::ErrorCode) and clears
-/// it.
-int takeDeviceError();
+/// Reads the test context's device error record and clears it: returns its
+/// code (cuda::ErrorCode) and, when asked, the whole record.
+int takeDeviceError(cuda::DeviceError *record = nullptr);
 
 /// Expects the same shape, type and bytes.
 void expectSameBytes(const HostTensor &want, const HostTensor &got,

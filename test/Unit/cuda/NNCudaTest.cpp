@@ -210,7 +210,12 @@ TEST_P(NNCudaTest, EmbeddingIndexOutOfRange) {
   ASSERT_OK(
       cuda::embedding(*testContext(), dTable.ref, dIndices.ref, dOut.ref));
   synchronize();
-  EXPECT_EQ(takeDeviceError(), kIndexOutOfRange);
+  cuda::DeviceError record;
+  EXPECT_EQ(takeDeviceError(&record), kIndexOutOfRange);
+  // Which index, where, and the table it missed.
+  EXPECT_EQ(record.position, 1);
+  EXPECT_EQ(record.value, 10);
+  EXPECT_EQ(record.limit, 10);
   // Good rows are copied; the bad row is left as it was.
   HostTensor got = dOut.toHost();
   for (int64_t j = 0; j < 8; ++j) {
@@ -224,7 +229,8 @@ TEST_P(NNCudaTest, EmbeddingIndexOutOfRange) {
   ASSERT_OK(
       cuda::embedding(*testContext(), dTable.ref, dNegative.ref, dOut.ref));
   synchronize();
-  EXPECT_EQ(takeDeviceError(), kIndexOutOfRange);
+  EXPECT_EQ(takeDeviceError(&record), kIndexOutOfRange);
+  EXPECT_EQ(record.value, -1);
 }
 
 TEST_P(NNCudaTest, EmbeddingGrad) {

@@ -182,6 +182,11 @@ inline double atomicAdd(double *address, double value) {
 inline int atomicAdd(int *address, int value) {
   return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
 }
+inline int atomicCAS(int *address, int compare, int value) {
+  __atomic_compare_exchange_n(address, &compare, value, false,
+                              __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return compare;
+}
 inline int atomicExch(int *address, int value) {
   return __atomic_exchange_n(address, value, __ATOMIC_SEQ_CST);
 }
