@@ -12,6 +12,19 @@
 
 #include <cuda_runtime_api.h>
 
+// Built with AddressSanitizer (the emulator's memcheck): its interface.
+#if defined(__SANITIZE_ADDRESS__)
+#define TGC_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TGC_EMU_ASAN 1
+#endif
+#endif
+#ifdef TGC_EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 #include <cstddef>
 #include <functional>
 #include <string>

@@ -29,17 +29,6 @@
 #include <ucontext.h>
 #endif
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TGC_EMU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TGC_EMU_ASAN 1
-#endif
-#endif
-#ifdef TGC_EMU_ASAN
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#endif
 
 namespace tgc::emu {
 namespace {
@@ -199,12 +188,10 @@ inline void enterFiber(const void *&bottom, size_t &bytes) {
 // Blocks
 //===----------------------------------------------------------------------===//
 
-enum class State { Ready, AtBarrier, AtShuffle, Done };
-
 struct Fiber {
   ThreadIndex index;
   Context context;
-  State state = State::Ready;
+  bool done = false;
   unsigned linear = 0;   // thread index within the block
   unsigned shuffles = 0; // shuffles this thread has completed
 };
@@ -250,7 +237,7 @@ Fiber *nextReady(Block &block) {
 /// through the scheduler would cost twice as much), or for the scheduler
 /// when none is ready.
 void yieldFrom(Fiber &self) {
-  bool done = self.state == State::Done;
+  bool done = self.done;
   if (Fiber *next = nextReady(*running)) {
     if (next == &self)
       return;
@@ -268,20 +255,16 @@ void yieldFrom(Fiber &self) {
   enterFiber(bottom, bytes);
   (*running->body)();
   Fiber &self = *current;
-  self.state = State::Done;
+  self.done = true;
   ++running->done;
   yieldFrom(self);
   __builtin_unreachable();
 }
 
-/// Parks the calling thread in `state` until a rendezvous releases it.
-void park(State state) {
-  current->state = state;
-  yieldFrom(*current);
-}
+/// Parks the calling thread until a rendezvous releases it.
+void park() { yieldFrom(*current); }
 
 void makeReady(Block &block, unsigned linear) {
-  block.fibers[linear].state = State::Ready;
   block.ready.push_back(linear);
 }
 
@@ -289,7 +272,7 @@ void makeReady(Block &block, unsigned linear) {
 [[noreturn]] void failFromThread(std::string message) {
   if (running->failure.empty())
     running->failure = std::move(message);
-  current->state = State::Done;
+  current->done = true;
   ++running->done;
   switchContext(current->context, running->scheduler, /*fromDone=*/true);
   __builtin_unreachable();
@@ -377,7 +360,7 @@ void syncThreads() {
   Block &block = *running;
   unsigned n = unsigned(block.fibers.size());
   if (++block.atBarrier < n) {
-    park(State::AtBarrier);
+    park();
     return;
   }
   // The last to arrive releases the others and goes on.
@@ -401,7 +384,7 @@ uint64_t shuffleXor(unsigned mask, uint64_t bits, int laneMask, int width) {
   std::vector<uint64_t> &slots = block.slots[current->shuffles++ & 1];
   slots[linear] = bits;
   if (++block.atShuffle[warp] < lanes) {
-    park(State::AtShuffle);
+    park();
   } else {
     block.atShuffle[warp] = 0;
     for (unsigned l = 0; l < lanes; ++l)
@@ -417,7 +400,7 @@ uint64_t shuffleXor(unsigned mask, uint64_t bits, int laneMask, int width) {
 
 void launchGrid(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes,
                 cudaStream_t stream, std::function<void()> body,
-                std::function<const char *()> findBadArgument) {
+                std::function<int()> findBadArgument) {
   uint64_t threads = uint64_t(block.x) * block.y * block.z;
   if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 ||
       grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 ||
@@ -430,9 +413,10 @@ void launchGrid(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes,
   if (!enqueue(stream, [=] {
         if (stickyError() != cudaSuccess)
           return; // a failed context runs nothing more
-        if (const char *bad = findBadArgument()) {
+        if (int bad = findBadArgument(); bad >= 0) {
           raiseKernelError(cudaErrorIllegalAddress,
-                           std::string(kernel) + ": " + bad +
+                           std::string(kernel) + ": argument " +
+                               std::to_string(bad + 1) +
                                " is a pointer to memory that is not device "
                                "memory");
           return;
@@ -461,7 +445,7 @@ void runGrid(const char *kernel, dim3 grid, dim3 block,
             for (unsigned tx = 0; tx < block.x; ++tx, ++linear) {
               Fiber &fiber = state.fibers[linear];
               fiber.index = {{tx, ty, tz}, {x, y, z}, block, grid};
-              fiber.state = State::Ready;
+              fiber.done = false;
               fiber.linear = linear;
               fiber.shuffles = 0;
               char *stack = stacks.stack(threads, linear);

@@ -20,12 +20,14 @@
 //
 // TGC_CUDA_EMU_DEVICE_BYTES sets the device's memory (default 80 GiB), so
 // that running out of it can be tested; TGC_CUDA_EMU_NO_DEVICE=1 makes the
-// machine one without a GPU. The emulator serves one host thread.
+// machine one without a GPU. The emulator serves one host thread (it has
+// no locks).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Emulator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,19 +35,8 @@
 #include <map>
 #include <memory>
 #include <vector>
-#include <mutex>
 #include <string>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TGC_EMU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TGC_EMU_ASAN 1
-#endif
-#endif
-#ifdef TGC_EMU_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
 
 namespace tgc::emu {
 namespace {
@@ -68,7 +59,6 @@ struct Event {
 };
 
 struct DeviceState {
-  std::mutex mutex;
   std::map<uintptr_t, Allocation> allocations;
   size_t deviceBytesUsed = 0;
   std::map<void *, std::unique_ptr<Stream>> streams;
@@ -76,7 +66,6 @@ struct DeviceState {
   Stream defaultStream;
   cudaError_t lastError = cudaSuccess;
   cudaError_t sticky = cudaSuccess;
-  int device = -1;
 };
 
 DeviceState &state() {
@@ -98,7 +87,6 @@ bool noDevice() {
 /// Records and returns `error`, printing why.
 cudaError_t fail(cudaError_t error, const std::string &why) {
   std::fprintf(stderr, "tgc CUDA emulator: %s\n", why.c_str());
-  std::lock_guard<std::mutex> lock(state().mutex);
   state().lastError = error;
   return error;
 }
@@ -116,22 +104,25 @@ const Allocation *find(DeviceState &s, const void *pointer, uintptr_t &base) {
   return &it->second;
 }
 
+/// Bytes behind an allocation of `bytes`: 256-byte granules, as cudaMalloc
+/// aligns.
+size_t roundedBytes(size_t bytes) {
+  return (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+}
+
 cudaError_t allocate(void **pointer, size_t bytes, Memory kind) {
   if (!pointer)
     return fail(cudaErrorInvalidValue, "allocation into a null pointer");
   *pointer = nullptr;
   DeviceState &s = state();
-  if (kind == Memory::Device) {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (bytes > deviceCapacity() - s.deviceBytesUsed) {
-      s.lastError = cudaErrorMemoryAllocation;
-      return cudaErrorMemoryAllocation;
-    }
+  if (kind == Memory::Device &&
+      bytes > deviceCapacity() - s.deviceBytesUsed) {
+    s.lastError = cudaErrorMemoryAllocation;
+    return cudaErrorMemoryAllocation;
   }
-  size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  size_t rounded = roundedBytes(bytes);
   void *memory = std::aligned_alloc(256, rounded);
   if (!memory) {
-    std::lock_guard<std::mutex> lock(s.mutex);
     s.lastError = cudaErrorMemoryAllocation;
     return cudaErrorMemoryAllocation;
   }
@@ -143,7 +134,6 @@ cudaError_t allocate(void **pointer, size_t bytes, Memory kind) {
   __asan_poison_memory_region(static_cast<char *>(memory) + bytes,
                               rounded - bytes);
 #endif
-  std::lock_guard<std::mutex> lock(s.mutex);
   s.allocations[reinterpret_cast<uintptr_t>(memory)] = {bytes, kind};
   if (kind == Memory::Device)
     s.deviceBytesUsed += bytes;
@@ -155,20 +145,16 @@ cudaError_t release(void *pointer, Memory kind, const char *what) {
   if (!pointer)
     return cudaSuccess;
   DeviceState &s = state();
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    auto it = s.allocations.find(reinterpret_cast<uintptr_t>(pointer));
-    if (it != s.allocations.end() && it->second.kind == kind) {
-      if (kind == Memory::Device)
-        s.deviceBytesUsed -= it->second.bytes;
+  auto it = s.allocations.find(reinterpret_cast<uintptr_t>(pointer));
+  if (it != s.allocations.end() && it->second.kind == kind) {
+    if (kind == Memory::Device)
+      s.deviceBytesUsed -= it->second.bytes;
 #ifdef TGC_EMU_ASAN
-      __asan_unpoison_memory_region(
-          pointer, (std::max<size_t>(it->second.bytes, 1) + 255) / 256 * 256);
+    __asan_unpoison_memory_region(pointer, roundedBytes(it->second.bytes));
 #endif
-      s.allocations.erase(it);
-      std::free(pointer);
-      return cudaSuccess;
-    }
+    s.allocations.erase(it);
+    std::free(pointer);
+    return cudaSuccess;
   }
   return fail(cudaErrorInvalidValue,
               std::string(what) + " of a pointer that is not the start of a "
@@ -258,7 +244,6 @@ void raiseLaunchError(cudaError_t error, const std::string &message) {
 
 void raiseKernelError(cudaError_t error, const std::string &message) {
   std::fprintf(stderr, "tgc CUDA emulator: %s\n", message.c_str());
-  std::lock_guard<std::mutex> lock(state().mutex);
   if (state().sticky == cudaSuccess)
     state().sticky = error;
   state().lastError = error;
@@ -274,13 +259,11 @@ bool enqueue(cudaStream_t handle, std::function<void()> work) {
 }
 
 cudaError_t stickyError() {
-  std::lock_guard<std::mutex> lock(state().mutex);
   return state().sticky;
 }
 
 bool inAllocation(const void *pointer, size_t bytes, Memory kind) {
   DeviceState &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
   uintptr_t base = 0;
   const Allocation *allocation = find(s, pointer, base);
   return allocation && allocation->kind == kind &&
@@ -320,7 +303,6 @@ cudaError_t cudaSetDevice(int device) {
   if (noDevice() || device != 0)
     return fail(cudaErrorInvalidDevice,
                 "cudaSetDevice(" + std::to_string(device) + ")");
-  state().device = device;
   return cudaSuccess;
 }
 
@@ -341,14 +323,12 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
 }
 
 cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *totalBytes) {
-  std::lock_guard<std::mutex> lock(state().mutex);
   *totalBytes = deviceCapacity();
   *freeBytes = *totalBytes - state().deviceBytesUsed;
   return cudaSuccess;
 }
 
 cudaError_t cudaGetLastError(void) {
-  std::lock_guard<std::mutex> lock(state().mutex);
   cudaError_t error = state().lastError;
   state().lastError = state().sticky;
   return error;

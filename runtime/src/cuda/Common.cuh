@@ -171,7 +171,8 @@ enum ErrorCode : int {
 // Scratch memory and operands that overlap their results
 //===----------------------------------------------------------------------===//
 
-/// Whether the device byte ranges of two tensors intersect.
+/// Whether the device byte ranges of two tensors intersect (a result the
+/// planner placed over an operand must not be written while it is read).
 inline bool bytesOverlap(const TensorRef &a, const TensorRef &b) {
   if (!a.data || !b.data || a.numBytes() == 0 || b.numBytes() == 0)
     return false;

@@ -27,14 +27,6 @@
 
 namespace tgc::rt::cuda {
 
-bool tensorsOverlap(const TensorRef &a, const TensorRef &b) {
-  if (!a.data || !b.data || a.numBytes() == 0 || b.numBytes() == 0)
-    return false;
-  const char *aBegin = static_cast<const char *>(a.data);
-  const char *bBegin = static_cast<const char *>(b.data);
-  return aBegin < bBegin + b.numBytes() && bBegin < aBegin + a.numBytes();
-}
-
 namespace {
 
 Status blasStatus(cublasStatus_t status, const char *what) {
@@ -343,7 +335,7 @@ Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
 
   // A result the planner placed over an operand is computed in the
   // workspace and copied in once every product has read its operands.
-  bool aliased = tensorsOverlap(result, lhs) || tensorsOverlap(result, rhs);
+  bool aliased = bytesOverlap(result, lhs) || bytesOverlap(result, rhs);
   size_t resultBytes = result.numBytes();
   if (Status s = ctx.reserveWorkspace(kGemmWorkspaceBytes +
                                       (aliased ? resultBytes : 0));

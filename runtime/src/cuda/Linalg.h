@@ -45,10 +45,6 @@ struct GemmProblem {
 /// An empty contraction (`k == 0`) writes zeros.
 Status gemm(Context &ctx, const GemmProblem &problem, void *workspace);
 
-/// Whether the byte ranges of two tensors intersect (a result the planner
-/// placed over an operand must not be written while the operand is read).
-bool tensorsOverlap(const TensorRef &a, const TensorRef &b);
-
 } // namespace tgc::rt::cuda
 
 #endif // TGC_RUNTIME_SRC_CUDA_LINALG_H

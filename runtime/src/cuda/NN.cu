@@ -723,8 +723,8 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices,
   }
   // An f32 result that shares no bytes with the operands accumulates in
   // place; otherwise an f32 scratch is rounded into it at the end.
-  bool direct = result.dtype == DType::F32 && !tensorsOverlap(result, grad) &&
-                !tensorsOverlap(result, indices);
+  bool direct = result.dtype == DType::F32 && !bytesOverlap(result, grad) &&
+                !bytesOverlap(result, indices);
   float *accumulator = static_cast<float *>(result.data);
   if (!direct) {
     if (Status s = ctx.reserveWorkspace(size_t(total) * sizeof(float)); !s.ok())
@@ -867,9 +867,9 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
   // The GEMMs run in f32 on the operands themselves when they are f32 and
   // the result does not overlap them; otherwise on f32 copies.
   bool f32 = query.dtype == DType::F32;
-  bool copyInputs = !f32 || tensorsOverlap(result, query) ||
-                    tensorsOverlap(result, key) ||
-                    tensorsOverlap(result, value);
+  bool copyInputs = !f32 || bytesOverlap(result, query) ||
+                    bytesOverlap(result, key) ||
+                    bytesOverlap(result, value);
   int64_t heads = headsPerChunk(sizes, 1);
   WorkspaceLayout layout;
   size_t gemmAt = layout.add(kGemmWorkspaceBytes);
@@ -942,7 +942,7 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   bool copyInputs = !f32;
   for (const TensorRef *result : {&queryGrad, &keyGrad, &valueGrad})
     for (const TensorRef *operand : {&query, &key, &value, &output, &grad})
-      copyInputs = copyInputs || tensorsOverlap(*result, *operand);
+      copyInputs = copyInputs || bytesOverlap(*result, *operand);
   int64_t heads = headsPerChunk(sizes, 2);
   WorkspaceLayout layout;
   size_t gemmAt = layout.add(kGemmWorkspaceBytes);

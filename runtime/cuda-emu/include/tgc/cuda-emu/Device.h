@@ -58,13 +58,13 @@ bool isDevicePointer(const void *pointer);
 
 /// Checks the configuration now (a bad one is a launch error, reported by
 /// cudaGetLastError) and queues the grid on `stream`: when the stream
-/// runs it, `findBadArgument` names a pointer argument that is not device
-/// memory, if any, and `body` runs for every thread. A failure there (a bad
-/// argument, a thread missing a barrier) is reported on stderr and is the
-/// sticky error every later synchronization returns.
+/// runs it, `findBadArgument` gives the index of a pointer argument that is
+/// not device memory, or -1, and `body` runs for every thread. A failure
+/// there (a bad argument, a thread missing a barrier) is reported on stderr
+/// and is the sticky error every later synchronization returns.
 void launchGrid(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes,
                 cudaStream_t stream, std::function<void()> body,
-                std::function<const char *()> findBadArgument);
+                std::function<int()> findBadArgument);
 
 template <typename T> bool argumentIsDeviceMemory(const T &value) {
   if constexpr (std::is_pointer_v<T>)
@@ -93,15 +93,12 @@ public:
         [copies, fn] {
           std::apply([&](auto &...values) { fn(values...); }, *copies);
         },
-        [copies]() -> const char * {
-          const char *bad = nullptr;
+        [copies] {
+          int index = 0, bad = -1;
           std::apply(
               [&](const auto &...values) {
-                int index = 0;
-                ((bad = bad ? bad
-                            : (argumentIsDeviceMemory(values)
-                                   ? nullptr
-                                   : argumentNames[index]),
+                ((bad = bad < 0 && !argumentIsDeviceMemory(values) ? index
+                                                                   : bad,
                   ++index),
                  ...);
               },
@@ -111,15 +108,6 @@ public:
   }
 
 private:
-  static constexpr const char *argumentNames[] = {
-      "argument 1",  "argument 2",  "argument 3",  "argument 4",
-      "argument 5",  "argument 6",  "argument 7",  "argument 8",
-      "argument 9",  "argument 10", "argument 11", "argument 12",
-      "argument 13", "argument 14", "argument 15", "argument 16",
-      "argument 17", "argument 18", "argument 19", "argument 20",
-      "argument 21", "argument 22", "argument 23", "argument 24"};
-  static_assert(sizeof...(Params) <= 24, "too many kernel parameters");
-
   const char *name;
   void (*kernel)(Params...);
   dim3 grid, block;
