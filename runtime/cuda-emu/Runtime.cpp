@@ -73,10 +73,24 @@ DeviceState &state() {
   return *device;
 }
 
+/// The device's memory: TGC_CUDA_EMU_DEVICE_BYTES, read once.
 size_t deviceCapacity() {
-  if (const char *text = std::getenv("TGC_CUDA_EMU_DEVICE_BYTES"))
-    return size_t(std::strtoull(text, nullptr, 10));
-  return size_t(80) << 30;
+  static const size_t capacity = [] {
+    const char *text = std::getenv("TGC_CUDA_EMU_DEVICE_BYTES");
+    if (!text)
+      return size_t(80) << 30;
+    char *end = nullptr;
+    unsigned long long bytes = std::strtoull(text, &end, 10);
+    if (!*text || *end || *text == '-') {
+      std::fprintf(stderr,
+                   "tgc CUDA emulator: TGC_CUDA_EMU_DEVICE_BYTES must be a "
+                   "number of bytes, found '%s'\n",
+                   text);
+      std::exit(2);
+    }
+    return size_t(bytes);
+  }();
+  return capacity;
 }
 
 bool noDevice() {
