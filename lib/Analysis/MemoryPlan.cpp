@@ -138,41 +138,171 @@ int64_t MemoryPlan::persistentBytes(MemoryKind kind) const {
   return total;
 }
 
+MemoryKind PlannedBuffer::kindAt(int64_t step) const {
+  MemoryKind current = kind;
+  for (auto [from, held] : holds)
+    if (from <= step)
+      current = held;
+  return current;
+}
+
 int64_t MemoryPlan::liveBytesAt(int64_t step, MemoryKind kind) const {
   int64_t total = 0;
   for (const PlannedBuffer &buffer : buffers)
-    if (buffer.kind == kind && buffer.start <= step && step <= buffer.end)
+    if (buffer.start <= step && step <= buffer.end &&
+        buffer.kindAt(step) == kind)
       total += buffer.alignedBytes;
   return total;
 }
 
-/// Whether `op` may write its result into the storage of an operand it
-/// also reads: elementwise updates only.
-static bool canUpdateInPlace(Operation *op) {
-  if (isa<tg::AdamWUpdateOp, tg::SGDUpdateOp, tg::UpdateLossScaleOp>(op))
-    return true;
-  if (isa<tg::AddOp, tg::SubOp, tg::MulOp, tg::DivOp, tg::MaximumOp,
-          tg::MinimumOp>(op))
-    return llvm::all_of(op->getOperandTypes(), [&](Type type) {
-      return type == op->getResult(0).getType();
-    });
-  return op->hasTrait<OpTrait::Elementwise>();
+/// Whether result `result` of `op` may be written over operand `operand`.
+static bool canReuse(Operation *op, unsigned result, unsigned operand) {
+  auto inPlace = dyn_cast<tg::InPlaceOpInterface>(op);
+  return inPlace && inPlace.canReuseOperandBuffer(result, operand);
+}
+
+FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment) {
+  StepGraph step;
+  if (!function.getBody().hasOneBlock())
+    return function.emitOpError("the memory planner plans functions of one "
+                                "block, found ")
+           << function.getBody().getBlocks().size();
+  Block &body = function.getBody().front();
+  llvm::DenseMap<Operation *, int> stepOf;
+  for (Operation &op : body) {
+    if (op.getNumRegions() != 0)
+      return op.emitOpError("has regions, which the memory planner does not "
+                            "plan yet (values used inside them would get no "
+                            "lifetime)");
+    stepOf[&op] = int(step.ops.size());
+    step.ops.push_back(&op);
+  }
+
+  llvm::StringMap<unsigned> argByName;
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    for (StringRef role : {tg::TGDialect::kParamAttr,
+                           tg::TGDialect::kStateAttr})
+      if (auto name = function.getArgAttrOfType<StringAttr>(i, role))
+        argByName[name.getValue()] = i;
+  }
+
+  // In-place updates: the op defining an updated value writes into the
+  // persistent tensor, which needs every other read of it to come first.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    if (function.getResultAttr(i, tg::TGDialect::kLossAttr)) {
+      if (Operation *def = value.getDefiningOp())
+        step.forwardEnd = stepOf[def];
+      continue;
+    }
+    auto name =
+        function.getResultAttrOfType<StringAttr>(i, tg::TGDialect::kUpdateAttr);
+    if (!name || isa<BlockArgument>(value))
+      continue;
+    auto target = argByName.find(name.getValue());
+    if (target == argByName.end())
+      return function.emitOpError("result #")
+             << i << " updates '" << name.getValue()
+             << "', which is not a parameter or state argument";
+    unsigned argNumber = target->second;
+    BlockArgument arg = body.getArgument(argNumber);
+    Operation *writer = value.getDefiningOp();
+    unsigned resultNumber = cast<OpResult>(value).getResultNumber();
+    if (step.donatedTo.count(value))
+      return writer->emitOpError("produces the update of two persistent "
+                                 "tensors; cannot write both in place");
+    for (OpOperand &use : arg.getUses()) {
+      Operation *reader = use.getOwner();
+      if (reader == writer &&
+          canReuse(writer, resultNumber, use.getOperandNumber()))
+        continue;
+      if (reader != writer && stepOf[reader] < stepOf[writer])
+        continue;
+      InFlightDiagnostic diag =
+          writer->emitOpError("cannot update '")
+          << name.getValue() << "' in place: ";
+      if (reader == writer)
+        diag << "the op reads it as operand #" << use.getOperandNumber()
+             << " and cannot write its result #" << resultNumber
+             << " over it (InPlaceOpInterface)";
+      else
+        diag << "it is read after this op writes it";
+      diag.attachNote(reader->getLoc()) << "read here";
+      return diag;
+    }
+    step.donatedTo[value] = argNumber;
+  }
+
+  // Values whose cotangent is a parameter's gradient.
+  llvm::DenseSet<Value> gradients;
+  for (Operation *op : step.ops)
+    if (isa<tg::AdamWUpdateOp, tg::SGDUpdateOp>(op))
+      gradients.insert(op->getOperand(1));
+
+  BufferGraph &graph = step.graph;
+  for (auto [index, op] : llvm::enumerate(step.ops)) {
+    int node = int(graph.nodes.size());
+    graph.nodes.emplace_back();
+    graph.nodes.back().op = int(index);
+    if (auto cost = dyn_cast<tg::CostOpInterface>(op)) {
+      graph.nodes.back().flops = cost.getFlops();
+      graph.nodes.back().bytesMoved =
+          cost.getBytesRead() + cost.getBytesWritten();
+    }
+    for (Value operand : op->getOperands()) {
+      auto it = step.valueOf.find(operand);
+      if (it != step.valueOf.end())
+        graph.nodes[node].inputs.push_back(it->second);
+    }
+    for (OpResult result : op->getResults()) {
+      if (step.donatedTo.count(result))
+        continue;
+      if (isa<tg::ReshapeOp>(op)) {
+        auto source = step.valueOf.find(op->getOperand(0));
+        if (source != step.valueOf.end()) {
+          step.valueOf[result] = source->second;
+          if (gradients.contains(result))
+            step.kinds[source->second] = MemoryKind::Gradient;
+          continue;
+        }
+      }
+      int value = graph.addValue(
+          alignTo(tg::getTensorBytes(result.getType()), alignment), node);
+      step.valueOf[result] = value;
+      graph.nodes[node].outputs.push_back(value);
+      MemoryKind kind = MemoryKind::Workspace;
+      if (step.forwardEnd >= 0 && int(index) <= step.forwardEnd)
+        kind = MemoryKind::Activation;
+      else if (gradients.contains(result))
+        kind = MemoryKind::Gradient;
+      step.kinds.push_back(kind);
+      for (OpOperand &operand : op->getOpOperands()) {
+        auto input = step.valueOf.find(operand.get());
+        if (input != step.valueOf.end() && input->second != value &&
+            canReuse(op, result.getResultNumber(), operand.getOperandNumber()))
+          graph.nodes[node].reuse.push_back({value, input->second});
+      }
+    }
+  }
+  return step;
 }
 
 FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp function,
                                         int64_t alignment) {
+  FailureOr<StepGraph> built = buildStepGraph(function, alignment);
+  if (failed(built))
+    return failure();
+  StepGraph &step = *built;
   MemoryPlan plan;
   plan.function = function.getSymName().str();
   plan.alignment = alignment;
-  Block &body = function.getBody().front();
-  llvm::DenseMap<Operation *, int64_t> stepOf;
-  for (Operation &op : body) {
-    stepOf[&op] = plan.schedule.size();
-    plan.schedule.push_back(&op);
-  }
+  plan.schedule = step.ops;
+  plan.forwardEnd = step.forwardEnd;
+  plan.donatedTo = step.donatedTo;
 
   // Persistent tensors, each in its own aligned slot.
-  llvm::StringMap<unsigned> argByName;
+  Block &body = function.getBody().front();
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
     PersistentTensor tensor;
@@ -192,91 +322,47 @@ FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp function,
       tensor.name = input ? input.str() : "arg" + std::to_string(i);
       tensor.kind = MemoryKind::Input;
     }
-    argByName[tensor.name] = i;
     tensor.offset = plan.persistentSize;
     plan.persistentSize += alignTo(tensor.bytes, alignment);
     plan.persistent.push_back(tensor);
   }
 
-  // In-place updates: the op defining an updated value writes into the
-  // persistent tensor, which needs every other read of it to come first.
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-    if (function.getResultAttr(i, tg::TGDialect::kLossAttr)) {
-      if (Operation *def = value.getDefiningOp())
-        plan.forwardEnd = stepOf[def];
-      continue;
-    }
-    auto name =
-        function.getResultAttrOfType<StringAttr>(i, tg::TGDialect::kUpdateAttr);
-    if (!name || isa<BlockArgument>(value))
-      continue;
-    unsigned argNumber = argByName.lookup(name.getValue());
-    BlockArgument arg = body.getArgument(argNumber);
-    Operation *writer = value.getDefiningOp();
-    if (plan.donatedTo.count(value))
-      return writer->emitOpError("produces the update of two persistent "
-                                 "tensors; cannot write both in place");
-    for (Operation *reader : arg.getUsers()) {
-      if (reader == writer && canUpdateInPlace(writer))
-        continue;
-      if (stepOf[reader] < stepOf[writer])
-        continue;
-      InFlightDiagnostic diag =
-          writer->emitOpError("cannot update '")
-          << name.getValue() << "' in place: ";
-      if (reader == writer)
-        diag << "the op reads it and is not elementwise";
-      else
-        diag << "it is read after this op writes it";
-      diag.attachNote(reader->getLoc()) << "read here";
-      return diag;
-    }
-    plan.donatedTo[value] = argNumber;
-  }
-
-  // Values whose cotangent is a parameter's gradient.
-  llvm::DenseSet<Value> gradients;
-  for (Operation *op : plan.schedule)
-    if (isa<tg::AdamWUpdateOp, tg::SGDUpdateOp>(op))
-      gradients.insert(op->getOperand(1));
-
-  // Transient buffers, one per value, reshapes sharing their operand's.
-  for (Operation *op : plan.schedule) {
-    int64_t step = stepOf[op];
+  // The MLIR value defining each graph value.
+  std::vector<Value> valueDef(step.graph.values.size());
+  for (Operation *op : step.ops)
     for (Value result : op->getResults()) {
-      if (plan.donatedTo.count(result))
-        continue;
-      int64_t end = step;
-      for (Operation *user : result.getUsers())
-        end = std::max(end, stepOf[user]);
-      if (isa<tg::ReshapeOp>(op)) {
-        auto source = plan.bufferOfValue.find(op->getOperand(0));
-        if (source != plan.bufferOfValue.end()) {
-          PlannedBuffer &buffer = plan.buffers[source->second];
-          buffer.end = std::max(buffer.end, end);
-          plan.bufferOfValue[result] = source->second;
-          if (gradients.contains(result))
-            buffer.kind = MemoryKind::Gradient;
-          continue;
-        }
-      }
-      PlannedBuffer buffer;
-      buffer.opIndex = step;
-      buffer.resultNumber = cast<OpResult>(result).getResultNumber();
-      buffer.op = op;
-      buffer.bytes = tg::getTensorBytes(result.getType());
-      buffer.alignedBytes = alignTo(buffer.bytes, alignment);
-      buffer.start = step;
-      buffer.end = end;
-      if (step <= plan.forwardEnd)
-        buffer.kind = MemoryKind::Activation;
-      else if (gradients.contains(result))
-        buffer.kind = MemoryKind::Gradient;
-      else
-        buffer.kind = MemoryKind::Workspace;
-      plan.bufferOfValue[result] = plan.buffers.size();
-      plan.buffers.push_back(buffer);
+      auto it = step.valueOf.find(result);
+      if (it != step.valueOf.end() && !valueDef[it->second])
+        valueDef[it->second] = result;
+    }
+
+  BufferLiveness liveness = computeLiveness(step.graph);
+  for (const BufferLiveness::Buffer &live : liveness.buffers) {
+    PlannedBuffer buffer;
+    Value first = valueDef[live.values.front()];
+    buffer.op = first.getDefiningOp();
+    buffer.opIndex = step.graph.values[live.values.front()].def;
+    buffer.resultNumber = cast<OpResult>(first).getResultNumber();
+    buffer.bytes = tg::getTensorBytes(first.getType());
+    buffer.alignedBytes = live.bytes;
+    buffer.start = live.start;
+    buffer.end = live.end;
+    buffer.kind = step.kinds[live.values.front()];
+    for (int value : live.values)
+      buffer.holds.push_back(
+          {step.graph.values[value].def, step.kinds[value]});
+    plan.reusedBuffers += int64_t(live.values.size()) - 1;
+    plan.buffers.push_back(buffer);
+  }
+  for (auto [value, id] : step.valueOf)
+    plan.bufferOfValue[value] = liveness.bufferOf[id];
+
+  for (auto [index, op] : llvm::enumerate(step.ops)) {
+    int64_t flops = step.graph.nodes[index].flops;
+    plan.totalFlops += flops;
+    if (op->hasAttr(tg::TGDialect::kRematAttr)) {
+      plan.recomputed.push_back({int64_t(index), op, flops});
+      plan.recomputedFlops += flops;
     }
   }
 
@@ -288,6 +374,23 @@ FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp function,
     buffer.offset = offset;
   return plan;
 }
+
+static int64_t plansComputedCount = 0;
+
+MemoryPlanAnalysis::MemoryPlanAnalysis(Operation *op)
+    : function(cast<func::FuncOp>(op)) {}
+
+const MemoryPlan *MemoryPlanAnalysis::getPlan(int64_t requested) {
+  if (!computed || requested != alignment) {
+    computed = true;
+    alignment = requested;
+    ++plansComputedCount;
+    plan = computeMemoryPlan(function, alignment);
+  }
+  return succeeded(plan) ? &*plan : nullptr;
+}
+
+int64_t MemoryPlanAnalysis::plansComputed() { return plansComputedCount; }
 
 //===----------------------------------------------------------------------===//
 // Reports
@@ -330,6 +433,16 @@ void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
      << llvm::format("%.4f", ratio) << "\n";
   os << "  total: " << formatBytes(plan.persistentSize + layout.arenaSize)
      << "\n";
+  os << "  in-place reuse: " << plan.reusedBuffers
+     << " results written over a dying operand\n";
+  if (!plan.recomputed.empty()) {
+    double share = plan.totalFlops ? 100.0 * double(plan.recomputedFlops) /
+                                         double(plan.totalFlops - plan.recomputedFlops)
+                                   : 0.0;
+    os << "  recomputed: " << plan.recomputed.size() << " ops, "
+       << formatWithCommas(plan.recomputedFlops) << " FLOPs ("
+       << llvm::format("%.1f", share) << "% of the step without them)\n";
+  }
   if (plan.schedule.empty())
     return;
   os << "  peak at op #" << peakStep << " "
@@ -352,7 +465,8 @@ void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
   os << "  largest buffers live at the peak (" << live.size() << " live):\n";
   for (size_t i = 0; i < live.size() && i < topBuffers; ++i)
     os << "    " << llvm::format("%-12s", formatBytes(live[i]->bytes).c_str())
-       << llvm::format("%-12s", stringifyMemoryKind(live[i]->kind)) << "#"
+       << llvm::format("%-12s", stringifyMemoryKind(live[i]->kindAt(peakStep)))
+       << "#"
        << live[i]->opIndex << " " << describeOp(live[i]->op) << ", live #"
        << live[i]->start << "..#" << live[i]->end << "\n";
 }
@@ -367,6 +481,20 @@ void writeMemoryReportJSON(const MemoryPlan &plan, llvm::raw_ostream &os) {
     json.attribute("arena_bytes", plan.layout.arenaSize);
     json.attribute("peak_live_bytes", plan.layout.peakLive);
     json.attribute("persistent_bytes", plan.persistentSize);
+    json.attribute("reused_buffers", plan.reusedBuffers);
+    json.attribute("flops", plan.totalFlops);
+    json.attributeObject("remat", [&] {
+      json.attribute("recomputed_ops", int64_t(plan.recomputed.size()));
+      json.attribute("recomputed_flops", plan.recomputedFlops);
+      json.attributeArray("ops", [&] {
+        for (const RecomputedOp &op : plan.recomputed)
+          json.object([&] {
+            json.attribute("op_index", op.opIndex);
+            json.attribute("op", describeOp(op.op));
+            json.attribute("flops", op.flops);
+          });
+      });
+    });
     json.attributeObject("peak", [&] {
       json.attribute("op_index", peakStep);
       if (!plan.schedule.empty())
@@ -395,6 +523,7 @@ void writeMemoryReportJSON(const MemoryPlan &plan, llvm::raw_ostream &os) {
           json.attribute("op", describeOp(buffer.op));
           json.attribute("result", int64_t(buffer.resultNumber));
           json.attribute("kind", stringifyMemoryKind(buffer.kind));
+          json.attribute("values", int64_t(buffer.holds.size()));
           json.attribute("bytes", buffer.bytes);
           json.attribute("offset", buffer.offset);
           json.attribute("start", buffer.start);

@@ -40,6 +40,10 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     scaling.growthInterval = options.growthInterval;
     pm.addPass(tg::createTGLossScale(scaling));
   }
+
+  tg::TGRematOptions remat;
+  remat.policy = options.remat;
+  pm.addPass(tg::createTGRemat(remat));
 }
 
 void registerTrainPipeline() {

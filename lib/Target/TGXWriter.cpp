@@ -245,7 +245,8 @@ LogicalResult TGXWriter::addInstruction(Operation *op) {
       // Optional operands are told apart by type in the runtime; marks for
       // passes mean nothing to it.
       if (attr.getName() == "operandSegmentSizes" ||
-          attr.getName() == tg::TGDialect::kLossSeedAttr)
+          attr.getName() == tg::TGDialect::kLossSeedAttr ||
+          attr.getName() == tg::TGDialect::kRematAttr)
         continue;
       FailureOr<flatbuffers::Offset<tgx::Attr>> converted =
           convertAttr(op, attr);

@@ -3,7 +3,9 @@
 // Initialisation, host access through the mirror, and the step loop. The high-water mark is taken
 // from a trace of the arena ranges each instruction writes and reads: a
 // range is live from its write to its last read (the loss until the end of
-// the step), and the measure is the largest total of live ranges.
+// the step), a result written over an operand that dies there counts once
+// (as the planner counts in-place reuse), and the measure is the largest
+// total of live ranges.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +37,15 @@ public:
 
   void write(int64_t offset, int64_t bytes, size_t step) {
     int64_t size = (bytes + alignment - 1) / alignment * alignment;
+    // A result written over an operand of the same instruction (in-place
+    // reuse of a dying operand's buffer) takes that memory over: one buffer
+    // at this step, not two.
+    auto it = current.find(offset);
+    if (it != current.end()) {
+      Range &previous = ranges[it->second];
+      if (previous.end == int64_t(step) && previous.start < int64_t(step))
+        previous.end = int64_t(step) - 1;
+    }
     current[offset] = ranges.size();
     ranges.push_back({offset, size, int64_t(step), int64_t(step)});
   }

@@ -5,13 +5,15 @@
 // A hand-sized step: every tensor is 256 bytes (64 f32, or one scalar after
 // 256-byte alignment). Lifetimes in the schedule (op index):
 //   A = mul      [0, 2]  (read through its reshape at #2)
-//   E = exp      [2, 5]  (read through its reshape at #5)
+//   E = exp      [2, 5]  (read through its reshape at #5): A dies at #2, so
+//                        exp writes over it (InPlaceOpInterface)
 //   L = loss     [3, 9]  (returned)
-//   D = grad     [5, 8]
+//   D = grad     [5, 8]  E dies at #5: the mul writes over it too
 //   LR, T fills  [6, 8], [7, 8]
-// Live bytes peak at #7 with L, D, LR, T: 1024. Placed largest-first (all
-// equal, by start) with best fit: A@0, E@256, L@0, D@512, LR@256, T@768,
-// so the arena is 1024 bytes too. The update of w is written in place.
+// So A, E and D share one buffer [0, 8]. Live bytes peak at #7 with L, D,
+// LR, T: 1024. Placed largest-first (all equal, by start) with best fit:
+// ADE@0, L@256, LR@512, T@768, so the arena is 1024 bytes too. The update
+// of w is written in place.
 
 func.func @step(%w: tensor<64xf32> {tg.param = "w"},
                 %x: tensor<64xf32> {tg.input = "x"})
@@ -28,7 +30,7 @@ func.func @step(%w: tensor<64xf32> {tg.param = "w"},
   return %l, %w1 : tensor<f32>, tensor<64xf32>
 }
 
-// CHECK-LABEL: memory plan of @step (10 ops, 6 transient buffers, alignment 256)
+// CHECK-LABEL: memory plan of @step (10 ops, 4 transient buffers, alignment 256)
 // CHECK-NEXT: persistent: 512 B
 // CHECK-NEXT: params 256 B
 // CHECK-NEXT: optimizer_state 0 B
@@ -36,6 +38,7 @@ func.func @step(%w: tensor<64xf32> {tg.param = "w"},
 // CHECK-NEXT: transient arena: 1.00 KiB (1024 bytes)
 // CHECK-NEXT: peak of live transient bytes: 1.00 KiB (1024 bytes), arena/peak 1.0000
 // CHECK-NEXT: total: 1.50 KiB
+// CHECK-NEXT: in-place reuse: 2 results written over a dying operand
 // CHECK-NEXT: peak at op #7 tg.fill
 // CHECK-NEXT: params 256 B
 // CHECK-NEXT: optimizer_state 0 B
@@ -44,35 +47,32 @@ func.func @step(%w: tensor<64xf32> {tg.param = "w"},
 // CHECK-NEXT: grads 256 B
 // CHECK-NEXT: workspace 512 B
 // CHECK-NEXT: largest buffers live at the peak (4 live):
+// The shared buffer holds the gradient at the peak.
+// CHECK-NEXT: 256 B grads #0 tg.mul (line {{[0-9]+}}), live #0..#8
 
 // JSON: "function": "step",
 // JSON: "arena_bytes": 1024,
 // JSON: "peak_live_bytes": 1024,
 // JSON: "persistent_bytes": 512,
+// JSON: "reused_buffers": 2,
 // JSON: "op_index": 7,
 // JSON: "buffers": [
 // JSON: "op_index": 0,
 // JSON: "op": "tg.mul
 // JSON: "kind": "activations",
+// JSON: "values": 3,
 // JSON: "bytes": 256,
 // JSON: "offset": 0,
 // JSON: "start": 0,
-// JSON: "end": 2
-// JSON: "op_index": 2,
-// JSON: "offset": 256,
-// JSON: "start": 2,
-// JSON: "end": 5
+// JSON: "end": 8
 // JSON: "op_index": 3,
 // JSON: "bytes": 4,
-// JSON: "offset": 0,
+// JSON: "offset": 256,
 // JSON: "start": 3,
 // JSON: "end": 9
-// JSON: "op_index": 5,
-// JSON: "kind": "grads",
-// JSON: "offset": 512,
 // JSON: "op_index": 6,
 // JSON: "kind": "workspace",
-// JSON: "offset": 256,
+// JSON: "offset": 512,
 // JSON: "op_index": 7,
 // JSON: "offset": 768,
 // The in-place update has no buffer of its own.

@@ -4,14 +4,17 @@
 //       [--memory-report=report.json] [--emit=tgx|mlir]
 //
 // Parses a module holding one tg.model, runs the training pipeline
-// (lib/Pipelines), plans the memory of the training step and writes the
-// .tgx executable the runtime runs.
+// (lib/Pipelines), plans the memory of the training step (tg-plan-memory)
+// and, in the same pass-manager run, lowers the step with that very plan
+// (the MemoryPlanAnalysis is computed once) into the .tgx executable the
+// runtime runs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Analysis/MemoryPlan.h"
 #include "tgc/Analysis/Report.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Pipelines/TrainPipeline.h"
 #include "tgc/Target/TGX.h"
 
@@ -96,10 +99,58 @@ static cl::opt<int64_t>
     growthInterval("growth-interval",
                    cl::desc("Finite steps before the loss scale grows"),
                    cl::init(2000), cl::cat(category));
+static cl::opt<std::string> remat(
+    "remat",
+    cl::desc("Rematerialization: none, selective, blocks or "
+             "budget=<bytes, e.g. 6GiB> (tg-remat)"),
+    cl::init("none"), cl::cat(category));
 static cl::opt<double>
     clipGradNorm("clip-grad-norm",
                  cl::desc("Clip the gradients' global 2-norm (0: off)"),
                  cl::init(0.0), cl::cat(category));
+
+namespace {
+/// The last pass of tgc-compile: lowers the training step into the
+/// executable's bytes with the plan tg-plan-memory computed (the analysis
+/// is preserved between them, so it is not computed again).
+struct LowerToTGXPass
+    : public PassWrapper<LowerToTGXPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToTGXPass)
+
+  LowerToTGXPass(std::string stepName, std::string model, std::string options,
+                 std::vector<uint8_t> &bytes, std::string &summary)
+      : stepName(std::move(stepName)), model(std::move(model)),
+        options(std::move(options)), bytes(bytes), summary(summary) {}
+
+  StringRef getArgument() const final { return "tgc-lower-to-tgx"; }
+
+  void runOnOperation() override {
+    auto step = getOperation().lookupSymbol<func::FuncOp>(stepName);
+    if (!step) {
+      getOperation().emitError("the pipeline produced no training step @")
+          << stepName;
+      return signalPassFailure();
+    }
+    const tgc::MemoryPlan *plan =
+        getChildAnalysis<tgc::MemoryPlanAnalysis>(step).getPlan(alignment);
+    if (!plan ||
+        failed(tgc::writeTGX(step, *plan, model, options, bytes)))
+      return signalPassFailure();
+    llvm::raw_string_ostream os(summary);
+    os << plan->schedule.size() << " ops, persistent "
+       << tgc::formatBytes(plan->persistentSize) << ", arena "
+       << tgc::formatBytes(plan->layout.arenaSize) << " (peak live "
+       << tgc::formatBytes(plan->layout.peakLive) << ")";
+    if (!plan->recomputed.empty())
+      os << ", " << plan->recomputed.size() << " ops recomputed";
+    markAllAnalysesPreserved();
+  }
+
+  std::string stepName, model, options;
+  std::vector<uint8_t> &bytes;
+  std::string &summary;
+};
+} // namespace
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "tgc-compile: error: " << message << "\n";
@@ -117,7 +168,8 @@ static std::string describeOptions() {
      << " clip-grad-norm=" << clipGradNorm << " amp=" << amp
      << " loss-scale=" << lossScale << " init-scale=" << initScale
      << " growth-factor=" << growthFactor << " backoff-factor="
-     << backoffFactor << " growth-interval=" << growthInterval;
+     << backoffFactor << " growth-interval=" << growthInterval
+     << " remat=" << remat;
   return out;
 }
 
@@ -184,14 +236,26 @@ int main(int argc, char **argv) {
   options.growthFactor = growthFactor;
   options.backoffFactor = backoffFactor;
   options.growthInterval = growthInterval;
+  options.remat = remat;
+  if (alignment <= 0 || (alignment & (alignment - 1)) != 0)
+    return fail("--alignment must be a power of two");
+
   PassManager pm(&context);
   tgc::buildTrainPipeline(pm, options);
+  std::vector<uint8_t> bytes;
+  std::string summary;
+  if (emit == "tgx") {
+    tgc::tg::TGPlanMemoryOptions planning;
+    planning.memoryReport = memoryReport;
+    planning.alignment = alignment;
+    planning.printReport = false;
+    pm.addPass(tgc::tg::createTGPlanMemory(planning));
+    pm.addPass(std::make_unique<LowerToTGXPass>(model + "_train_step", model,
+                                                describeOptions(), bytes,
+                                                summary));
+  }
   if (failed(pm.run(*module)))
     return fail("the training pipeline failed");
-
-  auto step = module->lookupSymbol<func::FuncOp>(model + "_train_step");
-  if (!step)
-    return fail("the pipeline produced no training step for @" + model);
 
   auto output = openOutputFile(outputFile, &error);
   if (!output)
@@ -202,34 +266,10 @@ int main(int argc, char **argv) {
     output->keep();
     return 0;
   }
-
-  if (alignment <= 0 || (alignment & (alignment - 1)) != 0)
-    return fail("--alignment must be a power of two");
-  FailureOr<tgc::MemoryPlan> plan = tgc::computeMemoryPlan(step, alignment);
-  if (failed(plan))
-    return fail("could not plan the memory of the training step");
-  if (!memoryReport.empty()) {
-    auto json = openOutputFile(memoryReport, &error);
-    auto trace =
-        json ? openOutputFile(memoryReport + ".trace.json", &error) : nullptr;
-    if (!json || !trace)
-      return fail(error);
-    tgc::writeMemoryReportJSON(*plan, json->os());
-    tgc::writeChromeTrace(*plan, trace->os());
-    json->keep();
-    trace->keep();
-  }
-
-  std::vector<uint8_t> bytes;
-  if (failed(tgc::writeTGX(step, *plan, model, describeOptions(), bytes)))
-    return fail("could not lower the training step to the executable format");
   output->os().write(reinterpret_cast<const char *>(bytes.data()),
                      bytes.size());
   output->keep();
   llvm::errs() << "tgc-compile: @" << model << " -> " << outputFile << ": "
-               << plan->schedule.size() << " ops, persistent "
-               << tgc::formatBytes(plan->persistentSize) << ", arena "
-               << tgc::formatBytes(plan->layout.arenaSize) << " (peak live "
-               << tgc::formatBytes(plan->layout.peakLive) << ")\n";
+               << summary << "\n";
   return 0;
 }

@@ -180,7 +180,9 @@ int main(int argc, char **argv) {
     for (auto function : module->getOps<func::FuncOp>())
       tgc::printModelStats(tgc::computeModelStats(function), output->os());
   } else {
-    module->print(output->os());
+    // With the name scopes of the ops (loc("transformer.h.0.attn")):
+    // reports and tg-remat's blocks policy read them.
+    module->print(output->os(), OpPrintingFlags().enableDebugInfo());
     output->os() << "\n";
   }
   output->keep();

@@ -6,16 +6,23 @@
 //   (donated), so an updated parameter costs no second buffer;
 // - every other value is a transient buffer whose lifetime runs from the op
 //   that defines it to its last use in the fixed schedule (IR order);
-//   reshapes alias their operand's buffer;
+//   reshapes alias their operand's buffer, and a result takes the buffer of
+//   an operand dying at its op when the op allows it (InPlaceOpInterface);
 // - transient buffers get static offsets in one arena, placed greedily by
 //   size with best fit (as TFLite's arena planner and XLA's heap simulator).
 // The arena can never be smaller than the peak of simultaneously live bytes;
 // the report gives both, the breakdown at the peak and the ops live there.
 //
+// Liveness and the peak come from the function's BufferGraph
+// (BufferGraph.h), which rematerialization also queries for candidate
+// schedules; placement and reporting run once, in MemoryPlanAnalysis.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TGC_ANALYSIS_MEMORYPLAN_H
 #define TGC_ANALYSIS_MEMORYPLAN_H
+
+#include "tgc/Analysis/BufferGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -71,8 +78,34 @@ enum class MemoryKind { Param, OptimizerState, Input, Activation, Gradient,
                         Workspace };
 const char *stringifyMemoryKind(MemoryKind kind);
 
+/// A function as the planner sees it: its BufferGraph (one node per op in
+/// IR order, the terminator included) and how MLIR values map onto it.
+struct StepGraph {
+  BufferGraph graph;
+  /// The op of each node.
+  std::vector<mlir::Operation *> ops;
+  /// The graph value holding each transient MLIR value; a reshape view maps
+  /// to its operand's value.
+  llvm::DenseMap<mlir::Value, int> valueOf;
+  /// Values written in place into a persistent tensor: value -> argument.
+  llvm::DenseMap<mlir::Value, unsigned> donatedTo;
+  /// What each graph value holds.
+  std::vector<MemoryKind> kinds;
+  /// Index of the op defining the loss: the end of the forward pass (-1
+  /// when the function returns no loss).
+  int forwardEnd = -1;
+};
+
+/// Builds the graph of `function` (a tg.train_step, a tg.model or any
+/// function of tensors in one block). Emits a diagnostic and fails on ops
+/// with regions, which the planner does not plan yet, and when an update
+/// cannot be written in place.
+mlir::FailureOr<StepGraph> buildStepGraph(mlir::func::FuncOp function,
+                                          int64_t alignment);
+
 struct PlannedBuffer {
-  /// The op (in schedule order) defining the buffer and its result number.
+  /// The op (in schedule order) defining the buffer's first value and its
+  /// result number.
   int64_t opIndex = 0;
   unsigned resultNumber = 0;
   mlir::Operation *op = nullptr;
@@ -81,6 +114,10 @@ struct PlannedBuffer {
   int64_t offset = 0;
   int64_t start = 0, end = 0;
   MemoryKind kind = MemoryKind::Workspace;
+  /// What the buffer holds from each step on, when results reuse it in
+  /// place (the first entry is (start, kind)).
+  std::vector<std::pair<int64_t, MemoryKind>> holds;
+  MemoryKind kindAt(int64_t step) const;
 };
 
 struct PersistentTensor {
@@ -91,6 +128,13 @@ struct PersistentTensor {
   MemoryKind kind = MemoryKind::Param;
 };
 
+/// An op that recomputes a forward value (marked `tg.remat`).
+struct RecomputedOp {
+  int64_t opIndex = 0;
+  mlir::Operation *op = nullptr;
+  int64_t flops = 0;
+};
+
 struct MemoryPlan {
   std::string function;
   int64_t alignment = 0;
@@ -99,7 +143,8 @@ struct MemoryPlan {
   std::vector<PersistentTensor> persistent;
   int64_t persistentSize = 0;
   std::vector<PlannedBuffer> buffers;
-  /// The arena buffer of each value; reshape results share their operand's.
+  /// The arena buffer of each value; reshape results share their operand's,
+  /// and a result reusing an operand's buffer shares it too.
   llvm::DenseMap<mlir::Value, int64_t> bufferOfValue;
   /// Values written in place into a persistent tensor: value -> argument.
   llvm::DenseMap<mlir::Value, unsigned> donatedTo;
@@ -107,6 +152,12 @@ struct MemoryPlan {
   /// Index in the schedule of the op defining the loss: the end of the
   /// forward pass.
   int64_t forwardEnd = -1;
+  /// Results that took an operand's buffer in place.
+  int64_t reusedBuffers = 0;
+  /// Rematerialization: the recomputing ops, and FLOPs of the whole step.
+  std::vector<RecomputedOp> recomputed;
+  int64_t recomputedFlops = 0;
+  int64_t totalFlops = 0;
 
   int64_t persistentBytes(MemoryKind kind) const;
   /// Bytes of each kind of transient buffer live at schedule step `step`.
@@ -114,9 +165,30 @@ struct MemoryPlan {
 };
 
 /// Plans `function`, a tg.train_step (or any function of tensors). Emits a
-/// diagnostic and fails when an update cannot be written in place.
+/// diagnostic and fails when the function cannot be planned.
 mlir::FailureOr<MemoryPlan> computeMemoryPlan(mlir::func::FuncOp function,
                                               int64_t alignment = 256);
+
+/// The plan as an MLIR analysis of a func.func: computed once per pipeline
+/// run and shared by the passes that need it (tg-plan-memory's report, the
+/// lowering to an executable) as long as the IR is unchanged.
+class MemoryPlanAnalysis {
+public:
+  explicit MemoryPlanAnalysis(mlir::Operation *function);
+
+  /// The plan at `alignment`, computed on first request (diagnostics are
+  /// emitted then); null when the function cannot be planned.
+  const MemoryPlan *getPlan(int64_t alignment);
+
+  /// How many plans this analysis has computed (for tests of caching).
+  static int64_t plansComputed();
+
+private:
+  mlir::func::FuncOp function;
+  int64_t alignment = 0;
+  bool computed = false;
+  mlir::FailureOr<MemoryPlan> plan = mlir::failure();
+};
 
 /// The human-readable report: totals, the peak, its breakdown and the
 /// largest buffers live there.

@@ -59,6 +59,11 @@ struct TrainPipelineOptions
       *this, "growth-interval",
       llvm::cl::desc("Finite steps before the loss scale grows"),
       llvm::cl::init(2000)};
+  Option<std::string> remat{
+      *this, "remat",
+      llvm::cl::desc("Rematerialization: none, selective, blocks or "
+                     "budget=<size> (tg-remat)"),
+      llvm::cl::init("none")};
   Option<double> clipGradNorm{
       *this, "clip-grad-norm",
       llvm::cl::desc("Clip the gradients' global 2-norm (0: off)"),

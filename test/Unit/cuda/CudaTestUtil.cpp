@@ -122,4 +122,36 @@ void expectSameBytes(const HostTensor &want, const HostTensor &got,
     }
 }
 
+void expectInPlaceMatches(const std::vector<const HostTensor *> &operands,
+                          size_t over, const CpuCall &cpuKernel,
+                          const CudaCall &launcher, const std::string &what,
+                          double scale) {
+  const TensorRef &target = operands[over]->ref;
+  HostTensor want(target.dtype, target.shape);
+  std::vector<TensorRef> refs;
+  for (const HostTensor *t : operands)
+    refs.push_back(t->ref);
+  Status status = cpuKernel(refs, want.ref);
+  ASSERT_TRUE(status.ok()) << what << " on the CPU: " << status.error;
+
+  auto run = [&](bool inPlace) {
+    std::vector<std::unique_ptr<DeviceTensor>> device;
+    std::vector<TensorRef> refs;
+    for (const HostTensor *t : operands) {
+      device.push_back(std::make_unique<DeviceTensor>(*t));
+      refs.push_back(device.back()->ref);
+    }
+    DeviceTensor separate(want, false);
+    TensorRef result = inPlace ? refs[over] : separate.ref;
+    Status status = launcher(*testContext(), refs, result);
+    EXPECT_TRUE(status.ok()) << what << ": " << status.error;
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), 0) << what;
+    return inPlace ? device[over]->toHost() : separate.toHost();
+  };
+  HostTensor got = run(false);
+  expectNear(want, got, what, scale);
+  expectSameBytes(got, run(true), what + " in place");
+}
+
 } // namespace tgc::rt::test

@@ -2,7 +2,8 @@
 //
 // Each test draws fresh random inputs on the host, runs the CPU kernel and
 // the CUDA kernel on copies, and compares the results with a tolerance per
-// element type. Tests skip when the machine has no usable GPU.
+// element type; results written over an operand must match the separate
+// result bit for bit. Tests skip when the machine has no usable GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -106,6 +108,22 @@ int takeDeviceError(cuda::DeviceError *record = nullptr);
 /// Expects the same shape, type and bytes.
 void expectSameBytes(const HostTensor &want, const HostTensor &got,
                      const std::string &what);
+
+/// A CPU kernel or a CUDA launcher applied to `operands`, writing `result`.
+using CpuCall =
+    std::function<Status(const std::vector<TensorRef> &, TensorRef &)>;
+using CudaCall = std::function<Status(
+    cuda::Context &, const std::vector<TensorRef> &, TensorRef &)>;
+
+/// Runs the CPU kernel, then the launcher on device copies of `operands`
+/// into a separate result (expected near the CPU's, within `scale` times the
+/// type's tolerance) and with its result over operand `over` (the same
+/// buffer and shape, as the memory planner places a result that reuses a
+/// dying operand), which must give the same bytes.
+void expectInPlaceMatches(const std::vector<const HostTensor *> &operands,
+                          size_t over, const CpuCall &cpuKernel,
+                          const CudaCall &launcher, const std::string &what,
+                          double scale = 1.0);
 
 } // namespace tgc::rt::test
 

@@ -229,12 +229,14 @@ TEST(ElementwiseCuda, UnaryInPlace) {
   for (DType dtype : kFloatTypes)
     for (const UnaryCase &op : kUnaryCases) {
       HostTensor x = unaryOperand(op, dtype, {1000}, rng);
-      DeviceTensor buffer(x);
-      ASSERT_TRUE(ok(op.cpu(x.ref, x.ref)));
-      ASSERT_TRUE(ok(op.gpu(*testContext(), buffer.ref, buffer.ref)));
-      synchronize();
-      expectNear(x, buffer.toHost(),
-                 std::string(op.name) + " in place " + dtypeName(dtype));
+      expectInPlaceMatches(
+          {&x}, 0,
+          [&](const std::vector<TensorRef> &in, TensorRef &out) {
+            return op.cpu(in[0], out);
+          },
+          [&](cuda::Context &ctx, const std::vector<TensorRef> &in,
+              TensorRef &out) { return op.gpu(ctx, in[0], out); },
+          std::string(op.name) + " " + dtypeName(dtype));
     }
 }
 
@@ -277,29 +279,61 @@ TEST(ElementwiseCuda, ActivationGradients) {
     }
 }
 
+TEST(ElementwiseCuda, ActivationGradientsInPlace) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(133);
+  for (DType dtype : kFloatTypes)
+    for (const GradCase &op : kGradCases) {
+      HostTensor x(dtype, {7, 150}), g(dtype, {7, 150});
+      fillNormal(x, rng, 0.0f, op.cpu == cpu::tanhGrad ? 0.4f : 2.0f);
+      fillNormal(g, rng);
+      for (size_t over : {0, 1})
+        expectInPlaceMatches(
+            {&x, &g}, over,
+            [&](const std::vector<TensorRef> &in, TensorRef &out) {
+              return op.cpu(in[0], in[1], out);
+            },
+            [&](cuda::Context &ctx, const std::vector<TensorRef> &in,
+                TensorRef &out) { return op.gpu(ctx, in[0], in[1], out); },
+            std::string(op.name) + " " + dtypeName(dtype) +
+                (over ? " over grad" : " over input"));
+    }
+}
+
+/// Every binary op with its result over either operand of the result's
+/// type, the other operand equal or broadcast.
 TEST(ElementwiseCuda, BinaryInPlace) {
   TGC_REQUIRE_GPU();
   std::mt19937 rng(137);
-  for (DType dtype : kFloatTypes) {
-    // result over lhs, rhs broadcast along the leading dimension.
-    HostTensor lhs(dtype, {16, 40}), rhs(dtype, {40});
-    fillNormal(lhs, rng);
-    fillNormal(rhs, rng);
-    DeviceTensor l(lhs), r(rhs);
-    ASSERT_TRUE(ok(cpu::add(lhs.ref, rhs.ref, lhs.ref)));
-    ASSERT_TRUE(ok(cuda::add(*testContext(), l.ref, r.ref, l.ref)));
-    synchronize();
-    expectNear(lhs, l.toHost(),
-               std::string("add in place ") + dtypeName(dtype));
-  }
-  HostTensor lhs(DType::I64, {100}), rhs(DType::I64, {100});
-  fillInts(lhs, rng, -50, 50);
-  fillInts(rhs, rng, 1, 9);
-  DeviceTensor l(lhs), r(rhs);
-  ASSERT_TRUE(ok(cpu::div(lhs.ref, rhs.ref, rhs.ref)));
-  ASSERT_TRUE(ok(cuda::div(*testContext(), l.ref, r.ref, r.ref)));
-  synchronize();
-  expectNear(rhs, r.toHost(), "i64 div in place over rhs");
+  const std::pair<Shape, Shape> shapes[] = {
+      {{24, 70}, {24, 70}}, {{24, 70}, {70}}, {{24, 1}, {24, 70}}, {{}, {999}}};
+  for (DType dtype :
+       {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64})
+    for (const BinaryCase &op : kBinaryCases)
+      for (const auto &[lhsShape, rhsShape] : shapes) {
+        HostTensor lhs(dtype, lhsShape), rhs(dtype, rhsShape);
+        if (isFloat(dtype)) {
+          fillNormal(lhs, rng);
+          fillNormal(rhs, rng);
+        } else {
+          fillInts(lhs, rng, -1000, 1000);
+          fillInts(rhs, rng, 1, 100); // no division by zero
+        }
+        Shape shape = broadcastShape(lhsShape, rhsShape);
+        std::string what = std::string(op.name) + " " + dtypeName(dtype) +
+                           " " + ::testing::PrintToString(lhsShape) + " " +
+                           ::testing::PrintToString(rhsShape);
+        for (size_t over : {0, 1})
+          if ((over ? rhsShape : lhsShape) == shape)
+            expectInPlaceMatches(
+                {&lhs, &rhs}, over,
+                [&](const std::vector<TensorRef> &in, TensorRef &out) {
+                  return op.cpu(in[0], in[1], out);
+                },
+                [&](cuda::Context &ctx, const std::vector<TensorRef> &in,
+                    TensorRef &out) { return op.gpu(ctx, in[0], in[1], out); },
+                what + (over ? " over rhs" : " over lhs"));
+      }
 }
 
 //===----------------------------------------------------------------------===//
@@ -438,7 +472,9 @@ TEST(ElementwiseCuda, CastOverItsOperand) {
   TGC_REQUIRE_GPU();
   std::mt19937 rng(151);
   const std::pair<DType, DType> pairs[] = {
-      {DType::F32, DType::I32}, {DType::F16, DType::BF16},
+      {DType::F32, DType::I32}, {DType::I32, DType::F32},
+      {DType::F16, DType::BF16}, {DType::BF16, DType::F16},
+      {DType::I8, DType::I1},   {DType::I1, DType::I8},
       {DType::F16, DType::F32}, {DType::I32, DType::I8},
       {DType::I8, DType::I64},  {DType::F32, DType::F16}};
   const int64_t n = 4097;

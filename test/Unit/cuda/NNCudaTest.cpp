@@ -4,8 +4,9 @@
 // cross-entropy, forward and backward, on the GPU against the CPU kernels on
 // the same random operands, in f32, f16 and bf16: causal and full attention
 // with unequal query and key lengths, a GPT-2-sized head, ignored targets,
-// results that reuse an operand's buffer, and bad indices, which must raise
-// the context's error flag and leave their rows unwritten.
+// results that reuse an operand's buffer (the same bytes as a separate
+// result), and bad indices, which must raise the context's error flag and
+// leave their rows unwritten.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,18 +65,25 @@ TEST_P(NNCudaTest, SoftmaxAlongEveryAxis) {
   }
 }
 
+/// softmax over its operand along every axis: the row kernel (with rows
+/// longer than a block) and the column kernel.
 TEST_P(NNCudaTest, SoftmaxInPlace) {
   TGC_REQUIRE_GPU();
   DType dtype = GetParam();
   std::mt19937 rng(203);
-  HostTensor x = randomTensor(dtype, {6, 50}, rng, 0.0f, 2.0f);
-  HostTensor want(dtype, {6, 50});
-  ASSERT_OK(cpu::softmax(x.ref, -1, want.ref));
-  DeviceTensor dx(x);
-  TensorRef out = dx.ref;
-  ASSERT_OK(cuda::softmax(*testContext(), dx.ref, -1, out));
-  synchronize();
-  expectNear(want, dx.toHost(), named("softmax in place", dtype));
+  for (auto shape : {std::vector<int64_t>{4, 7, 33}, {3, 1000}}) {
+    HostTensor x = randomTensor(dtype, shape, rng, 0.0f, 3.0f);
+    for (int64_t axis = 0; axis < int64_t(shape.size()); ++axis)
+      expectInPlaceMatches(
+          {&x}, 0,
+          [&](const std::vector<TensorRef> &in, TensorRef &out) {
+            return cpu::softmax(in[0], axis, out);
+          },
+          [&](cuda::Context &ctx, const std::vector<TensorRef> &in,
+              TensorRef &out) { return cuda::softmax(ctx, in[0], axis, out); },
+          named("softmax", dtype) + " axis " + std::to_string(axis) + " of " +
+              ::testing::PrintToString(shape));
+  }
 }
 
 TEST_P(NNCudaTest, SoftmaxGradAlongEveryAxis) {
@@ -96,6 +104,35 @@ TEST_P(NNCudaTest, SoftmaxGradAlongEveryAxis) {
         cuda::softmaxGrad(*testContext(), dy.ref, dg.ref, axis, dOut.ref));
     synchronize();
     expectNear(want, dOut.toHost(), named("softmax_grad", dtype), 2.0);
+  }
+}
+
+/// softmax_grad over either operand along every axis.
+TEST_P(NNCudaTest, SoftmaxGradInPlace) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(206);
+  for (auto shape : {std::vector<int64_t>{4, 9, 40}, {3, 1000}}) {
+    for (int64_t axis = 0; axis < int64_t(shape.size()); ++axis) {
+      HostTensor x = randomTensor(dtype, shape, rng);
+      HostTensor y(dtype, shape);
+      ASSERT_OK(cpu::softmax(x.ref, axis, y.ref));
+      HostTensor g = randomTensor(dtype, shape, rng);
+      for (size_t over : {0, 1})
+        expectInPlaceMatches(
+            {&y, &g}, over,
+            [&](const std::vector<TensorRef> &in, TensorRef &out) {
+              return cpu::softmaxGrad(in[0], in[1], axis, out);
+            },
+            [&](cuda::Context &ctx, const std::vector<TensorRef> &in,
+                TensorRef &out) {
+              return cuda::softmaxGrad(ctx, in[0], in[1], axis, out);
+            },
+            named("softmax_grad", dtype) + " axis " + std::to_string(axis) +
+                " of " + ::testing::PrintToString(shape) +
+                (over ? " over grad" : " over output"),
+            2.0);
+    }
   }
 }
 
@@ -490,14 +527,48 @@ TEST_P(NNCudaTest, CrossEntropyGrad) {
     EXPECT_EQ(takeDeviceError(), 0);
     expectNear(want, dOut.toHost(), named("cross_entropy_grad", dtype), 2.0);
 
-    // The gradient reusing the logits' buffer.
+    // The gradient reusing the logits' buffer: the same bytes.
     TensorRef inPlace = dLogits.ref;
     ASSERT_OK(cuda::crossEntropyGrad(*testContext(), dLogits.ref, dTargets.ref,
                                      dGrad.ref, -100, inPlace));
     synchronize();
-    expectNear(want, dLogits.toHost(),
-               named("cross_entropy_grad in place", dtype), 2.0);
+    expectSameBytes(dOut.toHost(), dLogits.toHost(),
+                    named("cross_entropy_grad in place", dtype));
   }
+}
+
+/// The logits' gradient over the logits with i32 and i64 targets, ignored
+/// rows, rows longer than a block, and every row ignored.
+TEST_P(NNCudaTest, CrossEntropyGradInPlace) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(234);
+  HostTensor grad(DType::F32, {});
+  storeF32(grad.ref, 0, 0.9f);
+  for (DType indexType : {DType::I32, DType::I64})
+    for (int64_t classes : {10, 700}) {
+      HostTensor logits = randomTensor(dtype, {5, classes}, rng, 0.0f, 2.0f);
+      HostTensor targets(indexType, {5});
+      fillInts(targets, rng, 0, classes);
+      storeI64(targets.ref, 1, -100);
+      storeI64(targets.ref, 4, -100);
+      auto cpuKernel = [](const std::vector<TensorRef> &in, TensorRef &out) {
+        return cpu::crossEntropyGrad(in[0], in[1], in[2], -100, out);
+      };
+      auto launcher = [](cuda::Context &ctx, const std::vector<TensorRef> &in,
+                         TensorRef &out) {
+        return cuda::crossEntropyGrad(ctx, in[0], in[1], in[2], -100, out);
+      };
+      std::string what = named("cross_entropy_grad", dtype) + " " +
+                         dtypeName(indexType) + " targets, " +
+                         std::to_string(classes) + " classes";
+      expectInPlaceMatches({&logits, &targets, &grad}, 0, cpuKernel, launcher,
+                           what, 2.0);
+      for (int64_t i = 0; i < 5; ++i)
+        storeI64(targets.ref, i, -100);
+      expectInPlaceMatches({&logits, &targets, &grad}, 0, cpuKernel, launcher,
+                           what + ", all ignored");
+    }
 }
 
 TEST_P(NNCudaTest, CrossEntropyTargetOutOfRange) {

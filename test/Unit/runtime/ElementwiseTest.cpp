@@ -180,6 +180,38 @@ TEST(Binary, InPlace) {
   }
 }
 
+/// Every binary op with its result over either operand of the result's
+/// type, the other operand equal or broadcast, as the planner may place it.
+TEST(Binary, InPlaceOverEitherOperand) {
+  std::mt19937 rng(19);
+  const std::pair<Shape, Shape> shapes[] = {
+      {{4, 6}, {4, 6}}, {{4, 6}, {6}}, {{4, 1}, {4, 6}}, {{}, {5}}};
+  for (DType dtype :
+       {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64})
+    for (const BinaryCase &op : kBinaryCases)
+      for (const auto &[lhsShape, rhsShape] : shapes) {
+        // Integer divisors in [1, 100): no division by zero.
+        bool integer = !isFloat(dtype);
+        std::vector<HostTensor> operands = {
+            randomTensor(rng, dtype, lhsShape, integer ? -100 : -1,
+                         integer ? 100 : 1),
+            randomTensor(rng, dtype, rhsShape, integer ? 1 : -1,
+                         integer ? 100 : 1)};
+        Shape shape = broadcastOf(lhsShape, rhsShape);
+        std::string what = std::string(op.name) + " " + dtypeName(dtype) +
+                           " " + ::testing::PrintToString(lhsShape) + " " +
+                           ::testing::PrintToString(rhsShape);
+        for (size_t over : {0, 1})
+          if (operands[over].shape() == shape)
+            expectInPlaceMatches(
+                operands, over,
+                [&](const std::vector<TensorRef> &in, TensorRef &out) {
+                  return op.kernel(in[0], in[1], out);
+                },
+                what + (over ? " over rhs" : " over lhs"));
+      }
+}
+
 namespace {
 using UnaryKernel = Status (*)(const TensorRef &, TensorRef &);
 struct UnaryCase {
@@ -364,5 +396,53 @@ TEST(ActivationGrads, MatchFormulas) {
       expected.push_back(gs[i] * (1 - xs[i] * xs[i]));
     expectClose(out.values(), expected, tolerance(dtype),
                 tolerance(dtype) * 1e-1, "tanh_grad");
+  }
+}
+
+TEST(ActivationGrads, InPlaceOverEitherOperand) {
+  using GradKernel =
+      Status (*)(const TensorRef &, const TensorRef &, TensorRef &);
+  const std::pair<const char *, GradKernel> kernels[] = {
+      {"relu_grad", cpu::reluGrad},
+      {"gelu_grad", cpu::geluGrad},
+      {"tanh_grad", cpu::tanhGrad}};
+  std::mt19937 rng(23);
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+    for (const auto &[name, kernel] : kernels) {
+      std::vector<HostTensor> operands = {
+          randomTensor(rng, dtype, {5, 9}, -3, 3),
+          randomTensor(rng, dtype, {5, 9})};
+      GradKernel fn = kernel;
+      for (size_t over : {0, 1})
+        expectInPlaceMatches(
+            operands, over,
+            [&](const std::vector<TensorRef> &in, TensorRef &out) {
+              return fn(in[0], in[1], out);
+            },
+            std::string(name) + " " + dtypeName(dtype) +
+                (over ? " over grad" : " over input"));
+    }
+}
+
+/// A cast over its operand between element types of one width: the
+/// result takes the operand's buffer element for element.
+TEST(Cast, InPlaceBetweenTypesOfOneWidth) {
+  const std::pair<DType, DType> pairs[] = {
+      {DType::F32, DType::I32}, {DType::I32, DType::F32},
+      {DType::F16, DType::BF16}, {DType::BF16, DType::F16},
+      {DType::I8, DType::I1},   {DType::I1, DType::I8},
+      {DType::F32, DType::F32}, {DType::I64, DType::I64}};
+  std::mt19937 rng(31);
+  for (const auto &[from, to] : pairs) {
+    // Past i8's and f16's ranges, with fractions for the float sources.
+    bool flag = from == DType::I1;
+    std::vector<HostTensor> operands = {
+        randomTensor(rng, from, {3, 37}, flag ? 0 : -1e5, flag ? 2 : 1e5)};
+    expectInPlaceMatches(
+        operands, 0,
+        [&](const std::vector<TensorRef> &in, TensorRef &out) {
+          return cpu::cast(in[0], out);
+        },
+        std::string("cast ") + dtypeName(from) + " -> " + dtypeName(to), to);
   }
 }

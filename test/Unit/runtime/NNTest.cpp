@@ -5,7 +5,9 @@
 // axis, layer norm with the biased variance, embedding lookups, attention
 // (causal and not, default and explicit scale, unequal lengths), and
 // cross-entropy with ignored targets. Bad indices must fail the kernel with
-// an error and leave the result untouched. Gradients are in GradientTest.
+// an error and leave the result untouched. Gradients are in GradientTest;
+// softmax, softmax_grad and cross_entropy_grad written over an operand are
+// here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -227,6 +229,57 @@ TEST_P(NNTest, CrossEntropyIgnoresTargets) {
   ASSERT_OK(cpu::crossEntropy(logits, targets, -100, loss));
   expectClose({loss.get(0)}, {referenceCrossEntropy(logits, targets, -100)},
               1e-5, 0, "cross_entropy f32 loss");
+}
+
+/// softmax over its operand and softmax_grad over either operand, along
+/// every axis (the last one contiguous, the others strided).
+TEST_P(NNTest, SoftmaxAndItsGradientInPlace) {
+  DType dtype = GetParam();
+  std::mt19937 rng(47);
+  for (int64_t axis : {0, 1, 2}) {
+    std::string what = std::string(dtypeName(dtype)) + " axis " +
+                       std::to_string(axis);
+    std::vector<HostTensor> x = {randomTensor(rng, dtype, {3, 4, 5}, -4, 4)};
+    expectInPlaceMatches(
+        x, 0,
+        [&](const std::vector<TensorRef> &in, TensorRef &out) {
+          return cpu::softmax(in[0], axis, out);
+        },
+        "softmax " + what);
+    HostTensor y(dtype, {3, 4, 5});
+    ASSERT_OK(cpu::softmax(x[0], axis, y));
+    std::vector<HostTensor> operands = {y, randomTensor(rng, dtype, {3, 4, 5})};
+    for (size_t over : {0, 1})
+      expectInPlaceMatches(
+          operands, over,
+          [&](const std::vector<TensorRef> &in, TensorRef &out) {
+            return cpu::softmaxGrad(in[0], in[1], axis, out);
+          },
+          "softmax_grad " + what + (over ? " over grad" : " over output"));
+  }
+}
+
+/// The logits' gradient over the logits, with ignored rows (zeroed), i32
+/// and i64 targets, and every row ignored.
+TEST_P(NNTest, CrossEntropyGradInPlace) {
+  DType dtype = GetParam();
+  std::mt19937 rng(53);
+  for (DType indexType : {DType::I32, DType::I64}) {
+    std::vector<HostTensor> operands = {
+        randomTensor(rng, dtype, {2, 3, 7}, -3, 3),
+        HostTensor::of(indexType, {2, 3}, {1, -100, 6, 0, -100, 3}),
+        HostTensor::of(DType::F32, {}, {1.7})};
+    auto crossEntropyGrad = [](const std::vector<TensorRef> &in,
+                               TensorRef &out) {
+      return cpu::crossEntropyGrad(in[0], in[1], in[2], -100, out);
+    };
+    std::string what = std::string("cross_entropy_grad ") + dtypeName(dtype) +
+                       " " + dtypeName(indexType) + " targets";
+    expectInPlaceMatches(operands, 0, crossEntropyGrad, what);
+    operands[1] =
+        HostTensor::of(indexType, {2, 3}, std::vector<double>(6, -100));
+    expectInPlaceMatches(operands, 0, crossEntropyGrad, what + " all ignored");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(FloatTypes, NNTest,

@@ -226,3 +226,15 @@ TEST(ScaleAndUnscale, MultiplyAndDivideByTheScale) {
   ASSERT_OK(cpu::unscale(grad, small, grad));
   EXPECT_EQ(grad.values(), (std::vector<double>{2, -3.0 / 512, 1.0 / 1024}));
 }
+
+TEST(ScaleAndUnscale, UnscaleInPlaceForEveryFloatType) {
+  std::mt19937 rng(61);
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+    expectInPlaceMatches(
+        {randomTensor(rng, dtype, {3, 41}, -1000, 1000), f32Scalar(3 * 1024)},
+        0,
+        [](const std::vector<TensorRef> &in, TensorRef &out) {
+          return cpu::unscale(in[0], in[1], out);
+        },
+        std::string("unscale ") + dtypeName(dtype));
+}

@@ -4,8 +4,9 @@
 // seeded random tensors whose values are exactly representable in their
 // storage type (so double-precision references see the very inputs the
 // kernel saw), elementwise comparison with per-type tolerances, naive index
-// arithmetic for the references, and a central finite-difference check of a
-// gradient kernel against its forward kernel.
+// arithmetic for the references, a central finite-difference check of a
+// gradient kernel against its forward kernel, and a check that a kernel
+// writing its result over an operand gives the bytes it gives out of place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +19,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -210,6 +213,55 @@ inline void checkGradient(HostTensor &x, const std::function<double()> &loss,
       ++failures;
     }
   }
+}
+
+/// Expects the same type, shape and bytes.
+inline void expectSameBytes(const HostTensor &want, const HostTensor &got,
+                            const std::string &what) {
+  ASSERT_EQ(want.dtype(), got.dtype()) << what;
+  ASSERT_EQ(want.shape(), got.shape()) << what;
+  size_t size = dtypeSize(want.dtype());
+  const uint8_t *w = static_cast<const uint8_t *>(want.ref().data);
+  const uint8_t *g = static_cast<const uint8_t *>(got.ref().data);
+  for (size_t i = 0; i < want.ref().numBytes(); ++i)
+    if (w[i] != g[i]) {
+      ADD_FAILURE() << what << ": element " << i / size << " differs";
+      return;
+    }
+}
+
+/// A kernel applied to `operands`, writing `result`.
+using KernelCall =
+    std::function<Status(const std::vector<TensorRef> &, TensorRef &)>;
+
+/// Runs `kernel` once into a separate result and once with its result over
+/// operand `over` (the same buffer and shape, as the memory planner places
+/// a result that reuses a dying operand; `resultType`, if given, of the
+/// same width), and expects identical bytes.
+inline void expectInPlaceMatches(const std::vector<HostTensor> &operands,
+                                 size_t over, const KernelCall &kernel,
+                                 const std::string &what,
+                                 std::optional<DType> resultType = {}) {
+  DType type = resultType.value_or(operands[over].dtype());
+  ASSERT_EQ(dtypeSize(type), dtypeSize(operands[over].dtype())) << what;
+  HostTensor separate(type, operands[over].shape());
+  std::vector<TensorRef> refs;
+  for (const HostTensor &t : operands)
+    refs.push_back(t.ref());
+  Status status = kernel(refs, separate.ref());
+  ASSERT_TRUE(status.ok()) << what << ": " << status.error;
+
+  std::vector<HostTensor> copies = operands;
+  refs.clear();
+  for (const HostTensor &t : copies)
+    refs.push_back(t.ref());
+  TensorRef result = copies[over].ref();
+  result.dtype = type;
+  status = kernel(refs, result);
+  ASSERT_TRUE(status.ok()) << what << " in place: " << status.error;
+  HostTensor inPlace(type, operands[over].shape());
+  std::memcpy(inPlace.ref().data, result.data, result.numBytes());
+  expectSameBytes(separate, inPlace, what + " in place");
 }
 
 /// Asserts that a kernel succeeded, printing its error otherwise.

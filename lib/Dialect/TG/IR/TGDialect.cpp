@@ -236,6 +236,19 @@ static LogicalResult verifyTrainStepFunction(func::FuncOp function) {
              << i << " updates '" << name.getValue() << "' of type "
              << type.getInput(target->second) << " with a value of type "
              << type.getResult(i);
+    // A returned argument must be the tensor the result names (it is then
+    // unchanged); the planner writes nothing for it.
+    Block &body = function.getBody().front();
+    auto ret = body.empty() ? func::ReturnOp()
+                            : dyn_cast<func::ReturnOp>(body.back());
+    BlockArgument arg;
+    if (ret && i < ret.getNumOperands())
+      arg = dyn_cast<BlockArgument>(ret.getOperand(i));
+    if (arg && arg.getArgNumber() != target->second)
+      return function.emitOpError("result #")
+             << i << " updates '" << name.getValue()
+             << "' but returns argument #" << arg.getArgNumber()
+             << ", not that tensor";
     auto [it, inserted] = updated.try_emplace(name.getValue(), i);
     if (!inserted)
       return function.emitOpError("results #")
@@ -289,6 +302,13 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     if (!isa<UnitAttr>(attr.getValue()) || !isa<FillOp>(op))
       return op->emitOpError("'tg.loss_seed' is a unit attribute on the "
                              "tg.fill that seeds the backward pass");
+    return success();
+  }
+  if (name == kRematAttr) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<TGDialect>(op->getDialect()) ||
+        op->getNumResults() == 0)
+      return op->emitOpError("'tg.remat' is a unit attribute on a tg op that "
+                             "recomputes a value");
     return success();
   }
   if (name == kModelAttr) {

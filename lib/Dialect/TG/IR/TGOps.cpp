@@ -701,5 +701,29 @@ LogicalResult UpdateLossScaleOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// In-place updates (InPlaceOpInterface)
+//===----------------------------------------------------------------------===//
+
+// Each updated tensor is written over the operand it replaces; the kernels
+// read an element of every operand before writing that element.
+bool SGDUpdateOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
+  if (result == 0)
+    return operand == 0;
+  // The momentum buffer operand (ODS operand group 4).
+  return result == 1 && getMomentumBuffer() &&
+         operand == getODSOperandIndexAndLength(4).first;
+}
+
+bool AdamWUpdateOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
+  static const unsigned tied[] = {0, 2, 3}; // param, exp_avg, exp_avg_sq
+  return result < 3 && operand == tied[result];
+}
+
+bool UpdateLossScaleOp::canReuseOperandBuffer(unsigned result,
+                                              unsigned operand) {
+  return result < 2 && operand == result; // scale, growth tracker
+}
+
 #define GET_OP_CLASSES
 #include "tgc/Dialect/TG/IR/TGOps.cpp.inc"

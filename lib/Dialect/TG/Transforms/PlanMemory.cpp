@@ -1,9 +1,11 @@
 //===- PlanMemory.cpp - the tg-plan-memory pass ---------------------------===//
 //
-// Computes the memory plan of every training step (tgc/Analysis/
-// MemoryPlan.h) and reports it: text on stderr, and with `memory-report`
-// JSON plus a Chrome trace. The lowering to an executable uses the same
-// analysis, so the report describes exactly what the runtime allocates.
+// Computes the memory plan of every training step (MemoryPlanAnalysis in
+// tgc/Analysis/MemoryPlan.h), checks its placement and reports it: text on
+// stderr, and with `memory-report` JSON plus a Chrome trace. The IR is not
+// changed and the analysis is preserved, so the lowering to an executable
+// later in the same pipeline uses this very plan: the report describes
+// exactly what the runtime allocates, and the plan is computed once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,13 +56,15 @@ struct PlanMemoryPass : tgc::tg::impl::TGPlanMemoryBase<PlanMemoryPass> {
     }
 
     for (func::FuncOp function : functions) {
-      FailureOr<tgc::MemoryPlan> plan =
-          tgc::computeMemoryPlan(function, alignment);
-      if (failed(plan))
+      const tgc::MemoryPlan *plan =
+          getChildAnalysis<tgc::MemoryPlanAnalysis>(function).getPlan(
+              alignment);
+      if (!plan)
         return signalPassFailure();
       if (failed(checkLayout(function, *plan)))
         return signalPassFailure();
-      tgc::printMemoryReport(*plan, llvm::errs(), topBuffers);
+      if (printReport)
+        tgc::printMemoryReport(*plan, llvm::errs(), topBuffers);
       if (!memoryReport.empty() && failed(writeReports(*plan)))
         return signalPassFailure();
     }

@@ -52,6 +52,10 @@ def TG_Dialect : Dialect {
     /// Marks the tg.fill of ones that seeds the backward pass (the loss's
     /// cotangent), which loss scaling replaces.
     static constexpr ::llvm::StringLiteral kLossSeedAttr = "tg.loss_seed";
+    /// Marks an op that tg-remat inserted to recompute a forward value for
+    /// the backward pass. The mark keeps CSE from merging it with the
+    /// original (their attributes differ), and reports count its FLOPs.
+    static constexpr ::llvm::StringLiteral kRematAttr = "tg.remat";
 
     /// Registers the attributes of TGAttrs.td (defined in TGAttrs.cpp).
     void registerAttributes();

@@ -4,7 +4,9 @@
 // - GradientOpInterface: an op builds its own vector-Jacobian product, so
 //   tg-autodiff is one generic reverse sweep and a new op brings its rule;
 // - CostOpInterface: FLOPs and bytes moved, used by the rematerialization
-//   and fusion passes and by the statistics report.
+//   and fusion passes and by the statistics report;
+// - InPlaceOpInterface: which results a kernel may write over an operand,
+//   so the memory planner reuses buffers without a list of op names.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +65,37 @@ def TG_CostOpInterface : OpInterface<"CostOpInterface"> {
     InterfaceMethod<"Bytes written to memory by one execution",
       "int64_t", "getBytesWritten", (ins), [{}], [{
         return ::tgc::tg::getTotalTensorBytes($_op->getResultTypes());
+      }]>,
+  ];
+}
+
+def TG_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
+  let cppNamespace = "::tgc::tg";
+  let description = [{
+    An op whose kernels, in every backend, compute a result correctly when
+    it is written into the storage of one of its operands (same address,
+    same size): each element is read before anything that depends on it is
+    written. The memory planner uses it twice: a transient result takes the
+    buffer of an operand that no later op reads (in-place reuse), and an
+    update of a persistent tensor (a parameter, optimizer state) is written
+    over that tensor while the op still reads it.
+
+    The default answers for ops whose result 0 is computed element by
+    element from operands of its own type: result 0 may take any operand of
+    exactly its type. Ops with several results tied to operands (optimizer
+    updates) override it.
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/"Whether result `result` may be written over operand `operand`",
+      /*retTy=*/"bool",
+      /*methodName=*/"canReuseOperandBuffer",
+      /*args=*/(ins "unsigned":$result, "unsigned":$operand),
+      /*methodBody=*/[{}],
+      /*defaultImplementation=*/[{
+        return result == 0 &&
+               $_op->getOperand(operand).getType() ==
+                   $_op->getResult(0).getType();
       }]>,
   ];
 }

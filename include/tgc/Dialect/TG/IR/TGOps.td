@@ -40,9 +40,15 @@ class TG_Op<string mnemonic, list<Trait> traits = [],
 /// Shorthand for an op that implements its own vector-Jacobian product.
 defvar TG_Differentiable = DeclareOpInterfaceMethods<TG_GradientOpInterface>;
 
+/// An op whose result may be written over an operand of the same type (see
+/// InPlaceOpInterface); `TG_InPlaceTied` for ops that say which.
+defvar TG_InPlace = TG_InPlaceOpInterface;
+defvar TG_InPlaceTied =
+    DeclareOpInterfaceMethods<TG_InPlaceOpInterface, ["canReuseOperandBuffer"]>;
+
 class TG_UnaryOp<string mnemonic, string formula>
     : TG_Op<mnemonic, [SameOperandsAndResultType, Elementwise,
-                       TG_Differentiable]> {
+                       TG_Differentiable, TG_InPlace]> {
   let summary = "elementwise " # formula;
   let description = [{
     Computes `}] # formula # [{` for every element; the result has the type of
@@ -55,7 +61,7 @@ class TG_UnaryOp<string mnemonic, string formula>
 
 class TG_BinaryOp<string mnemonic, string formula,
                   list<Trait> traits = []>
-    : TG_Op<mnemonic, traits> {
+    : TG_Op<mnemonic, !listconcat(traits, [TG_InPlace])> {
   let summary = "elementwise " # formula # " with broadcasting";
   let description = [{
     Computes `}] # formula # [{` elementwise after broadcasting both operands
@@ -167,7 +173,7 @@ def TG_WhereOp : TG_Op<"where", [TG_Differentiable]> {
 //===----------------------------------------------------------------------===//
 
 def TG_SoftmaxOp : TG_Op<"softmax", [SameOperandsAndResultType,
-                                     TG_Differentiable]> {
+                                     TG_Differentiable, TG_InPlace]> {
   let summary = "softmax over one axis";
   let description = [{
     `result = exp(x - max(x)) / sum(exp(x - max(x)))` along `axis` (negative
@@ -400,7 +406,8 @@ def TG_SumToOp : TG_Op<"sum_to"> {
   let hasVerifier = 1;
 }
 
-def TG_ReluGradOp : TG_Op<"relu_grad", [SameOperandsAndResultType]> {
+def TG_ReluGradOp : TG_Op<"relu_grad", [SameOperandsAndResultType,
+                                    TG_InPlace]> {
   let summary = "gradient of relu";
   let description = [{
     `result = input > 0 ? grad : 0`, where `input` is relu's operand.
@@ -410,7 +417,8 @@ def TG_ReluGradOp : TG_Op<"relu_grad", [SameOperandsAndResultType]> {
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
 }
 
-def TG_GeluGradOp : TG_Op<"gelu_grad", [SameOperandsAndResultType]> {
+def TG_GeluGradOp : TG_Op<"gelu_grad", [SameOperandsAndResultType,
+                                    TG_InPlace]> {
   let summary = "gradient of the tanh-approximated gelu";
   let description = [{
     With `u = sqrt(2 / pi) * (x + 0.044715 * x^3)` and `x` gelu's operand:
@@ -422,7 +430,8 @@ def TG_GeluGradOp : TG_Op<"gelu_grad", [SameOperandsAndResultType]> {
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
 }
 
-def TG_TanhGradOp : TG_Op<"tanh_grad", [SameOperandsAndResultType]> {
+def TG_TanhGradOp : TG_Op<"tanh_grad", [SameOperandsAndResultType,
+                                    TG_InPlace]> {
   let summary = "gradient of tanh from its output";
   let description = [{
     `result = grad * (1 - output^2)`, where `output` is tanh's result.
@@ -432,7 +441,8 @@ def TG_TanhGradOp : TG_Op<"tanh_grad", [SameOperandsAndResultType]> {
   let assemblyFormat = "$output `,` $grad attr-dict `:` type($result)";
 }
 
-def TG_SoftmaxGradOp : TG_Op<"softmax_grad", [SameOperandsAndResultType]> {
+def TG_SoftmaxGradOp : TG_Op<"softmax_grad", [SameOperandsAndResultType,
+                                    TG_InPlace]> {
   let summary = "gradient of softmax from its output";
   let description = [{
     `result = output * (grad - sum(grad * output, axis))`, where `output` is
@@ -504,7 +514,7 @@ def TG_AttentionGradOp : TG_Op<"attention_grad"> {
   let hasVerifier = 1;
 }
 
-def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad"> {
+def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [TG_InPlace]> {
   let summary = "gradient of cross_entropy with respect to the logits";
   let description = [{
     With `n` the number of positions whose target is not `ignore_index`:
@@ -557,7 +567,8 @@ def TG_SliceGradOp : TG_Op<"slice_grad"> {
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-def TG_SGDUpdateOp : TG_Op<"sgd_update", [AttrSizedOperandSegments]> {
+def TG_SGDUpdateOp : TG_Op<"sgd_update", [AttrSizedOperandSegments,
+                                             TG_InPlaceTied]> {
   let summary = "one step of SGD with momentum (torch.optim.SGD)";
   let description = [{
     With `g = grad + weight_decay * param`, and `step` the 1-based number of
@@ -591,7 +602,7 @@ def TG_SGDUpdateOp : TG_Op<"sgd_update", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def TG_AdamWUpdateOp : TG_Op<"adamw_update"> {
+def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied]> {
   let summary = "one step of AdamW (torch.optim.AdamW)";
   let description = [{
     With `t = step` the 1-based number of this update, math in f32:
@@ -657,7 +668,7 @@ def TG_ScaleLossOp : TG_Op<"scale_loss"> {
   }];
 }
 
-def TG_UnscaleOp : TG_Op<"unscale"> {
+def TG_UnscaleOp : TG_Op<"unscale", [TG_InPlace]> {
   let summary = "divides a gradient by the loss scale";
   let description = [{
     `result = grad * (1 / scale)`, the reciprocal taken in f32 once, as
@@ -683,7 +694,7 @@ def TG_AllFiniteOp : TG_Op<"all_finite"> {
   let hasVerifier = 1;
 }
 
-def TG_UpdateLossScaleOp : TG_Op<"update_loss_scale"> {
+def TG_UpdateLossScaleOp : TG_Op<"update_loss_scale", [TG_InPlaceTied]> {
   let summary = "dynamic loss-scale update (GradScaler.update)";
   let description = [{
     When `found_finite` is false: `new_scale = scale * backoff_factor` and

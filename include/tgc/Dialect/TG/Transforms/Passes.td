@@ -137,6 +137,58 @@ def TGLossScale : Pass<"tg-loss-scale", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGRemat : Pass<"tg-remat", "mlir::ModuleOp"> {
+  let summary = "Rematerialization: recomputes forward values in the backward "
+                "pass to lower the peak";
+  let description = [{
+    On every `tg.train_step` (after tg-autodiff and tg-loss-scale, before
+    tg-plan-memory), chooses which forward values the backward pass reads
+    are kept and which are dropped and recomputed, then rewrites the step:
+    before the first backward op reading a dropped value, the ops defining
+    it (and any dropped operands) run again, marked `tg.remat` (the mark
+    keeps CSE from merging them with the originals), and later backward
+    reads use that copy. Forward ops that read only persistent tensors and
+    are cheap (the 16-bit working copies of parameters tg-amp makes) also
+    move down to just before their first reader. Policies:
+    - `none`: no recomputation (cheap persistent-only ops are still sunk);
+    - `selective`: recompute values of cheap ops (FLOPs per byte moved at
+      most 4: elementwise, layer norm, casts, data movement) that a single
+      forward op reads, as llm.c's recompute; the residual stream and the
+      outputs of matmuls and attention are kept;
+    - `blocks`: keep the inputs and outputs of each block and recompute its
+      inside, as Hugging Face's gradient checkpointing; blocks are the name
+      scopes of the forward ops' locations with an index (`layers.3`,
+      `transformer.h.3`);
+    - `budget=<size>` (B, KiB, MiB, GiB, TiB): the planned peak
+      (persistent tensors plus the transient arena) at most `size`, with as
+      few added FLOPs as the solver finds (see tgc/Analysis/Remat.h). A
+      budget below what any choice reaches is an error that states the
+      smallest peak.
+    Numbers are unchanged: the same kernels run on the same operands. A
+    summary line (ops recomputed, added FLOPs, peak before and after) goes
+    to stderr; `export-graph` writes the step's buffer graph as JSON (the
+    input of test/Transforms/Inputs/checkmate.py).
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
+           "none, selective, blocks or budget=<size>">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"256",
+           "Buffer alignment of the planner, in bytes">,
+    Option<"exportGraph", "export-graph", "std::string", /*default=*/"",
+           "Write the step's buffer graph (before rematerialization) as "
+           "JSON to this file">,
+    Option<"printSummary", "print", "bool", /*default=*/"true",
+           "Print a summary line to stderr">,
+  ];
+  let statistics = [
+    Statistic<"numRecomputedOps", "recomputed-ops",
+              "Ops inserted to recompute forward values">,
+    Statistic<"numAddedFlops", "added-flops",
+              "FLOPs added by recomputation">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
   let summary = "Plans the memory of training steps and reports it";
   let description = [{
@@ -151,7 +203,10 @@ def TGPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
     workspace) and the largest buffers live there. With `memory-report`,
     also writes the report as JSON to that file and a Chrome-trace timeline
     next to it (`<file>.trace.json`). Fails with a diagnostic when an update
-    cannot be written in place. The IR is not changed.
+    cannot be written in place, and on ops with regions (not planned yet).
+    A result takes the buffer of an operand that dies at its op when the op
+    allows it (InPlaceOpInterface). The IR is not changed and the plan is
+    kept as an analysis for the lowering that follows.
   }];
   let options = [
     Option<"memoryReport", "memory-report", "std::string", /*default=*/"",
@@ -161,6 +216,8 @@ def TGPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
            "Alignment of every buffer, in bytes (a power of two)">,
     Option<"topBuffers", "top", "unsigned", /*default=*/"10",
            "How many of the largest buffers live at the peak to list">,
+    Option<"printReport", "print", "bool", /*default=*/"true",
+           "Print the text report to stderr">,
   ];
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }

@@ -1,0 +1,110 @@
+//===- Remat.h - rematerialization on a step's buffer graph -----*- C++ -*-===//
+//
+// Which forward values to keep for the backward pass and which to recompute
+// there, decided on the BufferGraph (no MLIR), so a policy or a solver can
+// try thousands of choices and ask the planner's peak of each.
+//
+// A choice is a set of dropped values. Its schedule (buildRematSchedule) is
+// the original one, except that:
+// - before the first backward op that reads a dropped value, the op that
+//   defines it runs again (recursively for dropped operands), and later
+//   backward reads use that copy, so the original dies at its last forward
+//   read;
+// - forward ops that read only persistent tensors and are cheap (the casts
+//   of parameters tg-amp makes, slices of a table) run just before their
+//   first reader instead of at the top of the step ("sunk"), so a working
+//   copy is not live before it is needed.
+// Every policy chooses within this space, and the IR rewrite (tg-remat)
+// follows the same schedule, which the pass checks by re-planning.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_ANALYSIS_REMAT_H
+#define TGC_ANALYSIS_REMAT_H
+
+#include "tgc/Analysis/BufferGraph.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tgc {
+
+/// The parts of a step rematerialization works on.
+struct RematProblem {
+  const BufferGraph *graph = nullptr;
+  /// Nodes [0, forwardEnd] are the forward pass (forwardEnd defines the loss).
+  int forwardEnd = -1;
+  /// Forward values (but the loss): what may be dropped. A dropped value
+  /// that the backward pass or a recomputation reads runs again; a kept one
+  /// lives until its last read.
+  std::vector<int> candidates;
+  /// Forward nodes that read no transient value and are cheap: sunk.
+  std::vector<bool> sinkable;
+  /// Nodes whose FLOPs per byte moved are low (elementwise, normalization,
+  /// data movement): what `selective` recomputes.
+  std::vector<bool> cheap;
+};
+
+/// Arithmetic intensity (FLOPs per byte moved) at or below which an op
+/// counts as cheap to recompute.
+constexpr double kCheapFlopsPerByte = 4.0;
+
+RematProblem makeRematProblem(const BufferGraph &graph, int forwardEnd);
+
+/// The schedule of a choice of dropped values (indexed by value).
+struct RematSchedule {
+  struct Entry {
+    int node;       // node of the original graph
+    bool recompute; // a second execution, for the backward pass
+  };
+  std::vector<Entry> entries;
+  /// The schedule as a graph of its own (recomputations define new values).
+  BufferGraph graph;
+  int64_t addedFlops = 0;
+  int recomputedNodes = 0;
+};
+RematSchedule buildRematSchedule(const RematProblem &problem,
+                                 const std::vector<bool> &dropped);
+
+/// The policies.
+std::vector<bool> chooseNone(const RematProblem &problem);
+/// Recompute values of cheap ops read by one forward op (not the residual
+/// stream), as llm.c's recompute of GeLU and layer norm.
+std::vector<bool> chooseSelective(const RematProblem &problem);
+/// Keep each block's inputs and outputs, recompute what is inside it (as
+/// Hugging Face's gradient checkpointing). `blockOf` gives each node's block
+/// (-1 outside any block).
+std::vector<bool> chooseBlocks(const RematProblem &problem,
+                               const std::vector<int> &blockOf);
+
+/// The result of solving for a budget.
+struct RematSolution {
+  std::vector<bool> dropped;
+  int64_t peak = 0;  // peak live transient bytes of its schedule
+  int64_t arena = 0; // transient arena after placement
+  int64_t addedFlops = 0;
+  int evaluations = 0;
+  bool feasible = false;
+};
+
+/// Chooses dropped values so that `persistentBytes` + the transient arena is
+/// at most `budget`, adding as few FLOPs as it can: a lazy greedy on the
+/// excess over the budget per added FLOP, then a reverse pass that keeps
+/// again every value the budget allows, most expensive first. When no
+/// choice fits, `feasible` is false and the solution is the smallest peak
+/// found.
+RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
+                               int64_t persistentBytes);
+
+/// Peak and arena of a choice.
+RematSolution evaluateRemat(const RematProblem &problem,
+                            const std::vector<bool> &dropped);
+
+/// Parses "6GiB", "512MiB", "1.5GiB", "1000000" (bytes): B, KiB, MiB, GiB,
+/// TiB (and KB, MB, GB, TB, decimal). Returns nullopt on malformed input.
+std::optional<int64_t> parseByteSize(const std::string &text);
+
+} // namespace tgc
+
+#endif // TGC_ANALYSIS_REMAT_H

@@ -1,0 +1,371 @@
+//===- Remat.cpp - rematerialization policies and the budget solver -------===//
+//
+// The schedule of a choice of dropped values, the fixed policies, and the
+// budget solver. The solver works on the exact planner model: every choice
+// it considers is scheduled and its live bytes computed by BufferGraph's
+// single pass, so "does it fit" is never estimated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Analysis/Remat.h"
+#include "tgc/Analysis/MemoryPlan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <queue>
+
+namespace tgc {
+
+RematProblem makeRematProblem(const BufferGraph &graph, int forwardEnd) {
+  RematProblem problem;
+  problem.graph = &graph;
+  problem.forwardEnd = forwardEnd;
+  int n = int(graph.nodes.size());
+  problem.cheap.assign(n, false);
+  problem.sinkable.assign(n, false);
+  std::vector<bool> read(graph.values.size(), false);
+  std::vector<bool> readAtEnd(graph.values.size(), false);
+  for (int i = 0; i < n; ++i) {
+    const BufferGraph::Node &node = graph.nodes[i];
+    problem.cheap[i] = double(node.flops) <=
+                       kCheapFlopsPerByte *
+                           double(std::max<int64_t>(1, node.bytesMoved));
+    for (int v : node.inputs) {
+      read[v] = true;
+      if (i == n - 1)
+        readAtEnd[v] = true; // returned (the loss): must stay
+    }
+  }
+  for (int i = 0; i <= forwardEnd && i < n; ++i) {
+    const BufferGraph::Node &node = graph.nodes[i];
+    bool anyRead = std::any_of(node.outputs.begin(), node.outputs.end(),
+                               [&](int v) { return read[v]; });
+    problem.sinkable[i] = node.inputs.empty() && !node.outputs.empty() &&
+                          anyRead && problem.cheap[i];
+    // Values the backward pass does not read matter too: recomputing a
+    // dropped value reads its operands, which then run again or live on.
+    for (int v : node.outputs)
+      if (!readAtEnd[v] && graph.values[v].bytes > 0)
+        problem.candidates.push_back(v);
+  }
+  return problem;
+}
+
+RematSchedule buildRematSchedule(const RematProblem &problem,
+                                 const std::vector<bool> &dropped) {
+  const BufferGraph &graph = *problem.graph;
+  RematSchedule schedule;
+  BufferGraph &out = schedule.graph;
+  int n = int(graph.nodes.size());
+  out.nodes.reserve(n + n / 2);
+  out.values.reserve(graph.values.size() + graph.values.size() / 2);
+  std::vector<int> current(graph.values.size(), -1);
+  std::vector<char> emitted(n, 0), copied(graph.values.size(), 0);
+
+  // Runs node `index` (again, when `recompute`); `forBackward` when the
+  // backward pass needs it, so its dropped outputs need not run again.
+  auto emit = [&](int index, bool recompute, bool forBackward) {
+    const BufferGraph::Node &node = graph.nodes[index];
+    BufferGraph::Node copy;
+    copy.flops = node.flops;
+    copy.bytesMoved = node.bytesMoved;
+    copy.op = node.op;
+    int at = int(out.nodes.size());
+    for (int v : node.inputs)
+      copy.inputs.push_back(current[v]);
+    for (auto [output, input] : node.reuse)
+      copy.reuse.push_back({output, current[input]});
+    for (int v : node.outputs) {
+      int id = out.addValue(graph.values[v].bytes, at);
+      copy.outputs.push_back(id);
+      for (auto &pair : copy.reuse)
+        if (pair.first == v)
+          pair.first = id;
+      // A recomputation of an op with a kept output defines a copy of it
+      // that nobody reads; reads keep using the original.
+      if (!recompute || dropped[v]) {
+        current[v] = id;
+        copied[v] = forBackward;
+      }
+    }
+    out.nodes.push_back(std::move(copy));
+    schedule.entries.push_back({index, recompute});
+    if (recompute) {
+      schedule.addedFlops += node.flops;
+      ++schedule.recomputedNodes;
+    }
+  };
+
+  // Makes `value` available before a read; a backward read of a dropped
+  // value runs its op again (once: later reads share the copy).
+  std::function<void(int, bool)> prepare = [&](int value, bool backward) {
+    int def = graph.values[value].def;
+    bool again = backward && dropped[value] && !copied[value];
+    if (emitted[def] && !again)
+      return;
+    for (int input : graph.nodes[def].inputs)
+      prepare(input, backward);
+    emit(def, /*recompute=*/emitted[def], backward);
+    emitted[def] = 1;
+  };
+
+  for (int i = 0; i < n; ++i) {
+    if (emitted[i] || (i <= problem.forwardEnd && problem.sinkable[i]))
+      continue;
+    bool backward = i > problem.forwardEnd;
+    for (int input : graph.nodes[i].inputs)
+      prepare(input, backward);
+    emit(i, /*recompute=*/false, backward);
+    emitted[i] = 1;
+  }
+  return schedule;
+}
+
+std::vector<bool> chooseNone(const RematProblem &problem) {
+  return std::vector<bool>(problem.graph->values.size(), false);
+}
+
+/// The distinct forward nodes reading each value.
+static std::vector<std::vector<int>> forwardReaders(const RematProblem &problem) {
+  const BufferGraph &graph = *problem.graph;
+  std::vector<std::vector<int>> readers(graph.values.size());
+  for (int i = 0; i <= problem.forwardEnd && i < int(graph.nodes.size()); ++i)
+    for (int v : graph.nodes[i].inputs)
+      if (readers[v].empty() || readers[v].back() != i)
+        readers[v].push_back(i);
+  return readers;
+}
+
+std::vector<bool> chooseSelective(const RematProblem &problem) {
+  const BufferGraph &graph = *problem.graph;
+  std::vector<bool> dropped = chooseNone(problem);
+  std::vector<std::vector<int>> readers = forwardReaders(problem);
+  for (int v : problem.candidates) {
+    int def = graph.values[v].def;
+    dropped[v] = problem.sinkable[def] ||
+                 (problem.cheap[def] && readers[v].size() <= 1);
+  }
+  return dropped;
+}
+
+std::vector<bool> chooseBlocks(const RematProblem &problem,
+                               const std::vector<int> &blockOf) {
+  const BufferGraph &graph = *problem.graph;
+  std::vector<bool> dropped = chooseNone(problem);
+  std::vector<std::vector<int>> readers = forwardReaders(problem);
+  for (int v : problem.candidates) {
+    int def = graph.values[v].def;
+    int block = blockOf[def];
+    bool inside = block >= 0 &&
+                  std::all_of(readers[v].begin(), readers[v].end(),
+                              [&](int r) { return blockOf[r] == block; });
+    dropped[v] = problem.sinkable[def] || inside;
+  }
+  return dropped;
+}
+
+RematSolution evaluateRemat(const RematProblem &problem,
+                            const std::vector<bool> &dropped) {
+  RematSolution solution;
+  solution.dropped = dropped;
+  RematSchedule schedule = buildRematSchedule(problem, dropped);
+  solution.peak = computePeak(schedule.graph).bytes;
+  solution.addedFlops = schedule.addedFlops;
+  BufferLiveness liveness = computeLiveness(schedule.graph);
+  std::vector<BufferLifetime> lifetimes;
+  for (const BufferLiveness::Buffer &buffer : liveness.buffers)
+    lifetimes.push_back({buffer.bytes, buffer.start, buffer.end});
+  solution.arena = planArena(lifetimes).arenaSize;
+  solution.evaluations = 1;
+  return solution;
+}
+
+namespace {
+/// What the solver needs to know of a choice: how far above the target its
+/// live bytes go, summed over the schedule, its peak and its added FLOPs.
+struct Score {
+  int64_t excess = 0;
+  int64_t peak = 0;
+  int64_t addedFlops = 0;
+};
+
+class BudgetSolver {
+public:
+  BudgetSolver(const RematProblem &problem, int64_t target)
+      : problem(problem), target(target) {}
+
+  Score score(const std::vector<bool> &dropped) {
+    ++evaluations;
+    RematSchedule schedule = buildRematSchedule(problem, dropped);
+    Score result;
+    result.addedFlops = schedule.addedFlops;
+    for (int64_t live : computeLiveBytes(schedule.graph)) {
+      result.peak = std::max(result.peak, live);
+      result.excess += std::max<int64_t>(0, live - target);
+    }
+    return result;
+  }
+
+  /// Lazy greedy: drop the value removing the most excess per added FLOP
+  /// until the peak fits; scores are refreshed only when a stale one is on
+  /// top (they rarely grow as more is dropped).
+  std::vector<bool> greedy() {
+    std::vector<bool> dropped = chooseNone(problem);
+    Score current = score(dropped);
+    struct Item {
+      double priority;
+      int value;
+      int stamp;
+      bool operator<(const Item &o) const {
+        if (priority != o.priority)
+          return priority < o.priority;
+        return value > o.value; // deterministic: lower value id first
+      }
+    };
+    std::priority_queue<Item> heap;
+    auto priorityOf = [&](int value, Score &with) {
+      dropped[value] = true;
+      with = score(dropped);
+      dropped[value] = false;
+      int64_t gain = current.excess - with.excess;
+      if (gain <= 0)
+        return -1.0;
+      return double(gain) /
+             (double(with.addedFlops - current.addedFlops) + 1.0);
+    };
+    for (int v : problem.candidates) {
+      Score with;
+      double priority = priorityOf(v, with);
+      if (priority > 0)
+        heap.push({priority, v, 0});
+    }
+    int stamp = 0;
+    while (current.peak > target && !heap.empty()) {
+      Item top = heap.top();
+      heap.pop();
+      Score with;
+      if (top.stamp != stamp) {
+        double priority = priorityOf(top.value, with);
+        if (priority <= 0)
+          continue;
+        if (!heap.empty() && priority < heap.top().priority) {
+          heap.push({priority, top.value, stamp});
+          continue;
+        }
+      } else {
+        dropped[top.value] = true;
+        with = score(dropped);
+        dropped[top.value] = false;
+      }
+      dropped[top.value] = true;
+      current = with;
+      ++stamp;
+    }
+    return dropped;
+  }
+
+  /// Keeps again every dropped value the target allows, the one whose op
+  /// costs most first.
+  Score keepWhatFits(std::vector<bool> &dropped) {
+    const BufferGraph &graph = *problem.graph;
+    std::vector<int> order;
+    for (int v : problem.candidates)
+      if (dropped[v])
+        order.push_back(v);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return graph.nodes[graph.values[a].def].flops >
+             graph.nodes[graph.values[b].def].flops;
+    });
+    Score current = score(dropped);
+    for (int v : order) {
+      dropped[v] = false;
+      Score without = score(dropped);
+      if (without.peak <= target && without.addedFlops <= current.addedFlops)
+        current = without;
+      else
+        dropped[v] = true;
+    }
+    return current;
+  }
+
+  int evaluations = 0;
+
+private:
+  const RematProblem &problem;
+  int64_t target;
+};
+} // namespace
+
+RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
+                               int64_t persistentBytes) {
+  int evaluations = 0;
+  int64_t target = budget - persistentBytes;
+  std::vector<bool> everything = chooseNone(problem);
+  for (int v : problem.candidates)
+    everything[v] = true;
+
+  // The target is on the peak of live bytes; placement can need a little
+  // more than the peak, so tighten it by the overshoot and solve again.
+  for (int attempt = 0; attempt < 4 && target > 0; ++attempt) {
+    BudgetSolver solver(problem, target);
+    // Two starts, both ending with the reverse pass: the greedy from
+    // nothing dropped, and everything dropped.
+    std::vector<bool> fromGreedy = solver.greedy();
+    Score greedyScore = solver.keepWhatFits(fromGreedy);
+    std::vector<bool> fromAll = everything;
+    Score allScore = solver.keepWhatFits(fromAll);
+    evaluations += solver.evaluations;
+    bool greedyFits = greedyScore.peak <= target;
+    bool allFits = allScore.peak <= target;
+    if (!greedyFits && !allFits)
+      break;
+    std::vector<bool> &best =
+        greedyFits && (!allFits || greedyScore.addedFlops <= allScore.addedFlops)
+            ? fromGreedy
+            : fromAll;
+    RematSolution solution = evaluateRemat(problem, best);
+    solution.evaluations = evaluations + 1;
+    if (persistentBytes + solution.arena <= budget) {
+      solution.feasible = true;
+      return solution;
+    }
+    target -= persistentBytes + solution.arena - budget;
+  }
+  // Nothing fits: the smallest peak within reach, with everything dropped.
+  RematSolution floor = evaluateRemat(problem, everything);
+  floor.evaluations += evaluations;
+  floor.feasible = false;
+  return floor;
+}
+
+std::optional<int64_t> parseByteSize(const std::string &text) {
+  size_t i = 0;
+  while (i < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
+  if (i == 0)
+    return std::nullopt;
+  std::string number = text.substr(0, i), unit = text.substr(i);
+  if (std::count(number.begin(), number.end(), '.') > 1)
+    return std::nullopt;
+  double value = std::strtod(number.c_str(), nullptr);
+  static const std::pair<const char *, double> units[] = {
+      {"", 1.0},           {"B", 1.0},
+      {"KiB", 1024.0},     {"MiB", 1024.0 * 1024},
+      {"GiB", 1024.0 * 1024 * 1024}, {"TiB", 1024.0 * 1024 * 1024 * 1024},
+      {"KB", 1e3},         {"MB", 1e6},
+      {"GB", 1e9},         {"TB", 1e12}};
+  for (auto [name, scale] : units) {
+    if (unit != name)
+      continue;
+    double bytes = std::floor(value * scale);
+    if (!std::isfinite(bytes) || bytes < 1.0 || bytes > 9.0e18)
+      return std::nullopt;
+    return int64_t(bytes);
+  }
+  return std::nullopt;
+}
+
+} // namespace tgc

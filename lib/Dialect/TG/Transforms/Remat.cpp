@@ -1,0 +1,282 @@
+//===- Remat.cpp - the tg-remat pass --------------------------------------===//
+//
+// Glue between a training step and the rematerialization analysis
+// (tgc/Analysis/Remat.h): builds the step's buffer graph, asks the policy
+// (or the budget solver) which forward values to drop, and rewrites the IR
+// to the schedule the analysis planned: recomputing ops are clones marked
+// `tg.remat`, inserted before the first backward reader. The rewritten step
+// is planned again and must reach exactly the peak the analysis predicted.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Analysis/MemoryPlan.h"
+#include "tgc/Analysis/Remat.h"
+#include "tgc/Analysis/Report.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <chrono>
+
+#define DEBUG_TYPE "tg-remat"
+
+namespace tgc::tg {
+#define GEN_PASS_DEF_TGREMAT
+#include "tgc/Dialect/TG/Transforms/Passes.h.inc"
+} // namespace tgc::tg
+
+using namespace mlir;
+using namespace tgc;
+
+namespace {
+
+/// The name scope of a location: the name of a NameLoc, looked for inside
+/// fused and call-site locations too.
+static std::optional<StringRef> scopeOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().getValue();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto scope = scopeOf(inner))
+        return scope;
+  if (auto site = dyn_cast<CallSiteLoc>(loc))
+    return scopeOf(site.getCallee());
+  return std::nullopt;
+}
+
+/// The block a scope belongs to: its prefix up to the first component that
+/// is an index ("transformer.h.3.attn" -> "transformer.h.3").
+static std::optional<std::string> blockKeyOf(StringRef scope) {
+  SmallVector<StringRef> parts;
+  scope.split(parts, '.');
+  for (size_t i = 1; i < parts.size(); ++i)
+    if (!parts[i].empty() && llvm::all_of(parts[i], llvm::isDigit))
+      return llvm::join(ArrayRef(parts).take_front(i + 1), ".");
+  return std::nullopt;
+}
+
+static std::string describe(Operation *op) {
+  std::string out = op->getName().getStringRef().str();
+  if (auto scope = scopeOf(op->getLoc()))
+    out += " (" + scope->str() + ")";
+  return out;
+}
+
+struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
+  using TGRematBase::TGRematBase;
+
+  void runOnOperation() override {
+    if (failed(parsePolicy()))
+      return signalPassFailure();
+    for (auto function : getOperation().getOps<func::FuncOp>())
+      if (function->hasAttr(tg::TGDialect::kTrainStepAttr))
+        if (failed(runOnStep(function)))
+          return signalPassFailure();
+  }
+
+  LogicalResult parsePolicy() {
+    StringRef text = policy;
+    if (text == "none" || text == "selective" || text == "blocks") {
+      kind = text.str();
+      return success();
+    }
+    if (text.consume_front("budget=") || text.consume_front("budget:")) {
+      kind = "budget";
+      if (std::optional<int64_t> bytes = parseByteSize(text.str())) {
+        budget = *bytes;
+        return success();
+      }
+      return getOperation().emitError("tg-remat: the budget must be a "
+                                      "positive size such as 6GiB, 512MiB "
+                                      "or 1000000 (bytes), found '")
+             << text << "'";
+    }
+    return getOperation().emitError("tg-remat: unknown policy '")
+           << policy << "' (expected none, selective, blocks or "
+                        "budget=<size>)";
+  }
+
+  LogicalResult runOnStep(func::FuncOp function) {
+    auto start = std::chrono::steady_clock::now();
+    FailureOr<StepGraph> built = buildStepGraph(function, alignment);
+    if (failed(built))
+      return failure();
+    StepGraph &step = *built;
+    if (step.forwardEnd < 0)
+      return function.emitOpError("tg-remat needs the loss (a result marked "
+                                  "tg.loss) to tell the forward pass from "
+                                  "the backward pass");
+    int64_t persistent = 0;
+    for (Type type : function.getArgumentTypes())
+      persistent += alignTo(tg::getTensorBytes(type), alignment);
+    if (!exportGraph.empty() && failed(writeGraph(step, persistent)))
+      return failure();
+
+    RematProblem problem = makeRematProblem(step.graph, step.forwardEnd);
+    std::vector<bool> dropped;
+    if (kind == "none") {
+      dropped = chooseNone(problem);
+    } else if (kind == "selective") {
+      dropped = chooseSelective(problem);
+    } else if (kind == "blocks") {
+      FailureOr<std::vector<int>> blocks = findBlocks(function, step);
+      if (failed(blocks))
+        return failure();
+      dropped = chooseBlocks(problem, *blocks);
+    } else {
+      RematSolution solution =
+          solveRematBudget(problem, budget, persistent);
+      if (!solution.feasible)
+        return function.emitOpError("tg-remat: no choice of recomputation "
+                                    "fits the budget of ")
+               << formatBytes(budget) << " (" << budget
+               << " bytes): the smallest planned peak tgc reaches is "
+               << formatBytes(persistent + solution.arena) << " ("
+               << persistent + solution.arena
+               << " bytes: persistent " << formatBytes(persistent)
+               << " + transient " << formatBytes(solution.arena)
+               << "), by recomputing every forward value the backward pass "
+                  "reads (--remat=budget="
+               << persistent + solution.arena << ")";
+      dropped = solution.dropped;
+    }
+    int64_t before = computePeak(step.graph).bytes;
+    RematSchedule schedule = buildRematSchedule(problem, dropped);
+    int64_t predicted = computePeak(schedule.graph).bytes;
+    rewrite(function, step, dropped, schedule);
+
+    // The rewritten step must be exactly the schedule the analysis planned.
+    FailureOr<StepGraph> after = buildStepGraph(function, alignment);
+    if (failed(after))
+      return failure();
+    int64_t planned = computePeak(after->graph).bytes;
+    if (planned != predicted)
+      return function.emitOpError("internal error in tg-remat: the "
+                                  "rewritten step peaks at ")
+             << planned << " bytes, the analysis predicted " << predicted;
+
+    numRecomputedOps += schedule.recomputedNodes;
+    numAddedFlops += schedule.addedFlops;
+    if (printSummary && kind != "none") {
+      int64_t flops = 0;
+      for (const BufferGraph::Node &node : step.graph.nodes)
+        flops += node.flops;
+      double ms = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+      llvm::errs() << "tg-remat: @" << function.getSymName() << " policy "
+                   << policy << ": " << schedule.recomputedNodes
+                   << " ops recomputed, added FLOPs " << schedule.addedFlops << " ("
+                   << llvm::format("%.2f", flops ? 100.0 *
+                                       double(schedule.addedFlops) /
+                                       double(flops) : 0.0)
+                   << "% of " << flops << "), peak live " << before << " -> "
+                   << planned << " bytes (persistent " << persistent
+                   << "), " << llvm::format("%.1f", ms) << " ms\n";
+    }
+    return success();
+  }
+
+  /// Each forward node's block (-1 outside blocks), from the name scopes.
+  FailureOr<std::vector<int>> findBlocks(func::FuncOp function,
+                                         const StepGraph &step) {
+    std::vector<int> blockOf(step.graph.nodes.size(), -1);
+    llvm::StringMap<int> ids;
+    for (int i = 0; i <= step.forwardEnd; ++i) {
+      std::optional<StringRef> scope = scopeOf(step.ops[i]->getLoc());
+      if (!scope)
+        continue;
+      if (std::optional<std::string> key = blockKeyOf(*scope))
+        blockOf[i] = ids.try_emplace(*key, int(ids.size())).first->second;
+    }
+    if (ids.size() < 2)
+      return function.emitOpError("tg-remat: policy 'blocks' found ")
+             << ids.size()
+             << " blocks; it needs repeated blocks, named by the forward "
+                "ops' name scopes with an index ('layers.0', "
+                "'transformer.h.0'). Use 'selective' or 'budget=<size>'";
+    return blockOf;
+  }
+
+  /// Reorders and clones the step's ops into the analysis's schedule.
+  void rewrite(func::FuncOp function, const StepGraph &step,
+               const std::vector<bool> &dropped,
+               const RematSchedule &schedule) {
+    Block &body = function.getBody().front();
+    Operation *terminator = body.getTerminator();
+    OpBuilder builder(terminator);
+    auto isDropped = [&](Value value) {
+      auto it = step.valueOf.find(value);
+      return it != step.valueOf.end() && dropped[it->second];
+    };
+    // The backward copy of each dropped value (and of views of it).
+    llvm::DenseMap<Value, Value> copyOf;
+    std::function<Value(Value)> remap = [&](Value value) -> Value {
+      if (auto it = copyOf.find(value); it != copyOf.end())
+        return it->second;
+      // A view (reshape) of a dropped value that was recomputed: view the
+      // copy.
+      auto reshape = value.getDefiningOp<tg::ReshapeOp>();
+      if (reshape && isDropped(value)) {
+        Value source = remap(reshape.getInput());
+        if (source != reshape.getInput()) {
+          Operation *view = builder.clone(*reshape);
+          view->setOperand(0, source);
+          view->setAttr(tg::TGDialect::kRematAttr, builder.getUnitAttr());
+          copyOf[value] = view->getResult(0);
+          return view->getResult(0);
+        }
+      }
+      return value;
+    };
+    for (const RematSchedule::Entry &entry : schedule.entries) {
+      Operation *op = step.ops[entry.node];
+      if (op == terminator) {
+        for (OpOperand &operand : op->getOpOperands())
+          operand.set(remap(operand.get()));
+        continue;
+      }
+      SmallVector<Value> operands;
+      for (Value operand : op->getOperands())
+        operands.push_back(remap(operand));
+      if (!entry.recompute) {
+        op->setOperands(operands);
+        op->moveBefore(terminator);
+        continue;
+      }
+      Operation *clone = builder.clone(*op);
+      clone->setOperands(operands);
+      clone->setAttr(tg::TGDialect::kRematAttr, builder.getUnitAttr());
+      for (auto [original, copy] :
+           llvm::zip(op->getResults(), clone->getResults()))
+        if (isDropped(original))
+          copyOf[original] = copy;
+    }
+  }
+
+  LogicalResult writeGraph(const StepGraph &step, int64_t persistent) {
+    std::vector<std::string> names;
+    std::vector<bool> forward;
+    for (auto [i, op] : llvm::enumerate(step.ops)) {
+      names.push_back(describe(op));
+      forward.push_back(int(i) <= step.forwardEnd);
+    }
+    std::string error;
+    auto file = openOutputFile(exportGraph, &error);
+    if (!file)
+      return getOperation().emitError("tg-remat: ") << error;
+    file->os() << writeBufferGraphJSON(step.graph, names, forward, persistent);
+    file->keep();
+    return success();
+  }
+
+  std::string kind;
+  int64_t budget = 0;
+};
+
+} // namespace
