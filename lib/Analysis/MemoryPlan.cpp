@@ -161,7 +161,8 @@ static bool canReuse(Operation *op, unsigned result, unsigned operand) {
   return inPlace && inPlace.canReuseOperandBuffer(result, operand);
 }
 
-FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment) {
+FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
+                                    bool inPlace) {
   StepGraph step;
   if (!function.getBody().hasOneBlock())
     return function.emitOpError("the memory planner plans functions of one "
@@ -279,7 +280,7 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment) {
       step.kinds.push_back(kind);
       for (OpOperand &operand : op->getOpOperands()) {
         auto input = step.valueOf.find(operand.get());
-        if (input != step.valueOf.end() && input->second != value &&
+        if (inPlace && input != step.valueOf.end() && input->second != value &&
             canReuse(op, result.getResultNumber(), operand.getOperandNumber()))
           graph.nodes[node].reuse.push_back({value, input->second});
       }
@@ -289,8 +290,8 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment) {
 }
 
 FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp function,
-                                        int64_t alignment) {
-  FailureOr<StepGraph> built = buildStepGraph(function, alignment);
+                                        int64_t alignment, bool inPlace) {
+  FailureOr<StepGraph> built = buildStepGraph(function, alignment, inPlace);
   if (failed(built))
     return failure();
   StepGraph &step = *built;
@@ -375,22 +376,19 @@ FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp function,
   return plan;
 }
 
-static int64_t plansComputedCount = 0;
-
 MemoryPlanAnalysis::MemoryPlanAnalysis(Operation *op)
     : function(cast<func::FuncOp>(op)) {}
 
-const MemoryPlan *MemoryPlanAnalysis::getPlan(int64_t requested) {
-  if (!computed || requested != alignment) {
+const MemoryPlan *MemoryPlanAnalysis::getPlan(int64_t requested,
+                                              bool reuse) {
+  if (!computed || requested != alignment || reuse != inPlace) {
     computed = true;
     alignment = requested;
-    ++plansComputedCount;
-    plan = computeMemoryPlan(function, alignment);
+    inPlace = reuse;
+    plan = computeMemoryPlan(function, alignment, inPlace);
   }
   return succeeded(plan) ? &*plan : nullptr;
 }
-
-int64_t MemoryPlanAnalysis::plansComputed() { return plansComputedCount; }
 
 //===----------------------------------------------------------------------===//
 // Reports

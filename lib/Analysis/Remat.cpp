@@ -10,6 +10,8 @@
 #include "tgc/Analysis/Remat.h"
 #include "tgc/Analysis/MemoryPlan.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -142,10 +144,21 @@ std::vector<bool> chooseSelective(const RematProblem &problem) {
   const BufferGraph &graph = *problem.graph;
   std::vector<bool> dropped = chooseNone(problem);
   std::vector<std::vector<int>> readers = forwardReaders(problem);
-  for (int v : problem.candidates) {
+  // Last to first: a dropped value's operands are kept, so every
+  // recomputation is one cheap op on kept operands (gelu from its input,
+  // which gelu's gradient reads anyway), never a chain.
+  std::vector<bool> keep(graph.values.size(), false);
+  for (int v : llvm::reverse(problem.candidates)) {
     int def = graph.values[v].def;
-    dropped[v] = problem.sinkable[def] ||
-                 (problem.cheap[def] && readers[v].size() <= 1);
+    if (problem.sinkable[def]) {
+      dropped[v] = true;
+      continue;
+    }
+    if (keep[v] || !problem.cheap[def] || readers[v].size() > 1)
+      continue;
+    dropped[v] = true;
+    for (int input : graph.nodes[def].inputs)
+      keep[input] = true;
   }
   return dropped;
 }
@@ -191,28 +204,162 @@ struct Score {
   int64_t addedFlops = 0;
 };
 
-class BudgetSolver {
+/// buildRematSchedule and computeLiveBytes fused over flat arrays that are
+/// reused from one call to the next: the solver's inner loop, thousands of
+/// calls on GPT-2 1558M, allocates nothing. The same rules as
+/// buildRematSchedule (solveRematBudget checks that they agree).
+class ScheduleSimulator {
 public:
-  BudgetSolver(const RematProblem &problem, int64_t target)
-      : problem(problem), target(target) {}
+  explicit ScheduleSimulator(const RematProblem &problem)
+      : problem(problem), graph(*problem.graph) {
+    size_t n = graph.nodes.size(), values = graph.values.size();
+    current.resize(values);
+    copied.resize(values);
+    emitted.resize(n);
+    inputStart.reserve(2 * n);
+    inputs.reserve(4 * n);
+  }
 
-  Score score(const std::vector<bool> &dropped) {
-    ++evaluations;
-    RematSchedule schedule = buildRematSchedule(problem, dropped);
+  Score run(const std::vector<bool> &dropped, int64_t target) {
+    const std::vector<bool> *saved = droppedSet;
+    droppedSet = &dropped;
+    std::fill(current.begin(), current.end(), -1);
+    std::fill(copied.begin(), copied.end(), 0);
+    std::fill(emitted.begin(), emitted.end(), 0);
+    entryNode.clear();
+    inputStart.clear();
+    inputs.clear();
+    firstOutput.clear();
+    reuseStart.clear();
+    reuse.clear();
+    bytes.clear();
+    added = 0;
+    int n = int(graph.nodes.size());
+    for (int i = 0; i < n; ++i) {
+      if (emitted[i] || (i <= problem.forwardEnd && problem.sinkable[i]))
+        continue;
+      bool backward = i > problem.forwardEnd;
+      for (int input : graph.nodes[i].inputs)
+        prepare(input, backward);
+      emit(i, false, backward);
+      emitted[i] = 1;
+    }
+    inputStart.push_back(int(inputs.size()));
+    reuseStart.push_back(int(reuse.size()));
+    firstOutput.push_back(int(bytes.size()));
+    droppedSet = saved;
+    return sweep(target);
+  }
+
+private:
+  void emit(int index, bool recompute, bool forBackward) {
+    const BufferGraph::Node &node = graph.nodes[index];
+    int at = int(entryNode.size());
+    entryNode.push_back(index);
+    inputStart.push_back(int(inputs.size()));
+    for (int v : node.inputs)
+      inputs.push_back(current[v]);
+    reuseStart.push_back(int(reuse.size()));
+    int first = int(bytes.size());
+    firstOutput.push_back(first);
+    for (auto [output, input] : node.reuse) {
+      auto it = std::find(node.outputs.begin(), node.outputs.end(), output);
+      reuse.push_back({first + int(it - node.outputs.begin()), current[input]});
+    }
+    for (int v : node.outputs) {
+      int id = int(bytes.size());
+      bytes.push_back(graph.values[v].bytes);
+      if (!recompute || (*droppedSet)[v]) {
+        current[v] = id;
+        copied[v] = forBackward;
+      }
+    }
+    (void)at;
+    if (recompute)
+      added += node.flops;
+  }
+
+  void prepare(int value, bool backward) {
+    int def = graph.values[value].def;
+    bool again = backward && (*droppedSet)[value] && !copied[value];
+    if (emitted[def] && !again)
+      return;
+    for (int input : graph.nodes[def].inputs)
+      prepare(input, backward);
+    emit(def, emitted[def], backward);
+    emitted[def] = 1;
+  }
+
+  /// The memory model of BufferGraph's walkSchedule, on the flat arrays.
+  Score sweep(int64_t target) {
     Score result;
-    result.addedFlops = schedule.addedFlops;
-    for (int64_t live : computeLiveBytes(schedule.graph)) {
+    result.addedFlops = added;
+    int entries = int(entryNode.size());
+    size_t instances = bytes.size();
+    lastUse.assign(instances, -1);
+    stamp.assign(instances, -1);
+    taken.assign(instances, -1);
+    for (int e = 0; e < entries; ++e) {
+      for (int o = firstOutput[e]; o < firstOutput[e + 1]; ++o)
+        lastUse[o] = e;
+      for (int k = inputStart[e]; k < inputStart[e + 1]; ++k)
+        lastUse[inputs[k]] = e;
+    }
+    int64_t live = 0;
+    for (int e = 0; e < entries; ++e) {
+      for (int o = firstOutput[e]; o < firstOutput[e + 1]; ++o)
+        live += bytes[o];
+      for (int k = reuseStart[e]; k < reuseStart[e + 1]; ++k) {
+        auto [output, input] = reuse[k];
+        if (lastUse[input] != e || taken[input] == e || taken[output] == e ||
+            bytes[input] != bytes[output])
+          continue;
+        taken[input] = taken[output] = e;
+        live -= bytes[output];
+      }
       result.peak = std::max(result.peak, live);
       result.excess += std::max<int64_t>(0, live - target);
+      for (int k = inputStart[e]; k < inputStart[e + 1]; ++k) {
+        int input = inputs[k];
+        if (stamp[input] == e)
+          continue;
+        stamp[input] = e;
+        if (lastUse[input] == e && taken[input] != e)
+          live -= bytes[input];
+      }
+      for (int o = firstOutput[e]; o < firstOutput[e + 1]; ++o)
+        if (lastUse[o] == e)
+          live -= bytes[o];
     }
     return result;
   }
 
-  /// Lazy greedy: drop the value removing the most excess per added FLOP
-  /// until the peak fits; scores are refreshed only when a stale one is on
-  /// top (they rarely grow as more is dropped).
-  std::vector<bool> greedy() {
-    std::vector<bool> dropped = chooseNone(problem);
+  const RematProblem &problem;
+  const BufferGraph &graph;
+  const std::vector<bool> *droppedSet = nullptr;
+  std::vector<int> current;
+  std::vector<char> copied, emitted;
+  std::vector<int> entryNode, inputStart, inputs, firstOutput, reuseStart;
+  std::vector<std::pair<int, int>> reuse;
+  std::vector<int64_t> bytes;
+  std::vector<int> lastUse, stamp, taken;
+  int64_t added = 0;
+};
+
+class BudgetSolver {
+public:
+  BudgetSolver(const RematProblem &problem, int64_t target)
+      : problem(problem), target(target), simulator(problem) {}
+
+  Score score(const std::vector<bool> &dropped) {
+    ++evaluations;
+    return simulator.run(dropped, target);
+  }
+
+  /// Lazy greedy from `dropped`: drop the value removing the most excess
+  /// per added FLOP until the peak fits; scores are refreshed only when a
+  /// stale one is on top (they rarely grow as more is dropped).
+  std::vector<bool> greedy(std::vector<bool> dropped) {
     Score current = score(dropped);
     struct Item {
       double priority;
@@ -235,7 +382,18 @@ public:
       return double(gain) /
              (double(with.addedFlops - current.addedFlops) + 1.0);
     };
+    if (current.peak <= target)
+      return dropped;
+    // A value only the forward pass reads gains nothing dropped alone (no
+    // recomputation reads it yet); the structured starts cover those.
+    std::vector<bool> readBackward(problem.graph->values.size(), false);
+    for (int i = problem.forwardEnd + 1;
+         i < int(problem.graph->nodes.size()); ++i)
+      for (int v : problem.graph->nodes[i].inputs)
+        readBackward[v] = true;
     for (int v : problem.candidates) {
+      if (dropped[v] || !readBackward[v])
+        continue;
       Score with;
       double priority = priorityOf(v, with);
       if (priority > 0)
@@ -295,49 +453,61 @@ public:
 private:
   const RematProblem &problem;
   int64_t target;
+  ScheduleSimulator simulator;
 };
 } // namespace
 
-RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
-                               int64_t persistentBytes) {
-  int evaluations = 0;
-  int64_t target = budget - persistentBytes;
-  std::vector<bool> everything = chooseNone(problem);
+std::vector<bool> chooseCheckpoints(const RematProblem &problem) {
+  const BufferGraph &graph = *problem.graph;
+  std::vector<bool> dropped = chooseNone(problem);
+  std::vector<std::vector<int>> readers = forwardReaders(problem);
   for (int v : problem.candidates)
-    everything[v] = true;
+    dropped[v] = problem.sinkable[graph.values[v].def] || readers[v].size() <= 1;
+  return dropped;
+}
 
-  // The target is on the peak of live bytes; placement can need a little
-  // more than the peak, so tighten it by the overshoot and solve again.
-  for (int attempt = 0; attempt < 4 && target > 0; ++attempt) {
-    BudgetSolver solver(problem, target);
-    // Two starts, both ending with the reverse pass: the greedy from
-    // nothing dropped, and everything dropped.
-    std::vector<bool> fromGreedy = solver.greedy();
-    Score greedyScore = solver.keepWhatFits(fromGreedy);
-    std::vector<bool> fromAll = everything;
-    Score allScore = solver.keepWhatFits(fromAll);
-    evaluations += solver.evaluations;
-    bool greedyFits = greedyScore.peak <= target;
-    bool allFits = allScore.peak <= target;
-    if (!greedyFits && !allFits)
-      break;
-    std::vector<bool> &best =
-        greedyFits && (!allFits || greedyScore.addedFlops <= allScore.addedFlops)
-            ? fromGreedy
-            : fromAll;
-    RematSolution solution = evaluateRemat(problem, best);
-    solution.evaluations = evaluations + 1;
-    if (persistentBytes + solution.arena <= budget) {
-      solution.feasible = true;
-      return solution;
+RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
+                               int64_t persistentBytes,
+                               const std::vector<int> *blockOf) {
+  // Starting points: nothing dropped, and structured choices the greedy
+  // cannot reach one value at a time (dropping a whole segment between
+  // checkpoints pays only once all of it is dropped).
+  std::vector<std::vector<bool>> starts = {chooseNone(problem),
+                                           chooseSelective(problem),
+                                           chooseCheckpoints(problem)};
+  if (blockOf)
+    starts.push_back(chooseBlocks(problem, *blockOf));
+
+  int evaluations = 0;
+  std::optional<RematSolution> best, lowest;
+  for (const std::vector<bool> &start : starts) {
+    // The target is on the peak of live bytes; placement can need a little
+    // more than the peak, so tighten it by the overshoot and solve again.
+    int64_t target = budget - persistentBytes;
+    for (int attempt = 0; attempt < 3 && target > 0; ++attempt) {
+      BudgetSolver solver(problem, target);
+      std::vector<bool> dropped = solver.greedy(start);
+      Score score = solver.keepWhatFits(dropped);
+      evaluations += solver.evaluations;
+      if (best && score.addedFlops >= best->addedFlops)
+        break; // cannot improve on what already fits
+      RematSolution solution = evaluateRemat(problem, dropped);
+      solution.simulatedPeak = score.peak;
+      if (!lowest || solution.arena < lowest->arena)
+        lowest = solution;
+      if (score.peak > target)
+        break;
+      if (persistentBytes + solution.arena <= budget) {
+        solution.feasible = true;
+        best = solution;
+        break;
+      }
+      target -= persistentBytes + solution.arena - budget;
     }
-    target -= persistentBytes + solution.arena - budget;
   }
-  // Nothing fits: the smallest peak within reach, with everything dropped.
-  RematSolution floor = evaluateRemat(problem, everything);
-  floor.evaluations += evaluations;
-  floor.feasible = false;
-  return floor;
+  RematSolution result = best ? *best : *lowest;
+  result.evaluations = evaluations;
+  return result;
 }
 
 std::optional<int64_t> parseByteSize(const std::string &text) {

@@ -100,8 +100,11 @@ struct StepGraph {
 /// function of tensors in one block). Emits a diagnostic and fails on ops
 /// with regions, which the planner does not plan yet, and when an update
 /// cannot be written in place.
+/// `inPlace` false disables in-place reuse of transient buffers (to
+/// measure what it saves).
 mlir::FailureOr<StepGraph> buildStepGraph(mlir::func::FuncOp function,
-                                          int64_t alignment);
+                                          int64_t alignment,
+                                          bool inPlace = true);
 
 struct PlannedBuffer {
   /// The op (in schedule order) defining the buffer's first value and its
@@ -167,7 +170,8 @@ struct MemoryPlan {
 /// Plans `function`, a tg.train_step (or any function of tensors). Emits a
 /// diagnostic and fails when the function cannot be planned.
 mlir::FailureOr<MemoryPlan> computeMemoryPlan(mlir::func::FuncOp function,
-                                              int64_t alignment = 256);
+                                              int64_t alignment = 256,
+                                              bool inPlace = true);
 
 /// The plan as an MLIR analysis of a func.func: computed once per pipeline
 /// run and shared by the passes that need it (tg-plan-memory's report, the
@@ -178,14 +182,12 @@ public:
 
   /// The plan at `alignment`, computed on first request (diagnostics are
   /// emitted then); null when the function cannot be planned.
-  const MemoryPlan *getPlan(int64_t alignment);
-
-  /// How many plans this analysis has computed (for tests of caching).
-  static int64_t plansComputed();
+  const MemoryPlan *getPlan(int64_t alignment, bool inPlace = true);
 
 private:
   mlir::func::FuncOp function;
   int64_t alignment = 0;
+  bool inPlace = true;
   bool computed = false;
   mlir::FailureOr<MemoryPlan> plan = mlir::failure();
 };

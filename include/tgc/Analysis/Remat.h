@@ -70,7 +70,8 @@ RematSchedule buildRematSchedule(const RematProblem &problem,
 /// The policies.
 std::vector<bool> chooseNone(const RematProblem &problem);
 /// Recompute values of cheap ops read by one forward op (not the residual
-/// stream), as llm.c's recompute of GeLU and layer norm.
+/// stream) from kept operands, one op each, as llm.c's recompute of GeLU
+/// and layer norm.
 std::vector<bool> chooseSelective(const RematProblem &problem);
 /// Keep each block's inputs and outputs, recompute what is inside it (as
 /// Hugging Face's gradient checkpointing). `blockOf` gives each node's block
@@ -82,6 +83,9 @@ std::vector<bool> chooseBlocks(const RematProblem &problem,
 struct RematSolution {
   std::vector<bool> dropped;
   int64_t peak = 0;  // peak live transient bytes of its schedule
+  /// The same peak as the solver's simulator computed it (must equal
+  /// `peak`: two implementations of one model, checked by tg-remat).
+  int64_t simulatedPeak = 0;
   int64_t arena = 0; // transient arena after placement
   int64_t addedFlops = 0;
   int evaluations = 0;
@@ -91,11 +95,19 @@ struct RematSolution {
 /// Chooses dropped values so that `persistentBytes` + the transient arena is
 /// at most `budget`, adding as few FLOPs as it can: a lazy greedy on the
 /// excess over the budget per added FLOP, then a reverse pass that keeps
-/// again every value the budget allows, most expensive first. When no
-/// choice fits, `feasible` is false and the solution is the smallest peak
-/// found.
+/// again every value the budget allows, most expensive first; run from
+/// several starting points (nothing dropped, `selective`, the checkpoints
+/// of chooseCheckpoints, and `blocks` when `blockOf` is given), keeping the
+/// fewest added FLOPs. When no choice fits, `feasible` is false and the
+/// solution is the smallest arena found.
 RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
-                               int64_t persistentBytes);
+                               int64_t persistentBytes,
+                               const std::vector<int> *blockOf = nullptr);
+
+/// Keep the values several forward ops read (the residual stream: the
+/// checkpoints of a chain of blocks) and drop the rest; a structural
+/// starting point of the solver that needs no name scopes.
+std::vector<bool> chooseCheckpoints(const RematProblem &problem);
 
 /// Peak and arena of a choice.
 RematSolution evaluateRemat(const RematProblem &problem,

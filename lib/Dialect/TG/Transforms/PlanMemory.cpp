@@ -58,7 +58,7 @@ struct PlanMemoryPass : tgc::tg::impl::TGPlanMemoryBase<PlanMemoryPass> {
     for (func::FuncOp function : functions) {
       const tgc::MemoryPlan *plan =
           getChildAnalysis<tgc::MemoryPlanAnalysis>(function).getPlan(
-              alignment);
+              alignment, inPlace);
       if (!plan)
         return signalPassFailure();
       if (failed(checkLayout(function, *plan)))

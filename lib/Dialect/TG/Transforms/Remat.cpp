@@ -108,7 +108,7 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
       return failure();
     StepGraph &step = *built;
     if (step.forwardEnd < 0)
-      return function.emitOpError("tg-remat needs the loss (a result marked "
+      return emitError(function.getLoc(), "tg-remat needs the loss (a result marked "
                                   "tg.loss) to tell the forward pass from "
                                   "the backward pass");
     int64_t persistent = 0;
@@ -124,26 +124,41 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
     } else if (kind == "selective") {
       dropped = chooseSelective(problem);
     } else if (kind == "blocks") {
-      FailureOr<std::vector<int>> blocks = findBlocks(function, step);
-      if (failed(blocks))
-        return failure();
-      dropped = chooseBlocks(problem, *blocks);
+      std::vector<int> blocks;
+      int count = findBlocks(step, blocks);
+      if (count < 2)
+        return emitError(function.getLoc(), "tg-remat: policy 'blocks' found ")
+               << count
+               << " blocks; it needs repeated blocks, named by the forward "
+                  "ops' name scopes with an index ('layers.0', "
+                  "'transformer.h.0'). Use 'selective' or 'budget=<size>'";
+      dropped = chooseBlocks(problem, blocks);
     } else {
-      RematSolution solution =
-          solveRematBudget(problem, budget, persistent);
+      std::vector<int> blocks;
+      bool haveBlocks = findBlocks(step, blocks) >= 2;
+      RematSolution solution = solveRematBudget(
+          problem, budget, persistent, haveBlocks ? &blocks : nullptr);
+      if (solution.simulatedPeak != solution.peak)
+        return emitError(function.getLoc(),
+                         "internal error in tg-remat: the solver simulated a "
+                         "peak of ")
+               << solution.simulatedPeak << " bytes, the schedule has "
+               << solution.peak;
       if (!solution.feasible)
-        return function.emitOpError("tg-remat: no choice of recomputation "
-                                    "fits the budget of ")
+        return emitError(function.getLoc(), "tg-remat: no choice of "
+                                            "recomputation fits the budget of ")
                << formatBytes(budget) << " (" << budget
                << " bytes): the smallest planned peak tgc reaches is "
                << formatBytes(persistent + solution.arena) << " ("
                << persistent + solution.arena
                << " bytes: persistent " << formatBytes(persistent)
                << " + transient " << formatBytes(solution.arena)
-               << "), by recomputing every forward value the backward pass "
-                  "reads (--remat=budget="
-               << persistent + solution.arena << ")";
+               << "), which --remat=budget="
+               << persistent + solution.arena << " reaches by recomputing "
+               << buildRematSchedule(problem, solution.dropped).recomputedNodes
+               << " ops";
       dropped = solution.dropped;
+      evaluations = solution.evaluations;
     }
     int64_t before = computePeak(step.graph).bytes;
     RematSchedule schedule = buildRematSchedule(problem, dropped);
@@ -156,7 +171,7 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
       return failure();
     int64_t planned = computePeak(after->graph).bytes;
     if (planned != predicted)
-      return function.emitOpError("internal error in tg-remat: the "
+      return emitError(function.getLoc(), "internal error in tg-remat: the "
                                   "rewritten step peaks at ")
              << planned << " bytes, the analysis predicted " << predicted;
 
@@ -177,15 +192,18 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
                                        double(flops) : 0.0)
                    << "% of " << flops << "), peak live " << before << " -> "
                    << planned << " bytes (persistent " << persistent
-                   << "), " << llvm::format("%.1f", ms) << " ms\n";
+                   << "), " << llvm::format("%.1f", ms) << " ms";
+      if (kind == "budget")
+        llvm::errs() << " (" << evaluations << " schedules evaluated)";
+      llvm::errs() << "\n";
     }
     return success();
   }
 
-  /// Each forward node's block (-1 outside blocks), from the name scopes.
-  FailureOr<std::vector<int>> findBlocks(func::FuncOp function,
-                                         const StepGraph &step) {
-    std::vector<int> blockOf(step.graph.nodes.size(), -1);
+  /// Each forward node's block (-1 outside blocks), from the name scopes;
+  /// returns how many blocks there are.
+  int findBlocks(const StepGraph &step, std::vector<int> &blockOf) {
+    blockOf.assign(step.graph.nodes.size(), -1);
     llvm::StringMap<int> ids;
     for (int i = 0; i <= step.forwardEnd; ++i) {
       std::optional<StringRef> scope = scopeOf(step.ops[i]->getLoc());
@@ -194,13 +212,7 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
       if (std::optional<std::string> key = blockKeyOf(*scope))
         blockOf[i] = ids.try_emplace(*key, int(ids.size())).first->second;
     }
-    if (ids.size() < 2)
-      return function.emitOpError("tg-remat: policy 'blocks' found ")
-             << ids.size()
-             << " blocks; it needs repeated blocks, named by the forward "
-                "ops' name scopes with an index ('layers.0', "
-                "'transformer.h.0'). Use 'selective' or 'budget=<size>'";
-    return blockOf;
+    return int(ids.size());
   }
 
   /// Reorders and clones the step's ops into the analysis's schedule.
@@ -277,6 +289,7 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
 
   std::string kind;
   int64_t budget = 0;
+  int evaluations = 0;
 };
 
 } // namespace

@@ -218,6 +218,9 @@ def TGPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
            "How many of the largest buffers live at the peak to list">,
     Option<"printReport", "print", "bool", /*default=*/"true",
            "Print the text report to stderr">,
+    Option<"inPlace", "in-place", "bool", /*default=*/"true",
+           "Let results take the buffer of a dying operand "
+           "(InPlaceOpInterface); false measures what that saves">,
   ];
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
