@@ -32,20 +32,13 @@ static bool overlapInTime(const BufferLifetime &a, const BufferLifetime &b) {
   return a.start <= b.end && b.start <= a.end;
 }
 
-ArenaLayout planArena(const std::vector<BufferLifetime> &buffers) {
-  ArenaLayout layout;
-  size_t n = buffers.size();
-  layout.offsets.assign(n, 0);
-
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i)
-    order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (buffers[a].size != buffers[b].size)
-      return buffers[a].size > buffers[b].size;
-    return buffers[a].start < buffers[b].start;
-  });
-
+/// Places the buffers in `order`, each at the lowest offset of the smallest
+/// gap it fits among the placed buffers it overlaps in time.
+static void placeInOrder(const std::vector<BufferLifetime> &buffers,
+                         const std::vector<size_t> &order,
+                         ArenaLayout &layout) {
+  layout.offsets.assign(buffers.size(), 0);
+  layout.arenaSize = 0;
   // Placed buffers, kept sorted by offset.
   std::vector<size_t> placed;
   for (size_t i : order) {
@@ -68,6 +61,40 @@ ArenaLayout planArena(const std::vector<BufferLifetime> &buffers) {
         placed.begin(), placed.end(), layout.offsets[i],
         [&](int64_t offset, size_t j) { return offset < layout.offsets[j]; });
     placed.insert(at, i);
+  }
+}
+
+ArenaLayout planArena(const std::vector<BufferLifetime> &buffers) {
+  size_t n = buffers.size();
+  // Two orders, the smaller arena wins: largest first (TFLite's greedy by
+  // size), and longest-lived first, which packs chains of short buffers
+  // around the long ones (what the recomputed copies of rematerialization
+  // create).
+  auto bySize = [&](size_t a, size_t b) {
+    if (buffers[a].size != buffers[b].size)
+      return buffers[a].size > buffers[b].size;
+    return buffers[a].start < buffers[b].start;
+  };
+  auto byLifetime = [&](size_t a, size_t b) {
+    int64_t la = buffers[a].end - buffers[a].start;
+    int64_t lb = buffers[b].end - buffers[b].start;
+    if (la != lb)
+      return la > lb;
+    return bySize(a, b);
+  };
+  ArenaLayout layout;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i)
+      order[i] = i;
+    if (attempt == 0)
+      std::stable_sort(order.begin(), order.end(), bySize);
+    else
+      std::stable_sort(order.begin(), order.end(), byLifetime);
+    ArenaLayout candidate;
+    placeInOrder(buffers, order, candidate);
+    if (attempt == 0 || candidate.arenaSize < layout.arenaSize)
+      layout = std::move(candidate);
   }
 
   // Peak of simultaneously live bytes, by a sweep over the steps.

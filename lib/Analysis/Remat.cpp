@@ -466,6 +466,33 @@ std::vector<bool> chooseCheckpoints(const RematProblem &problem) {
   return dropped;
 }
 
+std::vector<bool> chooseSegments(const RematProblem &problem, int segments) {
+  const BufferGraph &graph = *problem.graph;
+  std::vector<bool> dropped = chooseCheckpoints(problem);
+  // Checkpoints are values the backward pass reads (keeping any other one
+  // would only lengthen its life).
+  std::vector<bool> readBackward(graph.values.size(), false);
+  for (int i = problem.forwardEnd + 1; i < int(graph.nodes.size()); ++i)
+    for (int v : graph.nodes[i].inputs)
+      readBackward[v] = true;
+  int64_t total = 0;
+  for (int v : problem.candidates)
+    if (readBackward[v])
+      total += graph.values[v].bytes;
+  int64_t seen = 0;
+  int next = 1;
+  for (int v : problem.candidates) {
+    if (!readBackward[v])
+      continue;
+    seen += graph.values[v].bytes;
+    if (next < segments && seen * segments >= total * next) {
+      dropped[v] = false; // a checkpoint
+      ++next;
+    }
+  }
+  return dropped;
+}
+
 RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
                                int64_t persistentBytes,
                                const std::vector<int> *blockOf) {
@@ -475,12 +502,24 @@ RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
   std::vector<std::vector<bool>> starts = {chooseNone(problem),
                                            chooseSelective(problem),
                                            chooseCheckpoints(problem)};
-  if (blockOf)
+  if (blockOf) {
     starts.push_back(chooseBlocks(problem, *blockOf));
+  } else {
+    // Without name scopes, Chen et al.'s segments: k evenly spaced
+    // checkpoints, everything between them dropped.
+    for (int segments : {2, 3, 4, 8, 16})
+      if (2 * segments <= int(problem.candidates.size()))
+        starts.push_back(chooseSegments(problem, segments));
+  }
 
   int evaluations = 0;
   std::optional<RematSolution> best, lowest;
   for (const std::vector<bool> &start : starts) {
+    // The start itself may be the lowest peak within reach.
+    RematSolution plain = evaluateRemat(problem, start);
+    ++evaluations;
+    if (!lowest || plain.arena < lowest->arena)
+      lowest = plain;
     // The target is on the peak of live bytes; placement can need a little
     // more than the peak, so tighten it by the overshoot and solve again.
     int64_t target = budget - persistentBytes;

@@ -59,8 +59,9 @@ struct ArenaLayout {
 int64_t alignTo(int64_t size, int64_t alignment);
 
 /// Places the buffers (sizes already aligned) so that no two buffers live at
-/// the same step overlap: largest first, each at the lowest offset of the
-/// smallest gap it fits among the buffers it overlaps in time.
+/// the same step overlap: in the order largest first, and again longest
+/// lived first, each at the lowest offset of the smallest gap it fits among
+/// the buffers it overlaps in time; the smaller arena is kept.
 ArenaLayout planArena(const std::vector<BufferLifetime> &buffers);
 
 /// Checks a layout: every pair of buffers overlapping in time is disjoint in

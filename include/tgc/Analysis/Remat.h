@@ -97,7 +97,8 @@ struct RematSolution {
 /// excess over the budget per added FLOP, then a reverse pass that keeps
 /// again every value the budget allows, most expensive first; run from
 /// several starting points (nothing dropped, `selective`, the checkpoints
-/// of chooseCheckpoints, and `blocks` when `blockOf` is given), keeping the
+/// of chooseCheckpoints, and `blocks` when `blockOf` is given, segments
+/// otherwise), keeping the
 /// fewest added FLOPs. When no choice fits, `feasible` is false and the
 /// solution is the smallest arena found.
 RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
@@ -108,6 +109,11 @@ RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
 /// checkpoints of a chain of blocks) and drop the rest; a structural
 /// starting point of the solver that needs no name scopes.
 std::vector<bool> chooseCheckpoints(const RematProblem &problem);
+
+/// chooseCheckpoints with `segments - 1` more checkpoints, evenly spaced by
+/// bytes along the forward pass (Chen et al.'s segments, for graphs
+/// without name scopes).
+std::vector<bool> chooseSegments(const RematProblem &problem, int segments);
 
 /// Peak and arena of a choice.
 RematSolution evaluateRemat(const RematProblem &problem,

@@ -138,7 +138,7 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
       bool haveBlocks = findBlocks(step, blocks) >= 2;
       RematSolution solution = solveRematBudget(
           problem, budget, persistent, haveBlocks ? &blocks : nullptr);
-      if (solution.simulatedPeak != solution.peak)
+      if (solution.feasible && solution.simulatedPeak != solution.peak)
         return emitError(function.getLoc(),
                          "internal error in tg-remat: the solver simulated a "
                          "peak of ")
