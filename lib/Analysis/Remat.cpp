@@ -11,6 +11,7 @@
 #include "tgc/Analysis/MemoryPlan.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
 #include <cctype>
@@ -144,21 +145,58 @@ std::vector<bool> chooseSelective(const RematProblem &problem) {
   const BufferGraph &graph = *problem.graph;
   std::vector<bool> dropped = chooseNone(problem);
   std::vector<std::vector<int>> readers = forwardReaders(problem);
-  // Last to first: a dropped value's operands are kept, so every
-  // recomputation is one cheap op on kept operands (gelu from its input,
-  // which gelu's gradient reads anyway), never a chain.
+  std::vector<bool> readBackward(graph.values.size(), false);
+  for (int i = problem.forwardEnd + 1; i < int(graph.nodes.size()); ++i)
+    for (int v : graph.nodes[i].inputs)
+      readBackward[v] = true;
+  // Last to first: a dropped value is recomputed from operands that stay:
+  // values the backward pass reads anyway (gelu from its input, which
+  // gelu's gradient reads) or values kept for it, which must be smaller
+  // than the value (a 16-bit cast of an f32 value is not worth dropping
+  // alone). A cheap single-reader operand may be recomputed with it (the
+  // bf16 copy of gelu's output, from gelu's input), at most two ops deep.
   std::vector<bool> keep(graph.values.size(), false);
+  auto droppable = [&](int v) {
+    int def = graph.values[v].def;
+    return !keep[v] && problem.cheap[def] && readers[v].size() <= 1;
+  };
   for (int v : llvm::reverse(problem.candidates)) {
     int def = graph.values[v].def;
     if (problem.sinkable[def]) {
       dropped[v] = true;
       continue;
     }
-    if (keep[v] || !problem.cheap[def] || readers[v].size() > 1)
+    if (!droppable(v))
+      continue;
+    // Operands that would live longer only for this recomputation.
+    llvm::SmallVector<int> extra, alsoDropped;
+    int64_t extraBytes = 0;
+    for (int input : graph.nodes[def].inputs) {
+      if (readBackward[input] || keep[input] || dropped[input])
+        continue;
+      bool inner = droppable(input) &&
+                   llvm::all_of(graph.nodes[graph.values[input].def].inputs,
+                                [&](int u) {
+                                  return readBackward[u] || keep[u];
+                                });
+      if (inner) {
+        alsoDropped.push_back(input);
+        continue;
+      }
+      extra.push_back(input);
+      extraBytes += graph.values[input].bytes;
+    }
+    if (extraBytes >= graph.values[v].bytes)
       continue;
     dropped[v] = true;
+    for (int input : alsoDropped)
+      dropped[input] = true;
     for (int input : graph.nodes[def].inputs)
-      keep[input] = true;
+      if (!dropped[input])
+        keep[input] = true;
+    for (int input : alsoDropped)
+      for (int u : graph.nodes[graph.values[input].def].inputs)
+        keep[u] = true;
   }
   return dropped;
 }

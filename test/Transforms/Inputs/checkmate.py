@@ -1,0 +1,298 @@
+"""Exact rematerialization baseline: the Checkmate MILP solved with CBC.
+
+Checkmate (Jain et al., "Checkmate: Breaking the Memory Wall with Optimal
+Tensor Rematerialization", MLSys 2020) finds, for a fixed topological order
+and a memory budget, the schedule with recomputation that uses the fewest
+FLOPs. tgc's rematerialization is a heuristic; this script gives the optimum
+it is compared with (the remat optimality test), over the graph that tgc
+exports:
+
+    {"function": NAME,
+     "values": [{"bytes": B, "def": NODE}, ...],   transient buffers
+     "nodes":  [{"name": S, "flops": F, "forward": BOOL,
+                 "inputs": [VALUE, ...], "outputs": [VALUE, ...],
+                 "reuse": [[OUT, IN], ...]}, ...]} in schedule order
+
+Memory model (tgc's planner's): an instance of a value is live from the
+execution defining it through the last execution reading it, or only at its
+defining execution when nothing reads it. The memory of an execution is the
+sum of the bytes of the instances live there; a reuse pair [OUT, IN] of the
+node counts once when the instance of IN read there dies there (OUT takes its
+buffer). The peak is the largest memory of an execution. `simulate_peak`
+implements this model on an explicit schedule and is the reference: every
+solution of the MILP is turned back into a schedule and simulated, and the
+simulated peak must be within the budget and the MILP's own accounting.
+
+The MILP is Checkmate's, generalised to nodes with several (or no) outputs.
+Stage t (one per node) computes node t and may recompute any earlier nodes,
+all in index order. Binary R[t,k]: node k is computed in stage t (R[t,t] = 1).
+Binary S[t,v]: value v is held from an earlier stage at the start of stage t.
+FREE[t,v,k]: v is freed right after node k in stage t, the product
+R[t,k] (1 - S[t+1,v]) prod_{users j of v, k < j <= t} (1 - R[t,j]), written
+with one inequality per factor and one below their sum; with R and S
+integral this forces the product exactly, so FREE is left continuous.
+U[t,k] is the memory while node k runs in stage t:
+    U[t,k] = U[t,k-1] - freed after k-1 + R[t,k] (bytes of k's outputs)
+             - (bytes of IN) FREE[t,IN,k] for each reuse pair of k,
+with the reuse credit of node k-1 added back with its frees (IN's buffer is
+not freed twice), U[t,-1] = sum_v S[t,v] bytes(v), and U[t,k] <= budget.
+The objective is the FLOPs of all computations. Zero-FLOP nodes (reshapes,
+casts, ...) could be recomputed for nothing; a cost of at most 1/(their
+number + 1) per such recomputation, below one FLOP in all, picks among the
+optimal schedules one with the fewest of them, so that a budget that needs
+no recomputation gives exactly the plain schedule.
+
+The optimum is exact for the MILP: over all schedules made of such stages
+(Checkmate's frontier-advancing schedules of the given order).
+
+Usage:
+    checkmate.py GRAPH.json --budget BYTES [--budget BYTES ...]
+                 [--time-limit SECONDS]
+        one JSON line per budget: {"budget", "status" (optimal, infeasible or
+        timeout), "added_flops", "peak", "solve_seconds"}; added_flops and
+        peak are those of the best schedule found (null when none was).
+    checkmate.py GRAPH.json --no-remat-peak
+        the peak of the plain schedule (each node once, in order), in bytes.
+"""
+import argparse
+import json
+import math
+import shutil
+import sys
+import time
+
+import pulp
+
+
+class Graph:
+    """The exported graph, validated, with each value's readers."""
+
+    def __init__(self, data):
+        self.function = data.get("function", "")
+        self.value_bytes = [int(v["bytes"]) for v in data["values"]]
+        self.value_def = [int(v["def"]) for v in data["values"]]
+        nodes = data["nodes"]
+        self.names = [n["name"] for n in nodes]
+        self.flops = [int(n["flops"]) for n in nodes]
+        # Sets: a node reading a value twice holds one instance of it.
+        self.inputs = [sorted(set(n["inputs"])) for n in nodes]
+        self.outputs = [list(n["outputs"]) for n in nodes]
+        self.reuse = [[tuple(p) for p in n.get("reuse", [])] for n in nodes]
+        self.users = [[] for _ in self.value_bytes]
+        for k, inputs in enumerate(self.inputs):
+            for v in inputs:
+                self.users[v].append(k)
+        self._validate()
+
+    @property
+    def num_nodes(self):
+        return len(self.names)
+
+    def touched(self, k):
+        """Values that node k reads or defines: those it may free."""
+        return self.inputs[k] + self.outputs[k]
+
+    def output_bytes(self, k):
+        return sum(self.value_bytes[v] for v in self.outputs[k])
+
+    def _validate(self):
+        defined_by = {}
+        for k, outputs in enumerate(self.outputs):
+            for v in outputs:
+                if v in defined_by or self.value_def[v] != k:
+                    raise ValueError(f"value {v} is not defined once, by node {k}")
+                defined_by[v] = k
+        if len(defined_by) != len(self.value_bytes):
+            raise ValueError("a value is defined by no node")
+        for k, inputs in enumerate(self.inputs):
+            for v in inputs:
+                if self.value_def[v] >= k:
+                    raise ValueError(f"node {k} reads value {v} before its definition")
+            outs = [out for out, _ in self.reuse[k]]
+            ins = [inp for _, inp in self.reuse[k]]
+            if len(set(outs)) != len(outs) or len(set(ins)) != len(ins):
+                raise ValueError(f"node {k} reuses a buffer twice")
+            for out, inp in self.reuse[k]:
+                if out not in self.outputs[k] or inp not in inputs:
+                    raise ValueError(f"node {k}: reuse {[out, inp]} is not output, input")
+                if self.value_bytes[out] != self.value_bytes[inp]:
+                    raise ValueError(f"node {k}: reuse {[out, inp]} of different sizes")
+
+
+def simulate_peak(graph, schedule):
+    """Peak memory of `schedule` (node indices, in execution order) under the
+    memory model; raises ValueError when a node reads a value not computed
+    before it. Reads see the latest instance of a value."""
+    num_steps = len(schedule)
+    latest = {}            # value -> its latest instance
+    instances = []         # [bytes, defining step, last reading step]
+    credits = [0] * num_steps
+    reused_reads = []      # (step, instance, bytes) of each reuse pair's IN
+    for step, k in enumerate(schedule):
+        for v in graph.inputs[k]:
+            if v not in latest:
+                raise ValueError(f"step {step}: node {k} reads value {v} "
+                                 "that is not computed")
+            instances[latest[v]][2] = step
+        for _, inp in graph.reuse[k]:
+            reused_reads.append((step, latest[inp], graph.value_bytes[inp]))
+        for v in graph.outputs[k]:
+            latest[v] = len(instances)
+            instances.append([graph.value_bytes[v], step, step])
+    for step, instance, size in reused_reads:
+        if instances[instance][2] == step:
+            credits[step] += size
+    change = [0] * (num_steps + 1)
+    for size, start, end in instances:
+        change[start] += size
+        change[end + 1] -= size
+    peak = live = 0
+    for step in range(num_steps):
+        live += change[step]
+        peak = max(peak, live - credits[step])
+    return peak
+
+
+class CheckmateMILP:
+    """The MILP of one graph and budget; memory in units of the gcd of the
+    value sizes, so that every coefficient and the budget are integers."""
+
+    def __init__(self, graph, budget):
+        self.graph = graph
+        n = graph.num_nodes
+        self.unit = math.gcd(*graph.value_bytes) or 1
+        size = [b // self.unit for b in graph.value_bytes]
+        self.problem = pulp.LpProblem("checkmate", pulp.LpMinimize)
+
+        # R[t][k]: the constant 1 for k == t.
+        self.R = [[pulp.LpVariable(f"R_{t}_{k}", cat="Binary") for k in range(t)] + [1]
+                  for t in range(n)]
+        # S[t][v] for values defined before stage t; absent ones are 0, as
+        # all of S[n] (nothing is held after the last stage).
+        self.S = [{v: pulp.LpVariable(f"S_{t}_{v}", cat="Binary")
+                   for v, d in enumerate(graph.value_def) if d < t}
+                  for t in range(n)] + [{}]
+        self.U = [[pulp.LpVariable(f"U_{t}_{k}", lowBound=0, upBound=budget // self.unit)
+                   for k in range(t + 1)] for t in range(n)]
+        constraint = self.problem.addConstraint
+
+        for t in range(n):
+            R, S = self.R[t], self.S[t]
+            for k in range(t + 1):
+                for v in graph.inputs[k]:
+                    constraint(R[k] <= R[graph.value_def[v]] + S[v])
+            for v, held in self.S[t + 1].items():
+                if graph.value_def[v] < t:
+                    constraint(held <= S[v] + R[graph.value_def[v]])
+
+            after_previous = pulp.lpSum(size[v] * held for v, held in S.items())
+            for k in range(t + 1):
+                reused_inputs = {inp for _, inp in graph.reuse[k]}
+                freed = []
+                for v in graph.touched(k):
+                    free = self._free_variable(t, v, k)
+                    freed.append(size[v] * free)
+                    if v in reused_inputs:
+                        reuse_credit = size[v] * free
+                        freed.append(-reuse_credit)
+                        after_previous -= reuse_credit
+                constraint(self.U[t][k] == after_previous
+                           + R[k] * (graph.output_bytes(k) // self.unit))
+                after_previous = self.U[t][k] - pulp.lpSum(freed)
+
+        zero_flop_recomputes = [self.R[t][k] for t in range(n) for k in range(t)
+                                if graph.flops[k] == 0]
+        tie_break = 1.0 / (len(zero_flop_recomputes) + 1)
+        self.problem.setObjective(
+            pulp.lpSum(graph.flops[k] * self.R[t][k] for t in range(n) for k in range(t))
+            + tie_break * pulp.lpSum(zero_flop_recomputes))
+
+    def _free_variable(self, t, v, k):
+        """FREE[t,v,k] = R[t,k] (1 - S[t+1,v]) prod (1 - R[t,j]) over the
+        users j of v computed after k in stage t."""
+        R = self.R[t]
+        factors = [R[k], 1 - self.S[t + 1].get(v, 0)]
+        factors += [1 - R[j] for j in self.graph.users[v] if k < j <= t]
+        free = pulp.LpVariable(f"FREE_{t}_{v}_{k}", lowBound=0, upBound=1)
+        for factor in factors:
+            self.problem.addConstraint(free <= factor)
+        self.problem.addConstraint(free >= pulp.lpSum(factors) - (len(factors) - 1))
+        return free
+
+    def solve(self, time_limit):
+        if shutil.which("cbc"):
+            solver = pulp.COIN_CMD(path=shutil.which("cbc"), msg=False,
+                                   timeLimit=time_limit, threads=2,
+                                   timeMode="elapsed")
+        else:
+            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=2,
+                                       timeMode="elapsed")
+        self.problem.solve(solver)
+        if self.problem.status == pulp.LpStatusInfeasible:
+            return "infeasible"
+        if self.problem.sol_status == pulp.LpSolutionOptimal:
+            return "optimal"
+        return "timeout"
+
+    def has_solution(self):
+        """Whether CBC found a schedule (an optimal one, or one before the
+        time limit)."""
+        return self.problem.sol_status in (pulp.LpSolutionOptimal,
+                                           pulp.LpSolutionIntegerFeasible)
+
+    def schedule(self):
+        """The node executions of the solution, stage by stage."""
+        return [k for t, row in enumerate(self.R) for k, computed in enumerate(row)
+                if pulp.value(computed) > 0.5]
+
+    def peak_bytes(self):
+        """The MILP's peak: the largest U[t,k] over the computations."""
+        return self.unit * max(round(self.U[t][k].value())
+                               for t, row in enumerate(self.R)
+                               for k, computed in enumerate(row)
+                               if pulp.value(computed) > 0.5)
+
+
+def solve_budget(graph, budget, time_limit):
+    """Solves one budget; checks the solution by simulating its schedule."""
+    start = time.monotonic()
+    milp = CheckmateMILP(graph, budget)
+    status = milp.solve(time_limit)
+    seconds = time.monotonic() - start
+    result = {"budget": budget, "status": status, "added_flops": None,
+              "peak": None, "solve_seconds": round(seconds, 3)}
+    if not milp.has_solution():
+        return result
+    schedule = milp.schedule()
+    peak = simulate_peak(graph, schedule)
+    if peak > budget or peak > milp.peak_bytes():
+        raise AssertionError(f"budget {budget}: the schedule's peak {peak} exceeds the "
+                             f"budget or the MILP's peak {milp.peak_bytes()}")
+    result["added_flops"] = sum(graph.flops[k] for k in schedule) - sum(graph.flops)
+    result["peak"] = peak
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Optimal rematerialization (Checkmate's MILP, CBC) of a tgc graph.")
+    parser.add_argument("graph", help="the graph JSON that tgc exports")
+    parser.add_argument("--budget", type=int, action="append", default=[],
+                        help="memory budget in bytes (repeatable)")
+    parser.add_argument("--time-limit", type=float, default=None,
+                        help="seconds CBC may take per budget")
+    parser.add_argument("--no-remat-peak", action="store_true",
+                        help="print the peak of the plain schedule")
+    args = parser.parse_args()
+    with open(args.graph) as f:
+        graph = Graph(json.load(f))
+    if args.no_remat_peak:
+        print(simulate_peak(graph, list(range(graph.num_nodes))))
+    if not args.budget and not args.no_remat_peak:
+        parser.error("give --budget or --no-remat-peak")
+    for budget in args.budget:
+        print(json.dumps(solve_budget(graph, budget, args.time_limit)), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
