@@ -53,6 +53,7 @@ func.func @mlp(%x: tensor<64x16xf32> {tg.input = "inputs"}, %y: tensor<64xi64> {
 // SELECTIVE: tg-remat: @mlp_train_step policy selective: 3 ops recomputed, added FLOPs 18688
 // SELECTIVE-LABEL: func.func @mlp_train_step
 // SELECTIVE: %[[PRE0:.*]] = tg.add %{{.*}}, %arg3 :
+// SELECTIVE: tg.relu %[[PRE0]] :
 // SELECTIVE: %[[H1:.*]] = tg.relu
 // SELECTIVE: %[[OUT:.*]] = tg.matmul %[[H1]], %arg6 {tg.remat, transpose_rhs = true}
 // SELECTIVE-NEXT: %[[LOGITS:.*]] = tg.add %[[OUT]], %arg7 {tg.remat}
