@@ -15,6 +15,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["tgc-opt", "tgc-models", "tgc-compile", "tgc-run", "tgc-unit-tests",
+     "tgc-analysis-tests",
      "tgc-cuda-tests", "tgc-cuda-tests-emu", "tgc-cuda-emu-tests",
      "tgc-run-cuda-emu", "tgc-cuda-tests-emu-asan", "tgc-run-cuda-emu-asan"],
     [config.tgc_tools_dir])

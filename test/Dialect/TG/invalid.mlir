@@ -1918,6 +1918,26 @@ func.func @update_type(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.l
 
 // -----
 
+// An update that returns another argument than the one it names would be
+// silently dropped by the planner (it writes nothing for a returned
+// argument).
+// expected-error @+1 {{'func.func' op result #1 updates 'w' but returns argument #1, not that tensor}}
+func.func @update_returns_other_argument(%w: tensor<4xf32> {tg.param = "w"}, %v: tensor<4xf32> {tg.param = "v"}) -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.update = "w"}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0, %v : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// A tg.remat mark is a unit attribute on a tg op with results.
+func.func @remat_mark(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.neg' op 'tg.remat' is a unit attribute on a tg op that recomputes a value}}
+  %0 = tg.neg %x {tg.remat = 1} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 // expected-error @+1 {{'func.func' op results #1 and #2 both update 'w'}}
 func.func @double_update(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.update = "w"}, tensor<4xf32> {tg.update = "w"}) attributes {tg.train_step} {
   %0 = tg.fill 0.0 : tensor<f32>
