@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Analysis/MemoryPlan.h"
+#include "tgc/Analysis/Remat.h"
 #include "tgc/Analysis/Report.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
@@ -183,6 +184,15 @@ int main(int argc, char **argv) {
     return fail("--emit must be tgx or mlir, found '" + emit + "'");
   if (amp != "none" && amp != "bf16" && amp != "f16")
     return fail("--amp must be none, bf16 or f16, found '" + amp + "'");
+  if (remat != "none" && remat != "selective" && remat != "blocks") {
+    StringRef budget = remat;
+    if (!budget.consume_front("budget=") && !budget.consume_front("budget:"))
+      return fail("--remat must be none, selective, blocks or budget=<size>, "
+                  "found '" + remat + "'");
+    if (!tgc::parseByteSize(budget.str()))
+      return fail("--remat=budget= needs a positive size such as 6GiB, "
+                  "512MiB or 1000000 (bytes), found '" + budget + "'");
+  }
 
   MLIRContext context;
   context.loadDialect<tgc::tg::TGDialect, func::FuncDialect>();

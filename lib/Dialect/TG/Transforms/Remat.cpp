@@ -91,12 +91,12 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
         budget = *bytes;
         return success();
       }
-      return getOperation().emitError("tg-remat: the budget must be a "
+      return emitError(getOperation().getLoc(), "tg-remat: the budget must be a "
                                       "positive size such as 6GiB, 512MiB "
                                       "or 1000000 (bytes), found '")
              << text << "'";
     }
-    return getOperation().emitError("tg-remat: unknown policy '")
+    return emitError(getOperation().getLoc(), "tg-remat: unknown policy '")
            << policy << "' (expected none, selective, blocks or "
                         "budget=<size>)";
   }
@@ -281,7 +281,7 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
     std::string error;
     auto file = openOutputFile(exportGraph, &error);
     if (!file)
-      return getOperation().emitError("tg-remat: ") << error;
+      return emitError(getOperation().getLoc(), "tg-remat: ") << error;
     file->os() << writeBufferGraphJSON(step.graph, names, forward, persistent);
     file->keep();
     return success();
