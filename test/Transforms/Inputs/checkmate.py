@@ -67,9 +67,10 @@ optimal schedules one with the fewest of them, so that a budget that needs
 no recomputation gives exactly the plain schedule.
 
 The optimum is exact over all schedules made of such stages (Checkmate's
-frontier-advancing schedules of the given order). It is found quickly for
-graphs of about 100 nodes at budgets down to about half of the plain peak;
-much tighter budgets can take CBC many minutes (--time-limit).
+frontier-advancing schedules of the given order). Proving it can take CBC
+long: the relaxation is weak at tight budgets (a 40-node MLP step needs
+minutes below ~90% of its plain peak, a 91-node chain seconds down to half
+of it); --time-limit bounds each budget and reports the best schedule found.
 
 Usage:
     checkmate.py GRAPH.json --budget BYTES [--budget BYTES ...]

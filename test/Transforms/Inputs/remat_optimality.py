@@ -71,7 +71,7 @@ def main():
                       for i in range(args.count)})
     results = milp(args, [b - persistent for b in budgets])
 
-    print(f"{graph['function']}: {len(graph['nodes'])} nodes, peak without "
+    print(f"{graph.get('function', args.model)}: {len(graph['nodes'])} nodes, peak without "
           f"recomputation {top} bytes, tgc's floor {floor} bytes")
     print("budget      tgc added FLOPs   MILP optimum   ratio   MILP solve")
     failures, worst = 0, 1.0
