@@ -29,6 +29,7 @@ RematProblem makeRematProblem(const BufferGraph &graph, int forwardEnd) {
   problem.cheap.assign(n, false);
   problem.sinkable.assign(n, false);
   std::vector<bool> read(graph.values.size(), false);
+  problem.readBackward.assign(graph.values.size(), false);
   std::vector<bool> readAtEnd(graph.values.size(), false);
   for (int i = 0; i < n; ++i) {
     const BufferGraph::Node &node = graph.nodes[i];
@@ -37,6 +38,8 @@ RematProblem makeRematProblem(const BufferGraph &graph, int forwardEnd) {
                            double(std::max<int64_t>(1, node.bytesMoved));
     for (int v : node.inputs) {
       read[v] = true;
+      if (i > forwardEnd)
+        problem.readBackward[v] = true;
       if (i == n - 1)
         readAtEnd[v] = true; // returned (the loss): must stay
     }
@@ -145,10 +148,7 @@ std::vector<bool> chooseSelective(const RematProblem &problem) {
   const BufferGraph &graph = *problem.graph;
   std::vector<bool> dropped = chooseNone(problem);
   std::vector<std::vector<int>> readers = forwardReaders(problem);
-  std::vector<bool> readBackward(graph.values.size(), false);
-  for (int i = problem.forwardEnd + 1; i < int(graph.nodes.size()); ++i)
-    for (int v : graph.nodes[i].inputs)
-      readBackward[v] = true;
+  const std::vector<bool> &readBackward = problem.readBackward;
   // Last to first: a dropped value is recomputed from operands that stay:
   // values the backward pass reads anyway (gelu from its input, which
   // gelu's gradient reads) or values kept for it, which must be smaller
@@ -169,7 +169,7 @@ std::vector<bool> chooseSelective(const RematProblem &problem) {
     if (!droppable(v))
       continue;
     // Operands that would live longer only for this recomputation.
-    llvm::SmallVector<int> extra, alsoDropped;
+    llvm::SmallVector<int> alsoDropped;
     int64_t extraBytes = 0;
     for (int input : graph.nodes[def].inputs) {
       if (readBackward[input] || keep[input] || dropped[input])
@@ -183,7 +183,6 @@ std::vector<bool> chooseSelective(const RematProblem &problem) {
         alsoDropped.push_back(input);
         continue;
       }
-      extra.push_back(input);
       extraBytes += graph.values[input].bytes;
     }
     if (extraBytes >= graph.values[v].bytes)
@@ -259,7 +258,6 @@ public:
   }
 
   Score run(const std::vector<bool> &dropped, int64_t target) {
-    const std::vector<bool> *saved = droppedSet;
     droppedSet = &dropped;
     std::fill(current.begin(), current.end(), -1);
     std::fill(copied.begin(), copied.end(), 0);
@@ -285,14 +283,12 @@ public:
     inputStart.push_back(int(inputs.size()));
     reuseStart.push_back(int(reuse.size()));
     firstOutput.push_back(int(bytes.size()));
-    droppedSet = saved;
     return sweep(target);
   }
 
 private:
   void emit(int index, bool recompute, bool forBackward) {
     const BufferGraph::Node &node = graph.nodes[index];
-    int at = int(entryNode.size());
     entryNode.push_back(index);
     inputStart.push_back(int(inputs.size()));
     for (int v : node.inputs)
@@ -312,7 +308,6 @@ private:
         copied[v] = forBackward;
       }
     }
-    (void)at;
     if (recompute)
       added += node.flops;
   }
@@ -424,13 +419,8 @@ public:
       return dropped;
     // A value only the forward pass reads gains nothing dropped alone (no
     // recomputation reads it yet); the structured starts cover those.
-    std::vector<bool> readBackward(problem.graph->values.size(), false);
-    for (int i = problem.forwardEnd + 1;
-         i < int(problem.graph->nodes.size()); ++i)
-      for (int v : problem.graph->nodes[i].inputs)
-        readBackward[v] = true;
     for (int v : problem.candidates) {
-      if (dropped[v] || !readBackward[v])
+      if (dropped[v] || !problem.readBackward[v])
         continue;
       Score with;
       double priority = priorityOf(v, with);
@@ -509,10 +499,7 @@ std::vector<bool> chooseSegments(const RematProblem &problem, int segments) {
   std::vector<bool> dropped = chooseCheckpoints(problem);
   // Checkpoints are values the backward pass reads (keeping any other one
   // would only lengthen its life).
-  std::vector<bool> readBackward(graph.values.size(), false);
-  for (int i = problem.forwardEnd + 1; i < int(graph.nodes.size()); ++i)
-    for (int v : graph.nodes[i].inputs)
-      readBackward[v] = true;
+  const std::vector<bool> &readBackward = problem.readBackward;
   int64_t total = 0;
   for (int v : problem.candidates)
     if (readBackward[v])

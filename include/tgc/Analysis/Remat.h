@@ -39,6 +39,8 @@ struct RematProblem {
   /// that the backward pass or a recomputation reads runs again; a kept one
   /// lives until its last read.
   std::vector<int> candidates;
+  /// Values some backward node reads.
+  std::vector<bool> readBackward;
   /// Forward nodes that read no transient value and are cheap: sunk.
   std::vector<bool> sinkable;
   /// Nodes whose FLOPs per byte moved are low (elementwise, normalization,
