@@ -160,7 +160,8 @@ def main():
              f"Medians of {repeats} runs where repeated.", "",
              "Mixed precision and memory: [AMP.md](AMP.md) (`bench/amp.py`). "
              "GPU: `bench/gpu/bench_gpu.py` writes gpu/README.md on a GPU "
-             "machine.", "",
+             "machine. Rematerialization and in-place reuse: "
+             "[REMAT.md](REMAT.md) (`bench/remat.py`).", "",
              "## Compile time (GPT-2, B=8, T=1024, AdamW)", "",
              "`tgc-models` generates and verifies the model; `tgc-compile` "
              "parses it, runs tg-autodiff, plans memory and writes the .tgx.",
