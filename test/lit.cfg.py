@@ -32,6 +32,13 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
     config.available_features.add("torch")
 config.substitutions.append(("%tgc_bin", config.tgc_tools_dir))
 
+# The exact rematerialization baseline: PuLP with Debian's CBC (coinor-cbc).
+import shutil
+if shutil.which("cbc") and subprocess.run(
+        ["/usr/bin/python3", "-c", "import pulp"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("pulp")
+
 # The CUDA backend: `cuda-build` when it was built, `cuda` when a GPU is
 # there to run it (nvidia-smi lists one), `cuda-emu` when its code also runs
 # on the CUDA emulator (runtime/cuda-emu, built with it).

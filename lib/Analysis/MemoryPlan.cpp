@@ -284,8 +284,10 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
         graph.nodes[node].inputs.push_back(it->second);
     }
     for (OpResult result : op->getResults()) {
-      if (step.donatedTo.count(result))
+      if (step.donatedTo.count(result)) {
+        graph.nodes[node].writesPersistent = true;
         continue;
+      }
       if (isa<tg::ReshapeOp>(op)) {
         auto source = step.valueOf.find(op->getOperand(0));
         if (source != step.valueOf.end()) {

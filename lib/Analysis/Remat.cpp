@@ -17,6 +17,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <queue>
 
 namespace tgc {
@@ -28,9 +29,15 @@ RematProblem makeRematProblem(const BufferGraph &graph, int forwardEnd) {
   int n = int(graph.nodes.size());
   problem.cheap.assign(n, false);
   problem.sinkable.assign(n, false);
+  problem.movable.assign(n, false);
   std::vector<bool> read(graph.values.size(), false);
   problem.readBackward.assign(graph.values.size(), false);
   std::vector<bool> readAtEnd(graph.values.size(), false);
+  std::vector<int> firstReader(graph.values.size(), n);
+  problem.barrier = n;
+  for (int i = n - 1; i >= 0; --i)
+    if (graph.nodes[i].writesPersistent)
+      problem.barrier = i;
   for (int i = 0; i < n; ++i) {
     const BufferGraph::Node &node = graph.nodes[i];
     problem.cheap[i] = double(node.flops) <=
@@ -38,11 +45,22 @@ RematProblem makeRematProblem(const BufferGraph &graph, int forwardEnd) {
                            double(std::max<int64_t>(1, node.bytesMoved));
     for (int v : node.inputs) {
       read[v] = true;
+      firstReader[v] = std::min(firstReader[v], i);
+      if (i >= problem.barrier)
+        readAtEnd[v] = true; // read by or after an update: must stay
       if (i > forwardEnd)
         problem.readBackward[v] = true;
       if (i == n - 1)
         readAtEnd[v] = true; // returned (the loss): must stay
     }
+  }
+  for (int i = forwardEnd + 1; i < n; ++i) {
+    const BufferGraph::Node &node = graph.nodes[i];
+    problem.movable[i] =
+        i < problem.barrier && !node.outputs.empty() &&
+        llvm::all_of(node.outputs, [&](int v) {
+          return read[v] && firstReader[v] < problem.barrier;
+        });
   }
   for (int i = 0; i <= forwardEnd && i < n; ++i) {
     const BufferGraph::Node &node = graph.nodes[i];
@@ -59,20 +77,29 @@ RematProblem makeRematProblem(const BufferGraph &graph, int forwardEnd) {
   return problem;
 }
 
+/// Whether a backward read by `consumer` of a dropped value whose latest
+/// copy was made for `copiedFor` (-1: none) runs its op again.
+static bool needsCopy(int copiedFor, int consumer, bool eachUse) {
+  return copiedFor < 0 || (eachUse && copiedFor != consumer);
+}
+
 RematSchedule buildRematSchedule(const RematProblem &problem,
-                                 const std::vector<bool> &dropped) {
+                                 const RematChoice &choice) {
   const BufferGraph &graph = *problem.graph;
   RematSchedule schedule;
   BufferGraph &out = schedule.graph;
   int n = int(graph.nodes.size());
   out.nodes.reserve(n + n / 2);
   out.values.reserve(graph.values.size() + graph.values.size() / 2);
+  // current: the instance reads see; copiedFor: the backward node the
+  // latest copy was made for (-1: none yet).
   std::vector<int> current(graph.values.size(), -1);
-  std::vector<char> emitted(n, 0), copied(graph.values.size(), 0);
+  std::vector<int> copiedFor(graph.values.size(), -1);
+  std::vector<char> emitted(n, 0);
 
-  // Runs node `index` (again, when `recompute`); `forBackward` when the
-  // backward pass needs it, so its dropped outputs need not run again.
-  auto emit = [&](int index, bool recompute, bool forBackward) {
+  // Runs node `index` (again, when `recompute`); `consumer` is the backward
+  // node it is made for (-1 in the forward pass).
+  auto emit = [&](int index, bool recompute, int consumer) {
     const BufferGraph::Node &node = graph.nodes[index];
     BufferGraph::Node copy;
     copy.flops = node.flops;
@@ -91,9 +118,9 @@ RematSchedule buildRematSchedule(const RematProblem &problem,
           pair.first = id;
       // A recomputation of an op with a kept output defines a copy of it
       // that nobody reads; reads keep using the original.
-      if (!recompute || dropped[v]) {
+      if (!recompute || choice.isDropped(v)) {
         current[v] = id;
-        copied[v] = forBackward;
+        copiedFor[v] = consumer;
       }
     }
     out.nodes.push_back(std::move(copy));
@@ -104,26 +131,30 @@ RematSchedule buildRematSchedule(const RematProblem &problem,
     }
   };
 
-  // Makes `value` available before a read; a backward read of a dropped
-  // value runs its op again (once: later reads share the copy).
-  std::function<void(int, bool)> prepare = [&](int value, bool backward) {
+  // Makes `value` available before `consumer` reads it (-1: a forward
+  // read); a backward read of a dropped value runs its op again, once or
+  // for each consumer.
+  std::function<void(int, int)> prepare = [&](int value, int consumer) {
     int def = graph.values[value].def;
-    bool again = backward && dropped[value] && !copied[value];
+    bool again = false;
+    if (consumer >= 0 && choice.isDropped(value))
+      again = needsCopy(copiedFor[value], consumer, choice.isEachUse(value));
     if (emitted[def] && !again)
       return;
     for (int input : graph.nodes[def].inputs)
-      prepare(input, backward);
-    emit(def, /*recompute=*/emitted[def], backward);
+      prepare(input, consumer);
+    emit(def, /*recompute=*/emitted[def], consumer);
     emitted[def] = 1;
   };
 
   for (int i = 0; i < n; ++i) {
-    if (emitted[i] || (i <= problem.forwardEnd && problem.sinkable[i]))
+    if (emitted[i] || (i <= problem.forwardEnd && problem.sinkable[i]) ||
+        choice.isSunk(i))
       continue;
-    bool backward = i > problem.forwardEnd;
+    int consumer = i > problem.forwardEnd ? i : -1;
     for (int input : graph.nodes[i].inputs)
-      prepare(input, backward);
-    emit(i, /*recompute=*/false, backward);
+      prepare(input, consumer);
+    emit(i, /*recompute=*/false, consumer);
     emitted[i] = 1;
   }
   return schedule;
@@ -217,10 +248,10 @@ std::vector<bool> chooseBlocks(const RematProblem &problem,
 }
 
 RematSolution evaluateRemat(const RematProblem &problem,
-                            const std::vector<bool> &dropped) {
+                            const RematChoice &choice) {
   RematSolution solution;
-  solution.dropped = dropped;
-  RematSchedule schedule = buildRematSchedule(problem, dropped);
+  solution.choice = choice;
+  RematSchedule schedule = buildRematSchedule(problem, choice);
   solution.peak = computePeak(schedule.graph).bytes;
   solution.addedFlops = schedule.addedFlops;
   BufferLiveness liveness = computeLiveness(schedule.graph);
@@ -251,16 +282,16 @@ public:
       : problem(problem), graph(*problem.graph) {
     size_t n = graph.nodes.size(), values = graph.values.size();
     current.resize(values);
-    copied.resize(values);
+    copiedFor.resize(values);
     emitted.resize(n);
     inputStart.reserve(2 * n);
     inputs.reserve(4 * n);
   }
 
-  Score run(const std::vector<bool> &dropped, int64_t target) {
-    droppedSet = &dropped;
+  Score run(const RematChoice &choice, int64_t target) {
+    this->choice = &choice;
     std::fill(current.begin(), current.end(), -1);
-    std::fill(copied.begin(), copied.end(), 0);
+    std::fill(copiedFor.begin(), copiedFor.end(), -1);
     std::fill(emitted.begin(), emitted.end(), 0);
     entryNode.clear();
     inputStart.clear();
@@ -272,12 +303,13 @@ public:
     added = 0;
     int n = int(graph.nodes.size());
     for (int i = 0; i < n; ++i) {
-      if (emitted[i] || (i <= problem.forwardEnd && problem.sinkable[i]))
+      if (emitted[i] || (i <= problem.forwardEnd && problem.sinkable[i]) ||
+          choice.isSunk(i))
         continue;
-      bool backward = i > problem.forwardEnd;
+      int consumer = i > problem.forwardEnd ? i : -1;
       for (int input : graph.nodes[i].inputs)
-        prepare(input, backward);
-      emit(i, false, backward);
+        prepare(input, consumer);
+      emit(i, false, consumer);
       emitted[i] = 1;
     }
     inputStart.push_back(int(inputs.size()));
@@ -287,7 +319,7 @@ public:
   }
 
 private:
-  void emit(int index, bool recompute, bool forBackward) {
+  void emit(int index, bool recompute, int consumer) {
     const BufferGraph::Node &node = graph.nodes[index];
     entryNode.push_back(index);
     inputStart.push_back(int(inputs.size()));
@@ -303,23 +335,25 @@ private:
     for (int v : node.outputs) {
       int id = int(bytes.size());
       bytes.push_back(graph.values[v].bytes);
-      if (!recompute || (*droppedSet)[v]) {
+      if (!recompute || choice->isDropped(v)) {
         current[v] = id;
-        copied[v] = forBackward;
+        copiedFor[v] = consumer;
       }
     }
     if (recompute)
       added += node.flops;
   }
 
-  void prepare(int value, bool backward) {
+  void prepare(int value, int consumer) {
     int def = graph.values[value].def;
-    bool again = backward && (*droppedSet)[value] && !copied[value];
+    bool again = consumer >= 0 && choice->isDropped(value) &&
+                 needsCopy(copiedFor[value], consumer,
+                           choice->isEachUse(value));
     if (emitted[def] && !again)
       return;
     for (int input : graph.nodes[def].inputs)
-      prepare(input, backward);
-    emit(def, emitted[def], backward);
+      prepare(input, consumer);
+    emit(def, emitted[def], consumer);
     emitted[def] = 1;
   }
 
@@ -369,9 +403,9 @@ private:
 
   const RematProblem &problem;
   const BufferGraph &graph;
-  const std::vector<bool> *droppedSet = nullptr;
-  std::vector<int> current;
-  std::vector<char> copied, emitted;
+  const RematChoice *choice = nullptr;
+  std::vector<int> current, copiedFor;
+  std::vector<char> emitted;
   std::vector<int> entryNode, inputStart, inputs, firstOutput, reuseStart;
   std::vector<std::pair<int, int>> reuse;
   std::vector<int64_t> bytes;
@@ -379,99 +413,138 @@ private:
   int64_t added = 0;
 };
 
+/// The work the search with the extended moves may do, in schedule nodes
+/// simulated (evaluations times the step's nodes), in solving for the
+/// budget and again in finding the floor: about 0.1 s per search on GPT-2
+/// 124M or 1558M, which completes it on small steps.
+constexpr int64_t kExtendedWork = 4000000;
+
 class BudgetSolver {
 public:
-  BudgetSolver(const RematProblem &problem, int64_t target)
-      : problem(problem), target(target), simulator(problem) {}
-
-  Score score(const std::vector<bool> &dropped) {
-    ++evaluations;
-    return simulator.run(dropped, target);
+  /// `extended`: besides dropping values, recompute them for each use and
+  /// sink backward ops (each offered move costs an evaluation).
+  /// `maxEvaluations` (0: no limit) stops the greedy after that many.
+  BudgetSolver(const RematProblem &problem, int64_t target, bool extended,
+               int maxEvaluations = 0)
+      : problem(problem), graph(*problem.graph), target(target),
+        extended(extended), maxEvaluations(maxEvaluations),
+        simulator(problem),
+        candidate(graph.values.size(), false) {
+    for (int v : problem.candidates)
+      candidate[v] = true;
   }
 
-  /// Lazy greedy from `dropped`: drop the value removing the most excess
+  Score score(const RematChoice &choice) {
+    ++evaluations;
+    return simulator.run(choice, target);
+  }
+
+  /// Lazy greedy from `choice`: apply the move removing the most excess
   /// per added FLOP until the peak fits; scores are refreshed only when a
-  /// stale one is on top (they rarely grow as more is dropped).
-  std::vector<bool> greedy(std::vector<bool> dropped) {
-    Score current = score(dropped);
+  /// stale one is on top (they rarely grow as more is dropped). Applying a
+  /// move offers the moves it makes useful (the operands of a dropped
+  /// value, now read by a recomputation, and its each-use move).
+  void greedy(RematChoice &choice) {
+    choice.eachUse.resize(graph.values.size(), false);
+    choice.sunk.resize(graph.nodes.size(), false);
+    Score current = score(choice);
+    if (current.peak <= target)
+      return;
     struct Item {
       double priority;
-      int value;
+      Move move;
       int stamp;
       bool operator<(const Item &o) const {
         if (priority != o.priority)
           return priority < o.priority;
-        return value > o.value; // deterministic: lower value id first
+        // Deterministic: lower ids first.
+        return std::tie(move.id, move.kind) > std::tie(o.move.id, o.move.kind);
       }
     };
-    std::priority_queue<Item> heap;
-    auto priorityOf = [&](int value, Score &with) {
-      dropped[value] = true;
-      with = score(dropped);
-      dropped[value] = false;
+    auto priorityOf = [&](Move move, Score &with) {
+      apply(choice, move);
+      with = score(choice);
+      undo(choice, move);
       int64_t gain = current.excess - with.excess;
       if (gain <= 0)
         return -1.0;
       return double(gain) /
              (double(with.addedFlops - current.addedFlops) + 1.0);
     };
-    if (current.peak <= target)
-      return dropped;
-    // A value only the forward pass reads gains nothing dropped alone (no
-    // recomputation reads it yet); the structured starts cover those.
-    for (int v : problem.candidates) {
-      if (dropped[v] || !problem.readBackward[v])
-        continue;
-      Score with;
-      double priority = priorityOf(v, with);
-      if (priority > 0)
-        heap.push({priority, v, 0});
-    }
+    std::priority_queue<Item> heap;
     int stamp = 0;
-    while (current.peak > target && !heap.empty()) {
+    auto offer = [&](Move move) {
+      if (!applicable(choice, move) || (!extended && move.kind != Move::Drop))
+        return;
+      Score with;
+      double priority = priorityOf(move, with);
+      if (priority > 0)
+        heap.push({priority, move, stamp});
+    };
+    // A value only the forward pass reads gains nothing dropped alone (no
+    // recomputation reads it yet): it is offered once one does.
+    for (int v : problem.candidates) {
+      if (choice.dropped[v])
+        offer({Move::EachUse, v});
+      else if (problem.readBackward[v])
+        offer({Move::Drop, v});
+    }
+    for (int i = problem.forwardEnd + 1; i < int(graph.nodes.size()); ++i)
+      offer({Move::Sink, i});
+    while (current.peak > target && !heap.empty() &&
+           (!maxEvaluations || evaluations < maxEvaluations)) {
       Item top = heap.top();
       heap.pop();
+      if (!applicable(choice, top.move))
+        continue; // applied since
       Score with;
-      if (top.stamp != stamp) {
-        double priority = priorityOf(top.value, with);
-        if (priority <= 0)
-          continue;
-        if (!heap.empty() && priority < heap.top().priority) {
-          heap.push({priority, top.value, stamp});
-          continue;
-        }
-      } else {
-        dropped[top.value] = true;
-        with = score(dropped);
-        dropped[top.value] = false;
+      double priority = priorityOf(top.move, with);
+      if (priority <= 0)
+        continue;
+      if (top.stamp != stamp && !heap.empty() &&
+          priority < heap.top().priority) {
+        heap.push({priority, top.move, stamp});
+        continue;
       }
-      dropped[top.value] = true;
+      apply(choice, top.move);
       current = with;
       ++stamp;
+      if (top.move.kind == Move::Drop) {
+        std::vector<int> dropped = moved;
+        for (int v : dropped) {
+          offer({Move::EachUse, v});
+          for (int input : graph.nodes[graph.values[v].def].inputs)
+            offer({Move::Drop, input});
+        }
+      }
     }
-    return dropped;
   }
 
-  /// Keeps again every dropped value the target allows, the one whose op
-  /// costs most first.
-  Score keepWhatFits(std::vector<bool> &dropped) {
-    const BufferGraph &graph = *problem.graph;
+  /// Undoes every recomputation the target allows, the one whose op costs
+  /// most first: each-use back to once, then dropped back to kept.
+  Score keepWhatFits(RematChoice &choice) {
     std::vector<int> order;
     for (int v : problem.candidates)
-      if (dropped[v])
+      if (choice.dropped[v])
         order.push_back(v);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
       return graph.nodes[graph.values[a].def].flops >
              graph.nodes[graph.values[b].def].flops;
     });
-    Score current = score(dropped);
-    for (int v : order) {
-      dropped[v] = false;
-      Score without = score(dropped);
+    Score current = score(choice);
+    auto tryUndo = [&](std::vector<bool>::reference flag) {
+      flag = false;
+      Score without = score(choice);
       if (without.peak <= target && without.addedFlops <= current.addedFlops)
         current = without;
       else
-        dropped[v] = true;
+        flag = true;
+    };
+    for (int v : order) {
+      if (choice.eachUse[v])
+        tryUndo(choice.eachUse[v]);
+      if (!choice.eachUse[v])
+        tryUndo(choice.dropped[v]);
     }
     return current;
   }
@@ -479,9 +552,67 @@ public:
   int evaluations = 0;
 
 private:
+  struct Move {
+    enum Kind { Drop, EachUse, Sink } kind;
+    int id; // a value, or a node for Sink
+  };
+
+  bool applicable(const RematChoice &choice, Move move) const {
+    switch (move.kind) {
+    case Move::Drop:
+      return candidate[move.id] && !choice.dropped[move.id];
+    case Move::EachUse:
+      return candidate[move.id] && choice.dropped[move.id] &&
+             !choice.eachUse[move.id];
+    case Move::Sink:
+      return problem.movable[move.id] && !choice.sunk[move.id];
+    }
+    return false;
+  }
+
+  /// A drop or each-use move carries along the operands of the value's op
+  /// that only the forward pass reads (recursively): dropping a value
+  /// drops them (kept, they would live on only to recompute it), and
+  /// recomputing it for each use recomputes them for each use (a shared
+  /// copy would live from the first use to the last). `moved` lists them.
+  void apply(RematChoice &choice, Move move) {
+    moved.clear();
+    if (move.kind == Move::Sink) {
+      choice.sunk[move.id] = true;
+      return;
+    }
+    bool each = move.kind == Move::EachUse;
+    std::vector<bool> &flags = each ? choice.eachUse : choice.dropped;
+    std::function<void(int)> visit = [&](int v) {
+      flags[v] = true;
+      moved.push_back(v);
+      for (int input : graph.nodes[graph.values[v].def].inputs)
+        if (candidate[input] && !flags[input] &&
+            !problem.readBackward[input] && (!each || choice.dropped[input]))
+          visit(input);
+    };
+    visit(move.id);
+  }
+
+  void undo(RematChoice &choice, Move move) {
+    if (move.kind == Move::Sink) {
+      choice.sunk[move.id] = false;
+      return;
+    }
+    std::vector<bool> &flags =
+        move.kind == Move::EachUse ? choice.eachUse : choice.dropped;
+    for (int v : moved)
+      flags[v] = false;
+  }
+
   const RematProblem &problem;
+  const BufferGraph &graph;
   int64_t target;
+  bool extended;
+  int maxEvaluations;
   ScheduleSimulator simulator;
+  std::vector<bool> candidate;
+  std::vector<int> moved;
 };
 } // namespace
 
@@ -539,35 +670,89 @@ RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
 
   int evaluations = 0;
   std::optional<RematSolution> best, lowest;
-  for (const std::vector<bool> &start : starts) {
-    // The start itself may be the lowest peak within reach.
-    RematSolution plain = evaluateRemat(problem, start);
-    ++evaluations;
-    if (!lowest || plain.arena < lowest->arena)
-      lowest = plain;
-    // The target is on the peak of live bytes; placement can need a little
-    // more than the peak, so tighten it by the overshoot and solve again.
+  // Solves from `start` for the budget; the target is on the peak of live
+  // bytes, and placement can need a little more than the peak, so it is
+  // tightened by the overshoot and solved again.
+  // The extended moves cost an evaluation each to offer, so their search
+  // has a budget of its own: it completes on small steps, and gives way to
+  // the structured starts on large ones.
+  const int extendedEvaluations = int(std::max<int64_t>(
+      100, kExtendedWork / std::max<size_t>(1, problem.graph->nodes.size())));
+  int extendedLeft = extendedEvaluations;
+  auto solveFrom = [&](const std::vector<bool> &start, bool extended) {
     int64_t target = budget - persistentBytes;
-    for (int attempt = 0; attempt < 3 && target > 0; ++attempt) {
-      BudgetSolver solver(problem, target);
-      std::vector<bool> dropped = solver.greedy(start);
-      Score score = solver.keepWhatFits(dropped);
+    for (int attempt = 0; attempt < 4 && target > 0; ++attempt) {
+      if (extended && extendedLeft <= 0)
+        return;
+      BudgetSolver solver(problem, target, extended,
+                          extended ? extendedLeft : 0);
+      RematChoice choice(start);
+      solver.greedy(choice);
+      Score score = solver.keepWhatFits(choice);
       evaluations += solver.evaluations;
+      if (extended)
+        extendedLeft -= solver.evaluations;
       if (best && score.addedFlops >= best->addedFlops)
-        break; // cannot improve on what already fits
-      RematSolution solution = evaluateRemat(problem, dropped);
-      solution.simulatedPeak = score.peak;
-      if (!lowest || solution.arena < lowest->arena)
-        lowest = solution;
+        return; // cannot improve on what already fits
       if (score.peak > target)
-        break;
+        return;
+      RematSolution solution = evaluateRemat(problem, choice);
+      solution.simulatedPeak = score.peak;
       if (persistentBytes + solution.arena <= budget) {
         solution.feasible = true;
         best = solution;
-        break;
+        return;
       }
-      target -= persistentBytes + solution.arena - budget;
+      target = std::min(target, score.peak) -
+               (persistentBytes + solution.arena - budget);
     }
+  };
+  // From nothing dropped, the extended moves (what the tightest budgets of
+  // small steps need); from the structured starts, drops alone.
+  for (auto [index, start] : llvm::enumerate(starts)) {
+    RematSolution plain = evaluateRemat(problem, RematChoice(start));
+    ++evaluations;
+    if (!lowest || plain.arena < lowest->arena)
+      lowest = plain;
+    solveFrom(start, /*extended=*/index == 0);
+  }
+
+  if (!best) {
+    // The floor. Nothing here depends on the budget, so the floor reported
+    // is a budget the search meets. Two descents: the extended moves from
+    // nothing dropped, and drops alone from the start with the lowest
+    // peak; each aims a little below the lowest peak so far until it stops
+    // gaining, then undoes what its peak does not need.
+    RematChoice fromLowest = lowest->choice;
+    auto descend = [&](RematChoice choice, bool extended) {
+      int64_t peak = evaluateRemat(problem, choice).peak;
+      ++evaluations;
+      int64_t level = std::min(peak, lowest->peak);
+      int left = extended ? extendedEvaluations : 0;
+      for (int round = 0; round < 6 && (!extended || left > 0); ++round) {
+        BudgetSolver aim(problem, level - std::max<int64_t>(1, level / 16),
+                         extended, left);
+        aim.greedy(choice);
+        int64_t reached = aim.score(choice).peak;
+        evaluations += aim.evaluations;
+        left -= aim.evaluations;
+        if (reached >= peak)
+          break;
+        peak = level = reached;
+      }
+      BudgetSolver solver(problem, peak, extended);
+      Score score = solver.keepWhatFits(choice);
+      evaluations += solver.evaluations;
+      RematSolution solution = evaluateRemat(problem, choice);
+      solution.simulatedPeak = score.peak;
+      if (solution.arena < lowest->arena ||
+          (solution.arena == lowest->arena &&
+           solution.addedFlops < lowest->addedFlops))
+        lowest = solution;
+    };
+    descend(RematChoice(starts.front()), /*extended=*/true);
+    descend(fromLowest, /*extended=*/false);
+    lowest->feasible = persistentBytes + lowest->arena <= budget;
   }
   RematSolution result = best ? *best : *lowest;
   result.evaluations = evaluations;

@@ -47,6 +47,9 @@ struct BufferGraph {
     /// Index of the op this node executes in the function the graph was
     /// built from (a recomputation executes the same op again).
     int op = -1;
+    /// Writes a persistent tensor (an optimizer update): every read of
+    /// that tensor must come before it.
+    bool writesPersistent = false;
   };
   std::vector<Value> values;
   std::vector<Node> nodes;

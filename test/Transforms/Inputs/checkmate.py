@@ -76,16 +76,20 @@ Usage:
     checkmate.py GRAPH.json --budget BYTES [--budget BYTES ...]
                  [--time-limit SECONDS]
         one JSON line per budget: {"budget", "status" (optimal, infeasible or
-        timeout), "added_flops", "peak", "solve_seconds"}; added_flops and
-        peak are those of the best schedule found (null when none was), and
-        solve_seconds covers building and solving the MILP.
+        timeout), "added_flops", "bound", "peak", "solve_seconds"};
+        added_flops and peak are those of the best schedule found (null when
+        none was), bound is CBC's proven lower bound on the added FLOPs (the
+        optimum when proven; from its log), and solve_seconds covers
+        building and solving the MILP.
     checkmate.py GRAPH.json --no-remat-peak
         the peak of the plain schedule (each node once, in order), in bytes.
 """
 import argparse
 import json
 import math
+import re
 import shutil
+import tempfile
 import sys
 import time
 
@@ -280,8 +284,22 @@ class CheckmateMILP:
         # CBC's integer preprocessing can end in a model it cannot map back
         # ("Postprocessed model is infeasible") and still report an optimum
         # that violates constraints: it is off.
-        options = dict(msg=False, timeLimit=time_limit, threads=2, timeMode="elapsed",
-                       options=["preprocess off"])
+        with tempfile.NamedTemporaryFile(suffix=".log") as log:
+            options = dict(msg=False, timeLimit=time_limit, threads=2, timeMode="elapsed",
+                           options=["preprocess off"], logPath=log.name)
+            status = self._solve(options)
+            self.bound = self._lower_bound(open(log.name).read())
+        return status
+
+    def _lower_bound(self, log):
+        """CBC's proven lower bound on the objective (added FLOPs), from
+        its log: the optimum when it is proven, else the bound it reached."""
+        if self.problem.sol_status == pulp.LpSolutionOptimal:
+            return pulp.value(self.problem.objective)
+        found = re.search(r"Lower bound:\s+(\S+)", log)
+        return float(found.group(1)) if found else None
+
+    def _solve(self, options):
         if shutil.which("cbc"):
             solver = pulp.COIN_CMD(path=shutil.which("cbc"), **options)
         else:
@@ -319,7 +337,7 @@ def solve_budget(graph, budget, time_limit):
     status = milp.solve(time_limit)
     seconds = time.monotonic() - start
     result = {"budget": budget, "status": status, "added_flops": None,
-              "peak": None, "solve_seconds": round(seconds, 3)}
+              "bound": milp.bound, "peak": None, "solve_seconds": round(seconds, 3)}
     if not milp.has_solution():
         return result
     schedule = milp.schedule()

@@ -4,7 +4,9 @@
 // (tgc/Analysis/Remat.h): builds the step's buffer graph, asks the policy
 // (or the budget solver) which forward values to drop, and rewrites the IR
 // to the schedule the analysis planned: recomputing ops are clones marked
-// `tg.remat`, inserted before the first backward reader. The rewritten step
+// `tg.remat`, inserted before the first backward reader (or before each,
+// for a value recomputed for each use), and sunk backward ops move to just
+// before their first reader. The rewritten step
 // is planned again and must reach exactly the peak the analysis predicted.
 //
 //===----------------------------------------------------------------------===//
@@ -118,11 +120,13 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
       return failure();
 
     RematProblem problem = makeRematProblem(step.graph, step.forwardEnd);
-    std::vector<bool> dropped;
+    if (!reorder)
+      problem.movable.assign(problem.movable.size(), false);
+    RematChoice choice;
     if (kind == "none") {
-      dropped = chooseNone(problem);
+      choice = RematChoice(chooseNone(problem));
     } else if (kind == "selective") {
-      dropped = chooseSelective(problem);
+      choice = RematChoice(chooseSelective(problem));
     } else if (kind == "blocks") {
       std::vector<int> blocks;
       int count = findBlocks(step, blocks);
@@ -132,7 +136,7 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
                << " blocks; it needs repeated blocks, named by the forward "
                   "ops' name scopes with an index ('layers.0', "
                   "'transformer.h.0'). Use 'selective' or 'budget=<size>'";
-      dropped = chooseBlocks(problem, blocks);
+      choice = RematChoice(chooseBlocks(problem, blocks));
     } else {
       std::vector<int> blocks;
       bool haveBlocks = findBlocks(step, blocks) >= 2;
@@ -155,15 +159,15 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
                << " + transient " << formatBytes(solution.arena)
                << "), which --remat=budget="
                << persistent + solution.arena << " reaches by recomputing "
-               << buildRematSchedule(problem, solution.dropped).recomputedNodes
+               << buildRematSchedule(problem, solution.choice).recomputedNodes
                << " ops";
-      dropped = solution.dropped;
+      choice = solution.choice;
       evaluations = solution.evaluations;
     }
     int64_t before = computePeak(step.graph).bytes;
-    RematSchedule schedule = buildRematSchedule(problem, dropped);
+    RematSchedule schedule = buildRematSchedule(problem, choice);
     int64_t predicted = computePeak(schedule.graph).bytes;
-    rewrite(function, step, dropped, schedule);
+    rewrite(function, step, choice, schedule);
 
     // The rewritten step must be exactly the schedule the analysis planned.
     FailureOr<StepGraph> after = buildStepGraph(function, alignment);
@@ -217,25 +221,25 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
 
   /// Reorders and clones the step's ops into the analysis's schedule.
   void rewrite(func::FuncOp function, const StepGraph &step,
-               const std::vector<bool> &dropped,
-               const RematSchedule &schedule) {
+               const RematChoice &choice, const RematSchedule &schedule) {
     Block &body = function.getBody().front();
     Operation *terminator = body.getTerminator();
     OpBuilder builder(terminator);
     auto isDropped = [&](Value value) {
       auto it = step.valueOf.find(value);
-      return it != step.valueOf.end() && dropped[it->second];
+      return it != step.valueOf.end() && choice.isDropped(it->second);
     };
-    // The backward copy of each dropped value (and of views of it).
+    // The latest backward copy of each dropped value (and of views of it:
+    // a view is made again when its source has a newer copy).
     llvm::DenseMap<Value, Value> copyOf;
     std::function<Value(Value)> remap = [&](Value value) -> Value {
-      if (auto it = copyOf.find(value); it != copyOf.end())
-        return it->second;
-      // A view (reshape) of a dropped value that was recomputed: view the
-      // copy.
       auto reshape = value.getDefiningOp<tg::ReshapeOp>();
       if (reshape && isDropped(value)) {
         Value source = remap(reshape.getInput());
+        if (auto it = copyOf.find(value);
+            it != copyOf.end() &&
+            it->second.getDefiningOp()->getOperand(0) == source)
+          return it->second;
         if (source != reshape.getInput()) {
           Operation *view = builder.clone(*reshape);
           view->setOperand(0, source);
@@ -243,7 +247,10 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
           copyOf[value] = view->getResult(0);
           return view->getResult(0);
         }
+        return value;
       }
+      if (auto it = copyOf.find(value); it != copyOf.end())
+        return it->second;
       return value;
     };
     for (const RematSchedule::Entry &entry : schedule.entries) {

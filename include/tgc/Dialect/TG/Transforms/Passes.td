@@ -161,9 +161,13 @@ def TGRemat : Pass<"tg-remat", "mlir::ModuleOp"> {
       `transformer.h.3`);
     - `budget=<size>` (B, KiB, MiB, GiB, TiB): the planned peak
       (persistent tensors plus the transient arena) at most `size`, with as
-      few added FLOPs as the solver finds (see tgc/Analysis/Remat.h). A
-      budget below what any choice reaches is an error that states the
-      smallest peak.
+      few added FLOPs as the solver finds (see tgc/Analysis/Remat.h). The
+      solver may also recompute a dropped value for each backward use, and
+      sink a backward op to just before its first reader (free: its result
+      is then not live while unrelated ops run); `reorder=false` keeps the
+      order of the backward ops, as Checkmate's formulation does. A budget
+      below what any choice reaches is an error that states the smallest
+      peak.
     Numbers are unchanged: the same kernels run on the same operands. A
     summary line (ops recomputed, added FLOPs, peak before and after) goes
     to stderr; `export-graph` writes the step's buffer graph as JSON (the
@@ -179,6 +183,8 @@ def TGRemat : Pass<"tg-remat", "mlir::ModuleOp"> {
            "JSON to this file">,
     Option<"printSummary", "print", "bool", /*default=*/"true",
            "Print a summary line to stderr">,
+    Option<"reorder", "reorder", "bool", /*default=*/"true",
+           "Let the budget solver sink backward ops (false: recompute only)">,
   ];
   let statistics = [
     Statistic<"numRecomputedOps", "recomputed-ops",
