@@ -143,6 +143,8 @@ const char *stringifyMemoryKind(MemoryKind kind) {
   switch (kind) {
   case MemoryKind::Param:
     return "params";
+  case MemoryKind::FrozenParam:
+    return "frozen_params";
   case MemoryKind::OptimizerState:
     return "optimizer_state";
   case MemoryKind::Input:
@@ -341,7 +343,9 @@ FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp function,
     if (auto name = function.getArgAttrOfType<StringAttr>(
             i, tg::TGDialect::kParamAttr)) {
       tensor.name = name.str();
-      tensor.kind = MemoryKind::Param;
+      tensor.kind = function.getArgAttr(i, tg::TGDialect::kFrozenAttr)
+                        ? MemoryKind::FrozenParam
+                        : MemoryKind::Param;
     } else if (auto name = function.getArgAttrOfType<StringAttr>(
                    i, tg::TGDialect::kStateAttr)) {
       tensor.name = name.str();
@@ -438,7 +442,8 @@ static std::string describeOp(Operation *op) {
 static const MemoryKind kTransientKinds[] = {
     MemoryKind::Activation, MemoryKind::Gradient, MemoryKind::Workspace};
 static const MemoryKind kPersistentKinds[] = {
-    MemoryKind::Param, MemoryKind::OptimizerState, MemoryKind::Input};
+    MemoryKind::Param, MemoryKind::FrozenParam, MemoryKind::OptimizerState,
+    MemoryKind::Input};
 
 void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
                        unsigned topBuffers) {
@@ -449,8 +454,9 @@ void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
      << plan.alignment << ")\n";
   os << "  persistent: " << formatBytes(plan.persistentSize) << "\n";
   for (MemoryKind kind : kPersistentKinds)
-    os << llvm::format("    %-16s", stringifyMemoryKind(kind))
-       << formatBytes(plan.persistentBytes(kind)) << "\n";
+    if (kind != MemoryKind::FrozenParam || plan.persistentBytes(kind))
+      os << llvm::format("    %-16s", stringifyMemoryKind(kind))
+         << formatBytes(plan.persistentBytes(kind)) << "\n";
   double ratio =
       layout.peakLive ? double(layout.arenaSize) / double(layout.peakLive) : 1.0;
   os << "  transient arena: " << formatBytes(layout.arenaSize) << " ("
@@ -475,8 +481,9 @@ void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
   os << "  peak at op #" << peakStep << " "
      << describeOp(plan.schedule[peakStep]) << ", where live:\n";
   for (MemoryKind kind : kPersistentKinds)
-    os << llvm::format("    %-16s", stringifyMemoryKind(kind))
-       << formatBytes(plan.persistentBytes(kind)) << "\n";
+    if (kind != MemoryKind::FrozenParam || plan.persistentBytes(kind))
+      os << llvm::format("    %-16s", stringifyMemoryKind(kind))
+         << formatBytes(plan.persistentBytes(kind)) << "\n";
   for (MemoryKind kind : kTransientKinds)
     os << llvm::format("    %-16s", stringifyMemoryKind(kind))
        << formatBytes(plan.liveBytesAt(peakStep, kind)) << "\n";

@@ -10,6 +10,15 @@ namespace tgc {
 
 void buildTrainPipeline(mlir::OpPassManager &pm,
                         const TrainPipelineOptions &options) {
+  if (!options.freeze.empty() || !options.trainOnly.empty() ||
+      options.frozenDtype != "none") {
+    tg::TGFreezeOptions freezing;
+    freezing.freeze.assign(options.freeze.begin(), options.freeze.end());
+    freezing.trainOnly.assign(options.trainOnly.begin(),
+                              options.trainOnly.end());
+    freezing.frozenDtype = options.frozenDtype;
+    pm.addPass(tg::createTGFreeze(freezing));
+  }
   if (options.amp != "none") {
     tg::TGAmpOptions amp;
     amp.dtype = options.amp;

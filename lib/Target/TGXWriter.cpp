@@ -92,6 +92,7 @@ static tgx::InitKind convertInit(tg::InitKind kind) {
 static tgx::Role convertRole(MemoryKind kind) {
   switch (kind) {
   case MemoryKind::Param:
+  case MemoryKind::FrozenParam:
     return tgx::Role::Param;
   case MemoryKind::OptimizerState:
     return tgx::Role::State;

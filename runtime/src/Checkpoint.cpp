@@ -9,6 +9,8 @@
 
 #include "Safetensors.h"
 
+#include <optional>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -118,17 +120,31 @@ Status loadCheckpoint(Session &session, const std::string &path,
     return Status::failure("checkpoint " + status.error);
   const Program &program = session.program();
   std::vector<bool> found(program.tensors.size(), false);
-  std::vector<std::pair<int32_t, const SafetensorsEntry *>> pending;
+  struct Pending {
+    int32_t index;
+    const SafetensorsEntry *entry;
+    DType stored; // the file's dtype
+  };
+  std::vector<Pending> pending;
   for (const SafetensorsEntry &entry : file.entries) {
     int32_t index = program.findPersistent(entry.name);
     if (index < 0 || !isCheckpointed(program.tensors[index]))
       return fail("tensor '" + entry.name + "' is not a parameter or state "
                   "of this model");
     const TensorInfo &info = program.tensors[index];
-    status = checkEntry(entry, info.dtype, info.shape);
+    // Starting from weights (not resuming), a float parameter may be stored
+    // in another float precision: a Hugging Face checkpoint in f16 or
+    // bf16, or f32 weights for a 16-bit frozen copy. It is converted
+    // (rounding to nearest even); resuming needs the exact dtypes.
+    DType stored = info.dtype;
+    std::optional<DType> fileDType = parseSafetensorsDType(entry.dtype);
+    if (scope == LoadScope::Parameters && info.role == Role::Param &&
+        fileDType && isFloat(*fileDType) && isFloat(info.dtype))
+      stored = *fileDType;
+    status = checkEntry(entry, stored, info.shape);
     if (!status.ok())
       return fail(status.error);
-    pending.push_back({index, &entry});
+    pending.push_back({index, &entry, stored});
     found[index] = true;
   }
   for (size_t i = 0; i < program.tensors.size(); ++i) {
@@ -138,9 +154,18 @@ Status loadCheckpoint(Session &session, const std::string &path,
     if (info.role == Role::Param || scope == LoadScope::Everything)
       return fail("tensor '" + info.name + "' is missing");
   }
-  for (auto &[index, entry] : pending) {
-    TensorRef view = session.hostView(index);
-    std::memcpy(view.data, file.data(*entry), view.numBytes());
+  for (const Pending &item : pending) {
+    TensorRef view = session.hostView(item.index);
+    if (item.stored == view.dtype) {
+      std::memcpy(view.data, file.data(*item.entry), view.numBytes());
+      continue;
+    }
+    TensorRef source;
+    source.data = const_cast<char *>(file.data(*item.entry));
+    source.dtype = item.stored;
+    source.shape = view.shape;
+    for (int64_t i = 0, n = view.numElements(); i < n; ++i)
+      storeF32(view, i, loadF32(source, i));
   }
   if (metadata)
     *metadata = file.metadata;

@@ -169,6 +169,14 @@ const SafetensorsEntry *SafetensorsFile::find(const std::string &name) const {
   return nullptr;
 }
 
+std::optional<DType> parseSafetensorsDType(const std::string &name) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::I64,
+                      DType::I32, DType::I8, DType::I1})
+    if (name == safetensorsDType(dtype))
+      return dtype;
+  return std::nullopt;
+}
+
 Status checkEntry(const SafetensorsEntry &entry, DType dtype,
                   const std::vector<int64_t> &shape) {
   if (entry.dtype != safetensorsDType(dtype))

@@ -13,6 +13,7 @@
 #include "tgc/runtime/Tensor.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,8 @@ struct SafetensorsFile {
 
 /// The safetensors name of a dtype ("F32", ..., "BOOL").
 const char *safetensorsDType(DType dtype);
+/// The dtype of a safetensors name, if tgc has it.
+std::optional<DType> parseSafetensorsDType(const std::string &name);
 
 /// Reads and checks `path`; errors name the file and the tensor.
 Status readSafetensors(const std::string &path, SafetensorsFile &file);

@@ -24,6 +24,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -58,6 +59,22 @@ static cl::opt<int64_t> alignment("alignment",
                                   cl::init(256), cl::cat(category));
 
 // The training pipeline's options (tgc::TrainPipelineOptions).
+static cl::list<std::string>
+    freeze("freeze",
+           cl::desc("Freeze the parameters matching these globs on their "
+                    "names, e.g. 'transformer.wte.*,transformer.h.[0-5].*' "
+                    "(tg-freeze)"),
+           cl::CommaSeparated, cl::cat(category));
+static cl::list<std::string>
+    trainOnly("train-only",
+              cl::desc("Train only the parameters matching these globs; "
+                       "freeze the rest (tg-freeze)"),
+              cl::CommaSeparated, cl::cat(category));
+static cl::opt<std::string>
+    frozenDtype("frozen-dtype",
+                cl::desc("Store frozen f32 parameters in 16 bits: none, bf16 "
+                         "or f16 (loaded from f32 or 16-bit weights)"),
+                cl::init("none"), cl::cat(category));
 static cl::opt<std::string> optimizer("optimizer",
                                       cl::desc("Optimizer: adamw or sgd"),
                                       cl::init("adamw"), cl::cat(category));
@@ -171,6 +188,12 @@ static std::string describeOptions() {
      << " growth-factor=" << growthFactor << " backoff-factor="
      << backoffFactor << " growth-interval=" << growthInterval
      << " remat=" << remat;
+  if (!freeze.empty())
+    os << " freeze=" << llvm::join(freeze, ",");
+  if (!trainOnly.empty())
+    os << " train-only=" << llvm::join(trainOnly, ",");
+  if (frozenDtype != "none")
+    os << " frozen-dtype=" << frozenDtype;
   return out;
 }
 
@@ -182,6 +205,9 @@ int main(int argc, char **argv) {
                               "training-step executable\n");
   if (emit != "tgx" && emit != "mlir")
     return fail("--emit must be tgx or mlir, found '" + emit + "'");
+  if (frozenDtype != "none" && frozenDtype != "bf16" && frozenDtype != "f16")
+    return fail("--frozen-dtype must be none, bf16 or f16, found '" +
+                frozenDtype + "'");
   if (amp != "none" && amp != "bf16" && amp != "f16")
     return fail("--amp must be none, bf16 or f16, found '" + amp + "'");
   if (remat != "none" && remat != "selective" && remat != "blocks") {
@@ -230,6 +256,9 @@ int main(int argc, char **argv) {
       function.erase();
 
   tgc::TrainPipelineOptions options;
+  options.freeze = freeze;
+  options.trainOnly = trainOnly;
+  options.frozenDtype = frozenDtype;
   options.optimizer = optimizer;
   options.lr = lr;
   options.beta1 = beta1;

@@ -75,8 +75,8 @@ std::string checkArenaLayout(const std::vector<BufferLifetime> &buffers,
 //===----------------------------------------------------------------------===//
 
 /// What a byte of memory holds, for the breakdown of the peak.
-enum class MemoryKind { Param, OptimizerState, Input, Activation, Gradient,
-                        Workspace };
+enum class MemoryKind { Param, FrozenParam, OptimizerState, Input, Activation,
+                        Gradient, Workspace };
 const char *stringifyMemoryKind(MemoryKind kind);
 
 /// A function as the planner sees it: its BufferGraph (one node per op in

@@ -15,6 +15,18 @@ namespace tgc {
 
 struct TrainPipelineOptions
     : public mlir::PassPipelineOptions<TrainPipelineOptions> {
+  ListOption<std::string> freeze{
+      *this, "freeze",
+      llvm::cl::desc("Parameters to freeze, globs on their names (tg-freeze)")};
+  ListOption<std::string> trainOnly{
+      *this, "train-only",
+      llvm::cl::desc("Train only the parameters matching these globs "
+                     "(tg-freeze)")};
+  Option<std::string> frozenDtype{
+      *this, "frozen-dtype",
+      llvm::cl::desc("Store frozen f32 parameters in 16 bits: none, bf16 or "
+                     "f16 (tg-freeze)"),
+      llvm::cl::init("none")};
   Option<std::string> optimizer{*this, "optimizer",
                                 llvm::cl::desc("Optimizer: adamw or sgd"),
                                 llvm::cl::init("adamw")};

@@ -3,10 +3,14 @@ weights and batches as tgc-run, with torch.optim.AdamW, and writes the
 per-step losses (JSONL) and the final parameters (safetensors).
 
 Usage:
-  torch_reference.py gpt2 N_HEAD INIT DATA STEPS METRICS FINAL
-  torch_reference.py mlp - INIT DATA STEPS METRICS FINAL
+  torch_reference.py gpt2 N_HEAD INIT DATA STEPS METRICS FINAL [--freeze=GLOBS]
+  torch_reference.py mlp - INIT DATA STEPS METRICS FINAL [--freeze=GLOBS]
 The optimizer settings are tgc-compile's defaults: lr 1e-3, betas (0.9,
-0.999), eps 1e-8, weight decay 0.01 on every parameter."""
+0.999), eps 1e-8, weight decay 0.01 on every trained parameter.
+--freeze (comma-separated fnmatch globs on the names) sets requires_grad
+False on the parameters it matches and leaves them out of the optimizer,
+as a PyTorch user freezes layers."""
+import fnmatch
 import json
 import math
 import sys
@@ -22,9 +26,13 @@ torch.set_num_threads(1)
 kind, n_head, init, data, steps, metrics, final = sys.argv[1:8]
 steps = int(steps)
 state = safetensors_io.load(init)
-params = {k: v.clone().requires_grad_(True) for k, v in state.items()
+frozen = [g for a in sys.argv[8:] if a.startswith("--freeze=")
+          for g in a[len("--freeze="):].split(",")]
+params = {k: v.clone() for k, v in state.items()
           if not (k.endswith(".exp_avg") or k.endswith(".exp_avg_sq")
                   or k == "optimizer.step")}
+for name, p in params.items():
+    p.requires_grad_(not any(fnmatch.fnmatchcase(name, g) for g in frozen))
 batches = safetensors_io.load(data)
 
 
@@ -70,7 +78,7 @@ def mlp(inputs, targets):
     return F.cross_entropy(x, targets, ignore_index=-100)
 
 
-opt = torch.optim.AdamW(list(params.values()), lr=1e-3, betas=(0.9, 0.999),
+opt = torch.optim.AdamW([p for p in params.values() if p.requires_grad], lr=1e-3, betas=(0.9, 0.999),
                         eps=1e-8, weight_decay=0.01)
 with open(metrics, "w") as out:
     for step in range(steps):

@@ -25,6 +25,44 @@ def TGModelStats : Pass<"tg-model-stats", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGFreeze : Pass<"tg-freeze", "mlir::ModuleOp"> {
+  let summary = "Marks parameters frozen by glob patterns on their names";
+  let description = [{
+    For every `func.func` marked `tg.model` (before tg-autodiff), marks
+    `tg.frozen` the parameters whose `tg.param` name matches a `freeze`
+    pattern, and, when `train-only` is given, every parameter that matches
+    none of its patterns. Patterns are globs on the Hugging Face names
+    (`*`, `?`, `[0-5]`, `{a,b}`), e.g. `transformer.wte.*,
+    transformer.h.[0-5].*`; lists are comma separated. A pattern that
+    matches no parameter, a parameter both frozen and listed to train, and
+    freezing every parameter are errors.
+
+    With `frozen-dtype=bf16|f16`, frozen f32 parameters (never updated) are
+    stored in 16 bits: the argument becomes 16-bit and one `tg.cast` widens
+    it where the model reads it (tg-amp folds the cast away where it wants
+    16 bits anyway; tg-remat sinks it to its first reader).
+
+    Freezing is what tg-autodiff prunes by: a frozen parameter gets no
+    gradient, no optimizer state and no update, and no backward op is built
+    for values that no trainable parameter reaches (freezing the embeddings
+    and the first k blocks stops the backward pass at block k), so the
+    activations only that work would read are not kept either.
+  }];
+  let options = [
+    ListOption<"freeze", "freeze", "std::string",
+               "Parameters to freeze (globs on their names)">,
+    ListOption<"trainOnly", "train-only", "std::string",
+               "Train only the parameters matching these globs; freeze the "
+               "rest">,
+    Option<"frozenDtype", "frozen-dtype", "std::string",
+           /*default=*/"\"none\"",
+           "Store frozen f32 parameters in 16 bits: none, bf16 or f16">,
+    Option<"printSummary", "print", "bool", /*default=*/"false",
+           "Print how many parameters and elements are frozen to stderr">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
   let summary = "Turns a tg.model (forward + loss) into a training step";
   let description = [{
