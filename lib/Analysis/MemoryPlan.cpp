@@ -299,8 +299,12 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
           continue;
         }
       }
-      int value = graph.addValue(
-          alignTo(tg::getTensorBytes(result.getType()), alignment), node);
+      // A result the op does not compute (its output_mask) takes no memory.
+      int64_t bytes = tg::computesResult(op, result.getResultNumber())
+                          ? alignTo(tg::getTensorBytes(result.getType()),
+                                    alignment)
+                          : 0;
+      int value = graph.addValue(bytes, node);
       step.valueOf[result] = value;
       graph.nodes[node].outputs.push_back(value);
       MemoryKind kind = MemoryKind::Workspace;

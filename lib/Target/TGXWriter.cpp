@@ -228,7 +228,12 @@ LogicalResult TGXWriter::addInstruction(Operation *op) {
       return failure();
     operands.push_back(*index);
   }
-  for (Value result : op->getResults()) {
+  for (OpResult result : op->getResults()) {
+    // A result the op does not compute (output_mask) has no tensor: -1.
+    if (!tg::computesResult(op, result.getResultNumber())) {
+      results.push_back(-1);
+      continue;
+    }
     FailureOr<int32_t> index = addValue(result);
     if (failed(index))
       return failure();
@@ -247,7 +252,8 @@ LogicalResult TGXWriter::addInstruction(Operation *op) {
       // passes mean nothing to it.
       if (attr.getName() == "operandSegmentSizes" ||
           attr.getName() == tg::TGDialect::kLossSeedAttr ||
-          attr.getName() == tg::TGDialect::kRematAttr)
+          attr.getName() == tg::TGDialect::kRematAttr ||
+          attr.getName() == tg::kOutputMaskAttr)
         continue;
       FailureOr<flatbuffers::Offset<tgx::Attr>> converted =
           convertAttr(op, attr);

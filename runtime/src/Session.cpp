@@ -257,6 +257,10 @@ Status Session::launch() {
         trace.read(prog.tensors[index].offset, i);
     }
     for (int32_t index : inst.results) {
+      if (index == kNotComputed) {
+        results.push_back(TensorRef()); // a result the kernel skips
+        continue;
+      }
       results.push_back(view(index));
       if (measure && prog.tensors[index].storage == Storage::Arena)
         trace.write(prog.tensors[index].offset, prog.tensors[index].bytes, i);

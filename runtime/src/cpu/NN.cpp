@@ -15,6 +15,8 @@
 
 #include "Common.h"
 
+#include <optional>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -166,28 +168,41 @@ Status layerNormGrad(const TensorRef &input, const TensorRef &weight,
                      const TensorRef &grad, double epsilon,
                      TensorRef &inputGrad, TensorRef &weightGrad,
                      TensorRef &biasGrad) {
+  // Results that are not present are not computed (an output mask).
+  bool wantInput = inputGrad.present(), wantWeight = weightGrad.present(),
+       wantBias = biasGrad.present();
+  if (!wantInput && !wantWeight && !wantBias)
+    return Status::failure("layer_norm_grad computes none of its results");
   TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
   TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectValid(inputGrad, "input_grad"));
-  TGC_RETURN_IF_ERROR(expectValid(weightGrad, "weight_grad"));
-  TGC_RETURN_IF_ERROR(expectValid(biasGrad, "bias_grad"));
   TGC_RETURN_IF_ERROR(expectSameDType(grad, input, "grad"));
   TGC_RETURN_IF_ERROR(expectShape(grad, input.shape, "grad"));
-  TGC_RETURN_IF_ERROR(expectSameDType(inputGrad, input, "input_grad"));
-  TGC_RETURN_IF_ERROR(expectShape(inputGrad, input.shape, "input_grad"));
-  TGC_RETURN_IF_ERROR(expectSameDType(weightGrad, weight, "weight_grad"));
-  TGC_RETURN_IF_ERROR(expectShape(weightGrad, weight.shape, "weight_grad"));
-  TGC_RETURN_IF_ERROR(expectSameDType(biasGrad, weight, "bias_grad"));
-  TGC_RETURN_IF_ERROR(expectShape(biasGrad, weight.shape, "bias_grad"));
+  struct {
+    bool wanted;
+    TensorRef &result;
+    const TensorRef &like;
+    const char *name;
+  } results[] = {{wantInput, inputGrad, input, "input_grad"},
+                 {wantWeight, weightGrad, weight, "weight_grad"},
+                 {wantBias, biasGrad, weight, "bias_grad"}};
+  for (auto &r : results) {
+    if (!r.wanted)
+      continue;
+    TGC_RETURN_IF_ERROR(expectValid(r.result, r.name));
+    TGC_RETURN_IF_ERROR(expectSameDType(r.result, r.like, r.name));
+    TGC_RETURN_IF_ERROR(expectShape(r.result, r.like.shape, r.name));
+  }
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   F32Operand x(input), w(weight), g(grad);
-  F32Result dx(inputGrad, {&weight, &weightGrad, &biasGrad});
+  std::optional<F32Result> dx;
+  if (wantInput)
+    dx.emplace(inputGrad, std::initializer_list<const TensorRef *>{
+                              &weight, &weightGrad, &biasGrad});
   std::vector<double> dw(size_t(length), 0.0), db(size_t(length), 0.0);
   for (int64_t row = 0; row < rows; ++row) {
     const float *xs = x.data() + row * length;
     const float *gs = g.data() + row * length;
-    float *out = dx.data() + row * length;
     float mean, rstd;
     rowStatistics(xs, length, epsilon, mean, rstd);
     double sumG = 0.0, sumGX = 0.0;
@@ -199,6 +214,9 @@ Status layerNormGrad(const TensorRef &input, const TensorRef &weight,
       dw[j] += double(gs[j]) * xhat;
       db[j] += gs[j];
     }
+    if (!wantInput)
+      continue;
+    float *out = dx->data() + row * length;
     float meanG = float(sumG / double(length));
     float meanGX = float(sumGX / double(length));
     // Reads gs[j] before writing out[j]: input_grad may reuse grad's buffer.
@@ -207,10 +225,13 @@ Status layerNormGrad(const TensorRef &input, const TensorRef &weight,
       out[j] = rstd * (gs[j] * w[j] - meanG - xhat * meanGX);
     }
   }
-  dx.commit();
+  if (dx)
+    dx->commit();
   for (int64_t j = 0; j < length; ++j) {
-    storeF32(weightGrad, j, float(dw[j]));
-    storeF32(biasGrad, j, float(db[j]));
+    if (wantWeight)
+      storeF32(weightGrad, j, float(dw[j]));
+    if (wantBias)
+      storeF32(biasGrad, j, float(db[j]));
   }
   return Status::success();
 }
@@ -399,6 +420,11 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
                      const TensorRef &grad, bool causal,
                      std::optional<double> scale, TensorRef &queryGrad,
                      TensorRef &keyGrad, TensorRef &valueGrad) {
+  // Results that are not present are not computed (an output mask).
+  bool wantQuery = queryGrad.present(), wantKey = keyGrad.present(),
+       wantValue = valueGrad.present();
+  if (!wantQuery && !wantKey && !wantValue)
+    return Status::failure("attention_grad computes none of its results");
   AttentionShape sizes;
   TGC_RETURN_IF_ERROR(checkAttention(query, key, value, causal, scale, sizes));
   Shape outShape(query.shape.begin(), query.shape.end() - 1);
@@ -410,13 +436,16 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
   TGC_RETURN_IF_ERROR(expectSameDType(grad, query, "grad"));
   TGC_RETURN_IF_ERROR(expectShape(grad, outShape, "grad"));
   struct {
+    bool wanted;
     TensorRef &result;
     const TensorRef &like;
     const char *name;
-  } results[] = {{queryGrad, query, "query_grad"},
-                 {keyGrad, key, "key_grad"},
-                 {valueGrad, value, "value_grad"}};
+  } results[] = {{wantQuery, queryGrad, query, "query_grad"},
+                 {wantKey, keyGrad, key, "key_grad"},
+                 {wantValue, valueGrad, value, "value_grad"}};
   for (auto &r : results) {
+    if (!r.wanted)
+      continue;
     TGC_RETURN_IF_ERROR(expectValid(r.result, r.name));
     TGC_RETURN_IF_ERROR(expectSameDType(r.result, r.like, r.name));
     TGC_RETURN_IF_ERROR(expectShape(r.result, r.like.shape, r.name));
@@ -424,8 +453,13 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
   F32Operand q(query), k(key), v(value), o(output), dO(grad);
   std::initializer_list<const TensorRef *> operands = {&query, &key, &value,
                                                        &output, &grad};
-  F32Result dq(queryGrad, operands), dk(keyGrad, operands),
-      dv(valueGrad, operands);
+  std::optional<F32Result> dq, dk, dv;
+  if (wantQuery)
+    dq.emplace(queryGrad, operands);
+  if (wantKey)
+    dk.emplace(keyGrad, operands);
+  if (wantValue)
+    dv.emplace(valueGrad, operands);
   int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dvSize = sizes.dv;
   std::vector<float> p(size_t(tq * tk)), dp(size_t(tq * tk));
   for (int64_t b = 0; b < sizes.batch; ++b) {
@@ -434,12 +468,15 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
     const float *ob = o.data() + b * tq * dvSize;
     const float *gb = dO.data() + b * tq * dvSize;
     attentionProbabilities(sizes, qb, kb, causal, p.data());
-    // value_grad = P^T @ grad, dP = grad @ value^T.
-    gemmF32(true, false, tk, dvSize, tq, 1.0f, p.data(), tk, gb, dvSize, 0.0f,
-            dv.data() + b * tk * dvSize, dvSize);
+    // value_grad = P^T @ grad.
+    if (wantValue)
+      gemmF32(true, false, tk, dvSize, tq, 1.0f, p.data(), tk, gb, dvSize,
+              0.0f, dv->data() + b * tk * dvSize, dvSize);
+    if (!wantQuery && !wantKey)
+      continue;
+    // dP = grad @ value^T; dS = P * (dP - rowsum(grad * output)), in place.
     gemmF32(false, true, tq, tk, dvSize, 1.0f, gb, dvSize, vb, dvSize, 0.0f,
             dp.data(), tk);
-    // dS = P * (dP - rowsum(grad * output)), in place of dP.
     for (int64_t i = 0; i < tq; ++i) {
       double dot = 0.0;
       for (int64_t c = 0; c < dvSize; ++c)
@@ -449,14 +486,16 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
         dp[i * tk + j] = p[i * tk + j] * (dp[i * tk + j] - rowDot);
     }
     // query_grad = dS @ key * scale, key_grad = dS^T @ query * scale.
-    gemmF32(false, false, tq, d, tk, sizes.scale, dp.data(), tk, kb, d, 0.0f,
-            dq.data() + b * tq * d, d);
-    gemmF32(true, false, tk, d, tq, sizes.scale, dp.data(), tk, qb, d, 0.0f,
-            dk.data() + b * tk * d, d);
+    if (wantQuery)
+      gemmF32(false, false, tq, d, tk, sizes.scale, dp.data(), tk, kb, d,
+              0.0f, dq->data() + b * tq * d, d);
+    if (wantKey)
+      gemmF32(true, false, tk, d, tq, sizes.scale, dp.data(), tk, qb, d, 0.0f,
+              dk->data() + b * tk * d, d);
   }
-  dq.commit();
-  dk.commit();
-  dv.commit();
+  for (std::optional<F32Result> *result : {&dq, &dk, &dv})
+    if (*result)
+      (*result)->commit();
   return Status::success();
 }
 

@@ -621,6 +621,11 @@ Status layerNormGrad(Context &ctx, const TensorRef &input,
                      TensorRef &weightGrad, TensorRef &biasGrad) {
   if (input.rank() < 1)
     return Status::failure("layer norm input must have rank >= 1");
+  // Results that are not present are not computed (an output mask).
+  bool wantInput = inputGrad.present();
+  bool wantParams = weightGrad.present() || biasGrad.present();
+  if (!wantInput && !wantParams)
+    return Status::failure("layer_norm_grad computes none of its results");
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   if (length == 0)
@@ -655,22 +660,29 @@ Status layerNormGrad(Context &ctx, const TensorRef &input,
     TGC_CUDA_LAUNCH("layerNormStatisticsKernel");
 
     // The parameter gradients read grad before input_grad may overwrite it.
-    int64_t chunks = std::min<int64_t>((rows + 31) / 32, 1024);
-    int64_t rowsPerChunk = (rows + chunks - 1) / chunks;
-    dim3 grid(unsigned((length + 255) / 256), unsigned(chunks));
-    layerNormParamGradKernel<<<grid, 256, 0, stream>>>(
-        input.data, grad.data, input.dtype, rows, length, rowsPerChunk, means,
-        rstds, weightGradF32, biasGradF32);
-    TGC_CUDA_LAUNCH("layerNormParamGradKernel");
-
-    layerNormInputGradKernel<<<rowBlocks(rows), kRowThreads, 0, stream>>>(
-        input.data, grad.data, weightF32, inputGrad.data, input.dtype, rows,
-        length, means, rstds);
-    TGC_CUDA_LAUNCH("layerNormInputGradKernel");
+    if (wantParams) {
+      int64_t chunks = std::min<int64_t>((rows + 31) / 32, 1024);
+      int64_t rowsPerChunk = (rows + chunks - 1) / chunks;
+      dim3 grid(unsigned((length + 255) / 256), unsigned(chunks));
+      layerNormParamGradKernel<<<grid, 256, 0, stream>>>(
+          input.data, grad.data, input.dtype, rows, length, rowsPerChunk,
+          means, rstds, weightGradF32, biasGradF32);
+      TGC_CUDA_LAUNCH("layerNormParamGradKernel");
+    }
+    if (wantInput) {
+      layerNormInputGradKernel<<<rowBlocks(rows), kRowThreads, 0, stream>>>(
+          input.data, grad.data, weightF32, inputGrad.data, input.dtype, rows,
+          length, means, rstds);
+      TGC_CUDA_LAUNCH("layerNormInputGradKernel");
+    }
   }
-  if (Status s = narrowFromF32(ctx, weightGradF32, length, weightGrad); !s.ok())
-    return s;
-  return narrowFromF32(ctx, biasGradF32, length, biasGrad);
+  if (weightGrad.present())
+    if (Status s = narrowFromF32(ctx, weightGradF32, length, weightGrad);
+        !s.ok())
+      return s;
+  if (biasGrad.present())
+    return narrowFromF32(ctx, biasGradF32, length, biasGrad);
+  return Status::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -932,6 +944,11 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   if (Status s = attentionShape(query, key, value, causal, scale, sizes);
       !s.ok())
     return s;
+  // Results that are not present are not computed (an output mask).
+  bool wantQuery = queryGrad.present(), wantKey = keyGrad.present(),
+       wantValue = valueGrad.present();
+  if (!wantQuery && !wantKey && !wantValue)
+    return Status::failure("attention_grad computes none of its results");
   int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dv = sizes.dv;
   if (sizes.batch == 0)
     return Status::success();
@@ -942,7 +959,8 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   bool copyInputs = !f32;
   for (const TensorRef *result : {&queryGrad, &keyGrad, &valueGrad})
     for (const TensorRef *operand : {&query, &key, &value, &output, &grad})
-      copyInputs = copyInputs || bytesOverlap(*result, *operand);
+      copyInputs = copyInputs ||
+                   (result->present() && bytesOverlap(*result, *operand));
   int64_t heads = headsPerChunk(sizes, 2);
   WorkspaceLayout layout;
   size_t gemmAt = layout.add(kGemmWorkspaceBytes);
@@ -997,60 +1015,72 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
     int64_t count = std::min(heads, sizes.batch - b0);
     const float *qb = q + b0 * tq * d, *kb = k + b0 * tk * d;
     const float *vb = v + b0 * tk * dv, *gb = dO + b0 * tq * dv;
-    float *dq = f32 ? static_cast<float *>(queryGrad.data) + b0 * tq * d
-                    : at<float>(ctx, queryGradAt);
-    float *dk = f32 ? static_cast<float *>(keyGrad.data) + b0 * tk * d
-                    : at<float>(ctx, keyGradAt);
-    float *dvOut = f32 ? static_cast<float *>(valueGrad.data) + b0 * tk * dv
-                       : at<float>(ctx, valueGradAt);
+    float *dq = !wantQuery ? nullptr
+                : f32      ? static_cast<float *>(queryGrad.data) + b0 * tq * d
+                           : at<float>(ctx, queryGradAt);
+    float *dk = !wantKey ? nullptr
+                : f32    ? static_cast<float *>(keyGrad.data) + b0 * tk * d
+                         : at<float>(ctx, keyGradAt);
+    float *dvOut = !wantValue ? nullptr
+                   : f32 ? static_cast<float *>(valueGrad.data) + b0 * tk * dv
+                         : at<float>(ctx, valueGradAt);
     if (Status s = attentionProbabilities(ctx, sizes, qb, kb, causal, count, p,
                                           gemmWorkspace);
         !s.ok())
       return s;
-    // value_grad = P^T @ grad, dP = grad @ value^T.
-    if (Status s = gemm(
-            ctx, headGemm(true, false, tk, dv, tq, 1.0f, p, gb, dvOut, count),
-            gemmWorkspace);
-        !s.ok())
-      return s;
-    if (Status s = gemm(
-            ctx, headGemm(false, true, tq, tk, dv, 1.0f, gb, vb, dS, count),
-            gemmWorkspace);
-        !s.ok())
-      return s;
-    // dS = P * (dP - rowsum(grad * output)), in place of dP.
-    int64_t scoreCount = count * tq * tk;
-    if (scoreCount > 0) {
-      attentionScoreGradKernel<<<blocksFor(scoreCount), 256, 0, stream>>>(
-          p, dS, rowDot + b0 * tq, scoreCount, tk);
-      TGC_CUDA_LAUNCH("attentionScoreGradKernel");
+    // value_grad = P^T @ grad.
+    if (wantValue)
+      if (Status s = gemm(ctx,
+                          headGemm(true, false, tk, dv, tq, 1.0f, p, gb, dvOut,
+                                   count),
+                          gemmWorkspace);
+          !s.ok())
+        return s;
+    if (wantQuery || wantKey) {
+      // dP = grad @ value^T; dS = P * (dP - rowsum(grad * output)), in place.
+      if (Status s = gemm(
+              ctx, headGemm(false, true, tq, tk, dv, 1.0f, gb, vb, dS, count),
+              gemmWorkspace);
+          !s.ok())
+        return s;
+      int64_t scoreCount = count * tq * tk;
+      if (scoreCount > 0) {
+        attentionScoreGradKernel<<<blocksFor(scoreCount), 256, 0, stream>>>(
+            p, dS, rowDot + b0 * tq, scoreCount, tk);
+        TGC_CUDA_LAUNCH("attentionScoreGradKernel");
+      }
     }
     // query_grad = dS @ key * scale, key_grad = dS^T @ query * scale.
-    if (Status s = gemm(
-            ctx,
-            headGemm(false, false, tq, d, tk, sizes.scale, dS, kb, dq, count),
-            gemmWorkspace);
-        !s.ok())
-      return s;
-    if (Status s = gemm(
-            ctx,
-            headGemm(true, false, tk, d, tq, sizes.scale, dS, qb, dk, count),
-            gemmWorkspace);
-        !s.ok())
-      return s;
+    if (wantQuery)
+      if (Status s = gemm(ctx,
+                          headGemm(false, false, tq, d, tk, sizes.scale, dS, kb,
+                                   dq, count),
+                          gemmWorkspace);
+          !s.ok())
+        return s;
+    if (wantKey)
+      if (Status s = gemm(ctx,
+                          headGemm(true, false, tk, d, tq, sizes.scale, dS, qb,
+                                   dk, count),
+                          gemmWorkspace);
+          !s.ok())
+        return s;
     if (!f32) {
-      if (Status s =
-              narrowFromF32(ctx, dq, count * tq * d, queryGrad, b0 * tq * d);
-          !s.ok())
-        return s;
-      if (Status s =
-              narrowFromF32(ctx, dk, count * tk * d, keyGrad, b0 * tk * d);
-          !s.ok())
-        return s;
-      if (Status s = narrowFromF32(ctx, dvOut, count * tk * dv, valueGrad,
-                                   b0 * tk * dv);
-          !s.ok())
-        return s;
+      if (wantQuery)
+        if (Status s = narrowFromF32(ctx, dq, count * tq * d, queryGrad,
+                                     b0 * tq * d);
+            !s.ok())
+          return s;
+      if (wantKey)
+        if (Status s =
+                narrowFromF32(ctx, dk, count * tk * d, keyGrad, b0 * tk * d);
+            !s.ok())
+          return s;
+      if (wantValue)
+        if (Status s = narrowFromF32(ctx, dvOut, count * tk * dv, valueGrad,
+                                     b0 * tk * dv);
+            !s.ok())
+          return s;
     }
   }
   return Status::success();

@@ -37,6 +37,10 @@ const char *kernelName(Kernel kernel) {
   return "unknown";
 }
 
+bool mayLeaveResults(Kernel kernel) {
+  return kernel == Kernel::LayerNormGrad || kernel == Kernel::AttentionGrad;
+}
+
 static bool lookupKernel(const std::string &name, Kernel &kernel) {
 #define TGC_KERNEL(ID, NAME)                                                   \
   if (name == NAME) {                                                          \
@@ -220,10 +224,17 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
         if (!tensorIndexOk(index))
           return Status::failure(where + ": operand tensor index " +
                                  std::to_string(index) + " out of range");
-      for (int32_t index : inst.results)
+      bool anyResult = false;
+      for (int32_t index : inst.results) {
+        if (index == kNotComputed && mayLeaveResults(inst.kernel))
+          continue;
         if (!tensorIndexOk(index))
           return Status::failure(where + ": result tensor index " +
                                  std::to_string(index) + " out of range");
+        anyResult = true;
+      }
+      if (!inst.results.empty() && !anyResult)
+        return Status::failure(where + ": computes none of its results");
       if (fi->attrs()) {
         for (const tgx::Attr *fa : *fi->attrs()) {
           AttrValue value;

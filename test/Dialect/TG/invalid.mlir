@@ -2021,3 +2021,31 @@ func.func @loss_seed_on_add(%a: tensor<4xf32>) -> tensor<4xf32> {
 func.func @constant_init_two(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<constant(1.0, 2.0)>}) {
   return
 }
+
+// -----
+
+func.func @output_mask_size(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op output_mask has 2 entries for 3 results}}
+  %0:3 = tg.layer_norm_grad %x, %w, %x {output_mask = array<i1: true, false>}
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @output_mask_none(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op output_mask computes no result}}
+  %0:3 = tg.layer_norm_grad %x, %w, %x {output_mask = array<i1: false, false, false>}
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @output_mask_used(%q: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{'tg.attention_grad' op result #1 is not computed (output_mask) but has uses}}
+  %0:3 = tg.attention_grad %q, %q, %q, %q, %q {output_mask = array<i1: true, false, true>}
+      : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+      -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  return %0#1 : tensor<2x4x8xf32>
+}

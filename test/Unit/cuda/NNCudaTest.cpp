@@ -444,6 +444,62 @@ TEST_P(NNCudaTest, AttentionGradIntoOperandBuffers) {
   expectNear(wantDv, dq.toHost(), named("value_grad over query", dtype), 8.0);
 }
 
+/// With an output mask (results absent), the CUDA fused gradient kernels
+/// compute the present results as the CPU's full kernels do.
+TEST_P(NNCudaTest, MaskedGradientResults) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(231);
+  std::vector<int64_t> shape = {2, 2, 12, 16}, rows = {24, 16};
+  HostTensor x = randomTensor(dtype, rows, rng, 0.5f, 2.0f);
+  HostTensor w = randomTensor(dtype, {16}, rng, 1.0f, 0.2f);
+  HostTensor g = randomTensor(dtype, rows, rng);
+  HostTensor wantLn[3] = {HostTensor(dtype, rows), HostTensor(dtype, {16}),
+                          HostTensor(dtype, {16})};
+  ASSERT_OK(cpu::layerNormGrad(x.ref, w.ref, g.ref, 1e-5, wantLn[0].ref,
+                               wantLn[1].ref, wantLn[2].ref));
+  HostTensor q = randomTensor(dtype, shape, rng);
+  HostTensor k = randomTensor(dtype, shape, rng);
+  HostTensor v = randomTensor(dtype, shape, rng);
+  HostTensor o(dtype, shape);
+  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, true, std::nullopt, o.ref));
+  HostTensor cot = randomTensor(dtype, shape, rng);
+  HostTensor wantAt[3] = {HostTensor(dtype, shape), HostTensor(dtype, shape),
+                          HostTensor(dtype, shape)};
+  ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, cot.ref, true,
+                               std::nullopt, wantAt[0].ref, wantAt[1].ref,
+                               wantAt[2].ref));
+  DeviceTensor dx(x), dw(w), dg(g), dq(q), dk(k), dv(v), dO(o), dc(cot);
+  for (int mask = 1; mask < 8; ++mask) {
+    SCOPED_TRACE("mask " + std::to_string(mask) + " " + named("", dtype));
+    DeviceTensor ln0(wantLn[0], false), ln1(wantLn[1], false),
+        ln2(wantLn[2], false);
+    DeviceTensor at0(wantAt[0], false), at1(wantAt[1], false),
+        at2(wantAt[2], false);
+    DeviceTensor *lnOut[3] = {&ln0, &ln1, &ln2}, *atOut[3] = {&at0, &at1, &at2};
+    TensorRef lnRefs[3], atRefs[3]; // absent unless in the mask
+    for (int i = 0; i < 3; ++i)
+      if (mask & (1 << i)) {
+        lnRefs[i] = lnOut[i]->ref;
+        atRefs[i] = atOut[i]->ref;
+      }
+    ASSERT_OK(cuda::layerNormGrad(*testContext(), dx.ref, dw.ref, dg.ref, 1e-5,
+                                  lnRefs[0], lnRefs[1], lnRefs[2]));
+    ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref,
+                                  dO.ref, dc.ref, true, std::nullopt,
+                                  atRefs[0], atRefs[1], atRefs[2]));
+    synchronize();
+    for (int i = 0; i < 3; ++i) {
+      if (!(mask & (1 << i)))
+        continue;
+      expectNear(wantLn[i], lnOut[i]->toHost(),
+                 named("masked layer_norm_grad", dtype), 4.0);
+      expectNear(wantAt[i], atOut[i]->toHost(),
+                 named("masked attention_grad", dtype), 8.0);
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Cross-entropy
 //===----------------------------------------------------------------------===//

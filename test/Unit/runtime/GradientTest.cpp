@@ -291,3 +291,55 @@ TEST(GradientCheck, SixteenBitGradientsMatchF32) {
                 "16-bit cross_entropy_grad");
   }
 }
+
+/// With an output mask, the fused gradient kernels compute exactly the
+/// results that are present (bitwise as when all are) and leave the others;
+/// a call that asks for none is an error.
+TEST(GradientCheck, MaskedResultsMatchTheFullKernel) {
+  std::mt19937 rng(163);
+  HostTensor x = randomTensor(rng, DType::F32, {3, 8}, -2, 2);
+  HostTensor w = randomTensor(rng, DType::F32, {8}, 0.5, 1.5);
+  HostTensor g = randomTensor(rng, DType::F32, {3, 8});
+  HostTensor full[3] = {HostTensor(DType::F32, {3, 8}),
+                        HostTensor(DType::F32, {8}), HostTensor(DType::F32, {8})};
+  ASSERT_OK(cpu::layerNormGrad(x, w, g, 1e-5, full[0], full[1], full[2]));
+  HostTensor q = randomTensor(rng, DType::F32, {2, 4, 3});
+  HostTensor k = randomTensor(rng, DType::F32, {2, 4, 3});
+  HostTensor v = randomTensor(rng, DType::F32, {2, 4, 3});
+  HostTensor cot = randomTensor(rng, DType::F32, {2, 4, 3});
+  HostTensor o(DType::F32, {2, 4, 3});
+  ASSERT_OK(cpu::attention(q, k, v, true, std::nullopt, o));
+  std::vector<HostTensor> fullAttention(3, HostTensor(DType::F32, {2, 4, 3}));
+  ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, true, std::nullopt,
+                               fullAttention[0], fullAttention[1],
+                               fullAttention[2]));
+  for (int mask = 1; mask < 8; ++mask) {
+    SCOPED_TRACE("mask " + std::to_string(mask));
+    std::vector<HostTensor> ln = {HostTensor(DType::F32, {3, 8}),
+                                  HostTensor(DType::F32, {8}),
+                                  HostTensor(DType::F32, {8})};
+    std::vector<HostTensor> at(3, HostTensor(DType::F32, {2, 4, 3}));
+    TensorRef lnRefs[3], atRefs[3]; // absent unless in the mask
+    for (int i = 0; i < 3; ++i)
+      if (mask & (1 << i)) {
+        lnRefs[i] = ln[i].ref();
+        atRefs[i] = at[i].ref();
+      }
+    ASSERT_OK(cpu::layerNormGrad(x, w, g, 1e-5, lnRefs[0], lnRefs[1],
+                                 lnRefs[2]));
+    ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, true, std::nullopt,
+                                 atRefs[0], atRefs[1], atRefs[2]));
+    for (int i = 0; i < 3; ++i) {
+      if (!(mask & (1 << i)))
+        continue;
+      EXPECT_EQ(ln[i].values(), full[i].values()) << "layer_norm result " << i;
+      EXPECT_EQ(at[i].values(), fullAttention[i].values())
+          << "attention result " << i;
+    }
+  }
+  TensorRef none[3];
+  EXPECT_FALSE(cpu::layerNormGrad(x, w, g, 1e-5, none[0], none[1], none[2]).ok());
+  EXPECT_FALSE(cpu::attentionGrad(q, k, v, o, cot, true, std::nullopt, none[0],
+                                  none[1], none[2])
+                   .ok());
+}

@@ -102,7 +102,7 @@ Value flattenRows(GradBuilder &g, Value v) {
 // d op(B) = op(A)^T dC, each transposed back when the operand was.
 LogicalResult MatmulOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   Value dc = resultGrads[0];
   Value a = getLhs(), b = getRhs();
@@ -135,7 +135,7 @@ LogicalResult MatmulOp::buildVectorJacobianProduct(
 
 LogicalResult AddOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   operandGrads.push_back(g.sumTo(resultGrads[0], getLhs().getType()));
   operandGrads.push_back(g.sumTo(resultGrads[0], getRhs().getType()));
@@ -144,7 +144,7 @@ LogicalResult AddOp::buildVectorJacobianProduct(
 
 LogicalResult SubOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   operandGrads.push_back(g.sumTo(resultGrads[0], getLhs().getType()));
   operandGrads.push_back(
@@ -154,7 +154,7 @@ LogicalResult SubOp::buildVectorJacobianProduct(
 
 LogicalResult MulOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   Value dc = resultGrads[0];
   operandGrads.push_back(g.sumTo(g.mul(dc, getRhs()), getLhs().getType()));
@@ -165,7 +165,7 @@ LogicalResult MulOp::buildVectorJacobianProduct(
 // d(a / b) = da / b - dc * (a / b) / b.
 LogicalResult DivOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   Value dc = resultGrads[0];
   Value dcOverB = g.div(dc, getRhs());
@@ -178,6 +178,22 @@ LogicalResult DivOp::buildVectorJacobianProduct(
 /// The VJP of max (or min) as torch defines it: the cotangent goes to the
 /// larger (smaller) operand, split evenly on ties. `x > y` is expressed as
 /// relu_grad's mask of `x - y`, which is positive exactly when x > y.
+/// The `output_mask` of a fused gradient op with one result per operand
+/// of the forward op: null when every result is needed.
+static DenseBoolArrayAttr outputMaskOf(OpBuilder &builder,
+                                       ArrayRef<bool> needed) {
+  if (llvm::all_of(needed, [](bool n) { return n; }))
+    return {};
+  return builder.getDenseBoolArrayAttr(needed);
+}
+
+/// Appends the results of such an op that are needed (null for the others).
+static void appendNeeded(SmallVectorImpl<Value> &operandGrads,
+                         ResultRange results, ArrayRef<bool> needed) {
+  for (auto [result, isNeeded] : llvm::zip(results, needed))
+    operandGrads.push_back(isNeeded ? Value(result) : Value());
+}
+
 static LogicalResult buildMinMaxVJP(Operation *op, OpBuilder &builder,
                                     Value dc, bool maximum,
                                     SmallVectorImpl<Value> &operandGrads) {
@@ -198,28 +214,28 @@ static LogicalResult buildMinMaxVJP(Operation *op, OpBuilder &builder,
 
 LogicalResult MaximumOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   return buildMinMaxVJP(*this, builder, resultGrads[0], /*maximum=*/true,
                         operandGrads);
 }
 
 LogicalResult MinimumOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   return buildMinMaxVJP(*this, builder, resultGrads[0], /*maximum=*/false,
                         operandGrads);
 }
 
 LogicalResult NegOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(GradBuilder(builder, getLoc()).neg(resultGrads[0]));
   return success();
 }
 
 LogicalResult ExpOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   operandGrads.push_back(g.mul(resultGrads[0], getResult()));
   return success();
@@ -227,7 +243,7 @@ LogicalResult ExpOp::buildVectorJacobianProduct(
 
 LogicalResult LogOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   operandGrads.push_back(g.div(resultGrads[0], getInput()));
   return success();
@@ -236,7 +252,7 @@ LogicalResult LogOp::buildVectorJacobianProduct(
 // d sqrt(x) = dc / (2 sqrt(x)).
 LogicalResult SqrtOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   operandGrads.push_back(g.div(g.scale(resultGrads[0], 0.5), getResult()));
   return success();
@@ -245,7 +261,7 @@ LogicalResult SqrtOp::buildVectorJacobianProduct(
 // y = x^(-1/2): dy/dx = -0.5 y^3.
 LogicalResult RsqrtOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   Value y = getResult();
   Value cube = g.mul(g.mul(y, y), y);
@@ -255,7 +271,7 @@ LogicalResult RsqrtOp::buildVectorJacobianProduct(
 
 LogicalResult TanhOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
       TanhGradOp::create(builder, getLoc(), getResult(), resultGrads[0]));
   return success();
@@ -263,7 +279,7 @@ LogicalResult TanhOp::buildVectorJacobianProduct(
 
 LogicalResult ReluOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
       ReluGradOp::create(builder, getLoc(), getInput(), resultGrads[0]));
   return success();
@@ -271,7 +287,7 @@ LogicalResult ReluOp::buildVectorJacobianProduct(
 
 LogicalResult GeluOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
       GeluGradOp::create(builder, getLoc(), getInput(), resultGrads[0]));
   return success();
@@ -280,7 +296,7 @@ LogicalResult GeluOp::buildVectorJacobianProduct(
 // The condition selects where the cotangent goes; it has none itself.
 LogicalResult WhereOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   Value dc = resultGrads[0];
   Value zero = g.scalarLike(dc, 0.0);
@@ -300,7 +316,7 @@ LogicalResult WhereOp::buildVectorJacobianProduct(
 
 LogicalResult SoftmaxOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(SoftmaxGradOp::create(
       builder, getLoc(), getResult(), resultGrads[0], getAxis()));
   return success();
@@ -308,20 +324,20 @@ LogicalResult SoftmaxOp::buildVectorJacobianProduct(
 
 LogicalResult LayerNormOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   auto grad = LayerNormGradOp::create(
       builder, getLoc(),
       TypeRange{getInput().getType(), getWeight().getType(),
                 getWeight().getType()},
-      getInput(), getWeight(), resultGrads[0], getEpsilonAttr());
-  operandGrads.append(
-      {grad.getInputGrad(), grad.getWeightGrad(), grad.getBiasGrad()});
+      getInput(), getWeight(), resultGrads[0], getEpsilonAttr(),
+      outputMaskOf(builder, needed));
+  appendNeeded(operandGrads, grad->getResults(), needed);
   return success();
 }
 
 LogicalResult EmbeddingOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(EmbeddingGradOp::create(
       builder, getLoc(), getTable().getType(), getIndices(), resultGrads[0]));
   operandGrads.push_back(nullptr);
@@ -330,21 +346,20 @@ LogicalResult EmbeddingOp::buildVectorJacobianProduct(
 
 LogicalResult AttentionOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   auto grad = AttentionGradOp::create(
       builder, getLoc(),
       TypeRange{getQuery().getType(), getKey().getType(),
                 getValue().getType()},
       getQuery(), getKey(), getValue(), getResult(), resultGrads[0],
-      getCausalAttr(), getScaleAttr());
-  operandGrads.append(
-      {grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
+      getCausalAttr(), getScaleAttr(), outputMaskOf(builder, needed));
+  appendNeeded(operandGrads, grad->getResults(), needed);
   return success();
 }
 
 LogicalResult CrossEntropyOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(CrossEntropyGradOp::create(
       builder, getLoc(), getLogits().getType(), getLogits(), getTargets(),
       resultGrads[0], getIgnoreIndexAttr()));
@@ -358,7 +373,7 @@ LogicalResult CrossEntropyOp::buildVectorJacobianProduct(
 
 LogicalResult ReshapeOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(ReshapeOp::create(builder, getLoc(),
                                            getInput().getType(),
                                            resultGrads[0]));
@@ -367,7 +382,7 @@ LogicalResult ReshapeOp::buildVectorJacobianProduct(
 
 LogicalResult TransposeOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   ArrayRef<int64_t> perm = getPermutation();
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
@@ -379,7 +394,7 @@ LogicalResult TransposeOp::buildVectorJacobianProduct(
 
 LogicalResult SliceOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(SliceGradOp::create(
       builder, getLoc(), getInput().getType(), resultGrads[0], getOffsets()));
   return success();
@@ -389,7 +404,7 @@ LogicalResult SliceOp::buildVectorJacobianProduct(
 // contributes zeros.
 LogicalResult SplitOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   SmallVector<Value> pieces;
   for (auto [result, grad] : llvm::zip(getResults(), resultGrads))
@@ -401,7 +416,7 @@ LogicalResult SplitOp::buildVectorJacobianProduct(
 
 LogicalResult ConcatOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   int64_t rank = GradBuilder::typeOf(getResult()).getRank();
   int64_t axis = getAxis() < 0 ? getAxis() + rank : getAxis();
   SmallVector<int64_t> offsets(rank, 0);
@@ -425,7 +440,7 @@ static Value broadcastReduced(GradBuilder &g, Value grad, Value input,
 
 LogicalResult ReduceSumOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   operandGrads.push_back(
       broadcastReduced(g, resultGrads[0], getInput(), getAxes()));
@@ -434,7 +449,7 @@ LogicalResult ReduceSumOp::buildVectorJacobianProduct(
 
 LogicalResult ReduceMeanOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   int64_t count = 1;
   for (int64_t axis : getAxes())
@@ -446,7 +461,7 @@ LogicalResult ReduceMeanOp::buildVectorJacobianProduct(
 
 LogicalResult ReduceMaxOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(ReduceMaxGradOp::create(
       builder, getLoc(), getInput().getType(), getInput(), getResult(),
       resultGrads[0], getAxesAttr(), getKeepDimsAttr()));
@@ -455,7 +470,7 @@ LogicalResult ReduceMaxOp::buildVectorJacobianProduct(
 
 LogicalResult BroadcastToOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   GradBuilder g(builder, getLoc());
   operandGrads.push_back(g.sumTo(resultGrads[0], getInput().getType()));
   return success();
@@ -464,7 +479,7 @@ LogicalResult BroadcastToOp::buildVectorJacobianProduct(
 // Only float-to-float casts carry a cotangent; it is cast back.
 LogicalResult CastOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   Type from = getElementTypeOrSelf(getInput().getType());
   Type to = getElementTypeOrSelf(getResult().getType());
   if (!isa<FloatType>(from) || !isa<FloatType>(to)) {

@@ -529,7 +529,34 @@ LogicalResult SoftmaxGradOp::verify() {
   return verifyAxis(*this, getAxis(), tensorType(getOutput()).getRank());
 }
 
+/// A fused gradient op's `output_mask`: one entry per result, at least one
+/// computed, and no use of a result that is not.
+static LogicalResult verifyOutputMask(Operation *op,
+                                      std::optional<ArrayRef<bool>> mask) {
+  if (!mask)
+    return success();
+  if (mask->size() != op->getNumResults())
+    return op->emitOpError("output_mask has ")
+           << mask->size() << " entries for " << op->getNumResults()
+           << " results";
+  if (llvm::none_of(*mask, [](bool computed) { return computed; }))
+    return op->emitOpError("output_mask computes no result");
+  for (auto [result, computed] : llvm::zip(op->getResults(), *mask))
+    if (!computed && !result.use_empty())
+      return op->emitOpError("result #")
+             << result.getResultNumber()
+             << " is not computed (output_mask) but has uses";
+  return success();
+}
+
+bool tgc::tg::computesResult(Operation *op, unsigned index) {
+  auto mask = op->getAttrOfType<DenseBoolArrayAttr>(kOutputMaskAttr);
+  return !mask || index >= mask.size() || mask[index];
+}
+
 LogicalResult LayerNormGradOp::verify() {
+  if (failed(verifyOutputMask(*this, getOutputMask())))
+    return failure();
   if (failed(verifyLayerNormOperands(*this, getInput(), {getWeight()},
                                      "weight",
                                      getEpsilon().convertToDouble())) ||
@@ -556,6 +583,8 @@ LogicalResult EmbeddingGradOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyOutputMask(*this, getOutputMask())))
+    return failure();
   FailureOr<SmallVector<int64_t>> shape = verifyAttentionOperands(
       *this, getQuery(), getKey(), getValue(), getCausal(),
       toDouble(getScale()));

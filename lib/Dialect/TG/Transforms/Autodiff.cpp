@@ -212,8 +212,11 @@ LogicalResult TrainStepBuilder::buildBackward() {
     loc = op->getLoc();
     Operation *before = body->empty() ? nullptr : &body->back();
     SmallVector<Value> operandGrads;
-    if (failed(differentiable.buildVectorJacobianProduct(builder, resultGrads,
-                                                         operandGrads)))
+    SmallVector<bool> needed;
+    for (Value operand : op->getOperands())
+      needed.push_back(active.contains(operand));
+    if (failed(differentiable.buildVectorJacobianProduct(
+            builder, resultGrads, needed, operandGrads)))
       return failure();
     if (operandGrads.size() != op->getNumOperands())
       return op->emitOpError("gradient rule returned ")

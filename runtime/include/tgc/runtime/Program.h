@@ -57,6 +57,13 @@ enum class Kernel : uint8_t {
 /// "tg.matmul" for Kernel::Matmul.
 const char *kernelName(Kernel kernel);
 
+/// A result index for a result the kernel does not compute.
+constexpr int32_t kNotComputed = -1;
+
+/// Kernels that may leave results uncomputed (an output mask): the fused
+/// gradient kernels, whose callers need only some operand gradients.
+bool mayLeaveResults(Kernel kernel);
+
 struct Instruction {
   Kernel kernel;
   std::vector<int32_t> operands;

@@ -34,6 +34,9 @@ struct TensorRef {
 
   int64_t numElements() const;
   size_t numBytes() const { return size_t(numElements()) * dtypeSize(dtype); }
+  /// False for a default-constructed view: a result the kernel skips (an
+  /// instruction's result index -1, kNotComputed).
+  bool present() const { return data != nullptr || !shape.empty(); }
   int64_t rank() const { return int64_t(shape.size()); }
 };
 

@@ -23,9 +23,13 @@ def TG_GradientOpInterface : OpInterface<"GradientOpInterface"> {
     cotangents of its operands (the vector-Jacobian product).
 
     `resultGrads` has one entry per result; an entry is null when that result
-    does not reach the loss. The op fills `operandGrads` with one entry per
-    operand; it leaves an entry null when the operand is not differentiable
-    (indices, predicates) or its gradient is identically zero.
+    does not reach the loss. `needed` has one entry per operand: whether its
+    cotangent is requested (it depends on a trainable parameter); an op may
+    skip the work of the others (a fused gradient op computes only the
+    requested results, by its `output_mask`). The op fills `operandGrads`
+    with one entry per operand; it leaves an entry null when the operand is
+    not differentiable (indices, predicates), its gradient is identically
+    zero, or it was not needed.
   }];
   let methods = [
     InterfaceMethod<
@@ -34,6 +38,7 @@ def TG_GradientOpInterface : OpInterface<"GradientOpInterface"> {
       /*methodName=*/"buildVectorJacobianProduct",
       /*args=*/(ins "::mlir::OpBuilder &":$builder,
                     "::mlir::ArrayRef<::mlir::Value>":$resultGrads,
+                    "::mlir::ArrayRef<bool>":$needed,
                     "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
   ];
 }

@@ -26,6 +26,14 @@ namespace tgc::tg {
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 
+/// The attribute by which a fused gradient op computes only some of its
+/// results (`tg.layer_norm_grad`, `tg.attention_grad`): one bool per result.
+inline constexpr llvm::StringLiteral kOutputMaskAttr = "output_mask";
+
+/// Whether `op` computes its result `index`: false only when its
+/// `output_mask` says so. Results not computed get no memory and no work.
+bool computesResult(mlir::Operation *op, unsigned index);
+
 } // namespace tgc::tg
 
 #define GET_OP_CLASSES

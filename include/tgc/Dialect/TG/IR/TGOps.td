@@ -463,10 +463,14 @@ def TG_LayerNormGradOp : TG_Op<"layer_norm_grad"> {
     `input_grad = rstd * (g - mean(g) - xhat * mean(g * xhat))` per row,
     `weight_grad = sum over rows of grad * xhat`,
     `bias_grad = sum over rows of grad`, all accumulated in f32.
+    `output_mask` (as PyTorch's native_layer_norm_backward's), when present,
+    says which of the three results are computed; the others are neither
+    computed nor given memory, and must have no uses.
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
                        TG_FloatTensor:$grad,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+                       OptionalAttr<DenseBoolArrayAttr>:$output_mask);
   let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
                       TG_FloatTensor:$bias_grad);
   let assemblyFormat = [{
@@ -499,12 +503,16 @@ def TG_AttentionGradOp : TG_Op<"attention_grad"> {
     `value_grad = P^T @ grad`, `dP = grad @ value^T`,
     `dS = P * (dP - rowsum(grad * output))`,
     `query_grad = dS @ key * scale`, `key_grad = dS^T @ query * scale`.
+    `output_mask`, when present, says which of the three results are
+    computed (a frozen projection upstream needs no query or key gradient);
+    the others are neither computed nor given memory, and must have no uses.
   }];
   let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
                        TG_FloatTensor:$value, TG_FloatTensor:$output,
                        TG_FloatTensor:$grad,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<DenseBoolArrayAttr>:$output_mask);
   let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
                       TG_FloatTensor:$value_grad);
   let assemblyFormat = [{
