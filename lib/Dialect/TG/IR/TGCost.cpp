@@ -144,19 +144,30 @@ int64_t TanhGradOp::getFlops() { return 3 * numElements(getResult()); }
 int64_t SoftmaxGradOp::getFlops() { return 4 * numElements(getResult()); }
 
 // Statistics recomputed (5), g = grad * w, two row means, the dx formula
-// (4), dw multiply-accumulate (2) and db accumulate (1).
-int64_t LayerNormGradOp::getFlops() { return 16 * numElements(getInput()); }
+// (4), dw multiply-accumulate (2) and db accumulate (1); without
+// input_grad (output_mask), only the statistics and dw, db.
+int64_t LayerNormGradOp::getFlops() {
+  int64_t perElement = computesResult(*this, 0) ? 16 : 8;
+  return perElement * numElements(getInput());
+}
 
 // One accumulation per gradient element.
 int64_t EmbeddingGradOp::getFlops() { return numElements(getGrad()); }
 
 // Recomputes S = Q K^T and P (2d + 6 per score), then dV = P^T dO,
-// dP = dO V^T (2dv each), dS (3) and dQ, dK (2d each).
+// dP = dO V^T (2dv each), dS (3) and dQ, dK (2d each); the results an
+// output_mask leaves out (and dP, dS without dQ and dK) are not computed.
 int64_t AttentionGradOp::getFlops() {
   int64_t d = shapeOf(getQuery()).back();
   int64_t dv = shapeOf(getValue()).back();
   int64_t scores = attentionScores(getQuery(), getKey(), getCausal());
-  return batchCount(shapeOf(getQuery())) * scores * (6 * d + 4 * dv + 9);
+  bool query = computesResult(*this, 0), key = computesResult(*this, 1);
+  int64_t perScore = 2 * d + 6;
+  if (computesResult(*this, 2))
+    perScore += 2 * dv;
+  if (query || key)
+    perScore += 2 * dv + 3 + (query ? 2 * d : 0) + (key ? 2 * d : 0);
+  return batchCount(shapeOf(getQuery())) * scores * perScore;
 }
 
 // Softmax recomputed (4 per logit), subtract the one-hot and scale (2).
