@@ -10,12 +10,26 @@ namespace tgc {
 
 void buildTrainPipeline(mlir::OpPassManager &pm,
                         const TrainPipelineOptions &options) {
-  if (!options.freeze.empty() || !options.trainOnly.empty() ||
+  // With LoRA, train-only names base parameters to train beside the
+  // adapters (tg-lora freezes the rest); tg-freeze then freezes more.
+  bool lora = !options.loraTargets.empty();
+  if (lora) {
+    tg::TGLoraOptions adapters;
+    adapters.targets.assign(options.loraTargets.begin(),
+                            options.loraTargets.end());
+    adapters.rank = options.loraRank;
+    adapters.alpha = options.loraAlpha;
+    adapters.trainOnly.assign(options.trainOnly.begin(),
+                              options.trainOnly.end());
+    pm.addPass(tg::createTGLora(adapters));
+  }
+  if (!options.freeze.empty() || (!lora && !options.trainOnly.empty()) ||
       options.frozenDtype != "none") {
     tg::TGFreezeOptions freezing;
     freezing.freeze.assign(options.freeze.begin(), options.freeze.end());
-    freezing.trainOnly.assign(options.trainOnly.begin(),
-                              options.trainOnly.end());
+    if (!lora)
+      freezing.trainOnly.assign(options.trainOnly.begin(),
+                                options.trainOnly.end());
     freezing.frozenDtype = options.frozenDtype;
     pm.addPass(tg::createTGFreeze(freezing));
   }

@@ -71,6 +71,11 @@ static cl::list<std::string>
                        "freeze the rest (tg-freeze)"),
               cl::CommaSeparated, cl::cat(category));
 static cl::opt<std::string>
+    lora("lora",
+         cl::desc("Add LoRA adapters and train only them (and --train-only): "
+                  "rank=8,alpha=16,targets=c_attn,c_proj (tg-lora)"),
+         cl::cat(category));
+static cl::opt<std::string>
     frozenDtype("frozen-dtype",
                 cl::desc("Store frozen f32 parameters in 16 bits: none, bf16 "
                          "or f16 (loaded from f32 or 16-bit weights)"),
@@ -194,6 +199,8 @@ static std::string describeOptions() {
     os << " train-only=" << llvm::join(trainOnly, ",");
   if (frozenDtype != "none")
     os << " frozen-dtype=" << frozenDtype;
+  if (!lora.empty())
+    os << " lora=" << lora;
   return out;
 }
 
@@ -259,6 +266,50 @@ int main(int argc, char **argv) {
   options.freeze = freeze;
   options.trainOnly = trainOnly;
   options.frozenDtype = frozenDtype;
+  if (!lora.empty()) {
+    // rank=R,alpha=A,targets=T1,T2,...: a key starts each item; an item
+    // without '=' continues the targets list.
+    std::string key;
+    SmallVector<StringRef> items;
+    StringRef(lora).split(items, ',');
+    std::vector<std::string> targets;
+    for (StringRef item : items) {
+      auto [name, value] = item.split('=');
+      if (item.contains('=')) {
+        key = name.trim().str();
+      } else if (key == "targets") {
+        value = item;
+      } else {
+        return fail("--lora: '" + item.str() + "' is not key=value (rank, "
+                    "alpha, targets)");
+      }
+      value = value.trim();
+      if (key == "targets") {
+        if (value.empty())
+          return fail("--lora: an empty target");
+        targets.push_back(value.str());
+      } else if (key == "rank") {
+        int64_t rank;
+        if (value.getAsInteger(10, rank) || rank <= 0)
+          return fail("--lora: rank must be a positive integer, found '" +
+                      value.str() + "'");
+        options.loraRank = rank;
+      } else if (key == "alpha") {
+        double alpha;
+        if (value.getAsDouble(alpha) || !(alpha > 0.0))
+          return fail("--lora: alpha must be a positive number, found '" +
+                      value.str() + "'");
+        options.loraAlpha = alpha;
+      } else {
+        return fail("--lora: unknown key '" + key +
+                    "' (expected rank, alpha or targets)");
+      }
+    }
+    if (targets.empty())
+      return fail("--lora needs targets, e.g. "
+                  "--lora=rank=8,alpha=16,targets=c_attn,c_proj");
+    options.loraTargets = targets;
+  }
   options.optimizer = optimizer;
   options.lr = lr;
   options.beta1 = beta1;

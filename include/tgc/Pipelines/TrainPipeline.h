@@ -22,6 +22,15 @@ struct TrainPipelineOptions
       *this, "train-only",
       llvm::cl::desc("Train only the parameters matching these globs "
                      "(tg-freeze)")};
+  ListOption<std::string> loraTargets{
+      *this, "lora-targets",
+      llvm::cl::desc("Modules to add LoRA adapters to; with them, only the "
+                     "adapters (and train-only) train (tg-lora)")};
+  Option<int64_t> loraRank{*this, "lora-rank", llvm::cl::desc("LoRA rank"),
+                           llvm::cl::init(8)};
+  Option<double> loraAlpha{*this, "lora-alpha",
+                           llvm::cl::desc("LoRA alpha (scale alpha / rank)"),
+                           llvm::cl::init(8.0)};
   Option<std::string> frozenDtype{
       *this, "frozen-dtype",
       llvm::cl::desc("Store frozen f32 parameters in 16 bits: none, bf16 or "

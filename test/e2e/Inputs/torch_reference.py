@@ -9,7 +9,9 @@ The optimizer settings are tgc-compile's defaults: lr 1e-3, betas (0.9,
 0.999), eps 1e-8, weight decay 0.01 on every trained parameter.
 --freeze (comma-separated fnmatch globs on the names) sets requires_grad
 False on the parameters it matches and leaves them out of the optimizer,
-as a PyTorch user freezes layers."""
+as a PyTorch user freezes layers. --lora-scale=S applies the LoRA adapters
+the checkpoint holds (`<module>.lora_A.weight`, `<module>.lora_B.weight`)
+as PEFT's LoraLayer does, y = x W + S (x A^T) B^T, and trains only them."""
 import fnmatch
 import json
 import math
@@ -31,8 +33,25 @@ frozen = [g for a in sys.argv[8:] if a.startswith("--freeze=")
 params = {k: v.clone() for k, v in state.items()
           if not (k.endswith(".exp_avg") or k.endswith(".exp_avg_sq")
                   or k == "optimizer.step")}
+lora_scale = [float(a[len("--lora-scale="):]) for a in sys.argv[8:]
+              if a.startswith("--lora-scale=")]
+lora_scale = lora_scale[0] if lora_scale else None
 for name, p in params.items():
-    p.requires_grad_(not any(fnmatch.fnmatchcase(name, g) for g in frozen))
+    trained = not any(fnmatch.fnmatchcase(name, g) for g in frozen)
+    if lora_scale is not None:
+        trained = ".lora_" in name
+    p.requires_grad_(trained)
+
+
+def linear(x, module, transposed=False):
+    """x W (GPT-2's Conv1D [in, out]; nn.Linear's [out, in] when
+    `transposed`), plus the module's LoRA update when it has one."""
+    w = params[f"{module}.weight"]
+    y = x @ (w.t() if transposed else w)
+    if f"{module}.lora_A.weight" in params:
+        a, b = params[f"{module}.lora_A.weight"], params[f"{module}.lora_B.weight"]
+        y = y + lora_scale * ((x @ a.t()) @ b.t())
+    return y
 batches = safetensors_io.load(data)
 
 
@@ -48,18 +67,18 @@ def gpt2(tokens, targets):
     while f"transformer.h.{layer}.ln_1.weight" in p:
         q = lambda s: p[f"transformer.h.{layer}.{s}"]  # noqa: E731
         h = F.layer_norm(x, (C,), q("ln_1.weight"), q("ln_1.bias"), 1e-5)
-        qkv = h @ q("attn.c_attn.weight") + q("attn.c_attn.bias")
+        qkv = linear(h, f"transformer.h.{layer}.attn.c_attn") + q("attn.c_attn.bias")
         qq, kk, vv = qkv.split(C, dim=2)
         heads = lambda t: t.view(B, T, H, C // H).transpose(1, 2)  # noqa: E731
         qq, kk, vv = heads(qq), heads(kk), heads(vv)
         att = (qq @ kk.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
         y = (att @ vv).transpose(1, 2).reshape(B, T, C)
-        x = x + (y @ q("attn.c_proj.weight") + q("attn.c_proj.bias"))
+        x = x + (linear(y, f"transformer.h.{layer}.attn.c_proj") + q("attn.c_proj.bias"))
         h = F.layer_norm(x, (C,), q("ln_2.weight"), q("ln_2.bias"), 1e-5)
-        h = F.gelu(h @ q("mlp.c_fc.weight") + q("mlp.c_fc.bias"),
+        h = F.gelu(linear(h, f"transformer.h.{layer}.mlp.c_fc") + q("mlp.c_fc.bias"),
                    approximate="tanh")
-        x = x + (h @ q("mlp.c_proj.weight") + q("mlp.c_proj.bias"))
+        x = x + (linear(h, f"transformer.h.{layer}.mlp.c_proj") + q("mlp.c_proj.bias"))
         layer += 1
     x = F.layer_norm(x, (C,), p["transformer.ln_f.weight"],
                      p["transformer.ln_f.bias"], 1e-5)
@@ -71,7 +90,7 @@ def gpt2(tokens, targets):
 def mlp(inputs, targets):
     x, i = inputs, 0
     while f"layers.{i}.weight" in params:
-        x = x @ params[f"layers.{i}.weight"].t() + params[f"layers.{i}.bias"]
+        x = linear(x, f"layers.{i}", transposed=True) + params[f"layers.{i}.bias"]
         if f"layers.{i + 1}.weight" in params:
             x = torch.relu(x)
         i += 1

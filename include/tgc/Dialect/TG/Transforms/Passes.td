@@ -63,6 +63,34 @@ def TGFreeze : Pass<"tg-freeze", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGLora : Pass<"tg-lora", "mlir::ModuleOp"> {
+  let summary = "Adds LoRA adapters to matmuls and trains only them";
+  let description = [{
+    For every `func.func` marked `tg.model` (before tg-freeze and
+    tg-autodiff): each `tg.matmul` whose right operand is a parameter of a
+    `targets` module (the parameter's name without `.weight` ends with
+    `.<target>` or is `<target>`, as PEFT matches target_modules) gets a
+    low-rank update, `y = x W + (alpha / rank) * (x A^T) B^T`, with two new
+    parameters named as PEFT names them: `<module>.lora_A.weight` of shape
+    [rank, in] initialised as PEFT does (Kaiming-uniform with a = sqrt(5):
+    U(-1/sqrt(in), 1/sqrt(in))) and `<module>.lora_B.weight` of shape
+    [out, rank], zeros; `in` and `out` follow the weight's layout (GPT-2's
+    Conv1D [in, out], or nn.Linear's [out, in] with `transpose_rhs`). Every
+    other parameter is frozen, except those matching `train-only`. A target
+    that matches no matmul, a non-positive rank or alpha are errors.
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", /*default=*/"8", "LoRA rank r">,
+    Option<"alpha", "alpha", "double", /*default=*/"8.0",
+           "LoRA alpha (the update is scaled by alpha / rank)">,
+    ListOption<"targets", "targets", "std::string",
+               "Modules to adapt (e.g. c_attn,c_proj)">,
+    ListOption<"trainOnly", "train-only", "std::string",
+               "Base parameters to train as well (globs on their names)">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
   let summary = "Turns a tg.model (forward + loss) into a training step";
   let description = [{
