@@ -121,12 +121,22 @@ LogicalResult TGXWriter::addArguments() {
     }
     bool frozen = bool(
         step.getArgAttr(persistent.argNumber, tg::TGDialect::kFrozenAttr));
+    flatbuffers::Offset<flatbuffers::String> loraBase;
+    double loraScale = 0.0;
+    bool fanInFanOut = false;
+    if (auto lora = step.getArgAttrOfType<DictionaryAttr>(
+            persistent.argNumber, tg::TGDialect::kLoraAttr)) {
+      loraBase = str(lora.getAs<StringAttr>("base").getValue());
+      loraScale = lora.getAs<FloatAttr>("scale").getValueAsDouble();
+      fanInFanOut = lora.getAs<BoolAttr>("fan_in_fan_out").getValue();
+    }
     auto name = str(persistent.name);
     auto shape = fbb.CreateVector(type.getShape().vec());
     tensorOf[arg] = tensors.size();
     tensors.push_back(tgx::CreateTensor(
         fbb, name, *dtype, shape, tgx::Storage::Persistent, persistent.offset,
-        convertRole(persistent.kind), init, a, b, frozen));
+        convertRole(persistent.kind), init, a, b, frozen, loraBase, loraScale,
+        fanInFanOut));
   }
   return success();
 }

@@ -37,9 +37,22 @@ bool isCheckpointed(const TensorInfo &info) {
 
 } // namespace
 
-Status saveCheckpoint(Session &session, const std::string &path,
-                      const std::map<std::string, std::string> &metadata) {
-  const Program &program = session.program();
+namespace {
+/// One tensor to write: its name, type and host bytes.
+struct Entry {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  const void *data;
+  size_t bytes;
+};
+} // namespace
+
+/// Writes `entries` as a safetensors file, atomically: a temporary file,
+/// flushed, renamed over `path`.
+static Status writeSafetensors(const std::string &path,
+                               const std::map<std::string, std::string> &metadata,
+                               const std::vector<Entry> &entries) {
   std::string header = "{\"__metadata__\":{";
   bool first = true;
   for (auto &[key, value] : metadata) {
@@ -48,29 +61,21 @@ Status saveCheckpoint(Session &session, const std::string &path,
     first = false;
   }
   header += "}";
-  std::vector<int32_t> saved;
-  int64_t offset = 0;
-  for (size_t i = 0; i < program.tensors.size(); ++i) {
-    const TensorInfo &info = program.tensors[i];
-    if (!isCheckpointed(info))
-      continue;
-    header += ",\"" + escape(info.name) + "\":{\"dtype\":\"" +
-              safetensorsDType(info.dtype) + "\",\"shape\":[";
-    for (size_t d = 0; d < info.shape.size(); ++d)
-      header += (d ? "," : "") + std::to_string(info.shape[d]);
+  uint64_t offset = 0;
+  for (const Entry &entry : entries) {
+    header += ",\"" + escape(entry.name) + "\":{\"dtype\":\"" +
+              safetensorsDType(entry.dtype) + "\",\"shape\":[";
+    for (size_t d = 0; d < entry.shape.size(); ++d)
+      header += (d ? "," : "") + std::to_string(entry.shape[d]);
     header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + info.bytes) + "]}";
-    offset += info.bytes;
-    saved.push_back(int32_t(i));
+              std::to_string(offset + entry.bytes) + "]}";
+    offset += entry.bytes;
   }
   header += "}";
   // The data starts 8-byte aligned, as the format recommends.
   while ((header.size() + 8) % 8 != 0)
     header.push_back(' ');
 
-  Status pulled = session.pullPersistent();
-  if (!pulled.ok())
-    return pulled;
   std::string temporary = path + ".tmp";
   FILE *file = std::fopen(temporary.c_str(), "wb");
   if (!file)
@@ -84,28 +89,121 @@ Status saveCheckpoint(Session &session, const std::string &path,
   // Fault injection for the test that a crash during a save leaves the
   // previous checkpoint intact: die after writing half the tensors.
   const char *abortAt = std::getenv("TGC_TEST_ABORT_DURING_SAVE");
-  for (size_t i = 0; i < saved.size(); ++i) {
-    if (abortAt && i == saved.size() / 2) {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (abortAt && i == entries.size() / 2) {
       std::fflush(file);
       std::abort();
     }
-    TensorRef view = session.hostView(saved[i]);
-    ok = ok && std::fwrite(view.data, 1, view.numBytes(), file) ==
-                   view.numBytes();
+    ok = ok && std::fwrite(entries[i].data, 1, entries[i].bytes, file) ==
+                   entries[i].bytes;
   }
   ok = ok && std::fflush(file) == 0 && ::fsync(fileno(file)) == 0;
   ok = (std::fclose(file) == 0) && ok;
   if (!ok) {
     std::remove(temporary.c_str());
-    return Status::failure("could not write the checkpoint '" + path +
-                           "' (disk full?); the previous one is intact");
+    return Status::failure("could not write '" + path +
+                           "' (disk full?); the previous file is intact");
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     std::remove(temporary.c_str());
-    return Status::failure("could not move the checkpoint into '" + path +
-                           "'");
+    return Status::failure("could not move the file into '" + path + "'");
   }
   return Status::success();
+}
+
+/// The entry of a persistent tensor, from the session's host copy.
+static Entry entryOf(Session &session, int32_t index, std::string name = "") {
+  const TensorInfo &info = session.program().tensors[index];
+  TensorRef view = session.hostView(index);
+  return {name.empty() ? info.name : name, info.dtype, info.shape, view.data,
+          view.numBytes()};
+}
+
+Status saveCheckpoint(Session &session, const std::string &path,
+                      const std::map<std::string, std::string> &metadata) {
+  const Program &program = session.program();
+  Status pulled = session.pullPersistent();
+  if (!pulled.ok())
+    return pulled;
+  std::vector<Entry> entries;
+  for (size_t i = 0; i < program.tensors.size(); ++i)
+    if (isCheckpointed(program.tensors[i]))
+      entries.push_back(entryOf(session, int32_t(i)));
+  Status status = writeSafetensors(path, metadata, entries);
+  if (!status.ok())
+    return Status::failure("checkpoint: " + status.error);
+  return status;
+}
+
+Status saveAdapters(Session &session, const std::string &path) {
+  const Program &program = session.program();
+  if (program.adapters.empty())
+    return Status::failure("--save-adapters: the model has no LoRA adapters "
+                           "(compile it with --lora)");
+  Status pulled = session.pullPersistent();
+  if (!pulled.ok())
+    return pulled;
+  std::vector<Entry> entries;
+  for (const LoraAdapter &adapter : program.adapters)
+    for (int32_t index : {adapter.a, adapter.b})
+      entries.push_back(entryOf(session, index,
+                                kAdapterPrefix + program.tensors[index].name));
+  const TensorInfo &b = program.tensors[program.adapters.front().b];
+  int64_t rank = b.shape[1];
+  std::map<std::string, std::string> metadata = {
+      {"format", "pt"},
+      {"r", std::to_string(rank)},
+      {"lora_alpha", std::to_string(program.adapters.front().scale * rank)},
+      {"fan_in_fan_out",
+       program.adapters.front().fanInFanOut ? "true" : "false"}};
+  return writeSafetensors(path, metadata, entries);
+}
+
+Status exportMerged(Session &session, const std::string &path) {
+  const Program &program = session.program();
+  Status pulled = session.pullPersistent();
+  if (!pulled.ok())
+    return pulled;
+  std::vector<bool> adapterTensor(program.tensors.size(), false);
+  std::map<int32_t, const LoraAdapter *> adapterOf;
+  for (const LoraAdapter &adapter : program.adapters) {
+    adapterTensor[adapter.a] = adapterTensor[adapter.b] = true;
+    adapterOf[adapter.base] = &adapter;
+  }
+  std::vector<Entry> entries;
+  std::vector<std::vector<uint8_t>> merged; // storage of merged weights
+  merged.reserve(program.adapters.size());
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const TensorInfo &info = program.tensors[i];
+    if (info.role != Role::Param || adapterTensor[i])
+      continue;
+    auto found = adapterOf.find(int32_t(i));
+    if (found == adapterOf.end()) {
+      entries.push_back(entryOf(session, int32_t(i)));
+      continue;
+    }
+    // W + scale (B A), transposed for a [in, out] weight; in f32, stored
+    // in the weight's dtype.
+    const LoraAdapter &adapter = *found->second;
+    TensorRef a = session.hostView(adapter.a), b = session.hostView(adapter.b);
+    TensorRef w = session.hostView(int32_t(i));
+    int64_t rank = a.shape[0], in = a.shape[1], out = b.shape[0];
+    merged.emplace_back(w.numBytes());
+    TensorRef result = w;
+    result.data = merged.back().data();
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t k = 0; k < in; ++k) {
+        double sum = 0.0;
+        for (int64_t r = 0; r < rank; ++r)
+          sum += double(loadF32(b, o * rank + r)) * loadF32(a, r * in + k);
+        int64_t at = adapter.fanInFanOut ? k * out + o : o * in + k;
+        storeF32(result, at,
+                 float(double(loadF32(w, at)) + adapter.scale * sum));
+      }
+    entries.push_back({info.name, info.dtype, info.shape, result.data,
+                       result.numBytes()});
+  }
+  return writeSafetensors(path, {{"format", "pt"}}, entries);
 }
 
 Status loadCheckpoint(Session &session, const std::string &path,
@@ -126,8 +224,17 @@ Status loadCheckpoint(Session &session, const std::string &path,
     DType stored; // the file's dtype
   };
   std::vector<Pending> pending;
+  std::vector<bool> adapterTensor(program.tensors.size(), false);
+  for (const LoraAdapter &adapter : program.adapters)
+    adapterTensor[adapter.a] = adapterTensor[adapter.b] = true;
   for (const SafetensorsEntry &entry : file.entries) {
-    int32_t index = program.findPersistent(entry.name);
+    std::string name = entry.name;
+    if (name.compare(0, kAdapterPrefix.size(), kAdapterPrefix) == 0)
+      name = name.substr(kAdapterPrefix.size()); // PEFT's adapter names
+    int32_t index = program.findPersistent(name);
+    if (scope == LoadScope::Adapters && (index < 0 || !adapterTensor[index]))
+      return fail("tensor '" + entry.name + "' is not a LoRA adapter of "
+                  "this model (an adapter file for another model?)");
     if (index < 0 || !isCheckpointed(program.tensors[index]))
       return fail("tensor '" + entry.name + "' is not a parameter or state "
                   "of this model");
@@ -147,11 +254,17 @@ Status loadCheckpoint(Session &session, const std::string &path,
     pending.push_back({index, &entry, stored});
     found[index] = true;
   }
+  if (scope == LoadScope::Adapters && program.adapters.empty())
+    return fail("the model has no LoRA adapters (compile it with --lora)");
   for (size_t i = 0; i < program.tensors.size(); ++i) {
     const TensorInfo &info = program.tensors[i];
     if (!isCheckpointed(info) || found[i])
       continue;
-    if (info.role == Role::Param || scope == LoadScope::Everything)
+    bool needed = scope == LoadScope::Adapters
+                      ? bool(adapterTensor[i])
+                      : info.role == Role::Param ||
+                            scope == LoadScope::Everything;
+    if (needed)
       return fail("tensor '" + info.name + "' is missing");
   }
   for (const Pending &item : pending) {

@@ -2,7 +2,8 @@
 //
 //   tgc-run model.tgx [--steps N] [--data synthetic|FILE] [--seed S]
 //       [--metrics FILE] [--save CKPT [--save-every K]] [--resume CKPT]
-//       [--load-weights FILE] [--device cpu|auto] [--log-every K] [--quiet]
+//       [--load-weights FILE] [--load-adapters FILE] [--save-adapters FILE]
+//       [--export-merged FILE] [--device cpu|auto] [--log-every K] [--quiet]
 //
 // Loads and verifies the executable, initialises (or loads) parameters,
 // and runs the step N times on batches from the data source, showing the
@@ -41,6 +42,9 @@ struct Options {
   int64_t saveEvery = 0;
   std::string resume;
   std::string loadWeights;
+  std::string loadAdapters;
+  std::string saveAdapters;
+  std::string exportMerged;
   std::string device = "auto";
   int64_t logEvery = 0;
   bool quiet = false;
@@ -60,7 +64,14 @@ const char *kUsage =
     "(safetensors) at the end\n"
     "  --save-every K      also save every K steps\n"
     "  --resume CKPT       continue a run saved with --save\n"
-    "  --load-weights FILE start from these parameters (safetensors)\n"
+    "  --load-weights FILE start from these parameters (safetensors; float\n"
+    "                      precisions are converted)\n"
+    "  --load-adapters FILE  load LoRA adapters (tgc's or PEFT's names) over\n"
+    "                      the weights\n"
+    "  --save-adapters FILE  save the LoRA adapters at the end, as PEFT names\n"
+    "                      them\n"
+    "  --export-merged FILE  save the parameters at the end with the LoRA\n"
+    "                      adapters merged in (W + alpha/r B A)\n"
     "  --device cpu|cuda|auto  where to run (default auto: the GPU when this "
     "build\n"
     "                      has the CUDA backend and the machine a GPU, "
@@ -126,6 +137,12 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       error = stringOption(options.resume);
     } else if (arg == "--load-weights") {
       error = stringOption(options.loadWeights);
+    } else if (arg == "--load-adapters") {
+      error = stringOption(options.loadAdapters);
+    } else if (arg == "--save-adapters") {
+      error = stringOption(options.saveAdapters);
+    } else if (arg == "--export-merged") {
+      error = stringOption(options.exportMerged);
     } else if (arg == "--device") {
       error = stringOption(options.device);
     } else if (arg == "--log-every") {
@@ -241,6 +258,15 @@ int main(int argc, char **argv) {
     if (!status.ok())
       return fail(status.error);
   }
+  if (!options.loadAdapters.empty()) {
+    status = loadCheckpoint(*session, options.loadAdapters,
+                            LoadScope::Adapters);
+    if (!status.ok())
+      return fail(status.error);
+  }
+  if (!options.saveAdapters.empty() && program.adapters.empty())
+    return fail("--save-adapters: the model has no LoRA adapters (compile "
+                "it with --lora)");
 
   std::unique_ptr<DataSource> data;
   status = createDataSource(program, options.data, options.seed, data);
@@ -380,6 +406,16 @@ int main(int argc, char **argv) {
     std::fclose(metrics);
   if (!options.save.empty()) {
     status = save(startStep + ran);
+    if (!status.ok())
+      return fail(status.error);
+  }
+  if (!options.saveAdapters.empty()) {
+    status = saveAdapters(*session, options.saveAdapters);
+    if (!status.ok())
+      return fail(status.error);
+  }
+  if (!options.exportMerged.empty()) {
+    status = exportMerged(*session, options.exportMerged);
     if (!status.ok())
       return fail(status.error);
   }

@@ -14,6 +14,7 @@
 #include "tgc/format/tgx_generated.h"
 
 #include <cstring>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -175,6 +176,9 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
     info.initA = t->init_a();
     info.initB = t->init_b();
     info.frozen = t->frozen();
+    info.loraBase = t->lora_base() ? t->lora_base()->str() : "";
+    info.loraScale = t->lora_scale();
+    info.loraFanInFanOut = t->lora_fan_in_fan_out();
     info.offset = t->offset();
     info.bytes = checkedBytes(info.shape, info.dtype);
     if (info.bytes < 0)
@@ -202,6 +206,40 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
       return Status::failure(describeTensor(i, info.name) +
                              ": uniform initialisation needs low < high");
     program.tensors.push_back(std::move(info));
+  }
+  // LoRA adapters: B names its weight; A is B's name with lora_A; the
+  // shapes must make W + scale (B A) (transposed for fan_in_fan_out) valid.
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const TensorInfo &b = program.tensors[i];
+    if (b.loraBase.empty())
+      continue;
+    auto fail = [&](const std::string &message) {
+      return Status::failure(describeTensor(i, b.name) + ": " + message);
+    };
+    static const std::string kB = ".lora_B.weight", kA = ".lora_A.weight";
+    if (b.name.size() < kB.size() ||
+        b.name.compare(b.name.size() - kB.size(), kB.size(), kB) != 0)
+      return fail("a LoRA weight that is not named <module>.lora_B.weight");
+    LoraAdapter adapter;
+    adapter.b = int32_t(i);
+    adapter.a = program.findPersistent(
+        b.name.substr(0, b.name.size() - kB.size()) + kA);
+    adapter.base = program.findPersistent(b.loraBase);
+    adapter.scale = b.loraScale;
+    adapter.fanInFanOut = b.loraFanInFanOut;
+    if (adapter.a < 0 || adapter.base < 0)
+      return fail("its lora_A or its weight '" + b.loraBase + "' is missing");
+    const TensorInfo &a = program.tensors[adapter.a];
+    const TensorInfo &w = program.tensors[adapter.base];
+    if (!(b.loraScale > 0.0) || !std::isfinite(b.loraScale))
+      return fail("the LoRA scale must be positive");
+    if (a.shape.size() != 2 || b.shape.size() != 2 || w.shape.size() != 2 ||
+        a.shape[0] != b.shape[1] ||
+        (b.loraFanInFanOut
+             ? (w.shape[0] != a.shape[1] || w.shape[1] != b.shape[0])
+             : (w.shape[0] != b.shape[0] || w.shape[1] != a.shape[1])))
+      return fail("the shapes of A, B and the weight do not match");
+    program.adapters.push_back(adapter);
   }
 
   auto tensorIndexOk = [&](int64_t index) {

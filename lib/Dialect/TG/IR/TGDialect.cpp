@@ -129,6 +129,23 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
 
+  if (name == kLoraAttr) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto base = dict ? dict.getAs<StringAttr>("base") : StringAttr();
+    auto scale = dict ? dict.getAs<FloatAttr>("scale") : FloatAttr();
+    auto layout = dict ? dict.getAs<BoolAttr>("fan_in_fan_out") : BoolAttr();
+    if (!base || base.getValue().empty() || !scale ||
+        !(scale.getValueAsDouble() > 0.0) || !layout || dict.size() != 3)
+      return emitArgError() << "'tg.lora' must be {base = \"<weight>\", "
+                               "scale = <positive f64>, fan_in_fan_out = "
+                               "<bool>}, found "
+                            << attr.getValue();
+    if (!function.getArgAttr(argIndex, kParamAttr))
+      return emitArgError() << "'tg.lora' is only valid on a parameter "
+                               "('tg.param')";
+    return success();
+  }
+
   return emitArgError() << "unknown tg argument attribute '" << name << "'";
 }
 

@@ -122,6 +122,16 @@ struct LoraPass : tgc::tg::impl::TGLoraBase<LoraPass> {
           model, (module + ".lora_B.weight").str(),
           RankedTensorType::get({out, rank}, element),
           tg::InitAttr::get(ctx, tg::InitKind::Zeros), matmul.getLoc());
+      // What merging the adapter into its weight needs, for the runtime.
+      NamedAttribute lora[] = {
+          NamedAttribute(StringAttr::get(ctx, "base"), name),
+          NamedAttribute(StringAttr::get(ctx, "fan_in_fan_out"),
+                         BoolAttr::get(ctx, !linear)),
+          NamedAttribute(StringAttr::get(ctx, "scale"),
+                         FloatAttr::get(Float64Type::get(ctx),
+                                        double(alpha) / double(rank)))};
+      model.setArgAttr(b.getArgNumber(), tg::TGDialect::kLoraAttr,
+                       DictionaryAttr::get(ctx, lora));
 
       OpBuilder builder(matmul->getNextNode());
       Location loc = matmul.getLoc();

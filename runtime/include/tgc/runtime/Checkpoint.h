@@ -24,6 +24,20 @@ namespace tgc::rt {
 Status saveCheckpoint(Session &session, const std::string &path,
                       const std::map<std::string, std::string> &metadata);
 
+/// The prefix PEFT gives the names in an adapter file
+/// (`base_model.model.transformer.h.0.attn.c_attn.lora_A.weight`).
+inline const std::string kAdapterPrefix = "base_model.model.";
+
+/// Saves the LoRA adapters (A and B of every adapted weight) under PEFT's
+/// names, with r, lora_alpha and fan_in_fan_out in the metadata. Fails when
+/// the model has no adapters.
+Status saveAdapters(Session &session, const std::string &path);
+
+/// Saves every parameter but the adapters, each adapted weight merged,
+/// W + (alpha/r) B A (transposed for GPT-2's [in, out] Conv1D weights): a
+/// checkpoint in the base model's own layout.
+Status exportMerged(Session &session, const std::string &path);
+
 /// What loadCheckpoint must find in the file.
 enum class LoadScope {
   /// Parameters and state: resuming a run.
@@ -31,6 +45,9 @@ enum class LoadScope {
   /// Parameters only (state, if present, is loaded too): starting from
   /// weights trained elsewhere.
   Parameters,
+  /// The LoRA adapters only (names with or without PEFT's prefix): every
+  /// adapter tensor of the model, and nothing else.
+  Adapters,
 };
 
 /// Loads tensors into the session. Every tensor of the scope must be in the

@@ -37,8 +37,21 @@ struct TensorInfo {
   InitKind init = InitKind::None;
   double initA = 0.0, initB = 0.0;
   bool frozen = false;
+  /// On a LoRA lora_B parameter: the weight it adapts (empty otherwise),
+  /// alpha / rank, and whether the weight is [in, out] (GPT-2's Conv1D).
+  std::string loraBase;
+  double loraScale = 0.0;
+  bool loraFanInFanOut = false;
 
   int64_t numElements() const;
+};
+
+/// A LoRA adapter of a program: the persistent tensors of its weight, A
+/// and B (indices into Program::tensors).
+struct LoraAdapter {
+  int32_t base = -1, a = -1, b = -1;
+  double scale = 0.0;
+  bool fanInFanOut = false;
 };
 
 struct AttrValue {
@@ -98,6 +111,8 @@ struct Program {
   int32_t loss = -1;
   int32_t stepCounter = -1;
   std::vector<uint8_t> constants;
+  /// The LoRA adapters (tg-lora), checked against their weights.
+  std::vector<LoraAdapter> adapters;
 
   /// Index of the tensor with `name` among persistent tensors, or -1.
   int32_t findPersistent(const std::string &name) const;

@@ -45,6 +45,10 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInputAttr = "tg.input";
     static constexpr ::llvm::StringLiteral kFrozenAttr = "tg.frozen";
     static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
+    /// On a LoRA `lora_B` parameter (tg-lora): {base = "<the adapted
+    /// weight>", scale = alpha / rank, fan_in_fan_out = <the base is
+    /// [in, out], GPT-2's Conv1D>}; what merging and adapter export need.
+    static constexpr ::llvm::StringLiteral kLoraAttr = "tg.lora";
     static constexpr ::llvm::StringLiteral kTrainStepAttr = "tg.train_step";
     static constexpr ::llvm::StringLiteral kStateAttr = "tg.state";
     static constexpr ::llvm::StringLiteral kLossAttr = "tg.loss";
