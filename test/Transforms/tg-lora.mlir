@@ -21,14 +21,15 @@ func.func @mlp(%x: tensor<64x16xf32> {tg.input = "inputs"}, %y: tensor<64xi64> {
 }
 
 // The base parameters are frozen; A is [rank, in] with PEFT's
-// Kaiming-uniform bound 1/sqrt(in), B is [out, rank] of zeros.
+// Kaiming-uniform bound 1/sqrt(in), B is [out, rank] of zeros and names
+// the weight it adapts, the scale alpha/rank and the weight's layout.
 // CHECK-LABEL: func.func @mlp
 // CHECK-SAME: {tg.frozen, tg.param = "layers.0.weight"}
 // CHECK-SAME: {tg.frozen, tg.param = "layers.2.bias"}
 // CHECK-SAME: %[[A0:.*]]: tensor<2x16xf32> {tg.init = #tg.init<uniform(-2.500000e-01, 2.500000e-01)>, tg.param = "layers.0.lora_A.weight"}
-// CHECK-SAME: %[[B0:.*]]: tensor<32x2xf32> {tg.init = #tg.init<zeros>, tg.param = "layers.0.lora_B.weight"}
+// CHECK-SAME: %[[B0:.*]]: tensor<32x2xf32> {tg.init = #tg.init<zeros>, tg.lora = {base = "layers.0.weight", fan_in_fan_out = false, scale = 4.000000e+00 : f64}, tg.param = "layers.0.lora_B.weight"}
 // CHECK-SAME: tensor<2x32xf32> {{.*}}tg.param = "layers.2.lora_A.weight"}
-// CHECK-SAME: tensor<4x2xf32> {tg.init = #tg.init<zeros>, tg.param = "layers.2.lora_B.weight"}
+// CHECK-SAME: tensor<4x2xf32> {tg.init = #tg.init<zeros>, tg.lora = {{.*}}, tg.param = "layers.2.lora_B.weight"}
 // y = x W^T + (alpha / rank) (x A^T) B^T, before the bias.
 // CHECK: %[[BASE:.*]] = tg.matmul %arg0, %arg2 {transpose_rhs = true}
 // CHECK-NEXT: %[[LOW:.*]] = tg.matmul %arg0, %[[A0]] {transpose_rhs = true} : (tensor<64x16xf32>, tensor<2x16xf32>) -> tensor<64x2xf32>
