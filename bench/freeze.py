@@ -5,7 +5,8 @@
    trained, with the bottom half frozen (the embeddings and the first half
    of the blocks: --freeze), with the frozen half stored in bf16
    (--frozen-dtype=bf16), with LoRA rank 8 on the attention projections
-   (c_attn, attn.c_proj) and with LoRA over a bf16 base.
+   (c_attn, attn.c_proj), with LoRA over a bf16 base, and that with
+   activation checkpointing (--remat=blocks).
 2. Measured CPU step time of a small GPT-2 (4 layers, C=256, T=256, B=8),
    everything trained against the bottom half frozen, in one run.
 
@@ -63,7 +64,9 @@ def memory_table(bins, tmp, presets):
                     [f"--freeze={bottom_half(layers)}", "--frozen-dtype=bf16"]),
                    ("LoRA r=8 on attention", [lora]),
                    ("LoRA r=8 on attention, base in bf16",
-                    [lora, "--frozen-dtype=bf16"])]
+                    [lora, "--frozen-dtype=bf16"]),
+                   ("LoRA r=8, base in bf16, --remat=blocks",
+                    [lora, "--frozen-dtype=bf16", "--remat=blocks"])]
         base = None
         for name, flags in configs:
             _, data, kinds = compile_report(bins, model, tmp,

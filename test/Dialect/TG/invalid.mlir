@@ -2049,3 +2049,17 @@ func.func @output_mask_used(%q: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
       -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
   return %0#1 : tensor<2x4x8xf32>
 }
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.lora' must be {base = "<weight>", scale = <positive f64>, fan_in_fan_out = <bool>}, found {base = "w", fan_in_fan_out = true, scale = 0.000000e+00 : f64}}}
+func.func @bad_lora(%b: tensor<4x2xf32> {tg.param = "m.lora_B.weight", tg.lora = {base = "w", scale = 0.0 : f64, fan_in_fan_out = true}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.lora' is only valid on a parameter ('tg.param')}}
+func.func @lora_on_input(%b: tensor<4x2xf32> {tg.input = "x", tg.lora = {base = "w", scale = 2.0 : f64, fan_in_fan_out = true}}) {
+  return
+}
