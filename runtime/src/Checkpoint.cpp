@@ -227,11 +227,37 @@ Status loadCheckpoint(Session &session, const std::string &path,
   std::vector<bool> adapterTensor(program.tensors.size(), false);
   for (const LoraAdapter &adapter : program.adapters)
     adapterTensor[adapter.a] = adapterTensor[adapter.b] = true;
+  auto endsWith = [](const std::string &text, const std::string &suffix) {
+    return text.size() >= suffix.size() &&
+           text.compare(text.size() - suffix.size(), suffix.size(), suffix) ==
+               0;
+  };
   for (const SafetensorsEntry &entry : file.entries) {
     std::string name = entry.name;
     if (name.compare(0, kAdapterPrefix.size(), kAdapterPrefix) == 0)
       name = name.substr(kAdapterPrefix.size()); // PEFT's adapter names
     int32_t index = program.findPersistent(name);
+    if (index < 0 && scope == LoadScope::Parameters) {
+      // Hugging Face's GPT-2 files: GPT2Model's names (no `transformer.`),
+      // the causal-mask buffers, and an lm_head tied to wte.
+      if (program.findPersistent("transformer." + name) >= 0) {
+        name = "transformer." + name;
+        index = program.findPersistent(name);
+      } else if (endsWith(name, ".attn.bias") ||
+                 endsWith(name, ".attn.masked_bias")) {
+        continue; // a buffer, not a parameter
+      } else if (name == "lm_head.weight") {
+        const SafetensorsEntry *wte = file.find("transformer.wte.weight");
+        if (!wte)
+          wte = file.find("wte.weight");
+        if (!wte || wte->dtype != entry.dtype || wte->shape != entry.shape ||
+            std::memcmp(file.data(*wte), file.data(entry),
+                        entry.end - entry.begin) != 0)
+          return fail("lm_head.weight is not tied to wte.weight; this model "
+                      "ties its LM head to the token embedding");
+        continue;
+      }
+    }
     if (scope == LoadScope::Adapters && (index < 0 || !adapterTensor[index]))
       return fail("tensor '" + entry.name + "' is not a LoRA adapter of "
                   "this model (an adapter file for another model?)");
@@ -260,10 +286,12 @@ Status loadCheckpoint(Session &session, const std::string &path,
     const TensorInfo &info = program.tensors[i];
     if (!isCheckpointed(info) || found[i])
       continue;
+    // Starting from base weights, LoRA adapters keep their initialisation.
     bool needed = scope == LoadScope::Adapters
                       ? bool(adapterTensor[i])
-                      : info.role == Role::Param ||
-                            scope == LoadScope::Everything;
+                  : scope == LoadScope::Everything
+                      ? true
+                      : info.role == Role::Param && !adapterTensor[i];
     if (needed)
       return fail("tensor '" + info.name + "' is missing");
   }

@@ -43,7 +43,9 @@ enum class LoadScope {
   /// Parameters and state: resuming a run.
   Everything,
   /// Parameters only (state, if present, is loaded too): starting from
-  /// weights trained elsewhere.
+  /// weights trained elsewhere. LoRA adapters may be absent (they keep
+  /// their initialisation); Hugging Face's GPT-2 names (GPT2Model's, the
+  /// mask buffers, a tied lm_head) are understood.
   Parameters,
   /// The LoRA adapters only (names with or without PEFT's prefix): every
   /// adapter tensor of the model, and nothing else.
