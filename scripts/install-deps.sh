@@ -18,6 +18,8 @@ PACKAGES=(
   # Test only: the remat optimality test's exact baseline
   # (test/Transforms/Inputs/checkmate.py, a MILP solved with CBC).
   coinor-cbc python3-pulp
+  # Test only: the venv for transformers and PEFT (below).
+  python3-venv
 )
 
 missing=()
@@ -34,4 +36,23 @@ if [ "${#missing[@]}" -ne 0 ]; then
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   echo "install-deps: all packages present"
+fi
+
+# Test only: Hugging Face's transformers and PEFT, to check that tgc's LoRA
+# adapter files load into PEFT and merge as it merges them
+# (test/e2e/torch/lora-peft.test). They run on Debian's torch 1.13 in a
+# venv that sees the system packages; --no-deps keeps pip from replacing
+# torch. Optional: without a package index the test is unsupported.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv-hf"
+if ! "$VENV/bin/python" -c "import peft, transformers" 2>/dev/null; then
+  if /usr/bin/python3 -m venv --system-site-packages "$VENV" &&
+     "$VENV/bin/pip" install -q --no-deps transformers==4.30.2 peft==0.4.0 \
+       accelerate==0.20.3 huggingface_hub==0.16.4 safetensors==0.3.1 \
+       tokenizers==0.13.3 regex pyyaml filelock tqdm requests packaging \
+       psutil fsspec typing_extensions; then
+    echo "install-deps: transformers and PEFT in $VENV"
+  else
+    echo "install-deps: could not install transformers and PEFT (the PEFT test will be unsupported)"
+  fi
 fi

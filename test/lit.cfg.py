@@ -32,6 +32,16 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
     config.available_features.add("torch")
 config.substitutions.append(("%tgc_bin", config.tgc_tools_dir))
 
+# Hugging Face's transformers and PEFT, in the venv scripts/install-deps.sh
+# makes (on Debian's torch).
+hf_python = os.path.join(os.path.dirname(os.path.dirname(__file__)), ".venv-hf",
+                         "bin", "python")
+if os.path.exists(hf_python) and subprocess.run(
+        [hf_python, "-c", "import peft, transformers"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("peft")
+    config.substitutions.append(("%hfpython", hf_python))
+
 # The exact rematerialization baseline: PuLP with Debian's CBC (coinor-cbc).
 import shutil
 if shutil.which("cbc") and subprocess.run(
