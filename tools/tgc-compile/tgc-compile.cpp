@@ -4,10 +4,11 @@
 //       [--memory-report=report.json] [--emit=tgx|mlir]
 //
 // Parses a module holding one tg.model, runs the training pipeline
-// (lib/Pipelines), plans the memory of the training step (tg-plan-memory)
-// and, in the same pass-manager run, lowers the step with that very plan
-// (the MemoryPlanAnalysis is computed once) into the .tgx executable the
-// runtime runs.
+// (lib/Pipelines; every TrainPipelineOptions option is a flag here, parsed
+// by the pipeline's own parser), plans the memory of the training step
+// (tg-plan-memory) and, in the same pass-manager run, lowers the step with
+// that very plan (the MemoryPlanAnalysis is computed once) into the .tgx
+// executable the runtime runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -58,79 +60,16 @@ static cl::opt<int64_t> alignment("alignment",
                                   cl::desc("Buffer alignment in bytes"),
                                   cl::init(256), cl::cat(category));
 
-// The training pipeline's options (tgc::TrainPipelineOptions).
-static cl::list<std::string>
-    freeze("freeze",
-           cl::desc("Freeze the parameters matching these globs on their "
-                    "names, e.g. 'transformer.wte.*,transformer.h.[0-5].*' "
-                    "(tg-freeze)"),
-           cl::CommaSeparated, cl::cat(category));
-static cl::list<std::string>
-    trainOnly("train-only",
-              cl::desc("Train only the parameters matching these globs; "
-                       "freeze the rest (tg-freeze)"),
-              cl::CommaSeparated, cl::cat(category));
+// Every option of the training pipeline (tgc::TrainPipelineOptions:
+// --optimizer, --lr, --amp, --remat, --freeze, ...) is a flag of
+// tgc-compile too; they are not declared again here but forwarded to the
+// pipeline's own parser (see splitArguments), so they exist in one place.
+// --lora is sugar for the pipeline's lora-* options.
 static cl::opt<std::string>
     lora("lora",
          cl::desc("Add LoRA adapters and train only them (and --train-only): "
                   "rank=8,alpha=16,targets=c_attn,c_proj (tg-lora)"),
          cl::cat(category));
-static cl::opt<std::string>
-    frozenDtype("frozen-dtype",
-                cl::desc("Store frozen f32 parameters in 16 bits: none, bf16 "
-                         "or f16 (loaded from f32 or 16-bit weights)"),
-                cl::init("none"), cl::cat(category));
-static cl::opt<std::string> optimizer("optimizer",
-                                      cl::desc("Optimizer: adamw or sgd"),
-                                      cl::init("adamw"), cl::cat(category));
-static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(1e-3),
-                          cl::cat(category));
-static cl::opt<double> beta1("beta1", cl::desc("AdamW beta1"), cl::init(0.9),
-                             cl::cat(category));
-static cl::opt<double> beta2("beta2", cl::desc("AdamW beta2"),
-                             cl::init(0.999), cl::cat(category));
-static cl::opt<double> eps("eps", cl::desc("AdamW epsilon"), cl::init(1e-8),
-                           cl::cat(category));
-static cl::opt<double>
-    weightDecay("weight-decay",
-                cl::desc("Weight decay (default: 0.01 adamw, 0 sgd)"),
-                cl::init(-1.0), cl::cat(category));
-static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
-                                cl::init(0.0), cl::cat(category));
-static cl::opt<double> dampening("dampening", cl::desc("SGD dampening"),
-                                 cl::init(0.0), cl::cat(category));
-static cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
-                              cl::init(false), cl::cat(category));
-static cl::opt<std::string> amp("amp",
-                                cl::desc("Mixed precision: none, bf16 or f16"),
-                                cl::init("none"), cl::cat(category));
-static cl::opt<std::string> lossScale(
-    "loss-scale",
-    cl::desc("Loss scaling: auto (dynamic for f16), dynamic, static:<value> "
-             "or none"),
-    cl::init("auto"), cl::cat(category));
-static cl::opt<double> initScale("init-scale",
-                                 cl::desc("Initial dynamic loss scale"),
-                                 cl::init(65536.0), cl::cat(category));
-static cl::opt<double> growthFactor("growth-factor",
-                                    cl::desc("Loss-scale growth factor"),
-                                    cl::init(2.0), cl::cat(category));
-static cl::opt<double> backoffFactor("backoff-factor",
-                                     cl::desc("Loss-scale backoff factor"),
-                                     cl::init(0.5), cl::cat(category));
-static cl::opt<int64_t>
-    growthInterval("growth-interval",
-                   cl::desc("Finite steps before the loss scale grows"),
-                   cl::init(2000), cl::cat(category));
-static cl::opt<std::string> remat(
-    "remat",
-    cl::desc("Rematerialization: none, selective, blocks or "
-             "budget=<bytes, e.g. 6GiB> (tg-remat)"),
-    cl::init("none"), cl::cat(category));
-static cl::opt<double>
-    clipGradNorm("clip-grad-norm",
-                 cl::desc("Clip the gradients' global 2-norm (0: off)"),
-                 cl::init(0.0), cl::cat(category));
 
 namespace {
 /// The last pass of tgc-compile: lowers the training step into the
@@ -180,36 +119,110 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
-/// The compile options as one line, recorded in the executable.
-static std::string describeOptions() {
+/// The compile options as one line, recorded in the executable: the
+/// pipeline's options as its parser prints them.
+static std::string describeOptions(const tgc::TrainPipelineOptions &options) {
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << "optimizer=" << optimizer << " lr=" << lr << " beta1=" << beta1
-     << " beta2=" << beta2 << " eps=" << eps << " weight-decay=" << weightDecay
-     << " momentum=" << momentum << " dampening=" << dampening
-     << " nesterov=" << (nesterov ? "true" : "false")
-     << " clip-grad-norm=" << clipGradNorm << " amp=" << amp
-     << " loss-scale=" << lossScale << " init-scale=" << initScale
-     << " growth-factor=" << growthFactor << " backoff-factor="
-     << backoffFactor << " growth-interval=" << growthInterval
-     << " remat=" << remat;
-  if (!freeze.empty())
-    os << " freeze=" << llvm::join(freeze, ",");
-  if (!trainOnly.empty())
-    os << " train-only=" << llvm::join(trainOnly, ",");
-  if (frozenDtype != "none")
-    os << " frozen-dtype=" << frozenDtype;
-  if (!lora.empty())
-    os << " lora=" << lora;
-  return out;
+  options.print(os);
+  StringRef text = StringRef(out).trim();
+  text.consume_front("{");
+  text.consume_back("}");
+  SmallVector<StringRef> items;
+  text.split(items, ' ', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  return llvm::join(items, " ");
+}
+
+/// Splits argv into tgc-compile's own flags (left in `own`) and the
+/// pipeline's (`--name=value`, `--name value` or a bare boolean `--name`),
+/// returned as the pipeline parser's text, which rejects unknown names.
+static LogicalResult splitArguments(int argc, char **argv,
+                                    std::vector<char *> &own,
+                                    std::string &pipeline,
+                                    std::string &error) {
+  // The pipeline's boolean flags (those whose printed default is true or
+  // false) take no value; every other option takes one.
+  tgc::TrainPipelineOptions defaults;
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  defaults.print(os);
+  // Each name with whether it is a boolean flag (printed true or false).
+  llvm::StringMap<bool> pipelineNames;
+  for (StringRef item : llvm::split(StringRef(printed).trim("{} "), ' '))
+    if (!item.empty()) {
+      auto [name, value] = item.split('=');
+      pipelineNames[name] = value == "true" || value == "false";
+    }
+  auto &registered = cl::getRegisteredOptions();
+  own.push_back(argv[0]);
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg = argv[i];
+    if (!arg.starts_with("-") || arg == "-" || arg == "--") {
+      own.push_back(argv[i]);
+      continue;
+    }
+    StringRef body = arg.drop_while([](char c) { return c == '-'; });
+    auto [name, value] = body.split('=');
+    if (registered.count(name)) {
+      own.push_back(argv[i]); // tgc-compile's own
+      continue;
+    }
+    // Anything else is the pipeline's: its parser rejects unknown names.
+    std::string item = name.str();
+    if (body.contains('=')) {
+      item += "=" + value.str();
+    } else if (!pipelineNames.lookup(name)) {
+      // Not a boolean flag: the value is the next argument.
+      if (i + 1 >= argc) {
+        error = "--" + name.str() + " needs a value";
+        return failure();
+      }
+      item += "=" + std::string(argv[++i]);
+    }
+    // Values with spaces are quoted for the pipeline's parser.
+    if (StringRef(item).split('=').second.contains(' '))
+      item = name.str() + "=\"" + StringRef(item).split('=').second.str() + "\"";
+    pipeline += (pipeline.empty() ? "" : " ") + item;
+  }
+  return success();
 }
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv,
+  std::vector<char *> own;
+  std::string pipelineText, splitError;
+  if (failed(splitArguments(argc, argv, own, pipelineText, splitError)))
+    return fail(splitError);
+  // --help lists tgc-compile's flags, then the pipeline's.
+  auto isHelp = [](char *a) {
+    StringRef arg = a;
+    return arg == "--help" || arg == "-help" || arg == "-h";
+  };
+  bool help = llvm::any_of(own, isHelp);
+  llvm::erase_if(own, isHelp);
+  cl::ParseCommandLineOptions(int(own.size()), own.data(),
                               "tgc-compile: compiles a tg model into a "
                               "training-step executable\n");
+  if (help) {
+    cl::PrintHelpMessage(/*Hidden=*/false, /*Categorized=*/true);
+    llvm::outs() << "Training pipeline options (--name=value or --name "
+                    "value):\n";
+    tgc::TrainPipelineOptions().printHelp(2, 40);
+    return 0;
+  }
+  tgc::TrainPipelineOptions options;
+  std::string parseErrors;
+  llvm::raw_string_ostream parseStream(parseErrors);
+  if (failed(options.parseFromString(pipelineText, parseStream))) {
+    StringRef message = StringRef(parseErrors).trim();
+    if (message.consume_front("<Pass-Options-Parser>: no such option "))
+      return fail("unknown option '--" + message + "' (see --help)");
+    return fail("bad training pipeline option" +
+                (message.empty() ? Twine(" (see above)") : ": " + message));
+  }
+  const std::string amp = options.amp, remat = options.remat,
+                    frozenDtype = options.frozenDtype;
   if (emit != "tgx" && emit != "mlir")
     return fail("--emit must be tgx or mlir, found '" + emit + "'");
   if (frozenDtype != "none" && frozenDtype != "bf16" && frozenDtype != "f16")
@@ -262,10 +275,6 @@ int main(int argc, char **argv) {
         function.getSymName() != model)
       function.erase();
 
-  tgc::TrainPipelineOptions options;
-  options.freeze = freeze;
-  options.trainOnly = trainOnly;
-  options.frozenDtype = frozenDtype;
   if (!lora.empty()) {
     // rank=R,alpha=A,targets=T1,T2,...: a key starts each item; an item
     // without '=' continues the targets list.
@@ -310,23 +319,6 @@ int main(int argc, char **argv) {
                   "--lora=rank=8,alpha=16,targets=c_attn,c_proj");
     options.loraTargets = targets;
   }
-  options.optimizer = optimizer;
-  options.lr = lr;
-  options.beta1 = beta1;
-  options.beta2 = beta2;
-  options.eps = eps;
-  options.weightDecay = weightDecay;
-  options.momentum = momentum;
-  options.dampening = dampening;
-  options.nesterov = nesterov;
-  options.clipGradNorm = clipGradNorm;
-  options.amp = amp;
-  options.lossScale = lossScale;
-  options.initScale = initScale;
-  options.growthFactor = growthFactor;
-  options.backoffFactor = backoffFactor;
-  options.growthInterval = growthInterval;
-  options.remat = remat;
   if (alignment <= 0 || (alignment & (alignment - 1)) != 0)
     return fail("--alignment must be a power of two");
 
@@ -341,7 +333,7 @@ int main(int argc, char **argv) {
     planning.printReport = false;
     pm.addPass(tgc::tg::createTGPlanMemory(planning));
     pm.addPass(std::make_unique<LowerToTGXPass>(model + "_train_step", model,
-                                                describeOptions(), bytes,
+                                                describeOptions(options), bytes,
                                                 summary));
   }
   if (failed(pm.run(*module)))
