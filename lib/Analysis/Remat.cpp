@@ -670,15 +670,15 @@ RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
 
   int evaluations = 0;
   std::optional<RematSolution> best, lowest;
-  // Solves from `start` for the budget; the target is on the peak of live
-  // bytes, and placement can need a little more than the peak, so it is
-  // tightened by the overshoot and solved again.
   // The extended moves cost an evaluation each to offer, so their search
   // has a budget of its own: it completes on small steps, and gives way to
   // the structured starts on large ones.
   const int extendedEvaluations = int(std::max<int64_t>(
       100, kExtendedWork / std::max<size_t>(1, problem.graph->nodes.size())));
   int extendedLeft = extendedEvaluations;
+  // Solves from `start` for the budget; the target is on the peak of live
+  // bytes, and placement can need a little more than the peak, so it is
+  // tightened by the overshoot and solved again.
   auto solveFrom = [&](const std::vector<bool> &start, bool extended) {
     int64_t target = budget - persistentBytes;
     for (int attempt = 0; attempt < 4 && target > 0; ++attempt) {
@@ -725,7 +725,8 @@ RematSolution solveRematBudget(const RematProblem &problem, int64_t budget,
     // gaining, then undoes what its peak does not need.
     RematChoice fromLowest = lowest->choice;
     auto descend = [&](RematChoice choice, bool extended) {
-      int64_t peak = evaluateRemat(problem, choice).peak;
+      int64_t peak =
+          computePeak(buildRematSchedule(problem, choice).graph).bytes;
       ++evaluations;
       int64_t level = std::min(peak, lowest->peak);
       int left = extended ? extendedEvaluations : 0;

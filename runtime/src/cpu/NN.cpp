@@ -164,34 +164,48 @@ Status layerNorm(const TensorRef &input, const TensorRef &weight,
   return Status::success();
 }
 
-Status layerNormGrad(const TensorRef &input, const TensorRef &weight,
-                     const TensorRef &grad, double epsilon,
-                     TensorRef &inputGrad, TensorRef &weightGrad,
-                     TensorRef &biasGrad) {
-  // Results that are not present are not computed (an output mask).
-  bool wantInput = inputGrad.present(), wantWeight = weightGrad.present(),
-       wantBias = biasGrad.present();
-  if (!wantInput && !wantWeight && !wantBias)
-    return Status::failure("layer_norm_grad computes none of its results");
-  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
-  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectSameDType(grad, input, "grad"));
-  TGC_RETURN_IF_ERROR(expectShape(grad, input.shape, "grad"));
-  struct {
-    bool wanted;
-    TensorRef &result;
-    const TensorRef &like;
-    const char *name;
-  } results[] = {{wantInput, inputGrad, input, "input_grad"},
-                 {wantWeight, weightGrad, weight, "weight_grad"},
-                 {wantBias, biasGrad, weight, "bias_grad"}};
-  for (auto &r : results) {
-    if (!r.wanted)
+/// A result of a fused gradient kernel and the operand it differentiates.
+struct GradResult {
+  TensorRef &result;
+  const TensorRef &like;
+  const char *name;
+};
+
+/// The results of a fused gradient kernel: one that is not present is not
+/// computed (an output mask); the others must have their operand's type.
+/// Fails when none is present.
+static Status checkGradResults(const char *op,
+                               std::initializer_list<GradResult> results) {
+  bool any = false;
+  for (const GradResult &r : results)
+    any = any || r.result.present();
+  if (!any)
+    return Status::failure(std::string(op) +
+                           " computes none of its results");
+  for (const GradResult &r : results) {
+    if (!r.result.present())
       continue;
     TGC_RETURN_IF_ERROR(expectValid(r.result, r.name));
     TGC_RETURN_IF_ERROR(expectSameDType(r.result, r.like, r.name));
     TGC_RETURN_IF_ERROR(expectShape(r.result, r.like.shape, r.name));
   }
+  return Status::success();
+}
+
+Status layerNormGrad(const TensorRef &input, const TensorRef &weight,
+                     const TensorRef &grad, double epsilon,
+                     TensorRef &inputGrad, TensorRef &weightGrad,
+                     TensorRef &biasGrad) {
+  TGC_RETURN_IF_ERROR(checkGradResults(
+      "layer_norm_grad", {{inputGrad, input, "input_grad"},
+                          {weightGrad, weight, "weight_grad"},
+                          {biasGrad, weight, "bias_grad"}}));
+  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
+  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(grad, input, "grad"));
+  TGC_RETURN_IF_ERROR(expectShape(grad, input.shape, "grad"));
+  bool wantInput = inputGrad.present(), wantWeight = weightGrad.present(),
+       wantBias = biasGrad.present();
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   F32Operand x(input), w(weight), g(grad);
@@ -420,11 +434,12 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
                      const TensorRef &grad, bool causal,
                      std::optional<double> scale, TensorRef &queryGrad,
                      TensorRef &keyGrad, TensorRef &valueGrad) {
-  // Results that are not present are not computed (an output mask).
+  TGC_RETURN_IF_ERROR(checkGradResults("attention_grad",
+                                       {{queryGrad, query, "query_grad"},
+                                        {keyGrad, key, "key_grad"},
+                                        {valueGrad, value, "value_grad"}}));
   bool wantQuery = queryGrad.present(), wantKey = keyGrad.present(),
        wantValue = valueGrad.present();
-  if (!wantQuery && !wantKey && !wantValue)
-    return Status::failure("attention_grad computes none of its results");
   AttentionShape sizes;
   TGC_RETURN_IF_ERROR(checkAttention(query, key, value, causal, scale, sizes));
   Shape outShape(query.shape.begin(), query.shape.end() - 1);
@@ -435,21 +450,6 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
   TGC_RETURN_IF_ERROR(expectShape(output, outShape, "output"));
   TGC_RETURN_IF_ERROR(expectSameDType(grad, query, "grad"));
   TGC_RETURN_IF_ERROR(expectShape(grad, outShape, "grad"));
-  struct {
-    bool wanted;
-    TensorRef &result;
-    const TensorRef &like;
-    const char *name;
-  } results[] = {{wantQuery, queryGrad, query, "query_grad"},
-                 {wantKey, keyGrad, key, "key_grad"},
-                 {wantValue, valueGrad, value, "value_grad"}};
-  for (auto &r : results) {
-    if (!r.wanted)
-      continue;
-    TGC_RETURN_IF_ERROR(expectValid(r.result, r.name));
-    TGC_RETURN_IF_ERROR(expectSameDType(r.result, r.like, r.name));
-    TGC_RETURN_IF_ERROR(expectShape(r.result, r.like.shape, r.name));
-  }
   F32Operand q(query), k(key), v(value), o(output), dO(grad);
   std::initializer_list<const TensorRef *> operands = {&query, &key, &value,
                                                        &output, &grad};

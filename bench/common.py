@@ -1,0 +1,41 @@
+"""What the benchmark scripts share: running the tools, the small GPT-2
+whose CPU step time they measure, and that measurement."""
+import json
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd, check=True):
+    return subprocess.run(cmd, check=check, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+def cpu_name():
+    return run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]
+               ).stdout.strip()
+
+
+def small_gpt2(bins, path):
+    """Writes the GPT-2 the CPU step times are measured on (4 layers,
+    C=256, 4 heads, T=256, B=8, V=512)."""
+    run([f"{bins}/tgc-models", "gpt2", "--n-layer", "4", "--n-head", "4",
+         "--n-embd", "256", "--vocab-size", "512", "--block-size", "256",
+         "--seq-len", "256", "--batch", "8", "-o", path])
+
+
+def best_step_times(bins, exes, steps, tmp):
+    """The CPU step time of each executable of `exes` (name -> path): the
+    mean of `steps` steps after 2 warm-up steps, best of 3 rounds that
+    interleave the executables."""
+    times = {name: float("inf") for name in exes}
+    for _ in range(3):
+        for name, exe in exes.items():
+            metrics = os.path.join(tmp, "m.jsonl")
+            run([f"{bins}/tgc-run", exe, "--steps", str(steps + 2), "--quiet",
+                 "--device", "cpu", "--metrics", metrics])
+            rows = [json.loads(line) for line in open(metrics)]
+            mean = (rows[-1]["elapsed_s"] - rows[1]["elapsed_s"]) / steps
+            times[name] = min(times[name], mean)
+    return times
