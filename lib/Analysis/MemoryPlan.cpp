@@ -226,6 +226,10 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
         step.forwardEnd = stepOf[def];
       continue;
     }
+    if (function.getResultAttr(i, tg::TGDialect::kGradAttr))
+      return function.emitOpError("result #")
+             << i << " is a gradient ('tg.grad'), which no update consumes; "
+                     "run tg-optimizer before planning memory";
     auto name =
         function.getResultAttrOfType<StringAttr>(i, tg::TGDialect::kUpdateAttr);
     if (!name || isa<BlockArgument>(value))
@@ -267,8 +271,8 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
   // Values whose cotangent is a parameter's gradient.
   llvm::DenseSet<Value> gradients;
   for (Operation *op : step.ops)
-    if (isa<tg::AdamWUpdateOp, tg::SGDUpdateOp>(op))
-      gradients.insert(op->getOperand(1));
+    if (auto update = dyn_cast<tg::OptimizerUpdateOpInterface>(op))
+      gradients.insert(update.getGrad());
 
   BufferGraph &graph = step.graph;
   for (auto [index, op] : llvm::enumerate(step.ops)) {

@@ -38,18 +38,28 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     amp.dtype = options.amp;
     pm.addPass(tg::createTGAmp(amp));
   }
-  tg::TGAutodiffOptions autodiff;
-  autodiff.optimizer = options.optimizer;
-  autodiff.lr = options.lr;
-  autodiff.beta1 = options.beta1;
-  autodiff.beta2 = options.beta2;
-  autodiff.eps = options.eps;
-  autodiff.weightDecay = options.weightDecay;
-  autodiff.momentum = options.momentum;
-  autodiff.dampening = options.dampening;
-  autodiff.nesterov = options.nesterov;
-  autodiff.clipGradNorm = options.clipGradNorm;
-  pm.addPass(tg::createTGAutodiff(autodiff));
+  pm.addPass(tg::createTGAutodiff());
+
+  tg::TGOptimizerOptions optimizer;
+  optimizer.optimizer = options.optimizer;
+  optimizer.lr = options.lr;
+  optimizer.beta1 = options.beta1;
+  optimizer.beta2 = options.beta2;
+  optimizer.eps = options.eps;
+  optimizer.weightDecay = options.weightDecay;
+  optimizer.momentum = options.momentum;
+  optimizer.dampening = options.dampening;
+  optimizer.nesterov = options.nesterov;
+  optimizer.clipGradNorm = options.clipGradNorm;
+  pm.addPass(tg::createTGOptimizer(optimizer));
+
+  if (options.optimizerState != "none" && options.optimizerState != "f32") {
+    tg::TGQuantizeOptimizerStateOptions state;
+    state.format = options.optimizerState;
+    state.blockSize = options.stateBlockSize;
+    state.minSize = options.stateMinSize;
+    pm.addPass(tg::createTGQuantizeOptimizerState(state));
+  }
 
   std::string lossScale = options.lossScale;
   if (lossScale == "auto")

@@ -67,6 +67,8 @@ FailureOr<tgx::DType> TGXWriter::dtypeOf(Operation *where, Type type) {
     return tgx::DType::I32;
   if (element.isSignlessInteger(8))
     return tgx::DType::I8;
+  if (element.isUnsignedInteger(8))
+    return tgx::DType::U8;
   if (element.isSignlessInteger(1))
     return tgx::DType::I1;
   return where->emitOpError("the executable format has no element type ")
@@ -313,7 +315,7 @@ LogicalResult TGXWriter::write(StringRef model, StringRef options,
     }
   }
   for (const PersistentTensor &persistent : plan.persistent)
-    if (persistent.name == "optimizer.step")
+    if (persistent.name == tg::TGDialect::kStepCounterName)
       counter = tensorOf.lookup(body.getArgument(persistent.argNumber));
   if (loss < 0)
     return step.emitOpError("has no result marked tg.loss to compile");

@@ -258,12 +258,45 @@ Status loadCheckpoint(Session &session, const std::string &path,
         continue;
       }
     }
+    if (scope == LoadScope::Parameters) {
+      // Weights only: a full checkpoint's optimizer and step state (in any
+      // format: `<param>.exp_avg`, `<param>.exp_avg.q8`, `optimizer.step`)
+      // is not loaded; the run starts its own.
+      bool state = index >= 0 ? program.tensors[index].role == Role::State
+                              : name.compare(0, 10, "optimizer.") == 0 ||
+                                    name.compare(0, 4, "amp.") == 0;
+      for (size_t dot = name.find('.'); !state && dot != std::string::npos;
+           dot = name.find('.', dot + 1)) {
+        int32_t owner = program.findPersistent(name.substr(0, dot));
+        state = owner >= 0 && program.tensors[owner].role == Role::Param &&
+                index < 0;
+      }
+      if (state)
+        continue;
+    }
     if (scope == LoadScope::Adapters && (index < 0 || !adapterTensor[index]))
       return fail("tensor '" + entry.name + "' is not a LoRA adapter of "
                   "this model (an adapter file for another model?)");
-    if (index < 0 || !isCheckpointed(program.tensors[index]))
+    if (index < 0 || !isCheckpointed(program.tensors[index])) {
+      // Optimizer state in the other format: 8-bit state is `<state>.q8`
+      // and `<state>.absmax` (tg-quantize-optimizer-state).
+      for (const char *suffix : {".q8", ".absmax"}) {
+        if (endsWith(name, suffix) &&
+            program.findPersistent(
+                name.substr(0, name.size() - std::strlen(suffix))) >= 0)
+          return fail("tensor '" + entry.name + "' is 8-bit optimizer state, "
+                      "but this executable keeps that state in f32; resume "
+                      "it with an executable compiled with "
+                      "--optimizer-state=8bit");
+        if (program.findPersistent(name + suffix) >= 0)
+          return fail("tensor '" + entry.name + "' is f32 optimizer state, "
+                      "but this executable keeps it in 8 bits ('" + name +
+                      suffix + "'); resume it with an executable compiled "
+                      "without --optimizer-state=8bit");
+      }
       return fail("tensor '" + entry.name + "' is not a parameter or state "
                   "of this model");
+    }
     const TensorInfo &info = program.tensors[index];
     // Starting from weights (not resuming), a float parameter may be stored
     // in another float precision: a Hugging Face checkpoint in f16 or

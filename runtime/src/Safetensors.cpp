@@ -158,6 +158,8 @@ const char *safetensorsDType(DType dtype) {
     return "I8";
   case DType::I1:
     return "BOOL";
+  case DType::U8:
+    return "U8";
   }
   return "?";
 }
@@ -171,7 +173,7 @@ const SafetensorsEntry *SafetensorsFile::find(const std::string &name) const {
 
 std::optional<DType> parseSafetensorsDType(const std::string &name) {
   for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::I64,
-                      DType::I32, DType::I8, DType::I1})
+                      DType::I32, DType::I8, DType::I1, DType::U8})
     if (name == safetensorsDType(dtype))
       return dtype;
   return std::nullopt;

@@ -32,6 +32,7 @@ size_t dtypeSize(DType dtype) {
     return 8;
   case DType::I8:
   case DType::I1:
+  case DType::U8:
     return 1;
   }
   return 0;
@@ -53,6 +54,8 @@ const char *dtypeName(DType dtype) {
     return "i8";
   case DType::I1:
     return "i1";
+  case DType::U8:
+    return "ui8";
   }
   return "?";
 }
@@ -197,6 +200,9 @@ void storeF32(TensorRef &t, int64_t i, float value) {
   case DType::I8:
     p[i] = char(truncateToInt<int8_t>(value));
     return;
+  case DType::U8:
+    p[i] = char(truncateToInt<uint8_t>(value));
+    return;
   case DType::I1:
     p[i] = value != 0.0f ? 1 : 0;
     return;
@@ -218,6 +224,8 @@ int64_t loadI64(const TensorRef &t, int64_t i) {
   }
   case DType::I8:
     return int8_t(p[i]);
+  case DType::U8:
+    return uint8_t(p[i]);
   case DType::I1:
     return p[i] != 0 ? 1 : 0;
   default:
@@ -238,6 +246,7 @@ void storeI64(TensorRef &t, int64_t i, int64_t value) {
     return;
   }
   case DType::I8:
+  case DType::U8:
     p[i] = char(uint8_t(uint64_t(value)));
     return;
   case DType::I1:

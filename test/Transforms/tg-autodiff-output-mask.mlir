@@ -1,4 +1,4 @@
-// RUN: tgc-opt %s --split-input-file --tg-autodiff | FileCheck %s
+// RUN: tgc-opt %s --split-input-file --tg-autodiff --tg-optimizer | FileCheck %s
 // RUN: tgc-opt %s --split-input-file --tgc-train-pipeline= --tg-plan-memory=print=false -o /dev/null
 
 // The fused gradient ops compute only the operand gradients the step

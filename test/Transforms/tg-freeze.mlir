@@ -2,7 +2,7 @@
 // RUN: tgc-opt %s --tg-freeze="train-only=layers.2.* print=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SUMMARY
 // RUN: tgc-opt %s --tg-freeze="train-only=layers.2.*" | FileCheck %s --check-prefix=TRAIN-ONLY
 // RUN: tgc-opt %s --tg-freeze="freeze=layers.[01].weight,layers.1.bias" | FileCheck %s --check-prefix=CLASS
-// RUN: tgc-opt %s --tg-freeze="freeze=layers.0.*" --tg-autodiff | FileCheck %s --check-prefix=STEP
+// RUN: tgc-opt %s --tg-freeze="freeze=layers.0.*" --tg-autodiff --tg-optimizer | FileCheck %s --check-prefix=STEP
 // RUN: tgc-opt %s --tg-freeze="freeze=layers.0.* frozen-dtype=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: tgc-opt %s --tgc-train-pipeline="freeze=layers.0.* frozen-dtype=bf16 amp=bf16" | FileCheck %s --check-prefix=BF16-AMP
 // RUN: tgc-opt %s --tgc-train-pipeline="train-only=layers.2.*" --tg-plan-memory -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT

@@ -1,8 +1,8 @@
-// RUN: not tgc-opt %s --tg-autodiff --tg-loss-scale="mode=magic" 2>&1 | FileCheck %s --check-prefix=MODE
-// RUN: not tgc-opt %s --tg-autodiff --tg-loss-scale="mode=static:-3" 2>&1 | FileCheck %s --check-prefix=STATIC
-// RUN: not tgc-opt %s --tg-autodiff --tg-loss-scale="backoff-factor=2" 2>&1 | FileCheck %s --check-prefix=FACTORS
+// RUN: not tgc-opt %s --tg-autodiff --tg-optimizer --tg-loss-scale="mode=magic" 2>&1 | FileCheck %s --check-prefix=MODE
+// RUN: not tgc-opt %s --tg-autodiff --tg-optimizer --tg-loss-scale="mode=static:-3" 2>&1 | FileCheck %s --check-prefix=STATIC
+// RUN: not tgc-opt %s --tg-autodiff --tg-optimizer --tg-loss-scale="backoff-factor=2" 2>&1 | FileCheck %s --check-prefix=FACTORS
 // RUN: not tgc-opt %s --tg-loss-scale 2>&1 | FileCheck %s --check-prefix=ORDER
-// RUN: tgc-opt %s --split-input-file --tg-autodiff --tg-loss-scale -o /dev/null
+// RUN: tgc-opt %s --split-input-file --tg-autodiff --tg-optimizer --tg-loss-scale -o /dev/null
 // MODE: error: tg-loss-scale: mode must be dynamic, static:<value> or none, found 'magic'
 // STATIC: error: tg-loss-scale: a static scale must be a positive number, found '-3'
 // FACTORS: error: tg-loss-scale: needs init-scale > 0, growth-factor > 1, backoff-factor in (0, 1) and growth-interval >= 1

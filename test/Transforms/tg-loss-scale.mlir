@@ -1,7 +1,7 @@
-// RUN: tgc-opt %s --tg-autodiff --tg-loss-scale | FileCheck %s
-// RUN: tgc-opt %s --tg-autodiff --tg-loss-scale="mode=static:1024" | FileCheck %s --check-prefix=STATIC
-// RUN: tgc-opt %s --tg-autodiff="clip-grad-norm=1.0" --tg-loss-scale="init-scale=256 growth-interval=10" | FileCheck %s --check-prefix=CLIP
-// RUN: tgc-opt %s --tg-autodiff --tg-loss-scale="mode=none" | FileCheck %s --check-prefix=NONE
+// RUN: tgc-opt %s --tg-autodiff --tg-optimizer --tg-loss-scale | FileCheck %s
+// RUN: tgc-opt %s --tg-autodiff --tg-optimizer --tg-loss-scale="mode=static:1024" | FileCheck %s --check-prefix=STATIC
+// RUN: tgc-opt %s --tg-autodiff --tg-optimizer="clip-grad-norm=1.0" --tg-loss-scale="init-scale=256 growth-interval=10" | FileCheck %s --check-prefix=CLIP
+// RUN: tgc-opt %s --tg-autodiff --tg-optimizer --tg-loss-scale="mode=none" | FileCheck %s --check-prefix=NONE
 
 func.func @net(%x: tensor<4x3xf16> {tg.input = "x"},
                %t: tensor<4xi64> {tg.input = "t"},

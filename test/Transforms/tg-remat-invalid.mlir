@@ -1,10 +1,10 @@
-// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-remat=policy=everything -o /dev/null 2>&1 | FileCheck %s --check-prefix=POLICY
-// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-remat=policy=budget=lots -o /dev/null 2>&1 | FileCheck %s --check-prefix=MALFORMED
-// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-remat=policy=budget=-5GiB -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEGATIVE
-// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-remat=policy=budget=2.5XB -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNIT
-// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-remat=policy=budget=40KiB -o /dev/null 2>&1 | FileCheck %s --check-prefix=FLOOR
-// RUN: tgc-opt %s --split-input-file --tg-autodiff --tg-remat=policy=budget=57088 -o /dev/null 2>&1 | FileCheck %s --check-prefix=FLOOR-MET
-// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-remat=policy=blocks -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCKS
+// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-optimizer --tg-remat=policy=everything -o /dev/null 2>&1 | FileCheck %s --check-prefix=POLICY
+// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-optimizer --tg-remat=policy=budget=lots -o /dev/null 2>&1 | FileCheck %s --check-prefix=MALFORMED
+// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-optimizer --tg-remat=policy=budget=-5GiB -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-optimizer --tg-remat=policy=budget=2.5XB -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNIT
+// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-optimizer --tg-remat=policy=budget=40KiB -o /dev/null 2>&1 | FileCheck %s --check-prefix=FLOOR
+// RUN: tgc-opt %s --split-input-file --tg-autodiff --tg-optimizer --tg-remat=policy=budget=57344 -o /dev/null 2>&1 | FileCheck %s --check-prefix=FLOOR-MET
+// RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-optimizer --tg-remat=policy=blocks -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCKS
 
 // POLICY: error: tg-remat: unknown policy 'everything' (expected none, selective, blocks or budget=<size>)
 // MALFORMED: error: tg-remat: the budget must be a positive size such as 6GiB, 512MiB or 1000000 (bytes), found 'lots'
@@ -13,9 +13,9 @@
 // Below the floor: the error states the smallest peak and how to reach it,
 // with or without name scopes (the second model has them), and that budget
 // is then met.
-// FLOOR: error: tg-remat: no choice of recomputation fits the budget of 40.00 KiB (40960 bytes): the smallest planned peak tgc reaches is 55.75 KiB (57088 bytes: persistent 26.50 KiB + transient 29.25 KiB), which --remat=budget=57088 reaches by recomputing 1 ops
-// FLOOR: error: tg-remat: no choice of recomputation fits the budget of 40.00 KiB (40960 bytes): the smallest planned peak tgc reaches is 55.75 KiB (57088 bytes: persistent 26.50 KiB + transient 29.25 KiB), which --remat=budget=57088 reaches by recomputing 1 ops
-// FLOOR-MET-COUNT-2: tg-remat: @mlp_train_step policy budget=57088: 1 ops recomputed, {{.*}} peak live 43008 -> 29952 bytes
+// FLOOR: error: tg-remat: no choice of recomputation fits the budget of 40.00 KiB (40960 bytes): the smallest planned peak tgc reaches is 56.00 KiB (57344 bytes: persistent 26.75 KiB + transient 29.25 KiB), which --remat=budget=57344 reaches by recomputing 1 ops
+// FLOOR: error: tg-remat: no choice of recomputation fits the budget of 40.00 KiB (40960 bytes): the smallest planned peak tgc reaches is 56.00 KiB (57344 bytes: persistent 26.75 KiB + transient 29.25 KiB), which --remat=budget=57344 reaches by recomputing 1 ops
+// FLOOR-MET-COUNT-2: tg-remat: @mlp_train_step policy budget=57344: 1 ops recomputed, {{.*}} peak live 43008 -> 29952 bytes
 // A model without name scopes has no blocks.
 // BLOCKS: error: tg-remat: policy 'blocks' found 0 blocks; it needs repeated blocks, named by the forward ops' name scopes with an index ('layers.0', 'transformer.h.0'). Use 'selective' or 'budget=<size>'
 

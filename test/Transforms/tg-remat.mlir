@@ -1,15 +1,15 @@
-// RUN: tgc-opt %s --tg-autodiff --tg-remat=policy=none -o - 2>&1 | FileCheck %s --check-prefix=NONE
-// RUN: tgc-opt %s --tg-autodiff --tg-remat=policy=blocks -o - 2>&1 | FileCheck %s --check-prefix=BLOCKS
-// RUN: tgc-opt %s --tg-autodiff --tg-remat=policy=selective -o - 2>&1 | FileCheck %s --check-prefix=SELECTIVE
-// RUN: tgc-opt %s --tg-autodiff --tg-remat=policy=budget=60000 -o - 2>&1 | FileCheck %s --check-prefix=BUDGET
-// RUN: tgc-opt %s --tg-autodiff --tg-remat=policy=budget=70000 -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOOSE
+// RUN: tgc-opt %s --tg-autodiff --tg-optimizer --tg-remat=policy=none -o - 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: tgc-opt %s --tg-autodiff --tg-optimizer --tg-remat=policy=blocks -o - 2>&1 | FileCheck %s --check-prefix=BLOCKS
+// RUN: tgc-opt %s --tg-autodiff --tg-optimizer --tg-remat=policy=selective -o - 2>&1 | FileCheck %s --check-prefix=SELECTIVE
+// RUN: tgc-opt %s --tg-autodiff --tg-optimizer --tg-remat=policy=budget=60000 -o - 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: tgc-opt %s --tg-autodiff --tg-optimizer --tg-remat=policy=budget=70000 -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOOSE
 // Recomputation survives CSE and canonicalization, and the memory report
 // shows it.
-// RUN: tgc-opt %s --tg-autodiff --tg-remat=policy=blocks --cse --canonicalize --tg-plan-memory=memory-report=%t.json -o - 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: tgc-opt %s --tg-autodiff --tg-optimizer --tg-remat=policy=blocks --cse --canonicalize --tg-plan-memory=memory-report=%t.json -o - 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: FileCheck %s --input-file=%t.json --check-prefix=JSON
 
 // A 3-layer MLP (batch 64) whose ops carry the name scopes of their layers.
-// Without remat the step peaks at 43008 transient bytes (plus 27136
+// Without remat the step peaks at 43008 transient bytes (plus 27392
 // persistent: 68.5 KiB), at the start of the backward pass.
 func.func @mlp(%x: tensor<64x16xf32> {tg.input = "inputs"}, %y: tensor<64xi64> {tg.input = "targets"},
                %w0: tensor<32x16xf32> {tg.param = "layers.0.weight"}, %b0: tensor<32xf32> {tg.param = "layers.0.bias"},
@@ -35,7 +35,7 @@ func.func @mlp(%x: tensor<64x16xf32> {tg.input = "inputs"}, %y: tensor<64xi64> {
 // blocks: each layer's output (the relu) is kept; the pre-activation the
 // relu's gradient reads is recomputed from the kept input of its layer,
 // just before that gradient.
-// BLOCKS: tg-remat: @mlp_train_step policy blocks: 4 ops recomputed, added FLOPs 200704 (32.51% of 617273), peak live 43008 -> 29952 bytes (persistent 27136)
+// BLOCKS: tg-remat: @mlp_train_step policy blocks: 4 ops recomputed, added FLOPs 200704 (32.51% of 617273), peak live 43008 -> 29952 bytes (persistent 27392)
 // BLOCKS-LABEL: func.func @mlp_train_step
 // BLOCKS: %[[H0:.*]] = tg.relu %[[P0:[0-9]+]]
 // BLOCKS: %[[H1:.*]] = tg.relu %[[P1:[0-9]+]]

@@ -241,6 +241,9 @@ int main(int argc, char **argv) {
   }
 
   MLIRContext context;
+  // Errors name the pass and the value at fault; a dump of the whole module
+  // after them would bury them.
+  context.printOpOnDiagnostic(false);
   context.loadDialect<tgc::tg::TGDialect, func::FuncDialect>();
   std::string error;
   auto input = openInputFile(inputFile, &error);

@@ -58,6 +58,19 @@ struct TrainPipelineOptions
                            llvm::cl::init(0.0)};
   Option<bool> nesterov{*this, "nesterov", llvm::cl::desc("SGD Nesterov"),
                         llvm::cl::init(false)};
+  Option<std::string> optimizerState{
+      *this, "optimizer-state",
+      llvm::cl::desc("Optimizer state format: f32 (none) or 8bit "
+                     "(tg-quantize-optimizer-state)"),
+      llvm::cl::init("none")};
+  Option<int64_t> stateBlockSize{
+      *this, "state-block-size",
+      llvm::cl::desc("Elements per absmax block of 8-bit state"),
+      llvm::cl::init(256)};
+  Option<int64_t> stateMinSize{
+      *this, "state-min-size",
+      llvm::cl::desc("Parameters with fewer elements keep f32 state"),
+      llvm::cl::init(4096)};
   Option<std::string> amp{
       *this, "amp",
       llvm::cl::desc("Mixed precision: none, bf16 or f16 (tg-amp)"),

@@ -136,6 +136,18 @@ Status execute(const Program &program, const Instruction &inst,
                        inst.getFloat("beta1"), inst.getFloat("beta2"),
                        inst.getFloat("eps"), inst.getFloat("weight_decay"),
                        out[0], out[1], out[2]);
+  case Kernel::AdamW8bitUpdate:
+    return adamw8bitUpdate(in[0], in[1], in[2], in[3], in[4], in[5], in[6],
+                           in[7], in[8], in[9], inst.getFloat("beta1"),
+                           inst.getFloat("beta2"), inst.getFloat("eps"),
+                           inst.getFloat("weight_decay"),
+                           inst.getInt("block_size"), out[0], out[1], out[2],
+                           out[3], out[4]);
+  case Kernel::SGD8bitUpdate:
+    return sgd8bitUpdate(in[0], in[1], in[2], in[3], in[4], in[5], in[6],
+                         inst.getFloat("momentum"), inst.getFloat("dampening"),
+                         inst.getFloat("weight_decay"), inst.getBool("nesterov"),
+                         inst.getInt("block_size"), out[0], out[1], out[2]);
   case Kernel::GlobalNorm:
     return globalNorm(in, out[0]);
   case Kernel::ScaleLoss:

@@ -15,6 +15,7 @@
 
 #include "Common.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tgc::rt::cpu {
@@ -149,6 +150,213 @@ Status adamwUpdate(const TensorRef &param, const TensorRef &grad,
   newP.commit();
   newM.commit();
   newV.commit();
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// 8-bit state (bitsandbytes' blockwise dynamic quantization)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A moment kept as ui8 codes into a 256-entry map, scaled by one f32
+/// absmax per block: the operand and result views of one state tensor.
+struct QuantizedState {
+  const uint8_t *codes;
+  const float *absmax;
+  const float *map;
+  uint8_t *newCodes;
+  float *newAbsmax;
+  bool isSigned;
+
+  /// (map[i] + map[i + 1]) / 2, what quantizing searches.
+  float midpoints[255];
+
+  QuantizedState(const TensorRef &codes, const TensorRef &absmax,
+                 const TensorRef &map, TensorRef &newCodes,
+                 TensorRef &newAbsmax, bool isSigned)
+      : codes(static_cast<const uint8_t *>(codes.data)),
+        absmax(static_cast<const float *>(absmax.data)),
+        map(static_cast<const float *>(map.data)),
+        newCodes(static_cast<uint8_t *>(newCodes.data)),
+        newAbsmax(static_cast<float *>(newAbsmax.data)), isSigned(isSigned) {
+    quantMidpoints(this->map, midpoints);
+  }
+
+  float dequantize(int64_t i, int64_t block) const {
+    return map[codes[i]] * absmax[block];
+  }
+};
+
+/// Checks the codes and absmax of one state tensor and its map.
+Status checkQuantized(const TensorRef &param, const TensorRef &codes,
+                      const TensorRef &absmax, const TensorRef &map,
+                      const TensorRef &newCodes, const TensorRef &newAbsmax,
+                      int64_t blockSize, const char *what) {
+  if (blockSize < 1 || blockSize > kMaxQuantBlock ||
+      (blockSize & (blockSize - 1)) != 0)
+    return Status::failure("block_size must be a power of two in [1, 4096], "
+                           "found " + std::to_string(blockSize));
+  int64_t blocks = (param.numElements() + blockSize - 1) / blockSize;
+  for (const TensorRef *t : {&codes, &newCodes}) {
+    TGC_RETURN_IF_ERROR(expectDType(*t, DType::U8, what));
+    TGC_RETURN_IF_ERROR(expectShape(*t, param.shape, what));
+  }
+  for (const TensorRef *t : {&absmax, &newAbsmax}) {
+    TGC_RETURN_IF_ERROR(expectDType(*t, DType::F32, "absmax"));
+    TGC_RETURN_IF_ERROR(expectShape(*t, {blocks}, "absmax"));
+  }
+  TGC_RETURN_IF_ERROR(expectDType(map, DType::F32, "map"));
+  return expectShape(map, {256}, "map");
+}
+
+/// Quantizes the updated values of one block (`values`, `count` of them)
+/// into codes starting at element `first`, and stores the block's absmax.
+void requantizeBlock(const QuantizedState &state, const float *values,
+                     int64_t count, int64_t first, int64_t block) {
+  float absmax = 0.0f;
+  for (int64_t e = 0; e < count; ++e)
+    absmax = std::max(absmax, std::fabs(values[e]));
+  float inverse = absmax > 0.0f ? 1.0f / absmax : 0.0f;
+  for (int64_t e = 0; e < count; ++e)
+    state.newCodes[first + e] =
+        quantizeToMap(state.map, state.midpoints, values[e] * inverse,
+                      state.isSigned);
+  state.newAbsmax[block] = absmax;
+}
+
+} // namespace
+
+void quantMidpoints(const float *map, float *midpoints) {
+  for (int i = 0; i < 255; ++i)
+    midpoints[i] = (map[i] + map[i + 1]) * 0.5f;
+}
+
+uint8_t quantizeToMap(const float *map, const float *midpoints, float x,
+                      bool isSigned) {
+  // The number of midpoints below x, found by halving steps without
+  // branches (the midpoints are sorted, as the map is).
+  int code = 0;
+  for (int step = 128; step > 0; step /= 2)
+    code += midpoints[code + step - 1] < x ? step : 0;
+  // bitsandbytes keeps the sign of a moment: a negative value that lands on
+  // 0 (or above) takes the nearest negative code instead.
+  if (isSigned && x < 0.0f && map[code] >= 0.0f && code > 0)
+    --code;
+  return uint8_t(code);
+}
+
+Status adamw8bitUpdate(const TensorRef &param, const TensorRef &grad,
+                       const TensorRef &expAvg, const TensorRef &expAvgAbsmax,
+                       const TensorRef &expAvgSq,
+                       const TensorRef &expAvgSqAbsmax,
+                       const TensorRef &mapSigned,
+                       const TensorRef &mapUnsigned, const TensorRef &lr,
+                       const TensorRef &step, double beta1, double beta2,
+                       double eps, double weightDecay, int64_t blockSize,
+                       TensorRef &newParam, TensorRef &newExpAvg,
+                       TensorRef &newExpAvgAbsmax, TensorRef &newExpAvgSq,
+                       TensorRef &newExpAvgSqAbsmax) {
+  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(checkQuantized(param, expAvg, expAvgAbsmax, mapSigned,
+                                     newExpAvg, newExpAvgAbsmax, blockSize,
+                                     "exp_avg"));
+  TGC_RETURN_IF_ERROR(checkQuantized(param, expAvgSq, expAvgSqAbsmax,
+                                     mapUnsigned, newExpAvgSq,
+                                     newExpAvgSqAbsmax, blockSize,
+                                     "exp_avg_sq"));
+  float lrValue;
+  int64_t t;
+  TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
+
+  // The scalars exactly as adamwUpdate computes them.
+  double biasCorrection1 = 1.0 - std::pow(beta1, double(t));
+  double biasCorrection2 = 1.0 - std::pow(beta2, double(t));
+  float stepSize = float(double(lrValue) / biasCorrection1);
+  float biasCorrection2Sqrt = float(std::sqrt(biasCorrection2));
+  float decay = float(1.0 - double(lrValue) * weightDecay);
+  float b1 = float(beta1), oneMinusB1 = float(1.0 - beta1);
+  float b2 = float(beta2), oneMinusB2 = float(1.0 - beta2);
+  float epsilon = float(eps);
+
+  QuantizedState m(expAvg, expAvgAbsmax, mapSigned, newExpAvg,
+                   newExpAvgAbsmax, /*isSigned=*/true);
+  QuantizedState v(expAvgSq, expAvgSqAbsmax, mapUnsigned, newExpAvgSq,
+                   newExpAvgSqAbsmax, /*isSigned=*/false);
+  int64_t count = param.numElements();
+  F32Operand p(param), g(grad);
+  F32Result newP(newParam);
+  // One block of f32 moments at a time: never a copy of the whole state.
+  std::vector<float> mBlock(static_cast<size_t>(blockSize)),
+      vBlock(static_cast<size_t>(blockSize));
+  for (int64_t first = 0, block = 0; first < count;
+       first += blockSize, ++block) {
+    int64_t size = std::min(blockSize, count - first);
+    for (int64_t e = 0; e < size; ++e) {
+      int64_t i = first + e;
+      float gi = g[i];
+      float decayed = p[i] * decay;
+      float mi = b1 * m.dequantize(i, block) + oneMinusB1 * gi;
+      float vi = b2 * v.dequantize(i, block) + oneMinusB2 * gi * gi;
+      float denom = std::sqrt(vi) / biasCorrection2Sqrt + epsilon;
+      mBlock[size_t(e)] = mi;
+      vBlock[size_t(e)] = vi;
+      newP[i] = decayed - stepSize * (mi / denom);
+    }
+    requantizeBlock(m, mBlock.data(), size, first, block);
+    requantizeBlock(v, vBlock.data(), size, first, block);
+  }
+  newP.commit();
+  return Status::success();
+}
+
+Status sgd8bitUpdate(const TensorRef &param, const TensorRef &grad,
+                     const TensorRef &momentumBuffer,
+                     const TensorRef &momentumAbsmax, const TensorRef &map,
+                     const TensorRef &lr, const TensorRef &step,
+                     double momentum, double dampening, double weightDecay,
+                     bool nesterov, int64_t blockSize, TensorRef &newParam,
+                     TensorRef &newMomentumBuffer,
+                     TensorRef &newMomentumAbsmax) {
+  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(checkQuantized(param, momentumBuffer, momentumAbsmax,
+                                     map, newMomentumBuffer,
+                                     newMomentumAbsmax, blockSize,
+                                     "momentum_buffer"));
+  float lrValue;
+  int64_t stepValue;
+  TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, stepValue));
+
+  float decay = float(weightDecay), mu = float(momentum);
+  float gradWeight = float(1.0 - dampening);
+  bool first = stepValue == 1;
+  QuantizedState buf(momentumBuffer, momentumAbsmax, map, newMomentumBuffer,
+                     newMomentumAbsmax, /*isSigned=*/true);
+  int64_t count = param.numElements();
+  F32Operand p(param), g(grad);
+  F32Result newP(newParam);
+  std::vector<float> bBlock(static_cast<size_t>(blockSize));
+  for (int64_t start = 0, block = 0; start < count;
+       start += blockSize, ++block) {
+    int64_t size = std::min(blockSize, count - start);
+    for (int64_t e = 0; e < size; ++e) {
+      int64_t i = start + e;
+      float d = g[i] + decay * p[i];
+      // As sgdUpdate: at step 1 the buffer starts as the gradient.
+      float b = first ? d : mu * buf.dequantize(i, block) + gradWeight * d;
+      float direction = nesterov ? d + mu * b : b;
+      bBlock[size_t(e)] = b;
+      newP[i] = p[i] - lrValue * direction;
+    }
+    requantizeBlock(buf, bBlock.data(), size, start, block);
+  }
+  newP.commit();
   return Status::success();
 }
 

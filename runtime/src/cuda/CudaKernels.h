@@ -197,6 +197,26 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    double beta2, double eps, double weightDecay,
                    TensorRef &newParam, TensorRef &newExpAvg,
                    TensorRef &newExpAvgSq);
+Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
+                       const TensorRef &grad, const TensorRef &expAvg,
+                       const TensorRef &expAvgAbsmax,
+                       const TensorRef &expAvgSq,
+                       const TensorRef &expAvgSqAbsmax,
+                       const TensorRef &mapSigned,
+                       const TensorRef &mapUnsigned, const TensorRef &lr,
+                       const TensorRef &step, double beta1, double beta2,
+                       double eps, double weightDecay, int64_t blockSize,
+                       TensorRef &newParam, TensorRef &newExpAvg,
+                       TensorRef &newExpAvgAbsmax, TensorRef &newExpAvgSq,
+                       TensorRef &newExpAvgSqAbsmax);
+Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
+                     const TensorRef &grad, const TensorRef &momentumBuffer,
+                     const TensorRef &momentumAbsmax, const TensorRef &map,
+                     const TensorRef &lr, const TensorRef &step,
+                     double momentum, double dampening, double weightDecay,
+                     bool nesterov, int64_t blockSize, TensorRef &newParam,
+                     TensorRef &newMomentumBuffer,
+                     TensorRef &newMomentumAbsmax);
 /// The 2-norm of all elements of all inputs, into an f32 scalar.
 Status globalNorm(Context &ctx, const std::vector<TensorRef> &inputs, TensorRef &result);
 

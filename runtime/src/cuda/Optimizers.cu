@@ -192,6 +192,272 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
 }
 
 //===----------------------------------------------------------------------===//
+// 8-bit state (bitsandbytes' blockwise dynamic quantization)
+//===----------------------------------------------------------------------===//
+//
+// One thread block per block of state, each thread holding at most
+// kMaxPerThread elements in registers: its threads dequantize and update
+// their elements, a tree reduction in shared memory gives each moment's new
+// absmax, then they requantize. The maps are copied to shared memory first.
+// Every thread reads the old codes and absmax of its elements before the
+// barrier after which they are written, so the update is correct in place.
+
+namespace {
+constexpr int kMaxPerThread = 4096 / kThreads;
+
+/// Launch shape of the 8-bit updates: threads per block of state.
+inline unsigned quantThreads(int64_t blockSize) {
+  return unsigned(blockSize < int64_t(kThreads) ? blockSize : kThreads);
+}
+
+/// As quantizeToMap in cpu/Optimizers.cpp: the number of midpoints below
+/// x, by halving steps.
+__device__ inline uint8_t quantizeToMap(const float *map,
+                                        const float *midpoints, float x,
+                                        bool isSigned) {
+  int code = 0;
+  for (int step = 128; step > 0; step /= 2)
+    code += midpoints[code + step - 1] < x ? step : 0;
+  if (isSigned && x < 0.0f && map[code] >= 0.0f && code > 0)
+    --code;
+  return uint8_t(code);
+}
+
+/// Copies a map and its midpoints to shared memory (the caller syncs).
+__device__ inline void loadMap(const float *map, float *sharedMap,
+                               float *midpoints) {
+  for (int e = threadIdx.x; e < 256; e += blockDim.x)
+    sharedMap[e] = map[e];
+  for (int e = threadIdx.x; e < 255; e += blockDim.x)
+    midpoints[e] = __fmul_rn(__fadd_rn(map[e], map[e + 1]), 0.5f);
+}
+
+/// The largest of every thread's `value` (blockDim.x a power of two),
+/// through `scratch` (blockDim.x floats); every thread gets it.
+__device__ inline float blockMax(float value, float *scratch) {
+  scratch[threadIdx.x] = value;
+  __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride)
+      scratch[threadIdx.x] =
+          fmaxf(scratch[threadIdx.x], scratch[threadIdx.x + stride]);
+    __syncthreads();
+  }
+  float result = scratch[0];
+  __syncthreads(); // scratch is reused
+  return result;
+}
+
+/// Requantizes this thread's new values of the block into `codes` (element
+/// e = threadIdx.x + k * blockDim.x holds values[k]); thread 0 stores the
+/// block's absmax.
+__device__ inline void requantizeBlock(const float *values, float localMax,
+                                       const float *map,
+                                       const float *midpoints, bool isSigned,
+                                       uint8_t *codes, float *absmax,
+                                       int64_t first, int64_t size,
+                                       float *scratch) {
+  float blockAbsmax = blockMax(localMax, scratch);
+  float inverse = blockAbsmax > 0.0f ? __fdiv_rn(1.0f, blockAbsmax) : 0.0f;
+  for (int k = 0; k < kMaxPerThread; ++k) {
+    int64_t e = threadIdx.x + int64_t(k) * blockDim.x;
+    if (e >= size)
+      break;
+    codes[first + e] =
+        quantizeToMap(map, midpoints, __fmul_rn(values[k], inverse), isSigned);
+  }
+  if (threadIdx.x == 0)
+    absmax[blockIdx.x] = blockAbsmax;
+}
+} // namespace
+
+__global__ void adamw8bitKernel(const void *param, DType paramType,
+                                const void *grad, DType gradType,
+                                const uint8_t *mCodes, const float *mAbsmax,
+                                const uint8_t *vCodes, const float *vAbsmax,
+                                const float *mapSigned,
+                                const float *mapUnsigned, const float *lr,
+                                const int64_t *step, AdamWParams hp,
+                                int64_t blockSize, void *newParam,
+                                uint8_t *newMCodes, float *newMAbsmax,
+                                uint8_t *newVCodes, float *newVAbsmax,
+                                int64_t n, DeviceError *error) {
+  __shared__ float mapS[256], mapU[256], midS[255], midU[255];
+  __shared__ float scratch[kThreads];
+  int64_t t;
+  if (!readStep(step, error, t))
+    return;
+  loadMap(mapSigned, mapS, midS);
+  loadMap(mapUnsigned, mapU, midU);
+  __syncthreads();
+  float lrValue = *lr;
+  double biasCorrection1 = 1.0 - pow(hp.beta1, double(t));
+  double biasCorrection2 = 1.0 - pow(hp.beta2, double(t));
+  float stepSize = float(__ddiv_rn(double(lrValue), biasCorrection1));
+  float biasCorrection2Sqrt = float(__dsqrt_rn(biasCorrection2));
+  float decay = float(1.0 - __dmul_rn(double(lrValue), hp.weightDecay));
+
+  int64_t block = blockIdx.x;
+  int64_t first = block * blockSize;
+  int64_t size = n - first < blockSize ? n - first : blockSize;
+  float oldMAbsmax = mAbsmax[block], oldVAbsmax = vAbsmax[block];
+  float mValues[kMaxPerThread], vValues[kMaxPerThread];
+  float mMax = 0.0f, vMax = 0.0f;
+  for (int k = 0; k < kMaxPerThread; ++k) {
+    int64_t e = threadIdx.x + int64_t(k) * blockDim.x;
+    if (e >= size)
+      break;
+    int64_t i = first + e;
+    float g = loadFloat(grad, gradType, i);
+    float decayed = __fmul_rn(loadFloat(param, paramType, i), decay);
+    float m = __fadd_rn(__fmul_rn(hp.b1, __fmul_rn(mapS[mCodes[i]], oldMAbsmax)),
+                        __fmul_rn(hp.oneMinusB1, g));
+    float v = __fadd_rn(__fmul_rn(hp.b2, __fmul_rn(mapU[vCodes[i]], oldVAbsmax)),
+                        __fmul_rn(__fmul_rn(hp.oneMinusB2, g), g));
+    float denom =
+        __fadd_rn(__fdiv_rn(__fsqrt_rn(v), biasCorrection2Sqrt), hp.epsilon);
+    mValues[k] = m;
+    vValues[k] = v;
+    mMax = fmaxf(mMax, fabsf(m));
+    vMax = fmaxf(vMax, fabsf(v));
+    storeFloat(newParam, paramType, i,
+               __fsub_rn(decayed, __fmul_rn(stepSize, __fdiv_rn(m, denom))));
+  }
+  requantizeBlock(mValues, mMax, mapS, midS, /*isSigned=*/true, newMCodes,
+                  newMAbsmax, first, size, scratch);
+  requantizeBlock(vValues, vMax, mapU, midU, /*isSigned=*/false, newVCodes,
+                  newVAbsmax, first, size, scratch);
+}
+
+/// Checks the block size the kernels' register arrays allow.
+static Status checkBlockSize(int64_t blockSize) {
+  if (blockSize < 1 || blockSize > int64_t(kMaxPerThread) * kThreads ||
+      (blockSize & (blockSize - 1)))
+    return Status::failure("block_size must be a power of two in [1, 4096], "
+                           "found " + std::to_string(blockSize));
+  return Status::success();
+}
+
+Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
+                       const TensorRef &grad, const TensorRef &expAvg,
+                       const TensorRef &expAvgAbsmax,
+                       const TensorRef &expAvgSq,
+                       const TensorRef &expAvgSqAbsmax,
+                       const TensorRef &mapSigned,
+                       const TensorRef &mapUnsigned, const TensorRef &lr,
+                       const TensorRef &step, double beta1, double beta2,
+                       double eps, double weightDecay, int64_t blockSize,
+                       TensorRef &newParam, TensorRef &newExpAvg,
+                       TensorRef &newExpAvgAbsmax, TensorRef &newExpAvgSq,
+                       TensorRef &newExpAvgSqAbsmax) {
+  if (Status status = checkBlockSize(blockSize); !status.ok())
+    return status;
+  AdamWParams hp;
+  hp.beta1 = beta1;
+  hp.beta2 = beta2;
+  hp.weightDecay = weightDecay;
+  hp.b1 = float(beta1);
+  hp.oneMinusB1 = float(1.0 - beta1);
+  hp.b2 = float(beta2);
+  hp.oneMinusB2 = float(1.0 - beta2);
+  hp.epsilon = float(eps);
+  int64_t n = param.numElements();
+  int64_t blocks = (n + blockSize - 1) / blockSize;
+  // At least one block: the kernel still checks the step when n is 0.
+  adamw8bitKernel<<<unsigned(blocks > 0 ? blocks : 1), quantThreads(blockSize),
+                    0, streamOf(ctx)>>>(
+      param.data, param.dtype, grad.data, grad.dtype,
+      static_cast<const uint8_t *>(expAvg.data),
+      static_cast<const float *>(expAvgAbsmax.data),
+      static_cast<const uint8_t *>(expAvgSq.data),
+      static_cast<const float *>(expAvgSqAbsmax.data),
+      static_cast<const float *>(mapSigned.data),
+      static_cast<const float *>(mapUnsigned.data),
+      static_cast<const float *>(lr.data),
+      static_cast<const int64_t *>(step.data), hp, blockSize, newParam.data,
+      static_cast<uint8_t *>(newExpAvg.data),
+      static_cast<float *>(newExpAvgAbsmax.data),
+      static_cast<uint8_t *>(newExpAvgSq.data),
+      static_cast<float *>(newExpAvgSqAbsmax.data), n, ctx.deviceError);
+  TGC_CUDA_LAUNCH("adamw_8bit_update");
+  return Status::success();
+}
+
+__global__ void sgd8bitKernel(const void *param, DType paramType,
+                              const void *grad, DType gradType,
+                              const uint8_t *codes, const float *absmax,
+                              const float *map, const float *lr,
+                              const int64_t *step, SgdParams hp,
+                              int64_t blockSize, void *newParam,
+                              uint8_t *newCodes, float *newAbsmax, int64_t n,
+                              DeviceError *error) {
+  __shared__ float mapS[256], midS[255], scratch[kThreads];
+  int64_t t;
+  if (!readStep(step, error, t))
+    return;
+  loadMap(map, mapS, midS);
+  __syncthreads();
+  float lrValue = *lr;
+  bool first = t == 1;
+  int64_t block = blockIdx.x;
+  int64_t start = block * blockSize;
+  int64_t size = n - start < blockSize ? n - start : blockSize;
+  float oldAbsmax = absmax[block];
+  float values[kMaxPerThread];
+  float localMax = 0.0f;
+  for (int k = 0; k < kMaxPerThread; ++k) {
+    int64_t e = threadIdx.x + int64_t(k) * blockDim.x;
+    if (e >= size)
+      break;
+    int64_t i = start + e;
+    float p = loadFloat(param, paramType, i);
+    float d = __fadd_rn(loadFloat(grad, gradType, i), __fmul_rn(hp.decay, p));
+    float b = first ? d
+                    : __fadd_rn(__fmul_rn(hp.momentum,
+                                          __fmul_rn(mapS[codes[i]], oldAbsmax)),
+                                __fmul_rn(hp.gradWeight, d));
+    float direction = hp.nesterov ? __fadd_rn(d, __fmul_rn(hp.momentum, b)) : b;
+    values[k] = b;
+    localMax = fmaxf(localMax, fabsf(b));
+    storeFloat(newParam, paramType, i,
+               __fsub_rn(p, __fmul_rn(lrValue, direction)));
+  }
+  requantizeBlock(values, localMax, mapS, midS, /*isSigned=*/true, newCodes,
+                  newAbsmax, start, size, scratch);
+}
+
+Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
+                     const TensorRef &grad, const TensorRef &momentumBuffer,
+                     const TensorRef &momentumAbsmax, const TensorRef &map,
+                     const TensorRef &lr, const TensorRef &step,
+                     double momentum, double dampening, double weightDecay,
+                     bool nesterov, int64_t blockSize, TensorRef &newParam,
+                     TensorRef &newMomentumBuffer,
+                     TensorRef &newMomentumAbsmax) {
+  if (Status status = checkBlockSize(blockSize); !status.ok())
+    return status;
+  SgdParams hp;
+  hp.decay = float(weightDecay);
+  hp.momentum = float(momentum);
+  hp.gradWeight = float(1.0 - dampening);
+  hp.nesterov = nesterov;
+  int64_t n = param.numElements();
+  int64_t blocks = (n + blockSize - 1) / blockSize;
+  sgd8bitKernel<<<unsigned(blocks > 0 ? blocks : 1), quantThreads(blockSize),
+                  0, streamOf(ctx)>>>(
+      param.data, param.dtype, grad.data, grad.dtype,
+      static_cast<const uint8_t *>(momentumBuffer.data),
+      static_cast<const float *>(momentumAbsmax.data),
+      static_cast<const float *>(map.data),
+      static_cast<const float *>(lr.data),
+      static_cast<const int64_t *>(step.data), hp, blockSize, newParam.data,
+      static_cast<uint8_t *>(newMomentumBuffer.data),
+      static_cast<float *>(newMomentumAbsmax.data), n, ctx.deviceError);
+  TGC_CUDA_LAUNCH("sgd_8bit_update");
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
 // Global norm
 //===----------------------------------------------------------------------===//
 

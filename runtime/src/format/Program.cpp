@@ -69,19 +69,29 @@ std::vector<int64_t> Instruction::getInts(const std::string &name) const {
   return it == attrs.end() ? std::vector<int64_t>() : it->second.ints;
 }
 
+static bool isOptimizerUpdate(Kernel kernel) {
+  return kernel == Kernel::AdamWUpdate || kernel == Kernel::SGDUpdate ||
+         kernel == Kernel::AdamW8bitUpdate || kernel == Kernel::SGD8bitUpdate;
+}
+
 bool hasApplyPredicate(const Program &program, const Instruction &inst) {
-  return (inst.kernel == Kernel::AdamWUpdate ||
-          inst.kernel == Kernel::SGDUpdate) &&
-         inst.operands.size() > 4 &&
+  return isOptimizerUpdate(inst.kernel) && inst.operands.size() > 4 &&
          program.tensors[inst.operands.back()].dtype == DType::I1;
 }
 
 std::vector<size_t> updatedOperands(const Instruction &inst) {
-  if (inst.kernel == Kernel::AdamWUpdate)
+  switch (inst.kernel) {
+  case Kernel::AdamWUpdate:
     return {0, 2, 3};
-  if (inst.results.size() == 2)
-    return {0, 4}; // SGD with a momentum buffer
-  return {0};
+  case Kernel::AdamW8bitUpdate:
+    return {0, 2, 3, 4, 5};
+  case Kernel::SGD8bitUpdate:
+    return {0, 2, 3};
+  default:
+    if (inst.results.size() == 2)
+      return {0, 4}; // SGD with a momentum buffer
+    return {0};
+  }
 }
 
 int32_t Program::findPersistent(const std::string &name) const {
@@ -154,7 +164,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
     const tgx::Tensor *t = fb->tensors()->Get(i);
     TensorInfo info;
     info.name = t->name() ? t->name()->str() : "";
-    if (uint8_t(t->dtype()) > uint8_t(tgx::DType::I1))
+    if (uint8_t(t->dtype()) > uint8_t(tgx::DType::U8))
       return Status::failure(describeTensor(i, info.name) +
                              " has an unknown element type");
     info.dtype = DType(uint8_t(t->dtype()));

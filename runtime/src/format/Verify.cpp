@@ -206,6 +206,32 @@ private:
     return shapeIs(t, Shape(logits.shape.begin(), logits.shape.end() - 1));
   }
 
+  /// The block size of an 8-bit update: a power of two up to 4096.
+  bool blockSize(int64_t &size) {
+    if (!attr("block_size", AttrValue::Int))
+      return false;
+    size = inst.getInt("block_size");
+    return (size >= 1 && size <= 4096 && (size & (size - 1)) == 0) ||
+           fail("block_size must be a power of two in [1, 4096]");
+  }
+  /// ui8 codes of the parameter's shape and one f32 absmax per block.
+  bool quantizedState(const TensorInfo &param, const TensorInfo &codes,
+                      const TensorInfo &absmax) {
+    int64_t size;
+    if (!blockSize(size))
+      return false;
+    if (codes.dtype != DType::U8)
+      return fail("'" + codes.name + "' must be a ui8 tensor");
+    int64_t blocks = (param.numElements() + size - 1) / size;
+    return shapeIs(codes, param.shape) &&
+           ((absmax.dtype == DType::F32 && absmax.shape == Shape{blocks}) ||
+            fail("'" + absmax.name + "' must be f32 with one value per block"));
+  }
+  bool quantMap(const TensorInfo &map) {
+    return (map.dtype == DType::F32 && map.shape == Shape{256}) ||
+           fail("'" + map.name + "' must be a 256-entry f32 map");
+  }
+
   const Program &program;
   const Instruction &inst;
   std::string error;
@@ -213,6 +239,16 @@ private:
 
 Status Checker::run() {
   bool ok = false;
+  // Codes of 8-bit state are bytes no other kernel interprets.
+  bool quantized = inst.kernel == Kernel::AdamW8bitUpdate ||
+                   inst.kernel == Kernel::SGD8bitUpdate;
+  for (const std::vector<int32_t> *list : {&inst.operands, &inst.results})
+    for (int32_t index : *list)
+      if (index != kNotComputed && !quantized &&
+          program.tensors[index].dtype == DType::U8)
+        return Status::failure("'" + program.tensors[index].name +
+                               "' is ui8, which only the 8-bit optimizer "
+                               "updates read");
   switch (inst.kernel) {
   case Kernel::Matmul:
     ok = matmul();
@@ -419,6 +455,35 @@ Status Checker::run() {
          attr("beta1", AttrValue::Float) && attr("beta2", AttrValue::Float) &&
          attr("eps", AttrValue::Float) && attr("weight_decay", AttrValue::Float);
     break;
+  case Kernel::AdamW8bitUpdate: {
+    // param, grad, (codes, absmax) x 2, two maps, lr, step[, apply].
+    size_t n = inst.operands.size();
+    ok = (n == 11 ? counts(11, 5) && scalar(in(10), DType::I1)
+                  : counts(10, 5)) &&
+         floatT(in(0)) && floatT(in(1)) && shapeIs(in(1), in(0).shape) &&
+         quantizedState(in(0), in(2), in(3)) &&
+         quantizedState(in(0), in(4), in(5)) && quantMap(in(6)) &&
+         quantMap(in(7)) && scalar(in(8), DType::F32) &&
+         scalar(in(9), DType::I64) && same(in(0), out(0)) &&
+         same(in(2), out(1)) && same(in(3), out(2)) && same(in(4), out(3)) &&
+         same(in(5), out(4)) && attr("beta1", AttrValue::Float) &&
+         attr("beta2", AttrValue::Float) && attr("eps", AttrValue::Float) &&
+         attr("weight_decay", AttrValue::Float);
+    break;
+  }
+  case Kernel::SGD8bitUpdate: {
+    // param, grad, codes, absmax, map, lr, step[, apply].
+    size_t n = inst.operands.size();
+    ok = (n == 8 ? counts(8, 3) && scalar(in(7), DType::I1) : counts(7, 3)) &&
+         floatT(in(0)) && floatT(in(1)) && shapeIs(in(1), in(0).shape) &&
+         quantizedState(in(0), in(2), in(3)) && quantMap(in(4)) &&
+         scalar(in(5), DType::F32) && scalar(in(6), DType::I64) &&
+         same(in(0), out(0)) && same(in(2), out(1)) && same(in(3), out(2)) &&
+         attr("momentum", AttrValue::Float) &&
+         attr("dampening", AttrValue::Float) &&
+         attr("weight_decay", AttrValue::Float);
+    break;
+  }
   case Kernel::GlobalNorm:
     ok = variadic(1, 1) && scalar(out(0), DType::F32);
     for (size_t i = 0; ok && i < inst.operands.size(); ++i)

@@ -1893,7 +1893,7 @@ func.func @vector_loss(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<4xf32> {tg
 
 // -----
 
-// expected-error @+1 {{'func.func' op result #1 of a tg.train_step function must carry 'tg.loss' or 'tg.update'}}
+// expected-error @+1 {{'func.func' op result #1 of a tg.train_step function must carry 'tg.loss', 'tg.grad' or 'tg.update'}}
 func.func @result_without_role(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}, tensor<4xf32>) attributes {tg.train_step} {
   %0 = tg.fill 0.0 : tensor<f32>
   return %0, %w : tensor<f32>, tensor<4xf32>
@@ -2061,5 +2061,103 @@ func.func @bad_lora(%b: tensor<4x2xf32> {tg.param = "m.lora_B.weight", tg.lora =
 
 // expected-error @+1 {{'func.func' op argument #0: 'tg.lora' is only valid on a parameter ('tg.param')}}
 func.func @lora_on_input(%b: tensor<4x2xf32> {tg.input = "x", tg.lora = {base = "w", scale = 2.0 : f64, fan_in_fan_out = true}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #1 is the gradient of 'x', which is not a parameter argument}}
+func.func @grad_of_input(%w: tensor<4xf32> {tg.param = "w"}, %x: tensor<4xf32> {tg.input = "x"}) -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.grad = "x"}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0, %w : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #1 is the gradient of 'w' of type 'tensor<4xf32>' but has type 'tensor<4xbf16>'}}
+func.func @grad_type(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}, tensor<4xbf16> {tg.grad = "w"}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  %1 = tg.cast %w : tensor<4xf32> -> tensor<4xbf16>
+  return %0, %1 : tensor<f32>, tensor<4xbf16>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op results #1 and #2 are both the gradient of 'w'}}
+func.func @double_grad(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.grad = "w"}, tensor<4xf32> {tg.grad = "w"}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0, %w, %w : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// ui8 (the codes of 8-bit optimizer state) is valid only as state.
+// expected-error @+1 {{'func.func' op argument #0: input 'codes' must be a statically shaped tensor of a tg element type, found 'tensor<4xui8>'}}
+func.func @ui8_input(%c: tensor<4xui8> {tg.input = "codes"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @adamw_8bit_block(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<300xui8>, %a: tensor<3xf32>, %m: tensor<256xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_8bit_update' op block_size must be a power of two in [1, 4096], found 100}}
+  %0:5 = tg.adamw_8bit_update %p, %g, %q, %a, %q, %a, %m, %m, %lr, %t {block_size = 100 : i64} : (tensor<300xf32>, tensor<300xf32>, tensor<300xui8>, tensor<3xf32>, tensor<300xui8>, tensor<3xf32>, tensor<256xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<300xui8>, tensor<3xf32>, tensor<300xui8>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_8bit_absmax(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<300xui8>, %a: tensor<1xf32>, %m: tensor<256xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_8bit_update' op an absmax must hold one value per block of 256 elements: 2 for 300 elements, found 1}}
+  %0:5 = tg.adamw_8bit_update %p, %g, %q, %a, %q, %a, %m, %m, %lr, %t : (tensor<300xf32>, tensor<300xf32>, tensor<300xui8>, tensor<1xf32>, tensor<300xui8>, tensor<1xf32>, tensor<256xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<300xui8>, tensor<1xf32>, tensor<300xui8>, tensor<1xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_8bit_codes(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<299xui8>, %a: tensor<2xf32>, %m: tensor<256xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_8bit_update' op quantized state must have shape [300], found [299]}}
+  %0:5 = tg.adamw_8bit_update %p, %g, %q, %a, %q, %a, %m, %m, %lr, %t : (tensor<300xf32>, tensor<300xf32>, tensor<299xui8>, tensor<2xf32>, tensor<299xui8>, tensor<2xf32>, tensor<256xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<299xui8>, tensor<2xf32>, tensor<299xui8>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_8bit_map(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<300xui8>, %a: tensor<2xf32>, %m: tensor<255xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_8bit_update' op a quantization map must have 256 entries, found 255}}
+  %0:5 = tg.adamw_8bit_update %p, %g, %q, %a, %q, %a, %m, %m, %lr, %t : (tensor<300xf32>, tensor<300xf32>, tensor<300xui8>, tensor<2xf32>, tensor<300xui8>, tensor<2xf32>, tensor<255xf32>, tensor<255xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<300xui8>, tensor<2xf32>, tensor<300xui8>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_8bit_codes_type(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<300xi8>, %a: tensor<2xf32>, %m: tensor<256xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_8bit_update' op operand #2 must be statically shaped tensor of 8-bit unsigned integer values}}
+  %0:5 = tg.adamw_8bit_update %p, %g, %q, %a, %q, %a, %m, %m, %lr, %t : (tensor<300xf32>, tensor<300xf32>, tensor<300xi8>, tensor<2xf32>, tensor<300xi8>, tensor<2xf32>, tensor<256xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<300xi8>, tensor<2xf32>, tensor<300xi8>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_8bit_beta(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<300xui8>, %a: tensor<2xf32>, %m: tensor<256xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_8bit_update' op beta2 must be in [0.000000e+00, 1.000000e+00), found 1.000000e+00}}
+  %0:5 = tg.adamw_8bit_update %p, %g, %q, %a, %q, %a, %m, %m, %lr, %t {beta2 = 1.0 : f64} : (tensor<300xf32>, tensor<300xf32>, tensor<300xui8>, tensor<2xf32>, tensor<300xui8>, tensor<2xf32>, tensor<256xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<300xui8>, tensor<2xf32>, tensor<300xui8>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_8bit_momentum(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<300xui8>, %a: tensor<2xf32>, %m: tensor<256xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_8bit_update' op momentum must be > 0 (8-bit state is the momentum buffer), found 0}}
+  %0:3 = tg.sgd_8bit_update %p, %g, %q, %a, %m, %lr, %t {momentum = 0.0 : f64} : (tensor<300xf32>, tensor<300xf32>, tensor<300xui8>, tensor<2xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<300xui8>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_8bit_result(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<300xui8>, %a: tensor<2xf32>, %m: tensor<256xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.sgd_8bit_update' op new_momentum_absmax must have type 'tensor<2xf32>', found 'tensor<3xf32>'}}
+  %0:3 = tg.sgd_8bit_update %p, %g, %q, %a, %m, %lr, %t : (tensor<300xf32>, tensor<300xf32>, tensor<300xui8>, tensor<2xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<300xui8>, tensor<3xf32>)
   return
 }

@@ -1,5 +1,6 @@
 """Checks a tg-plan-memory JSON report: arena <= LIMIT x peak live bytes,
-the persistent region covers params (4 B/param) and AdamW state (8 B/param),
+the persistent region covers params (4 B/param) and AdamW state (8 B/param,
+plus the step counter and the learning rate),
 and no two buffers live at the same time overlap in the arena.
 Usage: check_arena.py REPORT.json LIMIT"""
 import json
@@ -14,8 +15,9 @@ if arena > limit * peak:
 params = sum(t["bytes"] for t in report["persistent"] if t["kind"] == "params")
 state = sum(t["bytes"] for t in report["persistent"]
             if t["kind"] == "optimizer_state")
-if state != 2 * params + 8:
-    sys.exit(f"optimizer state {state} != 2 x params {params} + step counter")
+if state != 2 * params + 8 + 4:
+    sys.exit(f"optimizer state {state} != 2 x params {params} + step counter "
+             "+ learning rate")
 
 # Pairwise overlap check with a sweep over offsets for each step.
 buffers = report["buffers"]

@@ -26,7 +26,7 @@ for k, v in lora.items():
         sys.exit(f"adapter {k} differs from the trained tensor")
 params = {k: v for k, v in final.items()
           if ".lora_" not in k and not k.endswith((".exp_avg", ".exp_avg_sq"))
-          and k != "optimizer.step"}
+          and not k.startswith("optimizer.")}
 if set(merged) != set(params):
     sys.exit(f"merged names {sorted(merged)} != {sorted(params)}")
 adapted = 0

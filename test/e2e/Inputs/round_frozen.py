@@ -16,7 +16,7 @@ source, target, globs, dtype = sys.argv[1:5]
 narrow = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
 tensors = {k: v for k, v in safetensors_io.load(source).items()
            if not (k.endswith(".exp_avg") or k.endswith(".exp_avg_sq")
-                   or k == "optimizer.step")}
+                   or k.startswith("optimizer."))}
 for name, t in tensors.items():
     if globs != "-" and any(fnmatch.fnmatchcase(name, g) for g in globs.split(",")):
         tensors[name] = t.to(narrow).to(t.dtype)

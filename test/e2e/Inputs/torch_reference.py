@@ -32,7 +32,7 @@ frozen = [g for a in sys.argv[8:] if a.startswith("--freeze=")
           for g in a[len("--freeze="):].split(",")]
 params = {k: v.clone() for k, v in state.items()
           if not (k.endswith(".exp_avg") or k.endswith(".exp_avg_sq")
-                  or k == "optimizer.step")}
+                  or k.startswith("optimizer."))}
 lora_scale = [float(a[len("--lora-scale="):]) for a in sys.argv[8:]
               if a.startswith("--lora-scale=")]
 lora_scale = lora_scale[0] if lora_scale else None

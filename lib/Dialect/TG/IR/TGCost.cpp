@@ -198,6 +198,21 @@ int64_t SGDUpdateOp::getFlops() {
 // eps, divide, step size, subtract (6).
 int64_t AdamWUpdateOp::getFlops() { return 14 * numElements(getParam()); }
 
+// AdamW's 14, two dequantizing multiplies, two absmax comparisons, two
+// scalings by the reciprocal absmax; the 8-step code searches compare, they
+// do not compute.
+int64_t AdamW8bitUpdateOp::getFlops() { return 20 * numElements(getParam()); }
+
+// SGD with momentum (see SGDUpdateOp) plus dequantize, absmax and scale (3).
+int64_t SGD8bitUpdateOp::getFlops() {
+  int64_t perElement = 2 + 3 + 3;
+  if (!getWeightDecay().isZero())
+    perElement += 2;
+  if (getNesterov())
+    perElement += 2;
+  return perElement * numElements(getParam());
+}
+
 // Square and accumulate per element, one square root.
 int64_t GlobalNormOp::getFlops() {
   int64_t total = 1;

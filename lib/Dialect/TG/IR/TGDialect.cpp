@@ -61,6 +61,14 @@ static bool isTGTensor(Type type) {
          element.isSignlessInteger(8) || element.isSignlessInteger(1);
 }
 
+/// Whether `type` holds the codes of 8-bit optimizer state (ui8), valid
+/// only as state.
+static bool isCodeTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() &&
+         tensor.getElementType().isUnsignedInteger(8);
+}
+
 LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
@@ -101,7 +109,8 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
                               << "' must be a statically shaped f32, f16 or "
                                  "bf16 tensor, found "
                               << argType;
-    } else if (!isTGTensor(argType)) {
+    } else if (!isTGTensor(argType) &&
+               !(name == kStateAttr && isCodeTensor(argType))) {
       return emitArgError() << (name == kInputAttr ? "input '" : "state '")
                             << str.getValue()
                             << "' must be a statically shaped tensor of a tg "
@@ -224,7 +233,7 @@ static LogicalResult verifyTrainStepFunction(func::FuncOp function) {
 
   FunctionType type = function.getFunctionType();
   std::optional<unsigned> loss;
-  llvm::StringMap<unsigned> updated;
+  llvm::StringMap<unsigned> updated, gradients;
   for (unsigned i = 0, e = type.getNumResults(); i < e; ++i) {
     if (function.getResultAttr(i, TGDialect::kLossAttr)) {
       auto lossType = dyn_cast<RankedTensorType>(type.getResult(i));
@@ -238,11 +247,31 @@ static LogicalResult verifyTrainStepFunction(func::FuncOp function) {
       loss = i;
       continue;
     }
+    if (auto grad = function.getResultAttrOfType<StringAttr>(
+            i, TGDialect::kGradAttr)) {
+      auto target = persistent.find(grad.getValue());
+      if (target == persistent.end() ||
+          !function.getArgAttr(target->second, TGDialect::kParamAttr))
+        return function.emitOpError("result #")
+               << i << " is the gradient of '" << grad.getValue()
+               << "', which is not a parameter argument";
+      if (type.getResult(i) != type.getInput(target->second))
+        return function.emitOpError("result #")
+               << i << " is the gradient of '" << grad.getValue()
+               << "' of type " << type.getInput(target->second)
+               << " but has type " << type.getResult(i);
+      auto [it, inserted] = gradients.try_emplace(grad.getValue(), i);
+      if (!inserted)
+        return function.emitOpError("results #")
+               << it->second << " and #" << i << " are both the gradient of '"
+               << grad.getValue() << "'";
+      continue;
+    }
     auto name = function.getResultAttrOfType<StringAttr>(i, TGDialect::kUpdateAttr);
     if (!name)
       return function.emitOpError("result #")
-             << i << " of a tg.train_step function must carry 'tg.loss' or "
-                     "'tg.update'";
+             << i << " of a tg.train_step function must carry 'tg.loss', "
+                     "'tg.grad' or 'tg.update'";
     auto target = persistent.find(name.getValue());
     if (target == persistent.end())
       return function.emitOpError("result #")
@@ -291,12 +320,12 @@ LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
-  if (name == kUpdateAttr) {
+  if (name == kUpdateAttr || name == kGradAttr) {
     auto str = dyn_cast<StringAttr>(attr.getValue());
     if (!str || str.getValue().empty())
       return op->emitOpError("result #")
-             << resultIndex << ": 'tg.update' must be a non-empty string, found "
-             << attr.getValue();
+             << resultIndex << ": '" << name
+             << "' must be a non-empty string, found " << attr.getValue();
     return success();
   }
   return op->emitOpError("result #")

@@ -696,6 +696,96 @@ LogicalResult AdamWUpdateOp::verify() {
                     "new_exp_avg_sq");
 }
 
+/// Checks the block size, the absmax vector (one f32 per block of the
+/// parameter) and the 256-entry maps of an 8-bit update.
+static LogicalResult verifyQuantizedState(Operation *op, Value param,
+                                          int64_t blockSize,
+                                          ArrayRef<std::pair<Value, Value>>
+                                              codesAndAbsmax,
+                                          ArrayRef<Value> maps) {
+  if (blockSize < 1 || !llvm::isPowerOf2_64(uint64_t(blockSize)) ||
+      blockSize > kMaxQuantBlockSize)
+    return op->emitOpError("block_size must be a power of two in [1, ")
+           << kMaxQuantBlockSize << "], found " << blockSize;
+  auto type = tensorType(param);
+  int64_t count = type.getNumElements();
+  int64_t blocks = (count + blockSize - 1) / blockSize;
+  for (auto [codes, absmax] : codesAndAbsmax) {
+    if (failed(verifyShape(op, codes, type.getShape(), "quantized state")))
+      return failure();
+    if (tensorType(absmax).getDimSize(0) != blocks)
+      return op->emitOpError("an absmax must hold one value per block of ")
+             << blockSize << " elements: " << blocks << " for " << count
+             << " elements, found " << tensorType(absmax).getDimSize(0);
+  }
+  for (Value map : maps)
+    if (tensorType(map).getDimSize(0) != kQuantMapSize)
+      return op->emitOpError("a quantization map must have ")
+             << kQuantMapSize << " entries, found "
+             << tensorType(map).getDimSize(0);
+  return success();
+}
+
+LogicalResult AdamW8bitUpdateOp::verify() {
+  double inf = std::numeric_limits<double>::infinity();
+  if (failed(verifyRange(*this, "beta1", getBeta1().convertToDouble(), 0.0,
+                         1.0)) ||
+      failed(verifyRange(*this, "beta2", getBeta2().convertToDouble(), 0.0,
+                         1.0)) ||
+      failed(verifyRange(*this, "eps", getEps().convertToDouble(), 0.0, inf)) ||
+      failed(verifyRange(*this, "weight_decay",
+                         getWeightDecay().convertToDouble(), 0.0, inf)))
+    return failure();
+  if (failed(verifyShape(*this, getGrad(), tensorType(getParam()).getShape(),
+                         "grad")) ||
+      failed(verifyQuantizedState(
+          *this, getParam(), getBlockSize(),
+          {{getExpAvg(), getExpAvgAbsmax()},
+           {getExpAvgSq(), getExpAvgSqAbsmax()}},
+          {getMapSigned(), getMapUnsigned()})) ||
+      failed(verifyType(*this, getNewParam(), getParam().getType(),
+                        "new_param")) ||
+      failed(verifyType(*this, getNewExpAvg(), getExpAvg().getType(),
+                        "new_exp_avg")) ||
+      failed(verifyType(*this, getNewExpAvgAbsmax(),
+                        getExpAvgAbsmax().getType(), "new_exp_avg_absmax")) ||
+      failed(verifyType(*this, getNewExpAvgSq(), getExpAvgSq().getType(),
+                        "new_exp_avg_sq")))
+    return failure();
+  return verifyType(*this, getNewExpAvgSqAbsmax(),
+                    getExpAvgSqAbsmax().getType(), "new_exp_avg_sq_absmax");
+}
+
+LogicalResult SGD8bitUpdateOp::verify() {
+  double momentum = getMomentum().convertToDouble();
+  double dampening = getDampening().convertToDouble();
+  double inf = std::numeric_limits<double>::infinity();
+  if (failed(verifyRange(*this, "dampening", dampening, 0.0, 1.0, true)) ||
+      failed(verifyRange(*this, "weight_decay",
+                         getWeightDecay().convertToDouble(), 0.0, inf)))
+    return failure();
+  if (!(momentum > 0.0) || !std::isfinite(momentum))
+    return emitOpError("momentum must be > 0 (8-bit state is the momentum "
+                       "buffer), found ")
+           << momentum;
+  if (getNesterov() && dampening != 0.0)
+    return emitOpError("nesterov momentum needs dampening 0, found ")
+           << dampening;
+  if (failed(verifyShape(*this, getGrad(), tensorType(getParam()).getShape(),
+                         "grad")) ||
+      failed(verifyQuantizedState(*this, getParam(), getBlockSize(),
+                                  {{getMomentumBuffer(), getMomentumAbsmax()}},
+                                  {getMap()})) ||
+      failed(verifyType(*this, getNewParam(), getParam().getType(),
+                        "new_param")) ||
+      failed(verifyType(*this, getNewMomentumBuffer(),
+                        getMomentumBuffer().getType(),
+                        "new_momentum_buffer")))
+    return failure();
+  return verifyType(*this, getNewMomentumAbsmax(),
+                    getMomentumAbsmax().getType(), "new_momentum_absmax");
+}
+
 LogicalResult GlobalNormOp::verify() {
   if (getInputs().empty())
     return emitOpError("needs at least one operand");
@@ -746,6 +836,19 @@ bool SGDUpdateOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
 
 bool AdamWUpdateOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
   static const unsigned tied[] = {0, 2, 3}; // param, exp_avg, exp_avg_sq
+  return result < 3 && operand == tied[result];
+}
+
+bool AdamW8bitUpdateOp::canReuseOperandBuffer(unsigned result,
+                                              unsigned operand) {
+  // param, exp_avg and its absmax, exp_avg_sq and its absmax.
+  static const unsigned tied[] = {0, 2, 3, 4, 5};
+  return result < 5 && operand == tied[result];
+}
+
+bool SGD8bitUpdateOp::canReuseOperandBuffer(unsigned result,
+                                            unsigned operand) {
+  static const unsigned tied[] = {0, 2, 3}; // param, codes, absmax
   return result < 3 && operand == tied[result];
 }
 

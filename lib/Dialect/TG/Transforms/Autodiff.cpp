@@ -39,20 +39,11 @@ using namespace tgc::tg;
 
 namespace {
 
-/// The optimizer configuration, checked once per pass run.
-struct OptimizerConfig {
-  bool adamw = true;
-  double lr, beta1, beta2, eps, weightDecay, momentum, dampening;
-  bool nesterov;
-  double clipGradNorm;
-};
-
-/// A trainable parameter with its gradient and optimizer state arguments.
+/// A trainable parameter and its gradient.
 struct TrainableParam {
   unsigned argIndex;
   std::string name;
   Value grad;
-  SmallVector<std::pair<std::string, BlockArgument>> state;
 };
 
 static bool isFloatTensor(Type type) {
@@ -63,8 +54,8 @@ static bool isFloatTensor(Type type) {
 /// Builds the training step of one model function.
 class TrainStepBuilder {
 public:
-  TrainStepBuilder(func::FuncOp model, const OptimizerConfig &config)
-      : model(model), config(config), builder(model.getContext()) {}
+  explicit TrainStepBuilder(func::FuncOp model)
+      : model(model), builder(model.getContext()) {}
 
   LogicalResult build();
 
@@ -73,25 +64,13 @@ private:
   void markActive();
   LogicalResult buildBackward();
   void accumulate(Value value, Value grad);
-  void clipGradients();
-  void buildUpdates();
   void finish();
 
   Value fill(Type type, double value) {
     return FillOp::create(builder, loc, type, builder.getF64FloatAttr(value));
   }
-  Value scalar(Type elementType, double value) {
-    return fill(RankedTensorType::get({}, elementType), value);
-  }
-  BlockArgument addStateArg(StringRef name, Type type) {
-    BlockArgument arg = body->addArgument(type, loc);
-    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        TGDialect::kStateAttr, builder.getStringAttr(name))));
-    return arg;
-  }
 
   func::FuncOp model;
-  const OptimizerConfig &config;
   OpBuilder builder;
   Location loc = UnknownLoc::get(model.getContext());
 
@@ -105,7 +84,6 @@ private:
   SmallVector<Operation *> backwardOps;
   SmallVector<TrainableParam> params;
   SmallVector<DictionaryAttr> argAttrs;
-  SmallVector<std::pair<Value, std::string>> updates;
 };
 
 LogicalResult TrainStepBuilder::build() {
@@ -114,9 +92,6 @@ LogicalResult TrainStepBuilder::build() {
   markActive();
   if (failed(buildBackward()))
     return failure();
-  if (config.clipGradNorm > 0.0)
-    clipGradients();
-  buildUpdates();
   finish();
   return success();
 }
@@ -134,8 +109,8 @@ LogicalResult TrainStepBuilder::cloneForward() {
   step->setAttr(TGDialect::kTrainStepAttr, builder.getUnitAttr());
   body = step.addEntryBlock();
 
-  // Parameters and inputs keep their order and attributes; optimizer state
-  // and the step counter are appended by buildUpdates.
+  // Parameters and inputs keep their order and attributes; tg-optimizer
+  // appends the optimizer's state.
   Block &forward = model.getBody().front();
   for (BlockArgument arg : forward.getArguments()) {
     mapping.map(arg, body->addArgument(arg.getType(), arg.getLoc()));
@@ -166,7 +141,7 @@ void TrainStepBuilder::markActive() {
     active.insert(body->getArgument(i));
     params.push_back(
         {i, model.getArgAttrOfType<StringAttr>(i, TGDialect::kParamAttr).str(),
-         Value(), {}});
+         Value()});
   }
   for (Operation *op : forwardOps) {
     bool anyActive = llvm::any_of(op->getOperands(), [&](Value operand) {
@@ -257,99 +232,22 @@ void TrainStepBuilder::accumulate(Value value, Value grad) {
             : grad;
 }
 
-// torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped
-// to at most 1, multiplies every gradient.
-void TrainStepBuilder::clipGradients() {
-  SmallVector<Value> all;
-  for (TrainableParam &param : params)
-    if (param.grad)
-      all.push_back(param.grad);
-  if (all.empty())
-    return;
-  Type f32 = builder.getF32Type();
-  Type scalarType = RankedTensorType::get({}, f32);
-  Value norm = GlobalNormOp::create(builder, loc, scalarType, all);
-  Value denom = AddOp::create(builder, loc, scalarType, norm, scalar(f32, 1e-6));
-  Value coef = DivOp::create(builder, loc, scalarType,
-                             scalar(f32, config.clipGradNorm), denom);
-  coef = MinimumOp::create(builder, loc, scalarType, coef, scalar(f32, 1.0));
-  for (TrainableParam &param : params) {
-    if (!param.grad)
-      continue;
-    auto gradType = cast<RankedTensorType>(param.grad.getType());
-    Value factor = coef;
-    if (gradType.getElementType() != f32)
-      factor = CastOp::create(
-          builder, loc, RankedTensorType::get({}, gradType.getElementType()),
-          coef);
-    param.grad = MulOp::create(builder, loc, gradType, param.grad, factor);
-  }
-}
-
-void TrainStepBuilder::buildUpdates() {
-  Type i64 = builder.getI64Type();
-  Type scalarI64 = RankedTensorType::get({}, i64);
-  BlockArgument counter = addStateArg("optimizer.step", scalarI64);
-  // The update of step t uses t = previous count + 1 (1-based, as torch).
-  Value stepCount =
-      AddOp::create(builder, loc, scalarI64, counter, scalar(i64, 1.0));
-  Value lr = scalar(builder.getF32Type(), config.lr);
-
-  for (TrainableParam &param : params) {
-    if (!param.grad)
-      continue;
-    Value value = body->getArgument(param.argIndex);
-    Type type = value.getType();
-    if (config.adamw) {
-      BlockArgument m = addStateArg(param.name + ".exp_avg", type);
-      BlockArgument v = addStateArg(param.name + ".exp_avg_sq", type);
-      auto update = AdamWUpdateOp::create(
-          builder, loc, TypeRange{type, type, type}, value, param.grad, m, v,
-          lr, stepCount, /*apply=*/Value(), builder.getF64FloatAttr(config.beta1),
-          builder.getF64FloatAttr(config.beta2),
-          builder.getF64FloatAttr(config.eps),
-          builder.getF64FloatAttr(config.weightDecay));
-      updates.push_back({update.getNewParam(), param.name});
-      updates.push_back({update.getNewExpAvg(), param.name + ".exp_avg"});
-      updates.push_back(
-          {update.getNewExpAvgSq(), param.name + ".exp_avg_sq"});
-      continue;
-    }
-    Value buffer;
-    SmallVector<Type> resultTypes = {type};
-    if (config.momentum != 0.0) {
-      buffer = addStateArg(param.name + ".momentum_buffer", type);
-      resultTypes.push_back(type);
-    }
-    auto update = SGDUpdateOp::create(
-        builder, loc, resultTypes, value, param.grad, lr, stepCount, buffer,
-        /*apply=*/Value(), builder.getF64FloatAttr(config.momentum),
-        builder.getF64FloatAttr(config.dampening),
-        builder.getF64FloatAttr(config.weightDecay),
-        builder.getBoolAttr(config.nesterov));
-    updates.push_back({update.getNewParam(), param.name});
-    if (buffer)
-      updates.push_back(
-          {update.getNewMomentumBuffer(), param.name + ".momentum_buffer"});
-  }
-  updates.push_back({stepCount, "optimizer.step"});
-}
-
 void TrainStepBuilder::finish() {
+  SmallVector<Value> results = {loss};
+  SmallVector<DictionaryAttr> resultAttrs = {builder.getDictionaryAttr(
+      builder.getNamedAttr(TGDialect::kLossAttr, builder.getUnitAttr()))};
+  for (TrainableParam &param : params) {
+    if (!param.grad)
+      continue;
+    results.push_back(param.grad);
+    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        TGDialect::kGradAttr, builder.getStringAttr(param.name))));
+  }
+  func::ReturnOp::create(builder, loc, results);
   // Cotangents computed for inputs, frozen parameters or not at all used.
   for (Operation *op : llvm::reverse(backwardOps))
     if (op->use_empty())
       op->erase();
-
-  SmallVector<Value> results = {loss};
-  SmallVector<DictionaryAttr> resultAttrs = {builder.getDictionaryAttr(
-      builder.getNamedAttr(TGDialect::kLossAttr, builder.getUnitAttr()))};
-  for (auto &[value, name] : updates) {
-    results.push_back(value);
-    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        TGDialect::kUpdateAttr, builder.getStringAttr(name))));
-  }
-  func::ReturnOp::create(builder, loc, results);
   step.setType(builder.getFunctionType(body->getArgumentTypes(),
                                        ValueRange(results).getTypes()));
   step.setAllArgAttrs(argAttrs);
@@ -360,9 +258,6 @@ struct AutodiffPass : tgc::tg::impl::TGAutodiffBase<AutodiffPass> {
   using TGAutodiffBase::TGAutodiffBase;
 
   void runOnOperation() override {
-    OptimizerConfig config;
-    if (failed(readConfig(config)))
-      return signalPassFailure();
     SmallVector<func::FuncOp> models;
     for (auto function : getOperation().getOps<func::FuncOp>())
       if (function->hasAttr(TGDialect::kModelAttr))
@@ -373,48 +268,8 @@ struct AutodiffPass : tgc::tg::impl::TGAutodiffBase<AutodiffPass> {
       return signalPassFailure();
     }
     for (func::FuncOp model : models)
-      if (failed(TrainStepBuilder(model, config).build()))
+      if (failed(TrainStepBuilder(model).build()))
         return signalPassFailure();
-  }
-
-  LogicalResult readConfig(OptimizerConfig &config) {
-    auto error = [&]() { return getOperation().emitError("tg-autodiff: "); };
-    if (optimizer != "adamw" && optimizer != "sgd")
-      return error() << "unknown optimizer '" << optimizer
-                     << "' (expected adamw or sgd)";
-    config.adamw = optimizer == "adamw";
-    config.lr = lr;
-    config.beta1 = beta1;
-    config.beta2 = beta2;
-    config.eps = eps;
-    config.weightDecay = weightDecay < 0.0 ? (config.adamw ? 0.01 : 0.0)
-                                           : double(weightDecay);
-    config.momentum = momentum;
-    config.dampening = dampening;
-    config.nesterov = nesterov;
-    config.clipGradNorm = clipGradNorm;
-    if (!(lr >= 0.0))
-      return error() << "lr must be non-negative, found " << lr;
-    if (weightDecay < 0.0 && weightDecay != -1.0)
-      return error() << "weight-decay must be non-negative, found "
-                     << weightDecay;
-    if (clipGradNorm < 0.0)
-      return error() << "clip-grad-norm must be non-negative (0 disables it), "
-                        "found "
-                     << clipGradNorm;
-    if (config.adamw && (momentum != 0.0 || dampening != 0.0 || nesterov))
-      return error() << "momentum, dampening and nesterov apply to sgd, not "
-                        "adamw";
-    // The update ops' verifiers check the remaining ranges at their
-    // location; report them here, once, with the option names.
-    if (config.adamw && !(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 &&
-                          beta2 < 1.0))
-      return error() << "beta1 and beta2 must be in [0, 1)";
-    if (!config.adamw && (momentum < 0.0 || dampening < 0.0 || dampening > 1.0))
-      return error() << "momentum must be >= 0 and dampening in [0, 1]";
-    if (nesterov && (momentum <= 0.0 || dampening != 0.0))
-      return error() << "nesterov needs momentum > 0 and dampening 0";
-    return success();
   }
 };
 

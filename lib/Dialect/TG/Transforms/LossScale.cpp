@@ -106,12 +106,9 @@ LogicalResult Rewriter::run() {
   seed->removeAttr(TGDialect::kLossSeedAttr);
 
   // The raw gradients: what clipping reads, or else what the updates read.
-  SmallVector<Operation *> updates;
+  SmallVector<OptimizerUpdateOpInterface> updates;
   llvm::SetVector<Value> raw;
-  body.walk([&](Operation *op) {
-    if (isa<AdamWUpdateOp, SGDUpdateOp>(op))
-      updates.push_back(op);
-  });
+  body.walk([&](OptimizerUpdateOpInterface op) { updates.push_back(op); });
   if (updates.empty())
     return step.emitOpError("has no optimizer update to protect with loss "
                             "scaling");
@@ -120,8 +117,8 @@ LogicalResult Rewriter::run() {
   if (norm)
     raw.insert(norm.getInputs().begin(), norm.getInputs().end());
   else
-    for (Operation *op : updates)
-      raw.insert(op->getOperand(1));
+    for (OptimizerUpdateOpInterface op : updates)
+      raw.insert(op.getGrad());
 
   // Unscale each where it is complete.
   SmallVector<Value> unscaled;
@@ -145,20 +142,17 @@ LogicalResult Rewriter::run() {
 
   builder.setInsertionPointAfter(last);
   Value finite = AllFiniteOp::create(builder, loc, i1Scalar, unscaled);
-  for (Operation *op : updates) {
+  for (OptimizerUpdateOpInterface op : updates) {
     if (!finite.getDefiningOp()->isBeforeInBlock(op))
       return op->emitOpError("runs before the gradients are complete; cannot "
                              "predicate it on their finiteness");
-    if (auto adamw = dyn_cast<AdamWUpdateOp>(op))
-      adamw.getApplyMutable().assign(finite);
-    else
-      cast<SGDUpdateOp>(op).getApplyMutable().assign(finite);
+    op.setApply(finite);
   }
 
   // The step counter advances only when the update applied.
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     auto name = step.getResultAttrOfType<StringAttr>(i, TGDialect::kUpdateAttr);
-    if (!name || name.getValue() != "optimizer.step")
+    if (!name || name.getValue() != TGDialect::kStepCounterName)
       continue;
     auto add = value.getDefiningOp<AddOp>();
     if (!add || !add.getRhs().getDefiningOp<FillOp>())

@@ -175,6 +175,34 @@ Status adamwUpdate(const TensorRef &param, const TensorRef &grad,
                    double beta2, double eps, double weightDecay,
                    TensorRef &newParam, TensorRef &newExpAvg,
                    TensorRef &newExpAvgSq);
+/// 8-bit state (tg.adamw_8bit_update, tg.sgd_8bit_update): the largest
+/// block one absmax scales; the 255 midpoints of a sorted 256-entry map;
+/// the code of `x` in the map (the number of midpoints below `x`, so the
+/// nearest entry, ties to the lower; with `isSigned`, a negative `x` never
+/// lands on a non-negative code).
+constexpr int64_t kMaxQuantBlock = 4096;
+void quantMidpoints(const float *map, float *midpoints);
+uint8_t quantizeToMap(const float *map, const float *midpoints, float x,
+                      bool isSigned);
+Status adamw8bitUpdate(const TensorRef &param, const TensorRef &grad,
+                       const TensorRef &expAvg, const TensorRef &expAvgAbsmax,
+                       const TensorRef &expAvgSq,
+                       const TensorRef &expAvgSqAbsmax,
+                       const TensorRef &mapSigned,
+                       const TensorRef &mapUnsigned, const TensorRef &lr,
+                       const TensorRef &step, double beta1, double beta2,
+                       double eps, double weightDecay, int64_t blockSize,
+                       TensorRef &newParam, TensorRef &newExpAvg,
+                       TensorRef &newExpAvgAbsmax, TensorRef &newExpAvgSq,
+                       TensorRef &newExpAvgSqAbsmax);
+Status sgd8bitUpdate(const TensorRef &param, const TensorRef &grad,
+                     const TensorRef &momentumBuffer,
+                     const TensorRef &momentumAbsmax, const TensorRef &map,
+                     const TensorRef &lr, const TensorRef &step,
+                     double momentum, double dampening, double weightDecay,
+                     bool nesterov, int64_t blockSize, TensorRef &newParam,
+                     TensorRef &newMomentumBuffer,
+                     TensorRef &newMomentumAbsmax);
 /// The 2-norm of all elements of all inputs, into an f32 scalar.
 Status globalNorm(const std::vector<TensorRef> &inputs, TensorRef &result);
 

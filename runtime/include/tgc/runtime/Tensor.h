@@ -17,8 +17,9 @@
 namespace tgc::rt {
 
 /// Element types, with the same meaning as in the tg dialect. f16 and bf16
-/// are stored as 16 bits and computed in f32; i1 is stored as one byte.
-enum class DType : uint8_t { F32, F16, BF16, I64, I32, I8, I1 };
+/// are stored as 16 bits and computed in f32; i1 is stored as one byte; u8
+/// (MLIR's ui8) holds the codes of 8-bit optimizer state.
+enum class DType : uint8_t { F32, F16, BF16, I64, I32, I8, I1, U8 };
 
 /// Bytes of one element of `dtype`.
 size_t dtypeSize(DType dtype);

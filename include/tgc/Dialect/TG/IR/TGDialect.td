@@ -18,8 +18,8 @@ def TG_Dialect : Dialect {
   let description = [{
     Ops of the `tg` dialect operate on statically shaped builtin tensors.
     Compute ops accept f32, f16 and bf16: precision is chosen by a pass, not
-    baked into the ops. Index operands are i32 or i64; i8 is available for
-    quantized optimizer state and i1 for predicates.
+    baked into the ops. Index operands are i32 or i64; ui8 holds the codes
+    of 8-bit quantized optimizer state and i1 predicates.
 
     A model is a `func.func` carrying the unit attribute `tg.model`. Each of
     its arguments is either a parameter (`tg.param = "name"`, optionally
@@ -28,10 +28,12 @@ def TG_Dialect : Dialect {
 
     A training step (made by tg-autodiff) is a `func.func` marked
     `tg.train_step`. Its arguments are parameters, optimizer or step state
-    (`tg.state = "name"`) and inputs. Its first result is the loss
-    (`tg.loss`); every other result carries `tg.update = "name"`, the
-    parameter or state argument it replaces (same type), which the memory
-    plan writes in place.
+    (`tg.state = "name"`) and inputs. One result is the loss (`tg.loss`).
+    Out of tg-autodiff, every other result is a parameter's gradient
+    (`tg.grad = "name"`, of the parameter's type); tg-optimizer replaces
+    them by updates: results carrying `tg.update = "name"`, the parameter or
+    state argument each replaces (same type), which the memory plan writes
+    in place. Only a step without gradient results compiles.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
@@ -53,6 +55,14 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStateAttr = "tg.state";
     static constexpr ::llvm::StringLiteral kLossAttr = "tg.loss";
     static constexpr ::llvm::StringLiteral kUpdateAttr = "tg.update";
+    /// On a result of a training step before tg-optimizer: the gradient of
+    /// the parameter named by the string, which tg-optimizer consumes.
+    static constexpr ::llvm::StringLiteral kGradAttr = "tg.grad";
+    /// The persistent tensors of the optimizer that other passes and the
+    /// runtime find by name: the 1-based count of applied updates (i64
+    /// scalar) and the learning rate the updates read (f32 scalar).
+    static constexpr ::llvm::StringLiteral kStepCounterName = "optimizer.step";
+    static constexpr ::llvm::StringLiteral kLearningRateName = "optimizer.lr";
     /// Marks the tg.fill of ones that seeds the backward pass (the loss's
     /// cotangent), which loss scaling replaces.
     static constexpr ::llvm::StringLiteral kLossSeedAttr = "tg.loss_seed";

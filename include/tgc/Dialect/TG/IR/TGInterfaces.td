@@ -6,7 +6,11 @@
 // - CostOpInterface: FLOPs and bytes moved, used by the rematerialization
 //   and fusion passes and by the statistics report;
 // - InPlaceOpInterface: which results a kernel may write over an operand,
-//   so the memory planner reuses buffers without a list of op names.
+//   so the memory planner reuses buffers without a list of op names;
+// - OptimizerUpdateOpInterface: what every optimizer update reads and
+//   writes (parameter, gradient, learning rate, step, the predicate that
+//   loss scaling adds), so passes after tg-optimizer need no list of
+//   optimizers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,6 +105,37 @@ def TG_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
         return result == 0 &&
                $_op->getOperand(operand).getType() ==
                    $_op->getResult(0).getType();
+      }]>,
+  ];
+}
+
+def TG_OptimizerUpdateOpInterface : OpInterface<"OptimizerUpdateOpInterface"> {
+  let cppNamespace = "::tgc::tg";
+  let description = [{
+    One optimizer step of one parameter: it reads the parameter, its
+    gradient, the learning rate (an f32 scalar) and the 1-based step number
+    (an i64 scalar), and returns the new parameter and its new state, each
+    meant to be written over the operand it replaces (InPlaceOpInterface
+    says which). With the optional `apply` predicate (an i1 scalar) false,
+    the update changes nothing: loss scaling sets it to skip a step whose
+    gradients overflowed.
+  }];
+  let methods = [
+    InterfaceMethod<"The parameter this op updates", "::mlir::Value",
+      "getParam", (ins), [{}], [{ return $_op.getParam(); }]>,
+    InterfaceMethod<"The gradient the update reads", "::mlir::Value",
+      "getGrad", (ins), [{}], [{ return $_op.getGrad(); }]>,
+    InterfaceMethod<"The learning rate (f32 scalar)", "::mlir::Value",
+      "getLr", (ins), [{}], [{ return $_op.getLr(); }]>,
+    InterfaceMethod<"The 1-based step number (i64 scalar)", "::mlir::Value",
+      "getStep", (ins), [{}], [{ return $_op.getStep(); }]>,
+    InterfaceMethod<"The new parameter", "::mlir::Value",
+      "getNewParam", (ins), [{}], [{ return $_op.getNewParam(); }]>,
+    InterfaceMethod<"The apply predicate, or null", "::mlir::Value",
+      "getApply", (ins), [{}], [{ return $_op.getApply(); }]>,
+    InterfaceMethod<"Sets the apply predicate (an i1 scalar)", "void",
+      "setApply", (ins "::mlir::Value":$predicate), [{}], [{
+        $_op.getApplyMutable().assign(predicate);
       }]>,
   ];
 }

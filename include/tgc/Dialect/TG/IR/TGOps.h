@@ -34,6 +34,13 @@ inline constexpr llvm::StringLiteral kOutputMaskAttr = "output_mask";
 /// `output_mask` says so. Results not computed get no memory and no work.
 bool computesResult(mlir::Operation *op, unsigned index);
 
+/// 8-bit optimizer state (`tg.adamw_8bit_update`, `tg.sgd_8bit_update`):
+/// the entries of a quantization map, and the largest block of elements
+/// one absmax may scale (bitsandbytes' largest, and what a CUDA thread
+/// block keeps in shared memory).
+inline constexpr int64_t kQuantMapSize = 256;
+inline constexpr int64_t kMaxQuantBlockSize = 4096;
+
 } // namespace tgc::tg
 
 #define GET_OP_CLASSES

@@ -5,7 +5,8 @@
 //   attention, loss, shape ops, casts, constants);
 // - gradient ops that backward passes need where a forward op's VJP is not
 //   itself a composition of forward ops;
-// - optimizer updates (SGD with momentum, AdamW);
+// - optimizer updates (SGD with momentum, AdamW, and both with 8-bit
+//   blockwise-quantized state);
 // - mixed-precision ops (loss scaling, unscaling, finiteness, scale update).
 //
 // Every op states its semantics in its description; the CPU backend of the
@@ -45,6 +46,9 @@ defvar TG_Differentiable = DeclareOpInterfaceMethods<TG_GradientOpInterface>;
 defvar TG_InPlace = TG_InPlaceOpInterface;
 defvar TG_InPlaceTied =
     DeclareOpInterfaceMethods<TG_InPlaceOpInterface, ["canReuseOperandBuffer"]>;
+
+/// An optimizer update (see OptimizerUpdateOpInterface).
+defvar TG_OptimizerUpdate = TG_OptimizerUpdateOpInterface;
 
 class TG_UnaryOp<string mnemonic, string formula>
     : TG_Op<mnemonic, [SameOperandsAndResultType, Elementwise,
@@ -576,7 +580,8 @@ def TG_SliceGradOp : TG_Op<"slice_grad"> {
 //===----------------------------------------------------------------------===//
 
 def TG_SGDUpdateOp : TG_Op<"sgd_update", [AttrSizedOperandSegments,
-                                             TG_InPlaceTied]> {
+                                             TG_InPlaceTied,
+                                             TG_OptimizerUpdate]> {
   let summary = "one step of SGD with momentum (torch.optim.SGD)";
   let description = [{
     With `g = grad + weight_decay * param`, and `step` the 1-based number of
@@ -610,7 +615,8 @@ def TG_SGDUpdateOp : TG_Op<"sgd_update", [AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied]> {
+def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied,
+                                                TG_OptimizerUpdate]> {
   let summary = "one step of AdamW (torch.optim.AdamW)";
   let description = [{
     With `t = step` the 1-based number of this update, math in f32:
@@ -643,6 +649,87 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied]> {
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
     (`if` $apply^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [TG_InPlaceTied,
+                                                         TG_OptimizerUpdate]> {
+  let summary = "one step of AdamW with blockwise 8-bit moments";
+  let description = [{
+    `tg.adamw_update` (the same math, in f32, in torch.optim.AdamW's order)
+    on moments stored as bitsandbytes stores them: each moment is a tensor
+    of ui8 codes of the parameter's shape and an f32 absmax per block of
+    `block_size` consecutive elements (row-major; the last block may be
+    short). Code `q` of block `b` stands for `map[q] * absmax[b]`, with
+    `exp_avg` on `map_signed` and `exp_avg_sq` on `map_unsigned` (sorted,
+    256 entries: bitsandbytes' dynamic tree maps).
+
+    Block by block: dequantize both moments, update them and the parameter
+    as AdamW does, take each moment's new absmax (the largest magnitude in
+    the block), and requantize each updated value `x` to the code of the
+    nearest map entry to `x / absmax` (`x * (1 / absmax)`; the count of
+    midpoints `(map[i] + map[i+1]) / 2` below it, so a tie goes to the
+    lower code); for `exp_avg`, a negative value that lands on a
+    non-negative code moves one code down, as bitsandbytes keeps the sign.
+    A block whose absmax is 0 stores the code of 0. No f32 copy of a whole
+    moment exists. Results are meant to be written in place of the
+    parameter and the four state operands; with `apply` false nothing
+    changes.
+  }];
+  let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
+                       TG_CodeTensor:$exp_avg, TG_F32Vector:$exp_avg_absmax,
+                       TG_CodeTensor:$exp_avg_sq,
+                       TG_F32Vector:$exp_avg_sq_absmax,
+                       TG_F32Vector:$map_signed, TG_F32Vector:$map_unsigned,
+                       TG_F32Scalar:$lr, TG_I64Scalar:$step,
+                       Optional<TG_BoolScalar>:$apply,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
+                       DefaultValuedAttr<I64Attr, "256">:$block_size);
+  let results = (outs TG_FloatTensor:$new_param,
+                      TG_CodeTensor:$new_exp_avg,
+                      TG_F32Vector:$new_exp_avg_absmax,
+                      TG_CodeTensor:$new_exp_avg_sq,
+                      TG_F32Vector:$new_exp_avg_sq_absmax);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_absmax `,` $exp_avg_sq `,`
+    $exp_avg_sq_absmax `,` $map_signed `,` $map_unsigned `,` $lr `,` $step
+    (`if` $apply^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_SGD8bitUpdateOp : TG_Op<"sgd_8bit_update", [TG_InPlaceTied,
+                                                     TG_OptimizerUpdate]> {
+  let summary = "one step of SGD with a blockwise 8-bit momentum buffer";
+  let description = [{
+    `tg.sgd_update` with momentum (the same math in f32, torch.optim.SGD's
+    order; at step 1 the buffer starts as the gradient) on a momentum buffer
+    stored as ui8 codes into `map` (signed) with an f32 absmax per block of
+    `block_size` elements, dequantized, updated and requantized block by
+    block as `tg.adamw_8bit_update` does its first moment. With `apply`
+    false nothing changes.
+  }];
+  let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
+                       TG_CodeTensor:$momentum_buffer,
+                       TG_F32Vector:$momentum_absmax, TG_F32Vector:$map,
+                       TG_F32Scalar:$lr, TG_I64Scalar:$step,
+                       Optional<TG_BoolScalar>:$apply,
+                       DefaultValuedAttr<F64Attr, "0.9">:$momentum,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dampening,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov,
+                       DefaultValuedAttr<I64Attr, "256">:$block_size);
+  let results = (outs TG_FloatTensor:$new_param,
+                      TG_CodeTensor:$new_momentum_buffer,
+                      TG_F32Vector:$new_momentum_absmax);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `,` $momentum_absmax `,` $map `,`
+    $lr `,` $step (`if` $apply^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -26,6 +26,13 @@ def TG_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 /// A statically shaped tensor of any element type tg knows.
 def TG_AnyTensor : StaticShapeTensorOf<[F32, F16, BF16, I64, I32, I8, I1]>;
 
+/// Codes of 8-bit quantized state: unsigned bytes indexing a 256-entry map.
+def TG_CodeTensor : StaticShapeTensorOf<[UI8]>;
+
+/// A 1-D f32 tensor: the absmax of each block of quantized state, or a
+/// quantization map.
+def TG_F32Vector : 1DTensorOf<[F32]>;
+
 /// A statically shaped tensor of predicates.
 def TG_BoolTensor : StaticShapeTensorOf<[I1]>;
 

@@ -92,27 +92,44 @@ def TGLora : Pass<"tg-lora", "mlir::ModuleOp"> {
 }
 
 def TGAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
-  let summary = "Turns a tg.model (forward + loss) into a training step";
+  let summary = "Turns a tg.model (forward + loss) into a gradient step";
   let description = [{
     For every `func.func` marked `tg.model`, adds `@<name>_train_step`,
-    marked `tg.train_step`: a function from (parameters, optimizer state,
-    the step counter, inputs) to (loss, updated parameters, updated state,
-    updated step counter). Each result after the loss carries
-    `tg.update = "<name>"`, the persistent argument it replaces in place.
+    marked `tg.train_step`: a function from (parameters, inputs) to (loss,
+    the gradient of every trainable parameter). Each gradient result
+    carries `tg.grad = "<name>"`, the parameter it belongs to, and has its
+    type. tg-optimizer then turns the gradients into updates.
 
     The backward pass is reverse mode through GradientOpInterface: the
     cotangents of values used more than once are summed, and nothing is
-    computed for inputs or for `tg.frozen` parameters (they get neither
-    gradients nor optimizer state). Optimizer state is named as
-    torch.optim names it: `<param>.exp_avg`, `<param>.exp_avg_sq` (AdamW),
-    `<param>.momentum_buffer` (SGD with momentum); the step counter is
-    `optimizer.step`. With `clip-grad-norm`, gradients are scaled as
-    torch.nn.utils.clip_grad_norm_ does before the update.
+    computed for inputs or for `tg.frozen` parameters (they get no
+    gradient), nor for values that no trainable parameter reaches.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def TGOptimizer : Pass<"tg-optimizer", "mlir::ModuleOp"> {
+  let summary = "Turns the gradients of a training step into updates";
+  let description = [{
+    For every `func.func` marked `tg.train_step` (the output of
+    tg-autodiff), replaces each gradient result (`tg.grad = "<name>"`) by
+    the update of that parameter: results carrying `tg.update`, the
+    argument each replaces in place. The optimizer's state is new
+    arguments marked `tg.state`, named as torch.optim names it:
+    `<param>.exp_avg`, `<param>.exp_avg_sq` (AdamW),
+    `<param>.momentum_buffer` (SGD with momentum). Every update reads two
+    persistent scalars: the learning rate `optimizer.lr` (f32, initialised
+    to `lr`) and the 1-based step, one more than the counter
+    `optimizer.step` (i64, from 0), which the step also advances. With
+    `clip-grad-norm`, gradients are first scaled as
+    torch.nn.utils.clip_grad_norm_ does.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
            "Optimizer: adamw or sgd">,
-    Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3",
+           "Learning rate (the initial value of optimizer.lr)">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
@@ -130,6 +147,36 @@ def TGAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::tgc::tg::TGDialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def TGQuantizeOptimizerState : Pass<"tg-quantize-optimizer-state",
+                                    "mlir::ModuleOp"> {
+  let summary = "Keeps optimizer state in 8 bits (bitsandbytes' blockwise "
+                "dynamic quantization)";
+  let description = [{
+    For every `func.func` marked `tg.train_step` (after tg-optimizer), each
+    `tg.adamw_update` and each `tg.sgd_update` with a momentum buffer whose
+    parameter has at least `min-size` elements becomes
+    `tg.adamw_8bit_update` / `tg.sgd_8bit_update`: every f32 state tensor
+    `<state>` (say `w.exp_avg`) is replaced by `<state>.q8`, ui8 codes of
+    the parameter's shape, and `<state>.absmax`, one f32 per block of
+    `block-size` elements. The maps are bitsandbytes' dynamic tree maps
+    (signed for the first moment and momentum, unsigned for the second
+    moment), constants of the step. Smaller tensors keep f32 state, as
+    bitsandbytes keeps it below 4096 elements. `format=f32` (or `none`)
+    changes nothing; `print` reports what was quantized to stderr.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", /*default=*/"\"8bit\"",
+           "State format: 8bit (blockwise dynamic), or f32 / none (unchanged)">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Elements per absmax block (a power of two up to 4096)">,
+    Option<"minSize", "min-size", "int64_t", /*default=*/"4096",
+           "Parameters with fewer elements keep f32 state">,
+    Option<"printSummary", "print", "bool", /*default=*/"false",
+           "Print the state bytes before and after to stderr">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
 def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {

@@ -1,0 +1,274 @@
+//===- Optimizer.cpp - the tg-optimizer pass ------------------------------===//
+//
+// Turns the gradients of a training step (tg-autodiff's `tg.grad` results)
+// into optimizer updates: optionally clip their global norm, then update
+// every parameter with SGD or AdamW, creating the state the optimizer owns,
+// named as torch.optim names it, with the learning rate and the step count
+// as persistent inputs of every update (`optimizer.lr`, `optimizer.step`),
+// not constants folded into it: a schedule or a resumed run changes the
+// tensor, not the program.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+
+#define DEBUG_TYPE "tg-optimizer"
+
+namespace tgc::tg {
+#define GEN_PASS_DEF_TGOPTIMIZER
+#include "tgc/Dialect/TG/Transforms/Passes.h.inc"
+} // namespace tgc::tg
+
+using namespace mlir;
+using namespace tgc::tg;
+
+namespace {
+
+/// The optimizer configuration, checked once per pass run.
+struct OptimizerConfig {
+  bool adamw = true;
+  double lr, beta1, beta2, eps, weightDecay, momentum, dampening;
+  bool nesterov;
+  double clipGradNorm;
+};
+
+/// A gradient result of the step and the parameter argument it belongs to.
+struct Gradient {
+  Value value;
+  BlockArgument param;
+  std::string name;
+};
+
+class UpdateBuilder {
+public:
+  UpdateBuilder(func::FuncOp step, const OptimizerConfig &config)
+      : step(step), config(config), builder(step.getContext()),
+        loc(step.getLoc()) {}
+
+  LogicalResult build();
+
+private:
+  Value scalar(Type elementType, double value) {
+    return FillOp::create(builder, loc, RankedTensorType::get({}, elementType),
+                          builder.getF64FloatAttr(value));
+  }
+  BlockArgument addState(StringRef name, Type type, Attribute init = {}) {
+    BlockArgument arg = step.getBody().front().addArgument(type, loc);
+    NamedAttrList attrs;
+    attrs.set(TGDialect::kStateAttr, builder.getStringAttr(name));
+    if (init)
+      attrs.set(TGDialect::kInitAttr, init);
+    argAttrs.push_back(attrs.getDictionary(step.getContext()));
+    return arg;
+  }
+  void clipGradients();
+  void addUpdate(Value value, StringRef name) {
+    results.push_back(value);
+    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        TGDialect::kUpdateAttr, builder.getStringAttr(name))));
+  }
+
+  func::FuncOp step;
+  const OptimizerConfig &config;
+  OpBuilder builder;
+  Location loc;
+  SmallVector<Gradient> gradients;
+  SmallVector<DictionaryAttr> argAttrs;
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+};
+
+LogicalResult UpdateBuilder::build() {
+  Block &body = step.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  llvm::StringMap<BlockArgument> paramsByName;
+  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
+    argAttrs.push_back(step.getArgAttrDict(i) ? step.getArgAttrDict(i)
+                                              : builder.getDictionaryAttr({}));
+    if (auto state = step.getArgAttrOfType<StringAttr>(i, TGDialect::kStateAttr))
+      if (state.getValue() == TGDialect::kStepCounterName)
+        return step.emitOpError("already has an optimizer (a '")
+               << TGDialect::kStepCounterName
+               << "' argument); run tg-optimizer once, on the output of "
+                  "tg-autodiff";
+    if (auto name = step.getArgAttrOfType<StringAttr>(i, TGDialect::kParamAttr))
+      paramsByName[name.getValue()] = body.getArgument(i);
+  }
+  // The loss and any other non-gradient results stay; gradients become
+  // updates. The dialect verifier has checked that each gradient names a
+  // parameter of its type.
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    if (auto grad = step.getResultAttrOfType<StringAttr>(i, TGDialect::kGradAttr)) {
+      gradients.push_back({value, paramsByName.lookup(grad.getValue()),
+                           grad.getValue().str()});
+      continue;
+    }
+    results.push_back(value);
+    resultAttrs.push_back(step.getResultAttrDict(i)
+                              ? step.getResultAttrDict(i)
+                              : builder.getDictionaryAttr({}));
+  }
+
+  builder.setInsertionPoint(ret);
+  if (config.clipGradNorm > 0.0)
+    clipGradients();
+
+  Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
+  auto i64Scalar = RankedTensorType::get({}, i64);
+  auto f32Scalar = RankedTensorType::get({}, f32);
+  BlockArgument counter = addState(TGDialect::kStepCounterName, i64Scalar);
+  Value lr = addState(TGDialect::kLearningRateName, f32Scalar,
+                      InitAttr::get(step.getContext(), InitKind::Constant,
+                                    config.lr));
+  // The update of step t uses t = previous count + 1 (1-based, as torch).
+  Value stepCount =
+      AddOp::create(builder, loc, i64Scalar, counter, scalar(i64, 1.0));
+
+  for (Gradient &gradient : gradients) {
+    Value param = gradient.param;
+    Type type = param.getType();
+    const std::string &name = gradient.name;
+    if (config.adamw) {
+      BlockArgument m = addState(name + ".exp_avg", type);
+      BlockArgument v = addState(name + ".exp_avg_sq", type);
+      auto update = AdamWUpdateOp::create(
+          builder, loc, TypeRange{type, type, type}, param, gradient.value, m,
+          v, lr, stepCount, /*apply=*/Value(),
+          builder.getF64FloatAttr(config.beta1),
+          builder.getF64FloatAttr(config.beta2),
+          builder.getF64FloatAttr(config.eps),
+          builder.getF64FloatAttr(config.weightDecay));
+      addUpdate(update.getNewParam(), name);
+      addUpdate(update.getNewExpAvg(), name + ".exp_avg");
+      addUpdate(update.getNewExpAvgSq(), name + ".exp_avg_sq");
+      continue;
+    }
+    Value buffer;
+    SmallVector<Type> resultTypes = {type};
+    if (config.momentum != 0.0) {
+      buffer = addState(name + ".momentum_buffer", type);
+      resultTypes.push_back(type);
+    }
+    auto update = SGDUpdateOp::create(
+        builder, loc, resultTypes, param, gradient.value, lr, stepCount,
+        buffer, /*apply=*/Value(), builder.getF64FloatAttr(config.momentum),
+        builder.getF64FloatAttr(config.dampening),
+        builder.getF64FloatAttr(config.weightDecay),
+        builder.getBoolAttr(config.nesterov));
+    addUpdate(update.getNewParam(), name);
+    if (buffer)
+      addUpdate(update.getNewMomentumBuffer(), name + ".momentum_buffer");
+  }
+  addUpdate(stepCount, TGDialect::kStepCounterName);
+
+  ret->setOperands(results);
+  step.setType(builder.getFunctionType(body.getArgumentTypes(),
+                                       ValueRange(results).getTypes()));
+  step.setAllArgAttrs(argAttrs);
+  step.setAllResultAttrs(resultAttrs);
+  return success();
+}
+
+// torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped
+// to at most 1, multiplies every gradient.
+void UpdateBuilder::clipGradients() {
+  SmallVector<Value> all;
+  for (Gradient &gradient : gradients)
+    all.push_back(gradient.value);
+  if (all.empty())
+    return;
+  Type f32 = builder.getF32Type();
+  Type scalarType = RankedTensorType::get({}, f32);
+  Value norm = GlobalNormOp::create(builder, loc, scalarType, all);
+  Value denom = AddOp::create(builder, loc, scalarType, norm, scalar(f32, 1e-6));
+  Value coef = DivOp::create(builder, loc, scalarType,
+                             scalar(f32, config.clipGradNorm), denom);
+  coef = MinimumOp::create(builder, loc, scalarType, coef, scalar(f32, 1.0));
+  for (Gradient &gradient : gradients) {
+    auto gradType = cast<RankedTensorType>(gradient.value.getType());
+    Value factor = coef;
+    if (gradType.getElementType() != f32)
+      factor = CastOp::create(
+          builder, loc, RankedTensorType::get({}, gradType.getElementType()),
+          coef);
+    gradient.value = MulOp::create(builder, loc, gradType, gradient.value,
+                                   factor);
+  }
+}
+
+struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
+  using TGOptimizerBase::TGOptimizerBase;
+
+  void runOnOperation() override {
+    OptimizerConfig config;
+    if (failed(readConfig(config)))
+      return signalPassFailure();
+    bool any = false;
+    for (auto step : getOperation().getOps<func::FuncOp>()) {
+      if (!step->hasAttr(TGDialect::kTrainStepAttr))
+        continue;
+      any = true;
+      if (failed(UpdateBuilder(step, config).build()))
+        return signalPassFailure();
+    }
+    if (!any) {
+      getOperation().emitError("tg-optimizer found no function marked "
+                               "tg.train_step; run it after tg-autodiff");
+      return signalPassFailure();
+    }
+  }
+
+  LogicalResult readConfig(OptimizerConfig &config) {
+    auto error = [&]() { return getOperation().emitError("tg-optimizer: "); };
+    if (optimizer != "adamw" && optimizer != "sgd")
+      return error() << "unknown optimizer '" << optimizer
+                     << "' (expected adamw or sgd)";
+    config.adamw = optimizer == "adamw";
+    config.lr = lr;
+    config.beta1 = beta1;
+    config.beta2 = beta2;
+    config.eps = eps;
+    config.weightDecay = weightDecay < 0.0 ? (config.adamw ? 0.01 : 0.0)
+                                           : double(weightDecay);
+    config.momentum = momentum;
+    config.dampening = dampening;
+    config.nesterov = nesterov;
+    config.clipGradNorm = clipGradNorm;
+    if (!(lr >= 0.0) || !std::isfinite(double(lr)))
+      return error() << "lr must be a finite non-negative number, found "
+                     << lr;
+    if ((weightDecay < 0.0 && weightDecay != -1.0) ||
+        !std::isfinite(double(weightDecay)))
+      return error() << "weight-decay must be non-negative, found "
+                     << weightDecay;
+    if (!(clipGradNorm >= 0.0) || !std::isfinite(double(clipGradNorm)))
+      return error() << "clip-grad-norm must be non-negative (0 disables it), "
+                        "found "
+                     << clipGradNorm;
+    if (config.adamw && (momentum != 0.0 || dampening != 0.0 || nesterov))
+      return error() << "momentum, dampening and nesterov apply to sgd, not "
+                        "adamw";
+    // The update ops' verifiers check the remaining ranges at their
+    // location; report them here, once, with the option names.
+    if (config.adamw && !(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 &&
+                          beta2 < 1.0))
+      return error() << "beta1 and beta2 must be in [0, 1)";
+    if (config.adamw && (!(eps >= 0.0) || !std::isfinite(double(eps))))
+      return error() << "eps must be a finite non-negative number, found "
+                     << eps;
+    if (!config.adamw && (!(momentum >= 0.0) || !std::isfinite(double(momentum)) ||
+                          !(dampening >= 0.0 && dampening <= 1.0)))
+      return error() << "momentum must be >= 0 and dampening in [0, 1]";
+    if (nesterov && (momentum <= 0.0 || dampening != 0.0))
+      return error() << "nesterov needs momentum > 0 and dampening 0";
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,357 @@
+//===- QuantizeOptimizerState.cpp - the tg-quantize-optimizer-state pass --===//
+//
+// 8-bit optimizer state as bitsandbytes keeps it (Dettmers et al., "8-bit
+// Optimizers via Block-wise Quantization"): each state tensor becomes ui8
+// codes into a 256-entry dynamic tree map, scaled by an f32 absmax per
+// block of elements. The rewrite swaps each optimizer update for its 8-bit
+// form and each f32 state argument for two arguments (codes and absmax);
+// the fused update dequantizes, updates and requantizes a block at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+
+#define DEBUG_TYPE "tg-quantize-optimizer-state"
+
+namespace tgc::tg {
+#define GEN_PASS_DEF_TGQUANTIZEOPTIMIZERSTATE
+#include "tgc/Dialect/TG/Transforms/Passes.h.inc"
+} // namespace tgc::tg
+
+using namespace mlir;
+using namespace tgc::tg;
+
+namespace {
+
+/// torch.linspace(start, end, steps) on f32 as its scalar kernel computes
+/// it: the first half counts up from `start`, the second down from `end`.
+/// (Its vectorized path can differ in the last bit, so bitsandbytes' own
+/// map differs by an ulp between machines; this is the exact definition.)
+SmallVector<float> linspace(float start, float end, int64_t steps) {
+  float step = (end - start) / float(steps - 1);
+  int64_t halfway = steps / 2;
+  SmallVector<float> values;
+  for (int64_t i = 0; i < steps; ++i)
+    values.push_back(i < halfway ? start + step * float(i)
+                                 : end - step * float(steps - i - 1));
+  return values;
+}
+
+/// bitsandbytes' create_dynamic_map(signed, max_exponent_bits=7,
+/// total_bits=8): for each exponent i in 0..6, the midpoints of a linear
+/// split of [0.1, 1] into 2^i (signed) or 2^(i+1) (unsigned) intervals,
+/// scaled by 10^(i-6) (and negated too, when signed); then 0 and 1, padding
+/// zeros to 256 entries, sorted. Arithmetic in f32 as torch does it.
+SmallVector<float> dynamicMap(bool isSigned) {
+  SmallVector<float> data;
+  for (int i = 0; i < 7; ++i) {
+    int64_t items = isSigned ? (int64_t(1) << i) + 1 : (int64_t(1) << (i + 1)) + 1;
+    SmallVector<float> bounds = linspace(0.1f, 1.0f, items);
+    float scale = float(std::pow(10.0, double(i - 6)));
+    for (int64_t k = 0; k + 1 < items; ++k) {
+      float mean = (bounds[k] + bounds[k + 1]) / 2.0f;
+      data.push_back(scale * mean);
+      if (isSigned)
+        data.push_back(-scale * mean);
+    }
+  }
+  data.push_back(0.0f);
+  data.push_back(1.0f);
+  data.resize(kQuantMapSize, 0.0f);
+  std::sort(data.begin(), data.end());
+  return data;
+}
+
+/// What the state `<name>` becomes: `<name>.q8` (ui8 codes) and
+/// `<name>.absmax` (f32 per block).
+constexpr StringLiteral kCodesSuffix = ".q8";
+constexpr StringLiteral kAbsmaxSuffix = ".absmax";
+
+struct Config {
+  int64_t blockSize, minSize;
+  bool print;
+};
+
+/// One f32 state operand of an update and what replaces it.
+struct StateSlot {
+  unsigned operand; // operand index in the f32 update
+  unsigned result;  // result index in the f32 update
+};
+
+class Rewriter {
+public:
+  Rewriter(func::FuncOp step, const Config &config)
+      : step(step), config(config), builder(step.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  Value map(bool isSigned);
+  /// Replaces the state argument `arg` by codes and absmax arguments named
+  /// after it; returns them.
+  FailureOr<std::pair<BlockArgument, BlockArgument>>
+  quantizeArgument(Operation *update, Value operand);
+  LogicalResult rewrite(AdamWUpdateOp op);
+  LogicalResult rewrite(SGDUpdateOp op);
+  /// Makes the step return `replacement`'s results where it returned
+  /// `op`'s, each old state result expanded to its codes and absmax.
+  LogicalResult replaceResults(Operation *op, Operation *replacement,
+                               ArrayRef<unsigned> stateResults);
+
+  func::FuncOp step;
+  const Config &config;
+  OpBuilder builder;
+  Value signedMap, unsignedMap;
+  SmallVector<unsigned> erasedArgs;
+
+public:
+  int64_t quantized = 0, kept = 0;
+  int64_t bytesBefore = 0, bytesAfter = 0;
+};
+
+Value Rewriter::map(bool isSigned) {
+  Value &cached = isSigned ? signedMap : unsignedMap;
+  if (cached)
+    return cached;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(&step.getBody().front());
+  auto type = RankedTensorType::get({kQuantMapSize}, builder.getF32Type());
+  SmallVector<float> values = dynamicMap(isSigned);
+  cached = ConstantOp::create(builder, step.getLoc(),
+                              DenseElementsAttr::get(type, ArrayRef(values)));
+  return cached;
+}
+
+FailureOr<std::pair<BlockArgument, BlockArgument>>
+Rewriter::quantizeArgument(Operation *update, Value operand) {
+  auto arg = dyn_cast<BlockArgument>(operand);
+  StringAttr name =
+      arg ? step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                              TGDialect::kStateAttr)
+          : StringAttr();
+  if (!name)
+    return update->emitOpError("reads optimizer state that is not a state "
+                               "argument of the step; cannot quantize it");
+  if (!operand.hasOneUse())
+    return update->emitOpError("state '")
+           << name.getValue()
+           << "' is read by other ops too; cannot quantize it";
+  if (step.getArgAttr(arg.getArgNumber(), TGDialect::kInitAttr))
+    return update->emitOpError("state '")
+           << name.getValue()
+           << "' has an initializer; 8-bit state starts from zero";
+  auto type = cast<RankedTensorType>(arg.getType());
+  int64_t count = type.getNumElements();
+  int64_t blocks = (count + config.blockSize - 1) / config.blockSize;
+  auto codesType = RankedTensorType::get(
+      type.getShape(), IntegerType::get(step.getContext(), 8,
+                                        IntegerType::Unsigned));
+  auto absmaxType = RankedTensorType::get({blocks}, builder.getF32Type());
+  auto attrs = [&](StringRef suffix) {
+    return builder.getDictionaryAttr(builder.getNamedAttr(
+        TGDialect::kStateAttr,
+        builder.getStringAttr(name.getValue() + suffix)));
+  };
+  // Appended: the old argument is erased at the end, when no index held
+  // elsewhere can move.
+  unsigned index = step.getNumArguments();
+  if (failed(step.insertArgument(index, codesType, attrs(kCodesSuffix),
+                                 arg.getLoc())) ||
+      failed(step.insertArgument(index + 1, absmaxType, attrs(kAbsmaxSuffix),
+                                 arg.getLoc())))
+    return update->emitOpError("cannot add the quantized state arguments");
+  erasedArgs.push_back(arg.getArgNumber());
+  bytesBefore += count * int64_t(type.getElementTypeBitWidth() / 8);
+  bytesAfter += count + 4 * blocks;
+  return std::make_pair(step.getArgument(index), step.getArgument(index + 1));
+}
+
+LogicalResult Rewriter::replaceResults(Operation *op, Operation *replacement,
+                                       ArrayRef<unsigned> stateResults) {
+  Block &body = step.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  // Old result -> new results, in order (param -> param; a state result ->
+  // its codes and absmax).
+  llvm::DenseMap<Value, SmallVector<Value, 2>> expansion;
+  expansion[op->getResult(0)] = {replacement->getResult(0)};
+  for (auto [k, result] : llvm::enumerate(stateResults))
+    expansion[op->getResult(result)] = {replacement->getResult(1 + 2 * k),
+                                        replacement->getResult(2 + 2 * k)};
+  for (Value result : op->getResults())
+    for (OpOperand &use : result.getUses())
+      if (use.getOwner() != ret && result != op->getResult(0))
+        return op->emitOpError("its updated state is read by another op; "
+                               "cannot quantize it");
+  op->getResult(0).replaceUsesWithIf(
+      replacement->getResult(0),
+      [&](OpOperand &use) { return use.getOwner() != ret; });
+
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    DictionaryAttr attrs = step.getResultAttrDict(i)
+                               ? step.getResultAttrDict(i)
+                               : builder.getDictionaryAttr({});
+    auto it = expansion.find(value);
+    if (it == expansion.end() || it->second.size() == 1) {
+      results.push_back(it == expansion.end() ? value : it->second.front());
+      resultAttrs.push_back(attrs);
+      continue;
+    }
+    auto name = step.getResultAttrOfType<StringAttr>(i, TGDialect::kUpdateAttr);
+    if (!name)
+      return op->emitOpError("the step returns its updated state without "
+                             "'tg.update'");
+    static const StringRef suffixes[] = {kCodesSuffix, kAbsmaxSuffix};
+    for (auto [value, suffix] : llvm::zip(it->second, suffixes)) {
+      results.push_back(value);
+      resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+          TGDialect::kUpdateAttr,
+          builder.getStringAttr(name.getValue() + suffix))));
+    }
+  }
+  ret->setOperands(results);
+  step.setType(builder.getFunctionType(body.getArgumentTypes(),
+                                       ValueRange(results).getTypes()));
+  step.setAllResultAttrs(resultAttrs);
+  return success();
+}
+
+LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
+  auto m = quantizeArgument(op, op.getExpAvg());
+  if (failed(m))
+    return failure();
+  auto v = quantizeArgument(op, op.getExpAvgSq());
+  if (failed(v))
+    return failure();
+  builder.setInsertionPoint(op);
+  auto [mCodes, mAbsmax] = *m;
+  auto [vCodes, vAbsmax] = *v;
+  auto update = AdamW8bitUpdateOp::create(
+      builder, op.getLoc(),
+      TypeRange{op.getParam().getType(), mCodes.getType(), mAbsmax.getType(),
+                vCodes.getType(), vAbsmax.getType()},
+      op.getParam(), op.getGrad(), mCodes, mAbsmax, vCodes, vAbsmax,
+      map(/*isSigned=*/true), map(/*isSigned=*/false), op.getLr(),
+      op.getStep(), op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(),
+      op.getEpsAttr(), op.getWeightDecayAttr(),
+      builder.getI64IntegerAttr(config.blockSize));
+  if (failed(replaceResults(op, update, {1, 2})))
+    return failure();
+  op->erase();
+  return success();
+}
+
+LogicalResult Rewriter::rewrite(SGDUpdateOp op) {
+  auto buffer = quantizeArgument(op, op.getMomentumBuffer());
+  if (failed(buffer))
+    return failure();
+  builder.setInsertionPoint(op);
+  auto [codes, absmax] = *buffer;
+  auto update = SGD8bitUpdateOp::create(
+      builder, op.getLoc(),
+      TypeRange{op.getParam().getType(), codes.getType(), absmax.getType()},
+      op.getParam(), op.getGrad(), codes, absmax, map(/*isSigned=*/true),
+      op.getLr(), op.getStep(), op.getApply(), op.getMomentumAttr(),
+      op.getDampeningAttr(), op.getWeightDecayAttr(), op.getNesterovAttr(),
+      builder.getI64IntegerAttr(config.blockSize));
+  if (failed(replaceResults(op, update, {1})))
+    return failure();
+  op->erase();
+  return success();
+}
+
+LogicalResult Rewriter::run() {
+  SmallVector<Operation *> updates;
+  step.walk([&](Operation *op) {
+    if (isa<AdamWUpdateOp>(op) ||
+        (isa<SGDUpdateOp>(op) && cast<SGDUpdateOp>(op).getMomentumBuffer()))
+      updates.push_back(op);
+  });
+  for (Operation *op : updates) {
+    auto param = cast<RankedTensorType>(op->getOperand(0).getType());
+    if (param.getNumElements() < config.minSize) {
+      ++kept;
+      continue;
+    }
+    ++quantized;
+    LogicalResult result = isa<AdamWUpdateOp>(op)
+                               ? rewrite(cast<AdamWUpdateOp>(op))
+                               : rewrite(cast<SGDUpdateOp>(op));
+    if (failed(result))
+      return failure();
+  }
+  llvm::BitVector erase(step.getNumArguments());
+  for (unsigned index : erasedArgs)
+    erase.set(index);
+  if (failed(step.eraseArguments(erase)))
+    return step.emitOpError("cannot remove the f32 state arguments");
+  return success();
+}
+
+struct QuantizeOptimizerStatePass
+    : tgc::tg::impl::TGQuantizeOptimizerStateBase<QuantizeOptimizerStatePass> {
+  using TGQuantizeOptimizerStateBase::TGQuantizeOptimizerStateBase;
+
+  void runOnOperation() override {
+    if (format == "none" || format == "f32")
+      return markAllAnalysesPreserved();
+    if (format != "8bit") {
+      getOperation().emitError("tg-quantize-optimizer-state: unknown state "
+                               "format '")
+          << format << "' (expected 8bit, or f32 / none to keep f32 state)";
+      return signalPassFailure();
+    }
+    if (blockSize < 1 || !llvm::isPowerOf2_64(uint64_t(blockSize)) ||
+        blockSize > kMaxQuantBlockSize) {
+      getOperation().emitError("tg-quantize-optimizer-state: block-size must "
+                               "be a power of two in [1, ")
+          << kMaxQuantBlockSize << "], found " << int64_t(blockSize);
+      return signalPassFailure();
+    }
+    if (minSize < 0) {
+      getOperation().emitError("tg-quantize-optimizer-state: min-size must be "
+                               "non-negative, found ")
+          << int64_t(minSize);
+      return signalPassFailure();
+    }
+    Config config{blockSize, minSize, printSummary};
+    bool any = false;
+    for (auto step : getOperation().getOps<func::FuncOp>()) {
+      if (!step->hasAttr(TGDialect::kTrainStepAttr))
+        continue;
+      any = true;
+      Rewriter rewriter(step, config);
+      if (failed(rewriter.run()))
+        return signalPassFailure();
+      if (config.print)
+        llvm::errs() << "tg-quantize-optimizer-state: @" << step.getSymName()
+                     << ": " << rewriter.quantized
+                     << " updates with 8-bit state (block "
+                     << int64_t(blockSize) << "), " << rewriter.kept
+                     << " kept in f32 (< " << int64_t(minSize)
+                     << " elements); their state "
+                     << rewriter.bytesBefore << " -> " << rewriter.bytesAfter
+                     << " bytes\n";
+    }
+    if (!any) {
+      getOperation().emitError("tg-quantize-optimizer-state found no function "
+                               "marked tg.train_step; run it after "
+                               "tg-optimizer");
+      return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
