@@ -161,7 +161,9 @@ def main():
              "Mixed precision and memory: [AMP.md](AMP.md) (`bench/amp.py`). "
              "GPU: `bench/gpu/bench_gpu.py` writes gpu/README.md on a GPU "
              "machine. Rematerialization and in-place reuse: "
-             "[REMAT.md](REMAT.md) (`bench/remat.py`).", "",
+             "[REMAT.md](REMAT.md) (`bench/remat.py`). Freezing and LoRA: "
+             "[FREEZE.md](FREEZE.md) (`bench/freeze.py`). 8-bit optimizer "
+             "state: [OPTIM8.md](OPTIM8.md) (`bench/optim8.py`).", "",
              "## Compile time (GPT-2, B=8, T=1024, AdamW)", "",
              "`tgc-models` generates and verifies the model; `tgc-compile` "
              "parses it, runs tg-autodiff, plans memory and writes the .tgx.",

@@ -20,6 +20,8 @@ PACKAGES=(
   coinor-cbc python3-pulp
   # Test only: the venv for transformers and PEFT (below).
   python3-venv
+  # Bench only: the training curves of bench/optim8.py.
+  python3-matplotlib
 )
 
 missing=()

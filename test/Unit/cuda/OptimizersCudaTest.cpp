@@ -13,6 +13,7 @@
 
 #include "CudaTestUtil.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace tgc::rt;
@@ -330,3 +331,121 @@ TEST(OptimizersCuda, UpdateLossScaleInPlace) {
 }
 
 } // namespace
+
+namespace {
+/// A sorted 256-entry map with 0 and 1 (and -1-ish when signed), denser
+/// near 0 as bitsandbytes' dynamic maps are.
+HostTensor testMap(bool isSigned) {
+  HostTensor map(DType::F32, {256});
+  for (int i = 0; i < 256; ++i) {
+    double x = isSigned ? (i - 127) / 128.0 : i / 255.0;
+    storeF32(map.ref, i, float(x * x * x));
+  }
+  return map;
+}
+} // namespace
+
+// The 8-bit updates on the GPU and the CPU from the same state, in place,
+// over several steps, with sizes that are not multiples of the block and
+// every block size from one thread per element to 16 per thread: codes and
+// absmax identical, parameters within tolerance.
+TEST(OptimizersCuda, AdamW8bitMatchesCpu) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(409);
+  HostTensor mapS = testMap(true), mapU = testMap(false);
+  DeviceTensor mapSD(mapS), mapUD(mapU);
+  for (int64_t block : {32, 256, 1024, 4096}) {
+    int64_t n = 5003, blocks = (n + block - 1) / block;
+    HostTensor param(DType::F32, {n}), m(DType::U8, {n}), v(DType::U8, {n}),
+        ma(DType::F32, {blocks}), va(DType::F32, {blocks});
+    fillNormal(param, rng);
+    DeviceTensor p(param), md(m), vd(v), mad(ma), vad(va);
+    HostTensor lr = f32Scalar(3e-3f);
+    DeviceTensor lrD(lr);
+    for (int64_t t : {1, 2, 3, 10}) {
+      HostTensor grad(DType::F32, {n}), step = i64Scalar(t);
+      fillNormal(grad, rng, 0.0f, 0.5f);
+      if (t == 1) // an all-zero first block: absmax 0
+        for (int64_t i = 0; i < std::min(block, n); ++i)
+          storeF32(grad.ref, i, 0.0f);
+      DeviceTensor g(grad), s(step);
+      ASSERT_TRUE(ok(cpu::adamw8bitUpdate(
+          param.ref, grad.ref, m.ref, ma.ref, v.ref, va.ref, mapS.ref,
+          mapU.ref, lr.ref, step.ref, 0.9, 0.999, 1e-8, 0.1, block,
+          param.ref, m.ref, ma.ref, v.ref, va.ref)));
+      ASSERT_TRUE(ok(cuda::adamw8bitUpdate(
+          *testContext(), p.ref, g.ref, md.ref, mad.ref, vd.ref, vad.ref,
+          mapSD.ref, mapUD.ref, lrD.ref, s.ref, 0.9, 0.999, 1e-8, 0.1, block,
+          p.ref, md.ref, mad.ref, vd.ref, vad.ref)));
+      synchronize();
+      EXPECT_EQ(takeDeviceError(), 0);
+      std::string what = "adamw 8-bit block " + std::to_string(block) +
+                         " step " + std::to_string(t);
+      expectNear(param, p.toHost(), what + " param");
+      expectSameBytes(m, md.toHost(), what + " exp_avg codes");
+      expectSameBytes(ma, mad.toHost(), what + " exp_avg absmax");
+      expectSameBytes(v, vd.toHost(), what + " exp_avg_sq codes");
+      expectSameBytes(va, vad.toHost(), what + " exp_avg_sq absmax");
+    }
+  }
+}
+
+TEST(OptimizersCuda, SGD8bitMatchesCpu) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(411);
+  HostTensor map = testMap(true);
+  DeviceTensor mapD(map);
+  for (bool nesterov : {false, true}) {
+    int64_t n = 777, block = 64, blocks = (n + block - 1) / block;
+    HostTensor param(DType::BF16, {n}), b(DType::U8, {n}),
+        absmax(DType::F32, {blocks});
+    fillNormal(param, rng);
+    DeviceTensor p(param), bd(b), ad(absmax);
+    HostTensor lr = f32Scalar(0.05f);
+    DeviceTensor lrD(lr);
+    for (int64_t t = 1; t <= 4; ++t) {
+      HostTensor grad(DType::BF16, {n}), step = i64Scalar(t);
+      fillNormal(grad, rng);
+      DeviceTensor g(grad), s(step);
+      ASSERT_TRUE(ok(cpu::sgd8bitUpdate(param.ref, grad.ref, b.ref, absmax.ref,
+                                        map.ref, lr.ref, step.ref, 0.9, 0.0,
+                                        1e-3, nesterov, block, param.ref,
+                                        b.ref, absmax.ref)));
+      ASSERT_TRUE(ok(cuda::sgd8bitUpdate(*testContext(), p.ref, g.ref, bd.ref,
+                                         ad.ref, mapD.ref, lrD.ref, s.ref, 0.9,
+                                         0.0, 1e-3, nesterov, block, p.ref,
+                                         bd.ref, ad.ref)));
+      synchronize();
+      EXPECT_EQ(takeDeviceError(), 0);
+      std::string what = std::string("sgd 8-bit") +
+                         (nesterov ? " nesterov" : "") + " step " +
+                         std::to_string(t);
+      expectNear(param, p.toHost(), what + " param");
+      expectSameBytes(b, bd.toHost(), what + " codes");
+      expectSameBytes(absmax, ad.toHost(), what + " absmax");
+    }
+  }
+}
+
+TEST(OptimizersCuda, EightBitStepBelowOneRaises) {
+  TGC_REQUIRE_GPU();
+  HostTensor map = testMap(true);
+  HostTensor param(DType::F32, {300}), grad(DType::F32, {300}),
+      codes(DType::U8, {300}), absmax(DType::F32, {2});
+  HostTensor lr = f32Scalar(0.1f), step = i64Scalar(0);
+  DeviceTensor p(param), g(grad), c(codes), a(absmax), mapD(map), lrD(lr),
+      s(step);
+  EXPECT_FALSE(cpu::sgd8bitUpdate(param.ref, grad.ref, codes.ref, absmax.ref,
+                                  map.ref, lr.ref, step.ref, 0.9, 0.0, 0.0,
+                                  false, 256, param.ref, codes.ref, absmax.ref)
+                   .ok());
+  ASSERT_TRUE(ok(cuda::sgd8bitUpdate(*testContext(), p.ref, g.ref, c.ref,
+                                     a.ref, mapD.ref, lrD.ref, s.ref, 0.9, 0.0,
+                                     0.0, false, 256, p.ref, c.ref, a.ref)));
+  synchronize();
+  EXPECT_EQ(takeDeviceError(), kBadStep);
+  EXPECT_FALSE(cuda::sgd8bitUpdate(*testContext(), p.ref, g.ref, c.ref, a.ref,
+                                   mapD.ref, lrD.ref, s.ref, 0.9, 0.0, 0.0,
+                                   false, 100, p.ref, c.ref, a.ref)
+                   .ok());
+}
