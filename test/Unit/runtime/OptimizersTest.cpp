@@ -14,7 +14,10 @@
 
 #include "TestUtil.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <random>
 
 using namespace tgc::rt;
 using namespace tgc::rt::test;
@@ -237,4 +240,95 @@ TEST(ScaleAndUnscale, UnscaleInPlaceForEveryFloatType) {
           return cpu::unscale(in[0], in[1], out);
         },
         std::string("unscale ") + dtypeName(dtype));
+}
+
+// The code of a value in a sorted map is the nearest entry (ties to the
+// lower code), found against a brute-force search, and a signed moment
+// never flips sign. A first 8-bit AdamW step (state zero) updates the
+// parameter exactly as the f32 step, and its state dequantizes to the f32
+// state within a quantization step, with the block absmax exact.
+TEST(Quantize, NearestCodeAgainstBruteForce) {
+  float map[256], midpoints[255];
+  for (int i = 0; i < 256; ++i) {
+    double x = (i - 127) / 128.0;
+    map[i] = float(x * x * x);
+  }
+  map[255] = 1.0f;
+  cpu::quantMidpoints(map, midpoints);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1.1f, 1.1f);
+  std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 1e-9f,
+                               -1e-9f};
+  for (int i = 0; i < 20000; ++i)
+    values.push_back(uniform(rng));
+  for (int i = 0; i < 255; ++i)
+    values.push_back(midpoints[i]); // exact ties
+  for (float x : values) {
+    int best = 0;
+    for (int i = 1; i < 256; ++i)
+      if (std::fabs(map[i] - x) < std::fabs(map[best] - x))
+        best = i;
+    // A tie between i and i + 1 goes to i: the brute force keeps the first.
+    uint8_t code = cpu::quantizeToMap(map, midpoints, x, /*isSigned=*/false);
+    EXPECT_EQ(int(code), best) << "x = " << x;
+    uint8_t signedCode =
+        cpu::quantizeToMap(map, midpoints, x, /*isSigned=*/true);
+    if (x < 0.0f)
+      EXPECT_LT(map[signedCode], 0.0f) << "x = " << x;
+    else
+      EXPECT_EQ(int(signedCode), best) << "x = " << x;
+  }
+}
+
+TEST(Quantize, AdamW8bitFirstStepMatchesF32) {
+  int64_t n = 1000, block = 128, blocks = (n + block - 1) / block;
+  float mapS[256], mapU[256];
+  for (int i = 0; i < 256; ++i) {
+    mapS[i] = (i - 127) / 128.0f;
+    mapU[i] = i / 255.0f;
+  }
+  mapS[255] = 1.0f;
+  HostTensor signedMap(DType::F32, {256}), unsignedMap(DType::F32, {256});
+  for (int i = 0; i < 256; ++i) {
+    storeF32(signedMap, i, mapS[i]);
+    storeF32(unsignedMap, i, mapU[i]);
+  }
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  HostTensor param(DType::F32, {n}), grad(DType::F32, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    storeF32(param, i, normal(rng));
+    storeF32(grad, i, normal(rng));
+  }
+  HostTensor p32 = param, m32(DType::F32, {n}), v32(DType::F32, {n});
+  HostTensor m8(DType::U8, {n}), v8(DType::U8, {n}),
+      ma(DType::F32, {blocks}), va(DType::F32, {blocks});
+  HostTensor lr = f32Scalar(1e-2), step = i64Scalar(1);
+  ASSERT_TRUE(cpu::adamwUpdate(p32, grad, m32, v32, lr, step, 0.9, 0.999,
+                               1e-8, 0.01, p32, m32, v32)
+                  .ok());
+  ASSERT_TRUE(cpu::adamw8bitUpdate(param, grad, m8, ma, v8, va, signedMap,
+                                   unsignedMap, lr, step, 0.9, 0.999, 1e-8,
+                                   0.01, block, param, m8, ma, v8, va)
+                  .ok());
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(loadF32(param, i), loadF32(p32, i)) << i;
+    int64_t b = i / block;
+    // Dequantized state within one code step of the f32 state (half a step
+    // but for the signed map's ends: -absmax has no code, and a small
+    // negative value takes the smallest negative code), v within half.
+    float m = mapS[loadI64(m8, i)] * loadF32(ma, b);
+    float v = mapU[loadI64(v8, i)] * loadF32(va, b);
+    EXPECT_NEAR(m, loadF32(m32, i), loadF32(ma, b) * (1.0f / 128 + 1e-6f)) << i;
+    EXPECT_NEAR(v, loadF32(v32, i), loadF32(va, b) / 510.0f + 1e-12f) << i;
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    float mMax = 0.0f, vMax = 0.0f;
+    for (int64_t i = b * block; i < std::min(n, (b + 1) * block); ++i) {
+      mMax = std::max(mMax, std::fabs(loadF32(m32, i)));
+      vMax = std::max(vMax, loadF32(v32, i));
+    }
+    EXPECT_EQ(loadF32(ma, b), mMax) << "block " << b;
+    EXPECT_EQ(loadF32(va, b), vMax) << "block " << b;
+  }
 }
