@@ -40,6 +40,7 @@ if os.path.exists(hf_python) and subprocess.run(
         [hf_python, "-c", "import peft, transformers"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("peft")
+    config.available_features.add("transformers")
     config.substitutions.append(("%hfpython", hf_python))
 
 # The exact rematerialization baseline: PuLP with Debian's CBC (coinor-cbc).

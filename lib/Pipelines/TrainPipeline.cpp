@@ -51,6 +51,11 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
   optimizer.dampening = options.dampening;
   optimizer.nesterov = options.nesterov;
   optimizer.clipGradNorm = options.clipGradNorm;
+  optimizer.decayRate = options.decayRate;
+  optimizer.clipThreshold = options.clipThreshold;
+  optimizer.relativeStep = options.relativeStep;
+  optimizer.scaleParameter = options.scaleParameter;
+  optimizer.warmupInit = options.warmupInit;
   pm.addPass(tg::createTGOptimizer(optimizer));
 
   if (options.optimizerState != "none" && options.optimizerState != "f32") {

@@ -2,7 +2,9 @@
 // RUN: tgc-opt %s --tg-optimizer="optimizer=sgd lr=0.1" | FileCheck %s --check-prefix=SGD
 // RUN: tgc-opt %s --tg-optimizer="optimizer=sgd momentum=0.9 nesterov=true weight-decay=0.1" | FileCheck %s --check-prefix=MOM
 // RUN: tgc-opt %s --tg-optimizer="clip-grad-norm=1.0" | FileCheck %s --check-prefix=CLIP
+// RUN: tgc-opt %s --tg-optimizer="optimizer=adafactor warmup-init=true" | FileCheck %s --check-prefix=ADAFACTOR
 // RUN: not tgc-opt %s --tg-optimizer --tg-optimizer 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not tgc-opt %s --tg-optimizer="optimizer=adafactor decay-rate=0.5" 2>&1 | FileCheck %s --check-prefix=DECAY
 
 // The gradient step tg-autodiff makes: a loss and one gradient per
 // trainable parameter; the frozen b has none.
@@ -72,4 +74,17 @@ func.func @net_train_step(%x: tensor<4x3xf32> {tg.input = "x"},
 // CLIP: tg.adamw_update %{{.*}}, %[[C1]],
 // CLIP: tg.adamw_update %{{.*}}, %[[C2]],
 
+// Adafactor: a matrix keeps row and column second moments (3 + 3 values
+// for 3x3), Hugging Face's names.
+// ADAFACTOR-LABEL: func.func @net_train_step(
+// ADAFACTOR-SAME: %[[W:[^:]*]]: tensor<3x3xf32> {tg.param = "w"}
+// ADAFACTOR-SAME: %[[LR:[^:]*]]: tensor<f32> {{{.*}}tg.state = "optimizer.lr"}
+// ADAFACTOR-SAME: %[[WR:[^:]*]]: tensor<3xf32> {tg.state = "w.exp_avg_sq_row"}
+// ADAFACTOR-SAME: %[[WC:[^:]*]]: tensor<3xf32> {tg.state = "w.exp_avg_sq_col"}
+// ADAFACTOR-SAME: tensor<3xf32> {tg.state = "v.exp_avg_sq_row"}
+// ADAFACTOR-SAME: tensor<2xf32> {tg.state = "v.exp_avg_sq_col"}
+// ADAFACTOR-SAME: tensor<3xf32> {tg.update = "w.exp_avg_sq_row"}, tensor<3xf32> {tg.update = "w.exp_avg_sq_col"}
+// ADAFACTOR: tg.adafactor_update %[[W]], %{{[^ ]*}}, [%[[WR]], %[[WC]]], %[[LR]], %{{[^ ]*}} {warmup_init = true}
+
+// DECAY: error: tg-optimizer: adafactor needs decay-rate < 0 and clip-threshold > 0
 // TWICE: error: 'func.func' op already has an optimizer (a 'optimizer.step' argument); run tg-optimizer once, on the output of tg-autodiff

@@ -36,9 +36,10 @@ struct TrainPipelineOptions
       llvm::cl::desc("Store frozen f32 parameters in 16 bits: none, bf16 or "
                      "f16 (tg-freeze)"),
       llvm::cl::init("none")};
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("Optimizer: adamw or sgd"),
-                                llvm::cl::init("adamw")};
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("Optimizer: adamw, sgd or adafactor"),
+      llvm::cl::init("adamw")};
   Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
                     llvm::cl::init(1e-3)};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
@@ -58,6 +59,23 @@ struct TrainPipelineOptions
                            llvm::cl::init(0.0)};
   Option<bool> nesterov{*this, "nesterov", llvm::cl::desc("SGD Nesterov"),
                         llvm::cl::init(false)};
+  Option<double> decayRate{*this, "decay-rate",
+                           llvm::cl::desc("Adafactor decay exponent"),
+                           llvm::cl::init(-0.8)};
+  Option<double> clipThreshold{*this, "clip-threshold",
+                               llvm::cl::desc("Adafactor update RMS limit"),
+                               llvm::cl::init(1.0)};
+  Option<bool> relativeStep{
+      *this, "relative-step",
+      llvm::cl::desc("Adafactor step min(1e-2, 1/sqrt(t)) instead of lr"),
+      llvm::cl::init(true)};
+  Option<bool> scaleParameter{
+      *this, "scale-parameter",
+      llvm::cl::desc("Adafactor: scale the step by the parameter's RMS"),
+      llvm::cl::init(true)};
+  Option<bool> warmupInit{*this, "warmup-init",
+                          llvm::cl::desc("Adafactor warm-up relative step"),
+                          llvm::cl::init(false)};
   Option<std::string> optimizerState{
       *this, "optimizer-state",
       llvm::cl::desc("Optimizer state format: f32 (none) or 8bit "

@@ -13,6 +13,20 @@
 
 namespace tgc::rt::cpu {
 
+/// tg.adafactor_update's attributes (their defaults where absent).
+static AdafactorOptions adafactorOptions(const Instruction &inst) {
+  AdafactorOptions options;
+  options.decayRate = inst.getFloat("decay_rate", -0.8);
+  options.clipThreshold = inst.getFloat("clip_threshold", 1.0);
+  options.eps1 = inst.getFloat("eps1", 1e-30);
+  options.eps2 = inst.getFloat("eps2", 1e-3);
+  options.weightDecay = inst.getFloat("weight_decay", 0.0);
+  options.relativeStep = inst.getBool("relative_step", true);
+  options.scaleParameter = inst.getBool("scale_parameter", true);
+  options.warmupInit = inst.getBool("warmup_init", false);
+  return options;
+}
+
 Status execute(const Program &program, const Instruction &inst,
                std::vector<TensorRef> &in, std::vector<TensorRef> &out) {
   // A step skipped by loss scaling: the results keep the updated operands'
@@ -148,6 +162,14 @@ Status execute(const Program &program, const Instruction &inst,
                          inst.getFloat("momentum"), inst.getFloat("dampening"),
                          inst.getFloat("weight_decay"), inst.getBool("nesterov"),
                          inst.getInt("block_size"), out[0], out[1], out[2]);
+  case Kernel::AdafactorUpdate: {
+    size_t states = out.size() - 1;
+    std::vector<TensorRef> state(in.begin() + 2, in.begin() + 2 + states);
+    std::vector<TensorRef> newState(out.begin() + 1, out.end());
+    return adafactorUpdate(in[0], in[1], state, in[2 + states],
+                           in[3 + states], adafactorOptions(inst), out[0],
+                           newState);
+  }
   case Kernel::GlobalNorm:
     return globalNorm(in, out[0]);
   case Kernel::ScaleLoss:

@@ -360,6 +360,139 @@ Status sgd8bitUpdate(const TensorRef &param, const TensorRef &grad,
   return Status::success();
 }
 
+//===----------------------------------------------------------------------===//
+// Adafactor
+//===----------------------------------------------------------------------===//
+
+AdafactorScalars adafactorScalars(const AdafactorOptions &options, int64_t t,
+                                  float lr, double paramRms) {
+  AdafactorScalars s;
+  double step = double(t);
+  double relative = options.relativeStep
+                        ? std::min(options.warmupInit ? 1e-6 * step : 1e-2,
+                                   1.0 / std::sqrt(step))
+                        : double(lr);
+  double scale =
+      options.scaleParameter ? std::max(options.eps2, paramRms) : 1.0;
+  s.lr = float(scale * relative);
+  double beta2t = 1.0 - std::pow(step, options.decayRate);
+  s.beta2t = float(beta2t);
+  s.oneMinusBeta2t = float(1.0 - beta2t);
+  s.eps1 = float(options.eps1);
+  s.decay = float(-options.weightDecay * double(s.lr));
+  return s;
+}
+
+Status adafactorUpdate(const TensorRef &param, const TensorRef &grad,
+                       const std::vector<TensorRef> &state,
+                       const TensorRef &lr, const TensorRef &step,
+                       const AdafactorOptions &options, TensorRef &newParam,
+                       std::vector<TensorRef> &newState) {
+  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
+  bool factored = param.rank() >= 2;
+  if (state.size() != (factored ? 2u : 1u) || newState.size() != state.size())
+    return Status::failure("adafactor_update: a parameter of rank >= 2 has "
+                           "row and column state, others one tensor");
+  int64_t count = param.numElements();
+  int64_t m = factored ? param.shape.back() : count;
+  int64_t n = factored ? param.shape[param.shape.size() - 2] : 1;
+  int64_t batches = (n == 0 || m == 0) ? 0 : count / (n * m);
+  for (size_t k = 0; k < state.size(); ++k) {
+    Shape shape;
+    if (!factored)
+      shape = param.shape;
+    else if (k == 0)
+      shape.assign(param.shape.begin(), param.shape.end() - 1);
+    else {
+      shape.assign(param.shape.begin(), param.shape.end() - 2);
+      shape.push_back(m);
+    }
+    for (const TensorRef *t :
+         std::initializer_list<const TensorRef *>{&state[k], &newState[k]}) {
+      TGC_RETURN_IF_ERROR(expectDType(*t, DType::F32, "adafactor state"));
+      TGC_RETURN_IF_ERROR(expectShape(*t, shape, "adafactor state"));
+    }
+  }
+  float lrValue;
+  int64_t t;
+  TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
+
+  F32Operand p(param), g(grad);
+  double sumSquares = 0.0;
+  for (int64_t i = 0; i < count; ++i)
+    sumSquares += double(p[i]) * p[i];
+  double paramRms = count ? std::sqrt(sumSquares / double(count)) : 0.0;
+  AdafactorScalars s = adafactorScalars(options, t, lrValue, paramRms);
+
+  // The second moment, then the update's scale per element.
+  const float *v0 = static_cast<const float *>(state[0].data);
+  float *newV0 = static_cast<float *>(newState[0].data);
+  std::vector<float> rowMean(static_cast<size_t>(factored ? batches : 0));
+  if (factored) {
+    const float *col = static_cast<const float *>(state[1].data);
+    float *newCol = static_cast<float *>(newState[1].data);
+    std::vector<double> rowSum(static_cast<size_t>(n)),
+        colSum(static_cast<size_t>(m));
+    for (int64_t b = 0; b < batches; ++b) {
+      std::fill(rowSum.begin(), rowSum.end(), 0.0);
+      std::fill(colSum.begin(), colSum.end(), 0.0);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          float gi = g[(b * n + i) * m + j];
+          float u = gi * gi + s.eps1;
+          rowSum[size_t(i)] += u;
+          colSum[size_t(j)] += u;
+        }
+      double rowTotal = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        float r = s.beta2t * v0[b * n + i] +
+                  s.oneMinusBeta2t * float(rowSum[size_t(i)] / double(m));
+        newV0[b * n + i] = r;
+        rowTotal += r;
+      }
+      for (int64_t j = 0; j < m; ++j)
+        newCol[b * m + j] = s.beta2t * col[b * m + j] +
+                            s.oneMinusBeta2t *
+                                float(colSum[size_t(j)] / double(n));
+      rowMean[size_t(b)] = float(rowTotal / double(n));
+    }
+  } else {
+    for (int64_t i = 0; i < count; ++i)
+      newV0[i] = s.beta2t * v0[i] + s.oneMinusBeta2t * (g[i] * g[i] + s.eps1);
+  }
+  const float *newCol =
+      factored ? static_cast<const float *>(newState[1].data) : nullptr;
+  auto update = [&](int64_t index) {
+    if (!factored)
+      return g[index] / std::sqrt(newV0[index]);
+    int64_t j = index % m, i = (index / m) % n, b = index / (n * m);
+    float r = 1.0f / std::sqrt(newV0[b * n + i] / rowMean[size_t(b)]);
+    float c = 1.0f / std::sqrt(newCol[b * m + j]);
+    return r * c * g[index];
+  };
+  double updateSquares = 0.0;
+  for (int64_t i = 0; i < count; ++i) {
+    float u = update(i);
+    updateSquares += double(u) * u;
+  }
+  float updateRms = count ? float(std::sqrt(updateSquares / double(count)))
+                          : 0.0f;
+  float denom = std::max(1.0f, updateRms / float(options.clipThreshold));
+  F32Result newP(newParam);
+  for (int64_t i = 0; i < count; ++i) {
+    float u = update(i) / denom * s.lr;
+    float pi = p[i];
+    if (options.weightDecay != 0.0)
+      pi = pi + pi * s.decay;
+    newP[i] = pi - u;
+  }
+  newP.commit();
+  return Status::success();
+}
+
 Status globalNorm(const std::vector<TensorRef> &inputs, TensorRef &result) {
   if (inputs.empty())
     return Status::failure("global_norm needs at least one operand");

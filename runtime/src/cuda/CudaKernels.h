@@ -13,6 +13,7 @@
 #ifndef TGC_RUNTIME_SRC_CUDA_CUDAKERNELS_H
 #define TGC_RUNTIME_SRC_CUDA_CUDAKERNELS_H
 
+#include "tgc/runtime/CpuKernels.h"
 #include "tgc/runtime/Tensor.h"
 
 #include <cstddef>
@@ -197,6 +198,13 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    double beta2, double eps, double weightDecay,
                    TensorRef &newParam, TensorRef &newExpAvg,
                    TensorRef &newExpAvgSq);
+/// tg.adafactor_update; `state` is {row, col} for rank >= 2, else {v}.
+Status adafactorUpdate(Context &ctx, const TensorRef &param,
+                       const TensorRef &grad,
+                       const std::vector<TensorRef> &state,
+                       const TensorRef &lr, const TensorRef &step,
+                       const cpu::AdafactorOptions &options,
+                       TensorRef &newParam, std::vector<TensorRef> &newState);
 Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
                        const TensorRef &grad, const TensorRef &expAvg,
                        const TensorRef &expAvgAbsmax,

@@ -486,6 +486,252 @@ __global__ void sqrtToF32Kernel(const double *sum, float *result) {
   *result = float(__dsqrt_rn(*sum));
 }
 
+//===----------------------------------------------------------------------===//
+// Adafactor
+//===----------------------------------------------------------------------===//
+//
+// Several launches, as the update needs whole-tensor reductions: the
+// parameter's sum of squares; the row and column sums of grad^2 + eps1
+// (factored) into f64 scratch; the new state; the row state's mean; the
+// update's sum of squares; the parameter update. Each thread derives the
+// step's scalars from the device step, lr and sums as cpu::adafactorScalars
+// does.
+
+namespace {
+struct AdafactorParams {
+  double decayRate, eps2, weightDecay;
+  float eps1, clipThreshold;
+  bool relativeStep, scaleParameter, warmupInit, factored;
+  int64_t count, batches, n, m;
+};
+
+/// What cpu::adafactorScalars computes, on the device.
+struct AdafactorStep {
+  float lr, beta2t, oneMinusBeta2t, decay;
+};
+
+__device__ inline AdafactorStep adafactorStep(const AdafactorParams &hp,
+                                              int64_t t, float lr,
+                                              double paramSquares) {
+  AdafactorStep s;
+  double step = double(t);
+  double relative = double(lr);
+  if (hp.relativeStep) {
+    double cap = hp.warmupInit ? 1e-6 * step : 1e-2;
+    double inverse = 1.0 / __dsqrt_rn(step);
+    relative = cap < inverse ? cap : inverse;
+  }
+  double scale = 1.0;
+  if (hp.scaleParameter) {
+    double rms = hp.count ? __dsqrt_rn(paramSquares / double(hp.count)) : 0.0;
+    scale = hp.eps2 > rms ? hp.eps2 : rms;
+  }
+  s.lr = float(scale * relative);
+  double beta2t = 1.0 - pow(step, hp.decayRate);
+  s.beta2t = float(beta2t);
+  s.oneMinusBeta2t = float(1.0 - beta2t);
+  s.decay = float(-hp.weightDecay * double(s.lr));
+  return s;
+}
+
+/// Row and column sums of grad^2 + eps1 (factored), accumulated in f64.
+__global__ void adafactorSumsKernel(const void *grad, DType gradType,
+                                    AdafactorParams hp, double *rowSum,
+                                    double *colSum) {
+  TGC_GRID_LOOP(index, hp.count) {
+    float g = loadFloat(grad, gradType, index);
+    double u = __fadd_rn(__fmul_rn(g, g), hp.eps1);
+    int64_t j = index % hp.m, i = (index / hp.m) % hp.n,
+            b = index / (hp.n * hp.m);
+    atomicAdd(&rowSum[b * hp.n + i], u);
+    atomicAdd(&colSum[b * hp.m + j], u);
+  }
+}
+
+/// The new second moment: factored rows and columns from the sums, or the
+/// full one from the gradient; adds the new rows into rowTotal[b].
+__global__ void adafactorStateKernel(const void *grad, DType gradType,
+                                     const float *state0, const float *state1,
+                                     const float *lr, const int64_t *step,
+                                     double *sums, AdafactorParams hp,
+                                     float *newState0, float *newState1,
+                                     DeviceError *error) {
+  int64_t t;
+  if (!readStep(step, error, t))
+    return;
+  AdafactorStep s = adafactorStep(hp, t, *lr, sums[0]);
+  if (!hp.factored) {
+    TGC_GRID_LOOP(i, hp.count) {
+      float g = loadFloat(grad, gradType, i);
+      float u = __fadd_rn(__fmul_rn(g, g), hp.eps1);
+      newState0[i] = __fadd_rn(__fmul_rn(s.beta2t, state0[i]),
+                               __fmul_rn(s.oneMinusBeta2t, u));
+    }
+    return;
+  }
+  const double *rowSum = sums + 2 + hp.batches;
+  const double *colSum = rowSum + hp.batches * hp.n;
+  double *rowTotal = sums + 2;
+  int64_t rows = hp.batches * hp.n, cols = hp.batches * hp.m;
+  TGC_GRID_LOOP(k, rows + cols) {
+    if (k < rows) {
+      float mean = float(rowSum[k] / double(hp.m));
+      float r = __fadd_rn(__fmul_rn(s.beta2t, state0[k]),
+                          __fmul_rn(s.oneMinusBeta2t, mean));
+      newState0[k] = r;
+      atomicAdd(&rowTotal[k / hp.n], double(r));
+    } else {
+      int64_t c = k - rows;
+      float mean = float(colSum[c] / double(hp.n));
+      newState1[c] = __fadd_rn(__fmul_rn(s.beta2t, state1[c]),
+                               __fmul_rn(s.oneMinusBeta2t, mean));
+    }
+  }
+}
+
+/// The unclipped update of element `index` (before the learning rate).
+__device__ inline float adafactorDirection(const void *grad, DType gradType,
+                                           const float *state0,
+                                           const float *state1,
+                                           const double *sums,
+                                           const AdafactorParams &hp,
+                                           int64_t index) {
+  float g = loadFloat(grad, gradType, index);
+  if (!hp.factored)
+    return __fdiv_rn(g, __fsqrt_rn(state0[index]));
+  int64_t j = index % hp.m, i = (index / hp.m) % hp.n,
+          b = index / (hp.n * hp.m);
+  float rowMean = float(sums[2 + b] / double(hp.n));
+  float r = __fdiv_rn(1.0f, __fsqrt_rn(__fdiv_rn(state0[b * hp.n + i],
+                                                   rowMean)));
+  float c = __fdiv_rn(1.0f, __fsqrt_rn(state1[b * hp.m + j]));
+  return __fmul_rn(__fmul_rn(r, c), g);
+}
+
+__global__ void adafactorUpdateSquaresKernel(const void *grad, DType gradType,
+                                             const float *state0,
+                                             const float *state1,
+                                             double *sums, AdafactorParams hp) {
+  __shared__ double partial[kThreads];
+  double acc = 0.0;
+  TGC_GRID_LOOP(i, hp.count) {
+    double u = adafactorDirection(grad, gradType, state0, state1, sums, hp, i);
+    acc += u * u;
+  }
+  partial[threadIdx.x] = acc;
+  __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride)
+      partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    atomicAdd(&sums[1], partial[0]);
+}
+
+__global__ void adafactorApplyKernel(const void *param, DType paramType,
+                                     const void *grad, DType gradType,
+                                     const float *state0, const float *state1,
+                                     const float *lr, const int64_t *step,
+                                     const double *sums, AdafactorParams hp,
+                                     void *newParam, DeviceError *error) {
+  int64_t t;
+  if (!readStep(step, error, t))
+    return;
+  AdafactorStep s = adafactorStep(hp, t, *lr, sums[0]);
+  float rms = hp.count ? float(__dsqrt_rn(sums[1] / double(hp.count))) : 0.0f;
+  float denom = __fdiv_rn(rms, hp.clipThreshold);
+  denom = denom > 1.0f ? denom : 1.0f;
+  TGC_GRID_LOOP(i, hp.count) {
+    float u = __fmul_rn(
+        __fdiv_rn(adafactorDirection(grad, gradType, state0, state1, sums, hp,
+                                     i),
+                  denom),
+        s.lr);
+    float p = loadFloat(param, paramType, i);
+    if (hp.weightDecay != 0.0)
+      p = __fadd_rn(p, __fmul_rn(p, s.decay));
+    storeFloat(newParam, paramType, i, __fsub_rn(p, u));
+  }
+}
+} // namespace
+
+Status adafactorUpdate(Context &ctx, const TensorRef &param,
+                       const TensorRef &grad,
+                       const std::vector<TensorRef> &state,
+                       const TensorRef &lr, const TensorRef &step,
+                       const cpu::AdafactorOptions &options,
+                       TensorRef &newParam, std::vector<TensorRef> &newState) {
+  AdafactorParams hp;
+  hp.factored = param.rank() >= 2;
+  if (state.size() != (hp.factored ? 2u : 1u) ||
+      newState.size() != state.size())
+    return Status::failure("adafactor_update: a parameter of rank >= 2 has "
+                           "row and column state, others one tensor");
+  hp.decayRate = options.decayRate;
+  hp.eps2 = options.eps2;
+  hp.weightDecay = options.weightDecay;
+  hp.eps1 = float(options.eps1);
+  hp.clipThreshold = float(options.clipThreshold);
+  hp.relativeStep = options.relativeStep;
+  hp.scaleParameter = options.scaleParameter;
+  hp.warmupInit = options.warmupInit;
+  hp.count = param.numElements();
+  hp.m = hp.factored ? param.shape.back() : hp.count;
+  hp.n = hp.factored ? param.shape[param.shape.size() - 2] : 1;
+  hp.batches = (hp.n == 0 || hp.m == 0) ? 0 : hp.count / (hp.n * hp.m);
+  // Scratch (f64): the parameter's and the update's sums of squares, the
+  // row state's total per batch, then the row and column sums.
+  int64_t doubles = 2 + hp.batches +
+                    (hp.factored ? hp.batches * (hp.n + hp.m) : 0);
+  StreamScratch scratch;
+  if (Status status = scratch.allocate(ctx, size_t(doubles) * sizeof(double));
+      !status.ok())
+    return status;
+  double *sums = static_cast<double *>(scratch.data());
+  cudaStream_t stream = streamOf(ctx);
+  TGC_CUDA_CALL(cudaMemsetAsync(sums, 0, size_t(doubles) * sizeof(double),
+                                stream));
+  unsigned blocks = blocksFor(hp.count, kThreads);
+  if (hp.count > 0) {
+    sumSquaresKernel<<<blocks, kThreads, 0, stream>>>(param.data, param.dtype,
+                                                      hp.count, sums);
+    TGC_CUDA_LAUNCH("adafactor_update");
+  }
+  double *rowSum = sums + 2 + hp.batches;
+  if (hp.factored && hp.count > 0) {
+    adafactorSumsKernel<<<blocks, kThreads, 0, stream>>>(
+        grad.data, grad.dtype, hp, rowSum, rowSum + hp.batches * hp.n);
+    TGC_CUDA_LAUNCH("adafactor_update");
+  }
+  const float *lrData = static_cast<const float *>(lr.data);
+  const int64_t *stepData = static_cast<const int64_t *>(step.data);
+  const float *state0 = static_cast<const float *>(state[0].data);
+  const float *state1 =
+      hp.factored ? static_cast<const float *>(state[1].data) : nullptr;
+  float *newState0 = static_cast<float *>(newState[0].data);
+  float *newState1 =
+      hp.factored ? static_cast<float *>(newState[1].data) : nullptr;
+  int64_t stateCount =
+      hp.factored ? hp.batches * (hp.n + hp.m) : hp.count;
+  // Launched even when empty: the kernels still check the step.
+  adafactorStateKernel<<<blocksFor(stateCount, kThreads), kThreads, 0,
+                         stream>>>(grad.data, grad.dtype, state0, state1,
+                                   lrData, stepData, sums, hp, newState0,
+                                   newState1, ctx.deviceError);
+  TGC_CUDA_LAUNCH("adafactor_update");
+  if (hp.count > 0) {
+    adafactorUpdateSquaresKernel<<<blocks, kThreads, 0, stream>>>(
+        grad.data, grad.dtype, newState0, newState1, sums, hp);
+    TGC_CUDA_LAUNCH("adafactor_update");
+  }
+  adafactorApplyKernel<<<blocks, kThreads, 0, stream>>>(
+      param.data, param.dtype, grad.data, grad.dtype, newState0, newState1,
+      lrData, stepData, sums, hp, newParam.data, ctx.deviceError);
+  TGC_CUDA_LAUNCH("adafactor_update");
+  return Status::success();
+}
+
 Status globalNorm(Context &ctx, const std::vector<TensorRef> &inputs,
                   TensorRef &result) {
   cudaStream_t stream = streamOf(ctx);

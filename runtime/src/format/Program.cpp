@@ -71,7 +71,8 @@ std::vector<int64_t> Instruction::getInts(const std::string &name) const {
 
 static bool isOptimizerUpdate(Kernel kernel) {
   return kernel == Kernel::AdamWUpdate || kernel == Kernel::SGDUpdate ||
-         kernel == Kernel::AdamW8bitUpdate || kernel == Kernel::SGD8bitUpdate;
+         kernel == Kernel::AdamW8bitUpdate || kernel == Kernel::SGD8bitUpdate ||
+         kernel == Kernel::AdafactorUpdate;
 }
 
 bool hasApplyPredicate(const Program &program, const Instruction &inst) {
@@ -87,6 +88,13 @@ std::vector<size_t> updatedOperands(const Instruction &inst) {
     return {0, 2, 3, 4, 5};
   case Kernel::SGD8bitUpdate:
     return {0, 2, 3};
+  case Kernel::AdafactorUpdate: {
+    // param, then each state operand (from #2) in result order.
+    std::vector<size_t> sources = {0};
+    for (size_t k = 1; k < inst.results.size(); ++k)
+      sources.push_back(1 + k);
+    return sources;
+  }
   default:
     if (inst.results.size() == 2)
       return {0, 4}; // SGD with a momentum buffer

@@ -455,6 +455,46 @@ Status Checker::run() {
          attr("beta1", AttrValue::Float) && attr("beta2", AttrValue::Float) &&
          attr("eps", AttrValue::Float) && attr("weight_decay", AttrValue::Float);
     break;
+  case Kernel::AdafactorUpdate: {
+    // param, grad, 1 or 2 state tensors, lr, step[, apply].
+    size_t states = inst.results.size() - 1;
+    size_t n = inst.operands.size();
+    bool apply = n == 2 + states + 3;
+    ok = ((states == 1 || states == 2) &&
+          (n == 2 + states + 2 || apply)) ||
+         fail("expects param, grad, one or two state tensors, lr, step and "
+              "an optional predicate");
+    if (!ok)
+      break;
+    const TensorInfo &param = in(0);
+    ok = floatT(param) && floatT(in(1)) && shapeIs(in(1), param.shape) &&
+         same(param, out(0)) && scalar(in(2 + states), DType::F32) &&
+         scalar(in(3 + states), DType::I64) &&
+         (!apply || scalar(in(4 + states), DType::I1));
+    std::vector<Shape> expected;
+    if (param.shape.size() >= 2) {
+      expected.emplace_back(param.shape.begin(), param.shape.end() - 1);
+      Shape col(param.shape.begin(), param.shape.end() - 2);
+      col.push_back(param.shape.back());
+      expected.push_back(col);
+    } else {
+      expected.push_back(param.shape);
+    }
+    ok = ok && (expected.size() == states ||
+                fail("a parameter of rank >= 2 has two state tensors (row "
+                     "and column), others one"));
+    for (size_t k = 0; ok && k < states; ++k)
+      ok = (in(2 + k).dtype == DType::F32 ||
+            fail("Adafactor state must be f32")) &&
+           shapeIs(in(2 + k), expected[k]) && same(in(2 + k), out(1 + k));
+    ok = ok && attr("decay_rate", AttrValue::Float) &&
+         attr("clip_threshold", AttrValue::Float) &&
+         attr("eps1", AttrValue::Float) && attr("eps2", AttrValue::Float) &&
+         attr("weight_decay", AttrValue::Float) &&
+         (inst.getFloat("clip_threshold") > 0.0 ||
+          fail("clip_threshold must be positive"));
+    break;
+  }
   case Kernel::AdamW8bitUpdate: {
     // param, grad, (codes, absmax) x 2, two maps, lr, step[, apply].
     size_t n = inst.operands.size();

@@ -2161,3 +2161,35 @@ func.func @sgd_8bit_result(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<
   %0:3 = tg.sgd_8bit_update %p, %g, %q, %a, %m, %lr, %t : (tensor<300xf32>, tensor<300xf32>, tensor<300xui8>, tensor<2xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<300xui8>, tensor<3xf32>)
   return
 }
+
+// -----
+
+func.func @adafactor_state_count(%p: tensor<4x6xf32>, %g: tensor<4x6xf32>, %v: tensor<4x6xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adafactor_update' op a parameter of rank 2 has 2 state tensors (row and column second moments), found 1}}
+  %0:2 = tg.adafactor_update %p, %g, [%v], %lr, %t : (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<f32>, tensor<i64>) -> (tensor<4x6xf32>, tensor<4x6xf32>)
+  return
+}
+
+// -----
+
+func.func @adafactor_col_shape(%p: tensor<4x6xf32>, %g: tensor<4x6xf32>, %r: tensor<4xf32>, %c: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adafactor_update' op state must have shape [6], found [4]}}
+  %0:3 = tg.adafactor_update %p, %g, [%r, %c], %lr, %t : (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) -> (tensor<4x6xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adafactor_decay(%p: tensor<6xf32>, %g: tensor<6xf32>, %v: tensor<6xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adafactor_update' op decay_rate must be negative, found 8.000000e-01}}
+  %0:2 = tg.adafactor_update %p, %g, [%v], %lr, %t {decay_rate = 0.8 : f64} : (tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<f32>, tensor<i64>) -> (tensor<6xf32>, tensor<6xf32>)
+  return
+}
+
+// -----
+
+func.func @adafactor_state_type(%p: tensor<6xbf16>, %g: tensor<6xbf16>, %v: tensor<6xbf16>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adafactor_update' op Adafactor state must be f32, found 'tensor<6xbf16>'}}
+  %0:2 = tg.adafactor_update %p, %g, [%v], %lr, %t : (tensor<6xbf16>, tensor<6xbf16>, tensor<6xbf16>, tensor<f32>, tensor<i64>) -> (tensor<6xbf16>, tensor<6xbf16>)
+  return
+}

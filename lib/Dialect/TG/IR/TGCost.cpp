@@ -198,6 +198,17 @@ int64_t SGDUpdateOp::getFlops() {
 // eps, divide, step size, subtract (6).
 int64_t AdamWUpdateOp::getFlops() { return 14 * numElements(getParam()); }
 
+// Per element: the gradient square and eps (2), the row and column sums
+// (2), the factored rsqrt product and the gradient (3), rms of the update
+// (2), clip and lr (2), the parameter norm (2), the update (1), weight
+// decay (2).
+int64_t AdafactorUpdateOp::getFlops() {
+  int64_t perElement = 16;
+  if (!getWeightDecay().isZero())
+    perElement += 2;
+  return perElement * numElements(getParam());
+}
+
 // AdamW's 14, two dequantizing multiplies, two absmax comparisons, two
 // scalings by the reciprocal absmax; the 8-step code searches compare, they
 // do not compute.

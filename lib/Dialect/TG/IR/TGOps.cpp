@@ -696,6 +696,59 @@ LogicalResult AdamWUpdateOp::verify() {
                     "new_exp_avg_sq");
 }
 
+LogicalResult AdafactorUpdateOp::verify() {
+  double inf = std::numeric_limits<double>::infinity();
+  double decay = getDecayRate().convertToDouble();
+  if (!(decay < 0.0) || !std::isfinite(decay))
+    return emitOpError("decay_rate must be negative, found ") << decay;
+  if (failed(verifyRange(*this, "clip_threshold",
+                         getClipThreshold().convertToDouble(), 0.0, inf)) ||
+      failed(verifyRange(*this, "eps1", getEps1().convertToDouble(), 0.0,
+                         inf)) ||
+      failed(verifyRange(*this, "eps2", getEps2().convertToDouble(), 0.0,
+                         inf)) ||
+      failed(verifyRange(*this, "weight_decay",
+                         getWeightDecay().convertToDouble(), 0.0, inf)))
+    return failure();
+  if (getClipThreshold().convertToDouble() == 0.0)
+    return emitOpError("clip_threshold must be positive");
+  auto type = tensorType(getParam());
+  ArrayRef<int64_t> shape = type.getShape();
+  if (failed(verifyShape(*this, getGrad(), shape, "grad")) ||
+      failed(verifyType(*this, getNewParam(), getParam().getType(),
+                        "new_param")))
+    return failure();
+  SmallVector<SmallVector<int64_t>> expected;
+  if (shape.size() >= 2) {
+    expected.emplace_back(shape.drop_back());
+    SmallVector<int64_t> col(shape.drop_back(2));
+    col.push_back(shape.back());
+    expected.push_back(col);
+  } else {
+    expected.emplace_back(shape);
+  }
+  if (getState().size() != expected.size())
+    return emitOpError("a parameter of rank ")
+           << shape.size() << " has " << expected.size()
+           << (expected.size() == 2 ? " state tensors (row and column "
+                                      "second moments)"
+                                    : " state tensor (the second moment)")
+           << ", found " << getState().size();
+  if (getNewState().size() != getState().size())
+    return emitOpError("must return one new state tensor per state operand");
+  for (auto [i, state] : llvm::enumerate(getState())) {
+    if (failed(verifyShape(*this, state, expected[i], "state")) ||
+        failed(verifyType(*this, getNewState()[i], state.getType(),
+                          "new state")))
+      return failure();
+    if (getElementTypeOrSelf(state.getType()) !=
+        Float32Type::get(getContext()))
+      return emitOpError("Adafactor state must be f32, found ")
+             << state.getType();
+  }
+  return success();
+}
+
 /// Checks the block size, the absmax vector (one f32 per block of the
 /// parameter) and the 256-entry maps of an 8-bit update.
 static LogicalResult verifyQuantizedState(Operation *op, Value param,
@@ -837,6 +890,15 @@ bool SGDUpdateOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
 bool AdamWUpdateOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
   static const unsigned tied[] = {0, 2, 3}; // param, exp_avg, exp_avg_sq
   return result < 3 && operand == tied[result];
+}
+
+bool AdafactorUpdateOp::canReuseOperandBuffer(unsigned result,
+                                              unsigned operand) {
+  if (result == 0)
+    return operand == 0;
+  // State k (ODS operand group 2) becomes result 1 + k.
+  auto [first, count] = getODSOperandIndexAndLength(2);
+  return result - 1 < count && operand == first + (result - 1);
 }
 
 bool AdamW8bitUpdateOp::canReuseOperandBuffer(unsigned result,

@@ -2,7 +2,8 @@
 //
 // Turns the gradients of a training step (tg-autodiff's `tg.grad` results)
 // into optimizer updates: optionally clip their global norm, then update
-// every parameter with SGD or AdamW, creating the state the optimizer owns,
+// every parameter with SGD, AdamW or Adafactor, creating the state the
+// optimizer owns,
 // named as torch.optim names it, with the learning rate and the step count
 // as persistent inputs of every update (`optimizer.lr`, `optimizer.step`),
 // not constants folded into it: a schedule or a resumed run changes the
@@ -32,10 +33,12 @@ namespace {
 
 /// The optimizer configuration, checked once per pass run.
 struct OptimizerConfig {
-  bool adamw = true;
+  enum Kind { AdamW, SGD, Adafactor } kind = AdamW;
   double lr, beta1, beta2, eps, weightDecay, momentum, dampening;
   bool nesterov;
   double clipGradNorm;
+  double decayRate, clipThreshold;
+  bool relativeStep, scaleParameter, warmupInit;
 };
 
 /// A gradient result of the step and the parameter argument it belongs to.
@@ -134,7 +137,43 @@ LogicalResult UpdateBuilder::build() {
     Value param = gradient.param;
     Type type = param.getType();
     const std::string &name = gradient.name;
-    if (config.adamw) {
+    if (config.kind == OptimizerConfig::Adafactor) {
+      // Hugging Face's state: the row and column second moments of a
+      // matrix (over its last two dimensions), else the full one; f32.
+      auto shape = cast<RankedTensorType>(type).getShape();
+      Type f32Type = builder.getF32Type();
+      SmallVector<Value> state;
+      SmallVector<std::string> names;
+      if (shape.size() >= 2) {
+        SmallVector<int64_t> col(shape.drop_back(2));
+        col.push_back(shape.back());
+        state.push_back(addState(name + ".exp_avg_sq_row",
+                                 RankedTensorType::get(shape.drop_back(),
+                                                       f32Type)));
+        state.push_back(
+            addState(name + ".exp_avg_sq_col", RankedTensorType::get(col, f32Type)));
+        names = {name + ".exp_avg_sq_row", name + ".exp_avg_sq_col"};
+      } else {
+        state.push_back(addState(name + ".exp_avg_sq",
+                                 RankedTensorType::get(shape, f32Type)));
+        names = {name + ".exp_avg_sq"};
+      }
+      auto update = AdafactorUpdateOp::create(
+          builder, loc, type, ValueRange(state).getTypes(), param,
+          gradient.value, state, lr, stepCount, /*apply=*/Value(),
+          builder.getF64FloatAttr(config.decayRate),
+          builder.getF64FloatAttr(config.clipThreshold),
+          builder.getF64FloatAttr(1e-30), builder.getF64FloatAttr(1e-3),
+          builder.getF64FloatAttr(config.weightDecay),
+          builder.getBoolAttr(config.relativeStep),
+          builder.getBoolAttr(config.scaleParameter),
+          builder.getBoolAttr(config.warmupInit));
+      addUpdate(update.getNewParam(), name);
+      for (auto [value, stateName] : llvm::zip(update.getNewState(), names))
+        addUpdate(value, stateName);
+      continue;
+    }
+    if (config.kind == OptimizerConfig::AdamW) {
       BlockArgument m = addState(name + ".exp_avg", type);
       BlockArgument v = addState(name + ".exp_avg_sq", type);
       auto update = AdamWUpdateOp::create(
@@ -226,15 +265,26 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
 
   LogicalResult readConfig(OptimizerConfig &config) {
     auto error = [&]() { return getOperation().emitError("tg-optimizer: "); };
-    if (optimizer != "adamw" && optimizer != "sgd")
+    if (optimizer == "adamw")
+      config.kind = OptimizerConfig::AdamW;
+    else if (optimizer == "sgd")
+      config.kind = OptimizerConfig::SGD;
+    else if (optimizer == "adafactor")
+      config.kind = OptimizerConfig::Adafactor;
+    else
       return error() << "unknown optimizer '" << optimizer
-                     << "' (expected adamw or sgd)";
-    config.adamw = optimizer == "adamw";
+                     << "' (expected adamw, sgd or adafactor)";
+    bool adamw = config.kind == OptimizerConfig::AdamW;
+    config.decayRate = decayRate;
+    config.clipThreshold = clipThreshold;
+    config.relativeStep = relativeStep;
+    config.scaleParameter = scaleParameter;
+    config.warmupInit = warmupInit;
     config.lr = lr;
     config.beta1 = beta1;
     config.beta2 = beta2;
     config.eps = eps;
-    config.weightDecay = weightDecay < 0.0 ? (config.adamw ? 0.01 : 0.0)
+    config.weightDecay = weightDecay < 0.0 ? (adamw ? 0.01 : 0.0)
                                            : double(weightDecay);
     config.momentum = momentum;
     config.dampening = dampening;
@@ -251,19 +301,26 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
       return error() << "clip-grad-norm must be non-negative (0 disables it), "
                         "found "
                      << clipGradNorm;
-    if (config.adamw && (momentum != 0.0 || dampening != 0.0 || nesterov))
+    if (config.kind != OptimizerConfig::SGD &&
+        (momentum != 0.0 || dampening != 0.0 || nesterov))
       return error() << "momentum, dampening and nesterov apply to sgd, not "
-                        "adamw";
+                     << optimizer;
+    if (config.kind == OptimizerConfig::Adafactor &&
+        (!(decayRate < 0.0) || !std::isfinite(double(decayRate)) ||
+         !(clipThreshold > 0.0) || !std::isfinite(double(clipThreshold))))
+      return error() << "adafactor needs decay-rate < 0 and clip-threshold "
+                        "> 0";
     // The update ops' verifiers check the remaining ranges at their
     // location; report them here, once, with the option names.
-    if (config.adamw && !(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 &&
-                          beta2 < 1.0))
+    if (adamw && !(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 &&
+                   beta2 < 1.0))
       return error() << "beta1 and beta2 must be in [0, 1)";
-    if (config.adamw && (!(eps >= 0.0) || !std::isfinite(double(eps))))
+    if (adamw && (!(eps >= 0.0) || !std::isfinite(double(eps))))
       return error() << "eps must be a finite non-negative number, found "
                      << eps;
-    if (!config.adamw && (!(momentum >= 0.0) || !std::isfinite(double(momentum)) ||
-                          !(dampening >= 0.0 && dampening <= 1.0)))
+    if (config.kind == OptimizerConfig::SGD &&
+        (!(momentum >= 0.0) || !std::isfinite(double(momentum)) ||
+         !(dampening >= 0.0 && dampening <= 1.0)))
       return error() << "momentum must be >= 0 and dampening in [0, 1]";
     if (nesterov && (momentum <= 0.0 || dampening != 0.0))
       return error() << "nesterov needs momentum > 0 and dampening 0";

@@ -203,6 +203,25 @@ Status sgd8bitUpdate(const TensorRef &param, const TensorRef &grad,
                      bool nesterov, int64_t blockSize, TensorRef &newParam,
                      TensorRef &newMomentumBuffer,
                      TensorRef &newMomentumAbsmax);
+/// tg.adafactor_update's attributes, and the step's scalars derived from
+/// them, the step, the learning rate operand and the parameter's RMS (as
+/// Hugging Face computes them: in f64, then f32), shared by both backends.
+struct AdafactorOptions {
+  double decayRate = -0.8, clipThreshold = 1.0, eps1 = 1e-30, eps2 = 1e-3;
+  double weightDecay = 0.0;
+  bool relativeStep = true, scaleParameter = true, warmupInit = false;
+};
+struct AdafactorScalars {
+  float lr, beta2t, oneMinusBeta2t, eps1, decay;
+};
+AdafactorScalars adafactorScalars(const AdafactorOptions &options, int64_t t,
+                                  float lr, double paramRms);
+/// `state` is {row, col} for a parameter of rank >= 2, else {v}.
+Status adafactorUpdate(const TensorRef &param, const TensorRef &grad,
+                       const std::vector<TensorRef> &state,
+                       const TensorRef &lr, const TensorRef &step,
+                       const AdafactorOptions &options, TensorRef &newParam,
+                       std::vector<TensorRef> &newState);
 /// The 2-norm of all elements of all inputs, into an f32 scalar.
 Status globalNorm(const std::vector<TensorRef> &inputs, TensorRef &result);
 

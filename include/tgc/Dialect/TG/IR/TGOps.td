@@ -5,8 +5,8 @@
 //   attention, loss, shape ops, casts, constants);
 // - gradient ops that backward passes need where a forward op's VJP is not
 //   itself a composition of forward ops;
-// - optimizer updates (SGD with momentum, AdamW, and both with 8-bit
-//   blockwise-quantized state);
+// - optimizer updates (SGD with momentum, AdamW, both also with 8-bit
+//   blockwise-quantized state, and Adafactor);
 // - mixed-precision ops (loss scaling, unscaling, finiteness, scale update).
 //
 // Every op states its semantics in its description; the CPU backend of the
@@ -648,6 +648,52 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied,
                       TG_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
+    (`if` $apply^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_AdafactorUpdateOp : TG_Op<"adafactor_update", [AttrSizedOperandSegments,
+                                                      TG_InPlaceTied,
+                                                      TG_OptimizerUpdate]> {
+  let summary = "one step of Adafactor (Hugging Face's transformers.Adafactor)";
+  let description = [{
+    Adafactor (Shazeer and Stern, 2018) without a first moment, as Hugging
+    Face's implementation computes it, math in f32. With `t = step`:
+    ```
+    lr_t = relative_step ? min(warmup_init ? 1e-6 t : 1e-2, 1 / sqrt(t)) : lr
+    if scale_parameter: lr_t *= max(eps2, rms(param))
+    beta2t = 1 - t^decay_rate
+    u = grad^2 + eps1
+    ```
+    For a parameter of rank >= 2 the second moment is factored over its
+    last two dimensions [n, m] (`state` = row [.., n] and col [.., m]):
+    `row = beta2t row + (1 - beta2t) mean_m(u)`, `col = beta2t col +
+    (1 - beta2t) mean_n(u)`, `update = grad * rsqrt(row / mean_n(row)) *
+    rsqrt(col)`; otherwise `state` is the full `v = beta2t v + (1 -
+    beta2t) u` and `update = grad * rsqrt(v)`. Then `update /= max(1,
+    rms(update) / clip_threshold)`, `param -= weight_decay lr_t param`
+    (when non-zero), `param -= lr_t update`. `rms(x) = sqrt(mean(x^2))`.
+    The state for an [n, m] matrix is n + m values. Results are meant to
+    be written in place of `param` and the state; with `apply` false
+    nothing changes.
+  }];
+  let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
+                       Variadic<TG_FloatTensor>:$state,
+                       TG_F32Scalar:$lr, TG_I64Scalar:$step,
+                       Optional<TG_BoolScalar>:$apply,
+                       DefaultValuedAttr<F64Attr, "-0.8">:$decay_rate,
+                       DefaultValuedAttr<F64Attr, "1.0">:$clip_threshold,
+                       DefaultValuedAttr<F64Attr, "1.0e-30">:$eps1,
+                       DefaultValuedAttr<F64Attr, "1.0e-3">:$eps2,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<BoolAttr, "true">:$relative_step,
+                       DefaultValuedAttr<BoolAttr, "true">:$scale_parameter,
+                       DefaultValuedAttr<BoolAttr, "false">:$warmup_init);
+  let results = (outs TG_FloatTensor:$new_param,
+                      Variadic<TG_FloatTensor>:$new_state);
+  let assemblyFormat = [{
+    $param `,` $grad `,` `[` $state `]` `,` $lr `,` $step
     (`if` $apply^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

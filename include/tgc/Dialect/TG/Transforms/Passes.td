@@ -118,7 +118,10 @@ def TGOptimizer : Pass<"tg-optimizer", "mlir::ModuleOp"> {
     argument each replaces in place. The optimizer's state is new
     arguments marked `tg.state`, named as torch.optim names it:
     `<param>.exp_avg`, `<param>.exp_avg_sq` (AdamW),
-    `<param>.momentum_buffer` (SGD with momentum). Every update reads two
+    `<param>.momentum_buffer` (SGD with momentum), and as Hugging Face
+    names Adafactor's: `<param>.exp_avg_sq_row` and `<param>.exp_avg_sq_col`
+    (factored, for matrices: n + m values for an n x m matrix) or
+    `<param>.exp_avg_sq` (vectors). Every update reads two
     persistent scalars: the learning rate `optimizer.lr` (f32, initialised
     to `lr`) and the 1-based step, one more than the counter
     `optimizer.step` (i64, from 0), which the step also advances. With
@@ -127,7 +130,7 @@ def TGOptimizer : Pass<"tg-optimizer", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
-           "Optimizer: adamw or sgd">,
+           "Optimizer: adamw, sgd or adafactor">,
     Option<"lr", "lr", "double", /*default=*/"1e-3",
            "Learning rate (the initial value of optimizer.lr)">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
@@ -144,6 +147,16 @@ def TGOptimizer : Pass<"tg-optimizer", "mlir::ModuleOp"> {
            "SGD Nesterov momentum">,
     Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
            "Clip the global 2-norm of the gradients to this value (0: off)">,
+    Option<"decayRate", "decay-rate", "double", /*default=*/"-0.8",
+           "Adafactor: the second moment's decay exponent">,
+    Option<"clipThreshold", "clip-threshold", "double", /*default=*/"1.0",
+           "Adafactor: the largest RMS of an update">,
+    Option<"relativeStep", "relative-step", "bool", /*default=*/"true",
+           "Adafactor: the step size min(1e-2, 1/sqrt(t)) instead of lr">,
+    Option<"scaleParameter", "scale-parameter", "bool", /*default=*/"true",
+           "Adafactor: scale the step by the parameter's RMS">,
+    Option<"warmupInit", "warmup-init", "bool", /*default=*/"false",
+           "Adafactor: relative step 1e-6 t during warm-up">,
   ];
   let dependentDialects = ["::tgc::tg::TGDialect",
                            "::mlir::func::FuncDialect"];
