@@ -1,7 +1,8 @@
 """8-bit optimizer state (tgc-compile --optimizer-state=8bit) against f32
-state, in one run: training curves (a tiny GPT-2 on the built-in task, a
-2-layer GPT-2 on a token file of text), the optimizer state and planned
-peak of GPT-2 124M and 1558M, and the CPU time of the update itself.
+state, and Adafactor beside them, in one run: training curves (a tiny GPT-2
+on the built-in task, a 2-layer GPT-2 on a token file of text), the
+optimizer state and planned peak of GPT-2 124M and 1558M, and the CPU time
+of the update itself.
 Writes bench/OPTIM8.md and its plots.
 
 Usage: python3 bench/optim8.py [--build DIR] [--quick]"""
@@ -23,12 +24,12 @@ GiB = 1024 ** 3
 MiB = 1024 ** 2
 
 
-def train(bins, model, tmp, flags, steps, data=None):
+def train(bins, model, tmp, flags, steps, data=None, seed=1):
     exe = os.path.join(tmp, "train.tgx")
     run([f"{bins}/tgc-compile", model, "-o", exe] + flags)
     metrics = os.path.join(tmp, "train.jsonl")
     cmd = [f"{bins}/tgc-run", exe, "--steps", str(steps), "--quiet",
-           "--device", "cpu", "--seed", "1", "--metrics", metrics]
+           "--device", "cpu", "--seed", str(seed), "--metrics", metrics]
     if data:
         cmd += ["--data", data]
     run(cmd)
@@ -79,9 +80,17 @@ def curves(bins, tmp, quick):
         f32, f32_time = train(bins, model, tmp, [], steps, data)
         q8, q8_time = train(bins, model, tmp, ["--optimizer-state=8bit"],
                             steps, data)
+        # The run-to-run spread the comparison sits in: f32 state again,
+        # with another seed (initialisation and data order).
+        other, _ = train(bins, model, tmp, [], steps, data, seed=2)
+        factor, factor_time = train(bins, model, tmp,
+                                    ["--optimizer=adafactor"], steps, data)
         fig, ax = plt.subplots(figsize=(7, 4))
-        ax.plot(smooth(f32, 20), label="f32 state")
-        ax.plot(smooth(q8, 20), label="8-bit state", linestyle="--")
+        ax.plot(smooth(f32, 20), label="AdamW, f32 state")
+        ax.plot(smooth(q8, 20), label="AdamW, 8-bit state", linestyle="--")
+        ax.plot(smooth(other, 20), label="AdamW, f32 state, seed 2",
+                linestyle=":", alpha=0.7)
+        ax.plot(smooth(factor, 20), label="Adafactor", alpha=0.7)
         ax.set_xlabel("step")
         ax.set_ylabel("training loss (mean of 20 steps)")
         ax.set_title(title, fontsize=9)
@@ -90,10 +99,11 @@ def curves(bins, tmp, quick):
         fig.savefig(os.path.join(ROOT, "bench", image), dpi=100)
         plt.close(fig)
         last = max(1, steps // 20)
-        f32_end = sum(f32[-last:]) / last
-        q8_end = sum(q8[-last:]) / last
-        results.append((title, steps, f32_end, q8_end, f32_time, q8_time,
-                        image))
+
+        def end(losses):
+            return sum(losses[-last:]) / last
+        results.append((title, steps, end(f32), end(q8), end(other),
+                        end(factor), f32_time, q8_time, factor_time, image))
     return results
 
 
@@ -106,7 +116,8 @@ def memory(bins, tmp, presets):
         for amp in ([], ["--amp=bf16"]):
             line = {}
             for name, flags in (("f32", []),
-                                ("8bit", ["--optimizer-state=8bit"])):
+                                ("8bit", ["--optimizer-state=8bit"]),
+                                ("adafactor", ["--optimizer=adafactor"])):
                 exe = os.path.join(tmp, "m.tgx")
                 report = exe + ".json"
                 run([f"{bins}/tgc-compile", model, "-o", exe,
@@ -153,7 +164,9 @@ def update_times(bins, tmp, quick):
                                             "--momentum=0.9"]),
                ("SGD momentum, 8-bit state", ["--optimizer=sgd",
                                               "--momentum=0.9",
-                                              "--optimizer-state=8bit"])]
+                                              "--optimizer-state=8bit"]),
+               ("Adafactor (a vector: full second moment)",
+                ["--optimizer=adafactor"])]
     exes = {}
     for name, flags in configs:
         exe = os.path.join(tmp, f"update{len(exes)}.tgx")
@@ -192,33 +205,46 @@ def main():
            "state: bitsandbytes' blockwise dynamic quantization, block 256, "
            "tensors under 4096 elements keep f32 state.", "",
            "## Training: final loss", "",
-           "| run | steps | f32 state | 8-bit state | difference | time f32 | "
-           "time 8-bit |", "|---|---|---|---|---|---|---|"]
-    for title, steps, f32_end, q8_end, f32_time, q8_time, _ in trained:
+           "AdamW with f32 state and with 8-bit state from the same seed, "
+           "the f32 run again with another seed (the spread between runs "
+           "that differ only in initialisation and data order), and "
+           "Adafactor (factored second moment, Hugging Face's defaults).", "",
+           "| run | steps | AdamW f32 | AdamW 8-bit | 8-bit vs f32 | f32, "
+           "seed 2 | seed 2 vs f32 | Adafactor | time f32 / 8-bit / "
+           "Adafactor |", "|---|---|---|---|---|---|---|---|---|"]
+    for (title, steps, f32_end, q8_end, other_end, factor_end, f32_time,
+         q8_time, factor_time, _) in trained:
         out.append(f"| {title} | {steps} | {f32_end:.4f} | {q8_end:.4f} | "
                    f"{(q8_end - f32_end) / f32_end * 100:+.2f}% | "
-                   f"{f32_time:.1f} s | {q8_time:.1f} s |")
+                   f"{other_end:.4f} | "
+                   f"{(other_end - f32_end) / f32_end * 100:+.2f}% | "
+                   f"{factor_end:.4f} | {f32_time:.1f} / {q8_time:.1f} / "
+                   f"{factor_time:.1f} s |")
     out += ["", "Final loss: the mean of the last 5% of steps. Curves (mean "
             "of 20 steps):", ""]
     for title, *_, image in trained:
         out.append(f"![{title}]({image})")
     out += ["", "## Memory: optimizer state and planned peak (B=8, T=1024, "
             "AdamW)", "",
-            "| model | compute | params | optimizer state f32 | 8-bit | "
-            "ratio | planned peak f32 | 8-bit |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| model | compute | params | AdamW state f32 | 8-bit | "
+            "ratio | Adafactor state | planned peak f32 | 8-bit | Adafactor |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for preset, compute, line in mem:
         s32, p32, peak32 = line["f32"]
         s8, _, peak8 = line["8bit"]
+        sf, _, peakf = line["adafactor"]
         out.append(f"| GPT-2 {preset} | {compute} | {p32 / GiB:.2f} GiB | "
                    f"{s32 / GiB:.3f} GiB | {s8 / GiB:.3f} GiB | "
-                   f"{s8 / s32:.3f}x | {peak32 / GiB:.2f} GiB | "
-                   f"{peak8 / GiB:.2f} GiB |")
+                   f"{s8 / s32:.3f}x | {sf / MiB:.1f} MiB | "
+                   f"{peak32 / GiB:.2f} GiB | {peak8 / GiB:.2f} GiB | "
+                   f"{peakf / GiB:.2f} GiB |")
     out += ["", "The state counts every byte the plan holds for the optimizer: "
             "moments, absmax, the f32 state of small tensors, the step and the "
             "learning rate. With bf16 autocast the master weights and the "
             "state stay f32 (8-bit), so the state is the same; the peak "
-            "differs by the activations.", "",
+            "differs by the activations. Adafactor keeps n + m values for "
+            "an n x m matrix and a full second moment for vectors (no first "
+            "moment).", "",
             f"## CPU time of the update ({n} elements, one thread)", "",
             "A step whose work is almost only the update (loss = sum(w * x)); "
             "mean of 5 steps, best of 3 interleaved rounds.", "",

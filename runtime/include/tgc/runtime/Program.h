@@ -90,7 +90,8 @@ struct Instruction {
   std::vector<int64_t> getInts(const std::string &name) const;
 };
 
-/// For an optimizer update (tg.sgd_update, tg.adamw_update): whether its
+/// For an optimizer update (tg.sgd_update, tg.adamw_update, their 8-bit
+/// forms, tg.adafactor_update): whether its
 /// last operand is the apply predicate (an i1 scalar) that loss scaling
 /// adds, and, for each result, the operand it replaces, which a skipped
 /// update leaves in place: new_param <- param, then the state.

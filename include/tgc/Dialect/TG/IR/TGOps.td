@@ -703,8 +703,10 @@ def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [TG_InPlaceTied,
                                                          TG_OptimizerUpdate]> {
   let summary = "one step of AdamW with blockwise 8-bit moments";
   let description = [{
-    `tg.adamw_update` (the same math, in f32, in torch.optim.AdamW's order)
-    on moments stored as bitsandbytes stores them: each moment is a tensor
+    `tg.adamw_update` (the same math, in f32, in torch.optim.AdamW's order;
+    bitsandbytes' CUDA kernel applies the weight decay after the step
+    instead, a difference of order lr^2 * weight_decay) on moments stored
+    as bitsandbytes stores them: each moment is a tensor
     of ui8 codes of the parameter's shape and an f32 absmax per block of
     `block_size` consecutive elements (row-major; the last block may be
     short). Code `q` of block `b` stands for `map[q] * absmax[b]`, with
