@@ -280,16 +280,25 @@ int main(int argc, char **argv) {
       return fail("cannot write metrics to '" + options.metrics + "'");
   }
 
-  int64_t params = 0;
-  for (const TensorInfo &info : program.tensors)
+  int64_t params = 0, stateBytes = 0;
+  bool quantizedState = false;
+  for (const TensorInfo &info : program.tensors) {
     if (info.role == Role::Param)
       params += info.numElements();
+    if (info.role == Role::State && info.storage == Storage::Persistent) {
+      stateBytes += info.bytes;
+      quantizedState |= info.dtype == DType::U8;
+    }
+  }
   if (!options.quiet) {
     std::printf("tgc-run: @%s, %lld parameters, on %s\n",
                 program.model.c_str(), (long long)params,
                 session->backend().describe().c_str());
-    std::printf("  memory: persistent %s, arena %s (planned peak %s)\n",
+    std::printf("  memory: persistent %s (optimizer state %s%s), arena %s "
+                "(planned peak %s)\n",
                 formatBytes(program.persistentBytes).c_str(),
+                formatBytes(stateBytes).c_str(),
+                quantizedState ? ", 8-bit" : "",
                 formatBytes(program.arenaBytes).c_str(),
                 formatBytes(program.peakLiveBytes).c_str());
     std::printf("  data: %s; steps %lld to %lld\n", data->describe().c_str(),
