@@ -252,6 +252,24 @@ int main(int argc, char **argv) {
         return fail("checkpoint '" + options.resume + "' has a bad tgc.seed");
       options.seed = uint64_t(seed);
     }
+    // The learning rate is optimizer state (as in torch.optim's state
+    // dict): a resumed run continues with the checkpoint's, which may not
+    // be the one this executable was compiled with. Say so.
+    int32_t lrTensor = program.findPersistent("optimizer.lr");
+    if (lrTensor >= 0 &&
+        program.tensors[lrTensor].init == InitKind::Constant) {
+      double lr = 0.0;
+      status = session->readScalar(lrTensor, lr);
+      if (!status.ok())
+        return fail(status.error);
+      double compiled = program.tensors[lrTensor].initA;
+      if (float(lr) != float(compiled))
+        std::fprintf(stderr,
+                     "tgc-run: note: continuing with the checkpoint's "
+                     "learning rate %g; this executable was compiled with "
+                     "--lr=%g\n",
+                     lr, compiled);
+    }
   } else if (!options.loadWeights.empty()) {
     status = loadCheckpoint(*session, options.loadWeights,
                             LoadScope::Parameters);
