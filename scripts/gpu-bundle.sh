@@ -42,12 +42,18 @@ ldd "$bin/tgc-run" "$bin/tgc-cuda-tests" | awk '/=> \// {print $3}' | sort -u |
   done
 
 # The models of the GPU checks: test/gpu/gpt2-cuda-vs-cpu.test's 2-layer
-# GPT-2 (f32 and bf16) and test/gpu/memcheck.test's tiny one.
+# GPT-2 (f32 and bf16, and the optimizers' variants) and
+# test/gpu/memcheck.test's tiny one.
 "$bin/tgc-models" gpt2 --n-layer 2 --n-head 4 --n-embd 128 --vocab-size 512 \
   --block-size 64 --batch 8 --seq-len 64 -o "$out/tgx/gpt2-2layer.mlir"
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" -o "$out/tgx/gpt2-2layer-f32.tgx"
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --amp=bf16 \
   -o "$out/tgx/gpt2-2layer-bf16.tgx"
+# The same with 8-bit AdamW state, and with Adafactor (their CUDA kernels).
+"$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --optimizer-state=8bit \
+  -o "$out/tgx/gpt2-2layer-8bit.tgx"
+"$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --optimizer=adafactor \
+  -o "$out/tgx/gpt2-2layer-adafactor.tgx"
 "$bin/tgc-models" gpt2 --preset tiny --batch 2 --seq-len 32 \
   -o "$out/tgx/gpt2-tiny.mlir"
 "$bin/tgc-compile" "$out/tgx/gpt2-tiny.mlir" -o "$out/tgx/gpt2-tiny.tgx"

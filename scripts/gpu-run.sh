@@ -83,6 +83,8 @@ memcheck() {
 check kernels "$tests" --gtest_brief=1
 check train-f32 compare f32
 check train-bf16 compare bf16
+check train-8bit compare 8bit
+check train-adafactor compare adafactor
 if [ "$memcheck" = 1 ]; then
   check memcheck-train memcheck "$run" "$tgx/gpt2-tiny.tgx" --device cuda \
     --steps 2 --quiet
