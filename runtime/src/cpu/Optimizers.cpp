@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace tgc::rt::cpu {
 
@@ -169,8 +170,7 @@ struct QuantizedState {
   float *newAbsmax;
   bool isSigned;
 
-  /// (map[i] + map[i + 1]) / 2, what quantizing searches.
-  float midpoints[255];
+  QuantCodebook codebook;
 
   QuantizedState(const TensorRef &codes, const TensorRef &absmax,
                  const TensorRef &map, TensorRef &newCodes,
@@ -180,7 +180,7 @@ struct QuantizedState {
         map(static_cast<const float *>(map.data)),
         newCodes(static_cast<uint8_t *>(newCodes.data)),
         newAbsmax(static_cast<float *>(newAbsmax.data)), isSigned(isSigned) {
-    quantMidpoints(this->map, midpoints);
+    codebook.build(this->map);
   }
 
   float dequantize(int64_t i, int64_t block) const {
@@ -220,25 +220,59 @@ void requantizeBlock(const QuantizedState &state, const float *values,
   float inverse = absmax > 0.0f ? 1.0f / absmax : 0.0f;
   for (int64_t e = 0; e < count; ++e)
     state.newCodes[first + e] =
-        quantizeToMap(state.map, state.midpoints, values[e] * inverse,
-                      state.isSigned);
+        state.codebook.quantize(values[e] * inverse, state.isSigned);
   state.newAbsmax[block] = absmax;
 }
 
 } // namespace
 
-void quantMidpoints(const float *map, float *midpoints) {
+void QuantCodebook::build(const float *values) {
+  std::copy(values, values + 256, map);
   for (int i = 0; i < 255; ++i)
     midpoints[i] = (map[i] + map[i + 1]) * 0.5f;
+  // The counts of midpoints below each bucket's smallest and largest value,
+  // by a sweep in increasing value: positive buckets upward, negative ones
+  // downward (their values fall as their bits rise). Buckets of infinities
+  // and NaNs search everything.
+  auto bucketValue = [](uint32_t bits) {
+    float value;
+    std::memcpy(&value, &bits, sizeof(value));
+    return value;
+  };
+  auto sweep = [&](int first, int last, int direction) {
+    int below = 0;
+    for (int key = first; key != last; key += direction) {
+      uint32_t lowBits = uint32_t(key) << 20, highBits = lowBits | 0xFFFFFu;
+      bool negative = key >= 2048;
+      float smallest = bucketValue(negative ? highBits : lowBits);
+      float largest = bucketValue(negative ? lowBits : highBits);
+      while (below < 255 && midpoints[below] < smallest)
+        ++below;
+      low[key] = uint8_t(below);
+      int up = below;
+      while (up < 255 && midpoints[up] < largest)
+        ++up;
+      high[key] = uint8_t(up);
+    }
+  };
+  sweep(4087, 2047, -1); // negative finite values, most negative first
+  sweep(0, 2040, +1);    // positive finite values
+  for (int key : {2040, 2041, 2042, 2043, 2044, 2045, 2046, 2047, 4088, 4089,
+                  4090, 4091, 4092, 4093, 4094, 4095}) {
+    low[key] = 0;
+    high[key] = 255;
+  }
 }
 
-uint8_t quantizeToMap(const float *map, const float *midpoints, float x,
-                      bool isSigned) {
-  // The number of midpoints below x, found by halving steps without
-  // branches (the midpoints are sorted, as the map is).
-  int code = 0;
-  for (int step = 128; step > 0; step /= 2)
-    code += midpoints[code + step - 1] < x ? step : 0;
+uint8_t QuantCodebook::quantize(float x, bool isSigned) const {
+  // The number of midpoints below x: those below the bucket of x, then the
+  // few inside it.
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  unsigned key = bits >> 20;
+  int code = low[key];
+  for (int k = code, end = high[key]; k < end; ++k)
+    code += midpoints[k] < x;
   // bitsandbytes keeps the sign of a moment: a negative value that lands on
   // 0 (or above) takes the nearest negative code instead.
   if (isSigned && x < 0.0f && map[code] >= 0.0f && code > 0)

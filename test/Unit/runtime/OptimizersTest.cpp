@@ -248,31 +248,39 @@ TEST(ScaleAndUnscale, UnscaleInPlaceForEveryFloatType) {
 // parameter exactly as the f32 step, and its state dequantizes to the f32
 // state within a quantization step, with the block absmax exact.
 TEST(Quantize, NearestCodeAgainstBruteForce) {
-  float map[256], midpoints[255];
+  float map[256];
   for (int i = 0; i < 256; ++i) {
     double x = (i - 127) / 128.0;
     map[i] = float(x * x * x);
   }
   map[255] = 1.0f;
-  cpu::quantMidpoints(map, midpoints);
+  cpu::QuantCodebook codebook;
+  codebook.build(map);
+  const float *midpoints = codebook.midpoints;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> uniform(-1.1f, 1.1f);
+  float inf = std::numeric_limits<float>::infinity();
   std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 1e-9f,
-                               -1e-9f};
+                               -1e-9f, 1e-40f, -1e-40f, 1e6f, -1e6f};
   for (int i = 0; i < 20000; ++i)
     values.push_back(uniform(rng));
+  for (int i = 0; i < 2000; ++i) // every scale of the dynamic map
+    values.push_back(uniform(rng) * std::pow(10.0f, -float(i % 9)));
   for (int i = 0; i < 255; ++i)
     values.push_back(midpoints[i]); // exact ties
+  // Infinities take the ends of the map (a brute-force distance is inf to
+  // every entry).
+  EXPECT_EQ(codebook.quantize(inf, false), 255);
+  EXPECT_EQ(codebook.quantize(-inf, false), 0);
   for (float x : values) {
     int best = 0;
     for (int i = 1; i < 256; ++i)
-      if (std::fabs(map[i] - x) < std::fabs(map[best] - x))
+      if (std::fabs(double(map[i]) - x) < std::fabs(double(map[best]) - x))
         best = i;
     // A tie between i and i + 1 goes to i: the brute force keeps the first.
-    uint8_t code = cpu::quantizeToMap(map, midpoints, x, /*isSigned=*/false);
+    uint8_t code = codebook.quantize(x, /*isSigned=*/false);
     EXPECT_EQ(int(code), best) << "x = " << x;
-    uint8_t signedCode =
-        cpu::quantizeToMap(map, midpoints, x, /*isSigned=*/true);
+    uint8_t signedCode = codebook.quantize(x, /*isSigned=*/true);
     if (x < 0.0f)
       EXPECT_LT(map[signedCode], 0.0f) << "x = " << x;
     else

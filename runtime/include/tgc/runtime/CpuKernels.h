@@ -176,14 +176,23 @@ Status adamwUpdate(const TensorRef &param, const TensorRef &grad,
                    TensorRef &newParam, TensorRef &newExpAvg,
                    TensorRef &newExpAvgSq);
 /// 8-bit state (tg.adamw_8bit_update, tg.sgd_8bit_update): the largest
-/// block one absmax scales; the 255 midpoints of a sorted 256-entry map;
-/// the code of `x` in the map (the number of midpoints below `x`, so the
-/// nearest entry, ties to the lower; with `isSigned`, a negative `x` never
-/// lands on a non-negative code).
+/// block one absmax scales.
 constexpr int64_t kMaxQuantBlock = 4096;
-void quantMidpoints(const float *map, float *midpoints);
-uint8_t quantizeToMap(const float *map, const float *midpoints, float x,
-                      bool isSigned);
+
+/// A sorted 256-entry quantization map, ready to quantize: the code of `x`
+/// is the number of midpoints (map[i] + map[i+1]) / 2 below `x` (so the
+/// nearest entry, ties to the lower); with `isSigned`, a negative `x`
+/// never lands on a non-negative code. A table over the top 12 bits of
+/// `x` (sign, exponent, 3 mantissa bits) bounds that count, so quantizing
+/// compares `x` with the few midpoints inside its bucket.
+struct QuantCodebook {
+  float map[256];
+  float midpoints[255];
+  uint8_t low[4096], high[4096];
+
+  void build(const float *map);
+  uint8_t quantize(float x, bool isSigned) const;
+};
 Status adamw8bitUpdate(const TensorRef &param, const TensorRef &grad,
                        const TensorRef &expAvg, const TensorRef &expAvgAbsmax,
                        const TensorRef &expAvgSq,
