@@ -13,8 +13,7 @@
 
 namespace tgc::rt::cpu {
 
-/// tg.adafactor_update's attributes (their defaults where absent).
-static AdafactorOptions adafactorOptions(const Instruction &inst) {
+AdafactorOptions adafactorOptions(const Instruction &inst) {
   AdafactorOptions options;
   options.decayRate = inst.getFloat("decay_rate", -0.8);
   options.clipThreshold = inst.getFloat("clip_threshold", 1.0);

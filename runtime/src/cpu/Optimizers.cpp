@@ -44,6 +44,66 @@ static Status checkLikeParam(const TensorRef &t, const TensorRef &param,
   return expectShape(t, param.shape, what);
 }
 
+namespace {
+
+/// One SGD-with-momentum step, element by element, for the f32 and the
+/// 8-bit buffer alike: `direction` from the parameter, gradient and old
+/// buffer, which it replaces by the new one. At step 1 the buffer starts as
+/// the gradient and the old one is not read (it may be uninitialized), as
+/// torch does.
+struct SgdMomentumStep {
+  float lr, decay, mu, gradWeight;
+  bool nesterov, first;
+
+  SgdMomentumStep(float lr, int64_t t, double momentum, double dampening,
+                  double weightDecay, bool nesterov)
+      : lr(lr), decay(float(weightDecay)), mu(float(momentum)),
+        gradWeight(float(1.0 - dampening)), nesterov(nesterov),
+        first(t == 1) {}
+
+  /// The new parameter; `buffer` holds the old buffer and gets the new.
+  float apply(float p, float g, float &buffer) const {
+    float d = g + decay * p;
+    float b = first ? d : mu * buffer + gradWeight * d;
+    float direction = nesterov ? d + mu * b : b;
+    buffer = b;
+    return p - lr * direction;
+  }
+};
+
+/// One AdamW step: the step's scalars as torch computes them in Python
+/// floats (f64, then f32), and the element update shared by the f32 and
+/// the 8-bit moments.
+struct AdamWStep {
+  float stepSize, biasCorrection2Sqrt, decay, b1, oneMinusB1, b2, oneMinusB2,
+      epsilon;
+
+  AdamWStep(float lr, int64_t t, double beta1, double beta2, double eps,
+            double weightDecay) {
+    double biasCorrection1 = 1.0 - std::pow(beta1, double(t));
+    double biasCorrection2 = 1.0 - std::pow(beta2, double(t));
+    stepSize = float(double(lr) / biasCorrection1);
+    biasCorrection2Sqrt = float(std::sqrt(biasCorrection2));
+    decay = float(1.0 - double(lr) * weightDecay);
+    b1 = float(beta1);
+    oneMinusB1 = float(1.0 - beta1);
+    b2 = float(beta2);
+    oneMinusB2 = float(1.0 - beta2);
+    epsilon = float(eps);
+  }
+
+  /// The new parameter; `m` and `v` hold the old moments and get the new.
+  float apply(float p, float g, float &m, float &v) const {
+    float decayed = p * decay;
+    m = b1 * m + oneMinusB1 * g;
+    v = b2 * v + oneMinusB2 * g * g;
+    float denom = std::sqrt(v) / biasCorrection2Sqrt + epsilon;
+    return decayed - stepSize * (m / denom);
+  }
+};
+
+} // namespace
+
 Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
                  const TensorRef &lr, const TensorRef &step,
                  const TensorRef *momentumBuffer, double momentum,
@@ -75,8 +135,7 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, stepValue));
 
   int64_t count = param.numElements();
-  float decay = float(weightDecay), mu = float(momentum);
-  float gradWeight = float(1.0 - dampening);
+  float decay = float(weightDecay);
   F32Operand p(param), g(grad);
   F32Result newP(newParam);
   if (!hasBuffer) {
@@ -87,17 +146,14 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
     newP.commit();
     return Status::success();
   }
-  // torch starts the buffer as a copy of the first gradient; the operand's
-  // contents are not read then (it may be uninitialized).
-  bool first = stepValue == 1;
+  SgdMomentumStep update(lrValue, stepValue, momentum, dampening,
+                        weightDecay, nesterov);
   F32Operand buf(*momentumBuffer);
   F32Result newBuf(*newMomentumBuffer);
   for (int64_t i = 0; i < count; ++i) {
-    float d = g[i] + decay * p[i];
-    float b = first ? d : mu * buf[i] + gradWeight * d;
-    float direction = nesterov ? d + mu * b : b;
+    float b = update.first ? 0.0f : buf[i];
+    newP[i] = update.apply(p[i], g[i], b);
     newBuf[i] = b;
-    newP[i] = p[i] - lrValue * direction;
   }
   newP.commit();
   newBuf.commit();
@@ -125,28 +181,15 @@ Status adamwUpdate(const TensorRef &param, const TensorRef &grad,
   int64_t t;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
 
-  // The scalars as torch computes them in Python floats (f64).
-  double biasCorrection1 = 1.0 - std::pow(beta1, double(t));
-  double biasCorrection2 = 1.0 - std::pow(beta2, double(t));
-  float stepSize = float(double(lrValue) / biasCorrection1);
-  float biasCorrection2Sqrt = float(std::sqrt(biasCorrection2));
-  float decay = float(1.0 - double(lrValue) * weightDecay);
-  float b1 = float(beta1), oneMinusB1 = float(1.0 - beta1);
-  float b2 = float(beta2), oneMinusB2 = float(1.0 - beta2);
-  float epsilon = float(eps);
-
+  AdamWStep update(lrValue, t, beta1, beta2, eps, weightDecay);
   int64_t count = param.numElements();
   F32Operand p(param), g(grad), m(expAvg), v(expAvgSq);
   F32Result newP(newParam), newM(newExpAvg), newV(newExpAvgSq);
   for (int64_t i = 0; i < count; ++i) {
-    float gi = g[i];
-    float decayed = p[i] * decay;
-    float mi = b1 * m[i] + oneMinusB1 * gi;
-    float vi = b2 * v[i] + oneMinusB2 * gi * gi;
-    float denom = std::sqrt(vi) / biasCorrection2Sqrt + epsilon;
+    float mi = m[i], vi = v[i];
+    newP[i] = update.apply(p[i], g[i], mi, vi);
     newM[i] = mi;
     newV[i] = vi;
-    newP[i] = decayed - stepSize * (mi / denom);
   }
   newP.commit();
   newM.commit();
@@ -193,10 +236,7 @@ Status checkQuantized(const TensorRef &param, const TensorRef &codes,
                       const TensorRef &absmax, const TensorRef &map,
                       const TensorRef &newCodes, const TensorRef &newAbsmax,
                       int64_t blockSize, const char *what) {
-  if (blockSize < 1 || blockSize > kMaxQuantBlock ||
-      (blockSize & (blockSize - 1)) != 0)
-    return Status::failure("block_size must be a power of two in [1, 4096], "
-                           "found " + std::to_string(blockSize));
+  TGC_RETURN_IF_ERROR(checkQuantBlockSize(blockSize));
   int64_t blocks = (param.numElements() + blockSize - 1) / blockSize;
   for (const TensorRef *t : {&codes, &newCodes}) {
     TGC_RETURN_IF_ERROR(expectDType(*t, DType::U8, what));
@@ -225,6 +265,14 @@ void requantizeBlock(const QuantizedState &state, const float *values,
 }
 
 } // namespace
+
+Status checkQuantBlockSize(int64_t blockSize) {
+  if (blockSize < 1 || blockSize > kMaxQuantBlock ||
+      (blockSize & (blockSize - 1)) != 0)
+    return Status::failure("block_size must be a power of two in [1, 4096], "
+                           "found " + std::to_string(blockSize));
+  return Status::success();
+}
 
 void QuantCodebook::build(const float *values) {
   std::copy(values, values + 256, map);
@@ -306,16 +354,7 @@ Status adamw8bitUpdate(const TensorRef &param, const TensorRef &grad,
   int64_t t;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
 
-  // The scalars exactly as adamwUpdate computes them.
-  double biasCorrection1 = 1.0 - std::pow(beta1, double(t));
-  double biasCorrection2 = 1.0 - std::pow(beta2, double(t));
-  float stepSize = float(double(lrValue) / biasCorrection1);
-  float biasCorrection2Sqrt = float(std::sqrt(biasCorrection2));
-  float decay = float(1.0 - double(lrValue) * weightDecay);
-  float b1 = float(beta1), oneMinusB1 = float(1.0 - beta1);
-  float b2 = float(beta2), oneMinusB2 = float(1.0 - beta2);
-  float epsilon = float(eps);
-
+  AdamWStep update(lrValue, t, beta1, beta2, eps, weightDecay);
   QuantizedState m(expAvg, expAvgAbsmax, mapSigned, newExpAvg,
                    newExpAvgAbsmax, /*isSigned=*/true);
   QuantizedState v(expAvgSq, expAvgSqAbsmax, mapUnsigned, newExpAvgSq,
@@ -331,14 +370,10 @@ Status adamw8bitUpdate(const TensorRef &param, const TensorRef &grad,
     int64_t size = std::min(blockSize, count - first);
     for (int64_t e = 0; e < size; ++e) {
       int64_t i = first + e;
-      float gi = g[i];
-      float decayed = p[i] * decay;
-      float mi = b1 * m.dequantize(i, block) + oneMinusB1 * gi;
-      float vi = b2 * v.dequantize(i, block) + oneMinusB2 * gi * gi;
-      float denom = std::sqrt(vi) / biasCorrection2Sqrt + epsilon;
-      mBlock[size_t(e)] = mi;
-      vBlock[size_t(e)] = vi;
-      newP[i] = decayed - stepSize * (mi / denom);
+      float &mi = mBlock[size_t(e)], &vi = vBlock[size_t(e)];
+      mi = m.dequantize(i, block);
+      vi = v.dequantize(i, block);
+      newP[i] = update.apply(p[i], g[i], mi, vi);
     }
     requantizeBlock(m, mBlock.data(), size, first, block);
     requantizeBlock(v, vBlock.data(), size, first, block);
@@ -367,9 +402,8 @@ Status sgd8bitUpdate(const TensorRef &param, const TensorRef &grad,
   int64_t stepValue;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, stepValue));
 
-  float decay = float(weightDecay), mu = float(momentum);
-  float gradWeight = float(1.0 - dampening);
-  bool first = stepValue == 1;
+  SgdMomentumStep update(lrValue, stepValue, momentum, dampening,
+                        weightDecay, nesterov);
   QuantizedState buf(momentumBuffer, momentumAbsmax, map, newMomentumBuffer,
                      newMomentumAbsmax, /*isSigned=*/true);
   int64_t count = param.numElements();
@@ -381,12 +415,9 @@ Status sgd8bitUpdate(const TensorRef &param, const TensorRef &grad,
     int64_t size = std::min(blockSize, count - start);
     for (int64_t e = 0; e < size; ++e) {
       int64_t i = start + e;
-      float d = g[i] + decay * p[i];
-      // As sgdUpdate: at step 1 the buffer starts as the gradient.
-      float b = first ? d : mu * buf.dequantize(i, block) + gradWeight * d;
-      float direction = nesterov ? d + mu * b : b;
-      bBlock[size_t(e)] = b;
-      newP[i] = p[i] - lrValue * direction;
+      float &b = bBlock[size_t(e)];
+      b = update.first ? 0.0f : buf.dequantize(i, block);
+      newP[i] = update.apply(p[i], g[i], b);
     }
     requantizeBlock(buf, bBlock.data(), size, start, block);
   }
@@ -398,8 +429,17 @@ Status sgd8bitUpdate(const TensorRef &param, const TensorRef &grad,
 // Adafactor
 //===----------------------------------------------------------------------===//
 
-AdafactorScalars adafactorScalars(const AdafactorOptions &options, int64_t t,
-                                  float lr, double paramRms) {
+namespace {
+/// The step's scalars from the options, the step, the learning rate operand
+/// and the parameter's RMS, as Hugging Face computes them (f64, then f32).
+struct AdafactorScalars {
+  float lr, beta2t, oneMinusBeta2t, eps1, decay;
+};
+} // namespace
+
+static AdafactorScalars adafactorScalars(const AdafactorOptions &options,
+                                         int64_t t, float lr,
+                                         double paramRms) {
   AdafactorScalars s;
   double step = double(t);
   double relative = options.relativeStep

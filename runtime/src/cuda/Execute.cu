@@ -144,20 +144,12 @@ Status execute(Context &ctx, const Program &program, const Instruction &inst,
                        inst.getFloat("eps"), inst.getFloat("weight_decay"),
                        out[0], out[1], out[2]);
   case Kernel::AdafactorUpdate: {
-    cpu::AdafactorOptions options;
-    options.decayRate = inst.getFloat("decay_rate", -0.8);
-    options.clipThreshold = inst.getFloat("clip_threshold", 1.0);
-    options.eps1 = inst.getFloat("eps1", 1e-30);
-    options.eps2 = inst.getFloat("eps2", 1e-3);
-    options.weightDecay = inst.getFloat("weight_decay", 0.0);
-    options.relativeStep = inst.getBool("relative_step", true);
-    options.scaleParameter = inst.getBool("scale_parameter", true);
-    options.warmupInit = inst.getBool("warmup_init", false);
     size_t states = out.size() - 1;
     std::vector<TensorRef> state(in.begin() + 2, in.begin() + 2 + states);
     std::vector<TensorRef> newState(out.begin() + 1, out.end());
     return adafactorUpdate(ctx, in[0], in[1], state, in[2 + states],
-                           in[3 + states], options, out[0], newState);
+                           in[3 + states], cpu::adafactorOptions(inst), out[0],
+                           newState);
   }
   case Kernel::AdamW8bitUpdate:
     return adamw8bitUpdate(ctx, in[0], in[1], in[2], in[3], in[4], in[5],

@@ -43,6 +43,26 @@ struct SgdParams {
   float gradWeight; // 1 - dampening
   bool nesterov;
 };
+
+SgdParams sgdParams(double momentum, double dampening, double weightDecay,
+                    bool nesterov) {
+  return SgdParams{float(weightDecay), float(momentum),
+                   float(1.0 - dampening), nesterov};
+}
+
+/// As cpu's SgdMomentumStep::apply: the new parameter, `buffer` (the old
+/// buffer, unread at step 1) replaced by the new one.
+__device__ inline float sgdMomentumElement(const SgdParams &hp, float lr,
+                                           bool first, float p, float g,
+                                           float &buffer) {
+  float d = __fadd_rn(g, __fmul_rn(hp.decay, p));
+  float b = first ? d
+                  : __fadd_rn(__fmul_rn(hp.momentum, buffer),
+                              __fmul_rn(hp.gradWeight, d));
+  float direction = hp.nesterov ? __fadd_rn(d, __fmul_rn(hp.momentum, b)) : b;
+  buffer = b;
+  return __fsub_rn(p, __fmul_rn(lr, direction));
+}
 } // namespace
 
 __global__ void sgdKernel(const void *param, DType paramType, const void *grad,
@@ -73,16 +93,12 @@ __global__ void sgdMomentumKernel(const void *param, DType paramType,
   float lrValue = *lr;
   bool first = t == 1;
   TGC_GRID_LOOP(i, n) {
-    float p = loadFloat(param, paramType, i);
-    float d = __fadd_rn(loadFloat(grad, gradType, i), __fmul_rn(hp.decay, p));
-    float b = first ? d
-                    : __fadd_rn(__fmul_rn(hp.momentum,
-                                          loadFloat(buffer, bufferType, i)),
-                                __fmul_rn(hp.gradWeight, d));
-    float direction = hp.nesterov ? __fadd_rn(d, __fmul_rn(hp.momentum, b)) : b;
+    float b = first ? 0.0f : loadFloat(buffer, bufferType, i);
+    float p = sgdMomentumElement(hp, lrValue, first,
+                                 loadFloat(param, paramType, i),
+                                 loadFloat(grad, gradType, i), b);
     storeFloat(newBuffer, bufferType, i, b);
-    storeFloat(newParam, paramType, i,
-               __fsub_rn(p, __fmul_rn(lrValue, direction)));
+    storeFloat(newParam, paramType, i, p);
   }
 }
 
@@ -94,11 +110,7 @@ Status sgdUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
   if ((momentumBuffer == nullptr) != (newMomentumBuffer == nullptr))
     return Status::failure("sgd_update needs both the momentum buffer and "
                            "its result, or neither");
-  SgdParams hp;
-  hp.decay = float(weightDecay);
-  hp.momentum = float(momentum);
-  hp.gradWeight = float(1.0 - dampening);
-  hp.nesterov = nesterov;
+  SgdParams hp = sgdParams(momentum, dampening, weightDecay, nesterov);
   int64_t n = param.numElements();
   // Launched even when empty: the kernel still checks the step.
   unsigned blocks = blocksFor(n, kThreads);
@@ -130,6 +142,45 @@ struct AdamWParams {
   double beta1, beta2, weightDecay;
   float b1, oneMinusB1, b2, oneMinusB2, epsilon;
 };
+
+AdamWParams adamwParams(double beta1, double beta2, double eps,
+                        double weightDecay) {
+  return AdamWParams{beta1,
+                     beta2,
+                     weightDecay,
+                     float(beta1),
+                     float(1.0 - beta1),
+                     float(beta2),
+                     float(1.0 - beta2),
+                     float(eps)};
+}
+
+/// As cpu's AdamWStep: the step's scalars as torch computes them in Python
+/// floats (f64), derived by each thread from the device lr and step, and
+/// the element update.
+struct AdamWStep {
+  float stepSize, biasCorrection2Sqrt, decay;
+
+  __device__ AdamWStep(const AdamWParams &hp, float lr, int64_t t) {
+    double biasCorrection1 = 1.0 - pow(hp.beta1, double(t));
+    double biasCorrection2 = 1.0 - pow(hp.beta2, double(t));
+    stepSize = float(__ddiv_rn(double(lr), biasCorrection1));
+    biasCorrection2Sqrt = float(__dsqrt_rn(biasCorrection2));
+    decay = float(1.0 - __dmul_rn(double(lr), hp.weightDecay));
+  }
+
+  /// The new parameter; `m` and `v` hold the old moments and get the new.
+  __device__ float apply(const AdamWParams &hp, float p, float g, float &m,
+                         float &v) const {
+    float decayed = __fmul_rn(p, decay);
+    m = __fadd_rn(__fmul_rn(hp.b1, m), __fmul_rn(hp.oneMinusB1, g));
+    v = __fadd_rn(__fmul_rn(hp.b2, v),
+                  __fmul_rn(__fmul_rn(hp.oneMinusB2, g), g));
+    float denom =
+        __fadd_rn(__fdiv_rn(__fsqrt_rn(v), biasCorrection2Sqrt), hp.epsilon);
+    return __fsub_rn(decayed, __fmul_rn(stepSize, __fdiv_rn(m, denom)));
+  }
+};
 } // namespace
 
 __global__ void adamwKernel(const void *param, DType paramType,
@@ -142,26 +193,15 @@ __global__ void adamwKernel(const void *param, DType paramType,
   int64_t t;
   if (!readStep(step, error, t))
     return;
-  // The step's scalars as torch computes them in Python floats (f64).
-  float lrValue = *lr;
-  double biasCorrection1 = 1.0 - pow(hp.beta1, double(t));
-  double biasCorrection2 = 1.0 - pow(hp.beta2, double(t));
-  float stepSize = float(__ddiv_rn(double(lrValue), biasCorrection1));
-  float biasCorrection2Sqrt = float(__dsqrt_rn(biasCorrection2));
-  float decay = float(1.0 - __dmul_rn(double(lrValue), hp.weightDecay));
+  AdamWStep update(hp, *lr, t);
   TGC_GRID_LOOP(i, n) {
-    float g = loadFloat(grad, gradType, i);
-    float decayed = __fmul_rn(loadFloat(param, paramType, i), decay);
-    float m = __fadd_rn(__fmul_rn(hp.b1, loadFloat(expAvg, expAvgType, i)),
-                        __fmul_rn(hp.oneMinusB1, g));
-    float v = __fadd_rn(__fmul_rn(hp.b2, loadFloat(expAvgSq, expAvgSqType, i)),
-                        __fmul_rn(__fmul_rn(hp.oneMinusB2, g), g));
-    float denom =
-        __fadd_rn(__fdiv_rn(__fsqrt_rn(v), biasCorrection2Sqrt), hp.epsilon);
+    float m = loadFloat(expAvg, expAvgType, i);
+    float v = loadFloat(expAvgSq, expAvgSqType, i);
+    float p = update.apply(hp, loadFloat(param, paramType, i),
+                           loadFloat(grad, gradType, i), m, v);
     storeFloat(newExpAvg, expAvgType, i, m);
     storeFloat(newExpAvgSq, expAvgSqType, i, v);
-    storeFloat(newParam, paramType, i,
-               __fsub_rn(decayed, __fmul_rn(stepSize, __fdiv_rn(m, denom))));
+    storeFloat(newParam, paramType, i, p);
   }
 }
 
@@ -171,15 +211,7 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    double beta2, double eps, double weightDecay,
                    TensorRef &newParam, TensorRef &newExpAvg,
                    TensorRef &newExpAvgSq) {
-  AdamWParams hp;
-  hp.beta1 = beta1;
-  hp.beta2 = beta2;
-  hp.weightDecay = weightDecay;
-  hp.b1 = float(beta1);
-  hp.oneMinusB1 = float(1.0 - beta1);
-  hp.b2 = float(beta2);
-  hp.oneMinusB2 = float(1.0 - beta2);
-  hp.epsilon = float(eps);
+  AdamWParams hp = adamwParams(beta1, beta2, eps, weightDecay);
   int64_t n = param.numElements();
   // Launched even when empty: the kernel still checks the step.
   adamwKernel<<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
@@ -203,7 +235,7 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
 // barrier after which they are written, so the update is correct in place.
 
 namespace {
-constexpr int kMaxPerThread = 4096 / kThreads;
+constexpr int kMaxPerThread = int(cpu::kMaxQuantBlock / kThreads);
 
 /// Launch shape of the 8-bit updates: threads per block of state.
 inline unsigned quantThreads(int64_t blockSize) {
@@ -290,13 +322,7 @@ __global__ void adamw8bitKernel(const void *param, DType paramType,
   loadMap(mapSigned, mapS, midS);
   loadMap(mapUnsigned, mapU, midU);
   __syncthreads();
-  float lrValue = *lr;
-  double biasCorrection1 = 1.0 - pow(hp.beta1, double(t));
-  double biasCorrection2 = 1.0 - pow(hp.beta2, double(t));
-  float stepSize = float(__ddiv_rn(double(lrValue), biasCorrection1));
-  float biasCorrection2Sqrt = float(__dsqrt_rn(biasCorrection2));
-  float decay = float(1.0 - __dmul_rn(double(lrValue), hp.weightDecay));
-
+  AdamWStep update(hp, *lr, t);
   int64_t block = blockIdx.x;
   int64_t first = block * blockSize;
   int64_t size = n - first < blockSize ? n - first : blockSize;
@@ -308,20 +334,14 @@ __global__ void adamw8bitKernel(const void *param, DType paramType,
     if (e >= size)
       break;
     int64_t i = first + e;
-    float g = loadFloat(grad, gradType, i);
-    float decayed = __fmul_rn(loadFloat(param, paramType, i), decay);
-    float m = __fadd_rn(__fmul_rn(hp.b1, __fmul_rn(mapS[mCodes[i]], oldMAbsmax)),
-                        __fmul_rn(hp.oneMinusB1, g));
-    float v = __fadd_rn(__fmul_rn(hp.b2, __fmul_rn(mapU[vCodes[i]], oldVAbsmax)),
-                        __fmul_rn(__fmul_rn(hp.oneMinusB2, g), g));
-    float denom =
-        __fadd_rn(__fdiv_rn(__fsqrt_rn(v), biasCorrection2Sqrt), hp.epsilon);
-    mValues[k] = m;
-    vValues[k] = v;
+    float &m = mValues[k], &v = vValues[k];
+    m = __fmul_rn(mapS[mCodes[i]], oldMAbsmax);
+    v = __fmul_rn(mapU[vCodes[i]], oldVAbsmax);
+    float p = update.apply(hp, loadFloat(param, paramType, i),
+                           loadFloat(grad, gradType, i), m, v);
     mMax = fmaxf(mMax, fabsf(m));
     vMax = fmaxf(vMax, fabsf(v));
-    storeFloat(newParam, paramType, i,
-               __fsub_rn(decayed, __fmul_rn(stepSize, __fdiv_rn(m, denom))));
+    storeFloat(newParam, paramType, i, p);
   }
   requantizeBlock(mValues, mMax, mapS, midS, /*isSigned=*/true, newMCodes,
                   newMAbsmax, first, size, scratch);
@@ -329,14 +349,8 @@ __global__ void adamw8bitKernel(const void *param, DType paramType,
                   newVAbsmax, first, size, scratch);
 }
 
-/// Checks the block size the kernels' register arrays allow.
-static Status checkBlockSize(int64_t blockSize) {
-  if (blockSize < 1 || blockSize > int64_t(kMaxPerThread) * kThreads ||
-      (blockSize & (blockSize - 1)))
-    return Status::failure("block_size must be a power of two in [1, 4096], "
-                           "found " + std::to_string(blockSize));
-  return Status::success();
-}
+static_assert(int64_t(kMaxPerThread) * kThreads == cpu::kMaxQuantBlock,
+              "the 8-bit kernels hold the largest block in registers");
 
 Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
                        const TensorRef &grad, const TensorRef &expAvg,
@@ -350,17 +364,9 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
                        TensorRef &newParam, TensorRef &newExpAvg,
                        TensorRef &newExpAvgAbsmax, TensorRef &newExpAvgSq,
                        TensorRef &newExpAvgSqAbsmax) {
-  if (Status status = checkBlockSize(blockSize); !status.ok())
+  if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
     return status;
-  AdamWParams hp;
-  hp.beta1 = beta1;
-  hp.beta2 = beta2;
-  hp.weightDecay = weightDecay;
-  hp.b1 = float(beta1);
-  hp.oneMinusB1 = float(1.0 - beta1);
-  hp.b2 = float(beta2);
-  hp.oneMinusB2 = float(1.0 - beta2);
-  hp.epsilon = float(eps);
+  AdamWParams hp = adamwParams(beta1, beta2, eps, weightDecay);
   int64_t n = param.numElements();
   int64_t blocks = (n + blockSize - 1) / blockSize;
   // At least one block: the kernel still checks the step when n is 0.
@@ -410,17 +416,13 @@ __global__ void sgd8bitKernel(const void *param, DType paramType,
     if (e >= size)
       break;
     int64_t i = start + e;
-    float p = loadFloat(param, paramType, i);
-    float d = __fadd_rn(loadFloat(grad, gradType, i), __fmul_rn(hp.decay, p));
-    float b = first ? d
-                    : __fadd_rn(__fmul_rn(hp.momentum,
-                                          __fmul_rn(mapS[codes[i]], oldAbsmax)),
-                                __fmul_rn(hp.gradWeight, d));
-    float direction = hp.nesterov ? __fadd_rn(d, __fmul_rn(hp.momentum, b)) : b;
-    values[k] = b;
+    float &b = values[k];
+    b = first ? 0.0f : __fmul_rn(mapS[codes[i]], oldAbsmax);
+    float p = sgdMomentumElement(hp, lrValue, first,
+                                 loadFloat(param, paramType, i),
+                                 loadFloat(grad, gradType, i), b);
     localMax = fmaxf(localMax, fabsf(b));
-    storeFloat(newParam, paramType, i,
-               __fsub_rn(p, __fmul_rn(lrValue, direction)));
+    storeFloat(newParam, paramType, i, p);
   }
   requantizeBlock(values, localMax, mapS, midS, /*isSigned=*/true, newCodes,
                   newAbsmax, start, size, scratch);
@@ -434,13 +436,9 @@ Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
                      bool nesterov, int64_t blockSize, TensorRef &newParam,
                      TensorRef &newMomentumBuffer,
                      TensorRef &newMomentumAbsmax) {
-  if (Status status = checkBlockSize(blockSize); !status.ok())
+  if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
     return status;
-  SgdParams hp;
-  hp.decay = float(weightDecay);
-  hp.momentum = float(momentum);
-  hp.gradWeight = float(1.0 - dampening);
-  hp.nesterov = nesterov;
+  SgdParams hp = sgdParams(momentum, dampening, weightDecay, nesterov);
   int64_t n = param.numElements();
   int64_t blocks = (n + blockSize - 1) / blockSize;
   sgd8bitKernel<<<unsigned(blocks > 0 ? blocks : 1), quantThreads(blockSize),
@@ -494,7 +492,7 @@ __global__ void sqrtToF32Kernel(const double *sum, float *result) {
 // parameter's sum of squares; the row and column sums of grad^2 + eps1
 // (factored) into f64 scratch; the new state; the row state's mean; the
 // update's sum of squares; the parameter update. Each thread derives the
-// step's scalars from the device step, lr and sums as cpu::adafactorScalars
+// step's scalars from the device step, lr and sums as the CPU kernel
 // does.
 
 namespace {
@@ -505,7 +503,7 @@ struct AdafactorParams {
   int64_t count, batches, n, m;
 };
 
-/// What cpu::adafactorScalars computes, on the device.
+/// What the CPU kernel's adafactorScalars computes, on the device.
 struct AdafactorStep {
   float lr, beta2t, oneMinusBeta2t, decay;
 };

@@ -673,15 +673,23 @@ LogicalResult SGDUpdateOp::verify() {
   return success();
 }
 
-LogicalResult AdamWUpdateOp::verify() {
+/// The ranges of AdamW's hyper-parameters (f32 and 8-bit updates).
+template <typename AdamWOp>
+static LogicalResult verifyAdamWAttributes(AdamWOp op) {
   double inf = std::numeric_limits<double>::infinity();
-  if (failed(verifyRange(*this, "beta1", getBeta1().convertToDouble(), 0.0,
+  if (failed(verifyRange(op, "beta1", op.getBeta1().convertToDouble(), 0.0,
                          1.0)) ||
-      failed(verifyRange(*this, "beta2", getBeta2().convertToDouble(), 0.0,
+      failed(verifyRange(op, "beta2", op.getBeta2().convertToDouble(), 0.0,
                          1.0)) ||
-      failed(verifyRange(*this, "eps", getEps().convertToDouble(), 0.0, inf)) ||
-      failed(verifyRange(*this, "weight_decay",
-                         getWeightDecay().convertToDouble(), 0.0, inf)))
+      failed(verifyRange(op, "eps", op.getEps().convertToDouble(), 0.0,
+                         inf)))
+    return failure();
+  return verifyRange(op, "weight_decay", op.getWeightDecay().convertToDouble(),
+                     0.0, inf);
+}
+
+LogicalResult AdamWUpdateOp::verify() {
+  if (failed(verifyAdamWAttributes(*this)))
     return failure();
   ArrayRef<int64_t> shape = tensorType(getParam()).getShape();
   if (failed(verifyShape(*this, getGrad(), shape, "grad")) ||
@@ -780,14 +788,7 @@ static LogicalResult verifyQuantizedState(Operation *op, Value param,
 }
 
 LogicalResult AdamW8bitUpdateOp::verify() {
-  double inf = std::numeric_limits<double>::infinity();
-  if (failed(verifyRange(*this, "beta1", getBeta1().convertToDouble(), 0.0,
-                         1.0)) ||
-      failed(verifyRange(*this, "beta2", getBeta2().convertToDouble(), 0.0,
-                         1.0)) ||
-      failed(verifyRange(*this, "eps", getEps().convertToDouble(), 0.0, inf)) ||
-      failed(verifyRange(*this, "weight_decay",
-                         getWeightDecay().convertToDouble(), 0.0, inf)))
+  if (failed(verifyAdamWAttributes(*this)))
     return failure();
   if (failed(verifyShape(*this, getGrad(), tensorType(getParam()).getShape(),
                          "grad")) ||

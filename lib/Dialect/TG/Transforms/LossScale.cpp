@@ -10,6 +10,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "TrainStep.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
@@ -45,14 +47,7 @@ public:
 
 private:
   BlockArgument addState(StringRef name, Type type, Attribute init) {
-    Block &body = step.getBody().front();
-    BlockArgument arg = body.addArgument(type, loc);
-    NamedAttrList attrs;
-    attrs.set(TGDialect::kStateAttr, builder.getStringAttr(name));
-    if (init)
-      attrs.set(TGDialect::kInitAttr, init);
-    argAttrs.push_back(attrs.getDictionary(step.getContext()));
-    return arg;
+    return appendStateArgument(step, argAttrs, name, type, init);
   }
 
   func::FuncOp step;
@@ -236,19 +231,11 @@ struct LossScalePass : tgc::tg::impl::TGLossScaleBase<LossScalePass> {
           "backoff-factor in (0, 1) and growth-interval >= 1");
       return signalPassFailure();
     }
-    bool any = false;
-    for (auto step : getOperation().getOps<func::FuncOp>()) {
-      if (!step->hasAttr(TGDialect::kTrainStepAttr))
-        continue;
-      any = true;
-      if (failed(Rewriter(step, config).run()))
-        return signalPassFailure();
-    }
-    if (!any) {
-      getOperation().emitError("tg-loss-scale found no function marked "
-                               "tg.train_step; run it after tg-autodiff");
+    if (failed(forEachTrainStep(getOperation(), "tg-loss-scale",
+                                "tg-autodiff", [&](func::FuncOp step) {
+                                  return Rewriter(step, config).run();
+                                })))
       return signalPassFailure();
-    }
   }
 };
 

@@ -14,6 +14,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "TrainStep.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
@@ -62,13 +64,7 @@ private:
                           builder.getF64FloatAttr(value));
   }
   BlockArgument addState(StringRef name, Type type, Attribute init = {}) {
-    BlockArgument arg = step.getBody().front().addArgument(type, loc);
-    NamedAttrList attrs;
-    attrs.set(TGDialect::kStateAttr, builder.getStringAttr(name));
-    if (init)
-      attrs.set(TGDialect::kInitAttr, init);
-    argAttrs.push_back(attrs.getDictionary(step.getContext()));
-    return arg;
+    return appendStateArgument(step, argAttrs, name, type, init);
   }
   void clipGradients();
   void addUpdate(Value value, StringRef name) {
@@ -248,19 +244,11 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
     OptimizerConfig config;
     if (failed(readConfig(config)))
       return signalPassFailure();
-    bool any = false;
-    for (auto step : getOperation().getOps<func::FuncOp>()) {
-      if (!step->hasAttr(TGDialect::kTrainStepAttr))
-        continue;
-      any = true;
-      if (failed(UpdateBuilder(step, config).build()))
-        return signalPassFailure();
-    }
-    if (!any) {
-      getOperation().emitError("tg-optimizer found no function marked "
-                               "tg.train_step; run it after tg-autodiff");
+    if (failed(forEachTrainStep(getOperation(), "tg-optimizer", "tg-autodiff",
+                                [&](func::FuncOp step) {
+                                  return UpdateBuilder(step, config).build();
+                                })))
       return signalPassFailure();
-    }
   }
 
   LogicalResult readConfig(OptimizerConfig &config) {

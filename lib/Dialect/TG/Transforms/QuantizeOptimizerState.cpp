@@ -12,6 +12,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "TrainStep.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -327,30 +329,24 @@ struct QuantizeOptimizerStatePass
       return signalPassFailure();
     }
     Config config{blockSize, minSize, printSummary};
-    bool any = false;
-    for (auto step : getOperation().getOps<func::FuncOp>()) {
-      if (!step->hasAttr(TGDialect::kTrainStepAttr))
-        continue;
-      any = true;
+    auto rewrite = [&](func::FuncOp step) -> LogicalResult {
       Rewriter rewriter(step, config);
       if (failed(rewriter.run()))
-        return signalPassFailure();
+        return failure();
       if (config.print)
         llvm::errs() << "tg-quantize-optimizer-state: @" << step.getSymName()
                      << ": " << rewriter.quantized
                      << " updates with 8-bit state (block "
-                     << int64_t(blockSize) << "), " << rewriter.kept
-                     << " kept in f32 (< " << int64_t(minSize)
+                     << config.blockSize << "), " << rewriter.kept
+                     << " kept in f32 (< " << config.minSize
                      << " elements); their state "
                      << rewriter.bytesBefore << " -> " << rewriter.bytesAfter
                      << " bytes\n";
-    }
-    if (!any) {
-      getOperation().emitError("tg-quantize-optimizer-state found no function "
-                               "marked tg.train_step; run it after "
-                               "tg-optimizer");
+      return success();
+    };
+    if (failed(forEachTrainStep(getOperation(), "tg-quantize-optimizer-state",
+                                "tg-optimizer", rewrite)))
       return signalPassFailure();
-    }
   }
 };
 

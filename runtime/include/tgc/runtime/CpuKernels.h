@@ -27,6 +27,10 @@
 #include <optional>
 #include <vector>
 
+namespace tgc::rt {
+struct Instruction;
+} // namespace tgc::rt
+
 namespace tgc::rt::cpu {
 
 //===----------------------------------------------------------------------===//
@@ -178,6 +182,8 @@ Status adamwUpdate(const TensorRef &param, const TensorRef &grad,
 /// 8-bit state (tg.adamw_8bit_update, tg.sgd_8bit_update): the largest
 /// block one absmax scales.
 constexpr int64_t kMaxQuantBlock = 4096;
+/// An error unless `blockSize` is a power of two in [1, kMaxQuantBlock].
+Status checkQuantBlockSize(int64_t blockSize);
 
 /// A sorted 256-entry quantization map, ready to quantize: the code of `x`
 /// is the number of midpoints (map[i] + map[i+1]) / 2 below `x` (so the
@@ -212,19 +218,15 @@ Status sgd8bitUpdate(const TensorRef &param, const TensorRef &grad,
                      bool nesterov, int64_t blockSize, TensorRef &newParam,
                      TensorRef &newMomentumBuffer,
                      TensorRef &newMomentumAbsmax);
-/// tg.adafactor_update's attributes, and the step's scalars derived from
-/// them, the step, the learning rate operand and the parameter's RMS (as
-/// Hugging Face computes them: in f64, then f32), shared by both backends.
+/// tg.adafactor_update's attributes, shared by both backends.
 struct AdafactorOptions {
   double decayRate = -0.8, clipThreshold = 1.0, eps1 = 1e-30, eps2 = 1e-3;
   double weightDecay = 0.0;
   bool relativeStep = true, scaleParameter = true, warmupInit = false;
 };
-struct AdafactorScalars {
-  float lr, beta2t, oneMinusBeta2t, eps1, decay;
-};
-AdafactorScalars adafactorScalars(const AdafactorOptions &options, int64_t t,
-                                  float lr, double paramRms);
+/// An instruction's tg.adafactor_update attributes (their defaults where
+/// absent), for both backends.
+AdafactorOptions adafactorOptions(const Instruction &inst);
 /// `state` is {row, col} for a parameter of rank >= 2, else {v}.
 Status adafactorUpdate(const TensorRef &param, const TensorRef &grad,
                        const std::vector<TensorRef> &state,

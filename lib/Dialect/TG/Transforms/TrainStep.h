@@ -1,0 +1,35 @@
+//===- TrainStep.h - what the passes on training steps share ----*- C++ -*-===//
+//
+// Helpers of the passes that rewrite tg.train_step functions (tg-optimizer,
+// tg-quantize-optimizer-state, tg-loss-scale): finding the steps, and
+// appending a state argument.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_DIALECT_TG_TRANSFORMS_TRAINSTEP_H
+#define TGC_DIALECT_TG_TRANSFORMS_TRAINSTEP_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace tgc::tg {
+
+/// Runs `rewrite` on every func.func of `module` marked tg.train_step,
+/// stopping at the first failure. Without any, reports that `pass` found
+/// none and must run after `after`.
+mlir::LogicalResult forEachTrainStep(
+    mlir::ModuleOp module, llvm::StringRef pass, llvm::StringRef after,
+    llvm::function_ref<mlir::LogicalResult(mlir::func::FuncOp)> rewrite);
+
+/// Appends an argument of `type` to `step`'s entry block, marked `tg.state
+/// = name` (and `tg.init = init` when given), recording its attributes in
+/// `argAttrs`, which the caller sets on the function with the new type.
+mlir::BlockArgument
+appendStateArgument(mlir::func::FuncOp step,
+                    llvm::SmallVectorImpl<mlir::DictionaryAttr> &argAttrs,
+                    llvm::StringRef name, mlir::Type type,
+                    mlir::Attribute init = {});
+
+} // namespace tgc::tg
+
+#endif // TGC_DIALECT_TG_TRANSFORMS_TRAINSTEP_H
