@@ -15,6 +15,9 @@ PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libgtest-dev libopenblas-dev flatbuffers-compiler libflatbuffers-dev
   python3-torch
+  # The fuzzing harnesses: clang and its libFuzzer and sanitizer runtimes,
+  # matching LLVM 22 (scripts/fuzz.sh).
+  clang-22 libclang-rt-22-dev
   # Test only: the remat optimality test's exact baseline
   # (test/Transforms/Inputs/checkmate.py, a MILP solved with CBC).
   coinor-cbc python3-pulp

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every tgc test: the README's test command, and
-# what CI runs.
+# what CI runs. After the suite on the normal build: the same suite on an
+# AddressSanitizer + UBSan build (scripts/test-sanitized.sh), and every
+# fuzzing harness for a bounded time (scripts/fuzz.sh; TGC_FUZZ_SECONDS,
+# default 30 per harness).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/build.sh"
 bash "$root/scripts/build.sh" check-tgc
+bash "$root/scripts/test-sanitized.sh"
+bash "$root/scripts/fuzz.sh" --time "${TGC_FUZZ_SECONDS:-30}"

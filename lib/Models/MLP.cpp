@@ -9,6 +9,7 @@
 
 #include "tgc/Models/ModelBuilder.h"
 #include "tgc/Models/Models.h"
+#include "tgc/Support/CheckedMath.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -26,6 +27,18 @@ std::string validateMLPConfig(const MLPConfig &config) {
       return "every MLP width must be positive";
   if (config.batch <= 0)
     return "the batch size must be positive";
+  if (config.widths.size() > 100000)
+    return "an MLP may have at most 100000 layers";
+  for (size_t i = 0; i + 1 < config.widths.size(); ++i)
+    if (!checkedTensorBytes(std::vector<int64_t>{config.widths[i],
+                                                  config.widths[i + 1]},
+                            4) ||
+        !checkedTensorBytes(std::vector<int64_t>{config.batch,
+                                                  config.widths[i]},
+                            4))
+      return "layer " + std::to_string(i) + " would hold more than " +
+             std::to_string(kMaxTensorBytes >> 40) +
+             " TiB in one tensor, the largest tgc compiles";
   return "";
 }
 

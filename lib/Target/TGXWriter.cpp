@@ -11,6 +11,7 @@
 #include "tgc/Target/TGX.h"
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/format/TGXFile.h"
 #include "tgc/format/tgx_generated.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -200,6 +201,13 @@ TGXWriter::addConstant(tg::ConstantOp op,
   auto elements = dyn_cast<DenseElementsAttr>(op.getValue());
   if (!elements)
     return op.emitOpError("only dense constants can be compiled");
+  // The executable is one FlatBuffer, which cannot exceed 2 GiB: the
+  // constants may take at most kMaxConstantBytes of it.
+  int64_t bytesNeeded = tg::getTensorBytes(op.getType());
+  if (int64_t(constants.size()) + bytesNeeded > kMaxConstantBytes)
+    return op.emitOpError("brings the executable's constants to ")
+           << int64_t(constants.size()) + bytesNeeded
+           << " bytes, more than the format's limit of " << kMaxConstantBytes;
   size_t start = constants.size();
   Type element = elements.getElementType();
   auto append = [&](uint64_t bits, unsigned bytes) {
@@ -321,13 +329,14 @@ LogicalResult TGXWriter::write(StringRef model, StringRef options,
     return step.emitOpError("has no result marked tg.loss to compile");
 
   auto program = tgx::CreateProgram(
-      fbb, kTGXVersion, str(model), str(options),
+      fbb, tgx::kFormatVersion, str(model), str(options),
       fbb.CreateVector(tensors), plan.persistentSize, plan.layout.arenaSize,
       plan.layout.peakLive, plan.alignment, fbb.CreateVector(instructions),
       loss, counter,
       fbb.CreateVector(constants));
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  tgx::appendTrailer(out);
   return success();
 }
 

@@ -7,7 +7,12 @@
 
 #include "tgc/runtime/Checkpoint.h"
 
+#include "FileIO.h"
 #include "Safetensors.h"
+
+#include <cerrno>
+#include <cmath>
+#include <sys/stat.h>
 
 #include <optional>
 
@@ -76,10 +81,28 @@ static Status writeSafetensors(const std::string &path,
   while ((header.size() + 8) % 8 != 0)
     header.push_back(' ');
 
-  std::string temporary = path + ".tmp";
-  FILE *file = std::fopen(temporary.c_str(), "wb");
-  if (!file)
-    return Status::failure("cannot write '" + temporary + "'");
+  // Only a regular file (or nothing) may be replaced: renaming over a
+  // device node such as /dev/full would replace the device.
+  Status replaceable = checkReplaceable(path);
+  if (!replaceable.ok())
+    return replaceable;
+  // A fresh temporary file beside the target (O_EXCL: never one that
+  // exists, nor a link someone placed there).
+  std::string temporary = path + ".tmp.XXXXXX";
+  int fd = ::mkstemp(temporary.data());
+  if (fd < 0)
+    return Status::failure("cannot write '" + path + "' (cannot create a "
+                           "temporary file beside it: " +
+                           std::strerror(errno) + ")");
+  mode_t mask = ::umask(0); // mkstemp makes 0600; a save gets 0666 & ~umask
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+  FILE *file = ::fdopen(fd, "wb");
+  if (!file) {
+    ::close(fd);
+    std::remove(temporary.c_str());
+    return Status::failure("cannot write '" + path + "'");
+  }
   uint64_t length = header.size();
   uint8_t prefix[8];
   for (int i = 0; i < 8; ++i)
@@ -117,6 +140,10 @@ static Entry entryOf(Session &session, int32_t index, std::string name = "") {
   TensorRef view = session.hostView(index);
   return {name.empty() ? info.name : name, info.dtype, info.shape, view.data,
           view.numBytes()};
+}
+
+Status checkSaveTarget(const std::string &path) {
+  return checkReplaceable(path);
 }
 
 Status saveCheckpoint(Session &session, const std::string &path,
@@ -204,6 +231,73 @@ Status exportMerged(Session &session, const std::string &path) {
                        result.numBytes()});
   }
   return writeSafetensors(path, {{"format", "pt"}}, entries);
+}
+
+/// Checks the values of a tensor before it is loaded: floats must be
+/// finite (a NaN weight trains nothing and poisons every step after it),
+/// and the step counter must not be negative.
+static Status checkValues(const SafetensorsEntry &entry, const char *data,
+                          DType stored, const TensorInfo &info,
+                          bool stepCounter) {
+  TensorRef view;
+  view.data = const_cast<char *>(data);
+  view.dtype = stored;
+  view.shape = info.shape;
+  int64_t count = view.numElements();
+  if (isFloat(stored)) {
+    for (int64_t i = 0; i < count; ++i) {
+      float value = loadF32(view, i);
+      if (!std::isfinite(value))
+        return Status::failure(
+            "tensor '" + entry.name + "' holds " +
+            (std::isnan(value) ? "NaN" : "an infinite value") +
+            " at element " + std::to_string(i) +
+            "; refusing to load a corrupt or diverged checkpoint");
+    }
+    // The learning rate and the loss scale are scalars the run divides
+    // and multiplies by: a negative rate or a scale <= 0 is corrupt.
+    if (count == 1 && ((info.name == "optimizer.lr" && loadF32(view, 0) < 0) ||
+                       (info.name == "amp.loss_scale" &&
+                        !(loadF32(view, 0) > 0))))
+      return Status::failure("tensor '" + entry.name + "' holds " +
+                             std::to_string(loadF32(view, 0)) +
+                             ", out of its range");
+  } else if (stored == DType::I64 && stepCounter) {
+    int64_t step;
+    std::memcpy(&step, data, sizeof(step));
+    if (count != 1 || step < 0 || step > kMaxCheckpointStep)
+      return Status::failure("tensor '" + entry.name + "' holds the step " +
+                             std::to_string(step) + ", outside [0, " +
+                             std::to_string(kMaxCheckpointStep) + "]");
+  }
+  return Status::success();
+}
+
+/// A non-negative decimal integer of at most kMaxCheckpointStep.
+static bool parseCount(const std::string &text, int64_t &value) {
+  if (text.empty() || text.size() > 19)
+    return false;
+  value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return false;
+    value = value * 10 + (c - '0');
+  }
+  return value <= kMaxCheckpointStep;
+}
+
+Status checkRunMetadata(const std::map<std::string, std::string> &metadata) {
+  int64_t value;
+  for (const char *key : {"tgc.step", "tgc.seed"}) {
+    auto found = metadata.find(key);
+    if (found == metadata.end())
+      continue;
+    if (!parseCount(found->second, value))
+      return Status::failure(std::string("its ") + key + " '" +
+                             found->second + "' is not an integer in [0, " +
+                             std::to_string(kMaxCheckpointStep) + "]");
+  }
+  return Status::success();
 }
 
 Status loadCheckpoint(Session &session, const std::string &path,
@@ -310,8 +404,17 @@ Status loadCheckpoint(Session &session, const std::string &path,
     status = checkEntry(entry, stored, info.shape);
     if (!status.ok())
       return fail(status.error);
+    status = checkValues(entry, file.data(entry), stored, info,
+                         index == program.stepCounter);
+    if (!status.ok())
+      return fail(status.error);
     pending.push_back({index, &entry, stored});
     found[index] = true;
+  }
+  if (scope == LoadScope::Everything) {
+    status = checkRunMetadata(file.metadata);
+    if (!status.ok())
+      return fail(status.error);
   }
   if (scope == LoadScope::Adapters && program.adapters.empty())
     return fail("the model has no LoRA adapters (compile it with --lora)");

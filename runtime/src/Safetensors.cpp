@@ -4,8 +4,11 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
+#include "FileIO.h"
+#include "tgc/Support/CheckedMath.h"
+
+#include <algorithm>
+#include <climits>
 
 namespace tgc::rt {
 namespace {
@@ -15,7 +18,7 @@ class Json {
 public:
   struct Value {
     enum Kind { Null, Number, String, Array, Object } kind = Null;
-    double number = 0;
+    int64_t number = 0; // exact, >= 0
     std::string string;
     std::vector<Value> array;
     std::vector<std::pair<std::string, Value>> object;
@@ -114,17 +117,23 @@ private:
         return false;
       }
     }
-    // A number (integers only appear in safetensors headers).
-    size_t start = pos;
-    while (pos < text.size() &&
-           (std::isdigit((unsigned char)text[pos]) || text[pos] == '-' ||
-            text[pos] == '+' || text[pos] == '.' || text[pos] == 'e' ||
-            text[pos] == 'E'))
-      ++pos;
-    if (start == pos)
+    // A number. Safetensors headers hold only non-negative integers
+    // (shapes, offsets); they are read exactly, and anything else (a sign,
+    // a fraction, an exponent, more than 63 bits) is refused.
+    if (!std::isdigit((unsigned char)c))
       return false;
     value.kind = Value::Number;
-    value.number = std::strtod(text.substr(start, pos - start).c_str(), nullptr);
+    uint64_t number = 0;
+    while (pos < text.size() && std::isdigit((unsigned char)text[pos])) {
+      unsigned digit = unsigned(text[pos++] - '0');
+      if (number > (uint64_t(INT64_MAX) - digit) / 10)
+        return false;
+      number = number * 10 + digit;
+    }
+    if (pos < text.size() && (text[pos] == '.' || text[pos] == 'e' ||
+                              text[pos] == 'E'))
+      return false;
+    value.number = int64_t(number);
     return true;
   }
 
@@ -192,16 +201,22 @@ Status checkEntry(const SafetensorsEntry &entry, DType dtype,
   return Status::success();
 }
 
-Status readSafetensors(const std::string &path, SafetensorsFile &file) {
+/// The bytes per element of a safetensors dtype name, or 0 when unknown.
+static int64_t safetensorsElementBytes(const std::string &dtype) {
+  static const std::pair<const char *, int64_t> kSizes[] = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+      {"U32", 4},  {"F32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8}};
+  for (auto &[name, bytes] : kSizes)
+    if (dtype == name)
+      return bytes;
+  return 0;
+}
+
+Status parseSafetensors(const std::string &path, SafetensorsFile &file) {
   auto fail = [&](const std::string &message) {
     return Status::failure("'" + path + "': " + message);
   };
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail("cannot open it");
-  file = SafetensorsFile();
-  file.bytes.assign(std::istreambuf_iterator<char>(in),
-                    std::istreambuf_iterator<char>());
   if (file.bytes.size() < 8)
     return fail("too short to be a safetensors file");
   uint64_t length = 0;
@@ -215,45 +230,90 @@ Status readSafetensors(const std::string &path, SafetensorsFile &file) {
     return fail("the header is not valid JSON");
   file.dataStart = 8 + length;
   uint64_t dataSize = file.bytes.size() - file.dataStart;
+  std::map<std::string, bool> seen;
   for (auto &[name, value] : header.object) {
+    if (seen[name])
+      return fail("the header names '" + name + "' twice");
+    seen[name] = true;
     if (name == "__metadata__") {
-      for (auto &[key, item] : value.object)
+      if (value.kind != Json::Value::Object)
+        return fail("__metadata__ is not a map of strings");
+      for (auto &[key, item] : value.object) {
+        if (item.kind != Json::Value::String)
+          return fail("__metadata__ entry '" + key + "' is not a string");
         file.metadata[key] = item.string;
+      }
       continue;
     }
     const Json::Value *dtype = value.get("dtype");
     const Json::Value *shape = value.get("shape");
     const Json::Value *offsets = value.get("data_offsets");
-    if (!dtype || !shape || !offsets || offsets->array.size() != 2 ||
-        dtype->kind != Json::Value::String)
+    if (value.kind != Json::Value::Object || !dtype || !shape || !offsets ||
+        shape->kind != Json::Value::Array ||
+        offsets->kind != Json::Value::Array || offsets->array.size() != 2 ||
+        dtype->kind != Json::Value::String ||
+        offsets->array[0].kind != Json::Value::Number ||
+        offsets->array[1].kind != Json::Value::Number)
       return fail("tensor '" + name + "' has a malformed entry");
     SafetensorsEntry entry;
     entry.name = name;
     entry.dtype = dtype->string;
-    uint64_t elements = 1;
+    int64_t elementBytes = safetensorsElementBytes(entry.dtype);
+    if (!elementBytes)
+      return fail("tensor '" + name + "' has the unknown dtype '" +
+                  entry.dtype + "'");
     for (const Json::Value &d : shape->array) {
-      if (d.kind != Json::Value::Number || d.number < 0 || d.number > 1e15)
+      if (d.kind != Json::Value::Number)
         return fail("tensor '" + name + "' has a malformed shape");
-      entry.shape.push_back(int64_t(d.number));
-      elements *= uint64_t(d.number);
+      entry.shape.push_back(d.number);
     }
-    double begin = offsets->array[0].number, end = offsets->array[1].number;
-    if (!(begin >= 0 && end >= begin && end <= double(dataSize)))
+    std::optional<int64_t> bytes =
+        checkedTensorBytes(entry.shape, elementBytes);
+    if (!bytes)
+      return fail("tensor '" + name + "' has a shape too large for any "
+                  "tensor");
+    int64_t begin = offsets->array[0].number, end = offsets->array[1].number;
+    if (end < begin || uint64_t(end) > dataSize)
       return fail("tensor '" + name + "' has data offsets outside the file");
     entry.begin = uint64_t(begin);
     entry.end = uint64_t(end);
-    uint64_t elementSize = entry.dtype == "F32" || entry.dtype == "I32" ? 4
-                           : entry.dtype == "F16" || entry.dtype == "BF16" ? 2
-                           : entry.dtype == "I64" ? 8
-                                                  : 1;
-    if (entry.end - entry.begin != elements * elementSize)
-      return fail("tensor '" + name + "' has " +
-                  std::to_string(entry.end - entry.begin) +
-                  " bytes of data, its shape needs " +
-                  std::to_string(elements * elementSize));
+    if (end - begin != *bytes)
+      return fail("tensor '" + name + "' has " + std::to_string(end - begin) +
+                  " bytes of data, its shape needs " + std::to_string(*bytes));
     file.entries.push_back(std::move(entry));
   }
+  // As the format requires, the tensors tile the data section: no bytes
+  // shared by two tensors, none unaccounted for.
+  std::vector<const SafetensorsEntry *> order;
+  for (const SafetensorsEntry &entry : file.entries)
+    order.push_back(&entry);
+  std::sort(order.begin(), order.end(),
+            [](const SafetensorsEntry *a, const SafetensorsEntry *b) {
+              return a->begin != b->begin ? a->begin < b->begin
+                                          : a->end < b->end;
+            });
+  uint64_t covered = 0;
+  for (const SafetensorsEntry *entry : order) {
+    if (entry->begin != covered)
+      return fail("tensor '" + entry->name + "' " +
+                  (entry->begin < covered ? "overlaps another tensor's data"
+                                          : "leaves a gap before its data"));
+    covered = entry->end;
+  }
+  if (covered != dataSize)
+    return fail("the file has " + std::to_string(dataSize - covered) +
+                " bytes after its last tensor");
   return Status::success();
+}
+
+Status readSafetensors(const std::string &path, SafetensorsFile &file) {
+  file = SafetensorsFile();
+  // 1 TiB: larger than any checkpoint tgc writes; the point is to refuse
+  // devices and unbounded streams before reading them.
+  Status status = readRegularFile(path, file.bytes, uint64_t(1) << 40);
+  if (!status.ok())
+    return status;
+  return parseSafetensors(path, file);
 }
 
 } // namespace tgc::rt

@@ -46,6 +46,11 @@ std::optional<DType> parseSafetensorsDType(const std::string &name);
 /// Reads and checks `path`; errors name the file and the tensor.
 Status readSafetensors(const std::string &path, SafetensorsFile &file);
 
+/// Checks `file.bytes` (already read; `path` names it in errors) and fills
+/// in the rest of `file`. What readSafetensors does after reading, and
+/// what the fuzzing harness calls directly.
+Status parseSafetensors(const std::string &path, SafetensorsFile &file);
+
 /// Checks that `entry` has `dtype` and `shape`, naming what differs.
 Status checkEntry(const SafetensorsEntry &entry, DType dtype,
                   const std::vector<int64_t> &shape);

@@ -233,7 +233,8 @@ Status Session::stageInputs() {
 
 Status Session::launch() {
   if (!staged)
-    return Status::failure("launch() needs staged inputs (stageInputs())");
+    return Status::failure("cannot run a step before its input batch is "
+                           "staged (Session::stageInputs)");
   if (launched)
     return Status::failure("the previous step was not finished");
   Status status = device->consumeInputs(nextSlot, inputRanges);

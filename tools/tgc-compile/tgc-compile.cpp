@@ -18,6 +18,7 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Pipelines/TrainPipeline.h"
+#include "tgc/Support/Nesting.h"
 #include "tgc/Target/TGX.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -56,6 +57,12 @@ static cl::opt<std::string>
                  cl::desc("Write the memory plan as JSON to this file and a "
                           "Chrome trace to <file>.trace.json"),
                  cl::cat(category));
+static cl::opt<int64_t> maxConstantBytes(
+    "max-constant-bytes",
+    cl::desc("Refuse a model whose constants (tg.constant) hold more than "
+             "this many bytes in all (default 256 MiB, at most 1 GiB): they "
+             "are stored in the executable"),
+    cl::init(int64_t(256) << 20), cl::cat(category));
 static cl::opt<int64_t> alignment("alignment",
                                   cl::desc("Buffer alignment in bytes"),
                                   cl::init(256), cl::cat(category));
@@ -221,6 +228,9 @@ int main(int argc, char **argv) {
     return fail("bad training pipeline option" +
                 (message.empty() ? Twine(" (see above)") : ": " + message));
   }
+  if (options.weightDecay.hasValue() && !(options.weightDecay >= 0.0))
+    return fail("--weight-decay must be non-negative, found " +
+                std::to_string(double(options.weightDecay)));
   const std::string amp = options.amp, remat = options.remat,
                     frozenDtype = options.frozenDtype;
   if (emit != "tgx" && emit != "mlir")
@@ -252,9 +262,37 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  // The parser recurses into nested types and attributes: bound the
+  // nesting first, so that hostile input is a diagnostic, not a stack
+  // overflow.
+  const llvm::MemoryBuffer *text =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  if (auto deep = tgc::findExcessNesting(text->getBufferStart(),
+                                         text->getBufferSize())) {
+    // (Not through the source manager: it would echo the offending line.)
+    llvm::errs() << text->getBufferIdentifier() << ":" << deep->line << ":"
+                 << deep->column << ": error: brackets nest deeper than "
+                 << tgc::kMaxIRNesting << " levels; refusing to parse\n";
+    return fail("could not parse '" + inputFile + "'");
+  }
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return fail("could not parse '" + inputFile + "'");
+  // Constants are copied into the executable: refuse huge ones before any
+  // pass materializes them.
+  int64_t constantBytes = 0;
+  WalkResult walk = module->walk([&](tgc::tg::ConstantOp constant) {
+    constantBytes += tgc::tg::getTensorBytes(constant.getType());
+    if (constantBytes <= maxConstantBytes)
+      return WalkResult::advance();
+    constant.emitError("the model's constants exceed --max-constant-bytes=")
+        << int64_t(maxConstantBytes)
+        << " (they are stored in the executable; pass a larger limit if "
+           "this is intended, or make large tensors parameters)";
+    return WalkResult::interrupt();
+  });
+  if (walk.wasInterrupted())
+    return fail("the model's constants are too large");
 
   // The model to compile; the pipeline differentiates every model, so
   // compile a module holding just one.
@@ -322,8 +360,14 @@ int main(int argc, char **argv) {
                   "--lora=rank=8,alpha=16,targets=c_attn,c_proj");
     options.loraTargets = targets;
   }
-  if (alignment <= 0 || (alignment & (alignment - 1)) != 0)
-    return fail("--alignment must be a power of two");
+  if (alignment < 8 || alignment > 65536 ||
+      (alignment & (alignment - 1)) != 0)
+    return fail("--alignment must be a power of two from 8 to 65536, found " +
+                Twine(int64_t(alignment)));
+  if (maxConstantBytes < 0 || maxConstantBytes > tgc::kMaxConstantBytes)
+    return fail("--max-constant-bytes must be from 0 to " +
+                Twine(tgc::kMaxConstantBytes) +
+                " (the executable format's limit)");
 
   PassManager pm(&context);
   tgc::buildTrainPipeline(pm, options);
@@ -345,15 +389,27 @@ int main(int argc, char **argv) {
   auto output = openOutputFile(outputFile, &error);
   if (!output)
     return fail(error);
+  // A write error (a full disk) is reported, and the partial file removed.
+  auto finishOutput = [&]() -> bool {
+    output->os().flush();
+    if (output->os().has_error()) {
+      std::error_code code = output->os().error();
+      output->os().clear_error();
+      fail("could not write '" + outputFile + "': " + code.message());
+      return false;
+    }
+    output->keep();
+    return true;
+  };
   if (emit == "mlir") {
     module->print(output->os());
     output->os() << "\n";
-    output->keep();
-    return 0;
+    return finishOutput() ? 0 : 1;
   }
   output->os().write(reinterpret_cast<const char *>(bytes.data()),
                      bytes.size());
-  output->keep();
+  if (!finishOutput())
+    return 1;
   llvm::errs() << "tgc-compile: @" << model << " -> " << outputFile << ": "
                << summary << "\n";
   return 0;

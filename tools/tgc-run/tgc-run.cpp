@@ -17,6 +17,7 @@
 #include "tgc/runtime/Program.h"
 #include "tgc/runtime/Session.h"
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -48,6 +49,7 @@ struct Options {
   std::string device = "auto";
   int64_t logEvery = 0;
   bool quiet = false;
+  int64_t maxMemory = -1; // bytes; -1: what the machine has
 };
 
 const char *kUsage =
@@ -78,7 +80,12 @@ const char *kUsage =
     "else the CPU)\n"
     "  --log-every K       print a line every K steps instead of a "
     "progress bar\n"
-    "  --quiet             print only the summary\n";
+    "  --quiet             print only the summary\n"
+    "  --max-memory SIZE   refuse to start when the plan needs more than "
+    "SIZE bytes\n"
+    "                      (K, M, G, T suffixes, powers of 1024; default: "
+    "the memory\n"
+    "                      this process may use)\n";
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "tgc-run: error: %s\n", message.c_str());
@@ -93,6 +100,44 @@ bool parseInt(const char *text, int64_t &value) {
     return false;
   value = parsed;
   return true;
+}
+
+/// A byte count with an optional K, M, G or T suffix (powers of 1024,
+/// optionally followed by "iB" or "B").
+bool parseBytes(const std::string &text, int64_t &value) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit((unsigned char)text[digits]))
+    ++digits;
+  if (digits == 0 || digits > 15)
+    return false;
+  int64_t number = std::stoll(text.substr(0, digits));
+  std::string unit = text.substr(digits);
+  int shift = 0;
+  if (!unit.empty()) {
+    const std::string units = "KMGT";
+    size_t at = units.find(char(std::toupper((unsigned char)unit[0])));
+    if (at == std::string::npos)
+      return false;
+    shift = 10 * int(at + 1);
+    std::string rest = unit.substr(1);
+    if (!rest.empty() && rest != "B" && rest != "iB")
+      return false;
+  }
+  if (number > (int64_t(1) << 62) >> shift)
+    return false;
+  value = number << shift;
+  return true;
+}
+
+/// The memory this process may use: the machine's, or its cgroup's limit
+/// when lower.
+int64_t availableMemory() {
+  int64_t bytes = int64_t(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  std::ifstream limit("/sys/fs/cgroup/memory.max");
+  long long cgroup = 0;
+  if (limit >> cgroup && cgroup > 0 && cgroup < bytes)
+    bytes = cgroup;
+  return bytes;
 }
 
 /// Parses argv; returns an error message or "".
@@ -121,6 +166,9 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       std::exit(0);
     } else if (arg == "--steps") {
       error = intOption(options.steps, 0);
+      if (error.empty() && options.steps > kMaxCheckpointStep)
+        error = "--steps must be at most " +
+                std::to_string(kMaxCheckpointStep);
     } else if (arg == "--seed") {
       int64_t seed = 0;
       error = intOption(seed, 0);
@@ -149,6 +197,12 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       error = intOption(options.logEvery, 1);
     } else if (arg == "--quiet") {
       options.quiet = true;
+    } else if (arg == "--max-memory") {
+      const char *text = value();
+      if (!text || !parseBytes(text, options.maxMemory) ||
+          options.maxMemory <= 0)
+        error = "--max-memory needs a positive size in bytes (like 512M or "
+                "16G)";
     } else if (!arg.empty() && arg[0] == '-') {
       return "unknown option '" + arg + "' (see --help)";
     } else if (options.program.empty()) {
@@ -168,6 +222,16 @@ std::string parseOptions(int argc, char **argv, Options &options) {
     return "--save-every needs --save";
   if (!options.resume.empty() && !options.loadWeights.empty())
     return "--resume and --load-weights both set the parameters; use one";
+  // What a save would replace must be a regular file (or nothing): refuse
+  // before training rather than after.
+  for (const std::string *target :
+       {&options.save, &options.saveAdapters, &options.exportMerged}) {
+    if (target->empty())
+      continue;
+    Status status = checkSaveTarget(*target);
+    if (!status.ok())
+      return status.error;
+  }
   return "";
 }
 
@@ -198,7 +262,7 @@ std::string formatBytes(int64_t bytes) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int run(int argc, char **argv) {
   Options options;
   std::string error = parseOptions(argc, argv, options);
   if (!error.empty())
@@ -211,6 +275,18 @@ int main(int argc, char **argv) {
   if (program.stepCounter < 0)
     return fail("'" + options.program +
                 "' has no optimizer step counter: it is not a training step");
+  // The plan is exact: check it against the memory budget before
+  // allocating anything.
+  int64_t budget =
+      options.maxMemory > 0 ? options.maxMemory : availableMemory();
+  int64_t planned = program.persistentBytes + program.arenaBytes;
+  if (planned > budget)
+    return fail("'" + options.program + "' needs " + formatBytes(planned) +
+                " (persistent " + formatBytes(program.persistentBytes) +
+                ", arena " + formatBytes(program.arenaBytes) + "), more than " +
+                (options.maxMemory > 0 ? "--max-memory " : "the ") +
+                formatBytes(budget) +
+                (options.maxMemory > 0 ? "" : " this machine has"));
 
   std::unique_ptr<Backend> backend;
   if (options.device == "cpu") {
@@ -242,6 +318,7 @@ int main(int argc, char **argv) {
       return fail(status.error);
     // Batches already consumed (skipped steps consume one too, so this can
     // exceed the optimizer's step count).
+    // (loadCheckpoint checked both to be integers in [0, 2^62].)
     startStep = session->stepCount();
     if (metadata.count("tgc.step") &&
         !parseInt(metadata["tgc.step"].c_str(), startStep))
@@ -469,4 +546,15 @@ int main(int argc, char **argv) {
                 (long long)program.peakLiveBytes,
                 (long long)program.arenaBytes);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  // Nothing the runtime does should throw; a failed allocation still may.
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc &) {
+    return fail("out of host memory");
+  } catch (const std::exception &error) {
+    return fail(std::string("internal error: ") + error.what());
+  }
 }

@@ -18,10 +18,12 @@
 
 namespace tgc {
 
-/// The version of the .tgx format this compiler writes.
-constexpr unsigned kTGXVersion = 1;
+/// The most bytes of constants one executable may hold (1 GiB): a .tgx is
+/// one FlatBuffer, whose offsets limit it to 2 GiB.
+constexpr int64_t kMaxConstantBytes = int64_t(1) << 30;
 
-/// Serializes `step` as planned by `plan` into `out`. `options` records how
+/// Serializes `step` as planned by `plan` into `out`: the whole file,
+/// checksum trailer included (format/include/tgc/format/TGXFile.h). `options` records how
 /// it was compiled. Emits a diagnostic and fails on an op or attribute the
 /// format cannot express.
 mlir::LogicalResult writeTGX(mlir::func::FuncOp step, const MemoryPlan &plan,

@@ -10,6 +10,7 @@
 #include "tgc/runtime/Data.h"
 
 #include "Random.h"
+#include "FileIO.h"
 #include "Safetensors.h"
 
 #include <cmath>
@@ -208,6 +209,9 @@ public:
         inputs(std::move(inputs)), batches(batches), items(items) {}
 
   Status fill(Session &session, int64_t index) override {
+    if (index < 0)
+      return Status::failure("batch index " + std::to_string(index) +
+                             " is negative");
     for (auto &[tensor, entry] : inputs) {
       TensorRef view = session.hostView(tensor);
       const char *batch = file.data(file.entries[entry]) +
@@ -334,23 +338,9 @@ Status createSyntheticData(const Program &program, uint64_t seed,
   return Status::success();
 }
 
-Status createTokenFileData(const Program &program, const std::string &path,
-                           uint64_t seed, std::unique_ptr<DataSource> &source) {
-  Inputs inputs;
-  Status status = findInputs(program, inputs);
-  if (!status.ok())
-    return status;
-  if (inputs.tokens < 0)
-    return Status::failure("token files feed language models (inputs "
-                           "'tokens' and 'targets'); this model is a "
-                           "classifier");
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return Status::failure("cannot open token file '" + path + "'");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(file)),
-                          std::istreambuf_iterator<char>());
-  const char *data = bytes.data();
-  size_t size = bytes.size();
+Status parseTokenFile(const std::string &path, const char *data,
+                      size_t size, int64_t limit, int64_t length,
+                      std::vector<uint16_t> &tokens) {
   int32_t header[256];
   if (size >= sizeof(header)) {
     std::memcpy(header, data, sizeof(header));
@@ -372,15 +362,14 @@ Status createTokenFileData(const Program &program, const std::string &path,
   if (size % 2 != 0)
     return Status::failure("'" + path + "' is truncated: a raw token file "
                            "holds uint16 tokens, but its size is odd");
-  std::vector<uint16_t> tokens(size / 2);
-  std::memcpy(tokens.data(), data, size);
-  int64_t length = program.tensors[inputs.tokens].shape.back();
+  tokens.assign(size / 2, 0);
+  if (size)
+    std::memcpy(tokens.data(), data, size);
   if (int64_t(tokens.size()) < length + 1)
     return Status::failure("'" + path + "' holds " +
                            std::to_string(tokens.size()) +
                            " tokens, fewer than one window of " +
                            std::to_string(length + 1));
-  int64_t limit = std::min(inputs.vocab, inputs.classes);
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] >= limit)
       return Status::failure("'" + path + "': token " +
@@ -388,6 +377,29 @@ Status createTokenFileData(const Program &program, const std::string &path,
                              std::to_string(i) +
                              " is outside the model's vocabulary of " +
                              std::to_string(limit));
+  return Status::success();
+}
+
+Status createTokenFileData(const Program &program, const std::string &path,
+                           uint64_t seed, std::unique_ptr<DataSource> &source) {
+  Inputs inputs;
+  Status status = findInputs(program, inputs);
+  if (!status.ok())
+    return status;
+  if (inputs.tokens < 0)
+    return Status::failure("token files feed language models (inputs "
+                           "'tokens' and 'targets'); this model is a "
+                           "classifier");
+  std::vector<char> bytes;
+  Status read = readRegularFile(path, bytes, uint64_t(1) << 40);
+  if (!read.ok())
+    return Status::failure("token file: " + read.error);
+  std::vector<uint16_t> tokens;
+  status = parseTokenFile(path, bytes.data(), bytes.size(),
+                          std::min(inputs.vocab, inputs.classes),
+                          program.tensors[inputs.tokens].shape.back(), tokens);
+  if (!status.ok())
+    return status;
   source.reset(new TokenFile(program, inputs, seed, path, std::move(tokens)));
   return Status::success();
 }

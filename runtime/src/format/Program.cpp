@@ -10,14 +10,16 @@
 
 #include "tgc/runtime/Program.h"
 
+#include "../FileIO.h"
 #include "Verify.h"
+#include "tgc/Support/CheckedMath.h"
+#include "tgc/format/TGXFile.h"
 #include "tgc/format/tgx_generated.h"
 
 #include <cstring>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <limits>
+#include <set>
 
 namespace tgc::rt {
 
@@ -110,30 +112,45 @@ int32_t Program::findPersistent(const std::string &name) const {
 }
 
 Status loadProgram(const std::string &path, Program &program) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return Status::failure("cannot open '" + path + "'");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
-                             std::istreambuf_iterator<char>());
-  Status status = parseProgram(bytes.data(), bytes.size(), program);
+  std::vector<char> bytes;
+  // 1 TiB: far beyond any executable (the compiler caps constants); the
+  // point is to refuse devices and streams before reading them.
+  Status status = readRegularFile(path, bytes, uint64_t(1) << 40);
+  if (!status.ok())
+    return status;
+  status = parseProgramFile(reinterpret_cast<const uint8_t *>(bytes.data()),
+                            bytes.size(), program);
   if (!status.ok())
     return Status::failure("'" + path + "' is not a valid tgc executable: " +
                            status.error);
   return status;
 }
 
-/// Bytes of a tensor, or -1 when a dimension is negative or the size does
-/// not fit in 63 bits.
+Status parseProgramFile(const uint8_t *data, size_t size, Program &program) {
+  if (size < 8 || !tgx::ProgramBufferHasIdentifier(data))
+    return Status::failure("missing the TGX1 file identifier");
+  size_t payload = 0;
+  if (const char *error = tgx::checkTrailer(data, size, payload))
+    return Status::failure(error);
+  return parseProgram(data, payload, program);
+}
+
+/// Bytes of a tensor, or -1 when a dimension is negative or the size is
+/// larger than any tensor may be.
 static int64_t checkedBytes(const std::vector<int64_t> &shape, DType dtype) {
-  int64_t n = int64_t(dtypeSize(dtype));
-  for (int64_t d : shape) {
-    if (d < 0)
-      return -1;
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      return -1;
-    n *= d;
-  }
-  return n;
+  return checkedTensorBytes(shape, int64_t(dtypeSize(dtype))).value_or(-1);
+}
+
+/// Names of persistent tensors become safetensors names in checkpoints:
+/// printable ASCII without quotes or backslashes, and not the header's
+/// reserved key.
+static bool isCheckpointName(const std::string &name) {
+  if (name.empty() || name == "__metadata__")
+    return false;
+  for (char c : name)
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\')
+      return false;
+  return true;
 }
 
 static std::string describeTensor(size_t index, const std::string &name) {
@@ -150,10 +167,11 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
 
   program = Program();
   program.version = fb->version();
-  if (program.version != kTGXVersion)
+  if (program.version != tgx::kFormatVersion)
     return Status::failure("format version " + std::to_string(fb->version()) +
                            ", this runtime reads version " +
-                           std::to_string(kTGXVersion));
+                           std::to_string(tgx::kFormatVersion) +
+                           " (recompile it with this tgc-compile)");
   program.model = fb->model() ? fb->model()->str() : "";
   program.options = fb->options() ? fb->options()->str() : "";
   program.persistentBytes = fb->persistent_bytes();
@@ -161,13 +179,23 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
   program.peakLiveBytes = fb->peak_live_bytes();
   program.alignment = fb->alignment();
   if (program.persistentBytes < 0 || program.arenaBytes < 0 ||
-      program.peakLiveBytes < 0 || program.alignment <= 0)
-    return Status::failure("negative region size or alignment");
+      program.peakLiveBytes < 0)
+    return Status::failure("negative region size");
+  if (program.persistentBytes > kMaxTensorBytes ||
+      program.arenaBytes > kMaxTensorBytes)
+    return Status::failure("a region larger than " +
+                           std::to_string(kMaxTensorBytes) + " bytes");
+  if (program.peakLiveBytes > program.arenaBytes)
+    return Status::failure("a planned peak larger than the arena");
+  if (!isPowerOfTwo(program.alignment) || program.alignment > 65536)
+    return Status::failure("alignment " + std::to_string(program.alignment) +
+                           " is not a power of two of at most 65536");
   if (fb->constants())
     program.constants.assign(fb->constants()->begin(), fb->constants()->end());
 
   if (!fb->tensors())
     return Status::failure("no tensor table");
+  std::set<std::string> persistentNames;
   for (size_t i = 0; i < fb->tensors()->size(); ++i) {
     const tgx::Tensor *t = fb->tensors()->Get(i);
     TensorInfo info;
@@ -212,11 +240,30 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
                              std::to_string(info.offset) +
                              " lies outside its region of " +
                              std::to_string(region) + " bytes");
+    if (int64_t(dtypeSize(info.dtype)) > program.alignment ||
+        info.offset % program.alignment != 0)
+      return Status::failure(describeTensor(i, info.name) + " at offset " +
+                             std::to_string(info.offset) +
+                             " is not aligned to the program's " +
+                             std::to_string(program.alignment) + " bytes");
+    if (info.storage == Storage::Persistent) {
+      if (!isCheckpointName(info.name))
+        return Status::failure(describeTensor(i, info.name) +
+                               ": a persistent tensor needs a name of "
+                               "printable ASCII (no quotes or backslashes, "
+                               "not __metadata__)");
+      if (!persistentNames.insert(info.name).second)
+        return Status::failure(describeTensor(i, info.name) +
+                               ": two persistent tensors have this name");
+    }
     if ((info.storage == Storage::Persistent) !=
         (info.role != Role::Transient))
       return Status::failure(describeTensor(i, info.name) +
                              ": only persistent tensors are parameters, "
                              "state or inputs");
+    if (!std::isfinite(info.initA) || !std::isfinite(info.initB))
+      return Status::failure(describeTensor(i, info.name) +
+                             ": a non-finite initialisation parameter");
     if (info.init == InitKind::Normal && !(info.initB > 0.0))
       return Status::failure(describeTensor(i, info.name) +
                              ": normal initialisation needs std > 0");

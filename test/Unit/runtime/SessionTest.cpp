@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/runtime/Session.h"
+#include "tgc/format/TGXFile.h"
 
 #include "TestUtil.h"
 
@@ -43,7 +44,7 @@ TEST(Session, ResultOverADyingOperandCountsOnce) {
   // loss = sum(neg(exp(w))) with w = ones[256]; neg writes over exp's
   // buffer. Planned: that 1024-byte buffer through step 2, plus the loss.
   Program program;
-  program.version = kTGXVersion;
+  program.version = tgc::tgx::kFormatVersion;
   program.alignment = 256;
   program.tensors = {tensor("w", {256}, Storage::Persistent, 0),
                      tensor("e", {256}, Storage::Arena, 0),

@@ -1,21 +1,27 @@
 """Runs tgc-run for one step on prefixes and byte-flipped copies of an
 executable. Each run must end with an exit status, never a signal, and a
-failed run must say why. Usage: fuzz_tgx.py TGC_RUN MODEL.tgx"""
+failed run must say why. The flipped copies get a fresh checksum trailer,
+so that they reach the verifier rather than stop at the checksum.
+Usage: fuzz_tgx.py TGC_RUN MODEL.tgx"""
 import os
 import random
 import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hostile_files import with_trailer  # noqa: E402
+
 tgc_run, path = sys.argv[1], sys.argv[2]
 original = open(path, "rb").read()
 rng = random.Random(1)
 cases = [original[:n] for n in range(0, len(original), max(1, len(original) // 60))]
+program = original[:-16]
 for _ in range(150):
-    data = bytearray(original)
+    data = bytearray(program)
     for _ in range(rng.choice([1, 2, 8])):
         data[rng.randrange(len(data))] = rng.randrange(256)
-    cases.append(bytes(data))
+    cases.append(with_trailer(bytes(data)))
 
 with tempfile.TemporaryDirectory() as tmp:
     exe = os.path.join(tmp, "case.tgx")

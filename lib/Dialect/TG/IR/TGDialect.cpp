@@ -90,6 +90,17 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
       return emitArgError() << "'" << name
                             << "' must be a non-empty string, found "
                             << attr.getValue();
+    // The names become checkpoint (safetensors) names.
+    if (str.getValue() == "__metadata__" ||
+        llvm::any_of(str.getValue(), [](char c) {
+          return c < 0x20 || c > 0x7e || c == '"' || c == '\\';
+        }))
+      return emitArgError() << "'" << name << "' = " << str
+                            << " cannot name a tensor in a checkpoint: use "
+                               "printable ASCII without quotes or "
+                               "backslashes, other than __metadata__";
+    if (failed(verifyTensorSize(argType, [&]() { return emitArgError(); })))
+      return failure();
     // Report a clash once, on the first of the roles in this order.
     StringRef roles[] = {kParamAttr, kStateAttr, kInputAttr};
     for (StringRef other : roles) {

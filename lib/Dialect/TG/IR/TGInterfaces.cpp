@@ -7,7 +7,10 @@
 
 #include "tgc/Dialect/TG/IR/TGInterfaces.h"
 
+#include "tgc/Support/CheckedMath.h"
+
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
 
@@ -29,6 +32,31 @@ int64_t tgc::tg::getTotalTensorBytes(TypeRange types) {
   for (Type type : types)
     total += getTensorBytes(type);
   return total;
+}
+
+LogicalResult tgc::tg::verifyTensorSize(
+    Type type, llvm::function_ref<InFlightDiagnostic()> emitError) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !tensor.getElementType().isIntOrFloat())
+    return success();
+  if (!checkedTensorBytes(tensor.getShape(),
+                          getElementByteSize(tensor.getElementType())))
+    return emitError() << "type " << type << " holds more than "
+                       << (kMaxTensorBytes >> 40)
+                       << " TiB, the largest tensor tgc compiles";
+  return success();
+}
+
+LogicalResult tgc::tg::verifyTensorSizes(Operation *op) {
+  auto emit = [&]() { return op->emitOpError(); };
+  for (Type type : op->getOperandTypes())
+    if (failed(verifyTensorSize(type, emit)))
+      return failure();
+  for (Type type : op->getResultTypes())
+    if (failed(verifyTensorSize(type, emit)))
+      return failure();
+  return success();
 }
 
 #include "tgc/Dialect/TG/IR/TGInterfaces.cpp.inc"

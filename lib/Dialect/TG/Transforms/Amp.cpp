@@ -14,6 +14,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "OptionErrors.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -164,7 +166,7 @@ struct AmpPass : tgc::tg::impl::TGAmpBase<AmpPass> {
     else if (dtype == "f16")
       low = Float16Type::get(context);
     else {
-      getOperation().emitError("tg-amp: dtype must be bf16 or f16, found '")
+      emitOptionError(getOperation(), "tg-amp: dtype must be bf16 or f16, found '")
           << dtype << "'";
       return signalPassFailure();
     }
@@ -187,7 +189,7 @@ struct AmpPass : tgc::tg::impl::TGAmpBase<AmpPass> {
         f32Ops.insert(kind);
     for (const auto &kind : lowOps.keys())
       if (f32Ops.contains(kind)) {
-        getOperation().emitError("tg-amp: '")
+        emitOptionError(getOperation(), "tg-amp: '")
             << kind << "' is both a low-precision and an f32 op kind";
         return signalPassFailure();
       }

@@ -10,6 +10,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "OptionErrors.h"
+
 #include "TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,6 +19,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
+#include <limits>
 
 #define DEBUG_TYPE "tg-loss-scale"
 
@@ -210,24 +213,29 @@ struct LossScalePass : tgc::tg::impl::TGLossScaleBase<LossScalePass> {
     if (spec.consume_front("static:")) {
       config.dynamic = false;
       if (spec.getAsDouble(config.staticScale) ||
-          !(config.staticScale > 0.0) || !std::isfinite(config.staticScale)) {
-        getOperation().emitError("tg-loss-scale: a static scale must be a "
-                                 "positive number, found '")
+          !(config.staticScale > 0.0) ||
+          !(config.staticScale <= double(std::numeric_limits<float>::max()))) {
+        emitOptionError(getOperation(), "tg-loss-scale: a static scale must be a "
+                                 "positive number that is finite in f32, "
+                                 "found '")
             << spec << "'";
         return signalPassFailure();
       }
     } else if (spec != "dynamic") {
-      getOperation().emitError("tg-loss-scale: mode must be dynamic, "
+      emitOptionError(getOperation(), "tg-loss-scale: mode must be dynamic, "
                                "static:<value> or none, found '")
           << mode << "'";
       return signalPassFailure();
     }
     if (config.dynamic &&
-        (!(config.initScale > 0.0) || !(config.growthFactor > 1.0) ||
+        (!(config.initScale > 0.0) ||
+         !(config.initScale <= double(std::numeric_limits<float>::max())) ||
+         !(config.growthFactor > 1.0) || !std::isfinite(config.growthFactor) ||
          !(config.backoffFactor > 0.0 && config.backoffFactor < 1.0) ||
          config.growthInterval < 1)) {
-      getOperation().emitError(
-          "tg-loss-scale: needs init-scale > 0, growth-factor > 1, "
+      emitOptionError(getOperation(), 
+          "tg-loss-scale: needs init-scale > 0 (finite in f32), a finite "
+          "growth-factor > 1, "
           "backoff-factor in (0, 1) and growth-interval >= 1");
       return signalPassFailure();
     }

@@ -14,6 +14,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "OptionErrors.h"
+
 #include "TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -240,6 +242,19 @@ void UpdateBuilder::clipGradients() {
 struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
   using TGOptimizerBase::TGOptimizerBase;
 
+  // weight-decay's default (-1: the optimizer's own, 0.01 for AdamW and 0
+  // for the others) must not be what a user gets by typing -1.
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    if (failed(TGOptimizerBase::initializeOptions(options, errorHandler)))
+      return failure();
+    if (weightDecay.hasValue() && !(weightDecay >= 0.0))
+      return errorHandler("tg-optimizer: weight-decay must be non-negative, "
+                          "found " + std::to_string(double(weightDecay)));
+    return success();
+  }
+
   void runOnOperation() override {
     OptimizerConfig config;
     if (failed(readConfig(config)))
@@ -252,7 +267,7 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
   }
 
   LogicalResult readConfig(OptimizerConfig &config) {
-    auto error = [&]() { return getOperation().emitError("tg-optimizer: "); };
+    auto error = [&]() { return emitOptionError(getOperation(), "tg-optimizer: "); };
     if (optimizer == "adamw")
       config.kind = OptimizerConfig::AdamW;
     else if (optimizer == "sgd")

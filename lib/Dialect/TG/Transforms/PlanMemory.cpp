@@ -13,6 +13,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "OptionErrors.h"
+
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -29,7 +31,7 @@ struct PlanMemoryPass : tgc::tg::impl::TGPlanMemoryBase<PlanMemoryPass> {
 
   void runOnOperation() override {
     if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
-      getOperation().emitError("tg-plan-memory: alignment must be a power of "
+      tgc::tg::emitOptionError(getOperation(), "tg-plan-memory: alignment must be a power of "
                                "two, found ")
           << int64_t(alignment);
       return signalPassFailure();
@@ -49,7 +51,7 @@ struct PlanMemoryPass : tgc::tg::impl::TGPlanMemoryBase<PlanMemoryPass> {
       return signalPassFailure();
     }
     if (!memoryReport.empty() && functions.size() != 1) {
-      getOperation().emitError("tg-plan-memory: memory-report writes one "
+      tgc::tg::emitOptionError(getOperation(), "tg-plan-memory: memory-report writes one "
                                "plan, but the module has ")
           << functions.size() << " functions to plan";
       return signalPassFailure();

@@ -12,6 +12,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "OptionErrors.h"
+
 #include "TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -310,20 +312,20 @@ struct QuantizeOptimizerStatePass
     if (format == "none" || format == "f32")
       return markAllAnalysesPreserved();
     if (format != "8bit") {
-      getOperation().emitError("tg-quantize-optimizer-state: unknown state "
+      emitOptionError(getOperation(), "tg-quantize-optimizer-state: unknown state "
                                "format '")
           << format << "' (expected 8bit, or f32 / none to keep f32 state)";
       return signalPassFailure();
     }
     if (blockSize < 1 || !llvm::isPowerOf2_64(uint64_t(blockSize)) ||
         blockSize > kMaxQuantBlockSize) {
-      getOperation().emitError("tg-quantize-optimizer-state: block-size must "
+      emitOptionError(getOperation(), "tg-quantize-optimizer-state: block-size must "
                                "be a power of two in [1, ")
           << kMaxQuantBlockSize << "], found " << int64_t(blockSize);
       return signalPassFailure();
     }
     if (minSize < 0) {
-      getOperation().emitError("tg-quantize-optimizer-state: min-size must be "
+      emitOptionError(getOperation(), "tg-quantize-optimizer-state: min-size must be "
                                "non-negative, found ")
           << int64_t(minSize);
       return signalPassFailure();

@@ -19,6 +19,11 @@
 
 namespace tgc::rt {
 
+/// Fails unless `path` may be saved to: absent, or a regular file (never a
+/// directory or a device such as /dev/full, which a save's rename would
+/// replace).
+Status checkSaveTarget(const std::string &path);
+
 /// Saves every parameter and every optimizer or step state tensor, with
 /// `metadata` in the header's __metadata__.
 Status saveCheckpoint(Session &session, const std::string &path,
@@ -42,8 +47,9 @@ Status exportMerged(Session &session, const std::string &path);
 enum class LoadScope {
   /// Parameters and state: resuming a run.
   Everything,
-  /// Parameters only (state, if present, is loaded too): starting from
-  /// weights trained elsewhere. LoRA adapters may be absent (they keep
+  /// Parameters only (a full checkpoint's optimizer state and step are
+  /// skipped: the run starts its own): starting from weights trained
+  /// elsewhere. LoRA adapters may be absent (they keep
   /// their initialisation); Hugging Face's GPT-2 names (GPT2Model's, the
   /// mask buffers, a tied lm_head) are understood.
   Parameters,
@@ -52,10 +58,19 @@ enum class LoadScope {
   Adapters,
 };
 
+/// The largest step a checkpoint may record (2^62): far beyond any run,
+/// and small enough that counting on from it cannot overflow.
+constexpr int64_t kMaxCheckpointStep = int64_t(1) << 62;
+
+/// Checks the run's metadata of a checkpoint: `tgc.step` and `tgc.seed`,
+/// when present, are decimal integers in [0, kMaxCheckpointStep].
+Status checkRunMetadata(const std::map<std::string, std::string> &metadata);
+
 /// Loads tensors into the session. Every tensor of the scope must be in the
-/// file with the model's dtype and shape, and every tensor in the file must
-/// be one of the model's parameters or state; otherwise nothing is changed
-/// and the error names the tensor.
+/// file with the model's dtype and shape, every tensor in the file must be
+/// one of the model's parameters or state, every float finite, the step
+/// counter and (when resuming) the metadata's step in range; otherwise
+/// nothing is changed and the error names the file and the tensor.
 Status loadCheckpoint(Session &session, const std::string &path,
                       LoadScope scope,
                       std::map<std::string, std::string> *metadata = nullptr);

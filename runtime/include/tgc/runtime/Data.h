@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tgc::rt {
 
@@ -44,6 +45,12 @@ Status createSyntheticData(const Program &program, uint64_t seed,
 /// tokens) or a raw uint16 file as nanoGPT writes them.
 Status createTokenFileData(const Program &program, const std::string &path,
                            uint64_t seed, std::unique_ptr<DataSource> &source);
+
+/// The tokens of a token file's bytes (`path` names it in errors): at
+/// least `length` + 1 of them, each below `limit` (the vocabulary).
+Status parseTokenFile(const std::string &path, const char *data, size_t size,
+                      int64_t limit, int64_t length,
+                      std::vector<uint16_t> &tokens);
 
 /// Batches stored in a safetensors file: for every input X of the program
 /// with shape S, a tensor X of shape [N, S...] and the same dtype; batch i

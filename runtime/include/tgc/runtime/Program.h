@@ -119,12 +119,15 @@ struct Program {
   int32_t findPersistent(const std::string &name) const;
 };
 
-/// The format version this runtime reads.
-constexpr uint32_t kTGXVersion = 1;
-
 /// Reads, verifies and decodes a .tgx file. On failure the message says
 /// which file, and which tensor, instruction or field, is wrong.
 Status loadProgram(const std::string &path, Program &program);
+/// The same for the bytes of a whole file: its checksum trailer, then the
+/// program (parseProgram).
+Status parseProgramFile(const uint8_t *data, size_t size, Program &program);
+/// Verifies and decodes a FlatBuffers program alone (no trailer): what
+/// parseProgramFile does once the checksum matches, and what the fuzzing
+/// harness calls so that mutated programs reach the verifier.
 Status parseProgram(const uint8_t *data, size_t size, Program &program);
 
 } // namespace tgc::rt

@@ -23,6 +23,26 @@ int64_t getTensorBytes(mlir::Type type);
 /// Sum of getTensorBytes over `types`.
 int64_t getTotalTensorBytes(mlir::TypeRange types);
 
+/// Fails, through `emitError`, when the statically shaped tensor `type`
+/// would hold more than tgc's limit on one tensor (kMaxTensorBytes, 256
+/// TiB) or its size overflows: every later byte count relies on this.
+mlir::LogicalResult
+verifyTensorSize(mlir::Type type,
+                 llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+
+/// verifyTensorSize over every operand and result type of `op`.
+mlir::LogicalResult verifyTensorSizes(mlir::Operation *op);
+
+/// The trait every tg op has: its tensors are within the size limit.
+template <typename ConcreteType>
+class BoundedTensorSizes
+    : public mlir::OpTrait::TraitBase<ConcreteType, BoundedTensorSizes> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifyTensorSizes(op);
+  }
+};
+
 } // namespace tgc::tg
 
 #include "tgc/Dialect/TG/IR/TGInterfaces.h.inc"

@@ -32,10 +32,16 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 
 /// Every tg op is pure and has a cost. `costOverrides` lists the cost methods
 /// with a default implementation that the op replaces.
+/// Every tensor of a tg op holds at most kMaxTensorBytes (checked without
+/// overflow), so byte counts computed later cannot overflow.
+def TG_BoundedTensorSizes : NativeOpTrait<"BoundedTensorSizes"> {
+  let cppNamespace = "::tgc::tg";
+}
+
 class TG_Op<string mnemonic, list<Trait> traits = [],
             list<string> costOverrides = []>
     : Op<TG_Dialect, mnemonic,
-         !listconcat(traits, [Pure,
+         !listconcat(traits, [Pure, TG_BoundedTensorSizes,
              DeclareOpInterfaceMethods<TG_CostOpInterface, costOverrides>])>;
 
 /// Shorthand for an op that implements its own vector-Jacobian product.

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the fuzzing harnesses (fuzz/) with clang-22 and libFuzzer, under
+# AddressSanitizer and UndefinedBehaviorSanitizer, into build-fuzz/, and runs
+# each one from its seed corpus with its dictionary.
+#
+#   scripts/fuzz.sh [--time SECONDS] [--runs N] [HARNESS...]
+#
+# HARNESS is tgx, safetensors, tokens or ir (default: all four); --time
+# bounds each harness's wall time (default 30 s), --runs its executions.
+# Inputs that crash are written to fuzz/regressions/<harness>/ (commit them
+# with the fix: the test suite replays that directory). New coverage goes
+# to build-fuzz/corpus/<harness>/, not to the committed seeds. The last
+# lines printed are a table: harness, executions, seconds, crashes.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${TGC_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+seconds=30
+runs=-1
+harnesses=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --time) seconds="$2"; shift 2 ;;
+    --runs) runs="$2"; seconds=0; shift 2 ;;
+    tgx|safetensors|tokens|ir) harnesses+=("$1"); shift ;;
+    *) echo "fuzz.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(tgx safetensors tokens ir)
+
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DTGC_FUZZ=ON -DTGC_ENABLE_CUDA=OFF
+fi
+targets=()
+for h in "${harnesses[@]}"; do targets+=("tgc-fuzz-$h"); done
+ninja -C "$build" "${targets[@]}"
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1}"
+summary=()
+status=0
+for h in "${harnesses[@]}"; do
+  corpus="$build/corpus/$h"
+  artifacts="$root/fuzz/regressions/$h/"
+  mkdir -p "$corpus" "$artifacts"
+  log="$build/fuzz-$h.log"
+  before=$(ls "$artifacts" | wc -l)
+  set +e
+  "$build/bin/tgc-fuzz-$h" "$corpus" "$root/fuzz/corpus/$h" \
+    -dict="$root/fuzz/dicts/$h.dict" -artifact_prefix="$artifacts" \
+    -max_total_time="$seconds" -runs="$runs" -timeout=10 -rss_limit_mb=3072 \
+    -max_len=65536 -print_final_stats=1 > "$log" 2>&1
+  code=$?
+  set -e
+  after=$(ls "$artifacts" | wc -l)
+  executed=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+  took=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' || echo "?")
+  crashes=$((after - before))
+  if [ "$code" -ne 0 ] || [ "$crashes" -ne 0 ]; then
+    echo "fuzz.sh: $h failed (exit $code); the log is $log:" >&2
+    tail -40 "$log" >&2
+    status=1
+  fi
+  summary+=("$(printf '%-12s %12s %8s %8s' "$h" "$executed" "$took" "$crashes")")
+done
+printf '%-12s %12s %8s %8s\n' harness executions seconds crashes
+printf '%s\n' "${summary[@]}"
+exit $status
