@@ -506,8 +506,13 @@ int run(int argc, char **argv) {
   }
   if (tty)
     std::printf("\n");
-  if (metrics)
-    std::fclose(metrics);
+  if (metrics) {
+    bool failed = std::ferror(metrics) != 0;
+    failed = std::fclose(metrics) != 0 || failed;
+    if (failed)
+      return fail("could not write the metrics to '" + options.metrics +
+                  "' (disk full?)");
+  }
   if (!options.save.empty()) {
     status = save(startStep + ran);
     if (!status.ok())

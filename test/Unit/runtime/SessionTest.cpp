@@ -75,3 +75,28 @@ TEST(Session, ResultOverADyingOperandCountsOnce) {
   EXPECT_NEAR(loss, -256.0 * std::exp(1.0), 1e-3);
   EXPECT_EQ(session->arenaHighWaterMark(), program.peakLiveBytes);
 }
+
+TEST(Session, LaunchWithoutStagedInputsSaysWhatIsMissing) {
+  Program program;
+  program.version = tgc::tgx::kFormatVersion;
+  program.alignment = 256;
+  program.tensors = {tensor("w", {4}, Storage::Persistent, 0),
+                     tensor("loss", {}, Storage::Arena, 0)};
+  program.tensors[0].role = Role::Param;
+  program.tensors[0].init = InitKind::Ones;
+  program.persistentBytes = 256;
+  program.arenaBytes = 256;
+  program.peakLiveBytes = 256;
+  program.instructions = {instruction(Kernel::ReduceSum, 0, 1)};
+  AttrValue axes;
+  axes.kind = AttrValue::Ints;
+  axes.ints = {0};
+  program.instructions[0].attrs["axes"] = axes;
+  program.loss = 1;
+  std::unique_ptr<Session> session;
+  ASSERT_OK(Session::create(program, createCpuBackend(), session));
+  ASSERT_OK(session->initialize(0));
+  Status status = session->launch();
+  EXPECT_EQ(status.error, "cannot run a step before its input batch is "
+                          "staged (Session::stageInputs)");
+}

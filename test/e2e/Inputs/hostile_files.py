@@ -82,6 +82,16 @@ def batch_variant(out):
                           "data_offsets": [0, 0]}}
     write_safetensors(os.path.join(out, "batch-overflow.safetensors"), header,
                       b"")
+    # Three good batches for the 4-3 MLP with batch 2.
+    inputs = struct.pack("<24f", *[0.1 * i for i in range(24)])
+    targets = struct.pack("<6q", 0, 1, 2, 0, 1, 2)
+    header = {"inputs": {"dtype": "F32", "shape": [3, 2, 4],
+                         "data_offsets": [0, len(inputs)]},
+              "targets": {"dtype": "I64", "shape": [3, 2],
+                          "data_offsets": [len(inputs),
+                                           len(inputs) + len(targets)]}}
+    write_safetensors(os.path.join(out, "batch-good.safetensors"), header,
+                      inputs + targets)
 
 
 def fnv1a(data):

@@ -22,6 +22,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <cmath>
+#include <limits>
 
 #define DEBUG_TYPE "tg-optimizer"
 
@@ -327,6 +328,17 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
       return error() << "momentum must be >= 0 and dampening in [0, 1]";
     if (nesterov && (momentum <= 0.0 || dampening != 0.0))
       return error() << "nesterov needs momentum > 0 and dampening 0";
+    // The learning rate becomes an f32 tensor and the others f32 operands
+    // of the kernels: each must be finite in f32, not only in double.
+    const std::pair<const char *, double> asF32[] = {
+        {"lr", lr},           {"eps", eps},
+        {"weight-decay", config.weightDecay},
+        {"clip-grad-norm", clipGradNorm},
+        {"momentum", momentum}};
+    for (auto [name, value] : asF32)
+      if (std::abs(value) > double(std::numeric_limits<float>::max()))
+        return error() << name << " = " << value
+                       << " is not finite in f32, where the step keeps it";
     return success();
   }
 };
