@@ -15,6 +15,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -36,9 +38,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     context->printOpOnDiagnostic(false);
   }
   ScopedDiagnosticHandler quiet(context.get(), [](Diagnostic &) { return success(); });
+  // As the tools read files: a null-terminated buffer (MLIR's lexer looks
+  // for the terminator; parseSourceString's buffer has none).
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(text, size),
+                                           "fuzz.mlir"),
+      llvm::SMLoc());
   ParserConfig config(context.get());
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(llvm::StringRef(text, size), config);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, config);
   if (module)
     (void)verify(*module);
   return 0;

@@ -3,10 +3,12 @@
 # AddressSanitizer and UndefinedBehaviorSanitizer, into build-fuzz/, and runs
 # each one from its seed corpus with its dictionary.
 #
-#   scripts/fuzz.sh [--time SECONDS] [--runs N] [HARNESS...]
+#   scripts/fuzz.sh [--time SECONDS] [--runs N] [--seed S] [HARNESS...]
 #
 # HARNESS is tgx, safetensors, tokens or ir (default: all four); --time
-# bounds each harness's wall time (default 30 s), --runs its executions.
+# bounds each harness's wall time (default 30 s), --runs its executions;
+# --seed fixes libFuzzer's random seed (CI uses 1, so that its runs are
+# reproducible; by default each run explores differently).
 # Inputs that crash are written to fuzz/regressions/<harness>/ (commit them
 # with the fix: the test suite replays that directory). New coverage goes
 # to build-fuzz/corpus/<harness>/, not to the committed seeds. The last
@@ -16,11 +18,13 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${TGC_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 seconds=30
 runs=-1
+seed=0
 harnesses=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --time) seconds="$2"; shift 2 ;;
     --runs) runs="$2"; seconds=0; shift 2 ;;
+    --seed) seed="$2"; shift 2 ;;
     tgx|safetensors|tokens|ir) harnesses+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -49,7 +53,7 @@ for h in "${harnesses[@]}"; do
   "$build/bin/tgc-fuzz-$h" "$corpus" "$root/fuzz/corpus/$h" \
     -dict="$root/fuzz/dicts/$h.dict" -artifact_prefix="$artifacts" \
     -max_total_time="$seconds" -runs="$runs" -timeout=10 -rss_limit_mb=3072 \
-    -max_len=65536 -print_final_stats=1 > "$log" 2>&1
+    -max_len=65536 -seed="$seed" -print_final_stats=1 > "$log" 2>&1
   code=$?
   set -e
   after=$(ls "$artifacts" | wc -l)

@@ -10,4 +10,4 @@ bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/build.sh"
 bash "$root/scripts/build.sh" check-tgc
 bash "$root/scripts/test-sanitized.sh"
-bash "$root/scripts/fuzz.sh" --time "${TGC_FUZZ_SECONDS:-30}"
+bash "$root/scripts/fuzz.sh" --time "${TGC_FUZZ_SECONDS:-30}" --seed 1

@@ -303,13 +303,20 @@ Status checkRunMetadata(const std::map<std::string, std::string> &metadata) {
 Status loadCheckpoint(Session &session, const std::string &path,
                       LoadScope scope,
                       std::map<std::string, std::string> *metadata) {
-  auto fail = [&](const std::string &message) {
-    return Status::failure("checkpoint '" + path + "': " + message);
-  };
   SafetensorsFile file;
   Status status = readSafetensors(path, file);
   if (!status.ok())
     return Status::failure("checkpoint " + status.error);
+  return loadCheckpointFrom(session, path, file, scope, metadata);
+}
+
+Status loadCheckpointFrom(Session &session, const std::string &path,
+                          const SafetensorsFile &file, LoadScope scope,
+                          std::map<std::string, std::string> *metadata) {
+  auto fail = [&](const std::string &message) {
+    return Status::failure("checkpoint '" + path + "': " + message);
+  };
+  Status status;
   const Program &program = session.program();
   std::vector<bool> found(program.tensors.size(), false);
   struct Pending {

@@ -10,6 +10,7 @@
 #ifndef TGC_RUNTIME_SRC_SAFETENSORS_H
 #define TGC_RUNTIME_SRC_SAFETENSORS_H
 
+#include "tgc/runtime/Checkpoint.h"
 #include "tgc/runtime/Tensor.h"
 
 #include <map>
@@ -54,6 +55,12 @@ Status parseSafetensors(const std::string &path, SafetensorsFile &file);
 /// Checks that `entry` has `dtype` and `shape`, naming what differs.
 Status checkEntry(const SafetensorsEntry &entry, DType dtype,
                   const std::vector<int64_t> &shape);
+
+/// loadCheckpoint once the file is read and parsed (`path` names it in
+/// errors): what the fuzzing harness calls on parsed bytes.
+Status loadCheckpointFrom(Session &session, const std::string &path,
+                          const SafetensorsFile &file, LoadScope scope,
+                          std::map<std::string, std::string> *metadata);
 
 } // namespace tgc::rt
 

@@ -135,6 +135,18 @@ Status parseProgramFile(const uint8_t *data, size_t size, Program &program) {
   return parseProgram(data, payload, program);
 }
 
+/// The elements of a FlatBuffers vector of scalars. The format aligns a
+/// vector only to its 4-byte length, so in a hostile file a vector of
+/// 8-byte elements may be misaligned: copy bytes instead of loading them
+/// as T (little-endian, like every host tgc runs on).
+template <typename T>
+static std::vector<T> readVector(const flatbuffers::Vector<T> *vector) {
+  std::vector<T> out(vector->size());
+  if (!out.empty())
+    std::memcpy(out.data(), vector->Data(), out.size() * sizeof(T));
+  return out;
+}
+
 /// Bytes of a tensor, or -1 when a dimension is negative or the size is
 /// larger than any tensor may be.
 static int64_t checkedBytes(const std::vector<int64_t> &shape, DType dtype) {
@@ -205,7 +217,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
                              " has an unknown element type");
     info.dtype = DType(uint8_t(t->dtype()));
     if (t->shape())
-      info.shape.assign(t->shape()->begin(), t->shape()->end());
+      info.shape = readVector(t->shape());
     if (t->storage() == tgx::Storage::Persistent)
       info.storage = Storage::Persistent;
     else if (t->storage() == tgx::Storage::Arena)
@@ -320,9 +332,9 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
       if (!lookupKernel(kernelName, inst.kernel))
         return Status::failure(where + ": unknown kernel");
       if (fi->operands())
-        inst.operands.assign(fi->operands()->begin(), fi->operands()->end());
+        inst.operands = readVector(fi->operands());
       if (fi->results())
-        inst.results.assign(fi->results()->begin(), fi->results()->end());
+        inst.results = readVector(fi->results());
       for (int32_t index : inst.operands)
         if (!tensorIndexOk(index))
           return Status::failure(where + ": operand tensor index " +
@@ -347,7 +359,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
           value.i = fa->int_value();
           value.f = fa->float_value();
           if (fa->ints())
-            value.ints.assign(fa->ints()->begin(), fa->ints()->end());
+            value.ints = readVector(fa->ints());
           inst.attrs[fa->name() ? fa->name()->str() : ""] = std::move(value);
         }
       }
