@@ -222,6 +222,19 @@ Status Session::step(float &loss) {
   return status.ok() ? finish(loss) : status;
 }
 
+Status Session::streamWithInputs(int32_t index) {
+  if (index < 0 || size_t(index) >= prog.tensors.size() ||
+      prog.tensors[index].storage != Storage::Persistent)
+    return Status::failure("only a persistent tensor can travel with the "
+                           "inputs");
+  const TensorInfo &info = prog.tensors[index];
+  for (const Backend::Range &range : inputRanges)
+    if (range.offset == info.offset)
+      return Status::success();
+  inputRanges.push_back({info.offset, info.bytes});
+  return Status::success();
+}
+
 Status Session::stageInputs() {
   if (staged)
     return Status::failure("the inputs of the next step are already staged");

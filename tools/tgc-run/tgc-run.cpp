@@ -15,6 +15,7 @@
 #include "tgc/runtime/Checkpoint.h"
 #include "tgc/runtime/Data.h"
 #include "tgc/runtime/Program.h"
+#include "tgc/runtime/Schedule.h"
 #include "tgc/runtime/Session.h"
 
 #include <cctype>
@@ -50,6 +51,10 @@ struct Options {
   int64_t logEvery = 0;
   bool quiet = false;
   int64_t maxMemory = -1; // bytes; -1: what the machine has
+  std::string lrSchedule;  // empty: the learning rate stays as it is
+  int64_t warmupSteps = 0;
+  double minLr = 0.0;
+  int64_t maxSteps = 0;
 };
 
 const char *kUsage =
@@ -81,6 +86,15 @@ const char *kUsage =
     "  --log-every K       print a line every K steps instead of a "
     "progress bar\n"
     "  --quiet             print only the summary\n"
+    "  --lr-schedule constant|cosine|linear\n"
+    "                      set the learning rate before every step: linear "
+    "warmup to\n"
+    "                      the compiled --lr, then constant, or cosine or "
+    "linear decay\n"
+    "                      to --min-lr at --max-steps (nanoGPT's formula)\n"
+    "  --warmup-steps N    warmup steps of the schedule (default 0)\n"
+    "  --min-lr X          where decay ends (default 0)\n"
+    "  --max-steps N       the step at which decay ends (cosine, linear)\n"
     "  --max-memory SIZE   refuse to start when the plan needs more than "
     "SIZE bytes\n"
     "                      (K, M, G, T suffixes, powers of 1024; default: "
@@ -144,7 +158,20 @@ int64_t availableMemory() {
 std::string parseOptions(int argc, char **argv, Options &options) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    // `--name value` or `--name=value`.
+    std::string inlineValue;
+    bool hasInline = false;
+    size_t equals = arg.find('=');
+    if (arg.compare(0, 2, "--") == 0 && equals != std::string::npos) {
+      inlineValue = arg.substr(equals + 1);
+      arg = arg.substr(0, equals);
+      hasInline = true;
+    }
     auto value = [&]() -> const char * {
+      if (hasInline) {
+        hasInline = false;
+        return inlineValue.c_str();
+      }
       return i + 1 < argc ? argv[++i] : nullptr;
     };
     auto intOption = [&](int64_t &field, int64_t minimum) -> std::string {
@@ -161,6 +188,9 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       return "";
     };
     std::string error;
+    auto flagOnly = [&]() {
+      return hasInline ? arg + " takes no value" : std::string();
+    };
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -197,6 +227,25 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       error = intOption(options.logEvery, 1);
     } else if (arg == "--quiet") {
       options.quiet = true;
+      error = flagOnly();
+    } else if (arg == "--lr-schedule") {
+      error = stringOption(options.lrSchedule);
+      LrSchedule::Kind kind;
+      if (error.empty() && !parseLrScheduleKind(options.lrSchedule, kind))
+        error = "--lr-schedule must be constant, cosine or linear, found '" +
+                options.lrSchedule + "'";
+    } else if (arg == "--warmup-steps") {
+      error = intOption(options.warmupSteps, 0);
+    } else if (arg == "--max-steps") {
+      error = intOption(options.maxSteps, 1);
+    } else if (arg == "--min-lr") {
+      const char *text = value();
+      char *end = nullptr;
+      if (text)
+        options.minLr = std::strtod(text, &end);
+      if (!text || !*text || *end || !std::isfinite(options.minLr) ||
+          options.minLr < 0)
+        error = "--min-lr needs a finite number >= 0";
     } else if (arg == "--max-memory") {
       const char *text = value();
       if (!text || !parseBytes(text, options.maxMemory) ||
@@ -220,6 +269,10 @@ std::string parseOptions(int argc, char **argv, Options &options) {
     return "--device must be cpu, cuda or auto";
   if (options.saveEvery && options.save.empty())
     return "--save-every needs --save";
+  if (options.lrSchedule.empty() &&
+      (options.warmupSteps || options.minLr != 0.0 || options.maxSteps))
+    return "--warmup-steps, --min-lr and --max-steps shape a schedule; "
+           "choose one with --lr-schedule";
   if (!options.resume.empty() && !options.loadWeights.empty())
     return "--resume and --load-weights both set the parameters; use one";
   // What a save would replace must be a regular file (or nothing): refuse
@@ -363,6 +416,43 @@ int run(int argc, char **argv) {
     return fail("--save-adapters: the model has no LoRA adapters (compile "
                 "it with --lora)");
 
+  // The learning rate: the executable's `optimizer.lr` tensor, which a
+  // schedule rewrites before every step (it travels with the batch).
+  int32_t lrTensor = program.findPersistent("optimizer.lr");
+  bool scheduled = !options.lrSchedule.empty();
+  LrSchedule schedule;
+  double fixedLr = NAN;
+  if (scheduled) {
+    if (lrTensor < 0 || program.tensors[lrTensor].init != InitKind::Constant)
+      return fail("--lr-schedule: '" + options.program +
+                  "' has no learning-rate tensor (optimizer.lr) to schedule");
+    parseLrScheduleKind(options.lrSchedule, schedule.kind);
+    schedule.peak = program.tensors[lrTensor].initA;
+    schedule.warmupSteps = options.warmupSteps;
+    schedule.minLr = options.minLr;
+    schedule.maxSteps = options.maxSteps;
+    status = schedule.validate();
+    if (status.ok())
+      status = session->streamWithInputs(lrTensor);
+    if (!status.ok())
+      return fail(status.error);
+  } else if (lrTensor >= 0) {
+    status = session->readScalar(lrTensor, fixedLr);
+    if (!status.ok())
+      return fail(status.error);
+  }
+  // The rate of the step that reads batch `index` (iteration `index`), as
+  // the f32 the step computes with.
+  auto lrOf = [&](int64_t index) {
+    return scheduled ? double(float(schedule.at(index))) : fixedLr;
+  };
+  auto setLr = [&](int64_t index) {
+    if (!scheduled)
+      return;
+    TensorRef view = session->hostView(lrTensor);
+    storeF32(view, 0, float(schedule.at(index)));
+  };
+
   std::unique_ptr<DataSource> data;
   status = createDataSource(program, options.data, options.seed, data);
   if (!status.ok())
@@ -398,6 +488,15 @@ int run(int argc, char **argv) {
                 formatBytes(program.peakLiveBytes).c_str());
     std::printf("  data: %s; steps %lld to %lld\n", data->describe().c_str(),
                 (long long)startStep + 1, (long long)options.steps);
+    if (scheduled)
+      std::printf("  learning rate: %s to %g after %lld warmup steps%s\n",
+                  options.lrSchedule.c_str(), schedule.peak,
+                  (long long)schedule.warmupSteps,
+                  schedule.kind == LrSchedule::Constant
+                      ? ""
+                      : (", then down to " + std::to_string(schedule.minLr) +
+                         " at step " + std::to_string(schedule.maxSteps))
+                            .c_str());
     std::fflush(stdout);
   }
 
@@ -417,6 +516,7 @@ int run(int argc, char **argv) {
   };
   // The next batch is filled and staged while the device runs this step.
   if (startStep < options.steps) {
+    setLr(startStep);
     status = data->fill(*session, startStep);
     if (status.ok())
       status = session->stageInputs();
@@ -426,6 +526,7 @@ int run(int argc, char **argv) {
   for (int64_t step = startStep + 1; step <= options.steps; ++step) {
     status = session->launch();
     if (status.ok() && step < options.steps) {
+      setLr(step);
       status = data->fill(*session, step);
       if (status.ok())
         status = session->stageInputs();
@@ -452,6 +553,11 @@ int run(int argc, char **argv) {
                     (long long)skipped);
       scaleText = text;
     }
+    if (scheduled) {
+      char text[48];
+      std::snprintf(text, sizeof(text), " | lr %.3g", lrOf(step - 1));
+      scaleText += text;
+    }
     if (std::isnan(firstLoss))
       firstLoss = loss;
     lastLoss = loss;
@@ -469,6 +575,8 @@ int run(int argc, char **argv) {
                    "\"elapsed_s\": %.6g",
                    (long long)step, double(loss), data->itemName(), perSecond,
                    elapsed);
+      if (!std::isnan(lrOf(step - 1)))
+        std::fprintf(metrics, ", \"lr\": %.9g", lrOf(step - 1));
       if (scaleTensor >= 0)
         std::fprintf(metrics, ", \"loss_scale\": %.17g, \"skipped\": %s",
                      scale, skippedNow ? "true" : "false");

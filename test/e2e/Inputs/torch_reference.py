@@ -9,7 +9,11 @@ The optimizer settings are tgc-compile's defaults: lr 1e-3, betas (0.9,
 0.999), eps 1e-8, weight decay 0.01 on every trained parameter.
 --freeze (comma-separated fnmatch globs on the names) sets requires_grad
 False on the parameters it matches and leaves them out of the optimizer,
-as a PyTorch user freezes layers. --lora-scale=S applies the LoRA adapters
+as a PyTorch user freezes layers. --schedule=KIND,WARMUP,MAX_STEPS,MIN_LR
+drives the learning rate with torch.optim.lr_scheduler.LambdaLR and
+nanoGPT's get_lr (linear warmup, then constant, cosine or linear decay to
+MIN_LR at MAX_STEPS), and writes each step's rate to the metrics.
+--lora-scale=S applies the LoRA adapters
 the checkpoint holds (`<module>.lora_A.weight`, `<module>.lora_B.weight`)
 as PEFT's LoraLayer does, y = x W + S (x A^T) B^T, and trains only them."""
 import fnmatch
@@ -99,6 +103,26 @@ def mlp(inputs, targets):
 
 opt = torch.optim.AdamW([p for p in params.values() if p.requires_grad], lr=1e-3, betas=(0.9, 0.999),
                         eps=1e-8, weight_decay=0.01)
+schedule = [a[len("--schedule="):].split(",") for a in sys.argv[8:]
+            if a.startswith("--schedule=")]
+scheduler = None
+if schedule:
+    kind_, warmup, max_steps, min_lr = schedule[0]
+    warmup, max_steps, min_lr, peak = int(warmup), int(max_steps), float(min_lr), 1e-3
+
+    def get_lr(it):
+        # nanoGPT's train.py get_lr, with the decay's shape a parameter.
+        if it < warmup:
+            return peak * (it + 1) / (warmup + 1)
+        if kind_ == "constant":
+            return peak
+        if it > max_steps:
+            return min_lr
+        ratio = (it - warmup) / (max_steps - warmup)
+        coeff = 0.5 * (1.0 + math.cos(math.pi * ratio)) if kind_ == "cosine" else 1.0 - ratio
+        return min_lr + coeff * (peak - min_lr)
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: get_lr(it) / peak)
 with open(metrics, "w") as out:
     for step in range(steps):
         if kind == "gpt2":
@@ -109,6 +133,9 @@ with open(metrics, "w") as out:
             loss = mlp(batches["inputs"][step % n], batches["targets"][step % n])
         opt.zero_grad()
         loss.backward()
+        lr = opt.param_groups[0]["lr"]
         opt.step()
-        out.write(json.dumps({"step": step + 1, "loss": loss.item()}) + "\n")
+        if scheduler:
+            scheduler.step()
+        out.write(json.dumps({"step": step + 1, "loss": loss.item(), "lr": lr}) + "\n")
 safetensors_io.save(final, params)

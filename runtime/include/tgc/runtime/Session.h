@@ -62,6 +62,12 @@ public:
   Status launch();
   Status finish(float &loss);
 
+  /// Makes persistent tensor `index` travel with the inputs: written into
+  /// the mirror before stageInputs(), it reaches the step that consumes
+  /// those inputs, not the one running now (how tgc-run feeds the
+  /// learning rate of a schedule).
+  Status streamWithInputs(int32_t index);
+
   /// The number of optimizer steps taken (the step counter), or -1. With
   /// loss scaling, skipped steps do not count.
   int64_t stepCount();
