@@ -2,8 +2,9 @@
 //
 // The input is a FlatBuffers program (the checksum trailer is not required:
 // mutated programs must reach the verifier, not stop at the hash). When it
-// verifies and its regions fit a small memory cap, one training step runs
-// on the CPU backend with synthetic data: whatever the verifier accepts,
+// verifies and its regions fit a small memory cap, one training step (then
+// each other entry point) runs on the CPU backend with synthetic data:
+// whatever the verifier accepts,
 // the kernels must execute without reading or writing out of bounds.
 //
 //===----------------------------------------------------------------------===//
@@ -38,5 +39,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   float loss = 0.0f;
   (void)session->step(loss);
+  // And every other entry point (eval_step) on the next batch.
+  for (const EntryPoint &entry : session->program().entries) {
+    if (!source->fill(*session, 1).ok() || !session->stageInputs().ok() ||
+        !session->launch(&entry).ok())
+      break;
+    (void)session->finish(loss);
+  }
   return 0;
 }

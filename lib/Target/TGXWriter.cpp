@@ -25,10 +25,12 @@ namespace {
 
 class TGXWriter {
 public:
-  TGXWriter(func::FuncOp step, const MemoryPlan &plan)
-      : step(step), plan(plan) {}
+  TGXWriter(func::FuncOp train, const MemoryPlan &trainPlan)
+      : step(train), plan(&trainPlan), trainStep(train),
+        trainPlan(trainPlan) {}
 
   LogicalResult write(StringRef model, StringRef options,
+                      llvm::ArrayRef<TGXEntry> entries,
                       std::vector<uint8_t> &out);
 
 private:
@@ -40,9 +42,15 @@ private:
                                                         NamedAttribute attr);
   LogicalResult addConstant(tg::ConstantOp op,
                             std::vector<flatbuffers::Offset<tgx::Attr>> &attrs);
+  LogicalResult addBody(func::FuncOp function);
+  FailureOr<flatbuffers::Offset<tgx::Entry>> addEntry(const TGXEntry &entry);
 
+  /// The function being lowered and its plan: the training step, then each
+  /// other entry in turn.
   func::FuncOp step;
-  const MemoryPlan &plan;
+  const MemoryPlan *plan;
+  func::FuncOp trainStep;
+  const MemoryPlan &trainPlan;
   flatbuffers::FlatBufferBuilder fbb{1 << 16};
 
   flatbuffers::Offset<flatbuffers::String> str(llvm::StringRef s) {
@@ -108,7 +116,7 @@ static tgx::Role convertRole(MemoryKind kind) {
 
 LogicalResult TGXWriter::addArguments() {
   Block &body = step.getBody().front();
-  for (const PersistentTensor &persistent : plan.persistent) {
+  for (const PersistentTensor &persistent : trainPlan.persistent) {
     BlockArgument arg = body.getArgument(persistent.argNumber);
     auto type = cast<RankedTensorType>(arg.getType());
     FailureOr<tgx::DType> dtype = dtypeOf(step, type);
@@ -148,16 +156,16 @@ FailureOr<int32_t> TGXWriter::addValue(Value value) {
   auto known = tensorOf.find(value);
   if (known != tensorOf.end())
     return known->second;
-  auto donated = plan.donatedTo.find(value);
-  if (donated != plan.donatedTo.end()) {
+  auto donated = plan->donatedTo.find(value);
+  if (donated != plan->donatedTo.end()) {
     int32_t index = tensorOf.lookup(
         step.getBody().front().getArgument(donated->second));
     tensorOf[value] = index;
     return index;
   }
   Operation *def = value.getDefiningOp();
-  auto buffer = plan.bufferOfValue.find(value);
-  if (!def || buffer == plan.bufferOfValue.end())
+  auto buffer = plan->bufferOfValue.find(value);
+  if (!def || buffer == plan->bufferOfValue.end())
     return step.emitOpError("internal error: a value has no planned buffer");
   auto type = cast<RankedTensorType>(value.getType());
   FailureOr<tgx::DType> dtype = dtypeOf(def, type);
@@ -166,7 +174,7 @@ FailureOr<int32_t> TGXWriter::addValue(Value value) {
   std::string name = (def->getName().getStringRef() + "#" +
                       llvm::Twine(tensors.size()))
                          .str();
-  int64_t offset = plan.buffers[buffer->second].offset;
+  int64_t offset = plan->buffers[buffer->second].offset;
   tensorOf[value] = tensors.size();
   tensors.push_back(tgx::CreateTensor(
       fbb, str(name), *dtype,
@@ -234,9 +242,9 @@ TGXWriter::addConstant(tg::ConstantOp op,
 LogicalResult TGXWriter::addInstruction(Operation *op) {
   // A reshape sharing its operand's buffer is a view: nothing to run.
   if (isa<tg::ReshapeOp>(op)) {
-    auto in = plan.bufferOfValue.find(op->getOperand(0));
-    auto out = plan.bufferOfValue.find(op->getResult(0));
-    if (in != plan.bufferOfValue.end() && out != plan.bufferOfValue.end() &&
+    auto in = plan->bufferOfValue.find(op->getOperand(0));
+    auto out = plan->bufferOfValue.find(op->getResult(0));
+    if (in != plan->bufferOfValue.end() && out != plan->bufferOfValue.end() &&
         in->second == out->second) {
       return success(succeeded(addValue(op->getResult(0))));
     }
@@ -299,41 +307,114 @@ LogicalResult TGXWriter::addInstruction(Operation *op) {
   return success();
 }
 
-LogicalResult TGXWriter::write(StringRef model, StringRef options,
-                               std::vector<uint8_t> &out) {
-  if (failed(addArguments()))
-    return failure();
-  Block &body = step.getBody().front();
-  for (Operation &op : body.without_terminator()) {
+LogicalResult TGXWriter::addBody(func::FuncOp function) {
+  for (Operation &op : function.getBody().front().without_terminator()) {
     if (op.getDialect() && op.getDialect()->getNamespace() != "tg")
       return op.emitOpError("cannot be compiled to the executable format: "
                             "only tg ops run in the runtime");
     if (failed(addInstruction(&op)))
       return failure();
   }
+  return success();
+}
 
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  int32_t loss = -1, counter = -1;
-  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-    if (step.getResultAttr(i, tg::TGDialect::kLossAttr)) {
-      FailureOr<int32_t> index = addValue(value);
-      if (failed(index))
-        return failure();
-      loss = *index;
-    }
+/// The loss of `function`: its result marked tg.loss, or the only result of
+/// a model (its forward pass and loss).
+static Value lossOf(func::FuncOp function) {
+  auto ret = cast<func::ReturnOp>(function.getBody().front().getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands()))
+    if (function.getResultAttr(i, tg::TGDialect::kLossAttr))
+      return value;
+  if (function->hasAttr(tg::TGDialect::kModelAttr) &&
+      ret.getNumOperands() == 1)
+    return ret.getOperand(0);
+  return Value();
+}
+
+FailureOr<flatbuffers::Offset<tgx::Entry>>
+TGXWriter::addEntry(const TGXEntry &entry) {
+  step = entry.function;
+  plan = entry.plan;
+  // Its arguments are the training step's persistent tensors of the same
+  // names, with the same types.
+  Block &trainBody = trainStep.getBody().front();
+  Block &body = step.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    StringAttr name;
+    for (StringRef role : {tg::TGDialect::kParamAttr, tg::TGDialect::kInputAttr,
+                           tg::TGDialect::kStateAttr})
+      if (!name)
+        name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role);
+    const PersistentTensor *shared = nullptr;
+    for (const PersistentTensor &persistent : trainPlan.persistent)
+      if (name && persistent.name == name.getValue())
+        shared = &persistent;
+    if (!shared)
+      return step.emitOpError("entry '")
+             << entry.name << "': argument #" << arg.getArgNumber()
+             << " is not a tensor of the training step";
+    BlockArgument trainArg = trainBody.getArgument(shared->argNumber);
+    if (trainArg.getType() != arg.getType())
+      return step.emitOpError("entry '")
+             << entry.name << "': '" << name.getValue() << "' has type "
+             << arg.getType() << ", the training step's "
+             << trainArg.getType();
+    tensorOf[arg] = tensorOf.lookup(trainArg);
   }
-  for (const PersistentTensor &persistent : plan.persistent)
+  std::vector<flatbuffers::Offset<tgx::Instruction>> trainInstructions;
+  std::swap(instructions, trainInstructions);
+  if (failed(addBody(step)))
+    return failure();
+  Value loss = lossOf(step);
+  if (!loss)
+    return step.emitOpError("entry '") << entry.name << "' has no loss";
+  FailureOr<int32_t> lossIndex = addValue(loss);
+  if (failed(lossIndex))
+    return failure();
+  auto offset = tgx::CreateEntry(fbb, str(entry.name),
+                                 fbb.CreateVector(instructions),
+                                 plan->layout.arenaSize, plan->layout.peakLive,
+                                 *lossIndex);
+  std::swap(instructions, trainInstructions);
+  return offset;
+}
+
+LogicalResult TGXWriter::write(StringRef model, StringRef options,
+                               llvm::ArrayRef<TGXEntry> entries,
+                               std::vector<uint8_t> &out) {
+  if (failed(addArguments()) || failed(addBody(trainStep)))
+    return failure();
+  Value lossValue = lossOf(trainStep);
+  if (!lossValue)
+    return step.emitOpError("has no result marked tg.loss to compile");
+  FailureOr<int32_t> loss = addValue(lossValue);
+  if (failed(loss))
+    return failure();
+  Block &body = trainStep.getBody().front();
+  int32_t counter = -1;
+  for (const PersistentTensor &persistent : trainPlan.persistent)
     if (persistent.name == tg::TGDialect::kStepCounterName)
       counter = tensorOf.lookup(body.getArgument(persistent.argNumber));
-  if (loss < 0)
-    return step.emitOpError("has no result marked tg.loss to compile");
+  auto trainInstructions = fbb.CreateVector(instructions);
+  instructions.clear();
+
+  // Every entry runs in the one arena, at its own offsets.
+  int64_t arena = trainPlan.layout.arenaSize;
+  std::vector<flatbuffers::Offset<tgx::Entry>> entryOffsets;
+  for (const TGXEntry &entry : entries) {
+    FailureOr<flatbuffers::Offset<tgx::Entry>> offset = addEntry(entry);
+    if (failed(offset))
+      return failure();
+    entryOffsets.push_back(*offset);
+    arena = std::max(arena, entry.plan->layout.arenaSize);
+  }
 
   auto program = tgx::CreateProgram(
       fbb, tgx::kFormatVersion, str(model), str(options),
-      fbb.CreateVector(tensors), plan.persistentSize, plan.layout.arenaSize,
-      plan.layout.peakLive, plan.alignment, fbb.CreateVector(instructions),
-      loss, counter,
-      fbb.CreateVector(constants));
+      fbb.CreateVector(tensors), trainPlan.persistentSize, arena,
+      trainPlan.layout.peakLive, trainPlan.alignment, trainInstructions,
+      *loss, counter, fbb.CreateVector(constants),
+      fbb.CreateVector(entryOffsets));
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   tgx::appendTrailer(out);
@@ -344,8 +425,9 @@ LogicalResult TGXWriter::write(StringRef model, StringRef options,
 
 LogicalResult writeTGX(func::FuncOp step, const MemoryPlan &plan,
                        StringRef model, StringRef options,
+                       llvm::ArrayRef<TGXEntry> entries,
                        std::vector<uint8_t> &out) {
-  return TGXWriter(step, plan).write(model, options, out);
+  return TGXWriter(step, plan).write(model, options, entries, out);
 }
 
 } // namespace tgc

@@ -244,7 +244,7 @@ Status Session::stageInputs() {
   return status;
 }
 
-Status Session::launch() {
+Status Session::launch(const EntryPoint *entry) {
   if (!staged)
     return Status::failure("cannot run a step before its input batch is "
                            "staged (Session::stageInputs)");
@@ -256,13 +256,16 @@ Status Session::launch() {
   staged = false;
   nextSlot = 1 - nextSlot;
   launched = true;
+  const std::vector<Instruction> &instructions =
+      entry ? entry->instructions : prog.instructions;
+  runningLoss = entry ? entry->loss : prog.loss;
 
-  // The high-water mark is measured on the first step.
-  bool measure = highWater < 0;
+  // The high-water mark is measured on the first training step.
+  bool measure = highWater < 0 && !entry;
   ArenaTrace trace(prog.alignment);
   std::vector<TensorRef> operands, results;
-  for (size_t i = 0; i < prog.instructions.size(); ++i) {
-    const Instruction &inst = prog.instructions[i];
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction &inst = instructions[i];
     operands.clear();
     results.clear();
     for (int32_t index : inst.operands) {
@@ -282,7 +285,8 @@ Status Session::launch() {
     Status status = device->execute(prog, inst, operands, results);
     if (!status.ok()) {
       launched = false;
-      return Status::failure("step failed in instruction #" +
+      return Status::failure(std::string(entry ? entry->name : "step") +
+                             " failed in instruction #" +
                              std::to_string(i) + " (" +
                              kernelName(inst.kernel) + "): " + status.error);
     }
@@ -303,7 +307,7 @@ Status Session::finish(float &loss) {
   // The loss, in its element type, through a host copy; waiting for it
   // waits for the step.
   uint8_t bytes[8] = {};
-  TensorRef lossView = view(prog.loss);
+  TensorRef lossView = view(runningLoss);
   Status status = device->download(bytes, lossView.data, lossView.numBytes());
   if (status.ok())
     status = device->synchronize();

@@ -102,8 +102,20 @@ struct LowerToTGXPass
     }
     const tgc::MemoryPlan *plan =
         getChildAnalysis<tgc::MemoryPlanAnalysis>(step).getPlan(alignment);
-    if (!plan ||
-        failed(tgc::writeTGX(step, *plan, model, options, bytes)))
+    if (!plan)
+      return signalPassFailure();
+    // The evaluation step: the model's forward pass and loss, planned on
+    // its own (no gradient memory), over the same parameters.
+    std::vector<tgc::TGXEntry> entries;
+    const tgc::MemoryPlan *evalPlan = nullptr;
+    if (auto forward = getOperation().lookupSymbol<func::FuncOp>(model)) {
+      evalPlan = getChildAnalysis<tgc::MemoryPlanAnalysis>(forward).getPlan(
+          alignment);
+      if (!evalPlan)
+        return signalPassFailure();
+      entries.push_back({"eval_step", forward, evalPlan});
+    }
+    if (failed(tgc::writeTGX(step, *plan, model, options, entries, bytes)))
       return signalPassFailure();
     llvm::raw_string_ostream os(summary);
     os << plan->schedule.size() << " ops, persistent "
@@ -112,6 +124,9 @@ struct LowerToTGXPass
        << tgc::formatBytes(plan->layout.peakLive) << ")";
     if (!plan->recomputed.empty())
       os << ", " << plan->recomputed.size() << " ops recomputed";
+    if (evalPlan)
+      os << "; eval_step: " << evalPlan->schedule.size() << " ops, arena "
+         << tgc::formatBytes(evalPlan->layout.arenaSize);
     markAllAnalysesPreserved();
   }
 

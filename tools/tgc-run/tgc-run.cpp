@@ -55,6 +55,10 @@ struct Options {
   int64_t warmupSteps = 0;
   double minLr = 0.0;
   int64_t maxSteps = 0;
+  std::string evalData; // empty: --data's source
+  int64_t evalEvery = 0;
+  int64_t evalBatches = 10;
+  bool evalOnly = false;
 };
 
 const char *kUsage =
@@ -95,6 +99,13 @@ const char *kUsage =
     "  --warmup-steps N    warmup steps of the schedule (default 0)\n"
     "  --min-lr X          where decay ends (default 0)\n"
     "  --max-steps N       the step at which decay ends (cosine, linear)\n"
+    "  --eval-data SOURCE  validation data (as --data; default: --data's)\n"
+    "  --eval-every N      report the validation loss every N steps\n"
+    "  --eval-batches M    batches per validation (default 10; the same M "
+    "every time)\n"
+    "  --eval-only         report the validation loss of the weights "
+    "(--resume or\n"
+    "                      --load-weights) and exit\n"
     "  --max-memory SIZE   refuse to start when the plan needs more than "
     "SIZE bytes\n"
     "                      (K, M, G, T suffixes, powers of 1024; default: "
@@ -227,6 +238,15 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       error = intOption(options.logEvery, 1);
     } else if (arg == "--quiet") {
       options.quiet = true;
+      error = flagOnly();
+    } else if (arg == "--eval-data") {
+      error = stringOption(options.evalData);
+    } else if (arg == "--eval-every") {
+      error = intOption(options.evalEvery, 1);
+    } else if (arg == "--eval-batches") {
+      error = intOption(options.evalBatches, 1);
+    } else if (arg == "--eval-only") {
+      options.evalOnly = true;
       error = flagOnly();
     } else if (arg == "--lr-schedule") {
       error = stringOption(options.lrSchedule);
@@ -458,11 +478,61 @@ int run(int argc, char **argv) {
   if (!status.ok())
     return fail(status.error);
 
+  // Validation: the executable's eval_step (forward and loss only) on the
+  // first --eval-batches batches of its source, every time.
+  const EntryPoint *evalEntry = program.findEntry("eval_step");
+  std::unique_ptr<DataSource> evalData;
+  if (options.evalOnly || options.evalEvery) {
+    if (!evalEntry)
+      return fail("'" + options.program + "' has no eval_step entry point "
+                  "(compile it again with this tgc-compile)");
+    status = createDataSource(
+        program, options.evalData.empty() ? options.data : options.evalData,
+        options.seed ^ 0xE7A1u, evalData);
+    if (!status.ok())
+      return fail("--eval-data: " + status.error);
+  }
+  auto evaluate = [&](double &mean) -> Status {
+    double sum = 0.0;
+    for (int64_t b = 0; b < options.evalBatches; ++b) {
+      float loss = 0.0f;
+      Status done = evalData->fill(*session, b);
+      if (done.ok())
+        done = session->stageInputs();
+      if (done.ok())
+        done = session->launch(evalEntry);
+      if (done.ok())
+        done = session->finish(loss);
+      if (!done.ok())
+        return done;
+      sum += double(loss);
+    }
+    mean = sum / double(options.evalBatches);
+    return Status::success();
+  };
+
   std::FILE *metrics = nullptr;
   if (!options.metrics.empty()) {
     metrics = std::fopen(options.metrics.c_str(), "w");
     if (!metrics)
       return fail("cannot write metrics to '" + options.metrics + "'");
+  }
+
+  if (options.evalOnly) {
+    double mean = 0.0;
+    status = evaluate(mean);
+    if (!status.ok())
+      return fail(status.error);
+    std::printf("tgc-run: eval loss %.6f over %lld batches of %s\n", mean,
+                (long long)options.evalBatches, evalData->describe().c_str());
+    if (metrics) {
+      std::fprintf(metrics, "{\"step\": %lld, \"eval_loss\": %.9g}\n",
+                   (long long)startStep, mean);
+      if (std::fclose(metrics) != 0)
+        return fail("could not write the metrics to '" + options.metrics +
+                    "'");
+    }
+    return 0;
   }
 
   int64_t params = 0, stateBytes = 0;
@@ -525,15 +595,27 @@ int run(int argc, char **argv) {
   }
   for (int64_t step = startStep + 1; step <= options.steps; ++step) {
     status = session->launch();
-    if (status.ok() && step < options.steps) {
+    // Validation after this step uses the staging slots: the next batch
+    // is then prepared after it, not during this step.
+    bool evalNow = options.evalEvery && step % options.evalEvery == 0;
+    auto prepareNext = [&]() -> Status {
+      if (step >= options.steps)
+        return Status::success();
       setLr(step);
-      status = data->fill(*session, step);
-      if (status.ok())
-        status = session->stageInputs();
-    }
+      Status prepared = data->fill(*session, step);
+      return prepared.ok() ? session->stageInputs() : prepared;
+    };
+    if (status.ok() && !evalNow)
+      status = prepareNext();
     float loss = 0.0f;
     if (status.ok())
       status = session->finish(loss);
+    double evalLoss = NAN;
+    if (status.ok() && evalNow) {
+      status = evaluate(evalLoss);
+      if (status.ok())
+        status = prepareNext();
+    }
     if (!status.ok())
       return fail(status.error);
     ++ran;
@@ -558,6 +640,11 @@ int run(int argc, char **argv) {
       std::snprintf(text, sizeof(text), " | lr %.3g", lrOf(step - 1));
       scaleText += text;
     }
+    if (evalNow) {
+      char text[48];
+      std::snprintf(text, sizeof(text), " | eval %.4f", evalLoss);
+      scaleText += text;
+    }
     if (std::isnan(firstLoss))
       firstLoss = loss;
     lastLoss = loss;
@@ -580,6 +667,8 @@ int run(int argc, char **argv) {
       if (scaleTensor >= 0)
         std::fprintf(metrics, ", \"loss_scale\": %.17g, \"skipped\": %s",
                      scale, skippedNow ? "true" : "false");
+      if (evalNow)
+        std::fprintf(metrics, ", \"eval_loss\": %.9g", evalLoss);
       std::fprintf(metrics, "}\n");
     }
     if (!std::isfinite(loss))
@@ -594,11 +683,14 @@ int run(int argc, char **argv) {
                   (long long)step, (long long)options.steps, bar.c_str(),
                   double(loss), perSecond, data->itemName(),
                   formatDuration(eta).c_str(), scaleText.c_str());
+      if (evalNow && step != options.steps)
+        std::printf("\n"); // keep the line with the validation loss
       std::fflush(stdout);
     } else if (!options.quiet &&
-               (options.logEvery ? step % options.logEvery == 0
-                                 : (step == options.steps || step % 10 == 0 ||
-                                    step == startStep + 1))) {
+               (evalNow ||
+                (options.logEvery ? step % options.logEvery == 0
+                                  : (step == options.steps || step % 10 == 0 ||
+                                     step == startStep + 1)))) {
       std::printf("  step %lld/%lld loss %.4f | %.1f %s/s | ETA %s%s\n",
                   (long long)step, (long long)options.steps, double(loss),
                   perSecond, data->itemName(), formatDuration(eta).c_str(),

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <string>
 #include <vector>
 
 namespace tgc {
@@ -22,12 +23,24 @@ namespace tgc {
 /// one FlatBuffer, whose offsets limit it to 2 GiB.
 constexpr int64_t kMaxConstantBytes = int64_t(1) << 30;
 
-/// Serializes `step` as planned by `plan` into `out`: the whole file,
-/// checksum trailer included (format/include/tgc/format/TGXFile.h). `options` records how
+/// Another program of the executable over the training step's tensors
+/// (an evaluation step: the model's forward pass and loss), planned on its
+/// own. Its arguments must be persistent tensors of the training step, by
+/// name and type.
+struct TGXEntry {
+  std::string name;
+  mlir::func::FuncOp function;
+  const MemoryPlan *plan;
+};
+
+/// Serializes `step` as planned by `plan`, and `entries`, into `out`: the
+/// whole file, checksum trailer included
+/// (format/include/tgc/format/TGXFile.h). `options` records how
 /// it was compiled. Emits a diagnostic and fails on an op or attribute the
 /// format cannot express.
 mlir::LogicalResult writeTGX(mlir::func::FuncOp step, const MemoryPlan &plan,
                              llvm::StringRef model, llvm::StringRef options,
+                             llvm::ArrayRef<TGXEntry> entries,
                              std::vector<uint8_t> &out);
 
 } // namespace tgc

@@ -104,6 +104,13 @@ std::vector<size_t> updatedOperands(const Instruction &inst) {
   }
 }
 
+const EntryPoint *Program::findEntry(const std::string &name) const {
+  for (const EntryPoint &entry : entries)
+    if (entry.name == name)
+      return &entry;
+  return nullptr;
+}
+
 int32_t Program::findPersistent(const std::string &name) const {
   for (size_t i = 0; i < tensors.size(); ++i)
     if (tensors[i].storage == Storage::Persistent && tensors[i].name == name)
@@ -322,13 +329,22 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
   auto tensorIndexOk = [&](int64_t index) {
     return index >= 0 && size_t(index) < program.tensors.size();
   };
-  if (fb->instructions()) {
-    for (size_t i = 0; i < fb->instructions()->size(); ++i) {
-      const tgx::Instruction *fi = fb->instructions()->Get(i);
+  // Decodes and verifies a list of instructions; `prefix` names the entry
+  // point in errors.
+  auto parseInstructions =
+      [&](const flatbuffers::Vector<flatbuffers::Offset<tgx::Instruction>>
+              *list,
+          const std::string &prefix,
+          std::vector<Instruction> &out) -> Status {
+    if (!list)
+      return Status::success();
+    for (size_t i = 0; i < list->size(); ++i) {
+      const tgx::Instruction *fi = list->Get(i);
       std::string kernelName = fi->kernel() ? fi->kernel()->str() : "";
       Instruction inst;
-      std::string where = "instruction #" + std::to_string(i) + " (" +
-                          (kernelName.empty() ? "?" : kernelName) + ")";
+      std::string where = prefix + "instruction #" + std::to_string(i) +
+                          " (" + (kernelName.empty() ? "?" : kernelName) +
+                          ")";
       if (!lookupKernel(kernelName, inst.kernel))
         return Status::failure(where + ": unknown kernel");
       if (fi->operands())
@@ -366,7 +382,49 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
       Status status = verifyInstruction(program, inst);
       if (!status.ok())
         return Status::failure(where + ": " + status.error);
-      program.instructions.push_back(std::move(inst));
+      out.push_back(std::move(inst));
+    }
+    return Status::success();
+  };
+  Status parsed = parseInstructions(fb->instructions(), "", program.instructions);
+  if (!parsed.ok())
+    return parsed;
+  auto isLossTensor = [&](int32_t index) {
+    return tensorIndexOk(index) && program.tensors[index].shape.empty() &&
+           isFloat(program.tensors[index].dtype);
+  };
+  if (fb->entries()) {
+    for (size_t e = 0; e < fb->entries()->size(); ++e) {
+      const tgx::Entry *fe = fb->entries()->Get(e);
+      EntryPoint entry;
+      entry.name = fe->name() ? fe->name()->str() : "";
+      std::string where = "entry point #" + std::to_string(e) + " ('" +
+                          entry.name + "')";
+      if (entry.name.empty() || program.findEntry(entry.name) ||
+          entry.name == "train_step")
+        return Status::failure(where + ": a missing or repeated name");
+      entry.arenaBytes = fe->arena_bytes();
+      entry.peakLiveBytes = fe->peak_live_bytes();
+      if (entry.arenaBytes < 0 || entry.arenaBytes > program.arenaBytes ||
+          entry.peakLiveBytes < 0 || entry.peakLiveBytes > entry.arenaBytes)
+        return Status::failure(where + ": its arena does not fit the "
+                                       "program's");
+      entry.loss = fe->loss();
+      if (!isLossTensor(entry.loss))
+        return Status::failure(where + ": the loss is not a float scalar");
+      parsed = parseInstructions(fe->instructions(), where + ": ",
+                                 entry.instructions);
+      if (!parsed.ok())
+        return parsed;
+      // An entry that writes a persistent tensor would change the training
+      // state; only the training step may.
+      for (const Instruction &inst : entry.instructions)
+        for (int32_t index : inst.results)
+          if (index != kNotComputed &&
+              program.tensors[index].storage == Storage::Persistent)
+            return Status::failure(where + ": writes the persistent tensor '" +
+                                   program.tensors[index].name + "'");
+      program.entries.push_back(std::move(entry));
     }
   }
 

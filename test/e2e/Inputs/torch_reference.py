@@ -13,7 +13,8 @@ as a PyTorch user freezes layers. --schedule=KIND,WARMUP,MAX_STEPS,MIN_LR
 drives the learning rate with torch.optim.lr_scheduler.LambdaLR and
 nanoGPT's get_lr (linear warmup, then constant, cosine or linear decay to
 MIN_LR at MAX_STEPS), and writes each step's rate to the metrics.
---lora-scale=S applies the LoRA adapters
+--eval=M writes, instead of training, the mean forward loss of INIT's
+weights over the first M batches. --lora-scale=S applies the LoRA adapters
 the checkpoint holds (`<module>.lora_A.weight`, `<module>.lora_B.weight`)
 as PEFT's LoraLayer does, y = x W + S (x A^T) B^T, and trains only them."""
 import fnmatch
@@ -100,6 +101,23 @@ def mlp(inputs, targets):
         i += 1
     return F.cross_entropy(x, targets, ignore_index=-100)
 
+
+evaluate = [int(a[len("--eval="):]) for a in sys.argv[8:] if a.startswith("--eval=")]
+if evaluate:
+    # The validation loss of INIT's weights: the mean forward loss of the
+    # first M batches, as `tgc-run --eval-only --eval-batches M` reports it.
+    with torch.no_grad():
+        losses = []
+        for b in range(evaluate[0]):
+            if kind == "gpt2":
+                n = batches["tokens"].shape[0]
+                losses.append(gpt2(batches["tokens"][b % n], batches["targets"][b % n]).item())
+            else:
+                n = batches["inputs"].shape[0]
+                losses.append(mlp(batches["inputs"][b % n], batches["targets"][b % n]).item())
+    with open(metrics, "w") as out:
+        out.write(json.dumps({"eval_loss": sum(losses) / len(losses)}) + "\n")
+    sys.exit(0)
 
 opt = torch.optim.AdamW([p for p in params.values() if p.requires_grad], lr=1e-3, betas=(0.9, 0.999),
                         eps=1e-8, weight_decay=0.01)

@@ -99,6 +99,16 @@ struct Program;
 bool hasApplyPredicate(const Program &program, const Instruction &inst);
 std::vector<size_t> updatedOperands(const Instruction &inst);
 
+/// Another program over the same tensors (`eval_step`: the forward pass and
+/// loss), with its own instructions and arena plan.
+struct EntryPoint {
+  std::string name;
+  std::vector<Instruction> instructions;
+  int64_t arenaBytes = 0;
+  int64_t peakLiveBytes = 0;
+  int32_t loss = -1;
+};
+
 struct Program {
   uint32_t version = 0;
   std::string model;
@@ -114,9 +124,14 @@ struct Program {
   std::vector<uint8_t> constants;
   /// The LoRA adapters (tg-lora), checked against their weights.
   std::vector<LoraAdapter> adapters;
+  /// Entry points besides the training step (above: `instructions`, the
+  /// arena and `loss` are the training step's; `arenaBytes` covers all).
+  std::vector<EntryPoint> entries;
 
   /// Index of the tensor with `name` among persistent tensors, or -1.
   int32_t findPersistent(const std::string &name) const;
+  /// The entry point named `name`, or null.
+  const EntryPoint *findEntry(const std::string &name) const;
 };
 
 /// Reads, verifies and decodes a .tgx file. On failure the message says

@@ -58,8 +58,11 @@ public:
   /// stageInputs() starts copying the inputs now in the mirror towards the
   /// device (double-buffered, pinned on the GPU); launch() queues the step
   /// on the staged inputs; finish() waits for it and reads the loss.
+  /// launch(entry) runs another entry point of the program (eval_step) on
+  /// the staged inputs instead of the training step; finish() returns its
+  /// loss.
   Status stageInputs();
-  Status launch();
+  Status launch(const EntryPoint *entry = nullptr);
   Status finish(float &loss);
 
   /// Makes persistent tensor `index` travel with the inputs: written into
@@ -94,6 +97,8 @@ private:
   int nextSlot = 0;
   bool staged = false;
   bool launched = false;
+  /// The loss tensor of the entry point launched.
+  int32_t runningLoss = -1;
 };
 
 /// Draws the initial values of one tensor (normal or uniform from a
