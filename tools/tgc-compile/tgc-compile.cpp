@@ -54,8 +54,9 @@ static cl::opt<std::string> modelName(
     cl::cat(category));
 static cl::opt<std::string>
     memoryReport("memory-report",
-                 cl::desc("Write the memory plan as JSON to this file and a "
-                          "Chrome trace to <file>.trace.json"),
+                 cl::desc("Write the memory plan as JSON to this file, a "
+                          "Chrome trace to <file>.trace.json, and the "
+                          "eval_step's plan to <file>.eval_step.json"),
                  cl::cat(category));
 static cl::opt<int64_t> maxConstantBytes(
     "max-constant-bytes",
@@ -114,6 +115,17 @@ struct LowerToTGXPass
       if (!evalPlan)
         return signalPassFailure();
       entries.push_back({"eval_step", forward, evalPlan});
+      // Its memory report beside the training step's.
+      if (!memoryReport.empty()) {
+        std::string error;
+        auto json = openOutputFile(memoryReport + ".eval_step.json", &error);
+        if (!json) {
+          getOperation().emitError("tgc-compile: ") << error;
+          return signalPassFailure();
+        }
+        tgc::writeMemoryReportJSON(*evalPlan, json->os());
+        json->keep();
+      }
     }
     if (failed(tgc::writeTGX(step, *plan, model, options, entries, bytes)))
       return signalPassFailure();
