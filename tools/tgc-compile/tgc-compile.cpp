@@ -33,6 +33,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <limits>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -373,8 +375,10 @@ int main(int argc, char **argv) {
         options.loraRank = rank;
       } else if (key == "alpha") {
         double alpha;
-        if (value.getAsDouble(alpha) || !(alpha > 0.0))
-          return fail("--lora: alpha must be a positive number, found '" +
+        if (value.getAsDouble(alpha) || !(alpha > 0.0) ||
+            !(alpha <= double(std::numeric_limits<float>::max())))
+          return fail("--lora: alpha must be a positive number, finite in "
+                      "f32, found '" +
                       value.str() + "'");
         options.loraAlpha = alpha;
       } else {
