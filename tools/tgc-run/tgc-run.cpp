@@ -289,6 +289,14 @@ std::string parseOptions(int argc, char **argv, Options &options) {
     return "--device must be cpu, cuda or auto";
   if (options.saveEvery && options.save.empty())
     return "--save-every needs --save";
+  if (options.evalOnly &&
+      (!options.save.empty() || !options.saveAdapters.empty() ||
+       !options.exportMerged.empty() || options.evalEvery))
+    return "--eval-only trains nothing: it takes no --save, "
+           "--save-adapters, --export-merged or --eval-every";
+  if (!options.evalOnly && !options.evalEvery &&
+      (!options.evalData.empty() || options.evalBatches != 10))
+    return "--eval-data and --eval-batches need --eval-every or --eval-only";
   if (options.lrSchedule.empty() &&
       (options.warmupSteps || options.minLr != 0.0 || options.maxSteps))
     return "--warmup-steps, --min-lr and --max-steps shape a schedule; "
