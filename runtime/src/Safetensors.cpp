@@ -201,13 +201,16 @@ Status checkEntry(const SafetensorsEntry &entry, DType dtype,
   return Status::success();
 }
 
-/// The bytes per element of a safetensors dtype name, or 0 when unknown.
+/// The bytes per element of a safetensors dtype name, or 0 when unknown:
+/// tgc's own dtypes, and the others a file from elsewhere may hold (their
+/// tensors can be skipped, not loaded).
 static int64_t safetensorsElementBytes(const std::string &dtype) {
-  static const std::pair<const char *, int64_t> kSizes[] = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1},
-      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
-      {"U32", 4},  {"F32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8}};
-  for (auto &[name, bytes] : kSizes)
+  if (std::optional<DType> known = parseSafetensorsDType(dtype))
+    return int64_t(dtypeSize(*known));
+  static const std::pair<const char *, int64_t> kForeign[] = {
+      {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2},
+      {"U32", 4},     {"F64", 8},     {"U64", 8}};
+  for (auto &[name, bytes] : kForeign)
     if (dtype == name)
       return bytes;
   return 0;

@@ -459,16 +459,10 @@ Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
 // Global norm
 //===----------------------------------------------------------------------===//
 
-/// Adds the sum of squares of `x` into `*sum`: f64 per thread, a tree per
-/// block, one atomic add per block.
-__global__ void sumSquaresKernel(const void *x, DType dtype, int64_t n,
-                                 double *sum) {
+/// Adds each thread's `acc` of this block into `*total`: a tree in shared
+/// memory, then one atomic add per block.
+__device__ void addBlockSum(double acc, double *total) {
   __shared__ double partial[kThreads];
-  double acc = 0.0;
-  TGC_GRID_LOOP(i, n) {
-    double v = loadFloat(x, dtype, i);
-    acc += v * v;
-  }
   partial[threadIdx.x] = acc;
   __syncthreads();
   for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
@@ -477,7 +471,19 @@ __global__ void sumSquaresKernel(const void *x, DType dtype, int64_t n,
     __syncthreads();
   }
   if (threadIdx.x == 0)
-    atomicAdd(sum, partial[0]);
+    atomicAdd(total, partial[0]);
+}
+
+/// Adds the sum of squares of `x` into `*sum`: f64 per thread, a tree per
+/// block, one atomic add per block.
+__global__ void sumSquaresKernel(const void *x, DType dtype, int64_t n,
+                                 double *sum) {
+  double acc = 0.0;
+  TGC_GRID_LOOP(i, n) {
+    double v = loadFloat(x, dtype, i);
+    acc += v * v;
+  }
+  addBlockSum(acc, sum);
 }
 
 __global__ void sqrtToF32Kernel(const double *sum, float *result) {
@@ -610,21 +616,12 @@ __global__ void adafactorUpdateSquaresKernel(const void *grad, DType gradType,
                                              const float *state0,
                                              const float *state1,
                                              double *sums, AdafactorParams hp) {
-  __shared__ double partial[kThreads];
   double acc = 0.0;
   TGC_GRID_LOOP(i, hp.count) {
     double u = adafactorDirection(grad, gradType, state0, state1, sums, hp, i);
     acc += u * u;
   }
-  partial[threadIdx.x] = acc;
-  __syncthreads();
-  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride)
-      partial[threadIdx.x] += partial[threadIdx.x + stride];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0)
-    atomicAdd(&sums[1], partial[0]);
+  addBlockSum(acc, &sums[1]);
 }
 
 __global__ void adafactorApplyKernel(const void *param, DType paramType,

@@ -38,6 +38,19 @@ Instruction instruction(Kernel kernel, int32_t operand, int32_t result) {
   inst.results = {result};
   return inst;
 }
+
+/// reduce_sum of `operand` over axis 0 into `result`.
+Instruction sumOverAxis0(int32_t operand, int32_t result) {
+  Instruction inst = instruction(Kernel::ReduceSum, operand, result);
+  AttrValue axes;
+  axes.kind = AttrValue::Ints;
+  axes.ints = {0};
+  inst.attrs["axes"] = axes;
+  AttrValue keepDims;
+  keepDims.kind = AttrValue::Bool;
+  inst.attrs["keep_dims"] = keepDims;
+  return inst;
+}
 } // namespace
 
 TEST(Session, ResultOverADyingOperandCountsOnce) {
@@ -56,15 +69,7 @@ TEST(Session, ResultOverADyingOperandCountsOnce) {
   program.arenaBytes = 1280;
   program.peakLiveBytes = 1280;
   program.instructions = {instruction(Kernel::Exp, 0, 1),
-                          instruction(Kernel::Neg, 1, 2),
-                          instruction(Kernel::ReduceSum, 2, 3)};
-  AttrValue axes;
-  axes.kind = AttrValue::Ints;
-  axes.ints = {0};
-  program.instructions[2].attrs["axes"] = axes;
-  AttrValue keepDims;
-  keepDims.kind = AttrValue::Bool;
-  program.instructions[2].attrs["keep_dims"] = keepDims;
+                          instruction(Kernel::Neg, 1, 2), sumOverAxis0(2, 3)};
   program.loss = 3;
 
   std::unique_ptr<Session> session;
@@ -87,11 +92,7 @@ TEST(Session, LaunchWithoutStagedInputsSaysWhatIsMissing) {
   program.persistentBytes = 256;
   program.arenaBytes = 256;
   program.peakLiveBytes = 256;
-  program.instructions = {instruction(Kernel::ReduceSum, 0, 1)};
-  AttrValue axes;
-  axes.kind = AttrValue::Ints;
-  axes.ints = {0};
-  program.instructions[0].attrs["axes"] = axes;
+  program.instructions = {sumOverAxis0(0, 1)};
   program.loss = 1;
   std::unique_ptr<Session> session;
   ASSERT_OK(Session::create(program, createCpuBackend(), session));
