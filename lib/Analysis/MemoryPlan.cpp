@@ -147,6 +147,8 @@ const char *stringifyMemoryKind(MemoryKind kind) {
     return "frozen_params";
   case MemoryKind::OptimizerState:
     return "optimizer_state";
+  case MemoryKind::GradAccumulator:
+    return "grad_accumulators";
   case MemoryKind::Input:
     return "inputs";
   case MemoryKind::Activation:
@@ -357,7 +359,9 @@ FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp function,
     } else if (auto name = function.getArgAttrOfType<StringAttr>(
                    i, tg::TGDialect::kStateAttr)) {
       tensor.name = name.str();
-      tensor.kind = MemoryKind::OptimizerState;
+      tensor.kind = name.getValue().starts_with(tg::TGDialect::kGradAccumPrefix)
+                        ? MemoryKind::GradAccumulator
+                        : MemoryKind::OptimizerState;
     } else {
       auto input = function.getArgAttrOfType<StringAttr>(
           i, tg::TGDialect::kInputAttr);
@@ -451,7 +455,14 @@ static const MemoryKind kTransientKinds[] = {
     MemoryKind::Activation, MemoryKind::Gradient, MemoryKind::Workspace};
 static const MemoryKind kPersistentKinds[] = {
     MemoryKind::Param, MemoryKind::FrozenParam, MemoryKind::OptimizerState,
-    MemoryKind::Input};
+    MemoryKind::GradAccumulator, MemoryKind::Input};
+
+/// Kinds a report lists only when the plan has them.
+static bool listed(const MemoryPlan &plan, MemoryKind kind) {
+  return (kind != MemoryKind::FrozenParam &&
+          kind != MemoryKind::GradAccumulator) ||
+         plan.persistentBytes(kind);
+}
 
 void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
                        unsigned topBuffers) {
@@ -462,8 +473,8 @@ void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
      << plan.alignment << ")\n";
   os << "  persistent: " << formatBytes(plan.persistentSize) << "\n";
   for (MemoryKind kind : kPersistentKinds)
-    if (kind != MemoryKind::FrozenParam || plan.persistentBytes(kind))
-      os << llvm::format("    %-16s", stringifyMemoryKind(kind))
+    if (listed(plan, kind))
+      os << llvm::format("    %-18s", stringifyMemoryKind(kind))
          << formatBytes(plan.persistentBytes(kind)) << "\n";
   double ratio =
       layout.peakLive ? double(layout.arenaSize) / double(layout.peakLive) : 1.0;
@@ -489,11 +500,11 @@ void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
   os << "  peak at op #" << peakStep << " "
      << describeOp(plan.schedule[peakStep]) << ", where live:\n";
   for (MemoryKind kind : kPersistentKinds)
-    if (kind != MemoryKind::FrozenParam || plan.persistentBytes(kind))
-      os << llvm::format("    %-16s", stringifyMemoryKind(kind))
+    if (listed(plan, kind))
+      os << llvm::format("    %-18s", stringifyMemoryKind(kind))
          << formatBytes(plan.persistentBytes(kind)) << "\n";
   for (MemoryKind kind : kTransientKinds)
-    os << llvm::format("    %-16s", stringifyMemoryKind(kind))
+    os << llvm::format("    %-18s", stringifyMemoryKind(kind))
        << formatBytes(plan.liveBytesAt(peakStep, kind)) << "\n";
 
   std::vector<const PlannedBuffer *> live;

@@ -90,6 +90,17 @@ std::string validateGPT2Config(const GPT2Config &c) {
 
 OwningOpRef<ModuleOp> buildGPT2(MLIRContext *context, const GPT2Config &c) {
   ModelBuilder b(context, "gpt2", Float32Type::get(context));
+  Builder attrs(context);
+  b.setGenerator({attrs.getNamedAttr("model", attrs.getStringAttr("gpt2")),
+                  attrs.getNamedAttr("n_layer", attrs.getI64IntegerAttr(c.nLayer)),
+                  attrs.getNamedAttr("n_head", attrs.getI64IntegerAttr(c.nHead)),
+                  attrs.getNamedAttr("n_embd", attrs.getI64IntegerAttr(c.nEmbd)),
+                  attrs.getNamedAttr("vocab_size",
+                                     attrs.getI64IntegerAttr(c.vocabSize)),
+                  attrs.getNamedAttr("block_size",
+                                     attrs.getI64IntegerAttr(c.blockSize)),
+                  attrs.getNamedAttr("seq_len", attrs.getI64IntegerAttr(c.seqLen)),
+                  attrs.getNamedAttr("batch", attrs.getI64IntegerAttr(c.batch))});
   const int64_t B = c.batch, T = c.seqLen, C = c.nEmbd, H = c.nHead,
                 D = c.nEmbd / c.nHead, V = c.vocabSize;
   auto normal = [&](double std) {

@@ -44,6 +44,11 @@ std::string validateMLPConfig(const MLPConfig &config) {
 
 OwningOpRef<ModuleOp> buildMLP(MLIRContext *context, const MLPConfig &config) {
   ModelBuilder b(context, "mlp", Float32Type::get(context));
+  Builder attrs(context);
+  b.setGenerator(
+      {attrs.getNamedAttr("model", attrs.getStringAttr("mlp")),
+       attrs.getNamedAttr("widths", attrs.getDenseI64ArrayAttr(config.widths)),
+       attrs.getNamedAttr("batch", attrs.getI64IntegerAttr(config.batch))});
   ArrayRef<int64_t> widths = config.widths;
   Value x = b.input("inputs", {config.batch, widths.front()},
                     Float32Type::get(context));

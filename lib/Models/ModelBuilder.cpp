@@ -147,6 +147,11 @@ SmallVector<Value> ModelBuilder::split(Value input, int64_t axis,
   return SmallVector<Value>(op.getResults());
 }
 
+void ModelBuilder::setGenerator(ArrayRef<NamedAttribute> generator) {
+  function->setAttr(tg::TGDialect::kGeneratorAttr,
+                    builder.getDictionaryAttr(generator));
+}
+
 OwningOpRef<ModuleOp> ModelBuilder::finish(Value loss) {
   func::ReturnOp::create(builder, loc, loss);
   function.setType(builder.getFunctionType(

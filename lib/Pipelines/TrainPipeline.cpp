@@ -39,6 +39,11 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     pm.addPass(tg::createTGAmp(amp));
   }
   pm.addPass(tg::createTGAutodiff());
+  if (options.gradAccum != 1) {
+    tg::TGGradAccumOptions accumulation;
+    accumulation.steps = options.gradAccum;
+    pm.addPass(tg::createTGGradAccum(accumulation));
+  }
 
   tg::TGOptimizerOptions optimizer;
   optimizer.optimizer = options.optimizer;

@@ -107,6 +107,8 @@ static tgx::Role convertRole(MemoryKind kind) {
     return tgx::Role::Param;
   case MemoryKind::OptimizerState:
     return tgx::Role::State;
+  case MemoryKind::GradAccumulator:
+    return tgx::Role::Accumulator;
   case MemoryKind::Input:
     return tgx::Role::Input;
   default:
@@ -409,12 +411,24 @@ LogicalResult TGXWriter::write(StringRef model, StringRef options,
     arena = std::max(arena, entry.plan->layout.arenaSize);
   }
 
+  // Gradient accumulation: K micro-steps (the grad_step entry) per step.
+  int64_t accumSteps = 1;
+  if (auto accum = trainStep->getAttrOfType<DictionaryAttr>(
+          tg::TGDialect::kGradAccumAttr)) {
+    accumSteps = accum.getAs<IntegerAttr>("steps").getInt();
+    if (!llvm::any_of(entries, [](const TGXEntry &entry) {
+          return entry.name == "grad_step";
+        }))
+      return trainStep.emitOpError("accumulates gradients but the "
+                                   "executable has no grad_step entry");
+  }
+
   auto program = tgx::CreateProgram(
       fbb, tgx::kFormatVersion, str(model), str(options),
       fbb.CreateVector(tensors), trainPlan.persistentSize, arena,
       trainPlan.layout.peakLive, trainPlan.alignment, trainInstructions,
       *loss, counter, fbb.CreateVector(constants),
-      fbb.CreateVector(entryOffsets));
+      fbb.CreateVector(entryOffsets), accumSteps);
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   tgx::appendTrailer(out);

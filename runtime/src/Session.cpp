@@ -245,23 +245,31 @@ Status Session::stageInputs() {
 }
 
 Status Session::launch(const EntryPoint *entry) {
-  if (!staged)
+  // A step that reads no input (gradient accumulation's apply step) leaves
+  // the staged batch to the next one.
+  bool consumes = entry ? entry->readsInputs : prog.stepReadsInputs;
+  if (consumes && !staged)
     return Status::failure("cannot run a step before its input batch is "
                            "staged (Session::stageInputs)");
   if (launched)
     return Status::failure("the previous step was not finished");
-  Status status = device->consumeInputs(nextSlot, inputRanges);
-  if (!status.ok())
-    return status;
-  staged = false;
-  nextSlot = 1 - nextSlot;
+  if (consumes) {
+    Status status = device->consumeInputs(nextSlot, inputRanges);
+    if (!status.ok())
+      return status;
+    staged = false;
+    nextSlot = 1 - nextSlot;
+  }
   launched = true;
   const std::vector<Instruction> &instructions =
       entry ? entry->instructions : prog.instructions;
   runningLoss = entry ? entry->loss : prog.loss;
 
-  // The high-water mark is measured on the first training step.
-  bool measure = highWater < 0 && !entry;
+  // The high-water mark is measured on the first run of the training step
+  // and of each entry point.
+  int64_t &mark = entry ? entryHighWater.try_emplace(entry->name, -1).first->second
+                         : highWater;
+  bool measure = mark < 0;
   ArenaTrace trace(prog.alignment);
   std::vector<TensorRef> operands, results;
   for (size_t i = 0; i < instructions.size(); ++i) {
@@ -292,10 +300,9 @@ Status Session::launch(const EntryPoint *entry) {
     }
   }
   if (measure) {
-    if (prog.tensors[prog.loss].storage == Storage::Arena)
-      trace.keepUntil(prog.tensors[prog.loss].offset,
-                      prog.instructions.size());
-    highWater = trace.peak();
+    if (prog.tensors[runningLoss].storage == Storage::Arena)
+      trace.keepUntil(prog.tensors[runningLoss].offset, instructions.size());
+    mark = trace.peak();
   }
   return Status::success();
 }

@@ -17,6 +17,8 @@
 #include "tgc/Analysis/Report.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+#include "tgc/Models/Models.h"
+#include "tgc/Pipelines/BatchSize.h"
 #include "tgc/Pipelines/TrainPipeline.h"
 #include "tgc/Support/Nesting.h"
 #include "tgc/Target/TGX.h"
@@ -58,7 +60,8 @@ static cl::opt<std::string>
     memoryReport("memory-report",
                  cl::desc("Write the memory plan as JSON to this file, a "
                           "Chrome trace to <file>.trace.json, and the "
-                          "eval_step's plan to <file>.eval_step.json"),
+                          "plans of the eval_step (and with --grad-accum, "
+                          "grad_step) entries to <file>.<entry>.json"),
                  cl::cat(category));
 static cl::opt<int64_t> maxConstantBytes(
     "max-constant-bytes",
@@ -66,6 +69,24 @@ static cl::opt<int64_t> maxConstantBytes(
              "this many bytes in all (default 256 MiB, at most 1 GiB): they "
              "are stored in the executable"),
     cl::init(int64_t(256) << 20), cl::cat(category));
+static cl::opt<std::string> batchSize(
+    "batch",
+    cl::desc("Rebuild the model at this micro-batch size, or 'auto': the "
+             "largest whose planned memory fits --memory-budget (models "
+             "from tgc-models, which record how they were built)"),
+    cl::value_desc("N|auto"), cl::cat(category));
+static cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("Bytes the executable may plan (K, M, G, T, KiB, GiB ... "
+             "suffixes): --batch=auto fills it; otherwise a plan over it "
+             "is an error"),
+    cl::value_desc("size"), cl::cat(category));
+static cl::opt<int64_t> globalBatch(
+    "global-batch",
+    cl::desc("Sequences per optimizer step: accumulate global / micro-batch "
+             "micro-batches (with --batch=auto, only divisors of it are "
+             "tried)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<int64_t> alignment("alignment",
                                   cl::desc("Buffer alignment in bytes"),
                                   cl::init(256), cl::cat(category));
@@ -107,28 +128,45 @@ struct LowerToTGXPass
         getChildAnalysis<tgc::MemoryPlanAnalysis>(step).getPlan(alignment);
     if (!plan)
       return signalPassFailure();
-    // The evaluation step: the model's forward pass and loss, planned on
-    // its own (no gradient memory), over the same parameters.
+    // Other entry points over the same persistent tensors, each planned
+    // on its own, with its memory report beside the training step's:
+    // gradient accumulation's micro-step, and the evaluation step (the
+    // model's forward pass and loss: no gradient memory).
     std::vector<tgc::TGXEntry> entries;
-    const tgc::MemoryPlan *evalPlan = nullptr;
-    if (auto forward = getOperation().lookupSymbol<func::FuncOp>(model)) {
-      evalPlan = getChildAnalysis<tgc::MemoryPlanAnalysis>(forward).getPlan(
-          alignment);
-      if (!evalPlan)
-        return signalPassFailure();
-      entries.push_back({"eval_step", forward, evalPlan});
-      // Its memory report beside the training step's.
-      if (!memoryReport.empty()) {
-        std::string error;
-        auto json = openOutputFile(memoryReport + ".eval_step.json", &error);
-        if (!json) {
-          getOperation().emitError("tgc-compile: ") << error;
-          return signalPassFailure();
-        }
-        tgc::writeMemoryReportJSON(*evalPlan, json->os());
-        json->keep();
+    auto addEntry = [&](StringRef name, func::FuncOp function) -> LogicalResult {
+      const tgc::MemoryPlan *entryPlan =
+          getChildAnalysis<tgc::MemoryPlanAnalysis>(function).getPlan(
+              alignment);
+      if (!entryPlan)
+        return failure();
+      entries.push_back({name.str(), function, entryPlan});
+      if (memoryReport.empty())
+        return success();
+      std::string error;
+      auto json =
+          openOutputFile(memoryReport + "." + name.str() + ".json", &error);
+      if (!json) {
+        getOperation().emitError("tgc-compile: ") << error;
+        return failure();
       }
+      tgc::writeMemoryReportJSON(*entryPlan, json->os());
+      json->keep();
+      return success();
+    };
+    if (auto accum = step->getAttrOfType<DictionaryAttr>(
+            tgc::tg::TGDialect::kGradAccumAttr)) {
+      auto micro = getOperation().lookupSymbol<func::FuncOp>(
+          accum.getAs<FlatSymbolRefAttr>("grad_step").getValue());
+      if (!micro) {
+        step.emitOpError("names a gradient micro-step that does not exist");
+        return signalPassFailure();
+      }
+      if (failed(addEntry("grad_step", micro)))
+        return signalPassFailure();
     }
+    if (auto forward = getOperation().lookupSymbol<func::FuncOp>(model))
+      if (failed(addEntry("eval_step", forward)))
+        return signalPassFailure();
     if (failed(tgc::writeTGX(step, *plan, model, options, entries, bytes)))
       return signalPassFailure();
     llvm::raw_string_ostream os(summary);
@@ -138,9 +176,9 @@ struct LowerToTGXPass
        << tgc::formatBytes(plan->layout.peakLive) << ")";
     if (!plan->recomputed.empty())
       os << ", " << plan->recomputed.size() << " ops recomputed";
-    if (evalPlan)
-      os << "; eval_step: " << evalPlan->schedule.size() << " ops, arena "
-         << tgc::formatBytes(evalPlan->layout.arenaSize);
+    for (const tgc::TGXEntry &entry : entries)
+      os << "; " << entry.name << ": " << entry.plan->schedule.size()
+         << " ops, arena " << tgc::formatBytes(entry.plan->layout.arenaSize);
     markAllAnalysesPreserved();
   }
 
@@ -260,6 +298,10 @@ int main(int argc, char **argv) {
   if (options.weightDecay.hasValue() && !(options.weightDecay >= 0.0))
     return fail("--weight-decay must be non-negative, found " +
                 std::to_string(double(options.weightDecay)));
+  if (options.gradAccum < 1)
+    return fail("--grad-accum must be at least 1 (micro-batches per "
+                "optimizer step; 1 is no accumulation), found " +
+                std::to_string(int64_t(options.gradAccum)));
   const std::string amp = options.amp, remat = options.remat,
                     frozenDtype = options.frozenDtype;
   if (emit != "tgx" && emit != "mlir")
@@ -399,6 +441,88 @@ int main(int argc, char **argv) {
     return fail("--max-constant-bytes must be from 0 to " +
                 Twine(tgc::kMaxConstantBytes) +
                 " (the executable format's limit)");
+
+  // The batch: as generated, rebuilt at --batch=N, or chosen for the
+  // budget; --global-batch turns the rest into accumulation.
+  std::optional<int64_t> budget;
+  if (!memoryBudget.empty()) {
+    budget = tgc::parseByteSize(memoryBudget);
+    if (!budget)
+      return fail("--memory-budget needs a positive size such as 24GiB, "
+                  "512MiB or 1000000 (bytes), found '" + memoryBudget + "'");
+  }
+  if (globalBatch < 0)
+    return fail("--global-batch must be positive, found " +
+                Twine(int64_t(globalBatch)));
+  if (globalBatch > 0 && options.gradAccum != 1)
+    return fail("--global-batch sets the accumulation steps (global batch / "
+                "micro-batch); leave out --grad-accum");
+  if (!batchSize.empty() || globalBatch > 0) {
+    auto modelFunction = module->lookupSymbol<func::FuncOp>(model);
+    auto record = modelFunction->getAttrOfType<DictionaryAttr>(
+        tgc::tg::TGDialect::kGeneratorAttr);
+    int64_t batch = record ? record.getAs<IntegerAttr>("batch").getInt() : 0;
+    if (batchSize == "auto") {
+      if (!budget)
+        return fail("--batch=auto needs --memory-budget=<size>, the memory "
+                    "the plan may take");
+      std::string error;
+      FailureOr<tgc::BatchChoice> choice = tgc::chooseBatch(
+          modelFunction, options, *budget, globalBatch, alignment, error);
+      if (failed(choice))
+        return fail(error.empty() ? "could not choose a batch size" : error);
+      batch = choice->batch;
+      options.gradAccum = choice->accumSteps;
+      llvm::errs() << "tgc-compile: --batch=auto: micro-batch " << batch;
+      if (choice->accumSteps > 1)
+        llvm::errs() << " x " << choice->accumSteps
+                     << " accumulation steps (global batch "
+                     << batch * choice->accumSteps << ")";
+      llvm::errs() << " plans " << tgc::formatBytes(choice->memory.total())
+                   << " (persistent "
+                   << tgc::formatBytes(choice->memory.persistent)
+                   << ", arena " << tgc::formatBytes(choice->memory.arena)
+                   << ", " << choice->memory.total() << " bytes) of the "
+                   << tgc::formatBytes(*budget) << " budget";
+      if (choice->nextBatch)
+        llvm::errs() << "; batch " << *choice->nextBatch << " would plan "
+                     << tgc::formatBytes(choice->nextMemory.total()) << " ("
+                     << choice->nextMemory.total() << " bytes)";
+      llvm::errs() << "\n";
+    } else if (!batchSize.empty()) {
+      if (StringRef(batchSize).getAsInteger(10, batch) || batch <= 0)
+        return fail("--batch must be a positive integer or 'auto', found '" +
+                    batchSize + "'");
+    } else if (!record) {
+      return fail("--global-batch needs --batch=<micro-batch> (or a model "
+                  "from tgc-models, which records its batch)");
+    }
+    if (globalBatch > 0 && batchSize != "auto") {
+      if (globalBatch % batch != 0)
+        return fail("--global-batch=" + Twine(int64_t(globalBatch)) +
+                    " is not a multiple of the micro-batch " + Twine(batch));
+      options.gradAccum = globalBatch / batch;
+    }
+    std::string error;
+    OwningOpRef<ModuleOp> rebuilt =
+        tgc::rebuildWithBatch(modelFunction, batch, error);
+    if (!rebuilt)
+      return fail(error);
+    module = std::move(rebuilt);
+  }
+  if (budget && batchSize != "auto") {
+    OwningOpRef<ModuleOp> probe = module->clone();
+    FailureOr<tgc::PlannedMemory> memory = tgc::planTrainingMemory(
+        *probe, options, options.gradAccum, alignment);
+    if (failed(memory))
+      return fail("the training pipeline failed");
+    if (memory->total() > *budget)
+      return fail("the plan takes " + tgc::formatBytes(memory->total()) +
+                  " (persistent " + tgc::formatBytes(memory->persistent) +
+                  ", arena " + tgc::formatBytes(memory->arena) +
+                  "), more than --memory-budget " + tgc::formatBytes(*budget) +
+                  " (--batch=auto finds the largest batch that fits)");
+  }
 
   PassManager pm(&context);
   tgc::buildTrainPipeline(pm, options);

@@ -316,6 +316,54 @@ std::string parseOptions(int argc, char **argv, Options &options) {
   return "";
 }
 
+/// The training hyper-parameters the executable was compiled with, from
+/// the compile options it records ("name=value ..."), as one line.
+std::string describeTraining(const Program &program) {
+  std::map<std::string, std::string> options;
+  size_t at = 0;
+  const std::string &text = program.options;
+  while (at < text.size()) {
+    size_t end = text.find(' ', at);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string item = text.substr(at, end - at);
+    size_t eq = item.find('=');
+    if (eq != std::string::npos)
+      options[item.substr(0, eq)] = item.substr(eq + 1);
+    at = end + 1;
+  }
+  auto number = [&](const std::string &name) {
+    char *end = nullptr;
+    double value = std::strtod(options[name].c_str(), &end);
+    char out[32];
+    std::snprintf(out, sizeof(out), "%g", value);
+    return std::string(out);
+  };
+  if (!options.count("optimizer") || !options.count("lr"))
+    return "";
+  const std::string optimizer = options["optimizer"];
+  std::string out = optimizer + ", lr " + number("lr");
+  bool defaultDecay = options["weight-decay"].rfind("-1", 0) == 0;
+  std::string decay = defaultDecay ? (optimizer == "adamw" ? "0.01" : "0")
+                                   : number("weight-decay");
+  if (optimizer == "adamw")
+    out += ", betas (" + number("beta1") + ", " + number("beta2") +
+           "), eps " + number("eps");
+  if (optimizer == "sgd")
+    out += ", momentum " + number("momentum") +
+           (options["nesterov"] == "true" ? " (nesterov)" : "");
+  out += ", weight decay " + decay;
+  if (options["optimizer-state"] == "8bit")
+    out += ", 8-bit state";
+  if (options.count("clip-grad-norm") && number("clip-grad-norm") != "0")
+    out += "; clip-grad-norm " + number("clip-grad-norm");
+  if (options.count("amp") && options["amp"] != "none")
+    out += "; amp " + options["amp"];
+  if (options.count("remat") && options["remat"] != "none")
+    out += "; remat " + options["remat"];
+  return out;
+}
+
 std::string formatDuration(double seconds) {
   int64_t s = int64_t(seconds + 0.5);
   char text[32];
@@ -481,6 +529,12 @@ int run(int argc, char **argv) {
     storeF32(view, 0, float(schedule.at(index)));
   };
 
+  // Gradient accumulation: the grad_step entry on each of K micro-batches,
+  // then the training step applies the update.
+  const int64_t accumSteps = program.gradAccumSteps;
+  const EntryPoint *microStep =
+      accumSteps > 1 ? program.findEntry("grad_step") : nullptr;
+
   std::unique_ptr<DataSource> data;
   status = createDataSource(program, options.data, options.seed, data);
   if (!status.ok())
@@ -564,8 +618,16 @@ int run(int argc, char **argv) {
                 quantizedState ? ", 8-bit" : "",
                 formatBytes(program.arenaBytes).c_str(),
                 formatBytes(program.peakLiveBytes).c_str());
+    std::string training = describeTraining(program);
+    if (!training.empty())
+      std::printf("  training: %s\n", training.c_str());
     std::printf("  data: %s; steps %lld to %lld\n", data->describe().c_str(),
                 (long long)startStep + 1, (long long)options.steps);
+    if (microStep)
+      std::printf("  gradient accumulation: %lld micro-batches per "
+                  "optimizer step (%lld %s each)\n",
+                  (long long)accumSteps, (long long)data->itemsPerBatch(),
+                  data->itemName());
     if (scheduled)
       std::printf("  learning rate: %s to %g after %lld warmup steps%s\n",
                   options.lrSchedule.c_str(), schedule.peak,
@@ -592,37 +654,49 @@ int run(int argc, char **argv) {
         {"tgc.seed", std::to_string(options.seed)}};
     return saveCheckpoint(*session, options.save, metadata);
   };
-  // The next batch is filled and staged while the device runs this step.
+  // Batch `b` of the data feeds micro-batch b % K of step b / K (0-based);
+  // it carries that step's learning rate. The next batch is filled and
+  // staged while the device runs this one.
+  const int64_t endBatch = options.steps * accumSteps;
+  auto prepareBatch = [&](int64_t batch) -> Status {
+    if (batch >= endBatch)
+      return Status::success();
+    setLr(batch / accumSteps);
+    Status prepared = data->fill(*session, batch);
+    return prepared.ok() ? session->stageInputs() : prepared;
+  };
   if (startStep < options.steps) {
-    setLr(startStep);
-    status = data->fill(*session, startStep);
-    if (status.ok())
-      status = session->stageInputs();
+    status = prepareBatch(startStep * accumSteps);
     if (!status.ok())
       return fail(status.error);
   }
   for (int64_t step = startStep + 1; step <= options.steps; ++step) {
-    status = session->launch();
     // Validation after this step uses the staging slots: the next batch
-    // is then prepared after it, not during this step.
+    // is then prepared after it, not during this step. So is the batch
+    // after an apply step's micro-batches: on the CPU it would overwrite
+    // the learning rate the apply step is about to read.
     bool evalNow = options.evalEvery && step % options.evalEvery == 0;
-    auto prepareNext = [&]() -> Status {
-      if (step >= options.steps)
-        return Status::success();
-      setLr(step);
-      Status prepared = data->fill(*session, step);
-      return prepared.ok() ? session->stageInputs() : prepared;
-    };
-    if (status.ok() && !evalNow)
-      status = prepareNext();
     float loss = 0.0f;
-    if (status.ok())
-      status = session->finish(loss);
+    for (int64_t k = 0; k < accumSteps && status.ok(); ++k) {
+      status = session->launch(microStep);
+      bool last = k + 1 == accumSteps;
+      if (status.ok() && !(last && (microStep || evalNow)))
+        status = prepareBatch((step - 1) * accumSteps + k + 1);
+      if (status.ok())
+        status = session->finish(loss);
+    }
+    if (status.ok() && microStep) {
+      status = session->launch(); // the update, on the accumulated sums
+      if (status.ok() && !evalNow)
+        status = prepareBatch(step * accumSteps);
+      if (status.ok())
+        status = session->finish(loss);
+    }
     double evalLoss = NAN;
     if (status.ok() && evalNow) {
       status = evaluate(evalLoss);
       if (status.ok())
-        status = prepareNext();
+        status = prepareBatch(step * accumSteps);
     }
     if (!status.ok())
       return fail(status.error);
@@ -659,7 +733,7 @@ int run(int argc, char **argv) {
     double elapsed = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - begin)
                          .count();
-    double perSecond = elapsed > 0 ? double(ran * data->itemsPerBatch()) /
+    double perSecond = elapsed > 0 ? double(ran * accumSteps * data->itemsPerBatch()) /
                                          elapsed
                                    : 0.0;
     double eta = ran ? elapsed / double(ran) * double(options.steps - step)
@@ -743,7 +817,7 @@ int run(int argc, char **argv) {
   std::printf("tgc-run: %lld steps in %.2f s, loss %.4f -> %.4f, %.1f "
               "%s/s\n",
               (long long)ran, elapsed, firstLoss, lastLoss,
-              elapsed > 0 ? double(ran * data->itemsPerBatch()) / elapsed
+              elapsed > 0 ? double(ran * accumSteps * data->itemsPerBatch()) / elapsed
                           : 0.0,
               data->itemName());
   std::printf("tgc-run: %lld bytes of %s memory allocated\n",
@@ -758,6 +832,11 @@ int run(int argc, char **argv) {
                 (long long)session->arenaHighWaterMark(),
                 (long long)program.peakLiveBytes,
                 (long long)program.arenaBytes);
+  if (microStep && session->arenaHighWaterMark(microStep) >= 0)
+    std::printf("tgc-run: grad_step arena high-water mark %lld bytes "
+                "(planned peak %lld)\n",
+                (long long)session->arenaHighWaterMark(microStep),
+                (long long)microStep->peakLiveBytes);
   return 0;
 }
 

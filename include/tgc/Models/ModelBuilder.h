@@ -58,6 +58,9 @@ public:
   /// null (after reporting the diagnostics) when verification fails.
   mlir::OwningOpRef<mlir::ModuleOp> finish(mlir::Value loss);
 
+  /// Records how the model was built (tg.generator) on its function.
+  void setGenerator(llvm::ArrayRef<mlir::NamedAttribute> generator);
+
 private:
   mlir::RankedTensorType tensorOf(llvm::ArrayRef<int64_t> shape,
                                   mlir::Type elementType);

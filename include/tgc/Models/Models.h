@@ -9,6 +9,7 @@
 #ifndef TGC_MODELS_MODELS_H
 #define TGC_MODELS_MODELS_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -52,6 +53,15 @@ mlir::OwningOpRef<mlir::ModuleOp> buildMLP(mlir::MLIRContext *context,
                                            const MLPConfig &config);
 mlir::OwningOpRef<mlir::ModuleOp> buildGPT2(mlir::MLIRContext *context,
                                             const GPT2Config &config);
+
+/// Builds the model that `model`'s tg.generator record describes again,
+/// at micro-batch size `batch`. Fails (with `error` set) when `model` has
+/// no record, the record is not one these generators wrote, or `model` is
+/// not what its record builds (an edited model: rebuilding would drop the
+/// edits).
+mlir::OwningOpRef<mlir::ModuleOp> rebuildWithBatch(mlir::func::FuncOp model,
+                                                   int64_t batch,
+                                                   std::string &error);
 
 } // namespace tgc
 

@@ -120,6 +120,11 @@ struct TrainPipelineOptions
       *this, "clip-grad-norm",
       llvm::cl::desc("Clip the gradients' global 2-norm (0: off)"),
       llvm::cl::init(0.0)};
+  Option<int64_t> gradAccum{
+      *this, "grad-accum",
+      llvm::cl::desc("Micro-batches per optimizer step, gradients "
+                     "accumulated in f32 (tg-grad-accum; 1: off)"),
+      llvm::cl::init(1)};
 };
 
 /// Appends the passes that turn a module holding a tg.model into one holding

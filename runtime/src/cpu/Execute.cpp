@@ -82,6 +82,8 @@ Status execute(const Program &program, const Instruction &inst,
                      inst.getFloat("scale"), out[0]);
   case Kernel::CrossEntropy:
     return crossEntropy(in[0], in[1], inst.getInt("ignore_index"), out[0]);
+  case Kernel::TargetCount:
+    return targetCount(in[0], inst.getInt("ignore_index"), out[0]);
   case Kernel::Reshape:
     return reshape(in[0], out[0]);
   case Kernel::Transpose:

@@ -567,6 +567,19 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &targets,
   return Status::success();
 }
 
+Status targetCount(const TensorRef &targets, int64_t ignoreIndex,
+                   TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(targets, "targets"));
+  TGC_RETURN_IF_ERROR(expectIndex(targets, "targets"));
+  TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(result, "result"));
+  int64_t count = 0;
+  for (int64_t i = 0, n = targets.numElements(); i < n; ++i)
+    count += loadI64(targets, i) != ignoreIndex;
+  storeF32(result, 0, float(count));
+  return Status::success();
+}
+
 Status crossEntropyGrad(const TensorRef &logits, const TensorRef &targets,
                         const TensorRef &grad, int64_t ignoreIndex,
                         TensorRef &result) {

@@ -141,6 +141,8 @@ Status crossEntropy(Context &ctx, const TensorRef &logits, const TensorRef &targ
 Status crossEntropyGrad(Context &ctx, const TensorRef &logits, const TensorRef &targets,
                         const TensorRef &grad, int64_t ignoreIndex,
                         TensorRef &result);
+Status targetCount(Context &ctx, const TensorRef &targets, int64_t ignoreIndex,
+                   TensorRef &result);
 
 //===----------------------------------------------------------------------===//
 // Shape ops and constants

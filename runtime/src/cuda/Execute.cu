@@ -76,6 +76,8 @@ Status execute(Context &ctx, const Program &program, const Instruction &inst,
                      inst.getFloat("scale"), out[0]);
   case Kernel::CrossEntropy:
     return crossEntropy(ctx, in[0], in[1], inst.getInt("ignore_index"), out[0]);
+  case Kernel::TargetCount:
+    return targetCount(ctx, in[0], inst.getInt("ignore_index"), out[0]);
   case Kernel::Reshape:
     return reshape(ctx, in[0], out[0]);
   case Kernel::Transpose:

@@ -479,6 +479,18 @@ __global__ void crossEntropyMeanKernel(const float *losses,
     storeFloat(result, resultType, 0, count == 0.0f ? 0.0f : total / count);
 }
 
+/// One block: `result = ` the number of targets that are not ignored.
+__global__ void targetCountKernel(const void *targets, DType targetType,
+                                  int64_t rows, int64_t ignoreIndex,
+                                  void *result, DType resultType) {
+  long long count = 0;
+  for (int64_t row = threadIdx.x; row < rows; row += blockDim.x)
+    count += loadInt(targets, targetType, row) != ignoreIndex;
+  count = blockSum(count);
+  if (threadIdx.x == 0)
+    storeFloat(result, resultType, 0, float(count));
+}
+
 /// One block: copies the targets (so the result may reuse their buffer),
 /// counts the positions not ignored, raises the error flag for bad targets
 /// and writes `coefficient[0] = grad / count` and `coefficient[1] = count`.
@@ -1115,6 +1127,15 @@ Status crossEntropy(Context &ctx, const TensorRef &logits,
   crossEntropyMeanKernel<<<1, 1024, 0, stream>>>(losses, counted, rows,
                                                  result.data, result.dtype);
   TGC_CUDA_LAUNCH("crossEntropyMeanKernel");
+  return Status::success();
+}
+
+Status targetCount(Context &ctx, const TensorRef &targets, int64_t ignoreIndex,
+                   TensorRef &result) {
+  targetCountKernel<<<1, 1024, 0, streamOf(ctx)>>>(
+      targets.data, targets.dtype, targets.numElements(), ignoreIndex,
+      result.data, result.dtype);
+  TGC_CUDA_LAUNCH("targetCountKernel");
   return Status::success();
 }
 

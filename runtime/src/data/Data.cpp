@@ -62,7 +62,11 @@ Status findInputs(const Program &program, Inputs &inputs) {
       return Status::failure("input '" + program.tensors[index].name +
                              "' must be an i32 or i64 input");
   }
-  for (const Instruction &inst : program.instructions) {
+  // The step that reads the batch: the training step, or with gradient
+  // accumulation its micro-step.
+  const EntryPoint *micro = program.findEntry("grad_step");
+  for (const Instruction &inst :
+       micro ? micro->instructions : program.instructions) {
     if (inst.kernel == Kernel::Embedding && inst.operands[1] == inputs.tokens)
       inputs.vocab = program.tensors[inst.operands[0]].shape[0];
     if (inst.kernel == Kernel::CrossEntropy &&

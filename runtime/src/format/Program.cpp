@@ -232,7 +232,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
     else
       return Status::failure(describeTensor(i, info.name) +
                              " has an unknown storage");
-    if (uint8_t(t->role()) > uint8_t(tgx::Role::Transient) ||
+    if (uint8_t(t->role()) > uint8_t(tgx::Role::Accumulator) ||
         uint8_t(t->init()) > uint8_t(tgx::InitKind::Constant))
       return Status::failure(describeTensor(i, info.name) +
                              " has an unknown role or initialisation");
@@ -280,6 +280,9 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
       return Status::failure(describeTensor(i, info.name) +
                              ": only persistent tensors are parameters, "
                              "state or inputs");
+    if (info.role == Role::Accumulator && !isFloat(info.dtype))
+      return Status::failure(describeTensor(i, info.name) +
+                             ": an accumulator must be a float tensor");
     if (!std::isfinite(info.initA) || !std::isfinite(info.initB))
       return Status::failure(describeTensor(i, info.name) +
                              ": a non-finite initialisation parameter");
@@ -328,6 +331,14 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
 
   auto tensorIndexOk = [&](int64_t index) {
     return index >= 0 && size_t(index) < program.tensors.size();
+  };
+  // Whether a (verified) instruction list reads an input tensor.
+  auto readsInputs = [&](const std::vector<Instruction> &list) {
+    for (const Instruction &inst : list)
+      for (int32_t index : inst.operands)
+        if (program.tensors[index].role == Role::Input)
+          return true;
+    return false;
   };
   // Decodes and verifies a list of instructions; `prefix` names the entry
   // point in errors.
@@ -416,16 +427,37 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
                                  entry.instructions);
       if (!parsed.ok())
         return parsed;
-      // An entry that writes a persistent tensor would change the training
-      // state; only the training step may.
+      // An entry that wrote parameters or state would change the training
+      // state; only the training step may. The micro-step of gradient
+      // accumulation adds into the accumulators, and only it.
       for (const Instruction &inst : entry.instructions)
         for (int32_t index : inst.results)
           if (index != kNotComputed &&
-              program.tensors[index].storage == Storage::Persistent)
+              program.tensors[index].storage == Storage::Persistent &&
+              (entry.name != "grad_step" ||
+               program.tensors[index].role != Role::Accumulator))
             return Status::failure(where + ": writes the persistent tensor '" +
                                    program.tensors[index].name + "'");
+      entry.readsInputs = readsInputs(entry.instructions);
       program.entries.push_back(std::move(entry));
     }
+  }
+
+  program.stepReadsInputs = readsInputs(program.instructions);
+  program.gradAccumSteps = fb->grad_accum_steps();
+  if (program.gradAccumSteps < 1 ||
+      program.gradAccumSteps > kMaxGradAccumSteps)
+    return Status::failure("grad_accum_steps " +
+                           std::to_string(program.gradAccumSteps) +
+                           " is out of range [1, " +
+                           std::to_string(kMaxGradAccumSteps) + "]");
+  if (program.gradAccumSteps > 1) {
+    const EntryPoint *micro = program.findEntry("grad_step");
+    if (!micro || !micro->readsInputs)
+      return Status::failure("accumulates gradients over " +
+                             std::to_string(program.gradAccumSteps) +
+                             " micro-batches but has no grad_step entry "
+                             "that reads them");
   }
 
   program.loss = fb->loss();

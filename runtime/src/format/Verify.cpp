@@ -332,6 +332,11 @@ Status Checker::run() {
          (out(0).shape.empty() && isFloat(out(0).dtype)) &&
          attr("ignore_index", AttrValue::Int);
     break;
+  case Kernel::TargetCount:
+    ok = counts(1, 1) && indexT(in(0)) &&
+         (out(0).shape.empty() && isFloat(out(0).dtype)) &&
+         attr("ignore_index", AttrValue::Int);
+    break;
   case Kernel::CrossEntropyGrad:
     ok = counts(3, 1) && targets(in(0), in(1)) &&
          (in(2).shape.empty() && isFloat(in(2).dtype)) && same(in(0), out(0)) &&

@@ -560,6 +560,27 @@ TEST_P(NNCudaTest, CrossEntropyAllIgnoredIsZero) {
     EXPECT_EQ(loadF32(result.ref, i), 0.0f) << "at " << i;
 }
 
+TEST_P(NNCudaTest, TargetCount) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(241);
+  // More targets than one block has threads, i32 and i64.
+  for (DType index : {DType::I64, DType::I32}) {
+    HostTensor targets(index, {3, 1001});
+    fillInts(targets, rng, -3, 5);
+    for (int64_t ignore : {-100, -1, 2}) {
+      HostTensor want(dtype, {});
+      ASSERT_OK(cpu::targetCount(targets.ref, ignore, want.ref));
+      DeviceTensor dTargets(targets), dOut(want, false);
+      ASSERT_OK(
+          cuda::targetCount(*testContext(), dTargets.ref, ignore, dOut.ref));
+      synchronize();
+      EXPECT_EQ(loadF32(dOut.toHost().ref, 0), loadF32(want.ref, 0))
+          << "ignore_index " << ignore;
+    }
+  }
+}
+
 TEST_P(NNCudaTest, CrossEntropyGrad) {
   TGC_REQUIRE_GPU();
   DType dtype = GetParam();

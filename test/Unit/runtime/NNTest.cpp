@@ -298,6 +298,21 @@ TEST(CrossEntropy, AllIgnoredIsZero) {
   EXPECT_EQ(dlogits.values(), std::vector<double>(4, 0.0));
 }
 
+TEST(CrossEntropy, TargetCountSkipsIgnored) {
+  // Every target that is not the ignore index counts, out of range or not
+  // (tg.cross_entropy reports those).
+  HostTensor targets =
+      HostTensor::of(DType::I32, {2, 3}, {-100, 4, 0, -100, -100, 7});
+  HostTensor count = HostTensor::of(DType::F32, {}, {123});
+  ASSERT_OK(cpu::targetCount(targets, -100, count));
+  EXPECT_EQ(count.get(0), 3.0);
+  ASSERT_OK(cpu::targetCount(targets, 4, count));
+  EXPECT_EQ(count.get(0), 5.0);
+  HostTensor bf16(DType::BF16, {});
+  ASSERT_OK(cpu::targetCount(targets, 7, bf16));
+  EXPECT_EQ(bf16.get(0), 5.0);
+}
+
 TEST(CrossEntropy, SinglePositionAndKnownValue) {
   // logits [C] with a rank-0 target: log(1 + e + e^2) - 2 for target 2.
   HostTensor logits = HostTensor::of(DType::F32, {3}, {0, 1, 2});

@@ -16,7 +16,9 @@ MIN_LR at MAX_STEPS), and writes each step's rate to the metrics.
 --eval=M writes, instead of training, the mean forward loss of INIT's
 weights over the first M batches. --lora-scale=S applies the LoRA adapters
 the checkpoint holds (`<module>.lora_A.weight`, `<module>.lora_B.weight`)
-as PEFT's LoraLayer does, y = x W + S (x A^T) B^T, and trains only them."""
+as PEFT's LoraLayer does, y = x W + S (x A^T) B^T, and trains only them.
+--clip=MAX clips the gradients' global 2-norm with
+torch.nn.utils.clip_grad_norm_ before every update."""
 import fnmatch
 import json
 import math
@@ -123,6 +125,7 @@ opt = torch.optim.AdamW([p for p in params.values() if p.requires_grad], lr=1e-3
                         eps=1e-8, weight_decay=0.01)
 schedule = [a[len("--schedule="):].split(",") for a in sys.argv[8:]
             if a.startswith("--schedule=")]
+clip = [float(a[len("--clip="):]) for a in sys.argv[8:] if a.startswith("--clip=")]
 scheduler = None
 if schedule:
     kind_, warmup, max_steps, min_lr = schedule[0]
@@ -151,6 +154,9 @@ with open(metrics, "w") as out:
             loss = mlp(batches["inputs"][step % n], batches["targets"][step % n])
         opt.zero_grad()
         loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(
+                [p for p in params.values() if p.requires_grad], clip[0])
         lr = opt.param_groups[0]["lr"]
         opt.step()
         if scheduler:

@@ -102,6 +102,9 @@ int64_t CrossEntropyOp::getFlops() {
                                              std::max<int64_t>(1, shape.back()));
 }
 
+// One comparison per target.
+int64_t TargetCountOp::getFlops() { return numElements(getTargets()); }
+
 //===----------------------------------------------------------------------===//
 // Shape ops, casts and constants: data movement only
 //===----------------------------------------------------------------------===//

@@ -355,6 +355,40 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError("'tg.train_step' is only valid on a func.func");
     return verifyTrainStepFunction(function);
   }
+  if (name == kGeneratorAttr) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!dict || !dict.getAs<StringAttr>("model") ||
+        !dict.getAs<IntegerAttr>("batch") || !op->hasAttr(kModelAttr))
+      return op->emitOpError("'tg.generator' is a dictionary with a string "
+                             "'model' and an integer 'batch' on a tg.model "
+                             "function, found ")
+             << attr.getValue();
+    return success();
+  }
+  if (name == kGradStepAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("'tg.grad_step' is a unit attribute, found ")
+             << attr.getValue();
+    auto function = dyn_cast<func::FuncOp>(op);
+    if (!function || function->hasAttr(kTrainStepAttr))
+      return op->emitOpError("'tg.grad_step' marks a func.func that is not "
+                             "a tg.train_step");
+    // A micro-step follows the conventions of a training step.
+    return verifyTrainStepFunction(function);
+  }
+  if (name == kGradAccumAttr) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto steps = dict ? dict.getAs<IntegerAttr>("steps") : IntegerAttr();
+    auto micro = dict ? dict.getAs<FlatSymbolRefAttr>("grad_step")
+                      : FlatSymbolRefAttr();
+    if (!steps || !micro || dict.size() != 2 || steps.getInt() < 2)
+      return op->emitOpError("'tg.grad_accum' must be {steps = K (>= 2), "
+                             "grad_step = @micro_step}, found ")
+             << attr.getValue();
+    if (!op->hasAttr(kTrainStepAttr))
+      return op->emitOpError("'tg.grad_accum' belongs on a tg.train_step");
+    return success();
+  }
   if (name == kLossSeedAttr) {
     if (!isa<UnitAttr>(attr.getValue()) || !isa<FillOp>(op))
       return op->emitOpError("'tg.loss_seed' is a unit attribute on the "

@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
@@ -63,14 +64,27 @@ private:
 LogicalResult Rewriter::run() {
   Block &body = step.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
+  // With gradient accumulation (tg-grad-accum) the backward pass, and so
+  // its seed, is in the micro-step; the step checks the accumulated
+  // gradients once.
+  func::FuncOp backward = step;
+  if (auto accum =
+          step->getAttrOfType<DictionaryAttr>(TGDialect::kGradAccumAttr)) {
+    backward = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        step, accum.getAs<FlatSymbolRefAttr>("grad_step"));
+    if (!backward || !backward->hasAttr(TGDialect::kGradStepAttr))
+      return step.emitOpError("names a gradient micro-step that is not a "
+                              "function marked 'tg.grad_step'");
+  }
   FillOp seed;
-  body.walk([&](FillOp fill) {
+  backward.getBody().front().walk([&](FillOp fill) {
     if (fill->hasAttr(TGDialect::kLossSeedAttr))
       seed = fill;
   });
   if (!seed)
-    return step.emitOpError("has no backward seed marked 'tg.loss_seed'; "
-                            "run tg-loss-scale on the output of tg-autodiff");
+    return backward.emitOpError("has no backward seed marked "
+                                "'tg.loss_seed'; run tg-loss-scale on the "
+                                "output of tg-autodiff");
 
   for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
     argAttrs.push_back(step.getArgAttrDict(i) ? step.getArgAttrDict(i)
@@ -83,20 +97,41 @@ LogicalResult Rewriter::run() {
   // The scale: step state, or a constant.
   Value scale, tracker;
   builder.setInsertionPointToStart(&body);
+  auto initScale = InitAttr::get(step.getContext(), InitKind::Constant,
+                                 config.initScale);
   if (config.dynamic) {
-    scale = addState("amp.loss_scale", f32Scalar,
-                     InitAttr::get(step.getContext(), InitKind::Constant,
-                                   config.initScale));
+    scale = addState("amp.loss_scale", f32Scalar, initScale);
     tracker = addState("amp.growth_tracker", i64Scalar, Attribute());
   } else {
     scale = FillOp::create(builder, loc, f32Scalar,
                            builder.getF64FloatAttr(config.staticScale));
   }
+  // The micro-step reads the same scale (the state, or its own constant).
+  Value seedScale = scale;
+  if (backward != step) {
+    Block &microBody = backward.getBody().front();
+    if (config.dynamic) {
+      SmallVector<DictionaryAttr> microAttrs;
+      for (unsigned i = 0, e = backward.getNumArguments(); i < e; ++i)
+        microAttrs.push_back(backward.getArgAttrDict(i)
+                                 ? backward.getArgAttrDict(i)
+                                 : builder.getDictionaryAttr({}));
+      seedScale = appendStateArgument(backward, microAttrs, "amp.loss_scale",
+                                      f32Scalar, initScale);
+      backward.setType(builder.getFunctionType(
+          microBody.getArgumentTypes(), backward.getResultTypes()));
+      backward.setAllArgAttrs(microAttrs);
+    } else {
+      builder.setInsertionPointToStart(&microBody);
+      seedScale = FillOp::create(builder, loc, f32Scalar,
+                                 builder.getF64FloatAttr(config.staticScale));
+    }
+  }
 
   // The backward pass starts from S.
   builder.setInsertionPointAfter(seed);
   auto scaleLoss = ScaleLossOp::create(builder, seed.getLoc(), f32Scalar,
-                                       seed, scale);
+                                       seed, seedScale);
   Value scaled = scaleLoss.getResult();
   if (seed.getType() != f32Scalar)
     scaled = CastOp::create(builder, seed.getLoc(), seed.getType(), scaled);

@@ -76,7 +76,8 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
     if (failed(parsePolicy()))
       return signalPassFailure();
     for (auto function : getOperation().getOps<func::FuncOp>())
-      if (function->hasAttr(tg::TGDialect::kTrainStepAttr))
+      if (function->hasAttr(tg::TGDialect::kTrainStepAttr) ||
+          function->hasAttr(tg::TGDialect::kGradStepAttr))
         if (failed(runOnStep(function)))
           return signalPassFailure();
   }

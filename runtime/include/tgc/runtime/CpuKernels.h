@@ -122,6 +122,9 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &targets,
 Status crossEntropyGrad(const TensorRef &logits, const TensorRef &targets,
                         const TensorRef &grad, int64_t ignoreIndex,
                         TensorRef &result);
+/// The number of targets that are not `ignoreIndex`, as a float scalar.
+Status targetCount(const TensorRef &targets, int64_t ignoreIndex,
+                   TensorRef &result);
 
 //===----------------------------------------------------------------------===//
 // Shape ops and constants

@@ -23,7 +23,9 @@
 namespace tgc::rt {
 
 enum class Storage : uint8_t { Persistent, Arena };
-enum class Role : uint8_t { Param, State, Input, Transient };
+/// Accumulator: gradient accumulation's sums, zero between optimizer steps
+/// (not checkpointed).
+enum class Role : uint8_t { Param, State, Input, Transient, Accumulator };
 enum class InitKind : uint8_t { None, Zeros, Ones, Normal, Uniform, Constant };
 
 struct TensorInfo {
@@ -99,14 +101,18 @@ struct Program;
 bool hasApplyPredicate(const Program &program, const Instruction &inst);
 std::vector<size_t> updatedOperands(const Instruction &inst);
 
-/// Another program over the same tensors (`eval_step`: the forward pass and
-/// loss), with its own instructions and arena plan.
+/// Another program over the same tensors, with its own instructions and
+/// arena plan: `eval_step` (the forward pass and loss; writes no persistent
+/// tensor) or `grad_step` (gradient accumulation's micro-step; writes only
+/// Accumulator tensors).
 struct EntryPoint {
   std::string name;
   std::vector<Instruction> instructions;
   int64_t arenaBytes = 0;
   int64_t peakLiveBytes = 0;
   int32_t loss = -1;
+  /// Whether it reads an input (and so consumes a staged batch).
+  bool readsInputs = false;
 };
 
 struct Program {
@@ -127,12 +133,20 @@ struct Program {
   /// Entry points besides the training step (above: `instructions`, the
   /// arena and `loss` are the training step's; `arenaBytes` covers all).
   std::vector<EntryPoint> entries;
+  /// Whether the training step reads an input. It does not with gradient
+  /// accumulation: the `grad_step` entry runs on each of
+  /// `gradAccumSteps` micro-batches, then the step applies the update.
+  bool stepReadsInputs = true;
+  int64_t gradAccumSteps = 1;
 
   /// Index of the tensor with `name` among persistent tensors, or -1.
   int32_t findPersistent(const std::string &name) const;
   /// The entry point named `name`, or null.
   const EntryPoint *findEntry(const std::string &name) const;
 };
+
+/// The most micro-batches per optimizer step an executable may ask for.
+constexpr int64_t kMaxGradAccumSteps = int64_t(1) << 20;
 
 /// Reads, verifies and decodes a .tgx file. On failure the message says
 /// which file, and which tensor, instruction or field, is wrong.

@@ -17,7 +17,9 @@
 #include "tgc/runtime/Backend.h"
 #include "tgc/runtime/Program.h"
 
+#include <map>
 #include <memory>
+#include <string>
 
 namespace tgc::rt {
 
@@ -78,10 +80,15 @@ public:
   /// The value of scalar tensor `index` (read from the backend), as double.
   Status readScalar(int32_t index, double &value);
 
-  /// The most arena bytes live at once during the first step, measured from
-  /// the buffers the instructions wrote and read (each counted at the
-  /// program's alignment), or -1 before any step ran.
-  int64_t arenaHighWaterMark() const { return highWater; }
+  /// The most arena bytes live at once during the first step (or the first
+  /// run of `entry`), measured from the buffers the instructions wrote and
+  /// read (each counted at the program's alignment), or -1 before any ran.
+  int64_t arenaHighWaterMark(const EntryPoint *entry = nullptr) const {
+    if (!entry)
+      return highWater;
+    auto it = entryHighWater.find(entry->name);
+    return it == entryHighWater.end() ? -1 : it->second;
+  }
 
 private:
   Session(Program program, std::unique_ptr<Backend> backend);
@@ -92,6 +99,7 @@ private:
   std::vector<uint8_t> mirrorStorage;
   uint8_t *mirror = nullptr;
   int64_t highWater = -1;
+  std::map<std::string, int64_t> entryHighWater;
   std::vector<Backend::Range> inputRanges;
   /// The staging slot the next launch() consumes, and whether it is full.
   int nextSlot = 0;

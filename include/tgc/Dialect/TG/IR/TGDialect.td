@@ -46,6 +46,10 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kParamAttr = "tg.param";
     static constexpr ::llvm::StringLiteral kInputAttr = "tg.input";
     static constexpr ::llvm::StringLiteral kFrozenAttr = "tg.frozen";
+    /// On a tg.model built by lib/Models (tgc-models): how to build it
+    /// again, {model = "gpt2" | "mlp", <its configuration>, batch = B},
+    /// so that tools can rebuild it at another batch size.
+    static constexpr ::llvm::StringLiteral kGeneratorAttr = "tg.generator";
     static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
     /// On a LoRA `lora_B` parameter (tg-lora): {base = "<the adapted
     /// weight>", scale = alpha / rank, fan_in_fan_out = <the base is
@@ -63,6 +67,21 @@ def TG_Dialect : Dialect {
     /// scalar) and the learning rate the updates read (f32 scalar).
     static constexpr ::llvm::StringLiteral kStepCounterName = "optimizer.step";
     static constexpr ::llvm::StringLiteral kLearningRateName = "optimizer.lr";
+    /// Gradient accumulation (tg-grad-accum). The gradient micro-step is
+    /// a func.func marked `tg.grad_step` (unit): forward and backward on
+    /// one micro-batch, adding into accumulators; the tg.train_step it
+    /// feeds carries `tg.grad_accum = {steps = K, grad_step = @micro}` and
+    /// applies the update once per K micro-batches. Its accumulators are
+    /// state whose names start with kGradAccumPrefix: the f32 gradient
+    /// sum of each parameter (prefix + parameter name), the loss weighted
+    /// by its count of targets (kLossSumName) and that count
+    /// (kTargetCountName).
+    static constexpr ::llvm::StringLiteral kGradStepAttr = "tg.grad_step";
+    static constexpr ::llvm::StringLiteral kGradAccumAttr = "tg.grad_accum";
+    static constexpr ::llvm::StringLiteral kGradAccumPrefix = "grad_accum.";
+    static constexpr ::llvm::StringLiteral kLossSumName = "grad_accum.loss_sum";
+    static constexpr ::llvm::StringLiteral kTargetCountName =
+        "grad_accum.target_count";
     /// Marks the tg.fill of ones that seeds the backward pass (the loss's
     /// cotangent), which loss scaling replaces.
     static constexpr ::llvm::StringLiteral kLossSeedAttr = "tg.loss_seed";

@@ -273,6 +273,22 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy", [TG_Differentiable]> {
   let hasVerifier = 1;
 }
 
+def TG_TargetCountOp : TG_Op<"target_count"> {
+  let summary = "the number of targets that are not ignored";
+  let description = [{
+    The number of elements of `targets` that are not `ignore_index`, as a
+    float scalar: the `n` that tg.cross_entropy divides by. Gradient
+    accumulation weighs each micro-batch's mean loss by it, so that the
+    mean over all micro-batches counts every real target once.
+  }];
+  let arguments = (ins TG_IndexTensor:$targets,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs TG_FloatScalar:$result);
+  let assemblyFormat = [{
+    $targets attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Shape ops, casts and constants
 //===----------------------------------------------------------------------===//

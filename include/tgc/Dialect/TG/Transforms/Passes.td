@@ -105,8 +105,7 @@ def TGAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
     computed for inputs or for `tg.frozen` parameters (they get no
     gradient), nor for values that no trainable parameter reaches.
   }];
-  let dependentDialects = ["::tgc::tg::TGDialect",
-                           "::mlir::func::FuncDialect"];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
 def TGOptimizer : Pass<"tg-optimizer", "mlir::ModuleOp"> {
@@ -158,8 +157,7 @@ def TGOptimizer : Pass<"tg-optimizer", "mlir::ModuleOp"> {
     Option<"warmupInit", "warmup-init", "bool", /*default=*/"false",
            "Adafactor: relative step 1e-6 t during warm-up">,
   ];
-  let dependentDialects = ["::tgc::tg::TGDialect",
-                           "::mlir::func::FuncDialect"];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
 def TGQuantizeOptimizerState : Pass<"tg-quantize-optimizer-state",
@@ -220,6 +218,35 @@ def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
                "Op kinds computed in f32 (default: softmax, layer_norm, "
                "cross_entropy, reduce_sum, reduce_mean, reduce_max, exp, log, "
                "rsqrt)">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
+def TGGradAccum : Pass<"tg-grad-accum", "mlir::ModuleOp"> {
+  let summary = "Gradient accumulation: K micro-batches per optimizer step";
+  let description = [{
+    Splits every `tg.train_step` out of tg-autodiff (before tg-optimizer)
+    into two entry points over the same persistent tensors:
+    - a gradient micro-step (`<model>_grad_step`, marked `tg.grad_step`):
+      the forward and backward pass on one micro-batch, adding each
+      parameter's gradient into an f32 accumulator
+      (`grad_accum.<param>`), and the loss into a weighted sum;
+    - the training step itself, which now reads no batch: it turns the
+      sums into the gradients of the whole batch and returns them (with
+      the mean loss) to tg-optimizer, which adds clipping and the update
+      as for any step, then zeroes the accumulators.
+    The result equals one step on the K-times-larger batch. When the loss
+    is a tg.cross_entropy, each micro-batch's backward pass is seeded with
+    its number of counted targets (`tg.target_count`) and the sums are
+    divided by the total, so `ignore_index` targets spread unevenly over
+    micro-batches count exactly as in the large batch; any other loss is
+    a mean over equal micro-batches (each weighs 1). Loss scaling
+    (tg-loss-scale, run later) scales the micro-steps' seeds and checks
+    the accumulated gradients once per optimizer step.
+  }];
+  let options = [
+    Option<"steps", "steps", "int64_t", /*default=*/"2",
+           "Micro-batches per optimizer step (>= 2; 1 is no accumulation)">,
   ];
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }

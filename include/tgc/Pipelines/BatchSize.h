@@ -1,0 +1,66 @@
+//===- BatchSize.h - the batch size chosen for a memory budget --*- C++ -*-===//
+//
+// The memory plan is exact and static, so the largest micro-batch that
+// fits a budget is found by planning, not by running out of memory: the
+// model is rebuilt at each candidate batch size (from its tg.generator
+// record, lib/Models), taken through the training pipeline and planned,
+// and its total (persistent region plus the largest arena of its entry
+// points: what tgc-run allocates) compared with the budget.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_PIPELINES_BATCHSIZE_H
+#define TGC_PIPELINES_BATCHSIZE_H
+
+#include "tgc/Pipelines/TrainPipeline.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <optional>
+#include <string>
+
+namespace tgc {
+
+/// What the runtime allocates for an executable: the persistent region
+/// and the arena, the largest of the training step's and every entry
+/// point's (gradient micro-step, evaluation step).
+struct PlannedMemory {
+  int64_t persistent = 0;
+  int64_t arena = 0;
+  int64_t total() const { return persistent + arena; }
+};
+
+/// Runs the training pipeline (with `options`, accumulating over
+/// `accumSteps` micro-batches) on `module` and plans every entry point.
+/// Fails with diagnostics emitted.
+mlir::FailureOr<PlannedMemory>
+planTrainingMemory(mlir::ModuleOp module, const TrainPipelineOptions &options,
+                   int64_t accumSteps, int64_t alignment);
+
+struct BatchChoice {
+  int64_t batch = 0;      // micro-batch size
+  int64_t accumSteps = 1; // micro-batches per optimizer step
+  PlannedMemory memory;
+  /// The next larger candidate and its plan, which does not fit (none when
+  /// the search reached its bound).
+  std::optional<int64_t> nextBatch;
+  PlannedMemory nextMemory;
+};
+
+/// The largest micro-batch of `model` whose plan fits `budget` bytes. With
+/// `globalBatch` > 0, only divisors of it are candidates and each is
+/// accumulated globalBatch / batch times; otherwise every batch size is,
+/// accumulated `options.gradAccum` times. Fails with `error` set when even
+/// the smallest candidate does not fit (saying what it needs) or the model
+/// cannot be rebuilt.
+mlir::FailureOr<BatchChoice> chooseBatch(mlir::func::FuncOp model,
+                                         const TrainPipelineOptions &options,
+                                         int64_t budget, int64_t globalBatch,
+                                         int64_t alignment, std::string &error);
+
+/// The largest batch size chooseBatch tries.
+constexpr int64_t kMaxAutoBatch = int64_t(1) << 20;
+
+} // namespace tgc
+
+#endif // TGC_PIPELINES_BATCHSIZE_H

@@ -1,0 +1,103 @@
+//===- Rebuild.cpp - rebuilding a generated model at another batch size ---===//
+//
+// The generators record their configuration on the model (tg.generator);
+// rebuilding from it is how tgc-compile changes a model's batch size
+// (--batch, --batch=auto) without shape inference over arbitrary IR. The
+// model must be exactly what its record builds: a hand-edited model is
+// refused rather than silently replaced by the unedited one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Models/Models.h"
+
+#include "llvm/ADT/Twine.h"
+
+using namespace mlir;
+
+namespace tgc {
+
+/// Builds the model `record` describes at `batch`; null with `error` set
+/// when the record is not one of the generators'.
+static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
+                                   int64_t batch, std::string &error) {
+  StringRef kind = record.getAs<StringAttr>("model").getValue();
+  auto integer = [&](StringRef key, int64_t &out) {
+    auto value = record.getAs<IntegerAttr>(key);
+    if (!value) {
+      error = ("the tg.generator record of a " + kind + " has no integer '" +
+               key + "'")
+                  .str();
+      return false;
+    }
+    out = value.getInt();
+    return true;
+  };
+  if (kind == "gpt2") {
+    GPT2Config config;
+    if (!integer("n_layer", config.nLayer) || !integer("n_head", config.nHead) ||
+        !integer("n_embd", config.nEmbd) ||
+        !integer("vocab_size", config.vocabSize) ||
+        !integer("block_size", config.blockSize) ||
+        !integer("seq_len", config.seqLen))
+      return nullptr;
+    config.batch = batch;
+    error = validateGPT2Config(config);
+    return error.empty() ? buildGPT2(context, config) : nullptr;
+  }
+  if (kind == "mlp") {
+    auto widths = record.getAs<DenseI64ArrayAttr>("widths");
+    if (!widths) {
+      error = "the tg.generator record of an mlp has no 'widths'";
+      return nullptr;
+    }
+    MLPConfig config;
+    config.widths.assign(widths.asArrayRef().begin(),
+                         widths.asArrayRef().end());
+    config.batch = batch;
+    error = validateMLPConfig(config);
+    return error.empty() ? buildMLP(context, config) : nullptr;
+  }
+  error = ("unknown generator '" + kind + "' in tg.generator").str();
+  return nullptr;
+}
+
+static std::string printed(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->print(os, OpPrintingFlags().assumeVerified());
+  return text;
+}
+
+OwningOpRef<ModuleOp> rebuildWithBatch(func::FuncOp model, int64_t batch,
+                                       std::string &error) {
+  auto record =
+      model->getAttrOfType<DictionaryAttr>(tg::TGDialect::kGeneratorAttr);
+  if (!record) {
+    error = ("@" + model.getSymName() +
+             " has no tg.generator record of how it was built; only models "
+             "from tgc-models can be rebuilt at another batch size")
+                .str();
+    return nullptr;
+  }
+  int64_t recorded = record.getAs<IntegerAttr>("batch").getInt();
+  OwningOpRef<ModuleOp> same =
+      build(model.getContext(), record, recorded, error);
+  if (!same)
+    return nullptr;
+  auto rebuilt = *same->getOps<func::FuncOp>().begin();
+  if (rebuilt.getSymName() != model.getSymName() ||
+      printed(rebuilt) != printed(model)) {
+    error = ("@" + model.getSymName() +
+             " is not the model its tg.generator record builds (edited by "
+             "hand?); rebuilding it at another batch size would lose the "
+             "edits")
+                .str();
+    return nullptr;
+  }
+  if (batch == recorded)
+    return same;
+  return build(model.getContext(), record, batch, error);
+}
+
+} // namespace tgc
