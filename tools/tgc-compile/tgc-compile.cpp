@@ -176,9 +176,13 @@ struct LowerToTGXPass
        << tgc::formatBytes(plan->layout.peakLive) << ")";
     if (!plan->recomputed.empty())
       os << ", " << plan->recomputed.size() << " ops recomputed";
-    for (const tgc::TGXEntry &entry : entries)
+    int64_t arena = plan->layout.arenaSize;
+    for (const tgc::TGXEntry &entry : entries) {
       os << "; " << entry.name << ": " << entry.plan->schedule.size()
          << " ops, arena " << tgc::formatBytes(entry.plan->layout.arenaSize);
+      arena = std::max(arena, entry.plan->layout.arenaSize);
+    }
+    os << "; allocates " << tgc::formatBytes(plan->persistentSize + arena);
     markAllAnalysesPreserved();
   }
 
