@@ -2193,3 +2193,34 @@ func.func @adafactor_state_type(%p: tensor<6xbf16>, %g: tensor<6xbf16>, %v: tens
   %0:2 = tg.adafactor_update %p, %g, [%v], %lr, %t : (tensor<6xbf16>, tensor<6xbf16>, tensor<6xbf16>, tensor<f32>, tensor<i64>) -> (tensor<6xbf16>, tensor<6xbf16>)
   return
 }
+
+// -----
+
+// expected-error @+1 {{'tg.generator' is a dictionary with a string 'model' and an integer 'batch' on a tg.model function}}
+func.func @generator(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<f32> attributes {tg.model, tg.generator = {model = "gpt2"}} {
+  %0 = tg.reduce_sum %w {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'tg.grad_accum' must be {steps = K (>= 2), grad_step = @micro_step}}}
+func.func @accum(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}) attributes {tg.train_step, tg.grad_accum = {steps = 1 : i64, grad_step = @micro}} {
+  %0 = tg.reduce_sum %w {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'tg.grad_step' marks a func.func that is not a tg.train_step}}
+func.func @both(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}) attributes {tg.train_step, tg.grad_step} {
+  %0 = tg.reduce_sum %w {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{a tg.train_step function must return the loss}}
+func.func @micro(%w: tensor<4xf32> {tg.param = "w"}, %s: tensor<4xf32> {tg.state = "grad_accum.w"}) -> (tensor<4xf32> {tg.update = "grad_accum.w"}) attributes {tg.grad_step} {
+  return %s : tensor<4xf32>
+}
