@@ -15,6 +15,8 @@ PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libgtest-dev libopenblas-dev flatbuffers-compiler libflatbuffers-dev
   python3-torch
+  # The runtime's command lines and JSON: CLI11 and nlohmann-json (headers).
+  libcli11-dev nlohmann-json3-dev
   # The fuzzing harnesses: clang and its libFuzzer and sanitizer runtimes,
   # matching LLVM 22 (scripts/fuzz.sh).
   clang-22 libclang-rt-22-dev

@@ -10,6 +10,8 @@
 #include "FileIO.h"
 #include "Safetensors.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <cmath>
 #include <sys/stat.h>
@@ -24,16 +26,6 @@
 
 namespace tgc::rt {
 namespace {
-
-std::string escape(const std::string &s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out.push_back('\\');
-    out.push_back(c);
-  }
-  return out;
-}
 
 bool isCheckpointed(const TensorInfo &info) {
   return info.storage == Storage::Persistent &&
@@ -58,25 +50,19 @@ struct Entry {
 static Status writeSafetensors(const std::string &path,
                                const std::map<std::string, std::string> &metadata,
                                const std::vector<Entry> &entries) {
-  std::string header = "{\"__metadata__\":{";
-  bool first = true;
-  for (auto &[key, value] : metadata) {
-    header += (first ? "\"" : ",\"") + escape(key) + "\":\"" + escape(value) +
-              "\"";
-    first = false;
-  }
-  header += "}";
+  // The header in the order written: metadata, then the tensors in data
+  // order.
+  nlohmann::ordered_json json = nlohmann::ordered_json::object();
+  json["__metadata__"] = nlohmann::ordered_json(metadata);
   uint64_t offset = 0;
   for (const Entry &entry : entries) {
-    header += ",\"" + escape(entry.name) + "\":{\"dtype\":\"" +
-              safetensorsDType(entry.dtype) + "\",\"shape\":[";
-    for (size_t d = 0; d < entry.shape.size(); ++d)
-      header += (d ? "," : "") + std::to_string(entry.shape[d]);
-    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + entry.bytes) + "]}";
+    json[entry.name] = {{"dtype", safetensorsDType(entry.dtype)},
+                        {"shape", entry.shape},
+                        {"data_offsets", {offset, offset + entry.bytes}}};
     offset += entry.bytes;
   }
-  header += "}";
+  std::string header =
+      json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   // The data starts 8-byte aligned, as the format recommends.
   while ((header.size() + 8) % 8 != 0)
     header.push_back(' ');

@@ -7,140 +7,75 @@
 #include "FileIO.h"
 #include "tgc/Support/CheckedMath.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <climits>
 
 namespace tgc::rt {
 namespace {
 
-/// A minimal JSON reader for safetensors headers.
-class Json {
-public:
-  struct Value {
-    enum Kind { Null, Number, String, Array, Object } kind = Null;
-    int64_t number = 0; // exact, >= 0
-    std::string string;
-    std::vector<Value> array;
-    std::vector<std::pair<std::string, Value>> object;
-    const Value *get(const std::string &key) const {
-      for (auto &[k, v] : object)
-        if (k == key)
-          return &v;
-      return nullptr;
+using Json = nlohmann::ordered_json;
+
+/// Parses a safetensors header with nlohmann-json, refusing what the format
+/// does not allow and the library would accept: a name given twice (the
+/// library keeps the last), and nesting deeper than the format's (bounded
+/// so that hostile input cannot make the library build a huge tree).
+bool parseHeader(const std::string &text, Json &header, std::string &error) {
+  std::vector<std::vector<std::string>> keys; // per open object
+  bool repeated = false, tooDeep = false;
+  auto callback = [&](int depth, Json::parse_event_t event, Json &parsed) {
+    switch (event) {
+    case Json::parse_event_t::object_start:
+    case Json::parse_event_t::array_start:
+      if (depth >= 4) {
+        tooDeep = true;
+        return false;
+      }
+      if (event == Json::parse_event_t::object_start)
+        keys.emplace_back();
+      return true;
+    case Json::parse_event_t::object_end:
+      if (!keys.empty())
+        keys.pop_back();
+      return true;
+    case Json::parse_event_t::key: {
+      if (keys.empty())
+        return true;
+      std::vector<std::string> &seen = keys.back();
+      const std::string &key = parsed.get_ref<const std::string &>();
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+        if (!repeated)
+          error = "the header names '" + key + "' twice";
+        repeated = true;
+      }
+      seen.push_back(key);
+      return true;
+    }
+    default:
+      return true;
     }
   };
-
-  explicit Json(const std::string &text) : text(text) {}
-
-  bool parse(Value &value) {
-    if (!parseValue(value, 0))
-      return false;
-    skipSpace();
-    return pos == text.size();
+  header = Json::parse(text, callback, /*allow_exceptions=*/false);
+  if (header.is_discarded() || tooDeep || !header.is_object()) {
+    error = "the header is not valid JSON";
+    return false;
   }
+  return !repeated;
+}
 
-private:
-  void skipSpace() {
-    while (pos < text.size() && std::isspace((unsigned char)text[pos]))
-      ++pos;
-  }
-  bool parseString(std::string &out) {
-    if (pos >= text.size() || text[pos] != '"')
-      return false;
-    ++pos;
-    while (pos < text.size() && text[pos] != '"') {
-      if (text[pos] == '\\') {
-        if (++pos >= text.size())
-          return false;
-        char c = text[pos];
-        if (c == 'u')
-          return false; // names here are plain ASCII
-        out.push_back(c == 'n' ? '\n' : c == 't' ? '\t' : c);
-      } else {
-        out.push_back(text[pos]);
-      }
-      ++pos;
-    }
-    if (pos >= text.size())
-      return false;
-    ++pos;
-    return true;
-  }
-  bool parseValue(Value &value, int depth) {
-    if (depth > 8)
-      return false;
-    skipSpace();
-    if (pos >= text.size())
-      return false;
-    char c = text[pos];
-    if (c == '"') {
-      value.kind = Value::String;
-      return parseString(value.string);
-    }
-    if (c == '{' || c == '[') {
-      bool object = c == '{';
-      value.kind = object ? Value::Object : Value::Array;
-      ++pos;
-      skipSpace();
-      if (pos < text.size() && text[pos] == (object ? '}' : ']')) {
-        ++pos;
-        return true;
-      }
-      while (true) {
-        skipSpace();
-        std::string key;
-        if (object) {
-          if (!parseString(key))
-            return false;
-          skipSpace();
-          if (pos >= text.size() || text[pos++] != ':')
-            return false;
-        }
-        Value element;
-        if (!parseValue(element, depth + 1))
-          return false;
-        if (object)
-          value.object.emplace_back(std::move(key), std::move(element));
-        else
-          value.array.push_back(std::move(element));
-        skipSpace();
-        if (pos >= text.size())
-          return false;
-        if (text[pos] == ',') {
-          ++pos;
-          continue;
-        }
-        if (text[pos] == (object ? '}' : ']')) {
-          ++pos;
-          return true;
-        }
-        return false;
-      }
-    }
-    // A number. Safetensors headers hold only non-negative integers
-    // (shapes, offsets); they are read exactly, and anything else (a sign,
-    // a fraction, an exponent, more than 63 bits) is refused.
-    if (!std::isdigit((unsigned char)c))
-      return false;
-    value.kind = Value::Number;
-    uint64_t number = 0;
-    while (pos < text.size() && std::isdigit((unsigned char)text[pos])) {
-      unsigned digit = unsigned(text[pos++] - '0');
-      if (number > (uint64_t(INT64_MAX) - digit) / 10)
-        return false;
-      number = number * 10 + digit;
-    }
-    if (pos < text.size() && (text[pos] == '.' || text[pos] == 'e' ||
-                              text[pos] == 'E'))
-      return false;
-    value.number = int64_t(number);
-    return true;
-  }
-
-  const std::string &text;
-  size_t pos = 0;
-};
-
+/// A shape or offset: an exact non-negative integer below 2^63 (the
+/// library reads a sign, a fraction, an exponent or a larger number as
+/// another kind).
+bool exactIndex(const Json &value, int64_t &out) {
+  if (!value.is_number_unsigned())
+    return false;
+  uint64_t number = value.get<uint64_t>();
+  if (number > uint64_t(INT64_MAX))
+    return false;
+  out = int64_t(number);
+  return true;
+}
 
 std::string formatShape(const std::vector<int64_t> &shape) {
   std::string out = "[";
@@ -228,54 +163,55 @@ Status parseSafetensors(const std::string &path, SafetensorsFile &file) {
   if (length > file.bytes.size() - 8 || length > (100u << 20))
     return fail("the header length is larger than the file");
   std::string headerText(file.bytes.data() + 8, length);
-  Json::Value header;
-  if (!Json(headerText).parse(header) || header.kind != Json::Value::Object)
-    return fail("the header is not valid JSON");
+  Json header;
+  std::string headerError;
+  if (!parseHeader(headerText, header, headerError))
+    return fail(headerError);
   file.dataStart = 8 + length;
   uint64_t dataSize = file.bytes.size() - file.dataStart;
-  std::map<std::string, bool> seen;
-  for (auto &[name, value] : header.object) {
-    if (seen[name])
-      return fail("the header names '" + name + "' twice");
-    seen[name] = true;
+  for (auto &[name, value] : header.items()) {
     if (name == "__metadata__") {
-      if (value.kind != Json::Value::Object)
+      if (!value.is_object())
         return fail("__metadata__ is not a map of strings");
-      for (auto &[key, item] : value.object) {
-        if (item.kind != Json::Value::String)
+      for (auto &[key, item] : value.items()) {
+        if (!item.is_string())
           return fail("__metadata__ entry '" + key + "' is not a string");
-        file.metadata[key] = item.string;
+        file.metadata[key] = item.get<std::string>();
       }
       continue;
     }
-    const Json::Value *dtype = value.get("dtype");
-    const Json::Value *shape = value.get("shape");
-    const Json::Value *offsets = value.get("data_offsets");
-    if (value.kind != Json::Value::Object || !dtype || !shape || !offsets ||
-        shape->kind != Json::Value::Array ||
-        offsets->kind != Json::Value::Array || offsets->array.size() != 2 ||
-        dtype->kind != Json::Value::String ||
-        offsets->array[0].kind != Json::Value::Number ||
-        offsets->array[1].kind != Json::Value::Number)
+    auto field = [&](const char *key) -> const Json * {
+      if (!value.is_object())
+        return nullptr;
+      auto it = value.find(key);
+      return it == value.end() ? nullptr : &*it;
+    };
+    const Json *dtype = field("dtype");
+    const Json *shape = field("shape");
+    const Json *offsets = field("data_offsets");
+    int64_t begin = 0, end = 0;
+    if (!dtype || !shape || !offsets || !shape->is_array() ||
+        !dtype->is_string() || !offsets->is_array() || offsets->size() != 2 ||
+        !exactIndex((*offsets)[0], begin) || !exactIndex((*offsets)[1], end))
       return fail("tensor '" + name + "' has a malformed entry");
     SafetensorsEntry entry;
     entry.name = name;
-    entry.dtype = dtype->string;
+    entry.dtype = dtype->get<std::string>();
     int64_t elementBytes = safetensorsElementBytes(entry.dtype);
     if (!elementBytes)
       return fail("tensor '" + name + "' has the unknown dtype '" +
                   entry.dtype + "'");
-    for (const Json::Value &d : shape->array) {
-      if (d.kind != Json::Value::Number)
+    for (const Json &d : *shape) {
+      int64_t size = 0;
+      if (!exactIndex(d, size))
         return fail("tensor '" + name + "' has a malformed shape");
-      entry.shape.push_back(d.number);
+      entry.shape.push_back(size);
     }
     std::optional<int64_t> bytes =
         checkedTensorBytes(entry.shape, elementBytes);
     if (!bytes)
       return fail("tensor '" + name + "' has a shape too large for any "
                   "tensor");
-    int64_t begin = offsets->array[0].number, end = offsets->array[1].number;
     if (end < begin || uint64_t(end) > dataSize)
       return fail("tensor '" + name + "' has data offsets outside the file");
     entry.begin = uint64_t(begin);

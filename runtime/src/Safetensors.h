@@ -3,7 +3,9 @@
 // A safetensors file is an 8-byte little-endian header length, a JSON header
 // mapping names to {dtype, shape, data_offsets} (plus a string map
 // __metadata__), then the raw little-endian data. readSafetensors parses
-// that JSON subset and checks every entry's offsets against the file.
+// the header with nlohmann-json (refusing repeated names, deep nesting and
+// numbers that are not exact non-negative integers) and checks every
+// entry's offsets against the file.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,13 +1,13 @@
 //===- tgc-run.cpp - trains with a compiled training step -----------------===//
 //
-//   tgc-run model.tgx [--steps N] [--data synthetic|FILE] [--seed S]
-//       [--metrics FILE] [--save CKPT [--save-every K]] [--resume CKPT]
-//       [--load-weights FILE] [--load-adapters FILE] [--save-adapters FILE]
-//       [--export-merged FILE] [--device cpu|auto] [--log-every K] [--quiet]
+//   tgc-run model.tgx [--steps N] [--data synthetic|FILE] ... (--help)
 //
 // Loads and verifies the executable, initialises (or loads) parameters,
-// and runs the step N times on batches from the data source, showing the
-// loss, throughput and time left. Links only the runtime: no MLIR.
+// and runs N optimizer steps on batches from the data source (K micro-steps
+// and the update for an executable that accumulates gradients), showing
+// the loss, throughput and time left; validates, schedules the learning
+// rate, saves and resumes. Links only the runtime (no MLIR), CLI11 for
+// its command line and nlohmann-json for its metrics.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,9 @@
 #include "tgc/runtime/Program.h"
 #include "tgc/runtime/Schedule.h"
 #include "tgc/runtime/Session.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cctype>
 #include <cerrno>
@@ -60,57 +63,6 @@ struct Options {
   int64_t evalBatches = 10;
   bool evalOnly = false;
 };
-
-const char *kUsage =
-    "usage: tgc-run model.tgx [options]\n"
-    "  --steps N           optimizer steps to run (default 100)\n"
-    "  --data SOURCE       'synthetic' (default), a token file (llm.c "
-    "shard or raw uint16),\n"
-    "                      or a .safetensors file of batches (one tensor per "
-    "input, [N, ...])\n"
-    "  --seed S            seed of the initialisation and the data "
-    "(default 0)\n"
-    "  --metrics FILE      write one JSON object per step (JSONL)\n"
-    "  --save CKPT         save parameters and optimizer state "
-    "(safetensors) at the end\n"
-    "  --save-every K      also save every K steps\n"
-    "  --resume CKPT       continue a run saved with --save\n"
-    "  --load-weights FILE start from these parameters (safetensors; float\n"
-    "                      precisions are converted)\n"
-    "  --load-adapters FILE  load LoRA adapters (tgc's or PEFT's names) over\n"
-    "                      the weights\n"
-    "  --save-adapters FILE  save the LoRA adapters at the end, as PEFT names\n"
-    "                      them\n"
-    "  --export-merged FILE  save the parameters at the end with the LoRA\n"
-    "                      adapters merged in (W + alpha/r B A)\n"
-    "  --device cpu|cuda|auto  where to run (default auto: the GPU when this "
-    "build\n"
-    "                      has the CUDA backend and the machine a GPU, "
-    "else the CPU)\n"
-    "  --log-every K       print a line every K steps instead of a "
-    "progress bar\n"
-    "  --quiet             print only the summary\n"
-    "  --lr-schedule constant|cosine|linear\n"
-    "                      set the learning rate before every step: linear "
-    "warmup to\n"
-    "                      the compiled --lr, then constant, or cosine or "
-    "linear decay\n"
-    "                      to --min-lr at --max-steps (nanoGPT's formula)\n"
-    "  --warmup-steps N    warmup steps of the schedule (default 0)\n"
-    "  --min-lr X          where decay ends (default 0)\n"
-    "  --max-steps N       the step at which decay ends (cosine, linear)\n"
-    "  --eval-data SOURCE  validation data (as --data; default: --data's)\n"
-    "  --eval-every N      report the validation loss every N steps\n"
-    "  --eval-batches M    batches per validation (default 10; the same M "
-    "every time)\n"
-    "  --eval-only         report the validation loss of the weights "
-    "(--resume or\n"
-    "                      --load-weights) and exit\n"
-    "  --max-memory SIZE   refuse to start when the plan needs more than "
-    "SIZE bytes\n"
-    "                      (K, M, G, T suffixes, powers of 1024; default: "
-    "the memory\n"
-    "                      this process may use)\n";
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "tgc-run: error: %s\n", message.c_str());
@@ -165,128 +117,145 @@ int64_t availableMemory() {
   return bytes;
 }
 
-/// Parses argv; returns an error message or "".
-std::string parseOptions(int argc, char **argv, Options &options) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    // `--name value` or `--name=value`.
-    std::string inlineValue;
-    bool hasInline = false;
-    size_t equals = arg.find('=');
-    if (arg.compare(0, 2, "--") == 0 && equals != std::string::npos) {
-      inlineValue = arg.substr(equals + 1);
-      arg = arg.substr(0, equals);
-      hasInline = true;
-    }
-    auto value = [&]() -> const char * {
-      if (hasInline) {
-        hasInline = false;
-        return inlineValue.c_str();
-      }
-      return i + 1 < argc ? argv[++i] : nullptr;
-    };
-    auto intOption = [&](int64_t &field, int64_t minimum) -> std::string {
-      const char *text = value();
-      if (!text || !parseInt(text, field) || field < minimum)
-        return arg + " needs an integer >= " + std::to_string(minimum);
-      return "";
-    };
-    auto stringOption = [&](std::string &field) -> std::string {
-      const char *text = value();
-      if (!text)
-        return arg + " needs a value";
-      field = text;
-      return "";
-    };
-    std::string error;
-    auto flagOnly = [&]() {
-      return hasInline ? arg + " takes no value" : std::string();
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (arg == "--steps") {
-      error = intOption(options.steps, 0);
-      if (error.empty() && options.steps > kMaxCheckpointStep)
-        error = "--steps must be at most " +
-                std::to_string(kMaxCheckpointStep);
-    } else if (arg == "--seed") {
-      int64_t seed = 0;
-      error = intOption(seed, 0);
-      options.seed = uint64_t(seed);
-    } else if (arg == "--data") {
-      error = stringOption(options.data);
-    } else if (arg == "--metrics") {
-      error = stringOption(options.metrics);
-    } else if (arg == "--save") {
-      error = stringOption(options.save);
-    } else if (arg == "--save-every") {
-      error = intOption(options.saveEvery, 1);
-    } else if (arg == "--resume") {
-      error = stringOption(options.resume);
-    } else if (arg == "--load-weights") {
-      error = stringOption(options.loadWeights);
-    } else if (arg == "--load-adapters") {
-      error = stringOption(options.loadAdapters);
-    } else if (arg == "--save-adapters") {
-      error = stringOption(options.saveAdapters);
-    } else if (arg == "--export-merged") {
-      error = stringOption(options.exportMerged);
-    } else if (arg == "--device") {
-      error = stringOption(options.device);
-    } else if (arg == "--log-every") {
-      error = intOption(options.logEvery, 1);
-    } else if (arg == "--quiet") {
-      options.quiet = true;
-      error = flagOnly();
-    } else if (arg == "--eval-data") {
-      error = stringOption(options.evalData);
-    } else if (arg == "--eval-every") {
-      error = intOption(options.evalEvery, 1);
-    } else if (arg == "--eval-batches") {
-      error = intOption(options.evalBatches, 1);
-    } else if (arg == "--eval-only") {
-      options.evalOnly = true;
-      error = flagOnly();
-    } else if (arg == "--lr-schedule") {
-      error = stringOption(options.lrSchedule);
-      LrSchedule::Kind kind;
-      if (error.empty() && !parseLrScheduleKind(options.lrSchedule, kind))
-        error = "--lr-schedule must be constant, cosine or linear, found '" +
-                options.lrSchedule + "'";
-    } else if (arg == "--warmup-steps") {
-      error = intOption(options.warmupSteps, 0);
-    } else if (arg == "--max-steps") {
-      error = intOption(options.maxSteps, 1);
-    } else if (arg == "--min-lr") {
-      const char *text = value();
-      char *end = nullptr;
-      if (text)
-        options.minLr = std::strtod(text, &end);
-      if (!text || !*text || *end || !std::isfinite(options.minLr) ||
-          options.minLr < 0)
-        error = "--min-lr needs a finite number >= 0";
-    } else if (arg == "--max-memory") {
-      const char *text = value();
-      if (!text || !parseBytes(text, options.maxMemory) ||
-          options.maxMemory <= 0)
-        error = "--max-memory needs a positive size in bytes (like 512M or "
-                "16G)";
-    } else if (!arg.empty() && arg[0] == '-') {
-      return "unknown option '" + arg + "' (see --help)";
-    } else if (options.program.empty()) {
-      options.program = arg;
-    } else {
-      return "unexpected argument '" + arg + "'";
-    }
-    if (!error.empty())
-      return error;
+/// Parses argv with CLI11 (`--name value` or `--name=value`; --help lists
+/// the options grouped by purpose). Returns an error message, or "" with
+/// `exitNow` set when --help was answered.
+std::string parseOptions(int argc, char **argv, Options &options,
+                         bool &exitNow) {
+  CLI::App app("tgc-run: trains with a compiled training step (.tgx)",
+               "tgc-run");
+  app.get_formatter()->column_width(34);
+  app.add_option("program", options.program, "The executable (.tgx)")
+      ->required()
+      ->option_text("FILE");
+
+  const char *training = "Training";
+  app.add_option("--steps", options.steps,
+                 "Optimizer steps to run (default 100)")
+      ->check(CLI::Range(int64_t(0), kMaxCheckpointStep))
+      ->group(training);
+  app.add_option("--seed", options.seed,
+                 "Seed of the initialisation and the data (default 0)")
+      ->group(training);
+  app.add_option("--device", options.device,
+                 "cpu, cuda or auto (default: the GPU when this build has "
+                 "the CUDA backend and the machine a GPU, else the CPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->group(training);
+  std::string maxMemory;
+  app.add_option("--max-memory", maxMemory,
+                 "Refuse to start when the plan needs more than SIZE bytes "
+                 "(K, M, G, T suffixes, powers of 1024; default: the memory "
+                 "this process may use)")
+      ->option_text("SIZE")
+      ->group(training);
+
+  const char *data = "Data";
+  app.add_option("--data", options.data,
+                 "'synthetic' (default), a token file (llm.c shard or raw "
+                 "uint16), or a .safetensors file of batches (one tensor per "
+                 "input, [N, ...])")
+      ->option_text("SOURCE")
+      ->group(data);
+
+  const char *schedule = "Learning-rate schedule";
+  app.add_option("--lr-schedule", options.lrSchedule,
+                 "Set the learning rate before every step: linear warmup to "
+                 "the compiled --lr, then constant, or cosine or linear "
+                 "decay to --min-lr at --max-steps (nanoGPT's formula)")
+      ->check(CLI::IsMember({"constant", "cosine", "linear"}))
+      ->group(schedule);
+  app.add_option("--warmup-steps", options.warmupSteps,
+                 "Warmup steps of the schedule (default 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(schedule);
+  app.add_option("--min-lr", options.minLr,
+                 "Where decay ends (default 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(schedule);
+  app.add_option("--max-steps", options.maxSteps,
+                 "The step at which decay ends (cosine, linear)")
+      ->check(CLI::PositiveNumber)
+      ->group(schedule);
+
+  const char *validation = "Validation";
+  app.add_option("--eval-data", options.evalData,
+                 "Validation data (as --data; default: --data's)")
+      ->option_text("SOURCE")
+      ->group(validation);
+  app.add_option("--eval-every", options.evalEvery,
+                 "Report the validation loss every N steps")
+      ->check(CLI::PositiveNumber)
+      ->group(validation);
+  app.add_option("--eval-batches", options.evalBatches,
+                 "Batches per validation (default 10; the same M every time)")
+      ->check(CLI::PositiveNumber)
+      ->group(validation);
+  app.add_flag("--eval-only", options.evalOnly,
+               "Report the validation loss of the weights (--resume or "
+               "--load-weights) and exit")
+      ->group(validation);
+
+  const char *weights = "Weights and checkpoints";
+  app.add_option("--save", options.save,
+                 "Save parameters and optimizer state (safetensors) at the "
+                 "end")
+      ->option_text("CKPT")
+      ->group(weights);
+  app.add_option("--save-every", options.saveEvery,
+                 "Also save every K steps")
+      ->check(CLI::PositiveNumber)
+      ->group(weights);
+  app.add_option("--resume", options.resume,
+                 "Continue a run saved with --save")
+      ->option_text("CKPT")
+      ->group(weights);
+  app.add_option("--load-weights", options.loadWeights,
+                 "Start from these parameters (safetensors; float "
+                 "precisions are converted)")
+      ->option_text("FILE")
+      ->group(weights);
+  app.add_option("--load-adapters", options.loadAdapters,
+                 "Load LoRA adapters (tgc's or PEFT's names) over the "
+                 "weights")
+      ->option_text("FILE")
+      ->group(weights);
+  app.add_option("--save-adapters", options.saveAdapters,
+                 "Save the LoRA adapters at the end, as PEFT names them")
+      ->option_text("FILE")
+      ->group(weights);
+  app.add_option("--export-merged", options.exportMerged,
+                 "Save the parameters at the end with the LoRA adapters "
+                 "merged in (W + alpha/r B A)")
+      ->option_text("FILE")
+      ->group(weights);
+
+  const char *output = "Output";
+  app.add_option("--metrics", options.metrics,
+                 "Write one JSON object per step (JSONL)")
+      ->option_text("FILE")
+      ->group(output);
+  app.add_option("--log-every", options.logEvery,
+                 "Print a line every K steps instead of a progress bar")
+      ->check(CLI::PositiveNumber)
+      ->group(output);
+  app.add_flag("--quiet", options.quiet, "Print only the summary")
+      ->group(output);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &) {
+    std::fputs(app.help().c_str(), stdout);
+    exitNow = true;
+    return "";
+  } catch (const CLI::ParseError &error) {
+    return std::string(error.what()) + " (see --help)";
   }
-  if (options.program.empty())
-    return "no executable given (see --help)";
-  if (options.device != "cpu" && options.device != "auto" &&
-      options.device != "cuda")
-    return "--device must be cpu, cuda or auto";
+  if (!maxMemory.empty() &&
+      (!parseBytes(maxMemory, options.maxMemory) || options.maxMemory <= 0))
+    return "--max-memory needs a positive size in bytes (like 512M or 16G)";
+  if (!std::isfinite(options.minLr))
+    return "--min-lr needs a finite number >= 0";
   if (options.saveEvery && options.save.empty())
     return "--save-every needs --save";
   if (options.evalOnly &&
@@ -393,9 +362,12 @@ std::string formatBytes(int64_t bytes) {
 
 int run(int argc, char **argv) {
   Options options;
-  std::string error = parseOptions(argc, argv, options);
+  bool exitNow = false;
+  std::string error = parseOptions(argc, argv, options, exitNow);
   if (!error.empty())
     return fail(error);
+  if (exitNow)
+    return 0;
 
   Program program;
   Status status = loadProgram(options.program, program);
@@ -580,6 +552,14 @@ int run(int argc, char **argv) {
       return fail("cannot write metrics to '" + options.metrics + "'");
   }
 
+  // One JSON object per line (non-finite numbers become null).
+  auto writeMetrics = [&](const nlohmann::ordered_json &row) {
+    std::string line =
+        row.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    line.push_back('\n');
+    std::fwrite(line.data(), 1, line.size(), metrics);
+  };
+
   if (options.evalOnly) {
     double mean = 0.0;
     status = evaluate(mean);
@@ -588,8 +568,7 @@ int run(int argc, char **argv) {
     std::printf("tgc-run: eval loss %.6f over %lld batches of %s\n", mean,
                 (long long)options.evalBatches, evalData->describe().c_str());
     if (metrics) {
-      std::fprintf(metrics, "{\"step\": %lld, \"eval_loss\": %.9g}\n",
-                   (long long)startStep, mean);
+      writeMetrics({{"step", startStep}, {"eval_loss", mean}});
       if (std::fclose(metrics) != 0)
         return fail("could not write the metrics to '" + options.metrics +
                     "'");
@@ -739,19 +718,20 @@ int run(int argc, char **argv) {
     double eta = ran ? elapsed / double(ran) * double(options.steps - step)
                      : 0.0;
     if (metrics) {
-      std::fprintf(metrics,
-                   "{\"step\": %lld, \"loss\": %.9g, \"%s_per_s\": %.6g, "
-                   "\"elapsed_s\": %.6g",
-                   (long long)step, double(loss), data->itemName(), perSecond,
-                   elapsed);
+      // f32 values are written as the doubles they convert to exactly
+      // (the shortest text that reads back to that double).
+      nlohmann::ordered_json row = {{"step", step}, {"loss", double(loss)}};
+      row[std::string(data->itemName()) + "_per_s"] = perSecond;
+      row["elapsed_s"] = elapsed;
       if (!std::isnan(lrOf(step - 1)))
-        std::fprintf(metrics, ", \"lr\": %.9g", lrOf(step - 1));
-      if (scaleTensor >= 0)
-        std::fprintf(metrics, ", \"loss_scale\": %.17g, \"skipped\": %s",
-                     scale, skippedNow ? "true" : "false");
+        row["lr"] = lrOf(step - 1);
+      if (scaleTensor >= 0) {
+        row["loss_scale"] = scale;
+        row["skipped"] = skippedNow;
+      }
       if (evalNow)
-        std::fprintf(metrics, ", \"eval_loss\": %.9g", evalLoss);
-      std::fprintf(metrics, "}\n");
+        row["eval_loss"] = evalLoss;
+      writeMetrics(row);
     }
     if (!std::isfinite(loss))
       std::fprintf(stderr, "tgc-run: warning: step %lld has a non-finite "
