@@ -54,6 +54,9 @@ ldd "$bin/tgc-run" "$bin/tgc-cuda-tests" | awk '/=> \// {print $3}' | sort -u |
   -o "$out/tgx/gpt2-2layer-8bit.tgx"
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --optimizer=adafactor \
   -o "$out/tgx/gpt2-2layer-adafactor.tgx"
+# Gradient accumulation: the grad_step entry, and the update on no batch.
+"$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --grad-accum=4 \
+  --clip-grad-norm=1 -o "$out/tgx/gpt2-2layer-accum.tgx"
 "$bin/tgc-models" gpt2 --preset tiny --batch 2 --seq-len 32 \
   -o "$out/tgx/gpt2-tiny.mlir"
 "$bin/tgc-compile" "$out/tgx/gpt2-tiny.mlir" -o "$out/tgx/gpt2-tiny.tgx"

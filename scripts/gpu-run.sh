@@ -85,6 +85,7 @@ check train-f32 compare f32
 check train-bf16 compare bf16
 check train-8bit compare 8bit
 check train-adafactor compare adafactor
+check train-accum compare accum
 if [ "$memcheck" = 1 ]; then
   check memcheck-train memcheck "$run" "$tgx/gpt2-tiny.tgx" --device cuda \
     --steps 2 --quiet

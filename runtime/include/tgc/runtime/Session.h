@@ -62,7 +62,10 @@ public:
   /// on the staged inputs; finish() waits for it and reads the loss.
   /// launch(entry) runs another entry point of the program (eval_step) on
   /// the staged inputs instead of the training step; finish() returns its
-  /// loss.
+  /// loss. With gradient accumulation (Program::gradAccumSteps = K > 1)
+  /// an optimizer step is K launches of the `grad_step` entry, each on its
+  /// staged micro-batch, then launch() of the training step, which reads
+  /// no input and leaves the next staged batch in place.
   Status stageInputs();
   Status launch(const EntryPoint *entry = nullptr);
   Status finish(float &loss);
