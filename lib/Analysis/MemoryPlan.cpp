@@ -221,6 +221,7 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
 
   // In-place updates: the op defining an updated value writes into the
   // persistent tensor, which needs every other read of it to come first.
+  llvm::DenseSet<Value> sharedWrites;
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     if (function.getResultAttr(i, tg::TGDialect::kLossAttr)) {
@@ -268,6 +269,12 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
       return diag;
     }
     step.donatedTo[value] = argNumber;
+    // A write that other ops' reads must precede (an update of a parameter
+    // the forward pass reads), unlike an accumulator only its writer reads.
+    if (llvm::any_of(arg.getUses(), [&](OpOperand &use) {
+          return use.getOwner() != writer;
+        }))
+      sharedWrites.insert(value);
   }
 
   // Values whose cotangent is a parameter's gradient.
@@ -293,7 +300,7 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
     }
     for (OpResult result : op->getResults()) {
       if (step.donatedTo.count(result)) {
-        graph.nodes[node].writesPersistent = true;
+        graph.nodes[node].writesPersistent |= sharedWrites.contains(result);
         continue;
       }
       if (isa<tg::ReshapeOp>(op)) {

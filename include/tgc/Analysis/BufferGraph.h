@@ -47,8 +47,10 @@ struct BufferGraph {
     /// Index of the op this node executes in the function the graph was
     /// built from (a recomputation executes the same op again).
     int op = -1;
-    /// Writes a persistent tensor (an optimizer update): every read of
-    /// that tensor must come before it.
+    /// Writes a persistent tensor that other ops read (an optimizer
+    /// update of a parameter): every read of that tensor, recomputations
+    /// included, must come before it. (An accumulator that only its own
+    /// update reads does not count.)
     bool writesPersistent = false;
   };
   std::vector<Value> values;

@@ -76,7 +76,10 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
     if (failed(parsePolicy()))
       return signalPassFailure();
     for (auto function : getOperation().getOps<func::FuncOp>())
-      if (function->hasAttr(tg::TGDialect::kTrainStepAttr) ||
+      // With gradient accumulation the forward pass is in the micro-step;
+      // the training step only applies the update.
+      if ((function->hasAttr(tg::TGDialect::kTrainStepAttr) &&
+           !function->hasAttr(tg::TGDialect::kGradAccumAttr)) ||
           function->hasAttr(tg::TGDialect::kGradStepAttr))
         if (failed(runOnStep(function)))
           return signalPassFailure();
