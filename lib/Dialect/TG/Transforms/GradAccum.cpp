@@ -173,15 +173,26 @@ LogicalResult Splitter::buildMicroStep() {
     weight = TargetCountOp::create(builder, loc, f32Scalar,
                                    entropy.getTargets(),
                                    entropy.getIgnoreIndexAttr());
-    // The backward pass starts from the weight: the gradient of the summed
-    // loss of the micro-batch. (tg-loss-scale scales the seed itself.)
-    builder.setInsertionPointAfter(seed);
-    loc = seed.getLoc();
+    // The cross-entropy's gradient is scaled by the weight, making it the
+    // gradient of the micro-batch's summed loss. It is scaled there, in
+    // the cotangent's own type (f32 even when the returned loss is
+    // narrowed), rather than at the seed, which tg-loss-scale scales.
+    CrossEntropyGradOp entropyGrad;
+    body.walk([&](CrossEntropyGradOp op) {
+      if (op.getLogits() == entropy.getLogits() &&
+          op.getTargets() == entropy.getTargets())
+        entropyGrad = op;
+    });
+    if (!entropyGrad)
+      return entropy.emitOpError("has no gradient in the backward pass to "
+                                 "weigh by its count of targets");
+    builder.setInsertionPoint(entropyGrad);
+    loc = entropyGrad.getLoc();
+    Value cotangent = entropyGrad.getGrad();
     Value weighted = MulOp::create(
-        builder, loc, seed.getType(), seed,
-        castTo(weight, getElementTypeOrSelf(seed.getType())));
-    seed.getResult().replaceAllUsesExcept(weighted,
-                                          weighted.getDefiningOp());
+        builder, loc, cotangent.getType(), cotangent,
+        castTo(weight, getElementTypeOrSelf(cotangent.getType())));
+    entropyGrad.getGradMutable().set(weighted);
   }
 
   SmallVector<DictionaryAttr> argAttrs;
