@@ -274,7 +274,7 @@ static bool parseCount(const std::string &text, int64_t &value) {
 
 Status checkRunMetadata(const std::map<std::string, std::string> &metadata) {
   int64_t value;
-  for (const char *key : {"tgc.step", "tgc.seed"}) {
+  for (const char *key : {"tgc.step", "tgc.seed", "tgc.batch"}) {
     auto found = metadata.find(key);
     if (found == metadata.end())
       continue;

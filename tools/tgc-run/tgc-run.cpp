@@ -17,6 +17,7 @@
 #include "tgc/runtime/Program.h"
 #include "tgc/runtime/Schedule.h"
 #include "tgc/runtime/Session.h"
+#include "tgc/Support/CheckedMath.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -411,6 +412,10 @@ int run(int argc, char **argv) {
   // Where the run starts: a resumed run continues at the saved step, with
   // the saved seed, so it sees the batches it would have seen.
   int64_t startStep = 0;
+  // The data batch the next step starts at: K per step, or the saved
+  // position (so that a run resumed with another K continues on the
+  // batches it had not seen).
+  int64_t startBatch = -1;
   if (!options.resume.empty()) {
     std::map<std::string, std::string> metadata;
     status = loadCheckpoint(*session, options.resume, LoadScope::Everything,
@@ -424,6 +429,9 @@ int run(int argc, char **argv) {
     if (metadata.count("tgc.step") &&
         !parseInt(metadata["tgc.step"].c_str(), startStep))
       return fail("checkpoint '" + options.resume + "' has a bad tgc.step");
+    if (metadata.count("tgc.batch") &&
+        !parseInt(metadata["tgc.batch"].c_str(), startBatch))
+      return fail("checkpoint '" + options.resume + "' has a bad tgc.batch");
     if (metadata.count("tgc.seed")) {
       int64_t seed = 0;
       if (!parseInt(metadata["tgc.seed"].c_str(), seed))
@@ -506,6 +514,11 @@ int run(int argc, char **argv) {
   const int64_t accumSteps = program.gradAccumSteps;
   const EntryPoint *microStep =
       accumSteps > 1 ? program.findEntry("grad_step") : nullptr;
+  if (options.steps > kMaxCheckpointStep / accumSteps)
+    return fail("--steps " + std::to_string(options.steps) + " of " +
+                std::to_string(accumSteps) +
+                " micro-batches each would read more than " +
+                std::to_string(kMaxCheckpointStep) + " batches");
 
   std::unique_ptr<DataSource> data;
   status = createDataSource(program, options.data, options.seed, data);
@@ -626,26 +639,44 @@ int run(int argc, char **argv) {
   auto begin = std::chrono::steady_clock::now();
   double firstLoss = NAN, lastLoss = NAN;
   int64_t ran = 0;
+  // Micro-batch k of step s (0-based, s >= startStep) reads data batch
+  // startBatch + K * (s - startStep) + k and carries step s's learning
+  // rate. The next batch is filled and staged while the device runs this
+  // one.
+  {
+    // Every batch index this run (and its last save) uses must fit.
+    std::optional<int64_t> first =
+        startBatch < 0 ? tgc::checkedMul(startStep, accumSteps)
+                       : std::optional<int64_t>(startBatch);
+    std::optional<int64_t> span = tgc::checkedMul(
+        accumSteps, std::max<int64_t>(0, options.steps - startStep));
+    if (!first || !span || !tgc::checkedAdd(*first, *span))
+      return fail("the data position of step " + std::to_string(startStep) +
+                  " to " + std::to_string(options.steps) + " (" +
+                  std::to_string(accumSteps) +
+                  " micro-batches a step) does not fit in 64 bits");
+    startBatch = *first;
+  }
+  auto batchOf = [&](int64_t step, int64_t k) {
+    return startBatch + accumSteps * (step - startStep) + k;
+  };
   auto save = [&](int64_t step) -> Status {
     std::map<std::string, std::string> metadata = {
         {"tgc.model", program.model},
         {"tgc.step", std::to_string(step)},
+        {"tgc.batch", std::to_string(batchOf(step, 0))},
         {"tgc.seed", std::to_string(options.seed)}};
     return saveCheckpoint(*session, options.save, metadata);
   };
-  // Batch `b` of the data feeds micro-batch b % K of step b / K (0-based);
-  // it carries that step's learning rate. The next batch is filled and
-  // staged while the device runs this one.
-  const int64_t endBatch = options.steps * accumSteps;
-  auto prepareBatch = [&](int64_t batch) -> Status {
-    if (batch >= endBatch)
+  auto prepareBatch = [&](int64_t step, int64_t k) -> Status {
+    if (step >= options.steps)
       return Status::success();
-    setLr(batch / accumSteps);
-    Status prepared = data->fill(*session, batch);
+    setLr(step);
+    Status prepared = data->fill(*session, batchOf(step, k));
     return prepared.ok() ? session->stageInputs() : prepared;
   };
   if (startStep < options.steps) {
-    status = prepareBatch(startStep * accumSteps);
+    status = prepareBatch(startStep, 0);
     if (!status.ok())
       return fail(status.error);
   }
@@ -659,15 +690,17 @@ int run(int argc, char **argv) {
     for (int64_t k = 0; k < accumSteps && status.ok(); ++k) {
       status = session->launch(microStep);
       bool last = k + 1 == accumSteps;
-      if (status.ok() && !(last && (microStep || evalNow)))
-        status = prepareBatch((step - 1) * accumSteps + k + 1);
+      if (status.ok() && !last)
+        status = prepareBatch(step - 1, k + 1);
+      else if (status.ok() && !microStep && !evalNow)
+        status = prepareBatch(step, 0);
       if (status.ok())
         status = session->finish(loss);
     }
     if (status.ok() && microStep) {
       status = session->launch(); // the update, on the accumulated sums
       if (status.ok() && !evalNow)
-        status = prepareBatch(step * accumSteps);
+        status = prepareBatch(step, 0);
       if (status.ok())
         status = session->finish(loss);
     }
@@ -675,7 +708,7 @@ int run(int argc, char **argv) {
     if (status.ok() && evalNow) {
       status = evaluate(evalLoss);
       if (status.ok())
-        status = prepareBatch(step * accumSteps);
+        status = prepareBatch(step, 0);
     }
     if (!status.ok())
       return fail(status.error);
