@@ -16,34 +16,15 @@ Writes bench/ACCUM.md.
   /usr/bin/python3 bench/accum.py [--build build] [--quick]
 """
 import argparse
-import json
 import os
 import re
 import tempfile
 
-from common import ROOT, best_step_times, cpu_name, run, small_gpt2
+from common import (ROOT, allocated, best_step_times, compile_report,
+                    cpu_name, run, small_gpt2)
 
 GiB = 1024 ** 3
 MiB = 1024 ** 2
-
-
-def planned(bins, model, tmp, flags):
-    """Compiles with `flags` and reads the plans of every entry point."""
-    exe = os.path.join(tmp, "m.tgx")
-    report = exe + ".json"
-    run([f"{bins}/tgc-compile", model, "-o", exe, "--memory-report", report]
-        + flags)
-    step = json.load(open(report))
-    entries = {"train_step": step}
-    for name in ("grad_step", "eval_step"):
-        path = f"{report}.{name}.json"
-        if os.path.exists(path):
-            entries[name] = json.load(open(path))
-    kinds = {}
-    for tensor in step["persistent"]:
-        kinds[tensor["kind"]] = kinds.get(tensor["kind"], 0) + tensor["bytes"]
-    arena = max(e["arena_bytes"] for e in entries.values())
-    return step["persistent_bytes"], kinds, entries, arena
 
 
 def micro_batch_table(bins, tmp, model):
@@ -52,9 +33,10 @@ def micro_batch_table(bins, tmp, model):
              "total |", "|---|---|---|---|---|---|---|"]
     for amp in ("none", "bf16"):
         for batch in (64, 32, 16, 8, 4, 2, 1):
-            persistent, kinds, entries, arena = planned(
+            _, step, kinds, entries = compile_report(
                 bins, model, tmp,
                 [f"--batch={batch}", "--global-batch=64", f"--amp={amp}"])
+            arena = max(e["arena_bytes"] for e in entries.values())
             largest = max(entries, key=lambda n: entries[n]["arena_bytes"])
             lines.append(
                 f"| {'f32' if amp == 'none' else 'bf16'} | {batch} | "
@@ -62,7 +44,7 @@ def micro_batch_table(bins, tmp, model):
                 f"{(kinds.get('params', 0) + kinds.get('optimizer_state', 0)) / GiB:.2f} GiB | "
                 f"{kinds.get('grad_accumulators', 0) / GiB:.2f} GiB | "
                 f"{arena / GiB:.2f} GiB ({largest}) | "
-                f"{(persistent + arena) / GiB:.2f} GiB |")
+                f"{allocated(step, entries) / GiB:.2f} GiB |")
     return lines
 
 
@@ -94,17 +76,10 @@ def step_times(bins, tmp, steps):
                ("B=8, K=4", ["--batch=8", "--grad-accum=4"], 32)]
     exes, plans = {}, {}
     for name, flags, _ in configs:
-        exe = os.path.join(tmp, f"small-{len(exes)}.tgx")
-        report = exe + ".json"
-        run([f"{bins}/tgc-compile", model, "-o", exe, "--memory-report",
-             report] + flags)
-        data = json.load(open(report))
-        arena = data["arena_bytes"]
-        if os.path.exists(report + ".grad_step.json"):
-            arena = max(arena,
-                        json.load(open(report + ".grad_step.json"))["arena_bytes"])
+        exe, step, _, entries = compile_report(bins, model, tmp, flags,
+                                               f"small-{len(exes)}.tgx")
         exes[name] = exe
-        plans[name] = data["persistent_bytes"] + arena
+        plans[name] = allocated(step, entries)
     times = best_step_times(bins, exes, steps, tmp)
     lines = ["| configuration | sequences per step | planned total | time per "
              "optimizer step | per sequence |", "|---|---|---|---|---|"]

@@ -25,6 +25,34 @@ def small_gpt2(bins, path):
          "--seq-len", "256", "--batch", "8", "-o", path])
 
 
+def compile_report(bins, model, tmp, flags, name="m.tgx"):
+    """Compiles `model` with `flags` and a memory report. Returns the
+    executable, the training step's report, its persistent bytes by kind,
+    and the reports of every entry point (train_step, and grad_step and
+    eval_step where the executable has them)."""
+    exe = os.path.join(tmp, name)
+    report = exe + ".json"
+    run([f"{bins}/tgc-compile", model, "-o", exe, "--memory-report", report]
+        + flags)
+    step = json.load(open(report))
+    entries = {"train_step": step}
+    for entry in ("grad_step", "eval_step"):
+        path = f"{report}.{entry}.json"
+        if os.path.exists(path):
+            entries[entry] = json.load(open(path))
+    kinds = {}
+    for tensor in step["persistent"]:
+        kinds[tensor["kind"]] = kinds.get(tensor["kind"], 0) + tensor["bytes"]
+    return exe, step, kinds, entries
+
+
+def allocated(step, entries):
+    """What tgc-run allocates: the persistent region and the largest arena
+    of the entry points."""
+    return step["persistent_bytes"] + max(e["arena_bytes"]
+                                          for e in entries.values())
+
+
 def best_step_times(bins, exes, steps, tmp):
     """The CPU step time of each executable of `exes` (name -> path): the
     mean of `steps` steps after 2 warm-up steps, best of 3 rounds that

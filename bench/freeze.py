@@ -19,7 +19,8 @@ import json
 import os
 import tempfile
 
-from common import ROOT, best_step_times, cpu_name, run, small_gpt2
+from common import (ROOT, best_step_times, compile_report, cpu_name, run,
+                    small_gpt2)
 
 GiB = 1024 ** 3
 MiB = 1024 ** 2
@@ -30,18 +31,6 @@ def bottom_half(layers):
     blocks."""
     blocks = ",".join(f"transformer.h.{i}.*" for i in range(layers // 2))
     return f"transformer.wte.*,transformer.wpe.*,{blocks}"
-
-
-def compile_report(bins, model, tmp, flags):
-    exe = os.path.join(tmp, "m.tgx")
-    report = exe + ".json"
-    run([f"{bins}/tgc-compile", model, "-o", exe, "--memory-report", report]
-        + flags)
-    data = json.load(open(report))
-    kinds = {}
-    for tensor in data["persistent"]:
-        kinds[tensor["kind"]] = kinds.get(tensor["kind"], 0) + tensor["bytes"]
-    return exe, data, kinds
 
 
 def memory_table(bins, tmp, presets):
@@ -64,7 +53,7 @@ def memory_table(bins, tmp, presets):
                     [lora, "--frozen-dtype=bf16", "--remat=blocks"])]
         base = None
         for name, flags in configs:
-            _, data, kinds = compile_report(bins, model, tmp,
+            _, data, kinds, _ = compile_report(bins, model, tmp,
                                             ["--amp=bf16"] + flags)
             peak = data["persistent_bytes"] + data["arena_bytes"]
             base = base or peak

@@ -114,34 +114,26 @@ FailureOr<BatchChoice> chooseBatch(func::FuncOp model,
     return tooSmall(1, *lowMemory);
   int64_t low = 1, high = 0;
   PlannedMemory highMemory;
-  while (!high) {
-    int64_t next = low * 2;
-    if (next > kMaxAutoBatch)
-      break;
-    FailureOr<PlannedMemory> memory = planFor(next, accum);
+  // Plans `batch`, which becomes the new `low` or `high`.
+  auto probe = [&](int64_t batch) -> LogicalResult {
+    FailureOr<PlannedMemory> memory = planFor(batch, accum);
     if (failed(memory))
       return failure();
     if (memory->total() <= budget) {
-      low = next;
+      low = batch;
       lowMemory = memory;
     } else {
-      high = next;
+      high = batch;
       highMemory = *memory;
     }
-  }
-  while (high && high - low > 1) {
-    int64_t mid = low + (high - low) / 2;
-    FailureOr<PlannedMemory> memory = planFor(mid, accum);
-    if (failed(memory))
+    return success();
+  };
+  while (!high && low * 2 <= kMaxAutoBatch)
+    if (failed(probe(low * 2)))
       return failure();
-    if (memory->total() <= budget) {
-      low = mid;
-      lowMemory = memory;
-    } else {
-      high = mid;
-      highMemory = *memory;
-    }
-  }
+  while (high && high - low > 1)
+    if (failed(probe(low + (high - low) / 2)))
+      return failure();
   choice.batch = low;
   choice.accumSteps = accum;
   choice.memory = *lowMemory;

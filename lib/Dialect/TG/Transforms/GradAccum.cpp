@@ -68,8 +68,7 @@ private:
                        SmallVectorImpl<DictionaryAttr> &argAttrs,
                        SmallVectorImpl<Value> &sums);
   DictionaryAttr namedResult(StringRef attr, StringRef name) {
-    return builder.getDictionaryAttr(
-        builder.getNamedAttr(attr, builder.getStringAttr(name)));
+    return namedResultAttr(builder.getContext(), attr, name);
   }
 
   func::FuncOp step, micro;
@@ -115,10 +114,7 @@ LogicalResult Splitter::run() {
 void Splitter::addAccumulators(func::FuncOp function,
                                SmallVectorImpl<DictionaryAttr> &argAttrs,
                                SmallVectorImpl<Value> &sums) {
-  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
-    argAttrs.push_back(function.getArgAttrDict(i)
-                           ? function.getArgAttrDict(i)
-                           : builder.getDictionaryAttr({}));
+  argAttrs = getArgAttrDicts(function);
   auto f32Scalar = RankedTensorType::get({}, builder.getF32Type());
   sums.push_back(appendStateArgument(function, argAttrs,
                                      TGDialect::kLossSumName, f32Scalar));
@@ -235,11 +231,7 @@ LogicalResult Splitter::buildMicroStep() {
                TGDialect::kGradAccumPrefix.str() + grads[g].name);
     ++g;
   }
-  ret->setOperands(results);
-  micro.setType(builder.getFunctionType(body.getArgumentTypes(),
-                                        ValueRange(results).getTypes()));
-  micro.setAllArgAttrs(argAttrs);
-  micro.setAllResultAttrs(resultAttrs);
+  setStepResults(micro, results, argAttrs, resultAttrs);
   return success();
 }
 
@@ -283,11 +275,7 @@ void Splitter::buildApplyStep() {
   for (auto [grad, sum] : llvm::zip(grads, ArrayRef(sums).drop_front(2)))
     reset(sum, TGDialect::kGradAccumPrefix.str() + grad.name);
 
-  ret->setOperands(results);
-  step.setType(builder.getFunctionType(body.getArgumentTypes(),
-                                       ValueRange(results).getTypes()));
-  step.setAllArgAttrs(argAttrs);
-  step.setAllResultAttrs(resultAttrs);
+  setStepResults(step, results, argAttrs, resultAttrs);
   step->setAttr(TGDialect::kGradAccumAttr,
                 builder.getDictionaryAttr(
                     {builder.getNamedAttr("steps",

@@ -86,9 +86,7 @@ LogicalResult Rewriter::run() {
                                 "'tg.loss_seed'; run tg-loss-scale on the "
                                 "output of tg-autodiff");
 
-  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
-    argAttrs.push_back(step.getArgAttrDict(i) ? step.getArgAttrDict(i)
-                                              : builder.getDictionaryAttr({}));
+  argAttrs = getArgAttrDicts(step);
   Type f32 = builder.getF32Type();
   auto f32Scalar = RankedTensorType::get({}, f32);
   auto i64Scalar = RankedTensorType::get({}, builder.getI64Type());
@@ -111,16 +109,13 @@ LogicalResult Rewriter::run() {
   if (backward != step) {
     Block &microBody = backward.getBody().front();
     if (config.dynamic) {
-      SmallVector<DictionaryAttr> microAttrs;
-      for (unsigned i = 0, e = backward.getNumArguments(); i < e; ++i)
-        microAttrs.push_back(backward.getArgAttrDict(i)
-                                 ? backward.getArgAttrDict(i)
-                                 : builder.getDictionaryAttr({}));
+      SmallVector<DictionaryAttr> microAttrs = getArgAttrDicts(backward);
       seedScale = appendStateArgument(backward, microAttrs, "amp.loss_scale",
                                       f32Scalar, initScale);
-      backward.setType(builder.getFunctionType(
-          microBody.getArgumentTypes(), backward.getResultTypes()));
-      backward.setAllArgAttrs(microAttrs);
+      SmallVector<Value> microResults(
+          microBody.getTerminator()->getOperands());
+      setStepResults(backward, microResults, microAttrs,
+                     getResultAttrDicts(backward));
     } else {
       builder.setInsertionPointToStart(&microBody);
       seedScale = FillOp::create(builder, loc, f32Scalar,
@@ -212,24 +207,15 @@ LogicalResult Rewriter::run() {
       builder.getF64FloatAttr(config.backoffFactor),
       builder.getI64IntegerAttr(config.growthInterval));
   SmallVector<Value> results(ret.getOperands());
-  SmallVector<DictionaryAttr> resultAttrs;
-  for (unsigned i = 0, e = ret.getNumOperands(); i < e; ++i)
-    resultAttrs.push_back(step.getResultAttrDict(i)
-                              ? step.getResultAttrDict(i)
-                              : builder.getDictionaryAttr({}));
+  SmallVector<DictionaryAttr> resultAttrs = getResultAttrDicts(step);
   auto updateAttr = [&](StringRef name) {
-    return builder.getDictionaryAttr(builder.getNamedAttr(
-        TGDialect::kUpdateAttr, builder.getStringAttr(name)));
+    return namedResultAttr(step.getContext(), TGDialect::kUpdateAttr, name);
   };
   results.push_back(update.getNewScale());
   resultAttrs.push_back(updateAttr("amp.loss_scale"));
   results.push_back(update.getNewGrowthTracker());
   resultAttrs.push_back(updateAttr("amp.growth_tracker"));
-  ret->setOperands(results);
-  step.setType(builder.getFunctionType(body.getArgumentTypes(),
-                                       ValueRange(results).getTypes()));
-  step.setAllArgAttrs(argAttrs);
-  step.setAllResultAttrs(resultAttrs);
+  setStepResults(step, results, argAttrs, resultAttrs);
   return success();
 }
 

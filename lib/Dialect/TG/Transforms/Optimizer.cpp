@@ -72,8 +72,8 @@ private:
   void clipGradients();
   void addUpdate(Value value, StringRef name) {
     results.push_back(value);
-    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        TGDialect::kUpdateAttr, builder.getStringAttr(name))));
+    resultAttrs.push_back(
+        namedResultAttr(builder.getContext(), TGDialect::kUpdateAttr, name));
   }
 
   func::FuncOp step;
@@ -90,9 +90,9 @@ LogicalResult UpdateBuilder::build() {
   Block &body = step.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   llvm::StringMap<BlockArgument> paramsByName;
+  argAttrs = getArgAttrDicts(step);
+  SmallVector<DictionaryAttr> oldResultAttrs = getResultAttrDicts(step);
   for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
-    argAttrs.push_back(step.getArgAttrDict(i) ? step.getArgAttrDict(i)
-                                              : builder.getDictionaryAttr({}));
     if (auto state = step.getArgAttrOfType<StringAttr>(i, TGDialect::kStateAttr))
       if (state.getValue() == TGDialect::kStepCounterName)
         return step.emitOpError("already has an optimizer (a '")
@@ -112,9 +112,7 @@ LogicalResult UpdateBuilder::build() {
       continue;
     }
     results.push_back(value);
-    resultAttrs.push_back(step.getResultAttrDict(i)
-                              ? step.getResultAttrDict(i)
-                              : builder.getDictionaryAttr({}));
+    resultAttrs.push_back(oldResultAttrs[i]);
   }
 
   builder.setInsertionPoint(ret);
@@ -205,11 +203,7 @@ LogicalResult UpdateBuilder::build() {
   }
   addUpdate(stepCount, TGDialect::kStepCounterName);
 
-  ret->setOperands(results);
-  step.setType(builder.getFunctionType(body.getArgumentTypes(),
-                                       ValueRange(results).getTypes()));
-  step.setAllArgAttrs(argAttrs);
-  step.setAllResultAttrs(resultAttrs);
+  setStepResults(step, results, argAttrs, resultAttrs);
   return success();
 }
 

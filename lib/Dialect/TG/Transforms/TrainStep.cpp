@@ -41,4 +41,41 @@ BlockArgument appendStateArgument(func::FuncOp step,
   return arg;
 }
 
+SmallVector<DictionaryAttr> getArgAttrDicts(func::FuncOp function) {
+  SmallVector<DictionaryAttr> attrs;
+  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
+    attrs.push_back(function.getArgAttrDict(i)
+                        ? function.getArgAttrDict(i)
+                        : DictionaryAttr::get(function.getContext()));
+  return attrs;
+}
+
+SmallVector<DictionaryAttr> getResultAttrDicts(func::FuncOp function) {
+  SmallVector<DictionaryAttr> attrs;
+  for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
+    attrs.push_back(function.getResultAttrDict(i)
+                        ? function.getResultAttrDict(i)
+                        : DictionaryAttr::get(function.getContext()));
+  return attrs;
+}
+
+DictionaryAttr namedResultAttr(MLIRContext *context, StringRef attr,
+                               StringRef name) {
+  Builder builder(context);
+  return builder.getDictionaryAttr(
+      builder.getNamedAttr(attr, builder.getStringAttr(name)));
+}
+
+void setStepResults(func::FuncOp function, ValueRange results,
+                    ArrayRef<DictionaryAttr> argAttrs,
+                    ArrayRef<DictionaryAttr> resultAttrs) {
+  Block &body = function.getBody().front();
+  body.getTerminator()->setOperands(results);
+  function.setType(FunctionType::get(function.getContext(),
+                                     body.getArgumentTypes(),
+                                     results.getTypes()));
+  function.setAllArgAttrs(argAttrs);
+  function.setAllResultAttrs(resultAttrs);
+}
+
 } // namespace tgc::tg

@@ -1,8 +1,8 @@
 //===- TrainStep.h - what the passes on training steps share ----*- C++ -*-===//
 //
 // Helpers of the passes that rewrite tg.train_step functions (tg-optimizer,
-// tg-quantize-optimizer-state, tg-loss-scale): finding the steps, and
-// appending a state argument.
+// tg-quantize-optimizer-state, tg-loss-scale, tg-grad-accum): finding the
+// steps, appending a state argument, and setting the results.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +29,25 @@ appendStateArgument(mlir::func::FuncOp step,
                     llvm::SmallVectorImpl<mlir::DictionaryAttr> &argAttrs,
                     llvm::StringRef name, mlir::Type type,
                     mlir::Attribute init = {});
+
+/// The attribute dictionary of each argument (result) of `function`, an
+/// empty one where it has none: what a pass edits and sets back.
+llvm::SmallVector<mlir::DictionaryAttr>
+getArgAttrDicts(mlir::func::FuncOp function);
+llvm::SmallVector<mlir::DictionaryAttr>
+getResultAttrDicts(mlir::func::FuncOp function);
+
+/// `{<attr> = "<name>"}`: a result naming the tensor it updates
+/// (tg.update) or the parameter whose gradient it is (tg.grad).
+mlir::DictionaryAttr namedResultAttr(mlir::MLIRContext *context,
+                                     llvm::StringRef attr,
+                                     llvm::StringRef name);
+
+/// Makes `results` what `function` returns and sets its type, argument
+/// attributes and result attributes to match.
+void setStepResults(mlir::func::FuncOp function, mlir::ValueRange results,
+                    llvm::ArrayRef<mlir::DictionaryAttr> argAttrs,
+                    llvm::ArrayRef<mlir::DictionaryAttr> resultAttrs);
 
 } // namespace tgc::tg
 
