@@ -31,7 +31,7 @@ public:
 
   LogicalResult write(StringRef model, StringRef options,
                       llvm::ArrayRef<TGXEntry> entries,
-                      std::vector<uint8_t> &out);
+                      std::vector<uint8_t> &out, bool allowTF32);
 
 private:
   FailureOr<tgx::DType> dtypeOf(Operation *where, Type type);
@@ -383,7 +383,7 @@ TGXWriter::addEntry(const TGXEntry &entry) {
 
 LogicalResult TGXWriter::write(StringRef model, StringRef options,
                                llvm::ArrayRef<TGXEntry> entries,
-                               std::vector<uint8_t> &out) {
+                               std::vector<uint8_t> &out, bool allowTF32) {
   if (failed(addArguments()) || failed(addBody(trainStep)))
     return failure();
   Value lossValue = lossOf(trainStep);
@@ -428,7 +428,7 @@ LogicalResult TGXWriter::write(StringRef model, StringRef options,
       fbb.CreateVector(tensors), trainPlan.persistentSize, arena,
       trainPlan.layout.peakLive, trainPlan.alignment, trainInstructions,
       *loss, counter, fbb.CreateVector(constants),
-      fbb.CreateVector(entryOffsets), accumSteps);
+      fbb.CreateVector(entryOffsets), accumSteps, allowTF32);
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   tgx::appendTrailer(out);
@@ -440,8 +440,8 @@ LogicalResult TGXWriter::write(StringRef model, StringRef options,
 LogicalResult writeTGX(func::FuncOp step, const MemoryPlan &plan,
                        StringRef model, StringRef options,
                        llvm::ArrayRef<TGXEntry> entries,
-                       std::vector<uint8_t> &out) {
-  return TGXWriter(step, plan).write(model, options, entries, out);
+                       std::vector<uint8_t> &out, bool allowTF32) {
+  return TGXWriter(step, plan).write(model, options, entries, out, allowTF32);
 }
 
 } // namespace tgc

@@ -1,8 +1,10 @@
 //===- BlasLt.cpp - the cuBLASLt calls of the backend, on the host --------===//
 //
 // cublasLtMatmul's column-major contract, computed by a plain loop with f32
-// accumulation (the CUBLAS_COMPUTE_32F the backend asks for; the
-// product itself is OpenBLAS's sgemm on f32 copies): D = alpha *
+// accumulation (the CUBLAS_COMPUTE_32F the backend asks for, or
+// CUBLAS_COMPUTE_32F_FAST_TF32 with the f32 inputs rounded as TF32 tensor
+// cores read them; the product itself is OpenBLAS's sgemm on f32 copies):
+// D = alpha *
 // op(A) @ op(B) + beta * C over a strided batch, with A, B, C and D in f32,
 // f16 or bf16. The emulator checks what the real library assumes and
 // cannot always check: attribute sizes, layouts that agree with the
@@ -134,10 +136,25 @@ cublasStatus_t checkShapes(const Operation &op, const Layout &a,
     return reject(CUBLAS_STATUS_INVALID_VALUE, "batch counts differ");
   if (!supported(a.type) || b.type != a.type || c.type != d.type ||
       (d.type != a.type && d.type != CUDA_R_32F) ||
-      op.compute != CUBLAS_COMPUTE_32F || op.scale != CUDA_R_32F)
+      !(op.compute == CUBLAS_COMPUTE_32F ||
+        (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32 && a.type == CUDA_R_32F)) ||
+      op.scale != CUDA_R_32F)
     return reject(CUBLAS_STATUS_NOT_SUPPORTED,
                   "an unsupported combination of types");
   return CUBLAS_STATUS_SUCCESS;
+}
+
+/// `value` as a TF32 tensor core reads it: the f32 mantissa rounded to its
+/// top 10 bits, to nearest with ties away from zero (cvt.rna.tf32.f32).
+float roundToTF32(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if ((bits & 0x7f800000u) != 0x7f800000u) { // finite
+    bits += 0x1000u;
+    bits &= ~0x1fffu;
+  }
+  std::memcpy(&value, &bits, sizeof(bits));
+  return value;
 }
 
 /// D = alpha * op(A) @ op(B) + beta * C for every batch entry.
@@ -162,6 +179,12 @@ void multiply(const Operation &op, uint64_t m, uint64_t n, uint64_t k,
                               bBase + (op.transB == CUBLAS_OP_N
                                            ? int64_t(j) * b.ld + int64_t(p)
                                            : int64_t(p) * b.ld + int64_t(j)));
+    if (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
+      for (float &value : opA)
+        value = roundToTF32(value);
+      for (float &value : opB)
+        value = roundToTF32(value);
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n),
                 int(k), 1.0f, opA.data(), int(k), opB.data(), int(n), 0.0f,
                 acc.data(), int(n));

@@ -15,6 +15,7 @@
 #include "tgc/Analysis/MemoryPlan.h"
 #include "tgc/Analysis/Remat.h"
 #include "tgc/Analysis/Report.h"
+#include "tgc/Analysis/Roofline.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Models/Models.h"
@@ -31,6 +32,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -87,6 +89,24 @@ static cl::opt<int64_t> globalBatch(
              "micro-batches (with --batch=auto, only divisors of it are "
              "tried)"),
     cl::init(0), cl::cat(category));
+static cl::opt<std::string> estimate(
+    "estimate",
+    cl::desc("Print a roofline estimate of the step's time on a GPU, op "
+             "kind by op kind: h100, a100, or a JSON file of peak rates "
+             "(see the README)"),
+    cl::value_desc("device"), cl::cat(category));
+static cl::opt<std::string> estimateJSON(
+    "estimate-json",
+    cl::desc("Write the estimate, every op included, as JSON to this file "
+             "(with --estimate)"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<bool> allowTF32(
+    "allow-tf32",
+    cl::desc("Run f32 matrix products on the GPU's TF32 tensor cores (10-bit "
+             "mantissa inputs, f32 accumulation; off by default, as in "
+             "PyTorch): recorded in the executable for the CUDA backend, and "
+             "used by --estimate"),
+    cl::init(false), cl::cat(category));
 static cl::opt<int64_t> alignment("alignment",
                                   cl::desc("Buffer alignment in bytes"),
                                   cl::init(256), cl::cat(category));
@@ -167,7 +187,8 @@ struct LowerToTGXPass
     if (auto forward = getOperation().lookupSymbol<func::FuncOp>(model))
       if (failed(addEntry("eval_step", forward)))
         return signalPassFailure();
-    if (failed(tgc::writeTGX(step, *plan, model, options, entries, bytes)))
+    if (failed(tgc::writeTGX(step, *plan, model, options, entries, bytes,
+                                allowTF32)))
       return signalPassFailure();
     llvm::raw_string_ostream os(summary);
     os << plan->schedule.size() << " ops, persistent "
@@ -308,6 +329,13 @@ int main(int argc, char **argv) {
                 std::to_string(int64_t(options.gradAccum)));
   const std::string amp = options.amp, remat = options.remat,
                     frozenDtype = options.frozenDtype;
+  if (!estimateJSON.empty() && estimate.empty())
+    return fail("--estimate-json needs --estimate=<device>");
+  if (!estimate.empty()) {
+    std::string error;
+    if (!tgc::resolveDevice(estimate, error))
+      return fail("--estimate: " + error);
+  }
   if (emit != "tgx" && emit != "mlir")
     return fail("--emit must be tgx or mlir, found '" + emit + "'");
   if (frozenDtype != "none" && frozenDtype != "bf16" && frozenDtype != "f16")
@@ -544,6 +572,43 @@ int main(int argc, char **argv) {
   }
   if (failed(pm.run(*module)))
     return fail("the training pipeline failed");
+
+  // The roofline estimate of one optimizer step: K micro-steps and the
+  // step that applies them under accumulation, else the training step.
+  if (!estimate.empty()) {
+    std::optional<tgc::DeviceSpec> device = tgc::resolveDevice(estimate, error);
+    if (!device)
+      return fail("--estimate: " + error);
+    auto step = module->lookupSymbol<func::FuncOp>(model + "_train_step");
+    if (!step)
+      return fail("the pipeline produced no training step @" + model +
+                  "_train_step");
+    tgc::RooflineOptions rooflineOptions;
+    rooflineOptions.allowTF32 = allowTF32;
+    tgc::StepEstimate stepEstimate;
+    if (auto accum = step->getAttrOfType<DictionaryAttr>(
+            tgc::tg::TGDialect::kGradAccumAttr)) {
+      auto micro = module->lookupSymbol<func::FuncOp>(
+          accum.getAs<FlatSymbolRefAttr>("grad_step").getValue());
+      if (micro)
+        stepEstimate.entries.push_back(
+            {"grad_step", accum.getAs<IntegerAttr>("steps").getInt(),
+             tgc::estimateFunction(micro, *device, rooflineOptions)});
+    }
+    stepEstimate.entries.push_back(
+        {"train_step", 1,
+         tgc::estimateFunction(step, *device, rooflineOptions)});
+    tgc::printEstimate(stepEstimate, *device, llvm::outs(), /*topOps=*/5);
+    if (!estimateJSON.empty()) {
+      auto json = openOutputFile(estimateJSON, &error);
+      if (!json)
+        return fail(error);
+      json->os() << llvm::formatv(
+          "{0:2}", tgc::estimateToJSON(stepEstimate, *device));
+      json->os() << "\n";
+      json->keep();
+    }
+  }
 
   auto output = openOutputFile(outputFile, &error);
   if (!output)

@@ -613,6 +613,11 @@ int run(int argc, char **argv) {
     std::string training = describeTraining(program);
     if (!training.empty())
       std::printf("  training: %s\n", training.c_str());
+    if (program.allowTF32)
+      std::printf("  f32 matrix products: %s\n",
+                  session->backend().hostAccessible()
+                      ? "f32 (TF32 is allowed, on the GPU only)"
+                      : "TF32 tensor cores (--allow-tf32)");
     std::printf("  data: %s; steps %lld to %lld\n", data->describe().c_str(),
                 (long long)startStep + 1, (long long)options.steps);
     if (microStep)

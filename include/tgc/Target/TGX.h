@@ -36,12 +36,14 @@ struct TGXEntry {
 /// Serializes `step` as planned by `plan`, and `entries`, into `out`: the
 /// whole file, checksum trailer included
 /// (format/include/tgc/format/TGXFile.h). `options` records how
-/// it was compiled. Emits a diagnostic and fails on an op or attribute the
-/// format cannot express.
+/// it was compiled; `allowTF32` lets the CUDA backend run f32 GEMMs on
+/// TF32 tensor cores. Emits a diagnostic and fails on an op or attribute
+/// the format cannot express.
 mlir::LogicalResult writeTGX(mlir::func::FuncOp step, const MemoryPlan &plan,
                              llvm::StringRef model, llvm::StringRef options,
                              llvm::ArrayRef<TGXEntry> entries,
-                             std::vector<uint8_t> &out);
+                             std::vector<uint8_t> &out,
+                             bool allowTF32 = false);
 
 } // namespace tgc
 

@@ -203,6 +203,7 @@ public:
   Status execute(const Program &program, const Instruction &inst,
                  std::vector<TensorRef> &operands,
                  std::vector<TensorRef> &results) override {
+    ctx.allowTF32 = program.allowTF32;
     return cuda::execute(ctx, program, inst, operands, results);
   }
 

@@ -42,6 +42,8 @@ struct Context {
   size_t workspaceBytes = 0;
   DeviceError *deviceError = nullptr; // set by kernels on bad data
   DeviceError *hostError = nullptr;   // pinned host copy of it
+  /// f32 GEMMs may run on TF32 tensor cores (the program's allow_tf32).
+  bool allowTF32 = false;
 
   /// Ensures the workspace holds at least `bytes`.
   Status reserveWorkspace(size_t bytes);

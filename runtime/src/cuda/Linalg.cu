@@ -140,9 +140,13 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
   // is column-major B^T [n, k]; stored [n, k] (transposed) it is [k, n] and
   // cuBLASLt transposes it. Likewise for A.
   MatmulDescriptors desc;
-  TGC_BLAS_CALL(
-      cublasLtMatmulDescCreate(&desc.operation, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-      "cublasLtMatmulDescCreate");
+  // TF32 tensor cores round f32 inputs to a 10-bit mantissa and accumulate
+  // in f32; 16-bit inputs run on tensor cores either way.
+  bool tf32 = ctx.allowTF32 && p.dtype == DType::F32;
+  cublasComputeType_t compute =
+      tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  TGC_BLAS_CALL(cublasLtMatmulDescCreate(&desc.operation, compute, CUDA_R_32F),
+                "cublasLtMatmulDescCreate");
   cublasOperation_t opFirst = p.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opSecond = p.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
   TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(desc.operation,
@@ -177,6 +181,7 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
 
   std::vector<int64_t> key = {int64_t(reinterpret_cast<uintptr_t>(handle)),
                               int64_t(p.dtype),
+                              tf32,
                               p.transposeA,
                               p.transposeB,
                               p.m,

@@ -445,6 +445,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
 
   program.stepReadsInputs = readsInputs(program.instructions);
   program.gradAccumSteps = fb->grad_accum_steps();
+  program.allowTF32 = fb->allow_tf32();
   if (program.gradAccumSteps < 1 ||
       program.gradAccumSteps > kMaxGradAccumSteps)
     return Status::failure("grad_accum_steps " +

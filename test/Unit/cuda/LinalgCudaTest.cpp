@@ -13,6 +13,8 @@
 #include "CudaTestUtil.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 using namespace tgc::rt;
 using namespace tgc::rt::test;
@@ -165,6 +167,58 @@ TEST_P(LinalgCudaTest, ResultReusingAnOperandBuffer) {
   ASSERT_TRUE(status.ok()) << status.error;
   synchronize();
   expectNear(want, dLhs.toHost(), "matmul into lhs");
+}
+
+/// `value` with its f32 mantissa rounded to 10 bits, to nearest with ties
+/// away from zero: what a TF32 tensor core reads (PTX cvt.rna.tf32.f32).
+static float tf32(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  bits = (bits + 0x1000u) & ~0x1fffu;
+  std::memcpy(&value, &bits, sizeof(bits));
+  return value;
+}
+
+// With the program's allow_tf32, f32 GEMMs read their inputs as TF32: the
+// result is the product of the rounded inputs (accumulated in f32), which
+// differs measurably from the f32 product. Without it, nothing is rounded.
+TEST(LinalgCudaTF32, RoundsF32InputsOnlyWhenAllowed) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(113);
+  HostTensor lhs(DType::F32, {3, 16, 64}), rhs(DType::F32, {64, 24});
+  fillNormal(lhs, rng);
+  fillNormal(rhs, rng);
+  HostTensor exact(DType::F32, {3, 16, 24}), rounded(DType::F32, {3, 16, 24});
+  ASSERT_TRUE(cpu::matmul(lhs.ref, rhs.ref, false, false, exact.ref).ok());
+  HostTensor lhs32(DType::F32, {3, 16, 64}), rhs32(DType::F32, {64, 24});
+  for (int64_t i = 0; i < lhs.ref.numElements(); ++i)
+    storeF32(lhs32.ref, i, tf32(loadF32(lhs.ref, i)));
+  for (int64_t i = 0; i < rhs.ref.numElements(); ++i)
+    storeF32(rhs32.ref, i, tf32(loadF32(rhs.ref, i)));
+  ASSERT_TRUE(
+      cpu::matmul(lhs32.ref, rhs32.ref, false, false, rounded.ref).ok());
+
+  cuda::Context &ctx = *testContext();
+  DeviceTensor dLhs(lhs), dRhs(rhs), dOut(exact, /*copy=*/false);
+  ctx.allowTF32 = true;
+  Status status = cuda::matmul(ctx, dLhs.ref, dRhs.ref, false, false, dOut.ref);
+  ctx.allowTF32 = false;
+  ASSERT_TRUE(status.ok()) << status.error;
+  synchronize();
+  HostTensor got = dOut.toHost();
+  expectNear(rounded, got, "TF32 matmul against rounded inputs", 4.0);
+  double worst = 0;
+  for (int64_t i = 0; i < got.ref.numElements(); ++i)
+    worst = std::max(worst, std::fabs(double(loadF32(got.ref, i)) -
+                                      loadF32(exact.ref, i)));
+  // Inputs rounded at 2^-11 relative over K = 64 terms of unit size.
+  EXPECT_GT(worst, 1e-4) << "TF32 was not used";
+  EXPECT_LT(worst, 0.05);
+
+  status = cuda::matmul(ctx, dLhs.ref, dRhs.ref, false, false, dOut.ref);
+  ASSERT_TRUE(status.ok()) << status.error;
+  synchronize();
+  expectNear(exact, dOut.toHost(), "f32 matmul without TF32");
 }
 
 INSTANTIATE_TEST_SUITE_P(FloatTypes, LinalgCudaTest,

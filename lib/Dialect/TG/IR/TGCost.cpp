@@ -11,6 +11,8 @@
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 using namespace tgc::tg;
 
@@ -39,6 +41,8 @@ int64_t MatmulOp::getFlops() {
   int64_t k = lhs[lhs.size() - (getTransposeLhs() ? 2 : 1)];
   return 2 * numElements(getResult()) * k;
 }
+
+int64_t MatmulOp::getMatmulFlops() { return getFlops(); }
 
 // Binary ops, where and the simple unary ops: one FLOP per result element.
 int64_t AddOp::getFlops() { return numElements(getResult()); }
@@ -93,6 +97,96 @@ int64_t AttentionOp::getFlops() {
   int64_t dv = shapeOf(getValue()).back();
   int64_t scores = attentionScores(getQuery(), getKey(), getCausal());
   return batchCount(shapeOf(getQuery())) * scores * (2 * d + 2 * dv + 6);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention as the CUDA backend runs it
+//
+// The CUDA kernels (runtime/src/cuda/NN.cu) compute every head's full
+// Tq x Tk score matrix with f32 GEMMs, masked or not, materialise it in
+// scratch memory and, for 16-bit operands, run on f32 copies of them. The
+// matrix FLOPs, their type and the scratch traffic below describe exactly
+// that; a fused kernel would change all three.
+//===----------------------------------------------------------------------===//
+
+/// Score entries the CUDA kernels compute per batch: all Tq x Tk.
+static int64_t computedScores(Value query, Value key) {
+  ArrayRef<int64_t> q = shapeOf(query);
+  return q[q.size() - 2] * shapeOf(key)[q.size() - 2];
+}
+
+/// Scratch traffic of running on f32 copies of 16-bit `operands` and
+/// rounding f32 `results` into 16 bits: each copy is written and read
+/// again (8 bytes per element).
+static int64_t widenedCopyBytes(ValueRange operands, ValueRange results) {
+  int64_t elements = 0;
+  for (Value value : operands)
+    if (!getElementTypeOrSelf(value.getType()).isF32())
+      elements += numElements(value);
+  for (Value value : results)
+    if (!getElementTypeOrSelf(value.getType()).isF32())
+      elements += numElements(value);
+  return 8 * elements;
+}
+
+int64_t AttentionOp::getMatmulFlops() {
+  int64_t d = shapeOf(getQuery()).back();
+  int64_t dv = shapeOf(getValue()).back();
+  return batchCount(shapeOf(getQuery())) *
+         computedScores(getQuery(), getKey()) * (2 * d + 2 * dv);
+}
+
+Type AttentionOp::getMatmulType() {
+  return Float32Type::get(getContext());
+}
+
+// S is written by the GEMM, read and written by the softmax and read by the
+// P V GEMM: 16 bytes per f32 score.
+int64_t AttentionOp::getScratchBytes() {
+  return 16 * batchCount(shapeOf(getQuery())) *
+             computedScores(getQuery(), getKey()) +
+         widenedCopyBytes({getQuery(), getKey(), getValue()},
+                          getOperation()->getResults());
+}
+
+int64_t AttentionGradOp::getMatmulFlops() {
+  int64_t d = shapeOf(getQuery()).back();
+  int64_t dv = shapeOf(getValue()).back();
+  bool query = computesResult(*this, 0), key = computesResult(*this, 1);
+  int64_t perScore = 2 * d; // S = Q K^T
+  if (computesResult(*this, 2))
+    perScore += 2 * dv; // dV = P^T dO
+  if (query || key)
+    perScore += 2 * dv + (query ? 2 * d : 0) + (key ? 2 * d : 0);
+  return batchCount(shapeOf(getQuery())) *
+         computedScores(getQuery(), getKey()) * perScore;
+}
+
+Type AttentionGradOp::getMatmulType() {
+  return Float32Type::get(getContext());
+}
+
+// P recomputed (16 bytes per score, as in the forward pass); dV reads P
+// (4); dP is written (4), dS = P * (dP - rowdot) reads two and writes one
+// (12); dQ and dK each read dS (4). The row dots are written and read once.
+int64_t AttentionGradOp::getScratchBytes() {
+  bool query = computesResult(*this, 0), key = computesResult(*this, 1);
+  int64_t perScore = 16;
+  if (computesResult(*this, 2))
+    perScore += 4;
+  if (query || key)
+    perScore += 16 + (query ? 4 : 0) + (key ? 4 : 0);
+  SmallVector<Value> computed;
+  for (OpResult result : getOperation()->getResults())
+    if (computesResult(*this, result.getResultNumber()))
+      computed.push_back(result);
+  int64_t rows = batchCount(shapeOf(getQuery())) *
+                 shapeOf(getQuery())[shapeOf(getQuery()).size() - 2];
+  return perScore * batchCount(shapeOf(getQuery())) *
+             computedScores(getQuery(), getKey()) +
+         8 * rows +
+         widenedCopyBytes({getQuery(), getKey(), getValue(), getGrad()},
+                          computed);
 }
 
 // max, subtract, exp and sum per logit; log and pick per row.

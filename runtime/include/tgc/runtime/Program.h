@@ -138,6 +138,8 @@ struct Program {
   /// `gradAccumSteps` micro-batches, then the step applies the update.
   bool stepReadsInputs = true;
   int64_t gradAccumSteps = 1;
+  /// The CUDA backend may run f32 GEMMs on TF32 tensor cores.
+  bool allowTF32 = false;
 
   /// Index of the tensor with `name` among persistent tensors, or -1.
   int32_t findPersistent(const std::string &name) const;

@@ -63,6 +63,11 @@ def TG_CostOpInterface : OpInterface<"CostOpInterface"> {
     kernel touches (storage size of the element type times the element count;
     i1 counts as one byte). Ops that touch only part of an operand (embedding
     lookups, slices) override the default.
+
+    For the roofline estimate (tgc/Analysis/Roofline.h), an op also says
+    which of its FLOPs are matrix products and in which element type they
+    run, and what its CUDA kernel moves through scratch memory: those
+    describe the kernel tgc's CUDA backend runs, not an ideal one.
   }];
   let methods = [
     InterfaceMethod<"Floating-point operations of one execution",
@@ -75,6 +80,24 @@ def TG_CostOpInterface : OpInterface<"CostOpInterface"> {
       "int64_t", "getBytesWritten", (ins), [{}], [{
         return ::tgc::tg::getTotalTensorBytes($_op->getResultTypes());
       }]>,
+    InterfaceMethod<[{
+        The part of getFlops() spent in matrix products, which a GPU runs on
+        its matrix units (tensor cores) at the peak of getMatmulType()
+      }],
+      "int64_t", "getMatmulFlops", (ins), [{}], [{ return 0; }]>,
+    InterfaceMethod<[{
+        The element type the matrix products of getMatmulFlops() read, which
+        selects the matrix units' peak: by default the type of operand 0
+      }],
+      "::mlir::Type", "getMatmulType", (ins), [{}], [{
+        return ::mlir::getElementTypeOrSelf($_op->getOperand(0).getType());
+      }]>,
+    InterfaceMethod<[{
+        Bytes the CUDA kernel moves through scratch memory beyond its operands
+        and results (read plus written), e.g. a materialised score matrix;
+        zero for a kernel that keeps its intermediate values on chip
+      }],
+      "int64_t", "getScratchBytes", (ins), [{}], [{ return 0; }]>,
   ];
 }
 

@@ -108,7 +108,7 @@ class TG_ReduceOp<string mnemonic, string what>
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_Op<"matmul", [TG_Differentiable]> {
+def TG_MatmulOp : TG_Op<"matmul", [TG_Differentiable], ["getMatmulFlops"]> {
   let summary = "batched matrix product with optional transposes";
   let description = [{
     `lhs` has shape `[B..., M, K]` (`[B..., K, M]` with `transpose_lhs`),
@@ -229,7 +229,9 @@ def TG_EmbeddingOp : TG_Op<"embedding", [TG_Differentiable],
   let hasVerifier = 1;
 }
 
-def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable]> {
+def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
+                          ["getMatmulFlops", "getMatmulType",
+                           "getScratchBytes"]> {
   let summary = "scaled dot-product attention, optionally causal";
   let description = [{
     `query` is `[B..., Tq, D]`, `key` is `[B..., Tk, D]`, `value` is
@@ -520,7 +522,9 @@ def TG_EmbeddingGradOp : TG_Op<"embedding_grad"> {
   let hasVerifier = 1;
 }
 
-def TG_AttentionGradOp : TG_Op<"attention_grad"> {
+def TG_AttentionGradOp : TG_Op<"attention_grad", [],
+                              ["getMatmulFlops", "getMatmulType",
+                               "getScratchBytes"]> {
   let summary = "gradient of attention with respect to query, key, value";
   let description = [{
     Given the operands of `tg.attention` with the same `causal` and `scale`,

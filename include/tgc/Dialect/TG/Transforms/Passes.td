@@ -25,6 +25,30 @@ def TGModelStats : Pass<"tg-model-stats", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGEstimate : Pass<"tg-estimate", "mlir::ModuleOp"> {
+  let summary = "Prints a roofline estimate of every function's GPU time";
+  let description = [{
+    For every `func.func` of tensors, prints to stderr a roofline estimate
+    of one execution on a GPU (tgc/Analysis/Roofline.h): each op takes the
+    longer of its compute time (matrix FLOPs at the matrix peak of their
+    type, other FLOPs at the vector peak) and its memory time (bytes read,
+    written and moved through scratch, over the bandwidth), all from the
+    ops' CostOpInterface. The report groups ops by kind, most time first,
+    with the function's total and its model FLOPs utilisation. `device` is
+    `h100`, `a100` or a JSON device file; with `per-op`, every op's FLOPs,
+    bytes and time are printed in IR order. The IR is not changed.
+  }];
+  let options = [
+    Option<"device", "device", "std::string", /*default=*/"\"h100\"",
+           "h100, a100, or a JSON file of peak rates">,
+    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 matrix products run on the tf32 matrix units">,
+    Option<"perOp", "per-op", "bool", /*default=*/"false",
+           "Also print every op's FLOPs, bytes and estimated time">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGFreeze : Pass<"tg-freeze", "mlir::ModuleOp"> {
   let summary = "Marks parameters frozen by glob patterns on their names";
   let description = [{

@@ -1,0 +1,409 @@
+//===- Roofline.cpp - estimated GPU time of a step, op by op --------------===//
+//
+// See Roofline.h. The built-in rates are NVIDIA's published dense peaks;
+// everything else comes from the ops' CostOpInterface.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Analysis/Roofline.h"
+#include "tgc/Analysis/Report.h"
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+using namespace mlir;
+
+namespace tgc {
+
+std::optional<DeviceSpec> getBuiltinDevice(StringRef name) {
+  DeviceSpec spec;
+  spec.name = name.str();
+  if (name == "h100") {
+    // H100 SXM5 80GB data sheet: HBM3 3.35 TB/s; FP32 67 TFLOP/s; dense
+    // tensor cores: TF32 494.7, BF16 and FP16 989.4 TFLOP/s.
+    spec.description = "NVIDIA H100 SXM5 80GB";
+    spec.memoryBandwidth = 3.35e12;
+    spec.vectorFlops = 67e12;
+    spec.matmulF32 = 67e12;
+    spec.matmulTF32 = 494.7e12;
+    spec.matmulBF16 = spec.matmulF16 = 989.4e12;
+    return spec;
+  }
+  if (name == "a100") {
+    // A100 SXM4 80GB data sheet: HBM2e 2,039 GB/s; FP32 19.5 TFLOP/s;
+    // dense tensor cores: TF32 156, BF16 and FP16 312 TFLOP/s.
+    spec.description = "NVIDIA A100 SXM4 80GB";
+    spec.memoryBandwidth = 2.039e12;
+    spec.vectorFlops = 19.5e12;
+    spec.matmulF32 = 19.5e12;
+    spec.matmulTF32 = 156e12;
+    spec.matmulBF16 = spec.matmulF16 = 312e12;
+    return spec;
+  }
+  return std::nullopt;
+}
+
+std::optional<DeviceSpec> parseDeviceSpec(StringRef path, std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer) {
+    error = "cannot read device file '" + path.str() +
+            "': " + buffer.getError().message();
+    return std::nullopt;
+  }
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed) {
+    error = "device file '" + path.str() +
+            "' is not valid JSON: " + llvm::toString(parsed.takeError());
+    return std::nullopt;
+  }
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root) {
+    error = "device file '" + path.str() + "': expected a JSON object";
+    return std::nullopt;
+  }
+  auto fail = [&](const Twine &message) {
+    error = ("device file '" + path + "': " + message).str();
+    return std::nullopt;
+  };
+  for (const auto &entry : *root) {
+    StringRef key = entry.first;
+    if (key != "name" && key != "description" && key != "memory_bandwidth" &&
+        key != "vector_flops" && key != "matmul_flops")
+      return fail("unknown field '" + key +
+                  "' (expected name, description, memory_bandwidth, "
+                  "vector_flops, matmul_flops)");
+  }
+  DeviceSpec spec;
+  spec.name = root->getString("name").value_or(
+      llvm::sys::path::stem(path)).str();
+  spec.description = root->getString("description").value_or("").str();
+  // A positive, finite rate.
+  auto rate = [&](const llvm::json::Object &object, StringRef key,
+                  StringRef field, double &out, bool required) -> bool {
+    const llvm::json::Value *value = object.get(key);
+    if (!value) {
+      if (required)
+        error = ("device file '" + path + "': missing '" + field +
+                 "' (per second)")
+                    .str();
+      return !required;
+    }
+    std::optional<double> number = value->getAsNumber();
+    if (!number || !(*number > 0) || !std::isfinite(*number)) {
+      error = ("device file '" + path + "': '" + field +
+               "' must be a positive number (per second)")
+                  .str();
+      return false;
+    }
+    out = *number;
+    return true;
+  };
+  if (!rate(*root, "memory_bandwidth", "memory_bandwidth",
+            spec.memoryBandwidth, true) ||
+      !rate(*root, "vector_flops", "vector_flops", spec.vectorFlops, true))
+    return std::nullopt;
+  const llvm::json::Object *matmul = root->getObject("matmul_flops");
+  if (!matmul)
+    return fail("missing 'matmul_flops', an object of FLOP/s by type "
+                "(f32, tf32, bf16, f16)");
+  for (const auto &entry : *matmul) {
+    StringRef key = entry.first;
+    if (key != "f32" && key != "tf32" && key != "bf16" && key != "f16")
+      return fail("unknown type 'matmul_flops." + key +
+                  "' (expected f32, tf32, bf16, f16)");
+  }
+  if (!rate(*matmul, "f32", "matmul_flops.f32", spec.matmulF32, true))
+    return std::nullopt;
+  spec.matmulTF32 = spec.matmulBF16 = spec.matmulF16 = spec.matmulF32;
+  if (!rate(*matmul, "tf32", "matmul_flops.tf32", spec.matmulTF32, false) ||
+      !rate(*matmul, "bf16", "matmul_flops.bf16", spec.matmulBF16, false) ||
+      !rate(*matmul, "f16", "matmul_flops.f16", spec.matmulF16, false))
+    return std::nullopt;
+  return spec;
+}
+
+std::optional<DeviceSpec> resolveDevice(StringRef nameOrPath,
+                                        std::string &error) {
+  if (std::optional<DeviceSpec> builtin = getBuiltinDevice(nameOrPath))
+    return builtin;
+  if (!nameOrPath.contains('/') && !nameOrPath.contains('.')) {
+    error = "unknown device '" + nameOrPath.str() +
+            "' (built in: h100, a100; or a JSON device file)";
+    return std::nullopt;
+  }
+  return parseDeviceSpec(nameOrPath, error);
+}
+
+double matmulPeak(const DeviceSpec &device, StringRef type) {
+  if (type == "tf32")
+    return device.matmulTF32;
+  if (type == "bf16")
+    return device.matmulBF16;
+  if (type == "f16")
+    return device.matmulF16;
+  return device.matmulF32;
+}
+
+std::string describeDevice(const DeviceSpec &device) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << device.name;
+  if (!device.description.empty())
+    os << " (" << device.description << ")";
+  os << llvm::format(": %.4g GB/s; matrix TFLOP/s f32 %.4g, tf32 %.4g, "
+                     "bf16 %.4g, f16 %.4g; vector %.4g",
+                     device.memoryBandwidth / 1e9, device.matmulF32 / 1e12,
+                     device.matmulTF32 / 1e12, device.matmulBF16 / 1e12,
+                     device.matmulF16 / 1e12, device.vectorFlops / 1e12);
+  return out;
+}
+
+/// The matrix units' name for products reading `type`.
+static std::string matmulTypeName(Type type, const RooflineOptions &options) {
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF16())
+    return "f16";
+  return options.allowTF32 ? "tf32" : "f32";
+}
+
+FunctionEstimate estimateFunction(func::FuncOp function,
+                                  const DeviceSpec &device,
+                                  const RooflineOptions &options) {
+  FunctionEstimate estimate;
+  estimate.function = function.getSymName().str();
+  std::map<std::string, KindEstimate> kinds;
+  std::map<std::string, int64_t> matmulByType;
+  int64_t index = 0;
+  for (Operation &op : function.getBody().front()) {
+    int64_t opIndex = index++;
+    auto cost = dyn_cast<tg::CostOpInterface>(&op);
+    // Reshapes are views of their operand's buffer: no kernel runs.
+    if (!cost || isa<tg::ReshapeOp>(&op))
+      continue;
+    OpEstimate e;
+    e.op = &op;
+    e.index = opIndex;
+    e.flops = cost.getFlops();
+    e.matmulFlops = cost.getMatmulFlops();
+    e.bytesRead = cost.getBytesRead();
+    e.bytesWritten = cost.getBytesWritten();
+    e.scratchBytes = cost.getScratchBytes();
+    e.recomputed = op.hasAttr(tg::TGDialect::kRematAttr);
+    double matrixSeconds = 0;
+    if (e.matmulFlops > 0) {
+      e.matmulType = matmulTypeName(cost.getMatmulType(), options);
+      matrixSeconds = double(e.matmulFlops) / matmulPeak(device, e.matmulType);
+      matmulByType[e.matmulType] += e.matmulFlops;
+    }
+    // A kernel may execute more matrix FLOPs than the model counts (masked
+    // scores); the rest of the count runs on the vector units.
+    int64_t vectorFlops = std::max<int64_t>(0, e.flops - e.matmulFlops);
+    e.computeSeconds = matrixSeconds + double(vectorFlops) / device.vectorFlops;
+    e.memorySeconds = double(e.bytes()) / device.memoryBandwidth;
+    if (e.flops == 0 && e.bytes() == 0)
+      continue;
+
+    std::string kind = op.getName().getStringRef().str();
+    KindEstimate &k = kinds[kind];
+    k.kind = kind;
+    ++k.count;
+    k.flops += e.flops;
+    k.bytes += e.bytes();
+    k.seconds += e.seconds();
+    if (e.computeBound())
+      k.computeBoundSeconds += e.seconds();
+    estimate.seconds += e.seconds();
+    estimate.flops += e.flops;
+    estimate.bytes += e.bytes();
+    if (!e.recomputed)
+      estimate.modelFlops += e.flops;
+    estimate.ops.push_back(std::move(e));
+  }
+  for (auto &[name, kind] : kinds)
+    estimate.kinds.push_back(kind);
+  llvm::stable_sort(estimate.kinds,
+                    [](const KindEstimate &a, const KindEstimate &b) {
+                      return a.seconds > b.seconds;
+                    });
+  int64_t most = 0;
+  for (auto &[type, flops] : matmulByType)
+    if (flops > most) {
+      most = flops;
+      estimate.matmulType = type;
+    }
+  return estimate;
+}
+
+double StepEstimate::seconds() const {
+  double total = 0;
+  for (const Entry &entry : entries)
+    total += double(entry.runs) * entry.estimate.seconds;
+  return total;
+}
+
+int64_t StepEstimate::modelFlops() const {
+  int64_t total = 0;
+  for (const Entry &entry : entries)
+    total += entry.runs * entry.estimate.modelFlops;
+  return total;
+}
+
+std::string StepEstimate::peakType() const {
+  std::map<std::string, int64_t> byType;
+  for (const Entry &entry : entries)
+    for (const OpEstimate &op : entry.estimate.ops)
+      if (op.matmulFlops > 0)
+        byType[op.matmulType] += entry.runs * op.matmulFlops;
+  std::string type = "f32";
+  int64_t most = 0;
+  for (auto &[name, flops] : byType)
+    if (flops > most) {
+      most = flops;
+      type = name;
+    }
+  return type;
+}
+
+double StepEstimate::utilisation(const DeviceSpec &device) const {
+  double time = seconds();
+  if (!(time > 0))
+    return 0;
+  return double(modelFlops()) / (time * matmulPeak(device, peakType()));
+}
+
+/// "1.234 ms" / "12.3 us".
+static std::string formatSeconds(double seconds) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (seconds >= 1e-3)
+    os << llvm::format("%.3f ms", seconds * 1e3);
+  else
+    os << llvm::format("%.2f us", seconds * 1e6);
+  return out;
+}
+
+void printEstimate(const StepEstimate &step, const DeviceSpec &device,
+                   llvm::raw_ostream &os, unsigned topOps) {
+  os << "roofline estimate on " << describeDevice(device) << "\n";
+  for (const StepEstimate::Entry &entry : step.entries) {
+    const FunctionEstimate &e = entry.estimate;
+    os << "  " << entry.name << " @" << e.function;
+    if (entry.runs != 1)
+      os << " (runs " << entry.runs << " times per step)";
+    os << ": " << formatSeconds(e.seconds) << ", "
+       << llvm::format("%.3f", double(e.flops) / 1e9) << " GFLOP, "
+       << llvm::format("%.3f", double(e.bytes) / 1e9) << " GB moved\n";
+    os << llvm::format("    %-26s %6s %12s %10s %12s %6s  %s\n", "op kind",
+                       "count", "GFLOP", "GB", "time", "share", "bound");
+    for (const KindEstimate &kind : e.kinds) {
+      double share = e.seconds > 0 ? 100.0 * kind.seconds / e.seconds : 0;
+      const char *bound = kind.computeBoundSeconds * 2 >= kind.seconds
+                              ? "compute"
+                              : "memory";
+      os << llvm::format("    %-26s %6lld %12.3f %10.3f %12s %5.1f%%  %s\n",
+                         kind.kind.c_str(), (long long)kind.count,
+                         double(kind.flops) / 1e9, double(kind.bytes) / 1e9,
+                         formatSeconds(kind.seconds).c_str(), share, bound);
+    }
+    if (topOps > 0) {
+      std::vector<const OpEstimate *> ops;
+      for (const OpEstimate &op : e.ops)
+        ops.push_back(&op);
+      llvm::stable_sort(ops, [](const OpEstimate *a, const OpEstimate *b) {
+        return a->seconds() > b->seconds();
+      });
+      os << "    most expensive ops:\n";
+      for (unsigned i = 0; i < std::min<size_t>(topOps, ops.size()); ++i) {
+        const OpEstimate &op = *ops[i];
+        os << "      #" << op.index << " " << op.op->getName() << " "
+           << formatSeconds(op.seconds()) << " ("
+           << (op.computeBound() ? "compute" : "memory") << "-bound, "
+           << formatWithCommas(op.flops) << " FLOPs, "
+           << formatWithCommas(op.bytes()) << " bytes";
+        if (op.recomputed)
+          os << ", recomputed";
+        os << ")\n";
+      }
+    }
+  }
+  os << "  step: " << formatSeconds(step.seconds()) << "; model FLOPs "
+     << llvm::format("%.3f", double(step.modelFlops()) / 1e9)
+     << " GFLOP, MFU "
+     << llvm::format("%.1f%%", 100.0 * step.utilisation(device)) << " of the "
+     << step.peakType() << " matrix peak\n";
+}
+
+llvm::json::Value estimateToJSON(const StepEstimate &step,
+                                 const DeviceSpec &device) {
+  llvm::json::Array entries;
+  for (const StepEstimate::Entry &entry : step.entries) {
+    const FunctionEstimate &e = entry.estimate;
+    llvm::json::Array kinds;
+    for (const KindEstimate &kind : e.kinds)
+      kinds.push_back(llvm::json::Object{
+          {"kind", kind.kind},
+          {"count", kind.count},
+          {"flops", kind.flops},
+          {"bytes", kind.bytes},
+          {"seconds", kind.seconds},
+          {"compute_bound_seconds", kind.computeBoundSeconds}});
+    llvm::json::Array ops;
+    for (const OpEstimate &op : e.ops) {
+      llvm::json::Object object{
+          {"index", op.index},
+          {"op", op.op->getName().getStringRef()},
+          {"flops", op.flops},
+          {"matmul_flops", op.matmulFlops},
+          {"bytes_read", op.bytesRead},
+          {"bytes_written", op.bytesWritten},
+          {"scratch_bytes", op.scratchBytes},
+          {"compute_seconds", op.computeSeconds},
+          {"memory_seconds", op.memorySeconds},
+          {"seconds", op.seconds()},
+          {"bound", op.computeBound() ? "compute" : "memory"},
+          {"recomputed", op.recomputed}};
+      if (!op.matmulType.empty())
+        object["matmul_type"] = op.matmulType;
+      ops.push_back(std::move(object));
+    }
+    entries.push_back(llvm::json::Object{{"name", entry.name},
+                                         {"function", e.function},
+                                         {"runs_per_step", entry.runs},
+                                         {"seconds", e.seconds},
+                                         {"flops", e.flops},
+                                         {"model_flops", e.modelFlops},
+                                         {"bytes", e.bytes},
+                                         {"kinds", std::move(kinds)},
+                                         {"ops", std::move(ops)}});
+  }
+  return llvm::json::Object{
+      {"device",
+       llvm::json::Object{
+           {"name", device.name},
+           {"description", device.description},
+           {"memory_bandwidth", device.memoryBandwidth},
+           {"vector_flops", device.vectorFlops},
+           {"matmul_flops",
+            llvm::json::Object{{"f32", device.matmulF32},
+                               {"tf32", device.matmulTF32},
+                               {"bf16", device.matmulBF16},
+                               {"f16", device.matmulF16}}}}},
+      {"entries", std::move(entries)},
+      {"step_seconds", step.seconds()},
+      {"model_flops", step.modelFlops()},
+      {"peak_type", step.peakType()},
+      {"mfu", step.utilisation(device)}};
+}
+
+} // namespace tgc
