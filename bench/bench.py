@@ -165,7 +165,9 @@ def main():
              "[FREEZE.md](FREEZE.md) (`bench/freeze.py`). 8-bit optimizer "
              "state: [OPTIM8.md](OPTIM8.md) (`bench/optim8.py`). Gradient "
              "accumulation and the batch for a memory budget: "
-             "[ACCUM.md](ACCUM.md) (`bench/accum.py`). Fuzzing record: "
+             "[ACCUM.md](ACCUM.md) (`bench/accum.py`). The roofline "
+             "estimate of GPT-2 124M on an H100: [ESTIMATE.md](ESTIMATE.md) "
+             "(`bench/estimate.py`). Fuzzing record: "
              "[FUZZ.md](FUZZ.md) (`scripts/fuzz.sh`).", "",
              "## Compile time (GPT-2, B=8, T=1024, AdamW)", "",
              "`tgc-models` generates and verifies the model; `tgc-compile` "

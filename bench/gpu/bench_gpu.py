@@ -110,8 +110,17 @@ def main():
         run([f"{bins}/tgc-models", "gpt2", "--preset", "124M", "--batch",
              str(batch), "-o", model])
         amp = [] if precision == "f32" else [f"--amp={precision}"]
-        run([f"{bins}/tgc-compile", model, "-o", exe] + amp)
+        # The roofline estimate of the same step on an H100, printed beside
+        # the measurement (the executable carries it to a GPU machine).
+        run([f"{bins}/tgc-compile", model, "-o", exe, "--estimate=h100",
+             f"--estimate-json={exe}.estimate.json"] + amp)
         return exe
+
+    def estimated(exe):
+        path = exe + ".estimate.json"
+        if not os.path.exists(path):
+            return "n/a"
+        return f"{json.load(open(path))['step_seconds'] * 1e3:.1f} ms"
 
     if args.prepare:
         os.makedirs(args.prepare, exist_ok=True)
@@ -148,7 +157,7 @@ def main():
                                           precision]).stdout)
                 except (subprocess.CalledProcessError, ValueError):
                     ref = None
-                rows.append((precision, batch, ours, ref))
+                rows.append((precision, batch, ours, ref, estimated(exe)))
 
     tokens = lambda b, s: b * 1024 / s
     lines = ["# GPU benchmarks", "",
@@ -159,11 +168,15 @@ def main():
              "both with f32 master weights. tgc's memory is what its CUDA "
              "backend allocated (persistent region, arena, GEMM workspace, "
              "input staging); PyTorch's is "
-             "`torch.cuda.max_memory_allocated()`.", "",
+             "`torch.cuda.max_memory_allocated()`. The estimate is "
+             "`tgc-compile --estimate=h100` of the same executable: the "
+             "roofline of an H100 SXM (bench/ESTIMATE.md), a lower bound of "
+             "the step.", "",
              "| precision | B | tgc step | tgc tokens/s | tgc memory | "
+             "tgc estimate (H100 roofline) | "
              "PyTorch step | PyTorch tokens/s | PyTorch peak memory |",
-             "|---|---|---|---|---|---|---|---|"]
-    for precision, batch, ours, ref in rows:
+             "|---|---|---|---|---|---|---|---|---|"]
+    for precision, batch, ours, ref, estimate in rows:
         if isinstance(ours, tuple):
             step, allocated = ours
             mine = (f"{step * 1e3:.1f} ms | {tokens(batch, step):,.0f} | "
@@ -176,7 +189,8 @@ def main():
                       f"{ref['peak_bytes'] / GiB:.2f} GiB")
         else:
             theirs = "n/a (no CUDA PyTorch here) | | "
-        lines.append(f"| {precision} | {batch} | {mine} | {theirs} |")
+        lines.append(f"| {precision} | {batch} | {mine} | {estimate} | "
+                     f"{theirs} |")
     open(args.out, "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -1,6 +1,8 @@
 // RUN: tgc-opt %s --split-input-file --tg-amp | FileCheck %s
 // RUN: tgc-opt %s --split-input-file --tg-amp="dtype=f16" | FileCheck %s --check-prefix=F16
 // RUN: tgc-opt %s --split-input-file --tg-amp="low-precision-ops=matmul,gelu" | FileCheck %s --check-prefix=OVERRIDE
+// RUN: tgc-opt %s --split-input-file --tg-amp="f32-ops=cross_entropy" | FileCheck %s --check-prefix=WIDEN
+// RUN: tgc-opt %s --split-input-file --tg-amp --tg-autodiff | FileCheck %s --check-prefix=GRAD
 
 // The policy: matmul and attention in bf16, softmax/layer_norm/loss in f32,
 // everything else in the widest type of its operands. The weight used by
@@ -74,3 +76,28 @@ func.func @chains(%x: tensor<4xbf16> {tg.param = "x"}, %y: tensor<4xf32> {tg.par
 // CHECK: tg.mul %[[XW]], %[[YW]]
 // CHECK-NOT: tg.cast
 // CHECK: return
+
+// -----
+
+// The fused classifier: cross_entropy's kernels read any float type and
+// compute in f32 (f32-math-ops), so the bf16 logits are not widened: no f32
+// copy of them lives from the loss to its gradient, which tg-autodiff
+// builds in bf16 over the same logits (cross_entropy_grad may write in
+// place). Listing cross_entropy in f32-ops widens them again.
+func.func @classifier(%x: tensor<4x8xf32> {tg.input = "x"},
+                      %t: tensor<4xi64> {tg.input = "t"},
+                      %w: tensor<16x8xf32> {tg.param = "w"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.matmul %x, %w {transpose_rhs = true} : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %1 = tg.cross_entropy %0, %t : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+// CHECK-LABEL: func.func @classifier(
+// CHECK: %[[L:.*]] = tg.matmul {{.*}} -> tensor<4x16xbf16>
+// CHECK-NEXT: tg.cross_entropy %[[L]], %{{.*}} : (tensor<4x16xbf16>, tensor<4xi64>) -> tensor<f32>
+// WIDEN-LABEL: func.func @classifier(
+// WIDEN: %[[L:.*]] = tg.matmul {{.*}} -> tensor<4x16xbf16>
+// WIDEN-NEXT: %[[LW:.*]] = tg.cast %[[L]] : tensor<4x16xbf16> -> tensor<4x16xf32>
+// WIDEN-NEXT: tg.cross_entropy %[[LW]], %{{.*}} : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
+// GRAD-LABEL: func.func @classifier_train_step(
+// GRAD: %[[L:.*]] = tg.matmul {{.*}} -> tensor<4x16xbf16>
+// GRAD: tg.cross_entropy_grad %[[L]], %{{.*}}, %{{.*}} : (tensor<4x16xbf16>, tensor<4xi64>, tensor<f32>) -> tensor<4x16xbf16>

@@ -35,6 +35,23 @@ Status Context::reserveWorkspace(size_t bytes) {
   return Status::success();
 }
 
+Status Context::uploadConstants(const void *bytes, size_t size) {
+  if (bytes == constantsSource && size == constantsBytes)
+    return Status::success();
+  TGC_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  TGC_CUDA_CALL(cudaFree(constants));
+  constants = nullptr;
+  constantsSource = nullptr;
+  constantsBytes = 0;
+  if (size == 0)
+    return Status::success();
+  TGC_CUDA_CALL(cudaMalloc(&constants, size));
+  TGC_CUDA_CALL(cudaMemcpy(constants, bytes, size, cudaMemcpyHostToDevice));
+  constantsSource = bytes;
+  constantsBytes = size;
+  return Status::success();
+}
+
 bool broadcastDims(const std::vector<int64_t> &operandShape,
                    const std::vector<int64_t> &resultShape, Dims &dims) {
   if (resultShape.size() > size_t(kMaxRank) ||

@@ -45,6 +45,7 @@ public:
     cudaFree(persistent);
     cudaFree(arena);
     cudaFree(ctx.workspace);
+    cudaFree(ctx.constants);
     cudaFree(ctx.deviceError);
     cudaFreeHost(ctx.hostError);
     if (ctx.blasLt)

@@ -44,9 +44,22 @@ struct Context {
   DeviceError *hostError = nullptr;   // pinned host copy of it
   /// f32 GEMMs may run on TF32 tensor cores (the program's allow_tf32).
   bool allowTF32 = false;
+  /// The apply predicate (device memory) of the optimizer update being
+  /// launched, or null: its kernels return at once when it is false.
+  const uint8_t *apply = nullptr;
+
+  /// The program's constants in device memory, uploaded once (a copy from
+  /// pageable host memory waits for the stream: it must not happen in a
+  /// step), and the host bytes they were copied from.
+  void *constants = nullptr;
+  const void *constantsSource = nullptr;
+  size_t constantsBytes = 0;
 
   /// Ensures the workspace holds at least `bytes`.
   Status reserveWorkspace(size_t bytes);
+  /// Ensures `constants` holds a device copy of `bytes` (the program's
+  /// constant blob); a no-op after the first call for the same blob.
+  Status uploadConstants(const void *bytes, size_t size);
 };
 
 /// Returns a failed Status naming `what` when `error` (a cudaError_t) is
@@ -163,7 +176,8 @@ Status split(Context &ctx, const TensorRef &input, int64_t axis,
 Status concat(Context &ctx, const std::vector<TensorRef> &inputs, int64_t axis,
               TensorRef &result);
 Status broadcastTo(Context &ctx, const TensorRef &input, TensorRef &result);
-/// tg.constant: `size` bytes in the result's layout.
+/// tg.constant: `size` bytes of device memory (in the program's constants,
+/// uploaded once by Context::uploadConstants) in the result's layout.
 Status constant(Context &ctx, const void *bytes, size_t size, TensorRef &result);
 /// tg.fill: `value` converted as tg.cast converts.
 Status fill(Context &ctx, double value, TensorRef &result);

@@ -14,23 +14,25 @@ namespace tgc::rt::cuda {
 
 Status execute(Context &ctx, const Program &program, const Instruction &inst,
                std::vector<TensorRef> &in, std::vector<TensorRef> &out) {
-  // A step skipped by loss scaling: the predicate is read back, and the
-  // results keep the updated operands' values (in place, the same memory).
-  uint8_t apply = 1;
+  // A step loss scaling may skip: the update's kernels read the predicate
+  // on the device and write nothing when it is false, so the stream never
+  // waits for the host. Results that are not in place (the planner writes
+  // updates in place; this is for any other plan) first receive the
+  // operands they replace, which a skipped step leaves them holding.
+  ctx.apply = nullptr;
   if (hasApplyPredicate(program, inst)) {
-    TGC_CUDA_CALL(cudaMemcpyAsync(&apply, in.back().data, 1,
-                                  cudaMemcpyDeviceToHost, streamOf(ctx)));
-    TGC_CUDA_CALL(cudaStreamSynchronize(streamOf(ctx)));
-  }
-  if (!apply) {
     std::vector<size_t> sources = updatedOperands(inst);
     for (size_t i = 0; i < out.size(); ++i)
       if (out[i].data != in[sources[i]].data)
         TGC_CUDA_CALL(cudaMemcpyAsync(out[i].data, in[sources[i]].data,
                                       out[i].numBytes(),
                                       cudaMemcpyDeviceToDevice, streamOf(ctx)));
-    return Status::success();
+    ctx.apply = static_cast<const uint8_t *>(in.back().data);
   }
+  struct ClearPredicate {
+    Context &ctx;
+    ~ClearPredicate() { ctx.apply = nullptr; }
+  } clear{ctx};
   switch (inst.kernel) {
   case Kernel::Matmul:
     return matmul(ctx, in[0], in[1], inst.getBool("transpose_lhs"),
@@ -101,9 +103,20 @@ Status execute(Context &ctx, const Program &program, const Instruction &inst,
     return broadcastTo(ctx, in[0], out[0]);
   case Kernel::Cast:
     return cast(ctx, in[0], out[0]);
-  case Kernel::Constant:
-    return constant(ctx, program.constants.data() + inst.getInt("blob_offset"),
-                    size_t(inst.getInt("blob_bytes")), out[0]);
+  case Kernel::Constant: {
+    // The whole blob goes to the device once; each constant is then a
+    // device-to-device copy that does not wait for the host.
+    int64_t offset = inst.getInt("blob_offset"), bytes = inst.getInt("blob_bytes");
+    if (offset < 0 || bytes < 0 ||
+        size_t(offset) + size_t(bytes) > program.constants.size())
+      return Status::failure("constant outside the executable's constants");
+    if (Status s = ctx.uploadConstants(program.constants.data(),
+                                       program.constants.size());
+        !s.ok())
+      return s;
+    return constant(ctx, static_cast<const uint8_t *>(ctx.constants) + offset,
+                    size_t(bytes), out[0]);
+  }
   case Kernel::Fill:
     return fill(ctx, inst.getFloat("value"), out[0]);
   case Kernel::SumTo:

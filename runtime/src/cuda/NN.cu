@@ -1,7 +1,8 @@
 //===- NN.cu - softmax, layer norm, embedding, attention, cross-entropy ---===//
 //
 // The neural-network ops with row structure, and their gradients, on the
-// GPU. Row kernels give each row to one block (statistics reduced in f32
+// GPU. Row kernels give each row to one block of rowThreads(length)
+// threads, one warp to 1024 (statistics reduced in f32
 // through warp shuffles) and read every element they write before writing
 // it, so a result may reuse its operand's buffer as on the CPU. Sums across
 // rows (layer-norm parameter gradients, the embedding scatter-add) go
@@ -26,8 +27,14 @@ namespace tgc::rt::cuda {
 
 namespace {
 
-/// Threads per block of the row kernels (a multiple of the warp size).
-constexpr int kRowThreads = 256;
+/// Threads per block of a row kernel, sized to the row: about four
+/// elements per thread in whole warps, from one warp for a short row (its
+/// reductions are then a warp's shuffles and many rows share an SM) to
+/// 1024 for a long one (a vocabulary of logits).
+unsigned rowThreads(int64_t length) {
+  int64_t warps = (length + 4 * 32 - 1) / (4 * 32);
+  return unsigned(32 * std::clamp<int64_t>(warps, 1, 32));
+}
 
 /// Blocks for one block per row with a grid-stride loop over rows.
 unsigned rowBlocks(int64_t rows) {
@@ -574,7 +581,7 @@ Status softmax(Context &ctx, const TensorRef &input, int64_t axis,
     return Status::success();
   cudaStream_t stream = streamOf(ctx);
   if (inner == 1) {
-    softmaxRowsKernel<<<rowBlocks(outer), kRowThreads, 0, stream>>>(
+    softmaxRowsKernel<<<rowBlocks(outer), rowThreads(length), 0, stream>>>(
         input.data, result.data, input.dtype, outer, length);
     TGC_CUDA_LAUNCH("softmaxRowsKernel");
   } else {
@@ -596,7 +603,7 @@ Status softmaxGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
     return Status::success();
   cudaStream_t stream = streamOf(ctx);
   if (inner == 1) {
-    softmaxGradRowsKernel<<<rowBlocks(outer), kRowThreads, 0, stream>>>(
+    softmaxGradRowsKernel<<<rowBlocks(outer), rowThreads(length), 0, stream>>>(
         output.data, grad.data, result.data, output.dtype, outer, length);
     TGC_CUDA_LAUNCH("softmaxGradRowsKernel");
   } else {
@@ -620,7 +627,7 @@ Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   if (rows == 0)
     return Status::success();
-  layerNormKernel<<<rowBlocks(rows), kRowThreads, 0, streamOf(ctx)>>>(
+  layerNormKernel<<<rowBlocks(rows), rowThreads(length), 0, streamOf(ctx)>>>(
       input.data, weight.data, bias.data, result.data, input.dtype, rows,
       length, float(epsilon));
   TGC_CUDA_LAUNCH("layerNormKernel");
@@ -667,7 +674,7 @@ Status layerNormGrad(Context &ctx, const TensorRef &input,
   if (Status s = widenToF32(ctx, weight, weightF32); !s.ok())
     return s;
   if (rows > 0) {
-    layerNormStatisticsKernel<<<rowBlocks(rows), kRowThreads, 0, stream>>>(
+    layerNormStatisticsKernel<<<rowBlocks(rows), rowThreads(length), 0, stream>>>(
         input.data, input.dtype, rows, length, float(epsilon), means, rstds);
     TGC_CUDA_LAUNCH("layerNormStatisticsKernel");
 
@@ -682,7 +689,7 @@ Status layerNormGrad(Context &ctx, const TensorRef &input,
       TGC_CUDA_LAUNCH("layerNormParamGradKernel");
     }
     if (wantInput) {
-      layerNormInputGradKernel<<<rowBlocks(rows), kRowThreads, 0, stream>>>(
+      layerNormInputGradKernel<<<rowBlocks(rows), rowThreads(length), 0, stream>>>(
           input.data, grad.data, weightF32, inputGrad.data, input.dtype, rows,
           length, means, rstds);
       TGC_CUDA_LAUNCH("layerNormInputGradKernel");
@@ -848,7 +855,7 @@ Status attentionProbabilities(Context &ctx, const AttentionShape &sizes,
   int64_t rows = heads * sizes.tq;
   if (rows == 0)
     return Status::success();
-  attentionSoftmaxKernel<<<rowBlocks(rows), kRowThreads, 0, streamOf(ctx)>>>(
+  attentionSoftmaxKernel<<<rowBlocks(rows), rowThreads(sizes.tk), 0, streamOf(ctx)>>>(
       p, rows, sizes.tq, sizes.tk, causal);
   TGC_CUDA_LAUNCH("attentionSoftmaxKernel");
   return Status::success();
@@ -1000,7 +1007,7 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   // rowsum(grad * output) for every row, before any gradient is written.
   float *rowDot = at<float>(ctx, rowDotAt);
   if (tq > 0) {
-    rowDotKernel<<<rowBlocks(sizes.batch * tq), kRowThreads, 0, stream>>>(
+    rowDotKernel<<<rowBlocks(sizes.batch * tq), rowThreads(dv), 0, stream>>>(
         grad.data, output.data, grad.dtype, sizes.batch * tq, dv, rowDot);
     TGC_CUDA_LAUNCH("rowDotKernel");
   }
@@ -1119,7 +1126,7 @@ Status crossEntropy(Context &ctx, const TensorRef &logits,
   float *counted = at<float>(ctx, countedAt);
   cudaStream_t stream = streamOf(ctx);
   if (rows > 0) {
-    crossEntropyRowsKernel<<<rowBlocks(rows), kRowThreads, 0, stream>>>(
+    crossEntropyRowsKernel<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
         logits.data, logits.dtype, targets.data, targets.dtype, rows, classes,
         ignoreIndex, losses, counted, ctx.deviceError);
     TGC_CUDA_LAUNCH("crossEntropyRowsKernel");
@@ -1163,7 +1170,7 @@ Status crossEntropyGrad(Context &ctx, const TensorRef &logits,
   TGC_CUDA_LAUNCH("crossEntropyGradPrepareKernel");
   if (classes == 0)
     return Status::success();
-  crossEntropyGradKernel<<<rowBlocks(rows), kRowThreads, 0, stream>>>(
+  crossEntropyGradKernel<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
       logits.data, logits.dtype, targetCopy, rows, classes, ignoreIndex,
       coefficient, result.data);
   TGC_CUDA_LAUNCH("crossEntropyGradKernel");

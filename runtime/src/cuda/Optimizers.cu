@@ -35,6 +35,16 @@ __device__ inline bool readStep(const int64_t *step, DeviceError *error,
 //===----------------------------------------------------------------------===//
 
 namespace {
+
+/// Whether loss scaling skips this step: `apply` is the update's predicate
+/// in device memory (null without loss scaling). Every thread reads it, so
+/// the step is decided on the device without a copy to the host; a
+/// skipped update writes nothing (the executor has already copied the
+/// operands into results that are not in place).
+__device__ bool skipped(const uint8_t *apply) {
+  return apply != nullptr && *apply == 0;
+}
+
 /// The f32 hyper-parameters of an SGD step, rounded on the host as the CPU
 /// kernel rounds them.
 struct SgdParams {
@@ -67,7 +77,10 @@ __device__ inline float sgdMomentumElement(const SgdParams &hp, float lr,
 
 __global__ void sgdKernel(const void *param, DType paramType, const void *grad,
                           DType gradType, const float *lr, const int64_t *step,
-                          SgdParams hp, void *newParam, int64_t n, DeviceError *error) {
+                          SgdParams hp, void *newParam, int64_t n, DeviceError *error,
+    const uint8_t *apply) {
+  if (skipped(apply))
+    return;
   int64_t t;
   if (!readStep(step, error, t))
     return;
@@ -86,7 +99,10 @@ __global__ void sgdMomentumKernel(const void *param, DType paramType,
                                   const void *buffer, DType bufferType,
                                   const float *lr, const int64_t *step,
                                   SgdParams hp, void *newParam, void *newBuffer,
-                                  int64_t n, DeviceError *error) {
+                                  int64_t n, DeviceError *error,
+    const uint8_t *apply) {
+  if (skipped(apply))
+    return;
   int64_t t;
   if (!readStep(step, error, t))
     return;
@@ -120,12 +136,12 @@ Status sgdUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
   if (!momentumBuffer) {
     sgdKernel<<<blocks, kThreads, 0, stream>>>(
         param.data, param.dtype, grad.data, grad.dtype, lrData, stepData, hp,
-        newParam.data, n, ctx.deviceError);
+        newParam.data, n, ctx.deviceError, ctx.apply);
   } else {
     sgdMomentumKernel<<<blocks, kThreads, 0, stream>>>(
         param.data, param.dtype, grad.data, grad.dtype, momentumBuffer->data,
         momentumBuffer->dtype, lrData, stepData, hp, newParam.data,
-        newMomentumBuffer->data, n, ctx.deviceError);
+        newMomentumBuffer->data, n, ctx.deviceError, ctx.apply);
   }
   TGC_CUDA_LAUNCH("sgd_update");
   return Status::success();
@@ -189,7 +205,10 @@ __global__ void adamwKernel(const void *param, DType paramType,
                             const void *expAvgSq, DType expAvgSqType,
                             const float *lr, const int64_t *step,
                             AdamWParams hp, void *newParam, void *newExpAvg,
-                            void *newExpAvgSq, int64_t n, DeviceError *error) {
+                            void *newExpAvgSq, int64_t n, DeviceError *error,
+    const uint8_t *apply) {
+  if (skipped(apply))
+    return;
   int64_t t;
   if (!readStep(step, error, t))
     return;
@@ -218,7 +237,7 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
       param.data, param.dtype, grad.data, grad.dtype, expAvg.data, expAvg.dtype,
       expAvgSq.data, expAvgSq.dtype, static_cast<const float *>(lr.data),
       static_cast<const int64_t *>(step.data), hp, newParam.data,
-      newExpAvg.data, newExpAvgSq.data, n, ctx.deviceError);
+      newExpAvg.data, newExpAvgSq.data, n, ctx.deviceError, ctx.apply);
   TGC_CUDA_LAUNCH("adamw_update");
   return Status::success();
 }
@@ -313,7 +332,10 @@ __global__ void adamw8bitKernel(const void *param, DType paramType,
                                 int64_t blockSize, void *newParam,
                                 uint8_t *newMCodes, float *newMAbsmax,
                                 uint8_t *newVCodes, float *newVAbsmax,
-                                int64_t n, DeviceError *error) {
+                                int64_t n, DeviceError *error,
+    const uint8_t *apply) {
+  if (skipped(apply))
+    return;
   __shared__ float mapS[256], mapU[256], midS[255], midU[255];
   __shared__ float scratch[kThreads];
   int64_t t;
@@ -384,7 +406,7 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
       static_cast<uint8_t *>(newExpAvg.data),
       static_cast<float *>(newExpAvgAbsmax.data),
       static_cast<uint8_t *>(newExpAvgSq.data),
-      static_cast<float *>(newExpAvgSqAbsmax.data), n, ctx.deviceError);
+      static_cast<float *>(newExpAvgSqAbsmax.data), n, ctx.deviceError, ctx.apply);
   TGC_CUDA_LAUNCH("adamw_8bit_update");
   return Status::success();
 }
@@ -396,7 +418,10 @@ __global__ void sgd8bitKernel(const void *param, DType paramType,
                               const int64_t *step, SgdParams hp,
                               int64_t blockSize, void *newParam,
                               uint8_t *newCodes, float *newAbsmax, int64_t n,
-                              DeviceError *error) {
+                              DeviceError *error,
+    const uint8_t *apply) {
+  if (skipped(apply))
+    return;
   __shared__ float mapS[256], midS[255], scratch[kThreads];
   int64_t t;
   if (!readStep(step, error, t))
@@ -450,7 +475,7 @@ Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
       static_cast<const float *>(lr.data),
       static_cast<const int64_t *>(step.data), hp, blockSize, newParam.data,
       static_cast<uint8_t *>(newMomentumBuffer.data),
-      static_cast<float *>(newMomentumAbsmax.data), n, ctx.deviceError);
+      static_cast<float *>(newMomentumAbsmax.data), n, ctx.deviceError, ctx.apply);
   TGC_CUDA_LAUNCH("sgd_8bit_update");
   return Status::success();
 }
@@ -559,7 +584,10 @@ __global__ void adafactorStateKernel(const void *grad, DType gradType,
                                      const float *lr, const int64_t *step,
                                      double *sums, AdafactorParams hp,
                                      float *newState0, float *newState1,
-                                     DeviceError *error) {
+                                     DeviceError *error,
+    const uint8_t *apply) {
+  if (skipped(apply))
+    return;
   int64_t t;
   if (!readStep(step, error, t))
     return;
@@ -629,7 +657,10 @@ __global__ void adafactorApplyKernel(const void *param, DType paramType,
                                      const float *state0, const float *state1,
                                      const float *lr, const int64_t *step,
                                      const double *sums, AdafactorParams hp,
-                                     void *newParam, DeviceError *error) {
+                                     void *newParam, DeviceError *error,
+    const uint8_t *apply) {
+  if (skipped(apply))
+    return;
   int64_t t;
   if (!readStep(step, error, t))
     return;
@@ -713,7 +744,7 @@ Status adafactorUpdate(Context &ctx, const TensorRef &param,
   adafactorStateKernel<<<blocksFor(stateCount, kThreads), kThreads, 0,
                          stream>>>(grad.data, grad.dtype, state0, state1,
                                    lrData, stepData, sums, hp, newState0,
-                                   newState1, ctx.deviceError);
+                                   newState1, ctx.deviceError, ctx.apply);
   TGC_CUDA_LAUNCH("adafactor_update");
   if (hp.count > 0) {
     adafactorUpdateSquaresKernel<<<blocks, kThreads, 0, stream>>>(
@@ -722,7 +753,7 @@ Status adafactorUpdate(Context &ctx, const TensorRef &param,
   }
   adafactorApplyKernel<<<blocks, kThreads, 0, stream>>>(
       param.data, param.dtype, grad.data, grad.dtype, newState0, newState1,
-      lrData, stepData, sums, hp, newParam.data, ctx.deviceError);
+      lrData, stepData, sums, hp, newParam.data, ctx.deviceError, ctx.apply);
   TGC_CUDA_LAUNCH("adafactor_update");
   return Status::success();
 }

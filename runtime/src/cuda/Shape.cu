@@ -5,7 +5,8 @@
 // described by a CopyPlan, one thread per copied element. A result whose
 // buffer overlaps its operand is produced from a stream-ordered copy of the
 // operand, since threads would otherwise overwrite elements others have not
-// read. tg.constant copies from the executable's bytes in host memory;
+// read. tg.constant copies from the device copy of the executable's
+// constants (uploaded once, so no step waits for a pageable host copy);
 // tg.fill converts its f64 value with the CPU kernel (one element on the
 // host, so the conversion is tg.cast's exactly) and replicates the bits.
 //
@@ -276,9 +277,9 @@ Status constant(Context &ctx, const void *bytes, size_t size,
                            std::to_string(result.numBytes()));
   if (size == 0)
     return Status::success();
-  // `bytes` is pageable host memory: the copy is staged before returning.
+  // `bytes` is the device copy of the executable's constants.
   TGC_CUDA_CALL(cudaMemcpyAsync(result.data, bytes, size,
-                                cudaMemcpyHostToDevice, streamOf(ctx)));
+                                cudaMemcpyDeviceToDevice, streamOf(ctx)));
   return Status::success();
 }
 

@@ -230,7 +230,9 @@ TEST(ShapeCuda, BroadcastTo) {
     }
 }
 
-TEST(ShapeCuda, ConstantCopiesHostBytes) {
+// The constant kernel copies from the device copy of the executable's
+// constants (Context::uploadConstants), not from host memory.
+TEST(ShapeCuda, ConstantCopiesDeviceBytes) {
   TGC_REQUIRE_GPU();
   std::mt19937 rng(219);
   for (DType dtype : kSizedTypes) {
@@ -238,13 +240,13 @@ TEST(ShapeCuda, ConstantCopiesHostBytes) {
     fillRandom(bytes, rng);
     ASSERT_TRUE(
         ok(cpu::constant(bytes.ref.data, bytes.ref.numBytes(), want.ref)));
-    DeviceTensor result(want, false);
-    ASSERT_TRUE(ok(cuda::constant(*testContext(), bytes.ref.data,
+    DeviceTensor source(bytes), result(want, false);
+    ASSERT_TRUE(ok(cuda::constant(*testContext(), source.ref.data,
                                   bytes.ref.numBytes(), result.ref)));
     synchronize();
     expectSameBytes(want, result.toHost(),
                     std::string("constant ") + dtypeName(dtype));
-    EXPECT_FALSE(cuda::constant(*testContext(), bytes.ref.data,
+    EXPECT_FALSE(cuda::constant(*testContext(), source.ref.data,
                                 bytes.ref.numBytes() - 1, result.ref)
                      .ok());
   }

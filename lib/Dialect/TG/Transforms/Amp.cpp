@@ -2,9 +2,10 @@
 //
 // Precision lowering of a model's forward pass, as torch.autocast does it by
 // hand: an op policy says which op kinds compute in the low precision
-// (matmul, attention), which in f32 (softmax, normalization, the loss,
-// reductions, exp/log), and every other op computes in the widest type of
-// its operands. One walk in program order retypes each op and inserts the
+// (matmul, attention), which in f32 (softmax, normalization, reductions,
+// exp/log), which read any float type and compute in f32 inside their
+// kernels (the loss: nothing to cast), and every other op computes in the
+// widest type of its operands. One walk in program order retypes each op and inserts the
 // casts its policy needs; casts are cached per (value, type), so a value -
 // a parameter in particular - is converted once however many ops use it.
 // Folding then removes casts that undo each other.
@@ -33,7 +34,7 @@ using namespace tgc::tg;
 
 namespace {
 
-enum class Policy { Low, F32, Promote };
+enum class Policy { Low, F32, Keep, Promote };
 
 bool isFloatTensor(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -51,10 +52,11 @@ unsigned bitWidth(Type type) {
 class Lowering {
 public:
   Lowering(func::FuncOp function, Type low, const llvm::StringSet<> &lowOps,
-           const llvm::StringSet<> &f32Ops)
+           const llvm::StringSet<> &f32Ops,
+           const llvm::StringSet<> &f32MathOps)
       : function(function), builder(function.getContext()), low(low),
         f32(Float32Type::get(function.getContext())), lowOps(lowOps),
-        f32Ops(f32Ops) {}
+        f32Ops(f32Ops), f32MathOps(f32MathOps) {}
 
   void run() {
     SmallVector<Operation *> ops;
@@ -78,6 +80,8 @@ private:
       return Policy::Low;
     if (f32Ops.contains(kind))
       return Policy::F32;
+    if (f32MathOps.contains(kind))
+      return Policy::Keep;
     return Policy::Promote;
   }
 
@@ -107,12 +111,18 @@ private:
     if (floatOperands.empty())
       return;
 
+    Policy policy = policyOf(op);
+    // The kernel reads its operands in whatever type they come in and its
+    // results keep the model's types.
+    if (policy == Policy::Keep)
+      return;
     Type element;
-    switch (policyOf(op)) {
+    switch (policy) {
     case Policy::Low:
       element = low;
       break;
     case Policy::F32:
+    case Policy::Keep:
       element = f32;
       break;
     case Policy::Promote: {
@@ -152,6 +162,7 @@ private:
   Type low, f32;
   const llvm::StringSet<> &lowOps;
   const llvm::StringSet<> &f32Ops;
+  const llvm::StringSet<> &f32MathOps;
   llvm::DenseMap<std::pair<Value, Type>, Value> casts;
 };
 
@@ -172,9 +183,10 @@ struct AmpPass : tgc::tg::impl::TGAmpBase<AmpPass> {
     }
     static const char *kDefaultLow[] = {"matmul", "attention"};
     static const char *kDefaultF32[] = {
-        "softmax",     "layer_norm", "cross_entropy", "reduce_sum", "reduce_mean",
-        "reduce_max",  "exp",        "log",           "rsqrt"};
-    llvm::StringSet<> lowOps, f32Ops;
+        "softmax", "layer_norm", "reduce_sum", "reduce_mean",
+        "reduce_max", "exp", "log", "rsqrt"};
+    static const char *kDefaultF32Math[] = {"cross_entropy"};
+    llvm::StringSet<> lowOps, f32Ops, f32MathOps;
     if (lowPrecisionOps.empty())
       for (const char *kind : kDefaultLow)
         lowOps.insert(kind);
@@ -187,10 +199,33 @@ struct AmpPass : tgc::tg::impl::TGAmpBase<AmpPass> {
     else
       for (const std::string &kind : this->f32Ops)
         f32Ops.insert(kind);
+    if (this->f32MathOps.empty())
+      for (const char *kind : kDefaultF32Math)
+        f32MathOps.insert(kind);
+    else
+      for (const std::string &kind : this->f32MathOps)
+        f32MathOps.insert(kind);
+    // An explicit list wins over a default one: --f32-ops=cross_entropy
+    // widens the logits again.
+    auto dropDefaults = [](llvm::StringSet<> &defaults, bool explicitList,
+                           const llvm::StringSet<> &other) {
+      if (explicitList)
+        return;
+      for (const auto &kind : other.keys())
+        defaults.erase(kind);
+    };
+    dropDefaults(f32MathOps, !this->f32MathOps.empty(), f32Ops);
+    dropDefaults(f32MathOps, !this->f32MathOps.empty(), lowOps);
     for (const auto &kind : lowOps.keys())
-      if (f32Ops.contains(kind)) {
+      if (f32Ops.contains(kind) || f32MathOps.contains(kind)) {
         emitOptionError(getOperation(), "tg-amp: '")
             << kind << "' is both a low-precision and an f32 op kind";
+        return signalPassFailure();
+      }
+    for (const auto &kind : f32Ops.keys())
+      if (f32MathOps.contains(kind)) {
+        emitOptionError(getOperation(), "tg-amp: '")
+            << kind << "' is both in f32-ops and in f32-math-ops";
         return signalPassFailure();
       }
 
@@ -199,7 +234,7 @@ struct AmpPass : tgc::tg::impl::TGAmpBase<AmpPass> {
       if (!function->hasAttr(TGDialect::kModelAttr))
         continue;
       any = true;
-      Lowering(function, low, lowOps, f32Ops).run();
+      Lowering(function, low, lowOps, f32Ops, f32MathOps).run();
     }
     if (!any) {
       getOperation().emitError("tg-amp found no function marked tg.model; "

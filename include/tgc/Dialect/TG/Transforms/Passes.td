@@ -222,8 +222,14 @@ def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
     spirit of torch.autocast:
     - `low-precision-ops` (default matmul, attention) compute in `dtype`
       (bf16 or f16): their float operands are cast down;
-    - `f32-ops` (default softmax, layer_norm, cross_entropy, reductions, exp,
-      log, rsqrt) compute in f32: their operands are cast up;
+    - `f32-ops` (default softmax, layer_norm, reductions, exp, log, rsqrt)
+      compute in f32: their operands are cast up;
+    - `f32-math-ops` (default cross_entropy) have kernels that read any
+      float type and compute in f32: their operands are left as they are,
+      so a 16-bit operand is never widened in memory. The loss reads the
+      16-bit logits and its gradient is written over them in 16 bits (the
+      fused classifier of llm.c), where an f32 copy of the logits would
+      live from the forward pass to the backward pass;
     - every other op runs in the widest float type among its operands.
     Casts are inserted only at these boundaries and shared by all users of a
     value, so each f32 parameter gets one low-precision working copy per
@@ -240,8 +246,10 @@ def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
                "attention)">,
     ListOption<"f32Ops", "f32-ops", "std::string",
                "Op kinds computed in f32 (default: softmax, layer_norm, "
-               "cross_entropy, reduce_sum, reduce_mean, reduce_max, exp, log, "
-               "rsqrt)">,
+               "reduce_sum, reduce_mean, reduce_max, exp, log, rsqrt)">,
+    ListOption<"f32MathOps", "f32-math-ops", "std::string",
+               "Op kinds whose kernels compute in f32 from operands of any "
+               "float type: left uncast (default: cross_entropy)">,
   ];
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
