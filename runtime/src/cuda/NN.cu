@@ -7,7 +7,9 @@
 // it, so a result may reuse its operand's buffer as on the CPU. Sums across
 // rows (layer-norm parameter gradients, the embedding scatter-add) go
 // through f32 scratch in the context's workspace and are rounded once into
-// the result's type. Attention follows the CPU formulation: cuBLASLt GEMMs
+// the result's type. Attention on 16-bit heads of up to 64 elements runs
+// the fused kernels of FlashAttention.cu (tensor cores, no score matrix in
+// memory); otherwise it follows the CPU formulation: cuBLASLt GEMMs
 // in f32 around a masked softmax kernel, the score matrix materialised in
 // the workspace for as many heads at a time as fit, the gradient
 // recomputing the probabilities. Bad indices raise the context's error flag
@@ -16,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "FlashAttention.h"
 #include "Linalg.h"
 
 #include <algorithm>
@@ -895,6 +898,16 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
     return Status::success();
   int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dv = sizes.dv;
 
+  // 16-bit heads of up to 64 elements: the fused kernel (tensor cores, no
+  // score matrix in memory).
+  if (fusedAttentionSupports(query.dtype, d, dv) &&
+      key.dtype == query.dtype && value.dtype == query.dtype &&
+      result.dtype == query.dtype && !bytesOverlap(result, query) &&
+      !bytesOverlap(result, key) && !bytesOverlap(result, value))
+    return fusedAttention(ctx, query.dtype, query.data, key.data, value.data,
+                          sizes.batch, tq, tk, d, sizes.scale, causal,
+                          result.data, /*lse=*/nullptr);
+
   // The GEMMs run in f32 on the operands themselves when they are f32 and
   // the result does not overlap them; otherwise on f32 copies.
   bool f32 = query.dtype == DType::F32;
@@ -971,6 +984,54 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dv = sizes.dv;
   if (sizes.batch == 0)
     return Status::success();
+
+  // The fused kernels: the row log-sum-exp from a forward pass that writes
+  // only it, the row dots, then one pass over key tiles; the query
+  // gradient gathers in f32 and is rounded once.
+  bool fused = fusedAttentionSupports(query.dtype, d, dv);
+  for (const TensorRef *t : {&key, &value, &output, &grad})
+    fused = fused && t->dtype == query.dtype;
+  for (const TensorRef *result : {&queryGrad, &keyGrad, &valueGrad}) {
+    fused = fused && (!result->present() || result->dtype == query.dtype);
+    for (const TensorRef *operand : {&query, &key, &value, &output, &grad})
+      fused = fused && !(result->present() && bytesOverlap(*result, *operand));
+  }
+  if (fused) {
+    WorkspaceLayout layout;
+    size_t lseAt = layout.add(size_t(sizes.batch * tq) * sizeof(float));
+    size_t rowDotAt = layout.add(size_t(sizes.batch * tq) * sizeof(float));
+    size_t dqAt =
+        wantQuery ? layout.add(size_t(sizes.batch * tq * d) * sizeof(float))
+                  : 0;
+    if (Status s = ctx.reserveWorkspace(layout.total); !s.ok())
+      return s;
+    cudaStream_t stream = streamOf(ctx);
+    float *lse = at<float>(ctx, lseAt), *rowDot = at<float>(ctx, rowDotAt);
+    float *dq = wantQuery ? at<float>(ctx, dqAt) : nullptr;
+    if (Status s = fusedAttention(ctx, query.dtype, query.data, key.data,
+                                  value.data, sizes.batch, tq, tk, d,
+                                  sizes.scale, causal, /*out=*/nullptr, lse);
+        !s.ok())
+      return s;
+    if (tq > 0) {
+      rowDotKernel<<<rowBlocks(sizes.batch * tq), rowThreads(dv), 0, stream>>>(
+          grad.data, output.data, grad.dtype, sizes.batch * tq, dv, rowDot);
+      TGC_CUDA_LAUNCH("rowDotKernel");
+    }
+    if (dq)
+      TGC_CUDA_CALL(cudaMemsetAsync(
+          dq, 0, size_t(sizes.batch * tq * d) * sizeof(float), stream));
+    if (Status s = fusedAttentionGrad(
+            ctx, query.dtype, query.data, key.data, value.data, grad.data, lse,
+            rowDot, sizes.batch, tq, tk, d, sizes.scale, causal, dq,
+            wantKey ? keyGrad.data : nullptr,
+            wantValue ? valueGrad.data : nullptr);
+        !s.ok())
+      return s;
+    if (dq)
+      return narrowFromF32(ctx, dq, sizes.batch * tq * d, queryGrad, 0);
+    return Status::success();
+  }
 
   // As in the forward pass, the GEMMs read f32 copies unless everything is
   // f32 and no gradient overlaps an operand.

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestUtil.h"
+#include "cuda/FlashAttention.h"
 
 using namespace tgc::rt;
 using namespace tgc::rt::test;
@@ -347,6 +348,12 @@ const AttentionCase kAttentionCases[] = {
     {{1, 1, 1, 4}, {1, 1, 1, 4}, {1, 1, 1, 4}, true, std::nullopt},
     // One GPT-2 layer's heads (scaled down in batch).
     {{2, 12, 64, 64}, {2, 12, 64, 64}, {2, 12, 64, 64}, true, std::nullopt},
+    // 16-bit heads of a multiple of 16 run the fused kernels: lengths that
+    // leave partial 32-row tiles, causal over several tiles, Tq != Tk.
+    {{2, 2, 70, 32}, {2, 2, 70, 32}, {2, 2, 70, 32}, true, std::nullopt},
+    {{1, 3, 33, 48}, {1, 3, 45, 48}, {1, 3, 45, 48}, false, 0.2},
+    {{3, 100, 16}, {3, 100, 16}, {3, 100, 16}, true, std::nullopt},
+    {{2, 40, 64}, {2, 7, 64}, {2, 7, 64}, false, std::nullopt},
 };
 
 } // namespace
@@ -367,6 +374,62 @@ TEST_P(NNCudaTest, Attention) {
                               c.scale, dOut.ref));
     synchronize();
     expectNear(want, dOut.toHost(), describe(c, dtype), 4.0);
+  }
+}
+
+// The fused kernel called directly (16-bit heads only): its output against
+// the CPU kernel and its row log-sum-exp against one computed here in f64
+// from the same 16-bit inputs, over partial tiles, causal and not.
+TEST_P(NNCudaTest, FusedAttentionOutputAndLogSumExp) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  if (dtype == DType::F32)
+    GTEST_SKIP() << "the fused kernels take 16-bit heads";
+  std::mt19937 rng(229);
+  struct Case {
+    int64_t heads, tq, tk, d;
+    bool causal;
+    float scale;
+  } cases[] = {{3, 37, 37, 32, true, 0.25f}, {2, 20, 50, 16, false, 0.5f},
+               {1, 64, 64, 64, true, 0.125f}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::to_string(c.tq) + "x" + std::to_string(c.tk) + " d=" +
+                 std::to_string(c.d) + (c.causal ? " causal" : ""));
+    HostTensor q = randomTensor(dtype, {c.heads, c.tq, c.d}, rng);
+    HostTensor k = randomTensor(dtype, {c.heads, c.tk, c.d}, rng);
+    HostTensor v = randomTensor(dtype, {c.heads, c.tk, c.d}, rng);
+    HostTensor want(dtype, {c.heads, c.tq, c.d});
+    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, c.causal, c.scale, want.ref));
+    HostTensor lse(DType::F32, {c.heads, c.tq});
+    DeviceTensor dq(q), dk(k), dv(v), dOut(want, false), dLse(lse, false);
+    ASSERT_OK(cuda::fusedAttention(*testContext(), dtype, dq.ref.data,
+                                   dk.ref.data, dv.ref.data, c.heads, c.tq,
+                                   c.tk, c.d, c.scale, c.causal, dOut.ref.data,
+                                   static_cast<float *>(dLse.ref.data)));
+    synchronize();
+    expectNear(want, dOut.toHost(), "fused attention", 4.0);
+    HostTensor got = dLse.toHost();
+    for (int64_t h = 0; h < c.heads; ++h)
+      for (int64_t i = 0; i < c.tq; ++i) {
+        int64_t visible = c.causal ? i + 1 : c.tk;
+        double max = -INFINITY;
+        std::vector<double> s(visible);
+        for (int64_t j = 0; j < visible; ++j) {
+          double dot = 0;
+          for (int64_t x = 0; x < c.d; ++x)
+            dot += double(loadF32(q.ref, (h * c.tq + i) * c.d + x)) *
+                   loadF32(k.ref, (h * c.tk + j) * c.d + x);
+          s[j] = dot * c.scale;
+          max = std::max(max, s[j]);
+        }
+        double sum = 0;
+        for (double value : s)
+          sum += std::exp(value - max);
+        double expected = max + std::log(sum);
+        EXPECT_NEAR(loadF32(got.ref, h * c.tq + i), expected,
+                    1e-4 * (1 + std::fabs(expected)))
+            << "head " << h << " row " << i;
+      }
   }
 }
 

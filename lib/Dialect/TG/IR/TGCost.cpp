@@ -11,6 +11,8 @@
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
+#include "tgc/Support/FusedAttention.h"
+
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
@@ -102,14 +104,29 @@ int64_t AttentionOp::getFlops() {
 //===----------------------------------------------------------------------===//
 // Attention as the CUDA backend runs it
 //
-// The CUDA kernels (runtime/src/cuda/NN.cu) compute every head's full
-// Tq x Tk score matrix with f32 GEMMs, masked or not, materialise it in
-// scratch memory and, for 16-bit operands, run on f32 copies of them. The
-// matrix FLOPs, their type and the scratch traffic below describe exactly
-// that; a fused kernel would change all three.
+// 16-bit heads of a multiple of 16 up to 64 elements run the fused kernels
+// (runtime/src/cuda/FlashAttention.cu; the condition is shared through
+// tgc/Support/FusedAttention.h): the products on tensor cores in the
+// operands' type, causal tiles above the diagonal skipped, and no score
+// matrix in memory. The tiles of K and V (forward) and of Q, dO and the
+// row statistics (backward) that a block reads again after the first are
+// taken to come from the L2 cache (a head's K and V are 256 KiB at
+// T=1024, d=64), so the memory traffic is the operands and results once
+// plus the backward pass's f32 query-gradient accumulator and statistics.
+//
+// Every other attention runs cuBLASLt GEMMs in f32 over every head's full
+// Tq x Tk score matrix, masked or not, materialised in scratch memory, on
+// f32 copies of 16-bit operands.
 //===----------------------------------------------------------------------===//
 
-/// Score entries the CUDA kernels compute per batch: all Tq x Tk.
+/// Whether the CUDA backend runs this attention with the fused kernels.
+static bool runsFused(Value query, Value value) {
+  unsigned bits = getElementTypeOrSelf(query.getType()).getIntOrFloatBitWidth();
+  return tgc::runsFusedAttention(bits, shapeOf(query).back(),
+                                 shapeOf(value).back());
+}
+
+/// Score entries the unfused CUDA kernels compute per batch: all Tq x Tk.
 static int64_t computedScores(Value query, Value key) {
   ArrayRef<int64_t> q = shapeOf(query);
   return q[q.size() - 2] * shapeOf(key)[q.size() - 2];
@@ -129,48 +146,79 @@ static int64_t widenedCopyBytes(ValueRange operands, ValueRange results) {
   return 8 * elements;
 }
 
+/// Query rows of an attention: the batch count times Tq.
+static int64_t queryRows(Value query) {
+  ArrayRef<int64_t> q = shapeOf(query);
+  return batchCount(q) * q[q.size() - 2];
+}
+
 int64_t AttentionOp::getMatmulFlops() {
   int64_t d = shapeOf(getQuery()).back();
   int64_t dv = shapeOf(getValue()).back();
-  return batchCount(shapeOf(getQuery())) *
-         computedScores(getQuery(), getKey()) * (2 * d + 2 * dv);
+  int64_t scores = runsFused(getQuery(), getValue())
+                       ? attentionScores(getQuery(), getKey(), getCausal())
+                       : computedScores(getQuery(), getKey());
+  return batchCount(shapeOf(getQuery())) * scores * (2 * d + 2 * dv);
 }
 
 Type AttentionOp::getMatmulType() {
+  if (runsFused(getQuery(), getValue()))
+    return getElementTypeOrSelf(getQuery().getType());
   return Float32Type::get(getContext());
 }
 
-// S is written by the GEMM, read and written by the softmax and read by the
-// P V GEMM: 16 bytes per f32 score.
+// Unfused: S is written by the GEMM, read and written by the softmax and
+// read by the P V GEMM, 16 bytes per f32 score.
 int64_t AttentionOp::getScratchBytes() {
+  if (runsFused(getQuery(), getValue()))
+    return 0;
   return 16 * batchCount(shapeOf(getQuery())) *
              computedScores(getQuery(), getKey()) +
          widenedCopyBytes({getQuery(), getKey(), getValue()},
                           getOperation()->getResults());
 }
 
+// Fused: a forward pass that writes only the row log-sum-exp (S), then S
+// again, dP, and dV, dK (always computed), dQ (when asked for). Unfused:
+// S, dV, and dP, dQ, dK as the output mask asks.
 int64_t AttentionGradOp::getMatmulFlops() {
   int64_t d = shapeOf(getQuery()).back();
   int64_t dv = shapeOf(getValue()).back();
   bool query = computesResult(*this, 0), key = computesResult(*this, 1);
+  int64_t batches = batchCount(shapeOf(getQuery()));
+  if (runsFused(getQuery(), getValue()))
+    return batches * attentionScores(getQuery(), getKey(), getCausal()) *
+           (2 * d + 2 * d + 2 * dv + 2 * dv + 2 * d + (query ? 2 * d : 0));
   int64_t perScore = 2 * d; // S = Q K^T
   if (computesResult(*this, 2))
     perScore += 2 * dv; // dV = P^T dO
   if (query || key)
     perScore += 2 * dv + (query ? 2 * d : 0) + (key ? 2 * d : 0);
-  return batchCount(shapeOf(getQuery())) *
-         computedScores(getQuery(), getKey()) * perScore;
+  return batches * computedScores(getQuery(), getKey()) * perScore;
 }
 
 Type AttentionGradOp::getMatmulType() {
+  if (runsFused(getQuery(), getValue()))
+    return getElementTypeOrSelf(getQuery().getType());
   return Float32Type::get(getContext());
 }
 
-// P recomputed (16 bytes per score, as in the forward pass); dV reads P
-// (4); dP is written (4), dS = P * (dP - rowdot) reads two and writes one
-// (12); dQ and dK each read dS (4). The row dots are written and read once.
+// Fused: the log-sum-exp pass reads Q and K again and the row dots read dO
+// and the output again; the log-sum-exp and row dots are written and read
+// (16 bytes a row); the f32 query-gradient accumulator is zeroed, read
+// and rounded (8 bytes an element). Unfused: P recomputed (16 bytes per
+// score, as in the forward pass); dV reads P (4); dP is written (4), dS =
+// P * (dP - rowdot) reads two and writes one (12); dQ and dK each read dS
+// (4). The row dots are written and read once.
 int64_t AttentionGradOp::getScratchBytes() {
   bool query = computesResult(*this, 0), key = computesResult(*this, 1);
+  int64_t rows = queryRows(getQuery());
+  if (runsFused(getQuery(), getValue()))
+    return tg::getTensorBytes(getQuery().getType()) +
+           tg::getTensorBytes(getKey().getType()) +
+           tg::getTensorBytes(getGrad().getType()) +
+           tg::getTensorBytes(getOutput().getType()) + 16 * rows +
+           (query ? 8 * numElements(getQuery()) : 0);
   int64_t perScore = 16;
   if (computesResult(*this, 2))
     perScore += 4;
@@ -180,8 +228,6 @@ int64_t AttentionGradOp::getScratchBytes() {
   for (OpResult result : getOperation()->getResults())
     if (computesResult(*this, result.getResultNumber()))
       computed.push_back(result);
-  int64_t rows = batchCount(shapeOf(getQuery())) *
-                 shapeOf(getQuery())[shapeOf(getQuery()).size() - 2];
   return perScore * batchCount(shapeOf(getQuery())) *
              computedScores(getQuery(), getKey()) +
          8 * rows +

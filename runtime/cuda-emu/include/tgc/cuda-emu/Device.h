@@ -22,6 +22,8 @@
 #ifndef TGC_CUDA_EMU_DEVICE_H
 #define TGC_CUDA_EMU_DEVICE_H
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -202,6 +204,118 @@ inline unsigned __float_as_uint(float value) {
   std::memcpy(&bits, &value, sizeof(bits));
   return bits;
 }
+
+/// Every lane of the warp arrives before any goes on (a full-warp
+/// rendezvous, as the shuffles).
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  ::tgc::emu::shuffleXor(mask, 0, 0, 32);
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor cores: nvcuda::wmma (mma.h)
+//
+// A fragment is distributed over a warp's lanes on a GPU, in a layout CUDA
+// leaves unspecified; here every lane holds the whole tile (row-major in
+// `x`), so code that treats a fragment's elements uniformly (fill, scale)
+// behaves as on the GPU. The load, store and multiply are warp-collective
+// rendezvous points as on the GPU: every lane arrives before the warp reads
+// or writes memory, so a tile another lane wrote just before is seen. The
+// product accumulates in f32 in k order; tensor cores multiply 16-bit
+// inputs exactly and add in an unspecified order, so results agree to f32
+// rounding.
+//===----------------------------------------------------------------------===//
+
+namespace nvcuda::wmma {
+
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <typename Use, int M, int N, int K, typename T,
+          typename Layout = void>
+struct fragment {
+  static constexpr int rows = std::is_same_v<Use, matrix_b> ? K : M;
+  static constexpr int cols = std::is_same_v<Use, matrix_a> ? K : N;
+  static constexpr int num_elements = rows * cols;
+  T x[num_elements];
+};
+
+namespace detail {
+inline void warpRendezvous() { ::tgc::emu::shuffleXor(0xffffffffu, 0, 0, 32); }
+inline float toFloat(float v) { return v; }
+inline float toFloat(__half v) { return __half2float(v); }
+inline float toFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+} // namespace detail
+
+template <typename Use, int M, int N, int K, typename T, typename Layout>
+void fill_fragment(fragment<Use, M, N, K, T, Layout> &f, const T &value) {
+  for (int i = 0; i < f.num_elements; ++i)
+    f.x[i] = value;
+}
+
+/// matrix_a / matrix_b: the layout is the fragment's.
+template <typename Use, int M, int N, int K, typename T, typename Layout>
+void load_matrix_sync(fragment<Use, M, N, K, T, Layout> &f, const T *pointer,
+                      unsigned ldm) {
+  static_assert(!std::is_same_v<Use, accumulator>,
+                "an accumulator load names its layout");
+  using Frag = fragment<Use, M, N, K, T, Layout>;
+  detail::warpRendezvous();
+  for (int r = 0; r < Frag::rows; ++r)
+    for (int c = 0; c < Frag::cols; ++c)
+      f.x[r * Frag::cols + c] = std::is_same_v<Layout, col_major>
+                                    ? pointer[size_t(c) * ldm + r]
+                                    : pointer[size_t(r) * ldm + c];
+  detail::warpRendezvous();
+}
+
+template <int M, int N, int K, typename T>
+void load_matrix_sync(fragment<accumulator, M, N, K, T> &f, const T *pointer,
+                      unsigned ldm, layout_t layout) {
+  detail::warpRendezvous();
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c)
+      f.x[r * N + c] = layout == mem_col_major ? pointer[size_t(c) * ldm + r]
+                                               : pointer[size_t(r) * ldm + c];
+  detail::warpRendezvous();
+}
+
+template <int M, int N, int K, typename T>
+void store_matrix_sync(T *pointer, const fragment<accumulator, M, N, K, T> &f,
+                       unsigned ldm, layout_t layout) {
+  detail::warpRendezvous();
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) {
+      size_t at = layout == mem_col_major ? size_t(c) * ldm + r
+                                          : size_t(r) * ldm + c;
+      pointer[at] = f.x[r * N + c];
+    }
+  detail::warpRendezvous();
+}
+
+template <int M, int N, int K, typename TA, typename LA, typename TB,
+          typename LB>
+void mma_sync(fragment<accumulator, M, N, K, float> &d,
+              const fragment<matrix_a, M, N, K, TA, LA> &a,
+              const fragment<matrix_b, M, N, K, TB, LB> &b,
+              const fragment<accumulator, M, N, K, float> &c) {
+  detail::warpRendezvous();
+  float result[M * N];
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float sum = c.x[i * N + j];
+      for (int p = 0; p < K; ++p)
+        sum += detail::toFloat(a.x[i * K + p]) * detail::toFloat(b.x[p * N + j]);
+      result[i * N + j] = sum;
+    }
+  for (int i = 0; i < M * N; ++i)
+    d.x[i] = result[i];
+}
+
+} // namespace nvcuda::wmma
 
 using std::isfinite;
 using std::isinf;

@@ -1,0 +1,54 @@
+//===- FlashAttention.h - fused 16-bit attention on tensor cores -*- C++ -*-===//
+//
+// Attention forward and backward for f16/bf16 heads in the manner of
+// FlashAttention-2: tiles of 32 queries and 32 keys in shared memory, the
+// products on tensor cores (WMMA, f32 accumulation), an online softmax in
+// f32, and no Tq x Tk matrix anywhere in device memory. The backward pass
+// recomputes the probabilities from the row log-sum-exp (a first pass of
+// the forward kernel that writes only it) and accumulates the query
+// gradient in f32 with atomic adds, as FlashAttention-2 does.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_CUDA_FLASHATTENTION_H
+#define TGC_RUNTIME_CUDA_FLASHATTENTION_H
+
+#include "CudaKernels.h"
+
+#include "tgc/Support/FusedAttention.h"
+
+namespace tgc::rt::cuda {
+
+/// Largest head size the fused kernels take (their tiles live in 48 KiB of
+/// static shared memory); the compiler's cost model reads the same limit.
+using ::tgc::kFusedAttentionMaxHead;
+
+/// Whether the fused kernels run an attention over heads of `d` (query and
+/// key) and `dv` (value) elements stored in `dtype`: 16-bit storage, equal
+/// head sizes, a multiple of 16 (the tensor-core tile) up to 64.
+bool fusedAttentionSupports(DType dtype, int64_t d, int64_t dv);
+
+/// out = softmax(scale * q k^T + causal mask) v for `batch` heads of `tq`
+/// queries and `tk` keys of `d` elements, all in `dtype`; `lse` (f32, one
+/// per query row, may be null) receives each row's log-sum-exp of the
+/// scaled scores. With `out` null only `lse` is computed.
+Status fusedAttention(Context &ctx, DType dtype, const void *q, const void *k,
+                      const void *v, int64_t batch, int64_t tq, int64_t tk,
+                      int64_t d, float scale, bool causal, void *out,
+                      float *lse);
+
+/// The gradients of fusedAttention from the output's gradient `dO`, its
+/// row log-sum-exp `lse` and `rowDot` = rowsum(dO * out) (f32, one per query
+/// row). `dqAccumulator` (f32, zeroed, [batch, tq, d]) receives the query
+/// gradient by atomic adds; `dk` and `dv` (in `dtype`) are written. A null
+/// pointer leaves that gradient out.
+Status fusedAttentionGrad(Context &ctx, DType dtype, const void *q,
+                          const void *k, const void *v, const void *dO,
+                          const float *lse, const float *rowDot, int64_t batch,
+                          int64_t tq, int64_t tk, int64_t d, float scale,
+                          bool causal, float *dqAccumulator, void *dk,
+                          void *dv);
+
+} // namespace tgc::rt::cuda
+
+#endif // TGC_RUNTIME_CUDA_FLASHATTENTION_H

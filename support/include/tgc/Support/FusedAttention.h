@@ -1,0 +1,34 @@
+//===- FusedAttention.h - which attentions run fused ------------*- C++ -*-===//
+//
+// The contract between the compiler's cost model (lib/Dialect/TG/IR/
+// TGCost.cpp, what the roofline estimate believes) and the CUDA backend
+// (runtime/src/cuda/FlashAttention.cu, what runs): attention over 16-bit
+// heads of a multiple of 16 elements (the tensor-core tile) up to 64 (the
+// kernels' shared-memory tiles), with equal query and value head sizes,
+// runs the fused tensor-core kernels; anything else runs the f32 GEMMs
+// around a materialised score matrix.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_SUPPORT_FUSEDATTENTION_H
+#define TGC_SUPPORT_FUSEDATTENTION_H
+
+#include <cstdint>
+
+namespace tgc {
+
+/// The largest head size the fused attention kernels take.
+constexpr int64_t kFusedAttentionMaxHead = 64;
+
+/// Whether an attention whose operands are stored in `elementBits`-bit
+/// floats, with query/key heads of `d` and value heads of `dv` elements,
+/// runs the fused kernels.
+constexpr bool runsFusedAttention(unsigned elementBits, int64_t d,
+                                  int64_t dv) {
+  return elementBits == 16 && d == dv && d > 0 && d % 16 == 0 &&
+         d <= kFusedAttentionMaxHead;
+}
+
+} // namespace tgc
+
+#endif // TGC_SUPPORT_FUSEDATTENTION_H
