@@ -24,7 +24,8 @@ from common import ROOT, allocated, compile_report, run
 GiB = 1024 ** 3
 BASELINE = os.path.join(ROOT, "bench", "estimate-baseline.json")
 CONFIGS = [("f32", []), ("f32, --allow-tf32", ["--allow-tf32"]),
-           ("bf16 (--amp=bf16)", ["--amp=bf16"])]
+           ("bf16 (--amp=bf16)", ["--amp=bf16"]),
+           ("bf16, --fuse", ["--amp=bf16", "--fuse"])]
 BATCHES = (16, 8)
 
 
@@ -149,7 +150,7 @@ def main():
         summary_table(results, baseline),
         "",
     ]
-    for name in ("B=16 f32", "B=16 bf16 (--amp=bf16)"):
+    for name in ("B=16 f32", "B=16 bf16 (--amp=bf16)", "B=16 bf16, --fuse"):
         out += [f"## Where the time goes: {name}", "",
                 kind_table(results[name],
                            baseline["results"].get(name) if baseline else None),

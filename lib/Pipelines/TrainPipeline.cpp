@@ -38,6 +38,8 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     amp.dtype = options.amp;
     pm.addPass(tg::createTGAmp(amp));
   }
+  if (options.fuse)
+    pm.addPass(tg::createTGFuse());
   pm.addPass(tg::createTGAutodiff());
   if (options.gradAccum != 1) {
     tg::TGGradAccumOptions accumulation;

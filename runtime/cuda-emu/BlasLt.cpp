@@ -44,6 +44,13 @@ struct Operation {
   cublasComputeType_t compute;
   cudaDataType_t scale;
   cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+  /// The epilogue: DEFAULT, or BIAS, GELU_BIAS, GELU_AUX_BIAS with a bias of
+  /// D's type (one value per row of D) and, with AUX, the pre-activation
+  /// written in D's type at `auxLd`.
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void *bias = nullptr;
+  void *aux = nullptr;
+  int64_t auxLd = 0;
 };
 
 struct Preference {
@@ -188,6 +195,9 @@ void multiply(const Operation &op, uint64_t m, uint64_t n, uint64_t k,
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n),
                 int(k), 1.0f, opA.data(), int(k), opB.data(), int(n), 0.0f,
                 acc.data(), int(n));
+    bool bias = op.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
+    bool gelu = op.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS ||
+                op.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     for (uint64_t i = 0; i < m; ++i)
       for (uint64_t j = 0; j < n; ++j) {
         float value = alphaValue * acc[i * n + j];
@@ -195,6 +205,16 @@ void multiply(const Operation &op, uint64_t m, uint64_t n, uint64_t k,
         if (betaValue != 0.0f)
           value += betaValue *
                    load(C, c.type, cBase + int64_t(j) * c.ld + int64_t(i));
+        if (bias)
+          value += load(op.bias, d.type, int64_t(i));
+        if (op.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+          store(op.aux, d.type, int64_t(j) * op.auxLd + int64_t(i), value);
+        if (gelu) {
+          // cuBLASLt's GELU is the tanh approximation.
+          float u = 0.7978845608028654f * (value + 0.044715f * value * value *
+                                                       value);
+          value = 0.5f * value * (1.0f + std::tanh(u));
+        }
         store(D, d.type, dBase + int64_t(j) * d.ld + int64_t(i), value);
       }
   }
@@ -284,6 +304,26 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(
     return setAttribute(op.transA, buf, size, "TRANSA");
   case CUBLASLT_MATMUL_DESC_TRANSB:
     return setAttribute(op.transB, buf, size, "TRANSB");
+  case CUBLASLT_MATMUL_DESC_EPILOGUE: {
+    cublasLtEpilogue_t epilogue;
+    if (cublasStatus_t s = setAttribute(epilogue, buf, size, "EPILOGUE"))
+      return s;
+    if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
+        epilogue != CUBLASLT_EPILOGUE_BIAS &&
+        epilogue != CUBLASLT_EPILOGUE_GELU_BIAS &&
+        epilogue != CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+      return reject(CUBLAS_STATUS_NOT_SUPPORTED,
+                    "epilogue " + std::to_string(int(epilogue)) +
+                        " is not emulated");
+    op.epilogue = epilogue;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    return setAttribute(op.bias, buf, size, "BIAS_POINTER");
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+    return setAttribute(op.aux, buf, size, "EPILOGUE_AUX_POINTER");
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+    return setAttribute(op.auxLd, buf, size, "EPILOGUE_AUX_LD");
   default:
     return reject(CUBLAS_STATUS_NOT_SUPPORTED,
                   "matmul attribute " + std::to_string(int(attr)) +
@@ -437,6 +477,30 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                                       Memory::Device))
     return reject(CUBLAS_STATUS_INVALID_VALUE,
                   "the workspace is not device memory of its size");
+  // The epilogue's vectors, as cuBLASLt requires them: a bias of D's rows
+  // and an auxiliary output of D's shape, 16-byte aligned, in device
+  // memory, for one matrix (no batch stride is set for them).
+  if (op.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    size_t bytes = elementBytes(d.type);
+    if (d.batchCount != 1)
+      return reject(CUBLAS_STATUS_NOT_SUPPORTED,
+                    "an epilogue over a batch of products");
+    if (!op.bias || reinterpret_cast<uintptr_t>(op.bias) % 16 ||
+        !inAllocation(op.bias, d.rows * bytes, Memory::Device))
+      return reject(CUBLAS_STATUS_INVALID_VALUE,
+                    "the epilogue's bias is not 16-byte aligned device "
+                    "memory of D's rows");
+    if (op.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+        (!op.aux || reinterpret_cast<uintptr_t>(op.aux) % 16 ||
+         op.auxLd < int64_t(d.rows) || op.auxLd % 8 ||
+         !inAllocation(op.aux,
+                       (size_t(op.auxLd) * (d.cols - 1) + d.rows) * bytes,
+                       Memory::Device)))
+      return reject(CUBLAS_STATUS_INVALID_VALUE,
+                    "the epilogue's auxiliary output is not 16-byte aligned "
+                    "device memory of D's shape with a leading dimension "
+                    "that is a multiple of 8");
+  }
 
   // Host scalars are read now; the product runs when the stream does.
   float alphaValue = *static_cast<const float *>(alpha);

@@ -93,6 +93,11 @@ struct TrainPipelineOptions
       *this, "amp",
       llvm::cl::desc("Mixed precision: none, bf16 or f16 (tg-amp)"),
       llvm::cl::init("none")};
+  Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Fuse matmul + bias (+ GELU) into tg.linear, one "
+                     "cuBLASLt GEMM with its epilogue on the GPU (tg-fuse)"),
+      llvm::cl::init(false)};
   Option<std::string> lossScale{
       *this, "loss-scale",
       llvm::cl::desc("Loss scaling: auto (dynamic for f16, none otherwise), "

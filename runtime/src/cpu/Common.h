@@ -16,6 +16,7 @@
 #include "tgc/runtime/Tensor.h"
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -167,6 +168,20 @@ private:
 
 /// Converts `count` f32 values into a float tensor's storage.
 void storeF32Array(const float *values, int64_t count, TensorRef &t);
+
+//===----------------------------------------------------------------------===//
+// GELU
+//===----------------------------------------------------------------------===//
+
+/// sqrt(2 / pi) and the cubic coefficient of GELU's tanh approximation.
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCubic = 0.044715f;
+
+/// GELU's tanh approximation (tg.gelu, and tg.linear's epilogue).
+inline float geluTanh(float x) {
+  float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+  return 0.5f * x * (1.0f + std::tanh(u));
+}
 
 //===----------------------------------------------------------------------===//
 // f32 GEMM

@@ -148,10 +148,6 @@ Status minimum(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
 // Unary functions and activation gradients
 //===----------------------------------------------------------------------===//
 
-/// sqrt(2 / pi), the GELU tanh approximation's constant.
-static constexpr float kSqrt2OverPi = 0.7978845608028654f;
-static constexpr float kGeluCubic = 0.044715f;
-
 /// Applies `fn` to every element of a float tensor.
 template <typename Fn>
 static Status unary(const TensorRef &input, TensorRef &result, Fn fn) {
@@ -214,10 +210,7 @@ Status relu(const TensorRef &input, TensorRef &result) {
   return unary(input, result, [](float x) { return x < 0.0f ? 0.0f : x; });
 }
 Status gelu(const TensorRef &input, TensorRef &result) {
-  return unary(input, result, [](float x) {
-    float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
-    return 0.5f * x * (1.0f + std::tanh(u));
-  });
+  return unary(input, result, [](float x) { return geluTanh(x); });
 }
 
 Status reluGrad(const TensorRef &input, const TensorRef &grad,

@@ -41,6 +41,9 @@ Status execute(const Program &program, const Instruction &inst,
   case Kernel::Matmul:
     return matmul(in[0], in[1], inst.getBool("transpose_lhs"),
                   inst.getBool("transpose_rhs"), out[0]);
+  case Kernel::Linear:
+    return linear(in[0], in[1], in[2], inst.getBool("gelu"), out[0],
+                  out.size() > 1 ? &out[1] : nullptr);
   case Kernel::Add:
     return add(in[0], in[1], out[0]);
   case Kernel::Sub:

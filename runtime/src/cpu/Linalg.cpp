@@ -15,6 +15,7 @@
 #include <cblas.h>
 #include <climits>
 #include <cstring>
+#include <optional>
 
 namespace tgc::rt::cpu {
 
@@ -96,6 +97,64 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
                      });
   }
   c.commit();
+  return Status::success();
+}
+
+Status linear(const TensorRef &input, const TensorRef &weight,
+              const TensorRef &bias, bool gelu, TensorRef &result,
+              TensorRef *preactivation) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(weight, "weight"));
+  TGC_RETURN_IF_ERROR(expectValid(bias, "bias"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
+  TGC_RETURN_IF_ERROR(expectSameDType(weight, input, "weight"));
+  TGC_RETURN_IF_ERROR(expectFloat(result, "result"));
+  TGC_RETURN_IF_ERROR(expectSameDType(bias, result, "bias"));
+  if (input.rank() < 2 || weight.rank() != 2)
+    return Status::failure("linear takes an input of rank >= 2 and a weight "
+                           "of rank 2");
+  int64_t k = input.shape.back(), n = weight.shape[1];
+  if (weight.shape[0] != k)
+    return Status::failure("linear contraction sizes differ: " +
+                           std::to_string(k) + " and " +
+                           std::to_string(weight.shape[0]));
+  TGC_RETURN_IF_ERROR(expectShape(bias, {n}, "bias"));
+  Shape expected(input.shape.begin(), input.shape.end() - 1);
+  expected.push_back(n);
+  TGC_RETURN_IF_ERROR(expectShape(result, expected, "result"));
+  if (gelu != (preactivation != nullptr))
+    return Status::failure("linear with gelu returns the pre-activation");
+  if (preactivation) {
+    TGC_RETURN_IF_ERROR(expectValid(*preactivation, "preactivation"));
+    TGC_RETURN_IF_ERROR(
+        expectSameDType(*preactivation, result, "preactivation"));
+    TGC_RETURN_IF_ERROR(expectShape(*preactivation, expected, "preactivation"));
+  }
+  int64_t rows = product(expected, 0, expected.size() - 1);
+  if (rows > INT_MAX || n > INT_MAX || k > INT_MAX)
+    return Status::failure("linear size exceeds the BLAS integer range");
+  F32Operand a(input), w(weight), b(bias);
+  F32Result c(result, {&input, &weight, &bias});
+  gemmF32(false, false, rows, n, k, 1.0f, a.data(), k, w.data(), n, 0.0f,
+          c.data(), n);
+  std::optional<F32Result> pre;
+  if (preactivation)
+    pre.emplace(*preactivation,
+                std::initializer_list<const TensorRef *>{&input, &weight,
+                                                         &bias, &result});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      float x = c[r * n + j] + b[j];
+      if (gelu) {
+        (*pre)[r * n + j] = x;
+        x = geluTanh(x);
+      }
+      c[r * n + j] = x;
+    }
+  c.commit();
+  if (pre)
+    pre->commit();
   return Status::success();
 }
 

@@ -76,6 +76,14 @@ Status check(int error, const char *what);
 Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
               bool transposeRhs, TensorRef &result);
 
+/// tg.linear: `input [B..., M, K] x weight [K, N] + bias [N]`, with `gelu`
+/// through GELU and the sum written to `preactivation`: one cuBLASLt GEMM
+/// with its bias (GELU_AUX) epilogue, or the GEMM and one pass where the
+/// epilogue cannot take the layout. 16-bit operands may give an f32 result.
+Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,
+              const TensorRef &bias, bool gelu, TensorRef &result,
+              TensorRef *preactivation);
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

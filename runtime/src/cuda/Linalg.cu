@@ -117,12 +117,17 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
   if (p.m == 0 || p.n == 0 || p.batchCount == 0)
     return Status::success();
   size_t elementSize = dtypeSize(p.dtype);
+  DType outType = p.f32Output ? DType::F32 : p.dtype;
+  size_t outSize = dtypeSize(outType);
   cudaStream_t stream = streamOf(ctx);
+  if (p.bias && (p.batchCount != 1 || p.k == 0))
+    return Status::failure("a GEMM epilogue takes one product with a "
+                           "contraction");
   if (p.k == 0) {
-    size_t bytes = size_t(p.m * p.n) * elementSize;
+    size_t bytes = size_t(p.m * p.n) * outSize;
     for (int64_t b = 0; b < p.batchCount; ++b)
       TGC_CUDA_CALL(cudaMemsetAsync(static_cast<char *>(p.c) +
-                                        b * p.strideC * elementSize,
+                                        b * p.strideC * outSize,
                                     0, bytes, stream));
     return Status::success();
   }
@@ -166,9 +171,36 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
                             p.transposeA ? p.k : p.m, batch, p.strideA);
       !s.ok())
     return s;
-  if (Status s = makeLayout(desc.output, p.dtype, p.n, p.m, batch, p.strideC);
+  if (Status s = makeLayout(desc.output, outType, p.n, p.m, batch, p.strideC);
       !s.ok())
     return s;
+  // The epilogue: in C^T's column-major terms the bias runs down the n
+  // rows, and the pre-activation has C's layout.
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (p.bias) {
+    epilogue = !p.gelu ? CUBLASLT_EPILOGUE_BIAS
+               : p.aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                       : CUBLASLT_EPILOGUE_GELU_BIAS;
+    TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(
+                      desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                      sizeof(epilogue)),
+                  "setting the epilogue");
+    TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(
+                      desc.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                      &p.bias, sizeof(p.bias)),
+                  "setting the bias");
+    if (p.aux) {
+      int64_t auxLd = p.n;
+      TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(
+                        desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                        &p.aux, sizeof(p.aux)),
+                    "setting the epilogue's auxiliary output");
+      TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(
+                        desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                        &auxLd, sizeof(auxLd)),
+                    "setting the auxiliary output's leading dimension");
+    }
+  }
 
   // What the heuristic may assume about the pointers of every batch entry.
   int64_t strideBytes = int64_t(elementSize);
@@ -177,11 +209,13 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
   uint32_t alignSecond =
       alignmentOf(p.a, batch > 1 ? p.strideA * strideBytes : 0);
   uint32_t alignOutput =
-      alignmentOf(p.c, batch > 1 ? p.strideC * strideBytes : 0);
+      alignmentOf(p.c, batch > 1 ? p.strideC * int64_t(outSize) : 0);
 
   std::vector<int64_t> key = {int64_t(reinterpret_cast<uintptr_t>(handle)),
                               int64_t(p.dtype),
                               tf32,
+                              p.f32Output,
+                              int64_t(epilogue),
                               p.transposeA,
                               p.transposeB,
                               p.m,
@@ -407,6 +441,99 @@ Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
   if (aliased)
     TGC_CUDA_CALL(cudaMemcpyAsync(result.data, out, resultBytes,
                                   cudaMemcpyDeviceToDevice, streamOf(ctx)));
+  return Status::success();
+}
+
+namespace {
+
+/// result = src + bias (per column), through GELU with the sum kept in
+/// `preactivation` when `gelu`: the epilogue where cuBLASLt cannot take it.
+__global__ void biasGeluKernel(const void *src, const void *bias,
+                               DType dtype, int64_t rows, int64_t n,
+                               bool gelu, void *result, void *preactivation) {
+  TGC_GRID_LOOP(i, rows * n) {
+    float x = loadFloat(src, dtype, i) + loadFloat(bias, dtype, i % n);
+    if (gelu) {
+      storeFloat(preactivation, dtype, i, x);
+      float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+      x = 0.5f * x * (1.0f + tanhf(u));
+    }
+    storeFloat(result, dtype, i, x);
+  }
+}
+
+bool aligned16(const void *pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
+}
+
+} // namespace
+
+Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,
+              const TensorRef &bias, bool gelu, TensorRef &result,
+              TensorRef *preactivation) {
+  if (!isFloat(input.dtype) || weight.dtype != input.dtype ||
+      bias.dtype != result.dtype ||
+      !(result.dtype == input.dtype || result.dtype == DType::F32))
+    return Status::failure("linear needs input and weight of one float type "
+                           "and bias and result of theirs or f32");
+  if (input.rank() < 2 || weight.rank() != 2 || bias.rank() != 1)
+    return Status::failure("linear takes an input of rank >= 2, a weight of "
+                           "rank 2 and a bias of rank 1");
+  int64_t k = input.shape.back(), n = weight.shape[1];
+  std::vector<int64_t> expected(input.shape.begin(), input.shape.end() - 1);
+  expected.push_back(n);
+  if (weight.shape[0] != k || bias.shape[0] != n || result.shape != expected)
+    return Status::failure("linear shapes do not agree");
+  if (gelu != (preactivation != nullptr) ||
+      (preactivation && (preactivation->shape != result.shape ||
+                         preactivation->dtype != result.dtype)))
+    return Status::failure("linear with gelu returns the pre-activation, "
+                           "shaped as the result");
+  int64_t rows = n == 0 ? 0 : result.numElements() / n;
+  if (rows == 0 || n == 0)
+    return Status::success();
+  if (rows > INT_MAX)
+    return Status::failure("linear has more rows than cuBLASLt takes");
+  // The epilogue writes while the product reads: results over operands go
+  // through the fallback's separate passes (the planner does not do that
+  // for this op, whose result types differ from its operands' anyway).
+  for (const TensorRef *out : {&result, preactivation})
+    if (out && (bytesOverlap(*out, input) || bytesOverlap(*out, weight) ||
+                bytesOverlap(*out, bias)))
+      return Status::failure("linear results must not overlap its operands");
+  if (Status s = ctx.reserveWorkspace(kGemmWorkspaceBytes); !s.ok())
+    return s;
+
+  GemmProblem problem;
+  problem.dtype = input.dtype;
+  problem.f32Output = result.dtype != input.dtype;
+  problem.m = rows;
+  problem.n = n;
+  problem.k = k;
+  problem.a = input.data;
+  problem.b = weight.data;
+  // cuBLASLt's epilogues need aligned vectors and an auxiliary output whose
+  // leading dimension is a multiple of 8.
+  bool epilogue = k > 0 && n % 8 == 0 && aligned16(bias.data) &&
+                  aligned16(result.data) &&
+                  (!preactivation || aligned16(preactivation->data));
+  if (epilogue) {
+    problem.c = result.data;
+    problem.bias = bias.data;
+    problem.gelu = gelu;
+    problem.aux = preactivation ? preactivation->data : nullptr;
+    return gemm(ctx, problem, ctx.workspace);
+  }
+  // The product into the pre-activation (or the result), then the bias
+  // and GELU in one pass.
+  TensorRef &product = preactivation ? *preactivation : result;
+  problem.c = product.data;
+  if (Status s = gemm(ctx, problem, ctx.workspace); !s.ok())
+    return s;
+  biasGeluKernel<<<blocksFor(rows * n), 256, 0, streamOf(ctx)>>>(
+      product.data, bias.data, result.dtype, rows, n, gelu, result.data,
+      preactivation ? preactivation->data : nullptr);
+  TGC_CUDA_LAUNCH("biasGeluKernel");
   return Status::success();
 }
 

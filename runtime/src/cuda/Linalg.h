@@ -38,6 +38,15 @@ struct GemmProblem {
   void *c = nullptr;
   int64_t strideC = 0;
   int64_t batchCount = 1;
+  /// C is f32 whatever `dtype` is (a 16-bit product accumulated and kept
+  /// in f32).
+  bool f32Output = false;
+  /// The epilogue (one batch entry only): `bias` (n values, C's type)
+  /// added to every row of C, then with `gelu` the tanh GELU, the
+  /// pre-activation written to `aux` (C's type and layout) when not null.
+  const void *bias = nullptr;
+  bool gelu = false;
+  void *aux = nullptr;
 };
 
 /// Enqueues `problem` on the context's stream. `workspace` holds

@@ -176,6 +176,21 @@ private:
     batch.push_back(n);
     return shapeIs(out(0), batch);
   }
+  bool linear() {
+    bool gelu = inst.getBool("gelu");
+    if (!counts(3, gelu ? 2 : 1) || !floatT(in(0)) || !sameDType(in(0), in(1)) ||
+        !floatT(out(0)) || !sameDType(in(2), out(0)))
+      return false;
+    if (out(0).dtype != in(0).dtype && out(0).dtype != DType::F32)
+      return fail("a linear result is in its operands' type or f32");
+    const Shape &x = in(0).shape, &w = in(1).shape;
+    if (x.size() < 2 || w.size() != 2 || x.back() != w[0])
+      return fail("linear shapes do not agree");
+    Shape expected(x.begin(), x.end() - 1);
+    expected.push_back(w[1]);
+    return shapeIs(in(2), {w[1]}) && shapeIs(out(0), expected) &&
+           (!gelu || same(out(1), out(0)));
+  }
   bool layerNorm(const TensorInfo &x, const TensorInfo &w) {
     if (!floatT(x) || x.shape.empty() || !sameDType(x, w) ||
         !shapeIs(w, {x.shape.back()}))
@@ -252,6 +267,9 @@ Status Checker::run() {
   switch (inst.kernel) {
   case Kernel::Matmul:
     ok = matmul();
+    break;
+  case Kernel::Linear:
+    ok = linear();
     break;
   case Kernel::Add:
   case Kernel::Sub:

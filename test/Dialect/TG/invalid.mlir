@@ -2224,3 +2224,35 @@ func.func @both(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}) a
 func.func @micro(%w: tensor<4xf32> {tg.param = "w"}, %s: tensor<4xf32> {tg.state = "grad_accum.w"}) -> (tensor<4xf32> {tg.update = "grad_accum.w"}) attributes {tg.grad_step} {
   return %s : tensor<4xf32>
 }
+
+// -----
+
+func.func @linear_bias_shape(%x: tensor<2x4xf32>, %w: tensor<4x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.linear' op bias must be [3], the weight's columns}}
+  %0 = tg.linear %x, %w, %b : (tensor<2x4xf32>, tensor<4x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @linear_gelu_needs_preactivation(%x: tensor<2x4xf32>, %w: tensor<4x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'tg.linear' op with gelu returns the pre-activation too}}
+  %0 = tg.linear %x, %w, %b {gelu = true} : (tensor<2x4xf32>, tensor<4x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @linear_mixed_result(%x: tensor<2x4xbf16>, %w: tensor<4x3xbf16>, %b: tensor<3xf16>) {
+  // expected-error @+1 {{'tg.linear' op}}
+  %0 = tg.linear %x, %w, %b : (tensor<2x4xbf16>, tensor<4x3xbf16>, tensor<3xf16>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @linear_result_type(%x: tensor<2x4xbf16>, %w: tensor<4x3xbf16>, %b: tensor<3xf16>) {
+  // expected-error @+1 {{'tg.linear' op result must be in the operands' type or f32, found 'f16'}}
+  %0 = tg.linear %x, %w, %b : (tensor<2x4xbf16>, tensor<4x3xbf16>, tensor<3xf16>) -> tensor<2x3xf16>
+  return
+}

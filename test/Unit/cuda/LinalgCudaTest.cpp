@@ -221,6 +221,40 @@ TEST(LinalgCudaTF32, RoundsF32InputsOnlyWhenAllowed) {
   expectNear(exact, dOut.toHost(), "f32 matmul without TF32");
 }
 
+// tg.linear on the GPU against the CPU kernel: cuBLASLt's bias and
+// GELU_AUX epilogues where the layout allows (N a multiple of 8), the GEMM
+// and one bias/GELU pass otherwise (N = 5), with the operands' type or f32
+// as the result; rows from a batched input folded into one GEMM.
+TEST_P(LinalgCudaTest, LinearEpiloguesAgainstCpu) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(127);
+  for (int64_t n : {16, 5})
+    for (DType resultType : {dtype, DType::F32})
+      for (bool gelu : {false, true}) {
+        SCOPED_TRACE("n=" + std::to_string(n) + " result " +
+                     dtypeName(resultType) + (gelu ? " gelu" : ""));
+        HostTensor x(dtype, {2, 3, 24}), w(dtype, {24, n});
+        HostTensor b(resultType, {n});
+        fillNormal(x, rng);
+        fillNormal(w, rng);
+        fillNormal(b, rng);
+        HostTensor want(resultType, {2, 3, n}), wantPre(resultType, {2, 3, n});
+        ASSERT_TRUE(cpu::linear(x.ref, w.ref, b.ref, gelu, want.ref,
+                                gelu ? &wantPre.ref : nullptr)
+                        .ok());
+        DeviceTensor dx(x), dw(w), db(b), dOut(want, false),
+            dPre(wantPre, false);
+        Status status = cuda::linear(*testContext(), dx.ref, dw.ref, db.ref,
+                                     gelu, dOut.ref, gelu ? &dPre.ref : nullptr);
+        ASSERT_TRUE(status.ok()) << status.error;
+        synchronize();
+        expectNear(want, dOut.toHost(), "linear", 4.0);
+        if (gelu)
+          expectNear(wantPre, dPre.toHost(), "preactivation", 4.0);
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(FloatTypes, LinalgCudaTest,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16),
                          [](const ::testing::TestParamInfo<DType> &info) {

@@ -145,3 +145,49 @@ TEST(Matmul, ResultOverlappingAnOperand) {
   ASSERT_OK(cpu::matmul(lhs, rhs, false, false, lhs));
   expectClose(lhs.values(), expected, 1e-5, 1e-6, "aliased matmul");
 }
+
+// tg.linear against the naive product, plus the bias, through GELU (the
+// tanh formula, written out here in double precision): f32 throughout, and
+// 16-bit operands with an f32 result as tg-fuse builds under mixed
+// precision; with gelu the pre-activation is returned too.
+TEST(Linear, MatchesProductBiasAndGelu) {
+  std::mt19937 rng(29);
+  for (DType operands : {DType::F32, DType::BF16, DType::F16})
+    for (bool gelu : {false, true}) {
+      SCOPED_TRACE(std::string(dtypeName(operands)) + (gelu ? " gelu" : ""));
+      HostTensor x = randomTensor(rng, operands, {2, 3, 7});
+      HostTensor w = randomTensor(rng, operands, {7, 5});
+      HostTensor b = randomTensor(rng, DType::F32, {5});
+      Shape outShape;
+      std::vector<double> product =
+          referenceMatmul(x, w, false, false, outShape);
+      std::vector<double> pre(product.size()), out(product.size());
+      std::vector<double> bias = b.values();
+      for (size_t i = 0; i < product.size(); ++i) {
+        pre[i] = product[i] + bias[i % 5];
+        double v = pre[i];
+        out[i] = gelu ? 0.5 * v *
+                            (1 + std::tanh(std::sqrt(2 / M_PI) *
+                                           (v + 0.044715 * v * v * v)))
+                      : v;
+      }
+      HostTensor result(DType::F32, outShape), preactivation(DType::F32, outShape);
+      ASSERT_OK(cpu::linear(x, w, b, gelu, result,
+                            gelu ? &preactivation.ref() : nullptr));
+      expectClose(result.values(), out, 1e-5, 1e-5, "linear");
+      if (gelu)
+        expectClose(preactivation.values(), pre, 1e-5, 1e-5, "preactivation");
+    }
+}
+
+TEST(Linear, RejectsBadOperands) {
+  HostTensor x(DType::F32, {3, 4}), w(DType::F32, {4, 5}), b(DType::F32, {5});
+  HostTensor out(DType::F32, {3, 5}), pre(DType::F32, {3, 5});
+  HostTensor shortBias(DType::F32, {4}), half(DType::F16, {5});
+  EXPECT_FAILS(cpu::linear(x, w, shortBias, false, out, nullptr));
+  EXPECT_FAILS(cpu::linear(x, w, half, false, out, nullptr));
+  EXPECT_FAILS(cpu::linear(x, w, b, true, out, nullptr)); // no pre-activation
+  EXPECT_FAILS(cpu::linear(x, w, b, false, out, &pre.ref()));
+  HostTensor wrong(DType::F32, {5, 5});
+  EXPECT_FAILS(cpu::linear(x, wrong, b, false, out, nullptr));
+}

@@ -139,6 +139,15 @@ CASES = [
     matmul([2, 3, 4], [4, 5], [2, 3, 5]),
     matmul([2, 3, 4], [5, 4], [2, 3, 5], tb=True),
     matmul([2, 1, 3, 4], [3, 4, 2], [2, 3, 3, 2]),
+    case("linear", [("x", [2, 3, 4], NORMAL), ("w", [4, 5], NORMAL),
+                    ("b", [5], NORMAL)],
+         [f"%r = tg.linear %p0, %p1, %p2 : ({ttype([2, 3, 4])}, "
+          f"{ttype([4, 5])}, {ttype([5])}) -> {ttype([2, 3, 5])}"], [2, 3, 5]),
+    case("linear gelu", [("x", [2, 3, 4], NORMAL), ("w", [4, 5], NORMAL),
+                         ("b", [5], NORMAL)],
+         [f"%r, %pre = tg.linear %p0, %p1, %p2 {{gelu = true}} : "
+          f"({ttype([2, 3, 4])}, {ttype([4, 5])}, {ttype([5])}) -> "
+          f"({ttype([2, 3, 5])}, {ttype([2, 3, 5])})"], [2, 3, 5]),
     binary("add", [3, 4], [4], [3, 4]),
     binary("sub", [3, 1], [1, 4], [3, 4]),
     binary("mul", [3, 4], [3, 1], [3, 4]),

@@ -46,6 +46,14 @@ int64_t MatmulOp::getFlops() {
 
 int64_t MatmulOp::getMatmulFlops() { return getFlops(); }
 
+// The product, the bias (1 per output) and GELU (9, as tg.gelu).
+int64_t LinearOp::getFlops() {
+  return getMatmulFlops() + numElements(getResult()) * (getGelu() ? 10 : 1);
+}
+int64_t LinearOp::getMatmulFlops() {
+  return 2 * numElements(getResult()) * shapeOf(getInput()).back();
+}
+
 // Binary ops, where and the simple unary ops: one FLOP per result element.
 int64_t AddOp::getFlops() { return numElements(getResult()); }
 int64_t SubOp::getFlops() { return numElements(getResult()); }

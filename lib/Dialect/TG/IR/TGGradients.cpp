@@ -129,6 +129,36 @@ LogicalResult MatmulOp::buildVectorJacobianProduct(
   return success();
 }
 
+// The GELU's gradient from the saved pre-activation, the bias's as a sum
+// over rows, then the product's gradients in the operands' type (as the
+// unfused matmul -> cast -> add -> gelu would give them).
+LogicalResult LinearOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
+  GradBuilder g(builder, getLoc());
+  Value grad = resultGrads[0];
+  if (getGelu()) {
+    if (grad)
+      grad = GeluGradOp::create(builder, getLoc(), getPreactivation(), grad);
+    if (resultGrads.size() > 1 && resultGrads[1])
+      grad = grad ? g.binary<AddOp>(grad, resultGrads[1]) : resultGrads[1];
+  }
+  Value x = getInput(), w = getWeight();
+  Type operandElement = GradBuilder::typeOf(x).getElementType();
+  Value dm = grad;
+  if (GradBuilder::typeOf(grad).getElementType() != operandElement)
+    dm = CastOp::create(builder, getLoc(),
+                        GradBuilder::typeOf(grad).clone(operandElement), grad);
+  operandGrads.push_back(needed[0] ? g.matmul(dm, w, false, true) : Value());
+  operandGrads.push_back(needed[1]
+                             ? g.matmul(flattenRows(g, x), flattenRows(g, dm),
+                                        /*transposeLhs=*/true, false)
+                             : Value());
+  operandGrads.push_back(needed[2] ? g.sumTo(grad, getBias().getType())
+                                   : Value());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

@@ -170,6 +170,40 @@ LogicalResult WhereOp::verify() {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
+LogicalResult LinearOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput(), getWeight()})) ||
+      failed(verifySameElementType(*this, {getBias(), getResult()})))
+    return failure();
+  Type operandElement = tensorType(getInput()).getElementType();
+  Type resultElement = tensorType(getResult()).getElementType();
+  if (resultElement != operandElement && !resultElement.isF32())
+    return emitOpError("result must be in the operands' type or f32, found ")
+           << resultElement;
+  ArrayRef<int64_t> input = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> weight = tensorType(getWeight()).getShape();
+  ArrayRef<int64_t> bias = tensorType(getBias()).getShape();
+  if (input.size() < 2 || weight.size() != 2)
+    return emitOpError("needs an input of rank >= 2 and a weight of rank 2");
+  if (input.back() != weight[0])
+    return emitOpError("contraction sizes differ: ")
+           << input.back() << " (input) and " << weight[0] << " (weight)";
+  if (bias.size() != 1 || bias[0] != weight[1])
+    return emitOpError("bias must be [")
+           << weight[1] << "], the weight's columns";
+  SmallVector<int64_t> expected(input.drop_back());
+  expected.push_back(weight[1]);
+  if (tensorType(getResult()).getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("result shape must be ")
+           << llvm::interleaved_array(expected);
+  if (getGelu() != bool(getPreactivation()))
+    return emitOpError(getGelu() ? "with gelu returns the pre-activation too"
+                                 : "without gelu has one result");
+  if (getPreactivation())
+    return verifyType(*this, getPreactivation(), getResult().getType(),
+                      "preactivation");
+  return success();
+}
+
 LogicalResult MatmulOp::verify() {
   if (failed(verifySameElementType(*this, {getLhs(), getRhs(), getResult()})))
     return failure();

@@ -37,6 +37,14 @@ namespace tgc::rt::cpu {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
+/// tg.linear: `input [B..., M, K] x weight [K, N] + bias [N]` accumulated in
+/// f32, with `gelu` through GELU (tanh) and the sum stored in
+/// `preactivation`; one rounding into the result's type (the bias's: the
+/// operands' or f32).
+Status linear(const TensorRef &input, const TensorRef &weight,
+              const TensorRef &bias, bool gelu, TensorRef &result,
+              TensorRef *preactivation);
+
 /// tg.matmul: `[B..., M, K] x [B..., K, N] -> [B..., M, N]` with broadcast
 /// batch dimensions; OpenBLAS sgemm, f32 accumulation.
 Status matmul(const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,

@@ -132,6 +132,38 @@ def TG_MatmulOp : TG_Op<"matmul", [TG_Differentiable], ["getMatmulFlops"]> {
   let hasVerifier = 1;
 }
 
+def TG_LinearOp : TG_Op<"linear", [TG_Differentiable], ["getMatmulFlops"]> {
+  let summary = "input @ weight + bias, optionally through GELU: a fused GEMM";
+  let description = [{
+    `input` is `[B..., M, K]`, `weight` `[K, N]` (shared by every batch) in
+    the same element type; `bias` is `[N]`. The result is `[B..., M, N]`
+    in the bias's element type (f32 from 16-bit operands under mixed
+    precision): the product is accumulated in f32, the bias added and, with
+    `gelu`, the tanh-approximated GELU applied, all before one rounding.
+    With `gelu` the op also returns the pre-activation `input @ weight +
+    bias` (the GELU's input, which its gradient reads).
+
+    tg-fuse builds it from `tg.matmul`, `tg.add` of a bias (and `tg.gelu`);
+    the CUDA backend runs it as one cuBLASLt matmul with the bias (and
+    GELU with its auxiliary output) in the epilogue.
+
+    ```mlir
+    %h, %pre = tg.linear %x, %w, %b {gelu = true}
+        : (tensor<8x64x768xbf16>, tensor<768x3072xbf16>, tensor<3072xf32>)
+        -> (tensor<8x64x3072xf32>, tensor<8x64x3072xf32>)
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       TG_FloatTensor:$bias,
+                       DefaultValuedAttr<BoolAttr, "false">:$gelu);
+  let results = (outs TG_FloatTensor:$result,
+                      Optional<TG_FloatTensor>:$preactivation);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

@@ -49,6 +49,23 @@ def TGEstimate : Pass<"tg-estimate", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
+  let summary = "Fuses matmul + bias (+ GELU) into tg.linear";
+  let description = [{
+    In every `tg.model` function (after tg-amp, before tg-autodiff), rewrites
+    `tg.matmul` of an input `[B..., M, K]` by a weight `[K, N]` (no
+    transposes) whose result, possibly widened by a `tg.cast` (mixed
+    precision), only feeds a `tg.add` of a bias `[N]`, into one `tg.linear`;
+    when the sum only feeds a `tg.gelu`, the GELU joins it and the op also
+    returns the pre-activation for the gradient. The CUDA backend runs a
+    tg.linear as one cuBLASLt GEMM with the bias (and GELU) epilogue, so the
+    product is not written, read back and written again; tg-autodiff
+    differentiates it through its own rule (gelu_grad on the pre-activation,
+    the bias's row sum, the two products).
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGFreeze : Pass<"tg-freeze", "mlir::ModuleOp"> {
   let summary = "Marks parameters frozen by glob patterns on their names";
   let description = [{
