@@ -57,6 +57,13 @@ ldd "$bin/tgc-run" "$bin/tgc-cuda-tests" | awk '/=> \// {print $3}' | sort -u |
 # Gradient accumulation: the grad_step entry, and the update on no batch.
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --grad-accum=4 \
   --clip-grad-norm=1 -o "$out/tgx/gpt2-2layer-accum.tgx"
+# f16 with dynamic loss scaling (the updates read the skip predicate on the
+# device), and bf16 with tg-fuse's tg.linear (cuBLASLt epilogues); both run
+# the fused 16-bit attention.
+"$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --amp=f16 \
+  -o "$out/tgx/gpt2-2layer-f16.tgx"
+"$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --amp=bf16 --fuse \
+  -o "$out/tgx/gpt2-2layer-fused.tgx"
 "$bin/tgc-models" gpt2 --preset tiny --batch 2 --seq-len 32 \
   -o "$out/tgx/gpt2-tiny.mlir"
 "$bin/tgc-compile" "$out/tgx/gpt2-tiny.mlir" -o "$out/tgx/gpt2-tiny.tgx"

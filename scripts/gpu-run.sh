@@ -86,6 +86,8 @@ check train-bf16 compare bf16
 check train-8bit compare 8bit
 check train-adafactor compare adafactor
 check train-accum compare accum
+check train-f16 compare f16
+check train-fused compare fused
 if [ "$memcheck" = 1 ]; then
   check memcheck-train memcheck "$run" "$tgx/gpt2-tiny.tgx" --device cuda \
     --steps 2 --quiet

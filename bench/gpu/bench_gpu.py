@@ -10,7 +10,7 @@ device name.
 
 A GPU machine without MLIR (or without network to install it) runs the
 executables compiled elsewhere: `--prepare DIR` writes
-DIR/gpt2-b{8,16}-{f32,bf16}.tgx here, and `--prebuilt DIR` benchmarks them
+DIR/gpt2-b{8,16}-{f32,bf16,bf16-fused}.tgx here, and `--prebuilt DIR` benchmarks them
 there with only tgc-run (from --bins). scripts/gpu-bundle.sh packs all of
 it.
 
@@ -88,7 +88,10 @@ def run(cmd, **kw):
                           stderr=subprocess.PIPE, text=True, **kw)
 
 
-PRECISIONS = ("f32", "bf16")
+PRECISIONS = ("f32", "bf16", "bf16-fused")
+# tgc-compile's flags for each row; PyTorch runs the precision before "-".
+FLAGS = {"f32": [], "bf16": ["--amp=bf16"],
+         "bf16-fused": ["--amp=bf16", "--fuse"]}
 BATCHES = (8, 16)
 
 
@@ -109,7 +112,7 @@ def main():
         exe = os.path.join(directory, f"gpt2-b{batch}-{precision}.tgx")
         run([f"{bins}/tgc-models", "gpt2", "--preset", "124M", "--batch",
              str(batch), "-o", model])
-        amp = [] if precision == "f32" else [f"--amp={precision}"]
+        amp = FLAGS[precision]
         # The roofline estimate of the same step on an H100, printed beside
         # the measurement (the executable carries it to a GPU machine).
         run([f"{bins}/tgc-compile", model, "-o", exe, "--estimate=h100",
@@ -154,7 +157,7 @@ def main():
                 try:
                     ref = json.loads(run(["python3", "-c", TORCH, str(batch),
                                           "1024", str(args.steps),
-                                          precision]).stdout)
+                                          precision.split("-")[0]]).stdout)
                 except (subprocess.CalledProcessError, ValueError):
                     ref = None
                 rows.append((precision, batch, ours, ref, estimated(exe)))
@@ -164,7 +167,8 @@ def main():
              f"GPT-2 124M training step, AdamW, T=1024, on {device}. "
              f"Measured by `python3 bench/gpu/bench_gpu.py`: mean of "
              f"{args.steps} steps after 3 warm-up steps. bf16 is tgc's "
-             "`--amp=bf16` against `torch.autocast(dtype=torch.bfloat16)`, "
+             "`--amp=bf16` (bf16-fused adds `--fuse`) against "
+             "`torch.autocast(dtype=torch.bfloat16)`, "
              "both with f32 master weights. tgc's memory is what its CUDA "
              "backend allocated (persistent region, arena, GEMM workspace, "
              "input staging); PyTorch's is "
