@@ -90,6 +90,8 @@ def TG_CostOpInterface : OpInterface<"CostOpInterface"> {
         selects the matrix units' peak: by default the type of operand 0
       }],
       "::mlir::Type", "getMatmulType", (ins), [{}], [{
+        if ($_op->getNumOperands() == 0)
+          return ::mlir::Float32Type::get($_op->getContext());
         return ::mlir::getElementTypeOrSelf($_op->getOperand(0).getType());
       }]>,
     InterfaceMethod<[{
