@@ -4,9 +4,11 @@
 // RUN: tgc-opt %s --split-input-file --tg-amp="f32-ops=cross_entropy" | FileCheck %s --check-prefix=WIDEN
 // RUN: tgc-opt %s --split-input-file --tg-amp --tg-autodiff | FileCheck %s --check-prefix=GRAD
 
-// The policy: matmul and attention in bf16, softmax/layer_norm/loss in f32,
-// everything else in the widest type of its operands. The weight used by
-// two matmuls gets one bf16 working copy; f32 master parameters stay.
+// The policy: matmul and attention in bf16, softmax/layer_norm in f32,
+// everything else in the widest type of its operands, except that a bias
+// (a rank-1 parameter) added to a bf16 product joins it, as autocast's
+// linear layer does. The weight used by two matmuls gets one bf16 working
+// copy; f32 master parameters stay.
 
 func.func @policy(%x: tensor<4x8xf32> {tg.input = "x"},
                   %t: tensor<4xi64> {tg.input = "t"},
@@ -17,30 +19,33 @@ func.func @policy(%x: tensor<4x8xf32> {tg.input = "x"},
   %1 = tg.add %0, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   %2 = tg.gelu %1 : tensor<4x8xf32>
   %3 = tg.matmul %2, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  %4 = tg.gelu %3 : tensor<4x8xf32>
-  %5 = tg.layer_norm %4, %g, %b : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
-  %6 = tg.softmax %5 {axis = 1 : i64} : tensor<4x8xf32>
-  %7 = tg.cross_entropy %6, %t : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
-  return %7 : tensor<f32>
+  %4 = tg.add %3, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %5 = tg.gelu %4 : tensor<4x8xf32>
+  %6 = tg.layer_norm %5, %g, %b : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %7 = tg.softmax %6 {axis = 1 : i64} : tensor<4x8xf32>
+  %8 = tg.cross_entropy %7, %t : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  return %8 : tensor<f32>
 }
 // CHECK-LABEL: func.func @policy(
 // CHECK-SAME: %[[X:[^:]*]]: tensor<4x8xf32> {tg.input = "x"}
 // CHECK-SAME: %[[W:[^:]*]]: tensor<8x8xf32> {tg.param = "w"}
+// CHECK-SAME: %[[B:[^:]*]]: tensor<8xf32> {tg.param = "b"}
 // CHECK-SAME: -> tensor<f32> attributes {tg.model}
+// CHECK-DAG: %[[BL:.*]] = tg.cast %[[B]] : tensor<8xf32> -> tensor<8xbf16>
 // CHECK-DAG: %[[WL:.*]] = tg.cast %[[W]] : tensor<8x8xf32> -> tensor<8x8xbf16>
 // CHECK-DAG: %[[XL:.*]] = tg.cast %[[X]] : tensor<4x8xf32> -> tensor<4x8xbf16>
 // CHECK: %[[M0:.*]] = tg.matmul %[[XL]], %[[WL]] : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
-// The add mixes bf16 and f32: it promotes to f32.
-// CHECK: %[[M0W:.*]] = tg.cast %[[M0]] : tensor<4x8xbf16> -> tensor<4x8xf32>
-// CHECK: %[[A:.*]] = tg.add %[[M0W]], %{{.*}} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
-// CHECK: %[[G:.*]] = tg.gelu %[[A]] : tensor<4x8xf32>
-// CHECK: %[[GL:.*]] = tg.cast %[[G]] : tensor<4x8xf32> -> tensor<4x8xbf16>
-// The second use of w shares the working copy.
-// CHECK: %[[M1:.*]] = tg.matmul %[[GL]], %[[WL]] : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+// The bias joins the bf16 product.
+// CHECK-NEXT: %[[A:.*]] = tg.add %[[M0]], %[[BL]] : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
 // A follow op on bf16 alone stays bf16.
-// CHECK: %[[G1:.*]] = tg.gelu %[[M1]] : tensor<4x8xbf16>
-// CHECK: %[[G1W:.*]] = tg.cast %[[G1]] : tensor<4x8xbf16> -> tensor<4x8xf32>
-// CHECK: tg.layer_norm %[[G1W]], {{.*}} -> tensor<4x8xf32>
+// CHECK-NEXT: %[[G:.*]] = tg.gelu %[[A]] : tensor<4x8xbf16>
+// The second use of w shares the working copy.
+// CHECK-NEXT: %[[M1:.*]] = tg.matmul %[[G]], %[[WL]] : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+// An add of bf16 and an f32 that is not a bias promotes to f32.
+// CHECK-NEXT: %[[M1W:.*]] = tg.cast %[[M1]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[R:.*]] = tg.add %[[M1W]], %[[X]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[G1:.*]] = tg.gelu %[[R]] : tensor<4x8xf32>
+// CHECK-NEXT: tg.layer_norm %[[G1]], {{.*}} -> tensor<4x8xf32>
 // CHECK: tg.softmax {{.*}} : tensor<4x8xf32>
 // CHECK: tg.cross_entropy {{.*}} -> tensor<f32>
 
@@ -49,9 +54,9 @@ func.func @policy(%x: tensor<4x8xf32> {tg.input = "x"},
 
 // Overriding the policy: gelu joins the low-precision ops.
 // OVERRIDE-LABEL: func.func @policy(
-// OVERRIDE: %[[A:.*]] = tg.add
-// OVERRIDE: %[[AL:.*]] = tg.cast %[[A]] : tensor<4x8xf32> -> tensor<4x8xbf16>
-// OVERRIDE: tg.gelu %[[AL]] : tensor<4x8xbf16>
+// OVERRIDE: %[[R:.*]] = tg.add {{.*}} -> tensor<4x8xf32>
+// OVERRIDE: %[[RL:.*]] = tg.cast %[[R]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// OVERRIDE: tg.gelu %[[RL]] : tensor<4x8xbf16>
 
 // -----
 

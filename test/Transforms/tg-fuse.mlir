@@ -37,10 +37,33 @@ func.func @mlp(%x: tensor<2x3x4xf32> {tg.input = "x"},
 // GRAD-NOT: -> tensor<2x3x4xf32>
 // GRAD: return
 
-// Under mixed precision the product is bf16 and widened before the f32
-// bias: the cast joins the fusion, and tg.linear reads bf16 and returns f32.
+// Under mixed precision tg-amp keeps a bias added to a bf16 product in
+// bf16, as autocast's linear layer: the fused layer is bf16 throughout.
 // AMP-LABEL: func.func @mlp(
-// AMP: tg.linear %{{.*}}, %{{.*}}, %{{.*}} {gelu = true} : (tensor<2x3x4xbf16>, tensor<4x8xbf16>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>)
+// AMP: tg.linear %{{.*}}, %{{.*}}, %{{.*}} {gelu = true} : (tensor<2x3x4xbf16>, tensor<4x8xbf16>, tensor<8xbf16>) -> (tensor<2x3x8xbf16>, tensor<2x3x8xbf16>)
+
+// -----
+
+// A bf16 product widened before an f32 bias that is not a parameter (so
+// tg-amp leaves the add in f32): the cast joins the fusion, and tg.linear
+// reads bf16 and returns f32.
+func.func @widened(%x: tensor<3x4xbf16> {tg.input = "x"},
+                   %w: tensor<4x8xbf16> {tg.param = "w"},
+                   %b: tensor<8xf32> {tg.input = "b"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.matmul %x, %w : (tensor<3x4xbf16>, tensor<4x8xbf16>) -> tensor<3x8xbf16>
+  %1 = tg.cast %0 : tensor<3x8xbf16> -> tensor<3x8xf32>
+  %2 = tg.add %1, %b : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %3 = tg.reduce_sum %2 {axes = array<i64: 0, 1>} : tensor<3x8xf32> -> tensor<f32>
+  return %3 : tensor<f32>
+}
+// CHECK-LABEL: func.func @widened(
+// CHECK-NEXT: %[[Y:.*]] = tg.linear %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x4xbf16>, tensor<4x8xbf16>, tensor<8xf32>) -> tensor<3x8xf32>
+// CHECK-NEXT: tg.reduce_sum %[[Y]]
+// The f32 gradient is rounded to bf16 for the weight's product, as the
+// unfused cast's gradient would be.
+// GRAD-LABEL: func.func @widened_train_step(
+// GRAD: %[[G:.*]] = tg.cast %{{.*}} : tensor<3x8xf32> -> tensor<3x8xbf16>
+// GRAD: tg.matmul %{{.*}}, %[[G]] {transpose_lhs = true} : (tensor<3x4xbf16>, tensor<3x8xbf16>) -> tensor<4x8xbf16>
 
 // -----
 

@@ -85,6 +85,27 @@ private:
     return Policy::Promote;
   }
 
+  /// An add of a low-precision op's result and a rank-1 parameter (a
+  /// linear layer's bias).
+  bool isBiasOfLowProduct(Operation *op) {
+    if (!isa<AddOp>(op))
+      return false;
+    auto isLowProduct = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && policyOf(def) == Policy::Low &&
+             getElementTypeOrSelf(v.getType()) == low;
+    };
+    auto isBias = [&](Value v) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && arg.getOwner()->isEntryBlock() &&
+             function.getArgAttr(arg.getArgNumber(), TGDialect::kParamAttr) &&
+             cast<RankedTensorType>(v.getType()).getRank() == 1;
+    };
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    return (isLowProduct(lhs) && isBias(rhs)) ||
+           (isLowProduct(rhs) && isBias(lhs));
+  }
+
   /// `value` as `type`, through one shared cast placed after its definition.
   Value castTo(Value value, Type type) {
     if (value.getType() == type)
@@ -126,6 +147,13 @@ private:
       element = f32;
       break;
     case Policy::Promote: {
+      // A bias added to a low-precision product joins it, as autocast's
+      // linear layer takes its bias: the layer's output (and what is
+      // saved of it for the backward pass) stays 16-bit.
+      if (isBiasOfLowProduct(op)) {
+        element = low;
+        break;
+      }
       Type widest;
       for (unsigned i : floatOperands) {
         Type e = getElementTypeOrSelf(op->getOperand(i).getType());

@@ -247,7 +247,11 @@ def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
       16-bit logits and its gradient is written over them in 16 bits (the
       fused classifier of llm.c), where an f32 copy of the logits would
       live from the forward pass to the backward pass;
-    - every other op runs in the widest float type among its operands.
+    - every other op runs in the widest float type among its operands,
+      except an add of a low-precision product and a rank-1 parameter (a
+      linear layer's bias), which joins the product's precision as
+      autocast's linear does: the layer's output, and what the backward
+      pass keeps of it, stay 16-bit.
     Casts are inserted only at these boundaries and shared by all users of a
     value, so each f32 parameter gets one low-precision working copy per
     step; redundant cast chains are then folded away. Parameters stay f32
