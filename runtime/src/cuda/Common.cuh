@@ -59,6 +59,32 @@ inline unsigned blocksFor(int64_t n, unsigned threads = 256) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);    \
        i += int64_t(blockDim.x) * gridDim.x)
 
+/// The sum of `value` over the 32 lanes of a warp, returned to every lane.
+template <typename T> __device__ inline T warpSum(T value) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+/// The maximum of `value` over the 32 lanes of a warp (NaNs ignored, as
+/// fmaxf), returned to every lane.
+__device__ inline float warpMax(float value) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return value;
+}
+
+/// sqrt(2 / pi) and the cubic coefficient of GELU's tanh approximation.
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCubic = 0.044715f;
+
+/// GELU's tanh approximation (tg.gelu, and tg.linear where cuBLASLt's
+/// epilogue cannot take it).
+__device__ inline float geluTanh(float x) {
+  float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(u));
+}
+
 /// Reads element i of a float tensor of dtype `dtype` as f32.
 __device__ inline float loadFloat(const void *data, DType dtype, int64_t i) {
   switch (dtype) {

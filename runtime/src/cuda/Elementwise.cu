@@ -177,10 +177,6 @@ enum class UnaryOp { Neg, Exp, Log, Sqrt, Rsqrt, Tanh, Relu, Gelu };
 enum class GradOp { Relu, Gelu, Tanh };
 } // namespace
 
-/// sqrt(2 / pi), the GELU tanh approximation's constant.
-static constexpr float kSqrt2OverPi = 0.7978845608028654f;
-static constexpr float kGeluCubic = 0.044715f;
-
 template <UnaryOp Op> __device__ inline float applyUnary(float x) {
   if constexpr (Op == UnaryOp::Neg)
     return -x;
@@ -196,10 +192,8 @@ template <UnaryOp Op> __device__ inline float applyUnary(float x) {
     return tanhf(x);
   else if constexpr (Op == UnaryOp::Relu)
     return x < 0.0f ? 0.0f : x; // NaN stays NaN, as torch.relu
-  else {
-    float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(u));
-  }
+  else
+    return geluTanh(x);
 }
 
 /// `x` is the activation's operand (its result for tanh), `g` the incoming

@@ -45,17 +45,6 @@ template <> __device__ inline __nv_bfloat16 fromF32<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
-__device__ inline float warpSum(float value) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
-}
-__device__ inline float warpMax(float value) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  return value;
-}
-
 /// rows x d elements of `source` (row stride d) from row `first` into a
 /// shared tile, rows past `limit` as zeros.
 template <typename T>

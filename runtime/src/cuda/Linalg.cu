@@ -455,8 +455,7 @@ __global__ void biasGeluKernel(const void *src, const void *bias,
     float x = loadFloat(src, dtype, i) + loadFloat(bias, dtype, i % n);
     if (gelu) {
       storeFloat(preactivation, dtype, i, x);
-      float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-      x = 0.5f * x * (1.0f + tanhf(u));
+      x = geluTanh(x);
     }
     storeFloat(result, dtype, i, x);
   }

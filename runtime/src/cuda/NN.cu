@@ -63,18 +63,6 @@ template <typename T> T *at(Context &ctx, size_t offset) {
 // Block reductions
 //===----------------------------------------------------------------------===//
 
-template <typename T> __device__ T warpSum(T value) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
-}
-
-__device__ float warpMax(float value) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  return value;
-}
-
 /// The sum of `value` over the block, returned to every thread. Every thread
 /// of the block must call it.
 template <typename T> __device__ T blockSum(T value) {
