@@ -91,7 +91,8 @@ def kind_table(result, old, top=12):
     kinds = kinds_of(result)
     old_kinds = kinds_of(old) if old else {}
     total = result["step_seconds"]
-    names = sorted(set(kinds) | set(old_kinds),
+    # Most time first (now or in the baseline), ties by name.
+    names = sorted(sorted(set(kinds) | set(old_kinds)),
                    key=lambda k: -max(kinds.get(k, 0), old_kinds.get(k, 0)))
     lines = ["| op kind | estimated time (ms) | share |"
              + (" baseline (ms) |" if old else ""),
