@@ -183,7 +183,6 @@ FunctionEstimate estimateFunction(func::FuncOp function,
   FunctionEstimate estimate;
   estimate.function = function.getSymName().str();
   std::map<std::string, KindEstimate> kinds;
-  std::map<std::string, int64_t> matmulByType;
   int64_t index = 0;
   for (Operation &op : function.getBody().front()) {
     int64_t opIndex = index++;
@@ -204,7 +203,6 @@ FunctionEstimate estimateFunction(func::FuncOp function,
     if (e.matmulFlops > 0) {
       e.matmulType = matmulTypeName(cost.getMatmulType(), options);
       matrixSeconds = double(e.matmulFlops) / matmulPeak(device, e.matmulType);
-      matmulByType[e.matmulType] += e.matmulFlops;
     }
     // A kernel may execute more matrix FLOPs than the model counts (masked
     // scores); the rest of the count runs on the vector units.
@@ -236,12 +234,6 @@ FunctionEstimate estimateFunction(func::FuncOp function,
                     [](const KindEstimate &a, const KindEstimate &b) {
                       return a.seconds > b.seconds;
                     });
-  int64_t most = 0;
-  for (auto &[type, flops] : matmulByType)
-    if (flops > most) {
-      most = flops;
-      estimate.matmulType = type;
-    }
   return estimate;
 }
 

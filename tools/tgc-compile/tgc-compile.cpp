@@ -331,9 +331,13 @@ int main(int argc, char **argv) {
                     frozenDtype = options.frozenDtype;
   if (!estimateJSON.empty() && estimate.empty())
     return fail("--estimate-json needs --estimate=<device>");
+  // The device is read before anything is compiled, so a bad one costs
+  // nothing.
+  std::optional<tgc::DeviceSpec> device;
   if (!estimate.empty()) {
     std::string error;
-    if (!tgc::resolveDevice(estimate, error))
+    device = tgc::resolveDevice(estimate, error);
+    if (!device)
       return fail("--estimate: " + error);
   }
   if (emit != "tgx" && emit != "mlir")
@@ -575,10 +579,7 @@ int main(int argc, char **argv) {
 
   // The roofline estimate of one optimizer step: K micro-steps and the
   // step that applies them under accumulation, else the training step.
-  if (!estimate.empty()) {
-    std::optional<tgc::DeviceSpec> device = tgc::resolveDevice(estimate, error);
-    if (!device)
-      return fail("--estimate: " + error);
+  if (device) {
     auto step = module->lookupSymbol<func::FuncOp>(model + "_train_step");
     if (!step)
       return fail("the pipeline produced no training step @" + model +

@@ -96,8 +96,6 @@ struct FunctionEstimate {
   int64_t flops = 0, bytes = 0;
   /// FLOPs without the rematerialised ops.
   int64_t modelFlops = 0;
-  /// The type most matrix FLOPs run in ("" without any).
-  std::string matmulType;
 };
 
 /// Estimates one execution of `function` on `device`.

@@ -72,6 +72,34 @@ __device__ void tileProduct(AccFragment &acc, const T *a, int lda,
   }
 }
 
+/// out[16 x 16] (f32, row stride ldo) = the tileProduct of its arguments.
+template <typename T, typename ALayout, typename BLayout>
+__device__ void storeTileProduct(float *out, int ldo, const T *a, int lda,
+                                 int aStepElements, const T *b, int ldb,
+                                 int bStepElements, int kk) {
+  AccFragment acc;
+  wmma::fill_fragment(acc, 0.0f);
+  tileProduct<T, ALayout, BLayout>(acc, a, lda, aStepElements, b, ldb,
+                                   bStepElements, kk);
+  wmma::store_matrix_sync(out, acc, ldo, wmma::mem_row_major);
+}
+
+/// A warp's strip of scores: out[16 x 32] (row stride kTile) = rows[16 x d]
+/// keys[32 x d]^T, both row-major of stride d.
+template <typename T>
+__device__ void scoreStrip(float *out, const T *rows, const T *keys, int d) {
+  for (int n = 0; n < 2; ++n)
+    storeTileProduct<T, wmma::row_major, wmma::col_major>(
+        out + 16 * n, kTile, rows, d, 16, keys + 16 * n * d, d, 16, d);
+}
+
+/// Whether `query` sees `key`: both inside their lengths, and not in the
+/// future when causal.
+__device__ inline bool visible(int64_t query, int64_t key, int64_t tq,
+                               int64_t tk, bool causal) {
+  return query < tq && key < tk && (!causal || key <= query);
+}
+
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
@@ -115,25 +143,17 @@ __global__ void flashForwardKernel(const T *q, const T *k, const T *v,
       loadRows(t.k, kh, k0, tk, d);
       loadRows(t.v, vh, k0, tk, d);
       __syncthreads();
-      // S = Q K^T for this warp's 16 rows: two 16 x 16 tiles.
-      for (int n = 0; n < 2; ++n) {
-        AccFragment acc;
-        wmma::fill_fragment(acc, 0.0f);
-        tileProduct<T, wmma::row_major, wmma::col_major>(
-            acc, t.q + 16 * warp * d, d, 16, t.k + 16 * n * d, d, 16, d);
-        wmma::store_matrix_sync(t.s + 16 * warp * kTile + 16 * n, acc, kTile,
-                                wmma::mem_row_major);
-      }
+      // S = Q K^T for this warp's 16 rows.
+      scoreStrip(t.s + 16 * warp * kTile, t.q + 16 * warp * d, t.k, d);
       __syncwarp();
       // Online softmax, a row at a time, a lane per key.
       for (int rr = 0; rr < 16; ++rr) {
         int r = 16 * warp + rr;
-        int64_t query = q0 + r, key = k0 + lane;
-        bool visible = query < tq && key < tk && (!causal || key <= query);
-        float s = visible ? t.s[r * kTile + lane] * scale : -INFINITY;
+        bool seen = visible(q0 + r, k0 + lane, tq, tk, causal);
+        float s = seen ? t.s[r * kTile + lane] * scale : -INFINITY;
         float mOld = t.m[r];
         float mNew = fmaxf(mOld, warpMax(s));
-        float p = visible ? expf(s - mNew) : 0.0f;
+        float p = seen ? expf(s - mNew) : 0.0f;
         float sum = warpSum(p);
         t.p[r * kTile + lane] = fromF32<T>(p);
         if (lane == 0) {
@@ -147,15 +167,10 @@ __global__ void flashForwardKernel(const T *q, const T *k, const T *v,
       if (!out)
         continue;
       // P V for this warp's rows, then O = alpha O + P V.
-      for (int n = 0; n < d / 16; ++n) {
-        AccFragment acc;
-        wmma::fill_fragment(acc, 0.0f);
-        tileProduct<T, wmma::row_major, wmma::row_major>(
-            acc, t.p + 16 * warp * kTile, kTile, 16, t.v + 16 * n, d, 16 * d,
-            kTile);
-        wmma::store_matrix_sync(t.pv + 16 * warp * d + 16 * n, acc, d,
-                                wmma::mem_row_major);
-      }
+      for (int n = 0; n < d / 16; ++n)
+        storeTileProduct<T, wmma::row_major, wmma::row_major>(
+            t.pv + 16 * warp * d + 16 * n, d, t.p + 16 * warp * kTile, kTile,
+            16, t.v + 16 * n, d, 16 * d, kTile);
       __syncwarp();
       for (int rr = 0; rr < 16; ++rr) {
         int r = 16 * warp + rr;
@@ -234,27 +249,16 @@ __global__ void flashBackwardKernel(const T *q, const T *k, const T *v,
       }
       __syncthreads();
       // S = Q K^T and dP = dO V^T for this warp's 16 query rows.
-      for (int n = 0; n < 2; ++n) {
-        AccFragment acc;
-        wmma::fill_fragment(acc, 0.0f);
-        tileProduct<T, wmma::row_major, wmma::col_major>(
-            acc, t.q + 16 * warp * d, d, 16, t.k + 16 * n * d, d, 16, d);
-        wmma::store_matrix_sync(t.s + 16 * warp * kTile + 16 * n, acc, kTile,
-                                wmma::mem_row_major);
-        wmma::fill_fragment(acc, 0.0f);
-        tileProduct<T, wmma::row_major, wmma::col_major>(
-            acc, t.dO + 16 * warp * d, d, 16, t.v + 16 * n * d, d, 16, d);
-        wmma::store_matrix_sync(t.dP + 16 * warp * kTile + 16 * n, acc, kTile,
-                                wmma::mem_row_major);
-      }
+      scoreStrip(t.s + 16 * warp * kTile, t.q + 16 * warp * d, t.k, d);
+      scoreStrip(t.dP + 16 * warp * kTile, t.dO + 16 * warp * d, t.v, d);
       __syncwarp();
       // P from the saved log-sum-exp; dS = P (dP - rowDot).
       for (int rr = 0; rr < 16; ++rr) {
         int r = 16 * warp + rr;
-        int64_t query = q0 + r, key = k0 + lane;
-        bool visible = query < tq && key < tk && (!causal || key <= query);
         int at = r * kTile + lane;
-        float p = visible ? expf(t.s[at] * scale - t.lse[r]) : 0.0f;
+        float p = visible(q0 + r, k0 + lane, tq, tk, causal)
+                      ? expf(t.s[at] * scale - t.lse[r])
+                      : 0.0f;
         t.p[at] = fromF32<T>(p);
         t.dS[at] = fromF32<T>(p * (t.dP[at] - t.rowDot[r]));
       }
@@ -271,15 +275,10 @@ __global__ void flashBackwardKernel(const T *q, const T *k, const T *v,
       if (!dqAccumulator)
         continue;
       // dQ += scale dS K for this warp's 16 query rows.
-      for (int n = 0; n < d / 16; ++n) {
-        AccFragment acc;
-        wmma::fill_fragment(acc, 0.0f);
-        tileProduct<T, wmma::row_major, wmma::row_major>(
-            acc, t.dS + 16 * warp * kTile, kTile, 16, t.k + 16 * n, d, 16 * d,
-            kTile);
-        wmma::store_matrix_sync(t.scratch + 16 * warp * d + 16 * n, acc, d,
-                                wmma::mem_row_major);
-      }
+      for (int n = 0; n < d / 16; ++n)
+        storeTileProduct<T, wmma::row_major, wmma::row_major>(
+            t.scratch + 16 * warp * d + 16 * n, d, t.dS + 16 * warp * kTile,
+            kTile, 16, t.k + 16 * n, d, 16 * d, kTile);
       __syncwarp();
       for (int rr = 0; rr < 16; ++rr) {
         int r = 16 * warp + rr;

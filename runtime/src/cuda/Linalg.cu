@@ -461,10 +461,6 @@ __global__ void biasGeluKernel(const void *src, const void *bias,
   }
 }
 
-bool aligned16(const void *pointer) {
-  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
-}
-
 } // namespace
 
 Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,
@@ -513,9 +509,9 @@ Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,
   problem.b = weight.data;
   // cuBLASLt's epilogues need aligned vectors and an auxiliary output whose
   // leading dimension is a multiple of 8.
-  bool epilogue = k > 0 && n % 8 == 0 && aligned16(bias.data) &&
-                  aligned16(result.data) &&
-                  (!preactivation || aligned16(preactivation->data));
+  bool epilogue = k > 0 && n % 8 == 0 && alignmentOf(bias.data, 0) >= 16 &&
+                  alignmentOf(result.data, 0) >= 16 &&
+                  (!preactivation || alignmentOf(preactivation->data, 0) >= 16);
   if (epilogue) {
     problem.c = result.data;
     problem.bias = bias.data;

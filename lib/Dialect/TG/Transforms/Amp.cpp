@@ -143,9 +143,10 @@ private:
       element = low;
       break;
     case Policy::F32:
-    case Policy::Keep:
       element = f32;
       break;
+    case Policy::Keep:
+      llvm_unreachable("left as it is above");
     case Policy::Promote: {
       // A bias added to a low-precision product joins it, as autocast's
       // linear layer takes its bias: the layer's output (and what is
