@@ -102,12 +102,12 @@ Value ModelBuilder::embedding(Value table, Value indices) {
 }
 
 Value ModelBuilder::attention(Value query, Value key, Value value,
-                              bool causal) {
+                              bool causal, Value keyMask) {
   SmallVector<int64_t> shape(typeOf(query).getShape().drop_back());
   shape.push_back(typeOf(value).getShape().back());
   return tg::AttentionOp::create(
       builder, loc, tensorOf(shape, typeOf(query).getElementType()), query,
-      key, value, causal, /*scale=*/FloatAttr());
+      key, value, keyMask, causal, /*scale=*/FloatAttr());
 }
 
 Value ModelBuilder::crossEntropy(Value logits, Value targets) {

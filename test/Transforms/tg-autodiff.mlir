@@ -112,3 +112,19 @@ func.func @mixed(%x: tensor<2x4xbf16> {tg.input = "x"},
 // CHECK: %[[W1:.*]] = tg.cast %[[D1]] : tensor<4x4xbf16> -> tensor<4x4xf32>
 // CHECK: %[[DW:.*]] = tg.add %[[W2]], %[[W1]] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // CHECK: return %{{.*}}, %[[DW]] :
+
+// -----
+
+// Attention with a key padding mask: the gradient op reads the same mask,
+// and the mask (an input of integers) gets no gradient.
+func.func @masked(%m: tensor<2x8xi64> {tg.input = "attention_mask"},
+                  %q: tensor<2x4x8x16xf32> {tg.param = "q"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.attention %q, %q, %q mask %m
+      : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x8xi64>) -> tensor<2x4x8x16xf32>
+  %1 = tg.reduce_sum %0 {axes = array<i64: 0, 1, 2, 3>} : tensor<2x4x8x16xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}
+// CHECK-LABEL: func.func @masked_train_step(
+// CHECK-SAME: %[[M:[^:]*]]: tensor<2x8xi64> {tg.input = "attention_mask"}
+// CHECK: %[[O:.*]] = tg.attention %[[Q:[^,]*]], %[[Q]], %[[Q]] mask %[[M]] :
+// CHECK: tg.attention_grad %[[Q]], %[[Q]], %[[Q]], %[[O]], %{{.*}} mask %[[M]] : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x8xi64>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)

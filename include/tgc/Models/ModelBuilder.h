@@ -44,8 +44,9 @@ public:
   mlir::Value layerNorm(mlir::Value input, mlir::Value weight,
                         mlir::Value bias, double epsilon);
   mlir::Value embedding(mlir::Value table, mlir::Value indices);
+  /// `keyMask`, when given, is a [B, Tk] padding mask (tg.attention).
   mlir::Value attention(mlir::Value query, mlir::Value key, mlir::Value value,
-                        bool causal);
+                        bool causal, mlir::Value keyMask = {});
   mlir::Value crossEntropy(mlir::Value logits, mlir::Value targets);
   mlir::Value reshape(mlir::Value input, llvm::ArrayRef<int64_t> shape);
   mlir::Value transpose(mlir::Value input, llvm::ArrayRef<int64_t> permutation);

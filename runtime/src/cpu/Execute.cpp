@@ -81,7 +81,8 @@ Status execute(const Program &program, const Instruction &inst,
   case Kernel::Embedding:
     return embedding(in[0], in[1], out[0]);
   case Kernel::Attention:
-    return attention(in[0], in[1], in[2], inst.getBool("causal"),
+    return attention(in[0], in[1], in[2], in.size() > 3 ? &in[3] : nullptr,
+                     inst.getBool("causal"),
                      inst.getFloat("scale"), out[0]);
   case Kernel::CrossEntropy:
     return crossEntropy(in[0], in[1], inst.getInt("ignore_index"), out[0]);
@@ -132,6 +133,7 @@ Status execute(const Program &program, const Instruction &inst,
     return embeddingGrad(in[0], in[1], out[0]);
   case Kernel::AttentionGrad:
     return attentionGrad(in[0], in[1], in[2], in[3], in[4],
+                         in.size() > 5 ? &in[5] : nullptr,
                          inst.getBool("causal"), inst.getFloat("scale"),
                          out[0], out[1], out[2]);
   case Kernel::CrossEntropyGrad:

@@ -336,12 +336,52 @@ namespace {
 struct AttentionShape {
   int64_t batch, tq, tk, d, dv;
   float scale;
+  /// Heads per row of the key mask (the batch dimensions it omits), or 0
+  /// without a mask.
+  int64_t maskGroup = 0;
+};
+
+/// Which keys each row of a head may see: the causal limit and the key
+/// mask. Row `i` of head `b` sees key `j` when `visible(b, i, j)`.
+struct KeyVisibility {
+  const AttentionShape &sizes;
+  const TensorRef *mask;
+  bool causal;
+
+  /// The keys row `i` may look at are a subset of [0, limit(i)).
+  int64_t limit(int64_t i) const {
+    return causal ? std::min(i + 1, sizes.tk) : sizes.tk;
+  }
+  bool visible(int64_t b, int64_t j) const {
+    return !mask || loadI64(*mask, (b / sizes.maskGroup) * sizes.tk + j) != 0;
+  }
 };
 } // namespace
 
+/// Checks the optional key mask [P..., Tk] against `query`'s batch
+/// dimensions and records how many heads share each of its rows.
+static Status checkKeyMask(const TensorRef *mask, const TensorRef &query,
+                           AttentionShape &sizes) {
+  if (!mask)
+    return Status::success();
+  TGC_RETURN_IF_ERROR(expectValid(*mask, "key_mask"));
+  TGC_RETURN_IF_ERROR(expectIndex(*mask, "key_mask"));
+  size_t batchRank = query.shape.size() - 2;
+  if (mask->rank() < 1 || size_t(mask->rank()) - 1 > batchRank ||
+      !std::equal(mask->shape.begin(), mask->shape.end() - 1,
+                  query.shape.begin()) ||
+      mask->shape.back() != sizes.tk)
+    return Status::failure("key_mask must be [P..., Tk] with P... a prefix "
+                           "of the batch dimensions, found " +
+                           shapeString(mask->shape));
+  int64_t rows = product(mask->shape, 0, mask->shape.size() - 1);
+  sizes.maskGroup = sizes.batch / std::max<int64_t>(rows, 1);
+  return Status::success();
+}
+
 static Status checkAttention(const TensorRef &query, const TensorRef &key,
-                             const TensorRef &value, bool causal,
-                             std::optional<double> scale,
+                             const TensorRef &value, const TensorRef *mask,
+                             bool causal, std::optional<double> scale,
                              AttentionShape &sizes) {
   TGC_RETURN_IF_ERROR(expectValid(query, "query"));
   TGC_RETURN_IF_ERROR(expectValid(key, "key"));
@@ -375,40 +415,52 @@ static Status checkAttention(const TensorRef &query, const TensorRef &key,
                            std::to_string(*scale));
   double s = scale ? *scale : 1.0 / std::sqrt(double(sizes.d));
   sizes.scale = float(s);
-  return Status::success();
+  return checkKeyMask(mask, query, sizes);
 }
 
-/// The attention probabilities of one head: P = softmax(scale * Q K^T +
-/// mask) as a [tq, tk] matrix, masked entries exactly 0.
+/// The attention probabilities of head `b`: P = softmax(scale * Q K^T +
+/// mask) as a [tq, tk] matrix, masked entries exactly 0 (a row that sees no
+/// key is all 0).
 static void attentionProbabilities(const AttentionShape &sizes,
-                                   const float *q, const float *k, bool causal,
-                                   float *p) {
+                                   const KeyVisibility &keys, int64_t b,
+                                   const float *q, const float *k, float *p) {
   int64_t tq = sizes.tq, tk = sizes.tk;
   gemmF32(false, true, tq, tk, sizes.d, sizes.scale, q, sizes.d, k, sizes.d,
           0.0f, p, tk);
+  const float minusInf = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < tq; ++i) {
     float *row = p + i * tk;
-    int64_t visible = causal ? std::min(i + 1, tk) : tk;
-    float max = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < visible; ++j)
+    int64_t limit = keys.limit(i);
+    if (keys.mask)
+      for (int64_t j = 0; j < limit; ++j)
+        if (!keys.visible(b, j))
+          row[j] = minusInf;
+    float max = minusInf;
+    for (int64_t j = 0; j < limit; ++j)
       max = std::max(max, row[j]);
+    std::fill(row + limit, row + tk, 0.0f);
+    if (max == minusInf) {
+      std::fill(row, row + limit, 0.0f);
+      continue;
+    }
     double sum = 0.0;
-    for (int64_t j = 0; j < visible; ++j) {
+    for (int64_t j = 0; j < limit; ++j) {
       row[j] = std::exp(row[j] - max);
       sum += row[j];
     }
     float total = float(sum);
-    for (int64_t j = 0; j < visible; ++j)
+    for (int64_t j = 0; j < limit; ++j)
       row[j] /= total;
-    std::fill(row + visible, row + tk, 0.0f);
   }
 }
 
 Status attention(const TensorRef &query, const TensorRef &key,
-                 const TensorRef &value, bool causal,
+                 const TensorRef &value, const TensorRef *keyMask, bool causal,
                  std::optional<double> scale, TensorRef &result) {
   AttentionShape sizes;
-  TGC_RETURN_IF_ERROR(checkAttention(query, key, value, causal, scale, sizes));
+  TGC_RETURN_IF_ERROR(
+      checkAttention(query, key, value, keyMask, causal, scale, sizes));
+  KeyVisibility keys{sizes, keyMask, causal};
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   TGC_RETURN_IF_ERROR(expectSameDType(result, query, "result"));
   Shape expected(query.shape.begin(), query.shape.end() - 1);
@@ -418,9 +470,8 @@ Status attention(const TensorRef &query, const TensorRef &key,
   F32Result out(result, {&query, &key, &value});
   std::vector<float> p(size_t(sizes.tq * sizes.tk));
   for (int64_t b = 0; b < sizes.batch; ++b) {
-    attentionProbabilities(sizes, q.data() + b * sizes.tq * sizes.d,
-                           k.data() + b * sizes.tk * sizes.d, causal,
-                           p.data());
+    attentionProbabilities(sizes, keys, b, q.data() + b * sizes.tq * sizes.d,
+                           k.data() + b * sizes.tk * sizes.d, p.data());
     gemmF32(false, false, sizes.tq, sizes.dv, sizes.tk, 1.0f, p.data(),
             sizes.tk, v.data() + b * sizes.tk * sizes.dv, sizes.dv, 0.0f,
             out.data() + b * sizes.tq * sizes.dv, sizes.dv);
@@ -431,8 +482,9 @@ Status attention(const TensorRef &query, const TensorRef &key,
 
 Status attentionGrad(const TensorRef &query, const TensorRef &key,
                      const TensorRef &value, const TensorRef &output,
-                     const TensorRef &grad, bool causal,
-                     std::optional<double> scale, TensorRef &queryGrad,
+                     const TensorRef &grad, const TensorRef *keyMask,
+                     bool causal, std::optional<double> scale,
+                     TensorRef &queryGrad,
                      TensorRef &keyGrad, TensorRef &valueGrad) {
   TGC_RETURN_IF_ERROR(checkGradResults("attention_grad",
                                        {{queryGrad, query, "query_grad"},
@@ -441,7 +493,9 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
   bool wantQuery = queryGrad.present(), wantKey = keyGrad.present(),
        wantValue = valueGrad.present();
   AttentionShape sizes;
-  TGC_RETURN_IF_ERROR(checkAttention(query, key, value, causal, scale, sizes));
+  TGC_RETURN_IF_ERROR(
+      checkAttention(query, key, value, keyMask, causal, scale, sizes));
+  KeyVisibility keys{sizes, keyMask, causal};
   Shape outShape(query.shape.begin(), query.shape.end() - 1);
   outShape.push_back(sizes.dv);
   TGC_RETURN_IF_ERROR(expectValid(output, "output"));
@@ -467,7 +521,7 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
     const float *vb = v.data() + b * tk * dvSize;
     const float *ob = o.data() + b * tq * dvSize;
     const float *gb = dO.data() + b * tq * dvSize;
-    attentionProbabilities(sizes, qb, kb, causal, p.data());
+    attentionProbabilities(sizes, keys, b, qb, kb, p.data());
     // value_grad = P^T @ grad.
     if (wantValue)
       gemmF32(true, false, tk, dvSize, tq, 1.0f, p.data(), tk, gb, dvSize,

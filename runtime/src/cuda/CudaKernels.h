@@ -148,15 +148,17 @@ Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
 Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &grad,
                      TensorRef &result);
 
-/// `scale` defaults to `1 / sqrt(D)`.
+/// `scale` defaults to `1 / sqrt(D)`; `keyMask` (null: none) hides the
+/// keys where it is 0, as cpu::attention.
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
-                 const TensorRef &value, bool causal,
+                 const TensorRef &value, const TensorRef *keyMask, bool causal,
                  std::optional<double> scale, TensorRef &result);
 Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      const TensorRef &value, const TensorRef &output,
-                     const TensorRef &grad, bool causal,
-                     std::optional<double> scale, TensorRef &queryGrad,
-                     TensorRef &keyGrad, TensorRef &valueGrad);
+                     const TensorRef &grad, const TensorRef *keyMask,
+                     bool causal, std::optional<double> scale,
+                     TensorRef &queryGrad, TensorRef &keyGrad,
+                     TensorRef &valueGrad);
 
 /// Fails when a target that is not `ignoreIndex` lies outside `[0, C)`.
 Status crossEntropy(Context &ctx, const TensorRef &logits, const TensorRef &targets,

@@ -93,11 +93,14 @@ __device__ void scoreStrip(float *out, const T *rows, const T *keys, int d) {
         out + 16 * n, kTile, rows, d, 16, keys + 16 * n * d, d, 16, d);
 }
 
-/// Whether `query` sees `key`: both inside their lengths, and not in the
-/// future when causal.
-__device__ inline bool visible(int64_t query, int64_t key, int64_t tq,
-                               int64_t tk, bool causal) {
-  return query < tq && key < tk && (!causal || key <= query);
+/// Whether `query` of `head` sees `key`: both inside their lengths, not in
+/// the future when causal, and not masked.
+__device__ inline bool visible(int64_t head, int64_t query, int64_t key,
+                               int64_t tq, int64_t tk, bool causal,
+                               const KeyMask &mask) {
+  return query < tq && key < tk && (!causal || key <= query) &&
+         (!mask.data ||
+          loadInt(mask.data, mask.dtype, (head / mask.group) * tk + key) != 0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -119,8 +122,8 @@ template <typename T> struct alignas(32) ForwardTiles {
 template <typename T>
 __global__ void flashForwardKernel(const T *q, const T *k, const T *v,
                                    int64_t heads, int64_t tq, int64_t tk,
-                                   int d, float scale, bool causal, T *out,
-                                   float *lse) {
+                                   int d, float scale, bool causal,
+                                   KeyMask mask, T *out, float *lse) {
   __shared__ ForwardTiles<T> t;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int64_t tiles = (tq + kTile - 1) / kTile;
@@ -149,7 +152,7 @@ __global__ void flashForwardKernel(const T *q, const T *k, const T *v,
       // Online softmax, a row at a time, a lane per key.
       for (int rr = 0; rr < 16; ++rr) {
         int r = 16 * warp + rr;
-        bool seen = visible(q0 + r, k0 + lane, tq, tk, causal);
+        bool seen = visible(head, q0 + r, k0 + lane, tq, tk, causal, mask);
         float s = seen ? t.s[r * kTile + lane] * scale : -INFINITY;
         float mOld = t.m[r];
         float mNew = fmaxf(mOld, warpMax(s));
@@ -219,8 +222,8 @@ __global__ void flashBackwardKernel(const T *q, const T *k, const T *v,
                                     const T *dO, const float *lse,
                                     const float *rowDot, int64_t heads,
                                     int64_t tq, int64_t tk, int d, float scale,
-                                    bool causal, float *dqAccumulator, T *dk,
-                                    T *dv) {
+                                    bool causal, KeyMask mask,
+                                    float *dqAccumulator, T *dk, T *dv) {
   __shared__ BackwardTiles<T> t;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int64_t tiles = (tk + kTile - 1) / kTile;
@@ -256,7 +259,7 @@ __global__ void flashBackwardKernel(const T *q, const T *k, const T *v,
       for (int rr = 0; rr < 16; ++rr) {
         int r = 16 * warp + rr;
         int at = r * kTile + lane;
-        float p = visible(q0 + r, k0 + lane, tq, tk, causal)
+        float p = visible(head, q0 + r, k0 + lane, tq, tk, causal, mask)
                       ? expf(t.s[at] * scale - t.lse[r])
                       : 0.0f;
         t.p[at] = fromF32<T>(p);
@@ -321,13 +324,14 @@ unsigned jobBlocks(int64_t jobs) {
 template <typename T>
 Status launchForward(Context &ctx, const void *q, const void *k, const void *v,
                      int64_t batch, int64_t tq, int64_t tk, int64_t d,
-                     float scale, bool causal, void *out, float *lse) {
+                     float scale, bool causal, KeyMask mask, void *out,
+                     float *lse) {
   int64_t jobs = batch * ((tq + kTile - 1) / kTile);
   if (jobs == 0)
     return Status::success();
   flashForwardKernel<T><<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
       static_cast<const T *>(q), static_cast<const T *>(k),
-      static_cast<const T *>(v), batch, tq, tk, int(d), scale, causal,
+      static_cast<const T *>(v), batch, tq, tk, int(d), scale, causal, mask,
       static_cast<T *>(out), lse);
   TGC_CUDA_LAUNCH("flashForwardKernel");
   return Status::success();
@@ -338,14 +342,14 @@ Status launchBackward(Context &ctx, const void *q, const void *k,
                       const void *v, const void *dO, const float *lse,
                       const float *rowDot, int64_t batch, int64_t tq,
                       int64_t tk, int64_t d, float scale, bool causal,
-                      float *dqAccumulator, void *dk, void *dv) {
+                      KeyMask mask, float *dqAccumulator, void *dk, void *dv) {
   int64_t jobs = batch * ((tk + kTile - 1) / kTile);
   if (jobs == 0)
     return Status::success();
   flashBackwardKernel<T><<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
       static_cast<const T *>(q), static_cast<const T *>(k),
       static_cast<const T *>(v), static_cast<const T *>(dO), lse, rowDot,
-      batch, tq, tk, int(d), scale, causal, dqAccumulator,
+      batch, tq, tk, int(d), scale, causal, mask, dqAccumulator,
       static_cast<T *>(dk), static_cast<T *>(dv));
   TGC_CUDA_LAUNCH("flashBackwardKernel");
   return Status::success();
@@ -360,33 +364,33 @@ bool fusedAttentionSupports(DType dtype, int64_t d, int64_t dv) {
 
 Status fusedAttention(Context &ctx, DType dtype, const void *q, const void *k,
                       const void *v, int64_t batch, int64_t tq, int64_t tk,
-                      int64_t d, float scale, bool causal, void *out,
-                      float *lse) {
+                      int64_t d, float scale, bool causal, KeyMask mask,
+                      void *out, float *lse) {
   if (!fusedAttentionSupports(dtype, d, d))
     return Status::failure("fused attention takes 16-bit heads of a "
                            "multiple of 16 up to 64 elements");
   if (dtype == DType::BF16)
     return launchForward<__nv_bfloat16>(ctx, q, k, v, batch, tq, tk, d, scale,
-                                        causal, out, lse);
+                                        causal, mask, out, lse);
   return launchForward<__half>(ctx, q, k, v, batch, tq, tk, d, scale, causal,
-                               out, lse);
+                               mask, out, lse);
 }
 
 Status fusedAttentionGrad(Context &ctx, DType dtype, const void *q,
                           const void *k, const void *v, const void *dO,
                           const float *lse, const float *rowDot, int64_t batch,
                           int64_t tq, int64_t tk, int64_t d, float scale,
-                          bool causal, float *dqAccumulator, void *dk,
-                          void *dv) {
+                          bool causal, KeyMask mask, float *dqAccumulator,
+                          void *dk, void *dv) {
   if (!fusedAttentionSupports(dtype, d, d))
     return Status::failure("fused attention takes 16-bit heads of a "
                            "multiple of 16 up to 64 elements");
   if (dtype == DType::BF16)
     return launchBackward<__nv_bfloat16>(ctx, q, k, v, dO, lse, rowDot, batch,
-                                         tq, tk, d, scale, causal,
+                                         tq, tk, d, scale, causal, mask,
                                          dqAccumulator, dk, dv);
   return launchBackward<__half>(ctx, q, k, v, dO, lse, rowDot, batch, tq, tk,
-                                d, scale, causal, dqAccumulator, dk, dv);
+                                d, scale, causal, mask, dqAccumulator, dk, dv);
 }
 
 } // namespace tgc::rt::cuda

@@ -28,14 +28,24 @@ using ::tgc::kFusedAttentionMaxHead;
 /// head sizes, a multiple of 16 (the tensor-core tile) up to 64.
 bool fusedAttentionSupports(DType dtype, int64_t d, int64_t dv);
 
-/// out = softmax(scale * q k^T + causal mask) v for `batch` heads of `tq`
+/// A padding mask over keys (tg.attention's key_mask): an index tensor
+/// [rows, tk] on the device, each row shared by `group` consecutive heads;
+/// key j of head h is seen where data[(h / group) * tk + j] != 0. A null
+/// `data` masks nothing.
+struct KeyMask {
+  const void *data = nullptr;
+  DType dtype = DType::I64;
+  int64_t group = 1;
+};
+
+/// out = softmax(scale * q k^T + causal and key mask) v for `batch` heads of `tq`
 /// queries and `tk` keys of `d` elements, all in `dtype`; `lse` (f32, one
 /// per query row, may be null) receives each row's log-sum-exp of the
 /// scaled scores. With `out` null only `lse` is computed.
 Status fusedAttention(Context &ctx, DType dtype, const void *q, const void *k,
                       const void *v, int64_t batch, int64_t tq, int64_t tk,
-                      int64_t d, float scale, bool causal, void *out,
-                      float *lse);
+                      int64_t d, float scale, bool causal, KeyMask mask,
+                      void *out, float *lse);
 
 /// The gradients of fusedAttention from the output's gradient `dO`, its
 /// row log-sum-exp `lse` and `rowDot` = rowsum(dO * out) (f32, one per query
@@ -46,8 +56,8 @@ Status fusedAttentionGrad(Context &ctx, DType dtype, const void *q,
                           const void *k, const void *v, const void *dO,
                           const float *lse, const float *rowDot, int64_t batch,
                           int64_t tq, int64_t tk, int64_t d, float scale,
-                          bool causal, float *dqAccumulator, void *dk,
-                          void *dv);
+                          bool causal, KeyMask mask, float *dqAccumulator,
+                          void *dk, void *dv);
 
 } // namespace tgc::rt::cuda
 

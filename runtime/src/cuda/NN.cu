@@ -377,24 +377,33 @@ __global__ void embeddingGradKernel(const void *indices, DType indexType,
 // Attention kernels
 //===----------------------------------------------------------------------===//
 
-/// Turns `rows` rows of scaled scores (heads of `tq` rows, `tk` columns)
-/// into probabilities in place; with `causal`, row i sees columns [0, i]
-/// and the rest become exactly 0.
+/// Turns `rows` rows of scaled scores (heads of `tq` rows, `tk` columns,
+/// the first being head `head0`) into probabilities in place; with
+/// `causal`, row i sees columns [0, i], and `mask` hides keys; what is not
+/// seen becomes exactly 0, and so does a row that sees nothing.
 __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t tq,
-                                       int64_t tk, bool causal) {
+                                       int64_t tk, bool causal, KeyMask mask,
+                                       int64_t head0) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     float *s = scores + row * tk;
-    int64_t visible = causal ? min(row % tq + 1, tk) : tk;
+    int64_t limit = causal ? min(row % tq + 1, tk) : tk;
+    const int64_t maskRow = (head0 + row / tq) / mask.group * tk;
+    auto seen = [&](int64_t j) {
+      return j < limit &&
+             (!mask.data || loadInt(mask.data, mask.dtype, maskRow + j) != 0);
+    };
     float max = -INFINITY;
-    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x)
-      max = fmaxf(max, s[j]);
+    for (int64_t j = threadIdx.x; j < limit; j += blockDim.x)
+      if (seen(j))
+        max = fmaxf(max, s[j]);
     max = blockMax(max);
     float sum = 0.0f;
-    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x)
-      sum += expf(s[j] - max);
+    for (int64_t j = threadIdx.x; j < limit; j += blockDim.x)
+      if (seen(j))
+        sum += expf(s[j] - max);
     sum = blockSum(sum);
     for (int64_t j = threadIdx.x; j < tk; j += blockDim.x)
-      s[j] = j < visible ? expf(s[j] - max) / sum : 0.0f;
+      s[j] = max != -INFINITY && seen(j) ? expf(s[j] - max) / sum : 0.0f;
   }
 }
 
@@ -783,11 +792,13 @@ namespace {
 struct AttentionShape {
   int64_t batch, tq, tk, d, dv;
   float scale;
+  KeyMask mask;
 };
 
 Status attentionShape(const TensorRef &query, const TensorRef &key,
-                      const TensorRef &value, bool causal,
-                      std::optional<double> scale, AttentionShape &sizes) {
+                      const TensorRef &value, const TensorRef *keyMask,
+                      bool causal, std::optional<double> scale,
+                      AttentionShape &sizes) {
   int64_t rank = query.rank();
   if (rank < 2 || key.rank() != rank || value.rank() != rank)
     return Status::failure("query, key and value must have the same rank "
@@ -810,6 +821,22 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
   if (scale && !(*scale > 0.0 && std::isfinite(*scale)))
     return Status::failure("attention scale must be positive and finite");
   sizes.scale = float(scale ? *scale : 1.0 / std::sqrt(double(sizes.d)));
+  if (keyMask) {
+    // [P..., tk] over a prefix P... of the batch dimensions.
+    const auto &m = keyMask->shape;
+    if ((keyMask->dtype != DType::I64 && keyMask->dtype != DType::I32) ||
+        m.empty() ||
+        int64_t(m.size()) - 1 > rank - 2 || m.back() != sizes.tk ||
+        !std::equal(m.begin(), m.end() - 1, query.shape.begin()))
+      return Status::failure("key_mask must be an index tensor [P..., Tk] "
+                             "over a prefix of the batch dimensions");
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < m.size(); ++i)
+      rows *= m[i];
+    sizes.mask.data = keyMask->data;
+    sizes.mask.dtype = keyMask->dtype;
+    sizes.mask.group = std::max<int64_t>(1, sizes.batch / std::max<int64_t>(rows, 1));
+  }
   return Status::success();
 }
 
@@ -827,7 +854,8 @@ int64_t headsPerChunk(const AttentionShape &sizes, int64_t scoreMatrices) {
 /// P = softmax(scale * Q K^T + mask) for `heads` heads into `p` (f32).
 Status attentionProbabilities(Context &ctx, const AttentionShape &sizes,
                               const float *q, const float *k, bool causal,
-                              int64_t heads, float *p, void *gemmWorkspace) {
+                              int64_t head0, int64_t heads, float *p,
+                              void *gemmWorkspace) {
   GemmProblem scores;
   scores.transposeB = true;
   scores.m = sizes.tq;
@@ -847,7 +875,7 @@ Status attentionProbabilities(Context &ctx, const AttentionShape &sizes,
   if (rows == 0)
     return Status::success();
   attentionSoftmaxKernel<<<rowBlocks(rows), rowThreads(sizes.tk), 0, streamOf(ctx)>>>(
-      p, rows, sizes.tq, sizes.tk, causal);
+      p, rows, sizes.tq, sizes.tk, causal, sizes.mask, head0);
   TGC_CUDA_LAUNCH("attentionSoftmaxKernel");
   return Status::success();
 }
@@ -876,10 +904,11 @@ GemmProblem headGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
 } // namespace
 
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
-                 const TensorRef &value, bool causal,
+                 const TensorRef &value, const TensorRef *keyMask, bool causal,
                  std::optional<double> scale, TensorRef &result) {
   AttentionShape sizes;
-  if (Status s = attentionShape(query, key, value, causal, scale, sizes);
+  if (Status s =
+          attentionShape(query, key, value, keyMask, causal, scale, sizes);
       !s.ok())
     return s;
   if (result.numElements() == 0)
@@ -894,7 +923,7 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
       !bytesOverlap(result, key) && !bytesOverlap(result, value))
     return fusedAttention(ctx, query.dtype, query.data, key.data, value.data,
                           sizes.batch, tq, tk, d, sizes.scale, causal,
-                          result.data, /*lse=*/nullptr);
+                          sizes.mask, result.data, /*lse=*/nullptr);
 
   // The GEMMs run in f32 on the operands themselves when they are f32 and
   // the result does not overlap them; otherwise on f32 copies.
@@ -935,7 +964,7 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
     int64_t count = std::min(heads, sizes.batch - b0);
     if (Status s =
             attentionProbabilities(ctx, sizes, q + b0 * tq * d, k + b0 * tk * d,
-                                   causal, count, p, gemmWorkspace);
+                                   causal, b0, count, p, gemmWorkspace);
         !s.ok())
       return s;
     float *out = f32 ? static_cast<float *>(result.data) + b0 * tq * dv
@@ -957,11 +986,13 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
 
 Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      const TensorRef &value, const TensorRef &output,
-                     const TensorRef &grad, bool causal,
-                     std::optional<double> scale, TensorRef &queryGrad,
-                     TensorRef &keyGrad, TensorRef &valueGrad) {
+                     const TensorRef &grad, const TensorRef *keyMask,
+                     bool causal, std::optional<double> scale,
+                     TensorRef &queryGrad, TensorRef &keyGrad,
+                     TensorRef &valueGrad) {
   AttentionShape sizes;
-  if (Status s = attentionShape(query, key, value, causal, scale, sizes);
+  if (Status s =
+          attentionShape(query, key, value, keyMask, causal, scale, sizes);
       !s.ok())
     return s;
   // Results that are not present are not computed (an output mask).
@@ -998,7 +1029,8 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
     float *dq = wantQuery ? at<float>(ctx, dqAt) : nullptr;
     if (Status s = fusedAttention(ctx, query.dtype, query.data, key.data,
                                   value.data, sizes.batch, tq, tk, d,
-                                  sizes.scale, causal, /*out=*/nullptr, lse);
+                                  sizes.scale, causal, sizes.mask,
+                                  /*out=*/nullptr, lse);
         !s.ok())
       return s;
     if (tq > 0) {
@@ -1011,7 +1043,7 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
           dq, 0, size_t(sizes.batch * tq * d) * sizeof(float), stream));
     if (Status s = fusedAttentionGrad(
             ctx, query.dtype, query.data, key.data, value.data, grad.data, lse,
-            rowDot, sizes.batch, tq, tk, d, sizes.scale, causal, dq,
+            rowDot, sizes.batch, tq, tk, d, sizes.scale, causal, sizes.mask, dq,
             wantKey ? keyGrad.data : nullptr,
             wantValue ? valueGrad.data : nullptr);
         !s.ok())
@@ -1092,8 +1124,8 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
     float *dvOut = !wantValue ? nullptr
                    : f32 ? static_cast<float *>(valueGrad.data) + b0 * tk * dv
                          : at<float>(ctx, valueGradAt);
-    if (Status s = attentionProbabilities(ctx, sizes, qb, kb, causal, count, p,
-                                          gemmWorkspace);
+    if (Status s = attentionProbabilities(ctx, sizes, qb, kb, causal, b0, count,
+                                          p, gemmWorkspace);
         !s.ok())
       return s;
     // value_grad = P^T @ grad.

@@ -215,6 +215,20 @@ private:
     shape.push_back(v.shape.back());
     return shapeIs(o, shape);
   }
+  /// A key mask [P..., Tk]: P... a prefix of the query's batch dimensions.
+  bool keyMask(const TensorInfo &q, const TensorInfo &k,
+               const TensorInfo &m) {
+    if (!indexT(m))
+      return false;
+    size_t r = q.shape.size();
+    if (r < 2 || k.shape.size() != r || m.shape.empty() ||
+        m.shape.size() - 1 > r - 2 ||
+        !std::equal(m.shape.begin(), m.shape.end() - 1, q.shape.begin()) ||
+        m.shape.back() != k.shape[r - 2])
+      return fail("the key mask's dimensions are not a prefix of the batch "
+                  "dimensions and the key length");
+    return true;
+  }
   bool targets(const TensorInfo &logits, const TensorInfo &t) {
     if (!floatT(logits) || !indexT(t) || logits.shape.empty())
       return false;
@@ -338,10 +352,14 @@ Status Checker::run() {
     break;
   }
   case Kernel::Attention:
-    ok = counts(3, 1) && attention(in(0), in(1), in(2), out(0));
+    ok = (inst.operands.size() == 3 ? counts(3, 1)
+                                    : counts(4, 1) && keyMask(in(0), in(1), in(3))) &&
+         attention(in(0), in(1), in(2), out(0));
     break;
   case Kernel::AttentionGrad:
-    ok = counts(5, 3) && attention(in(0), in(1), in(2), in(3)) &&
+    ok = (inst.operands.size() == 5 ? counts(5, 3)
+                                    : counts(6, 3) && keyMask(in(0), in(1), in(5))) &&
+         attention(in(0), in(1), in(2), in(3)) &&
          same(in(3), in(4)) && outLike(in(0), 0) && outLike(in(1), 1) &&
          outLike(in(2), 2);
     break;

@@ -453,6 +453,33 @@ func.func @attention_rank_mismatch(%q: tensor<2x8x16xf32>, %k: tensor<8x16xf32>)
 
 // -----
 
+func.func @attention_mask_length(%q: tensor<2x4x8x16xf32>, %m: tensor<2x7xi64>) {
+  // expected-error @+1 {{'tg.attention' op key_mask must be [P..., 8] with P... a prefix of the batch dimensions [2, 4], found [2, 7]}}
+  %0 = tg.attention %q, %q, %q mask %m
+      : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x7xi64>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_not_prefix(%q: tensor<2x4x8x16xf32>, %m: tensor<4x8xi64>) {
+  // expected-error @+1 {{'tg.attention' op key_mask must be [P..., 8] with P... a prefix of the batch dimensions [2, 4], found [4, 8]}}
+  %0 = tg.attention %q, %q, %q mask %m
+      : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<4x8xi64>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_float(%q: tensor<2x8x16xf32>, %m: tensor<2x8xf32>) {
+  // expected-error @+1 {{operand #3 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = tg.attention %q, %q, %q mask %m
+      : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_batch(%q: tensor<2x8x16xf32>, %k: tensor<3x8x16xf32>, %v: tensor<2x8x16xf32>) {
   // expected-error @+1 {{'tg.attention' op query, key and value must have the same batch dimensions, found [2], [3] and [2]}}
   %0 = tg.attention %q, %k, %v

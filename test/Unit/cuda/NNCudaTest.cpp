@@ -368,9 +368,9 @@ TEST_P(NNCudaTest, Attention) {
     HostTensor k = randomTensor(dtype, c.key, rng);
     HostTensor v = randomTensor(dtype, c.value, rng);
     HostTensor want(dtype, attentionResultShape(c));
-    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, c.causal, c.scale, want.ref));
+    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, c.causal, c.scale, want.ref));
     DeviceTensor dq(q), dk(k), dv(v), dOut(want, false);
-    ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref, c.causal,
+    ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref, nullptr, c.causal,
                               c.scale, dOut.ref));
     synchronize();
     expectNear(want, dOut.toHost(), describe(c, dtype), 4.0);
@@ -399,12 +399,12 @@ TEST_P(NNCudaTest, FusedAttentionOutputAndLogSumExp) {
     HostTensor k = randomTensor(dtype, {c.heads, c.tk, c.d}, rng);
     HostTensor v = randomTensor(dtype, {c.heads, c.tk, c.d}, rng);
     HostTensor want(dtype, {c.heads, c.tq, c.d});
-    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, c.causal, c.scale, want.ref));
+    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, c.causal, c.scale, want.ref));
     HostTensor lse(DType::F32, {c.heads, c.tq});
     DeviceTensor dq(q), dk(k), dv(v), dOut(want, false), dLse(lse, false);
     ASSERT_OK(cuda::fusedAttention(*testContext(), dtype, dq.ref.data,
                                    dk.ref.data, dv.ref.data, c.heads, c.tq,
-                                   c.tk, c.d, c.scale, c.causal, dOut.ref.data,
+                                   c.tk, c.d, c.scale, c.causal, cuda::KeyMask(), dOut.ref.data,
                                    static_cast<float *>(dLse.ref.data)));
     synchronize();
     expectNear(want, dOut.toHost(), "fused attention", 4.0);
@@ -442,10 +442,10 @@ TEST_P(NNCudaTest, AttentionIntoQueryBuffer) {
   HostTensor k = randomTensor(dtype, shape, rng);
   HostTensor v = randomTensor(dtype, shape, rng);
   HostTensor want(dtype, shape);
-  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, true, std::nullopt, want.ref));
+  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, true, std::nullopt, want.ref));
   DeviceTensor dq(q), dk(k), dv(v);
   TensorRef out = dq.ref; // the result reuses query's buffer
-  ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref, true,
+  ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref, nullptr, true,
                             std::nullopt, out));
   synchronize();
   expectNear(want, dq.toHost(), named("attention into query", dtype), 4.0);
@@ -461,23 +461,71 @@ TEST_P(NNCudaTest, AttentionGrad) {
     HostTensor k = randomTensor(dtype, c.key, rng);
     HostTensor v = randomTensor(dtype, c.value, rng);
     HostTensor o(dtype, attentionResultShape(c));
-    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, c.causal, c.scale, o.ref));
+    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, c.causal, c.scale, o.ref));
     HostTensor g = randomTensor(dtype, attentionResultShape(c), rng);
     HostTensor wantDq(dtype, c.query), wantDk(dtype, c.key),
         wantDv(dtype, c.value);
-    ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, g.ref, c.causal,
+    ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, g.ref, nullptr, c.causal,
                                  c.scale, wantDq.ref, wantDk.ref, wantDv.ref));
     DeviceTensor dq(q), dk(k), dv(v), dO(o), dg(g);
     DeviceTensor outDq(wantDq, false), outDk(wantDk, false),
         outDv(wantDv, false);
     ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref,
-                                  dO.ref, dg.ref, c.causal, c.scale, outDq.ref,
+                                  dO.ref, dg.ref, nullptr, c.causal, c.scale, outDq.ref,
                                   outDk.ref, outDv.ref));
     synchronize();
     expectNear(wantDq, outDq.toHost(), describe(c, dtype) + " query_grad", 8.0);
     expectNear(wantDk, outDk.toHost(), describe(c, dtype) + " key_grad", 8.0);
     expectNear(wantDv, outDv.toHost(), describe(c, dtype) + " value_grad", 8.0);
   }
+}
+
+// A [B, T] key padding mask over [B, H, T, D] heads: the fused kernels
+// (16-bit heads of 32, partial tiles) and the GEMM path (heads of 8), causal
+// and not, with an example that is all padding, forward and backward
+// against the CPU kernels.
+TEST_P(NNCudaTest, AttentionKeyMask) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(233);
+  for (int64_t d : {32, 8})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE("d=" + std::to_string(d) + (causal ? " causal" : ""));
+      std::vector<int64_t> shape = {3, 2, 70, d};
+      HostTensor q = randomTensor(dtype, shape, rng);
+      HostTensor k = randomTensor(dtype, shape, rng);
+      HostTensor v = randomTensor(dtype, shape, rng);
+      HostTensor g = randomTensor(dtype, shape, rng);
+      // Lengths 70, 33 and 0.
+      HostTensor mask(DType::I64, {3, 70});
+      auto *m = static_cast<int64_t *>(mask.ref.data);
+      for (int64_t j = 0; j < 70; ++j) {
+        m[j] = 1;
+        m[70 + j] = j < 33;
+        m[140 + j] = 0;
+      }
+      HostTensor o(dtype, shape), wantDq(dtype, shape), wantDk(dtype, shape),
+          wantDv(dtype, shape);
+      ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, &mask.ref, causal,
+                               std::nullopt, o.ref));
+      ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, g.ref,
+                                   &mask.ref, causal, std::nullopt,
+                                   wantDq.ref, wantDk.ref, wantDv.ref));
+      DeviceTensor dq(q), dk(k), dv(v), dg(g), dMask(mask), dOut(o, false);
+      ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref,
+                                &dMask.ref, causal, std::nullopt, dOut.ref));
+      DeviceTensor dO(o), outDq(wantDq, false), outDk(wantDk, false),
+          outDv(wantDv, false);
+      ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref,
+                                    dO.ref, dg.ref, &dMask.ref, causal,
+                                    std::nullopt, outDq.ref, outDk.ref,
+                                    outDv.ref));
+      synchronize();
+      expectNear(o, dOut.toHost(), "masked attention", 4.0);
+      expectNear(wantDq, outDq.toHost(), "masked query_grad", 8.0);
+      expectNear(wantDk, outDk.toHost(), "masked key_grad", 8.0);
+      expectNear(wantDv, outDv.toHost(), "masked value_grad", 8.0);
+    }
 }
 
 TEST_P(NNCudaTest, AttentionGradIntoOperandBuffers) {
@@ -489,17 +537,17 @@ TEST_P(NNCudaTest, AttentionGradIntoOperandBuffers) {
   HostTensor k = randomTensor(dtype, shape, rng);
   HostTensor v = randomTensor(dtype, shape, rng);
   HostTensor o(dtype, shape);
-  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, true, std::nullopt, o.ref));
+  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, true, std::nullopt, o.ref));
   HostTensor g = randomTensor(dtype, shape, rng);
   HostTensor wantDq(dtype, shape), wantDk(dtype, shape), wantDv(dtype, shape);
-  ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, g.ref, true,
+  ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, g.ref, nullptr, true,
                                std::nullopt, wantDq.ref, wantDk.ref,
                                wantDv.ref));
   DeviceTensor dq(q), dk(k), dv(v), dO(o), dg(g);
   // query_grad over grad, key_grad over output, value_grad over query.
   TensorRef queryGrad = dg.ref, keyGrad = dO.ref, valueGrad = dq.ref;
   ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref, dO.ref,
-                                dg.ref, true, std::nullopt, queryGrad, keyGrad,
+                                dg.ref, nullptr, true, std::nullopt, queryGrad, keyGrad,
                                 valueGrad));
   synchronize();
   expectNear(wantDq, dg.toHost(), named("query_grad over grad", dtype), 8.0);
@@ -525,11 +573,11 @@ TEST_P(NNCudaTest, MaskedGradientResults) {
   HostTensor k = randomTensor(dtype, shape, rng);
   HostTensor v = randomTensor(dtype, shape, rng);
   HostTensor o(dtype, shape);
-  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, true, std::nullopt, o.ref));
+  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, true, std::nullopt, o.ref));
   HostTensor cot = randomTensor(dtype, shape, rng);
   HostTensor wantAt[3] = {HostTensor(dtype, shape), HostTensor(dtype, shape),
                           HostTensor(dtype, shape)};
-  ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, cot.ref, true,
+  ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, cot.ref, nullptr, true,
                                std::nullopt, wantAt[0].ref, wantAt[1].ref,
                                wantAt[2].ref));
   DeviceTensor dx(x), dw(w), dg(g), dq(q), dk(k), dv(v), dO(o), dc(cot);
@@ -549,7 +597,7 @@ TEST_P(NNCudaTest, MaskedGradientResults) {
     ASSERT_OK(cuda::layerNormGrad(*testContext(), dx.ref, dw.ref, dg.ref, 1e-5,
                                   lnRefs[0], lnRefs[1], lnRefs[2]));
     ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref,
-                                  dO.ref, dc.ref, true, std::nullopt,
+                                  dO.ref, dc.ref, nullptr, true, std::nullopt,
                                   atRefs[0], atRefs[1], atRefs[2]));
     synchronize();
     for (int i = 0; i < 3; ++i) {

@@ -147,18 +147,53 @@ TEST(GradientCheck, AttentionQueryKeyValue) {
     outShape.back() = c.v.back();
     HostTensor cot = randomTensor(rng, DType::F32, outShape);
     HostTensor out(DType::F32, outShape);
-    ASSERT_OK(cpu::attention(q, k, v, c.causal, c.scale, out));
+    ASSERT_OK(cpu::attention(q, k, v, nullptr, c.causal, c.scale, out));
     HostTensor dq(DType::F32, c.q), dk(DType::F32, c.k), dv(DType::F32, c.v);
-    ASSERT_OK(cpu::attentionGrad(q, k, v, out, cot, c.causal, c.scale, dq, dk,
+    ASSERT_OK(cpu::attentionGrad(q, k, v, out, cot, nullptr, c.causal, c.scale, dq, dk,
                                  dv));
     auto loss = [&] {
-      return lossOf(cpu::attention(q, k, v, c.causal, c.scale, out), out,
+      return lossOf(cpu::attention(q, k, v, nullptr, c.causal, c.scale, out), out,
                     cot.values());
     };
     std::string what = c.causal ? "causal attention " : "attention ";
     checkGradient(q, loss, dq.values(), what + "query");
     checkGradient(k, loss, dk.values(), what + "key");
     checkGradient(v, loss, dv.values(), what + "value");
+  }
+}
+
+// Gradients through a key padding mask, against finite differences; a
+// query row that sees no key passes no gradient.
+TEST(GradientCheck, AttentionWithKeyMask) {
+  std::mt19937 rng(137);
+  for (bool causal : {false, true}) {
+    Shape shape = {2, 2, 4, 3};
+    HostTensor q = randomTensor(rng, DType::F32, shape, -1.5, 1.5);
+    HostTensor k = randomTensor(rng, DType::F32, shape, -1.5, 1.5);
+    HostTensor v = randomTensor(rng, DType::F32, shape);
+    HostTensor mask =
+        HostTensor::of(DType::I64, {2, 4}, {1, 1, 0, 0, 0, 1, 1, 0});
+    HostTensor cot = randomTensor(rng, DType::F32, shape);
+    HostTensor out(DType::F32, shape);
+    ASSERT_OK(cpu::attention(q, k, v, &mask.ref(), causal, std::nullopt, out));
+    HostTensor dq(DType::F32, shape), dk(DType::F32, shape),
+        dv(DType::F32, shape);
+    ASSERT_OK(cpu::attentionGrad(q, k, v, out, cot, &mask.ref(), causal,
+                                 std::nullopt, dq, dk, dv));
+    auto loss = [&] {
+      return lossOf(cpu::attention(q, k, v, &mask.ref(), causal, std::nullopt, out),
+                    out, cot.values());
+    };
+    std::string what = causal ? "masked causal attention " : "masked attention ";
+    checkGradient(q, loss, dq.values(), what + "query");
+    checkGradient(k, loss, dk.values(), what + "key");
+    checkGradient(v, loss, dv.values(), what + "value");
+    // Hidden keys get no gradient.
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t c = 0; c < 3; ++c) {
+        EXPECT_EQ(dk.values()[((0 * 2 + h) * 4 + 2) * 3 + c], 0.0);
+        EXPECT_EQ(dv.values()[((1 * 2 + h) * 4 + 3) * 3 + c], 0.0);
+      }
   }
 }
 
@@ -264,16 +299,16 @@ TEST(GradientCheck, SixteenBitGradientsMatchF32) {
     HostTensor v = randomTensor(rng, dtype, {2, 4, 3});
     HostTensor cot = randomTensor(rng, dtype, {2, 4, 3});
     HostTensor o(dtype, {2, 4, 3});
-    ASSERT_OK(cpu::attention(q, k, v, true, std::nullopt, o));
+    ASSERT_OK(cpu::attention(q, k, v, nullptr, true, std::nullopt, o));
     std::vector<HostTensor> wide;
     for (const HostTensor *t : {&q, &k, &v, &o, &cot})
       wide.push_back(HostTensor::of(DType::F32, t->shape(), t->values()));
     HostTensor dq(dtype, {2, 4, 3}), dk(dtype, {2, 4, 3}), dv(dtype, {2, 4, 3});
     HostTensor dq32(DType::F32, {2, 4, 3}), dk32(DType::F32, {2, 4, 3}),
         dv32(DType::F32, {2, 4, 3});
-    ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, true, std::nullopt, dq, dk,
+    ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, nullptr, true, std::nullopt, dq, dk,
                                  dv));
-    ASSERT_OK(cpu::attentionGrad(wide[0], wide[1], wide[2], wide[3], wide[4],
+    ASSERT_OK(cpu::attentionGrad(wide[0], wide[1], wide[2], wide[3], wide[4], nullptr,
                                  true, std::nullopt, dq32, dk32, dv32));
     expectClose(dq.values(), dq32.values(), tol, tol, "16-bit attention dq");
     expectClose(dk.values(), dk32.values(), tol, tol, "16-bit attention dk");
@@ -308,9 +343,9 @@ TEST(GradientCheck, MaskedResultsMatchTheFullKernel) {
   HostTensor v = randomTensor(rng, DType::F32, {2, 4, 3});
   HostTensor cot = randomTensor(rng, DType::F32, {2, 4, 3});
   HostTensor o(DType::F32, {2, 4, 3});
-  ASSERT_OK(cpu::attention(q, k, v, true, std::nullopt, o));
+  ASSERT_OK(cpu::attention(q, k, v, nullptr, true, std::nullopt, o));
   std::vector<HostTensor> fullAttention(3, HostTensor(DType::F32, {2, 4, 3}));
-  ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, true, std::nullopt,
+  ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, nullptr, true, std::nullopt,
                                fullAttention[0], fullAttention[1],
                                fullAttention[2]));
   for (int mask = 1; mask < 8; ++mask) {
@@ -327,7 +362,7 @@ TEST(GradientCheck, MaskedResultsMatchTheFullKernel) {
       }
     ASSERT_OK(cpu::layerNormGrad(x, w, g, 1e-5, lnRefs[0], lnRefs[1],
                                  lnRefs[2]));
-    ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, true, std::nullopt,
+    ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, nullptr, true, std::nullopt,
                                  atRefs[0], atRefs[1], atRefs[2]));
     for (int i = 0; i < 3; ++i) {
       if (!(mask & (1 << i)))
@@ -339,7 +374,7 @@ TEST(GradientCheck, MaskedResultsMatchTheFullKernel) {
   }
   TensorRef none[3];
   EXPECT_FALSE(cpu::layerNormGrad(x, w, g, 1e-5, none[0], none[1], none[2]).ok());
-  EXPECT_FALSE(cpu::attentionGrad(q, k, v, o, cot, true, std::nullopt, none[0],
+  EXPECT_FALSE(cpu::attentionGrad(q, k, v, o, cot, nullptr, true, std::nullopt, none[0],
                                   none[1], none[2])
                    .ok());
 }

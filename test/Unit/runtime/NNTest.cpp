@@ -62,32 +62,38 @@ std::vector<double> referenceLayerNorm(const HostTensor &x,
 std::vector<double> referenceAttention(const HostTensor &q,
                                        const HostTensor &k,
                                        const HostTensor &v, bool causal,
-                                       double scale) {
+                                       double scale,
+                                       const HostTensor *mask = nullptr) {
   size_t r = q.shape().size();
   int64_t tq = q.shape()[r - 2], d = q.shape()[r - 1];
   int64_t tk = k.shape()[r - 2], dv = v.shape()[r - 1];
   int64_t batch = q.size() / (tq * d);
+  // Heads per mask row: the mask covers a prefix of the batch dimensions.
+  int64_t group = mask ? batch / (mask->size() / tk) : 1;
   std::vector<double> qs = q.values(), ks = k.values(), vs = v.values();
+  std::vector<double> ms = mask ? mask->values() : std::vector<double>();
   std::vector<double> out;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < tq; ++i) {
       std::vector<double> s(static_cast<size_t>(tk));
-      double max = -1e300;
+      double max = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < tk; ++j) {
         double dot = 0;
         for (int64_t c = 0; c < d; ++c)
           dot += qs[(b * tq + i) * d + c] * ks[(b * tk + j) * d + c];
-        s[j] = causal && j > i ? -std::numeric_limits<double>::infinity()
-                               : dot * scale;
+        bool hidden = (causal && j > i) || (mask && ms[b / group * tk + j] == 0);
+        s[j] = hidden ? -std::numeric_limits<double>::infinity() : dot * scale;
         max = std::max(max, s[j]);
       }
       double sum = 0;
       for (double &e : s)
-        sum += (e = std::exp(e - max));
+        sum += (e = max == -std::numeric_limits<double>::infinity()
+                        ? 0.0
+                        : std::exp(e - max));
       for (int64_t c = 0; c < dv; ++c) {
         double acc = 0;
         for (int64_t j = 0; j < tk; ++j)
-          acc += s[j] / sum * vs[(b * tk + j) * dv + c];
+          acc += sum == 0 ? 0.0 : s[j] / sum * vs[(b * tk + j) * dv + c];
         out.push_back(acc);
       }
     }
@@ -196,12 +202,53 @@ TEST_P(NNTest, AttentionMatchesNaiveReference) {
     Shape outShape = c.q;
     outShape.back() = c.v.back();
     HostTensor out(dtype, outShape);
-    ASSERT_OK(cpu::attention(q, k, v, c.causal, c.scale, out));
+    ASSERT_OK(cpu::attention(q, k, v, nullptr, c.causal, c.scale, out));
     double scale = c.scale ? *c.scale : 1.0 / std::sqrt(double(c.q.back()));
     expectClose(out.values(), referenceAttention(q, k, v, c.causal, scale),
                 tolerance(dtype) * 2, tolerance(dtype) * 2,
                 std::string("attention") + (c.causal ? " causal" : ""));
   }
+}
+
+// A padding mask over keys: [B, Tk] for [B, H, T, D] heads (shared by the
+// heads), a full [B, Tk] for [B, T, D], and a row whose keys are all hidden
+// (its output is 0), in both index types.
+TEST_P(NNTest, AttentionKeyMask) {
+  DType dtype = GetParam();
+  std::mt19937 rng(47);
+  for (DType indexType : {DType::I64, DType::I32}) {
+    for (bool causal : {false, true}) {
+      HostTensor q = randomTensor(rng, dtype, {2, 3, 5, 4}, -2, 2);
+      HostTensor k = randomTensor(rng, dtype, {2, 3, 5, 4}, -2, 2);
+      HostTensor v = randomTensor(rng, dtype, {2, 3, 5, 4});
+      HostTensor mask = HostTensor::of(indexType, {2, 5},
+                                       {1, 1, 1, 0, 0, 0, 1, 1, 1, 1});
+      HostTensor out(dtype, {2, 3, 5, 4});
+      ASSERT_OK(cpu::attention(q, k, v, &mask.ref(), causal, std::nullopt, out));
+      std::vector<double> want =
+          referenceAttention(q, k, v, causal, 0.5, &mask);
+      expectClose(out.values(), want, tolerance(dtype) * 2,
+                  tolerance(dtype) * 2, "masked attention");
+      // Causal, the first query of the second example sees no key.
+      if (causal)
+        for (int64_t c = 0; c < 4; ++c)
+          EXPECT_EQ(out.values()[(3 * 5) * 4 + c], 0.0);
+    }
+  }
+  HostTensor q = randomTensor(rng, dtype, {2, 5, 4}, -2, 2);
+  HostTensor mask = HostTensor::of(DType::I64, {2, 6}, {1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0});
+  HostTensor k = randomTensor(rng, dtype, {2, 6, 4}, -2, 2);
+  HostTensor v = randomTensor(rng, dtype, {2, 6, 3});
+  HostTensor out(dtype, {2, 5, 3});
+  ASSERT_OK(cpu::attention(q, k, v, &mask.ref(), false, std::nullopt, out));
+  expectClose(out.values(), referenceAttention(q, k, v, false, 0.5, &mask),
+              tolerance(dtype) * 2, tolerance(dtype) * 2,
+              "masked attention, an example of padding only");
+  // A mask of the wrong length, or over the wrong dimensions.
+  HostTensor shortMask = HostTensor::of(DType::I64, {2, 5}, std::vector<double>(10, 1));
+  EXPECT_FAILS(cpu::attention(q, k, v, &shortMask.ref(), false, std::nullopt, out));
+  HostTensor floatMask(DType::F32, {2, 6});
+  EXPECT_FAILS(cpu::attention(q, k, v, &floatMask.ref(), false, std::nullopt, out));
 }
 
 TEST_P(NNTest, CrossEntropyIgnoresTargets) {
@@ -363,11 +410,11 @@ TEST(IndexErrors, CrossEntropyTargetOutOfRangeFails) {
 TEST(Attention, RejectsBadShapesAndScales) {
   HostTensor q(DType::F32, {3, 4}), k(DType::F32, {5, 4}), v(DType::F32, {5, 4});
   HostTensor out(DType::F32, {3, 4});
-  EXPECT_FAILS(cpu::attention(q, k, v, true, std::nullopt, out));
-  ASSERT_OK(cpu::attention(q, k, v, false, std::nullopt, out));
+  EXPECT_FAILS(cpu::attention(q, k, v, nullptr, true, std::nullopt, out));
+  ASSERT_OK(cpu::attention(q, k, v, nullptr, false, std::nullopt, out));
   HostTensor badV(DType::F32, {4, 4});
-  EXPECT_FAILS(cpu::attention(q, k, badV, false, std::nullopt, out));
+  EXPECT_FAILS(cpu::attention(q, k, badV, nullptr, false, std::nullopt, out));
   // The verifier's scale contract: positive and finite.
-  EXPECT_FAILS(cpu::attention(q, k, v, false, 0.0, out));
-  EXPECT_FAILS(cpu::attention(q, k, v, false, -1.0, out));
+  EXPECT_FAILS(cpu::attention(q, k, v, nullptr, false, 0.0, out));
+  EXPECT_FAILS(cpu::attention(q, k, v, nullptr, false, -1.0, out));
 }

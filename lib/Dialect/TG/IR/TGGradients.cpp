@@ -382,8 +382,11 @@ LogicalResult AttentionOp::buildVectorJacobianProduct(
       TypeRange{getQuery().getType(), getKey().getType(),
                 getValue().getType()},
       getQuery(), getKey(), getValue(), getResult(), resultGrads[0],
-      getCausalAttr(), getScaleAttr(), outputMaskOf(builder, needed));
-  appendNeeded(operandGrads, grad->getResults(), needed);
+      getKeyMask(), getCausalAttr(), getScaleAttr(),
+      outputMaskOf(builder, needed.take_front(3)));
+  appendNeeded(operandGrads, grad->getResults(), needed.take_front(3));
+  if (getKeyMask())
+    operandGrads.push_back(nullptr);
   return success();
 }
 

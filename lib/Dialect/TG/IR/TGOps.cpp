@@ -283,8 +283,11 @@ LogicalResult EmbeddingOp::verify() {
 /// Checks attention's query, key and value and returns the result shape.
 static FailureOr<SmallVector<int64_t>>
 verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
-                        bool causal, std::optional<double> scale) {
-  if (failed(verifySameElementType(op, op->getOperands())))
+                        Value keyMask, bool causal,
+                        std::optional<double> scale) {
+  SmallVector<Value> floats(op->getOperands());
+  llvm::erase(floats, keyMask);
+  if (failed(verifySameElementType(op, floats)))
     return failure();
   ArrayRef<int64_t> q = tensorType(query).getShape();
   ArrayRef<int64_t> k = tensorType(key).getShape();
@@ -324,6 +327,19 @@ verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
     op->emitOpError("scale must be positive and finite, found ") << *scale;
     return failure();
   }
+  if (keyMask) {
+    // [P..., Tk] with P... a prefix of the batch dimensions.
+    ArrayRef<int64_t> m = tensorType(keyMask).getShape();
+    ArrayRef<int64_t> batch = q.drop_back(2);
+    if (m.empty() || m.size() - 1 > batch.size() ||
+        m.drop_back() != batch.take_front(m.size() - 1) || m.back() != tk) {
+      op->emitOpError("key_mask must be [P..., ")
+          << tk << "] with P... a prefix of the batch dimensions ["
+          << llvm::interleaved(batch) << "], found ["
+          << llvm::interleaved(m) << "]";
+      return failure();
+    }
+  }
   SmallVector<int64_t> result(q.drop_back());
   result.push_back(v.back());
   return result;
@@ -338,7 +354,7 @@ static std::optional<double> toDouble(std::optional<APFloat> value) {
 LogicalResult AttentionOp::verify() {
   FailureOr<SmallVector<int64_t>> shape =
       verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
-                              getCausal(), toDouble(getScale()));
+                              getKeyMask(), getCausal(), toDouble(getScale()));
   if (failed(shape) ||
       failed(verifySameElementType(*this, {getQuery(), getResult()})))
     return failure();
@@ -620,7 +636,7 @@ LogicalResult AttentionGradOp::verify() {
   if (failed(verifyOutputMask(*this, getOutputMask())))
     return failure();
   FailureOr<SmallVector<int64_t>> shape = verifyAttentionOperands(
-      *this, getQuery(), getKey(), getValue(), getCausal(),
+      *this, getQuery(), getKey(), getValue(), getKeyMask(), getCausal(),
       toDouble(getScale()));
   if (failed(shape) || failed(verifyShape(*this, getOutput(), *shape,
                                           "output")) ||

@@ -114,14 +114,17 @@ Status embedding(const TensorRef &table, const TensorRef &indices,
 Status embeddingGrad(const TensorRef &indices, const TensorRef &grad,
                      TensorRef &result);
 
-/// `scale` defaults to `1 / sqrt(D)`.
+/// `scale` defaults to `1 / sqrt(D)`. `keyMask` (null: none) is an index
+/// tensor [P..., Tk] over a prefix P... of the batch dimensions; keys where
+/// it is 0 are not attended to, and a row that sees no key yields 0.
 Status attention(const TensorRef &query, const TensorRef &key,
-                 const TensorRef &value, bool causal,
+                 const TensorRef &value, const TensorRef *keyMask, bool causal,
                  std::optional<double> scale, TensorRef &result);
 Status attentionGrad(const TensorRef &query, const TensorRef &key,
                      const TensorRef &value, const TensorRef &output,
-                     const TensorRef &grad, bool causal,
-                     std::optional<double> scale, TensorRef &queryGrad,
+                     const TensorRef &grad, const TensorRef *keyMask,
+                     bool causal, std::optional<double> scale,
+                     TensorRef &queryGrad,
                      TensorRef &keyGrad, TensorRef &valueGrad);
 
 /// Fails when a target that is not `ignoreIndex` lies outside `[0, C)`.

@@ -272,14 +272,24 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
     `1 / sqrt(D)` and, with `causal`, `mask[i][j] = -inf` for `j > i`
     (requires `Tq == Tk`), as torch's scaled_dot_product_attention with
     `is_causal=True`. Softmax statistics are in f32.
+
+    `key_mask`, when present, is an integer tensor `[P..., Tk]` whose leading
+    dimensions `P...` are a prefix of the batch dimensions (a `[B, Tk]`
+    padding mask for `[B, H, T, D]` heads): key `j` of a row is visible only
+    where the mask is nonzero (`mask[..., j] = -inf` otherwise), as the
+    attention mask of Hugging Face's models. A row that sees no key at all
+    (a padded query of an all-padding example) yields zeros, and passes no
+    gradient.
   }];
   let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
                        TG_FloatTensor:$value,
+                       Optional<TG_IndexTensor>:$key_mask,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        OptionalAttr<F64Attr>:$scale);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`mask` $key_mask^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -559,7 +569,8 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [],
                                "getScratchBytes"]> {
   let summary = "gradient of attention with respect to query, key, value";
   let description = [{
-    Given the operands of `tg.attention` with the same `causal` and `scale`,
+    Given the operands of `tg.attention` with the same `causal`, `scale`
+    and `key_mask`,
     its result `output` and the cotangent `grad` of that result, computes
     (recomputing the probabilities `P`):
     `value_grad = P^T @ grad`, `dP = grad @ value^T`,
@@ -572,14 +583,15 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [],
   let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
                        TG_FloatTensor:$value, TG_FloatTensor:$output,
                        TG_FloatTensor:$grad,
+                       Optional<TG_IndexTensor>:$key_mask,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<DenseBoolArrayAttr>:$output_mask);
   let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
                       TG_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $output `,` $grad attr-dict `:`
-    functional-type(operands, results)
+    $query `,` $key `,` $value `,` $output `,` $grad (`mask` $key_mask^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
