@@ -101,6 +101,7 @@ OwningOpRef<ModuleOp> buildGPT2(MLIRContext *context, const GPT2Config &c) {
                                      attrs.getI64IntegerAttr(c.blockSize)),
                   attrs.getNamedAttr("seq_len", attrs.getI64IntegerAttr(c.seqLen)),
                   attrs.getNamedAttr("batch", attrs.getI64IntegerAttr(c.batch))});
+  b.setTask(tg::TGDialect::kTaskCausalLM);
   const int64_t B = c.batch, T = c.seqLen, C = c.nEmbd, H = c.nHead,
                 D = c.nEmbd / c.nHead, V = c.vocabSize;
   auto normal = [&](double std) {

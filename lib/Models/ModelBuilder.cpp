@@ -87,6 +87,10 @@ Value ModelBuilder::gelu(Value input) {
   return tg::GeluOp::create(builder, loc, input);
 }
 
+Value ModelBuilder::tanh(Value input) {
+  return tg::TanhOp::create(builder, loc, input);
+}
+
 Value ModelBuilder::layerNorm(Value input, Value weight, Value bias,
                               double epsilon) {
   return tg::LayerNormOp::create(builder, loc, input.getType(), input, weight,
@@ -150,6 +154,10 @@ SmallVector<Value> ModelBuilder::split(Value input, int64_t axis,
 void ModelBuilder::setGenerator(ArrayRef<NamedAttribute> generator) {
   function->setAttr(tg::TGDialect::kGeneratorAttr,
                     builder.getDictionaryAttr(generator));
+}
+
+void ModelBuilder::setTask(StringRef task) {
+  function->setAttr(tg::TGDialect::kTaskAttr, builder.getStringAttr(task));
 }
 
 OwningOpRef<ModuleOp> ModelBuilder::finish(Value loss) {

@@ -1,8 +1,9 @@
-//===- Rebuild.cpp - rebuilding a generated model at another batch size ---===//
+//===- Rebuild.cpp - rebuilding a generated model at another shape --------===//
 //
 // The generators record their configuration on the model (tg.generator);
 // rebuilding from it is how tgc-compile changes a model's batch size
-// (--batch, --batch=auto) without shape inference over arbitrary IR. The
+// (--batch, --batch=auto) and compiles sequence-length buckets
+// (--seq-buckets) without shape inference over arbitrary IR. The
 // model must be exactly what its record builds: a hand-edited model is
 // refused rather than silently replaced by the unedited one.
 //
@@ -17,10 +18,12 @@ using namespace mlir;
 
 namespace tgc {
 
-/// Builds the model `record` describes at `batch`; null with `error` set
-/// when the record is not one of the generators'.
+/// Builds the model `record` describes at `batch` (and `seqLen`, when
+/// given); null with `error` set when the record is not one of the
+/// generators' or the model has no sequence length.
 static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
-                                   int64_t batch, std::string &error) {
+                                   int64_t batch, std::optional<int64_t> seqLen,
+                                   std::string &error) {
   StringRef kind = record.getAs<StringAttr>("model").getValue();
   auto integer = [&](StringRef key, int64_t &out) {
     auto value = record.getAs<IntegerAttr>(key);
@@ -42,10 +45,40 @@ static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
         !integer("seq_len", config.seqLen))
       return nullptr;
     config.batch = batch;
+    if (seqLen)
+      config.seqLen = *seqLen;
     error = validateGPT2Config(config);
     return error.empty() ? buildGPT2(context, config) : nullptr;
   }
+  if (kind == "bert") {
+    BERTConfig config;
+    auto task = record.getAs<StringAttr>("task");
+    std::optional<BERTTask> parsed =
+        task ? parseBERTTask(task.getValue()) : std::nullopt;
+    if (!parsed) {
+      error = "the tg.generator record of a bert has no valid 'task'";
+      return nullptr;
+    }
+    config.task = *parsed;
+    if (!integer("n_layer", config.nLayer) || !integer("n_head", config.nHead) ||
+        !integer("hidden", config.hidden) ||
+        !integer("intermediate", config.intermediate) ||
+        !integer("vocab_size", config.vocabSize) ||
+        !integer("max_positions", config.maxPositions) ||
+        !integer("num_labels", config.numLabels) ||
+        !integer("seq_len", config.seqLen))
+      return nullptr;
+    config.batch = batch;
+    if (seqLen)
+      config.seqLen = *seqLen;
+    error = validateBERTConfig(config);
+    return error.empty() ? buildBERT(context, config) : nullptr;
+  }
   if (kind == "mlp") {
+    if (seqLen) {
+      error = "an mlp has no sequence length to compile buckets of";
+      return nullptr;
+    }
     auto widths = record.getAs<DenseI64ArrayAttr>("widths");
     if (!widths) {
       error = "the tg.generator record of an mlp has no 'widths'";
@@ -69,20 +102,22 @@ static std::string printed(Operation *op) {
   return text;
 }
 
-OwningOpRef<ModuleOp> rebuildWithBatch(func::FuncOp model, int64_t batch,
+OwningOpRef<ModuleOp> rebuildWithShape(func::FuncOp model, int64_t batch,
+                                       std::optional<int64_t> seqLen,
                                        std::string &error) {
   auto record =
       model->getAttrOfType<DictionaryAttr>(tg::TGDialect::kGeneratorAttr);
   if (!record) {
     error = ("@" + model.getSymName() +
              " has no tg.generator record of how it was built; only models "
-             "from tgc-models can be rebuilt at another batch size")
+             "from tgc-models can be rebuilt at another batch size or "
+             "sequence length")
                 .str();
     return nullptr;
   }
   int64_t recorded = record.getAs<IntegerAttr>("batch").getInt();
   OwningOpRef<ModuleOp> same =
-      build(model.getContext(), record, recorded, error);
+      build(model.getContext(), record, recorded, std::nullopt, error);
   if (!same)
     return nullptr;
   auto rebuilt = *same->getOps<func::FuncOp>().begin();
@@ -90,14 +125,13 @@ OwningOpRef<ModuleOp> rebuildWithBatch(func::FuncOp model, int64_t batch,
       printed(rebuilt) != printed(model)) {
     error = ("@" + model.getSymName() +
              " is not the model its tg.generator record builds (edited by "
-             "hand?); rebuilding it at another batch size would lose the "
-             "edits")
+             "hand?); rebuilding it at another shape would lose the edits")
                 .str();
     return nullptr;
   }
-  if (batch == recorded)
+  if (batch == recorded && !seqLen)
     return same;
-  return build(model.getContext(), record, batch, error);
+  return build(model.getContext(), record, batch, seqLen, error);
 }
 
 } // namespace tgc

@@ -29,9 +29,9 @@ public:
       : step(train), plan(&trainPlan), trainStep(train),
         trainPlan(trainPlan) {}
 
-  LogicalResult write(StringRef model, StringRef options,
+  LogicalResult write(const TGXInfo &info,
                       llvm::ArrayRef<TGXEntry> entries,
-                      std::vector<uint8_t> &out, bool allowTF32);
+                      std::vector<uint8_t> &out);
 
 private:
   FailureOr<tgx::DType> dtypeOf(Operation *where, Type type);
@@ -59,6 +59,8 @@ private:
   std::vector<flatbuffers::Offset<tgx::Tensor>> tensors;
   std::vector<flatbuffers::Offset<tgx::Instruction>> instructions;
   llvm::DenseMap<Value, int32_t> tensorOf;
+  /// The inputs of shape buckets (`tokens@64`), shared by their steps.
+  llvm::StringMap<int32_t> bucketInputs;
   std::vector<uint8_t> constants;
 };
 
@@ -356,6 +358,34 @@ TGXWriter::addEntry(const TGXEntry &entry) {
              << entry.name << "': argument #" << arg.getArgNumber()
              << " is not a tensor of the training step";
     BlockArgument trainArg = trainBody.getArgument(shared->argNumber);
+    if (entry.seqLen > 0 && shared->kind == MemoryKind::Input) {
+      // A bucket's input: its own [.., L] tensor at the offset of the
+      // training step's input, which holds at least as many elements.
+      auto type = cast<RankedTensorType>(arg.getType());
+      auto trainType = cast<RankedTensorType>(trainArg.getType());
+      if (type.getElementType() != trainType.getElementType() ||
+          type.getNumElements() > trainType.getNumElements())
+        return step.emitOpError("entry '")
+               << entry.name << "': input '" << name.getValue()
+               << "' of type " << type
+               << " does not fit in the training step's " << trainType;
+      // The bucket's training and evaluation steps share it.
+      std::string bucketName = (name.getValue() + "@" + Twine(entry.seqLen)).str();
+      auto [known, added] = bucketInputs.try_emplace(bucketName, tensors.size());
+      if (!added) {
+        tensorOf[arg] = known->second;
+        continue;
+      }
+      FailureOr<tgx::DType> dtype = dtypeOf(step, type);
+      if (failed(dtype))
+        return failure();
+      tensorOf[arg] = tensors.size();
+      tensors.push_back(tgx::CreateTensor(
+          fbb, str(bucketName), *dtype,
+          fbb.CreateVector(type.getShape().vec()), tgx::Storage::Persistent,
+          shared->offset, tgx::Role::Input));
+      continue;
+    }
     if (trainArg.getType() != arg.getType())
       return step.emitOpError("entry '")
              << entry.name << "': '" << name.getValue() << "' has type "
@@ -373,17 +403,17 @@ TGXWriter::addEntry(const TGXEntry &entry) {
   FailureOr<int32_t> lossIndex = addValue(loss);
   if (failed(lossIndex))
     return failure();
-  auto offset = tgx::CreateEntry(fbb, str(entry.name),
-                                 fbb.CreateVector(instructions),
-                                 plan->layout.arenaSize, plan->layout.peakLive,
-                                 *lossIndex);
+  auto offset = tgx::CreateEntry(
+      fbb, str(entry.name), fbb.CreateVector(instructions),
+      plan->layout.arenaSize, plan->layout.peakLive, *lossIndex, entry.seqLen,
+      entry.trains);
   std::swap(instructions, trainInstructions);
   return offset;
 }
 
-LogicalResult TGXWriter::write(StringRef model, StringRef options,
+LogicalResult TGXWriter::write(const TGXInfo &info,
                                llvm::ArrayRef<TGXEntry> entries,
-                               std::vector<uint8_t> &out, bool allowTF32) {
+                               std::vector<uint8_t> &out) {
   if (failed(addArguments()) || failed(addBody(trainStep)))
     return failure();
   Value lossValue = lossOf(trainStep);
@@ -424,11 +454,12 @@ LogicalResult TGXWriter::write(StringRef model, StringRef options,
   }
 
   auto program = tgx::CreateProgram(
-      fbb, tgx::kFormatVersion, str(model), str(options),
+      fbb, tgx::kFormatVersion, str(info.model), str(info.options),
       fbb.CreateVector(tensors), trainPlan.persistentSize, arena,
       trainPlan.layout.peakLive, trainPlan.alignment, trainInstructions,
       *loss, counter, fbb.CreateVector(constants),
-      fbb.CreateVector(entryOffsets), accumSteps, allowTF32);
+      fbb.CreateVector(entryOffsets), accumSteps, info.allowTF32,
+      str(info.task), info.seqLen);
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   tgx::appendTrailer(out);
@@ -438,10 +469,10 @@ LogicalResult TGXWriter::write(StringRef model, StringRef options,
 } // namespace
 
 LogicalResult writeTGX(func::FuncOp step, const MemoryPlan &plan,
-                       StringRef model, StringRef options,
+                       const TGXInfo &info,
                        llvm::ArrayRef<TGXEntry> entries,
-                       std::vector<uint8_t> &out, bool allowTF32) {
-  return TGXWriter(step, plan).write(model, options, entries, out, allowTF32);
+                       std::vector<uint8_t> &out) {
+  return TGXWriter(step, plan).write(info, entries, out);
 }
 
 } // namespace tgc

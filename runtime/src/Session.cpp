@@ -124,9 +124,10 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
                                             prog.arenaBytes);
   if (!status.ok())
     return status;
-  for (const TensorInfo &info : prog.tensors)
-    if (info.role == Role::Input)
-      created->inputRanges.push_back({info.offset, info.bytes});
+  // The largest bucket's inputs; the smaller buckets' are views of them.
+  for (const auto &[name, index] : prog.buckets.back().inputs)
+    created->inputRanges.push_back(
+        {prog.tensors[index].offset, prog.tensors[index].bytes});
   if (created->device->hostAccessible()) {
     created->mirror = created->device->persistentBase();
   } else {

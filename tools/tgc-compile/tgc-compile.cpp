@@ -107,6 +107,14 @@ static cl::opt<bool> allowTF32(
              "PyTorch): recorded in the executable for the CUDA backend, and "
              "used by --estimate"),
     cl::init(false), cl::cat(category));
+static cl::list<int64_t> seqBuckets(
+    "seq-buckets", cl::CommaSeparated,
+    cl::desc("Compile the training and evaluation steps once per sequence "
+             "length, in increasing order (e.g. 64,128,256,512), into one "
+             "executable sharing parameters and optimizer state: tgc-run "
+             "--padding picks the smallest that fits each batch. Needs a "
+             "sequence model from tgc-models"),
+    cl::value_desc("L1,L2,..."), cl::cat(category));
 static cl::opt<int64_t> alignment("alignment",
                                   cl::desc("Buffer alignment in bytes"),
                                   cl::init(256), cl::cat(category));
@@ -123,6 +131,15 @@ static cl::opt<std::string>
          cl::cat(category));
 
 namespace {
+/// A smaller shape bucket, compiled in a module of its own: its training
+/// step and evaluation step (the model), each with its plan.
+struct Bucket {
+  int64_t seqLen;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp train, eval;
+  tgc::MemoryPlan trainPlan, evalPlan;
+};
+
 /// The last pass of tgc-compile: lowers the training step into the
 /// executable's bytes with the plan tg-plan-memory computed (the analysis
 /// is preserved between them, so it is not computed again).
@@ -131,9 +148,11 @@ struct LowerToTGXPass
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToTGXPass)
 
   LowerToTGXPass(std::string stepName, std::string model, std::string options,
+                 const std::vector<Bucket> &buckets, int64_t seqLen,
                  std::vector<uint8_t> &bytes, std::string &summary)
       : stepName(std::move(stepName)), model(std::move(model)),
-        options(std::move(options)), bytes(bytes), summary(summary) {}
+        options(std::move(options)), buckets(buckets), seqLen(seqLen),
+        bytes(bytes), summary(summary) {}
 
   StringRef getArgument() const final { return "tgc-lower-to-tgx"; }
 
@@ -153,13 +172,16 @@ struct LowerToTGXPass
     // gradient accumulation's micro-step, and the evaluation step (the
     // model's forward pass and loss: no gradient memory).
     std::vector<tgc::TGXEntry> entries;
-    auto addEntry = [&](StringRef name, func::FuncOp function) -> LogicalResult {
-      const tgc::MemoryPlan *entryPlan =
-          getChildAnalysis<tgc::MemoryPlanAnalysis>(function).getPlan(
-              alignment);
+    auto addEntry = [&](StringRef name, func::FuncOp function,
+                        const tgc::MemoryPlan *entryPlan = nullptr,
+                        int64_t bucket = 0,
+                        bool trains = false) -> LogicalResult {
+      if (!entryPlan)
+        entryPlan = getChildAnalysis<tgc::MemoryPlanAnalysis>(function)
+                        .getPlan(alignment);
       if (!entryPlan)
         return failure();
-      entries.push_back({name.str(), function, entryPlan});
+      entries.push_back({name.str(), function, entryPlan, bucket, trains});
       if (memoryReport.empty())
         return success();
       std::string error;
@@ -184,11 +206,29 @@ struct LowerToTGXPass
       if (failed(addEntry("grad_step", micro)))
         return signalPassFailure();
     }
-    if (auto forward = getOperation().lookupSymbol<func::FuncOp>(model))
+    tgc::TGXInfo info;
+    info.model = model;
+    info.options = options;
+    info.allowTF32 = allowTF32;
+    info.seqLen = buckets.empty() ? 0 : seqLen;
+    if (auto forward = getOperation().lookupSymbol<func::FuncOp>(model)) {
+      if (auto task = forward->getAttrOfType<StringAttr>(
+              tgc::tg::TGDialect::kTaskAttr))
+        info.task = task.getValue().str();
       if (failed(addEntry("eval_step", forward)))
         return signalPassFailure();
-    if (failed(tgc::writeTGX(step, *plan, model, options, entries, bytes,
-                                allowTF32)))
+    }
+    // The smaller shape buckets, planned in their own modules.
+    for (const Bucket &bucket : buckets) {
+      std::string suffix = ("@" + Twine(bucket.seqLen)).str();
+      if (failed(addEntry("train_step" + suffix, bucket.train,
+                          &bucket.trainPlan, bucket.seqLen,
+                          /*trains=*/true)) ||
+          failed(addEntry("eval_step" + suffix, bucket.eval, &bucket.evalPlan,
+                          bucket.seqLen)))
+        return signalPassFailure();
+    }
+    if (failed(tgc::writeTGX(step, *plan, info, entries, bytes)))
       return signalPassFailure();
     llvm::raw_string_ostream os(summary);
     os << plan->schedule.size() << " ops, persistent "
@@ -208,6 +248,8 @@ struct LowerToTGXPass
   }
 
   std::string stepName, model, options;
+  const std::vector<Bucket> &buckets;
+  int64_t seqLen;
   std::vector<uint8_t> &bytes;
   std::string &summary;
 };
@@ -560,6 +602,71 @@ int main(int argc, char **argv) {
                   " (--batch=auto finds the largest batch that fits)");
   }
 
+  // Shape buckets: the model rebuilt at the largest length (the training
+  // step) and each smaller one compiled alone, sharing every persistent
+  // tensor by name.
+  std::vector<Bucket> buckets;
+  int64_t seqLen = 0;
+  if (!seqBuckets.empty()) {
+    for (size_t i = 0; i < seqBuckets.size(); ++i)
+      if (seqBuckets[i] <= 0 || (i && seqBuckets[i] <= seqBuckets[i - 1]))
+        return fail("--seq-buckets must be positive sequence lengths in "
+                    "increasing order, found " +
+                    llvm::join(llvm::map_range(seqBuckets,
+                                               [](int64_t l) {
+                                                 return std::to_string(l);
+                                               }),
+                               ","));
+    if (options.gradAccum != 1)
+      return fail("--seq-buckets with gradient accumulation is not "
+                  "supported yet (each micro-batch would need its bucket)");
+    if (emit != "tgx")
+      return fail("--seq-buckets compiles an executable (--emit=tgx)");
+    auto modelFunction = module->lookupSymbol<func::FuncOp>(model);
+    auto record = modelFunction->getAttrOfType<DictionaryAttr>(
+        tgc::tg::TGDialect::kGeneratorAttr);
+    int64_t batch = record ? record.getAs<IntegerAttr>("batch").getInt() : 0;
+    seqLen = seqBuckets[seqBuckets.size() - 1];
+    for (int64_t length : seqBuckets) {
+      std::string error;
+      OwningOpRef<ModuleOp> rebuilt =
+          tgc::rebuildWithShape(modelFunction, batch, length, error);
+      if (!rebuilt)
+        return fail("--seq-buckets: " + error);
+      if (length == seqLen)
+        break;
+      PassManager bucketPm(&context);
+      tgc::buildTrainPipeline(bucketPm, options);
+      if (failed(bucketPm.run(*rebuilt)))
+        return fail("the training pipeline failed at sequence length " +
+                    Twine(length));
+      Bucket bucket;
+      bucket.seqLen = length;
+      bucket.train = rebuilt->lookupSymbol<func::FuncOp>(model + "_train_step");
+      bucket.eval = rebuilt->lookupSymbol<func::FuncOp>(model);
+      if (!bucket.train || !bucket.eval)
+        return fail("the pipeline produced no training or evaluation step at "
+                    "sequence length " + Twine(length));
+      FailureOr<tgc::MemoryPlan> trainPlan =
+          tgc::computeMemoryPlan(bucket.train, alignment);
+      FailureOr<tgc::MemoryPlan> evalPlan =
+          tgc::computeMemoryPlan(bucket.eval, alignment);
+      if (failed(trainPlan) || failed(evalPlan))
+        return fail("planning memory failed at sequence length " +
+                    Twine(length));
+      bucket.trainPlan = std::move(*trainPlan);
+      bucket.evalPlan = std::move(*evalPlan);
+      bucket.module = std::move(rebuilt);
+      buckets.push_back(std::move(bucket));
+    }
+    std::string error;
+    OwningOpRef<ModuleOp> largest =
+        tgc::rebuildWithShape(modelFunction, batch, seqLen, error);
+    if (!largest)
+      return fail("--seq-buckets: " + error);
+    module = std::move(largest);
+  }
+
   PassManager pm(&context);
   tgc::buildTrainPipeline(pm, options);
   std::vector<uint8_t> bytes;
@@ -570,9 +677,9 @@ int main(int argc, char **argv) {
     planning.alignment = alignment;
     planning.printReport = false;
     pm.addPass(tgc::tg::createTGPlanMemory(planning));
-    pm.addPass(std::make_unique<LowerToTGXPass>(model + "_train_step", model,
-                                                describeOptions(options), bytes,
-                                                summary));
+    pm.addPass(std::make_unique<LowerToTGXPass>(
+        model + "_train_step", model, describeOptions(options), buckets,
+        seqLen, bytes, summary));
   }
   if (failed(pm.run(*module)))
     return fail("the training pipeline failed");

@@ -5,6 +5,7 @@
 //   tgc-models mlp --widths 784,256,10 --batch 32
 //   tgc-models mlp --in-features 784 --width 512 --depth 3 --classes 10
 //   tgc-models gpt2 --preset 124M --stats
+//   tgc-models bert --preset base --task=seq-cls --num-labels 3
 //
 // Builds the model with the generators of lib/Models, verifies it, and
 // prints the IR or (with --stats) its parameter count and op statistics.
@@ -31,8 +32,13 @@ static cl::OptionCategory category("tgc-models options");
 // Each model is a subcommand with its own options.
 static cl::SubCommand gpt2Command("gpt2", "GPT-2 (Hugging Face layout)");
 static cl::SubCommand mlpCommand("mlp", "Multi-layer perceptron classifier");
-#define BOTH cl::sub(gpt2Command), cl::sub(mlpCommand)
+static cl::SubCommand bertCommand(
+    "bert", "BERT encoder with a masked-LM or sequence-classification head "
+            "(Hugging Face layout)");
+#define BOTH cl::sub(gpt2Command), cl::sub(mlpCommand), cl::sub(bertCommand)
 #define GPT2 cl::sub(gpt2Command)
+#define SEQ cl::sub(gpt2Command), cl::sub(bertCommand)
+#define BERT cl::sub(bertCommand)
 #define MLP cl::sub(mlpCommand)
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"),
@@ -46,21 +52,40 @@ static cl::opt<int64_t> batch("batch", cl::desc("Batch size"),
 
 // GPT-2.
 static cl::opt<std::string>
-    preset("preset", cl::desc("GPT-2 size: 124M, 350M, 774M, 1558M or tiny"),
-           cl::cat(category), GPT2);
-static cl::opt<int64_t> nLayer("n-layer", cl::desc("GPT-2 blocks"),
-                               cl::cat(category), GPT2);
-static cl::opt<int64_t> nHead("n-head", cl::desc("GPT-2 attention heads"),
-                              cl::cat(category), GPT2);
+    preset("preset",
+           cl::desc("Model size: GPT-2 124M, 350M, 774M, 1558M or tiny; "
+                    "BERT base or tiny"),
+           cl::cat(category), SEQ);
+static cl::opt<int64_t> nLayer("n-layer", cl::desc("Transformer blocks"),
+                               cl::cat(category), SEQ);
+static cl::opt<int64_t> nHead("n-head", cl::desc("Attention heads"),
+                              cl::cat(category), SEQ);
 static cl::opt<int64_t> nEmbd("n-embd", cl::desc("GPT-2 embedding width"),
                               cl::cat(category), GPT2);
-static cl::opt<int64_t> vocabSize("vocab-size", cl::desc("GPT-2 vocabulary"),
-                                  cl::cat(category), GPT2);
+static cl::opt<int64_t> vocabSize("vocab-size", cl::desc("Vocabulary"),
+                                  cl::cat(category), SEQ);
 static cl::opt<int64_t> blockSize("block-size",
                                   cl::desc("GPT-2 positions (wpe rows)"),
                                   cl::cat(category), GPT2);
-static cl::opt<int64_t> seqLen("seq-len", cl::desc("GPT-2 sequence length"),
-                               cl::cat(category), GPT2);
+static cl::opt<int64_t> seqLen("seq-len", cl::desc("Sequence length"),
+                               cl::cat(category), SEQ);
+
+// BERT.
+static cl::opt<int64_t> hidden("hidden", cl::desc("BERT hidden size"),
+                               cl::cat(category), BERT);
+static cl::opt<int64_t> intermediate("intermediate",
+                                     cl::desc("BERT MLP width"),
+                                     cl::cat(category), BERT);
+static cl::opt<int64_t>
+    maxPositions("max-positions",
+                 cl::desc("BERT position embeddings (the longest sequence)"),
+                 cl::cat(category), BERT);
+static cl::opt<std::string>
+    task("task", cl::desc("BERT head: mlm (masked LM) or seq-cls"),
+         cl::init("mlm"), cl::cat(category), BERT);
+static cl::opt<int64_t> numLabels("num-labels",
+                                  cl::desc("Classes of the seq-cls head"),
+                                  cl::cat(category), BERT);
 
 // MLP.
 static cl::list<int64_t> widths("widths", cl::CommaSeparated,
@@ -120,6 +145,49 @@ static OwningOpRef<ModuleOp> buildGPT2FromFlags(MLIRContext *context,
   return tgc::buildGPT2(context, config);
 }
 
+static OwningOpRef<ModuleOp> buildBERTFromFlags(MLIRContext *context,
+                                                std::string &error) {
+  tgc::BERTConfig config;
+  if (!preset.empty()) {
+    std::optional<tgc::BERTConfig> found = tgc::getBERTPreset(preset);
+    if (!found) {
+      error = "unknown BERT preset '" + preset + "' (expected base or tiny)";
+      return nullptr;
+    }
+    config = *found;
+  }
+  std::optional<tgc::BERTTask> parsed = tgc::parseBERTTask(task);
+  if (!parsed) {
+    error = "unknown BERT task '" + task + "' (expected mlm or seq-cls)";
+    return nullptr;
+  }
+  config.task = *parsed;
+  if (numLabels.getNumOccurrences() &&
+      config.task != tgc::BERTTask::SequenceClassification) {
+    error = "--num-labels is for --task=seq-cls";
+    return nullptr;
+  }
+  auto override = [](cl::opt<int64_t> &option, int64_t &field) {
+    if (option.getNumOccurrences())
+      field = option;
+  };
+  override(nLayer, config.nLayer);
+  override(nHead, config.nHead);
+  override(hidden, config.hidden);
+  override(intermediate, config.intermediate);
+  override(vocabSize, config.vocabSize);
+  override(maxPositions, config.maxPositions);
+  override(numLabels, config.numLabels);
+  override(batch, config.batch);
+  override(seqLen, config.seqLen);
+  if (!seqLen.getNumOccurrences() && config.seqLen > config.maxPositions)
+    config.seqLen = config.maxPositions;
+  error = tgc::validateBERTConfig(config);
+  if (!error.empty())
+    return nullptr;
+  return tgc::buildBERT(context, config);
+}
+
 static OwningOpRef<ModuleOp> buildMLPFromFlags(MLIRContext *context,
                                                std::string &error) {
   tgc::MLPConfig config;
@@ -154,6 +222,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category, gpt2Command);
   cl::HideUnrelatedOptions(category, mlpCommand);
+  cl::HideUnrelatedOptions(category, bertCommand);
   cl::ParseCommandLineOptions(argc, argv,
                               "tgc-models: prints built-in models as tg IR\n");
 
@@ -164,9 +233,11 @@ int main(int argc, char **argv) {
     module = buildGPT2FromFlags(&context, error);
   else if (mlpCommand)
     module = buildMLPFromFlags(&context, error);
+  else if (bertCommand)
+    module = buildBERTFromFlags(&context, error);
   else
-    return fail("name a model: tgc-models gpt2 ... or tgc-models mlp ... "
-                "(see --help)");
+    return fail("name a model: tgc-models gpt2 ..., tgc-models bert ... or "
+                "tgc-models mlp ... (see --help)");
   if (!error.empty())
     return fail(error);
   if (!module)

@@ -25,6 +25,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <deque>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -63,6 +64,8 @@ struct Options {
   int64_t evalEvery = 0;
   int64_t evalBatches = 10;
   bool evalOnly = false;
+  std::string padding = "dynamic";
+  std::string overlong = "truncate";
 };
 
 int fail(const std::string &message) {
@@ -154,9 +157,26 @@ std::string parseOptions(int argc, char **argv, Options &options,
   const char *data = "Data";
   app.add_option("--data", options.data,
                  "'synthetic' (default), a token file (llm.c shard or raw "
-                 "uint16), or a .safetensors file of batches (one tensor per "
-                 "input, [N, ...])")
+                 "uint16), a .safetensors file of batches (one tensor per "
+                 "input, [N, ...]), or a .tgcd dataset of examples "
+                 "(scripts/tgc-data.py)")
       ->option_text("SOURCE")
+      ->group(data);
+  app.add_option("--padding", options.padding,
+                 "Batches of examples: pad every batch to the largest "
+                 "sequence length (max), each to the smallest compiled "
+                 "length that fits it (dynamic, the default), or that after "
+                 "grouping examples of similar length into batches, in "
+                 "shuffled order (grouped)")
+      ->check(CLI::IsMember({"max", "dynamic", "grouped"}))
+      ->option_text("MODE")
+      ->group(data);
+  app.add_option("--overlong", options.overlong,
+                 "Examples longer than the largest sequence length: cut "
+                 "them (truncate, the default) or refuse the dataset "
+                 "(reject)")
+      ->check(CLI::IsMember({"truncate", "reject"}))
+      ->option_text("POLICY")
       ->group(data);
 
   const char *schedule = "Learning-rate schedule";
@@ -520,8 +540,14 @@ int run(int argc, char **argv) {
                 " micro-batches each would read more than " +
                 std::to_string(kMaxCheckpointStep) + " batches");
 
+  ExampleOptions exampleOptions;
+  exampleOptions.padding = options.padding == "max"       ? Padding::Max
+                           : options.padding == "grouped" ? Padding::Grouped
+                                                          : Padding::Dynamic;
+  exampleOptions.truncate = options.overlong == "truncate";
   std::unique_ptr<DataSource> data;
-  status = createDataSource(program, options.data, options.seed, data);
+  status = createDataSource(program, options.data, options.seed, data,
+                            exampleOptions);
   if (!status.ok())
     return fail(status.error);
 
@@ -535,7 +561,7 @@ int run(int argc, char **argv) {
                   "(compile it again with this tgc-compile)");
     status = createDataSource(
         program, options.evalData.empty() ? options.data : options.evalData,
-        options.seed ^ 0xE7A1u, evalData);
+        options.seed ^ 0xE7A1u, evalData, exampleOptions);
     if (!status.ok())
       return fail("--eval-data: " + status.error);
   }
@@ -543,11 +569,17 @@ int run(int argc, char **argv) {
     double sum = 0.0;
     for (int64_t b = 0; b < options.evalBatches; ++b) {
       float loss = 0.0f;
-      Status done = evalData->fill(*session, b);
+      BatchInfo info;
+      Status done = evalData->fillBatch(*session, b, info);
+      const EntryPoint *entry =
+          info.bucket ? program.evalEntry(*info.bucket) : evalEntry;
+      if (done.ok() && !entry)
+        done = Status::failure("no evaluation step at sequence length " +
+                               std::to_string(info.bucket->seqLen));
       if (done.ok())
         done = session->stageInputs();
       if (done.ok())
-        done = session->launch(evalEntry);
+        done = session->launch(entry);
       if (done.ok())
         done = session->finish(loss);
       if (!done.ok())
@@ -673,12 +705,32 @@ int run(int argc, char **argv) {
         {"tgc.seed", std::to_string(options.seed)}};
     return saveCheckpoint(*session, options.save, metadata);
   };
+  // The batches staged and not yet run, oldest first: the bucket each was
+  // written for picks the step that runs it. Token positions run, real
+  // and padded, for throughput.
+  std::deque<BatchInfo> pending;
+  int64_t realTokens = 0, paddedTokens = 0;
   auto prepareBatch = [&](int64_t step, int64_t k) -> Status {
     if (step >= options.steps)
       return Status::success();
     setLr(step);
-    Status prepared = data->fill(*session, batchOf(step, k));
+    BatchInfo info;
+    Status prepared = data->fillBatch(*session, batchOf(step, k), info);
+    if (prepared.ok())
+      pending.push_back(info);
     return prepared.ok() ? session->stageInputs() : prepared;
+  };
+  // Launches the next staged batch: on its bucket's training step, or the
+  // micro-step under accumulation.
+  auto launchNext = [&]() -> Status {
+    if (pending.empty())
+      return Status::failure("internal error: no batch is staged");
+    BatchInfo info = pending.front();
+    pending.pop_front();
+    realTokens += info.realTokens;
+    paddedTokens += info.paddedTokens;
+    return session->launch(microStep ? microStep
+                                     : program.trainEntry(*info.bucket));
   };
   if (startStep < options.steps) {
     status = prepareBatch(startStep, 0);
@@ -693,7 +745,7 @@ int run(int argc, char **argv) {
     bool evalNow = options.evalEvery && step % options.evalEvery == 0;
     float loss = 0.0f;
     for (int64_t k = 0; k < accumSteps && status.ok(); ++k) {
-      status = session->launch(microStep);
+      status = launchNext();
       bool last = k + 1 == accumSteps;
       if (status.ok() && !last)
         status = prepareBatch(step - 1, k + 1);
@@ -753,6 +805,9 @@ int run(int argc, char **argv) {
     double perSecond = elapsed > 0 ? double(ran * accumSteps * data->itemsPerBatch()) /
                                          elapsed
                                    : 0.0;
+    // Sources of padded examples: every position computed counts.
+    if (paddedTokens > 0)
+      perSecond = elapsed > 0 ? double(paddedTokens) / elapsed : 0.0;
     double eta = ran ? elapsed / double(ran) * double(options.steps - step)
                      : 0.0;
     if (metrics) {
@@ -760,6 +815,12 @@ int run(int argc, char **argv) {
       // (the shortest text that reads back to that double).
       nlohmann::ordered_json row = {{"step", step}, {"loss", double(loss)}};
       row[std::string(data->itemName()) + "_per_s"] = perSecond;
+      if (paddedTokens > 0) {
+        row["real_tokens_per_s"] =
+            elapsed > 0 ? double(realTokens) / elapsed : 0.0;
+        row["padding_fraction"] =
+            1.0 - double(realTokens) / double(paddedTokens);
+      }
       row["elapsed_s"] = elapsed;
       if (!std::isnan(lrOf(step - 1)))
         row["lr"] = lrOf(step - 1);
@@ -835,9 +896,19 @@ int run(int argc, char **argv) {
   std::printf("tgc-run: %lld steps in %.2f s, loss %.4f -> %.4f, %.1f "
               "%s/s\n",
               (long long)ran, elapsed, firstLoss, lastLoss,
-              elapsed > 0 ? double(ran * accumSteps * data->itemsPerBatch()) / elapsed
-                          : 0.0,
+              elapsed > 0
+                  ? double(paddedTokens > 0
+                               ? paddedTokens
+                               : ran * accumSteps * data->itemsPerBatch()) /
+                        elapsed
+                  : 0.0,
               data->itemName());
+  if (paddedTokens > 0)
+    std::printf("tgc-run: %lld real tokens in %lld positions (%.1f%% "
+                "padding), %.1f real tokens/s\n",
+                (long long)realTokens, (long long)paddedTokens,
+                100.0 * (1.0 - double(realTokens) / double(paddedTokens)),
+                elapsed > 0 ? double(realTokens) / elapsed : 0.0);
   std::printf("tgc-run: %lld bytes of %s memory allocated\n",
               (long long)session->backend().bytesAllocated(),
               session->backend().hostAccessible() ? "host" : "device");

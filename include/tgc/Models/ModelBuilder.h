@@ -41,6 +41,7 @@ public:
   mlir::Value add(mlir::Value lhs, mlir::Value rhs);
   mlir::Value relu(mlir::Value input);
   mlir::Value gelu(mlir::Value input);
+  mlir::Value tanh(mlir::Value input);
   mlir::Value layerNorm(mlir::Value input, mlir::Value weight,
                         mlir::Value bias, double epsilon);
   mlir::Value embedding(mlir::Value table, mlir::Value indices);
@@ -61,6 +62,8 @@ public:
 
   /// Records how the model was built (tg.generator) on its function.
   void setGenerator(llvm::ArrayRef<mlir::NamedAttribute> generator);
+  /// Records the model's task (tg.task: TGDialect::kTaskCausalLM, ...).
+  void setTask(llvm::StringRef task);
 
 private:
   mlir::RankedTensorType tensorOf(llvm::ArrayRef<int64_t> shape,

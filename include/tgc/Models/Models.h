@@ -43,9 +43,36 @@ struct GPT2Config {
 /// The named GPT-2 sizes: "124M", "350M", "774M", "1558M" and "tiny".
 std::optional<GPT2Config> getGPT2Preset(llvm::StringRef name);
 
+/// The head on top of a BERT encoder.
+enum class BERTTask { MaskedLM, SequenceClassification };
+
+/// A BERT encoder (Hugging Face's BertModel, no dropout, token type 0,
+/// tanh GELU) with a masked-LM head (BertForMaskedLM) or a sequence
+/// classification head (BertForSequenceClassification), over [batch,
+/// seqLen] tokens and a [batch, seqLen] attention mask (1 real, 0 padding).
+struct BERTConfig {
+  int64_t nLayer = 12;
+  int64_t nHead = 12;
+  int64_t hidden = 768;
+  int64_t intermediate = 3072;
+  int64_t vocabSize = 30522;
+  int64_t maxPositions = 512;
+  int64_t batch = 8;
+  int64_t seqLen = 512;
+  BERTTask task = BERTTask::MaskedLM;
+  int64_t numLabels = 2;
+};
+
+/// The named BERT sizes: "base" (bert-base) and "tiny".
+std::optional<BERTConfig> getBERTPreset(llvm::StringRef name);
+/// "mlm" or "seq-cls".
+std::optional<BERTTask> parseBERTTask(llvm::StringRef name);
+llvm::StringRef bertTaskName(BERTTask task);
+
 /// Returns an empty string when `config` is valid, otherwise the problem.
 std::string validateMLPConfig(const MLPConfig &config);
 std::string validateGPT2Config(const GPT2Config &config);
+std::string validateBERTConfig(const BERTConfig &config);
 
 /// Build the model as a module holding one tg.model function; null (with
 /// diagnostics emitted) when the built IR does not verify.
@@ -53,15 +80,23 @@ mlir::OwningOpRef<mlir::ModuleOp> buildMLP(mlir::MLIRContext *context,
                                            const MLPConfig &config);
 mlir::OwningOpRef<mlir::ModuleOp> buildGPT2(mlir::MLIRContext *context,
                                             const GPT2Config &config);
+mlir::OwningOpRef<mlir::ModuleOp> buildBERT(mlir::MLIRContext *context,
+                                            const BERTConfig &config);
 
 /// Builds the model that `model`'s tg.generator record describes again,
-/// at micro-batch size `batch`. Fails (with `error` set) when `model` has
-/// no record, the record is not one these generators wrote, or `model` is
-/// not what its record builds (an edited model: rebuilding would drop the
-/// edits).
-mlir::OwningOpRef<mlir::ModuleOp> rebuildWithBatch(mlir::func::FuncOp model,
-                                                   int64_t batch,
-                                                   std::string &error);
+/// at micro-batch size `batch` and, when `seqLen` is given, that sequence
+/// length (a sequence model's shape bucket; its position embeddings keep
+/// the model's maximum). Fails (with `error` set) when `model` has no
+/// record, the record is not one these generators wrote, `model` is not
+/// what its record builds (an edited model: rebuilding would drop the
+/// edits), or the model has no sequence length to change.
+mlir::OwningOpRef<mlir::ModuleOp>
+rebuildWithShape(mlir::func::FuncOp model, int64_t batch,
+                 std::optional<int64_t> seqLen, std::string &error);
+inline mlir::OwningOpRef<mlir::ModuleOp>
+rebuildWithBatch(mlir::func::FuncOp model, int64_t batch, std::string &error) {
+  return rebuildWithShape(model, batch, std::nullopt, error);
+}
 
 } // namespace tgc
 

@@ -31,19 +31,35 @@ struct TGXEntry {
   std::string name;
   mlir::func::FuncOp function;
   const MemoryPlan *plan;
+  /// A shape bucket's step: its sequence length (> 0), and whether it is
+  /// a training step (which updates parameters and state). Its inputs
+  /// become `<input>@<seqLen>` tensors sharing the training step's
+  /// inputs' memory.
+  int64_t seqLen = 0;
+  bool trains = false;
+};
+
+/// What the executable records besides its programs.
+struct TGXInfo {
+  std::string model;
+  /// How it was compiled (one line).
+  std::string options;
+  /// The model's tg.task, or empty.
+  std::string task;
+  /// The training step's sequence length when there are shape buckets.
+  int64_t seqLen = 0;
+  /// The CUDA backend may run f32 GEMMs on TF32 tensor cores.
+  bool allowTF32 = false;
 };
 
 /// Serializes `step` as planned by `plan`, and `entries`, into `out`: the
 /// whole file, checksum trailer included
-/// (format/include/tgc/format/TGXFile.h). `options` records how
-/// it was compiled; `allowTF32` lets the CUDA backend run f32 GEMMs on
-/// TF32 tensor cores. Emits a diagnostic and fails on an op or attribute
-/// the format cannot express.
+/// (format/include/tgc/format/TGXFile.h), with `info`. Emits a diagnostic
+/// and fails on an op or attribute the format cannot express.
 mlir::LogicalResult writeTGX(mlir::func::FuncOp step, const MemoryPlan &plan,
-                             llvm::StringRef model, llvm::StringRef options,
+                             const TGXInfo &info,
                              llvm::ArrayRef<TGXEntry> entries,
-                             std::vector<uint8_t> &out,
-                             bool allowTF32 = false);
+                             std::vector<uint8_t> &out);
 
 } // namespace tgc
 

@@ -21,6 +21,13 @@ namespace tgc::rt {
 
 DataSource::~DataSource() = default;
 
+Status DataSource::fillBatch(Session &session, int64_t index,
+                             BatchInfo &info) {
+  info = BatchInfo();
+  info.bucket = &session.program().buckets.back();
+  return fill(session, index);
+}
+
 namespace {
 
 using Rng = SplitMix64;
@@ -297,7 +304,8 @@ public:
 } // namespace
 
 Status createDataSource(const Program &program, const std::string &spec,
-                        uint64_t seed, std::unique_ptr<DataSource> &source) {
+                        uint64_t seed, std::unique_ptr<DataSource> &source,
+                        const ExampleOptions &options) {
   bool hasInputs = false;
   for (const TensorInfo &info : program.tensors)
     hasInputs |= info.role == Role::Input;
@@ -308,12 +316,25 @@ Status createDataSource(const Program &program, const std::string &spec,
     source.reset(new NoInputs());
     return Status::success();
   }
+  bool padded = program.task == "masked-lm" ||
+                program.task == "sequence-classification";
   if (spec == "synthetic")
-    return createSyntheticData(program, seed, source);
-  const std::string suffix = ".safetensors";
-  if (spec.size() > suffix.size() &&
-      spec.compare(spec.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return padded ? createSyntheticExampleData(program, seed, options, source)
+                  : createSyntheticData(program, seed, source);
+  auto endsWith = [&](const std::string &suffix) {
+    return spec.size() > suffix.size() &&
+           spec.compare(spec.size() - suffix.size(), suffix.size(), suffix) ==
+               0;
+  };
+  if (endsWith(".safetensors"))
     return createTensorFileData(program, spec, source);
+  if (endsWith(".tgcd"))
+    return createExampleData(program, spec, seed, options, source);
+  if (padded)
+    return Status::failure("'" + spec + "': a " + program.task +
+                           " model reads a dataset of examples (.tgcd, "
+                           "from scripts/tgc-data.py), .safetensors batches "
+                           "or 'synthetic'");
   return createTokenFileData(program, spec, seed, source);
 }
 

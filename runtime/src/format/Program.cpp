@@ -104,6 +104,74 @@ std::vector<size_t> updatedOperands(const Instruction &inst) {
   }
 }
 
+/// Groups the training step, eval_step and the bucket entries by sequence
+/// length, checking that every bucket input `<name>@L` is a view of the
+/// input `<name>` (same offset and element type, no more bytes) and that
+/// each bucket has its training and evaluation step.
+static Status collectBuckets(Program &program, int64_t seqLen) {
+  Bucket largest;
+  largest.seqLen = seqLen;
+  for (size_t e = 0; e < program.entries.size(); ++e)
+    if (program.entries[e].name == "eval_step")
+      largest.eval = int32_t(e);
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const TensorInfo &info = program.tensors[i];
+    if (info.role == Role::Input && info.name.find('@') == std::string::npos)
+      largest.inputs[info.name] = int32_t(i);
+  }
+  // Without buckets, a sequence model's one length is its tokens'.
+  auto tokens = largest.inputs.find("tokens");
+  if (seqLen == 0 && tokens != largest.inputs.end() &&
+      !program.tensors[tokens->second].shape.empty())
+    largest.seqLen = program.tensors[tokens->second].shape.back();
+  std::map<int64_t, Bucket> smaller;
+  for (size_t e = 0; e < program.entries.size(); ++e) {
+    const EntryPoint &entry = program.entries[e];
+    if (!entry.seqLen)
+      continue;
+    Bucket &bucket = smaller[entry.seqLen];
+    bucket.seqLen = entry.seqLen;
+    std::string expected = (entry.trains ? "train_step@" : "eval_step@") +
+                           std::to_string(entry.seqLen);
+    if (entry.name != expected)
+      return Status::failure("entry point '" + entry.name + "' of sequence "
+                             "length " + std::to_string(entry.seqLen) +
+                             " should be named '" + expected + "'");
+    (entry.trains ? bucket.train : bucket.eval) = int32_t(e);
+  }
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const TensorInfo &info = program.tensors[i];
+    size_t at = info.name.rfind('@');
+    if (info.role != Role::Input || at == std::string::npos)
+      continue;
+    std::string base = info.name.substr(0, at);
+    int64_t length = std::atoll(info.name.c_str() + at + 1);
+    auto bucket = smaller.find(length);
+    auto whole = largest.inputs.find(base);
+    if (bucket == smaller.end() || whole == largest.inputs.end() ||
+        std::to_string(length) != info.name.substr(at + 1))
+      return Status::failure("input '" + info.name + "' belongs to no shape "
+                             "bucket");
+    const TensorInfo &full = program.tensors[whole->second];
+    if (full.offset != info.offset || full.dtype != info.dtype ||
+        info.bytes > full.bytes)
+      return Status::failure("input '" + info.name + "' is not a view of '" +
+                             base + "'");
+    bucket->second.inputs[base] = int32_t(i);
+  }
+  for (auto &[length, bucket] : smaller) {
+    if (bucket.train < 0)
+      return Status::failure("shape bucket " + std::to_string(length) +
+                             " has no training step");
+    if (bucket.inputs.size() != largest.inputs.size())
+      return Status::failure("shape bucket " + std::to_string(length) +
+                             " lacks some of the model's inputs");
+    program.buckets.push_back(std::move(bucket));
+  }
+  program.buckets.push_back(std::move(largest));
+  return Status::success();
+}
+
 const EntryPoint *Program::findEntry(const std::string &name) const {
   for (const EntryPoint &entry : entries)
     if (entry.name == name)
@@ -414,6 +482,15 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
       if (entry.name.empty() || program.findEntry(entry.name) ||
           entry.name == "train_step")
         return Status::failure(where + ": a missing or repeated name");
+      entry.seqLen = fe->seq_len();
+      entry.trains = fe->trains();
+      if (entry.seqLen < 0 || (entry.trains && entry.seqLen == 0) ||
+          (entry.seqLen > 0 && (fb->seq_len() <= 0 ||
+                                entry.seqLen >= fb->seq_len())))
+        return Status::failure(where + ": a shape bucket of sequence length " +
+                               std::to_string(entry.seqLen) +
+                               " that is not below the training step's " +
+                               std::to_string(fb->seq_len()));
       entry.arenaBytes = fe->arena_bytes();
       entry.peakLiveBytes = fe->peak_live_bytes();
       if (entry.arenaBytes < 0 || entry.arenaBytes > program.arenaBytes ||
@@ -432,7 +509,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
       // accumulation adds into the accumulators, and only it.
       for (const Instruction &inst : entry.instructions)
         for (int32_t index : inst.results)
-          if (index != kNotComputed &&
+          if (index != kNotComputed && !entry.trains &&
               program.tensors[index].storage == Storage::Persistent &&
               (entry.name != "grad_step" ||
                program.tensors[index].role != Role::Accumulator))
@@ -446,6 +523,13 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
   program.stepReadsInputs = readsInputs(program.instructions);
   program.gradAccumSteps = fb->grad_accum_steps();
   program.allowTF32 = fb->allow_tf32();
+  program.task = fb->task() ? fb->task()->str() : "";
+  if (!program.task.empty() && program.task != "causal-lm" &&
+      program.task != "masked-lm" && program.task != "sequence-classification")
+    return Status::failure("unknown task '" + program.task + "'");
+  Status bucketed = collectBuckets(program, fb->seq_len());
+  if (!bucketed.ok())
+    return bucketed;
   if (program.gradAccumSteps < 1 ||
       program.gradAccumSteps > kMaxGradAccumSteps)
     return Status::failure("grad_accum_steps " +

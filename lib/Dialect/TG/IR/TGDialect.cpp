@@ -365,6 +365,17 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (name == kTaskAttr) {
+    auto task = dyn_cast<StringAttr>(attr.getValue());
+    if (!task || !llvm::is_contained({StringRef(kTaskCausalLM),
+                                      StringRef(kTaskMaskedLM),
+                                      StringRef(kTaskSeqCls)},
+                                     task.getValue()))
+      return op->emitOpError("'tg.task' is one of \"")
+             << kTaskCausalLM << "\", \"" << kTaskMaskedLM << "\" or \""
+             << kTaskSeqCls << "\", found " << attr.getValue();
+    return success();
+  }
   if (name == kGradStepAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError("'tg.grad_step' is a unit attribute, found ")

@@ -1,11 +1,14 @@
 //===- Data.h - batches for a training step ---------------------*- C++ -*-===//
 //
-// Data sources fill a program's input tensors before each step. Two kinds
-// of programs are fed: language models (inputs `tokens` and `targets`, both
-// [B, T] integer tensors: next-token prediction) and classifiers (`inputs`,
-// a [B, F] float tensor, and `targets`, [B] class labels). Batches are a
-// pure function of (seed, batch index), so a run resumed at step N sees the
-// same batches as an uninterrupted one.
+// Data sources fill a program's input tensors before each step. The kinds
+// of programs fed: language models (inputs `tokens` and `targets`, both
+// [B, T] integer tensors: next-token prediction), classifiers (`inputs`,
+// a [B, F] float tensor, and `targets`, [B] class labels), and models of
+// padded token sequences named by their task (masked LM, sequence
+// classification: `tokens`, `attention_mask` and `targets`), which read
+// datasets of examples in shape buckets. Batches are a pure function of
+// (seed, batch index), so a run resumed at step N sees the same batches as
+// an uninterrupted one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,11 +23,25 @@
 
 namespace tgc::rt {
 
+/// What one batch of a data source holds: the shape bucket whose inputs
+/// it was written into (the program's own step when it has none), and its
+/// real and padded token positions (both 0 for sources without padding).
+struct BatchInfo {
+  const Bucket *bucket = nullptr;
+  int64_t realTokens = 0;
+  int64_t paddedTokens = 0;
+};
+
 class DataSource {
 public:
   virtual ~DataSource();
-  /// Writes batch `index` into the session's input tensors.
+  /// Writes batch `index` into the session's input tensors (of the
+  /// program's largest bucket).
   virtual Status fill(Session &session, int64_t index) = 0;
+  /// Writes batch `index` into the inputs of the bucket it chooses and
+  /// says which (sources of examples choose per batch; the others fill()
+  /// the largest bucket).
+  virtual Status fillBatch(Session &session, int64_t index, BatchInfo &info);
   /// One line for the run's header.
   virtual std::string describe() const = 0;
   /// Tokens (or examples) per batch, for throughput.
@@ -58,10 +75,47 @@ Status parseTokenFile(const std::string &path, const char *data, size_t size,
 Status createTensorFileData(const Program &program, const std::string &path,
                             std::unique_ptr<DataSource> &source);
 
+/// How examples of different lengths are batched (tgc-run --padding):
+/// every batch padded to the largest bucket; each batch, in random order,
+/// to the smallest bucket that holds its longest example; or the same
+/// after sorting the epoch by length into batches whose order is then
+/// shuffled (uniform length grouping).
+enum class Padding { Max, Dynamic, Grouped };
+
+/// Options of sources of examples.
+struct ExampleOptions {
+  Padding padding = Padding::Dynamic;
+  /// Examples longer than the largest bucket are cut to it (true) or
+  /// rejected when the dataset is opened.
+  bool truncate = true;
+  /// Examples in the synthetic set (masked LMs and classifiers).
+  int64_t syntheticExamples = 4096;
+};
+
+/// Examples from a dataset file of tgc-data (`.tgcd`: token sequences with
+/// offsets and optional labels; see scripts/tgcd.py), memory-mapped and
+/// checked against the program (vocabulary, labels, the task's special
+/// tokens), batched per `options` and collated for the program's task:
+/// next-token targets for a causal LM, Hugging Face's masked-LM rule (15%
+/// of real tokens; of those 80% [MASK], 10% a random token, 10% kept) for
+/// a masked LM, one label per example for sequence classification; padded
+/// positions have target -100 and attention mask 0. Every example is in
+/// exactly one batch of each epoch (the last batch of an epoch may hold
+/// empty rows, which count for nothing).
+Status createExampleData(const Program &program, const std::string &path,
+                         uint64_t seed, const ExampleOptions &options,
+                         std::unique_ptr<DataSource> &source);
+/// The same over a built-in synthetic set of examples of varied lengths,
+/// for masked LMs and sequence classifiers (tgc-run's default data).
+Status createSyntheticExampleData(const Program &program, uint64_t seed,
+                                  const ExampleOptions &options,
+                                  std::unique_ptr<DataSource> &source);
+
 /// The source for tgc-run's --data: "synthetic", a .safetensors file of
-/// batches, or a token file.
+/// batches, a .tgcd dataset of examples, or a token file.
 Status createDataSource(const Program &program, const std::string &spec,
-                        uint64_t seed, std::unique_ptr<DataSource> &source);
+                        uint64_t seed, std::unique_ptr<DataSource> &source,
+                        const ExampleOptions &options = {});
 
 } // namespace tgc::rt
 

@@ -113,6 +113,27 @@ struct EntryPoint {
   int32_t loss = -1;
   /// Whether it reads an input (and so consumes a staged batch).
   bool readsInputs = false;
+  /// A shape bucket's step: its sequence length (else 0), and whether it
+  /// trains (updates parameters and state as the training step does).
+  int64_t seqLen = 0;
+  bool trains = false;
+};
+
+/// One sequence length an executable with shape buckets runs at: its
+/// training and evaluation steps (indices into Program::entries; -1: the
+/// program's own training step, or no evaluation step) and its inputs by
+/// name.
+struct Bucket {
+  int64_t seqLen = 0;
+  int32_t train = -1;
+  int32_t eval = -1;
+  /// Tensor index of each input (`tokens`, ...) at this length.
+  std::map<std::string, int32_t> inputs;
+
+  int32_t input(const std::string &name) const {
+    auto it = inputs.find(name);
+    return it == inputs.end() ? -1 : it->second;
+  }
 };
 
 struct Program {
@@ -140,11 +161,34 @@ struct Program {
   int64_t gradAccumSteps = 1;
   /// The CUDA backend may run f32 GEMMs on TF32 tensor cores.
   bool allowTF32 = false;
+  /// The model's task ("causal-lm", "masked-lm",
+  /// "sequence-classification"), or empty when the executable names none.
+  std::string task;
+  /// The sequence lengths it runs at, increasing; the last is the training
+  /// step's. One bucket when it was compiled without --seq-buckets (its
+  /// length that of `tokens`, or 0 for a model without).
+  std::vector<Bucket> buckets;
 
   /// Index of the tensor with `name` among persistent tensors, or -1.
   int32_t findPersistent(const std::string &name) const;
   /// The entry point named `name`, or null.
   const EntryPoint *findEntry(const std::string &name) const;
+  /// A bucket's training step (null: the program's own) and evaluation
+  /// step (null when there is none).
+  const EntryPoint *trainEntry(const Bucket &bucket) const {
+    return bucket.train < 0 ? nullptr : &entries[size_t(bucket.train)];
+  }
+  const EntryPoint *evalEntry(const Bucket &bucket) const {
+    return bucket.eval < 0 ? nullptr : &entries[size_t(bucket.eval)];
+  }
+  /// The smallest bucket whose sequence length is at least `length`, or
+  /// null.
+  const Bucket *bucketFor(int64_t length) const {
+    for (const Bucket &bucket : buckets)
+      if (bucket.seqLen >= length)
+        return &bucket;
+    return nullptr;
+  }
 };
 
 /// The most micro-batches per optimizer step an executable may ask for.

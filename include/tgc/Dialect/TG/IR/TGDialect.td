@@ -51,6 +51,17 @@ def TG_Dialect : Dialect {
     /// so that tools can rebuild it at another batch size.
     static constexpr ::llvm::StringLiteral kGeneratorAttr = "tg.generator";
     static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
+    /// On a tg.model: what its inputs and targets are, which tells the
+    /// runtime how to make batches of examples (the collator): `tokens`
+    /// and next-token `targets` for a causal LM; `tokens`,
+    /// `attention_mask` and masked-token `targets` for a masked LM;
+    /// `tokens`, `attention_mask` and one label per example for sequence
+    /// classification. Recorded in the executable.
+    static constexpr ::llvm::StringLiteral kTaskAttr = "tg.task";
+    static constexpr ::llvm::StringLiteral kTaskCausalLM = "causal-lm";
+    static constexpr ::llvm::StringLiteral kTaskMaskedLM = "masked-lm";
+    static constexpr ::llvm::StringLiteral kTaskSeqCls =
+        "sequence-classification";
     /// On a LoRA `lora_B` parameter (tg-lora): {base = "<the adapted
     /// weight>", scale = alpha / rank, fan_in_fan_out = <the base is
     /// [in, out], GPT-2's Conv1D>}; what merging and adapter export need.

@@ -1,0 +1,553 @@
+//===- Examples.cpp - batches of variable-length examples -----------------===//
+//
+// Datasets of examples (token sequences of different lengths, with labels
+// for classification) and how they become batches: an epoch's order (a
+// seeded shuffle, or length groups in shuffled order), the shape bucket of
+// each batch (the smallest that holds its longest example, or the largest),
+// and the collation for the program's task, with padding that changes
+// nothing: attention mask 0 and target -100 on every padded position.
+//
+// The dataset file (.tgcd, written by scripts/tgc-data.py; the layout is
+// documented in scripts/tgcd.py) is memory-mapped and checked once when it
+// is opened: header, sizes, offsets, every token against the model's
+// vocabulary and every label against its classes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/Data.h"
+
+#include "Random.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace tgc::rt {
+
+namespace {
+
+constexpr int64_t kIgnoreIndex = -100;
+
+/// The examples a source batches, whatever holds them.
+class ExampleSet {
+public:
+  virtual ~ExampleSet() = default;
+  virtual int64_t size() const = 0;
+  virtual int64_t length(int64_t i) const = 0;
+  virtual int64_t token(int64_t i, int64_t t) const = 0;
+  virtual int64_t label(int64_t i) const = 0;
+  virtual bool hasLabels() const = 0;
+  virtual std::string describe() const = 0;
+  int64_t padId = -1, maskId = -1, clsId = -1, sepId = -1;
+};
+
+//===----------------------------------------------------------------------===//
+// The .tgcd file
+//===----------------------------------------------------------------------===//
+
+struct TgcdHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t tokenBytes;
+  uint64_t examples;
+  uint64_t tokens;
+  uint64_t vocab;
+  int64_t numLabels;
+  int32_t padId, maskId, clsId, sepId;
+};
+static_assert(sizeof(TgcdHeader) == 64, "the .tgcd header is 64 bytes");
+
+/// A read-only mapping of a whole file.
+class MappedFile {
+public:
+  ~MappedFile() {
+    if (data && size)
+      munmap(const_cast<char *>(data), size);
+  }
+  Status open(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return Status::failure("cannot open '" + path +
+                             "': " + std::strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return Status::failure("'" + path + "' is not a regular file");
+    }
+    size = size_t(st.st_size);
+    if (size) {
+      void *mapped = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (mapped == MAP_FAILED) {
+        ::close(fd);
+        return Status::failure("cannot map '" + path +
+                               "': " + std::strerror(errno));
+      }
+      data = static_cast<const char *>(mapped);
+    }
+    ::close(fd);
+    return Status::success();
+  }
+  const char *data = nullptr;
+  size_t size = 0;
+};
+
+class DatasetFile : public ExampleSet {
+public:
+  Status open(const std::string &filePath, int64_t modelVocab) {
+    path = filePath;
+    Status status = file.open(path);
+    if (!status.ok())
+      return status;
+    auto bad = [&](const std::string &message) {
+      return Status::failure("dataset '" + path + "': " + message);
+    };
+    if (file.size < sizeof(TgcdHeader))
+      return bad("too short for a .tgcd header (" + std::to_string(file.size) +
+                 " bytes)");
+    TgcdHeader h;
+    std::memcpy(&h, file.data, sizeof(h));
+    if (std::memcmp(h.magic, "TGCTOK01", 8) != 0)
+      return bad("not a .tgcd file (no TGCTOK01 magic); write it with "
+                 "scripts/tgc-data.py encode");
+    if (h.version != 1)
+      return bad("unsupported version " + std::to_string(h.version));
+    if (h.tokenBytes != 2 && h.tokenBytes != 4)
+      return bad("token width " + std::to_string(h.tokenBytes) +
+                 " is not 2 or 4 bytes");
+    if (h.examples == 0)
+      return bad("holds no example");
+    if (h.numLabels < 0)
+      return bad("a negative number of labels");
+    // Sizes, checked without overflow against the file's.
+    uint64_t limit = uint64_t(1) << 56;
+    if (h.examples > limit || h.tokens > limit)
+      return bad("implausible sizes in the header");
+    uint64_t offsetsAt = sizeof(TgcdHeader);
+    uint64_t labelsAt = offsetsAt + 8 * (h.examples + 1);
+    uint64_t labelBytes = h.numLabels > 0 ? 4 * h.examples : 0;
+    uint64_t tokensAt = labelsAt + (labelBytes + 7) / 8 * 8;
+    uint64_t expected = tokensAt + h.tokens * h.tokenBytes;
+    if (file.size != expected)
+      return bad("is " + std::to_string(file.size) + " bytes but its header "
+                 "describes " + std::to_string(expected) +
+                 " (truncated or corrupt)");
+    count = int64_t(h.examples);
+    tokenBytes = h.tokenBytes;
+    numLabels = h.numLabels;
+    padId = h.padId;
+    maskId = h.maskId;
+    clsId = h.clsId;
+    sepId = h.sepId;
+    offsets.resize(size_t(count) + 1);
+    std::memcpy(offsets.data(), file.data + offsetsAt, 8 * offsets.size());
+    labels = reinterpret_cast<const char *>(file.data + labelsAt);
+    tokens = file.data + tokensAt;
+    if (offsets[0] != 0 || offsets[count] != h.tokens)
+      return bad("the offsets do not span the tokens");
+    for (int64_t i = 0; i < count; ++i)
+      if (offsets[i + 1] <= offsets[i])
+        return bad("example " + std::to_string(i) +
+                   " is empty or its offsets decrease");
+    for (int64_t i = 0; i < count; ++i)
+      for (int64_t t = 0, n = length(i); t < n; ++t) {
+        int64_t id = token(i, t);
+        if (id >= modelVocab)
+          return bad("example " + std::to_string(i) + " has token " +
+                     std::to_string(id) + ", outside the model's vocabulary "
+                     "of " + std::to_string(modelVocab));
+      }
+    for (int32_t special : {h.padId, h.maskId, h.clsId, h.sepId})
+      if (special < -1 || special >= modelVocab)
+        return bad("special token id " + std::to_string(special) +
+                   " is outside the model's vocabulary of " +
+                   std::to_string(modelVocab));
+    return Status::success();
+  }
+
+  int64_t size() const override { return count; }
+  int64_t length(int64_t i) const override {
+    return int64_t(offsets[i + 1] - offsets[i]);
+  }
+  int64_t token(int64_t i, int64_t t) const override {
+    uint64_t at = offsets[i] + uint64_t(t);
+    if (tokenBytes == 2) {
+      uint16_t v;
+      std::memcpy(&v, tokens + 2 * at, 2);
+      return v;
+    }
+    uint32_t v;
+    std::memcpy(&v, tokens + 4 * at, 4);
+    return v;
+  }
+  int64_t label(int64_t i) const override {
+    int32_t v;
+    std::memcpy(&v, labels + 4 * i, 4);
+    return v;
+  }
+  bool hasLabels() const override { return numLabels > 0; }
+  std::string describe() const override {
+    return "'" + path + "' (" + std::to_string(count) + " examples, " +
+           std::to_string(offsets[count]) + " tokens)";
+  }
+
+  int64_t numLabels = 0;
+
+private:
+  std::string path;
+  MappedFile file;
+  int64_t count = 0;
+  uint32_t tokenBytes = 2;
+  std::vector<uint64_t> offsets;
+  const char *labels = nullptr;
+  const char *tokens = nullptr;
+};
+
+//===----------------------------------------------------------------------===//
+// The synthetic set
+//===----------------------------------------------------------------------===//
+
+/// Examples `[CLS] w1 ... wn [SEP]` of log-normally distributed lengths
+/// whose words are drawn from one of a few topics (the ids above the four
+/// special ones whose residue modulo the number of topics is the topic);
+/// the label is the topic. A classifier learns it from any word, and a
+/// masked LM learns that a masked word shares its neighbours' topic.
+class SyntheticSet : public ExampleSet {
+public:
+  SyntheticSet(uint64_t seed, int64_t examples, int64_t maxLength,
+               int64_t vocab, int64_t classes)
+      : seed(seed), count(examples), vocab(vocab), classes(classes),
+        topics(classes > 0 ? classes : 4) {
+    padId = 0;
+    maskId = vocab > 1 ? 1 : -1;
+    clsId = vocab > 2 ? 2 : -1;
+    sepId = vocab > 3 ? 3 : -1;
+    first = std::min<int64_t>(4, vocab - 1);
+    span = std::max<int64_t>(1, vocab - first);
+    lengths.resize(size_t(examples));
+    SplitMix64 rng{seed ^ 0x1E6C7A5ull};
+    double median = std::max(3.0, double(maxLength) / 4.0);
+    for (int64_t &n : lengths) {
+      double drawn = median * std::exp(0.6 * rng.normal());
+      n = std::clamp<int64_t>(int64_t(drawn), std::min<int64_t>(3, maxLength),
+                              maxLength);
+    }
+  }
+  int64_t size() const override { return count; }
+  int64_t length(int64_t i) const override { return lengths[size_t(i)]; }
+  int64_t token(int64_t i, int64_t t) const override {
+    int64_t n = length(i);
+    if (t == 0 && clsId >= 0)
+      return clsId;
+    if (t == n - 1 && sepId >= 0)
+      return sepId;
+    SplitMix64 rng{(seed + 0x9E3779B97F4A7C15ull * uint64_t(i)) ^
+                   (0xBF58476D1CE4E5B9ull * uint64_t(t + 1))};
+    int64_t words = std::max<int64_t>(1, (span - topic(i) + topics - 1) / topics);
+    int64_t w = int64_t(rng.below(uint64_t(words)));
+    return first + std::min(span - 1, topic(i) + topics * w);
+  }
+  int64_t label(int64_t i) const override { return topic(i); }
+  bool hasLabels() const override { return classes > 0; }
+  std::string describe() const override {
+    return "synthetic examples (" + std::to_string(count) + " of " +
+           std::to_string(topics) + " topics, log-normal lengths)";
+  }
+
+private:
+  int64_t topic(int64_t i) const {
+    SplitMix64 rng{seed * 0x94D049BB133111EBull + uint64_t(i)};
+    return int64_t(rng.below(uint64_t(topics)));
+  }
+  uint64_t seed;
+  int64_t count, vocab, classes, topics;
+  int64_t first = 0, span = 1;
+  std::vector<int64_t> lengths;
+};
+
+//===----------------------------------------------------------------------===//
+// Batching and collation
+//===----------------------------------------------------------------------===//
+
+enum class Task { CausalLM, MaskedLM, SequenceClassification };
+
+/// The task of a program: named in the executable, else told from its
+/// inputs (`tokens` and `targets` of one shape: a causal LM).
+Status taskOf(const Program &program, Task &task) {
+  if (program.task == "masked-lm")
+    task = Task::MaskedLM;
+  else if (program.task == "sequence-classification")
+    task = Task::SequenceClassification;
+  else if (program.task == "causal-lm" || program.task.empty())
+    task = Task::CausalLM;
+  return Status::success();
+}
+
+class ExampleBatches : public DataSource {
+public:
+  ExampleBatches(const Program &program, std::unique_ptr<ExampleSet> set,
+                 Task task, uint64_t seed, ExampleOptions options,
+                 int64_t vocab)
+      : program(program), set(std::move(set)), task(task), seed(seed),
+        options(options), vocab(vocab) {
+    const Bucket &largest = program.buckets.back();
+    rows = program.tensors[largest.input("tokens")].shape[0];
+    maxLength = largest.seqLen;
+    batchesPerEpoch = (this->set->size() + rows - 1) / rows;
+  }
+
+  Status fill(Session &session, int64_t index) override {
+    BatchInfo info;
+    return fillBatch(session, index, info);
+  }
+
+  Status fillBatch(Session &session, int64_t index, BatchInfo &info) override {
+    if (index < 0)
+      return Status::failure("batch index " + std::to_string(index) +
+                             " is negative");
+    int64_t epoch = index / batchesPerEpoch;
+    int64_t within = index % batchesPerEpoch;
+    if (epoch != orderEpoch || order.empty())
+      orderEpoch = epoch, order = epochOrder(epoch);
+    // This batch's examples (-1: an empty row at the end of an epoch).
+    std::vector<int64_t> examples(size_t(rows), -1);
+    int64_t longest = 1;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t at = within * rows + r;
+      if (at < int64_t(order.size()) && order[size_t(at)] >= 0) {
+        examples[r] = order[size_t(at)];
+        longest = std::max(longest, lengthOf(examples[r]));
+      }
+    }
+    const Bucket *bucket = options.padding == Padding::Max
+                               ? &program.buckets.back()
+                               : program.bucketFor(longest);
+    if (!bucket)
+      bucket = &program.buckets.back();
+    int64_t L = bucket->seqLen;
+    TensorRef tokens = session.hostView(bucket->input("tokens"));
+    TensorRef targets = session.hostView(bucket->input("targets"));
+    int32_t maskIndex = bucket->input("attention_mask");
+    TensorRef mask;
+    if (maskIndex >= 0)
+      mask = session.hostView(maskIndex);
+    int64_t pad = std::max<int64_t>(set->padId, 0);
+    info.bucket = bucket;
+    info.realTokens = 0;
+    info.paddedTokens = rows * L;
+    SplitMix64 rng{seed * 0xD1B54A32D192ED03ull + uint64_t(index)};
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t e = examples[r];
+      int64_t n = e < 0 ? 0 : lengthOf(e);
+      info.realTokens += n;
+      for (int64_t t = 0; t < L; ++t) {
+        int64_t id = t < n ? tokenOf(e, t, n) : pad;
+        int64_t target = kIgnoreIndex;
+        if (task == Task::CausalLM && t + 1 < n)
+          target = tokenOf(e, t + 1, n);
+        if (task == Task::MaskedLM && t < n && !isSpecial(id)) {
+          // Hugging Face's DataCollatorForLanguageModeling: 15% of the
+          // real tokens are predicted; of those, 80% become [MASK], 10% a
+          // random token, 10% stay.
+          if (rng.uniform() < 0.15) {
+            target = id;
+            double u = rng.uniform();
+            if (u < 0.8)
+              id = set->maskId;
+            else if (u < 0.9)
+              id = int64_t(rng.below(uint64_t(vocab)));
+          }
+        }
+        storeI64(tokens, r * L + t, id);
+        if (task != Task::SequenceClassification)
+          storeI64(targets, r * L + t, target);
+        if (maskIndex >= 0)
+          storeI64(mask, r * L + t, t < n ? 1 : 0);
+      }
+      if (task == Task::SequenceClassification)
+        storeI64(targets, r, e < 0 ? kIgnoreIndex : set->label(e));
+    }
+    return Status::success();
+  }
+
+  std::string describe() const override {
+    static const char *names[] = {"max", "dynamic", "grouped"};
+    std::string lengths;
+    for (const Bucket &bucket : program.buckets)
+      lengths += (lengths.empty() ? "" : ",") + std::to_string(bucket.seqLen);
+    return set->describe() + ", padding " +
+           names[int(options.padding)] + " over lengths " + lengths + ", " +
+           std::to_string(batchesPerEpoch) + " batches an epoch";
+  }
+  int64_t itemsPerBatch() const override { return rows * maxLength; }
+
+private:
+  /// The length an example has in a batch: cut to the largest bucket.
+  int64_t lengthOf(int64_t e) const {
+    return std::min(set->length(e), maxLength);
+  }
+  /// Token t of example e as batched at length n (a cut example keeps its
+  /// closing [SEP]).
+  int64_t tokenOf(int64_t e, int64_t t, int64_t n) const {
+    if (t == n - 1 && n < set->length(e) && set->sepId >= 0 &&
+        set->token(e, set->length(e) - 1) == set->sepId)
+      return set->sepId;
+    return set->token(e, t);
+  }
+  bool isSpecial(int64_t id) const {
+    return id == set->padId || id == set->clsId || id == set->sepId ||
+           id == set->maskId;
+  }
+  /// The examples of epoch `epoch` in batch order.
+  std::vector<int64_t> epochOrder(int64_t epoch) const {
+    std::vector<int64_t> order(size_t(set->size()));
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = int64_t(i);
+    SplitMix64 rng{seed ^ (0xA0761D6478BD642Full * uint64_t(epoch + 1))};
+    auto shuffle = [&](auto begin, auto end) {
+      for (auto n = end - begin; n > 1; --n)
+        std::swap(begin[n - 1], begin[rng.below(uint64_t(n))]);
+    };
+    shuffle(order.begin(), order.end());
+    if (options.padding != Padding::Grouped)
+      return order;
+    // Sorted by length (ties in the shuffled order), cut into batches,
+    // whose order is then shuffled.
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return lengthOf(a) < lengthOf(b);
+    });
+    std::vector<int64_t> batches(static_cast<size_t>(batchesPerEpoch), 0);
+    for (size_t b = 0; b < batches.size(); ++b)
+      batches[b] = int64_t(b);
+    shuffle(batches.begin(), batches.end());
+    // The short batch keeps its empty rows (-1) wherever it lands.
+    std::vector<int64_t> grouped;
+    grouped.reserve(size_t(batchesPerEpoch * rows));
+    for (int64_t b : batches)
+      for (int64_t r = 0; r < rows; ++r) {
+        size_t at = size_t(b * rows + r);
+        grouped.push_back(at < order.size() ? order[at] : -1);
+      }
+    return grouped;
+  }
+
+  const Program &program;
+  std::unique_ptr<ExampleSet> set;
+  Task task;
+  uint64_t seed;
+  ExampleOptions options;
+  int64_t vocab;
+  int64_t rows = 0, maxLength = 0, batchesPerEpoch = 1;
+  int64_t orderEpoch = -1;
+  std::vector<int64_t> order;
+};
+
+/// Checks that `program` takes padded examples for `task` and finds its
+/// vocabulary and classes.
+Status checkProgram(const Program &program, Task task, int64_t &vocab,
+                    int64_t &classes) {
+  const Bucket &largest = program.buckets.back();
+  int32_t tokens = largest.input("tokens"), targets = largest.input("targets");
+  if (tokens < 0 || targets < 0)
+    return Status::failure("datasets of examples feed models with inputs "
+                           "'tokens' and 'targets'");
+  const TensorInfo &t = program.tensors[tokens];
+  const TensorInfo &y = program.tensors[targets];
+  if (t.shape.size() != 2 ||
+      (task == Task::SequenceClassification
+           ? y.shape != std::vector<int64_t>{t.shape[0]}
+           : y.shape != t.shape))
+    return Status::failure("the model's 'tokens' and 'targets' do not have "
+                           "the shapes its task batches");
+  if (task != Task::CausalLM && largest.input("attention_mask") < 0)
+    return Status::failure("a " + program.task +
+                           " model needs an 'attention_mask' input");
+  vocab = classes = 0;
+  const EntryPoint *micro = program.findEntry("grad_step");
+  for (const Instruction &inst :
+       micro ? micro->instructions : program.instructions) {
+    if (inst.kernel == Kernel::Embedding && inst.operands[1] == tokens)
+      vocab = program.tensors[inst.operands[0]].shape[0];
+    if (inst.kernel == Kernel::CrossEntropy && inst.operands[1] == targets)
+      classes = program.tensors[inst.operands[0]].shape.back();
+  }
+  if (vocab <= 0 || classes <= 0)
+    return Status::failure("cannot find the embedding that reads 'tokens' "
+                           "or the loss that reads 'targets'");
+  return Status::success();
+}
+
+} // namespace
+
+Status createExampleData(const Program &program, const std::string &path,
+                         uint64_t seed, const ExampleOptions &options,
+                         std::unique_ptr<DataSource> &source) {
+  Task task;
+  int64_t vocab, classes;
+  Status status = taskOf(program, task);
+  if (status.ok())
+    status = checkProgram(program, task, vocab, classes);
+  if (!status.ok())
+    return status;
+  auto set = std::make_unique<DatasetFile>();
+  status = set->open(path, vocab);
+  if (!status.ok())
+    return status;
+  auto bad = [&](const std::string &message) {
+    return Status::failure("dataset '" + path + "': " + message);
+  };
+  if (task == Task::SequenceClassification) {
+    if (!set->hasLabels())
+      return bad("has no labels for a sequence classifier (encode it with "
+                 "--num-labels)");
+    if (set->numLabels > classes)
+      return bad("has " + std::to_string(set->numLabels) +
+                 " labels, more than the model's " + std::to_string(classes) +
+                 " classes");
+    for (int64_t i = 0; i < set->size(); ++i)
+      if (set->label(i) < 0 || set->label(i) >= classes)
+        return bad("example " + std::to_string(i) + " has label " +
+                   std::to_string(set->label(i)) + ", outside the model's " +
+                   std::to_string(classes) + " classes");
+  }
+  if (task == Task::MaskedLM && set->maskId < 0)
+    return bad("has no mask token id for masked-LM training (a tokenizer "
+               "with [MASK], or --mask-id)");
+  if (task == Task::CausalLM && classes < vocab)
+    vocab = classes;
+  int64_t largest = program.buckets.back().seqLen;
+  if (!options.truncate)
+    for (int64_t i = 0; i < set->size(); ++i)
+      if (set->length(i) > largest)
+        return bad("example " + std::to_string(i) + " has " +
+                   std::to_string(set->length(i)) +
+                   " tokens, more than the largest sequence length " +
+                   std::to_string(largest) + " (--overlong=truncate cuts it)");
+  source.reset(
+      new ExampleBatches(program, std::move(set), task, seed, options, vocab));
+  return Status::success();
+}
+
+Status createSyntheticExampleData(const Program &program, uint64_t seed,
+                                  const ExampleOptions &options,
+                                  std::unique_ptr<DataSource> &source) {
+  Task task;
+  int64_t vocab, classes;
+  Status status = taskOf(program, task);
+  if (status.ok())
+    status = checkProgram(program, task, vocab, classes);
+  if (!status.ok())
+    return status;
+  auto set = std::make_unique<SyntheticSet>(
+      seed, options.syntheticExamples, program.buckets.back().seqLen, vocab,
+      task == Task::SequenceClassification ? classes : 0);
+  source.reset(
+      new ExampleBatches(program, std::move(set), task, seed, options, vocab));
+  return Status::success();
+}
+
+} // namespace tgc::rt
