@@ -15,6 +15,9 @@ PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libgtest-dev libopenblas-dev flatbuffers-compiler libflatbuffers-dev
   python3-torch
+  # scripts/tgc-data.py and tgcd.py (datasets of examples) read and write
+  # arrays with numpy.
+  python3-numpy
   # The runtime's command lines and JSON: CLI11 and nlohmann-json (headers).
   libcli11-dev nlohmann-json3-dev
   # The fuzzing harnesses: clang and its libFuzzer and sanitizer runtimes,

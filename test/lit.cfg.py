@@ -44,6 +44,16 @@ if os.path.exists(hf_python) and subprocess.run(
     config.available_features.add("transformers")
     config.substitutions.append(("%hfpython", hf_python))
 
+# Hugging Face's tokenizers (in the same venv), which scripts/tgc-data.py
+# needs for text; pre-tokenized data and `generate` run under %python.
+if os.path.exists(hf_python) and subprocess.run(
+        [hf_python, "-c", "import tokenizers"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("tokenizers")
+    config.substitutions.append(("%tokpython", hf_python))
+config.substitutions.append(
+    ("%tgc_data", os.path.join(config.tgc_src_root, "scripts", "tgc-data.py")))
+
 # The exact rematerialization baseline: PuLP with Debian's CBC (coinor-cbc).
 import shutil
 if shutil.which("cbc") and subprocess.run(

@@ -124,10 +124,11 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
                                             prog.arenaBytes);
   if (!status.ok())
     return status;
-  // The largest bucket's inputs; the smaller buckets' are views of them.
-  for (const auto &[name, index] : prog.buckets.back().inputs)
-    created->inputRanges.push_back(
-        {prog.tensors[index].offset, prog.tensors[index].bytes});
+  // The inputs of the training step; the smaller buckets' (`tokens@64`)
+  // are views of them.
+  for (const TensorInfo &info : prog.tensors)
+    if (info.role == Role::Input && info.name.find('@') == std::string::npos)
+      created->inputRanges.push_back({info.offset, info.bytes});
   if (created->device->hostAccessible()) {
     created->mirror = created->device->persistentBase();
   } else {

@@ -729,8 +729,9 @@ int run(int argc, char **argv) {
     pending.pop_front();
     realTokens += info.realTokens;
     paddedTokens += info.paddedTokens;
-    return session->launch(microStep ? microStep
-                                     : program.trainEntry(*info.bucket));
+    return session->launch(microStep || !info.bucket
+                               ? microStep
+                               : program.trainEntry(*info.bucket));
   };
   if (startStep < options.steps) {
     status = prepareBatch(startStep, 0);

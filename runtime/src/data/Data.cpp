@@ -24,7 +24,8 @@ DataSource::~DataSource() = default;
 Status DataSource::fillBatch(Session &session, int64_t index,
                              BatchInfo &info) {
   info = BatchInfo();
-  info.bucket = &session.program().buckets.back();
+  if (!session.program().buckets.empty())
+    info.bucket = &session.program().buckets.back();
   return fill(session, index);
 }
 

@@ -450,6 +450,9 @@ private:
 /// vocabulary and classes.
 Status checkProgram(const Program &program, Task task, int64_t &vocab,
                     int64_t &classes) {
+  if (program.buckets.empty())
+    return Status::failure("the program has no sequence lengths to batch "
+                           "examples for");
   const Bucket &largest = program.buckets.back();
   int32_t tokens = largest.input("tokens"), targets = largest.input("targets");
   if (tokens < 0 || targets < 0)

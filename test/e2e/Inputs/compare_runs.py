@@ -6,6 +6,8 @@ Adam step by up to lr on rounding noise alone, in both implementations
 alike, so its own relative error says nothing about correctness. The
 largest elementwise error (relative to the tensor's largest magnitude) is
 printed too.
+Two tgc runs compare the same way (integer tensors, the step counter, must
+then be equal).
 Usage: compare_runs.py TGC.jsonl REF.jsonl TGC.safetensors REF.safetensors TOL
            [NAME:BEGIN:END ...]
 Each NAME:BEGIN:END names a slice whose gradient is zero in exact
@@ -15,6 +17,8 @@ steps of up to lr, different in every implementation, so those elements are
 only checked to have stayed near zero (|x| <= 1e-4) on both sides."""
 import json
 import sys
+
+import torch
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import safetensors_io  # noqa: E402
@@ -36,6 +40,11 @@ worst_param, worst_name, worst_element = 0.0, "", 0.0
 for name, ref in b.items():
     got = a[name].clone()
     ref = ref.clone()
+    if not ref.is_floating_point():
+        # Counters (two tgc runs compared: optimizer.step) must be equal.
+        if not torch.equal(got, ref):
+            sys.exit(f"{name} differs: {got.tolist()} vs {ref.tolist()}")
+        continue
     for begin, end in zero_slices.get(name, []):
         for side, t in (("tgc", got), ("PyTorch", ref)):
             drift = float(t[begin:end].abs().max())

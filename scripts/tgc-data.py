@@ -1,0 +1,595 @@
+#!/usr/bin/env python3
+"""tgc-data: prepares variable-length training data ahead of training.
+
+Tokenization happens here, once, rather than in the training loop: text is
+encoded with a Hugging Face tokenizer and written as a .tgcd file (the
+format is described in tgcd.py, next to this script), which the tgc runtime
+memory-maps. Three subcommands:
+
+  train-tokenizer --corpus FILE.jsonl [--corpus ...] --vocab-size N
+                  --kind wordpiece|bpe -o tokenizer.json
+      Trains a BERT-style WordPiece tokenizer ([PAD]=0, [UNK], [CLS], [SEP],
+      [MASK]; lowercasing; "[CLS] $A [SEP]") or a GPT-2-style byte-level BPE
+      (<|endoftext|>, <|pad|>) on the "text" fields of the corpora. The same
+      corpus always gives the same tokenizer.json.
+
+  encode --input data.jsonl -o data.tgcd [--tokenizer tokenizer.json]
+         [--num-labels K] [--max-length L] [--overlong=truncate|reject]
+         [--vocab-size V] [--pad-id I] [--mask-id I] [--cls-id I] [--sep-id I]
+      Every line is an object with "text" (a string, encoded with the
+      tokenizer) or "input_ids" (already tokenized), and an integer "label"
+      in [0, K) exactly when K > 0. The vocabulary is the tokenizer's, or V
+      (which may pad it; without a tokenizer V is required). Examples longer
+      than L are cut to their first L tokens (an example that ends in the
+      separator keeps it as its last token), or refused with
+      --overlong=reject. Any bad line is an error naming FILE:LINE, and
+      nothing is written.
+
+  generate -o corpus.jsonl --examples N --seed S [--median 80] [--max 512]
+           [--num-labels K] [--pre-tokenized --vocab-size V]
+      A synthetic corpus: lengths (in words, or tokens when pre-tokenized)
+      log-normal around the median and clipped to [2, max], words drawn with
+      Zipf frequencies from a fixed list of pseudo-words. With K labels, K
+      marker words are mixed in and the label is the marker that occurs most,
+      which a bag-of-words classifier can learn. The same seed gives the same
+      corpus.
+
+Errors go to stderr as `tgc-data: error: ...` with exit status 1. Outputs are
+written to a temporary file beside the destination and renamed over it at
+the end, so a failed run leaves no partial file. Only `tokenizers` (imported
+when a tokenizer is used) needs the Hugging Face venv; pre-tokenized data
+and `generate` run under the system python too.
+"""
+import argparse
+import contextlib
+import itertools
+import json
+import math
+import os
+import random
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tgcd  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+WORDPIECE_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+BPE_SPECIALS = ("<|endoftext|>", "<|pad|>")
+# The tokens that fill each special role of the .tgcd header, in order of
+# preference (BERT's names, then GPT-2's).
+SPECIAL_ROLES = {
+    "pad_id": ("[PAD]", "<|pad|>"),
+    "mask_id": ("[MASK]",),
+    "cls_id": ("[CLS]",),
+    "sep_id": ("[SEP]", "<|endoftext|>"),
+}
+ENCODE_CHUNK_LINES = 4096
+
+
+class DataError(Exception):
+    """A problem with the user's data or request, reported without a trace."""
+
+
+def import_tokenizers():
+    try:
+        import tokenizers
+    except ImportError as e:
+        raise DataError(
+            f"this needs Hugging Face's 'tokenizers' package ({e}); run "
+            "tgc-data.py with .venv-hf/bin/python (scripts/install-deps.sh "
+            "makes it)") from None
+    return tokenizers
+
+
+def json_kind(value):
+    """How an error message names the JSON type of `value`."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {dict: "an object", list: "an array", str: "a string",
+            type(None): "null"}[type(value)]
+
+
+def plural(count, noun):
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def read_jsonl(path):
+    """Yields (line number, object) for every non-blank line of `path`."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw)
+            except UnicodeDecodeError:
+                raise DataError(f"{path}:{lineno}: not valid UTF-8") from None
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{lineno}: malformed JSON: {e.msg} "
+                                f"at column {e.colno}") from None
+            if not isinstance(value, dict):
+                raise DataError(f"{path}:{lineno}: expected a JSON object, "
+                                f"found {json_kind(value)}")
+            yield lineno, value
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode="wb"):
+    """A file object that becomes `path` only when the block succeeds."""
+    try:
+        fd, temp = tempfile.mkstemp(
+            dir=os.path.dirname(os.path.abspath(path)),
+            prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as e:
+        raise DataError(f"cannot write {path}: {e.strerror}") from None
+    try:
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding) as f:
+            yield f
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+
+
+# --- train-tokenizer ---------------------------------------------------------
+
+def read_corpus_texts(paths):
+    texts = []
+    for path in paths:
+        for lineno, obj in read_jsonl(path):
+            text = obj.get("text")
+            if not isinstance(text, str):
+                found = "none" if text is None else json_kind(text)
+                raise DataError(f"{path}:{lineno}: expected a string \"text\" "
+                                f"field, found {found}")
+            texts.append(text)
+    if not texts:
+        raise DataError(f"{', '.join(paths)}: no texts to train on")
+    return texts
+
+
+def train_wordpiece(tk, texts, vocab_size):
+    tokenizer = tk.Tokenizer(tk.models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = tk.normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
+    # The trainer numbers continuation pieces ("##a") in hash-map order, so
+    # their ids, and with them the tie-breaks between equally frequent
+    # pairs, change from run to run. Handing it every continuation piece
+    # up front, sorted, as a special token fixes both; they are then taken
+    # out of the added tokens again and stay plain vocabulary entries.
+    continuations = set()
+    for text in texts:
+        normalized = tokenizer.normalizer.normalize_str(text)
+        for word, _ in tokenizer.pre_tokenizer.pre_tokenize_str(normalized):
+            continuations.update(word[1:])
+    pieces = ["##" + c for c in sorted(continuations)]
+    trainer = tk.trainers.WordPieceTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(WORDPIECE_SPECIALS) + pieces, show_progress=False)
+    tokenizer.train_from_iterator(texts, trainer)
+    saved = json.loads(tokenizer.to_str())
+    saved["added_tokens"] = [t for t in saved["added_tokens"]
+                             if t["content"] in WORDPIECE_SPECIALS]
+    tokenizer = tk.Tokenizer.from_str(json.dumps(saved))
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    tokenizer.post_processor = tk.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    tokenizer.decoder = tk.decoders.WordPiece()
+    return tokenizer
+
+
+def train_bpe(tk, texts, vocab_size):
+    tokenizer = tk.Tokenizer(tk.models.BPE())
+    tokenizer.pre_tokenizer = tk.pre_tokenizers.ByteLevel(
+        add_prefix_space=False)
+    tokenizer.post_processor = tk.processors.ByteLevel(trim_offsets=False)
+    tokenizer.decoder = tk.decoders.ByteLevel()
+    trainer = tk.trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=list(BPE_SPECIALS),
+        initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False)
+    tokenizer.train_from_iterator(texts, trainer)
+    return tokenizer
+
+
+def cmd_train_tokenizer(args):
+    minimum = {"wordpiece": len(WORDPIECE_SPECIALS) + 1,
+               "bpe": 256 + len(BPE_SPECIALS)}[args.kind]
+    if args.vocab_size < minimum:
+        raise DataError(f"--vocab-size must be at least {minimum} for a "
+                        f"{args.kind} tokenizer, found {args.vocab_size}")
+    texts = read_corpus_texts(args.corpus)
+    tk = import_tokenizers()
+    train = train_wordpiece if args.kind == "wordpiece" else train_bpe
+    tokenizer = train(tk, texts, args.vocab_size)
+    with atomic_output(args.output, "w") as f:
+        f.write(tokenizer.to_str(pretty=True) + "\n")
+    print(f"tgc-data: wrote {args.output}: {args.kind} tokenizer of "
+          f"{tokenizer.get_vocab_size(with_added_tokens=True)} tokens, "
+          f"trained on {len(texts)} texts")
+
+
+# --- encode ------------------------------------------------------------------
+
+def load_tokenizer(path):
+    tk = import_tokenizers()
+    try:
+        tokenizer = tk.Tokenizer.from_file(path)
+    except Exception as e:  # tokenizers raises plain Exceptions
+        raise DataError(f"{path}: cannot load the tokenizer: {e}") from None
+    # Lengths are the examples' own: padding and truncation saved in the
+    # tokenizer would change them behind the user's back.
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+class DatasetBuilder:
+    """Checks examples one at a time and gathers them for write_tgcd."""
+
+    def __init__(self, vocab_size, num_labels, max_length, overlong, sep_id):
+        self.vocab_size = vocab_size
+        self.num_labels = num_labels
+        self.max_length = max_length
+        self.overlong = overlong
+        self.sep_id = sep_id
+        self.lengths = []
+        self.labels = []
+        self.token_chunks = []
+        self.pending = []
+        self.truncated = 0
+
+    def add(self, where, ids, label):
+        if not ids:
+            raise DataError(f"{where}: example has no tokens")
+        if min(ids) < 0 or max(ids) >= self.vocab_size:
+            bad = next(t for t in ids if not 0 <= t < self.vocab_size)
+            raise DataError(f"{where}: token {bad} lies outside the "
+                            f"vocabulary [0, {self.vocab_size})")
+        if self.max_length is not None and len(ids) > self.max_length:
+            if self.overlong == "reject":
+                raise DataError(
+                    f"{where}: example has {len(ids)} tokens, more than "
+                    f"--max-length {self.max_length} (--overlong=truncate "
+                    f"would cut it)")
+            ids = self.truncate(ids)
+            self.truncated += 1
+        self.lengths.append(len(ids))
+        self.pending.append(ids)
+        if label is not None:
+            self.labels.append(label)
+
+    def truncate(self, ids):
+        """The first max_length tokens; an example that ends in the
+        separator ([SEP] after BERT's template) keeps it last."""
+        keep = self.max_length
+        if self.sep_id >= 0 and ids[-1] == self.sep_id and keep >= 2:
+            return ids[:keep - 1] + [self.sep_id]
+        return ids[:keep]
+
+    def flush(self):
+        """Packs the examples added since the last flush into one array."""
+        count = sum(len(ids) for ids in self.pending)
+        self.token_chunks.append(np.fromiter(
+            itertools.chain.from_iterable(self.pending), dtype=np.uint32,
+            count=count))
+        self.pending = []
+
+    def arrays(self):
+        self.flush()
+        offsets = np.zeros(len(self.lengths) + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        labels = np.array(self.labels, dtype=np.int64) if self.num_labels \
+            else None
+        return offsets, np.concatenate(self.token_chunks), labels
+
+
+def parse_example(where, obj, num_labels, have_tokenizer):
+    """The text or token ids of one input line, and its label."""
+    has_text, has_ids = "text" in obj, "input_ids" in obj
+    if has_text and has_ids:
+        raise DataError(f"{where}: example has both \"text\" and "
+                        "\"input_ids\"; give one")
+    if not has_text and not has_ids:
+        raise DataError(f"{where}: example has neither \"text\" nor "
+                        "\"input_ids\"")
+    text = ids = None
+    if has_text:
+        text = obj["text"]
+        if not isinstance(text, str):
+            raise DataError(f"{where}: \"text\" must be a string, found "
+                            f"{json_kind(text)}")
+        if not have_tokenizer:
+            raise DataError(f"{where}: example has \"text\" but no "
+                            "--tokenizer was given")
+    else:
+        ids = obj["input_ids"]
+        if not isinstance(ids, list) or not all(
+                type(t) is int for t in ids):
+            raise DataError(f"{where}: \"input_ids\" must be an array of "
+                            "integers")
+
+    label = obj.get("label")
+    if num_labels > 0:
+        if label is None:
+            raise DataError(f"{where}: example has no \"label\" "
+                            f"(--num-labels {num_labels} needs one on every "
+                            "line)")
+        if type(label) is not int:
+            raise DataError(f"{where}: \"label\" must be an integer, found "
+                            f"{json.dumps(label)}")
+        if not 0 <= label < num_labels:
+            raise DataError(f"{where}: label {label} lies outside "
+                            f"[0, {num_labels})")
+    elif "label" in obj:
+        raise DataError(f"{where}: example has a \"label\" but --num-labels "
+                        "was not given; pass --num-labels N to keep labels")
+    return text, ids, label
+
+
+def special_ids(args, tokenizer, vocab_size):
+    """The header's pad/mask/cls/sep ids: flags first, then the
+    tokenizer's tokens, else -1."""
+    result = {}
+    for role, names in SPECIAL_ROLES.items():
+        value = getattr(args, role)
+        if value is None:
+            found = [tokenizer.token_to_id(n) for n in names] if tokenizer \
+                else []
+            value = next((i for i in found if i is not None), -1)
+        elif value != -1 and not 0 <= value < vocab_size:
+            flag = "--" + role.replace("_", "-")
+            raise DataError(f"{flag} {value} lies outside the vocabulary "
+                            f"[0, {vocab_size})")
+        result[role] = value
+    return result
+
+
+def cmd_encode(args):
+    if args.num_labels < 0:
+        raise DataError(f"--num-labels must not be negative, found "
+                        f"{args.num_labels}")
+    if args.max_length is not None and args.max_length < 1:
+        raise DataError(f"--max-length must be positive, found "
+                        f"{args.max_length}")
+    tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
+    if tokenizer is not None:
+        vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+        if args.vocab_size is not None:
+            if args.vocab_size < vocab_size:
+                raise DataError(f"--vocab-size {args.vocab_size} is smaller "
+                                f"than the tokenizer's vocabulary of "
+                                f"{vocab_size}")
+            vocab_size = args.vocab_size
+    elif args.vocab_size is None:
+        raise DataError("pre-tokenized input needs --vocab-size when no "
+                        "--tokenizer is given")
+    else:
+        vocab_size = args.vocab_size
+    if not 1 <= vocab_size <= 2**32:
+        raise DataError(f"--vocab-size must be in [1, 2^32], found "
+                        f"{vocab_size}")
+    specials = special_ids(args, tokenizer, vocab_size)
+
+    builder = DatasetBuilder(vocab_size, args.num_labels, args.max_length,
+                             args.overlong, specials["sep_id"])
+
+    def encode_chunk(chunk):
+        texts = [text for _, text, _, _ in chunk if text is not None]
+        encodings = iter(tokenizer.encode_batch(texts) if texts else [])
+        for where, text, ids, label in chunk:
+            if text is not None:
+                ids = next(encodings).ids
+            builder.add(where, ids, label)
+        builder.flush()
+
+    chunk = []
+    for lineno, obj in read_jsonl(args.input):
+        where = f"{args.input}:{lineno}"
+        chunk.append((where,) + parse_example(where, obj, args.num_labels,
+                                              tokenizer is not None))
+        if len(chunk) == ENCODE_CHUNK_LINES:
+            encode_chunk(chunk)
+            chunk = []
+    encode_chunk(chunk)
+    if not builder.lengths:
+        raise DataError(f"{args.input}: no examples")
+
+    offsets, tokens, labels = builder.arrays()
+    with atomic_output(args.output) as f:
+        tgcd.write_tgcd(f, offsets, tokens, vocab_size, labels=labels,
+                        num_labels=args.num_labels, **specials)
+    lengths = builder.lengths
+    labelled = f", {args.num_labels} labels" if args.num_labels else ""
+    print(f"tgc-data: wrote {args.output}: {plural(len(lengths), 'example')}"
+          f"{labelled}, {plural(len(tokens), 'token')}, length min "
+          f"{min(lengths)} median {np.median(lengths):g} max {max(lengths)}, "
+          f"{builder.truncated} truncated")
+
+
+# --- generate ----------------------------------------------------------------
+
+CONSONANTS = "bdfgklmnprstvz"
+VOWELS = "aeiou"
+SYLLABLES = [c + v for c in CONSONANTS for v in VOWELS]
+CORPUS_WORDS = 320
+LENGTH_SIGMA = 0.8
+
+
+def pseudo_words(syllables, count, seed):
+    """`count` distinct words of `syllables` syllables each, the same on
+    every run (the seed is fixed, not the user's)."""
+    total = len(SYLLABLES) ** syllables
+    if count > total:
+        raise DataError(f"at most {total} words of {syllables} syllables")
+    words = []
+    for index in random.Random(seed).sample(range(total), count):
+        parts = []
+        for _ in range(syllables):
+            index, digit = divmod(index, len(SYLLABLES))
+            parts.append(SYLLABLES[digit])
+        words.append("".join(parts))
+    return words
+
+
+def add_markers(rng, sequence, markers):
+    """Overwrites a few positions of `sequence` with markers so that one of
+    them occurs strictly most often, and returns its index (the label)."""
+    label = rng.randrange(len(markers))
+    budget = max(1, len(sequence) // 10)
+    counts = [0] * len(markers)
+    counts[label] = budget
+    for _ in range(budget - 1):
+        other = rng.randrange(len(markers))
+        if other != label and counts[other] + 1 < budget:
+            counts[other] += 1
+    placed = [markers[k] for k, n in enumerate(counts) for _ in range(n)]
+    for position, marker in zip(rng.sample(range(len(sequence)), len(placed)),
+                                placed):
+        sequence[position] = marker
+    return label
+
+
+def majority_marker(sequence, markers):
+    """The label as a function of the example: its most frequent marker."""
+    counts = [sequence.count(m) for m in markers]
+    return counts.index(max(counts))
+
+
+def cmd_generate(args):
+    if args.examples < 1:
+        raise DataError(f"--examples must be positive, found {args.examples}")
+    if args.median <= 0:
+        raise DataError(f"--median must be positive, found {args.median}")
+    if args.max < 2:
+        raise DataError(f"--max must be at least 2, found {args.max}")
+    if args.num_labels < 0:
+        raise DataError(f"--num-labels must not be negative, found "
+                        f"{args.num_labels}")
+    if args.pre_tokenized != (args.vocab_size is not None):
+        raise DataError("--pre-tokenized and --vocab-size go together")
+    if args.pre_tokenized and args.vocab_size <= args.num_labels:
+        raise DataError(f"--vocab-size must exceed --num-labels "
+                        f"({args.num_labels}), found {args.vocab_size}")
+
+    rng = random.Random(args.seed)
+    if args.pre_tokenized:
+        # Markers are the top ids; the rest are drawn uniformly.
+        content = args.vocab_size - args.num_labels
+        markers = list(range(content, args.vocab_size))
+
+        def draw(n):
+            return [rng.randrange(content) for _ in range(n)]
+    else:
+        words = pseudo_words(2, CORPUS_WORDS, seed=1)
+        markers = pseudo_words(3, args.num_labels, seed=2)
+        cumulative = list(itertools.accumulate(
+            1.0 / rank for rank in range(1, len(words) + 1)))
+
+        def draw(n):
+            return rng.choices(words, cum_weights=cumulative, k=n)
+
+    lengths = []
+    with atomic_output(args.output, "w") as f:
+        for _ in range(args.examples):
+            length = rng.lognormvariate(math.log(args.median), LENGTH_SIGMA)
+            length = min(max(round(length), 2), args.max)
+            sequence = draw(length)
+            example = {}
+            if args.num_labels:
+                label = add_markers(rng, sequence, markers)
+                assert majority_marker(sequence, markers) == label
+                example["label"] = label
+            if args.pre_tokenized:
+                example = {"input_ids": sequence, **example}
+            else:
+                example = {"text": " ".join(sequence), **example}
+            f.write(json.dumps(example) + "\n")
+            lengths.append(length)
+    unit = "tokens" if args.pre_tokenized else "words"
+    labelled = f", {args.num_labels} labels" if args.num_labels else ""
+    print(f"tgc-data: wrote {args.output}: {plural(args.examples, 'example')}"
+          f"{labelled}, length in {unit} min {min(lengths)} median "
+          f"{np.median(lengths):g} max {max(lengths)}")
+
+
+# --- command line ------------------------------------------------------------
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="tgc-data", description="Prepares variable-length training data "
+        "(.tgcd files) ahead of training.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    p = commands.add_parser("train-tokenizer",
+                            help="train a tokenizer on JSONL texts")
+    p.add_argument("--corpus", action="append", required=True,
+                   help="JSONL file with a \"text\" field per line "
+                   "(repeatable)")
+    p.add_argument("--vocab-size", type=int, required=True)
+    p.add_argument("--kind", choices=("wordpiece", "bpe"), required=True)
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(run=cmd_train_tokenizer)
+
+    p = commands.add_parser("encode", help="encode JSONL examples as .tgcd")
+    p.add_argument("--input", required=True, help="JSONL examples")
+    p.add_argument("-o", "--output", required=True, help="the .tgcd file")
+    p.add_argument("--tokenizer", help="a Hugging Face tokenizer.json "
+                   "(optional when every line has \"input_ids\")")
+    p.add_argument("--num-labels", type=int, default=0,
+                   help="classes of the \"label\" field (0: no labels)")
+    p.add_argument("--max-length", type=int,
+                   help="the longest example, in tokens")
+    p.add_argument("--overlong", choices=("truncate", "reject"),
+                   default="truncate",
+                   help="what to do with examples over --max-length")
+    p.add_argument("--vocab-size", type=int,
+                   help="the vocabulary (required without --tokenizer; at "
+                   "least the tokenizer's with one)")
+    for role in SPECIAL_ROLES:
+        p.add_argument("--" + role.replace("_", "-"), type=int,
+                       help="overrides the tokenizer's (-1: none)")
+    p.set_defaults(run=cmd_encode)
+
+    p = commands.add_parser("generate", help="write a synthetic JSONL corpus")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--examples", type=int, required=True)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--median", type=float, default=80,
+                   help="median length (words, or tokens with "
+                   "--pre-tokenized)")
+    p.add_argument("--max", type=int, default=512, help="longest example")
+    p.add_argument("--num-labels", type=int, default=0)
+    p.add_argument("--pre-tokenized", action="store_true",
+                   help="write \"input_ids\" instead of \"text\"")
+    p.add_argument("--vocab-size", type=int,
+                   help="ids are drawn from [0, V) (with --pre-tokenized)")
+    p.set_defaults(run=cmd_generate)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        args.run(args)
+    except (DataError, tgcd.TgcdError) as e:
+        print(f"tgc-data: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"tgc-data: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
