@@ -26,8 +26,7 @@ weights over the first M batches to METRICS ({"eval_loss": ...}).
 --grads=FILE writes, instead of training, batch 0's loss (a scalar named
 loss) and the gradient of every parameter of INIT (grad.<name>; zero for a
 parameter the task does not use) to the safetensors FILE; STEPS, METRICS
-and FINAL are then not used. compare_grads.py compares two such files,
-e.g. of a data file and of pad_batches.py's re-padding of it.
+and FINAL are then not used.
 
 The functions logits(), forward() and batch() are imported by
 hf_bert_check.py."""
