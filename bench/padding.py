@@ -97,7 +97,7 @@ def write(args, results, lengths, per_epoch, encoded):
         "generate --pre-tokenized`, lengths log-normal with median "
         f"{statistics.median(lengths):.0f} tokens, mean "
         f"{statistics.mean(lengths):.1f}, max {max(lengths)} (cut at 512); "
-        f"`tgc-data encode`: {encoded.split(': ', 1)[-1]}.",
+        f"`tgc-data encode`: {encoded.split('.tgcd: ', 1)[-1]}.",
         "",
         "Model: BERT sequence classifier (2 layers, hidden 128, 4 heads, "
         "intermediate 512, vocabulary 2048, 4 labels), batch "
