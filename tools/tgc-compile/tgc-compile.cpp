@@ -520,6 +520,36 @@ int main(int argc, char **argv) {
                 Twine(tgc::kMaxConstantBytes) +
                 " (the executable format's limit)");
 
+  // Shape buckets: the training step runs at the largest length, so the
+  // model is rebuilt at it first (a batch for a budget is then chosen at
+  // that length); the smaller lengths are compiled after the batch is
+  // known.
+  int64_t seqLen = 0;
+  if (!seqBuckets.empty()) {
+    for (size_t i = 0; i < seqBuckets.size(); ++i)
+      if (seqBuckets[i] <= 0 || (i && seqBuckets[i] <= seqBuckets[i - 1]))
+        return fail("--seq-buckets must be positive sequence lengths in "
+                    "increasing order, found " +
+                    llvm::join(llvm::map_range(seqBuckets,
+                                               [](int64_t l) {
+                                                 return std::to_string(l);
+                                               }),
+                               ","));
+    if (emit != "tgx")
+      return fail("--seq-buckets compiles an executable (--emit=tgx)");
+    auto modelFunction = module->lookupSymbol<func::FuncOp>(model);
+    auto record = modelFunction->getAttrOfType<DictionaryAttr>(
+        tgc::tg::TGDialect::kGeneratorAttr);
+    int64_t batch = record ? record.getAs<IntegerAttr>("batch").getInt() : 0;
+    seqLen = seqBuckets[seqBuckets.size() - 1];
+    std::string error;
+    OwningOpRef<ModuleOp> largest =
+        tgc::rebuildWithShape(modelFunction, batch, seqLen, error);
+    if (!largest)
+      return fail("--seq-buckets: " + error);
+    module = std::move(largest);
+  }
+
   // The batch: as generated, rebuilt at --batch=N, or chosen for the
   // budget; --global-batch turns the rest into accumulation.
   std::optional<int64_t> budget;
@@ -602,39 +632,27 @@ int main(int argc, char **argv) {
                   " (--batch=auto finds the largest batch that fits)");
   }
 
-  // Shape buckets: the model rebuilt at the largest length (the training
-  // step) and each smaller one compiled alone, sharing every persistent
-  // tensor by name.
+  // The smaller shape buckets, each compiled alone at the final batch;
+  // they share every persistent tensor with the training step by name.
   std::vector<Bucket> buckets;
-  int64_t seqLen = 0;
   if (!seqBuckets.empty()) {
-    for (size_t i = 0; i < seqBuckets.size(); ++i)
-      if (seqBuckets[i] <= 0 || (i && seqBuckets[i] <= seqBuckets[i - 1]))
-        return fail("--seq-buckets must be positive sequence lengths in "
-                    "increasing order, found " +
-                    llvm::join(llvm::map_range(seqBuckets,
-                                               [](int64_t l) {
-                                                 return std::to_string(l);
-                                               }),
-                               ","));
     if (options.gradAccum != 1)
       return fail("--seq-buckets with gradient accumulation is not "
                   "supported yet (each micro-batch would need its bucket)");
-    if (emit != "tgx")
-      return fail("--seq-buckets compiles an executable (--emit=tgx)");
     auto modelFunction = module->lookupSymbol<func::FuncOp>(model);
-    auto record = modelFunction->getAttrOfType<DictionaryAttr>(
-        tgc::tg::TGDialect::kGeneratorAttr);
-    int64_t batch = record ? record.getAs<IntegerAttr>("batch").getInt() : 0;
-    seqLen = seqBuckets[seqBuckets.size() - 1];
+    int64_t batch = modelFunction
+                        ->getAttrOfType<DictionaryAttr>(
+                            tgc::tg::TGDialect::kGeneratorAttr)
+                        .getAs<IntegerAttr>("batch")
+                        .getInt();
     for (int64_t length : seqBuckets) {
+      if (length == seqLen)
+        break;
       std::string error;
       OwningOpRef<ModuleOp> rebuilt =
           tgc::rebuildWithShape(modelFunction, batch, length, error);
       if (!rebuilt)
         return fail("--seq-buckets: " + error);
-      if (length == seqLen)
-        break;
       PassManager bucketPm(&context);
       tgc::buildTrainPipeline(bucketPm, options);
       if (failed(bucketPm.run(*rebuilt)))
@@ -659,12 +677,6 @@ int main(int argc, char **argv) {
       bucket.module = std::move(rebuilt);
       buckets.push_back(std::move(bucket));
     }
-    std::string error;
-    OwningOpRef<ModuleOp> largest =
-        tgc::rebuildWithShape(modelFunction, batch, seqLen, error);
-    if (!largest)
-      return fail("--seq-buckets: " + error);
-    module = std::move(largest);
   }
 
   PassManager pm(&context);
