@@ -12,8 +12,8 @@
 //     (dense + tanh over the first token) and a linear classifier, with
 //     cross-entropy over the labels.
 // Parameter names and nn.Linear's [out, in] layout are Hugging Face's, so
-// checkpoints exchange with transformers. GELU is the tanh approximation
-// (Hugging Face's "gelu_new"); every example has token type 0.
+// checkpoints exchange with transformers. GELU is BERT's erf form ("gelu"),
+// or the tanh approximation ("gelu_new"); every example has token type 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,6 +108,8 @@ OwningOpRef<ModuleOp> buildBERT(MLIRContext *context, const BERTConfig &c) {
        integer("vocab_size", c.vocabSize),
        integer("max_positions", c.maxPositions),
        integer("num_labels", c.numLabels), integer("seq_len", c.seqLen),
+       attrs.getNamedAttr("gelu",
+                          attrs.getStringAttr(c.exactGelu ? "exact" : "tanh")),
        integer("batch", c.batch)});
   b.setTask(c.task == BERTTask::MaskedLM ? tg::TGDialect::kTaskMaskedLM
                                           : tg::TGDialect::kTaskSeqCls);
@@ -177,7 +179,7 @@ OwningOpRef<ModuleOp> buildBERT(MLIRContext *context, const BERTConfig &c) {
     b.setScope(name("intermediate"));
     Value upWeight = b.param(name("intermediate.dense.weight"), {I, C}, normal);
     Value upBias = b.param(name("intermediate.dense.bias"), {I}, zeros);
-    Value h = b.gelu(linear(x, upWeight, upBias));
+    Value h = b.gelu(linear(x, upWeight, upBias), c.exactGelu);
     b.setScope(name("output"));
     Value downWeight = b.param(name("output.dense.weight"), {C, I}, normal);
     Value downBias = b.param(name("output.dense.bias"), {C}, zeros);
@@ -190,7 +192,7 @@ OwningOpRef<ModuleOp> buildBERT(MLIRContext *context, const BERTConfig &c) {
     Value weight =
         b.param("cls.predictions.transform.dense.weight", {C, C}, normal);
     Value bias = b.param("cls.predictions.transform.dense.bias", {C}, zeros);
-    Value h = b.gelu(linear(x, weight, bias));
+    Value h = b.gelu(linear(x, weight, bias), c.exactGelu);
     h = layerNorm("cls.predictions.transform.LayerNorm", h);
     Value decoderBias = b.param("cls.predictions.bias", {V}, zeros);
     Value logits = b.add(b.matmul(h, words, /*transposeLhs=*/false,

@@ -83,8 +83,8 @@ Value ModelBuilder::relu(Value input) {
   return tg::ReluOp::create(builder, loc, input);
 }
 
-Value ModelBuilder::gelu(Value input) {
-  return tg::GeluOp::create(builder, loc, input);
+Value ModelBuilder::gelu(Value input, bool exact) {
+  return tg::GeluOp::create(builder, loc, input, exact);
 }
 
 Value ModelBuilder::tanh(Value input) {

@@ -60,6 +60,12 @@ static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
       return nullptr;
     }
     config.task = *parsed;
+    auto gelu = record.getAs<StringAttr>("gelu");
+    if (!gelu || (gelu.getValue() != "exact" && gelu.getValue() != "tanh")) {
+      error = "the tg.generator record of a bert has no valid 'gelu'";
+      return nullptr;
+    }
+    config.exactGelu = gelu.getValue() == "exact";
     if (!integer("n_layer", config.nLayer) || !integer("n_head", config.nHead) ||
         !integer("hidden", config.hidden) ||
         !integer("intermediate", config.intermediate) ||

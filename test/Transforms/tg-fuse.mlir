@@ -93,3 +93,22 @@ func.func @unfused(%x: tensor<3x4xf32> {tg.input = "x"},
 // CHECK-LABEL: func.func @unfused(
 // CHECK-NOT: tg.linear
 // CHECK: return
+
+// -----
+
+// The erf GELU (BERT's) is not what the epilogues compute: the bias still
+// fuses, the activation stays apart, and its gradient keeps the erf form.
+func.func @erf(%x: tensor<2x4xf32> {tg.input = "x"},
+               %w: tensor<4x8xf32> {tg.param = "w"},
+               %b: tensor<8xf32> {tg.param = "b"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.matmul %x, %w : (tensor<2x4xf32>, tensor<4x8xf32>) -> tensor<2x8xf32>
+  %1 = tg.add %0, %b : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %2 = tg.gelu %1 {exact = true} : tensor<2x8xf32>
+  %3 = tg.reduce_sum %2 {axes = array<i64: 0, 1>} : tensor<2x8xf32> -> tensor<f32>
+  return %3 : tensor<f32>
+}
+// CHECK-LABEL: func.func @erf(
+// CHECK: %[[L:.*]] = tg.linear %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4xf32>, tensor<4x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: tg.gelu %[[L]] {exact = true}
+// GRAD-LABEL: func.func @erf_train_step(
+// GRAD: tg.gelu_grad %{{.*}}, %{{.*}} {exact = true} : tensor<2x8xf32>

@@ -83,6 +83,11 @@ static cl::opt<int64_t>
 static cl::opt<std::string>
     task("task", cl::desc("BERT head: mlm (masked LM) or seq-cls"),
          cl::init("mlm"), cl::cat(category), BERT);
+static cl::opt<std::string>
+    geluForm("gelu",
+             cl::desc("BERT GELU: exact (the erf form, BERT's \"gelu\") or "
+                       "tanh (\"gelu_new\")"),
+             cl::init("exact"), cl::cat(category), BERT);
 static cl::opt<int64_t> numLabels("num-labels",
                                   cl::desc("Classes of the seq-cls head"),
                                   cl::cat(category), BERT);
@@ -162,6 +167,11 @@ static OwningOpRef<ModuleOp> buildBERTFromFlags(MLIRContext *context,
     return nullptr;
   }
   config.task = *parsed;
+  if (geluForm != "exact" && geluForm != "tanh") {
+    error = "unknown GELU '" + geluForm + "' (expected exact or tanh)";
+    return nullptr;
+  }
+  config.exactGelu = geluForm == "exact";
   if (numLabels.getNumOccurrences() &&
       config.task != tgc::BERTTask::SequenceClassification) {
     error = "--num-labels is for --task=seq-cls";

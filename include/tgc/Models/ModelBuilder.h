@@ -40,7 +40,8 @@ public:
                      bool transposeRhs = false);
   mlir::Value add(mlir::Value lhs, mlir::Value rhs);
   mlir::Value relu(mlir::Value input);
-  mlir::Value gelu(mlir::Value input);
+  /// The tanh approximation, or with `exact` the erf form.
+  mlir::Value gelu(mlir::Value input, bool exact = false);
   mlir::Value tanh(mlir::Value input);
   mlir::Value layerNorm(mlir::Value input, mlir::Value weight,
                         mlir::Value bias, double epsilon);

@@ -46,8 +46,7 @@ std::optional<GPT2Config> getGPT2Preset(llvm::StringRef name);
 /// The head on top of a BERT encoder.
 enum class BERTTask { MaskedLM, SequenceClassification };
 
-/// A BERT encoder (Hugging Face's BertModel, no dropout, token type 0,
-/// tanh GELU) with a masked-LM head (BertForMaskedLM) or a sequence
+/// A BERT encoder (Hugging Face's BertModel, no dropout, token type 0) with a masked-LM head (BertForMaskedLM) or a sequence
 /// classification head (BertForSequenceClassification), over [batch,
 /// seqLen] tokens and a [batch, seqLen] attention mask (1 real, 0 padding).
 struct BERTConfig {
@@ -61,6 +60,9 @@ struct BERTConfig {
   int64_t seqLen = 512;
   BERTTask task = BERTTask::MaskedLM;
   int64_t numLabels = 2;
+  /// GELU's erf form (BERT's "gelu"), or the tanh approximation
+  /// ("gelu_new").
+  bool exactGelu = true;
 };
 
 /// The named BERT sizes: "base" (bert-base) and "tiny".

@@ -183,6 +183,15 @@ inline float geluTanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(u));
 }
 
+/// 1 / sqrt(2) and 1 / sqrt(2 pi), for GELU's erf form.
+constexpr float kSqrtHalf = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+/// GELU's erf form (tg.gelu {exact}).
+inline float geluErf(float x) {
+  return 0.5f * x * (1.0f + std::erf(x * kSqrtHalf));
+}
+
 //===----------------------------------------------------------------------===//
 // f32 GEMM
 //===----------------------------------------------------------------------===//

@@ -212,6 +212,9 @@ Status relu(const TensorRef &input, TensorRef &result) {
 Status gelu(const TensorRef &input, TensorRef &result) {
   return unary(input, result, [](float x) { return geluTanh(x); });
 }
+Status geluExact(const TensorRef &input, TensorRef &result) {
+  return unary(input, result, [](float x) { return geluErf(x); });
+}
 
 Status reluGrad(const TensorRef &input, const TensorRef &grad,
                 TensorRef &result) {
@@ -226,6 +229,14 @@ Status geluGrad(const TensorRef &input, const TensorRef &grad,
     float t = std::tanh(u);
     float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
     return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+  });
+}
+
+Status geluExactGrad(const TensorRef &input, const TensorRef &grad,
+                     TensorRef &result) {
+  return pointwise2(input, "input", grad, result, [](float x, float g) {
+    float cdf = 0.5f * (1.0f + std::erf(x * kSqrtHalf));
+    return g * (cdf + x * kInvSqrt2Pi * std::exp(-0.5f * x * x));
   });
 }
 

@@ -71,7 +71,8 @@ Status execute(const Program &program, const Instruction &inst,
   case Kernel::Relu:
     return relu(in[0], out[0]);
   case Kernel::Gelu:
-    return gelu(in[0], out[0]);
+    return inst.getBool("exact") ? geluExact(in[0], out[0])
+                                 : gelu(in[0], out[0]);
   case Kernel::Where:
     return where(in[0], in[1], in[2], out[0]);
   case Kernel::Softmax:
@@ -121,7 +122,8 @@ Status execute(const Program &program, const Instruction &inst,
   case Kernel::ReluGrad:
     return reluGrad(in[0], in[1], out[0]);
   case Kernel::GeluGrad:
-    return geluGrad(in[0], in[1], out[0]);
+    return inst.getBool("exact") ? geluExactGrad(in[0], in[1], out[0])
+                                 : geluGrad(in[0], in[1], out[0]);
   case Kernel::TanhGrad:
     return tanhGrad(in[0], in[1], out[0]);
   case Kernel::SoftmaxGrad:

@@ -106,8 +106,9 @@ Status sqrt(Context &ctx, const TensorRef &input, TensorRef &result);
 Status rsqrt(Context &ctx, const TensorRef &input, TensorRef &result);
 Status tanh(Context &ctx, const TensorRef &input, TensorRef &result);
 Status relu(Context &ctx, const TensorRef &input, TensorRef &result);
-/// GELU, tanh approximation.
+/// GELU, tanh approximation; geluExact: the erf form (tg.gelu {exact}).
 Status gelu(Context &ctx, const TensorRef &input, TensorRef &result);
+Status geluExact(Context &ctx, const TensorRef &input, TensorRef &result);
 
 /// tg.where: `condition ? lhs : rhs` with broadcasting; condition is i1.
 Status where(Context &ctx, const TensorRef &condition, const TensorRef &lhs,
@@ -123,6 +124,8 @@ Status reluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                 TensorRef &result);
 Status geluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                 TensorRef &result);
+Status geluExactGrad(Context &ctx, const TensorRef &input,
+                     const TensorRef &grad, TensorRef &result);
 /// `output` is tanh's result.
 Status tanhGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
                 TensorRef &result);

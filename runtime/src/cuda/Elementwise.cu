@@ -173,8 +173,8 @@ Status minimum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
 //===----------------------------------------------------------------------===//
 
 namespace {
-enum class UnaryOp { Neg, Exp, Log, Sqrt, Rsqrt, Tanh, Relu, Gelu };
-enum class GradOp { Relu, Gelu, Tanh };
+enum class UnaryOp { Neg, Exp, Log, Sqrt, Rsqrt, Tanh, Relu, Gelu, GeluExact };
+enum class GradOp { Relu, Gelu, GeluExact, Tanh };
 } // namespace
 
 template <UnaryOp Op> __device__ inline float applyUnary(float x) {
@@ -192,6 +192,8 @@ template <UnaryOp Op> __device__ inline float applyUnary(float x) {
     return tanhf(x);
   else if constexpr (Op == UnaryOp::Relu)
     return x < 0.0f ? 0.0f : x; // NaN stays NaN, as torch.relu
+  else if constexpr (Op == UnaryOp::GeluExact)
+    return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
   else
     return geluTanh(x);
 }
@@ -206,6 +208,9 @@ template <GradOp Op> __device__ inline float applyGrad(float x, float g) {
     float t = tanhf(u);
     float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
     return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+  } else if constexpr (Op == GradOp::GeluExact) {
+    float cdf = 0.5f * (1.0f + erff(x * 0.7071067811865476f));
+    return g * (cdf + x * 0.3989422804014327f * expf(-0.5f * x * x));
   } else {
     return g * (1.0f - x * x);
   }
@@ -278,6 +283,9 @@ Status relu(Context &ctx, const TensorRef &input, TensorRef &result) {
 Status gelu(Context &ctx, const TensorRef &input, TensorRef &result) {
   return unary<UnaryOp::Gelu>(ctx, input, result, "gelu");
 }
+Status geluExact(Context &ctx, const TensorRef &input, TensorRef &result) {
+  return unary<UnaryOp::GeluExact>(ctx, input, result, "gelu");
+}
 
 Status reluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                 TensorRef &result) {
@@ -286,6 +294,11 @@ Status reluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
 Status geluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                 TensorRef &result) {
   return activationGrad<GradOp::Gelu>(ctx, input, grad, result, "gelu_grad");
+}
+Status geluExactGrad(Context &ctx, const TensorRef &input,
+                     const TensorRef &grad, TensorRef &result) {
+  return activationGrad<GradOp::GeluExact>(ctx, input, grad, result,
+                                           "gelu_grad");
 }
 Status tanhGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
                 TensorRef &result) {

@@ -67,7 +67,8 @@ Status execute(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::Relu:
     return relu(ctx, in[0], out[0]);
   case Kernel::Gelu:
-    return gelu(ctx, in[0], out[0]);
+    return inst.getBool("exact") ? geluExact(ctx, in[0], out[0])
+                                 : gelu(ctx, in[0], out[0]);
   case Kernel::Where:
     return where(ctx, in[0], in[1], in[2], out[0]);
   case Kernel::Softmax:
@@ -128,7 +129,8 @@ Status execute(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::ReluGrad:
     return reluGrad(ctx, in[0], in[1], out[0]);
   case Kernel::GeluGrad:
-    return geluGrad(ctx, in[0], in[1], out[0]);
+    return inst.getBool("exact") ? geluExactGrad(ctx, in[0], in[1], out[0])
+                                 : geluGrad(ctx, in[0], in[1], out[0]);
   case Kernel::TanhGrad:
     return tanhGrad(ctx, in[0], in[1], out[0]);
   case Kernel::SoftmaxGrad:

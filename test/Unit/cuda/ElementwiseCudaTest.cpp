@@ -195,6 +195,7 @@ const UnaryCase kUnaryCases[] = {
     {"tanh", cpu::tanh, cuda::tanh, false},
     {"relu", cpu::relu, cuda::relu, false},
     {"gelu", cpu::gelu, cuda::gelu, false},
+    {"gelu exact", cpu::geluExact, cuda::geluExact, false},
 };
 
 HostTensor unaryOperand(const UnaryCase &op, DType dtype, Shape shape,
@@ -251,6 +252,7 @@ struct GradCase {
 const GradCase kGradCases[] = {
     {"relu_grad", cpu::reluGrad, cuda::reluGrad},
     {"gelu_grad", cpu::geluGrad, cuda::geluGrad},
+    {"gelu_grad exact", cpu::geluExactGrad, cuda::geluExactGrad},
     {"tanh_grad", cpu::tanhGrad, cuda::tanhGrad},
 };
 

@@ -236,6 +236,9 @@ const UnaryCase kUnaryCases[] = {
     {"tanh", cpu::tanh, [](double x) { return std::tanh(x); }, -3, 3},
     {"relu", cpu::relu, [](double x) { return std::max(x, 0.0); }, -3, 3},
     {"gelu", cpu::gelu, geluReference, -4, 4},
+    {"gelu exact", cpu::geluExact,
+     [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); },
+     -4, 4},
 };
 } // namespace
 
@@ -271,6 +274,10 @@ TEST(Unary, GeluKnownValues) {
   ASSERT_OK(cpu::gelu(x, out));
   expectClose(out.values(), {-0.15880800939, 0.0, 0.34571400982, 1.95459769409},
               1e-6, 1e-7, "gelu");
+  // torch.nn.functional.gelu(x) (the erf form) values.
+  ASSERT_OK(cpu::geluExact(x, out));
+  expectClose(out.values(), {-0.15865525393, 0.0, 0.34573123064, 1.95449973610},
+              1e-6, 1e-7, "gelu exact");
 }
 
 TEST(Unary, RejectsIntegerOperands) {
@@ -405,6 +412,7 @@ TEST(ActivationGrads, InPlaceOverEitherOperand) {
   const std::pair<const char *, GradKernel> kernels[] = {
       {"relu_grad", cpu::reluGrad},
       {"gelu_grad", cpu::geluGrad},
+      {"gelu_grad exact", cpu::geluExactGrad},
       {"tanh_grad", cpu::tanhGrad}};
   std::mt19937 rng(23);
   for (DType dtype : {DType::F32, DType::F16, DType::BF16})

@@ -59,6 +59,10 @@ TEST(GradientCheck, Gelu) {
   checkGradient(
       x, [&] { return lossOf(cpu::gelu(x, out), out, cot.values()); },
       dx.values(), "gelu");
+  ASSERT_OK(cpu::geluExactGrad(x, cot, dx));
+  checkGradient(
+      x, [&] { return lossOf(cpu::geluExact(x, out), out, cot.values()); },
+      dx.values(), "gelu exact");
 }
 
 TEST(GradientCheck, Tanh) {

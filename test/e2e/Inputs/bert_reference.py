@@ -9,8 +9,8 @@ Usage:
 The model is Hugging Face's BertForMaskedLM (mlm) or
 BertForSequenceClassification (seq-cls) without dropout, written out with
 torch functions over INIT's tensors (Hugging Face names, nn.Linear's
-[out, in] layout): post-norm layers, LayerNorm eps 1e-12, tanh-approximated
-GELU ("gelu_new"), token type 0 everywhere, padded keys (attention_mask 0)
+[out, in] layout): post-norm layers, LayerNorm eps 1e-12, the erf GELU
+(BERT's "gelu"), token type 0 everywhere, padded keys (attention_mask 0)
 left out of every softmax. mlm's decoder is tied to the word embeddings;
 seq-cls classifies tanh(pooler(x[:, 0])). The loss is the cross entropy
 with ignore_index -100, averaged over the targets not ignored.
@@ -94,10 +94,10 @@ def logits(params, batch, task, n_head):
         y = (att @ v).transpose(1, 2).reshape(B, T, C)
         x = norm(x + dense(y, f"{layer}.attention.output.dense"),
                  f"{layer}.attention.output.LayerNorm")
-        h = F.gelu(dense(x, f"{layer}.intermediate.dense"), approximate="tanh")
+        h = F.gelu(dense(x, f"{layer}.intermediate.dense"))
         x = norm(x + dense(h, f"{layer}.output.dense"), f"{layer}.output.LayerNorm")
     if task == "mlm":
-        h = F.gelu(dense(x, "cls.predictions.transform.dense"), approximate="tanh")
+        h = F.gelu(dense(x, "cls.predictions.transform.dense"))
         h = norm(h, "cls.predictions.transform.LayerNorm")
         return h @ wte.t() + p["cls.predictions.bias"]
     if task == "seq-cls":

@@ -6,7 +6,7 @@ Runs in the transformers venv of scripts/install-deps.sh (%hfpython).
 Usage: hf_bert_check.py mlm|seq-cls INIT DATA N_HEAD
 The BertConfig comes from INIT's shapes (vocabulary, hidden size, layers,
 intermediate size, positions, labels), with N_HEAD heads, hidden_act
-"gelu_new" (tanh GELU), layer_norm_eps 1e-12 and no dropout. INIT must
+"gelu" (the erf GELU, BERT's), layer_norm_eps 1e-12 and no dropout. INIT must
 hold exactly the model's parameters: a missing or unexpected name is an
 error, except the decoder's weight and bias (tied to the word embeddings
 and to cls.predictions.bias) and the position_ids/token_type_ids buffers.
@@ -49,7 +49,7 @@ def main():
         intermediate_size=params["bert.encoder.layer.0.intermediate.dense.weight"].shape[0],
         max_position_embeddings=params["bert.embeddings.position_embeddings.weight"].shape[0],
         type_vocab_size=params["bert.embeddings.token_type_embeddings.weight"].shape[0],
-        hidden_act="gelu_new", layer_norm_eps=1e-12,
+        hidden_act="gelu", layer_norm_eps=1e-12,
         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     if task == "mlm":
         model = BertForMaskedLM(config)

@@ -163,6 +163,8 @@ CASES = [
     unary("neg"), unary("exp"), unary("log", POSITIVE), unary("sqrt", POSITIVE),
     unary("rsqrt", POSITIVE), unary("tanh"), unary("relu", kinks=True),
     unary("gelu"),
+    case("gelu exact", [("x", [3, 4], NORMAL)],
+         [f"%r = tg.gelu %p0 {{exact = true}} : {ttype([3, 4])}"], [3, 4]),
     case("where", [("a", [3, 4], NORMAL), ("b", [4], NORMAL)],
          [f"%c = tg.constant {dense([3, 4], cond, 'i1')}",
           f"%r = tg.where %c, %p0, %p1 : ({ttype([3, 4], 'i1')}, "

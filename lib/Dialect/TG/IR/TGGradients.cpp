@@ -139,7 +139,8 @@ LogicalResult LinearOp::buildVectorJacobianProduct(
   Value grad = resultGrads[0];
   if (getGelu()) {
     if (grad)
-      grad = GeluGradOp::create(builder, getLoc(), getPreactivation(), grad);
+      grad = GeluGradOp::create(builder, getLoc(), getPreactivation(), grad,
+                                /*exact=*/false);
     if (resultGrads.size() > 1 && resultGrads[1])
       grad = grad ? g.binary<AddOp>(grad, resultGrads[1]) : resultGrads[1];
   }
@@ -318,8 +319,8 @@ LogicalResult ReluOp::buildVectorJacobianProduct(
 LogicalResult GeluOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(
-      GeluGradOp::create(builder, getLoc(), getInput(), resultGrads[0]));
+  operandGrads.push_back(GeluGradOp::create(
+      builder, getLoc(), getInput(), resultGrads[0], getExactAttr()));
   return success();
 }
 

@@ -76,6 +76,9 @@ bool matchChain(AddOp add, Chain &chain) {
     Value result = add.getResult();
     if (result.hasOneUse())
       candidate.gelu = dyn_cast<GeluOp>(*result.getUsers().begin());
+    // The epilogues compute the tanh form; the erf form stays apart.
+    if (candidate.gelu && candidate.gelu.getExact())
+      candidate.gelu = nullptr;
     chain = candidate;
     return true;
   }

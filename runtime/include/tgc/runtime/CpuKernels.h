@@ -72,8 +72,9 @@ Status sqrt(const TensorRef &input, TensorRef &result);
 Status rsqrt(const TensorRef &input, TensorRef &result);
 Status tanh(const TensorRef &input, TensorRef &result);
 Status relu(const TensorRef &input, TensorRef &result);
-/// GELU, tanh approximation.
+/// GELU, tanh approximation; geluExact: the erf form (tg.gelu {exact}).
 Status gelu(const TensorRef &input, TensorRef &result);
+Status geluExact(const TensorRef &input, TensorRef &result);
 
 /// tg.where: `condition ? lhs : rhs` with broadcasting; condition is i1.
 Status where(const TensorRef &condition, const TensorRef &lhs,
@@ -89,6 +90,8 @@ Status reluGrad(const TensorRef &input, const TensorRef &grad,
                 TensorRef &result);
 Status geluGrad(const TensorRef &input, const TensorRef &grad,
                 TensorRef &result);
+Status geluExactGrad(const TensorRef &input, const TensorRef &grad,
+                     TensorRef &result);
 /// `output` is tanh's result.
 Status tanhGrad(const TensorRef &output, const TensorRef &grad,
                 TensorRef &result);

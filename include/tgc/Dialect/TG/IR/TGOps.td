@@ -188,10 +188,20 @@ def TG_SqrtOp : TG_UnaryOp<"sqrt", "sqrt(x)">;
 def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "1 / sqrt(x)">;
 def TG_TanhOp : TG_UnaryOp<"tanh", "tanh(x)">;
 def TG_ReluOp : TG_UnaryOp<"relu", "max(x, 0)">;
-def TG_GeluOp : TG_UnaryOp<"gelu",
-    "0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))"> {
-  let summary = "GELU, tanh approximation (as GPT-2 and torch's "
-                "gelu(approximate='tanh'))";
+def TG_GeluOp : TG_Op<"gelu", [SameOperandsAndResultType, Elementwise,
+                                TG_Differentiable, TG_InPlace]> {
+  let summary = "GELU, by default in its tanh approximation";
+  let description = [{
+    Computes `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))` for
+    every element (GPT-2's, torch's gelu(approximate='tanh'), Hugging Face's
+    "gelu_new"), or with `exact` `0.5 * x * (1 + erf(x / sqrt(2)))` (torch's
+    default gelu, Hugging Face's "gelu", BERT's). The result has the type of
+    the operand; f16 and bf16 are computed in f32 and rounded once.
+  }];
+  let arguments = (ins TG_FloatTensor:$input,
+                       DefaultValuedAttr<BoolAttr, "false">:$exact);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
 def TG_WhereOp : TG_Op<"where", [TG_Differentiable]> {
@@ -489,13 +499,16 @@ def TG_ReluGradOp : TG_Op<"relu_grad", [SameOperandsAndResultType,
 
 def TG_GeluGradOp : TG_Op<"gelu_grad", [SameOperandsAndResultType,
                                     TG_InPlace]> {
-  let summary = "gradient of the tanh-approximated gelu";
+  let summary = "gradient of gelu";
   let description = [{
     With `u = sqrt(2 / pi) * (x + 0.044715 * x^3)` and `x` gelu's operand:
     `result = grad * (0.5 * (1 + tanh(u)) + 0.5 * x * (1 - tanh(u)^2) *
-    sqrt(2 / pi) * (1 + 3 * 0.044715 * x^2))`.
+    sqrt(2 / pi) * (1 + 3 * 0.044715 * x^2))`; with `exact` (the erf form),
+    `result = grad * (0.5 * (1 + erf(x / sqrt(2))) + x * exp(-x^2 / 2) /
+    sqrt(2 pi))`.
   }];
-  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$grad);
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$grad,
+                       DefaultValuedAttr<BoolAttr, "false">:$exact);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
 }
