@@ -5,7 +5,7 @@
 #
 #   scripts/fuzz.sh [--time SECONDS] [--runs N] [--seed S] [HARNESS...]
 #
-# HARNESS is tgx, safetensors, tokens or ir (default: all four); --time
+# HARNESS is tgx, safetensors, tokens, dataset or ir (default: all five); --time
 # bounds each harness's wall time (default 30 s), --runs its executions;
 # --seed fixes libFuzzer's random seed (CI uses 1, so that its runs are
 # reproducible; by default each run explores differently).
@@ -25,11 +25,11 @@ while [ $# -gt 0 ]; do
     --time) seconds="$2"; shift 2 ;;
     --runs) runs="$2"; seconds=0; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
-    tgx|safetensors|tokens|ir) harnesses+=("$1"); shift ;;
+    tgx|safetensors|tokens|dataset|ir) harnesses+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(tgx safetensors tokens ir)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(tgx safetensors tokens dataset ir)
 
 if [ ! -f "$build/build.ninja" ]; then
   cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \

@@ -18,7 +18,8 @@ llvm_config.add_tool_substitutions(
      "tgc-analysis-tests",
      "tgc-cuda-tests", "tgc-cuda-tests-emu", "tgc-cuda-emu-tests",
      "tgc-run-cuda-emu", "tgc-cuda-tests-emu-asan", "tgc-run-cuda-emu-asan",
-     "tgc-fuzz-tgx", "tgc-fuzz-safetensors", "tgc-fuzz-tokens", "tgc-fuzz-ir"],
+     "tgc-fuzz-tgx", "tgc-fuzz-safetensors", "tgc-fuzz-tokens", "tgc-fuzz-dataset",
+     "tgc-fuzz-ir"],
     [config.tgc_tools_dir])
 
 # Tools called from helper scripts rather than from RUN lines directly.

@@ -96,21 +96,21 @@ public:
   size_t size = 0;
 };
 
-class DatasetFile : public ExampleSet {
+/// The examples of a .tgcd file's bytes (which it reads in place), checked
+/// against a model's vocabulary.
+class DatasetView : public ExampleSet {
 public:
-  Status open(const std::string &filePath, int64_t modelVocab) {
+  Status parse(const std::string &filePath, const char *data, size_t size,
+               int64_t modelVocab) {
     path = filePath;
-    Status status = file.open(path);
-    if (!status.ok())
-      return status;
     auto bad = [&](const std::string &message) {
       return Status::failure("dataset '" + path + "': " + message);
     };
-    if (file.size < sizeof(TgcdHeader))
-      return bad("too short for a .tgcd header (" + std::to_string(file.size) +
+    if (size < sizeof(TgcdHeader))
+      return bad("too short for a .tgcd header (" + std::to_string(size) +
                  " bytes)");
     TgcdHeader h;
-    std::memcpy(&h, file.data, sizeof(h));
+    std::memcpy(&h, data, sizeof(h));
     if (std::memcmp(h.magic, "TGCTOK01", 8) != 0)
       return bad("not a .tgcd file (no TGCTOK01 magic); write it with "
                  "scripts/tgc-data.py encode");
@@ -132,8 +132,8 @@ public:
     uint64_t labelBytes = h.numLabels > 0 ? 4 * h.examples : 0;
     uint64_t tokensAt = labelsAt + (labelBytes + 7) / 8 * 8;
     uint64_t expected = tokensAt + h.tokens * h.tokenBytes;
-    if (file.size != expected)
-      return bad("is " + std::to_string(file.size) + " bytes but its header "
+    if (size != expected)
+      return bad("is " + std::to_string(size) + " bytes but its header "
                  "describes " + std::to_string(expected) +
                  " (truncated or corrupt)");
     count = int64_t(h.examples);
@@ -144,9 +144,9 @@ public:
     clsId = h.clsId;
     sepId = h.sepId;
     offsets.resize(size_t(count) + 1);
-    std::memcpy(offsets.data(), file.data + offsetsAt, 8 * offsets.size());
-    labels = reinterpret_cast<const char *>(file.data + labelsAt);
-    tokens = file.data + tokensAt;
+    std::memcpy(offsets.data(), data + offsetsAt, 8 * offsets.size());
+    labels = data + labelsAt;
+    tokens = data + tokensAt;
     if (offsets[0] != 0 || offsets[count] != h.tokens)
       return bad("the offsets do not span the tokens");
     for (int64_t i = 0; i < count; ++i)
@@ -166,6 +166,12 @@ public:
         return bad("special token id " + std::to_string(special) +
                    " is outside the model's vocabulary of " +
                    std::to_string(modelVocab));
+    if (numLabels > 0)
+      for (int64_t i = 0; i < count; ++i)
+        if (label(i) < 0 || label(i) >= numLabels)
+          return bad("example " + std::to_string(i) + " has label " +
+                     std::to_string(label(i)) + ", outside its " +
+                     std::to_string(numLabels) + " labels");
     return Status::success();
   }
 
@@ -199,13 +205,49 @@ public:
 
 private:
   std::string path;
-  MappedFile file;
   int64_t count = 0;
   uint32_t tokenBytes = 2;
   std::vector<uint64_t> offsets;
   const char *labels = nullptr;
   const char *tokens = nullptr;
 };
+
+/// A .tgcd file, memory-mapped.
+class DatasetFile : public DatasetView {
+public:
+  Status open(const std::string &path, int64_t modelVocab) {
+    Status status = file.open(path);
+    return status.ok() ? parse(path, file.data, file.size, modelVocab)
+                       : status;
+  }
+
+private:
+  MappedFile file;
+};
+
+} // namespace
+
+Status parseDataset(const std::string &path, const char *data, size_t size,
+                    int64_t modelVocab, DatasetSummary &summary) {
+  DatasetView view;
+  Status status = view.parse(path, data, size, modelVocab);
+  if (!status.ok())
+    return status;
+  summary = DatasetSummary();
+  summary.examples = view.size();
+  summary.numLabels = view.numLabels;
+  for (int64_t i = 0; i < view.size(); ++i) {
+    summary.longest = std::max(summary.longest, view.length(i));
+    summary.tokens += view.length(i);
+    for (int64_t t = 0; t < view.length(i); ++t)
+      summary.largestToken = std::max(summary.largestToken, view.token(i, t));
+    if (view.hasLabels())
+      summary.largestLabel = std::max(summary.largestLabel, view.label(i));
+  }
+  return Status::success();
+}
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // The synthetic set

@@ -105,6 +105,19 @@ struct ExampleOptions {
 Status createExampleData(const Program &program, const std::string &path,
                          uint64_t seed, const ExampleOptions &options,
                          std::unique_ptr<DataSource> &source);
+/// What a dataset file holds, as parseDataset found it.
+struct DatasetSummary {
+  int64_t examples = 0, tokens = 0, longest = 0;
+  int64_t numLabels = 0;
+  int64_t largestToken = -1, largestLabel = -1;
+};
+/// Checks the bytes of a .tgcd file (`path` names it in errors) as
+/// createExampleData does, against a vocabulary of `modelVocab` tokens:
+/// header, sizes, offsets (every example non-empty), tokens and labels.
+/// Exposed for the fuzzing harness and tools.
+Status parseDataset(const std::string &path, const char *data, size_t size,
+                    int64_t modelVocab, DatasetSummary &summary);
+
 /// The same over a built-in synthetic set of examples of varied lengths,
 /// for masked LMs and sequence classifiers (tgc-run's default data).
 Status createSyntheticExampleData(const Program &program, uint64_t seed,
