@@ -19,7 +19,7 @@
 
 #include "tgc/Models/ModelBuilder.h"
 #include "tgc/Models/Models.h"
-#include "tgc/Support/CheckedMath.h"
+#include "TensorSizes.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -74,24 +74,14 @@ std::string validateBERTConfig(const BERTConfig &c) {
         .str();
   if (c.nLayer > 100000)
     return "the number of layers must be at most 100000";
-  struct Largest {
-    const char *what;
-    std::vector<int64_t> shape;
-  } largest[] = {
+  return checkLargestTensors({
       {"the word embedding [vocab, hidden]", {c.vocabSize, c.hidden}},
       {"the MLP weight [intermediate, hidden]", {c.intermediate, c.hidden}},
       {"the logits [batch, seq, vocab]", {c.batch, c.seqLen, c.vocabSize}},
       {"the attention scores [batch, heads, seq, seq]",
        {c.batch, c.nHead, c.seqLen, c.seqLen}},
       {"the MLP activations [batch, seq, intermediate]",
-       {c.batch, c.seqLen, c.intermediate}}};
-  for (const Largest &tensor : largest)
-    if (!checkedTensorBytes(tensor.shape, 4))
-      return (Twine(tensor.what) + " would hold more than " +
-              Twine(kMaxTensorBytes >> 40) +
-              " TiB, the largest tensor tgc compiles")
-          .str();
-  return "";
+       {c.batch, c.seqLen, c.intermediate}}});
 }
 
 OwningOpRef<ModuleOp> buildBERT(MLIRContext *context, const BERTConfig &c) {

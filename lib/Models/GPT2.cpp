@@ -12,7 +12,7 @@
 
 #include "tgc/Models/ModelBuilder.h"
 #include "tgc/Models/Models.h"
-#include "tgc/Support/CheckedMath.h"
+#include "TensorSizes.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/Twine.h"
@@ -64,11 +64,7 @@ std::string validateGPT2Config(const GPT2Config &c) {
     return ("sequence length (" + Twine(c.seqLen) +
             ") must not exceed the block size (" + Twine(c.blockSize) + ")")
         .str();
-  // The largest tensors of the model (f32), checked without overflow.
-  struct Largest {
-    const char *what;
-    std::vector<int64_t> shape;
-  } largest[] = {
+  std::string largest = checkLargestTensors({
       {"the token embedding [vocab, n_embd]", {c.vocabSize, c.nEmbd}},
       {"the position embedding [block, n_embd]", {c.blockSize, c.nEmbd}},
       {"the MLP weight [n_embd, 4 n_embd]", {c.nEmbd, 4, c.nEmbd}},
@@ -76,13 +72,9 @@ std::string validateGPT2Config(const GPT2Config &c) {
       {"the attention scores [batch, heads, seq, seq]",
        {c.batch, c.nHead, c.seqLen, c.seqLen}},
       {"the MLP activations [batch, seq, 4 n_embd]",
-       {c.batch, c.seqLen, 4, c.nEmbd}}};
-  for (const Largest &tensor : largest)
-    if (!checkedTensorBytes(tensor.shape, 4))
-      return (Twine(tensor.what) + " would hold more than " +
-              Twine(kMaxTensorBytes >> 40) +
-              " TiB, the largest tensor tgc compiles")
-          .str();
+       {c.batch, c.seqLen, 4, c.nEmbd}}});
+  if (!largest.empty())
+    return largest;
   if (c.nLayer > 100000)
     return "n_layer must be at most 100000";
   return "";

@@ -119,6 +119,12 @@ static std::string setOptions(llvm::ArrayRef<cl::Option *> options) {
   return names;
 }
 
+/// A configuration field from its flag, when the flag was given.
+static void setIfGiven(const cl::opt<int64_t> &option, int64_t &field) {
+  if (option.getNumOccurrences())
+    field = option;
+}
+
 static OwningOpRef<ModuleOp> buildGPT2FromFlags(MLIRContext *context,
                                                 std::string &error) {
   tgc::GPT2Config config;
@@ -131,17 +137,13 @@ static OwningOpRef<ModuleOp> buildGPT2FromFlags(MLIRContext *context,
     }
     config = *found;
   }
-  auto override = [](cl::opt<int64_t> &option, int64_t &field) {
-    if (option.getNumOccurrences())
-      field = option;
-  };
-  override(nLayer, config.nLayer);
-  override(nHead, config.nHead);
-  override(nEmbd, config.nEmbd);
-  override(vocabSize, config.vocabSize);
-  override(blockSize, config.blockSize);
-  override(batch, config.batch);
-  override(seqLen, config.seqLen);
+  setIfGiven(nLayer, config.nLayer);
+  setIfGiven(nHead, config.nHead);
+  setIfGiven(nEmbd, config.nEmbd);
+  setIfGiven(vocabSize, config.vocabSize);
+  setIfGiven(blockSize, config.blockSize);
+  setIfGiven(batch, config.batch);
+  setIfGiven(seqLen, config.seqLen);
   if (!seqLen.getNumOccurrences() && config.seqLen > config.blockSize)
     config.seqLen = config.blockSize;
   error = tgc::validateGPT2Config(config);
@@ -177,19 +179,15 @@ static OwningOpRef<ModuleOp> buildBERTFromFlags(MLIRContext *context,
     error = "--num-labels is for --task=seq-cls";
     return nullptr;
   }
-  auto override = [](cl::opt<int64_t> &option, int64_t &field) {
-    if (option.getNumOccurrences())
-      field = option;
-  };
-  override(nLayer, config.nLayer);
-  override(nHead, config.nHead);
-  override(hidden, config.hidden);
-  override(intermediate, config.intermediate);
-  override(vocabSize, config.vocabSize);
-  override(maxPositions, config.maxPositions);
-  override(numLabels, config.numLabels);
-  override(batch, config.batch);
-  override(seqLen, config.seqLen);
+  setIfGiven(nLayer, config.nLayer);
+  setIfGiven(nHead, config.nHead);
+  setIfGiven(hidden, config.hidden);
+  setIfGiven(intermediate, config.intermediate);
+  setIfGiven(vocabSize, config.vocabSize);
+  setIfGiven(maxPositions, config.maxPositions);
+  setIfGiven(numLabels, config.numLabels);
+  setIfGiven(batch, config.batch);
+  setIfGiven(seqLen, config.seqLen);
   if (!seqLen.getNumOccurrences() && config.seqLen > config.maxPositions)
     config.seqLen = config.maxPositions;
   error = tgc::validateBERTConfig(config);

@@ -9,6 +9,7 @@
 
 #include "tgc/runtime/Data.h"
 
+#include "ModelInputs.h"
 #include "Random.h"
 #include "FileIO.h"
 #include "Safetensors.h"
@@ -21,39 +22,7 @@ namespace tgc::rt {
 
 DataSource::~DataSource() = default;
 
-Status DataSource::fillBatch(Session &session, int64_t index,
-                             BatchInfo &info) {
-  info = BatchInfo();
-  if (!session.program().buckets.empty())
-    info.bucket = &session.program().buckets.back();
-  return fill(session, index);
-}
-
-namespace {
-
-using Rng = SplitMix64;
-
-int64_t product(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-/// A generator for batch `index` of a run seeded with `seed`.
-Rng batchRng(uint64_t seed, int64_t index) {
-  Rng mix{seed * 0x2545F4914F6CDD1Dull + uint64_t(index)};
-  return Rng{mix.next()};
-}
-
-/// The input tensors of the two program kinds.
-struct Inputs {
-  int32_t tokens = -1, targets = -1, features = -1;
-  int64_t vocab = 0;   // rows of the table `tokens` index
-  int64_t classes = 0; // classes of the loss `targets` feeds
-};
-
-Status findInputs(const Program &program, Inputs &inputs) {
+Status findModelInputs(const Program &program, ModelInputs &inputs) {
   inputs.tokens = program.findPersistent("tokens");
   inputs.targets = program.findPersistent("targets");
   inputs.features = program.findPersistent("inputs");
@@ -88,9 +57,35 @@ Status findInputs(const Program &program, Inputs &inputs) {
   return Status::success();
 }
 
+
+Status DataSource::fillBatch(Session &session, int64_t index,
+                             BatchInfo &info) {
+  info = BatchInfo();
+  if (!session.program().buckets.empty())
+    info.bucket = &session.program().buckets.back();
+  return fill(session, index);
+}
+
+namespace {
+
+using Rng = SplitMix64;
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// A generator for batch `index` of a run seeded with `seed`.
+Rng batchRng(uint64_t seed, int64_t index) {
+  Rng mix{seed * 0x2545F4914F6CDD1Dull + uint64_t(index)};
+  return Rng{mix.next()};
+}
+
 class SyntheticSequences : public DataSource {
 public:
-  SyntheticSequences(const Program &program, Inputs inputs, uint64_t seed)
+  SyntheticSequences(const Program &program, ModelInputs inputs, uint64_t seed)
       : inputs(inputs), seed(seed),
         shape(program.tensors[inputs.tokens].shape) {}
 
@@ -117,14 +112,14 @@ public:
   int64_t itemsPerBatch() const override { return product(shape); }
 
 private:
-  Inputs inputs;
+  ModelInputs inputs;
   uint64_t seed;
   std::vector<int64_t> shape;
 };
 
 class SyntheticClasses : public DataSource {
 public:
-  SyntheticClasses(const Program &program, Inputs inputs, uint64_t seed)
+  SyntheticClasses(const Program &program, ModelInputs inputs, uint64_t seed)
       : inputs(inputs), seed(seed) {
     const TensorInfo &x = program.tensors[inputs.features];
     features = x.shape.back();
@@ -171,7 +166,7 @@ public:
   int64_t rowsPerBatch = 0;
 
 private:
-  Inputs inputs;
+  ModelInputs inputs;
   uint64_t seed;
   int64_t features = 0;
   std::vector<double> weights;
@@ -179,7 +174,7 @@ private:
 
 class TokenFile : public DataSource {
 public:
-  TokenFile(const Program &program, Inputs inputs, uint64_t seed,
+  TokenFile(const Program &program, ModelInputs inputs, uint64_t seed,
             std::string path, std::vector<uint16_t> tokens)
       : inputs(inputs), seed(seed), path(std::move(path)),
         tokens(std::move(tokens)), shape(program.tensors[inputs.tokens].shape) {}
@@ -205,7 +200,7 @@ public:
   int64_t itemsPerBatch() const override { return product(shape); }
 
 private:
-  Inputs inputs;
+  ModelInputs inputs;
   uint64_t seed;
   std::string path;
   std::vector<uint16_t> tokens;
@@ -341,8 +336,8 @@ Status createDataSource(const Program &program, const std::string &spec,
 
 Status createSyntheticData(const Program &program, uint64_t seed,
                            std::unique_ptr<DataSource> &source) {
-  Inputs inputs;
-  Status status = findInputs(program, inputs);
+  ModelInputs inputs;
+  Status status = findModelInputs(program, inputs);
   if (!status.ok())
     return status;
   if (inputs.tokens >= 0) {
@@ -408,8 +403,8 @@ Status parseTokenFile(const std::string &path, const char *data,
 
 Status createTokenFileData(const Program &program, const std::string &path,
                            uint64_t seed, std::unique_ptr<DataSource> &source) {
-  Inputs inputs;
-  Status status = findInputs(program, inputs);
+  ModelInputs inputs;
+  Status status = findModelInputs(program, inputs);
   if (!status.ok())
     return status;
   if (inputs.tokens < 0)

@@ -16,6 +16,7 @@
 
 #include "tgc/runtime/Data.h"
 
+#include "ModelInputs.h"
 #include "Random.h"
 
 #include <algorithm>
@@ -317,16 +318,14 @@ private:
 
 enum class Task { CausalLM, MaskedLM, SequenceClassification };
 
-/// The task of a program: named in the executable, else told from its
-/// inputs (`tokens` and `targets` of one shape: a causal LM).
-Status taskOf(const Program &program, Task &task) {
+/// The task of a program: named in the executable; a program that names
+/// none (compiled before tasks were recorded) is a causal LM.
+Task taskOf(const Program &program) {
   if (program.task == "masked-lm")
-    task = Task::MaskedLM;
-  else if (program.task == "sequence-classification")
-    task = Task::SequenceClassification;
-  else if (program.task == "causal-lm" || program.task.empty())
-    task = Task::CausalLM;
-  return Status::success();
+    return Task::MaskedLM;
+  if (program.task == "sequence-classification")
+    return Task::SequenceClassification;
+  return Task::CausalLM;
 }
 
 class ExampleBatches : public DataSource {
@@ -488,20 +487,22 @@ private:
   std::vector<int64_t> order;
 };
 
-/// Checks that `program` takes padded examples for `task` and finds its
+/// The task of `program`, checked to take padded examples, with its
 /// vocabulary and classes.
-Status checkProgram(const Program &program, Task task, int64_t &vocab,
-                    int64_t &classes) {
+Status checkProgram(const Program &program, Task &task, ModelInputs &inputs) {
+  task = taskOf(program);
   if (program.buckets.empty())
     return Status::failure("the program has no sequence lengths to batch "
                            "examples for");
-  const Bucket &largest = program.buckets.back();
-  int32_t tokens = largest.input("tokens"), targets = largest.input("targets");
-  if (tokens < 0 || targets < 0)
+  Status status = findModelInputs(program, inputs);
+  if (!status.ok())
+    return status;
+  if (inputs.tokens < 0)
     return Status::failure("datasets of examples feed models with inputs "
                            "'tokens' and 'targets'");
-  const TensorInfo &t = program.tensors[tokens];
-  const TensorInfo &y = program.tensors[targets];
+  const Bucket &largest = program.buckets.back();
+  const TensorInfo &t = program.tensors[inputs.tokens];
+  const TensorInfo &y = program.tensors[inputs.targets];
   if (t.shape.size() != 2 ||
       (task == Task::SequenceClassification
            ? y.shape != std::vector<int64_t>{t.shape[0]}
@@ -511,18 +512,6 @@ Status checkProgram(const Program &program, Task task, int64_t &vocab,
   if (task != Task::CausalLM && largest.input("attention_mask") < 0)
     return Status::failure("a " + program.task +
                            " model needs an 'attention_mask' input");
-  vocab = classes = 0;
-  const EntryPoint *micro = program.findEntry("grad_step");
-  for (const Instruction &inst :
-       micro ? micro->instructions : program.instructions) {
-    if (inst.kernel == Kernel::Embedding && inst.operands[1] == tokens)
-      vocab = program.tensors[inst.operands[0]].shape[0];
-    if (inst.kernel == Kernel::CrossEntropy && inst.operands[1] == targets)
-      classes = program.tensors[inst.operands[0]].shape.back();
-  }
-  if (vocab <= 0 || classes <= 0)
-    return Status::failure("cannot find the embedding that reads 'tokens' "
-                           "or the loss that reads 'targets'");
   return Status::success();
 }
 
@@ -532,12 +521,11 @@ Status createExampleData(const Program &program, const std::string &path,
                          uint64_t seed, const ExampleOptions &options,
                          std::unique_ptr<DataSource> &source) {
   Task task;
-  int64_t vocab, classes;
-  Status status = taskOf(program, task);
-  if (status.ok())
-    status = checkProgram(program, task, vocab, classes);
+  ModelInputs inputs;
+  Status status = checkProgram(program, task, inputs);
   if (!status.ok())
     return status;
+  int64_t vocab = inputs.vocab, classes = inputs.classes;
   auto set = std::make_unique<DatasetFile>();
   status = set->open(path, vocab);
   if (!status.ok())
@@ -553,11 +541,7 @@ Status createExampleData(const Program &program, const std::string &path,
       return bad("has " + std::to_string(set->numLabels) +
                  " labels, more than the model's " + std::to_string(classes) +
                  " classes");
-    for (int64_t i = 0; i < set->size(); ++i)
-      if (set->label(i) < 0 || set->label(i) >= classes)
-        return bad("example " + std::to_string(i) + " has label " +
-                   std::to_string(set->label(i)) + ", outside the model's " +
-                   std::to_string(classes) + " classes");
+    // Every label lies below the file's count of labels (DatasetView).
   }
   if (task == Task::MaskedLM && set->maskId < 0)
     return bad("has no mask token id for masked-LM training (a tokenizer "
@@ -581,17 +565,16 @@ Status createSyntheticExampleData(const Program &program, uint64_t seed,
                                   const ExampleOptions &options,
                                   std::unique_ptr<DataSource> &source) {
   Task task;
-  int64_t vocab, classes;
-  Status status = taskOf(program, task);
-  if (status.ok())
-    status = checkProgram(program, task, vocab, classes);
+  ModelInputs inputs;
+  Status status = checkProgram(program, task, inputs);
   if (!status.ok())
     return status;
   auto set = std::make_unique<SyntheticSet>(
-      seed, options.syntheticExamples, program.buckets.back().seqLen, vocab,
-      task == Task::SequenceClassification ? classes : 0);
-  source.reset(
-      new ExampleBatches(program, std::move(set), task, seed, options, vocab));
+      seed, options.syntheticExamples, program.buckets.back().seqLen,
+      inputs.vocab,
+      task == Task::SequenceClassification ? inputs.classes : 0);
+  source.reset(new ExampleBatches(program, std::move(set), task, seed, options,
+                                  inputs.vocab));
   return Status::success();
 }
 
