@@ -18,6 +18,9 @@ PACKAGES=(
   # scripts/tgc-data.py and tgcd.py (datasets of examples) read and write
   # arrays with numpy.
   python3-numpy
+  # Data parallelism: Open MPI runs the CPU backend's collectives and
+  # starts multi-process jobs (mpirun -n N tgc-run).
+  libopenmpi-dev openmpi-bin
   # The runtime's command lines and JSON: CLI11 and nlohmann-json (headers).
   libcli11-dev nlohmann-json3-dev
   # The fuzzing harnesses: clang and its libFuzzer and sanitizer runtimes,

@@ -48,6 +48,7 @@ ModelStats computeModelStats(func::FuncOp function) {
       stats.flops += cost.getFlops();
       stats.bytesRead += cost.getBytesRead();
       stats.bytesWritten += cost.getBytesWritten();
+      stats.bytesCommunicated += cost.getBytesCommunicated();
     }
   });
   for (auto &[name, count] : counts)
@@ -71,6 +72,9 @@ void printModelStats(const ModelStats &stats, llvm::raw_ostream &os) {
   os << "  cost of one execution: " << formatWithCommas(stats.flops)
      << " FLOPs, " << formatWithCommas(stats.bytesRead) << " bytes read, "
      << formatWithCommas(stats.bytesWritten) << " bytes written\n";
+  if (stats.bytesCommunicated > 0)
+    os << "  sent to other ranks: "
+       << formatWithCommas(stats.bytesCommunicated) << " bytes\n";
 }
 
 void printOpCosts(func::FuncOp function, llvm::raw_ostream &os) {
@@ -79,7 +83,10 @@ void printOpCosts(func::FuncOp function, llvm::raw_ostream &os) {
   function.walk([&](tg::CostOpInterface cost) {
     os << "  #" << index++ << " " << cost->getName()
        << " flops=" << cost.getFlops() << " read=" << cost.getBytesRead()
-       << " written=" << cost.getBytesWritten() << "\n";
+       << " written=" << cost.getBytesWritten();
+    if (int64_t sent = cost.getBytesCommunicated())
+      os << " sent=" << sent;
+    os << "\n";
   });
 }
 

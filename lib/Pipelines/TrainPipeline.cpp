@@ -86,6 +86,19 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     pm.addPass(tg::createTGLossScale(scaling));
   }
 
+  // Collectives go on the finished seam (gradients, their transforms, the
+  // updates), before remat plans the step they are part of.
+  std::string dataParallel = options.dataParallel;
+  if (dataParallel == "none" && options.worldSize != 1)
+    dataParallel = "ddp";
+  if (dataParallel != "none") {
+    tg::TGDataParallelOptions parallel;
+    parallel.mode = dataParallel;
+    parallel.worldSize = options.worldSize;
+    parallel.bucketMB = options.bucketMB;
+    pm.addPass(tg::createTGDataParallel(parallel));
+  }
+
   tg::TGRematOptions remat;
   remat.policy = options.remat;
   pm.addPass(tg::createTGRemat(remat));

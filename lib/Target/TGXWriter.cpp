@@ -145,13 +145,17 @@ LogicalResult TGXWriter::addArguments() {
       loraScale = lora.getAs<FloatAttr>("scale").getValueAsDouble();
       fanInFanOut = lora.getAs<BoolAttr>("fan_in_fan_out").getValue();
     }
+    flatbuffers::Offset<flatbuffers::Vector<int64_t>> shardOf;
+    if (auto whole = step.getArgAttrOfType<DenseI64ArrayAttr>(
+            persistent.argNumber, tg::TGDialect::kShardOfAttr))
+      shardOf = fbb.CreateVector(whole.asArrayRef().vec());
     auto name = str(persistent.name);
     auto shape = fbb.CreateVector(type.getShape().vec());
     tensorOf[arg] = tensors.size();
     tensors.push_back(tgx::CreateTensor(
         fbb, name, *dtype, shape, tgx::Storage::Persistent, persistent.offset,
         convertRole(persistent.kind), init, a, b, frozen, loraBase, loraScale,
-        fanInFanOut));
+        fanInFanOut, shardOf));
   }
   return success();
 }
@@ -453,13 +457,21 @@ LogicalResult TGXWriter::write(const TGXInfo &info,
                                    "executable has no grad_step entry");
   }
 
+  int64_t worldSize = 1;
+  flatbuffers::Offset<flatbuffers::String> dataParallel;
+  if (auto parallel = trainStep->getAttrOfType<DictionaryAttr>(
+          tg::TGDialect::kDataParallelAttr)) {
+    worldSize = parallel.getAs<IntegerAttr>("world_size").getInt();
+    dataParallel = str(parallel.getAs<StringAttr>("mode").getValue());
+  }
+
   auto program = tgx::CreateProgram(
       fbb, tgx::kFormatVersion, str(info.model), str(info.options),
       fbb.CreateVector(tensors), trainPlan.persistentSize, arena,
       trainPlan.layout.peakLive, trainPlan.alignment, trainInstructions,
       *loss, counter, fbb.CreateVector(constants),
       fbb.CreateVector(entryOffsets), accumSteps, info.allowTF32,
-      str(info.task), info.seqLen);
+      str(info.task), info.seqLen, worldSize, dataParallel);
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   tgx::appendTrailer(out);

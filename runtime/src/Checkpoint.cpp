@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <sys/stat.h>
 
@@ -135,14 +136,39 @@ Status checkSaveTarget(const std::string &path) {
 Status saveCheckpoint(Session &session, const std::string &path,
                       const std::map<std::string, std::string> &metadata) {
   const Program &program = session.program();
+  Communicator &comm = session.communicator();
   Status pulled = session.pullPersistent();
   if (!pulled.ok())
     return pulled;
+  // Parts of tensors split across ranks are gathered on rank 0 into the
+  // whole (the padding after its last element dropped), so the file is the
+  // same whatever the world size, and rank 0 writes it.
   std::vector<Entry> entries;
-  for (size_t i = 0; i < program.tensors.size(); ++i)
-    if (isCheckpointed(program.tensors[i]))
+  std::vector<std::vector<uint8_t>> wholes(program.tensors.size());
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const TensorInfo &info = program.tensors[i];
+    if (!isCheckpointed(info))
+      continue;
+    if (!info.isShard()) {
       entries.push_back(entryOf(session, int32_t(i)));
-  Status status = writeSafetensors(path, metadata, entries);
+      continue;
+    }
+    TensorRef part = session.hostView(int32_t(i));
+    std::vector<uint8_t> &whole = wholes[i];
+    if (comm.rank() == 0)
+      whole.resize(part.numBytes() * size_t(comm.size()));
+    Status gathered = comm.gather(part.data, whole.data(), part.numBytes(), 0);
+    if (!gathered.ok())
+      return Status::failure("checkpoint: gathering '" + info.name +
+                             "': " + gathered.error);
+    size_t bytes = size_t(info.wholeElements()) * dtypeSize(info.dtype);
+    entries.push_back({info.name, info.dtype, info.shardOf, whole.data(),
+                       bytes});
+  }
+  Status status = comm.rank() == 0 ? writeSafetensors(path, metadata, entries)
+                                   : Status::success();
+  if (comm.size() > 1)
+    status = comm.agree(status);
   if (!status.ok())
     return Status::failure("checkpoint: " + status.error);
   return status;
@@ -228,7 +254,7 @@ static Status checkValues(const SafetensorsEntry &entry, const char *data,
   TensorRef view;
   view.data = const_cast<char *>(data);
   view.dtype = stored;
-  view.shape = info.shape;
+  view.shape = info.isShard() ? info.shardOf : info.shape;
   int64_t count = view.numElements();
   if (isFloat(stored)) {
     for (int64_t i = 0; i < count; ++i) {
@@ -394,7 +420,8 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
     if (scope == LoadScope::Parameters && info.role == Role::Param &&
         fileDType && isFloat(*fileDType) && isFloat(info.dtype))
       stored = *fileDType;
-    status = checkEntry(entry, stored, info.shape);
+    status = checkEntry(entry, stored,
+                        info.isShard() ? info.shardOf : info.shape);
     if (!status.ok())
       return fail(status.error);
     status = checkValues(entry, file.data(entry), stored, info,
@@ -426,6 +453,19 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
   }
   for (const Pending &item : pending) {
     TensorRef view = session.hostView(item.index);
+    const TensorInfo &info = program.tensors[item.index];
+    if (info.isShard()) {
+      // This rank's part of the whole: elements [r n, (r + 1) n), zero
+      // past the whole's end (state, whose dtype a load never converts).
+      size_t element = dtypeSize(view.dtype);
+      int64_t n = view.numElements(), whole = info.wholeElements();
+      int64_t first = std::min(whole, int64_t(session.communicator().rank()) * n);
+      int64_t count = std::min(n, whole - first);
+      std::memset(view.data, 0, view.numBytes());
+      std::memcpy(view.data, file.data(*item.entry) + size_t(first) * element,
+                  size_t(count) * element);
+      continue;
+    }
     if (item.stored == view.dtype) {
       std::memcpy(view.data, file.data(*item.entry), view.numBytes());
       continue;

@@ -116,10 +116,26 @@ Session::Session(Program program, std::unique_ptr<Backend> backend)
 Session::~Session() = default;
 
 Status Session::create(Program program, std::unique_ptr<Backend> backend,
-                       std::unique_ptr<Session> &session) {
+                       std::unique_ptr<Session> &session,
+                       Communicator *communicator) {
   std::unique_ptr<Session> created(
       new Session(std::move(program), std::move(backend)));
   const Program &prog = created->prog;
+  if (!communicator) {
+    created->localComm = createLocalCommunicator();
+    communicator = created->localComm.get();
+  }
+  created->comm = communicator;
+  created->device->setCommunicator(communicator);
+  if (prog.worldSize != communicator->size())
+    return Status::failure(
+        "the executable was compiled for " + std::to_string(prog.worldSize) +
+        (prog.worldSize == 1 ? " process" : " ranks (--world-size)") +
+        " and runs on " + std::to_string(communicator->size()) +
+        (prog.worldSize == 1
+             ? "; compile it with --world-size " +
+                   std::to_string(communicator->size())
+             : "; start it with mpirun -n " + std::to_string(prog.worldSize)));
   Status status = created->device->allocate(prog.persistentBytes,
                                             prog.arenaBytes);
   if (!status.ok())

@@ -13,6 +13,7 @@
 
 #include "tgc/runtime/Backend.h"
 #include "tgc/runtime/Checkpoint.h"
+#include "tgc/runtime/Communicator.h"
 #include "tgc/runtime/Data.h"
 #include "tgc/runtime/Program.h"
 #include "tgc/runtime/Schedule.h"
@@ -68,9 +69,62 @@ struct Options {
   std::string overlong = "truncate";
 };
 
+/// The job this process is part of: the communicator of an mpirun job
+/// (null for a single process), and whether the run is still setting up.
+struct Job {
+  std::unique_ptr<Communicator> comm;
+  bool settingUp = true;
+  bool parallel() const { return comm && comm->size() > 1; }
+} job;
+
+/// Reports an error and returns the exit status. In a job of several
+/// ranks, every rank learns of it: while setting up, the error takes the
+/// place of this rank's next agreement (Communicator::agree), so every
+/// rank reports it and exits; once training, this rank ends the whole job
+/// (MPI_Abort), as the others may be waiting for it in a collective.
 int fail(const std::string &message) {
-  std::fprintf(stderr, "tgc-run: error: %s\n", message.c_str());
+  if (!job.parallel()) {
+    std::fprintf(stderr, "tgc-run: error: %s\n", message.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "tgc-run: error: rank %d: %s\n", job.comm->rank(),
+               message.c_str());
+  std::fflush(stderr);
+  if (job.settingUp) {
+    (void)job.comm->agree(Status::failure(message));
+    return 1;
+  }
+  job.comm->abort(1);
   return 1;
+}
+
+/// A point every rank of a job reaches during set-up: fails on every rank
+/// when one has failed or `key` differs across ranks.
+int agreeOrFail(const std::string &key = "") {
+  if (!job.parallel())
+    return 0;
+  Status agreed = job.comm->agree(Status::success(), key);
+  if (agreed.ok())
+    return 0;
+  std::fprintf(stderr, "tgc-run: error: %s\n", agreed.error.c_str());
+  return 1;
+}
+
+/// FNV-1a of a file's bytes, in hex ("" when unreadable).
+std::string fileHash(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return "";
+  uint64_t hash = 0xcbf29ce484222325ull;
+  std::vector<char> buffer(1 << 16);
+  while (in) {
+    in.read(buffer.data(), std::streamsize(buffer.size()));
+    for (std::streamsize i = 0; i < in.gcount(); ++i)
+      hash = (hash ^ uint8_t(buffer[size_t(i)])) * 0x100000001b3ull;
+  }
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", (unsigned long long)hash);
+  return text;
 }
 
 bool parseInt(const char *text, int64_t &value) {
@@ -382,6 +436,16 @@ std::string formatBytes(int64_t bytes) {
 } // namespace
 
 int run(int argc, char **argv) {
+  // Started by mpirun: join the job first, so that every error after this
+  // reaches every rank.
+  if (launchedByMpi()) {
+    Status joined = createMpiCommunicator(job.comm);
+    if (!joined.ok())
+      return fail(joined.error);
+  }
+  int rank = job.comm ? job.comm->rank() : 0;
+  int ranks = job.comm ? job.comm->size() : 1;
+
   Options options;
   bool exitNow = false;
   std::string error = parseOptions(argc, argv, options, exitNow);
@@ -389,11 +453,34 @@ int run(int argc, char **argv) {
     return fail(error);
   if (exitNow)
     return 0;
+  // Rank 0 alone prints progress and writes metrics.
+  if (rank != 0) {
+    options.quiet = true;
+    options.metrics.clear();
+  }
 
   Program program;
   Status status = loadProgram(options.program, program);
   if (!status.ok())
     return fail(status.error);
+  // Every rank must run the same executable: the same step, the same
+  // collectives in the same order.
+  if (int failed = agreeOrFail("an executable of FNV-1a hash " +
+                               fileHash(options.program)))
+    return failed;
+  if (program.worldSize != ranks)
+    return fail("'" + options.program + "' was compiled for " +
+                (program.worldSize == 1
+                     ? std::string("one process")
+                     : std::to_string(program.worldSize) +
+                           " ranks (--world-size " +
+                           std::to_string(program.worldSize) + ")") +
+                ", and runs on " + std::to_string(ranks) +
+                (program.worldSize == 1
+                     ? "; compile it with --world-size " +
+                           std::to_string(ranks) + " --data-parallel=..."
+                     : "; start it with mpirun -n " +
+                           std::to_string(program.worldSize) + " tgc-run"));
   if (program.stepCounter < 0)
     return fail("'" + options.program +
                 "' has no optimizer step counter: it is not a training step");
@@ -422,7 +509,8 @@ int run(int argc, char **argv) {
     }
   }
   std::unique_ptr<Session> session;
-  status = Session::create(program, std::move(backend), session);
+  status = Session::create(program, std::move(backend), session,
+                           job.comm.get());
   if (!status.ok())
     return fail(status.error);
   status = session->initialize(options.seed);
@@ -540,11 +628,13 @@ int run(int argc, char **argv) {
                 " micro-batches each would read more than " +
                 std::to_string(kMaxCheckpointStep) + " batches");
 
-  ExampleOptions exampleOptions;
+  DataOptions exampleOptions;
   exampleOptions.padding = options.padding == "max"       ? Padding::Max
                            : options.padding == "grouped" ? Padding::Grouped
                                                           : Padding::Dynamic;
   exampleOptions.truncate = options.overlong == "truncate";
+  exampleOptions.rank = rank;
+  exampleOptions.ranks = ranks;
   std::unique_ptr<DataSource> data;
   status = createDataSource(program, options.data, options.seed, data,
                             exampleOptions);
@@ -596,6 +686,10 @@ int run(int argc, char **argv) {
     if (!metrics)
       return fail("cannot write metrics to '" + options.metrics + "'");
   }
+  // Every rank is ready: from here a rank that fails ends the job.
+  if (int failed = agreeOrFail())
+    return failed;
+  job.settingUp = false;
 
   // One JSON object per line (non-finite numbers become null).
   auto writeMetrics = [&](const nlohmann::ordered_json &row) {
@@ -635,6 +729,11 @@ int run(int argc, char **argv) {
     std::printf("tgc-run: @%s, %lld parameters, on %s\n",
                 program.model.c_str(), (long long)params,
                 session->backend().describe().c_str());
+    if (!program.dataParallel.empty())
+      std::printf("  data parallel: %s over %d ranks (%s); memory and "
+                  "batch per rank, throughput of the job\n",
+                  program.dataParallel.c_str(), ranks,
+                  job.comm ? job.comm->describe().c_str() : "1 process");
     std::printf("  memory: persistent %s (optimizer state %s%s), arena %s "
                 "(planned peak %s)\n",
                 formatBytes(program.persistentBytes).c_str(),
@@ -894,6 +993,8 @@ int run(int argc, char **argv) {
   double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
           .count();
+  if (rank != 0)
+    return 0;
   std::printf("tgc-run: %lld steps in %.2f s, loss %.4f -> %.4f, %.1f "
               "%s/s\n",
               (long long)ran, elapsed, firstLoss, lastLoss,

@@ -31,6 +31,8 @@ struct ModelStats {
   int64_t flops = 0;
   int64_t bytesRead = 0;
   int64_t bytesWritten = 0;
+  /// Bytes one rank sends in collectives (ring algorithms).
+  int64_t bytesCommunicated = 0;
 };
 
 /// Computes the statistics of `function`, a func.func marked `tg.model`.

@@ -130,6 +130,22 @@ struct TrainPipelineOptions
       llvm::cl::desc("Micro-batches per optimizer step, gradients "
                      "accumulated in f32 (tg-grad-accum; 1: off)"),
       llvm::cl::init(1)};
+  Option<std::string> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Data parallelism across --world-size ranks: none, ddp "
+                     "(average gradients), zero1 (split the optimizer "
+                     "state) or zero2 (and the gradients) (tg-data-parallel; "
+                     "none with a world size above 1 is ddp)"),
+      llvm::cl::init("none")};
+  Option<int64_t> worldSize{
+      *this, "world-size",
+      llvm::cl::desc("Ranks of the data-parallel job (mpirun -n N tgc-run); "
+                     "the memory report is per rank"),
+      llvm::cl::init(1)};
+  Option<double> bucketMB{
+      *this, "bucket-mb",
+      llvm::cl::desc("Largest bucket of gradients per collective, in MiB"),
+      llvm::cl::init(25.0)};
 };
 
 /// Appends the passes that turn a module holding a tg.model into one holding

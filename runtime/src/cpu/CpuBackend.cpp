@@ -66,6 +66,11 @@ public:
   Status execute(const Program &program, const Instruction &inst,
                  std::vector<TensorRef> &operands,
                  std::vector<TensorRef> &results) override {
+    if (isCollective(inst.kernel)) {
+      if (!comm)
+        return Status::failure("a collective without a communicator");
+      return runCollective(*comm, inst, operands[0], results[0]);
+    }
     return cpu::execute(program, inst, operands, results);
   }
 

@@ -205,7 +205,32 @@ public:
                  std::vector<TensorRef> &operands,
                  std::vector<TensorRef> &results) override {
     ctx.allowTF32 = program.allowTF32;
+    if (isCollective(inst.kernel))
+      return collective(inst, operands[0], results[0]);
     return cuda::execute(ctx, program, inst, operands, results);
+  }
+
+  /// A collective through host memory: the operand comes down, the
+  /// communicator (Open MPI) combines it with the other ranks', the result
+  /// goes back up.
+  Status collective(const Instruction &inst, const TensorRef &in,
+                    TensorRef &out) {
+    if (!comm)
+      return Status::failure("a collective without a communicator");
+    std::vector<uint8_t> hostIn(in.numBytes()), hostOut(out.numBytes());
+    Status status = download(hostIn.data(), in.data, hostIn.size());
+    if (status.ok())
+      status = synchronize();
+    if (!status.ok())
+      return status;
+    TensorRef hin = in, hout = out;
+    hin.data = hostIn.data();
+    hout.data = hostOut.data();
+    status = runCollective(*comm, inst, hin, hout);
+    if (!status.ok())
+      return status;
+    status = upload(out.data, hostOut.data(), hostOut.size());
+    return status.ok() ? synchronize() : status;
   }
 
 private:

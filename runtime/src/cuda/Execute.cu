@@ -197,6 +197,13 @@ Status execute(Context &ctx, const Program &program, const Instruction &inst,
     return updateLossScale(ctx, in[0], in[1], in[2], inst.getFloat("growth_factor"),
                            inst.getFloat("backoff_factor"),
                            inst.getInt("growth_interval"), out[0], out[1]);
+  case Kernel::AllReduce:
+  case Kernel::ReduceScatter:
+  case Kernel::AllGather:
+  case Kernel::Shard:
+    // The backend runs them with its communicator.
+    return Status::failure(std::string(kernelName(inst.kernel)) +
+                           " needs the backend's communicator");
   }
   return Status::failure("unknown kernel");
 }

@@ -83,21 +83,36 @@ Rng batchRng(uint64_t seed, int64_t index) {
   return Rng{mix.next()};
 }
 
+/// The rows of this rank in a global batch of `rows` x ranks: row g of the
+/// global batch is local row g - first when it lies in [first, first +
+/// rows).
+struct RankRows {
+  int64_t first = 0, rows = 0, global = 0;
+  RankRows(int64_t rows, const DataOptions &options)
+      : first(options.rank * rows), rows(rows), global(rows * options.ranks) {}
+  bool mine(int64_t g) const { return g >= first && g < first + rows; }
+};
+
 class SyntheticSequences : public DataSource {
 public:
-  SyntheticSequences(const Program &program, ModelInputs inputs, uint64_t seed)
+  SyntheticSequences(const Program &program, ModelInputs inputs, uint64_t seed,
+                     const DataOptions &options)
       : inputs(inputs), seed(seed),
-        shape(program.tensors[inputs.tokens].shape) {}
+        shape(program.tensors[inputs.tokens].shape), options(options) {}
 
   Status fill(Session &session, int64_t index) override {
     TensorRef tokens = session.hostView(inputs.tokens);
     TensorRef targets = session.hostView(inputs.targets);
-    int64_t rows = tokens.numElements() / shape.back(), length = shape.back();
+    int64_t length = shape.back();
+    RankRows part(tokens.numElements() / length, options);
     int64_t vocab = std::min(inputs.vocab, inputs.classes);
     Rng rng = batchRng(seed, index);
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < part.global; ++g) {
       int64_t start = int64_t(rng.below(vocab));
       int64_t stride = 1 + int64_t(rng.below(3));
+      if (!part.mine(g))
+        continue;
+      int64_t r = g - part.first;
       for (int64_t t = 0; t < length; ++t) {
         storeI64(tokens, r * length + t, (start + stride * t) % vocab);
         storeI64(targets, r * length + t, (start + stride * (t + 1)) % vocab);
@@ -109,18 +124,22 @@ public:
     return "synthetic arithmetic sequences (vocabulary " +
            std::to_string(std::min(inputs.vocab, inputs.classes)) + ")";
   }
-  int64_t itemsPerBatch() const override { return product(shape); }
+  int64_t itemsPerBatch() const override {
+    return product(shape) * options.ranks;
+  }
 
 private:
   ModelInputs inputs;
   uint64_t seed;
   std::vector<int64_t> shape;
+  DataOptions options;
 };
 
 class SyntheticClasses : public DataSource {
 public:
-  SyntheticClasses(const Program &program, ModelInputs inputs, uint64_t seed)
-      : inputs(inputs), seed(seed) {
+  SyntheticClasses(const Program &program, ModelInputs inputs, uint64_t seed,
+                   const DataOptions &options)
+      : inputs(inputs), seed(seed), options(options) {
     const TensorInfo &x = program.tensors[inputs.features];
     features = x.shape.back();
     // The fixed map that defines the labels.
@@ -133,14 +152,17 @@ public:
   Status fill(Session &session, int64_t index) override {
     TensorRef x = session.hostView(inputs.features);
     TensorRef y = session.hostView(inputs.targets);
-    int64_t rows = y.numElements();
+    RankRows part(y.numElements(), options);
     Rng rng = batchRng(seed, index);
     std::vector<double> row(features);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t f = 0; f < features; ++f) {
+    for (int64_t g = 0; g < part.global; ++g) {
+      for (int64_t f = 0; f < features; ++f)
         row[f] = rng.normal();
+      if (!part.mine(g))
+        continue;
+      int64_t r = g - part.first;
+      for (int64_t f = 0; f < features; ++f)
         storeF32(x, r * features + f, float(row[f]));
-      }
       int64_t best = 0;
       double bestScore = -INFINITY;
       for (int64_t c = 0; c < inputs.classes; ++c) {
@@ -160,7 +182,9 @@ public:
     return "synthetic classification (" + std::to_string(features) +
            " features, " + std::to_string(inputs.classes) + " classes)";
   }
-  int64_t itemsPerBatch() const override { return rowsPerBatch; }
+  int64_t itemsPerBatch() const override {
+    return rowsPerBatch * options.ranks;
+  }
   const char *itemName() const override { return "examples"; }
 
   int64_t rowsPerBatch = 0;
@@ -168,6 +192,7 @@ public:
 private:
   ModelInputs inputs;
   uint64_t seed;
+  DataOptions options;
   int64_t features = 0;
   std::vector<double> weights;
 };
@@ -175,18 +200,24 @@ private:
 class TokenFile : public DataSource {
 public:
   TokenFile(const Program &program, ModelInputs inputs, uint64_t seed,
-            std::string path, std::vector<uint16_t> tokens)
+            std::string path, std::vector<uint16_t> tokens,
+            const DataOptions &options)
       : inputs(inputs), seed(seed), path(std::move(path)),
-        tokens(std::move(tokens)), shape(program.tensors[inputs.tokens].shape) {}
+        tokens(std::move(tokens)), shape(program.tensors[inputs.tokens].shape),
+        options(options) {}
 
   Status fill(Session &session, int64_t index) override {
     TensorRef x = session.hostView(inputs.tokens);
     TensorRef y = session.hostView(inputs.targets);
-    int64_t length = shape.back(), rows = x.numElements() / length;
+    int64_t length = shape.back();
+    RankRows part(x.numElements() / length, options);
     Rng rng = batchRng(seed, index);
     uint64_t windows = tokens.size() - uint64_t(length);
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < part.global; ++g) {
       uint64_t start = rng.below(windows);
+      if (!part.mine(g))
+        continue;
+      int64_t r = g - part.first;
       for (int64_t t = 0; t < length; ++t) {
         storeI64(x, r * length + t, tokens[start + t]);
         storeI64(y, r * length + t, tokens[start + t + 1]);
@@ -197,7 +228,9 @@ public:
   std::string describe() const override {
     return "'" + path + "' (" + std::to_string(tokens.size()) + " tokens)";
   }
-  int64_t itemsPerBatch() const override { return product(shape); }
+  int64_t itemsPerBatch() const override {
+    return product(shape) * options.ranks;
+  }
 
 private:
   ModelInputs inputs;
@@ -205,15 +238,17 @@ private:
   std::string path;
   std::vector<uint16_t> tokens;
   std::vector<int64_t> shape;
+  DataOptions options;
 };
 
 class TensorFile : public DataSource {
 public:
   TensorFile(std::string path, SafetensorsFile file,
              std::vector<std::pair<int32_t, size_t>> inputs, int64_t batches,
-             int64_t items)
+             int64_t items, const DataOptions &options)
       : path(std::move(path)), file(std::move(file)),
-        inputs(std::move(inputs)), batches(batches), items(items) {}
+        inputs(std::move(inputs)), batches(batches), items(items),
+        options(options) {}
 
   Status fill(Session &session, int64_t index) override {
     if (index < 0)
@@ -221,8 +256,13 @@ public:
                              " is negative");
     for (auto &[tensor, entry] : inputs) {
       TensorRef view = session.hostView(tensor);
+      // Global batch i holds ranks x this rank's bytes; this rank's rows
+      // follow the lower ranks'.
+      size_t bytes = view.numBytes();
       const char *batch = file.data(file.entries[entry]) +
-                          size_t(index % batches) * view.numBytes();
+                          size_t(index % batches) * bytes *
+                              size_t(options.ranks) +
+                          size_t(options.rank) * bytes;
       std::memcpy(view.data, batch, view.numBytes());
     }
     return Status::success();
@@ -230,7 +270,7 @@ public:
   std::string describe() const override {
     return "'" + path + "' (" + std::to_string(batches) + " batches)";
   }
-  int64_t itemsPerBatch() const override { return items; }
+  int64_t itemsPerBatch() const override { return items * options.ranks; }
   const char *itemName() const override {
     return tokens ? "tokens" : "examples";
   }
@@ -242,12 +282,14 @@ private:
   SafetensorsFile file;
   std::vector<std::pair<int32_t, size_t>> inputs;
   int64_t batches, items;
+  DataOptions options;
 };
 
 } // namespace
 
 Status createTensorFileData(const Program &program, const std::string &path,
-                            std::unique_ptr<DataSource> &source) {
+                            std::unique_ptr<DataSource> &source,
+                            const DataOptions &options) {
   SafetensorsFile file;
   Status status = readSafetensors(path, file);
   if (!status.ok())
@@ -265,7 +307,13 @@ Status createTensorFileData(const Program &program, const std::string &path,
     if (entry->shape.empty())
       return Status::failure("'" + path + "': tensor '" + info.name +
                              "' needs a leading batch-count dimension");
+    // [batches, ranks x B, ...]: global batches.
     std::vector<int64_t> expected = info.shape;
+    if (!expected.empty())
+      expected[0] *= options.ranks;
+    else if (options.ranks > 1)
+      return Status::failure("'" + path + "': input '" + info.name +
+                             "' is a scalar, which ranks cannot split");
     expected.insert(expected.begin(), entry->shape[0]);
     status = checkEntry(*entry, info.dtype, expected);
     if (!status.ok())
@@ -281,7 +329,8 @@ Status createTensorFileData(const Program &program, const std::string &path,
     inputs.push_back({int32_t(i), size_t(entry - file.entries.data())});
   }
   auto *data =
-      new TensorFile(path, std::move(file), std::move(inputs), batches, items);
+      new TensorFile(path, std::move(file), std::move(inputs), batches, items,
+                     options);
   data->tokens = program.findPersistent("tokens") >= 0;
   source.reset(data);
   return Status::success();
@@ -301,7 +350,7 @@ public:
 
 Status createDataSource(const Program &program, const std::string &spec,
                         uint64_t seed, std::unique_ptr<DataSource> &source,
-                        const ExampleOptions &options) {
+                        const DataOptions &options) {
   bool hasInputs = false;
   for (const TensorInfo &info : program.tensors)
     hasInputs |= info.role == Role::Input;
@@ -316,14 +365,14 @@ Status createDataSource(const Program &program, const std::string &spec,
                 program.task == "sequence-classification";
   if (spec == "synthetic")
     return padded ? createSyntheticExampleData(program, seed, options, source)
-                  : createSyntheticData(program, seed, source);
+                  : createSyntheticData(program, seed, source, options);
   auto endsWith = [&](const std::string &suffix) {
     return spec.size() > suffix.size() &&
            spec.compare(spec.size() - suffix.size(), suffix.size(), suffix) ==
                0;
   };
   if (endsWith(".safetensors"))
-    return createTensorFileData(program, spec, source);
+    return createTensorFileData(program, spec, source, options);
   if (endsWith(".tgcd"))
     return createExampleData(program, spec, seed, options, source);
   if (padded)
@@ -331,11 +380,12 @@ Status createDataSource(const Program &program, const std::string &spec,
                            " model reads a dataset of examples (.tgcd, "
                            "from scripts/tgc-data.py), .safetensors batches "
                            "or 'synthetic'");
-  return createTokenFileData(program, spec, seed, source);
+  return createTokenFileData(program, spec, seed, source, options);
 }
 
 Status createSyntheticData(const Program &program, uint64_t seed,
-                           std::unique_ptr<DataSource> &source) {
+                           std::unique_ptr<DataSource> &source,
+                           const DataOptions &options) {
   ModelInputs inputs;
   Status status = findModelInputs(program, inputs);
   if (!status.ok())
@@ -344,7 +394,7 @@ Status createSyntheticData(const Program &program, uint64_t seed,
     if (program.tensors[inputs.tokens].shape !=
         program.tensors[inputs.targets].shape)
       return Status::failure("'tokens' and 'targets' differ in shape");
-    source.reset(new SyntheticSequences(program, inputs, seed));
+    source.reset(new SyntheticSequences(program, inputs, seed, options));
     return Status::success();
   }
   const TensorInfo &x = program.tensors[inputs.features];
@@ -353,7 +403,7 @@ Status createSyntheticData(const Program &program, uint64_t seed,
       y.shape[0] != x.shape[0])
     return Status::failure("a classifier's 'inputs' must be [B, F] floats "
                            "and its 'targets' [B] labels");
-  auto *classes = new SyntheticClasses(program, inputs, seed);
+  auto *classes = new SyntheticClasses(program, inputs, seed, options);
   classes->rowsPerBatch = y.shape[0];
   source.reset(classes);
   return Status::success();
@@ -402,7 +452,8 @@ Status parseTokenFile(const std::string &path, const char *data,
 }
 
 Status createTokenFileData(const Program &program, const std::string &path,
-                           uint64_t seed, std::unique_ptr<DataSource> &source) {
+                           uint64_t seed, std::unique_ptr<DataSource> &source,
+                           const DataOptions &options) {
   ModelInputs inputs;
   Status status = findModelInputs(program, inputs);
   if (!status.ok())
@@ -421,7 +472,8 @@ Status createTokenFileData(const Program &program, const std::string &path,
                           program.tensors[inputs.tokens].shape.back(), tokens);
   if (!status.ok())
     return status;
-  source.reset(new TokenFile(program, inputs, seed, path, std::move(tokens)));
+  source.reset(
+      new TokenFile(program, inputs, seed, path, std::move(tokens), options));
   return Status::success();
 }
 

@@ -331,12 +331,16 @@ Task taskOf(const Program &program) {
 class ExampleBatches : public DataSource {
 public:
   ExampleBatches(const Program &program, std::unique_ptr<ExampleSet> set,
-                 Task task, uint64_t seed, ExampleOptions options,
+                 Task task, uint64_t seed, DataOptions options,
                  int64_t vocab)
       : program(program), set(std::move(set)), task(task), seed(seed),
         options(options), vocab(vocab) {
     const Bucket &largest = program.buckets.back();
-    rows = program.tensors[largest.input("tokens")].shape[0];
+    // The global batch of every rank's rows (DataOptions::rank): its
+    // examples, longest example and random draws are every rank's.
+    localRows = program.tensors[largest.input("tokens")].shape[0];
+    firstRow = options.rank * localRows;
+    rows = localRows * options.ranks;
     maxLength = largest.seqLen;
     batchesPerEpoch = (this->set->size() + rows - 1) / rows;
   }
@@ -381,10 +385,12 @@ public:
     info.realTokens = 0;
     info.paddedTokens = rows * L;
     SplitMix64 rng{seed * 0xD1B54A32D192ED03ull + uint64_t(index)};
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t e = examples[r];
+    for (int64_t g = 0; g < rows; ++g) {
+      int64_t e = examples[g];
       int64_t n = e < 0 ? 0 : lengthOf(e);
       info.realTokens += n;
+      // This rank's row, or -1 (the draws are made all the same).
+      int64_t r = g >= firstRow && g < firstRow + localRows ? g - firstRow : -1;
       for (int64_t t = 0; t < L; ++t) {
         int64_t id = t < n ? tokenOf(e, t, n) : pad;
         int64_t target = kIgnoreIndex;
@@ -403,13 +409,15 @@ public:
               id = int64_t(rng.below(uint64_t(vocab)));
           }
         }
+        if (r < 0)
+          continue;
         storeI64(tokens, r * L + t, id);
         if (task != Task::SequenceClassification)
           storeI64(targets, r * L + t, target);
         if (maskIndex >= 0)
           storeI64(mask, r * L + t, t < n ? 1 : 0);
       }
-      if (task == Task::SequenceClassification)
+      if (task == Task::SequenceClassification && r >= 0)
         storeI64(targets, r, e < 0 ? kIgnoreIndex : set->label(e));
     }
     return Status::success();
@@ -480,9 +488,11 @@ private:
   std::unique_ptr<ExampleSet> set;
   Task task;
   uint64_t seed;
-  ExampleOptions options;
+  DataOptions options;
   int64_t vocab;
-  int64_t rows = 0, maxLength = 0, batchesPerEpoch = 1;
+  /// Rows of the global batch, of this rank's, and its first global row.
+  int64_t rows = 0, localRows = 0, firstRow = 0;
+  int64_t maxLength = 0, batchesPerEpoch = 1;
   int64_t orderEpoch = -1;
   std::vector<int64_t> order;
 };
@@ -518,7 +528,7 @@ Status checkProgram(const Program &program, Task &task, ModelInputs &inputs) {
 } // namespace
 
 Status createExampleData(const Program &program, const std::string &path,
-                         uint64_t seed, const ExampleOptions &options,
+                         uint64_t seed, const DataOptions &options,
                          std::unique_ptr<DataSource> &source) {
   Task task;
   ModelInputs inputs;
@@ -562,7 +572,7 @@ Status createExampleData(const Program &program, const std::string &path,
 }
 
 Status createSyntheticExampleData(const Program &program, uint64_t seed,
-                                  const ExampleOptions &options,
+                                  const DataOptions &options,
                                   std::unique_ptr<DataSource> &source) {
   Task task;
   ModelInputs inputs;

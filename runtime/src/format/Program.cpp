@@ -23,6 +23,20 @@
 
 namespace tgc::rt {
 
+bool isCollective(Kernel kernel) {
+  return kernel == Kernel::AllReduce || kernel == Kernel::ReduceScatter ||
+         kernel == Kernel::AllGather || kernel == Kernel::Shard;
+}
+
+int64_t TensorInfo::wholeElements() const {
+  if (!isShard())
+    return numElements();
+  int64_t n = 1;
+  for (int64_t d : shardOf)
+    n *= d;
+  return n;
+}
+
 int64_t TensorInfo::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -277,6 +291,19 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
   if (!isPowerOfTwo(program.alignment) || program.alignment > 65536)
     return Status::failure("alignment " + std::to_string(program.alignment) +
                            " is not a power of two of at most 65536");
+  program.worldSize = fb->world_size();
+  program.dataParallel = fb->data_parallel() ? fb->data_parallel()->str() : "";
+  if (program.worldSize < 1 || program.worldSize > kMaxWorldSize)
+    return Status::failure("world_size " + std::to_string(program.worldSize) +
+                           " is out of range [1, " +
+                           std::to_string(kMaxWorldSize) + "]");
+  if (program.dataParallel != "" && program.dataParallel != "ddp" &&
+      program.dataParallel != "zero1" && program.dataParallel != "zero2")
+    return Status::failure("unknown data_parallel mode '" +
+                           program.dataParallel + "'");
+  if (program.dataParallel.empty() && program.worldSize != 1)
+    return Status::failure("world_size " + std::to_string(program.worldSize) +
+                           " without a data_parallel mode");
   if (fb->constants())
     program.constants.assign(fb->constants()->begin(), fb->constants()->end());
 
@@ -312,6 +339,8 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
     info.loraBase = t->lora_base() ? t->lora_base()->str() : "";
     info.loraScale = t->lora_scale();
     info.loraFanInFanOut = t->lora_fan_in_fan_out();
+    if (t->shard_of())
+      info.shardOf = readVector(t->shard_of());
     info.offset = t->offset();
     info.bytes = checkedBytes(info.shape, info.dtype);
     if (info.bytes < 0)
@@ -348,6 +377,20 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
       return Status::failure(describeTensor(i, info.name) +
                              ": only persistent tensors are parameters, "
                              "state or inputs");
+    if (info.isShard()) {
+      // A part of a whole of at most world_size parts, itself a valid
+      // tensor, initialised to a constant (a random draw of the whole
+      // would depend on the rank's position in it).
+      int64_t wholeBytes = checkedBytes(info.shardOf, info.dtype);
+      if (info.storage != Storage::Persistent || info.role != Role::State ||
+          info.shape.size() != 1 || wholeBytes < 0 ||
+          info.init == InitKind::Normal || info.init == InitKind::Uniform ||
+          info.wholeElements() > program.worldSize * info.numElements() ||
+          (info.wholeElements() > 0 && info.numElements() == 0))
+        return Status::failure(describeTensor(i, info.name) +
+                               ": an invalid part of a tensor split across " +
+                               std::to_string(program.worldSize) + " ranks");
+    }
     if (info.role == Role::Accumulator && !isFloat(info.dtype))
       return Status::failure(describeTensor(i, info.name) +
                              ": an accumulator must be a float tensor");

@@ -261,6 +261,35 @@ private:
            fail("'" + map.name + "' must be a 256-entry f32 map");
   }
 
+  /// A collective's world size (that of the program) and reduction.
+  bool collective(bool reduces) {
+    if (!attr("world_size", AttrValue::Int))
+      return false;
+    if (inst.getInt("world_size") != program.worldSize)
+      return fail("a collective over " +
+                  std::to_string(inst.getInt("world_size")) +
+                  " ranks in a program for " +
+                  std::to_string(program.worldSize));
+    if (reduces && (!attr("reduction", AttrValue::Int) ||
+                    inst.getInt("reduction") < 0 ||
+                    inst.getInt("reduction") > 3))
+      return fail("an unknown reduction");
+    return true;
+  }
+  /// `whole` is `part` with a leading dimension world_size times larger.
+  bool leadingSplit(const TensorInfo &whole, const TensorInfo &part) {
+    if (!sameDType(whole, part))
+      return false;
+    if (whole.shape.empty() || whole.shape.size() != part.shape.size() ||
+        !std::equal(whole.shape.begin() + 1, whole.shape.end(),
+                    part.shape.begin() + 1) ||
+        whole.shape[0] != part.shape[0] * program.worldSize)
+      return fail("the leading dimension of '" + whole.name +
+                  "' is not the world size times that of '" + part.name +
+                  "'");
+    return true;
+  }
+
   const Program &program;
   const Instruction &inst;
   std::string error;
@@ -582,6 +611,20 @@ Status Checker::run() {
   case Kernel::Unscale:
     ok = counts(2, 1) && floatT(in(0)) && scalar(in(1), DType::F32) &&
          floatT(out(0)) && shapeIs(out(0), in(0).shape);
+    break;
+  case Kernel::AllReduce:
+    ok = counts(1, 1) && collective(true) && floatT(in(0)) &&
+         same(in(0), out(0));
+    break;
+  case Kernel::ReduceScatter:
+    ok = counts(1, 1) && collective(true) && floatT(in(0)) &&
+         leadingSplit(in(0), out(0));
+    break;
+  case Kernel::AllGather:
+    ok = counts(1, 1) && collective(false) && leadingSplit(out(0), in(0));
+    break;
+  case Kernel::Shard:
+    ok = counts(1, 1) && collective(false) && leadingSplit(in(0), out(0));
     break;
   case Kernel::UpdateLossScale:
     ok = counts(3, 2) && scalar(in(0), DType::F32) &&

@@ -394,3 +394,30 @@ int64_t AllFiniteOp::getFlops() {
 }
 
 int64_t UpdateLossScaleOp::getFlops() { return 2; }
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+// A reduction adds one value per element received; gathering and taking a
+// shard move data only. Bytes sent per rank follow the ring algorithms:
+// an all-reduce is a reduce-scatter then an all-gather, each sending
+// (N - 1) / N of the tensor.
+int64_t AllReduceOp::getFlops() { return numElements(getInput()); }
+int64_t ReduceScatterOp::getFlops() { return numElements(getInput()); }
+int64_t AllGatherOp::getFlops() { return 0; }
+int64_t ShardOp::getFlops() { return 0; }
+
+static int64_t ringBytes(int64_t bytes, int64_t worldSize, int64_t passes) {
+  return worldSize <= 1 ? 0 : passes * (bytes * (worldSize - 1) / worldSize);
+}
+int64_t AllReduceOp::getBytesCommunicated() {
+  return ringBytes(getTensorBytes(getInput().getType()), getWorldSize(), 2);
+}
+int64_t ReduceScatterOp::getBytesCommunicated() {
+  return ringBytes(getTensorBytes(getInput().getType()), getWorldSize(), 1);
+}
+int64_t AllGatherOp::getBytesCommunicated() {
+  return ringBytes(getTensorBytes(getResult().getType()), getWorldSize(), 1);
+}
+int64_t ShardOp::getBytesCommunicated() { return 0; }

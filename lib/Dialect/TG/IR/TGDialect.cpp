@@ -166,6 +166,27 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
 
+  if (name == kShardOfAttr) {
+    auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    auto type = dyn_cast<RankedTensorType>(argType);
+    if (!shape || llvm::any_of(shape.asArrayRef(),
+                               [](int64_t d) { return d < 0; }))
+      return emitArgError() << "'tg.shard_of' must be the whole tensor's "
+                               "shape (array<i64>), found "
+                            << attr.getValue();
+    if (!function.getArgAttr(argIndex, kStateAttr) || !type ||
+        type.getRank() != 1)
+      return emitArgError() << "'tg.shard_of' is only valid on a 1-D state "
+                               "('tg.state'), a part of the flattened whole";
+    int64_t whole = 1;
+    for (int64_t d : shape.asArrayRef())
+      whole *= d;
+    if (whole > 0 && type.getDimSize(0) == 0)
+      return emitArgError() << "'tg.shard_of' on an empty part of a "
+                               "non-empty tensor";
+    return success();
+  }
+
   return emitArgError() << "unknown tg argument attribute '" << name << "'";
 }
 
@@ -398,6 +419,20 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     if (!op->hasAttr(kTrainStepAttr))
       return op->emitOpError("'tg.grad_accum' belongs on a tg.train_step");
+    return success();
+  }
+  if (name == kDataParallelAttr) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto mode = dict ? dict.getAs<StringAttr>("mode") : StringAttr();
+    auto ranks = dict ? dict.getAs<IntegerAttr>("world_size") : IntegerAttr();
+    if (!mode || !ranks || dict.size() != 2 || ranks.getInt() < 1 ||
+        !llvm::is_contained({"ddp", "zero1", "zero2"}, mode.getValue()))
+      return op->emitOpError("'tg.data_parallel' must be {mode = \"ddp\" | "
+                             "\"zero1\" | \"zero2\", world_size = N (>= 1)}, "
+                             "found ")
+             << attr.getValue();
+    if (!op->hasAttr(kTrainStepAttr))
+      return op->emitOpError("'tg.data_parallel' belongs on a tg.train_step");
     return success();
   }
   if (name == kLossSeedAttr) {

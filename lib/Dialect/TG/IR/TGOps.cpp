@@ -970,5 +970,106 @@ bool UpdateLossScaleOp::canReuseOperandBuffer(unsigned result,
   return result < 2 && operand == result; // scale, growth tracker
 }
 
+
+//===----------------------------------------------------------------------===//
+// How optimizer updates split across ranks
+//===----------------------------------------------------------------------===//
+
+ShardLayout SGDUpdateOp::getOperandShardLayout(unsigned operand) {
+  Value value = getOperand(operand);
+  return value == getParam() || value == getGrad() ||
+                 value == getMomentumBuffer()
+             ? ShardLayout::PerElement
+             : ShardLayout::Replicated;
+}
+
+ShardLayout AdamWUpdateOp::getOperandShardLayout(unsigned operand) {
+  return operand < 4 ? ShardLayout::PerElement : ShardLayout::Replicated;
+}
+
+// Adafactor's factored second moment is per row and per column: a run of
+// elements does not own a slice of it.
+int64_t AdafactorUpdateOp::getShardGranule() { return 0; }
+ShardLayout AdafactorUpdateOp::getOperandShardLayout(unsigned operand) {
+  return ShardLayout::Replicated;
+}
+
+// Blockwise state splits at block boundaries: a shard that starts at a
+// multiple of the block size holds whole blocks and their absmax values.
+int64_t AdamW8bitUpdateOp::getShardGranule() { return getBlockSize(); }
+ShardLayout AdamW8bitUpdateOp::getOperandShardLayout(unsigned operand) {
+  // param, grad, exp_avg, its absmax, exp_avg_sq, its absmax; then the
+  // maps and scalars.
+  static const ShardLayout layout[] = {
+      ShardLayout::PerElement, ShardLayout::PerElement,
+      ShardLayout::PerElement, ShardLayout::PerBlock,
+      ShardLayout::PerElement, ShardLayout::PerBlock};
+  return operand < 6 ? layout[operand] : ShardLayout::Replicated;
+}
+
+int64_t SGD8bitUpdateOp::getShardGranule() { return getBlockSize(); }
+ShardLayout SGD8bitUpdateOp::getOperandShardLayout(unsigned operand) {
+  static const ShardLayout layout[] = {
+      ShardLayout::PerElement, ShardLayout::PerElement,
+      ShardLayout::PerElement, ShardLayout::PerBlock};
+  return operand < 4 ? layout[operand] : ShardLayout::Replicated;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyWorldSize(Operation *op, int64_t worldSize) {
+  if (worldSize < 1)
+    return op->emitOpError("needs a world size of at least 1, found ")
+           << worldSize;
+  return success();
+}
+
+/// `whole` is `parts` with its leading dimension `worldSize` times larger:
+/// what reduce_scatter, all_gather and shard divide or multiply.
+static LogicalResult verifyLeadingSplit(Operation *op, RankedTensorType whole,
+                                        RankedTensorType part,
+                                        int64_t worldSize) {
+  if (failed(verifyWorldSize(op, worldSize)))
+    return failure();
+  if (whole.getElementType() != part.getElementType())
+    return op->emitOpError("operand and result element types differ");
+  if (whole.getRank() == 0 || whole.getRank() != part.getRank() ||
+      whole.getShape().drop_front() != part.getShape().drop_front())
+    return op->emitOpError("operand and result must have the same rank "
+                           "(at least 1) and agree after the leading "
+                           "dimension, found ")
+           << whole << " and " << part;
+  if (whole.getDimSize(0) % worldSize != 0)
+    return op->emitOpError("leading dimension ")
+           << whole.getDimSize(0) << " is not divisible by the world size "
+           << worldSize << " (pad it to a multiple first)";
+  if (part.getDimSize(0) * worldSize != whole.getDimSize(0))
+    return op->emitOpError("leading dimension of ")
+           << part << " must be " << whole.getDimSize(0) << " / " << worldSize
+           << " = " << whole.getDimSize(0) / worldSize;
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  return verifyWorldSize(*this, getWorldSize());
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyLeadingSplit(*this, getInput().getType(),
+                            getResult().getType(), getWorldSize());
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyLeadingSplit(*this, getResult().getType(),
+                            getInput().getType(), getWorldSize());
+}
+
+LogicalResult ShardOp::verify() {
+  return verifyLeadingSplit(*this, getInput().getType(),
+                            getResult().getType(), getWorldSize());
+}
+
 #define GET_OP_CLASSES
 #include "tgc/Dialect/TG/IR/TGOps.cpp.inc"

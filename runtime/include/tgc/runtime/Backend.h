@@ -10,6 +10,7 @@
 #ifndef TGC_RUNTIME_BACKEND_H
 #define TGC_RUNTIME_BACKEND_H
 
+#include "tgc/runtime/Communicator.h"
 #include "tgc/runtime/Program.h"
 
 #include <memory>
@@ -63,6 +64,13 @@ public:
   virtual Status execute(const Program &program, const Instruction &inst,
                          std::vector<TensorRef> &operands,
                          std::vector<TensorRef> &results) = 0;
+
+  /// The ranks collective instructions run across (set by the Session
+  /// before the first step; it outlives the backend).
+  void setCommunicator(Communicator *communicator) { comm = communicator; }
+
+protected:
+  Communicator *comm = nullptr;
 };
 
 /// The reference backend: host memory and the kernels of CpuKernels.h.

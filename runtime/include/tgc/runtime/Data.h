@@ -50,18 +50,47 @@ public:
   virtual const char *itemName() const { return "tokens"; }
 };
 
+/// How examples of different lengths are batched (tgc-run --padding):
+/// every batch padded to the largest bucket; each batch, in random order,
+/// to the smallest bucket that holds its longest example; or the same
+/// after sorting the epoch by length into batches whose order is then
+/// shuffled (uniform length grouping).
+enum class Padding { Max, Dynamic, Grouped };
+
+/// Options of data sources.
+struct DataOptions {
+  /// Data parallelism: this process is rank `rank` of `ranks`, and its
+  /// batch is rows [rank B, (rank + 1) B) of the global batch of ranks x B
+  /// rows (B the program's batch) that a single process with a ranks-times
+  /// larger batch would see: the job trains on the same data whatever the
+  /// number of ranks. Every source draws the global batch (the same random
+  /// numbers as one process) and keeps its rows; sources that pick a shape
+  /// bucket pick it from the global batch, so every rank runs the same
+  /// step. Throughput counts the global batch.
+  int64_t rank = 0, ranks = 1;
+  // Sources of examples:
+  Padding padding = Padding::Dynamic;
+  /// Examples longer than the largest bucket are cut to it (true) or
+  /// rejected when the dataset is opened.
+  bool truncate = true;
+  /// Examples in the synthetic set (masked LMs and classifiers).
+  int64_t syntheticExamples = 4096;
+};
+
 /// The built-in learnable tasks: for language models, arithmetic sequences
 /// `(start + stride * t) mod V` with a random start and a stride of 1 to 3,
 /// so the next token follows from the previous two; for classifiers, labels
 /// given by the argmax of a fixed random linear map of Gaussian inputs.
 Status createSyntheticData(const Program &program, uint64_t seed,
-                           std::unique_ptr<DataSource> &source);
+                           std::unique_ptr<DataSource> &source,
+                           const DataOptions &options = {});
 
 /// Random windows of T+1 tokens from a token file: an llm.c shard (a
 /// 256-int32 header with magic 20240520 and the token count, then uint16
 /// tokens) or a raw uint16 file as nanoGPT writes them.
 Status createTokenFileData(const Program &program, const std::string &path,
-                           uint64_t seed, std::unique_ptr<DataSource> &source);
+                           uint64_t seed, std::unique_ptr<DataSource> &source,
+                           const DataOptions &options = {});
 
 /// The tokens of a token file's bytes (`path` names it in errors): at
 /// least `length` + 1 of them, each below `limit` (the vocabulary).
@@ -72,25 +101,12 @@ Status parseTokenFile(const std::string &path, const char *data, size_t size,
 /// Batches stored in a safetensors file: for every input X of the program
 /// with shape S, a tensor X of shape [N, S...] and the same dtype; batch i
 /// is X[i mod N]. This is how exact batches are shared with other tools.
+/// With ranks (DataOptions), X is [N, ranks x B, ...]: global batches, of
+/// which each rank reads its rows.
 Status createTensorFileData(const Program &program, const std::string &path,
-                            std::unique_ptr<DataSource> &source);
+                            std::unique_ptr<DataSource> &source,
+                            const DataOptions &options = {});
 
-/// How examples of different lengths are batched (tgc-run --padding):
-/// every batch padded to the largest bucket; each batch, in random order,
-/// to the smallest bucket that holds its longest example; or the same
-/// after sorting the epoch by length into batches whose order is then
-/// shuffled (uniform length grouping).
-enum class Padding { Max, Dynamic, Grouped };
-
-/// Options of sources of examples.
-struct ExampleOptions {
-  Padding padding = Padding::Dynamic;
-  /// Examples longer than the largest bucket are cut to it (true) or
-  /// rejected when the dataset is opened.
-  bool truncate = true;
-  /// Examples in the synthetic set (masked LMs and classifiers).
-  int64_t syntheticExamples = 4096;
-};
 
 /// Examples from a dataset file of tgc-data (`.tgcd`: token sequences with
 /// offsets and optional labels; see scripts/tgcd.py), memory-mapped and
@@ -103,7 +119,7 @@ struct ExampleOptions {
 /// exactly one batch of each epoch (the last batch of an epoch may hold
 /// empty rows, which count for nothing).
 Status createExampleData(const Program &program, const std::string &path,
-                         uint64_t seed, const ExampleOptions &options,
+                         uint64_t seed, const DataOptions &options,
                          std::unique_ptr<DataSource> &source);
 /// What a dataset file holds, as parseDataset found it.
 struct DatasetSummary {
@@ -121,14 +137,14 @@ Status parseDataset(const std::string &path, const char *data, size_t size,
 /// The same over a built-in synthetic set of examples of varied lengths,
 /// for masked LMs and sequence classifiers (tgc-run's default data).
 Status createSyntheticExampleData(const Program &program, uint64_t seed,
-                                  const ExampleOptions &options,
+                                  const DataOptions &options,
                                   std::unique_ptr<DataSource> &source);
 
 /// The source for tgc-run's --data: "synthetic", a .safetensors file of
 /// batches, a .tgcd dataset of examples, or a token file.
 Status createDataSource(const Program &program, const std::string &spec,
                         uint64_t seed, std::unique_ptr<DataSource> &source,
-                        const ExampleOptions &options = {});
+                        const DataOptions &options = {});
 
 } // namespace tgc::rt
 

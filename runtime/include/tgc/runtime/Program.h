@@ -44,8 +44,16 @@ struct TensorInfo {
   std::string loraBase;
   double loraScale = 0.0;
   bool loraFanInFanOut = false;
+  /// A part of a tensor split across ranks (ZeRO's optimizer state): the
+  /// whole tensor's shape, else empty. The part of rank r is elements
+  /// [r n, (r + 1) n) of the whole flattened and zero-padded, n this
+  /// tensor's element count.
+  std::vector<int64_t> shardOf;
 
   int64_t numElements() const;
+  bool isShard() const { return !shardOf.empty(); }
+  /// Elements of the whole tensor (numElements() when it is not a part).
+  int64_t wholeElements() const;
 };
 
 /// A LoRA adapter of a program: the persistent tensors of its weight, A
@@ -74,6 +82,10 @@ const char *kernelName(Kernel kernel);
 
 /// A result index for a result the kernel does not compute.
 constexpr int32_t kNotComputed = -1;
+
+/// The collectives: tg.all_reduce, tg.reduce_scatter, tg.all_gather and
+/// tg.shard (which needs the rank).
+bool isCollective(Kernel kernel);
 
 /// Kernels that may leave results uncomputed (an output mask): the fused
 /// gradient kernels, whose callers need only some operand gradients.
@@ -164,6 +176,10 @@ struct Program {
   /// The model's task ("causal-lm", "masked-lm",
   /// "sequence-classification"), or empty when the executable names none.
   std::string task;
+  /// Data parallelism: the ranks the program runs on and how ("ddp",
+  /// "zero1", "zero2"; empty for one process).
+  int64_t worldSize = 1;
+  std::string dataParallel;
   /// The sequence lengths it runs at, increasing; the last is the training
   /// step's. One bucket when it was compiled without --seq-buckets (its
   /// length that of `tokens`, or 0 for a model without).
@@ -190,6 +206,9 @@ struct Program {
     return nullptr;
   }
 };
+
+/// The most ranks an executable may be compiled for.
+constexpr int64_t kMaxWorldSize = int64_t(1) << 20;
 
 /// The most micro-batches per optimizer step an executable may ask for.
 constexpr int64_t kMaxGradAccumSteps = int64_t(1) << 20;

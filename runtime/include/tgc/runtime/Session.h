@@ -26,13 +26,17 @@ namespace tgc::rt {
 class Session {
 public:
   /// Allocates the regions of `program` (already verified by loadProgram)
-  /// on `backend`.
+  /// on `backend`. Its collectives run across `communicator`'s ranks (a
+  /// local one of size 1 when null), whose size must be the program's
+  /// world size; it must outlive the session.
   static Status create(Program program, std::unique_ptr<Backend> backend,
-                       std::unique_ptr<Session> &session);
+                       std::unique_ptr<Session> &session,
+                       Communicator *communicator = nullptr);
   ~Session();
 
   const Program &program() const { return prog; }
   const Backend &backend() const { return *device; }
+  Communicator &communicator() { return *comm; }
 
   /// A view of tensor `index` in the backend's memory.
   TensorRef view(int32_t index);
@@ -98,6 +102,8 @@ private:
 
   Program prog;
   std::unique_ptr<Backend> device;
+  std::unique_ptr<Communicator> localComm;
+  Communicator *comm = nullptr;
   /// Host copy of the persistent region; the region itself on the CPU.
   std::vector<uint8_t> mirrorStorage;
   uint8_t *mirror = nullptr;

@@ -24,6 +24,17 @@ def TG_InitKind : I32EnumAttr<"InitKind", "parameter initialisation", [
   let cppNamespace = "::tgc::tg";
 }
 
+/// How a collective combines the ranks' values (tg.all_reduce,
+/// tg.reduce_scatter): mean is the sum divided by the number of ranks.
+def TG_ReduceKind : I32EnumAttr<"ReduceKind", "collective reduction", [
+    I32EnumAttrCase<"Sum", 0, "sum">,
+    I32EnumAttrCase<"Mean", 1, "mean">,
+    I32EnumAttrCase<"Min", 2, "min">,
+    I32EnumAttrCase<"Max", 3, "max">,
+  ]> {
+  let cppNamespace = "::tgc::tg";
+}
+
 def TG_InitAttr : AttrDef<TG_Dialect, "Init"> {
   let mnemonic = "init";
   let summary = "how a parameter is initialised";

@@ -78,6 +78,16 @@ def TG_Dialect : Dialect {
     /// scalar) and the learning rate the updates read (f32 scalar).
     static constexpr ::llvm::StringLiteral kStepCounterName = "optimizer.step";
     static constexpr ::llvm::StringLiteral kLearningRateName = "optimizer.lr";
+    /// Data parallelism (tg-data-parallel). A training step run by every
+    /// rank of a job carries `tg.data_parallel = {mode = "ddp" | "zero1" |
+    /// "zero2", world_size = N}`. A persistent argument that holds only
+    /// this rank's part of a tensor (ZeRO's optimizer state) carries
+    /// `tg.shard_of = array<i64: full shape>`: the argument is part `rank`
+    /// of the tensor flattened, zero-padded to N times the argument's
+    /// elements; checkpoints gather the parts into the full tensor.
+    static constexpr ::llvm::StringLiteral kDataParallelAttr =
+        "tg.data_parallel";
+    static constexpr ::llvm::StringLiteral kShardOfAttr = "tg.shard_of";
     /// Gradient accumulation (tg-grad-accum). The gradient micro-step is
     /// a func.func marked `tg.grad_step` (unit): forward and backward on
     /// one micro-batch, adding into accumulators; the tg.train_step it

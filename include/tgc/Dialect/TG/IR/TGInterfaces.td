@@ -100,6 +100,12 @@ def TG_CostOpInterface : OpInterface<"CostOpInterface"> {
         zero for a kernel that keeps its intermediate values on chip
       }],
       "int64_t", "getScratchBytes", (ins), [{}], [{ return 0; }]>,
+    InterfaceMethod<[{
+        Bytes one rank sends over the network in one execution, by the ring
+        algorithms NCCL and Open MPI use for large messages: zero for every
+        op but the collectives
+      }],
+      "int64_t", "getBytesCommunicated", (ins), [{}], [{ return 0; }]>,
   ];
 }
 
@@ -162,6 +168,24 @@ def TG_OptimizerUpdateOpInterface : OpInterface<"OptimizerUpdateOpInterface"> {
       "setApply", (ins "::mlir::Value":$predicate), [{}], [{
         $_op.getApplyMutable().assign(predicate);
       }]>,
+    InterfaceMethod<[{
+        How the update may be split across ranks (tg-data-parallel's ZeRO
+        modes): 0 when it may not (its state is not laid out element by
+        element with the parameter); otherwise the granule G such that the
+        update of any run of consecutive elements starting at a multiple
+        of G, with the matching slices of its per-element and per-block
+        operands, equals that run of the whole update (1 for elementwise
+        updates, the block size for blockwise-quantized state)
+      }],
+      "int64_t", "getShardGranule", (ins), [{}], [{ return 1; }]>,
+    InterfaceMethod<[{
+        How operand `operand` is laid out against the parameter: Replicated
+        (scalars, code maps: every shard reads all of it), PerElement (one
+        value per parameter element, row-major) or PerBlock (one value per
+        granule of elements)
+      }],
+      "::tgc::tg::ShardLayout", "getOperandShardLayout",
+      (ins "unsigned":$operand)>,
   ];
 }
 

@@ -54,7 +54,12 @@ defvar TG_InPlaceTied =
     DeclareOpInterfaceMethods<TG_InPlaceOpInterface, ["canReuseOperandBuffer"]>;
 
 /// An optimizer update (see OptimizerUpdateOpInterface).
-defvar TG_OptimizerUpdate = TG_OptimizerUpdateOpInterface;
+defvar TG_OptimizerUpdate = DeclareOpInterfaceMethods<
+    TG_OptimizerUpdateOpInterface, ["getOperandShardLayout"]>;
+defvar TG_UnshardableUpdate = DeclareOpInterfaceMethods<
+    TG_OptimizerUpdateOpInterface, ["getOperandShardLayout",
+                                    "getShardGranule"]>;
+defvar TG_BlockwiseUpdate = TG_UnshardableUpdate;
 
 class TG_UnaryOp<string mnemonic, string formula>
     : TG_Op<mnemonic, [SameOperandsAndResultType, Elementwise,
@@ -738,7 +743,7 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied,
 
 def TG_AdafactorUpdateOp : TG_Op<"adafactor_update", [AttrSizedOperandSegments,
                                                       TG_InPlaceTied,
-                                                      TG_OptimizerUpdate]> {
+                                                      TG_UnshardableUpdate]> {
   let summary = "one step of Adafactor (Hugging Face's transformers.Adafactor)";
   let description = [{
     Adafactor (Shazeer and Stern, 2018) without a first moment, as Hugging
@@ -783,7 +788,7 @@ def TG_AdafactorUpdateOp : TG_Op<"adafactor_update", [AttrSizedOperandSegments,
 }
 
 def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [TG_InPlaceTied,
-                                                         TG_OptimizerUpdate]> {
+                                                         TG_BlockwiseUpdate]> {
   let summary = "one step of AdamW with blockwise 8-bit moments";
   let description = [{
     `tg.adamw_update` (the same math, in f32, in torch.optim.AdamW's order;
@@ -834,7 +839,7 @@ def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [TG_InPlaceTied,
 }
 
 def TG_SGD8bitUpdateOp : TG_Op<"sgd_8bit_update", [TG_InPlaceTied,
-                                                     TG_OptimizerUpdate]> {
+                                                     TG_BlockwiseUpdate]> {
   let summary = "one step of SGD with a blockwise 8-bit momentum buffer";
   let description = [{
     `tg.sgd_update` with momentum (the same math in f32, torch.optim.SGD's
@@ -941,6 +946,83 @@ def TG_UpdateLossScaleOp : TG_Op<"update_loss_scale", [TG_InPlaceTied]> {
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// A collective over the `world_size` ranks of a data-parallel job: every
+/// rank runs it at the same point of the same step (tg-data-parallel
+/// inserts them), the CPU backend with Open MPI and the CUDA backend with
+/// NCCL. Its cost is the bytes one rank sends (ring algorithms).
+class TG_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : TG_Op<mnemonic, traits, ["getBytesCommunicated"]> {
+  let hasVerifier = 1;
+}
+
+def TG_AllReduceOp : TG_CollectiveOp<"all_reduce", [SameOperandsAndResultType,
+                                                    TG_InPlace]> {
+  let summary = "combines a tensor across ranks; every rank gets the result";
+  let description = [{
+    Every rank passes a tensor of the same type; each gets back the
+    elementwise `reduction` (sum, mean, min or max) of all ranks' tensors
+    (MPI_Allreduce, ncclAllReduce). f16 and bf16 are combined in f32 and
+    rounded once. A rank sends `2 (N - 1) / N` times the tensor's bytes.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_ReduceKind:$reduction,
+                       I64Attr:$world_size);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $input attr-dict `:` type($result)
+  }];
+}
+
+def TG_ReduceScatterOp : TG_CollectiveOp<"reduce_scatter"> {
+  let summary = "combines a tensor across ranks; each rank keeps one part";
+  let description = [{
+    Every rank passes a tensor whose leading dimension is `world_size`
+    times the result's; rank `r` gets part `r` along that dimension of the
+    elementwise `reduction` of all ranks' tensors (MPI_Reduce_scatter_block,
+    ncclReduceScatter). f16 and bf16 are combined in f32. A rank sends
+    `(N - 1) / N` times the operand's bytes.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_ReduceKind:$reduction,
+                       I64Attr:$world_size);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $input attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def TG_AllGatherOp : TG_CollectiveOp<"all_gather"> {
+  let summary = "concatenates every rank's tensor, on every rank";
+  let description = [{
+    Every rank passes a tensor of the same type; each gets all of them
+    concatenated in rank order along the leading dimension, which is
+    `world_size` times the operand's (MPI_Allgather, ncclAllGather). A rank
+    sends `(N - 1)` times the operand's bytes.
+  }];
+  let arguments = (ins TG_AnyTensor:$input, I64Attr:$world_size);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def TG_ShardOp : TG_CollectiveOp<"shard"> {
+  let summary = "the part of a tensor this rank holds (no communication)";
+  let description = [{
+    Rank `r` of `world_size` gets part `r` along the leading dimension,
+    which is `world_size` times the result's: what `tg.reduce_scatter`
+    leaves each rank, for a tensor every rank already has whole (a
+    parameter, before the rank updates its part). Nothing is sent.
+  }];
+  let arguments = (ins TG_AnyTensor:$input, I64Attr:$world_size);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
 }
 
 #endif // TGC_DIALECT_TG_IR_TGOPS_TD

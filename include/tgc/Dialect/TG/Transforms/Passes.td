@@ -437,4 +437,45 @@ def TGPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+
+def TGDataParallel : Pass<"tg-data-parallel", "mlir::ModuleOp"> {
+  let summary = "Data parallelism: DDP and ZeRO stages 1 and 2 over N ranks";
+  let description = [{
+    Turns every `tg.train_step` (after tg-optimizer, and after
+    tg-quantize-optimizer-state and tg-loss-scale when they run) into the
+    step each of `world-size` ranks runs on its own part of the batch, the
+    ranks talking through collective ops (`tg.all_reduce`,
+    `tg.reduce_scatter`, `tg.all_gather`):
+    - `ddp`: each parameter's gradient is averaged across ranks before
+      anything reads it (clipping, the finiteness check, the update);
+    - `zero1` (ZeRO stage 1): the optimizer state is split across ranks.
+      Each gradient is flattened and zero-padded to a multiple of the world
+      size (of the world size times the block size for 8-bit state); after
+      the backward pass the gradients are reduce-scattered, so each rank
+      holds the averaged gradient of its part; it updates that part of the
+      parameter with its part of the state, and the parts are all-gathered
+      into the whole parameter. The state arguments become parts
+      (`tg.shard_of` records the whole shape);
+    - `zero2` (stage 2): the same, with each bucket of gradients
+      reduce-scattered as soon as the backward pass has computed it, so the
+      whole gradients die early.
+    Gradients travel in buckets of at most `bucket-mb` MiB (in the order
+    the backward pass completes them), each one collective on one flat
+    buffer, not one per parameter. A global gradient norm (clipping) and
+    the finiteness check of loss scaling become a local one combined across
+    ranks. The loss is averaged across ranks, so every rank reports the
+    loss of the whole batch.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"ddp\"",
+           "ddp, zero1 or zero2">,
+    Option<"worldSize", "world-size", "int64_t", /*default=*/"2",
+           "Number of ranks (>= 1)">,
+    Option<"bucketMB", "bucket-mb", "double", /*default=*/"25.0",
+           "Largest bucket of gradients per collective, in MiB (PyTorch "
+           "DDP's default)">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 #endif // TGC_DIALECT_TG_TRANSFORMS_PASSES_TD

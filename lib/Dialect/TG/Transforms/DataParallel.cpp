@@ -1,0 +1,602 @@
+//===- DataParallel.cpp - the tg-data-parallel pass -----------------------===//
+//
+// Rewrites a training step into the step every rank of a data-parallel job
+// runs on its part of the batch, on the optimizer seam: gradients are
+// computed, then combined across ranks, then applied.
+//
+// - ddp averages each gradient (in buckets) before anything reads it.
+// - zero1/zero2 split each update across ranks. A parameter of n elements
+//   is viewed flat and zero-padded to N * S elements (S a multiple of the
+//   update's granule: 1, or the block size of 8-bit state); rank r owns
+//   elements [r S, (r + 1) S). A bucket of gradients is packed as
+//   [N, S_1 + S_2 + ...] (row r: every member's part r), so one
+//   reduce-scatter leaves rank r exactly its parts; the rank updates its
+//   parts with state of S elements per parameter, and one all-gather of
+//   the packed new parts rebuilds every whole parameter on every rank.
+//   Padding is zero in the gradient, the parameter and the state, and
+//   every update keeps zeros zero, so it never leaks into real elements.
+//
+// The collectives are inserted where the mode places them (ddp and zero2:
+// right after the backward pass completes a bucket; zero1: after the whole
+// backward pass), and a stable topological sort then moves the consumers of
+// the gradients (loss scaling's unscale, clipping) after them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
+#include "OptionErrors.h"
+
+#include "TrainStep.h"
+
+#include "mlir/Analysis/TopologicalSortUtils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <cmath>
+
+#define DEBUG_TYPE "tg-data-parallel"
+
+namespace tgc::tg {
+#define GEN_PASS_DEF_TGDATAPARALLEL
+#include "tgc/Dialect/TG/Transforms/Passes.h.inc"
+} // namespace tgc::tg
+
+using namespace mlir;
+using namespace tgc::tg;
+
+namespace {
+
+enum class Mode { DDP, Zero1, Zero2 };
+
+struct Config {
+  Mode mode = Mode::DDP;
+  int64_t worldSize = 1;
+  int64_t bucketBytes = 0;
+};
+
+/// A gradient as the backward pass leaves it, the ops that carry it to its
+/// optimizer update (loss scaling's unscale, a cast, clipping's scale: each
+/// elementwise with scalar other operands) and the update.
+struct Member {
+  OptimizerUpdateOpInterface update;
+  Value raw;
+  SmallVector<Operation *> chain;
+  int64_t elements = 0;
+  /// ZeRO: elements per rank, and the granule of the update.
+  int64_t shard = 0;
+  int64_t granule = 1;
+};
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+bool isScalar(Value value) { return tensorType(value).getRank() == 0; }
+
+/// Whether `op` carries a gradient to its update elementwise: its operand
+/// 0 is the gradient and every other operand a scalar.
+bool isGradientTransform(Operation *op) {
+  if (!isa<UnscaleOp, CastOp, MulOp>(op))
+    return false;
+  if (tensorType(op->getResult(0)).getShape() !=
+      tensorType(op->getOperand(0)).getShape())
+    return false;
+  return llvm::all_of(op->getOperands().drop_front(),
+                      [](Value v) { return isScalar(v); });
+}
+
+int64_t elementBytes(Value value) {
+  return getElementByteSize(tensorType(value).getElementType());
+}
+
+class Rewriter {
+public:
+  Rewriter(func::FuncOp step, const Config &config)
+      : step(step), config(config), builder(step.getContext()),
+        loc(step.getLoc()), body(step.getBody().front()) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult collectMembers();
+  SmallVector<SmallVector<Member *>> makeBuckets();
+  void averageBuckets(ArrayRef<SmallVector<Member *>> buckets);
+  LogicalResult shardBuckets(ArrayRef<SmallVector<Member *>> buckets);
+  LogicalResult shardUpdate(Member &member, Value gradShard);
+  LogicalResult rewriteReductions();
+  void averageLoss();
+
+  /// Puts the builder after the latest definition among `values` (at the
+  /// start of the body when all are arguments).
+  void setInsertionAfterAll(ArrayRef<Value> values);
+  Value reshape(Value value, ArrayRef<int64_t> shape) {
+    auto type = tensorType(value);
+    if (type.getShape() == shape)
+      return value;
+    return ReshapeOp::create(builder, loc, type.clone(shape), value);
+  }
+  /// `value` flat, zero-padded to `size` elements.
+  Value flatPadded(Value value, int64_t size);
+  IntegerAttr worldSizeAttr() {
+    return builder.getI64IntegerAttr(config.worldSize);
+  }
+
+  func::FuncOp step;
+  const Config &config;
+  OpBuilder builder;
+  Location loc;
+  Block &body;
+  SmallVector<Member> members;
+  /// ZeRO: the value each chain value has on this rank's part.
+  IRMapping shardOf;
+  /// New types and tg.shard_of of the state arguments made parts.
+  llvm::MapVector<BlockArgument, SmallVector<int64_t>> shardedArgs;
+  SmallVector<Operation *> toErase;
+};
+
+LogicalResult Rewriter::collectMembers() {
+  for (Operation &op : body) {
+    auto update = dyn_cast<OptimizerUpdateOpInterface>(&op);
+    if (!update)
+      continue;
+    Member member;
+    member.update = update;
+    member.elements = tensorType(update.getParam()).getNumElements();
+    Value value = update.getGrad();
+    // Back through the transforms, as long as nothing else but a global
+    // reduction over gradients (a norm, a finiteness check) reads the
+    // value before them.
+    while (Operation *def = value.getDefiningOp()) {
+      if (!isGradientTransform(def) ||
+          !llvm::all_of(def->getOperand(0).getUsers(), [&](Operation *user) {
+            return user == def || isa<GlobalNormOp, AllFiniteOp>(user);
+          }))
+        break;
+      member.chain.push_back(def);
+      value = def->getOperand(0);
+    }
+    std::reverse(member.chain.begin(), member.chain.end());
+    member.raw = value;
+    if (config.mode != Mode::DDP) {
+      member.granule = update.getShardGranule();
+      if (member.granule <= 0)
+        return op.emitOpError("cannot be split across ranks (its state is "
+                              "not laid out element by element with the "
+                              "parameter); tg-data-parallel ")
+               << (config.mode == Mode::Zero1 ? "zero1" : "zero2")
+               << " needs an elementwise or blockwise optimizer: use ddp, "
+                  "or adamw or sgd";
+      int64_t unit = config.worldSize * member.granule;
+      member.shard = (member.elements + unit - 1) / unit * member.granule;
+    }
+    members.push_back(std::move(member));
+  }
+  if (members.empty())
+    return step.emitOpError("has no optimizer update; run tg-data-parallel "
+                            "after tg-optimizer");
+  llvm::SmallPtrSet<Value, 16> seen;
+  for (Member &member : members)
+    if (!seen.insert(member.raw).second)
+      return member.update->emitOpError(
+          "shares its gradient with another update; tg-data-parallel needs "
+          "one gradient per update");
+  return success();
+}
+
+/// Buckets in the order the backward pass completes the gradients, each of
+/// one gradient element type (and one parameter type under ZeRO) and at
+/// most bucketBytes (a larger gradient is a bucket alone).
+SmallVector<SmallVector<Member *>> Rewriter::makeBuckets() {
+  SmallVector<Member *> order;
+  for (Member &member : members)
+    order.push_back(&member);
+  auto position = [](Value value) -> Operation * {
+    return value.getDefiningOp();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](Member *a, Member *b) {
+    Operation *x = position(a->raw), *y = position(b->raw);
+    if (!x || !y)
+      return !x && y; // arguments first
+    return x->isBeforeInBlock(y);
+  });
+  struct Open {
+    SmallVector<Member *> members;
+    int64_t bytes = 0;
+  };
+  llvm::MapVector<std::pair<Type, Type>, Open> open;
+  SmallVector<SmallVector<Member *>> buckets;
+  for (Member *member : order) {
+    Type gradType = tensorType(member->raw).getElementType();
+    Type paramType = config.mode == Mode::DDP
+                         ? Type()
+                         : tensorType(member->update.getParam()).getElementType();
+    int64_t count = config.mode == Mode::DDP
+                        ? member->elements
+                        : member->shard * config.worldSize;
+    int64_t bytes = count * elementBytes(member->raw);
+    Open &bucket = open[{gradType, paramType}];
+    if (!bucket.members.empty() && bucket.bytes + bytes > config.bucketBytes) {
+      buckets.push_back(std::move(bucket.members));
+      bucket = Open();
+    }
+    bucket.members.push_back(member);
+    bucket.bytes += bytes;
+  }
+  for (auto &[key, bucket] : open)
+    if (!bucket.members.empty())
+      buckets.push_back(std::move(bucket.members));
+  return buckets;
+}
+
+void Rewriter::setInsertionAfterAll(ArrayRef<Value> values) {
+  Operation *last = nullptr;
+  for (Value value : values)
+    if (Operation *def = value.getDefiningOp())
+      if (!last || last->isBeforeInBlock(def))
+        last = def;
+  if (last)
+    builder.setInsertionPointAfter(last);
+  else
+    builder.setInsertionPointToStart(&body);
+}
+
+Value Rewriter::flatPadded(Value value, int64_t size) {
+  auto type = tensorType(value);
+  int64_t elements = type.getNumElements();
+  Value flat = reshape(value, {elements});
+  if (size == elements)
+    return flat;
+  Value zeros = FillOp::create(builder, loc, type.clone({size - elements}),
+                               builder.getF64FloatAttr(0.0));
+  return ConcatOp::create(builder, loc, type.clone({size}),
+                          ValueRange{flat, zeros}, builder.getI64IntegerAttr(0));
+}
+
+void Rewriter::averageBuckets(ArrayRef<SmallVector<Member *>> buckets) {
+  auto mean = ReduceKindAttr::get(builder.getContext(), ReduceKind::Mean);
+  for (const SmallVector<Member *> &bucket : buckets) {
+    SmallVector<Value> raws;
+    for (Member *member : bucket)
+      raws.push_back(member->raw);
+    setInsertionAfterAll(raws);
+    if (bucket.size() == 1) {
+      Value raw = bucket.front()->raw;
+      auto reduced = AllReduceOp::create(builder, loc, raw.getType(), raw,
+                                         mean, worldSizeAttr());
+      raw.replaceAllUsesExcept(reduced.getResult(), reduced);
+      continue;
+    }
+    // One flat buffer: [g_1..., g_2..., ...].
+    SmallVector<Value> flats;
+    SmallPtrSet<Operation *, 8> packing;
+    int64_t total = 0;
+    for (Value raw : raws) {
+      Value flat = reshape(raw, {tensorType(raw).getNumElements()});
+      packing.insert(flat.getDefiningOp());
+      flats.push_back(flat);
+      total += tensorType(raw).getNumElements();
+    }
+    auto flatType = tensorType(raws.front()).clone({total});
+    Value packed = ConcatOp::create(builder, loc, flatType, flats,
+                                    builder.getI64IntegerAttr(0));
+    Value reduced = AllReduceOp::create(builder, loc, flatType, packed, mean,
+                                        worldSizeAttr());
+    SmallVector<Type> pieceTypes;
+    for (Value raw : raws)
+      pieceTypes.push_back(
+          tensorType(raw).clone({tensorType(raw).getNumElements()}));
+    auto pieces = SplitOp::create(builder, loc, pieceTypes, reduced,
+                                  builder.getI64IntegerAttr(0));
+    for (auto [raw, piece] : llvm::zip(raws, pieces.getResults())) {
+      Value whole = reshape(piece, tensorType(raw).getShape());
+      raw.replaceUsesWithIf(whole, [&](OpOperand &use) {
+        return !packing.contains(use.getOwner()) &&
+               use.getOwner() != packed.getDefiningOp();
+      });
+    }
+  }
+}
+
+LogicalResult Rewriter::shardBuckets(ArrayRef<SmallVector<Member *>> buckets) {
+  auto mean = ReduceKindAttr::get(builder.getContext(), ReduceKind::Mean);
+  int64_t n = config.worldSize;
+  SmallVector<Value> allRaws;
+  for (Member &member : members)
+    allRaws.push_back(member.raw);
+  for (const SmallVector<Member *> &bucket : buckets) {
+    // Reduce-scatter: zero2 as soon as the bucket is complete, zero1 after
+    // the whole backward pass.
+    SmallVector<Value> raws;
+    for (Member *member : bucket)
+      raws.push_back(member->raw);
+    setInsertionAfterAll(config.mode == Mode::Zero2 ? ArrayRef<Value>(raws)
+                                                     : ArrayRef<Value>(allRaws));
+    SmallVector<Value> rows;
+    int64_t packedShard = 0;
+    for (Member *member : bucket) {
+      Value flat = flatPadded(member->raw, n * member->shard);
+      rows.push_back(reshape(flat, {n, member->shard}));
+      packedShard += member->shard;
+    }
+    auto elementType = tensorType(raws.front()).getElementType();
+    Value packed = rows.front();
+    if (rows.size() > 1)
+      packed = ConcatOp::create(
+          builder, loc, RankedTensorType::get({n, packedShard}, elementType),
+          rows, builder.getI64IntegerAttr(1));
+    packed = reshape(packed, {n * packedShard});
+    Value mine = ReduceScatterOp::create(
+        builder, loc, RankedTensorType::get({packedShard}, elementType),
+        packed, mean, worldSizeAttr());
+    SmallVector<Value> gradShards = {mine};
+    if (bucket.size() > 1) {
+      SmallVector<Type> types;
+      for (Member *member : bucket)
+        types.push_back(RankedTensorType::get({member->shard}, elementType));
+      gradShards = llvm::to_vector_of<Value>(
+          SplitOp::create(builder, loc, types, mine,
+                          builder.getI64IntegerAttr(0))
+              .getResults());
+    }
+
+    // Each rank updates its parts.
+    SmallVector<Value> newParts;
+    for (auto [member, gradShard] : llvm::zip(bucket, gradShards)) {
+      if (failed(shardUpdate(*member, gradShard)))
+        return failure();
+      newParts.push_back(shardOf.lookup(member->update.getNewParam()));
+    }
+
+    // All-gather the new parameter parts and rebuild each parameter.
+    setInsertionAfterAll(newParts);
+    auto paramElement =
+        tensorType(bucket.front()->update.getParam()).getElementType();
+    Value parts = newParts.front();
+    if (newParts.size() > 1)
+      parts = ConcatOp::create(
+          builder, loc, RankedTensorType::get({packedShard}, paramElement),
+          newParts, builder.getI64IntegerAttr(0));
+    Value gathered = AllGatherOp::create(
+        builder, loc, RankedTensorType::get({n * packedShard}, paramElement),
+        parts, worldSizeAttr());
+    gathered = reshape(gathered, {n, packedShard});
+    SmallVector<Value> columns = {gathered};
+    if (bucket.size() > 1) {
+      SmallVector<Type> types;
+      for (Member *member : bucket)
+        types.push_back(RankedTensorType::get({n, member->shard}, paramElement));
+      columns = llvm::to_vector_of<Value>(
+          SplitOp::create(builder, loc, types, gathered,
+                          builder.getI64IntegerAttr(1))
+              .getResults());
+    }
+    for (auto [member, column] : llvm::zip(bucket, columns)) {
+      Value flat = reshape(column, {n * member->shard});
+      if (n * member->shard != member->elements)
+        flat = SliceOp::create(
+            builder, loc, RankedTensorType::get({member->elements}, paramElement),
+            flat, builder.getDenseI64ArrayAttr({0}));
+      auto paramType = tensorType(member->update.getParam());
+      Value whole = reshape(flat, paramType.getShape());
+      member->update.getNewParam().replaceAllUsesWith(whole);
+    }
+  }
+  return success();
+}
+
+/// Makes `member`'s update work on this rank's part: the gradient part
+/// through a copy of its chain, the parameter's part by tg.shard, the state
+/// arguments retyped to their parts.
+LogicalResult Rewriter::shardUpdate(Member &member, Value gradShard) {
+  Operation *update = member.update.getOperation();
+  int64_t n = config.worldSize, part = member.shard;
+  builder.setInsertionPoint(update);
+  IRMapping mapping;
+  shardOf.map(member.raw, gradShard);
+  Value current = gradShard;
+  for (Operation *op : member.chain) {
+    IRMapping chainMap;
+    chainMap.map(op->getOperand(0), current);
+    Operation *copy = builder.clone(*op, chainMap);
+    auto resultType = tensorType(op->getResult(0));
+    copy->getResult(0).setType(resultType.clone({part}));
+    shardOf.map(op->getResult(0), copy->getResult(0));
+    current = copy->getResult(0);
+  }
+  mapping.map(member.update.getGrad(), current);
+
+  Value param = member.update.getParam();
+  Value paramPart = ShardOp::create(
+      builder, loc, tensorType(param).clone({part}),
+      flatPadded(param, n * part), worldSizeAttr());
+  mapping.map(param, paramPart);
+
+  for (OpOperand &operand : update->getOpOperands()) {
+    ShardLayout layout =
+        member.update.getOperandShardLayout(operand.getOperandNumber());
+    Value value = operand.get();
+    if (layout == ShardLayout::Replicated || value == param ||
+        value == member.update.getGrad())
+      continue;
+    auto arg = dyn_cast<BlockArgument>(value);
+    if (!arg || arg.getOwner() != &body || !value.hasOneUse())
+      return update->emitOpError("operand #")
+             << operand.getOperandNumber()
+             << " is optimizer state that is not an argument of the step "
+                "used by this update alone; tg-data-parallel cannot split it";
+    auto type = tensorType(value);
+    int64_t size = layout == ShardLayout::PerElement ? part
+                                                     : part / member.granule;
+    shardedArgs[arg] = llvm::to_vector(type.getShape());
+    arg.setType(type.clone({size}));
+  }
+
+  Operation *copy = builder.clone(*update, mapping);
+  auto copyUpdate = cast<InPlaceOpInterface>(copy);
+  for (OpResult result : copy->getResults()) {
+    for (unsigned j = 0, e = copy->getNumOperands(); j < e; ++j)
+      if (copyUpdate.canReuseOperandBuffer(result.getResultNumber(), j)) {
+        result.setType(copy->getOperand(j).getType());
+        break;
+      }
+  }
+  for (auto [old, now] : llvm::zip(update->getResults(), copy->getResults())) {
+    shardOf.map(old, now);
+    if (old != member.update.getNewParam())
+      old.replaceAllUsesWith(now);
+  }
+  toErase.push_back(update);
+  for (Operation *op : llvm::reverse(member.chain))
+    toErase.push_back(op);
+  return success();
+}
+
+/// A global norm or finiteness check over gradients now reads this rank's
+/// parts; the ranks' answers are combined: norm = sqrt(sum of the ranks'
+/// squared norms), finite = every rank's parts finite.
+LogicalResult Rewriter::rewriteReductions() {
+  SmallVector<Operation *> reductions;
+  for (Operation &op : body)
+    if (isa<GlobalNormOp, AllFiniteOp>(op) &&
+        llvm::any_of(op.getOperands(),
+                     [&](Value v) { return shardOf.contains(v); }))
+      reductions.push_back(&op);
+  for (Operation *op : reductions) {
+    SmallVector<Value> parts;
+    for (Value operand : op->getOperands()) {
+      if (!shardOf.contains(operand))
+        return op->emitOpError("reads gradients of which only some are split "
+                               "across ranks; tg-data-parallel cannot "
+                               "combine it");
+      parts.push_back(shardOf.lookup(operand));
+    }
+    builder.setInsertionPoint(op);
+    Value result = op->getResult(0);
+    auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
+    Value combined;
+    if (isa<GlobalNormOp>(op)) {
+      Value local = GlobalNormOp::create(builder, loc, scalarF32, parts);
+      Value square = MulOp::create(builder, loc, scalarF32, local, local);
+      Value total = AllReduceOp::create(
+          builder, loc, scalarF32, square,
+          ReduceKindAttr::get(builder.getContext(), ReduceKind::Sum),
+          worldSizeAttr());
+      combined = SqrtOp::create(builder, loc, scalarF32, total);
+    } else {
+      Value local = AllFiniteOp::create(builder, loc, result.getType(), parts);
+      Value asFloat = CastOp::create(builder, loc, scalarF32, local);
+      Value all = AllReduceOp::create(
+          builder, loc, scalarF32, asFloat,
+          ReduceKindAttr::get(builder.getContext(), ReduceKind::Min),
+          worldSizeAttr());
+      combined = CastOp::create(builder, loc, result.getType(), all);
+    }
+    result.replaceAllUsesWith(combined);
+    op->erase();
+  }
+  return success();
+}
+
+void Rewriter::averageLoss() {
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (unsigned i = 0, e = step.getNumResults(); i < e; ++i) {
+    if (!step.getResultAttr(i, TGDialect::kLossAttr))
+      continue;
+    Value loss = ret.getOperand(i);
+    auto type = dyn_cast<RankedTensorType>(loss.getType());
+    if (!type || !isa<FloatType>(type.getElementType()))
+      continue;
+    builder.setInsertionPoint(ret);
+    Value mean = AllReduceOp::create(
+        builder, loc, type, loss,
+        ReduceKindAttr::get(builder.getContext(), ReduceKind::Mean),
+        worldSizeAttr());
+    ret.setOperand(i, mean);
+  }
+}
+
+LogicalResult Rewriter::run() {
+  if (step->hasAttr(TGDialect::kDataParallelAttr))
+    return step.emitOpError("is already data-parallel; run tg-data-parallel "
+                            "once");
+  if (failed(collectMembers()))
+    return failure();
+  SmallVector<SmallVector<Member *>> buckets = makeBuckets();
+  if (config.mode == Mode::DDP) {
+    averageBuckets(buckets);
+  } else {
+    if (failed(shardBuckets(buckets)) || failed(rewriteReductions()))
+      return failure();
+    for (Operation *op : toErase)
+      op->erase();
+  }
+  averageLoss();
+  if (!sortTopologically(&body))
+    return step.emitOpError("tg-data-parallel left a cycle");
+
+  // The function's type follows its arguments and results; parts of state
+  // record the whole shape.
+  Builder b(step.getContext());
+  SmallVector<DictionaryAttr> argAttrs = getArgAttrDicts(step);
+  for (auto &[arg, shape] : shardedArgs) {
+    NamedAttrList attrs(argAttrs[arg.getArgNumber()]);
+    attrs.set(TGDialect::kShardOfAttr, b.getDenseI64ArrayAttr(shape));
+    argAttrs[arg.getArgNumber()] = attrs.getDictionary(step.getContext());
+  }
+  auto ret = body.getTerminator();
+  setStepResults(step, ret->getOperands(), argAttrs, getResultAttrDicts(step));
+  const char *mode = config.mode == Mode::DDP     ? "ddp"
+                     : config.mode == Mode::Zero1 ? "zero1"
+                                                  : "zero2";
+  step->setAttr(TGDialect::kDataParallelAttr,
+                b.getDictionaryAttr(
+                    {b.getNamedAttr("mode", b.getStringAttr(mode)),
+                     b.getNamedAttr("world_size",
+                                    b.getI64IntegerAttr(config.worldSize))}));
+  return success();
+}
+
+struct DataParallelPass
+    : tgc::tg::impl::TGDataParallelBase<DataParallelPass> {
+  using TGDataParallelBase::TGDataParallelBase;
+
+  void runOnOperation() override {
+    Config config;
+    auto error = [&]() {
+      return emitOptionError(getOperation(), "tg-data-parallel: ");
+    };
+    if (mode == "ddp")
+      config.mode = Mode::DDP;
+    else if (mode == "zero1")
+      config.mode = Mode::Zero1;
+    else if (mode == "zero2")
+      config.mode = Mode::Zero2;
+    else {
+      error() << "unknown mode '" << mode << "' (expected ddp, zero1 or zero2)";
+      return signalPassFailure();
+    }
+    if (worldSize < 1 || worldSize > (int64_t(1) << 20)) {
+      error() << "world-size must be in [1, 2^20], found " << worldSize;
+      return signalPassFailure();
+    }
+    if (!(bucketMB > 0.0) || !std::isfinite(double(bucketMB)) ||
+        bucketMB > 1024.0 * 1024.0) {
+      error() << "bucket-mb must be a positive number of MiB, found "
+              << bucketMB;
+      return signalPassFailure();
+    }
+    config.worldSize = worldSize;
+    config.bucketBytes = int64_t(double(bucketMB) * 1024.0 * 1024.0);
+    if (failed(forEachTrainStep(getOperation(), "tg-data-parallel",
+                                "tg-optimizer", [&](func::FuncOp step) {
+                                  return Rewriter(step, config).run();
+                                })))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,155 @@
+//===- Communicator.cpp - collectives on host memory ----------------------===//
+//
+// The local communicator of a single process, start-up agreement, and the
+// collective kernels on host tensors that the CPU backend (and the CUDA
+// backend, when it stages through the host) runs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/runtime/Communicator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace tgc::rt {
+
+Communicator::~Communicator() = default;
+
+Status Communicator::agree(const Status &mine, const std::string &key) {
+  // Each rank's verdict in a fixed-size record: a flag, the start of its
+  // key, the start of its message.
+  constexpr size_t kKey = 256, kRecord = 1024;
+  std::vector<char> record(kRecord, 0), all(kRecord * size_t(size()), 0);
+  record[0] = mine.ok() ? 1 : 0;
+  std::strncpy(record.data() + 1, key.c_str(), kKey - 2);
+  std::strncpy(record.data() + kKey, mine.error.c_str(), kRecord - kKey - 1);
+  Status status = allGather(record.data(), all.data(), kRecord);
+  if (!status.ok())
+    return status;
+  auto text = [&](int r, size_t at, size_t length) {
+    const char *p = all.data() + size_t(r) * kRecord + at;
+    return std::string(p, strnlen(p, length));
+  };
+  for (int r = 0; r < size(); ++r)
+    if (all[size_t(r) * kRecord] != 1)
+      return Status::failure("rank " + std::to_string(r) + " of " +
+                             std::to_string(size()) + " failed: " +
+                             text(r, kKey, kRecord - kKey - 1));
+  for (int r = 1; r < size(); ++r)
+    if (text(r, 1, kKey - 2) != text(0, 1, kKey - 2))
+      return Status::failure("rank " + std::to_string(r) + " of " +
+                             std::to_string(size()) + " differs from rank "
+                             "0: " + text(r, 1, kKey - 2) + ", against " +
+                             text(0, 1, kKey - 2));
+  return Status::success();
+}
+
+namespace {
+
+class LocalCommunicator : public Communicator {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string describe() const override { return "1 process"; }
+  Status allReduce(float *, size_t, Reduction) override {
+    return Status::success();
+  }
+  Status reduceScatter(const float *in, float *out, size_t count,
+                       Reduction) override {
+    if (in != out)
+      std::memmove(out, in, count * sizeof(float));
+    return Status::success();
+  }
+  Status allGather(const void *in, void *out, size_t bytes) override {
+    if (in != out)
+      std::memmove(out, in, bytes);
+    return Status::success();
+  }
+  Status broadcast(void *, size_t, int) override { return Status::success(); }
+  Status gather(const void *in, void *out, size_t bytes, int) override {
+    if (in != out)
+      std::memmove(out, in, bytes);
+    return Status::success();
+  }
+  [[noreturn]] void abort(int code) override { std::_Exit(code); }
+};
+
+/// A float tensor's values as f32 (a copy for f16 and bf16; the tensor's
+/// own memory for f32).
+float *asF32(const TensorRef &t, std::vector<float> &copy) {
+  if (t.dtype == DType::F32)
+    return static_cast<float *>(t.data);
+  copy.resize(size_t(t.numElements()));
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    copy[size_t(i)] = loadF32(t, i);
+  return copy.data();
+}
+
+void storeAll(TensorRef &t, const float *values) {
+  if (t.dtype == DType::F32) {
+    if (t.data != values)
+      std::memmove(t.data, values, t.numBytes());
+    return;
+  }
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    storeF32(t, i, values[i]);
+}
+
+} // namespace
+
+std::unique_ptr<Communicator> createLocalCommunicator() {
+  return std::make_unique<LocalCommunicator>();
+}
+
+Status runCollective(Communicator &comm, const Instruction &inst,
+                     const TensorRef &in, TensorRef &out) {
+  int64_t worldSize = inst.getInt("world_size", 1);
+  if (worldSize != comm.size())
+    return Status::failure(std::string(kernelName(inst.kernel)) + " over " +
+                           std::to_string(worldSize) + " ranks, run by " +
+                           std::to_string(comm.size()));
+  auto reduction = Reduction(inst.getInt("reduction", 0));
+  switch (inst.kernel) {
+  case Kernel::AllReduce: {
+    // In place in the result (which may be the operand's memory).
+    std::vector<float> copy;
+    if (out.data != in.data && out.dtype == DType::F32)
+      std::memmove(out.data, in.data, in.numBytes());
+    float *values = out.dtype == DType::F32 ? static_cast<float *>(out.data)
+                                            : asF32(in, copy);
+    Status status = comm.allReduce(values, size_t(out.numElements()),
+                                   reduction);
+    if (!status.ok())
+      return status;
+    storeAll(out, values);
+    return Status::success();
+  }
+  case Kernel::ReduceScatter: {
+    std::vector<float> inCopy, outValues(size_t(out.numElements()));
+    const float *values = asF32(in, inCopy);
+    Status status = comm.reduceScatter(values, outValues.data(),
+                                       outValues.size(), reduction);
+    if (!status.ok())
+      return status;
+    storeAll(out, outValues.data());
+    return Status::success();
+  }
+  case Kernel::AllGather:
+    return comm.allGather(in.data, out.data, in.numBytes());
+  case Kernel::Shard: {
+    size_t bytes = out.numBytes();
+    std::memmove(out.data,
+                 static_cast<const uint8_t *>(in.data) +
+                     size_t(comm.rank()) * bytes,
+                 bytes);
+    return Status::success();
+  }
+  default:
+    return Status::failure(std::string(kernelName(inst.kernel)) +
+                           " is not a collective");
+  }
+}
+
+} // namespace tgc::rt
