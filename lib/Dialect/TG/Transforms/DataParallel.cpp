@@ -315,20 +315,25 @@ LogicalResult Rewriter::shardBuckets(ArrayRef<SmallVector<Member *>> buckets) {
       raws.push_back(member->raw);
     setInsertionAfterAll(config.mode == Mode::Zero2 ? ArrayRef<Value>(raws)
                                                      : ArrayRef<Value>(allRaws));
-    SmallVector<Value> rows;
+    // A bucket alone is its flat, padded gradient; several are packed as
+    // [N, S_1 + S_2 + ...].
+    SmallVector<Value> flats;
     int64_t packedShard = 0;
     for (Member *member : bucket) {
-      Value flat = flatPadded(member->raw, n * member->shard);
-      rows.push_back(reshape(flat, {n, member->shard}));
+      flats.push_back(flatPadded(member->raw, n * member->shard));
       packedShard += member->shard;
     }
     auto elementType = tensorType(raws.front()).getElementType();
-    Value packed = rows.front();
-    if (rows.size() > 1)
+    Value packed = flats.front();
+    if (flats.size() > 1) {
+      SmallVector<Value> rows;
+      for (auto [member, flat] : llvm::zip(bucket, flats))
+        rows.push_back(reshape(flat, {n, member->shard}));
       packed = ConcatOp::create(
           builder, loc, RankedTensorType::get({n, packedShard}, elementType),
           rows, builder.getI64IntegerAttr(1));
-    packed = reshape(packed, {n * packedShard});
+      packed = reshape(packed, {n * packedShard});
+    }
     Value mine = ReduceScatterOp::create(
         builder, loc, RankedTensorType::get({packedShard}, elementType),
         packed, mean, worldSizeAttr());
@@ -363,14 +368,14 @@ LogicalResult Rewriter::shardBuckets(ArrayRef<SmallVector<Member *>> buckets) {
     Value gathered = AllGatherOp::create(
         builder, loc, RankedTensorType::get({n * packedShard}, paramElement),
         parts, worldSizeAttr());
-    gathered = reshape(gathered, {n, packedShard});
     SmallVector<Value> columns = {gathered};
     if (bucket.size() > 1) {
       SmallVector<Type> types;
       for (Member *member : bucket)
         types.push_back(RankedTensorType::get({n, member->shard}, paramElement));
       columns = llvm::to_vector_of<Value>(
-          SplitOp::create(builder, loc, types, gathered,
+          SplitOp::create(builder, loc, types,
+                          reshape(gathered, {n, packedShard}),
                           builder.getI64IntegerAttr(1))
               .getResults());
     }
@@ -580,13 +585,14 @@ struct DataParallelPass
       return signalPassFailure();
     }
     if (worldSize < 1 || worldSize > (int64_t(1) << 20)) {
-      error() << "world-size must be in [1, 2^20], found " << worldSize;
+      error() << "world-size must be in [1, 2^20], found "
+              << int64_t(worldSize);
       return signalPassFailure();
     }
     if (!(bucketMB > 0.0) || !std::isfinite(double(bucketMB)) ||
         bucketMB > 1024.0 * 1024.0) {
       error() << "bucket-mb must be a positive number of MiB, found "
-              << bucketMB;
+              << double(bucketMB);
       return signalPassFailure();
     }
     config.worldSize = worldSize;
