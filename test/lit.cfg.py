@@ -62,6 +62,19 @@ if shutil.which("cbc") and subprocess.run(
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("pulp")
 
+# Data parallelism: `mpi` when Open MPI's mpirun is there (tgc-run is
+# built with MPI wherever libopenmpi-dev is installed). `%mpirun` starts two
+# ranks on any machine: more ranks than cores (CI has two), as root, and
+# without the shared-memory single-copy mechanism containers forbid.
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.substitutions.append(("%mpirun", "mpirun -n 2 --oversubscribe"))
+    for name, value in (("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+                        ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+                        ("OMPI_MCA_btl_vader_single_copy_mechanism", "none"),
+                        ("OMPI_MCA_rmaps_base_oversubscribe", "1")):
+        config.environment[name] = value
+
 # The CUDA backend: `cuda-build` when it was built, `cuda` when a GPU is
 # there to run it (nvidia-smi lists one), `cuda-emu` when its code also runs
 # on the CUDA emulator (runtime/cuda-emu, built with it).

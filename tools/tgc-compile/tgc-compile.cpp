@@ -244,6 +244,18 @@ struct LowerToTGXPass
       arena = std::max(arena, entry.plan->layout.arenaSize);
     }
     os << "; allocates " << tgc::formatBytes(plan->persistentSize + arena);
+    // Data parallelism: the plan is one rank's; what it sends a step.
+    if (auto parallel = step->getAttrOfType<DictionaryAttr>(
+            tgc::tg::TGDialect::kDataParallelAttr)) {
+      int64_t sent = 0;
+      step.walk([&](tgc::tg::CostOpInterface op) {
+        sent += op.getBytesCommunicated();
+      });
+      os << "; per rank of "
+         << parallel.getAs<IntegerAttr>("world_size").getInt() << " ("
+         << parallel.getAs<StringAttr>("mode").getValue() << "): sends "
+         << tgc::formatBytes(sent) << " a step";
+    }
     markAllAnalysesPreserved();
   }
 
