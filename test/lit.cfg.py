@@ -74,6 +74,9 @@ if shutil.which("mpirun"):
                         ("OMPI_MCA_btl_vader_single_copy_mechanism", "none"),
                         ("OMPI_MCA_rmaps_base_oversubscribe", "1")):
         config.environment[name] = value
+    # Under the sanitizers: Open MPI's allocations that outlive the run.
+    config.environment["LSAN_OPTIONS"] = "suppressions=" + os.path.join(
+        config.tgc_src_root, "test", "lsan-mpi.supp")
 
 # The CUDA backend: `cuda-build` when it was built, `cuda` when a GPU is
 # there to run it (nvidia-smi lists one), `cuda-emu` when its code also runs

@@ -15,11 +15,14 @@
 
 #include "Common.cuh"
 #include "Linalg.h"
+#include "Nccl.h"
 #include "tgc/runtime/Backend.h"
 
 #include <cublasLt.h>
 
+#include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace tgc::rt {
 
@@ -210,13 +213,31 @@ public:
     return cuda::execute(ctx, program, inst, operands, results);
   }
 
-  /// A collective through host memory: the operand comes down, the
-  /// communicator (Open MPI) combines it with the other ranks', the result
-  /// goes back up.
+  /// A collective: this rank's part of a tensor is a device copy; the
+  /// others run on NCCL when it loads (the first collective tries), else
+  /// through host memory: the operand comes down, the communicator (Open
+  /// MPI) combines it with the other ranks', the result goes back up.
   Status collective(const Instruction &inst, const TensorRef &in,
                     TensorRef &out) {
     if (!comm)
       return Status::failure("a collective without a communicator");
+    if (inst.kernel == Kernel::Shard) {
+      TGC_CUDA_CALL(cudaMemcpyAsync(
+          out.data,
+          static_cast<const uint8_t *>(in.data) +
+              size_t(comm->rank()) * out.numBytes(),
+          out.numBytes(), cudaMemcpyDeviceToDevice, streamOf(ctx)));
+      return Status::success();
+    }
+    if (!ncclTried) {
+      ncclTried = true;
+      Status loaded = cuda::Nccl::create(*comm, nccl);
+      if (!loaded.ok() && comm->rank() == 0)
+        std::fprintf(stderr, "tgc-run: note: collectives go through host "
+                     "memory (%s)\n", loaded.error.c_str());
+    }
+    if (nccl)
+      return nccl->run(inst, in, out, streamOf(ctx));
     std::vector<uint8_t> hostIn(in.numBytes()), hostOut(out.numBytes());
     Status status = download(hostIn.data(), in.data, hostIn.size());
     if (status.ok())
@@ -253,6 +274,9 @@ private:
   }
 
   int device = 0;
+  /// NCCL, once the first collective has tried to load it.
+  bool ncclTried = false;
+  std::unique_ptr<cuda::Nccl> nccl;
   cudaDeviceProp properties{};
   cuda::Context ctx;
   uint8_t *persistent = nullptr;

@@ -1,0 +1,181 @@
+"""Data parallelism: what each rank holds, planned without a cluster, and
+the CPU step time at 1 and 2 ranks.
+
+Table 1 plans GPT-2 124M and 1558M (batch 1 of 1024 tokens per rank) with
+tgc-compile --memory-report, at world sizes 1, 2, 8 and 64, in f32 and with
+--amp=bf16, with AdamW's f32 state and with 8-bit state, for ddp, zero1 and
+zero2: the persistent bytes per rank (parameters and optimizer state), the
+planned peak of the transient arena (activations, gradients, workspace),
+the bytes a rank sends per step, and beside them the ZeRO paper's formula
+for the model states per rank (Rajbhandari et al. 2020, with Psi
+parameters: 16 Psi for DDP, 4 Psi + 12 Psi / N for stage 1, 2 Psi + 14 Psi
+/ N for stage 2, in mixed precision with Adam).
+
+Table 2 times the 2-layer GPT-2 of the data-parallel test's shape, scaled
+up (C=256, T=128, global batch 16) on this machine: one process on the
+whole batch, and two ranks (mpirun -n 2) on half each, in one run.
+
+  /usr/bin/python3 bench/distributed.py [--build build]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+from common import ROOT, cpu_name, run
+
+WORLDS = (1, 2, 8, 64)
+MODES = ("ddp", "zero1", "zero2")
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+
+def gib(n):
+    return f"{n / 2**30:.2f}"
+
+
+def plan(bins, model, tmp, flags):
+    exe = os.path.join(tmp, "plan.tgx")
+    report = exe + ".json"
+    done = run([f"{bins}/tgc-compile", model, "-o", exe,
+                "--memory-report", report] + flags)
+    step = json.load(open(report))
+    sent = 0.0
+    match = re.search(r"sends ([0-9.]+) (B|KiB|MiB|GiB)", done.stderr)
+    if match:
+        scale = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+        sent = float(match.group(1)) * scale[match.group(2)]
+    return step["persistent_bytes"], step["arena_bytes"], sent
+
+
+def paper(psi, mode, n, mixed):
+    """The ZeRO paper's model states per rank (bytes), Adam with f32
+    state: mixed precision keeps 2-byte parameters and gradients and 12
+    bytes of f32 master weights and moments; f32 training 4 + 4 + 8."""
+    p, g, k = (2, 2, 12) if mixed else (4, 4, 8)
+    if mode == "single" or mode == "ddp":
+        return (p + g + k) * psi
+    if mode == "zero1":
+        return (p + g) * psi + k * psi / n
+    return p * psi + (g + k) * psi / n
+
+
+def memory_table(bins, tmp, lines):
+    lines += ["## Planned memory per rank", "",
+              "Batch 1 of 1024 tokens per rank. *persistent*: parameters "
+              "(f32, every rank holds them all) and optimizer state (split "
+              "across ranks under ZeRO); *arena*: the planned peak of "
+              "everything transient (activations, gradients, the buckets "
+              "of the collectives, workspace); *sent*: bytes one rank "
+              "sends per step (ring algorithms); *ZeRO formula*: the "
+              "paper's model states per rank for the same Psi (mixed "
+              "precision for the bf16 rows, 4 + 4 + 8 bytes for f32).", ""]
+    for preset, psi_name in (("124M", "124M"), ("1558M", "1558M")):
+        model = os.path.join(tmp, f"gpt2-{preset}.mlir")
+        run([f"{bins}/tgc-models", "gpt2", "--preset", preset, "--batch", "1",
+             "--seq-len", "1024", "-o", model])
+        stats = run([f"{bins}/tgc-models", "gpt2", "--preset", preset,
+                     "--batch", "1", "--seq-len", "1024", "--stats"]).stdout
+        psi = int(re.search(r"parameters: ([0-9,]+)", stats).group(1)
+                  .replace(",", ""))
+        lines += [f"### GPT-2 {psi_name} (Psi = {psi:,} parameters)", "",
+                  "| precision | state | mode | N | persistent GiB | arena "
+                  "GiB | total GiB | sent GiB | ZeRO formula GiB |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for amp in ("none", "bf16"):
+            for state in ("f32", "8bit"):
+                flags = ["--amp", amp]
+                if state == "8bit":
+                    flags += ["--optimizer-state", "8bit"]
+                for mode in ("single",) + MODES:
+                    for n in WORLDS:
+                        if (mode == "single") != (n == 1):
+                            continue
+                        extra = [] if mode == "single" else [
+                            "--data-parallel", mode, "--world-size", str(n)]
+                        persistent, arena, sent = plan(bins, model, tmp,
+                                                       flags + extra)
+                        formula = paper(psi, mode, n, amp != "none")
+                        lines.append(
+                            f"| {'f32' if amp == 'none' else 'bf16 (amp)'} | "
+                            f"{'AdamW f32' if state == 'f32' else 'AdamW 8-bit'}"
+                            f" | {mode} | {n} | {gib(persistent)} | "
+                            f"{gib(arena)} | {gib(persistent + arena)} | "
+                            f"{gib(sent)} | "
+                            f"{gib(formula) if state == 'f32' else '-'} |")
+                        print(lines[-1], flush=True)
+        lines.append("")
+
+
+def step_times(bins, tmp, lines, steps):
+    common = ["--n-layer", "2", "--n-head", "4", "--n-embd", "256",
+              "--vocab-size", "512", "--seq-len", "128"]
+    whole = os.path.join(tmp, "b16.mlir")
+    half = os.path.join(tmp, "b8.mlir")
+    run([f"{bins}/tgc-models", "gpt2"] + common + ["--batch", "16", "-o",
+                                                    whole])
+    run([f"{bins}/tgc-models", "gpt2"] + common + ["--batch", "8", "-o", half])
+    single = os.path.join(tmp, "single.tgx")
+    run([f"{bins}/tgc-compile", whole, "-o", single])
+    exes = {"1 process, batch 16": (single, 1, {}),
+            "1 process, batch 16, 1 BLAS thread": (
+                single, 1, {"OPENBLAS_NUM_THREADS": "1"})}
+    for mode in MODES:
+        exe = os.path.join(tmp, f"{mode}.tgx")
+        run([f"{bins}/tgc-compile", half, "-o", exe, "--data-parallel", mode,
+             "--world-size", "2"])
+        exes[f"2 ranks ({mode}), batch 8 each, 1 BLAS thread each"] = (
+            exe, 2, {"OPENBLAS_NUM_THREADS": "1"})
+    lines += ["## CPU step time, 1 and 2 ranks", "",
+              f"GPT-2 with 2 layers, C=256, 4 heads, T=128, V=512, AdamW, "
+              f"f32; a global batch of 16 sequences a step; the mean of "
+              f"{steps} steps (wall time of tgc-run's loop, rank 0), best of "
+              f"2 rounds. Both ranks share this machine's cores: the "
+              f"collectives go through shared memory.", "",
+              "| run | ms/step | tokens/s |", "|---|---|---|"]
+    for name, (exe, ranks, env) in exes.items():
+        best = float("inf")
+        for _ in range(2):
+            metrics = os.path.join(tmp, "m.jsonl")
+            cmd = [f"{bins}/tgc-run", exe, "--steps", str(steps), "--quiet",
+                   "--metrics", metrics]
+            if ranks > 1:
+                cmd = ["mpirun", "-n", str(ranks), "--oversubscribe"] + cmd
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                           env={**os.environ, **MPI_ENV, **env})
+            rows = [json.loads(l) for l in open(metrics)]
+            # Steps 3.. (the first two warm caches and pages up).
+            elapsed = rows[-1]["elapsed_s"] - rows[1]["elapsed_s"]
+            best = min(best, elapsed / (len(rows) - 2))
+        lines.append(f"| {name} | {best * 1000:.1f} | "
+                     f"{16 * 128 / best:,.0f} |")
+        print(lines[-1], flush=True)
+    lines.append("")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench",
+                                                      "DISTRIBUTED.md"))
+    args = parser.parse_args()
+    bins = os.path.join(args.build, "bin")
+    lines = ["# Data parallelism: memory per rank and step time", "",
+             f"Generated by `bench/distributed.py` on {cpu_name()} "
+             f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}; the "
+             "plans need no cluster (`tgc-compile --data-parallel=MODE "
+             "--world-size N --memory-report`).", ""]
+    with tempfile.TemporaryDirectory() as tmp:
+        step_times(bins, tmp, lines, args.steps)
+        memory_table(bins, tmp, lines)
+    open(args.out, "w").write("\n".join(lines))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
