@@ -28,6 +28,40 @@ import time
 from common import ROOT, cpu_name, run
 
 WORLDS = (1, 2, 8, 64)
+# What the tables say, checked against the figures of the run that wrote
+# bench/DISTRIBUTED.md (update them together).
+NOTES = """## Reading the tables
+
+- **Two ranks beat one process on two cores** because tgc's elementwise,
+  row and optimizer kernels run on one thread (issue 18): a second process
+  puts the second core to work on them, while one process only threads its
+  GEMMs (OpenBLAS). The collectives (shared memory between the two ranks)
+  cost zero1 and zero2 about 6% over ddp here: their packing, padding and
+  all-gather copies.
+- **Persistent memory follows ZeRO's division**: f32 parameters (4 Psi)
+  stay whole on every rank, and AdamW's two f32 moments (8 Psi) are divided
+  by N under zero1 and zero2: 17.41 GiB for GPT-2 1558M in one process,
+  11.61 at N = 2, 5.98 at N = 64 (4 Psi + 8 Psi / 64 = 5.98 GiB; each
+  parameter is padded to a multiple of N, a few KiB). The 8-bit state (2 Psi)
+  divides the same way.
+- **Where tgc differs from the paper's mixed-precision layout**: with
+  `--amp=bf16` tgc keeps the parameters in f32 as the master weights and
+  casts them per step (transient), so its persistent memory is the f32
+  rows'; the paper keeps 2-byte parameters and gradients and counts the
+  f32 master copy (4 Psi) in the 12 Psi it divides. tgc's ZeRO does not
+  divide the f32 parameters yet, so at large N it holds 4 Psi of model
+  state against the paper's 2 Psi (stage 2). Splitting the f32 master
+  weights behind bf16 working copies is the next step.
+- **Gradients live in the arena**: ddp and zero1 keep every whole gradient
+  until the end of the backward pass; zero2 reduce-scatters each bucket as
+  soon as it is complete. With one sequence of 1024 tokens the peak of the
+  arena is the logits in the forward pass, so the difference shows only in
+  f32 (GPT-2 1558M: 6.11 GiB under zero1, 5.49 under zero2).
+- **Bytes sent** follow the ring algorithms: ddp all-reduces the gradients
+  (2 (N - 1) / N of them), zero1 and zero2 reduce-scatter the gradients and
+  all-gather the parameters ((N - 1) / N each); with bf16 gradients ddp
+  sends half as much.
+"""
 MODES = ("ddp", "zero1", "zero2")
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
@@ -173,7 +207,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         step_times(bins, tmp, lines, args.steps)
         memory_table(bins, tmp, lines)
-    open(args.out, "w").write("\n".join(lines))
+    open(args.out, "w").write("\n".join(lines) + "\n" + NOTES)
     print(f"wrote {args.out}")
 
 
