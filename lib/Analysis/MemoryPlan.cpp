@@ -306,9 +306,11 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
       if (isa<tg::ReshapeOp>(op)) {
         auto source = step.valueOf.find(op->getOperand(0));
         if (source != step.valueOf.end()) {
-          step.valueOf[result] = source->second;
+          // Copied out first: inserting the result may move the map.
+          int sourceValue = source->second;
+          step.valueOf[result] = sourceValue;
           if (gradients.contains(result))
-            step.kinds[source->second] = MemoryKind::Gradient;
+            step.kinds[sourceValue] = MemoryKind::Gradient;
           continue;
         }
       }
