@@ -35,9 +35,10 @@ NOTES = """## Reading the tables
 - **Two ranks beat one process on two cores** because tgc's elementwise,
   row and optimizer kernels run on one thread (issue 18): a second process
   puts the second core to work on them, while one process only threads its
-  GEMMs (OpenBLAS). The collectives (shared memory between the two ranks)
-  cost zero1 and zero2 about 6% over ddp here: their packing, padding and
-  all-gather copies.
+  GEMMs (OpenBLAS). zero1 and zero2 add copies to ddp's (packing and
+  padding the buckets, the all-gather of the parameters), but the three
+  modes differ by a few percent either way from run to run: within this
+  machine's noise.
 - **Persistent memory follows ZeRO's division**: f32 parameters (4 Psi)
   stay whole on every rank, and AdamW's two f32 moments (8 Psi) are divided
   by N under zero1 and zero2: 17.41 GiB for GPT-2 1558M in one process,

@@ -110,22 +110,6 @@ int agreeOrFail(const std::string &key = "") {
   return 1;
 }
 
-/// FNV-1a of a file's bytes, in hex ("" when unreadable).
-std::string fileHash(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return "";
-  uint64_t hash = 0xcbf29ce484222325ull;
-  std::vector<char> buffer(1 << 16);
-  while (in) {
-    in.read(buffer.data(), std::streamsize(buffer.size()));
-    for (std::streamsize i = 0; i < in.gcount(); ++i)
-      hash = (hash ^ uint8_t(buffer[size_t(i)])) * 0x100000001b3ull;
-  }
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", (unsigned long long)hash);
-  return text;
-}
 
 bool parseInt(const char *text, int64_t &value) {
   char *end = nullptr;
@@ -465,8 +449,11 @@ int run(int argc, char **argv) {
     return fail(status.error);
   // Every rank must run the same executable: the same step, the same
   // collectives in the same order.
-  if (int failed = agreeOrFail("an executable of FNV-1a hash " +
-                               fileHash(options.program)))
+  char hash[17];
+  std::snprintf(hash, sizeof(hash), "%016llx",
+                (unsigned long long)program.checksum);
+  if (int failed = agreeOrFail(std::string("an executable of FNV-1a hash ") +
+                               hash))
     return failed;
   if (program.worldSize != ranks)
     return fail("'" + options.program + "' was compiled for " +

@@ -15,9 +15,9 @@
 
 namespace tgc::rt::cuda {
 
-namespace {
+namespace nccl_abi {
 // nccl.h: ncclResult_t, ncclDataType_t, ncclRedOp_t values; the unique id
-// is 128 opaque bytes.
+// is 128 opaque bytes. (A named namespace: Nccl::Api's fields use them.)
 constexpr int kNcclSuccess = 0;
 enum NcclType : int { kHalf = 6, kFloat = 7, kBfloat16 = 9, kUint8 = 1 };
 enum NcclOp : int { kSum = 0, kMax = 2, kMin = 3, kAvg = 4 };
@@ -25,7 +25,8 @@ struct UniqueId {
   char internal[128];
 };
 using Comm = void *;
-} // namespace
+} // namespace nccl_abi
+using namespace nccl_abi;
 
 struct Nccl::Api {
   void *library = nullptr;

@@ -221,7 +221,9 @@ Status parseProgramFile(const uint8_t *data, size_t size, Program &program) {
   size_t payload = 0;
   if (const char *error = tgx::checkTrailer(data, size, payload))
     return Status::failure(error);
-  return parseProgram(data, payload, program);
+  Status status = parseProgram(data, payload, program);
+  program.checksum = tgx::storedChecksum(data, size);
+  return status;
 }
 
 /// The elements of a FlatBuffers vector of scalars. The format aligns a

@@ -45,6 +45,15 @@ inline void appendTrailer(std::vector<uint8_t> &bytes) {
     bytes.push_back(uint8_t(hash >> (8 * i)));
 }
 
+/// The checksum a trailer records (the file's last 8 bytes): what names
+/// an executable's contents.
+inline uint64_t storedChecksum(const uint8_t *data, size_t size) {
+  uint64_t hash = 0;
+  for (int i = 0; i < 8; ++i)
+    hash |= uint64_t(data[size - 8 + i]) << (8 * i);
+  return hash;
+}
+
 /// Checks the trailer of a file of `size` bytes; on success, `payload` is
 /// the size of the program before it. Returns nullptr or the reason.
 inline const char *checkTrailer(const uint8_t *data, size_t size,
@@ -54,11 +63,7 @@ inline const char *checkTrailer(const uint8_t *data, size_t size,
     return "it has no checksum trailer (truncated, or written by an older "
            "tgc-compile: recompile it)";
   payload = size - kTrailerSize;
-  const uint8_t *stored = data + payload + 8;
-  uint64_t expected = 0;
-  for (int i = 0; i < 8; ++i)
-    expected |= uint64_t(stored[i]) << (8 * i);
-  if (checksum(data, payload) != expected)
+  if (checksum(data, payload) != storedChecksum(data, size))
     return "its checksum does not match its contents (the file was "
            "changed or damaged after it was compiled)";
   return nullptr;

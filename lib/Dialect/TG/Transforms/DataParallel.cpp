@@ -194,11 +194,8 @@ SmallVector<SmallVector<Member *>> Rewriter::makeBuckets() {
   SmallVector<Member *> order;
   for (Member &member : members)
     order.push_back(&member);
-  auto position = [](Value value) -> Operation * {
-    return value.getDefiningOp();
-  };
   std::stable_sort(order.begin(), order.end(), [&](Member *a, Member *b) {
-    Operation *x = position(a->raw), *y = position(b->raw);
+    Operation *x = a->raw.getDefiningOp(), *y = b->raw.getDefiningOp();
     if (!x || !y)
       return !x && y; // arguments first
     return x->isBeforeInBlock(y);
@@ -270,33 +267,32 @@ void Rewriter::averageBuckets(ArrayRef<SmallVector<Member *>> buckets) {
       raw.replaceAllUsesExcept(reduced.getResult(), reduced);
       continue;
     }
-    // One flat buffer: [g_1..., g_2..., ...].
+    // One flat buffer: [g_1..., g_2..., ...]. The uses to redirect are
+    // taken before the packing adds its own.
+    SmallVector<SmallVector<OpOperand *>> uses;
+    for (Value raw : raws)
+      uses.push_back(llvm::to_vector(llvm::make_pointer_range(raw.getUses())));
     SmallVector<Value> flats;
-    SmallPtrSet<Operation *, 8> packing;
+    SmallVector<Type> pieceTypes;
     int64_t total = 0;
     for (Value raw : raws) {
-      Value flat = reshape(raw, {tensorType(raw).getNumElements()});
-      packing.insert(flat.getDefiningOp());
-      flats.push_back(flat);
-      total += tensorType(raw).getNumElements();
+      int64_t elements = tensorType(raw).getNumElements();
+      flats.push_back(reshape(raw, {elements}));
+      pieceTypes.push_back(tensorType(raw).clone({elements}));
+      total += elements;
     }
     auto flatType = tensorType(raws.front()).clone({total});
     Value packed = ConcatOp::create(builder, loc, flatType, flats,
                                     builder.getI64IntegerAttr(0));
     Value reduced = AllReduceOp::create(builder, loc, flatType, packed, mean,
                                         worldSizeAttr());
-    SmallVector<Type> pieceTypes;
-    for (Value raw : raws)
-      pieceTypes.push_back(
-          tensorType(raw).clone({tensorType(raw).getNumElements()}));
     auto pieces = SplitOp::create(builder, loc, pieceTypes, reduced,
                                   builder.getI64IntegerAttr(0));
-    for (auto [raw, piece] : llvm::zip(raws, pieces.getResults())) {
+    for (auto [raw, piece, rawUses] :
+         llvm::zip(raws, pieces.getResults(), uses)) {
       Value whole = reshape(piece, tensorType(raw).getShape());
-      raw.replaceUsesWithIf(whole, [&](OpOperand &use) {
-        return !packing.contains(use.getOwner()) &&
-               use.getOwner() != packed.getDefiningOp();
-      });
+      for (OpOperand *use : rawUses)
+        use->set(whole);
     }
   }
 }

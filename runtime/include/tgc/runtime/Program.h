@@ -150,6 +150,10 @@ struct Bucket {
 
 struct Program {
   uint32_t version = 0;
+  /// The FNV-1a checksum of the file's program (its trailer; 0 for a
+  /// program parsed without one): what ranks compare to know they run the
+  /// same executable.
+  uint64_t checksum = 0;
   std::string model;
   std::string options;
   std::vector<TensorInfo> tensors;
