@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 using namespace tgc::rt;
 
@@ -82,9 +83,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const SafetensorsEntry &entry : file.entries) {
     if (file.dataStart + entry.end > file.bytes.size())
       __builtin_trap(); // an entry past the end of the file
-    const char *bytes = file.data(entry);
-    for (uint64_t i = entry.begin; i < entry.end; ++i)
-      sink ^= uint8_t(bytes[i - entry.begin]);
+    std::vector<char> bytes(entry.end - entry.begin);
+    if (!file.read(entry, 0, bytes.data(), bytes.size()).ok())
+      __builtin_trap(); // a parsed file whose data cannot be read
+    for (char byte : bytes)
+      sink ^= uint8_t(byte);
   }
   (void)sink;
   static std::unique_ptr<Session> session = makeSession();

@@ -31,8 +31,14 @@ mkdir -p "$out/bin" "$out/lib" "$out/tgx"
 cp "$bin/tgc-run" "$bin/tgc-cuda-tests" "$out/bin/"
 strip "$out/bin/"*
 
-# The libraries the device's image may lack.
-ldd "$bin/tgc-run" "$bin/tgc-cuda-tests" | awk '/=> \// {print $3}' | sort -u |
+# The libraries the device's image may lack: what the binaries link, and
+# OpenBLAS, which the CPU backend opens at run time (its OpenMP build when
+# installed; it is found through run.sh's LD_LIBRARY_PATH).
+openblas=/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0
+[ -e "$openblas" ] || openblas="$(ldconfig -p | awk '/libopenblas.so.0 / {print $NF; exit}')"
+[ -n "$openblas" ] && cp -L "$openblas" "$out/lib/libopenblas.so.0"
+ldd "$bin/tgc-run" "$bin/tgc-cuda-tests" ${openblas:+"$openblas"} |
+  awk '/=> \// {print $3}' | sort -u |
   while read -r lib; do
     case "$(basename "$lib")" in
     libc.so* | libm.so* | libstdc++* | libgcc_s* | libpthread* | libdl.so* | \

@@ -13,7 +13,11 @@ fi
 PACKAGES=(
   cmake ninja-build g++ python3
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  libgtest-dev libopenblas-dev flatbuffers-compiler libflatbuffers-dev
+  libgtest-dev flatbuffers-compiler libflatbuffers-dev
+  # The CPU backend: OpenBLAS's GEMMs (its OpenMP build shares the kernels'
+  # thread pool; the pthread build is the fallback) and SLEEF's vectorized
+  # math.
+  libopenblas-dev libopenblas0-openmp libsleef-dev
   python3-torch
   # scripts/tgc-data.py and tgcd.py (datasets of examples) read and write
   # arrays with numpy.

@@ -100,3 +100,7 @@ if config.tgc_have_cuda == "ON":
             config.available_features.add("cuda")
     except (OSError, subprocess.TimeoutExpired):
         pass
+
+# Tests that compare runs at 1 and 2 threads need 2 cores.
+if len(os.sched_getaffinity(0)) >= 2:
+    config.available_features.add("cores-2")

@@ -19,7 +19,8 @@
 
 #include "Emulator.h"
 
-#include <cblas.h>
+#include "cpu/Blas.h"
+#include "tgc/runtime/Threads.h"
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -192,8 +193,9 @@ void multiply(const Operation &op, uint64_t m, uint64_t n, uint64_t k,
       for (float &value : opB)
         value = roundToTF32(value);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n),
-                int(k), 1.0f, opA.data(), int(k), opB.data(), int(n), 0.0f,
+    tgc::rt::cpu::blasSgemm()(
+        tgc::rt::cpu::kCblasRowMajor, tgc::rt::cpu::kCblasNoTrans,
+        tgc::rt::cpu::kCblasNoTrans, int(m), int(n), int(k), 1.0f, opA.data(), int(k), opB.data(), int(n), 0.0f,
                 acc.data(), int(n));
     bool bias = op.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
     bool gelu = op.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS ||
@@ -242,7 +244,9 @@ extern "C" {
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
   // Kernels run on one host thread; OpenBLAS's threads would only spin
   // beside them between GEMMs.
-  openblas_set_num_threads(1);
+  if (!tgc::rt::loadBlas().ok())
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  (void)tgc::rt::setCpuThreads(1);
   static int token;
   *handle = reinterpret_cast<cublasLtHandle_t>(&token);
   return CUBLAS_STATUS_SUCCESS;

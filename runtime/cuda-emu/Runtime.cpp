@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -56,6 +57,10 @@ struct Stream {
 struct Event {
   Stream *stream = nullptr;
   uint64_t marker = 0;
+  /// When the stream reached the record (a work item stamps it, as the
+  /// GPU stamps an event when its stream gets there).
+  std::chrono::steady_clock::time_point reached;
+  bool stamped = false;
 };
 
 struct DeviceState {
@@ -557,7 +562,29 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (cudaError_t error = checkStream(stream, "cudaEventRecord"))
     return error;
   Stream *queue = streamOf(stream);
+  queue->work.push_back([event] {
+    if (Event *reached = eventOf(event)) {
+      reached->reached = std::chrono::steady_clock::now();
+      reached->stamped = true;
+    }
+  });
+  ++queue->enqueued;
   *recorded = {queue, queue->enqueued};
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
+                                 cudaEvent_t end) {
+  Event *first = eventOf(start), *last = eventOf(end);
+  if (!first || !last)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventElapsedTime of an event that is not live");
+  if (!first->stamped || !last->stamped)
+    return fail(cudaErrorNotReady,
+                "cudaEventElapsedTime of an event not yet reached");
+  *ms = float(std::chrono::duration<double, std::milli>(last->reached -
+                                                        first->reached)
+                  .count());
   return cudaSuccess;
 }
 

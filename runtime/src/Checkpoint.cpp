@@ -9,6 +9,7 @@
 
 #include "FileIO.h"
 #include "Safetensors.h"
+#include "cpu/Parallel.h"
 
 #include <nlohmann/json.hpp>
 
@@ -249,22 +250,33 @@ Status exportMerged(Session &session, const std::string &path) {
 /// finite (a NaN weight trains nothing and poisons every step after it),
 /// and the step counter must not be negative.
 static Status checkValues(const SafetensorsEntry &entry, const char *data,
-                          DType stored, const TensorInfo &info,
-                          bool stepCounter) {
+                          DType stored, int64_t count, int64_t first,
+                          const TensorInfo &info, bool stepCounter) {
   TensorRef view;
   view.data = const_cast<char *>(data);
   view.dtype = stored;
-  view.shape = info.isShard() ? info.shardOf : info.shape;
-  int64_t count = view.numElements();
+  view.shape = {count};
   if (isFloat(stored)) {
-    for (int64_t i = 0; i < count; ++i) {
+    // The first non-finite element, whichever thread finds it.
+    std::vector<int64_t> bad(
+        size_t((count + cpu::kElementGrain - 1) / cpu::kElementGrain), -1);
+    cpu::parallelFor(count, cpu::kElementGrain,
+                     [&](int64_t begin, int64_t end) {
+                       for (int64_t i = begin; i < end; ++i)
+                         if (!std::isfinite(loadF32(view, i))) {
+                           bad[size_t(begin / cpu::kElementGrain)] = i;
+                           return;
+                         }
+                     });
+    for (int64_t i : bad) {
+      if (i < 0)
+        continue;
       float value = loadF32(view, i);
-      if (!std::isfinite(value))
-        return Status::failure(
-            "tensor '" + entry.name + "' holds " +
-            (std::isnan(value) ? "NaN" : "an infinite value") +
-            " at element " + std::to_string(i) +
-            "; refusing to load a corrupt or diverged checkpoint");
+      return Status::failure(
+          "tensor '" + entry.name + "' holds " +
+          (std::isnan(value) ? "NaN" : "an infinite value") +
+          " at element " + std::to_string(first + i) +
+          "; refusing to load a corrupt or diverged checkpoint");
     }
     // The learning rate and the loss scale are scalars the run divides
     // and multiplies by: a negative rate or a scale <= 0 is corrupt.
@@ -322,9 +334,19 @@ Status loadCheckpoint(Session &session, const std::string &path,
   return loadCheckpointFrom(session, path, file, scope, metadata);
 }
 
+Status checkpointProvides(Session &session, const std::string &path,
+                          LoadScope scope, std::vector<bool> &provided) {
+  SafetensorsFile file;
+  Status status = readSafetensors(path, file);
+  if (!status.ok())
+    return Status::failure("checkpoint " + status.error);
+  return loadCheckpointFrom(session, path, file, scope, nullptr, &provided);
+}
+
 Status loadCheckpointFrom(Session &session, const std::string &path,
                           const SafetensorsFile &file, LoadScope scope,
-                          std::map<std::string, std::string> *metadata) {
+                          std::map<std::string, std::string> *metadata,
+                          std::vector<bool> *provided) {
   auto fail = [&](const std::string &message) {
     return Status::failure("checkpoint '" + path + "': " + message);
   };
@@ -363,9 +385,18 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
         const SafetensorsEntry *wte = file.find("transformer.wte.weight");
         if (!wte)
           wte = file.find("wte.weight");
+        std::vector<char> head, embedding;
+        if (wte && wte->dtype == entry.dtype && wte->shape == entry.shape) {
+          head.resize(entry.end - entry.begin);
+          embedding.resize(head.size());
+          status = file.read(entry, 0, head.data(), head.size());
+          if (status.ok())
+            status = file.read(*wte, 0, embedding.data(), embedding.size());
+          if (!status.ok())
+            return fail(status.error);
+        }
         if (!wte || wte->dtype != entry.dtype || wte->shape != entry.shape ||
-            std::memcmp(file.data(*wte), file.data(entry),
-                        entry.end - entry.begin) != 0)
+            head != embedding)
           return fail("lm_head.weight is not tied to wte.weight; this model "
                       "ties its LM head to the token embedding");
         continue;
@@ -424,10 +455,6 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
                         info.isShard() ? info.shardOf : info.shape);
     if (!status.ok())
       return fail(status.error);
-    status = checkValues(entry, file.data(entry), stored, info,
-                         index == program.stepCounter);
-    if (!status.ok())
-      return fail(status.error);
     pending.push_back({index, &entry, stored});
     found[index] = true;
   }
@@ -451,9 +478,21 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
     if (needed)
       return fail("tensor '" + info.name + "' is missing");
   }
+  if (provided) {
+    provided->assign(program.tensors.size(), false);
+    for (const Pending &item : pending)
+      (*provided)[size_t(item.index)] = true;
+    return Status::success();
+  }
+  // The data, read straight into each tensor's place (or, to convert its
+  // dtype, through a bounded buffer), and checked there. A failure leaves
+  // the session's tensors partly loaded; the caller discards it.
+  constexpr uint64_t kChunkBytes = uint64_t(16) << 20;
   for (const Pending &item : pending) {
     TensorRef view = session.hostView(item.index);
     const TensorInfo &info = program.tensors[item.index];
+    const SafetensorsEntry &entry = *item.entry;
+    bool counter = item.index == program.stepCounter;
     if (info.isShard()) {
       // This rank's part of the whole: elements [r n, (r + 1) n), zero
       // past the whole's end (state, whose dtype a load never converts).
@@ -462,20 +501,48 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
       int64_t first = std::min(whole, int64_t(session.communicator().rank()) * n);
       int64_t count = std::min(n, whole - first);
       std::memset(view.data, 0, view.numBytes());
-      std::memcpy(view.data, file.data(*item.entry) + size_t(first) * element,
-                  size_t(count) * element);
+      status = file.read(entry, uint64_t(first) * element, view.data,
+                         uint64_t(count) * element);
+      if (status.ok())
+        status = checkValues(entry, static_cast<const char *>(view.data),
+                             view.dtype, count, first, info, counter);
+      if (!status.ok())
+        return fail(status.error);
       continue;
     }
+    int64_t n = view.numElements();
     if (item.stored == view.dtype) {
-      std::memcpy(view.data, file.data(*item.entry), view.numBytes());
+      status = file.read(entry, 0, view.data, view.numBytes());
+      if (status.ok())
+        status = checkValues(entry, static_cast<const char *>(view.data),
+                             view.dtype, n, 0, info, counter);
+      if (!status.ok())
+        return fail(status.error);
       continue;
     }
-    TensorRef source;
-    source.data = const_cast<char *>(file.data(*item.entry));
-    source.dtype = item.stored;
-    source.shape = view.shape;
-    for (int64_t i = 0, n = view.numElements(); i < n; ++i)
-      storeF32(view, i, loadF32(source, i));
+    size_t storedSize = dtypeSize(item.stored);
+    int64_t perChunk = int64_t(kChunkBytes / storedSize);
+    std::vector<char> buffer(
+        size_t(std::min<int64_t>(n, perChunk)) * storedSize);
+    for (int64_t first = 0; first < n; first += perChunk) {
+      int64_t count = std::min(perChunk, n - first);
+      status = file.read(entry, uint64_t(first) * storedSize, buffer.data(),
+                         uint64_t(count) * storedSize);
+      if (status.ok())
+        status = checkValues(entry, buffer.data(), item.stored, count, first,
+                             info, counter);
+      if (!status.ok())
+        return fail(status.error);
+      TensorRef source;
+      source.data = buffer.data();
+      source.dtype = item.stored;
+      source.shape = {count};
+      cpu::parallelFor(count, cpu::kElementGrain,
+                       [&](int64_t begin, int64_t end) {
+                         for (int64_t i = begin; i < end; ++i)
+                           storeF32(view, first + i, loadF32(source, i));
+                       });
+    }
   }
   if (metadata)
     *metadata = file.metadata;

@@ -2,6 +2,7 @@
 
 #include "FileIO.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -22,52 +23,73 @@ static std::string describeKind(mode_t mode) {
   return "not a regular file";
 }
 
-Status readRegularFile(const std::string &path, std::vector<char> &bytes,
-                       uint64_t maxBytes) {
-  bytes.clear();
+RegularFile::~RegularFile() {
+  if (fd >= 0)
+    ::close(fd);
+}
+
+Status RegularFile::open(const std::string &path, uint64_t maxBytes,
+                         std::unique_ptr<RegularFile> &file) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return Status::failure("cannot open '" + path +
                            "': " + std::strerror(errno));
+  std::unique_ptr<RegularFile> opened(new RegularFile());
+  opened->fd = fd;
+  opened->path = path;
   struct stat info;
-  if (::fstat(fd, &info) != 0) {
-    int error = errno;
-    ::close(fd);
+  if (::fstat(fd, &info) != 0)
     return Status::failure("cannot read '" + path +
-                           "': " + std::strerror(error));
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
+                           "': " + std::strerror(errno));
+  if (!S_ISREG(info.st_mode))
     return Status::failure("'" + path + "' is " + describeKind(info.st_mode) +
                            ", not a file");
-  }
-  uint64_t size = uint64_t(info.st_size);
-  if (size > maxBytes) {
-    ::close(fd);
-    return Status::failure("'" + path + "' is " + std::to_string(size) +
+  opened->size = uint64_t(info.st_size);
+  if (opened->size > maxBytes)
+    return Status::failure("'" + path + "' is " +
+                           std::to_string(opened->size) +
                            " bytes, more than the " +
                            std::to_string(maxBytes) +
                            " this kind of file may have");
-  }
-  bytes.resize(size_t(size));
+  file = std::move(opened);
+  return Status::success();
+}
+
+Status RegularFile::readAt(uint64_t offset, void *into, uint64_t count) const {
+  char *out = static_cast<char *>(into);
   uint64_t done = 0;
-  while (done < size) {
-    ssize_t got = ::read(fd, bytes.data() + done, size_t(size - done));
+  while (done < count) {
+    // At most 1 GiB per call (Linux caps a read at 2 GiB - 4 KiB).
+    size_t piece = size_t(std::min<uint64_t>(count - done, uint64_t(1) << 30));
+    ssize_t got = ::pread(fd, out + done, piece, off_t(offset + done));
     if (got < 0 && errno == EINTR)
       continue;
-    if (got <= 0) {
-      int error = got < 0 ? errno : 0;
-      ::close(fd);
-      bytes.clear();
+    if (got <= 0)
       return Status::failure(
           "cannot read '" + path + "': " +
-          (error ? std::strerror(error) : "it shrank while being read"));
-    }
+          (got < 0 ? std::string(std::strerror(errno))
+                   : "it ended at byte " + std::to_string(offset + done) +
+                         " of the " + std::to_string(size) +
+                         " it had when opened (truncated while being "
+                         "read?)"));
     done += uint64_t(got);
   }
-  ::close(fd);
   return Status::success();
+}
+
+Status readRegularFile(const std::string &path, std::vector<char> &bytes,
+                       uint64_t maxBytes) {
+  bytes.clear();
+  std::unique_ptr<RegularFile> file;
+  Status status = RegularFile::open(path, maxBytes, file);
+  if (!status.ok())
+    return status;
+  bytes.resize(size_t(file->size));
+  status = file->readAt(0, bytes.data(), file->size);
+  if (!status.ok())
+    bytes.clear();
+  return status;
 }
 
 Status checkReplaceable(const std::string &path) {

@@ -13,10 +13,31 @@
 #include "tgc/runtime/Tensor.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace tgc::rt {
+
+/// An open regular file read at offsets (pread), so a large file is read
+/// piece by piece straight where its bytes go, never held whole. A file
+/// that shrinks while it is read is an error that names it, not a crash
+/// (as a truncated mmap'd file would be, with SIGBUS).
+class RegularFile {
+public:
+  ~RegularFile();
+  /// Opens `path`, which must be a regular file of at most `maxBytes`.
+  static Status open(const std::string &path, uint64_t maxBytes,
+                     std::unique_ptr<RegularFile> &file);
+  /// Reads `count` bytes at `offset` into `into`.
+  Status readAt(uint64_t offset, void *into, uint64_t count) const;
+  uint64_t size = 0;
+  std::string path;
+
+private:
+  RegularFile() = default;
+  int fd = -1;
+};
 
 /// Reads the whole of `path`, which must be a regular file of at most
 /// `maxBytes` bytes. Errors name the file.

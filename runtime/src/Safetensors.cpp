@@ -2,6 +2,8 @@
 
 #include "Safetensors.h"
 
+#include <cstring>
+
 #include <cctype>
 #include <cstdlib>
 #include "FileIO.h"
@@ -155,6 +157,8 @@ Status parseSafetensors(const std::string &path, SafetensorsFile &file) {
   auto fail = [&](const std::string &message) {
     return Status::failure("'" + path + "': " + message);
   };
+  if (!file.source)
+    file.size = file.bytes.size();
   if (file.bytes.size() < 8)
     return fail("too short to be a safetensors file");
   uint64_t length = 0;
@@ -168,7 +172,7 @@ Status parseSafetensors(const std::string &path, SafetensorsFile &file) {
   if (!parseHeader(headerText, header, headerError))
     return fail(headerError);
   file.dataStart = 8 + length;
-  uint64_t dataSize = file.bytes.size() - file.dataStart;
+  uint64_t dataSize = file.size - file.dataStart;
   for (auto &[name, value] : header.items()) {
     if (name == "__metadata__") {
       if (!value.is_object())
@@ -245,13 +249,45 @@ Status parseSafetensors(const std::string &path, SafetensorsFile &file) {
   return Status::success();
 }
 
+Status SafetensorsFile::read(const SafetensorsEntry &entry, uint64_t offset,
+                             void *into, uint64_t count) const {
+  if (count == 0)
+    return Status::success();
+  uint64_t at = dataStart + entry.begin + offset;
+  if (source)
+    return source->readAt(at, into, count);
+  std::memcpy(into, bytes.data() + at, count);
+  return Status::success();
+}
+
 Status readSafetensors(const std::string &path, SafetensorsFile &file) {
   file = SafetensorsFile();
   // 1 TiB: larger than any checkpoint tgc writes; the point is to refuse
   // devices and unbounded streams before reading them.
-  Status status = readRegularFile(path, file.bytes, uint64_t(1) << 40);
+  std::unique_ptr<RegularFile> source;
+  Status status = RegularFile::open(path, uint64_t(1) << 40, source);
   if (!status.ok())
     return status;
+  // The length and the header now; the data as it is loaded.
+  uint64_t length = 0;
+  if (source->size >= 8) {
+    unsigned char prefix[8];
+    status = source->readAt(0, prefix, 8);
+    if (!status.ok())
+      return status;
+    for (int i = 0; i < 8; ++i)
+      length |= uint64_t(prefix[i]) << (8 * i);
+  }
+  uint64_t headerBytes =
+      source->size < 8 ? source->size
+                       : 8 + std::min(length, std::min<uint64_t>(
+                                                  source->size - 8, 100u << 20));
+  file.bytes.resize(size_t(headerBytes));
+  status = source->readAt(0, file.bytes.data(), headerBytes);
+  if (!status.ok())
+    return status;
+  file.size = source->size;
+  file.source = std::move(source);
   return parseSafetensors(path, file);
 }
 

@@ -15,7 +15,10 @@
 #include "tgc/runtime/Checkpoint.h"
 #include "tgc/runtime/Tensor.h"
 
+#include "FileIO.h"
+
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,15 +32,22 @@ struct SafetensorsEntry {
   uint64_t begin = 0, end = 0; // within the data section
 };
 
+/// A parsed safetensors file. Read from disk (readSafetensors), `bytes`
+/// holds only the length and the header, and tensor data is read on demand
+/// from `source` into wherever it goes; parsed from memory
+/// (parseSafetensors on a whole file in `bytes`, as the fuzzer does), the
+/// data is in `bytes`.
 struct SafetensorsFile {
   std::vector<char> bytes;
+  std::shared_ptr<RegularFile> source;
+  uint64_t size = 0; // of the whole file
   uint64_t dataStart = 0;
   std::vector<SafetensorsEntry> entries;
   std::map<std::string, std::string> metadata;
 
-  const char *data(const SafetensorsEntry &entry) const {
-    return bytes.data() + dataStart + entry.begin;
-  }
+  /// Reads `count` bytes of `entry`'s data from byte `offset` of it.
+  Status read(const SafetensorsEntry &entry, uint64_t offset, void *into,
+              uint64_t count) const;
   const SafetensorsEntry *find(const std::string &name) const;
 };
 
@@ -49,8 +59,8 @@ std::optional<DType> parseSafetensorsDType(const std::string &name);
 /// Reads and checks `path`; errors name the file and the tensor.
 Status readSafetensors(const std::string &path, SafetensorsFile &file);
 
-/// Checks `file.bytes` (already read; `path` names it in errors) and fills
-/// in the rest of `file`. What readSafetensors does after reading, and
+/// Checks `file.bytes` (the whole file, or with `file.source` set its
+/// header; `path` names it in errors) and fills in the rest of `file`. What readSafetensors does after reading, and
 /// what the fuzzing harness calls directly.
 Status parseSafetensors(const std::string &path, SafetensorsFile &file);
 
@@ -58,11 +68,14 @@ Status parseSafetensors(const std::string &path, SafetensorsFile &file);
 Status checkEntry(const SafetensorsEntry &entry, DType dtype,
                   const std::vector<int64_t> &shape);
 
-/// loadCheckpoint once the file is read and parsed (`path` names it in
-/// errors): what the fuzzing harness calls on parsed bytes.
+/// loadCheckpoint once the file's header is read and parsed (`path` names
+/// it in errors): what the fuzzing harness calls on parsed bytes. With
+/// `provided`, nothing is loaded: it receives, by tensor index, what the
+/// load would set (checkpointProvides).
 Status loadCheckpointFrom(Session &session, const std::string &path,
                           const SafetensorsFile &file, LoadScope scope,
-                          std::map<std::string, std::string> *metadata);
+                          std::map<std::string, std::string> *metadata,
+                          std::vector<bool> *provided = nullptr);
 
 } // namespace tgc::rt
 

@@ -12,6 +12,7 @@
 #include "tgc/runtime/Session.h"
 
 #include "Random.h"
+#include "cpu/Parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -91,23 +92,31 @@ void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view) {
   case InitKind::Ones:
   case InitKind::Constant: {
     float value = info.init == InitKind::Ones ? 1.0f : float(info.initA);
-    for (int64_t i = 0; i < n; ++i)
-      storeF32(view, i, value);
+    cpu::parallelFor(n, cpu::kElementGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        storeF32(view, i, value);
+    });
     return;
   }
   case InitKind::Normal:
   case InitKind::Uniform:
     break;
   }
-  SplitMix64 rng{seed ^ hashName(info.name)};
-  for (int64_t i = 0; i < n; ++i) {
-    double value;
-    if (info.init == InitKind::Uniform)
-      value = info.initA + (info.initB - info.initA) * rng.uniform();
-    else
-      value = info.initA + info.initB * rng.normal();
-    storeF32(view, i, float(value));
-  }
+  // Element i takes draws i (uniform) or 2i and 2i + 1 (normal) of the
+  // tensor's generator: chunks start where one sequence would be.
+  uint64_t key = seed ^ hashName(info.name);
+  uint64_t draws = info.init == InitKind::Uniform ? 1 : 2;
+  cpu::parallelFor(n, cpu::kElementGrain, [&](int64_t begin, int64_t end) {
+    SplitMix64 rng = SplitMix64::at(key, uint64_t(begin) * draws);
+    for (int64_t i = begin; i < end; ++i) {
+      double value;
+      if (info.init == InitKind::Uniform)
+        value = info.initA + (info.initB - info.initA) * rng.uniform();
+      else
+        value = info.initA + info.initB * rng.normal();
+      storeF32(view, i, float(value));
+    }
+  });
 }
 
 Session::Session(Program program, std::unique_ptr<Backend> backend)
@@ -188,10 +197,12 @@ Status Session::pushPersistent() {
   return status.ok() ? device->synchronize() : status;
 }
 
-Status Session::initialize(uint64_t seed) {
+Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
   for (size_t i = 0; i < prog.tensors.size(); ++i) {
     const TensorInfo &info = prog.tensors[i];
     if (info.storage != Storage::Persistent)
+      continue;
+    if (provided && i < provided->size() && (*provided)[i])
       continue;
     TensorRef ref = hostView(int32_t(i));
     if (info.role == Role::Param ||
@@ -288,10 +299,19 @@ Status Session::launch(const EntryPoint *entry) {
   int64_t &mark = entry ? entryHighWater.try_emplace(entry->name, -1).first->second
                          : highWater;
   bool measure = mark < 0;
+  runningProfile = nullptr;
+  if (profiling) {
+    Profile &profile = profiles[entry ? entry->name : "step"];
+    profile.instructions = &instructions;
+    profile.seconds.resize(instructions.size(), 0.0);
+    runningProfile = &profile;
+  }
   ArenaTrace trace(prog.alignment);
   std::vector<TensorRef> operands, results;
   for (size_t i = 0; i < instructions.size(); ++i) {
     const Instruction &inst = instructions[i];
+    if (runningProfile)
+      device->mark(i);
     operands.clear();
     results.clear();
     for (int32_t index : inst.operands) {
@@ -317,6 +337,8 @@ Status Session::launch(const EntryPoint *entry) {
                              kernelName(inst.kernel) + "): " + status.error);
     }
   }
+  if (runningProfile)
+    device->mark(instructions.size());
   if (measure) {
     if (prog.tensors[runningLoss].storage == Storage::Arena)
       trace.keepUntil(prog.tensors[runningLoss].offset, instructions.size());
@@ -340,6 +362,17 @@ Status Session::finish(float &loss) {
     return Status::failure("step failed: " + status.error);
   lossView.data = bytes;
   loss = loadF32(lossView, 0);
+  if (runningProfile) {
+    std::vector<double> at;
+    size_t count = runningProfile->seconds.size();
+    status = device->readMarks(count + 1, at);
+    if (!status.ok())
+      return Status::failure("profiling: " + status.error);
+    for (size_t i = 0; i < count; ++i)
+      runningProfile->seconds[i] += at[i + 1] - at[i];
+    ++runningProfile->runs;
+    runningProfile = nullptr;
+  }
   return Status::success();
 }
 

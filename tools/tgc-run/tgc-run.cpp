@@ -18,11 +18,13 @@
 #include "tgc/runtime/Program.h"
 #include "tgc/runtime/Schedule.h"
 #include "tgc/runtime/Session.h"
+#include "tgc/runtime/Threads.h"
 #include "tgc/Support/CheckedMath.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -39,6 +41,12 @@
 using namespace tgc::rt;
 
 namespace {
+
+/// When the process started (as static initialisation ran): time to the
+/// first step counts loading the executable, allocating, initialising and
+/// loading weights.
+const std::chrono::steady_clock::time_point processStart =
+    std::chrono::steady_clock::now();
 
 struct Options {
   std::string program;
@@ -67,6 +75,9 @@ struct Options {
   bool evalOnly = false;
   std::string padding = "dynamic";
   std::string overlong = "truncate";
+  int threads = -1; // -1: the cores this process may use
+  bool profile = false;
+  int64_t profileTop = 10;
 };
 
 /// The job this process is part of: the communicator of an mpirun job
@@ -157,6 +168,84 @@ int64_t availableMemory() {
   if (limit >> cgroup && cgroup > 0 && cgroup < bytes)
     bytes = cgroup;
   return bytes;
+}
+
+/// Prints the profile of every profiled entry point (time per op kind,
+/// then the `top` slowest ops, in ms per run) and returns it as JSON.
+nlohmann::ordered_json reportProfile(const Program &program,
+                                     const Session &session, int64_t top,
+                                     const char *timer) {
+  nlohmann::ordered_json report = nlohmann::ordered_json::object();
+  for (const auto &[name, profile] : session.profile()) {
+    if (!profile.runs || !profile.instructions)
+      continue;
+    double runs = double(profile.runs), total = 0.0;
+    std::map<std::string, std::pair<double, int64_t>> kinds;
+    for (size_t i = 0; i < profile.seconds.size(); ++i) {
+      auto &kind = kinds[kernelName((*profile.instructions)[i].kernel)];
+      kind.first += profile.seconds[i] / runs;
+      ++kind.second;
+      total += profile.seconds[i] / runs;
+    }
+    std::vector<std::pair<std::string, std::pair<double, int64_t>>> byTime(
+        kinds.begin(), kinds.end());
+    std::stable_sort(byTime.begin(), byTime.end(),
+                     [](const auto &a, const auto &b) {
+                       return a.second.first > b.second.first;
+                     });
+    std::printf("tgc-run: profile of %s over %lld runs (%s): %.2f ms a run\n",
+                name.c_str(), (long long)profile.runs, timer, total * 1e3);
+    std::printf("  %-22s %10s %7s %5s\n", "op kind", "ms/run", "share",
+                "ops");
+    nlohmann::ordered_json kindRows = nlohmann::ordered_json::array();
+    for (const auto &[kind, value] : byTime) {
+      std::printf("  %-22s %10.3f %6.1f%% %5lld\n", kind.c_str(),
+                  value.first * 1e3,
+                  total > 0 ? 100.0 * value.first / total : 0.0,
+                  (long long)value.second);
+      kindRows.push_back({{"kind", kind},
+                          {"ms", value.first * 1e3},
+                          {"share", total > 0 ? value.first / total : 0.0},
+                          {"ops", value.second}});
+    }
+    std::vector<size_t> order(profile.seconds.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return profile.seconds[a] > profile.seconds[b];
+    });
+    order.resize(std::min(order.size(), size_t(top)));
+    std::printf("  slowest ops:\n");
+    nlohmann::ordered_json topRows = nlohmann::ordered_json::array();
+    for (size_t i : order) {
+      const Instruction &inst = (*profile.instructions)[i];
+      std::string result = "-", shape;
+      std::vector<int64_t> dims;
+      for (int32_t index : inst.results)
+        if (index != kNotComputed) {
+          result = program.tensors[index].name;
+          dims = program.tensors[index].shape;
+          break;
+        }
+      for (size_t d = 0; d < dims.size(); ++d)
+        shape += (d ? "x" : "") + std::to_string(dims[d]);
+      double ms = profile.seconds[i] / runs * 1e3;
+      std::printf("  #%-5zu %-18s %10.3f ms  %s [%s]\n", i,
+                  kernelName(inst.kernel), ms, result.c_str(),
+                  shape.c_str());
+      topRows.push_back({{"index", i},
+                         {"kind", kernelName(inst.kernel)},
+                         {"ms", ms},
+                         {"result", result},
+                         {"shape", dims}});
+    }
+    report[name] = {{"runs", profile.runs},
+                    {"timer", timer},
+                    {"ms", total * 1e3},
+                    {"kinds", kindRows},
+                    {"top", topRows}};
+  }
+  return report;
 }
 
 /// Parses argv with CLI11 (`--name value` or `--name=value`; --help lists
@@ -300,6 +389,19 @@ std::string parseOptions(int argc, char **argv, Options &options,
       ->group(output);
   app.add_flag("--quiet", options.quiet, "Print only the summary")
       ->group(output);
+  app.add_flag("--profile", options.profile,
+               "Time every op of the steps after the first; print the time "
+               "per op kind and the slowest ops, and add them to --metrics")
+      ->group(output);
+  app.add_option("--profile-top", options.profileTop,
+                 "How many of the slowest ops --profile lists (default 10)")
+      ->check(CLI::PositiveNumber)
+      ->group(output);
+  app.add_option("--threads", options.threads,
+                 "Threads of the CPU kernels and of OpenBLAS (default: the "
+                 "cores this process may use)")
+      ->option_text("N")
+      ->group(training);
 
   try {
     app.parse(argc, argv);
@@ -484,6 +586,15 @@ int run(int argc, char **argv) {
                 formatBytes(budget) +
                 (options.maxMemory > 0 ? "" : " this machine has"));
 
+  // One thread count for the CPU kernels and OpenBLAS (the CUDA emulator's
+  // host threads too); under mpirun each rank gets its share of the cores.
+  int threads = options.threads;
+  if (threads == -1)
+    threads = std::max(1, availableCores() / std::max(1, ranks));
+  status = setCpuThreads(threads);
+  if (!status.ok())
+    return fail("--threads: " + status.error);
+
   std::unique_ptr<Backend> backend;
   if (options.device == "cpu") {
     backend = createCpuBackend();
@@ -500,9 +611,36 @@ int run(int argc, char **argv) {
                            job.comm.get());
   if (!status.ok())
     return fail(status.error);
-  status = session->initialize(options.seed);
+  // What the files about to be loaded provide is not drawn first.
+  std::vector<bool> provided;
+  auto provides = [&](const std::string &path, LoadScope scope) -> Status {
+    if (path.empty())
+      return Status::success();
+    std::vector<bool> part;
+    Status done = checkpointProvides(*session, path, scope, part);
+    if (!done.ok())
+      return done;
+    provided.resize(part.size(), false);
+    for (size_t i = 0; i < part.size(); ++i)
+      provided[i] = provided[i] || part[i];
+    return Status::success();
+  };
+  status = provides(options.resume, LoadScope::Everything);
+  if (status.ok())
+    status = provides(options.loadWeights, LoadScope::Parameters);
+  if (status.ok())
+    status = provides(options.loadAdapters, LoadScope::Adapters);
+  if (status.ok())
+    status = session->initialize(options.seed,
+                                 provided.empty() ? nullptr : &provided);
   if (!status.ok())
     return fail(status.error);
+  if (!options.quiet && session->backend().hostAccessible())
+    std::printf("tgc-run: %d thread%s; OpenBLAS %s kernels%s\n", threads,
+                threads == 1 ? "" : "s", blasCoreName().c_str(),
+                blasCoreChosenByRuntime()
+                    ? " (chosen from the CPU's instruction sets)"
+                    : "");
 
   // Where the run starts: a resumed run continues at the saved step, with
   // the saved seed, so it sees the batches it would have seen.
@@ -857,6 +995,22 @@ int run(int argc, char **argv) {
     if (!status.ok())
       return fail(status.error);
     ++ran;
+    double firstStepAt = NAN;
+    if (ran == 1) {
+      auto now = std::chrono::steady_clock::now();
+      firstStepAt = std::chrono::duration<double>(now - processStart).count();
+      double setup = std::chrono::duration<double>(begin - processStart)
+                         .count();
+      if (!options.quiet)
+        std::printf("%stgc-run: first step done %.2f s after start (%.2f s "
+                    "to set up: executable, memory, initialisation, "
+                    "weights)\n",
+                    tty ? "\r" : "", firstStepAt, setup);
+      // Profile the steps after the first, whose page faults and cold
+      // caches are start-up's.
+      if (options.profile)
+        session->setProfiling(true);
+    }
     double scale = 0.0;
     bool skippedNow = false;
     std::string scaleText;
@@ -909,6 +1063,11 @@ int run(int argc, char **argv) {
             1.0 - double(realTokens) / double(paddedTokens);
       }
       row["elapsed_s"] = elapsed;
+      if (!std::isnan(firstStepAt)) {
+        row["time_to_first_step_s"] = firstStepAt;
+        row["setup_s"] =
+            std::chrono::duration<double>(begin - processStart).count();
+      }
       if (!std::isnan(lrOf(step - 1)))
         row["lr"] = lrOf(step - 1);
       if (scaleTensor >= 0) {
@@ -954,6 +1113,14 @@ int run(int argc, char **argv) {
   }
   if (tty)
     std::printf("\n");
+  if (options.profile && rank == 0) {
+    nlohmann::ordered_json report = reportProfile(
+        program, *session, options.profileTop,
+        session->backend().hostAccessible() ? "CPU clock"
+                                            : "CUDA events");
+    if (metrics)
+      writeMetrics({{"profile", report}});
+  }
   if (metrics) {
     bool failed = std::ferror(metrics) != 0;
     failed = std::fclose(metrics) != 0 || failed;

@@ -103,6 +103,14 @@ void forEachOffset(const Shape &shape, const std::array<Shape, N> &strides,
   }
 }
 
+/// forEachOffset on the thread team: the rows of the index space (every
+/// index but the last) are split into chunks of about kElementGrain
+/// elements, each walked in row-major order from its first row's offsets.
+/// `fn` must be safe to call concurrently for distinct indices.
+template <size_t N, typename Fn>
+void forEachOffsetParallel(const Shape &shape,
+                           const std::array<Shape, N> &strides, Fn &&fn);
+
 /// Copies the elements of an index space of `shape` from `src` to `dst`,
 /// each addressed by its own element strides.
 void copyElements(void *dst, const Shape &dstStrides, const void *src,
@@ -183,6 +191,9 @@ inline float geluTanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(u));
 }
 
+/// geluTanh of `count` elements, vectorized (`out` may be `x`).
+void geluTanhArray(const float *x, float *out, int64_t count);
+
 /// 1 / sqrt(2) and 1 / sqrt(2 pi), for GELU's erf form.
 constexpr float kSqrtHalf = 0.7071067811865476f;
 constexpr float kInvSqrt2Pi = 0.3989422804014327f;
@@ -201,6 +212,60 @@ inline float geluErf(float x) {
 void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n,
              int64_t k, float alpha, const float *a, int64_t lda,
              const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+} // namespace tgc::rt::cpu
+
+#include "Parallel.h"
+
+namespace tgc::rt::cpu {
+
+/// Calls `fn(offsets, count, innerStrides)` for every row of the index
+/// space (all indices but the last) with the offsets of its first element,
+/// in chunks on the thread team; a rank-0 or rank-1 space is one row.
+template <size_t N, typename Fn>
+void forEachRowParallel(const Shape &shape,
+                        const std::array<Shape, N> &strides, Fn &&fn) {
+  int64_t rank = int64_t(shape.size());
+  for (int64_t size : shape)
+    if (size == 0)
+      return;
+  std::array<int64_t, N> innerStrides{};
+  if (rank == 0) {
+    fn(std::array<int64_t, N>{}, int64_t(1), innerStrides);
+    return;
+  }
+  for (size_t k = 0; k < N; ++k)
+    innerStrides[k] = strides[k][rank - 1];
+  int64_t inner = shape[rank - 1];
+  int64_t rows = product(shape, 0, size_t(rank - 1));
+  parallelFor(rows, grainFor(inner), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      std::array<int64_t, N> offsets{};
+      int64_t rest = row;
+      for (int64_t d = rank - 2; d >= 0; --d) {
+        int64_t index = rest % shape[d];
+        rest /= shape[d];
+        for (size_t k = 0; k < N; ++k)
+          offsets[k] += index * strides[k][d];
+      }
+      fn(offsets, inner, innerStrides);
+    }
+  });
+}
+
+template <size_t N, typename Fn>
+void forEachOffsetParallel(const Shape &shape,
+                           const std::array<Shape, N> &strides, Fn &&fn) {
+  forEachRowParallel<N>(shape, strides,
+                        [&](std::array<int64_t, N> offsets, int64_t count,
+                            const std::array<int64_t, N> &step) {
+                          for (int64_t i = 0; i < count; ++i) {
+                            fn(offsets);
+                            for (size_t k = 0; k < N; ++k)
+                              offsets[k] += step[k];
+                          }
+                        });
+}
 
 } // namespace tgc::rt::cpu
 

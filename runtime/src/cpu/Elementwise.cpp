@@ -6,14 +6,18 @@
 // activations with their gradients, tg.where and tg.cast. Float math is done
 // in f32 on f32 views of the operands and rounded once into 16-bit results.
 // Each result element is written after its own operands were read, so a
-// result may share its buffer with a same-shaped operand.
+// result may share its buffer with a same-shaped operand. Loops run on the
+// thread team in fixed chunks (Parallel.h); tanh, exp and log go through
+// the vectorized functions of VecMath.h.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/runtime/CpuKernels.h"
 
 #include "Common.h"
+#include "VecMath.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -65,7 +69,7 @@ static void binaryInt(const TensorRef &lhs, const TensorRef &rhs,
   const T *a = static_cast<const T *>(lhs.data);
   const T *b = static_cast<const T *>(rhs.data);
   T *r = static_cast<T *>(result.data);
-  forEachOffset<3>(shape, strides, [&](const auto &o) {
+  forEachOffsetParallel<3>(shape, strides, [&](const auto &o) {
     r[o[0]] = applyInt<Kind, T>(a[o[1]], b[o[2]]);
   });
 }
@@ -105,9 +109,38 @@ static Status binary(const TensorRef &lhs, const TensorRef &rhs,
   if (isFloat(dtype)) {
     F32Operand a(lhs), b(rhs);
     F32Result r(result);
-    forEachOffset<3>(space, strides, [&](const auto &o) {
-      r[o[0]] = applyFloat<Kind>(a[o[1]], b[o[2]]);
-    });
+    if (space.size() == 1 && strides[1][0] == 1 && strides[2][0] == 1) {
+      const float *x = a.data(), *y = b.data();
+      float *out = r.data();
+      parallelFor(space[0], kElementGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          out[i] = applyFloat<Kind>(x[i], y[i]);
+      });
+    } else {
+      // Row by row, with the common broadcasts (a row against a scalar or
+      // a repeated row) as plain loops the compiler vectorizes.
+      forEachRowParallel<3>(space, strides, [&](const auto &o, int64_t count,
+                                                const auto &step) {
+        float *out = r.data() + o[0];
+        const float *x = a.data() + o[1], *y = b.data() + o[2];
+        if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
+          for (int64_t i = 0; i < count; ++i)
+            out[i] = applyFloat<Kind>(x[i], y[i]);
+        } else if (step[0] == 1 && step[1] == 1 && step[2] == 0) {
+          float yv = *y;
+          for (int64_t i = 0; i < count; ++i)
+            out[i] = applyFloat<Kind>(x[i], yv);
+        } else if (step[0] == 1 && step[1] == 0 && step[2] == 1) {
+          float xv = *x;
+          for (int64_t i = 0; i < count; ++i)
+            out[i] = applyFloat<Kind>(xv, y[i]);
+        } else {
+          for (int64_t i = 0; i < count; ++i)
+            out[i * step[0]] =
+                applyFloat<Kind>(x[i * step[1]], y[i * step[2]]);
+        }
+      });
+    }
     r.commit();
     return Status::success();
   }
@@ -148,9 +181,14 @@ Status minimum(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
 // Unary functions and activation gradients
 //===----------------------------------------------------------------------===//
 
-/// Applies `fn` to every element of a float tensor.
-template <typename Fn>
-static Status unary(const TensorRef &input, TensorRef &result, Fn fn) {
+/// Elements per block of the array functions below: a stack buffer's worth.
+constexpr int64_t kBlock = 256;
+
+/// Applies the array function `fn(in, out, count)` to a float tensor, in
+/// chunks on the thread team.
+template <typename ArrayFn>
+static Status unaryArray(const TensorRef &input, TensorRef &result,
+                         ArrayFn fn) {
   TGC_RETURN_IF_ERROR(expectValid(input, "input"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
@@ -158,18 +196,33 @@ static Status unary(const TensorRef &input, TensorRef &result, Fn fn) {
   TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
   F32Operand x(input);
   F32Result r(result);
-  int64_t count = input.numElements();
-  for (int64_t i = 0; i < count; ++i)
-    r[i] = fn(x[i]);
+  const float *in = x.data();
+  float *out = r.data();
+  parallelFor(input.numElements(), kElementGrain,
+              [&](int64_t begin, int64_t end) {
+                fn(in + begin, out + begin, end - begin);
+              });
   r.commit();
   return Status::success();
 }
 
-/// Applies `fn(a, b)` to the elements of two float tensors of one type and
-/// shape (an activation's operand or result and the incoming gradient).
+/// Applies `fn` to every element of a float tensor.
 template <typename Fn>
-static Status pointwise2(const TensorRef &a, const char *aName,
-                         const TensorRef &b, TensorRef &result, Fn fn) {
+static Status unary(const TensorRef &input, TensorRef &result, Fn fn) {
+  return unaryArray(input, result,
+                    [&](const float *in, float *out, int64_t count) {
+                      for (int64_t i = 0; i < count; ++i)
+                        out[i] = fn(in[i]);
+                    });
+}
+
+/// Applies the array function `fn(a, b, out, count)` to two float tensors
+/// of one type and shape (an activation's operand or result and the
+/// incoming gradient), in chunks on the thread team.
+template <typename ArrayFn>
+static Status pointwise2Array(const TensorRef &a, const char *aName,
+                              const TensorRef &b, TensorRef &result,
+                              ArrayFn fn) {
   TGC_RETURN_IF_ERROR(expectValid(a, aName));
   TGC_RETURN_IF_ERROR(expectValid(b, "grad"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
@@ -180,21 +233,43 @@ static Status pointwise2(const TensorRef &a, const char *aName,
   TGC_RETURN_IF_ERROR(expectShape(result, a.shape, "result"));
   F32Operand x(a), y(b);
   F32Result r(result);
-  int64_t count = a.numElements();
-  for (int64_t i = 0; i < count; ++i)
-    r[i] = fn(x[i], y[i]);
+  const float *xs = x.data(), *ys = y.data();
+  float *out = r.data();
+  parallelFor(a.numElements(), kElementGrain,
+              [&](int64_t begin, int64_t end) {
+                fn(xs + begin, ys + begin, out + begin, end - begin);
+              });
   r.commit();
   return Status::success();
+}
+
+/// Applies `fn(a, b)` elementwise as pointwise2Array.
+template <typename Fn>
+static Status pointwise2(const TensorRef &a, const char *aName,
+                         const TensorRef &b, TensorRef &result, Fn fn) {
+  return pointwise2Array(
+      a, aName, b, result,
+      [&](const float *x, const float *y, float *out, int64_t count) {
+        for (int64_t i = 0; i < count; ++i)
+          out[i] = fn(x[i], y[i]);
+      });
+}
+
+/// tanh(sqrt(2 / pi) (x + 0.044715 x^3)) of `count` elements into `t`.
+static void geluTanhInner(const float *x, float *t, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    t[i] = kSqrt2OverPi * (x[i] + kGeluCubic * x[i] * x[i] * x[i]);
+  vec::tanh(t, t, count);
 }
 
 Status neg(const TensorRef &input, TensorRef &result) {
   return unary(input, result, [](float x) { return -x; });
 }
 Status exp(const TensorRef &input, TensorRef &result) {
-  return unary(input, result, [](float x) { return std::exp(x); });
+  return unaryArray(input, result, vec::exp);
 }
 Status log(const TensorRef &input, TensorRef &result) {
-  return unary(input, result, [](float x) { return std::log(x); });
+  return unaryArray(input, result, vec::log);
 }
 Status sqrt(const TensorRef &input, TensorRef &result) {
   return unary(input, result, [](float x) { return std::sqrt(x); });
@@ -203,14 +278,24 @@ Status rsqrt(const TensorRef &input, TensorRef &result) {
   return unary(input, result, [](float x) { return 1.0f / std::sqrt(x); });
 }
 Status tanh(const TensorRef &input, TensorRef &result) {
-  return unary(input, result, [](float x) { return std::tanh(x); });
+  return unaryArray(input, result, vec::tanh);
 }
 Status relu(const TensorRef &input, TensorRef &result) {
   // NaN stays NaN, as torch.relu.
   return unary(input, result, [](float x) { return x < 0.0f ? 0.0f : x; });
 }
+void geluTanhArray(const float *x, float *out, int64_t count) {
+  float t[kBlock];
+  for (int64_t b = 0; b < count; b += kBlock) {
+    int64_t n = std::min(kBlock, count - b);
+    geluTanhInner(x + b, t, n);
+    for (int64_t i = 0; i < n; ++i)
+      out[b + i] = 0.5f * x[b + i] * (1.0f + t[i]);
+  }
+}
+
 Status gelu(const TensorRef &input, TensorRef &result) {
-  return unary(input, result, [](float x) { return geluTanh(x); });
+  return unaryArray(input, result, geluTanhArray);
 }
 Status geluExact(const TensorRef &input, TensorRef &result) {
   return unary(input, result, [](float x) { return geluErf(x); });
@@ -224,12 +309,21 @@ Status reluGrad(const TensorRef &input, const TensorRef &grad,
 
 Status geluGrad(const TensorRef &input, const TensorRef &grad,
                 TensorRef &result) {
-  return pointwise2(input, "input", grad, result, [](float x, float g) {
-    float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
-    float t = std::tanh(u);
-    float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
-    return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
-  });
+  return pointwise2Array(
+      input, "input", grad, result,
+      [](const float *xs, const float *gs, float *out, int64_t count) {
+        float ts[kBlock];
+        for (int64_t b = 0; b < count; b += kBlock) {
+          int64_t n = std::min(kBlock, count - b);
+          geluTanhInner(xs + b, ts, n);
+          for (int64_t i = 0; i < n; ++i) {
+            float x = xs[b + i], g = gs[b + i], t = ts[i];
+            float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+            out[b + i] =
+                g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+          }
+        }
+      });
 }
 
 Status geluExactGrad(const TensorRef &input, const TensorRef &grad,
@@ -272,7 +366,7 @@ Status where(const TensorRef &condition, const TensorRef &lhs,
   const uint8_t *c = static_cast<const uint8_t *>(condition.data);
   F32Operand a(lhs), b(rhs);
   F32Result r(result);
-  forEachOffset<4>(result.shape,
+  forEachOffsetParallel<4>(result.shape,
                    {rowMajorStrides(result.shape),
                     broadcastStrides(condition.shape, result.shape),
                     broadcastStrides(lhs.shape, result.shape),

@@ -10,9 +10,9 @@
 
 #include "tgc/runtime/CpuKernels.h"
 
+#include "Blas.h"
 #include "Common.h"
 
-#include <cblas.h>
 #include <climits>
 #include <cstring>
 #include <optional>
@@ -30,9 +30,10 @@ void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n,
         c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-  cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
-              transposeB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  // The CPU backend loaded OpenBLAS when it allocated its regions.
+  blasSgemm()(kCblasRowMajor, transposeA ? kCblasTrans : kCblasNoTrans,
+              transposeB ? kCblasTrans : kCblasNoTrans, int(m), int(n),
+              int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
 Status matmul(const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
@@ -143,15 +144,19 @@ Status linear(const TensorRef &input, const TensorRef &weight,
     pre.emplace(*preactivation,
                 std::initializer_list<const TensorRef *>{&input, &weight,
                                                          &bias, &result});
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < n; ++j) {
-      float x = c[r * n + j] + b[j];
+  float *cs = c.data(), *ps = pre ? pre->data() : nullptr;
+  const float *bs = b.data();
+  parallelFor(rows, grainFor(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float *row = cs + r * n;
+      for (int64_t j = 0; j < n; ++j)
+        row[j] += bs[j];
       if (gelu) {
-        (*pre)[r * n + j] = x;
-        x = geluTanh(x);
+        std::memcpy(ps + r * n, row, size_t(n) * sizeof(float));
+        geluTanhArray(row, row, n);
       }
-      c[r * n + j] = x;
     }
+  });
   c.commit();
   if (pre)
     pre->commit();

@@ -7,13 +7,18 @@
 // materialized, masked and normalized row by row, and multiplied by V; its
 // gradient recomputes the probabilities instead of storing them. Index
 // operands (token ids, class labels) are validated before anything is
-// written, so a bad index fails the kernel without a partial result.
+// written, so a bad index fails the kernel without a partial result. Rows
+// (and attention heads) run on the thread team in fixed chunks, sums over
+// rows are added in chunk order (Parallel.h), and the exponentials of
+// softmax and attention are the vectorized ones of VecMath.h (the loss
+// keeps f64).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/runtime/CpuKernels.h"
 
 #include "Common.h"
+#include "VecMath.h"
 
 #include <optional>
 
@@ -51,23 +56,26 @@ Status softmax(const TensorRef &input, int64_t axis, TensorRef &result) {
   splitAround(input.shape, *dim, outer, length, inner);
   F32Operand x(input);
   F32Result r(result);
-  std::vector<float> row(static_cast<size_t>(length));
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t in = 0; in < inner; ++in) {
+  parallelFor(outer * inner, grainFor(length), [&](int64_t begin,
+                                                   int64_t end) {
+    std::vector<float> row(static_cast<size_t>(length));
+    for (int64_t line = begin; line < end; ++line) {
+      int64_t o = line / inner, in = line % inner;
       int64_t base = o * length * inner + in;
       float max = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < length; ++j)
         max = std::max(max, x[base + j * inner]);
+      for (int64_t j = 0; j < length; ++j)
+        row[j] = x[base + j * inner] - max;
+      vec::exp(row.data(), row.data(), length);
       double sum = 0.0;
-      for (int64_t j = 0; j < length; ++j) {
-        row[j] = std::exp(x[base + j * inner] - max);
+      for (int64_t j = 0; j < length; ++j)
         sum += row[j];
-      }
       float total = float(sum);
       for (int64_t j = 0; j < length; ++j)
         r[base + j * inner] = row[j] / total;
     }
-  }
+  });
   r.commit();
   return Status::success();
 }
@@ -91,8 +99,10 @@ Status softmaxGrad(const TensorRef &output, const TensorRef &grad,
   splitAround(output.shape, *dim, outer, length, inner);
   F32Operand y(output), g(grad);
   F32Result r(result);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t in = 0; in < inner; ++in) {
+  parallelFor(outer * inner, grainFor(length), [&](int64_t begin,
+                                                   int64_t end) {
+    for (int64_t line = begin; line < end; ++line) {
+      int64_t o = line / inner, in = line % inner;
       int64_t base = o * length * inner + in;
       double dot = 0.0;
       for (int64_t j = 0; j < length; ++j)
@@ -103,7 +113,7 @@ Status softmaxGrad(const TensorRef &output, const TensorRef &grad,
         r[i] = y[i] * (g[i] - total);
       }
     }
-  }
+  });
   r.commit();
   return Status::success();
 }
@@ -152,14 +162,16 @@ Status layerNorm(const TensorRef &input, const TensorRef &weight,
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   F32Operand x(input), w(weight), b(bias);
   F32Result r(result);
-  for (int64_t row = 0; row < rows; ++row) {
-    const float *xs = x.data() + row * length;
-    float *out = r.data() + row * length;
-    float mean, rstd;
-    rowStatistics(xs, length, epsilon, mean, rstd);
-    for (int64_t j = 0; j < length; ++j)
-      out[j] = (xs[j] - mean) * rstd * w[j] + b[j];
-  }
+  parallelFor(rows, grainFor(length), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const float *xs = x.data() + row * length;
+      float *out = r.data() + row * length;
+      float mean, rstd;
+      rowStatistics(xs, length, epsilon, mean, rstd);
+      for (int64_t j = 0; j < length; ++j)
+        out[j] = (xs[j] - mean) * rstd * w[j] + b[j];
+    }
+  });
   r.commit();
   return Status::success();
 }
@@ -213,32 +225,48 @@ Status layerNormGrad(const TensorRef &input, const TensorRef &weight,
   if (wantInput)
     dx.emplace(inputGrad, std::initializer_list<const TensorRef *>{
                               &weight, &weightGrad, &biasGrad});
+  // The weight and bias gradients sum over rows: each chunk of rows sums
+  // its own, and the chunks' sums are added in order afterwards.
+  int64_t grain = grainFor(length);
+  int64_t chunks = rows == 0 ? 0 : (rows + grain - 1) / grain;
+  std::vector<double> dwParts(size_t(chunks * length), 0.0),
+      dbParts(size_t(chunks * length), 0.0);
+  parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+    double *dw = dwParts.data() + (begin / grain) * length;
+    double *db = dbParts.data() + (begin / grain) * length;
+    for (int64_t row = begin; row < end; ++row) {
+      const float *xs = x.data() + row * length;
+      const float *gs = g.data() + row * length;
+      float mean, rstd;
+      rowStatistics(xs, length, epsilon, mean, rstd);
+      double sumG = 0.0, sumGX = 0.0;
+      for (int64_t j = 0; j < length; ++j) {
+        float xhat = (xs[j] - mean) * rstd;
+        float gw = gs[j] * w[j];
+        sumG += gw;
+        sumGX += double(gw) * xhat;
+        dw[j] += double(gs[j]) * xhat;
+        db[j] += gs[j];
+      }
+      if (!wantInput)
+        continue;
+      float *out = dx->data() + row * length;
+      float meanG = float(sumG / double(length));
+      float meanGX = float(sumGX / double(length));
+      // Reads gs[j] before writing out[j]: input_grad may reuse grad's
+      // buffer.
+      for (int64_t j = 0; j < length; ++j) {
+        float xhat = (xs[j] - mean) * rstd;
+        out[j] = rstd * (gs[j] * w[j] - meanG - xhat * meanGX);
+      }
+    }
+  });
   std::vector<double> dw(size_t(length), 0.0), db(size_t(length), 0.0);
-  for (int64_t row = 0; row < rows; ++row) {
-    const float *xs = x.data() + row * length;
-    const float *gs = g.data() + row * length;
-    float mean, rstd;
-    rowStatistics(xs, length, epsilon, mean, rstd);
-    double sumG = 0.0, sumGX = 0.0;
+  for (int64_t c = 0; c < chunks; ++c)
     for (int64_t j = 0; j < length; ++j) {
-      float xhat = (xs[j] - mean) * rstd;
-      float gw = gs[j] * w[j];
-      sumG += gw;
-      sumGX += double(gw) * xhat;
-      dw[j] += double(gs[j]) * xhat;
-      db[j] += gs[j];
+      dw[j] += dwParts[c * length + j];
+      db[j] += dbParts[c * length + j];
     }
-    if (!wantInput)
-      continue;
-    float *out = dx->data() + row * length;
-    float meanG = float(sumG / double(length));
-    float meanGX = float(sumGX / double(length));
-    // Reads gs[j] before writing out[j]: input_grad may reuse grad's buffer.
-    for (int64_t j = 0; j < length; ++j) {
-      float xhat = (xs[j] - mean) * rstd;
-      out[j] = rstd * (gs[j] * w[j] - meanG - xhat * meanGX);
-    }
-  }
   if (dx)
     dx->commit();
   for (int64_t j = 0; j < length; ++j) {
@@ -314,14 +342,22 @@ Status embeddingGrad(const TensorRef &indices, const TensorRef &grad,
   TGC_RETURN_IF_ERROR(checkIndices(indices, vocab, "embedding index"));
   F32Operand g(grad);
   F32Result r(result, {&grad, &indices});
-  std::fill(r.data(), r.data() + vocab * width, 0.0f);
+  float *table = r.data();
+  parallelFor(vocab, grainFor(width), [&](int64_t begin, int64_t end) {
+    std::fill(table + begin * width, table + end * width, 0.0f);
+  });
+  // Rows repeat, so threads split the columns: each adds every index's
+  // row in index order over its own columns.
   int64_t count = indices.numElements();
-  for (int64_t i = 0; i < count; ++i) {
-    float *row = r.data() + loadI64(indices, i) * width;
-    const float *gs = g.data() + i * width;
-    for (int64_t j = 0; j < width; ++j)
-      row[j] += gs[j];
-  }
+  int64_t columnGrain = std::max<int64_t>(16, grainFor(count));
+  parallelFor(width, columnGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = 0; i < count; ++i) {
+      float *row = table + loadI64(indices, i) * width;
+      const float *gs = g.data() + i * width;
+      for (int64_t j = begin; j < end; ++j)
+        row[j] += gs[j];
+    }
+  });
   r.commit();
   return Status::success();
 }
@@ -443,11 +479,12 @@ static void attentionProbabilities(const AttentionShape &sizes,
       std::fill(row, row + limit, 0.0f);
       continue;
     }
+    for (int64_t j = 0; j < limit; ++j)
+      row[j] -= max;
+    vec::exp(row, row, limit);
     double sum = 0.0;
-    for (int64_t j = 0; j < limit; ++j) {
-      row[j] = std::exp(row[j] - max);
+    for (int64_t j = 0; j < limit; ++j)
       sum += row[j];
-    }
     float total = float(sum);
     for (int64_t j = 0; j < limit; ++j)
       row[j] /= total;
@@ -468,14 +505,19 @@ Status attention(const TensorRef &query, const TensorRef &key,
   TGC_RETURN_IF_ERROR(expectShape(result, expected, "result"));
   F32Operand q(query), k(key), v(value);
   F32Result out(result, {&query, &key, &value});
-  std::vector<float> p(size_t(sizes.tq * sizes.tk));
-  for (int64_t b = 0; b < sizes.batch; ++b) {
-    attentionProbabilities(sizes, keys, b, q.data() + b * sizes.tq * sizes.d,
-                           k.data() + b * sizes.tk * sizes.d, p.data());
-    gemmF32(false, false, sizes.tq, sizes.dv, sizes.tk, 1.0f, p.data(),
-            sizes.tk, v.data() + b * sizes.tk * sizes.dv, sizes.dv, 0.0f,
-            out.data() + b * sizes.tq * sizes.dv, sizes.dv);
-  }
+  // One head per iteration on the thread team (its GEMMs then run on the
+  // calling thread).
+  parallelFor(sizes.batch, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> p(size_t(sizes.tq * sizes.tk));
+    for (int64_t b = begin; b < end; ++b) {
+      attentionProbabilities(sizes, keys, b,
+                             q.data() + b * sizes.tq * sizes.d,
+                             k.data() + b * sizes.tk * sizes.d, p.data());
+      gemmF32(false, false, sizes.tq, sizes.dv, sizes.tk, 1.0f, p.data(),
+              sizes.tk, v.data() + b * sizes.tk * sizes.dv, sizes.dv, 0.0f,
+              out.data() + b * sizes.tq * sizes.dv, sizes.dv);
+    }
+  });
   out.commit();
   return Status::success();
 }
@@ -515,8 +557,9 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
   if (wantValue)
     dv.emplace(valueGrad, operands);
   int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dvSize = sizes.dv;
+  parallelFor(sizes.batch, 1, [&](int64_t begin, int64_t end) {
   std::vector<float> p(size_t(tq * tk)), dp(size_t(tq * tk));
-  for (int64_t b = 0; b < sizes.batch; ++b) {
+  for (int64_t b = begin; b < end; ++b) {
     const float *qb = q.data() + b * tq * d, *kb = k.data() + b * tk * d;
     const float *vb = v.data() + b * tk * dvSize;
     const float *ob = o.data() + b * tq * dvSize;
@@ -547,6 +590,7 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
       gemmF32(true, false, tk, d, tq, sizes.scale, dp.data(), tk, qb, d, 0.0f,
               dk->data() + b * tk * d, d);
   }
+  });
   for (std::optional<F32Result> *result : {&dq, &dk, &dv})
     if (*result)
       (*result)->commit();
@@ -589,9 +633,11 @@ static Status checkCrossEntropy(const TensorRef &logits,
   return Status::success();
 }
 
-/// log(sum(exp(row))) with the maximum subtracted first.
-static double logSumExp(const float *row, int64_t length, float &max) {
-  max = -std::numeric_limits<float>::infinity();
+/// log(sum(exp(row))) with the maximum subtracted first, in f64 (the loss
+/// and its gradient keep double precision; they are a small part of a
+/// step).
+static double logSumExp(const float *row, int64_t length) {
+  float max = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < length; ++j)
     max = std::max(max, row[j]);
   double sum = 0.0;
@@ -608,15 +654,18 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &targets,
   TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
   TGC_RETURN_IF_ERROR(expectFloat(result, "result"));
   F32Operand x(logits);
-  double total = 0.0;
-  for (int64_t i = 0; i < rows; ++i) {
-    int64_t target = loadI64(targets, i);
-    if (target == ignoreIndex)
-      continue;
-    const float *row = x.data() + i * classes;
-    float max;
-    total += logSumExp(row, classes, max) - row[target];
-  }
+  double total = parallelSum(rows, grainFor(classes), [&](int64_t begin,
+                                                          int64_t end) {
+    double sum = 0.0;
+    for (int64_t i = begin; i < end; ++i) {
+      int64_t target = loadI64(targets, i);
+      if (target == ignoreIndex)
+        continue;
+      const float *row = x.data() + i * classes;
+      sum += logSumExp(row, classes) - row[target];
+    }
+    return sum;
+  });
   storeF32(result, 0, counted == 0 ? 0.0f : float(total / double(counted)));
   return Status::success();
 }
@@ -649,21 +698,24 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &targets,
       counted == 0 ? 0.0f : float(double(loadF32(grad, 0)) / double(counted));
   F32Operand x(logits);
   F32Result r(result, {&targets, &grad});
-  for (int64_t i = 0; i < rows; ++i) {
-    float *out = r.data() + i * classes;
-    int64_t target = loadI64(targets, i);
-    if (target == ignoreIndex || counted == 0) {
-      std::fill(out, out + classes, 0.0f);
-      continue;
+  parallelFor(rows, grainFor(classes), [&](int64_t begin, int64_t end) {
+    std::vector<float> p(static_cast<size_t>(classes));
+    for (int64_t i = begin; i < end; ++i) {
+      float *out = r.data() + i * classes;
+      int64_t target = loadI64(targets, i);
+      if (target == ignoreIndex || counted == 0) {
+        std::fill(out, out + classes, 0.0f);
+        continue;
+      }
+      const float *row = x.data() + i * classes;
+      double lse = logSumExp(row, classes);
+      for (int64_t j = 0; j < classes; ++j)
+        p[j] = float(std::exp(double(row[j]) - lse));
+      // Reads row[j] before writing out[j] (the result may be the logits').
+      for (int64_t j = 0; j < classes; ++j)
+        out[j] = coefficient * (p[j] - (j == target ? 1.0f : 0.0f));
     }
-    const float *row = x.data() + i * classes;
-    float max;
-    double lse = logSumExp(row, classes, max);
-    for (int64_t j = 0; j < classes; ++j) {
-      float p = float(std::exp(double(row[j]) - lse));
-      out[j] = coefficient * (p - (j == target ? 1.0f : 0.0f));
-    }
-  }
+  });
   r.commit();
   return Status::success();
 }

@@ -139,10 +139,12 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
   F32Operand p(param), g(grad);
   F32Result newP(newParam);
   if (!hasBuffer) {
-    for (int64_t i = 0; i < count; ++i) {
-      float d = g[i] + decay * p[i];
-      newP[i] = p[i] - lrValue * d;
-    }
+    parallelFor(count, kElementGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        float d = g[i] + decay * p[i];
+        newP[i] = p[i] - lrValue * d;
+      }
+    });
     newP.commit();
     return Status::success();
   }
@@ -150,11 +152,13 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
                         weightDecay, nesterov);
   F32Operand buf(*momentumBuffer);
   F32Result newBuf(*newMomentumBuffer);
-  for (int64_t i = 0; i < count; ++i) {
-    float b = update.first ? 0.0f : buf[i];
-    newP[i] = update.apply(p[i], g[i], b);
-    newBuf[i] = b;
-  }
+  parallelFor(count, kElementGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float b = update.first ? 0.0f : buf[i];
+      newP[i] = update.apply(p[i], g[i], b);
+      newBuf[i] = b;
+    }
+  });
   newP.commit();
   newBuf.commit();
   return Status::success();
@@ -185,12 +189,14 @@ Status adamwUpdate(const TensorRef &param, const TensorRef &grad,
   int64_t count = param.numElements();
   F32Operand p(param), g(grad), m(expAvg), v(expAvgSq);
   F32Result newP(newParam), newM(newExpAvg), newV(newExpAvgSq);
-  for (int64_t i = 0; i < count; ++i) {
-    float mi = m[i], vi = v[i];
-    newP[i] = update.apply(p[i], g[i], mi, vi);
-    newM[i] = mi;
-    newV[i] = vi;
-  }
+  parallelFor(count, kElementGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float mi = m[i], vi = v[i];
+      newP[i] = update.apply(p[i], g[i], mi, vi);
+      newM[i] = mi;
+      newV[i] = vi;
+    }
+  });
   newP.commit();
   newM.commit();
   newV.commit();
@@ -363,21 +369,26 @@ Status adamw8bitUpdate(const TensorRef &param, const TensorRef &grad,
   F32Operand p(param), g(grad);
   F32Result newP(newParam);
   // One block of f32 moments at a time: never a copy of the whole state.
-  std::vector<float> mBlock(static_cast<size_t>(blockSize)),
-      vBlock(static_cast<size_t>(blockSize));
-  for (int64_t first = 0, block = 0; first < count;
-       first += blockSize, ++block) {
-    int64_t size = std::min(blockSize, count - first);
-    for (int64_t e = 0; e < size; ++e) {
-      int64_t i = first + e;
-      float &mi = mBlock[size_t(e)], &vi = vBlock[size_t(e)];
-      mi = m.dequantize(i, block);
-      vi = v.dequantize(i, block);
-      newP[i] = update.apply(p[i], g[i], mi, vi);
+  // Blocks are independent (each has its own absmax), so threads take
+  // chunks of them.
+  int64_t blocks = (count + blockSize - 1) / blockSize;
+  parallelFor(blocks, grainFor(blockSize), [&](int64_t begin, int64_t end) {
+    std::vector<float> mBlock(static_cast<size_t>(blockSize)),
+        vBlock(static_cast<size_t>(blockSize));
+    for (int64_t block = begin; block < end; ++block) {
+      int64_t first = block * blockSize;
+      int64_t size = std::min(blockSize, count - first);
+      for (int64_t e = 0; e < size; ++e) {
+        int64_t i = first + e;
+        float &mi = mBlock[size_t(e)], &vi = vBlock[size_t(e)];
+        mi = m.dequantize(i, block);
+        vi = v.dequantize(i, block);
+        newP[i] = update.apply(p[i], g[i], mi, vi);
+      }
+      requantizeBlock(m, mBlock.data(), size, first, block);
+      requantizeBlock(v, vBlock.data(), size, first, block);
     }
-    requantizeBlock(m, mBlock.data(), size, first, block);
-    requantizeBlock(v, vBlock.data(), size, first, block);
-  }
+  });
   newP.commit();
   return Status::success();
 }
@@ -409,18 +420,21 @@ Status sgd8bitUpdate(const TensorRef &param, const TensorRef &grad,
   int64_t count = param.numElements();
   F32Operand p(param), g(grad);
   F32Result newP(newParam);
-  std::vector<float> bBlock(static_cast<size_t>(blockSize));
-  for (int64_t start = 0, block = 0; start < count;
-       start += blockSize, ++block) {
-    int64_t size = std::min(blockSize, count - start);
-    for (int64_t e = 0; e < size; ++e) {
-      int64_t i = start + e;
-      float &b = bBlock[size_t(e)];
-      b = update.first ? 0.0f : buf.dequantize(i, block);
-      newP[i] = update.apply(p[i], g[i], b);
+  int64_t blocks = (count + blockSize - 1) / blockSize;
+  parallelFor(blocks, grainFor(blockSize), [&](int64_t begin, int64_t end) {
+    std::vector<float> bBlock(static_cast<size_t>(blockSize));
+    for (int64_t block = begin; block < end; ++block) {
+      int64_t start = block * blockSize;
+      int64_t size = std::min(blockSize, count - start);
+      for (int64_t e = 0; e < size; ++e) {
+        int64_t i = start + e;
+        float &b = bBlock[size_t(e)];
+        b = update.first ? 0.0f : buf.dequantize(i, block);
+        newP[i] = update.apply(p[i], g[i], b);
+      }
+      requantizeBlock(buf, bBlock.data(), size, start, block);
     }
-    requantizeBlock(buf, bBlock.data(), size, start, block);
-  }
+  });
   newP.commit();
   return Status::success();
 }
@@ -577,9 +591,13 @@ Status globalNorm(const std::vector<TensorRef> &inputs, TensorRef &result) {
     TGC_RETURN_IF_ERROR(expectValid(input, "operand"));
     TGC_RETURN_IF_ERROR(expectFloat(input, "operand"));
     F32Operand x(input);
-    int64_t count = input.numElements();
-    for (int64_t i = 0; i < count; ++i)
-      sum += double(x[i]) * x[i];
+    sum += parallelSum(input.numElements(), kElementGrain,
+                       [&](int64_t begin, int64_t end) {
+                         double part = 0.0;
+                         for (int64_t i = begin; i < end; ++i)
+                           part += double(x[i]) * x[i];
+                         return part;
+                       });
   }
   storeF32(result, 0, float(std::sqrt(sum)));
   return Status::success();
@@ -620,9 +638,11 @@ Status unscale(const TensorRef &grad, const TensorRef &scale,
     source = copy.data();
   }
   F32Result r(result);
-  int64_t count = grad.numElements();
-  for (int64_t i = 0; i < count; ++i)
-    r[i] = source[i] * inverse;
+  parallelFor(grad.numElements(), kElementGrain,
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i)
+                  r[i] = source[i] * inverse;
+              });
   r.commit();
   return Status::success();
 }

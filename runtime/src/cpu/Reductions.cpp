@@ -6,7 +6,11 @@
 // without keep_dims and tg.sum_to, the adjoint of broadcasting. Sums are
 // accumulated in f64 and rounded once into the result; maxima propagate
 // NaN. reduce_max_grad splits the cotangent evenly among tied maxima, as
-// torch.amax's backward does.
+// torch.amax's backward does. Reductions run on the thread team over the
+// operand's leading dimension: each chunk of it accumulates into its own
+// results when the leading dimension is kept, into a partial copy of the
+// results that is combined in chunk order when it is reduced, so the sums
+// are the same at any thread count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +78,70 @@ namespace {
 enum class ReduceKind { Sum, Mean, Max };
 } // namespace
 
+/// Calls `fn(offsets)` for the elements of `shape` whose leading index lies
+/// in [begin, end), in row-major order.
+template <typename Fn>
+static void walkLeading(const Shape &shape, const std::array<Shape, 2> &strides,
+                        int64_t begin, int64_t end, Fn &&fn) {
+  Shape sub(shape.begin() + 1, shape.end());
+  std::array<Shape, 2> subStrides = {
+      Shape(strides[0].begin() + 1, strides[0].end()),
+      Shape(strides[1].begin() + 1, strides[1].end())};
+  for (int64_t i = begin; i < end; ++i) {
+    int64_t in = i * strides[0][0], out = i * strides[1][0];
+    forEachOffset<2>(sub, subStrides, [&](const auto &o) {
+      fn(std::array<int64_t, 2>{in + o[0], out + o[1]});
+    });
+  }
+}
+
+/// Folds every element `x[o[0]]` of `shape` into `acc[o[1]]` with
+/// `combine(acc, value)`; `strides` are the operand's and the results'.
+template <typename Combine>
+static void accumulate(Shape shape, std::array<Shape, 2> strides,
+                       const float *x, std::vector<double> &acc, double init,
+                       Combine combine) {
+  // Leading dimensions of size 1 give no parallelism: drop them.
+  while (shape.size() > 1 && shape[0] == 1) {
+    shape.erase(shape.begin());
+    for (Shape &s : strides)
+      s.erase(s.begin());
+  }
+  auto add = [&](std::vector<double> &into) {
+    return [&](const auto &o) { combine(into[size_t(o[1])], x[o[0]]); };
+  };
+  int64_t total = product(shape, 0, shape.size());
+  if (shape.empty() || total < 2 * kElementGrain) {
+    forEachOffset<2>(shape, strides, add(acc));
+    return;
+  }
+  int64_t lead = shape[0];
+  int64_t grain = grainFor(total / lead);
+  int64_t chunks = (lead + grain - 1) / grain;
+  int64_t results = int64_t(acc.size());
+  if (strides[1][0] != 0) {
+    // Each leading index has results of its own.
+    parallelFor(lead, grain, [&](int64_t begin, int64_t end) {
+      walkLeading(shape, strides, begin, end, add(acc));
+    });
+    return;
+  }
+  if (chunks == 1 || chunks * results > (int64_t(1) << 22)) {
+    forEachOffset<2>(shape, strides, add(acc));
+    return;
+  }
+  std::vector<double> parts(size_t(chunks * results), init);
+  parallelFor(lead, grain, [&](int64_t begin, int64_t end) {
+    double *mine = parts.data() + (begin / grain) * results;
+    walkLeading(shape, strides, begin, end, [&](const auto &o) {
+      combine(mine[o[1]], x[o[0]]);
+    });
+  });
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int64_t i = 0; i < results; ++i)
+      combine(acc[size_t(i)], parts[size_t(c * results + i)]);
+}
+
 static Status reduce(ReduceKind kind, const TensorRef &input,
                      const Shape &axes, bool keepDims, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(input, "input"));
@@ -91,17 +159,16 @@ static Status reduce(ReduceKind kind, const TensorRef &input,
                               : 0.0);
   std::array<Shape, 2> strides = {rowMajorStrides(input.shape),
                                   plan.resultStrides};
-  if (kind == ReduceKind::Max) {
-    forEachOffset<2>(input.shape, strides, [&](const auto &o) {
-      double v = x[o[0]];
-      double &m = acc[o[1]];
-      if (v > m || std::isnan(v))
-        m = v;
-    });
-  } else {
-    forEachOffset<2>(input.shape, strides,
-                     [&](const auto &o) { acc[o[1]] += x[o[0]]; });
-  }
+  if (kind == ReduceKind::Max)
+    accumulate(input.shape, strides, x.data(), acc,
+               -std::numeric_limits<double>::infinity(),
+               [](double &m, double v) {
+                 if (v > m || std::isnan(v))
+                   m = v;
+               });
+  else
+    accumulate(input.shape, strides, x.data(), acc, 0.0,
+               [](double &sum, double v) { sum += v; });
   if (kind == ReduceKind::Mean)
     for (double &v : acc)
       v /= double(plan.groupSize);
@@ -166,10 +233,10 @@ Status sumTo(const TensorRef &input, TensorRef &result) {
                            shapeString(input.shape));
   F32Operand x(input);
   std::vector<double> acc(size_t(result.numElements()), 0.0);
-  forEachOffset<2>(input.shape,
-                   {rowMajorStrides(input.shape),
-                    broadcastStrides(result.shape, input.shape)},
-                   [&](const auto &o) { acc[o[1]] += x[o[0]]; });
+  accumulate(input.shape,
+             {rowMajorStrides(input.shape),
+              broadcastStrides(result.shape, input.shape)},
+             x.data(), acc, 0.0, [](double &sum, double v) { sum += v; });
   for (size_t i = 0; i < acc.size(); ++i)
     storeF32(result, int64_t(i), float(acc[i]));
   return Status::success();

@@ -45,6 +45,8 @@ public:
     }
     if (copyStream)
       cudaStreamDestroy(copyStream);
+    for (cudaEvent_t event : profileEvents)
+      cudaEventDestroy(event);
     cudaFree(persistent);
     cudaFree(arena);
     cudaFree(ctx.workspace);
@@ -115,6 +117,31 @@ public:
   Status download(void *host, const void *region, size_t bytes) override {
     TGC_CUDA_CALL(cudaMemcpyAsync(host, region, bytes, cudaMemcpyDeviceToHost,
                                   streamOf(ctx)));
+    return Status::success();
+  }
+
+  // Profiling: an event per mark on the compute stream, read once the
+  // step is finished.
+  void mark(size_t index) override {
+    while (profileEvents.size() <= index) {
+      cudaEvent_t event = nullptr;
+      if (cudaEventCreateWithFlags(&event, cudaEventDefault) != cudaSuccess)
+        return;
+      profileEvents.push_back(event);
+    }
+    cudaEventRecord(profileEvents[index], streamOf(ctx));
+  }
+  Status readMarks(size_t count, std::vector<double> &seconds) override {
+    seconds.assign(count, 0.0);
+    if (count == 0 || profileEvents.size() < count)
+      return Status::failure("profiling events were not recorded");
+    TGC_CUDA_CALL(cudaEventSynchronize(profileEvents[count - 1]));
+    for (size_t i = 1; i < count; ++i) {
+      float ms = 0.0f;
+      TGC_CUDA_CALL(
+          cudaEventElapsedTime(&ms, profileEvents[0], profileEvents[i]));
+      seconds[i] = double(ms) / 1000.0;
+    }
     return Status::success();
   }
 
@@ -285,6 +312,7 @@ private:
   uint8_t *hostStaging[2] = {nullptr, nullptr};
   uint8_t *deviceStaging[2] = {nullptr, nullptr};
   cudaEvent_t staged[2] = {nullptr, nullptr};
+  std::vector<cudaEvent_t> profileEvents;
   size_t stagingBytes = 0;
   int64_t regionBytes = 0;
 };

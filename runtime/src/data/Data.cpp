@@ -258,12 +258,16 @@ public:
       TensorRef view = session.hostView(tensor);
       // Global batch i holds ranks x this rank's bytes; this rank's rows
       // follow the lower ranks'.
-      size_t bytes = view.numBytes();
-      const char *batch = file.data(file.entries[entry]) +
-                          size_t(index % batches) * bytes *
-                              size_t(options.ranks) +
-                          size_t(options.rank) * bytes;
-      std::memcpy(view.data, batch, view.numBytes());
+      // Read from the file as batches are drawn (pread: the page cache
+      // keeps a file that fits in memory), never held whole.
+      uint64_t bytes = view.numBytes();
+      uint64_t offset = uint64_t(index % batches) * bytes *
+                            uint64_t(options.ranks) +
+                        uint64_t(options.rank) * bytes;
+      Status status =
+          file.read(file.entries[entry], offset, view.data, bytes);
+      if (!status.ok())
+        return status;
     }
     return Status::success();
   }

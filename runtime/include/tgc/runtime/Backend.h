@@ -13,6 +13,7 @@
 #include "tgc/runtime/Communicator.h"
 #include "tgc/runtime/Program.h"
 
+#include <chrono>
 #include <memory>
 
 namespace tgc::rt {
@@ -65,12 +66,30 @@ public:
                          std::vector<TensorRef> &operands,
                          std::vector<TensorRef> &results) = 0;
 
+  /// Profiling (tgc-run --profile): the Session marks point `index` before
+  /// instruction `index` of a step and after its last; once the step is
+  /// finished, `readMarks` gives the seconds from mark 0 to each mark. The
+  /// CPU backend reads a clock (its kernels are synchronous); the CUDA
+  /// backend records events on its stream.
+  virtual void mark(size_t index) {
+    if (marks.size() <= index)
+      marks.resize(index + 1);
+    marks[index] = std::chrono::steady_clock::now();
+  }
+  virtual Status readMarks(size_t count, std::vector<double> &seconds) {
+    seconds.assign(count, 0.0);
+    for (size_t i = 1; i < count && i < marks.size(); ++i)
+      seconds[i] = std::chrono::duration<double>(marks[i] - marks[0]).count();
+    return Status::success();
+  }
+
   /// The ranks collective instructions run across (set by the Session
   /// before the first step; it outlives the backend).
   void setCommunicator(Communicator *communicator) { comm = communicator; }
 
 protected:
   Communicator *comm = nullptr;
+  std::vector<std::chrono::steady_clock::time_point> marks;
 };
 
 /// The reference backend: host memory and the kernels of CpuKernels.h.

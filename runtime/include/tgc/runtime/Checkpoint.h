@@ -15,6 +15,7 @@
 #include "tgc/runtime/Session.h"
 
 #include <map>
+#include <vector>
 #include <string>
 
 namespace tgc::rt {
@@ -74,6 +75,13 @@ Status checkRunMetadata(const std::map<std::string, std::string> &metadata);
 Status loadCheckpoint(Session &session, const std::string &path,
                       LoadScope scope,
                       std::map<std::string, std::string> *metadata = nullptr);
+
+/// Which persistent tensors (by index) loading `path` with `scope` would
+/// set, from the file's header alone: what Session::initialize may then
+/// leave uninitialised. Fails as the load would on names, dtypes and
+/// shapes.
+Status checkpointProvides(Session &session, const std::string &path,
+                          LoadScope scope, std::vector<bool> &provided);
 
 } // namespace tgc::rt
 

@@ -51,7 +51,11 @@ public:
   /// Draws every parameter from its initialisation with a generator seeded
   /// by `seed` and the parameter's name (so the order of the table does not
   /// matter), and zeroes optimizer state, the step counter and inputs.
-  Status initialize(uint64_t seed);
+  /// Tensors marked in `provided` (by index; a checkpoint about to be
+  /// loaded sets them, see checkpointProvides) are left alone. Draws are
+  /// counter-based and run in parallel: the values do not depend on the
+  /// thread count.
+  Status initialize(uint64_t seed, const std::vector<bool> *provided = nullptr);
 
   /// Runs one training step on the inputs written into the mirror and
   /// returns its loss: stageInputs(), launch(), finish().
@@ -97,6 +101,19 @@ public:
     return it == entryHighWater.end() ? -1 : it->second;
   }
 
+  /// Profiling (tgc-run --profile): from now on, every launched step
+  /// times each of its instructions (Backend::mark), added up per entry
+  /// point when the step finishes.
+  void setProfiling(bool on) { profiling = on; }
+  struct Profile {
+    /// The instructions of the entry point ("step" is the training step).
+    const std::vector<Instruction> *instructions = nullptr;
+    /// Seconds per instruction, summed over `runs` steps.
+    std::vector<double> seconds;
+    int64_t runs = 0;
+  };
+  const std::map<std::string, Profile> &profile() const { return profiles; }
+
 private:
   Session(Program program, std::unique_ptr<Backend> backend);
 
@@ -116,6 +133,10 @@ private:
   bool launched = false;
   /// The loss tensor of the entry point launched.
   int32_t runningLoss = -1;
+  bool profiling = false;
+  /// The profile the launched step adds to (null: not profiled).
+  Profile *runningProfile = nullptr;
+  std::map<std::string, Profile> profiles;
 };
 
 /// Draws the initial values of one tensor (normal or uniform from a

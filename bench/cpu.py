@@ -1,0 +1,254 @@
+"""The CPU backend against PyTorch eager, its per-op profile, and the time
+to the first step against Hugging Face's from_pretrained: bench/CPU.md.
+
+Table 1 times a training step (AdamW, f32) of two GPT-2s at 1 and 2
+threads: tgc (tgc-run --threads N) and Hugging Face's GPT2LMHeadModel on
+Debian's PyTorch 1.13 (torch.set_num_threads(N), OPENBLAS_NUM_THREADS=N),
+both as they come and with OpenBLAS made to run the kernels of this CPU's
+instruction sets (OPENBLAS_CORETYPE, what tgc-run sets by itself).
+
+Table 2 is tgc-run --profile's time per op kind on the small GPT-2 at 2
+threads, with this issue's changes (vectorized math, threaded kernels,
+OpenBLAS's kernels chosen from the instruction sets) and without them
+(TGC_VECMATH=libm, --threads 1, OpenBLAS's own choice of kernels).
+
+Table 3 is the time from starting tgc-run to its first step (set-up: the
+executable, memory, initialisation and the weights file), for GPT-2 124M
+and 1558M, without weights and with --load-weights of a Hugging Face
+model.safetensors in f32 and bf16, beside from_pretrained of the same
+file and beside reading the file once (warm page cache).
+
+  /usr/bin/python3 bench/cpu.py [--build build] [--no-1558m]
+"""
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+from common import ROOT, cpu_name, run
+
+VENV_PY = os.path.join(ROOT, ".venv-hf", "bin", "python")
+TORCH = os.path.join(ROOT, "bench", "torch_gpt2.py")
+SHAPES = {"small": dict(L=4, H=4, C=256, V=512, T=128, B=8),
+          "124M": dict(L=12, H=12, C=768, V=50257, T=128, B=2)}
+STEPS = {"small": 12, "124M": 5}
+
+
+def openblas_detects():
+    """The kernels OpenBLAS picks by itself on this CPU."""
+    code = ("import ctypes; l = ctypes.CDLL('libopenblas.so.0'); "
+            "l.openblas_get_corename.restype = ctypes.c_char_p; "
+            "print(l.openblas_get_corename().decode())")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    return subprocess.run(["/usr/bin/python3", "-c", code], env=env,
+                          check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def tgc_chooses(bins, exe):
+    out = run([f"{bins}/tgc-run", exe, "--steps", "0"]).stdout
+    for line in out.splitlines():
+        if "OpenBLAS" in line:
+            return line.split("OpenBLAS ")[1].split(" ")[0]
+    return "?"
+
+
+def tgc_model(bins, tmp, name, shape, flags=()):
+    mlir = os.path.join(tmp, f"{name}.mlir")
+    exe = os.path.join(tmp, f"{name}.tgx")
+    s = shape
+    run([f"{bins}/tgc-models", "gpt2", "--n-layer", str(s["L"]), "--n-head",
+         str(s["H"]), "--n-embd", str(s["C"]), "--vocab-size", str(s["V"]),
+         "--block-size", str(max(s["T"], 1024) if s["V"] > 1000 else s["T"]),
+         "--seq-len", str(s["T"]), "--batch", str(s["B"]), "-o", mlir])
+    run([f"{bins}/tgc-compile", mlir, "-o", exe] + list(flags))
+    return exe
+
+
+def tgc_step_ms(bins, exe, threads, steps, tmp, env=None, profile=False):
+    metrics = os.path.join(tmp, "m.jsonl")
+    cmd = [f"{bins}/tgc-run", exe, "--steps", str(steps), "--threads",
+           str(threads), "--quiet", "--metrics", metrics]
+    if profile:
+        cmd.append("--profile")
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                   env={**os.environ, **(env or {})})
+    rows = [json.loads(line) for line in open(metrics)]
+    steps_rows = [r for r in rows if "loss" in r]
+    ms = (steps_rows[-1]["elapsed_s"] - steps_rows[1]["elapsed_s"]) / (
+        len(steps_rows) - 2) * 1000
+    prof = rows[-1].get("profile", {}).get("step") if profile else None
+    return ms, prof
+
+
+def torch_step_ms(shape, threads, steps, coretype=None):
+    s = shape
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads),
+           "OMP_NUM_THREADS": str(threads)}
+    env.pop("OPENBLAS_CORETYPE", None)
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    out = subprocess.run([VENV_PY, TORCH, "step"] + [str(s[k]) for k in
+                         "LHCVTB"] + [str(threads), str(steps)], env=env,
+                         check=True, capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
+def step_table(bins, tmp, lines, coretype):
+    lines += ["## Step time: tgc against PyTorch eager", "",
+              "A training step (forward, loss, backward, AdamW), f32, the "
+              "mean of the steps after the first two; one run each. "
+              "*PyTorch* is Hugging Face's GPT2LMHeadModel (transformers "
+              "4.30, eager attention) on Debian's torch 1.13, as installed "
+              f"(its OpenBLAS picks its kernels by itself: here "
+              f"{openblas_detects()}) and with OPENBLAS_CORETYPE={coretype}, "
+              "the kernels tgc-run picks from the CPU's instruction sets. "
+              "*ratio*: tgc's time over PyTorch's best at any thread count.",
+              "",
+              "| model | threads | tgc ms | PyTorch ms | PyTorch ms "
+              f"({coretype}) | ratio |", "|---|---|---|---|---|---|"]
+    for name, shape in SHAPES.items():
+        exe = tgc_model(bins, tmp, name, shape)
+        rows = []
+        for threads in (1, 2):
+            tgc, _ = tgc_step_ms(bins, exe, threads, STEPS[name], tmp)
+            plain = torch_step_ms(shape, threads, STEPS[name])
+            forced = torch_step_ms(shape, threads, STEPS[name], coretype)
+            rows.append((threads, tgc, plain, forced))
+        best = min(min(r[2], r[3]) for r in rows)
+        label = ("GPT-2 L=4 H=4 C=256 V=512, B=8 T=128" if name == "small"
+                 else "GPT-2 124M, B=2 T=128")
+        for threads, tgc, plain, forced in rows:
+            lines.append(f"| {label} | {threads} | {tgc:.0f} | {plain:.0f} "
+                         f"| {forced:.0f} | {tgc / best:.2f} |")
+            print(lines[-1], flush=True)
+    lines.append("")
+
+
+def profile_table(bins, tmp, lines, detected):
+    exe = tgc_model(bins, tmp, "small", SHAPES["small"])
+    off_env = {"TGC_VECMATH": "libm", "OPENBLAS_CORETYPE": detected}
+    before_ms, before = tgc_step_ms(bins, exe, 1, 8, tmp, off_env, True)
+    after_ms, after = tgc_step_ms(bins, exe, 2, 8, tmp, None, True)
+    lines += ["## Where the step's time goes, per op kind", "",
+              "tgc-run --profile on the small GPT-2 (B=8, T=128), ms per "
+              "step (the mean over steps 2 to 8). *without*: the math "
+              "through libm (TGC_VECMATH=libm), one thread, and OpenBLAS's "
+              f"own choice of kernels ({detected}); *with*: SLEEF's "
+              "vectorized math, 2 threads for every kernel and OpenBLAS's "
+              "kernels chosen from the instruction sets.", "",
+              f"Step time: {before_ms:.0f} ms without, {after_ms:.0f} ms "
+              "with.", "",
+              "| op kind | ops | without, ms | with, ms | speed-up |",
+              "|---|---|---|---|---|"]
+    kinds_after = {k["kind"]: k for k in after["kinds"]}
+    for kind in before["kinds"]:
+        now = kinds_after.get(kind["kind"], {"ms": 0.0})
+        speed = kind["ms"] / now["ms"] if now["ms"] > 0 else float("inf")
+        lines.append(f"| {kind['kind']} | {kind['ops']} | {kind['ms']:.2f} "
+                     f"| {now['ms']:.2f} | {speed:.1f}x |")
+    lines.append(f"| **total** | | {before['ms']:.1f} | {after['ms']:.1f} | "
+                 f"{before['ms'] / after['ms']:.1f}x |")
+    lines.append("")
+    print("\n".join(lines[-8:]), flush=True)
+
+
+def first_step(bins, exe, tmp, weights=None):
+    metrics = os.path.join(tmp, "f.jsonl")
+    cmd = [f"{bins}/tgc-run", exe, "--steps", "1", "--quiet", "--metrics",
+           metrics]
+    if weights:
+        cmd += ["--load-weights", weights]
+    run(cmd)
+    row = json.loads(open(metrics).readline())
+    return row["setup_s"], row["time_to_first_step_s"]
+
+
+def read_once(path):
+    start = time.perf_counter()
+    with open(path, "rb") as f:
+        while f.read(64 << 20):
+            pass
+    return time.perf_counter() - start
+
+
+def startup_table(bins, tmp, lines, big):
+    lines += ["## Time to the first step", "",
+              "Seconds from starting tgc-run to the end of its set-up "
+              "(loading the executable, mapping memory, initialising what "
+              "no file provides, reading the weights) and to the end of "
+              "its first step, one run each; beside them Hugging Face's "
+              "from_pretrained of the same model.safetensors (the weights "
+              "are a randomly initialised GPT2LMHeadModel saved by "
+              "transformers) and the time to read that file once (warm "
+              "page cache: the files were just written). *ratio*: tgc's "
+              "set-up over reading the file once.", "",
+              "| model | weights | file MiB | tgc set-up s | tgc first step "
+              "done s | from_pretrained s | read once s | ratio |",
+              "|---|---|---|---|---|---|---|---|"]
+    models = [("124M", dict(L=12, H=12, C=768, V=50257), ["--batch", "2"],
+               [])]
+    if big:
+        # 8-bit AdamW state keeps the 1558M run within this machine's
+        # memory next to the page cache.
+        models.append(("1558M", dict(L=48, H=25, C=1600, V=50257),
+                       ["--batch", "1"], ["--optimizer-state", "8bit"]))
+    for name, s, batch, flags in models:
+        mlir = os.path.join(tmp, f"gpt2-{name}.mlir")
+        exe = os.path.join(tmp, f"gpt2-{name}.tgx")
+        run([f"{bins}/tgc-models", "gpt2", "--preset", name, "--seq-len",
+             "128", "-o", mlir] + batch)
+        run([f"{bins}/tgc-compile", mlir, "-o", exe] + flags)
+        setup, done = first_step(bins, exe, tmp)
+        lines.append(f"| GPT-2 {name} | none (initialised) | - | {setup:.2f} "
+                     f"| {done:.2f} | - | - | - |")
+        print(lines[-1], flush=True)
+        for dtype in ("f32", "bf16"):
+            folder = os.path.join(tmp, f"hf-{name}-{dtype}")
+            subprocess.run([VENV_PY, TORCH, "save", str(s["L"]), str(s["H"]),
+                            str(s["C"]), str(s["V"]), folder, dtype],
+                           check=True, capture_output=True)
+            path = os.path.join(folder, "model.safetensors")
+            mib = os.path.getsize(path) / 2**20
+            once = read_once(path)
+            setup, done = first_step(bins, exe, tmp, path)
+            hf = float(subprocess.run([VENV_PY, TORCH, "load", folder],
+                                      check=True, capture_output=True,
+                                      text=True).stdout.split()[-1])
+            lines.append(f"| GPT-2 {name} | --load-weights {dtype} | "
+                         f"{mib:.0f} | {setup:.2f} | {done:.2f} | {hf:.2f} "
+                         f"| {once:.2f} | {setup / once:.2f} |")
+            print(lines[-1], flush=True)
+            subprocess.run(["rm", "-rf", folder], check=True)
+    lines.append("")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--no-1558m", action="store_true")
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench",
+                                                      "CPU.md"))
+    args = parser.parse_args()
+    bins = os.path.join(args.build, "bin")
+    lines = ["# CPU speed and start-up", "",
+             "Generated by `/usr/bin/python3 bench/cpu.py` on "
+             f"{cpu_name()} ({os.cpu_count()} cores); every figure is "
+             "from one run of the script. Debian's torch 1.13 and "
+             "transformers 4.30 (the `.venv-hf` that "
+             "scripts/install-deps.sh makes).", ""]
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = tgc_model(bins, tmp, "probe", SHAPES["small"])
+        coretype = tgc_chooses(bins, exe)
+        detected = openblas_detects()
+        step_table(bins, tmp, lines, coretype)
+        profile_table(bins, tmp, lines, detected)
+        startup_table(bins, tmp, lines, not args.no_1558m)
+    open(args.out, "w").write("\n".join(lines))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+//===- Blas.h - OpenBLAS's sgemm, loaded at run time -------------*- C++ -*-===//
+
+#ifndef TGC_RUNTIME_SRC_CPU_BLAS_H
+#define TGC_RUNTIME_SRC_CPU_BLAS_H
+
+namespace tgc::rt::cpu {
+
+/// cblas_sgemm's signature (order, transA, transB, m, n, k, alpha, A, lda,
+/// B, ldb, beta, C, ldc) with CBLAS's enum values as ints.
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float *,
+                         int, const float *, int, float, float *, int);
+constexpr int kCblasRowMajor = 101;
+constexpr int kCblasNoTrans = 111;
+constexpr int kCblasTrans = 112;
+
+/// OpenBLAS's cblas_sgemm, loading OpenBLAS on first use; null when it
+/// cannot load (the CPU backend's creation has reported why).
+SgemmFn blasSgemm();
+
+} // namespace tgc::rt::cpu
+
+#endif // TGC_RUNTIME_SRC_CPU_BLAS_H
