@@ -29,6 +29,26 @@ import time
 
 from common import ROOT, cpu_name, run
 
+NOTES = """## Reading the tables
+
+- **Step time.** tgc's GEMMs run on OpenBLAS's kernels for this CPU's
+  instruction sets; PyTorch as installed gets OpenBLAS's fallback kernels
+  on a CPU model OpenBLAS 0.3.21 does not know, so the fair comparison is
+  against the OPENBLAS_CORETYPE column. PyTorch's 2-thread times are worse
+  than its 1-thread ones here: its OpenMP threads and OpenBLAS's pthreads
+  contend for the two cores. tgc runs both on one OpenMP team.
+- **Profile.** The matrix products are most of the step once the rest is
+  threaded and vectorized; GELU and its gradient (tanh) and the
+  elementwise kernels shrink the most.
+- **Start-up.** Most of tgc's set-up is the kernel zeroing the pages of
+  the persistent region as they are first written (parameters and AdamW's
+  two moments), and, without weights, drawing the normal initial values
+  (Box-Muller in double precision through libm, in parallel). On this
+  virtual machine first-touching fresh memory costs about 1 s per GiB, a
+  cost `from_pretrained` pays only for the weights (it allocates no
+  optimizer state) and the read-once figure not at all (it reuses one
+  buffer).
+"""
 VENV_PY = os.path.join(ROOT, ".venv-hf", "bin", "python")
 TORCH = os.path.join(ROOT, "bench", "torch_gpt2.py")
 SHAPES = {"small": dict(L=4, H=4, C=256, V=512, T=128, B=8),
@@ -246,6 +266,7 @@ def main():
         step_table(bins, tmp, lines, coretype)
         profile_table(bins, tmp, lines, detected)
         startup_table(bins, tmp, lines, not args.no_1558m)
+    lines.append(NOTES)
     open(args.out, "w").write("\n".join(lines))
     print(f"wrote {args.out}")
 
