@@ -167,7 +167,15 @@ def main():
              "accumulation and the batch for a memory budget: "
              "[ACCUM.md](ACCUM.md) (`bench/accum.py`). The roofline "
              "estimate of GPT-2 124M on an H100: [ESTIMATE.md](ESTIMATE.md) "
-             "(`bench/estimate.py`). Fuzzing record: "
+             "(`bench/estimate.py`). Padding (max, dynamic, "
+             "length-grouped) on a skewed dataset: [PADDING.md](PADDING.md) "
+             "(`bench/padding.py`). Data parallelism (memory per rank at 1 "
+             "to 64 ranks, step time at 1 and 2 ranks): "
+             "[DISTRIBUTED.md](DISTRIBUTED.md) (`bench/distributed.py`). CPU "
+             "speed against PyTorch eager (1 and 2 threads), the per-op "
+             "profile with and without vectorized math and threads, and the "
+             "time to the first step against `from_pretrained`: "
+             "[CPU.md](CPU.md) (`bench/cpu.py`). Fuzzing record: "
              "[FUZZ.md](FUZZ.md) (`scripts/fuzz.sh`).", "",
              "## Compile time (GPT-2, B=8, T=1024, AdamW)", "",
              "`tgc-models` generates and verifies the model; `tgc-compile` "

@@ -558,38 +558,38 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
     dv.emplace(valueGrad, operands);
   int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dvSize = sizes.dv;
   parallelFor(sizes.batch, 1, [&](int64_t begin, int64_t end) {
-  std::vector<float> p(size_t(tq * tk)), dp(size_t(tq * tk));
-  for (int64_t b = begin; b < end; ++b) {
-    const float *qb = q.data() + b * tq * d, *kb = k.data() + b * tk * d;
-    const float *vb = v.data() + b * tk * dvSize;
-    const float *ob = o.data() + b * tq * dvSize;
-    const float *gb = dO.data() + b * tq * dvSize;
-    attentionProbabilities(sizes, keys, b, qb, kb, p.data());
-    // value_grad = P^T @ grad.
-    if (wantValue)
-      gemmF32(true, false, tk, dvSize, tq, 1.0f, p.data(), tk, gb, dvSize,
-              0.0f, dv->data() + b * tk * dvSize, dvSize);
-    if (!wantQuery && !wantKey)
-      continue;
-    // dP = grad @ value^T; dS = P * (dP - rowsum(grad * output)), in place.
-    gemmF32(false, true, tq, tk, dvSize, 1.0f, gb, dvSize, vb, dvSize, 0.0f,
-            dp.data(), tk);
-    for (int64_t i = 0; i < tq; ++i) {
-      double dot = 0.0;
-      for (int64_t c = 0; c < dvSize; ++c)
-        dot += double(gb[i * dvSize + c]) * ob[i * dvSize + c];
-      float rowDot = float(dot);
-      for (int64_t j = 0; j < tk; ++j)
-        dp[i * tk + j] = p[i * tk + j] * (dp[i * tk + j] - rowDot);
+    std::vector<float> p(size_t(tq * tk)), dp(size_t(tq * tk));
+    for (int64_t b = begin; b < end; ++b) {
+      const float *qb = q.data() + b * tq * d, *kb = k.data() + b * tk * d;
+      const float *vb = v.data() + b * tk * dvSize;
+      const float *ob = o.data() + b * tq * dvSize;
+      const float *gb = dO.data() + b * tq * dvSize;
+      attentionProbabilities(sizes, keys, b, qb, kb, p.data());
+      // value_grad = P^T @ grad.
+      if (wantValue)
+        gemmF32(true, false, tk, dvSize, tq, 1.0f, p.data(), tk, gb, dvSize,
+                0.0f, dv->data() + b * tk * dvSize, dvSize);
+      if (!wantQuery && !wantKey)
+        continue;
+      // dP = grad @ value^T; dS = P * (dP - rowsum(grad * output)), in place.
+      gemmF32(false, true, tq, tk, dvSize, 1.0f, gb, dvSize, vb, dvSize, 0.0f,
+              dp.data(), tk);
+      for (int64_t i = 0; i < tq; ++i) {
+        double dot = 0.0;
+        for (int64_t c = 0; c < dvSize; ++c)
+          dot += double(gb[i * dvSize + c]) * ob[i * dvSize + c];
+        float rowDot = float(dot);
+        for (int64_t j = 0; j < tk; ++j)
+          dp[i * tk + j] = p[i * tk + j] * (dp[i * tk + j] - rowDot);
+      }
+      // query_grad = dS @ key * scale, key_grad = dS^T @ query * scale.
+      if (wantQuery)
+        gemmF32(false, false, tq, d, tk, sizes.scale, dp.data(), tk, kb, d,
+                0.0f, dq->data() + b * tq * d, d);
+      if (wantKey)
+        gemmF32(true, false, tk, d, tq, sizes.scale, dp.data(), tk, qb, d, 0.0f,
+                dk->data() + b * tk * d, d);
     }
-    // query_grad = dS @ key * scale, key_grad = dS^T @ query * scale.
-    if (wantQuery)
-      gemmF32(false, false, tq, d, tk, sizes.scale, dp.data(), tk, kb, d,
-              0.0f, dq->data() + b * tq * d, d);
-    if (wantKey)
-      gemmF32(true, false, tk, d, tq, sizes.scale, dp.data(), tk, qb, d, 0.0f,
-              dk->data() + b * tk * d, d);
-  }
   });
   for (std::optional<F32Result> *result : {&dq, &dk, &dv})
     if (*result)
