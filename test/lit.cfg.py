@@ -104,3 +104,11 @@ if config.tgc_have_cuda == "ON":
 # Tests that compare runs at 1 and 2 threads need 2 cores.
 if len(os.sched_getaffinity(0)) >= 2:
     config.available_features.add("cores-2")
+
+# The CPU kernel set under test (scripts/test-kernel-sets.sh): OpenBLAS's
+# kernels (OPENBLAS_CORETYPE) and the vectorized math's instruction set
+# (TGC_VECMATH) reach the tools, so that one machine runs the suite as a
+# machine with other instruction sets would.
+for name in ("OPENBLAS_CORETYPE", "TGC_VECMATH"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]

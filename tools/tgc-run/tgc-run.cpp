@@ -636,11 +636,13 @@ int run(int argc, char **argv) {
   if (!status.ok())
     return fail(status.error);
   if (!options.quiet && session->backend().hostAccessible())
-    std::printf("tgc-run: %d thread%s; OpenBLAS %s kernels%s\n", threads,
-                threads == 1 ? "" : "s", blasCoreName().c_str(),
+    std::printf("tgc-run: %d thread%s; OpenBLAS %s kernels%s; vector math "
+                "%s\n",
+                threads, threads == 1 ? "" : "s", blasCoreName().c_str(),
                 blasCoreChosenByRuntime()
                     ? " (chosen from the CPU's instruction sets)"
-                    : "");
+                    : "",
+                vectorMathIsa().c_str());
 
   // Where the run starts: a resumed run continues at the saved step, with
   // the saved seed, so it sees the batches it would have seen.

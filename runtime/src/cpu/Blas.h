@@ -17,6 +17,12 @@ constexpr int kCblasTrans = 112;
 /// cannot load (the CPU backend's creation has reported why).
 SgemmFn blasSgemm();
 
+/// Whether OpenBLAS runs each GEMM on its own threads (TGC_GEMM=openblas,
+/// for benchmarks that compare against it) rather than single-threaded per
+/// tile on the backend's team. Its results may then depend on the thread
+/// count.
+bool blasThreaded();
+
 } // namespace tgc::rt::cpu
 
 #endif // TGC_RUNTIME_SRC_CPU_BLAS_H

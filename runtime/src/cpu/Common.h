@@ -207,8 +207,24 @@ inline float geluErf(float x) {
 // f32 GEMM
 //===----------------------------------------------------------------------===//
 
+/// How gemmF32 splits C = op(A) @ op(B): into `rowTiles` x `colTiles`
+/// tiles of at most `tileRows` x `tileCols` elements, each a
+/// single-threaded sgemm over the whole contraction. A function of the
+/// shape only, never of the thread count, so each element of C is computed
+/// by the same call with the same operands whichever thread runs it.
+struct GemmTiling {
+  int64_t tileRows = 0, tileCols = 0;
+  int64_t rowTiles = 1, colTiles = 1;
+  int64_t count() const { return rowTiles * colTiles; }
+};
+GemmTiling gemmTiling(int64_t m, int64_t n, int64_t k);
+
 /// Row-major `C = alpha * op(A) @ op(B) + beta * C` with `op(A)` of shape
-/// [m, k] and `op(B)` [k, n] (OpenBLAS sgemm); empty sizes are handled.
+/// [m, k] and `op(B)` [k, n]; empty sizes are handled. The tiles of
+/// gemmTiling(m, n, k) run on the thread team (or on the calling thread
+/// inside a parallel loop), each one single-threaded OpenBLAS sgemm, so the
+/// result is the same bits at any thread count whatever OpenBLAS's own
+/// threaded kernels would do.
 void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n,
              int64_t k, float alpha, const float *a, int64_t lda,
              const float *b, int64_t ldb, float beta, float *c, int64_t ldc);

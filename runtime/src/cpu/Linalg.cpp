@@ -6,6 +6,12 @@
 // the common case of a batched operand times a shared rank-2 weight is one
 // GEMM over the flattened batch rather than one per batch element.
 //
+// The threads are the backend's, not OpenBLAS's: OpenBLAS's threaded SGEMM
+// splits the work by its thread count, and on some of its kernel sets
+// (Haswell, Zen) the split changes the rounding. gemmF32 instead cuts C into
+// tiles fixed by the shape (gemmTiling) and runs one single-threaded sgemm
+// per tile on the team, so a product is the same bits at any thread count.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tgc/runtime/CpuKernels.h"
@@ -13,11 +19,63 @@
 #include "Blas.h"
 #include "Common.h"
 
+#include <algorithm>
+#include <array>
 #include <climits>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 namespace tgc::rt::cpu {
+
+namespace {
+
+/// A tile holds at least this many multiply-adds (about 50 us of one core's
+/// SGEMM), so a tile's call and packing cost little beside its arithmetic.
+constexpr int64_t kTileWork = int64_t(1) << 22;
+/// At most this many tiles: enough to balance 64 threads; a power of two so
+/// that they divide evenly among 2, 4, 8... threads.
+constexpr int64_t kMaxTiles = 64;
+/// Tiles are at least this many rows and columns of C, multiples of the
+/// micro-kernels' register blocks (OpenBLAS's x86 SGEMM kernels block C's
+/// columns, its M in column-major terms, by 16 and rows by 4 to 8).
+constexpr int64_t kRowAlign = 8, kColAlign = 16;
+constexpr int64_t kMinRows = 32, kMinCols = 64;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+
+} // namespace
+
+GemmTiling gemmTiling(int64_t m, int64_t n, int64_t k) {
+  GemmTiling tiling;
+  tiling.tileRows = m;
+  tiling.tileCols = n;
+  if (m <= 0 || n <= 0)
+    return tiling;
+  // m * n * k can exceed int64 only for tensors no machine holds; saturate.
+  double work = double(m) * double(n) * double(std::max<int64_t>(k, 1));
+  int64_t tiles = 1;
+  while (tiles < kMaxTiles && work / double(2 * tiles) >= double(kTileWork))
+    tiles *= 2;
+  // Halve the longer side of the tile until there are `tiles` of them.
+  int64_t rowTiles = 1, colTiles = 1;
+  for (; tiles > 1; tiles /= 2) {
+    int64_t rows = ceilDiv(m, rowTiles), cols = ceilDiv(n, colTiles);
+    bool splitRows = rows >= 2 * kMinRows, splitCols = cols >= 2 * kMinCols;
+    if (splitRows && (rows >= cols || !splitCols))
+      rowTiles *= 2;
+    else if (splitCols)
+      colTiles *= 2;
+    else
+      break;
+  }
+  tiling.tileRows = std::min(m, roundUp(ceilDiv(m, rowTiles), kRowAlign));
+  tiling.tileCols = std::min(n, roundUp(ceilDiv(n, colTiles), kColAlign));
+  tiling.rowTiles = ceilDiv(m, tiling.tileRows);
+  tiling.colTiles = ceilDiv(n, tiling.tileCols);
+  return tiling;
+}
 
 void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n,
              int64_t k, float alpha, const float *a, int64_t lda,
@@ -31,9 +89,37 @@ void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n,
     return;
   }
   // The CPU backend loaded OpenBLAS when it allocated its regions.
-  blasSgemm()(kCblasRowMajor, transposeA ? kCblasTrans : kCblasNoTrans,
-              transposeB ? kCblasTrans : kCblasNoTrans, int(m), int(n),
-              int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  SgemmFn sgemm = blasSgemm();
+  int opA = transposeA ? kCblasTrans : kCblasNoTrans;
+  int opB = transposeB ? kCblasTrans : kCblasNoTrans;
+  if (blasThreaded()) {
+    sgemm(kCblasRowMajor, opA, opB, int(m), int(n), int(k), alpha, a, int(lda),
+          b, int(ldb), beta, c, int(ldc));
+    return;
+  }
+  GemmTiling tiling = gemmTiling(m, n, k);
+  auto runTile = [&](int64_t tile) {
+    int64_t row = (tile / tiling.colTiles) * tiling.tileRows;
+    int64_t col = (tile % tiling.colTiles) * tiling.tileCols;
+    int64_t rows = std::min(tiling.tileRows, m - row);
+    int64_t cols = std::min(tiling.tileCols, n - col);
+    // Row `row` of op(A) and column `col` of op(B) in their storage.
+    const float *aTile = a + (transposeA ? row : row * lda);
+    const float *bTile = b + (transposeB ? col * ldb : col);
+    sgemm(kCblasRowMajor, opA, opB, int(rows), int(cols), int(k), alpha,
+          aTile, int(lda), bTile, int(ldb), beta, c + row * ldc + col,
+          int(ldc));
+  };
+  int64_t count = tiling.count();
+  if (count == 1) {
+    runTile(0);
+    return;
+  }
+  // Inside another parallel loop (attention's heads) this runs on the
+  // calling thread: OpenMP does not nest teams by default.
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t tile = 0; tile < count; ++tile)
+    runTile(tile);
 }
 
 Status matmul(const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
@@ -89,13 +175,30 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
     Shape outStrides = rowMajorStrides(*batch);
     for (int64_t &s : outStrides)
       s *= m * n;
+    std::vector<std::array<int64_t, 3>> products;
+    products.reserve(size_t(batchCount));
     forEachOffset<3>(*batch, {lhsStrides, rhsStrides, outStrides},
                      [&](const auto &offsets) {
-                       gemmF32(transposeLhs, transposeRhs, m, n, k, 1.0f,
-                               a.data() + offsets[0], lda,
-                               b.data() + offsets[1], ldb, 0.0f,
-                               c.data() + offsets[2], n);
+                       products.push_back({offsets[0], offsets[1], offsets[2]});
                      });
+    // A product large enough to be tiled runs its tiles on the team, one
+    // product after another; small ones (attention's per-head matrices) run
+    // side by side, a chunk of them per thread.
+    auto multiply = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const std::array<int64_t, 3> &offsets = products[size_t(i)];
+        gemmF32(transposeLhs, transposeRhs, m, n, k, 1.0f,
+                a.data() + offsets[0], lda, b.data() + offsets[1], ldb, 0.0f,
+                c.data() + offsets[2], n);
+      }
+    };
+    if (gemmTiling(m, n, k).count() > 1) {
+      multiply(0, batchCount);
+    } else {
+      int64_t work = std::max<int64_t>(1, m * n * std::max<int64_t>(k, 1));
+      parallelFor(batchCount, std::max<int64_t>(1, kTileWork / work),
+                  multiply);
+    }
   }
   c.commit();
   return Status::success();

@@ -1,15 +1,18 @@
 //===- Threads.cpp - thread count of the CPU kernels and OpenBLAS --------===//
 //
 // See tgc/runtime/Threads.h. OpenBLAS is opened with dlopen: its OpenMP
-// build first (Debian's libopenblas0-openmp), whose GEMMs then run on the
-// same OpenMP team as the kernels, one pool for the whole backend; its
-// pthread build otherwise, whose thread count is set to the same number.
+// build first (Debian's libopenblas0-openmp), which runs on the calling
+// thread when called inside the kernels' OpenMP team and starts no pool of
+// its own; its pthread build otherwise. Either is set to one thread: the
+// backend's GEMM (gemmF32) runs its tiles on its own team. TGC_GEMM=openblas
+// gives OpenBLAS the thread count instead, for benchmarks.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/runtime/Threads.h"
 
 #include "Blas.h"
+#include "VecMath.h"
 
 #include <dlfcn.h>
 #include <sched.h>
@@ -19,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 namespace tgc::rt {
@@ -30,6 +34,8 @@ struct OpenBlas {
   void (*setThreads)(int) = nullptr;
   char *(*coreName)() = nullptr;
   bool chosen = false;
+  /// TGC_GEMM=openblas: OpenBLAS threads each GEMM itself.
+  bool threaded = false;
   Status status = Status::failure("OpenBLAS was not loaded");
 };
 
@@ -99,8 +105,10 @@ void loadOnce() {
     return;
   }
   blas.chosen = coreType != nullptr;
+  const char *gemm = std::getenv("TGC_GEMM");
+  blas.threaded = gemm && std::strcmp(gemm, "openblas") == 0;
   blas.status = Status::success();
-  blas.setThreads(cpuThreads());
+  blas.setThreads(blas.threaded ? cpuThreads() : 1);
 }
 
 } // namespace
@@ -125,7 +133,7 @@ Status setCpuThreads(int threads) {
   omp_set_num_threads(threads);
 #endif
   OpenBlas &blas = openBlas();
-  if (blas.status.ok())
+  if (blas.status.ok() && blas.threaded)
     blas.setThreads(threads);
   return Status::success();
 }
@@ -148,11 +156,15 @@ std::string blasCoreName() {
 
 bool blasCoreChosenByRuntime() { return openBlas().chosen; }
 
+std::string vectorMathIsa() { return cpu::vec::isa(); }
+
 namespace cpu {
 SgemmFn blasSgemm() {
   loadBlas();
   return openBlas().sgemm;
 }
+
+bool blasThreaded() { return openBlas().threaded; }
 } // namespace cpu
 
 } // namespace tgc::rt

@@ -9,6 +9,7 @@
 
 #include "tgc/runtime/CpuKernels.h"
 
+#include "cpu/Common.h"
 #include "TestUtil.h"
 
 using namespace tgc::rt;
@@ -109,6 +110,56 @@ TEST(Matmul, LargerThanOneBlock) {
   HostTensor out(DType::F32, outShape);
   ASSERT_OK(cpu::matmul(lhs, rhs, false, true, out));
   expectClose(out.values(), expected, 1e-4, 1e-4, "large matmul");
+}
+
+TEST(Matmul, TiledProductsInEveryTransposition) {
+  // Large enough for several tiles with ragged edges (gemmTiling), so each
+  // tile's offsets into transposed and untransposed storage are exercised.
+  std::mt19937 rng(23);
+  const int64_t m = 300, n = 530, k = 290;
+  ASSERT_GT(cpu::gemmTiling(m, n, k).count(), 4);
+  for (bool tl : {false, true})
+    for (bool tr : {false, true}) {
+      HostTensor lhs = randomTensor(rng, DType::F32, tl ? Shape{k, m}
+                                                        : Shape{m, k});
+      HostTensor rhs = randomTensor(rng, DType::F32, tr ? Shape{n, k}
+                                                        : Shape{k, n});
+      Shape outShape;
+      std::vector<double> expected =
+          referenceMatmul(lhs, rhs, tl, tr, outShape);
+      HostTensor out(DType::F32, outShape);
+      ASSERT_OK(cpu::matmul(lhs, rhs, tl, tr, out));
+      // f32 products of 290 terms of magnitude <= 1: a few ulps of the sum.
+      expectClose(out.values(), expected, 1e-4, 1e-4,
+                  std::string("tiled matmul ") + (tl ? "T" : "N") +
+                      (tr ? "T" : "N"));
+    }
+}
+
+TEST(GemmTiling, CoversTheProductWithShapeOnlyTiles) {
+  struct Case {
+    int64_t m, n, k;
+  };
+  const Case cases[] = {{1, 1, 1},      {64, 64, 64},     {4096, 768, 768},
+                        {768, 768, 4096}, {768, 50257, 8}, {3, 100000, 512},
+                        {100000, 3, 512}, {1023, 1025, 1027}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                 std::to_string(c.k));
+    cpu::GemmTiling t = cpu::gemmTiling(c.m, c.n, c.k);
+    EXPECT_GE(t.count(), 1);
+    EXPECT_LE(t.count(), 64);
+    // The tiles cover C exactly: the last row and column tiles are partial
+    // but not empty.
+    EXPECT_GE(t.rowTiles * t.tileRows, c.m);
+    EXPECT_LT((t.rowTiles - 1) * t.tileRows, c.m);
+    EXPECT_GE(t.colTiles * t.tileCols, c.n);
+    EXPECT_LT((t.colTiles - 1) * t.tileCols, c.n);
+  }
+  // Small products are one call; large ones are split for many threads.
+  EXPECT_EQ(cpu::gemmTiling(64, 64, 64).count(), 1);
+  EXPECT_GE(cpu::gemmTiling(4096, 768, 768).count(), 32);
+  EXPECT_GE(cpu::gemmTiling(768, 768, 4096).count(), 16);
 }
 
 TEST(Matmul, EmptyContractionGivesZeros) {

@@ -145,6 +145,33 @@ TEST_F(ThreadsTest, LossAttentionEmbeddingAndUpdate) {
   });
 }
 
+TEST_F(ThreadsTest, MatrixProducts) {
+  // Large enough for many GEMM tiles (and, with OpenBLAS's own threading,
+  // for a split that rounds differently on its Haswell and Zen kernels):
+  // a weight-shared product, a weight gradient with a long contraction
+  // (the batch's rows), batched products with transposes, and tg.linear.
+  HostTensor x = randomTensor(rng, DType::F32, {4, 128, 384});
+  HostTensor w = randomTensor(rng, DType::F32, {384, 768});
+  HostTensor g = randomTensor(rng, DType::F32, {4, 128, 768});
+  HostTensor bias = randomTensor(rng, DType::F32, {768});
+  HostTensor xs = randomTensor(rng, DType::F32, {512, 384});
+  HostTensor gs = randomTensor(rng, DType::F32, {512, 768});
+  expectThreadIndependent("matmul", [&] {
+    HostTensor y(DType::F32, {4, 128, 768}), dw(DType::F32, {384, 768}),
+        dx(DType::F32, {4, 128, 384}), scores(DType::F32, {4, 128, 128});
+    EXPECT_TRUE(cpu::matmul(x, w, false, false, y).ok());
+    EXPECT_TRUE(cpu::matmul(xs, gs, true, false, dw).ok());
+    EXPECT_TRUE(cpu::matmul(g, w, false, true, dx).ok());
+    EXPECT_TRUE(cpu::matmul(x, x, false, true, scores).ok());
+    return std::vector<HostTensor>{y, dw, dx, scores};
+  });
+  expectThreadIndependent("linear", [&] {
+    HostTensor y(DType::F32, {4, 128, 768}), pre(DType::F32, {4, 128, 768});
+    EXPECT_TRUE(cpu::linear(x, w, bias, true, y, &pre.ref()).ok());
+    return std::vector<HostTensor>{y, pre};
+  });
+}
+
 TEST_F(ThreadsTest, InitializationIsCounterBased) {
   // Element i of a tensor depends on the seed, the name and i alone: the
   // same at any thread count, and the same in a tensor of any size.

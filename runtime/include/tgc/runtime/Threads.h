@@ -1,11 +1,13 @@
 //===- Threads.h - the CPU backend's thread count and BLAS --------*- C++ -*-===//
 //
-// How many threads the CPU kernels and OpenBLAS use. One number governs
-// both: the kernels run their loops on an OpenMP team of that size and
-// OpenBLAS its GEMMs on as many threads, one after the other, so the two
-// never run at once and never oversubscribe the cores. Every kernel's
-// result is independent of the count (loops split into fixed chunks whose
-// partial sums are combined in chunk order).
+// How many threads the CPU kernels use. The kernels run their loops on an
+// OpenMP team of that size, GEMMs included: a GEMM is cut into tiles fixed
+// by its shape, each a single-threaded OpenBLAS call on one of the team's
+// threads, so OpenBLAS starts no threads of its own. Every kernel's result
+// is independent of the count (loops split into fixed chunks whose partial
+// sums are combined in chunk order; GEMM tiles each compute their elements
+// whole), on every OpenBLAS kernel set: OpenBLAS's own threaded SGEMM is not
+// (on its Haswell and Zen kernels the split changes the rounding).
 //
 // OpenBLAS is loaded at run time rather than linked: its dynamic-arch
 // build picks its kernels when it loads, from the CPU model, and falls back
@@ -29,7 +31,7 @@ namespace tgc::rt {
 /// The cores this process may run on (its CPU affinity mask).
 int availableCores();
 
-/// Sets the thread count of the CPU kernels and of OpenBLAS. Fails on a
+/// Sets the thread count of the CPU kernels. Fails on a
 /// count below 1 or above availableCores(), naming both.
 Status setCpuThreads(int threads);
 
@@ -44,6 +46,10 @@ Status loadBlas();
 /// OPENBLAS_CORETYPE). Empty before loadBlas succeeds.
 std::string blasCoreName();
 bool blasCoreChosenByRuntime();
+
+/// The instruction set the vectorized exp/log/tanh run on ("avx512f",
+/// "avx2", "sse2" or "libm"): the best the CPU has, or TGC_VECMATH's choice.
+std::string vectorMathIsa();
 
 } // namespace tgc::rt
 
