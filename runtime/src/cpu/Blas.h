@@ -10,6 +10,7 @@ namespace tgc::rt::cpu {
 using SgemmFn = void (*)(int, int, int, int, int, int, float, const float *,
                          int, const float *, int, float, float *, int);
 constexpr int kCblasRowMajor = 101;
+constexpr int kCblasColMajor = 102;
 constexpr int kCblasNoTrans = 111;
 constexpr int kCblasTrans = 112;
 
@@ -22,6 +23,13 @@ SgemmFn blasSgemm();
 /// tile on the backend's team. Its results may then depend on the thread
 /// count.
 bool blasThreaded();
+
+/// Whether GEMMs may take OpenBLAS's small-matrix "direct" SGEMM (row-major
+/// calls on an AVX-512 CPU, whatever kernel set is chosen): only when the
+/// kernel set is an AVX-512 one, so that a forced narrower set (Haswell on
+/// an AVX-512 machine, as scripts/test-kernel-sets.sh runs) computes what
+/// it computes on the CPUs it is for.
+bool blasDirectSgemm();
 
 } // namespace tgc::rt::cpu
 

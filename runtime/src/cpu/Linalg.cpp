@@ -22,17 +22,28 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace tgc::rt::cpu {
 
 namespace {
 
-/// A tile holds at least this many multiply-adds (about 50 us of one core's
-/// SGEMM), so a tile's call and packing cost little beside its arithmetic.
-constexpr int64_t kTileWork = int64_t(1) << 22;
+/// The tile size's scale, in multiply-adds: a product of kTileWork * t^2
+/// gets t tiles (a power of two) of kTileWork * t each. Each tile packs its
+/// own panels of A and B, memory traffic that small tiles pay too often;
+/// growing the tiles with the product keeps that small beside the
+/// arithmetic while small products still split in two. On the small GPT-2
+/// of bench/CPU.md, fixed tiles of 2^22 multiply-adds spent a third more
+/// time in GEMMs than one OpenBLAS call on one thread; this rule is within
+/// a few percent of it.
+constexpr int64_t kTileWork = int64_t(1) << 24;
 /// At most this many tiles: enough to balance 64 threads; a power of two so
 /// that they divide evenly among 2, 4, 8... threads.
 constexpr int64_t kMaxTiles = 64;
@@ -45,6 +56,32 @@ constexpr int64_t kMinRows = 32, kMinCols = 64;
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
+/// Keeps an OpenBLAS call made outside a parallel region on the calling
+/// thread. OpenBLAS's OpenMP build sizes its own team from OpenMP's thread
+/// count (omp_get_max_threads) at every call, whatever it was told before,
+/// and runs on one thread only inside an active parallel region; this sets
+/// the calling thread's count to 1 for the call.
+class SingleThreadedBlas {
+public:
+  SingleThreadedBlas() {
+#ifdef _OPENMP
+    if (!omp_in_parallel()) {
+      saved = omp_get_max_threads();
+      omp_set_num_threads(1);
+    }
+#endif
+  }
+  ~SingleThreadedBlas() {
+#ifdef _OPENMP
+    if (saved > 0)
+      omp_set_num_threads(saved);
+#endif
+  }
+
+private:
+  int saved = 0;
+};
+
 } // namespace
 
 GemmTiling gemmTiling(int64_t m, int64_t n, int64_t k) {
@@ -55,8 +92,11 @@ GemmTiling gemmTiling(int64_t m, int64_t n, int64_t k) {
     return tiling;
   // m * n * k can exceed int64 only for tensors no machine holds; saturate.
   double work = double(m) * double(n) * double(std::max<int64_t>(k, 1));
+  // The tile count grows as the square root of the work: a product of
+  // kTileWork * t^2 multiply-adds gets t tiles of kTileWork * t each.
+  double ideal = std::sqrt(work / double(kTileWork));
   int64_t tiles = 1;
-  while (tiles < kMaxTiles && work / double(2 * tiles) >= double(kTileWork))
+  while (tiles < kMaxTiles && double(2 * tiles) <= ideal)
     tiles *= 2;
   // Halve the longer side of the tile until there are `tiles` of them.
   int64_t rowTiles = 1, colTiles = 1;
@@ -92,26 +132,39 @@ void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n,
   SgemmFn sgemm = blasSgemm();
   int opA = transposeA ? kCblasTrans : kCblasNoTrans;
   int opB = transposeB ? kCblasTrans : kCblasNoTrans;
+  bool rowMajor = blasDirectSgemm();
+  // C[rows, cols] = op(A)[rows, k] op(B)[k, cols], one OpenBLAS call.
+  auto multiply = [&](int64_t rows, int64_t cols, const float *aPart,
+                      const float *bPart, float *cPart) {
+    if (rowMajor) {
+      sgemm(kCblasRowMajor, opA, opB, int(rows), int(cols), int(k), alpha,
+            aPart, int(lda), bPart, int(ldb), beta, cPart, int(ldc));
+      return;
+    }
+    // Column-major with the operands swapped (C^T = op(B)^T op(A)^T): what
+    // OpenBLAS does with a row-major call itself, minus the small-matrix
+    // "direct" SGEMM it takes for row-major calls on any AVX-512 CPU
+    // (blasDirectSgemm).
+    sgemm(kCblasColMajor, opB, opA, int(cols), int(rows), int(k), alpha,
+          bPart, int(ldb), aPart, int(lda), beta, cPart, int(ldc));
+  };
   if (blasThreaded()) {
-    sgemm(kCblasRowMajor, opA, opB, int(m), int(n), int(k), alpha, a, int(lda),
-          b, int(ldb), beta, c, int(ldc));
+    multiply(m, n, a, b, c);
     return;
   }
   GemmTiling tiling = gemmTiling(m, n, k);
   auto runTile = [&](int64_t tile) {
     int64_t row = (tile / tiling.colTiles) * tiling.tileRows;
     int64_t col = (tile % tiling.colTiles) * tiling.tileCols;
-    int64_t rows = std::min(tiling.tileRows, m - row);
-    int64_t cols = std::min(tiling.tileCols, n - col);
     // Row `row` of op(A) and column `col` of op(B) in their storage.
-    const float *aTile = a + (transposeA ? row : row * lda);
-    const float *bTile = b + (transposeB ? col * ldb : col);
-    sgemm(kCblasRowMajor, opA, opB, int(rows), int(cols), int(k), alpha,
-          aTile, int(lda), bTile, int(ldb), beta, c + row * ldc + col,
-          int(ldc));
+    multiply(std::min(tiling.tileRows, m - row),
+             std::min(tiling.tileCols, n - col),
+             a + (transposeA ? row : row * lda),
+             b + (transposeB ? col * ldb : col), c + row * ldc + col);
   };
   int64_t count = tiling.count();
   if (count == 1) {
+    SingleThreadedBlas single;
     runTile(0);
     return;
   }

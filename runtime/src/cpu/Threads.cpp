@@ -21,6 +21,7 @@
 #endif
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -36,6 +37,8 @@ struct OpenBlas {
   bool chosen = false;
   /// TGC_GEMM=openblas: OpenBLAS threads each GEMM itself.
   bool threaded = false;
+  /// The kernel set is an AVX-512 one (see blasDirectSgemm).
+  bool avx512 = false;
   Status status = Status::failure("OpenBLAS was not loaded");
 };
 
@@ -105,10 +108,24 @@ void loadOnce() {
     return;
   }
   blas.chosen = coreType != nullptr;
+  if (blas.coreName) {
+    const char *name = blas.coreName();
+    std::string core = name ? name : "";
+    for (char &ch : core)
+      ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    blas.avx512 = core == "skylakex" || core == "cooperlake" ||
+                  core == "sapphirerapids";
+  }
   const char *gemm = std::getenv("TGC_GEMM");
   blas.threaded = gemm && std::strcmp(gemm, "openblas") == 0;
   blas.status = Status::success();
   blas.setThreads(blas.threaded ? cpuThreads() : 1);
+#ifdef _OPENMP
+  // The OpenMP build sets the OpenMP thread count along with its own: give
+  // the kernels' team back its size. (That build follows OpenMP's count at
+  // every call anyway; gemmF32 keeps each of its calls on one thread.)
+  omp_set_num_threads(cpuThreads());
+#endif
 }
 
 } // namespace
@@ -165,6 +182,8 @@ SgemmFn blasSgemm() {
 }
 
 bool blasThreaded() { return openBlas().threaded; }
+
+bool blasDirectSgemm() { return openBlas().avx512; }
 } // namespace cpu
 
 } // namespace tgc::rt

@@ -13,6 +13,11 @@
 #include "tgc/runtime/Threads.h"
 
 #include "TestUtil.h"
+#include "cpu/Common.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <functional>
 
@@ -150,15 +155,16 @@ TEST_F(ThreadsTest, MatrixProducts) {
   // for a split that rounds differently on its Haswell and Zen kernels):
   // a weight-shared product, a weight gradient with a long contraction
   // (the batch's rows), batched products with transposes, and tg.linear.
-  HostTensor x = randomTensor(rng, DType::F32, {4, 128, 384});
-  HostTensor w = randomTensor(rng, DType::F32, {384, 768});
-  HostTensor g = randomTensor(rng, DType::F32, {4, 128, 768});
-  HostTensor bias = randomTensor(rng, DType::F32, {768});
-  HostTensor xs = randomTensor(rng, DType::F32, {512, 384});
-  HostTensor gs = randomTensor(rng, DType::F32, {512, 768});
+  HostTensor x = randomTensor(rng, DType::F32, {8, 128, 512});
+  HostTensor w = randomTensor(rng, DType::F32, {512, 1024});
+  HostTensor g = randomTensor(rng, DType::F32, {8, 128, 1024});
+  HostTensor bias = randomTensor(rng, DType::F32, {1024});
+  HostTensor xs = randomTensor(rng, DType::F32, {1024, 512});
+  HostTensor gs = randomTensor(rng, DType::F32, {1024, 1024});
+  ASSERT_GE(cpu::gemmTiling(1024, 1024, 512).count(), 4);
   expectThreadIndependent("matmul", [&] {
-    HostTensor y(DType::F32, {4, 128, 768}), dw(DType::F32, {384, 768}),
-        dx(DType::F32, {4, 128, 384}), scores(DType::F32, {4, 128, 128});
+    HostTensor y(DType::F32, {8, 128, 1024}), dw(DType::F32, {512, 1024}),
+        dx(DType::F32, {8, 128, 512}), scores(DType::F32, {8, 128, 128});
     EXPECT_TRUE(cpu::matmul(x, w, false, false, y).ok());
     EXPECT_TRUE(cpu::matmul(xs, gs, true, false, dw).ok());
     EXPECT_TRUE(cpu::matmul(g, w, false, true, dx).ok());
@@ -166,7 +172,7 @@ TEST_F(ThreadsTest, MatrixProducts) {
     return std::vector<HostTensor>{y, dw, dx, scores};
   });
   expectThreadIndependent("linear", [&] {
-    HostTensor y(DType::F32, {4, 128, 768}), pre(DType::F32, {4, 128, 768});
+    HostTensor y(DType::F32, {8, 128, 1024}), pre(DType::F32, {8, 128, 1024});
     EXPECT_TRUE(cpu::linear(x, w, bias, true, y, &pre.ref()).ok());
     return std::vector<HostTensor>{y, pre};
   });
@@ -195,6 +201,23 @@ TEST_F(ThreadsTest, InitializationIsCounterBased) {
     initializeTensor(info, 1235, other);
     EXPECT_NE(std::memcmp(other.ref().data, small.ref().data, 40), 0);
   }
+}
+
+TEST_F(ThreadsTest, LoadingOpenBlasKeepsTheTeamSize) {
+  // OpenBLAS's OpenMP build sets OpenMP's thread count when it is told to
+  // run single-threaded: the kernels' team must keep the count set here,
+  // or every kernel quietly runs on one thread.
+  ASSERT_TRUE(setCpuThreads(2).ok());
+  ASSERT_TRUE(loadBlas().ok());
+#ifdef _OPENMP
+  int team = 0;
+#pragma omp parallel
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+  }
+  EXPECT_EQ(team, 2);
+#endif
 }
 
 TEST(ThreadCountTest, Bounds) {
