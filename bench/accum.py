@@ -21,7 +21,7 @@ import re
 import tempfile
 
 from common import (ROOT, allocated, best_step_times, compile_report,
-                    cpu_name, run, small_gpt2)
+                    cpu_name, machine, run, small_gpt2)
 
 GiB = 1024 ** 3
 MiB = 1024 ** 2
@@ -129,7 +129,7 @@ def main():
            "search takes about 0.2 s.", ""] + auto + [
            "", "## CPU time per optimizer step", "",
            f"GPT-2 with 4 layers, C=256, 4 heads, T=256, V=512, f32, on "
-           f"{cpu_name()} (2 cores): the mean of {steps} optimizer steps "
+           f"{machine(bins)}: the mean of {steps} optimizer steps "
            "after 2 warm-up steps, best of 3 rounds interleaving the three "
            "executables, in one run.", ""] + times + [
            "", "K=4 micro-batches of 2 do the work of one batch of 8 in "

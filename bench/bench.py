@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from common import machine
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GiB = 1024 ** 3
 MiB = 1024 ** 2
@@ -154,8 +156,8 @@ def main():
 
     import torch
     lines = ["# tgc benchmarks", "",
-             f"Measured by `/usr/bin/python3 bench/bench.py` on {cpu_name()}, "
-             f"{os.cpu_count()} cores, {platform.system()} "
+             f"Measured by `/usr/bin/python3 bench/bench.py` on {machine(bins)}, "
+             f"{platform.system()} "
              f"{platform.release()}; PyTorch {torch.__version__} (CPU). "
              f"Medians of {repeats} runs where repeated.", "",
              "Mixed precision and memory: [AMP.md](AMP.md) (`bench/amp.py`). "

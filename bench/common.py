@@ -2,7 +2,9 @@
 whose CPU step time they measure, and that measurement."""
 import json
 import os
+import re
 import subprocess
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -15,6 +17,42 @@ def run(cmd, check=True):
 def cpu_name():
     return run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]
                ).stdout.strip()
+
+
+def cpu_isa():
+    """The widest vector instruction set the CPU reports."""
+    flags = run(["sh", "-c", "grep -m1 '^flags' /proc/cpuinfo"]).stdout.split()
+    if all(f in flags for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl")):
+        return "AVX-512"
+    if "avx2" in flags and "fma" in flags:
+        return "AVX2"
+    if "avx" in flags:
+        return "AVX"
+    return "SSE2"
+
+
+def kernel_set(bins):
+    """The kernels tgc-run runs here: OpenBLAS's core type and the vector
+    math's instruction set, as tgc-run reports them (environment
+    variables OPENBLAS_CORETYPE and TGC_VECMATH included)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        model, exe = os.path.join(tmp, "m.mlir"), os.path.join(tmp, "m.tgx")
+        run([f"{bins}/tgc-models", "mlp", "--batch", "2", "-o", model])
+        run([f"{bins}/tgc-compile", model, "-o", exe])
+        out = run([f"{bins}/tgc-run", exe, "--steps", "1", "--device", "cpu"]
+                  ).stdout
+    core = re.search(r"OpenBLAS (\S+) kernels", out)
+    math = re.search(r"vector math (\S+)", out)
+    return (core.group(1) if core else "?", math.group(1) if math else "?")
+
+
+def machine(bins):
+    """The identity every table states, so that figures from different
+    machines are never compared as if from one: the CPU's model, its cores
+    and widest ISA, and the kernel set tgc ran."""
+    core, math = kernel_set(bins)
+    return (f"{cpu_name()}, {len(os.sched_getaffinity(0))} cores, {cpu_isa()}; "
+            f"OpenBLAS {core} kernels, vector math {math}")
 
 
 def small_gpt2(bins, path):

@@ -18,7 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from common import ROOT, cpu_name, run  # noqa: E402
+from common import ROOT, cpu_name, machine, run  # noqa: E402
 
 GiB = 1024 ** 3
 MiB = 1024 ** 2
@@ -200,7 +200,7 @@ def main():
 
     out = ["# 8-bit optimizer state against f32 state", "",
            "Measured by `python3 bench/optim8.py` on one machine in one run "
-           f"(CPU: {cpu_name()}); nothing here is copied from elsewhere. "
+           f"({machine(bins)}); nothing here is copied from elsewhere. "
            "`tgc-compile --optimizer-state=8bit` runs tg-quantize-optimizer-"
            "state: bitsandbytes' blockwise dynamic quantization, block 256, "
            "tensors under 4096 elements keep f32 state.", "",

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every tgc test: the README's test command, and
-# what CI runs. After the suite on the normal build: the same suite on an
+# what CI runs. After the suite on the normal build: its numerics-sensitive
+# part again under every other CPU kernel set this machine can execute
+# (scripts/test-kernel-sets.sh: OpenBLAS's kernels and the vector math of an
+# AVX-only and an AVX2 CPU, on an AVX-512 one), the same suite on an
 # AddressSanitizer + UBSan build (scripts/test-sanitized.sh), and every
 # fuzzing harness for a bounded time (scripts/fuzz.sh; TGC_FUZZ_SECONDS,
 # default 30 per harness).
@@ -9,5 +12,6 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/build.sh"
 bash "$root/scripts/build.sh" check-tgc
+bash "$root/scripts/test-kernel-sets.sh"
 bash "$root/scripts/test-sanitized.sh"
 bash "$root/scripts/fuzz.sh" --time "${TGC_FUZZ_SECONDS:-30}" --seed 1
