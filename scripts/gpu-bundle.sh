@@ -79,6 +79,7 @@ python3 "$root/bench/gpu/bench_gpu.py" --build "$build" --prepare "$out/tgx" \
 rm -f "$out/tgx/"*.mlir
 
 cp "$root/scripts/gpu-run.sh" "$out/run.sh"
-cp "$root/test/gpu/Inputs/compare_losses.py" "$root/bench/gpu/bench_gpu.py" \
+cp "$root/test/gpu/Inputs/compare_losses.py" "$root/test/e2e/Inputs/bounds.py" \
+  "$root/bench/gpu/bench_gpu.py" \
   "$out/"
 du -sh "$out" | cut -f1 | sed 's/^/gpu-bundle: /' 

@@ -56,6 +56,11 @@ check() {
   tail -n 3 "$out/$name.log" | sed 's/^/    /'
 }
 
+# The CPU against the GPU from the same weights: every loss within 1e-3
+# relative, half a bf16 rounding (2^-9): the 16-bit runs differ by one
+# 16-bit rounding of attention's P and dS (test/cuda-emu/train-gpt2.test);
+# f32 runs differ only in the order of their sums and in the GPU's own
+# exp/tanh (a few ulps), far inside it.
 compare() {
   local precision="$1" model="$tgx/gpt2-2layer-$1.tgx"
   "$run" "$model" --steps 0 --seed 11 --save "$out/init-$precision.safetensors" \

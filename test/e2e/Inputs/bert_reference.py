@@ -5,7 +5,7 @@ BERT counterpart of torch_reference.py.
 
 Usage:
   bert_reference.py mlm|seq-cls N_HEAD INIT DATA STEPS METRICS FINAL
-      [--eval=M | --grads=FILE]
+      [--eval=M | --grads=FILE] [--dtype=float32|float64] [--permute=SEED]
 The model is Hugging Face's BertForMaskedLM (mlm) or
 BertForSequenceClassification (seq-cls) without dropout, written out with
 torch functions over INIT's tensors (Hugging Face names, nn.Linear's
@@ -27,6 +27,15 @@ weights over the first M batches to METRICS ({"eval_loss": ...}).
 loss) and the gradient of every parameter of INIT (grad.<name>; zero for a
 parameter the task does not use) to the safetensors FILE; STEPS, METRICS
 and FINAL are then not used.
+--dtype=float64 computes the same problem in float64: INIT's float
+parameters upcast (exactly: every f32, bf16 or f16 value is a float64
+value), the model, the loss and AdamW in float64; the parameters (and
+--grads) are written as F64. compare_runs.py --exact measures both f32
+implementations (tgc's and PyTorch's) against this run.
+--permute=SEED trains on each batch's examples in another order (drawn
+from SEED and the step): the same training in exact arithmetic, rounded
+differently, so that several f32 runs show how far f32 rounding alone
+moves the result (compare_runs.py --exact).
 
 The functions logits(), forward() and batch() are imported by
 hf_bert_check.py."""
@@ -119,18 +128,34 @@ def batch(batches, i):
     return {k: batches[k][i % n] for k in ("tokens", "attention_mask", "targets")}
 
 
+def permuted_rows(rows, seed, step):
+    """The batch's examples in another order (the same one for every
+    tensor of the batch): the same loss and gradients in exact arithmetic,
+    summed over the examples in another order (--permute)."""
+    g = torch.Generator().manual_seed(seed * 1000003 + step)
+    order = torch.randperm(rows["tokens"].shape[0], generator=g)
+    return {k: v[order] for k, v in rows.items()}
+
+
 def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
     task, n_head, init, data, steps, metrics, final = sys.argv[1:8]
     if task not in TASKS:
         sys.exit(f"unknown task {task!r} (mlm or seq-cls)")
-    options = dict(a[2:].split("=", 1) for a in sys.argv[8:]
+    dtype = [a[len("--dtype="):] for a in sys.argv[8:] if a.startswith("--dtype=")]
+    permute = [int(a[len("--permute="):]) for a in sys.argv[8:]
+               if a.startswith("--permute=")]
+    rest = [a for a in sys.argv[8:] if not a.startswith(("--dtype=", "--permute="))]
+    options = dict(a[2:].split("=", 1) for a in rest
                    if a.startswith(("--eval=", "--grads=")))
-    if len(options) != len(sys.argv[8:]) or len(options) > 1:
-        sys.exit(f"options: --eval=M or --grads=FILE, not {sys.argv[8:]}")
+    if len(options) != len(rest) or len(options) > 1 or len(dtype) > 1 or \
+            not set(dtype) <= {"float32", "float64"}:
+        sys.exit("options: --eval=M or --grads=FILE, --dtype=float32|float64, "
+                 f"--permute=SEED, not {sys.argv[8:]}")
+    dtype = torch.float64 if dtype == ["float64"] else torch.float32
     steps = int(steps)
-    params = {k: v.float().clone().requires_grad_()
+    params = {k: v.to(dtype).clone().requires_grad_()
               for k, v in safetensors_io.load(init).items()
               if not is_optimizer_state(k)}
     batches = safetensors_io.load(data)
@@ -160,7 +185,10 @@ def main():
                             eps=1e-8, weight_decay=0.01)
     with open(metrics, "w") as out:
         for step in range(steps):
-            loss = forward(params, batch(batches, step), task, n_head)
+            rows = batch(batches, step)
+            if permute:
+                rows = permuted_rows(rows, permute[0], step)
+            loss = forward(params, rows, task, n_head)
             opt.zero_grad()
             loss.backward()
             lr = opt.param_groups[0]["lr"]

@@ -177,6 +177,11 @@ def compare(kind, init_path, data_path, steps, tgc_path, block, min_size,
     codes = exact = 0
     for name, p in params.items():
         got = tgc[name]
+        # The same elementwise update as the reference, in f32, for a few
+        # steps: the parameters differ only where a dequantized moment
+        # rounds differently (a code one step apart, allowed below), by far
+        # less than lr * 1e-2; rtol 1e-5 (about 170 roundings of 2^-24) and
+        # atol 1e-7 (1e-4 of lr) hold that.
         if not torch.allclose(got, p, rtol=1e-5, atol=1e-7):
             sys.exit(f"{name}: parameter differs by "
                      f"{(got - p).abs().max().item():.3g}")
@@ -188,6 +193,8 @@ def compare(kind, init_path, data_path, steps, tgc_path, block, min_size,
                 continue
             q = tgc[f"{name}.{state_name}.q8"].reshape(-1).long()
             a = tgc[f"{name}.{state_name}.absmax"]
+            # absmax is the largest |moment| of a block: the moments' own
+            # f32 rounding, a few ulps, held to 1e-5.
             if not torch.allclose(a, st[akey], rtol=1e-5, atol=0):
                 sys.exit(f"{name}.{state_name}.absmax differs by "
                          f"{(a - st[akey]).abs().max().item():.3g}")

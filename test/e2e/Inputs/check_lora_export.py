@@ -41,6 +41,8 @@ for k, w in params.items():
     delta = scale * (b @ a)
     want = w.double() + (delta.t() if layout == "conv1d" else delta)
     err = float((merged[k].double() - want).abs().max() / want.abs().max())
+    # tgc's merge is one f32 rank-r product and one addition per element:
+    # a few roundings of 2^-24 against float64; 1e-6 is 16 of them.
     if err > 1e-6:
         sys.exit(f"merged {k} differs from W + scale B A by {err:.3g}")
     adapted += 1

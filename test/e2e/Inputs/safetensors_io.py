@@ -6,9 +6,9 @@ import struct
 
 import torch
 
-DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-          "I64": torch.int64, "I32": torch.int32, "I8": torch.int8,
-          "BOOL": torch.bool, "U8": torch.uint8}
+DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
+          "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32,
+          "I8": torch.int8, "BOOL": torch.bool, "U8": torch.uint8}
 NAMES = {v: k for k, v in DTYPES.items()}
 
 

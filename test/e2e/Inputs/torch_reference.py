@@ -18,7 +18,16 @@ weights over the first M batches. --lora-scale=S applies the LoRA adapters
 the checkpoint holds (`<module>.lora_A.weight`, `<module>.lora_B.weight`)
 as PEFT's LoraLayer does, y = x W + S (x A^T) B^T, and trains only them.
 --clip=MAX clips the gradients' global 2-norm with
-torch.nn.utils.clip_grad_norm_ before every update."""
+torch.nn.utils.clip_grad_norm_ before every update.
+--dtype=float64 computes the same problem in float64: INIT's float
+parameters and DATA's float inputs upcast (exactly: every f32, bf16 or f16
+value is a float64 value), the model, the loss and AdamW in float64; the
+final parameters are written as F64. compare_runs.py --exact measures both
+f32 implementations (tgc's and PyTorch's) against this run.
+--permute=SEED trains on each batch's rows in another order (drawn from
+SEED and the step): the same training in exact arithmetic, rounded
+differently, so that several f32 runs show how far f32 rounding alone
+moves the result (compare_runs.py --exact)."""
 import fnmatch
 import json
 import math
@@ -35,9 +44,18 @@ torch.set_num_threads(1)
 kind, n_head, init, data, steps, metrics, final = sys.argv[1:8]
 steps = int(steps)
 state = safetensors_io.load(init)
+dtype = [a[len("--dtype="):] for a in sys.argv[8:] if a.startswith("--dtype=")]
+dtype = {"float32": None, "float64": torch.float64}[dtype[0]] if dtype else None
+
+
+def upcast(t):
+    """t in --dtype when it is a float tensor and one was given."""
+    return t.to(dtype) if dtype is not None and t.is_floating_point() else t
+
+
 frozen = [g for a in sys.argv[8:] if a.startswith("--freeze=")
           for g in a[len("--freeze="):].split(",")]
-params = {k: v.clone() for k, v in state.items()
+params = {k: upcast(v).clone() for k, v in state.items()
           if not (k.endswith(".exp_avg") or k.endswith(".exp_avg_sq")
                   or k.startswith("optimizer."))}
 lora_scale = [float(a[len("--lora-scale="):]) for a in sys.argv[8:]
@@ -59,7 +77,7 @@ def linear(x, module, transposed=False):
         a, b = params[f"{module}.lora_A.weight"], params[f"{module}.lora_B.weight"]
         y = y + lora_scale * ((x @ a.t()) @ b.t())
     return y
-batches = safetensors_io.load(data)
+batches = {k: upcast(v) for k, v in safetensors_io.load(data).items()}
 
 
 def gpt2(tokens, targets):
@@ -126,6 +144,18 @@ opt = torch.optim.AdamW([p for p in params.values() if p.requires_grad], lr=1e-3
 schedule = [a[len("--schedule="):].split(",") for a in sys.argv[8:]
             if a.startswith("--schedule=")]
 clip = [float(a[len("--clip="):]) for a in sys.argv[8:] if a.startswith("--clip=")]
+permute = [int(a[len("--permute="):]) for a in sys.argv[8:]
+           if a.startswith("--permute=")]
+
+
+def rows_of(*tensors, step):
+    """The batch's rows, in another order under --permute (the same order
+    for every tensor of the batch)."""
+    if not permute:
+        return tensors
+    g = torch.Generator().manual_seed(permute[0] * 1000003 + step)
+    order = torch.randperm(tensors[0].shape[0], generator=g)
+    return tuple(t[order] for t in tensors)
 scheduler = None
 if schedule:
     kind_, warmup, max_steps, min_lr = schedule[0]
@@ -148,10 +178,12 @@ with open(metrics, "w") as out:
     for step in range(steps):
         if kind == "gpt2":
             n = batches["tokens"].shape[0]
-            loss = gpt2(batches["tokens"][step % n], batches["targets"][step % n])
+            loss = gpt2(*rows_of(batches["tokens"][step % n],
+                                 batches["targets"][step % n], step=step))
         else:
             n = batches["inputs"].shape[0]
-            loss = mlp(batches["inputs"][step % n], batches["targets"][step % n])
+            loss = mlp(*rows_of(batches["inputs"][step % n],
+                                batches["targets"][step % n], step=step))
         opt.zero_grad()
         loss.backward()
         if clip:
