@@ -643,6 +643,13 @@ int run(int argc, char **argv) {
                     ? " (chosen from the CPU's instruction sets)"
                     : "",
                 vectorMathIsa().c_str());
+  if (const char *asked = std::getenv("TGC_VECMATH"))
+    if (vectorMathIsa() != asked)
+      std::fprintf(stderr,
+                   "tgc-run: warning: TGC_VECMATH=%s is not a vector math "
+                   "instruction set this CPU runs (avx512f, avx2, sse2 or "
+                   "libm, as the CPU has them); using %s\n",
+                   asked, vectorMathIsa().c_str());
 
   // Where the run starts: a resumed run continues at the saved step, with
   // the saved seed, so it sees the batches it would have seen.
