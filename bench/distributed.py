@@ -32,13 +32,14 @@ WORLDS = (1, 2, 8, 64)
 # bench/DISTRIBUTED.md (update them together).
 NOTES = """## Reading the tables
 
-- **Two ranks beat one process on two cores** because tgc's elementwise,
-  row and optimizer kernels run on one thread (issue 18): a second process
-  puts the second core to work on them, while one process only threads its
-  GEMMs (OpenBLAS). zero1 and zero2 add copies to ddp's (packing and
-  padding the buckets, the all-gather of the parameters), but the three
-  modes differ by a few percent either way from run to run: within this
-  machine's noise.
+- **One process and two ranks take about the same time on two cores**:
+  every kernel of one process runs on both cores (its GEMMs in tiles on
+  the same team), so a second process brings no idle core to work; the
+  ranks pay the collectives (packing and padding the buckets, the
+  all-gather of the parameters under ZeRO) and a step of half the size
+  each. The three modes differ by a few percent either way from run to
+  run: within this machine's noise. One process on one thread shows what
+  the second core buys.
 - **Persistent memory follows ZeRO's division**: f32 parameters (4 Psi)
   stay whole on every rank, and AdamW's two f32 moments (8 Psi) are divided
   by N under zero1 and zero2: 17.41 GiB for GPT-2 1558M in one process,
@@ -156,15 +157,13 @@ def step_times(bins, tmp, lines, steps):
     run([f"{bins}/tgc-models", "gpt2"] + common + ["--batch", "8", "-o", half])
     single = os.path.join(tmp, "single.tgx")
     run([f"{bins}/tgc-compile", whole, "-o", single])
-    exes = {"1 process, batch 16": (single, 1, {}),
-            "1 process, batch 16, 1 BLAS thread": (
-                single, 1, {"OPENBLAS_NUM_THREADS": "1"})}
+    exes = {"1 process, batch 16, 2 threads": (single, 1, {}),
+            "1 process, batch 16, 1 thread": (single, 1, {"THREADS": "1"})}
     for mode in MODES:
         exe = os.path.join(tmp, f"{mode}.tgx")
         run([f"{bins}/tgc-compile", half, "-o", exe, "--data-parallel", mode,
              "--world-size", "2"])
-        exes[f"2 ranks ({mode}), batch 8 each, 1 BLAS thread each"] = (
-            exe, 2, {"OPENBLAS_NUM_THREADS": "1"})
+        exes[f"2 ranks ({mode}), batch 8 each, 1 thread each"] = (exe, 2, {})
     lines += ["## CPU step time, 1 and 2 ranks", "",
               f"GPT-2 with 2 layers, C=256, 4 heads, T=128, V=512, AdamW, "
               f"f32; a global batch of 16 sequences a step; the mean of "
@@ -178,10 +177,12 @@ def step_times(bins, tmp, lines, steps):
             metrics = os.path.join(tmp, "m.jsonl")
             cmd = [f"{bins}/tgc-run", exe, "--steps", str(steps), "--quiet",
                    "--metrics", metrics]
+            if "THREADS" in env:
+                cmd += ["--threads", env["THREADS"]]
             if ranks > 1:
                 cmd = ["mpirun", "-n", str(ranks), "--oversubscribe"] + cmd
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
-                           env={**os.environ, **MPI_ENV, **env})
+                           env={**os.environ, **MPI_ENV})
             rows = [json.loads(l) for l in open(metrics)]
             # Steps 3.. (the first two warm caches and pages up).
             elapsed = rows[-1]["elapsed_s"] - rows[1]["elapsed_s"]
