@@ -245,7 +245,8 @@ def main():
             "differs by the activations. Adafactor keeps n + m values for "
             "an n x m matrix and a full second moment for vectors (no first "
             "moment).", "",
-            f"## CPU time of the update ({n} elements, one thread)", "",
+            f"## CPU time of the update ({n} elements, "
+            f"{len(os.sched_getaffinity(0))} threads)", "",
             "A step whose work is almost only the update (loss = sum(w * x)); "
             "mean of 5 steps, best of 3 interleaved rounds.", "",
             "| optimizer | step time | per element |", "|---|---|---|"]
