@@ -199,8 +199,8 @@ def main():
            "share: what `selective` recomputes (layer norms, GeLUs, "
            "transposes, casts) moves bytes rather than doing FLOPs, the "
            "cost model counts a transpose as free, and the CPU backend's "
-           "elementwise kernels are plain reference loops beside "
-           "OpenBLAS's GEMMs. The solver minimises FLOPs, as the table "
+           "elementwise kernels are bound by memory where its GEMMs are "
+           "bound by arithmetic. The solver minimises FLOPs, as the table "
            "above reports them; weighing bytes moved as well is the next "
            "step for time on a real device.", "",
            "## Against the optimum", "",
