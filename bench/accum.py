@@ -21,7 +21,7 @@ import re
 import tempfile
 
 from common import (ROOT, allocated, best_step_times, compile_report,
-                    cpu_name, machine, run, small_gpt2)
+                    machine, run, small_gpt2)
 
 GiB = 1024 ** 3
 MiB = 1024 ** 2

@@ -34,13 +34,6 @@ def run(cmd, **kw):
                           stderr=subprocess.PIPE, text=True, **kw)
 
 
-def cpu_name():
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
 def compile_times(bins, tmp, repeats):
     rows = []
     for preset in ["124M", "1558M"]:

@@ -29,7 +29,7 @@ import subprocess
 import tempfile
 import time
 
-from common import ROOT, cpu_name, machine, run
+from common import ROOT, kernel_set, machine, run
 
 # The step-time note when OpenBLAS does not know the CPU model (common in
 # virtual machines) and falls back to slower kernels than tgc-run picks.
@@ -73,14 +73,6 @@ def openblas_detects():
     return subprocess.run(["/usr/bin/python3", "-c", code], env=env,
                           check=True, capture_output=True,
                           text=True).stdout.strip()
-
-
-def tgc_chooses(bins, exe):
-    out = run([f"{bins}/tgc-run", exe, "--steps", "0"]).stdout
-    for line in out.splitlines():
-        if "OpenBLAS" in line:
-            return line.split("OpenBLAS ")[1].split(" ")[0]
-    return "?"
 
 
 def tgc_model(bins, tmp, name, shape, flags=()):
@@ -284,8 +276,7 @@ def main():
              "transformers 4.30 (the `.venv-hf` that "
              "scripts/install-deps.sh makes).", ""]
     with tempfile.TemporaryDirectory() as tmp:
-        exe = tgc_model(bins, tmp, "probe", SHAPES["small"])
-        coretype = tgc_chooses(bins, exe)
+        coretype = kernel_set(bins)[0]
         detected = openblas_detects()
         step_table(bins, tmp, lines, coretype)
         profile_table(bins, tmp, lines, detected)

@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import time
 
-from common import ROOT, cpu_name, machine, run
+from common import ROOT, machine, run
 
 WORLDS = (1, 2, 8, 64)
 # What the tables say, checked against the figures of the run that wrote

@@ -19,7 +19,7 @@ import json
 import os
 import tempfile
 
-from common import (ROOT, best_step_times, compile_report, cpu_name, machine, run,
+from common import (ROOT, best_step_times, compile_report, machine, run,
                     small_gpt2)
 
 GiB = 1024 ** 3

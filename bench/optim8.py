@@ -18,7 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from common import ROOT, cpu_name, machine, run  # noqa: E402
+from common import ROOT, machine, run  # noqa: E402
 
 GiB = 1024 ** 3
 MiB = 1024 ** 2

@@ -20,7 +20,7 @@ import statistics
 import tempfile
 import time
 
-from common import ROOT, cpu_name, machine, run
+from common import ROOT, machine, run
 
 BUCKETS = "64,128,256,512"
 MODES = ("max", "dynamic", "grouped")

@@ -25,7 +25,7 @@ import os
 import re
 import tempfile
 
-from common import ROOT, best_step_times, cpu_name, machine, run, small_gpt2
+from common import ROOT, best_step_times, machine, run, small_gpt2
 
 GiB = 1024 ** 3
 

@@ -56,11 +56,11 @@ constexpr int64_t kMinRows = 32, kMinCols = 64;
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
-/// Keeps an OpenBLAS call made outside a parallel region on the calling
-/// thread. OpenBLAS's OpenMP build sizes its own team from OpenMP's thread
-/// count (omp_get_max_threads) at every call, whatever it was told before,
-/// and runs on one thread only inside an active parallel region; this sets
-/// the calling thread's count to 1 for the call.
+/// Keeps an OpenBLAS call on the calling thread wherever it is made.
+/// OpenBLAS's OpenMP build sizes its own team from OpenMP's thread count
+/// (omp_get_max_threads) at every call, whatever it was told before, and
+/// runs on one thread by itself only inside an active parallel region;
+/// outside one, this sets the calling thread's count to 1 for the call.
 class SingleThreadedBlas {
 public:
   SingleThreadedBlas() {
@@ -154,6 +154,7 @@ void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n,
   }
   GemmTiling tiling = gemmTiling(m, n, k);
   auto runTile = [&](int64_t tile) {
+    SingleThreadedBlas single;
     int64_t row = (tile / tiling.colTiles) * tiling.tileRows;
     int64_t col = (tile % tiling.colTiles) * tiling.tileCols;
     // Row `row` of op(A) and column `col` of op(B) in their storage.
@@ -164,7 +165,6 @@ void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n,
   };
   int64_t count = tiling.count();
   if (count == 1) {
-    SingleThreadedBlas single;
     runTile(0);
     return;
   }

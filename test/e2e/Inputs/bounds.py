@@ -14,6 +14,10 @@ its gradient's relative change; and N optimizer steps add up such moves:
 import math
 
 U_F32 = 2.0 ** -24
+# A few ulps of a stored f32 value: the least error that can be asked of an
+# f32 result where the reference it is measured against happens to be
+# nearly exact (compare_runs.py and compare_eval.py --exact).
+FLOOR_F32 = 16 * U_F32
 
 
 def order_bound(steps, length):

@@ -7,9 +7,13 @@ max(FACTOR * B's, FLOOR), as compare_runs.py --exact checks (where FACTOR
 and FLOOR = 16 * 2^-24, the resolution of stored f32 values, are argued).
 Usage: compare_eval.py A.jsonl B.jsonl FACTOR --exact=REF64.jsonl"""
 import json
+import os
 import sys
 
-FLOOR = 16 * 2.0 ** -24
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bounds  # noqa: E402
+
+FLOOR = bounds.FLOOR_F32
 
 
 def last_eval(path):

@@ -52,7 +52,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bounds  # noqa: E402
 import safetensors_io  # noqa: E402
 
-FLOOR = 16 * 2.0 ** -24
+FLOOR = bounds.FLOOR_F32
 
 tgc_metrics, ref_metrics, tgc_final, ref_final, tol_arg = sys.argv[1:6]
 exact, others, zero_slices = None, [], {}
