@@ -650,6 +650,13 @@ int run(int argc, char **argv) {
                    "instruction set this CPU runs (avx512f, avx2, sse2 or "
                    "libm, as the CPU has them); using %s\n",
                    asked, vectorMathIsa().c_str());
+  if (const char *gemm = std::getenv("TGC_GEMM"))
+    if (std::strcmp(gemm, "openblas") != 0)
+      std::fprintf(stderr,
+                   "tgc-run: warning: TGC_GEMM=%s is not known (only "
+                   "'openblas', OpenBLAS's own threading, is); GEMMs run in "
+                   "tiles on tgc's threads\n",
+                   gemm);
 
   // Where the run starts: a resumed run continues at the saved step, with
   // the saved seed, so it sees the batches it would have seen.
