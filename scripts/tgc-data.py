@@ -4,7 +4,7 @@
 Tokenization happens here, once, rather than in the training loop: text is
 encoded with a Hugging Face tokenizer and written as a .tgcd file (the
 format is described in tgcd.py, next to this script), which the tgc runtime
-memory-maps. Three subcommands:
+reads whole. Three subcommands:
 
   train-tokenizer --corpus FILE.jsonl [--corpus ...] --vocab-size N
                   --kind wordpiece|bpe -o tokenizer.json
@@ -47,6 +47,8 @@ import json
 import math
 import os
 import random
+import signal
+import stat
 import sys
 import tempfile
 
@@ -66,6 +68,15 @@ SPECIAL_ROLES = {
     "sep_id": ("[SEP]", "<|endoftext|>"),
 }
 ENCODE_CHUNK_LINES = 4096
+# The longest line of a JSONL file read (64 MiB): a file without newlines
+# (or /dev/zero) is an error, not a process that grows until it is killed.
+MAX_LINE_BYTES = 64 << 20
+# The largest vocabulary a tokenizer is trained for (Hugging Face's
+# tokenizers keep ids in 32 bits and abort beyond; no model has more).
+MAX_TRAIN_VOCAB = 1 << 24
+# What `generate` writes at most: a corpus of test data, not a disk filler.
+MAX_GENERATED_EXAMPLES = 10_000_000
+MAX_GENERATED_LENGTH = 1 << 20
 
 
 class DataError(Exception):
@@ -97,10 +108,54 @@ def plural(count, noun):
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
+def check_input_file(path, what="input"):
+    """`path` must be a regular file: a directory, a device (/dev/zero) or a
+    FIFO is refused before it is read."""
+    try:
+        info = os.stat(path)
+    except OSError as e:
+        raise DataError(f"cannot read {path}: {e.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a directory" if stat.S_ISDIR(info.st_mode) else
+                "a device" if stat.S_ISCHR(info.st_mode) or
+                stat.S_ISBLK(info.st_mode) else
+                "a pipe" if stat.S_ISFIFO(info.st_mode) else "not a file")
+        raise DataError(f"{what} {path} is {kind}, not a file")
+
+
+def check_outputs(output, inputs):
+    """The output must be a file (or nothing yet) in an existing directory,
+    and none of `inputs` ((flag, path) pairs): writing it would destroy
+    what the user has."""
+    if os.path.isdir(output):
+        raise DataError(f"-o {output} is a directory; name the file to "
+                        "write")
+    directory = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(directory):
+        raise DataError(f"cannot write {output}: there is no directory "
+                        f"{directory}")
+    if os.path.exists(output) and not os.path.isfile(output):
+        raise DataError(f"refusing to replace {output}: it is not a file")
+    for flag, path in inputs:
+        if path is None or not os.path.exists(path):
+            continue
+        same = (os.path.exists(output) and os.path.samefile(output, path))
+        if same:
+            raise DataError(f"-o {output} would overwrite {flag} {path}; "
+                            "write it to another file")
+
+
 def read_jsonl(path):
     """Yields (line number, object) for every non-blank line of `path`."""
+    check_input_file(path)
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
+        for lineno in itertools.count(1):
+            raw = f.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                break
+            if len(raw) > MAX_LINE_BYTES:
+                raise DataError(f"{path}:{lineno}: a line longer than "
+                                f"{MAX_LINE_BYTES} bytes (is it JSONL?)")
             if not raw.strip():
                 continue
             try:
@@ -110,6 +165,9 @@ def read_jsonl(path):
             except json.JSONDecodeError as e:
                 raise DataError(f"{path}:{lineno}: malformed JSON: {e.msg} "
                                 f"at column {e.colno}") from None
+            except RecursionError:
+                raise DataError(f"{path}:{lineno}: JSON nested too deeply "
+                                "to read") from None
             if not isinstance(value, dict):
                 raise DataError(f"{path}:{lineno}: expected a JSON object, "
                                 f"found {json_kind(value)}")
@@ -204,9 +262,11 @@ def train_bpe(tk, texts, vocab_size):
 def cmd_train_tokenizer(args):
     minimum = {"wordpiece": len(WORDPIECE_SPECIALS) + 1,
                "bpe": 256 + len(BPE_SPECIALS)}[args.kind]
-    if args.vocab_size < minimum:
-        raise DataError(f"--vocab-size must be at least {minimum} for a "
-                        f"{args.kind} tokenizer, found {args.vocab_size}")
+    if not minimum <= args.vocab_size <= MAX_TRAIN_VOCAB:
+        raise DataError(f"--vocab-size must be in [{minimum}, "
+                        f"{MAX_TRAIN_VOCAB}] for a {args.kind} tokenizer, "
+                        f"found {args.vocab_size}")
+    check_outputs(args.output, [("--corpus", c) for c in args.corpus])
     texts = read_corpus_texts(args.corpus)
     tk = import_tokenizers()
     train = train_wordpiece if args.kind == "wordpiece" else train_bpe
@@ -221,10 +281,13 @@ def cmd_train_tokenizer(args):
 # --- encode ------------------------------------------------------------------
 
 def load_tokenizer(path):
+    check_input_file(path, "--tokenizer")
     tk = import_tokenizers()
     try:
         tokenizer = tk.Tokenizer.from_file(path)
-    except Exception as e:  # tokenizers raises plain Exceptions
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # plain Exceptions, or a Rust panic
         raise DataError(f"{path}: cannot load the tokenizer: {e}") from None
     # Lengths are the examples' own: padding and truncation saved in the
     # tokenizer would change them behind the user's back.
@@ -361,6 +424,8 @@ def cmd_encode(args):
     if args.max_length is not None and args.max_length < 1:
         raise DataError(f"--max-length must be positive, found "
                         f"{args.max_length}")
+    check_outputs(args.output, [("--input", args.input),
+                                ("--tokenizer", args.tokenizer)])
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
     if tokenizer is not None:
         vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
@@ -385,7 +450,15 @@ def cmd_encode(args):
 
     def encode_chunk(chunk):
         texts = [text for _, text, _, _ in chunk if text is not None]
-        encodings = iter(tokenizer.encode_batch(texts) if texts else [])
+        try:
+            encodings = iter(tokenizer.encode_batch(texts) if texts else [])
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # plain Exceptions, or a Rust panic
+            first = next(where for where, text, _, _ in chunk
+                         if text is not None)
+            raise DataError(f"{args.tokenizer}: cannot encode the texts from "
+                            f"{first} on: {e}") from None
         for where, text, ids, label in chunk:
             if text is not None:
                 ids = next(encodings).ids
@@ -466,12 +539,15 @@ def majority_marker(sequence, markers):
 
 
 def cmd_generate(args):
-    if args.examples < 1:
-        raise DataError(f"--examples must be positive, found {args.examples}")
-    if args.median <= 0:
+    if not 1 <= args.examples <= MAX_GENERATED_EXAMPLES:
+        raise DataError(f"--examples must be in [1, {MAX_GENERATED_EXAMPLES}]"
+                        f", found {args.examples}")
+    if not 0 < args.median < math.inf:
         raise DataError(f"--median must be positive, found {args.median}")
-    if args.max < 2:
-        raise DataError(f"--max must be at least 2, found {args.max}")
+    if not 2 <= args.max <= MAX_GENERATED_LENGTH:
+        raise DataError(f"--max must be in [2, {MAX_GENERATED_LENGTH}], "
+                        f"found {args.max}")
+    check_outputs(args.output, [])
     if args.num_labels < 0:
         raise DataError(f"--num-labels must not be negative, found "
                         f"{args.num_labels}")
@@ -525,7 +601,7 @@ def cmd_generate(args):
 # --- command line ------------------------------------------------------------
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tgc-data", description="Prepares variable-length training data "
         "(.tgcd files) ahead of training.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -577,7 +653,33 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line and status 1 like the rest."""
+
+    def error(self, message):
+        print(f"tgc-data: error: {message} (see --help)", file=sys.stderr)
+        sys.exit(1)
+
+
+def reopen_closed_standard_streams():
+    """A closed descriptor 0, 1 or 2 gets /dev/null, so that no output
+    file takes its number."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDONLY if fd == 0 else
+                             os.O_WRONLY)
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+    for fd, name, mode in ((1, "stdout", "w"), (2, "stderr", "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, closefd=False))
+
+
 def main(argv=None):
+    reopen_closed_standard_streams()
     args = parse_args(argv)
     try:
         args.run(args)
@@ -588,6 +690,13 @@ def main(argv=None):
         where = f"{e.filename}: " if e.filename else ""
         print(f"tgc-data: error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
+    except MemoryError:
+        print("tgc-data: error: out of memory", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        # (The output's temporary file is already gone: atomic_output.)
+        print("tgc-data: interrupted; nothing was written", file=sys.stderr)
+        return 128 + signal.SIGINT
     return 0
 
 

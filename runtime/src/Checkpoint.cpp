@@ -8,6 +8,7 @@
 #include "tgc/runtime/Checkpoint.h"
 
 #include "FileIO.h"
+#include "tgc/runtime/Process.h"
 #include "Safetensors.h"
 #include "cpu/Parallel.h"
 
@@ -16,6 +17,9 @@
 #include <cerrno>
 #include <algorithm>
 #include <cmath>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <optional>
@@ -47,6 +51,80 @@ struct Entry {
 };
 } // namespace
 
+/// What a save's temporary file adds to the target's name (then six
+/// random characters, from mkstemp).
+constexpr const char *kTemporarySuffix = ".tmp.";
+
+/// The first element of a float entry that is NaN or infinite, or -1.
+static int64_t firstNonFinite(const Entry &entry) {
+  const uint8_t *bytes = static_cast<const uint8_t *>(entry.data);
+  if (entry.dtype == DType::F32) {
+    for (size_t i = 0; i < entry.bytes / 4; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, bytes + 4 * i, 4);
+      if ((bits & 0x7f800000u) == 0x7f800000u)
+        return int64_t(i);
+    }
+  } else if (entry.dtype == DType::BF16 || entry.dtype == DType::F16) {
+    uint16_t exponent = entry.dtype == DType::BF16 ? 0x7f80 : 0x7c00;
+    for (size_t i = 0; i < entry.bytes / 2; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, bytes + 2 * i, 2);
+      if ((bits & exponent) == exponent)
+        return int64_t(i);
+    }
+  }
+  return -1;
+}
+
+/// Removes the temporary files of earlier saves to `path` whose writers
+/// are gone (their lock is free); fails when another live process is
+/// saving to `path` now. `mine` is this save's own.
+static Status removeStaleTemporaries(const std::string &path,
+                                     const std::string &mine) {
+  size_t slash = path.find_last_of('/');
+  std::string directory = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  std::string prefix =
+      (slash == std::string::npos ? path : path.substr(slash + 1)) +
+      kTemporarySuffix;
+  std::string mineName =
+      slash == std::string::npos ? mine : mine.substr(slash + 1);
+  DIR *dir = ::opendir(directory.c_str());
+  if (!dir)
+    return Status::success();
+  Status status = Status::success();
+  while (struct dirent *item = ::readdir(dir)) {
+    std::string name = item->d_name;
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(),
+                                                         prefix) != 0 ||
+        name == mineName)
+      continue;
+    std::string other = directory + "/" + name;
+    int fd = ::open(other.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+                                       O_NONBLOCK);
+    if (fd < 0)
+      continue;
+    struct stat opened, named;
+    bool regular = ::fstat(fd, &opened) == 0 && S_ISREG(opened.st_mode);
+    if (regular && ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      status = Status::failure("cannot write '" + path +
+                               "': another process is saving to it now ('" +
+                               other + "' is being written)");
+      ::close(fd);
+      break;
+    }
+    // Still the file that was locked: remove it.
+    if (regular && ::lstat(other.c_str(), &named) == 0 &&
+        named.st_dev == opened.st_dev && named.st_ino == opened.st_ino)
+      ::unlink(other.c_str());
+    ::close(fd);
+  }
+  ::closedir(dir);
+  return status;
+}
+
 /// Writes `entries` as a safetensors file, atomically: a temporary file,
 /// flushed, renamed over `path`.
 static Status writeSafetensors(const std::string &path,
@@ -74,51 +152,79 @@ static Status writeSafetensors(const std::string &path,
   Status replaceable = checkReplaceable(path);
   if (!replaceable.ok())
     return replaceable;
+  // Values that no load accepts are never written over a file that loads.
+  for (const Entry &entry : entries) {
+    int64_t bad = firstNonFinite(entry);
+    if (bad >= 0)
+      return Status::failure(
+          "'" + path + "' was not written: '" + entry.name +
+          "' holds a non-finite value (NaN or Inf) at element " +
+          std::to_string(bad) + "; the previous file is intact");
+  }
   // A fresh temporary file beside the target (O_EXCL: never one that
-  // exists, nor a link someone placed there).
-  std::string temporary = path + ".tmp.XXXXXX";
+  // exists, nor a link someone placed there), locked while it is written:
+  // another save to the same path sees it, and the next save removes it
+  // when the process that wrote it died without removing it.
+  std::string temporary = path + kTemporarySuffix + "XXXXXX";
   int fd = ::mkstemp(temporary.data());
   if (fd < 0)
     return Status::failure("cannot write '" + path + "' (cannot create a "
                            "temporary file beside it: " +
                            std::strerror(errno) + ")");
+  ::flock(fd, LOCK_EX | LOCK_NB);
+  setTemporaryFile(temporary.c_str());
+  auto abandon = [&](FILE *file, const std::string &message) {
+    setTemporaryFile(nullptr);
+    std::remove(temporary.c_str());
+    if (file)
+      std::fclose(file);
+    else
+      ::close(fd);
+    return Status::failure(message);
+  };
+  Status others = removeStaleTemporaries(path, temporary);
+  if (!others.ok())
+    return abandon(nullptr, others.error);
   mode_t mask = ::umask(0); // mkstemp makes 0600; a save gets 0666 & ~umask
   ::umask(mask);
   ::fchmod(fd, 0666 & ~mask);
   FILE *file = ::fdopen(fd, "wb");
-  if (!file) {
-    ::close(fd);
-    std::remove(temporary.c_str());
-    return Status::failure("cannot write '" + path + "'");
-  }
+  if (!file)
+    return abandon(nullptr, "cannot write '" + path + "'");
   uint64_t length = header.size();
   uint8_t prefix[8];
   for (int i = 0; i < 8; ++i)
     prefix[i] = uint8_t(length >> (8 * i));
   bool ok = std::fwrite(prefix, 1, 8, file) == 8 &&
             std::fwrite(header.data(), 1, header.size(), file) == header.size();
-  // Fault injection for the test that a crash during a save leaves the
-  // previous checkpoint intact: die after writing half the tensors.
+  // Fault injection for the tests that a crash or a signal during a save
+  // leaves the previous checkpoint intact: die (or stop for a second)
+  // after writing half the tensors.
   const char *abortAt = std::getenv("TGC_TEST_ABORT_DURING_SAVE");
+  const char *pauseAt = std::getenv("TGC_TEST_PAUSE_DURING_SAVE");
   for (size_t i = 0; i < entries.size(); ++i) {
     if (abortAt && i == entries.size() / 2) {
       std::fflush(file);
       std::abort();
     }
+    if (pauseAt && i == entries.size() / 2) {
+      std::fflush(file);
+      for (unsigned left = unsigned(std::atoi(pauseAt)); left;)
+        left = ::sleep(left); // a signal's handler cuts a sleep short
+    }
     ok = ok && std::fwrite(entries[i].data, 1, entries[i].bytes, file) ==
                    entries[i].bytes;
   }
   ok = ok && std::fflush(file) == 0 && ::fsync(fileno(file)) == 0;
-  ok = (std::fclose(file) == 0) && ok;
-  if (!ok) {
-    std::remove(temporary.c_str());
-    return Status::failure("could not write '" + path +
-                           "' (disk full?); the previous file is intact");
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return Status::failure("could not move the file into '" + path + "'");
-  }
+  if (!ok)
+    return abandon(file, "could not write '" + path +
+                             "' (disk full?); the previous file is intact");
+  // Renamed while still locked and open, so no other save takes it for a
+  // stale one in between.
+  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+    return abandon(file, "could not move the file into '" + path + "'");
+  setTemporaryFile(nullptr);
+  std::fclose(file);
   return Status::success();
 }
 

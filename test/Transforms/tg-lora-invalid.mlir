@@ -3,10 +3,12 @@
 // RUN: not tgc-opt %s --tg-lora="alpha=-1 targets=layers.0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=RANK
 // RUN: not tgc-opt %s --tg-lora -o /dev/null 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not tgc-opt %s --tg-lora="targets=tied" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARED
+// RUN: not tgc-opt %s --tg-lora="rank=3 targets=layers.1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOOBIG
 
 // NOMATCH: error: tg-lora: target 'attn' matches no matmul weight of @mlp
 // RANK: error: tg-lora: rank and alpha must be positive
 // NONE: error: tg-lora: no target modules (targets=c_attn,c_proj)
+// TOOBIG: error: 'tg.matmul' op tg-lora: rank 3 is above the size of 'layers.1' (2 x 4): B A cannot have a rank above 2; choose a lower rank, or train the weight itself
 // SHARED: error: 'tg.matmul' op tg-lora: 'tied' is used by several matmuls; LoRA adapts a weight used once
 
 func.func @mlp(%x: tensor<8x4xf32> {tg.input = "inputs"}, %y: tensor<8xi64> {tg.input = "targets"},

@@ -32,10 +32,13 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include "tgc/Support/UserFiles.h"
 
 #include <limits>
 
@@ -129,6 +132,10 @@ static cl::opt<std::string>
          cl::desc("Add LoRA adapters and train only them (and --train-only): "
                   "rank=8,alpha=16,targets=c_attn,c_proj (tg-lora)"),
          cl::cat(category));
+
+/// The largest IR file read (1 GiB; constants larger than
+/// --max-constant-bytes are refused anyway).
+static constexpr uint64_t kMaxInputBytes = uint64_t(1) << 30;
 
 namespace {
 /// A smaller shape bucket, compiled in a module of its own: its training
@@ -341,6 +348,9 @@ static LogicalResult splitArguments(int argc, char **argv,
 }
 
 int main(int argc, char **argv) {
+  // Started with a standard stream closed (`2>&-`): the summary line must
+  // not land in the executable, which would take descriptor 2.
+  tgc::reopenClosedStandardStreams();
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   std::vector<char *> own;
@@ -385,6 +395,20 @@ int main(int argc, char **argv) {
                     frozenDtype = options.frozenDtype;
   if (!estimateJSON.empty() && estimate.empty())
     return fail("--estimate-json needs --estimate=<device>");
+  // No output may replace an input, or another output.
+  bool estimateIsFile = !estimate.empty() &&
+                        !tgc::getBuiltinDevice(estimate).has_value();
+  std::string clash = tgc::checkDistinctFiles(
+      {{"the input", inputFile},
+       {"tgc-compile itself", "/proc/self/exe"},
+       {"--estimate", estimateIsFile ? std::string(estimate) : ""}},
+      {{"-o", outputFile},
+       {"--memory-report", memoryReport},
+       {"--memory-report's trace",
+        memoryReport.empty() ? "" : memoryReport + ".trace.json"},
+       {"--estimate-json", estimateJSON}});
+  if (!clash.empty())
+    return fail(clash);
   // The device is read before anything is compiled, so a bad one costs
   // nothing.
   std::optional<tgc::DeviceSpec> device;
@@ -409,6 +433,20 @@ int main(int argc, char **argv) {
     if (!tgc::parseByteSize(budget.str()))
       return fail("--remat=budget= needs a positive size such as 6GiB, "
                   "512MiB or 1000000 (bytes), found '" + budget + "'");
+  }
+
+  // The input is read whole: it must be a file (or "-", standard input),
+  // never a device such as /dev/zero or a FIFO.
+  if (inputFile != "-") {
+    llvm::sys::fs::file_status status;
+    if (!llvm::sys::fs::status(inputFile, status) &&
+        status.type() != llvm::sys::fs::file_type::regular_file)
+      return fail("'" + inputFile + "' is not a file");
+    if (status.getSize() > kMaxInputBytes)
+      return fail("'" + inputFile + "' is " + Twine(status.getSize()) +
+                  " bytes, more than the " + Twine(kMaxInputBytes) +
+                  " a model's IR may have (its constants belong in a "
+                  "checkpoint)");
   }
 
   MLIRContext context;
@@ -571,7 +609,7 @@ int main(int argc, char **argv) {
       return fail("--memory-budget needs a positive size such as 24GiB, "
                   "512MiB or 1000000 (bytes), found '" + memoryBudget + "'");
   }
-  if (globalBatch < 0)
+  if (globalBatch.getNumOccurrences() && globalBatch <= 0)
     return fail("--global-batch must be positive, found " +
                 Twine(int64_t(globalBatch)));
   if (globalBatch > 0 && options.gradAccum != 1)

@@ -23,6 +23,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <memory>
+#include "tgc/Support/UserFiles.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -227,6 +228,8 @@ static OwningOpRef<ModuleOp> buildMLPFromFlags(MLIRContext *context,
 }
 
 int main(int argc, char **argv) {
+  // A closed standard stream must not become the output file.
+  tgc::reopenClosedStandardStreams();
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category, gpt2Command);
   cl::HideUnrelatedOptions(category, mlpCommand);

@@ -25,8 +25,11 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include "tgc/Support/UserFiles.h"
 
 int main(int argc, char **argv) {
+  // A closed standard stream must not become the output file.
+  tgc::reopenClosedStandardStreams();
   llvm::InitLLVM init(argc, argv);
   mlir::registerTransformsPasses();
   tgc::tg::registerTGPasses();

@@ -15,11 +15,13 @@
 #include "tgc/runtime/Checkpoint.h"
 #include "tgc/runtime/Communicator.h"
 #include "tgc/runtime/Data.h"
+#include "tgc/runtime/Process.h"
 #include "tgc/runtime/Program.h"
 #include "tgc/runtime/Schedule.h"
 #include "tgc/runtime/Session.h"
 #include "tgc/runtime/Threads.h"
 #include "tgc/Support/CheckedMath.h"
+#include "tgc/Support/UserFiles.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -30,12 +32,14 @@
 #include <chrono>
 #include <deque>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <unistd.h>
 
 using namespace tgc::rt;
@@ -75,7 +79,10 @@ struct Options {
   bool evalOnly = false;
   std::string padding = "dynamic";
   std::string overlong = "truncate";
-  int threads = -1; // -1: the cores this process may use
+  int threads = 0; // unless threadsGiven: the cores this process may use
+  bool threadsGiven = false;
+  // Whether --padding or --overlong was given (they apply to examples).
+  bool exampleOptionsGiven = false;
   bool profile = false;
   int64_t profileTop = 10;
 };
@@ -412,6 +419,9 @@ std::string parseOptions(int argc, char **argv, Options &options,
   } catch (const CLI::ParseError &error) {
     return std::string(error.what()) + " (see --help)";
   }
+  options.threadsGiven = app.count("--threads") > 0;
+  options.exampleOptionsGiven =
+      app.count("--padding") > 0 || app.count("--overlong") > 0;
   if (!maxMemory.empty() &&
       (!parseBytes(maxMemory, options.maxMemory) || options.maxMemory <= 0))
     return "--max-memory needs a positive size in bytes (like 512M or 16G)";
@@ -433,6 +443,34 @@ std::string parseOptions(int argc, char **argv, Options &options,
            "choose one with --lr-schedule";
   if (!options.resume.empty() && !options.loadWeights.empty())
     return "--resume and --load-weights both set the parameters; use one";
+  // No output may be an input or another output: a mistake on the command
+  // line must not cost the user a dataset, a checkpoint or the executable.
+  std::vector<tgc::NamedFile> inputs = {
+      {"the executable", options.program},
+      {"tgc-run itself", "/proc/self/exe"},
+      {"--data", options.data == "synthetic" ? "" : options.data},
+      {"--eval-data", options.evalData == "synthetic" ? "" : options.evalData},
+      {"--load-weights", options.loadWeights},
+      {"--load-adapters", options.loadAdapters}};
+  std::vector<tgc::NamedFile> outputs = {
+      {"--save", options.save},
+      {"--save-adapters", options.saveAdapters},
+      {"--export-merged", options.exportMerged},
+      {"--metrics", options.metrics}};
+  std::string clash = tgc::checkDistinctFiles(inputs, outputs);
+  // --save may replace the checkpoint the run resumes from (read whole
+  // before training, and replaced atomically): one file that a job keeps
+  // resuming from and saving to. No other output may.
+  std::vector<tgc::NamedFile> resumeOutputs = outputs;
+  if (!tgc::checkDistinctFiles({{"--resume", options.resume}},
+                               {{"--save", options.save}})
+           .empty())
+    resumeOutputs.erase(resumeOutputs.begin());
+  if (clash.empty())
+    clash = tgc::checkDistinctFiles({{"--resume", options.resume}},
+                                    resumeOutputs);
+  if (!clash.empty())
+    return clash;
   // What a save would replace must be a regular file (or nothing): refuse
   // before training rather than after.
   for (const std::string *target :
@@ -519,11 +557,74 @@ std::string formatBytes(int64_t bytes) {
   return text;
 }
 
+/// The options every rank of a job must share, as `--name=value` items, the
+/// files it reads by fingerprint (their paths may differ from rank to
+/// rank). Output options count only by whether they are set: which file
+/// rank 0 writes is its own affair.
+Status describeRun(const Options &options, std::string &key) {
+  auto file = [&](const std::string &path, std::string &text) -> Status {
+    if (path.empty() || path == "synthetic") {
+      text = path.empty() ? "none" : path;
+      return Status::success();
+    }
+    Status status = fingerprintFile(path, text);
+    if (!status.ok())
+      return status;
+    text = "file:" + text;
+    return Status::success();
+  };
+  std::string data, evalData, resume, weights, adapters;
+  for (auto [option, path, text] :
+       {std::tuple("--data", &options.data, &data),
+        std::tuple("--eval-data", &options.evalData, &evalData),
+        std::tuple("--resume", &options.resume, &resume),
+        std::tuple("--load-weights", &options.loadWeights, &weights),
+        std::tuple("--load-adapters", &options.loadAdapters, &adapters)}) {
+    Status status = file(*path, *text);
+    if (!status.ok())
+      return Status::failure(std::string(option) + ": " + status.error);
+  }
+  auto set = [](const std::string &path) { return path.empty() ? "no" : "yes"; };
+  char minLr[32];
+  std::snprintf(minLr, sizeof(minLr), "%.17g", options.minLr);
+  key = "--steps=" + std::to_string(options.steps) +
+        " --seed=" + std::to_string(options.seed) + " --data=" + data +
+        " --padding=" + options.padding + " --overlong=" + options.overlong +
+        " --eval-data=" + evalData +
+        " --eval-every=" + std::to_string(options.evalEvery) +
+        " --eval-batches=" + std::to_string(options.evalBatches) +
+        " --eval-only=" + (options.evalOnly ? "yes" : "no") +
+        " --resume=" + resume + " --load-weights=" + weights +
+        " --load-adapters=" + adapters + " --save=" + set(options.save) +
+        " --save-every=" + std::to_string(options.saveEvery) +
+        " --save-adapters=" + set(options.saveAdapters) +
+        " --export-merged=" + set(options.exportMerged) +
+        " --lr-schedule=" +
+        (options.lrSchedule.empty() ? "none" : options.lrSchedule) +
+        " --warmup-steps=" + std::to_string(options.warmupSteps) +
+        " --min-lr=" + minLr +
+        " --max-steps=" + std::to_string(options.maxSteps) +
+        " --profile=" + (options.profile ? "yes" : "no");
+  return Status::success();
+}
+
+/// Whether `source` is read as examples (a .tgcd dataset, or the
+/// synthetic examples of a masked LM or a classifier): what --padding and
+/// --overlong apply to.
+bool readsExamples(const Program &program, const std::string &source) {
+  if (source == "synthetic")
+    return program.task == "masked-lm" ||
+           program.task == "sequence-classification";
+  return source.size() > 5 &&
+         source.compare(source.size() - 5, 5, ".tgcd") == 0;
+}
+
 } // namespace
 
 int run(int argc, char **argv) {
   // Started by mpirun: join the job first, so that every error after this
   // reaches every rank.
+  installInterruptHandlers();
   if (launchedByMpi()) {
     Status joined = createMpiCommunicator(job.comm);
     if (!joined.ok())
@@ -557,6 +658,15 @@ int run(int argc, char **argv) {
   if (int failed = agreeOrFail(std::string("an executable of FNV-1a hash ") +
                                hash))
     return failed;
+  // ... and the same run: the same steps, schedule, data, seeds and the
+  // same files loaded. A rank that differed would wait in a collective the
+  // others never enter.
+  std::string runKey;
+  status = describeRun(options, runKey);
+  if (!status.ok())
+    return fail(status.error);
+  if (int failed = agreeOrFail(runKey))
+    return failed;
   if (program.worldSize != ranks)
     return fail("'" + options.program + "' was compiled for " +
                 (program.worldSize == 1
@@ -589,7 +699,7 @@ int run(int argc, char **argv) {
   // One thread count for the CPU kernels and OpenBLAS (the CUDA emulator's
   // host threads too); under mpirun each rank gets its share of the cores.
   int threads = options.threads;
-  if (threads == -1)
+  if (!options.threadsGiven)
     threads = std::max(1, availableCores() / std::max(1, ranks));
   status = setCpuThreads(threads);
   if (!status.ok())
@@ -769,6 +879,14 @@ int run(int argc, char **argv) {
                 " micro-batches each would read more than " +
                 std::to_string(kMaxCheckpointStep) + " batches");
 
+  if (options.exampleOptionsGiven &&
+      !readsExamples(program, options.data) &&
+      !((options.evalOnly || options.evalEvery) &&
+        readsExamples(program, options.evalData)))
+    return fail("--padding and --overlong apply to datasets of examples "
+                "(.tgcd files, or the synthetic examples of masked-LM and "
+                "classification models); '" + options.data +
+                "' holds none");
   DataOptions exampleOptions;
   exampleOptions.padding = options.padding == "max"       ? Padding::Max
                            : options.padding == "grouped" ? Padding::Grouped
@@ -837,7 +955,10 @@ int run(int argc, char **argv) {
     std::string line =
         row.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     line.push_back('\n');
+    // Whole lines only: flushed row by row, so that a run that stops
+    // leaves complete rows.
     std::fwrite(line.data(), 1, line.size(), metrics);
+    std::fflush(metrics);
   };
 
   if (options.evalOnly) {
@@ -916,6 +1037,8 @@ int run(int argc, char **argv) {
   auto begin = std::chrono::steady_clock::now();
   double firstLoss = NAN, lastLoss = NAN;
   int64_t ran = 0;
+  constexpr int64_t kMaxSkippedInARow = 32;
+  int64_t skippedInARow = 0;
   // Micro-batch k of step s (0-based, s >= startStep) reads data batch
   // startBatch + K * (s - startStep) + k and carries step s's learning
   // rate. The next batch is filled and staged while the device runs this
@@ -937,7 +1060,11 @@ int run(int argc, char **argv) {
   auto batchOf = [&](int64_t step, int64_t k) {
     return startBatch + accumSteps * (step - startStep) + k;
   };
+  // The last step saved by this run (-1: none): what a run that stops
+  // early leaves.
+  int64_t lastSaved = -1;
   auto save = [&](int64_t step) -> Status {
+    lastSaved = step;
     std::map<std::string, std::string> metadata = {
         {"tgc.model", program.model},
         {"tgc.step", std::to_string(step)},
@@ -945,11 +1072,36 @@ int run(int argc, char **argv) {
         {"tgc.seed", std::to_string(options.seed)}};
     return saveCheckpoint(*session, options.save, metadata);
   };
+  // What this run leaves saved, for a run that stops early.
+  auto savedSoFar = [&]() -> std::string {
+    if (lastSaved >= 0)
+      return "the last checkpoint saved is step " + std::to_string(lastSaved) +
+             ", in '" + options.save + "'";
+    if (!options.resume.empty())
+      return "nothing was saved; '" + options.resume + "' is as it was";
+    return "nothing was saved";
+  };
+  // A run that diverged ends with an error, and saves nothing: its
+  // weights are no longer worth a checkpoint, and the last one written
+  // stays as it is.
+  auto stopDiverged = [&](int64_t step, const std::string &why) {
+    (void)step;
+    if (tty)
+      std::printf("\n");
+    if (metrics)
+      std::fclose(metrics);
+    metrics = nullptr;
+    return fail(options.save.empty()
+                    ? why
+                    : why + "; stopping without saving: " + savedSoFar());
+  };
   // The batches staged and not yet run, oldest first: the bucket each was
   // written for picks the step that runs it. Token positions run, real
   // and padded, for throughput.
   std::deque<BatchInfo> pending;
   int64_t realTokens = 0, paddedTokens = 0;
+  // Positions the current step's loss predicts (-1: every position).
+  int64_t stepPredicted = 0;
   auto prepareBatch = [&](int64_t step, int64_t k) -> Status {
     if (step >= options.steps)
       return Status::success();
@@ -969,6 +1121,9 @@ int run(int argc, char **argv) {
     pending.pop_front();
     realTokens += info.realTokens;
     paddedTokens += info.paddedTokens;
+    stepPredicted = stepPredicted < 0 || info.predicted < 0
+                        ? -1
+                        : stepPredicted + info.predicted;
     return session->launch(microStep || !info.bucket
                                ? microStep
                                : program.trainEntry(*info.bucket));
@@ -978,6 +1133,10 @@ int run(int argc, char **argv) {
     if (!status.ok())
       return fail(status.error);
   }
+  // Between steps a first SIGINT or SIGTERM stops the run after the step
+  // (a save under way finishes). In a job of several ranks it ends the
+  // process at once: the ranks would not stop at the same step.
+  setInterruptsDeferred(!job.parallel());
   for (int64_t step = startStep + 1; step <= options.steps; ++step) {
     // Validation after this step uses the staging slots: the next batch
     // is then prepared after it, not during this step. So is the batch
@@ -985,6 +1144,7 @@ int run(int argc, char **argv) {
     // the learning rate the apply step is about to read.
     bool evalNow = options.evalEvery && step % options.evalEvery == 0;
     float loss = 0.0f;
+    stepPredicted = 0;
     for (int64_t k = 0; k < accumSteps && status.ok(); ++k) {
       status = launchNext();
       bool last = k + 1 == accumSteps;
@@ -1053,9 +1213,20 @@ int run(int argc, char **argv) {
       std::snprintf(text, sizeof(text), " | eval %.4f", evalLoss);
       scaleText += text;
     }
-    if (std::isnan(firstLoss))
+    // A batch with nothing to predict (no token masked) has no loss: the
+    // step computes 0 (and zero gradients), PyTorch NaN; neither is a loss.
+    bool noLoss = stepPredicted == 0;
+    if (noLoss)
+      std::fprintf(stderr, "%stgc-run: warning: step %lld: its batch has "
+                   "no token to predict (no token was masked), so it has no "
+                   "loss\n", tty ? "\r" : "", (long long)step);
+    if (std::isnan(firstLoss) && !noLoss)
       firstLoss = loss;
-    lastLoss = loss;
+    if (!noLoss)
+      lastLoss = loss;
+    char lossText[32];
+    std::snprintf(lossText, sizeof(lossText), noLoss ? "-" : "%.4f",
+                  double(loss));
     double elapsed = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - begin)
                          .count();
@@ -1071,6 +1242,8 @@ int run(int argc, char **argv) {
       // f32 values are written as the doubles they convert to exactly
       // (the shortest text that reads back to that double).
       nlohmann::ordered_json row = {{"step", step}, {"loss", double(loss)}};
+      if (noLoss)
+        row["loss"] = nullptr;
       row[std::string(data->itemName()) + "_per_s"] = perSecond;
       if (paddedTokens > 0) {
         row["real_tokens_per_s"] =
@@ -1094,17 +1267,31 @@ int run(int argc, char **argv) {
         row["eval_loss"] = evalLoss;
       writeMetrics(row);
     }
-    if (!std::isfinite(loss))
-      std::fprintf(stderr, "tgc-run: warning: step %lld has a non-finite "
-                   "loss\n", (long long)step);
+    // Loss scaling skips the update of a step whose gradients overflow;
+    // a scale that has not found a finite step in kMaxSkippedInARow tries
+    // (2^-32 of where it stood) never will.
+    skippedInARow = skippedNow ? skippedInARow + 1 : 0;
+    if (scaleTensor < 0 && !noLoss && !std::isfinite(loss))
+      return stopDiverged(step, "step " + std::to_string(step) +
+                                    " has a non-finite loss (" +
+                                    (std::isnan(loss) ? "NaN" : "Inf") +
+                                    "): training diverged (a learning rate "
+                                    "too high? NaN or Inf in the data?)");
+    if (scaleTensor >= 0 && skippedInARow >= kMaxSkippedInARow)
+      return stopDiverged(step, "loss scaling skipped the last " +
+                                    std::to_string(skippedInARow) +
+                                    " steps in a row (up to step " +
+                                    std::to_string(step) +
+                                    "): the gradients are not finite at "
+                                    "any scale, training diverged");
     if (tty) {
       int width = 30;
       int filled = int(double(width) * double(step) / double(options.steps));
       std::string bar(filled, '=');
       bar.resize(width, ' ');
-      std::printf("\r  step %lld/%lld [%s] loss %.4f | %.1f %s/s | ETA %s%s ",
+      std::printf("\r  step %lld/%lld [%s] loss %s | %.1f %s/s | ETA %s%s ",
                   (long long)step, (long long)options.steps, bar.c_str(),
-                  double(loss), perSecond, data->itemName(),
+                  lossText, perSecond, data->itemName(),
                   formatDuration(eta).c_str(), scaleText.c_str());
       if (evalNow && step != options.steps)
         std::printf("\n"); // keep the line with the validation loss
@@ -1114,8 +1301,8 @@ int run(int argc, char **argv) {
                 (options.logEvery ? step % options.logEvery == 0
                                   : (step == options.steps || step % 10 == 0 ||
                                      step == startStep + 1)))) {
-      std::printf("  step %lld/%lld loss %.4f | %.1f %s/s | ETA %s%s\n",
-                  (long long)step, (long long)options.steps, double(loss),
+      std::printf("  step %lld/%lld loss %s | %.1f %s/s | ETA %s%s\n",
+                  (long long)step, (long long)options.steps, lossText,
                   perSecond, data->itemName(), formatDuration(eta).c_str(),
                   scaleText.c_str());
       std::fflush(stdout);
@@ -1126,7 +1313,21 @@ int run(int argc, char **argv) {
       if (!status.ok())
         return fail(status.error);
     }
+    if (int signal = interruptSignal()) {
+      if (tty)
+        std::printf("\n");
+      std::fprintf(stderr, "tgc-run: %s after step %lld of %lld; %s\n",
+                   signal == SIGINT ? "interrupted" : "terminated",
+                   (long long)step, (long long)options.steps,
+                   savedSoFar().c_str());
+      if (metrics)
+        std::fclose(metrics);
+      return 128 + signal;
+    }
   }
+  // From here a signal abandons what is being saved, leaving the previous
+  // file.
+  setInterruptsDeferred(false);
   if (tty)
     std::printf("\n");
   if (options.profile && rank == 0) {
@@ -1165,16 +1366,21 @@ int run(int argc, char **argv) {
           .count();
   if (rank != 0)
     return 0;
-  std::printf("tgc-run: %lld steps in %.2f s, loss %.4f -> %.4f, %.1f "
-              "%s/s\n",
-              (long long)ran, elapsed, firstLoss, lastLoss,
-              elapsed > 0
-                  ? double(paddedTokens > 0
-                               ? paddedTokens
-                               : ran * accumSteps * data->itemsPerBatch()) /
-                        elapsed
-                  : 0.0,
-              data->itemName());
+  if (ran == 0)
+    std::printf("tgc-run: no step to run: the run is at step %lld of "
+                "--steps %lld\n",
+                (long long)startStep, (long long)options.steps);
+  else
+    std::printf("tgc-run: %lld steps in %.2f s, loss %.4f -> %.4f, %.1f "
+                "%s/s\n",
+                (long long)ran, elapsed, firstLoss, lastLoss,
+                elapsed > 0
+                    ? double(paddedTokens > 0
+                                 ? paddedTokens
+                                 : ran * accumSteps * data->itemsPerBatch()) /
+                          elapsed
+                    : 0.0,
+                data->itemName());
   if (paddedTokens > 0)
     std::printf("tgc-run: %lld real tokens in %lld positions (%.1f%% "
                 "padding), %.1f real tokens/s\n",
@@ -1202,6 +1408,9 @@ int run(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  // Started with a standard stream closed (`2>&-`): messages must not land
+  // in the first file opened (the metrics).
+  tgc::reopenClosedStandardStreams();
   // Nothing the runtime does should throw; a failed allocation still may.
   try {
     return run(argc, argv);

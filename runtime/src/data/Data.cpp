@@ -268,6 +268,15 @@ public:
           file.read(file.entries[entry], offset, view.data, bytes);
       if (!status.ok())
         return status;
+      // A NaN or Inf in a batch would reach the loss and the weights.
+      if (isFloat(view.dtype))
+        for (int64_t i = 0; i < view.numElements(); ++i)
+          if (!std::isfinite(loadF32(view, i)))
+            return Status::failure(
+                "'" + path + "': batch " + std::to_string(index % batches) +
+                " of '" + session.program().tensors[tensor].name +
+                "' holds a non-finite value (NaN or Inf) at element " +
+                std::to_string(i) + " of this rank's rows");
     }
     return Status::success();
   }

@@ -8,14 +8,15 @@
 // nothing: attention mask 0 and target -100 on every padded position.
 //
 // The dataset file (.tgcd, written by scripts/tgc-data.py; the layout is
-// documented in scripts/tgcd.py) is memory-mapped and checked once when it
-// is opened: header, sizes, offsets, every token against the model's
+// documented in scripts/tgcd.py) is read into memory and checked once when
+// it is opened: header, sizes, offsets, every token against the model's
 // vocabulary and every label against its classes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/runtime/Data.h"
 
+#include "FileIO.h"
 #include "ModelInputs.h"
 #include "Random.h"
 
@@ -23,10 +24,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace tgc::rt {
 
@@ -62,40 +59,6 @@ struct TgcdHeader {
   int32_t padId, maskId, clsId, sepId;
 };
 static_assert(sizeof(TgcdHeader) == 64, "the .tgcd header is 64 bytes");
-
-/// A read-only mapping of a whole file.
-class MappedFile {
-public:
-  ~MappedFile() {
-    if (data && size)
-      munmap(const_cast<char *>(data), size);
-  }
-  Status open(const std::string &path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      return Status::failure("cannot open '" + path +
-                             "': " + std::strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      return Status::failure("'" + path + "' is not a regular file");
-    }
-    size = size_t(st.st_size);
-    if (size) {
-      void *mapped = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (mapped == MAP_FAILED) {
-        ::close(fd);
-        return Status::failure("cannot map '" + path +
-                               "': " + std::strerror(errno));
-      }
-      data = static_cast<const char *>(mapped);
-    }
-    ::close(fd);
-    return Status::success();
-  }
-  const char *data = nullptr;
-  size_t size = 0;
-};
 
 /// The examples of a .tgcd file's bytes (which it reads in place), checked
 /// against a model's vocabulary.
@@ -213,17 +176,22 @@ private:
   const char *tokens = nullptr;
 };
 
-/// A .tgcd file, memory-mapped.
+/// A .tgcd file, read into memory when it is opened. (Not mapped: a
+/// mapped file that another process truncates during the run would end it
+/// with SIGBUS at the next token read; the check at open reads every token
+/// anyway.)
 class DatasetFile : public DatasetView {
 public:
   Status open(const std::string &path, int64_t modelVocab) {
-    Status status = file.open(path);
-    return status.ok() ? parse(path, file.data, file.size, modelVocab)
+    Status status = readRegularFile(path, bytes, kMaxDatasetBytes);
+    return status.ok() ? parse(path, bytes.data(), bytes.size(), modelVocab)
                        : status;
   }
 
 private:
-  MappedFile file;
+  /// 1 TiB: the largest dataset file accepted.
+  static constexpr uint64_t kMaxDatasetBytes = uint64_t(1) << 40;
+  std::vector<char> bytes;
 };
 
 } // namespace
@@ -384,6 +352,7 @@ public:
     info.bucket = bucket;
     info.realTokens = 0;
     info.paddedTokens = rows * L;
+    info.predicted = 0;
     SplitMix64 rng{seed * 0xD1B54A32D192ED03ull + uint64_t(index)};
     for (int64_t g = 0; g < rows; ++g) {
       int64_t e = examples[g];
@@ -409,6 +378,7 @@ public:
               id = int64_t(rng.below(uint64_t(vocab)));
           }
         }
+        info.predicted += target != kIgnoreIndex;
         if (r < 0)
           continue;
         storeI64(tokens, r * L + t, id);
@@ -417,6 +387,8 @@ public:
         if (maskIndex >= 0)
           storeI64(mask, r * L + t, t < n ? 1 : 0);
       }
+      if (task == Task::SequenceClassification)
+        info.predicted += e >= 0;
       if (task == Task::SequenceClassification && r >= 0)
         storeI64(targets, r, e < 0 ? kIgnoreIndex : set->label(e));
     }

@@ -20,7 +20,7 @@ Communicator::~Communicator() = default;
 Status Communicator::agree(const Status &mine, const std::string &key) {
   // Each rank's verdict in a fixed-size record: a flag, the start of its
   // key, the start of its message.
-  constexpr size_t kKey = 256, kRecord = 1024;
+  constexpr size_t kKey = 3072, kRecord = 4096;
   std::vector<char> record(kRecord, 0), all(kRecord * size_t(size()), 0);
   record[0] = mine.ok() ? 1 : 0;
   std::strncpy(record.data() + 1, key.c_str(), kKey - 2);
@@ -37,12 +37,30 @@ Status Communicator::agree(const Status &mine, const std::string &key) {
       return Status::failure("rank " + std::to_string(r) + " of " +
                              std::to_string(size()) + " failed: " +
                              text(r, kKey, kRecord - kKey - 1));
-  for (int r = 1; r < size(); ++r)
-    if (text(r, 1, kKey - 2) != text(0, 1, kKey - 2))
+  for (int r = 1; r < size(); ++r) {
+    std::string theirs = text(r, 1, kKey - 2), ours = text(0, 1, kKey - 2);
+    if (theirs == ours)
+      continue;
+    if (ours.rfind("--", 0) != 0)
       return Status::failure("rank " + std::to_string(r) + " of " +
                              std::to_string(size()) + " differs from rank "
-                             "0: " + text(r, 1, kKey - 2) + ", against " +
-                             text(0, 1, kKey - 2));
+                             "0: " + theirs + ", against " + ours);
+    // Keys of options (`--steps=5 --seed=0 ...`): name the first that
+    // differs.
+    size_t at = 0;
+    while (at < theirs.size() && at < ours.size() && theirs[at] == ours[at])
+      ++at;
+    size_t from = theirs.rfind(' ', at == 0 ? 0 : at - 1);
+    from = from == std::string::npos ? 0 : from + 1;
+    auto item = [&](const std::string &key) {
+      size_t end = key.find(' ', from);
+      return key.substr(from, end == std::string::npos ? std::string::npos
+                                                       : end - from);
+    };
+    return Status::failure("rank " + std::to_string(r) + " of " +
+                           std::to_string(size()) + " differs from rank "
+                           "0: " + item(theirs) + ", against " + item(ours));
+  }
   return Status::success();
 }
 

@@ -111,6 +111,12 @@ struct LoraPass : tgc::tg::impl::TGLoraBase<LoraPass> {
       bool linear = matmul.getTransposeRhs(); // nn.Linear: [out, in]
       int64_t in = weightType.getDimSize(linear ? 1 : 0);
       int64_t out = weightType.getDimSize(linear ? 0 : 1);
+      if (rank > std::min(in, out))
+        return matmul.emitOpError("tg-lora: rank ")
+               << rank << " is above the size of '" << module << "' ("
+               << out << " x " << in << "): B A cannot have a rank above "
+               << std::min(in, out)
+               << "; choose a lower rank, or train the weight itself";
       Type element = weightType.getElementType();
       double bound = 1.0 / std::sqrt(double(in));
       BlockArgument a = addParam(

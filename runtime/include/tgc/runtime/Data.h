@@ -30,6 +30,11 @@ struct BatchInfo {
   const Bucket *bucket = nullptr;
   int64_t realTokens = 0;
   int64_t paddedTokens = 0;
+  /// Positions of the global batch the loss predicts (targets other than
+  /// -100), or -1 where every position counts. 0: the batch has nothing to
+  /// predict (a masked-LM batch in which no token was masked), and its
+  /// loss is undefined.
+  int64_t predicted = -1;
 };
 
 class DataSource {
@@ -109,7 +114,7 @@ Status createTensorFileData(const Program &program, const std::string &path,
 
 
 /// Examples from a dataset file of tgc-data (`.tgcd`: token sequences with
-/// offsets and optional labels; see scripts/tgcd.py), memory-mapped and
+/// offsets and optional labels; see scripts/tgcd.py), read into memory and
 /// checked against the program (vocabulary, labels, the task's special
 /// tokens), batched per `options` and collated for the program's task:
 /// next-token targets for a causal LM, Hugging Face's masked-LM rule (15%
