@@ -2,7 +2,7 @@
 // RUN: not tgc-opt %s --tg-lora="rank=0 targets=layers.0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=RANK
 // RUN: not tgc-opt %s --tg-lora="alpha=-1 targets=layers.0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=RANK
 // RUN: not tgc-opt %s --tg-lora -o /dev/null 2>&1 | FileCheck %s --check-prefix=NONE
-// RUN: not tgc-opt %s --tg-lora="targets=tied" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARED
+// RUN: not tgc-opt %s --tg-lora="rank=2 targets=tied" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARED
 // RUN: not tgc-opt %s --tg-lora="rank=3 targets=layers.1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOOBIG
 
 // NOMATCH: error: tg-lora: target 'attn' matches no matmul weight of @mlp

@@ -113,7 +113,7 @@ struct LoraPass : tgc::tg::impl::TGLoraBase<LoraPass> {
       int64_t out = weightType.getDimSize(linear ? 0 : 1);
       if (rank > std::min(in, out))
         return matmul.emitOpError("tg-lora: rank ")
-               << rank << " is above the size of '" << module << "' ("
+               << int64_t(rank) << " is above the size of '" << module << "' ("
                << out << " x " << in << "): B A cannot have a rank above "
                << std::min(in, out)
                << "; choose a lower rank, or train the weight itself";
