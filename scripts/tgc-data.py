@@ -678,8 +678,15 @@ def reopen_closed_standard_streams():
             setattr(sys, name, open(fd, mode, closefd=False))
 
 
+def on_terminate(number, frame):
+    """SIGTERM unwinds like Ctrl-C: the output's temporary file is removed
+    on the way out (atomic_output)."""
+    raise SystemExit(128 + number)
+
+
 def main(argv=None):
     reopen_closed_standard_streams()
+    signal.signal(signal.SIGTERM, on_terminate)
     args = parse_args(argv)
     try:
         args.run(args)

@@ -39,6 +39,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 
 #include "tgc/Support/UserFiles.h"
+#include "tgc/Tools/CommandLine.h"
 
 #include <limits>
 
@@ -364,9 +365,13 @@ int main(int argc, char **argv) {
   };
   bool help = llvm::any_of(own, isHelp);
   llvm::erase_if(own, isHelp);
-  cl::ParseCommandLineOptions(int(own.size()), own.data(),
-                              "tgc-compile: compiles a tg model into a "
-                              "training-step executable\n");
+  // A bad flag is one `tgc-compile: error: ...` line, like every other error.
+  std::string flagError;
+  if (!tgc::parseToolFlags(int(own.size()), own.data(),
+                           "tgc-compile: compiles a tg model into a "
+                           "training-step executable\n",
+                           "tgc-compile", flagError))
+    return fail(flagError + " (see --help)");
   if (help) {
     cl::PrintHelpMessage(/*Hidden=*/false, /*Categorized=*/true);
     llvm::outs() << "Training pipeline options (--name=value or --name "

@@ -24,6 +24,7 @@
 
 #include <memory>
 #include "tgc/Support/UserFiles.h"
+#include "tgc/Tools/CommandLine.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -234,8 +235,12 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category, gpt2Command);
   cl::HideUnrelatedOptions(category, mlpCommand);
   cl::HideUnrelatedOptions(category, bertCommand);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "tgc-models: prints built-in models as tg IR\n");
+  // A bad flag is one `tgc-models: error: ...` line, like every other error.
+  std::string flagError;
+  if (!tgc::parseToolFlags(argc, argv,
+                           "tgc-models: prints built-in models as tg IR\n",
+                           "tgc-models", flagError))
+    return fail(flagError + " (see --help)");
 
   MLIRContext context;
   std::string error;

@@ -661,12 +661,14 @@ int run(int argc, char **argv) {
   // ... and the same run: the same steps, schedule, data, seeds and the
   // same files loaded. A rank that differed would wait in a collective the
   // others never enter.
-  std::string runKey;
-  status = describeRun(options, runKey);
-  if (!status.ok())
-    return fail(status.error);
-  if (int failed = agreeOrFail(runKey))
-    return failed;
+  if (job.parallel()) {
+    std::string runKey;
+    status = describeRun(options, runKey);
+    if (!status.ok())
+      return fail(status.error);
+    if (int failed = agreeOrFail(runKey))
+      return failed;
+  }
   if (program.worldSize != ranks)
     return fail("'" + options.program + "' was compiled for " +
                 (program.worldSize == 1
