@@ -22,6 +22,7 @@
 #include "tgc/Pipelines/BatchSize.h"
 #include "tgc/Pipelines/TrainPipeline.h"
 #include "tgc/Support/Nesting.h"
+#include "tgc/Target/LowerToTGX.h"
 #include "tgc/Target/TGX.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -138,142 +139,6 @@ static cl::opt<std::string>
 /// --max-constant-bytes are refused anyway).
 static constexpr uint64_t kMaxInputBytes = uint64_t(1) << 30;
 
-namespace {
-/// A smaller shape bucket, compiled in a module of its own: its training
-/// step and evaluation step (the model), each with its plan.
-struct Bucket {
-  int64_t seqLen;
-  OwningOpRef<ModuleOp> module;
-  func::FuncOp train, eval;
-  tgc::MemoryPlan trainPlan, evalPlan;
-};
-
-/// The last pass of tgc-compile: lowers the training step into the
-/// executable's bytes with the plan tg-plan-memory computed (the analysis
-/// is preserved between them, so it is not computed again).
-struct LowerToTGXPass
-    : public PassWrapper<LowerToTGXPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToTGXPass)
-
-  LowerToTGXPass(std::string stepName, std::string model, std::string options,
-                 const std::vector<Bucket> &buckets, int64_t seqLen,
-                 std::vector<uint8_t> &bytes, std::string &summary)
-      : stepName(std::move(stepName)), model(std::move(model)),
-        options(std::move(options)), buckets(buckets), seqLen(seqLen),
-        bytes(bytes), summary(summary) {}
-
-  StringRef getArgument() const final { return "tgc-lower-to-tgx"; }
-
-  void runOnOperation() override {
-    auto step = getOperation().lookupSymbol<func::FuncOp>(stepName);
-    if (!step) {
-      getOperation().emitError("the pipeline produced no training step @")
-          << stepName;
-      return signalPassFailure();
-    }
-    const tgc::MemoryPlan *plan =
-        getChildAnalysis<tgc::MemoryPlanAnalysis>(step).getPlan(alignment);
-    if (!plan)
-      return signalPassFailure();
-    // Other entry points over the same persistent tensors, each planned
-    // on its own, with its memory report beside the training step's:
-    // gradient accumulation's micro-step, and the evaluation step (the
-    // model's forward pass and loss: no gradient memory).
-    std::vector<tgc::TGXEntry> entries;
-    auto addEntry = [&](StringRef name, func::FuncOp function,
-                        const tgc::MemoryPlan *entryPlan = nullptr,
-                        int64_t bucket = 0,
-                        bool trains = false) -> LogicalResult {
-      if (!entryPlan)
-        entryPlan = getChildAnalysis<tgc::MemoryPlanAnalysis>(function)
-                        .getPlan(alignment);
-      if (!entryPlan)
-        return failure();
-      entries.push_back({name.str(), function, entryPlan, bucket, trains});
-      if (memoryReport.empty())
-        return success();
-      std::string error;
-      auto json =
-          openOutputFile(memoryReport + "." + name.str() + ".json", &error);
-      if (!json) {
-        getOperation().emitError("tgc-compile: ") << error;
-        return failure();
-      }
-      tgc::writeMemoryReportJSON(*entryPlan, json->os());
-      json->keep();
-      return success();
-    };
-    if (auto accum = step->getAttrOfType<DictionaryAttr>(
-            tgc::tg::TGDialect::kGradAccumAttr)) {
-      auto micro = getOperation().lookupSymbol<func::FuncOp>(
-          accum.getAs<FlatSymbolRefAttr>("grad_step").getValue());
-      if (!micro) {
-        step.emitOpError("names a gradient micro-step that does not exist");
-        return signalPassFailure();
-      }
-      if (failed(addEntry("grad_step", micro)))
-        return signalPassFailure();
-    }
-    tgc::TGXInfo info;
-    info.model = model;
-    info.options = options;
-    info.allowTF32 = allowTF32;
-    info.seqLen = buckets.empty() ? 0 : seqLen;
-    if (auto forward = getOperation().lookupSymbol<func::FuncOp>(model)) {
-      if (auto task = forward->getAttrOfType<StringAttr>(
-              tgc::tg::TGDialect::kTaskAttr))
-        info.task = task.getValue().str();
-      if (failed(addEntry("eval_step", forward)))
-        return signalPassFailure();
-    }
-    // The smaller shape buckets, planned in their own modules.
-    for (const Bucket &bucket : buckets) {
-      std::string suffix = ("@" + Twine(bucket.seqLen)).str();
-      if (failed(addEntry("train_step" + suffix, bucket.train,
-                          &bucket.trainPlan, bucket.seqLen,
-                          /*trains=*/true)) ||
-          failed(addEntry("eval_step" + suffix, bucket.eval, &bucket.evalPlan,
-                          bucket.seqLen)))
-        return signalPassFailure();
-    }
-    if (failed(tgc::writeTGX(step, *plan, info, entries, bytes)))
-      return signalPassFailure();
-    llvm::raw_string_ostream os(summary);
-    os << plan->schedule.size() << " ops, persistent "
-       << tgc::formatBytes(plan->persistentSize) << ", arena "
-       << tgc::formatBytes(plan->layout.arenaSize) << " (peak live "
-       << tgc::formatBytes(plan->layout.peakLive) << ")";
-    if (!plan->recomputed.empty())
-      os << ", " << plan->recomputed.size() << " ops recomputed";
-    int64_t arena = plan->layout.arenaSize;
-    for (const tgc::TGXEntry &entry : entries) {
-      os << "; " << entry.name << ": " << entry.plan->schedule.size()
-         << " ops, arena " << tgc::formatBytes(entry.plan->layout.arenaSize);
-      arena = std::max(arena, entry.plan->layout.arenaSize);
-    }
-    os << "; allocates " << tgc::formatBytes(plan->persistentSize + arena);
-    // Data parallelism: the plan is one rank's; what it sends a step.
-    if (auto parallel = step->getAttrOfType<DictionaryAttr>(
-            tgc::tg::TGDialect::kDataParallelAttr)) {
-      int64_t sent = 0;
-      step.walk([&](tgc::tg::CostOpInterface op) {
-        sent += op.getBytesCommunicated();
-      });
-      os << "; per rank of "
-         << parallel.getAs<IntegerAttr>("world_size").getInt() << " ("
-         << parallel.getAs<StringAttr>("mode").getValue() << "): sends "
-         << tgc::formatBytes(sent) << " a step";
-    }
-    markAllAnalysesPreserved();
-  }
-
-  std::string stepName, model, options;
-  const std::vector<Bucket> &buckets;
-  int64_t seqLen;
-  std::vector<uint8_t> &bytes;
-  std::string &summary;
-};
-} // namespace
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "tgc-compile: error: " << message << "\n";
@@ -689,7 +554,10 @@ int main(int argc, char **argv) {
 
   // The smaller shape buckets, each compiled alone at the final batch;
   // they share every persistent tensor with the training step by name.
-  std::vector<Bucket> buckets;
+  // The smaller buckets' steps, each in a module of its own (kept alive
+  // until the executable is written).
+  std::vector<tgc::TGXBucket> buckets;
+  std::vector<OwningOpRef<ModuleOp>> bucketModules;
   if (!seqBuckets.empty()) {
     if (options.gradAccum != 1)
       return fail("--seq-buckets with gradient accumulation is not "
@@ -713,7 +581,7 @@ int main(int argc, char **argv) {
       if (failed(bucketPm.run(*rebuilt)))
         return fail("the training pipeline failed at sequence length " +
                     Twine(length));
-      Bucket bucket;
+      tgc::TGXBucket bucket;
       bucket.seqLen = length;
       bucket.train = rebuilt->lookupSymbol<func::FuncOp>(model + "_train_step");
       bucket.eval = rebuilt->lookupSymbol<func::FuncOp>(model);
@@ -729,24 +597,28 @@ int main(int argc, char **argv) {
                     Twine(length));
       bucket.trainPlan = std::move(*trainPlan);
       bucket.evalPlan = std::move(*evalPlan);
-      bucket.module = std::move(rebuilt);
+      bucketModules.push_back(std::move(rebuilt));
       buckets.push_back(std::move(bucket));
     }
   }
 
   PassManager pm(&context);
   tgc::buildTrainPipeline(pm, options);
-  std::vector<uint8_t> bytes;
-  std::string summary;
+  tgc::TGXOutput lowered;
   if (emit == "tgx") {
     tgc::tg::TGPlanMemoryOptions planning;
     planning.memoryReport = memoryReport;
     planning.alignment = alignment;
     planning.printReport = false;
     pm.addPass(tgc::tg::createTGPlanMemory(planning));
-    pm.addPass(std::make_unique<LowerToTGXPass>(
-        model + "_train_step", model, describeOptions(options), buckets,
-        seqLen, bytes, summary));
+    tgc::LowerToTGXOptions lowering;
+    lowering.model = model;
+    lowering.options = describeOptions(options);
+    lowering.memoryReport = memoryReport;
+    lowering.alignment = alignment;
+    lowering.allowTF32 = allowTF32;
+    lowering.seqLen = seqLen;
+    pm.addPass(tgc::createLowerToTGXPass(lowering, buckets, lowered));
   }
   if (failed(pm.run(*module)))
     return fail("the training pipeline failed");
@@ -805,11 +677,11 @@ int main(int argc, char **argv) {
     output->os() << "\n";
     return finishOutput() ? 0 : 1;
   }
-  output->os().write(reinterpret_cast<const char *>(bytes.data()),
-                     bytes.size());
+  output->os().write(reinterpret_cast<const char *>(lowered.bytes.data()),
+                     lowered.bytes.size());
   if (!finishOutput())
     return 1;
   llvm::errs() << "tgc-compile: @" << model << " -> " << outputFile << ": "
-               << summary << "\n";
+               << lowered.summary << "\n";
   return 0;
 }

@@ -12,6 +12,8 @@
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Pipelines/TrainPipeline.h"
 #include "tgc/Support/Nesting.h"
+#include "tgc/Support/UserFiles.h"
+#include "tgc/Target/LowerToTGX.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,7 +27,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
-#include "tgc/Support/UserFiles.h"
 
 int main(int argc, char **argv) {
   // A closed standard stream must not become the output file.
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   tgc::tg::registerTGPasses();
   tgc::registerTrainPipeline();
+  tgc::registerLowerToTGXPass();
 
   mlir::DialectRegistry registry;
   registry.insert<tgc::tg::TGDialect, mlir::func::FuncDialect,
