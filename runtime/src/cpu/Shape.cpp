@@ -270,6 +270,9 @@ Status fill(double value, TensorRef &result) {
   case DType::I8:
     storeI64(result, 0, truncateToInt<int8_t>(value));
     break;
+  case DType::U8:
+    storeI64(result, 0, truncateToInt<uint8_t>(value));
+    break;
   case DType::I1:
     storeI64(result, 0, value != 0.0 ? 1 : 0);
     break;

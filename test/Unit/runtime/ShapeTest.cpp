@@ -185,6 +185,8 @@ TEST(Fill, ConvertsAsCast) {
       {DType::I32, 1e12, 2147483647.0},
       {DType::I32, 16777217.0, 16777217.0},
       {DType::I8, -1000.0, -128},
+      {DType::U8, 7.9, 7}, // was left unwritten (found by -Werror=switch)
+      {DType::U8, 300.0, 255},
       {DType::I1, 0.5, 1},
       {DType::I1, 0.0, 0},
   };
