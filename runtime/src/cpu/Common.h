@@ -14,6 +14,7 @@
 #define TGC_RUNTIME_SRC_CPU_COMMON_H
 
 #include "tgc/runtime/Tensor.h"
+#include "Scalar.h"
 
 #include <array>
 #include <cmath>
@@ -181,10 +182,6 @@ void storeF32Array(const float *values, int64_t count, TensorRef &t);
 // GELU
 //===----------------------------------------------------------------------===//
 
-/// sqrt(2 / pi) and the cubic coefficient of GELU's tanh approximation.
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kGeluCubic = 0.044715f;
-
 /// GELU's tanh approximation (tg.gelu, and tg.linear's epilogue).
 inline float geluTanh(float x) {
   float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
@@ -194,9 +191,6 @@ inline float geluTanh(float x) {
 /// geluTanh of `count` elements, vectorized (`out` may be `x`).
 void geluTanhArray(const float *x, float *out, int64_t count);
 
-/// 1 / sqrt(2) and 1 / sqrt(2 pi), for GELU's erf form.
-constexpr float kSqrtHalf = 0.7071067811865476f;
-constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 
 /// GELU's erf form (tg.gelu {exact}).
 inline float geluErf(float x) {

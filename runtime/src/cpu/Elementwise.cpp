@@ -25,43 +25,6 @@
 
 namespace tgc::rt::cpu {
 
-namespace {
-enum class BinaryKind { Add, Sub, Mul, Div, Maximum, Minimum };
-} // namespace
-
-template <BinaryKind Kind> static float applyFloat(float a, float b) {
-  if constexpr (Kind == BinaryKind::Add)
-    return a + b;
-  else if constexpr (Kind == BinaryKind::Sub)
-    return a - b;
-  else if constexpr (Kind == BinaryKind::Mul)
-    return a * b;
-  else if constexpr (Kind == BinaryKind::Div)
-    return a / b;
-  else if constexpr (Kind == BinaryKind::Maximum)
-    return std::isnan(a) ? a : std::isnan(b) ? b : (a > b ? a : b);
-  else
-    return std::isnan(a) ? a : std::isnan(b) ? b : (a < b ? a : b);
-}
-
-/// Integer arithmetic in two's complement: overflow wraps instead of being
-/// undefined, and INT_MIN / -1 wraps to INT_MIN.
-template <BinaryKind Kind, typename T> static T applyInt(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  if constexpr (Kind == BinaryKind::Add)
-    return T(U(a) + U(b));
-  else if constexpr (Kind == BinaryKind::Sub)
-    return T(U(a) - U(b));
-  else if constexpr (Kind == BinaryKind::Mul)
-    return T(U(a) * U(b));
-  else if constexpr (Kind == BinaryKind::Div)
-    return b == -1 ? T(U(0) - U(a)) : T(a / b);
-  else if constexpr (Kind == BinaryKind::Maximum)
-    return a > b ? a : b;
-  else
-    return a < b ? a : b;
-}
-
 template <BinaryKind Kind, typename T>
 static void binaryInt(const TensorRef &lhs, const TensorRef &rhs,
                       TensorRef &result, const Shape &shape,

@@ -11,6 +11,7 @@
 #define TGC_RUNTIME_SRC_CUDA_COMMON_CUH
 
 #include "CudaKernels.h"
+#include "Scalar.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -73,10 +74,6 @@ __device__ inline float warpMax(float value) {
     value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
   return value;
 }
-
-/// sqrt(2 / pi) and the cubic coefficient of GELU's tanh approximation.
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kGeluCubic = 0.044715f;
 
 /// GELU's tanh approximation (tg.gelu, and tg.linear where cuBLASLt's
 /// epilogue cannot take it).

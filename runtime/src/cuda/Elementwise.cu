@@ -28,46 +28,9 @@ __device__ inline bool isFloatType(DType dtype) {
 // Binary arithmetic
 //===----------------------------------------------------------------------===//
 
-namespace {
-enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum };
-} // namespace
-
-template <BinaryOp Op> __device__ inline float applyFloat(float a, float b) {
-  if constexpr (Op == BinaryOp::Add)
-    return a + b;
-  else if constexpr (Op == BinaryOp::Sub)
-    return a - b;
-  else if constexpr (Op == BinaryOp::Mul)
-    return a * b;
-  else if constexpr (Op == BinaryOp::Div)
-    return a / b;
-  else if constexpr (Op == BinaryOp::Maximum)
-    return isnan(a) ? a : isnan(b) ? b : (a > b ? a : b);
-  else
-    return isnan(a) ? a : isnan(b) ? b : (a < b ? a : b);
-}
-
-/// Integer arithmetic in two's complement: overflow wraps, INT_MIN / -1
-/// wraps to INT_MIN. A zero divisor is handled by the caller.
-template <BinaryOp Op, typename T> __device__ inline T applyInt(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  if constexpr (Op == BinaryOp::Add)
-    return T(U(a) + U(b));
-  else if constexpr (Op == BinaryOp::Sub)
-    return T(U(a) - U(b));
-  else if constexpr (Op == BinaryOp::Mul)
-    return T(U(a) * U(b));
-  else if constexpr (Op == BinaryOp::Div)
-    return b == T(-1) ? T(U(0) - U(a)) : T(a / b);
-  else if constexpr (Op == BinaryOp::Maximum)
-    return a > b ? a : b;
-  else
-    return a < b ? a : b;
-}
-
 /// `flat` when both operands have the result's shape; otherwise each is
 /// read through its broadcast strides.
-template <BinaryOp Op>
+template <BinaryKind Op>
 __global__ void binaryFloatKernel(const void *lhs, const void *rhs,
                                   void *result, DType dtype, Dims lhsDims,
                                   Dims rhsDims, bool flat, int64_t n) {
@@ -80,14 +43,14 @@ __global__ void binaryFloatKernel(const void *lhs, const void *rhs,
   }
 }
 
-template <BinaryOp Op, typename T>
+template <BinaryKind Op, typename T>
 __global__ void binaryIntKernel(const T *lhs, const T *rhs, T *result,
                                 Dims lhsDims, Dims rhsDims, bool flat,
                                 int64_t n, DeviceError *error) {
   TGC_GRID_LOOP(i, n) {
     T a = lhs[flat ? i : broadcastOffset(lhsDims, i)];
     T b = rhs[flat ? i : broadcastOffset(rhsDims, i)];
-    if constexpr (Op == BinaryOp::Div) {
+    if constexpr (Op == BinaryKind::Div) {
       if (b == 0) {
         raiseError(error, kIntegerDivisionByZero, i);
         result[i] = 0;
@@ -98,7 +61,7 @@ __global__ void binaryIntKernel(const T *lhs, const T *rhs, T *result,
   }
 }
 
-template <BinaryOp Op>
+template <BinaryKind Op>
 static Status binary(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
                      TensorRef &result, const char *name) {
   int64_t n = result.numElements();
@@ -145,27 +108,27 @@ static Status binary(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
 
 Status add(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
            TensorRef &result) {
-  return binary<BinaryOp::Add>(ctx, lhs, rhs, result, "add");
+  return binary<BinaryKind::Add>(ctx, lhs, rhs, result, "add");
 }
 Status sub(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
            TensorRef &result) {
-  return binary<BinaryOp::Sub>(ctx, lhs, rhs, result, "sub");
+  return binary<BinaryKind::Sub>(ctx, lhs, rhs, result, "sub");
 }
 Status mul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
            TensorRef &result) {
-  return binary<BinaryOp::Mul>(ctx, lhs, rhs, result, "mul");
+  return binary<BinaryKind::Mul>(ctx, lhs, rhs, result, "mul");
 }
 Status div(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
            TensorRef &result) {
-  return binary<BinaryOp::Div>(ctx, lhs, rhs, result, "div");
+  return binary<BinaryKind::Div>(ctx, lhs, rhs, result, "div");
 }
 Status maximum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
                TensorRef &result) {
-  return binary<BinaryOp::Maximum>(ctx, lhs, rhs, result, "maximum");
+  return binary<BinaryKind::Maximum>(ctx, lhs, rhs, result, "maximum");
 }
 Status minimum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
                TensorRef &result) {
-  return binary<BinaryOp::Minimum>(ctx, lhs, rhs, result, "minimum");
+  return binary<BinaryKind::Minimum>(ctx, lhs, rhs, result, "minimum");
 }
 
 //===----------------------------------------------------------------------===//
@@ -193,7 +156,7 @@ template <UnaryOp Op> __device__ inline float applyUnary(float x) {
   else if constexpr (Op == UnaryOp::Relu)
     return x < 0.0f ? 0.0f : x; // NaN stays NaN, as torch.relu
   else if constexpr (Op == UnaryOp::GeluExact)
-    return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    return 0.5f * x * (1.0f + erff(x * kSqrtHalf));
   else
     return geluTanh(x);
 }
@@ -209,8 +172,8 @@ template <GradOp Op> __device__ inline float applyGrad(float x, float g) {
     float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
     return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
   } else if constexpr (Op == GradOp::GeluExact) {
-    float cdf = 0.5f * (1.0f + erff(x * 0.7071067811865476f));
-    return g * (cdf + x * 0.3989422804014327f * expf(-0.5f * x * x));
+    float cdf = 0.5f * (1.0f + erff(x * kSqrtHalf));
+    return g * (cdf + x * kInvSqrt2Pi * expf(-0.5f * x * x));
   } else {
     return g * (1.0f - x * x);
   }
