@@ -43,7 +43,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # Tests whose results do not depend on the kernels: bad and hostile input,
 # faults, file conversion, the emulator's own checks and the bundle.
-no_numerics='(bad-inputs|hostile-inputs|dataset-errors|dataset-text|data-parallel-faults|load-weights-dtypes|hub-weights|cuda-emu/(errors|emulator|memcheck|gpu-bundle))\.test'
+no_numerics='(bad-inputs|hostile-inputs|user-files|signals|dataset-errors|dataset-text|data-parallel-faults|load-weights-dtypes|hub-weights|cuda-emu/(errors|emulator|memcheck|gpu-bundle))\.test'
 
 ran=()
 for set in "${sets[@]}"; do

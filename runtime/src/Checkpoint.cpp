@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <csignal>
+#include <pthread.h>
 #include <algorithm>
 #include <cmath>
 #include <dirent.h>
@@ -166,13 +168,23 @@ static Status writeSafetensors(const std::string &path,
   // another save to the same path sees it, and the next save removes it
   // when the process that wrote it died without removing it.
   std::string temporary = path + kTemporarySuffix + "XXXXXX";
+  // SIGINT and SIGTERM wait until the file is registered for removal: a
+  // signal in between would leave it behind.
+  sigset_t interrupts, previous;
+  sigemptyset(&interrupts);
+  sigaddset(&interrupts, SIGINT);
+  sigaddset(&interrupts, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &interrupts, &previous);
   int fd = ::mkstemp(temporary.data());
+  if (fd >= 0) {
+    ::flock(fd, LOCK_EX | LOCK_NB);
+    setTemporaryFile(temporary.c_str());
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (fd < 0)
     return Status::failure("cannot write '" + path + "' (cannot create a "
                            "temporary file beside it: " +
                            std::strerror(errno) + ")");
-  ::flock(fd, LOCK_EX | LOCK_NB);
-  setTemporaryFile(temporary.c_str());
   auto abandon = [&](FILE *file, const std::string &message) {
     setTemporaryFile(nullptr);
     std::remove(temporary.c_str());
