@@ -401,7 +401,6 @@ def run_case(command, pool, outputs, expect=ANY):
             inodes.add(os.stat(with_pool).st_ino)
     aliases = {name for name in before
                if os.stat(os.path.join(pool, name)).st_ino in inodes}
-    start = time.monotonic()
     try:
         done = subprocess.run(command, cwd=pool, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT,
@@ -409,7 +408,6 @@ def run_case(command, pool, outputs, expect=ANY):
                               preexec_fn=limit_memory)
     except subprocess.TimeoutExpired:
         return "hang", f"still running after {TIMEOUT} s", ""
-    seconds = time.monotonic() - start
     text = done.stdout.decode(errors="replace")
     code = done.returncode
     after = digests(pool)
@@ -441,7 +439,6 @@ def run_case(command, pool, outputs, expect=ANY):
         return "unexpected", f"no '{expect}' in the output", text
     if succeed and code != 0:
         return "unexpected", f"status {code}, expected success", text
-    del seconds
     if expect not in (None, ANY) and not succeed and code == 0:
         return "unexpected", f"success, expected '{expect}'", text
     return ("error" if code else "success"), None, text

@@ -10,7 +10,7 @@
 #include "FileIO.h"
 #include "tgc/runtime/Process.h"
 #include "Safetensors.h"
-#include "cpu/Parallel.h"
+#include "cpu/Common.h"
 
 #include <nlohmann/json.hpp>
 
@@ -56,28 +56,6 @@ struct Entry {
 /// What a save's temporary file adds to the target's name (then six
 /// random characters, from mkstemp).
 constexpr const char *kTemporarySuffix = ".tmp.";
-
-/// The first element of a float entry that is NaN or infinite, or -1.
-static int64_t firstNonFinite(const Entry &entry) {
-  const uint8_t *bytes = static_cast<const uint8_t *>(entry.data);
-  if (entry.dtype == DType::F32) {
-    for (size_t i = 0; i < entry.bytes / 4; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, bytes + 4 * i, 4);
-      if ((bits & 0x7f800000u) == 0x7f800000u)
-        return int64_t(i);
-    }
-  } else if (entry.dtype == DType::BF16 || entry.dtype == DType::F16) {
-    uint16_t exponent = entry.dtype == DType::BF16 ? 0x7f80 : 0x7c00;
-    for (size_t i = 0; i < entry.bytes / 2; ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, bytes + 2 * i, 2);
-      if ((bits & exponent) == exponent)
-        return int64_t(i);
-    }
-  }
-  return -1;
-}
 
 /// Removes the temporary files of earlier saves to `path` whose writers
 /// are gone (their lock is free); fails when another live process is
@@ -156,7 +134,13 @@ static Status writeSafetensors(const std::string &path,
     return replaceable;
   // Values that no load accepts are never written over a file that loads.
   for (const Entry &entry : entries) {
-    int64_t bad = firstNonFinite(entry);
+    if (!isFloat(entry.dtype))
+      continue;
+    TensorRef view;
+    view.data = const_cast<void *>(entry.data);
+    view.dtype = entry.dtype;
+    view.shape = {int64_t(entry.bytes / dtypeSize(entry.dtype))};
+    int64_t bad = cpu::firstNonFinite(view);
     if (bad >= 0)
       return Status::failure(
           "'" + path + "' was not written: '" + entry.name +
@@ -375,20 +359,7 @@ static Status checkValues(const SafetensorsEntry &entry, const char *data,
   view.dtype = stored;
   view.shape = {count};
   if (isFloat(stored)) {
-    // The first non-finite element, whichever thread finds it.
-    std::vector<int64_t> bad(
-        size_t((count + cpu::kElementGrain - 1) / cpu::kElementGrain), -1);
-    cpu::parallelFor(count, cpu::kElementGrain,
-                     [&](int64_t begin, int64_t end) {
-                       for (int64_t i = begin; i < end; ++i)
-                         if (!std::isfinite(loadF32(view, i))) {
-                           bad[size_t(begin / cpu::kElementGrain)] = i;
-                           return;
-                         }
-                     });
-    for (int64_t i : bad) {
-      if (i < 0)
-        continue;
+    if (int64_t i = cpu::firstNonFinite(view); i >= 0) {
       float value = loadF32(view, i);
       return Status::failure(
           "tensor '" + entry.name + "' holds " +

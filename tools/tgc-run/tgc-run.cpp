@@ -1066,13 +1066,15 @@ int run(int argc, char **argv) {
   // early leaves.
   int64_t lastSaved = -1;
   auto save = [&](int64_t step) -> Status {
-    lastSaved = step;
     std::map<std::string, std::string> metadata = {
         {"tgc.model", program.model},
         {"tgc.step", std::to_string(step)},
         {"tgc.batch", std::to_string(batchOf(step, 0))},
         {"tgc.seed", std::to_string(options.seed)}};
-    return saveCheckpoint(*session, options.save, metadata);
+    Status saved = saveCheckpoint(*session, options.save, metadata);
+    if (saved.ok())
+      lastSaved = step;
+    return saved;
   };
   // What this run leaves saved, for a run that stops early.
   auto savedSoFar = [&]() -> std::string {
@@ -1086,8 +1088,7 @@ int run(int argc, char **argv) {
   // A run that diverged ends with an error, and saves nothing: its
   // weights are no longer worth a checkpoint, and the last one written
   // stays as it is.
-  auto stopDiverged = [&](int64_t step, const std::string &why) {
-    (void)step;
+  auto stopDiverged = [&](const std::string &why) {
     if (tty)
       std::printf("\n");
     if (metrics)
@@ -1274,18 +1275,17 @@ int run(int argc, char **argv) {
     // (2^-32 of where it stood) never will.
     skippedInARow = skippedNow ? skippedInARow + 1 : 0;
     if (scaleTensor < 0 && !noLoss && !std::isfinite(loss))
-      return stopDiverged(step, "step " + std::to_string(step) +
-                                    " has a non-finite loss (" +
-                                    (std::isnan(loss) ? "NaN" : "Inf") +
-                                    "): training diverged (a learning rate "
-                                    "too high? NaN or Inf in the data?)");
+      return stopDiverged("step " + std::to_string(step) +
+                          " has a non-finite loss (" +
+                          (std::isnan(loss) ? "NaN" : "Inf") +
+                          "): training diverged (a learning rate "
+                          "too high? NaN or Inf in the data?)");
     if (scaleTensor >= 0 && skippedInARow >= kMaxSkippedInARow)
-      return stopDiverged(step, "loss scaling skipped the last " +
-                                    std::to_string(skippedInARow) +
-                                    " steps in a row (up to step " +
-                                    std::to_string(step) +
-                                    "): the gradients are not finite at "
-                                    "any scale, training diverged");
+      return stopDiverged(
+          "loss scaling skipped the last " + std::to_string(skippedInARow) +
+          " steps in a row (up to step " + std::to_string(step) +
+          "): the gradients are not finite at "
+          "any scale, training diverged");
     if (tty) {
       int width = 30;
       int filled = int(double(width) * double(step) / double(options.steps));

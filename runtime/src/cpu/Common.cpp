@@ -229,4 +229,22 @@ void storeF32Array(const float *values, int64_t count, TensorRef &t) {
   }
 }
 
+int64_t firstNonFinite(const TensorRef &t) {
+  int64_t count = t.numElements();
+  // The first in each chunk, whichever thread finds it.
+  std::vector<int64_t> bad(
+      size_t((count + kElementGrain - 1) / kElementGrain), -1);
+  parallelFor(count, kElementGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      if (!std::isfinite(loadF32(t, i))) {
+        bad[size_t(begin / kElementGrain)] = i;
+        return;
+      }
+  });
+  for (int64_t i : bad)
+    if (i >= 0)
+      return i;
+  return -1;
+}
+
 } // namespace tgc::rt::cpu

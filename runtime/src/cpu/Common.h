@@ -178,6 +178,11 @@ private:
 /// Converts `count` f32 values into a float tensor's storage.
 void storeF32Array(const float *values, int64_t count, TensorRef &t);
 
+/// The first element of a float tensor (f32, f16 or bf16) that is NaN or
+/// infinite, or -1 (searched on every thread): what checkpoints, saves and
+/// batch files refuse.
+int64_t firstNonFinite(const TensorRef &t);
+
 //===----------------------------------------------------------------------===//
 // GELU
 //===----------------------------------------------------------------------===//

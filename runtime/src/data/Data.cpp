@@ -13,6 +13,7 @@
 #include "Random.h"
 #include "FileIO.h"
 #include "Safetensors.h"
+#include "cpu/Common.h"
 
 #include <cmath>
 #include <cstring>
@@ -270,9 +271,8 @@ public:
         return status;
       // A NaN or Inf in a batch would reach the loss and the weights.
       if (isFloat(view.dtype))
-        for (int64_t i = 0; i < view.numElements(); ++i)
-          if (!std::isfinite(loadF32(view, i)))
-            return Status::failure(
+        if (int64_t i = cpu::firstNonFinite(view); i >= 0)
+          return Status::failure(
                 "'" + path + "': batch " + std::to_string(index % batches) +
                 " of '" + session.program().tensors[tensor].name +
                 "' holds a non-finite value (NaN or Inf) at element " +
