@@ -3,7 +3,8 @@
 // Written once, compiled for the host (the CPU kernels, and the CUDA
 // emulator's build of the CUDA kernels) and for the device (nvcc): binary
 // arithmetic on f32 (NaN-propagating maximum and minimum, as torch's) and
-// on two's-complement integers, and GELU's constants. A backend that
+// on two's-complement integers, GELU's constants, and the elementwise
+// functions of Kernels.def as types (formula::Id::value). A backend that
 // computed these differently would give other bits on the same program.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +12,7 @@
 #ifndef TGC_RUNTIME_SRC_SCALAR_H
 #define TGC_RUNTIME_SRC_SCALAR_H
 
+#include <math.h>
 #include <type_traits>
 
 #ifdef __CUDACC__
@@ -68,6 +70,26 @@ constexpr float kGeluCubic = 0.044715f;
 /// 1 / sqrt(2) and 1 / sqrt(2 pi), for GELU's erf form.
 constexpr float kSqrtHalf = 0.7071067811865476f;
 constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+/// The logistic function 1 / (1 + e^-x), for the formulas of Kernels.def.
+TGC_HOST_DEVICE inline float logistic(float x) {
+  return 1.0f / (1.0f + expf(-x));
+}
+
+/// One type per elementwise function of Kernels.def: `value(x)` for a
+/// TGC_UNARY, and `Id##Grad::value(x, g)` for an activation's gradient.
+namespace formula {
+#define TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                   \
+  struct ID {                                                                  \
+    static TGC_HOST_DEVICE float value(float x) { return VALUE; }              \
+  };
+#define TGC_ACTIVATION(ID, FUNCTION, NAME, VALUE, GRADIENT)                    \
+  TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                         \
+  struct ID##Grad {                                                            \
+    static TGC_HOST_DEVICE float value(float x, float g) { return GRADIENT; }  \
+  };
+#include "tgc/format/Kernels.def"
+} // namespace formula
 
 } // namespace tgc::rt
 

@@ -121,22 +121,22 @@ static Status binary(const TensorRef &lhs, const TensorRef &rhs,
   return Status::success();
 }
 
-Status add(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+Status add(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
   return binary<BinaryKind::Add>(lhs, rhs, result);
 }
-Status sub(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+Status sub(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
   return binary<BinaryKind::Sub>(lhs, rhs, result);
 }
-Status mul(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+Status mul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
   return binary<BinaryKind::Mul>(lhs, rhs, result);
 }
-Status div(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+Status div(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
   return binary<BinaryKind::Div>(lhs, rhs, result);
 }
-Status maximum(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+Status maximum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
   return binary<BinaryKind::Maximum>(lhs, rhs, result);
 }
-Status minimum(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
+Status minimum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result) {
   return binary<BinaryKind::Minimum>(lhs, rhs, result);
 }
 
@@ -225,27 +225,30 @@ static void geluTanhInner(const float *x, float *t, int64_t count) {
   vec::tanh(t, t, count);
 }
 
-Status neg(const TensorRef &input, TensorRef &result) {
-  return unary(input, result, [](float x) { return -x; });
-}
-Status exp(const TensorRef &input, TensorRef &result) {
+// The elementwise functions of Kernels.def, from their formulas.
+#define TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                   \
+  Status FUNCTION(Context &, const TensorRef &input, TensorRef &result) {      \
+    return unary(input, result,                                                \
+                 [](float x) { return formula::ID::value(x); });               \
+  }
+#define TGC_ACTIVATION(ID, FUNCTION, NAME, VALUE, GRADIENT)                    \
+  TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                         \
+  Status FUNCTION##Grad(Context &, const TensorRef &input,                     \
+                        const TensorRef &grad, TensorRef &result) {            \
+    return pointwise2(input, "input", grad, result, [](float x, float g) {     \
+      return formula::ID##Grad::value(x, g);                                   \
+    });                                                                        \
+  }
+#include "tgc/format/Kernels.def"
+
+Status exp(Context &ctx, const TensorRef &input, TensorRef &result) {
   return unaryArray(input, result, vec::exp);
 }
-Status log(const TensorRef &input, TensorRef &result) {
+Status log(Context &ctx, const TensorRef &input, TensorRef &result) {
   return unaryArray(input, result, vec::log);
 }
-Status sqrt(const TensorRef &input, TensorRef &result) {
-  return unary(input, result, [](float x) { return std::sqrt(x); });
-}
-Status rsqrt(const TensorRef &input, TensorRef &result) {
-  return unary(input, result, [](float x) { return 1.0f / std::sqrt(x); });
-}
-Status tanh(const TensorRef &input, TensorRef &result) {
+Status tanh(Context &ctx, const TensorRef &input, TensorRef &result) {
   return unaryArray(input, result, vec::tanh);
-}
-Status relu(const TensorRef &input, TensorRef &result) {
-  // NaN stays NaN, as torch.relu.
-  return unary(input, result, [](float x) { return x < 0.0f ? 0.0f : x; });
 }
 void geluTanhArray(const float *x, float *out, int64_t count) {
   float t[kBlock];
@@ -257,20 +260,14 @@ void geluTanhArray(const float *x, float *out, int64_t count) {
   }
 }
 
-Status gelu(const TensorRef &input, TensorRef &result) {
+Status gelu(Context &ctx, const TensorRef &input, TensorRef &result) {
   return unaryArray(input, result, geluTanhArray);
 }
-Status geluExact(const TensorRef &input, TensorRef &result) {
+Status geluExact(Context &ctx, const TensorRef &input, TensorRef &result) {
   return unary(input, result, [](float x) { return geluErf(x); });
 }
 
-Status reluGrad(const TensorRef &input, const TensorRef &grad,
-                TensorRef &result) {
-  return pointwise2(input, "input", grad, result,
-                    [](float x, float g) { return x > 0.0f ? g : 0.0f; });
-}
-
-Status geluGrad(const TensorRef &input, const TensorRef &grad,
+Status geluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                 TensorRef &result) {
   return pointwise2Array(
       input, "input", grad, result,
@@ -289,7 +286,7 @@ Status geluGrad(const TensorRef &input, const TensorRef &grad,
       });
 }
 
-Status geluExactGrad(const TensorRef &input, const TensorRef &grad,
+Status geluExactGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                      TensorRef &result) {
   return pointwise2(input, "input", grad, result, [](float x, float g) {
     float cdf = 0.5f * (1.0f + std::erf(x * kSqrtHalf));
@@ -297,7 +294,7 @@ Status geluExactGrad(const TensorRef &input, const TensorRef &grad,
   });
 }
 
-Status tanhGrad(const TensorRef &output, const TensorRef &grad,
+Status tanhGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
                 TensorRef &result) {
   return pointwise2(output, "output", grad, result,
                     [](float y, float g) { return g * (1.0f - y * y); });
@@ -307,7 +304,7 @@ Status tanhGrad(const TensorRef &output, const TensorRef &grad,
 // Select and cast
 //===----------------------------------------------------------------------===//
 
-Status where(const TensorRef &condition, const TensorRef &lhs,
+Status where(Context &ctx, const TensorRef &condition, const TensorRef &lhs,
              const TensorRef &rhs, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(condition, "condition"));
   TGC_RETURN_IF_ERROR(expectValid(lhs, "lhs"));
@@ -341,7 +338,7 @@ Status where(const TensorRef &condition, const TensorRef &lhs,
   return Status::success();
 }
 
-Status cast(const TensorRef &input, TensorRef &result) {
+Status cast(Context &ctx, const TensorRef &input, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(input, "input"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));

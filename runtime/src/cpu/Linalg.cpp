@@ -175,7 +175,7 @@ void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n,
     runTile(tile);
 }
 
-Status matmul(const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
+Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
               bool transposeRhs, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(lhs, "lhs"));
   TGC_RETURN_IF_ERROR(expectValid(rhs, "rhs"));
@@ -257,7 +257,7 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
   return Status::success();
 }
 
-Status linear(const TensorRef &input, const TensorRef &weight,
+Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,
               const TensorRef &bias, bool gelu, TensorRef &result,
               TensorRef *preactivation) {
   TGC_RETURN_IF_ERROR(expectValid(input, "input"));

@@ -41,7 +41,7 @@ static void splitAround(const Shape &shape, int64_t axis, int64_t &outer,
 // Softmax
 //===----------------------------------------------------------------------===//
 
-Status softmax(const TensorRef &input, int64_t axis, TensorRef &result) {
+Status softmax(Context &ctx, const TensorRef &input, int64_t axis, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(input, "input"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
@@ -80,7 +80,7 @@ Status softmax(const TensorRef &input, int64_t axis, TensorRef &result) {
   return Status::success();
 }
 
-Status softmaxGrad(const TensorRef &output, const TensorRef &grad,
+Status softmaxGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
                    int64_t axis, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(output, "output"));
   TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
@@ -151,7 +151,7 @@ static Status checkLayerNormOperands(const TensorRef &input,
   return expectShape(weight, {input.shape.back()}, weightName);
 }
 
-Status layerNorm(const TensorRef &input, const TensorRef &weight,
+Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
                  const TensorRef &bias, double epsilon, TensorRef &result) {
   TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
   TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, bias, "bias"));
@@ -204,7 +204,7 @@ static Status checkGradResults(const char *op,
   return Status::success();
 }
 
-Status layerNormGrad(const TensorRef &input, const TensorRef &weight,
+Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight,
                      const TensorRef &grad, double epsilon,
                      TensorRef &inputGrad, TensorRef &weightGrad,
                      TensorRef &biasGrad) {
@@ -297,7 +297,7 @@ static Status checkIndices(const TensorRef &indices, int64_t limit,
   return Status::success();
 }
 
-Status embedding(const TensorRef &table, const TensorRef &indices,
+Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
                  TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(table, "table"));
   TGC_RETURN_IF_ERROR(expectValid(indices, "indices"));
@@ -323,7 +323,7 @@ Status embedding(const TensorRef &table, const TensorRef &indices,
   return Status::success();
 }
 
-Status embeddingGrad(const TensorRef &indices, const TensorRef &grad,
+Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &grad,
                      TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(indices, "indices"));
   TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
@@ -491,7 +491,7 @@ static void attentionProbabilities(const AttentionShape &sizes,
   }
 }
 
-Status attention(const TensorRef &query, const TensorRef &key,
+Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  const TensorRef &value, const TensorRef *keyMask, bool causal,
                  std::optional<double> scale, TensorRef &result) {
   AttentionShape sizes;
@@ -522,7 +522,7 @@ Status attention(const TensorRef &query, const TensorRef &key,
   return Status::success();
 }
 
-Status attentionGrad(const TensorRef &query, const TensorRef &key,
+Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      const TensorRef &value, const TensorRef &output,
                      const TensorRef &grad, const TensorRef *keyMask,
                      bool causal, std::optional<double> scale,
@@ -646,7 +646,7 @@ static double logSumExp(const float *row, int64_t length) {
   return double(max) + std::log(sum);
 }
 
-Status crossEntropy(const TensorRef &logits, const TensorRef &targets,
+Status crossEntropy(Context &ctx, const TensorRef &logits, const TensorRef &targets,
                     int64_t ignoreIndex, TensorRef &result) {
   int64_t rows, classes, counted;
   TGC_RETURN_IF_ERROR(
@@ -670,7 +670,7 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &targets,
   return Status::success();
 }
 
-Status targetCount(const TensorRef &targets, int64_t ignoreIndex,
+Status targetCount(Context &ctx, const TensorRef &targets, int64_t ignoreIndex,
                    TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(targets, "targets"));
   TGC_RETURN_IF_ERROR(expectIndex(targets, "targets"));
@@ -683,7 +683,7 @@ Status targetCount(const TensorRef &targets, int64_t ignoreIndex,
   return Status::success();
 }
 
-Status crossEntropyGrad(const TensorRef &logits, const TensorRef &targets,
+Status crossEntropyGrad(Context &ctx, const TensorRef &logits, const TensorRef &targets,
                         const TensorRef &grad, int64_t ignoreIndex,
                         TensorRef &result) {
   int64_t rows, classes, counted;

@@ -104,7 +104,7 @@ struct AdamWStep {
 
 } // namespace
 
-Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
+Status sgdUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                  const TensorRef &lr, const TensorRef &step,
                  const TensorRef *momentumBuffer, double momentum,
                  double dampening, double weightDecay, bool nesterov,
@@ -164,7 +164,7 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
   return Status::success();
 }
 
-Status adamwUpdate(const TensorRef &param, const TensorRef &grad,
+Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    const TensorRef &expAvg, const TensorRef &expAvgSq,
                    const TensorRef &lr, const TensorRef &step, double beta1,
                    double beta2, double eps, double weightDecay,
@@ -334,17 +334,19 @@ uint8_t QuantCodebook::quantize(float x, bool isSigned) const {
   return uint8_t(code);
 }
 
-Status adamw8bitUpdate(const TensorRef &param, const TensorRef &grad,
-                       const TensorRef &expAvg, const TensorRef &expAvgAbsmax,
-                       const TensorRef &expAvgSq,
-                       const TensorRef &expAvgSqAbsmax,
-                       const TensorRef &mapSigned,
-                       const TensorRef &mapUnsigned, const TensorRef &lr,
-                       const TensorRef &step, double beta1, double beta2,
-                       double eps, double weightDecay, int64_t blockSize,
-                       TensorRef &newParam, TensorRef &newExpAvg,
-                       TensorRef &newExpAvgAbsmax, TensorRef &newExpAvgSq,
-                       TensorRef &newExpAvgSqAbsmax) {
+Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
+                       const TensorRef &grad, const TensorRef &lr,
+                       const TensorRef &step, const QuantizedStateRefs &m8,
+                       const QuantizedStateRefs &v8,
+                       const AdamWOptions &options, int64_t blockSize,
+                       TensorRef &newParam) {
+  const TensorRef &expAvg = m8.codes, &expAvgAbsmax = m8.absmax;
+  const TensorRef &expAvgSq = v8.codes, &expAvgSqAbsmax = v8.absmax;
+  const TensorRef &mapSigned = m8.map, &mapUnsigned = v8.map;
+  TensorRef newExpAvg = m8.newCodes, newExpAvgAbsmax = m8.newAbsmax;
+  TensorRef newExpAvgSq = v8.newCodes, newExpAvgSqAbsmax = v8.newAbsmax;
+  double beta1 = options.beta1, beta2 = options.beta2, eps = options.eps,
+         weightDecay = options.weightDecay;
   TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
   TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
   TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
@@ -393,14 +395,18 @@ Status adamw8bitUpdate(const TensorRef &param, const TensorRef &grad,
   return Status::success();
 }
 
-Status sgd8bitUpdate(const TensorRef &param, const TensorRef &grad,
-                     const TensorRef &momentumBuffer,
-                     const TensorRef &momentumAbsmax, const TensorRef &map,
-                     const TensorRef &lr, const TensorRef &step,
-                     double momentum, double dampening, double weightDecay,
-                     bool nesterov, int64_t blockSize, TensorRef &newParam,
-                     TensorRef &newMomentumBuffer,
-                     TensorRef &newMomentumAbsmax) {
+Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
+                     const TensorRef &grad, const TensorRef &lr,
+                     const TensorRef &step, const QuantizedStateRefs &buffer,
+                     const SGDOptions &options, int64_t blockSize,
+                     TensorRef &newParam) {
+  const TensorRef &momentumBuffer = buffer.codes,
+                  &momentumAbsmax = buffer.absmax, &map = buffer.map;
+  TensorRef newMomentumBuffer = buffer.newCodes,
+            newMomentumAbsmax = buffer.newAbsmax;
+  double momentum = options.momentum, dampening = options.dampening,
+         weightDecay = options.weightDecay;
+  bool nesterov = options.nesterov;
   TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
   TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
   TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
@@ -471,7 +477,7 @@ static AdafactorScalars adafactorScalars(const AdafactorOptions &options,
   return s;
 }
 
-Status adafactorUpdate(const TensorRef &param, const TensorRef &grad,
+Status adafactorUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                        const std::vector<TensorRef> &state,
                        const TensorRef &lr, const TensorRef &step,
                        const AdafactorOptions &options, TensorRef &newParam,
@@ -581,7 +587,7 @@ Status adafactorUpdate(const TensorRef &param, const TensorRef &grad,
   return Status::success();
 }
 
-Status globalNorm(const std::vector<TensorRef> &inputs, TensorRef &result) {
+Status globalNorm(Context &ctx, const std::vector<TensorRef> &inputs, TensorRef &result) {
   if (inputs.empty())
     return Status::failure("global_norm needs at least one operand");
   TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
@@ -607,7 +613,7 @@ Status globalNorm(const std::vector<TensorRef> &inputs, TensorRef &result) {
 // Mixed precision
 //===----------------------------------------------------------------------===//
 
-Status scaleLoss(const TensorRef &loss, const TensorRef &scale,
+Status scaleLoss(Context &ctx, const TensorRef &loss, const TensorRef &scale,
                  TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectScalar(loss, "loss"));
   TGC_RETURN_IF_ERROR(expectFloat(loss, "loss"));
@@ -619,7 +625,7 @@ Status scaleLoss(const TensorRef &loss, const TensorRef &scale,
   return Status::success();
 }
 
-Status unscale(const TensorRef &grad, const TensorRef &scale,
+Status unscale(Context &ctx, const TensorRef &grad, const TensorRef &scale,
                TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
   TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
@@ -647,7 +653,7 @@ Status unscale(const TensorRef &grad, const TensorRef &scale,
   return Status::success();
 }
 
-Status allFinite(const std::vector<TensorRef> &inputs, TensorRef &result) {
+Status allFinite(Context &ctx, const std::vector<TensorRef> &inputs, TensorRef &result) {
   if (inputs.empty())
     return Status::failure("all_finite needs at least one operand");
   TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
@@ -665,7 +671,7 @@ Status allFinite(const std::vector<TensorRef> &inputs, TensorRef &result) {
   return Status::success();
 }
 
-Status updateLossScale(const TensorRef &scale, const TensorRef &growthTracker,
+Status updateLossScale(Context &ctx, const TensorRef &scale, const TensorRef &growthTracker,
                        const TensorRef &foundFinite, double growthFactor,
                        double backoffFactor, int64_t growthInterval,
                        TensorRef &newScale, TensorRef &newGrowthTracker) {

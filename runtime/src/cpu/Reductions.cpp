@@ -177,20 +177,20 @@ static Status reduce(ReduceKind kind, const TensorRef &input,
   return Status::success();
 }
 
-Status reduceSum(const TensorRef &input, const std::vector<int64_t> &axes,
+Status reduceSum(Context &ctx, const TensorRef &input, const std::vector<int64_t> &axes,
                  bool keepDims, TensorRef &result) {
   return reduce(ReduceKind::Sum, input, axes, keepDims, result);
 }
-Status reduceMean(const TensorRef &input, const std::vector<int64_t> &axes,
+Status reduceMean(Context &ctx, const TensorRef &input, const std::vector<int64_t> &axes,
                   bool keepDims, TensorRef &result) {
   return reduce(ReduceKind::Mean, input, axes, keepDims, result);
 }
-Status reduceMax(const TensorRef &input, const std::vector<int64_t> &axes,
+Status reduceMax(Context &ctx, const TensorRef &input, const std::vector<int64_t> &axes,
                  bool keepDims, TensorRef &result) {
   return reduce(ReduceKind::Max, input, axes, keepDims, result);
 }
 
-Status reduceMaxGrad(const TensorRef &input, const TensorRef &output,
+Status reduceMaxGrad(Context &ctx, const TensorRef &input, const TensorRef &output,
                      const TensorRef &grad, const std::vector<int64_t> &axes,
                      bool keepDims, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(input, "input"));
@@ -222,7 +222,7 @@ Status reduceMaxGrad(const TensorRef &input, const TensorRef &output,
   return Status::success();
 }
 
-Status sumTo(const TensorRef &input, TensorRef &result) {
+Status sumTo(Context &ctx, const TensorRef &input, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(input, "input"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   TGC_RETURN_IF_ERROR(expectFloat(input, "input"));

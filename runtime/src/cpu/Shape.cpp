@@ -57,7 +57,7 @@ static Status checkPair(const TensorRef &input, const TensorRef &result) {
   return expectSameDType(result, input, "result");
 }
 
-Status reshape(const TensorRef &input, TensorRef &result) {
+Status reshape(Context &ctx, const TensorRef &input, TensorRef &result) {
   TGC_RETURN_IF_ERROR(checkPair(input, result));
   if (input.numElements() != result.numElements())
     return Status::failure("reshape element counts differ: " +
@@ -68,7 +68,7 @@ Status reshape(const TensorRef &input, TensorRef &result) {
   return Status::success();
 }
 
-Status transpose(const TensorRef &input,
+Status transpose(Context &ctx, const TensorRef &input,
                  const std::vector<int64_t> &permutation, TensorRef &result) {
   TGC_RETURN_IF_ERROR(checkPair(input, result));
   int64_t rank = input.rank();
@@ -101,7 +101,7 @@ Status transpose(const TensorRef &input,
   return Status::success();
 }
 
-Status slice(const TensorRef &input, const std::vector<int64_t> &offsets,
+Status slice(Context &ctx, const TensorRef &input, const std::vector<int64_t> &offsets,
              TensorRef &result) {
   TGC_RETURN_IF_ERROR(checkPair(input, result));
   int64_t base;
@@ -118,7 +118,7 @@ Status slice(const TensorRef &input, const std::vector<int64_t> &offsets,
   return Status::success();
 }
 
-Status sliceGrad(const TensorRef &grad, const std::vector<int64_t> &offsets,
+Status sliceGrad(Context &ctx, const TensorRef &grad, const std::vector<int64_t> &offsets,
                  TensorRef &result) {
   TGC_RETURN_IF_ERROR(checkPair(grad, result));
   TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
@@ -174,7 +174,7 @@ static Status checkPieces(const std::vector<TensorRef> &pieces,
   return Status::success();
 }
 
-Status split(const TensorRef &input, int64_t axis,
+Status split(Context &ctx, const TensorRef &input, int64_t axis,
              std::vector<TensorRef> &results) {
   int64_t dim;
   TGC_RETURN_IF_ERROR(checkPieces(results, input, axis, dim));
@@ -197,7 +197,7 @@ Status split(const TensorRef &input, int64_t axis,
   return Status::success();
 }
 
-Status concat(const std::vector<TensorRef> &inputs, int64_t axis,
+Status concat(Context &ctx, const std::vector<TensorRef> &inputs, int64_t axis,
               TensorRef &result) {
   int64_t dim;
   TGC_RETURN_IF_ERROR(checkPieces(inputs, result, axis, dim));
@@ -221,7 +221,7 @@ Status concat(const std::vector<TensorRef> &inputs, int64_t axis,
   return Status::success();
 }
 
-Status broadcastTo(const TensorRef &input, TensorRef &result) {
+Status broadcastTo(Context &ctx, const TensorRef &input, TensorRef &result) {
   TGC_RETURN_IF_ERROR(checkPair(input, result));
   if (!broadcastsTo(input.shape, result.shape))
     return Status::failure("shape " + shapeString(input.shape) +
@@ -237,7 +237,7 @@ Status broadcastTo(const TensorRef &input, TensorRef &result) {
   return Status::success();
 }
 
-Status constant(const void *bytes, size_t size, TensorRef &result) {
+Status constant(Context &ctx, const void *bytes, size_t size, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   if (size != result.numBytes())
     return Status::failure("constant has " + std::to_string(size) +
@@ -248,7 +248,7 @@ Status constant(const void *bytes, size_t size, TensorRef &result) {
   return Status::success();
 }
 
-Status fill(double value, TensorRef &result) {
+Status fill(Context &ctx, double value, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   int64_t count = result.numElements();
   if (count == 0)

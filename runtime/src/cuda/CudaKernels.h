@@ -98,14 +98,19 @@ Status div(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &
 Status maximum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
 Status minimum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
 
-/// Unary float math; the result has the operand's type.
-Status neg(Context &ctx, const TensorRef &input, TensorRef &result);
+/// The elementwise functions of Kernels.def, as CpuKernels.h declares them.
+#define TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                   \
+  Status FUNCTION(Context &ctx, const TensorRef &input, TensorRef &result);
+#define TGC_ACTIVATION(ID, FUNCTION, NAME, VALUE, GRADIENT)                    \
+  TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                         \
+  Status FUNCTION##Grad(Context &ctx, const TensorRef &input,                  \
+                        const TensorRef &grad, TensorRef &result);
+#include "tgc/format/Kernels.def"
+
+/// Unary float math written by hand; the result has the operand's type.
 Status exp(Context &ctx, const TensorRef &input, TensorRef &result);
 Status log(Context &ctx, const TensorRef &input, TensorRef &result);
-Status sqrt(Context &ctx, const TensorRef &input, TensorRef &result);
-Status rsqrt(Context &ctx, const TensorRef &input, TensorRef &result);
 Status tanh(Context &ctx, const TensorRef &input, TensorRef &result);
-Status relu(Context &ctx, const TensorRef &input, TensorRef &result);
 /// GELU, tanh approximation; geluExact: the erf form (tg.gelu {exact}).
 Status gelu(Context &ctx, const TensorRef &input, TensorRef &result);
 Status geluExact(Context &ctx, const TensorRef &input, TensorRef &result);
@@ -120,8 +125,6 @@ Status where(Context &ctx, const TensorRef &condition, const TensorRef &lhs,
 Status cast(Context &ctx, const TensorRef &input, TensorRef &result);
 
 /// Gradients of the elementwise activations.
-Status reluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
-                TensorRef &result);
 Status geluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                 TensorRef &result);
 Status geluExactGrad(Context &ctx, const TensorRef &input,
@@ -237,25 +240,18 @@ Status adafactorUpdate(Context &ctx, const TensorRef &param,
                        const cpu::AdafactorOptions &options,
                        TensorRef &newParam, std::vector<TensorRef> &newState);
 Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
-                       const TensorRef &grad, const TensorRef &expAvg,
-                       const TensorRef &expAvgAbsmax,
-                       const TensorRef &expAvgSq,
-                       const TensorRef &expAvgSqAbsmax,
-                       const TensorRef &mapSigned,
-                       const TensorRef &mapUnsigned, const TensorRef &lr,
-                       const TensorRef &step, double beta1, double beta2,
-                       double eps, double weightDecay, int64_t blockSize,
-                       TensorRef &newParam, TensorRef &newExpAvg,
-                       TensorRef &newExpAvgAbsmax, TensorRef &newExpAvgSq,
-                       TensorRef &newExpAvgSqAbsmax);
+                       const TensorRef &grad, const TensorRef &lr,
+                       const TensorRef &step,
+                       const cpu::QuantizedStateRefs &expAvg,
+                       const cpu::QuantizedStateRefs &expAvgSq,
+                       const cpu::AdamWOptions &options, int64_t blockSize,
+                       TensorRef &newParam);
 Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
-                     const TensorRef &grad, const TensorRef &momentumBuffer,
-                     const TensorRef &momentumAbsmax, const TensorRef &map,
-                     const TensorRef &lr, const TensorRef &step,
-                     double momentum, double dampening, double weightDecay,
-                     bool nesterov, int64_t blockSize, TensorRef &newParam,
-                     TensorRef &newMomentumBuffer,
-                     TensorRef &newMomentumAbsmax);
+                     const TensorRef &grad, const TensorRef &lr,
+                     const TensorRef &step,
+                     const cpu::QuantizedStateRefs &momentumBuffer,
+                     const cpu::SGDOptions &options, int64_t blockSize,
+                     TensorRef &newParam);
 /// The 2-norm of all elements of all inputs, into an f32 scalar.
 Status globalNorm(Context &ctx, const std::vector<TensorRef> &inputs, TensorRef &result);
 

@@ -136,25 +136,17 @@ Status minimum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
 //===----------------------------------------------------------------------===//
 
 namespace {
-enum class UnaryOp { Neg, Exp, Log, Sqrt, Rsqrt, Tanh, Relu, Gelu, GeluExact };
-enum class GradOp { Relu, Gelu, GeluExact, Tanh };
+enum class UnaryOp { Exp, Log, Tanh, Gelu, GeluExact };
+enum class GradOp { Gelu, GeluExact, Tanh };
 } // namespace
 
 template <UnaryOp Op> __device__ inline float applyUnary(float x) {
-  if constexpr (Op == UnaryOp::Neg)
-    return -x;
-  else if constexpr (Op == UnaryOp::Exp)
+  if constexpr (Op == UnaryOp::Exp)
     return expf(x);
   else if constexpr (Op == UnaryOp::Log)
     return logf(x);
-  else if constexpr (Op == UnaryOp::Sqrt)
-    return sqrtf(x);
-  else if constexpr (Op == UnaryOp::Rsqrt)
-    return 1.0f / sqrtf(x); // not rsqrtf, which is not correctly rounded
   else if constexpr (Op == UnaryOp::Tanh)
     return tanhf(x);
-  else if constexpr (Op == UnaryOp::Relu)
-    return x < 0.0f ? 0.0f : x; // NaN stays NaN, as torch.relu
   else if constexpr (Op == UnaryOp::GeluExact)
     return 0.5f * x * (1.0f + erff(x * kSqrtHalf));
   else
@@ -164,9 +156,7 @@ template <UnaryOp Op> __device__ inline float applyUnary(float x) {
 /// `x` is the activation's operand (its result for tanh), `g` the incoming
 /// gradient.
 template <GradOp Op> __device__ inline float applyGrad(float x, float g) {
-  if constexpr (Op == GradOp::Relu) {
-    return x > 0.0f ? g : 0.0f;
-  } else if constexpr (Op == GradOp::Gelu) {
+  if constexpr (Op == GradOp::Gelu) {
     float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
     float t = tanhf(u);
     float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
@@ -179,93 +169,99 @@ template <GradOp Op> __device__ inline float applyGrad(float x, float g) {
   }
 }
 
-template <UnaryOp Op>
+/// The functions above as types, beside the formula:: types of Kernels.def.
+template <UnaryOp Op> struct Unary {
+  static __device__ float value(float x) { return applyUnary<Op>(x); }
+};
+template <GradOp Op> struct Grad {
+  static __device__ float value(float x, float g) { return applyGrad<Op>(x, g); }
+};
+
+template <typename F>
 __global__ void unaryKernel(const void *input, void *result, DType dtype,
                             int64_t n) {
   TGC_GRID_LOOP(i, n) {
-    storeFloat(result, dtype, i, applyUnary<Op>(loadFloat(input, dtype, i)));
+    storeFloat(result, dtype, i, F::value(loadFloat(input, dtype, i)));
   }
 }
 
-template <GradOp Op>
+template <typename F>
 __global__ void gradKernel(const void *input, const void *grad, void *result,
                            DType dtype, int64_t n) {
   TGC_GRID_LOOP(i, n) {
     float value =
-        applyGrad<Op>(loadFloat(input, dtype, i), loadFloat(grad, dtype, i));
+        F::value(loadFloat(input, dtype, i), loadFloat(grad, dtype, i));
     storeFloat(result, dtype, i, value);
   }
 }
 
-template <UnaryOp Op>
+template <typename F>
 static Status unary(Context &ctx, const TensorRef &input, TensorRef &result,
                     const char *name) {
   int64_t n = input.numElements();
   if (n == 0)
     return Status::success();
-  unaryKernel<Op><<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
+  unaryKernel<F><<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
       input.data, result.data, input.dtype, n);
   TGC_CUDA_LAUNCH(name);
   return Status::success();
 }
 
-template <GradOp Op>
+template <typename F>
 static Status activationGrad(Context &ctx, const TensorRef &input,
                              const TensorRef &grad, TensorRef &result,
                              const char *name) {
   int64_t n = input.numElements();
   if (n == 0)
     return Status::success();
-  gradKernel<Op><<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
+  gradKernel<F><<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
       input.data, grad.data, result.data, input.dtype, n);
   TGC_CUDA_LAUNCH(name);
   return Status::success();
 }
 
-Status neg(Context &ctx, const TensorRef &input, TensorRef &result) {
-  return unary<UnaryOp::Neg>(ctx, input, result, "neg");
-}
+// The elementwise functions of Kernels.def, from their formulas.
+#define TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                   \
+  Status FUNCTION(Context &ctx, const TensorRef &input, TensorRef &result) {   \
+    return unary<formula::ID>(ctx, input, result, NAME);                       \
+  }
+#define TGC_ACTIVATION(ID, FUNCTION, NAME, VALUE, GRADIENT)                    \
+  TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                         \
+  Status FUNCTION##Grad(Context &ctx, const TensorRef &input,                  \
+                        const TensorRef &grad, TensorRef &result) {            \
+    return activationGrad<formula::ID##Grad>(ctx, input, grad, result,         \
+                                             NAME "_grad");                    \
+  }
+#include "tgc/format/Kernels.def"
+
 Status exp(Context &ctx, const TensorRef &input, TensorRef &result) {
-  return unary<UnaryOp::Exp>(ctx, input, result, "exp");
+  return unary<Unary<UnaryOp::Exp>>(ctx, input, result, "exp");
 }
 Status log(Context &ctx, const TensorRef &input, TensorRef &result) {
-  return unary<UnaryOp::Log>(ctx, input, result, "log");
-}
-Status sqrt(Context &ctx, const TensorRef &input, TensorRef &result) {
-  return unary<UnaryOp::Sqrt>(ctx, input, result, "sqrt");
-}
-Status rsqrt(Context &ctx, const TensorRef &input, TensorRef &result) {
-  return unary<UnaryOp::Rsqrt>(ctx, input, result, "rsqrt");
+  return unary<Unary<UnaryOp::Log>>(ctx, input, result, "log");
 }
 Status tanh(Context &ctx, const TensorRef &input, TensorRef &result) {
-  return unary<UnaryOp::Tanh>(ctx, input, result, "tanh");
-}
-Status relu(Context &ctx, const TensorRef &input, TensorRef &result) {
-  return unary<UnaryOp::Relu>(ctx, input, result, "relu");
+  return unary<Unary<UnaryOp::Tanh>>(ctx, input, result, "tanh");
 }
 Status gelu(Context &ctx, const TensorRef &input, TensorRef &result) {
-  return unary<UnaryOp::Gelu>(ctx, input, result, "gelu");
+  return unary<Unary<UnaryOp::Gelu>>(ctx, input, result, "gelu");
 }
 Status geluExact(Context &ctx, const TensorRef &input, TensorRef &result) {
-  return unary<UnaryOp::GeluExact>(ctx, input, result, "gelu");
+  return unary<Unary<UnaryOp::GeluExact>>(ctx, input, result, "gelu");
 }
 
-Status reluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
-                TensorRef &result) {
-  return activationGrad<GradOp::Relu>(ctx, input, grad, result, "relu_grad");
-}
 Status geluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                 TensorRef &result) {
-  return activationGrad<GradOp::Gelu>(ctx, input, grad, result, "gelu_grad");
+  return activationGrad<Grad<GradOp::Gelu>>(ctx, input, grad, result, "gelu_grad");
 }
 Status geluExactGrad(Context &ctx, const TensorRef &input,
                      const TensorRef &grad, TensorRef &result) {
-  return activationGrad<GradOp::GeluExact>(ctx, input, grad, result,
+  return activationGrad<Grad<GradOp::GeluExact>>(ctx, input, grad, result,
                                            "gelu_grad");
 }
 Status tanhGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
                 TensorRef &result) {
-  return activationGrad<GradOp::Tanh>(ctx, output, grad, result, "tanh_grad");
+  return activationGrad<Grad<GradOp::Tanh>>(ctx, output, grad, result, "tanh_grad");
 }
 
 //===----------------------------------------------------------------------===//

@@ -375,17 +375,18 @@ static_assert(int64_t(kMaxPerThread) * kThreads == cpu::kMaxQuantBlock,
               "the 8-bit kernels hold the largest block in registers");
 
 Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
-                       const TensorRef &grad, const TensorRef &expAvg,
-                       const TensorRef &expAvgAbsmax,
-                       const TensorRef &expAvgSq,
-                       const TensorRef &expAvgSqAbsmax,
-                       const TensorRef &mapSigned,
-                       const TensorRef &mapUnsigned, const TensorRef &lr,
-                       const TensorRef &step, double beta1, double beta2,
-                       double eps, double weightDecay, int64_t blockSize,
-                       TensorRef &newParam, TensorRef &newExpAvg,
-                       TensorRef &newExpAvgAbsmax, TensorRef &newExpAvgSq,
-                       TensorRef &newExpAvgSqAbsmax) {
+                       const TensorRef &grad, const TensorRef &lr,
+                       const TensorRef &step, const cpu::QuantizedStateRefs &m8,
+                       const cpu::QuantizedStateRefs &v8,
+                       const cpu::AdamWOptions &options, int64_t blockSize,
+                       TensorRef &newParam) {
+  const TensorRef &expAvg = m8.codes, &expAvgAbsmax = m8.absmax;
+  const TensorRef &expAvgSq = v8.codes, &expAvgSqAbsmax = v8.absmax;
+  const TensorRef &mapSigned = m8.map, &mapUnsigned = v8.map;
+  TensorRef newExpAvg = m8.newCodes, newExpAvgAbsmax = m8.newAbsmax;
+  TensorRef newExpAvgSq = v8.newCodes, newExpAvgSqAbsmax = v8.newAbsmax;
+  double beta1 = options.beta1, beta2 = options.beta2, eps = options.eps,
+         weightDecay = options.weightDecay;
   if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
     return status;
   AdamWParams hp = adamwParams(beta1, beta2, eps, weightDecay);
@@ -454,13 +455,17 @@ __global__ void sgd8bitKernel(const void *param, DType paramType,
 }
 
 Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
-                     const TensorRef &grad, const TensorRef &momentumBuffer,
-                     const TensorRef &momentumAbsmax, const TensorRef &map,
-                     const TensorRef &lr, const TensorRef &step,
-                     double momentum, double dampening, double weightDecay,
-                     bool nesterov, int64_t blockSize, TensorRef &newParam,
-                     TensorRef &newMomentumBuffer,
-                     TensorRef &newMomentumAbsmax) {
+                     const TensorRef &grad, const TensorRef &lr,
+                     const TensorRef &step, const cpu::QuantizedStateRefs &buffer,
+                     const cpu::SGDOptions &options, int64_t blockSize,
+                     TensorRef &newParam) {
+  const TensorRef &momentumBuffer = buffer.codes,
+                  &momentumAbsmax = buffer.absmax, &map = buffer.map;
+  TensorRef newMomentumBuffer = buffer.newCodes,
+            newMomentumAbsmax = buffer.newAbsmax;
+  double momentum = options.momentum, dampening = options.dampening,
+         weightDecay = options.weightDecay;
+  bool nesterov = options.nesterov;
   if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
     return status;
   SgdParams hp = sgdParams(momentum, dampening, weightDecay, nesterov);

@@ -297,7 +297,8 @@ Status fill(Context &ctx, double value, TensorRef &result) {
   element.data = &bits;
   element.dtype = result.dtype;
   element.shape = {};
-  Status status = cpu::fill(value, element);
+  cpu::Context host;
+  Status status = cpu::fill(host, value, element);
   if (!status.ok())
     return status;
   unsigned blocks = blocksFor(n, kThreads);

@@ -49,7 +49,7 @@ const char *kernelName(Kernel kernel) {
 #define TGC_KERNEL(ID, NAME)                                                   \
   case Kernel::ID:                                                             \
     return NAME;
-#include "tgc/runtime/Kernels.def"
+#include "tgc/format/Kernels.def"
   }
   return "unknown";
 }
@@ -64,7 +64,7 @@ static bool lookupKernel(const std::string &name, Kernel &kernel) {
     kernel = Kernel::ID;                                                       \
     return true;                                                               \
   }
-#include "tgc/runtime/Kernels.def"
+#include "tgc/format/Kernels.def"
   return false;
 }
 

@@ -109,6 +109,11 @@ private:
     return true;
   }
   bool unary() { return counts(1, 1) && floatT(in(0)) && same(in(0), out(0)); }
+  /// An activation's gradient: (operand or result, incoming gradient).
+  bool activationGrad() {
+    return counts(2, 1) && floatT(in(0)) && same(in(0), in(1)) &&
+           same(in(0), out(0));
+  }
   bool reduction(const TensorInfo &input, const TensorInfo &result) {
     if (!attr("axes", AttrValue::Ints))
       return false;
@@ -322,16 +327,22 @@ Status Checker::run() {
   case Kernel::Minimum:
     ok = elementwiseBinary();
     break;
-  case Kernel::Neg:
   case Kernel::Exp:
   case Kernel::Log:
-  case Kernel::Sqrt:
-  case Kernel::Rsqrt:
   case Kernel::Tanh:
-  case Kernel::Relu:
   case Kernel::Gelu:
     ok = unary();
     break;
+#define TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                   \
+  case Kernel::ID:                                                             \
+    ok = unary();                                                              \
+    break;
+#define TGC_ACTIVATION(ID, FUNCTION, NAME, VALUE, GRADIENT)                    \
+  TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                         \
+  case Kernel::ID##Grad:                                                       \
+    ok = activationGrad();                                                     \
+    break;
+#include "tgc/format/Kernels.def"
   case Kernel::Where: {
     Shape s1, s2;
     ok = counts(3, 1) && (in(0).dtype == DType::I1 || fail("bad condition")) &&
@@ -490,11 +501,9 @@ Status Checker::run() {
   case Kernel::Fill:
     ok = counts(0, 1) && attr("value", AttrValue::Float);
     break;
-  case Kernel::ReluGrad:
   case Kernel::GeluGrad:
   case Kernel::TanhGrad:
-    ok = counts(2, 1) && floatT(in(0)) && same(in(0), in(1)) &&
-         same(in(0), out(0));
+    ok = activationGrad();
     break;
   case Kernel::SGDUpdate: {
     // param, grad, lr, step, then an optional momentum buffer (float) and an

@@ -332,6 +332,39 @@ func.func @gradient_ops(
 }
 
 //===----------------------------------------------------------------------===//
+// Activations of Kernels.def (FLOPs per element from TGOps.td)
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: op costs of @table_activations
+
+// sigmoid f32 [2,3]: 4 per element (negate, exp, add, divide): 24; 24; 24.
+// CHECK-NEXT: #0 tg.sigmoid flops=24 read=24 written=24{{$}}
+// silu bf16 [8]: 5 per element (sigmoid and a product): 40; 16; 16.
+// CHECK-NEXT: #1 tg.silu flops=40 read=16 written=16{{$}}
+// sigmoid_grad f32 [2,3]: 7 per element (sigmoid 4, 1 - s, two
+// products): 42; 24 + 24 = 48; 24.
+// CHECK-NEXT: #2 tg.sigmoid_grad flops=42 read=48 written=24{{$}}
+// silu_grad f16 [4]: 9 per element (sigmoid 4, 1 - s, x *, 1 +, two
+// products): 36; 8 + 8 = 16; 8.
+// CHECK-NEXT: #3 tg.silu_grad flops=36 read=16 written=8{{$}}
+// CHECK-NOT: #4
+
+func.func @table_activations(
+    %x: tensor<2x3xf32> {tg.input = "x"},
+    %g: tensor<2x3xf32> {tg.input = "g"},
+    %b: tensor<8xbf16> {tg.input = "b"},
+    %h: tensor<4xf16> {tg.input = "h"},
+    %gh: tensor<4xf16> {tg.input = "gh"},
+    %dl: tensor<f32> {tg.input = "dl"}) -> tensor<f32>
+    attributes {tg.model} {
+  %0 = tg.sigmoid %x : tensor<2x3xf32>
+  %1 = tg.silu %b : tensor<8xbf16>
+  %2 = tg.sigmoid_grad %x, %g : tensor<2x3xf32>
+  %3 = tg.silu_grad %h, %gh : tensor<4xf16>
+  return %dl : tensor<f32>
+}
+
+//===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 

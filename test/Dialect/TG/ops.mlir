@@ -429,6 +429,25 @@ func.func @sum_to(%x: tensor<2x4x8xf32>, %h: tensor<4x8xf16>)
       : tensor<8xf32>, tensor<1x4x1xf32>, tensor<f16>, tensor<2x4x8xf32>
 }
 
+// The activations of Kernels.def's TGC_ACTIVATION lines and their gradients.
+// CHECK-LABEL: func.func @table_activations(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x8xf32>, %[[G:[^:]*]]: tensor<4x8xf32>, %[[B:[^:]*]]: tensor<16xbf16>)
+func.func @table_activations(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>,
+                             %b: tensor<16xbf16>)
+    -> (tensor<4x8xf32>, tensor<16xbf16>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  // CHECK: %[[S:.*]] = tg.sigmoid %[[X]] : tensor<4x8xf32>
+  %0 = tg.sigmoid %x : tensor<4x8xf32>
+  // CHECK: %[[SI:.*]] = tg.silu %[[B]] : tensor<16xbf16>
+  %1 = tg.silu %b : tensor<16xbf16>
+  // CHECK: %[[SG:.*]] = tg.sigmoid_grad %[[X]], %[[G]] : tensor<4x8xf32>
+  %2 = tg.sigmoid_grad %x, %g : tensor<4x8xf32>
+  // CHECK: %[[SIG:.*]] = tg.silu_grad %[[X]], %[[G]] : tensor<4x8xf32>
+  %3 = tg.silu_grad %x, %g : tensor<4x8xf32>
+  // CHECK: return %[[S]], %[[SI]], %[[SG]], %[[SIG]]
+  return %0, %1, %2, %3
+      : tensor<4x8xf32>, tensor<16xbf16>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
 // CHECK-LABEL: func.func @activation_grads(
 // CHECK-SAME: %[[X:[^:]*]]: tensor<4x8xf32>, %[[G:[^:]*]]: tensor<4x8xf32>, %[[XB:[^:]*]]: tensor<16xbf16>, %[[GB:[^:]*]]: tensor<16xbf16>, %[[XH:[^:]*]]: tensor<2x8xf16>, %[[GH:[^:]*]]: tensor<2x8xf16>)
 func.func @activation_grads(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>,

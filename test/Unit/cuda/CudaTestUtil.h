@@ -27,6 +27,10 @@
 
 namespace tgc::rt::test {
 
+/// The context the CPU kernels under test (or serving as the reference)
+/// run in.
+inline cpu::Context cpuCtx;
+
 /// A host tensor with its own storage.
 struct HostTensor {
   std::vector<uint8_t> bytes;

@@ -63,7 +63,8 @@ Shape broadcastShape(const Shape &a, const Shape &b) {
 
 const DType kFloatTypes[] = {DType::F32, DType::F16, DType::BF16};
 
-using BinaryCpu = Status (*)(const TensorRef &, const TensorRef &, TensorRef &);
+using BinaryCpu = Status (*)(cpu::Context &, const TensorRef &,
+                             const TensorRef &, TensorRef &);
 using BinaryCuda = Status (*)(cuda::Context &, const TensorRef &,
                               const TensorRef &, TensorRef &);
 struct BinaryCase {
@@ -92,7 +93,7 @@ void checkBinary(const BinaryCase &op, const HostTensor &lhs,
                  const HostTensor &rhs, const std::string &what) {
   Shape shape = broadcastShape(lhs.ref.shape, rhs.ref.shape);
   HostTensor want(lhs.ref.dtype, shape);
-  ASSERT_TRUE(ok(op.cpu(lhs.ref, rhs.ref, want.ref))) << what;
+  ASSERT_TRUE(ok(op.cpu(cpuCtx, lhs.ref, rhs.ref, want.ref))) << what;
   DeviceTensor l(lhs), r(rhs), result(want, false);
   ASSERT_TRUE(ok(op.gpu(*testContext(), l.ref, r.ref, result.ref))) << what;
   synchronize();
@@ -165,7 +166,7 @@ TEST(ElementwiseCuda, IntegerDivisionByZeroRaisesTheFlag) {
     fillInts(lhs, rng, -100, 100);
     fillInts(rhs, rng, 1, 5);
     storeI64(rhs.ref, 5, 0);
-    EXPECT_FALSE(cpu::div(lhs.ref, rhs.ref, want.ref).ok());
+    EXPECT_FALSE(cpu::div(cpuCtx, lhs.ref, rhs.ref, want.ref).ok());
     DeviceTensor l(lhs), r(rhs), result(want, false);
     ASSERT_TRUE(ok(cuda::div(*testContext(), l.ref, r.ref, result.ref)));
     synchronize();
@@ -178,7 +179,7 @@ TEST(ElementwiseCuda, IntegerDivisionByZeroRaisesTheFlag) {
 // Unary functions and activation gradients
 //===----------------------------------------------------------------------===//
 
-using UnaryCpu = Status (*)(const TensorRef &, TensorRef &);
+using UnaryCpu = Status (*)(cpu::Context &, const TensorRef &, TensorRef &);
 using UnaryCuda = Status (*)(cuda::Context &, const TensorRef &, TensorRef &);
 struct UnaryCase {
   const char *name;
@@ -194,6 +195,8 @@ const UnaryCase kUnaryCases[] = {
     {"rsqrt", cpu::rsqrt, cuda::rsqrt, true},
     {"tanh", cpu::tanh, cuda::tanh, false},
     {"relu", cpu::relu, cuda::relu, false},
+    {"sigmoid", cpu::sigmoid, cuda::sigmoid, false},
+    {"silu", cpu::silu, cuda::silu, false},
     {"gelu", cpu::gelu, cuda::gelu, false},
     {"gelu exact", cpu::geluExact, cuda::geluExact, false},
 };
@@ -215,7 +218,7 @@ TEST(ElementwiseCuda, UnaryFunctions) {
     for (const UnaryCase &op : kUnaryCases) {
       HostTensor x = unaryOperand(op, dtype, {3, 50}, rng);
       HostTensor want(dtype, {3, 50});
-      ASSERT_TRUE(ok(op.cpu(x.ref, want.ref)));
+      ASSERT_TRUE(ok(op.cpu(cpuCtx, x.ref, want.ref)));
       DeviceTensor input(x), result(want, false);
       ASSERT_TRUE(ok(op.gpu(*testContext(), input.ref, result.ref)));
       synchronize();
@@ -233,7 +236,7 @@ TEST(ElementwiseCuda, UnaryInPlace) {
       expectInPlaceMatches(
           {&x}, 0,
           [&](const std::vector<TensorRef> &in, TensorRef &out) {
-            return op.cpu(in[0], out);
+            return op.cpu(cpuCtx, in[0], out);
           },
           [&](cuda::Context &ctx, const std::vector<TensorRef> &in,
               TensorRef &out) { return op.gpu(ctx, in[0], out); },
@@ -241,7 +244,8 @@ TEST(ElementwiseCuda, UnaryInPlace) {
     }
 }
 
-using GradCpu = Status (*)(const TensorRef &, const TensorRef &, TensorRef &);
+using GradCpu = Status (*)(cpu::Context &, const TensorRef &,
+                           const TensorRef &, TensorRef &);
 using GradCuda = Status (*)(cuda::Context &, const TensorRef &,
                             const TensorRef &, TensorRef &);
 struct GradCase {
@@ -251,6 +255,8 @@ struct GradCase {
 };
 const GradCase kGradCases[] = {
     {"relu_grad", cpu::reluGrad, cuda::reluGrad},
+    {"sigmoid_grad", cpu::sigmoidGrad, cuda::sigmoidGrad},
+    {"silu_grad", cpu::siluGrad, cuda::siluGrad},
     {"gelu_grad", cpu::geluGrad, cuda::geluGrad},
     {"gelu_grad exact", cpu::geluExactGrad, cuda::geluExactGrad},
     {"tanh_grad", cpu::tanhGrad, cuda::tanhGrad},
@@ -266,7 +272,7 @@ TEST(ElementwiseCuda, ActivationGradients) {
       fillNormal(x, rng, 0.0f, op.cpu == cpu::tanhGrad ? 0.4f : 2.0f);
       fillNormal(g, rng);
       storeF32(x.ref, 0, 0.0f); // relu_grad at 0
-      ASSERT_TRUE(ok(op.cpu(x.ref, g.ref, want.ref)));
+      ASSERT_TRUE(ok(op.cpu(cpuCtx, x.ref, g.ref, want.ref)));
       DeviceTensor input(x), grad(g), result(want, false);
       ASSERT_TRUE(ok(op.gpu(*testContext(), input.ref, grad.ref, result.ref)));
       synchronize();
@@ -293,7 +299,7 @@ TEST(ElementwiseCuda, ActivationGradientsInPlace) {
         expectInPlaceMatches(
             {&x, &g}, over,
             [&](const std::vector<TensorRef> &in, TensorRef &out) {
-              return op.cpu(in[0], in[1], out);
+              return op.cpu(cpuCtx, in[0], in[1], out);
             },
             [&](cuda::Context &ctx, const std::vector<TensorRef> &in,
                 TensorRef &out) { return op.gpu(ctx, in[0], in[1], out); },
@@ -330,7 +336,7 @@ TEST(ElementwiseCuda, BinaryInPlace) {
             expectInPlaceMatches(
                 {&lhs, &rhs}, over,
                 [&](const std::vector<TensorRef> &in, TensorRef &out) {
-                  return op.cpu(in[0], in[1], out);
+                  return op.cpu(cpuCtx, in[0], in[1], out);
                 },
                 [&](cuda::Context &ctx, const std::vector<TensorRef> &in,
                     TensorRef &out) { return op.gpu(ctx, in[0], in[1], out); },
@@ -357,7 +363,7 @@ TEST(ElementwiseCuda, WhereBroadcasting) {
       fillNormal(lhs, rng);
       fillNormal(rhs, rng);
       HostTensor want(dtype, broadcastShape(s[0], broadcastShape(s[1], s[2])));
-      ASSERT_TRUE(ok(cpu::where(c.ref, lhs.ref, rhs.ref, want.ref)));
+      ASSERT_TRUE(ok(cpu::where(cpuCtx, c.ref, lhs.ref, rhs.ref, want.ref)));
       DeviceTensor cd(c), l(lhs), r(rhs), result(want, false);
       ASSERT_TRUE(
           ok(cuda::where(*testContext(), cd.ref, l.ref, r.ref, result.ref)));
@@ -458,7 +464,7 @@ TEST(ElementwiseCuda, CastEveryPairExactly) {
     for (DType to : kAllTypes) {
       HostTensor x = castOperand(from, 301, rng);
       HostTensor want(to, {301});
-      ASSERT_TRUE(ok(cpu::cast(x.ref, want.ref)));
+      ASSERT_TRUE(ok(cpu::cast(cpuCtx, x.ref, want.ref)));
       DeviceTensor input(x), result(want, false);
       ASSERT_TRUE(ok(cuda::cast(*testContext(), input.ref, result.ref)));
       synchronize();
@@ -483,7 +489,7 @@ TEST(ElementwiseCuda, CastOverItsOperand) {
   for (const auto &[from, to] : pairs) {
     HostTensor x = castOperand(from, n, rng);
     HostTensor want(to, {n});
-    ASSERT_TRUE(ok(cpu::cast(x.ref, want.ref)));
+    ASSERT_TRUE(ok(cpu::cast(cpuCtx, x.ref, want.ref)));
     // One buffer large enough for either view, the operand at its start.
     HostTensor big(DType::I64, {n});
     std::memcpy(big.ref.data, x.ref.data, x.ref.numBytes());

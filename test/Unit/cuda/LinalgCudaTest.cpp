@@ -61,7 +61,7 @@ void checkMatmul(const MatmulCase &c, DType dtype, std::mt19937 &rng) {
   fillNormal(rhs, rng);
   HostTensor want(dtype, matmulResultShape(c));
   Status cpuStatus =
-      cpu::matmul(lhs.ref, rhs.ref, c.transposeLhs, c.transposeRhs, want.ref);
+      cpu::matmul(cpuCtx, lhs.ref, rhs.ref, c.transposeLhs, c.transposeRhs, want.ref);
   ASSERT_TRUE(cpuStatus.ok()) << cpuStatus.error;
 
   DeviceTensor dLhs(lhs), dRhs(rhs), dOut(want, /*copy=*/false);
@@ -138,7 +138,7 @@ TEST_P(LinalgCudaTest, EmptyContractionGivesZeros) {
   DType dtype = GetParam();
   HostTensor lhs(dtype, {2, 3, 0}), rhs(dtype, {0, 4});
   HostTensor want(dtype, {2, 3, 4});
-  ASSERT_TRUE(cpu::matmul(lhs.ref, rhs.ref, false, false, want.ref).ok());
+  ASSERT_TRUE(cpu::matmul(cpuCtx, lhs.ref, rhs.ref, false, false, want.ref).ok());
   // The device result starts non-zero, so zeros must be written.
   HostTensor ones(dtype, {2, 3, 4});
   for (int64_t i = 0; i < ones.ref.numElements(); ++i)
@@ -159,7 +159,7 @@ TEST_P(LinalgCudaTest, ResultReusingAnOperandBuffer) {
   fillNormal(lhs, rng);
   fillNormal(rhs, rng);
   HostTensor want(dtype, {2, 8, 8});
-  ASSERT_TRUE(cpu::matmul(lhs.ref, rhs.ref, false, true, want.ref).ok());
+  ASSERT_TRUE(cpu::matmul(cpuCtx, lhs.ref, rhs.ref, false, true, want.ref).ok());
   DeviceTensor dLhs(lhs), dRhs(rhs);
   TensorRef out = dLhs.ref; // the planner put the result over lhs
   Status status =
@@ -189,14 +189,14 @@ TEST(LinalgCudaTF32, RoundsF32InputsOnlyWhenAllowed) {
   fillNormal(lhs, rng);
   fillNormal(rhs, rng);
   HostTensor exact(DType::F32, {3, 16, 24}), rounded(DType::F32, {3, 16, 24});
-  ASSERT_TRUE(cpu::matmul(lhs.ref, rhs.ref, false, false, exact.ref).ok());
+  ASSERT_TRUE(cpu::matmul(cpuCtx, lhs.ref, rhs.ref, false, false, exact.ref).ok());
   HostTensor lhs32(DType::F32, {3, 16, 64}), rhs32(DType::F32, {64, 24});
   for (int64_t i = 0; i < lhs.ref.numElements(); ++i)
     storeF32(lhs32.ref, i, tf32(loadF32(lhs.ref, i)));
   for (int64_t i = 0; i < rhs.ref.numElements(); ++i)
     storeF32(rhs32.ref, i, tf32(loadF32(rhs.ref, i)));
   ASSERT_TRUE(
-      cpu::matmul(lhs32.ref, rhs32.ref, false, false, rounded.ref).ok());
+      cpu::matmul(cpuCtx, lhs32.ref, rhs32.ref, false, false, rounded.ref).ok());
 
   cuda::Context &ctx = *testContext();
   DeviceTensor dLhs(lhs), dRhs(rhs), dOut(exact, /*copy=*/false);
@@ -240,7 +240,7 @@ TEST_P(LinalgCudaTest, LinearEpiloguesAgainstCpu) {
         fillNormal(w, rng);
         fillNormal(b, rng);
         HostTensor want(resultType, {2, 3, n}), wantPre(resultType, {2, 3, n});
-        ASSERT_TRUE(cpu::linear(x.ref, w.ref, b.ref, gelu, want.ref,
+        ASSERT_TRUE(cpu::linear(cpuCtx, x.ref, w.ref, b.ref, gelu, want.ref,
                                 gelu ? &wantPre.ref : nullptr)
                         .ok());
         DeviceTensor dx(x), dw(w), db(b), dOut(want, false),

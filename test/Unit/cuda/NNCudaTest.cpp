@@ -57,7 +57,7 @@ TEST_P(NNCudaTest, SoftmaxAlongEveryAxis) {
     for (int64_t axis = -1; axis < int64_t(shape.size()); ++axis) {
       SCOPED_TRACE("axis " + std::to_string(axis));
       HostTensor want(dtype, shape);
-      ASSERT_OK(cpu::softmax(x.ref, axis, want.ref));
+      ASSERT_OK(cpu::softmax(cpuCtx, x.ref, axis, want.ref));
       DeviceTensor dx(x), dOut(want, false);
       ASSERT_OK(cuda::softmax(*testContext(), dx.ref, axis, dOut.ref));
       synchronize();
@@ -78,7 +78,7 @@ TEST_P(NNCudaTest, SoftmaxInPlace) {
       expectInPlaceMatches(
           {&x}, 0,
           [&](const std::vector<TensorRef> &in, TensorRef &out) {
-            return cpu::softmax(in[0], axis, out);
+            return cpu::softmax(cpuCtx, in[0], axis, out);
           },
           [&](cuda::Context &ctx, const std::vector<TensorRef> &in,
               TensorRef &out) { return cuda::softmax(ctx, in[0], axis, out); },
@@ -96,10 +96,10 @@ TEST_P(NNCudaTest, SoftmaxGradAlongEveryAxis) {
     SCOPED_TRACE("axis " + std::to_string(axis));
     HostTensor x = randomTensor(dtype, shape, rng);
     HostTensor y(dtype, shape);
-    ASSERT_OK(cpu::softmax(x.ref, axis, y.ref));
+    ASSERT_OK(cpu::softmax(cpuCtx, x.ref, axis, y.ref));
     HostTensor g = randomTensor(dtype, shape, rng);
     HostTensor want(dtype, shape);
-    ASSERT_OK(cpu::softmaxGrad(y.ref, g.ref, axis, want.ref));
+    ASSERT_OK(cpu::softmaxGrad(cpuCtx, y.ref, g.ref, axis, want.ref));
     DeviceTensor dy(y), dg(g), dOut(want, false);
     ASSERT_OK(
         cuda::softmaxGrad(*testContext(), dy.ref, dg.ref, axis, dOut.ref));
@@ -117,13 +117,13 @@ TEST_P(NNCudaTest, SoftmaxGradInPlace) {
     for (int64_t axis = 0; axis < int64_t(shape.size()); ++axis) {
       HostTensor x = randomTensor(dtype, shape, rng);
       HostTensor y(dtype, shape);
-      ASSERT_OK(cpu::softmax(x.ref, axis, y.ref));
+      ASSERT_OK(cpu::softmax(cpuCtx, x.ref, axis, y.ref));
       HostTensor g = randomTensor(dtype, shape, rng);
       for (size_t over : {0, 1})
         expectInPlaceMatches(
             {&y, &g}, over,
             [&](const std::vector<TensorRef> &in, TensorRef &out) {
-              return cpu::softmaxGrad(in[0], in[1], axis, out);
+              return cpu::softmaxGrad(cpuCtx, in[0], in[1], axis, out);
             },
             [&](cuda::Context &ctx, const std::vector<TensorRef> &in,
                 TensorRef &out) {
@@ -151,7 +151,7 @@ TEST_P(NNCudaTest, LayerNorm) {
     HostTensor w = randomTensor(dtype, {d}, rng, 1.0f, 0.2f);
     HostTensor b = randomTensor(dtype, {d}, rng, 0.0f, 0.2f);
     HostTensor want(dtype, shape);
-    ASSERT_OK(cpu::layerNorm(x.ref, w.ref, b.ref, 1e-5, want.ref));
+    ASSERT_OK(cpu::layerNorm(cpuCtx, x.ref, w.ref, b.ref, 1e-5, want.ref));
     DeviceTensor dx(x), dw(w), db(b), dOut(want, false);
     ASSERT_OK(cuda::layerNorm(*testContext(), dx.ref, dw.ref, db.ref, 1e-5,
                               dOut.ref));
@@ -170,7 +170,7 @@ TEST_P(NNCudaTest, LayerNormGrad) {
     HostTensor w = randomTensor(dtype, {d}, rng, 1.0f, 0.2f);
     HostTensor g = randomTensor(dtype, shape, rng);
     HostTensor wantDx(dtype, shape), wantDw(dtype, {d}), wantDb(dtype, {d});
-    ASSERT_OK(cpu::layerNormGrad(x.ref, w.ref, g.ref, 1e-5, wantDx.ref,
+    ASSERT_OK(cpu::layerNormGrad(cpuCtx, x.ref, w.ref, g.ref, 1e-5, wantDx.ref,
                                  wantDw.ref, wantDb.ref));
     DeviceTensor dx(x), dw(w), dg(g);
     DeviceTensor outDx(wantDx, false), outDw(wantDw, false),
@@ -196,7 +196,7 @@ TEST_P(NNCudaTest, LayerNormGradIntoGradBuffer) {
   HostTensor w = randomTensor(dtype, {64}, rng, 1.0f, 0.2f);
   HostTensor g = randomTensor(dtype, shape, rng);
   HostTensor wantDx(dtype, shape), wantDw(dtype, {64}), wantDb(dtype, {64});
-  ASSERT_OK(cpu::layerNormGrad(x.ref, w.ref, g.ref, 1e-5, wantDx.ref,
+  ASSERT_OK(cpu::layerNormGrad(cpuCtx, x.ref, w.ref, g.ref, 1e-5, wantDx.ref,
                                wantDw.ref, wantDb.ref));
   DeviceTensor dx(x), dw(w), dg(g);
   DeviceTensor outDw(wantDw, false), outDb(wantDb, false);
@@ -224,7 +224,7 @@ TEST_P(NNCudaTest, Embedding) {
     HostTensor indices(indexType, {4, 7});
     fillInts(indices, rng, 0, 50);
     HostTensor want(dtype, {4, 7, 24});
-    ASSERT_OK(cpu::embedding(table.ref, indices.ref, want.ref));
+    ASSERT_OK(cpu::embedding(cpuCtx, table.ref, indices.ref, want.ref));
     DeviceTensor dTable(table), dIndices(indices), dOut(want, false);
     ASSERT_OK(
         cuda::embedding(*testContext(), dTable.ref, dIndices.ref, dOut.ref));
@@ -281,7 +281,7 @@ TEST_P(NNCudaTest, EmbeddingGrad) {
     fillInts(indices, rng, 0, 10);
     HostTensor g = randomTensor(dtype, {4, 16, 24}, rng);
     HostTensor want(dtype, {10, 24});
-    ASSERT_OK(cpu::embeddingGrad(indices.ref, g.ref, want.ref));
+    ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices.ref, g.ref, want.ref));
     HostTensor garbage = randomTensor(dtype, {10, 24}, rng);
     DeviceTensor dIndices(indices), dg(g), dOut(garbage);
     ASSERT_OK(
@@ -368,7 +368,7 @@ TEST_P(NNCudaTest, Attention) {
     HostTensor k = randomTensor(dtype, c.key, rng);
     HostTensor v = randomTensor(dtype, c.value, rng);
     HostTensor want(dtype, attentionResultShape(c));
-    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, c.causal, c.scale, want.ref));
+    ASSERT_OK(cpu::attention(cpuCtx, q.ref, k.ref, v.ref, nullptr, c.causal, c.scale, want.ref));
     DeviceTensor dq(q), dk(k), dv(v), dOut(want, false);
     ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref, nullptr, c.causal,
                               c.scale, dOut.ref));
@@ -399,7 +399,7 @@ TEST_P(NNCudaTest, FusedAttentionOutputAndLogSumExp) {
     HostTensor k = randomTensor(dtype, {c.heads, c.tk, c.d}, rng);
     HostTensor v = randomTensor(dtype, {c.heads, c.tk, c.d}, rng);
     HostTensor want(dtype, {c.heads, c.tq, c.d});
-    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, c.causal, c.scale, want.ref));
+    ASSERT_OK(cpu::attention(cpuCtx, q.ref, k.ref, v.ref, nullptr, c.causal, c.scale, want.ref));
     HostTensor lse(DType::F32, {c.heads, c.tq});
     DeviceTensor dq(q), dk(k), dv(v), dOut(want, false), dLse(lse, false);
     ASSERT_OK(cuda::fusedAttention(*testContext(), dtype, dq.ref.data,
@@ -442,7 +442,7 @@ TEST_P(NNCudaTest, AttentionIntoQueryBuffer) {
   HostTensor k = randomTensor(dtype, shape, rng);
   HostTensor v = randomTensor(dtype, shape, rng);
   HostTensor want(dtype, shape);
-  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, true, std::nullopt, want.ref));
+  ASSERT_OK(cpu::attention(cpuCtx, q.ref, k.ref, v.ref, nullptr, true, std::nullopt, want.ref));
   DeviceTensor dq(q), dk(k), dv(v);
   TensorRef out = dq.ref; // the result reuses query's buffer
   ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref, nullptr, true,
@@ -461,11 +461,11 @@ TEST_P(NNCudaTest, AttentionGrad) {
     HostTensor k = randomTensor(dtype, c.key, rng);
     HostTensor v = randomTensor(dtype, c.value, rng);
     HostTensor o(dtype, attentionResultShape(c));
-    ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, c.causal, c.scale, o.ref));
+    ASSERT_OK(cpu::attention(cpuCtx, q.ref, k.ref, v.ref, nullptr, c.causal, c.scale, o.ref));
     HostTensor g = randomTensor(dtype, attentionResultShape(c), rng);
     HostTensor wantDq(dtype, c.query), wantDk(dtype, c.key),
         wantDv(dtype, c.value);
-    ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, g.ref, nullptr, c.causal,
+    ASSERT_OK(cpu::attentionGrad(cpuCtx, q.ref, k.ref, v.ref, o.ref, g.ref, nullptr, c.causal,
                                  c.scale, wantDq.ref, wantDk.ref, wantDv.ref));
     DeviceTensor dq(q), dk(k), dv(v), dO(o), dg(g);
     DeviceTensor outDq(wantDq, false), outDk(wantDk, false),
@@ -506,9 +506,9 @@ TEST_P(NNCudaTest, AttentionKeyMask) {
       }
       HostTensor o(dtype, shape), wantDq(dtype, shape), wantDk(dtype, shape),
           wantDv(dtype, shape);
-      ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, &mask.ref, causal,
+      ASSERT_OK(cpu::attention(cpuCtx, q.ref, k.ref, v.ref, &mask.ref, causal,
                                std::nullopt, o.ref));
-      ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, g.ref,
+      ASSERT_OK(cpu::attentionGrad(cpuCtx, q.ref, k.ref, v.ref, o.ref, g.ref,
                                    &mask.ref, causal, std::nullopt,
                                    wantDq.ref, wantDk.ref, wantDv.ref));
       DeviceTensor dq(q), dk(k), dv(v), dg(g), dMask(mask), dOut(o, false);
@@ -537,10 +537,10 @@ TEST_P(NNCudaTest, AttentionGradIntoOperandBuffers) {
   HostTensor k = randomTensor(dtype, shape, rng);
   HostTensor v = randomTensor(dtype, shape, rng);
   HostTensor o(dtype, shape);
-  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, true, std::nullopt, o.ref));
+  ASSERT_OK(cpu::attention(cpuCtx, q.ref, k.ref, v.ref, nullptr, true, std::nullopt, o.ref));
   HostTensor g = randomTensor(dtype, shape, rng);
   HostTensor wantDq(dtype, shape), wantDk(dtype, shape), wantDv(dtype, shape);
-  ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, g.ref, nullptr, true,
+  ASSERT_OK(cpu::attentionGrad(cpuCtx, q.ref, k.ref, v.ref, o.ref, g.ref, nullptr, true,
                                std::nullopt, wantDq.ref, wantDk.ref,
                                wantDv.ref));
   DeviceTensor dq(q), dk(k), dv(v), dO(o), dg(g);
@@ -567,17 +567,17 @@ TEST_P(NNCudaTest, MaskedGradientResults) {
   HostTensor g = randomTensor(dtype, rows, rng);
   HostTensor wantLn[3] = {HostTensor(dtype, rows), HostTensor(dtype, {16}),
                           HostTensor(dtype, {16})};
-  ASSERT_OK(cpu::layerNormGrad(x.ref, w.ref, g.ref, 1e-5, wantLn[0].ref,
+  ASSERT_OK(cpu::layerNormGrad(cpuCtx, x.ref, w.ref, g.ref, 1e-5, wantLn[0].ref,
                                wantLn[1].ref, wantLn[2].ref));
   HostTensor q = randomTensor(dtype, shape, rng);
   HostTensor k = randomTensor(dtype, shape, rng);
   HostTensor v = randomTensor(dtype, shape, rng);
   HostTensor o(dtype, shape);
-  ASSERT_OK(cpu::attention(q.ref, k.ref, v.ref, nullptr, true, std::nullopt, o.ref));
+  ASSERT_OK(cpu::attention(cpuCtx, q.ref, k.ref, v.ref, nullptr, true, std::nullopt, o.ref));
   HostTensor cot = randomTensor(dtype, shape, rng);
   HostTensor wantAt[3] = {HostTensor(dtype, shape), HostTensor(dtype, shape),
                           HostTensor(dtype, shape)};
-  ASSERT_OK(cpu::attentionGrad(q.ref, k.ref, v.ref, o.ref, cot.ref, nullptr, true,
+  ASSERT_OK(cpu::attentionGrad(cpuCtx, q.ref, k.ref, v.ref, o.ref, cot.ref, nullptr, true,
                                std::nullopt, wantAt[0].ref, wantAt[1].ref,
                                wantAt[2].ref));
   DeviceTensor dx(x), dw(w), dg(g), dq(q), dk(k), dv(v), dO(o), dc(cot);
@@ -626,7 +626,7 @@ TEST_P(NNCudaTest, CrossEntropyWithIgnoredTargets) {
     for (int64_t i = 0; i < 32; i += 5)
       storeI64(targets.ref, i, -100);
     HostTensor want(DType::F32, {});
-    ASSERT_OK(cpu::crossEntropy(logits.ref, targets.ref, -100, want.ref));
+    ASSERT_OK(cpu::crossEntropy(cpuCtx, logits.ref, targets.ref, -100, want.ref));
     DeviceTensor dLogits(logits), dTargets(targets), dOut(want, false);
     ASSERT_OK(cuda::crossEntropy(*testContext(), dLogits.ref, dTargets.ref,
                                  -100, dOut.ref));
@@ -636,7 +636,7 @@ TEST_P(NNCudaTest, CrossEntropyWithIgnoredTargets) {
 
     // The same loss stored in the logits' type.
     HostTensor want16(dtype, {});
-    ASSERT_OK(cpu::crossEntropy(logits.ref, targets.ref, -100, want16.ref));
+    ASSERT_OK(cpu::crossEntropy(cpuCtx, logits.ref, targets.ref, -100, want16.ref));
     DeviceTensor dOut16(want16, false);
     ASSERT_OK(cuda::crossEntropy(*testContext(), dLogits.ref, dTargets.ref,
                                  -100, dOut16.ref));
@@ -681,7 +681,7 @@ TEST_P(NNCudaTest, TargetCount) {
     fillInts(targets, rng, -3, 5);
     for (int64_t ignore : {-100, -1, 2}) {
       HostTensor want(dtype, {});
-      ASSERT_OK(cpu::targetCount(targets.ref, ignore, want.ref));
+      ASSERT_OK(cpu::targetCount(cpuCtx, targets.ref, ignore, want.ref));
       DeviceTensor dTargets(targets), dOut(want, false);
       ASSERT_OK(
           cuda::targetCount(*testContext(), dTargets.ref, ignore, dOut.ref));
@@ -705,7 +705,7 @@ TEST_P(NNCudaTest, CrossEntropyGrad) {
     HostTensor grad(DType::F32, {});
     storeF32(grad.ref, 0, 1.7f);
     HostTensor want(dtype, {3, 7, classes});
-    ASSERT_OK(cpu::crossEntropyGrad(logits.ref, targets.ref, grad.ref, -100,
+    ASSERT_OK(cpu::crossEntropyGrad(cpuCtx, logits.ref, targets.ref, grad.ref, -100,
                                     want.ref));
     DeviceTensor dLogits(logits), dTargets(targets), dGrad(grad),
         dOut(want, false);
@@ -741,7 +741,7 @@ TEST_P(NNCudaTest, CrossEntropyGradInPlace) {
       storeI64(targets.ref, 1, -100);
       storeI64(targets.ref, 4, -100);
       auto cpuKernel = [](const std::vector<TensorRef> &in, TensorRef &out) {
-        return cpu::crossEntropyGrad(in[0], in[1], in[2], -100, out);
+        return cpu::crossEntropyGrad(cpuCtx, in[0], in[1], in[2], -100, out);
       };
       auto launcher = [](cuda::Context &ctx, const std::vector<TensorRef> &in,
                          TensorRef &out) {

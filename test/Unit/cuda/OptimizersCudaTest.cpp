@@ -61,7 +61,7 @@ TEST(OptimizersCuda, SgdWithoutMomentumInPlace) {
       fillNormal(grad, rng);
       DeviceTensor g(grad), s(step);
       ASSERT_TRUE(
-          ok(cpu::sgdUpdate(param.ref, grad.ref, lr.ref, step.ref, nullptr, 0.0,
+          ok(cpu::sgdUpdate(cpuCtx, param.ref, grad.ref, lr.ref, step.ref, nullptr, 0.0,
                             0.0, 0.01, false, param.ref, nullptr)));
       ASSERT_TRUE(
           ok(cuda::sgdUpdate(*testContext(), p.ref, g.ref, lrD.ref, s.ref,
@@ -102,7 +102,7 @@ TEST(OptimizersCuda, SgdMomentumInPlace) {
       HostTensor grad(c.param, {300}), step = i64Scalar(t);
       fillNormal(grad, rng);
       DeviceTensor g(grad), s(step);
-      ASSERT_TRUE(ok(cpu::sgdUpdate(param.ref, grad.ref, lr.ref, step.ref,
+      ASSERT_TRUE(ok(cpu::sgdUpdate(cpuCtx, param.ref, grad.ref, lr.ref, step.ref,
                                     &buffer.ref, 0.9, c.dampening, 1e-3,
                                     c.nesterov, param.ref, &buffer.ref)));
       ASSERT_TRUE(ok(cuda::sgdUpdate(*testContext(), p.ref, g.ref, lrD.ref,
@@ -131,7 +131,7 @@ TEST(OptimizersCuda, AdamWInPlace) {
       HostTensor grad(dtype, {3, 211}), step = i64Scalar(t);
       fillNormal(grad, rng, 0.0f, 0.5f);
       DeviceTensor g(grad), s(step);
-      ASSERT_TRUE(ok(cpu::adamwUpdate(param.ref, grad.ref, m.ref, v.ref, lr.ref,
+      ASSERT_TRUE(ok(cpu::adamwUpdate(cpuCtx, param.ref, grad.ref, m.ref, v.ref, lr.ref,
                                       step.ref, 0.9, 0.999, 1e-8, 0.1,
                                       param.ref, m.ref, v.ref)));
       ASSERT_TRUE(ok(cuda::adamwUpdate(*testContext(), p.ref, g.ref, md.ref,
@@ -162,7 +162,7 @@ TEST(OptimizersCuda, StepBelowOneRaisesAndWritesNothing) {
   HostTensor lr = f32Scalar(0.1f);
   for (int64_t t : {0, -3}) {
     HostTensor step = i64Scalar(t);
-    EXPECT_FALSE(cpu::sgdUpdate(param.ref, grad.ref, lr.ref, step.ref, nullptr,
+    EXPECT_FALSE(cpu::sgdUpdate(cpuCtx, param.ref, grad.ref, lr.ref, step.ref, nullptr,
                                 0.0, 0.0, 0.0, false, param.ref, nullptr)
                      .ok());
     DeviceTensor p(param), g(grad), b(buffer), md(m), vd(v), lrD(lr), s(step);
@@ -198,7 +198,7 @@ TEST(OptimizersCuda, GlobalNormOverMixedTypes) {
   fillNormal(b, rng, 0.0f, 10.0f);
   fillNormal(c, rng);
   HostTensor want(DType::F32, {});
-  ASSERT_TRUE(ok(cpu::globalNorm({a.ref, b.ref, c.ref, empty.ref}, want.ref)));
+  ASSERT_TRUE(ok(cpu::globalNorm(cpuCtx, {a.ref, b.ref, c.ref, empty.ref}, want.ref)));
   DeviceTensor da(a), db(b), dc(c), de(empty), result(want, false);
   ASSERT_TRUE(ok(cuda::globalNorm(
       *testContext(), {da.ref, db.ref, dc.ref, de.ref}, result.ref)));
@@ -232,7 +232,7 @@ TEST(OptimizersCuda, AllFinite) {
       storeF32(operands[poison.tensor]->ref, poison.index, poison.value);
     HostTensor want(DType::I1, {}), garbage(DType::I1, {});
     static_cast<uint8_t *>(garbage.ref.data)[0] = 7;
-    ASSERT_TRUE(ok(cpu::allFinite({a.ref, b.ref, c.ref}, want.ref)));
+    ASSERT_TRUE(ok(cpu::allFinite(cpuCtx, {a.ref, b.ref, c.ref}, want.ref)));
     DeviceTensor da(a), db(b), dc(c), result(garbage);
     ASSERT_TRUE(ok(
         cuda::allFinite(*testContext(), {da.ref, db.ref, dc.ref}, result.ref)));
@@ -250,7 +250,7 @@ TEST(OptimizersCuda, ScaleLoss) {
     HostTensor loss(dtype, {}), scale = f32Scalar(65536.0f);
     storeF32(loss.ref, 0, 2.7182817f);
     HostTensor want(DType::F32, {});
-    ASSERT_TRUE(ok(cpu::scaleLoss(loss.ref, scale.ref, want.ref)));
+    ASSERT_TRUE(ok(cpu::scaleLoss(cpuCtx, loss.ref, scale.ref, want.ref)));
     DeviceTensor l(loss), s(scale), result(want, false);
     ASSERT_TRUE(ok(cuda::scaleLoss(*testContext(), l.ref, s.ref, result.ref)));
     synchronize();
@@ -269,7 +269,7 @@ TEST(OptimizersCuda, Unscale) {
     for (DType to : kFloatTypes) {
       HostTensor grad(from, {999}), want(to, {999});
       fillNormal(grad, rng, 0.0f, 1000.0f);
-      ASSERT_TRUE(ok(cpu::unscale(grad.ref, scale.ref, want.ref)));
+      ASSERT_TRUE(ok(cpu::unscale(cpuCtx, grad.ref, scale.ref, want.ref)));
       DeviceTensor g(grad), result(want, false);
       ASSERT_TRUE(ok(cuda::unscale(*testContext(), g.ref, s.ref, result.ref)));
       synchronize();
@@ -285,7 +285,7 @@ TEST(OptimizersCuda, Unscale) {
   // A bf16 gradient unscaled into an f32 buffer that starts with it.
   HostTensor grad(DType::BF16, {1001}), want(DType::F32, {1001});
   fillNormal(grad, rng, 0.0f, 1000.0f);
-  ASSERT_TRUE(ok(cpu::unscale(grad.ref, scale.ref, want.ref)));
+  ASSERT_TRUE(ok(cpu::unscale(cpuCtx, grad.ref, scale.ref, want.ref)));
   HostTensor start(DType::F32, {1001});
   std::memcpy(start.ref.data, grad.ref.data, grad.ref.numBytes());
   DeviceTensor result(start);
@@ -317,7 +317,7 @@ TEST(OptimizersCuda, UpdateLossScaleInPlace) {
                finite = i1Scalar(c.finite);
     DeviceTensor s(scale), t(tracker), f(finite);
     ASSERT_TRUE(
-        ok(cpu::updateLossScale(scale.ref, tracker.ref, finite.ref, 2.0, 0.5,
+        ok(cpu::updateLossScale(cpuCtx, scale.ref, tracker.ref, finite.ref, 2.0, 0.5,
                                 c.interval, scale.ref, tracker.ref)));
     ASSERT_TRUE(ok(cuda::updateLossScale(*testContext(), s.ref, t.ref, f.ref,
                                          2.0, 0.5, c.interval, s.ref, t.ref)));
@@ -369,14 +369,17 @@ TEST(OptimizersCuda, AdamW8bitMatchesCpu) {
         for (int64_t i = 0; i < std::min(block, n); ++i)
           storeF32(grad.ref, i, 0.0f);
       DeviceTensor g(grad), s(step);
+      cpu::AdamWOptions options{0.9, 0.999, 1e-8, 0.1};
       ASSERT_TRUE(ok(cpu::adamw8bitUpdate(
-          param.ref, grad.ref, m.ref, ma.ref, v.ref, va.ref, mapS.ref,
-          mapU.ref, lr.ref, step.ref, 0.9, 0.999, 1e-8, 0.1, block,
-          param.ref, m.ref, ma.ref, v.ref, va.ref)));
+          cpuCtx, param.ref, grad.ref, lr.ref, step.ref,
+          {m.ref, ma.ref, mapS.ref, m.ref, ma.ref},
+          {v.ref, va.ref, mapU.ref, v.ref, va.ref}, options, block,
+          param.ref)));
       ASSERT_TRUE(ok(cuda::adamw8bitUpdate(
-          *testContext(), p.ref, g.ref, md.ref, mad.ref, vd.ref, vad.ref,
-          mapSD.ref, mapUD.ref, lrD.ref, s.ref, 0.9, 0.999, 1e-8, 0.1, block,
-          p.ref, md.ref, mad.ref, vd.ref, vad.ref)));
+          *testContext(), p.ref, g.ref, lrD.ref, s.ref,
+          {md.ref, mad.ref, mapSD.ref, md.ref, mad.ref},
+          {vd.ref, vad.ref, mapUD.ref, vd.ref, vad.ref}, options, block,
+          p.ref)));
       synchronize();
       EXPECT_EQ(takeDeviceError(), 0);
       std::string what = "adamw 8-bit block " + std::to_string(block) +
@@ -407,14 +410,15 @@ TEST(OptimizersCuda, SGD8bitMatchesCpu) {
       HostTensor grad(DType::BF16, {n}), step = i64Scalar(t);
       fillNormal(grad, rng);
       DeviceTensor g(grad), s(step);
-      ASSERT_TRUE(ok(cpu::sgd8bitUpdate(param.ref, grad.ref, b.ref, absmax.ref,
-                                        map.ref, lr.ref, step.ref, 0.9, 0.0,
-                                        1e-3, nesterov, block, param.ref,
-                                        b.ref, absmax.ref)));
-      ASSERT_TRUE(ok(cuda::sgd8bitUpdate(*testContext(), p.ref, g.ref, bd.ref,
-                                         ad.ref, mapD.ref, lrD.ref, s.ref, 0.9,
-                                         0.0, 1e-3, nesterov, block, p.ref,
-                                         bd.ref, ad.ref)));
+      cpu::SGDOptions options{0.9, 0.0, 1e-3, nesterov};
+      ASSERT_TRUE(ok(cpu::sgd8bitUpdate(
+          cpuCtx, param.ref, grad.ref, lr.ref, step.ref,
+          {b.ref, absmax.ref, map.ref, b.ref, absmax.ref}, options, block,
+          param.ref)));
+      ASSERT_TRUE(ok(cuda::sgd8bitUpdate(
+          *testContext(), p.ref, g.ref, lrD.ref, s.ref,
+          {bd.ref, ad.ref, mapD.ref, bd.ref, ad.ref}, options, block,
+          p.ref)));
       synchronize();
       EXPECT_EQ(takeDeviceError(), 0);
       std::string what = std::string("sgd 8-bit") +
@@ -435,17 +439,18 @@ TEST(OptimizersCuda, EightBitStepBelowOneRaises) {
   HostTensor lr = f32Scalar(0.1f), step = i64Scalar(0);
   DeviceTensor p(param), g(grad), c(codes), a(absmax), mapD(map), lrD(lr),
       s(step);
-  EXPECT_FALSE(cpu::sgd8bitUpdate(param.ref, grad.ref, codes.ref, absmax.ref,
-                                  map.ref, lr.ref, step.ref, 0.9, 0.0, 0.0,
-                                  false, 256, param.ref, codes.ref, absmax.ref)
+  cpu::SGDOptions options{0.9, 0.0, 0.0, false};
+  EXPECT_FALSE(cpu::sgd8bitUpdate(
+                   cpuCtx, param.ref, grad.ref, lr.ref, step.ref,
+                   {codes.ref, absmax.ref, map.ref, codes.ref, absmax.ref},
+                   options, 256, param.ref)
                    .ok());
-  ASSERT_TRUE(ok(cuda::sgd8bitUpdate(*testContext(), p.ref, g.ref, c.ref,
-                                     a.ref, mapD.ref, lrD.ref, s.ref, 0.9, 0.0,
-                                     0.0, false, 256, p.ref, c.ref, a.ref)));
+  cpu::QuantizedStateRefs state{c.ref, a.ref, mapD.ref, c.ref, a.ref};
+  ASSERT_TRUE(ok(cuda::sgd8bitUpdate(*testContext(), p.ref, g.ref, lrD.ref,
+                                     s.ref, state, options, 256, p.ref)));
   synchronize();
   EXPECT_EQ(takeDeviceError(), kBadStep);
-  EXPECT_FALSE(cuda::sgd8bitUpdate(*testContext(), p.ref, g.ref, c.ref, a.ref,
-                                   mapD.ref, lrD.ref, s.ref, 0.9, 0.0, 0.0,
-                                   false, 100, p.ref, c.ref, a.ref)
+  EXPECT_FALSE(cuda::sgd8bitUpdate(*testContext(), p.ref, g.ref, lrD.ref,
+                                   s.ref, state, options, 100, p.ref)
                    .ok());
 }

@@ -57,7 +57,7 @@ Shape reducedShape(const Shape &shape, const Shape &axes, bool keepDims) {
   return result;
 }
 
-using ReduceCpu = Status (*)(const TensorRef &, const std::vector<int64_t> &,
+using ReduceCpu = Status (*)(cpu::Context &, const TensorRef &, const std::vector<int64_t> &,
                              bool, TensorRef &);
 using ReduceCuda = Status (*)(cuda::Context &, const TensorRef &,
                               const std::vector<int64_t> &, bool, TensorRef &);
@@ -75,7 +75,7 @@ const ReduceCase kReduceCases[] = {
 void checkReduction(const ReduceCase &op, const HostTensor &x,
                     const Shape &axes, bool keepDims, const std::string &what) {
   HostTensor want(x.ref.dtype, reducedShape(x.ref.shape, axes, keepDims));
-  ASSERT_TRUE(ok(op.cpu(x.ref, axes, keepDims, want.ref))) << what;
+  ASSERT_TRUE(ok(op.cpu(cpuCtx, x.ref, axes, keepDims, want.ref))) << what;
   DeviceTensor input(x), result(want, false);
   ASSERT_TRUE(ok(op.gpu(*testContext(), input.ref, axes, keepDims, result.ref)))
       << what;
@@ -149,10 +149,10 @@ TEST(ReductionsCuda, ReduceMaxGradSplitsTies) {
         fillInts(x, rng, 0, 3);
         Shape outShape = reducedShape(shape, axes, keepDims);
         HostTensor m(dtype, outShape), g(dtype, outShape), want(dtype, shape);
-        ASSERT_TRUE(ok(cpu::reduceMax(x.ref, axes, keepDims, m.ref)));
+        ASSERT_TRUE(ok(cpu::reduceMax(cpuCtx, x.ref, axes, keepDims, m.ref)));
         fillNormal(g, rng);
         ASSERT_TRUE(ok(
-            cpu::reduceMaxGrad(x.ref, m.ref, g.ref, axes, keepDims, want.ref)));
+            cpu::reduceMaxGrad(cpuCtx, x.ref, m.ref, g.ref, axes, keepDims, want.ref)));
         DeviceTensor input(x), output(m), grad(g), result(want, false);
         ASSERT_TRUE(
             ok(cuda::reduceMaxGrad(*testContext(), input.ref, output.ref,
@@ -184,7 +184,7 @@ TEST(ReductionsCuda, SumTo) {
     for (const auto &[from, to] : cases) {
       HostTensor x(dtype, from), want(dtype, to);
       fillNormal(x, rng);
-      ASSERT_TRUE(ok(cpu::sumTo(x.ref, want.ref)));
+      ASSERT_TRUE(ok(cpu::sumTo(cpuCtx, x.ref, want.ref)));
       DeviceTensor input(x), result(want, false);
       ASSERT_TRUE(ok(cuda::sumTo(*testContext(), input.ref, result.ref)));
       synchronize();

@@ -43,7 +43,7 @@ TEST(ShapeCuda, Reshape) {
   for (DType dtype : kSizedTypes) {
     HostTensor x(dtype, {6, 4}), want(dtype, {3, 8});
     fillRandom(x, rng);
-    ASSERT_TRUE(ok(cpu::reshape(x.ref, want.ref)));
+    ASSERT_TRUE(ok(cpu::reshape(cpuCtx, x.ref, want.ref)));
     DeviceTensor input(x), result(want, false);
     ASSERT_TRUE(ok(cuda::reshape(*testContext(), input.ref, result.ref)));
     synchronize();
@@ -57,7 +57,7 @@ TEST(ShapeCuda, ReshapeIntoAShiftedOverlap) {
   std::mt19937 rng(203);
   HostTensor x(DType::F32, {100}), want(DType::F32, {10, 10});
   fillNormal(x, rng);
-  ASSERT_TRUE(ok(cpu::reshape(x.ref, want.ref)));
+  ASSERT_TRUE(ok(cpu::reshape(cpuCtx, x.ref, want.ref)));
   HostTensor big(DType::F32, {120});
   std::memcpy(big.ref.data, x.ref.data, x.ref.numBytes());
   DeviceTensor buffer(big);
@@ -89,7 +89,7 @@ TEST(ShapeCuda, Transpose) {
         outShape.push_back(shape[p]);
       HostTensor x(dtype, shape), want(dtype, outShape);
       fillRandom(x, rng);
-      ASSERT_TRUE(ok(cpu::transpose(x.ref, permutation, want.ref)));
+      ASSERT_TRUE(ok(cpu::transpose(cpuCtx, x.ref, permutation, want.ref)));
       DeviceTensor input(x), result(want, false);
       ASSERT_TRUE(ok(
           cuda::transpose(*testContext(), input.ref, permutation, result.ref)));
@@ -104,7 +104,7 @@ TEST(ShapeCuda, TransposeInPlace) {
   std::mt19937 rng(207);
   HostTensor x(DType::F16, {33, 33}), want(DType::F16, {33, 33});
   fillNormal(x, rng);
-  ASSERT_TRUE(ok(cpu::transpose(x.ref, {1, 0}, want.ref)));
+  ASSERT_TRUE(ok(cpu::transpose(cpuCtx, x.ref, {1, 0}, want.ref)));
   DeviceTensor buffer(x);
   ASSERT_TRUE(
       ok(cuda::transpose(*testContext(), buffer.ref, {1, 0}, buffer.ref)));
@@ -119,7 +119,7 @@ TEST(ShapeCuda, SliceAndSliceGrad) {
   for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
     HostTensor x(dtype, full), want(dtype, box);
     fillNormal(x, rng);
-    ASSERT_TRUE(ok(cpu::slice(x.ref, offsets, want.ref)));
+    ASSERT_TRUE(ok(cpu::slice(cpuCtx, x.ref, offsets, want.ref)));
     DeviceTensor input(x), result(want, false);
     ASSERT_TRUE(
         ok(cuda::slice(*testContext(), input.ref, offsets, result.ref)));
@@ -131,7 +131,7 @@ TEST(ShapeCuda, SliceAndSliceGrad) {
     HostTensor g(dtype, box), wantGrad(dtype, full), garbage(dtype, full);
     fillNormal(g, rng);
     fillNormal(garbage, rng);
-    ASSERT_TRUE(ok(cpu::sliceGrad(g.ref, offsets, wantGrad.ref)));
+    ASSERT_TRUE(ok(cpu::sliceGrad(cpuCtx, g.ref, offsets, wantGrad.ref)));
     DeviceTensor grad(g), gradResult(garbage);
     ASSERT_TRUE(
         ok(cuda::sliceGrad(*testContext(), grad.ref, offsets, gradResult.ref)));
@@ -150,7 +150,7 @@ TEST(ShapeCuda, Split) {
       fillRandom(x, rng);
       HostTensor a(dtype, {4, 3, 3}), b(dtype, {4, 0, 3}), c(dtype, {4, 6, 3});
       std::vector<TensorRef> want = {a.ref, b.ref, c.ref};
-      ASSERT_TRUE(ok(cpu::split(x.ref, axis, want)));
+      ASSERT_TRUE(ok(cpu::split(cpuCtx, x.ref, axis, want)));
       DeviceTensor input(x), da(a, false), db(b, false), dc(c, false);
       std::vector<TensorRef> pieces = {da.ref, db.ref, dc.ref};
       ASSERT_TRUE(ok(cuda::split(*testContext(), input.ref, axis, pieces)));
@@ -170,7 +170,7 @@ TEST(ShapeCuda, Concat) {
     HostTensor a(dtype, {2, 5}), b(dtype, {3, 5}), want(dtype, {5, 5});
     fillRandom(a, rng);
     fillRandom(b, rng);
-    ASSERT_TRUE(ok(cpu::concat({a.ref, b.ref}, 0, want.ref)));
+    ASSERT_TRUE(ok(cpu::concat(cpuCtx, {a.ref, b.ref}, 0, want.ref)));
     DeviceTensor da(a), db(b), result(want, false);
     ASSERT_TRUE(
         ok(cuda::concat(*testContext(), {da.ref, db.ref}, 0, result.ref)));
@@ -183,7 +183,7 @@ TEST(ShapeCuda, Concat) {
     fillRandom(c, rng);
     fillRandom(d, rng);
     fillRandom(e, rng);
-    ASSERT_TRUE(ok(cpu::concat({c.ref, d.ref, e.ref}, -1, want2.ref)));
+    ASSERT_TRUE(ok(cpu::concat(cpuCtx, {c.ref, d.ref, e.ref}, -1, want2.ref)));
     DeviceTensor dc(c), dd(d), de(e), result2(want2, false);
     ASSERT_TRUE(ok(cuda::concat(*testContext(), {dc.ref, dd.ref, de.ref}, -1,
                                 result2.ref)));
@@ -200,7 +200,7 @@ TEST(ShapeCuda, ConcatWithAPieceInsideTheResult) {
       want(DType::F32, {4, 8});
   fillNormal(a, rng);
   fillNormal(b, rng);
-  ASSERT_TRUE(ok(cpu::concat({a.ref, b.ref}, 1, want.ref)));
+  ASSERT_TRUE(ok(cpu::concat(cpuCtx, {a.ref, b.ref}, 1, want.ref)));
   // `b` lives at the start of the result's buffer.
   HostTensor start(DType::F32, {4, 8});
   std::memcpy(start.ref.data, b.ref.data, b.ref.numBytes());
@@ -221,7 +221,7 @@ TEST(ShapeCuda, BroadcastTo) {
     for (const auto &[from, to] : cases) {
       HostTensor x(dtype, from), want(dtype, to);
       fillRandom(x, rng);
-      ASSERT_TRUE(ok(cpu::broadcastTo(x.ref, want.ref)));
+      ASSERT_TRUE(ok(cpu::broadcastTo(cpuCtx, x.ref, want.ref)));
       DeviceTensor input(x), result(want, false);
       ASSERT_TRUE(ok(cuda::broadcastTo(*testContext(), input.ref, result.ref)));
       synchronize();
@@ -239,7 +239,7 @@ TEST(ShapeCuda, ConstantCopiesDeviceBytes) {
     HostTensor bytes(dtype, {10, 3}), want(dtype, {10, 3});
     fillRandom(bytes, rng);
     ASSERT_TRUE(
-        ok(cpu::constant(bytes.ref.data, bytes.ref.numBytes(), want.ref)));
+        ok(cpu::constant(cpuCtx, bytes.ref.data, bytes.ref.numBytes(), want.ref)));
     DeviceTensor source(bytes), result(want, false);
     ASSERT_TRUE(ok(cuda::constant(*testContext(), source.ref.data,
                                   bytes.ref.numBytes(), result.ref)));
@@ -275,7 +275,7 @@ TEST(ShapeCuda, FillEveryTypeAsCast) {
   for (DType dtype : types)
     for (double value : values) {
       HostTensor want(dtype, {3, 67});
-      ASSERT_TRUE(ok(cpu::fill(value, want.ref)));
+      ASSERT_TRUE(ok(cpu::fill(cpuCtx, value, want.ref)));
       DeviceTensor result(want, false);
       ASSERT_TRUE(ok(cuda::fill(*testContext(), value, result.ref)));
       synchronize();

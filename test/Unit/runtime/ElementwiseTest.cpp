@@ -19,7 +19,7 @@ using namespace tgc::rt::test;
 namespace cpu = tgc::rt::cpu;
 
 namespace {
-using BinaryKernel = Status (*)(const TensorRef &, const TensorRef &,
+using BinaryKernel = Status (*)(cpu::Context &, const TensorRef &, const TensorRef &,
                                 TensorRef &);
 
 struct BinaryCase {
@@ -86,7 +86,7 @@ TEST_P(BinaryFloatTest, MatchesReferenceWithBroadcasting) {
         HostTensor rhs = randomTensor(rng, dtype, rs, 0.5, 2.0);
         Shape outShape = broadcastOf(ls, rs);
         HostTensor out(dtype, outShape);
-        ASSERT_OK(op.kernel(lhs, rhs, out));
+        ASSERT_OK(op.kernel(cpuCtx, lhs, rhs, out));
         expectClose(out.values(),
                     referenceBinary(lhs, rhs, outShape, op.reference),
                     tolerance(dtype), tolerance(dtype) * 1e-2,
@@ -102,14 +102,14 @@ INSTANTIATE_TEST_SUITE_P(FloatTypes, BinaryFloatTest,
 
 TEST(Binary, RejectsIncompatibleShapesAndTypes) {
   HostTensor a(DType::F32, {2, 3}), b(DType::F32, {4}), out(DType::F32, {2, 3});
-  EXPECT_FAILS(cpu::add(a, b, out));
+  EXPECT_FAILS(cpu::add(cpuCtx, a, b, out));
   HostTensor c(DType::F16, {2, 3});
-  EXPECT_FAILS(cpu::add(a, c, out));
+  EXPECT_FAILS(cpu::add(cpuCtx, a, c, out));
   HostTensor wrongOut(DType::F32, {3, 2});
-  EXPECT_FAILS(cpu::add(a, a, wrongOut));
+  EXPECT_FAILS(cpu::add(cpuCtx, a, a, wrongOut));
   HostTensor flags(DType::I1, {2});
   HostTensor flagsOut(DType::I1, {2});
-  EXPECT_FAILS(cpu::add(flags, flags, flagsOut));
+  EXPECT_FAILS(cpu::add(cpuCtx, flags, flags, flagsOut));
 }
 
 TEST(Binary, IntegerSemantics) {
@@ -117,22 +117,22 @@ TEST(Binary, IntegerSemantics) {
     HostTensor lhs = HostTensor::of(dtype, {2, 3}, {7, -7, 9, -9, 5, 0});
     HostTensor rhs = HostTensor::of(dtype, {3}, {2, 2, -4});
     HostTensor out(dtype, {2, 3});
-    ASSERT_OK(cpu::div(lhs, rhs, out));
+    ASSERT_OK(cpu::div(cpuCtx, lhs, rhs, out));
     // Truncation toward zero.
     EXPECT_EQ(out.values(), (std::vector<double>{3, -3, -2, -4, 2, 0}));
-    ASSERT_OK(cpu::add(lhs, rhs, out));
+    ASSERT_OK(cpu::add(cpuCtx, lhs, rhs, out));
     EXPECT_EQ(out.values(), (std::vector<double>{9, -5, 5, -7, 7, -4}));
-    ASSERT_OK(cpu::sub(lhs, rhs, out));
+    ASSERT_OK(cpu::sub(cpuCtx, lhs, rhs, out));
     EXPECT_EQ(out.values(), (std::vector<double>{5, -9, 13, -11, 3, 4}));
-    ASSERT_OK(cpu::mul(lhs, rhs, out));
+    ASSERT_OK(cpu::mul(cpuCtx, lhs, rhs, out));
     EXPECT_EQ(out.values(), (std::vector<double>{14, -14, -36, -18, 10, 0}));
-    ASSERT_OK(cpu::maximum(lhs, rhs, out));
+    ASSERT_OK(cpu::maximum(cpuCtx, lhs, rhs, out));
     EXPECT_EQ(out.values(), (std::vector<double>{7, 2, 9, 2, 5, 0}));
-    ASSERT_OK(cpu::minimum(lhs, rhs, out));
+    ASSERT_OK(cpu::minimum(cpuCtx, lhs, rhs, out));
     EXPECT_EQ(out.values(), (std::vector<double>{2, -7, -4, -9, 2, -4}));
 
     HostTensor zero = HostTensor::of(dtype, {3}, {1, 0, 1});
-    Status status = cpu::div(lhs, zero, out);
+    Status status = cpu::div(cpuCtx, lhs, zero, out);
     EXPECT_FALSE(status.ok());
     EXPECT_NE(status.error.find("division by zero"), std::string::npos);
   }
@@ -142,14 +142,14 @@ TEST(Binary, IntegerSemantics) {
   HostTensor a = HostTensor::of(DType::I32, {2}, {double(max), double(min)});
   HostTensor b = HostTensor::of(DType::I32, {2}, {1, -1});
   HostTensor out(DType::I32, {2});
-  ASSERT_OK(cpu::add(a, b, out));
+  ASSERT_OK(cpu::add(cpuCtx, a, b, out));
   EXPECT_EQ(out.values(), (std::vector<double>{double(min), double(max)}));
-  ASSERT_OK(cpu::div(a, b, out));
+  ASSERT_OK(cpu::div(cpuCtx, a, b, out));
   EXPECT_EQ(out.values(), (std::vector<double>{double(max), double(min)}));
   // A counter step: i64 scalar + 1.
   HostTensor step = HostTensor::of(DType::I64, {}, {41});
   HostTensor one = HostTensor::of(DType::I64, {}, {1});
-  ASSERT_OK(cpu::add(step, one, step));
+  ASSERT_OK(cpu::add(cpuCtx, step, one, step));
   EXPECT_EQ(step.get(0), 42);
 }
 
@@ -158,11 +158,11 @@ TEST(Binary, MaximumAndMinimumPropagateNaN) {
   HostTensor a = HostTensor::of(DType::F32, {3}, {nan, 1, 2});
   HostTensor b = HostTensor::of(DType::F32, {3}, {0, nan, 3});
   HostTensor out(DType::F32, {3});
-  ASSERT_OK(cpu::maximum(a, b, out));
+  ASSERT_OK(cpu::maximum(cpuCtx, a, b, out));
   EXPECT_TRUE(std::isnan(out.get(0)));
   EXPECT_TRUE(std::isnan(out.get(1)));
   EXPECT_EQ(out.get(2), 3);
-  ASSERT_OK(cpu::minimum(a, b, out));
+  ASSERT_OK(cpu::minimum(cpuCtx, a, b, out));
   EXPECT_TRUE(std::isnan(out.get(0)));
   EXPECT_TRUE(std::isnan(out.get(1)));
   EXPECT_EQ(out.get(2), 2);
@@ -175,7 +175,7 @@ TEST(Binary, InPlace) {
     HostTensor rhs = randomTensor(rng, dtype, {5});
     std::vector<double> expected = referenceBinary(
         lhs, rhs, {4, 5}, [](double a, double b) { return a * b; });
-    ASSERT_OK(cpu::mul(lhs, rhs, lhs));
+    ASSERT_OK(cpu::mul(cpuCtx, lhs, rhs, lhs));
     expectClose(lhs.values(), expected, tolerance(dtype), 1e-6, "in place");
   }
 }
@@ -206,14 +206,15 @@ TEST(Binary, InPlaceOverEitherOperand) {
             expectInPlaceMatches(
                 operands, over,
                 [&](const std::vector<TensorRef> &in, TensorRef &out) {
-                  return op.kernel(in[0], in[1], out);
+                  return op.kernel(cpuCtx, in[0], in[1], out);
                 },
                 what + (over ? " over rhs" : " over lhs"));
       }
 }
 
 namespace {
-using UnaryKernel = Status (*)(const TensorRef &, TensorRef &);
+using UnaryKernel = Status (*)(cpu::Context &, const TensorRef &,
+                                TensorRef &);
 struct UnaryCase {
   const char *name;
   UnaryKernel kernel;
@@ -235,6 +236,9 @@ const UnaryCase kUnaryCases[] = {
     {"rsqrt", cpu::rsqrt, [](double x) { return 1 / std::sqrt(x); }, 0.1, 5},
     {"tanh", cpu::tanh, [](double x) { return std::tanh(x); }, -3, 3},
     {"relu", cpu::relu, [](double x) { return std::max(x, 0.0); }, -3, 3},
+    {"sigmoid", cpu::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); },
+     -8, 8},
+    {"silu", cpu::silu, [](double x) { return x / (1 + std::exp(-x)); }, -8, 8},
     {"gelu", cpu::gelu, geluReference, -4, 4},
     {"gelu exact", cpu::geluExact,
      [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); },
@@ -250,7 +254,7 @@ TEST_P(UnaryTest, MatchesReference) {
   for (const UnaryCase &op : kUnaryCases) {
     HostTensor x = randomTensor(rng, dtype, {3, 7}, op.low, op.high);
     HostTensor out(dtype, {3, 7});
-    ASSERT_OK(op.kernel(x, out));
+    ASSERT_OK(op.kernel(cpuCtx, x, out));
     std::vector<double> expected;
     for (double v : x.values())
       expected.push_back(op.reference(v));
@@ -258,7 +262,7 @@ TEST_P(UnaryTest, MatchesReference) {
                 tolerance(dtype) * 1e-2,
                 std::string(op.name) + " " + dtypeName(dtype));
     // In place.
-    ASSERT_OK(op.kernel(x, x));
+    ASSERT_OK(op.kernel(cpuCtx, x, x));
     EXPECT_EQ(x.values(), out.values()) << op.name;
   }
 }
@@ -271,18 +275,18 @@ TEST(Unary, GeluKnownValues) {
   // torch.nn.functional.gelu(x, approximate='tanh') values.
   HostTensor x = HostTensor::of(DType::F32, {4}, {-1.0, 0.0, 0.5, 2.0});
   HostTensor out(DType::F32, {4});
-  ASSERT_OK(cpu::gelu(x, out));
+  ASSERT_OK(cpu::gelu(cpuCtx, x, out));
   expectClose(out.values(), {-0.15880800939, 0.0, 0.34571400982, 1.95459769409},
               1e-6, 1e-7, "gelu");
   // torch.nn.functional.gelu(x) (the erf form) values.
-  ASSERT_OK(cpu::geluExact(x, out));
+  ASSERT_OK(cpu::geluExact(cpuCtx, x, out));
   expectClose(out.values(), {-0.15865525393, 0.0, 0.34573123064, 1.95449973610},
               1e-6, 1e-7, "gelu exact");
 }
 
 TEST(Unary, RejectsIntegerOperands) {
   HostTensor x(DType::I32, {2}), out(DType::I32, {2});
-  EXPECT_FAILS(cpu::exp(x, out));
+  EXPECT_FAILS(cpu::exp(cpuCtx, x, out));
 }
 
 TEST(Where, BroadcastsAllThreeOperands) {
@@ -293,7 +297,7 @@ TEST(Where, BroadcastsAllThreeOperands) {
     HostTensor rhs = randomTensor(rng, dtype, {2, 1, 1});
     Shape outShape = {2, 3, 4};
     HostTensor out(dtype, outShape);
-    ASSERT_OK(cpu::where(condition, lhs, rhs, out));
+    ASSERT_OK(cpu::where(cpuCtx, condition, lhs, rhs, out));
     std::vector<double> c = condition.values(), a = lhs.values(),
                         b = rhs.values(), expected;
     for (int64_t i = 0; i < numElements(outShape); ++i) {
@@ -305,7 +309,7 @@ TEST(Where, BroadcastsAllThreeOperands) {
     EXPECT_EQ(out.values(), expected);
   }
   HostTensor notBool(DType::I32, {2}), x(DType::F32, {2}), out(DType::F32, {2});
-  EXPECT_FAILS(cpu::where(notBool, x, x, out));
+  EXPECT_FAILS(cpu::where(cpuCtx, notBool, x, x, out));
 }
 
 TEST(Cast, EveryPairOfTypes) {
@@ -320,7 +324,7 @@ TEST(Cast, EveryPairOfTypes) {
         input.set(int64_t(i), isFloat(from) ? values[i]
                                             : double(int64_t(values[i])));
       HostTensor out(to, input.shape());
-      ASSERT_OK(cpu::cast(input, out));
+      ASSERT_OK(cpu::cast(cpuCtx, input, out));
       for (size_t i = 0; i < values.size(); ++i) {
         double source = input.get(int64_t(i));
         double expected = to == DType::I1     ? double(source != 0)
@@ -338,43 +342,43 @@ TEST(Cast, RoundingTruncationAndWrapping) {
   HostTensor f = HostTensor::of(DType::F32, {3},
                                 {1.0 + 0x1p-11, 1.0 + 3 * 0x1p-11, 70000.0});
   HostTensor h(DType::F16, {3});
-  ASSERT_OK(cpu::cast(f, h));
+  ASSERT_OK(cpu::cast(cpuCtx, f, h));
   EXPECT_EQ(h.values(),
             (std::vector<double>{1.0, 1.0 + 4 * 0x1p-11,
                                  std::numeric_limits<double>::infinity()}));
   // f16 -> bf16 rounds once, from the exact value.
   HostTensor h2 = HostTensor::of(DType::F16, {1}, {1.0 + 0x1p-8 + 0x1p-10});
   HostTensor b(DType::BF16, {1});
-  ASSERT_OK(cpu::cast(h2, b));
+  ASSERT_OK(cpu::cast(cpuCtx, h2, b));
   EXPECT_EQ(b.get(0), 1.0 + 0x1p-7);
   // Float -> integer truncates toward zero and saturates; NaN gives 0.
   HostTensor g = HostTensor::of(
       DType::F32, {5},
       {-2.7, 2.7, 1e10, -1e10, std::numeric_limits<double>::quiet_NaN()});
   HostTensor i32(DType::I32, {5});
-  ASSERT_OK(cpu::cast(g, i32));
+  ASSERT_OK(cpu::cast(cpuCtx, g, i32));
   EXPECT_EQ(i32.values(),
             (std::vector<double>{-2, 2, 2147483647.0, -2147483648.0, 0}));
   HostTensor i8(DType::I8, {5});
-  ASSERT_OK(cpu::cast(g, i8));
+  ASSERT_OK(cpu::cast(cpuCtx, g, i8));
   EXPECT_EQ(i8.values(), (std::vector<double>{-2, 2, 127, -128, 0}));
   // Integer -> integer wraps; -> i1 is x != 0.
   HostTensor wide = HostTensor::of(DType::I64, {3}, {300, -129, 0});
   HostTensor narrow(DType::I8, {3});
-  ASSERT_OK(cpu::cast(wide, narrow));
+  ASSERT_OK(cpu::cast(cpuCtx, wide, narrow));
   EXPECT_EQ(narrow.values(), (std::vector<double>{44, 127, 0}));
   HostTensor flags(DType::I1, {3});
-  ASSERT_OK(cpu::cast(wide, flags));
+  ASSERT_OK(cpu::cast(cpuCtx, wide, flags));
   EXPECT_EQ(flags.values(), (std::vector<double>{1, 1, 0}));
   // Integer -> bf16 rounds once: 2^24 + 2^16 + 1 lies above the midpoint of
   // 2^24 and 2^24 + 2^17, where i64 -> f32 -> bf16 would round down.
   HostTensor big(DType::I64, {1});
   storeI64(big, 0, (int64_t(1) << 24) + (1 << 16) + 1);
   HostTensor bf(DType::BF16, {1});
-  ASSERT_OK(cpu::cast(big, bf));
+  ASSERT_OK(cpu::cast(cpuCtx, big, bf));
   EXPECT_EQ(bf.get(0), double((1 << 24) + (1 << 17)));
   HostTensor f32(DType::F32, {1});
-  ASSERT_OK(cpu::cast(big, f32));
+  ASSERT_OK(cpu::cast(cpuCtx, big, f32));
   EXPECT_EQ(f32.get(0), double((1 << 24) + (1 << 16)));
 }
 
@@ -382,7 +386,7 @@ TEST(Cast, FloatToBoolIsNonZero) {
   HostTensor x = HostTensor::of(
       DType::F32, {4}, {0.25, -0.0, 0.0, std::numeric_limits<double>::quiet_NaN()});
   HostTensor flags(DType::I1, {4});
-  ASSERT_OK(cpu::cast(x, flags));
+  ASSERT_OK(cpu::cast(cpuCtx, x, flags));
   EXPECT_EQ(flags.values(), (std::vector<double>{1, 0, 0, 1}));
 }
 
@@ -393,11 +397,11 @@ TEST(ActivationGrads, MatchFormulas) {
     HostTensor g = randomTensor(rng, dtype, {2, 9});
     HostTensor out(dtype, {2, 9});
     std::vector<double> xs = x.values(), gs = g.values(), expected;
-    ASSERT_OK(cpu::reluGrad(x, g, out));
+    ASSERT_OK(cpu::reluGrad(cpuCtx, x, g, out));
     for (size_t i = 0; i < xs.size(); ++i)
       expected.push_back(xs[i] > 0 ? gs[i] : 0);
     EXPECT_EQ(out.values(), expected);
-    ASSERT_OK(cpu::tanhGrad(x, g, out));
+    ASSERT_OK(cpu::tanhGrad(cpuCtx, x, g, out));
     expected.clear();
     for (size_t i = 0; i < xs.size(); ++i)
       expected.push_back(gs[i] * (1 - xs[i] * xs[i]));
@@ -408,9 +412,12 @@ TEST(ActivationGrads, MatchFormulas) {
 
 TEST(ActivationGrads, InPlaceOverEitherOperand) {
   using GradKernel =
-      Status (*)(const TensorRef &, const TensorRef &, TensorRef &);
+      Status (*)(cpu::Context &, const TensorRef &, const TensorRef &,
+                 TensorRef &);
   const std::pair<const char *, GradKernel> kernels[] = {
       {"relu_grad", cpu::reluGrad},
+      {"sigmoid_grad", cpu::sigmoidGrad},
+      {"silu_grad", cpu::siluGrad},
       {"gelu_grad", cpu::geluGrad},
       {"gelu_grad exact", cpu::geluExactGrad},
       {"tanh_grad", cpu::tanhGrad}};
@@ -425,7 +432,7 @@ TEST(ActivationGrads, InPlaceOverEitherOperand) {
         expectInPlaceMatches(
             operands, over,
             [&](const std::vector<TensorRef> &in, TensorRef &out) {
-              return fn(in[0], in[1], out);
+              return fn(cpuCtx, in[0], in[1], out);
             },
             std::string(name) + " " + dtypeName(dtype) +
                 (over ? " over grad" : " over input"));
@@ -449,7 +456,7 @@ TEST(Cast, InPlaceBetweenTypesOfOneWidth) {
     expectInPlaceMatches(
         operands, 0,
         [&](const std::vector<TensorRef> &in, TensorRef &out) {
-          return cpu::cast(in[0], out);
+          return cpu::cast(cpuCtx, in[0], out);
         },
         std::string("cast ") + dtypeName(from) + " -> " + dtypeName(to), to);
   }

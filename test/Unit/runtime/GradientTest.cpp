@@ -44,9 +44,9 @@ TEST(GradientCheck, Relu) {
   HostTensor x = awayFromZero(rng, {3, 5}, 0.05, 2);
   HostTensor cot = randomTensor(rng, DType::F32, {3, 5});
   HostTensor out(DType::F32, {3, 5}), dx(DType::F32, {3, 5});
-  ASSERT_OK(cpu::reluGrad(x, cot, dx));
+  ASSERT_OK(cpu::reluGrad(cpuCtx, x, cot, dx));
   checkGradient(
-      x, [&] { return lossOf(cpu::relu(x, out), out, cot.values()); },
+      x, [&] { return lossOf(cpu::relu(cpuCtx, x, out), out, cot.values()); },
       dx.values(), "relu");
 }
 
@@ -55,13 +55,13 @@ TEST(GradientCheck, Gelu) {
   HostTensor x = randomTensor(rng, DType::F32, {3, 5}, -4, 4);
   HostTensor cot = randomTensor(rng, DType::F32, {3, 5});
   HostTensor out(DType::F32, {3, 5}), dx(DType::F32, {3, 5});
-  ASSERT_OK(cpu::geluGrad(x, cot, dx));
+  ASSERT_OK(cpu::geluGrad(cpuCtx, x, cot, dx));
   checkGradient(
-      x, [&] { return lossOf(cpu::gelu(x, out), out, cot.values()); },
+      x, [&] { return lossOf(cpu::gelu(cpuCtx, x, out), out, cot.values()); },
       dx.values(), "gelu");
-  ASSERT_OK(cpu::geluExactGrad(x, cot, dx));
+  ASSERT_OK(cpu::geluExactGrad(cpuCtx, x, cot, dx));
   checkGradient(
-      x, [&] { return lossOf(cpu::geluExact(x, out), out, cot.values()); },
+      x, [&] { return lossOf(cpu::geluExact(cpuCtx, x, out), out, cot.values()); },
       dx.values(), "gelu exact");
 }
 
@@ -70,11 +70,41 @@ TEST(GradientCheck, Tanh) {
   HostTensor x = randomTensor(rng, DType::F32, {3, 5}, -2, 2);
   HostTensor cot = randomTensor(rng, DType::F32, {3, 5});
   HostTensor out(DType::F32, {3, 5}), dx(DType::F32, {3, 5});
-  ASSERT_OK(cpu::tanh(x, out));
-  ASSERT_OK(cpu::tanhGrad(out, cot, dx)); // from tanh's result
+  ASSERT_OK(cpu::tanh(cpuCtx, x, out));
+  ASSERT_OK(cpu::tanhGrad(cpuCtx, out, cot, dx)); // from tanh's result
   checkGradient(
-      x, [&] { return lossOf(cpu::tanh(x, out), out, cot.values()); },
+      x, [&] { return lossOf(cpu::tanh(cpuCtx, x, out), out, cot.values()); },
       dx.values(), "tanh");
+}
+
+// Every activation of Kernels.def (TGC_ACTIVATION): its gradient kernel
+// against central differences of its forward kernel, away from 0 (relu's
+// kink), so that a new line of the table is checked without a new test.
+TEST(GradientCheck, EveryActivationOfTheKernelTable) {
+  using Forward = Status (*)(cpu::Context &, const TensorRef &, TensorRef &);
+  using Backward = Status (*)(cpu::Context &, const TensorRef &,
+                              const TensorRef &, TensorRef &);
+  struct Case {
+    const char *name;
+    Forward forward;
+    Backward backward;
+  };
+  const Case cases[] = {
+#define TGC_ACTIVATION(ID, FUNCTION, NAME, VALUE, GRADIENT)                    \
+  {NAME, cpu::FUNCTION, cpu::FUNCTION##Grad},
+#include "tgc/format/Kernels.def"
+  };
+  EXPECT_GE(std::size(cases), 3u);
+  std::mt19937 rng(109);
+  for (const Case &c : cases) {
+    HostTensor x = awayFromZero(rng, {3, 5}, 0.05, 4);
+    HostTensor cot = randomTensor(rng, DType::F32, {3, 5});
+    HostTensor out(DType::F32, {3, 5}), dx(DType::F32, {3, 5});
+    ASSERT_OK(c.backward(cpuCtx, x, cot, dx));
+    checkGradient(
+        x, [&] { return lossOf(c.forward(cpuCtx, x, out), out, cot.values()); },
+        dx.values(), c.name);
+  }
 }
 
 TEST(GradientCheck, Softmax) {
@@ -83,10 +113,10 @@ TEST(GradientCheck, Softmax) {
     HostTensor x = randomTensor(rng, DType::F32, {3, 4, 5}, -2, 2);
     HostTensor cot = randomTensor(rng, DType::F32, {3, 4, 5});
     HostTensor out(DType::F32, x.shape()), dx(DType::F32, x.shape());
-    ASSERT_OK(cpu::softmax(x, axis, out));
-    ASSERT_OK(cpu::softmaxGrad(out, cot, axis, dx));
+    ASSERT_OK(cpu::softmax(cpuCtx, x, axis, out));
+    ASSERT_OK(cpu::softmaxGrad(cpuCtx, out, cot, axis, dx));
     checkGradient(
-        x, [&] { return lossOf(cpu::softmax(x, axis, out), out, cot.values()); },
+        x, [&] { return lossOf(cpu::softmax(cpuCtx, x, axis, out), out, cot.values()); },
         dx.values(), "softmax axis " + std::to_string(axis));
   }
 }
@@ -100,9 +130,9 @@ TEST(GradientCheck, LayerNormAllThreeOperands) {
     HostTensor cot = randomTensor(rng, DType::F32, {2, 3, 6});
     HostTensor out(DType::F32, x.shape()), dx(DType::F32, x.shape());
     HostTensor dw(DType::F32, {6}), db(DType::F32, {6});
-    ASSERT_OK(cpu::layerNormGrad(x, w, cot, eps, dx, dw, db));
+    ASSERT_OK(cpu::layerNormGrad(cpuCtx, x, w, cot, eps, dx, dw, db));
     auto loss = [&] {
-      return lossOf(cpu::layerNorm(x, w, b, eps, out), out, cot.values());
+      return lossOf(cpu::layerNorm(cpuCtx, x, w, b, eps, out), out, cot.values());
     };
     checkGradient(x, loss, dx.values(), "layer_norm input");
     checkGradient(w, loss, dw.values(), "layer_norm weight");
@@ -119,10 +149,10 @@ TEST(GradientCheck, EmbeddingWithRepeatedIndices) {
   // Garbage in the result first: embedding_grad must start from zero.
   HostTensor dtable = HostTensor::of(DType::F32, {5, 3},
                                      std::vector<double>(15, 42.0));
-  ASSERT_OK(cpu::embeddingGrad(indices, cot, dtable));
+  ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, dtable));
   checkGradient(
       table,
-      [&] { return lossOf(cpu::embedding(table, indices, out), out, cot.values()); },
+      [&] { return lossOf(cpu::embedding(cpuCtx, table, indices, out), out, cot.values()); },
       dtable.values(), "embedding");
   // Rows 2 and 3 are never looked up.
   for (int64_t j = 0; j < 3; ++j) {
@@ -151,12 +181,12 @@ TEST(GradientCheck, AttentionQueryKeyValue) {
     outShape.back() = c.v.back();
     HostTensor cot = randomTensor(rng, DType::F32, outShape);
     HostTensor out(DType::F32, outShape);
-    ASSERT_OK(cpu::attention(q, k, v, nullptr, c.causal, c.scale, out));
+    ASSERT_OK(cpu::attention(cpuCtx, q, k, v, nullptr, c.causal, c.scale, out));
     HostTensor dq(DType::F32, c.q), dk(DType::F32, c.k), dv(DType::F32, c.v);
-    ASSERT_OK(cpu::attentionGrad(q, k, v, out, cot, nullptr, c.causal, c.scale, dq, dk,
+    ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, out, cot, nullptr, c.causal, c.scale, dq, dk,
                                  dv));
     auto loss = [&] {
-      return lossOf(cpu::attention(q, k, v, nullptr, c.causal, c.scale, out), out,
+      return lossOf(cpu::attention(cpuCtx, q, k, v, nullptr, c.causal, c.scale, out), out,
                     cot.values());
     };
     std::string what = c.causal ? "causal attention " : "attention ";
@@ -179,13 +209,13 @@ TEST(GradientCheck, AttentionWithKeyMask) {
         HostTensor::of(DType::I64, {2, 4}, {1, 1, 0, 0, 0, 1, 1, 0});
     HostTensor cot = randomTensor(rng, DType::F32, shape);
     HostTensor out(DType::F32, shape);
-    ASSERT_OK(cpu::attention(q, k, v, &mask.ref(), causal, std::nullopt, out));
+    ASSERT_OK(cpu::attention(cpuCtx, q, k, v, &mask.ref(), causal, std::nullopt, out));
     HostTensor dq(DType::F32, shape), dk(DType::F32, shape),
         dv(DType::F32, shape);
-    ASSERT_OK(cpu::attentionGrad(q, k, v, out, cot, &mask.ref(), causal,
+    ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, out, cot, &mask.ref(), causal,
                                  std::nullopt, dq, dk, dv));
     auto loss = [&] {
-      return lossOf(cpu::attention(q, k, v, &mask.ref(), causal, std::nullopt, out),
+      return lossOf(cpu::attention(cpuCtx, q, k, v, &mask.ref(), causal, std::nullopt, out),
                     out, cot.values());
     };
     std::string what = causal ? "masked causal attention " : "masked attention ";
@@ -210,11 +240,11 @@ TEST(GradientCheck, CrossEntropyWithIgnoredTargets) {
   HostTensor grad = HostTensor::of(DType::F32, {}, {cotangent});
   HostTensor loss(DType::F32, {});
   HostTensor dlogits(DType::F32, {2, 3, 5});
-  ASSERT_OK(cpu::crossEntropyGrad(logits, targets, grad, -100, dlogits));
+  ASSERT_OK(cpu::crossEntropyGrad(cpuCtx, logits, targets, grad, -100, dlogits));
   checkGradient(
       logits,
       [&] {
-        return lossOf(cpu::crossEntropy(logits, targets, -100, loss), loss,
+        return lossOf(cpu::crossEntropy(cpuCtx, logits, targets, -100, loss), loss,
                       {cotangent});
       },
       dlogits.values(), "cross_entropy");
@@ -237,12 +267,12 @@ TEST(GradientCheck, ReduceMax) {
     HostTensor x = randomTensor(rng, DType::F32, {3, 4, 5}, -2, 2);
     HostTensor cot = randomTensor(rng, DType::F32, c.outShape);
     HostTensor out(DType::F32, c.outShape), dx(DType::F32, x.shape());
-    ASSERT_OK(cpu::reduceMax(x, c.axes, c.keepDims, out));
-    ASSERT_OK(cpu::reduceMaxGrad(x, out, cot, c.axes, c.keepDims, dx));
+    ASSERT_OK(cpu::reduceMax(cpuCtx, x, c.axes, c.keepDims, out));
+    ASSERT_OK(cpu::reduceMaxGrad(cpuCtx, x, out, cot, c.axes, c.keepDims, dx));
     checkGradient(
         x,
         [&] {
-          return lossOf(cpu::reduceMax(x, c.axes, c.keepDims, out), out,
+          return lossOf(cpu::reduceMax(cpuCtx, x, c.axes, c.keepDims, out), out,
                         cot.values());
         },
         dx.values(), "reduce_max");
@@ -255,9 +285,9 @@ TEST(GradientCheck, Slice) {
   Shape offsets = {1, 0, 1};
   HostTensor cot = randomTensor(rng, DType::F32, {2, 4, 2});
   HostTensor out(DType::F32, {2, 4, 2}), dx(DType::F32, x.shape());
-  ASSERT_OK(cpu::sliceGrad(cot, offsets, dx));
+  ASSERT_OK(cpu::sliceGrad(cpuCtx, cot, offsets, dx));
   checkGradient(
-      x, [&] { return lossOf(cpu::slice(x, offsets, out), out, cot.values()); },
+      x, [&] { return lossOf(cpu::slice(cpuCtx, x, offsets, out), out, cot.values()); },
       dx.values(), "slice");
 }
 
@@ -269,9 +299,9 @@ TEST(GradientCheck, SumToIsTheAdjointOfBroadcastTo) {
     HostTensor x = randomTensor(rng, DType::F32, small);
     HostTensor cot = randomTensor(rng, DType::F32, big);
     HostTensor out(DType::F32, big), dx(DType::F32, small);
-    ASSERT_OK(cpu::sumTo(cot, dx));
+    ASSERT_OK(cpu::sumTo(cpuCtx, cot, dx));
     checkGradient(
-        x, [&] { return lossOf(cpu::broadcastTo(x, out), out, cot.values()); },
+        x, [&] { return lossOf(cpu::broadcastTo(cpuCtx, x, out), out, cot.values()); },
         dx.values(), "sum_to");
   }
 }
@@ -292,8 +322,8 @@ TEST(GradientCheck, SixteenBitGradientsMatchF32) {
     HostTensor dx(dtype, {3, 8}), dw(dtype, {8}), db(dtype, {8});
     HostTensor dx32(DType::F32, {3, 8}), dw32(DType::F32, {8}),
         db32(DType::F32, {8});
-    ASSERT_OK(cpu::layerNormGrad(x, w, g, 1e-5, dx, dw, db));
-    ASSERT_OK(cpu::layerNormGrad(x32, w32, g32, 1e-5, dx32, dw32, db32));
+    ASSERT_OK(cpu::layerNormGrad(cpuCtx, x, w, g, 1e-5, dx, dw, db));
+    ASSERT_OK(cpu::layerNormGrad(cpuCtx, x32, w32, g32, 1e-5, dx32, dw32, db32));
     expectClose(dx.values(), dx32.values(), tol, tol, "16-bit layer_norm dx");
     expectClose(dw.values(), dw32.values(), tol, tol, "16-bit layer_norm dw");
     expectClose(db.values(), db32.values(), tol, tol, "16-bit layer_norm db");
@@ -303,16 +333,16 @@ TEST(GradientCheck, SixteenBitGradientsMatchF32) {
     HostTensor v = randomTensor(rng, dtype, {2, 4, 3});
     HostTensor cot = randomTensor(rng, dtype, {2, 4, 3});
     HostTensor o(dtype, {2, 4, 3});
-    ASSERT_OK(cpu::attention(q, k, v, nullptr, true, std::nullopt, o));
+    ASSERT_OK(cpu::attention(cpuCtx, q, k, v, nullptr, true, std::nullopt, o));
     std::vector<HostTensor> wide;
     for (const HostTensor *t : {&q, &k, &v, &o, &cot})
       wide.push_back(HostTensor::of(DType::F32, t->shape(), t->values()));
     HostTensor dq(dtype, {2, 4, 3}), dk(dtype, {2, 4, 3}), dv(dtype, {2, 4, 3});
     HostTensor dq32(DType::F32, {2, 4, 3}), dk32(DType::F32, {2, 4, 3}),
         dv32(DType::F32, {2, 4, 3});
-    ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, nullptr, true, std::nullopt, dq, dk,
+    ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, o, cot, nullptr, true, std::nullopt, dq, dk,
                                  dv));
-    ASSERT_OK(cpu::attentionGrad(wide[0], wide[1], wide[2], wide[3], wide[4], nullptr,
+    ASSERT_OK(cpu::attentionGrad(cpuCtx, wide[0], wide[1], wide[2], wide[3], wide[4], nullptr,
                                  true, std::nullopt, dq32, dk32, dv32));
     expectClose(dq.values(), dq32.values(), tol, tol, "16-bit attention dq");
     expectClose(dk.values(), dk32.values(), tol, tol, "16-bit attention dk");
@@ -324,8 +354,8 @@ TEST(GradientCheck, SixteenBitGradientsMatchF32) {
     HostTensor targets = HostTensor::of(DType::I32, {4}, {5, 0, -100, 3});
     HostTensor scalar = HostTensor::of(dtype, {}, {1.0});
     HostTensor dl(dtype, {4, 6}), dl32(DType::F32, {4, 6});
-    ASSERT_OK(cpu::crossEntropyGrad(logits, targets, scalar, -100, dl));
-    ASSERT_OK(cpu::crossEntropyGrad(logits32, targets, scalar, -100, dl32));
+    ASSERT_OK(cpu::crossEntropyGrad(cpuCtx, logits, targets, scalar, -100, dl));
+    ASSERT_OK(cpu::crossEntropyGrad(cpuCtx, logits32, targets, scalar, -100, dl32));
     expectClose(dl.values(), dl32.values(), tol, tol * 1e-1,
                 "16-bit cross_entropy_grad");
   }
@@ -341,15 +371,15 @@ TEST(GradientCheck, MaskedResultsMatchTheFullKernel) {
   HostTensor g = randomTensor(rng, DType::F32, {3, 8});
   HostTensor full[3] = {HostTensor(DType::F32, {3, 8}),
                         HostTensor(DType::F32, {8}), HostTensor(DType::F32, {8})};
-  ASSERT_OK(cpu::layerNormGrad(x, w, g, 1e-5, full[0], full[1], full[2]));
+  ASSERT_OK(cpu::layerNormGrad(cpuCtx, x, w, g, 1e-5, full[0], full[1], full[2]));
   HostTensor q = randomTensor(rng, DType::F32, {2, 4, 3});
   HostTensor k = randomTensor(rng, DType::F32, {2, 4, 3});
   HostTensor v = randomTensor(rng, DType::F32, {2, 4, 3});
   HostTensor cot = randomTensor(rng, DType::F32, {2, 4, 3});
   HostTensor o(DType::F32, {2, 4, 3});
-  ASSERT_OK(cpu::attention(q, k, v, nullptr, true, std::nullopt, o));
+  ASSERT_OK(cpu::attention(cpuCtx, q, k, v, nullptr, true, std::nullopt, o));
   std::vector<HostTensor> fullAttention(3, HostTensor(DType::F32, {2, 4, 3}));
-  ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, nullptr, true, std::nullopt,
+  ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, o, cot, nullptr, true, std::nullopt,
                                fullAttention[0], fullAttention[1],
                                fullAttention[2]));
   for (int mask = 1; mask < 8; ++mask) {
@@ -364,9 +394,9 @@ TEST(GradientCheck, MaskedResultsMatchTheFullKernel) {
         lnRefs[i] = ln[i].ref();
         atRefs[i] = at[i].ref();
       }
-    ASSERT_OK(cpu::layerNormGrad(x, w, g, 1e-5, lnRefs[0], lnRefs[1],
+    ASSERT_OK(cpu::layerNormGrad(cpuCtx, x, w, g, 1e-5, lnRefs[0], lnRefs[1],
                                  lnRefs[2]));
-    ASSERT_OK(cpu::attentionGrad(q, k, v, o, cot, nullptr, true, std::nullopt,
+    ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, o, cot, nullptr, true, std::nullopt,
                                  atRefs[0], atRefs[1], atRefs[2]));
     for (int i = 0; i < 3; ++i) {
       if (!(mask & (1 << i)))
@@ -377,8 +407,8 @@ TEST(GradientCheck, MaskedResultsMatchTheFullKernel) {
     }
   }
   TensorRef none[3];
-  EXPECT_FALSE(cpu::layerNormGrad(x, w, g, 1e-5, none[0], none[1], none[2]).ok());
-  EXPECT_FALSE(cpu::attentionGrad(q, k, v, o, cot, nullptr, true, std::nullopt, none[0],
+  EXPECT_FALSE(cpu::layerNormGrad(cpuCtx, x, w, g, 1e-5, none[0], none[1], none[2]).ok());
+  EXPECT_FALSE(cpu::attentionGrad(cpuCtx, q, k, v, o, cot, nullptr, true, std::nullopt, none[0],
                                   none[1], none[2])
                    .ok());
 }

@@ -86,7 +86,7 @@ TEST_P(MatmulTest, MatchesNaiveProduct) {
     std::vector<double> expected =
         referenceMatmul(lhs, rhs, c.transposeLhs, c.transposeRhs, outShape);
     HostTensor out(dtype, outShape);
-    ASSERT_OK(cpu::matmul(lhs, rhs, c.transposeLhs, c.transposeRhs, out));
+    ASSERT_OK(cpu::matmul(cpuCtx, lhs, rhs, c.transposeLhs, c.transposeRhs, out));
     expectClose(out.values(), expected, tolerance(dtype),
                 tolerance(dtype) * 4,
                 std::string("matmul ") + dtypeName(dtype) + " " +
@@ -108,7 +108,7 @@ TEST(Matmul, LargerThanOneBlock) {
   std::vector<double> expected =
       referenceMatmul(lhs, rhs, false, true, outShape);
   HostTensor out(DType::F32, outShape);
-  ASSERT_OK(cpu::matmul(lhs, rhs, false, true, out));
+  ASSERT_OK(cpu::matmul(cpuCtx, lhs, rhs, false, true, out));
   expectClose(out.values(), expected, 1e-4, 1e-4, "large matmul");
 }
 
@@ -128,7 +128,7 @@ TEST(Matmul, TiledProductsInEveryTransposition) {
       std::vector<double> expected =
           referenceMatmul(lhs, rhs, tl, tr, outShape);
       HostTensor out(DType::F32, outShape);
-      ASSERT_OK(cpu::matmul(lhs, rhs, tl, tr, out));
+      ASSERT_OK(cpu::matmul(cpuCtx, lhs, rhs, tl, tr, out));
       // f32 sums of 240 products of magnitude <= 1, against double: their
       // rounding is at most 240 * 2^-24 * 240 = 3.4e-3 in the worst case,
       // about sqrt(240) * 2^-24 * sqrt(240 / 3) = 8e-6 in practice.
@@ -170,24 +170,24 @@ TEST(GemmTiling, CoversTheProductWithShapeOnlyTiles) {
 TEST(Matmul, EmptyContractionGivesZeros) {
   HostTensor lhs(DType::F32, {2, 0}), rhs(DType::F32, {0, 3});
   HostTensor out = HostTensor::of(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
-  ASSERT_OK(cpu::matmul(lhs, rhs, false, false, out));
+  ASSERT_OK(cpu::matmul(cpuCtx, lhs, rhs, false, false, out));
   EXPECT_EQ(out.values(), std::vector<double>(6, 0.0));
 }
 
 TEST(Matmul, RejectsBadShapes) {
   HostTensor a(DType::F32, {3, 4}), b(DType::F32, {5, 6}), out(DType::F32, {3, 6});
-  EXPECT_FAILS(cpu::matmul(a, b, false, false, out));
+  EXPECT_FAILS(cpu::matmul(cpuCtx, a, b, false, false, out));
   HostTensor c(DType::F32, {4, 6}), wrong(DType::F32, {3, 5});
-  EXPECT_FAILS(cpu::matmul(a, c, false, false, wrong));
+  EXPECT_FAILS(cpu::matmul(cpuCtx, a, c, false, false, wrong));
   HostTensor batchA(DType::F32, {2, 3, 4}), batchB(DType::F32, {3, 4, 6});
   HostTensor batchOut(DType::F32, {3, 3, 6});
-  EXPECT_FAILS(cpu::matmul(batchA, batchB, false, false, batchOut));
+  EXPECT_FAILS(cpu::matmul(cpuCtx, batchA, batchB, false, false, batchOut));
   HostTensor vec(DType::F32, {4});
   HostTensor vecOut(DType::F32, {6});
-  EXPECT_FAILS(cpu::matmul(vec, c, false, false, vecOut));
+  EXPECT_FAILS(cpu::matmul(cpuCtx, vec, c, false, false, vecOut));
   HostTensor mixed(DType::F16, {4, 6});
   HostTensor good(DType::F32, {3, 6});
-  EXPECT_FAILS(cpu::matmul(a, mixed, false, false, good));
+  EXPECT_FAILS(cpu::matmul(cpuCtx, a, mixed, false, false, good));
 }
 
 TEST(Matmul, ResultOverlappingAnOperand) {
@@ -198,7 +198,7 @@ TEST(Matmul, ResultOverlappingAnOperand) {
   Shape outShape;
   std::vector<double> expected =
       referenceMatmul(lhs, rhs, false, false, outShape);
-  ASSERT_OK(cpu::matmul(lhs, rhs, false, false, lhs));
+  ASSERT_OK(cpu::matmul(cpuCtx, lhs, rhs, false, false, lhs));
   expectClose(lhs.values(), expected, 1e-5, 1e-6, "aliased matmul");
 }
 
@@ -228,7 +228,7 @@ TEST(Linear, MatchesProductBiasAndGelu) {
                       : v;
       }
       HostTensor result(DType::F32, outShape), preactivation(DType::F32, outShape);
-      ASSERT_OK(cpu::linear(x, w, b, gelu, result,
+      ASSERT_OK(cpu::linear(cpuCtx, x, w, b, gelu, result,
                             gelu ? &preactivation.ref() : nullptr));
       expectClose(result.values(), out, 1e-5, 1e-5, "linear");
       if (gelu)
@@ -240,10 +240,10 @@ TEST(Linear, RejectsBadOperands) {
   HostTensor x(DType::F32, {3, 4}), w(DType::F32, {4, 5}), b(DType::F32, {5});
   HostTensor out(DType::F32, {3, 5}), pre(DType::F32, {3, 5});
   HostTensor shortBias(DType::F32, {4}), half(DType::F16, {5});
-  EXPECT_FAILS(cpu::linear(x, w, shortBias, false, out, nullptr));
-  EXPECT_FAILS(cpu::linear(x, w, half, false, out, nullptr));
-  EXPECT_FAILS(cpu::linear(x, w, b, true, out, nullptr)); // no pre-activation
-  EXPECT_FAILS(cpu::linear(x, w, b, false, out, &pre.ref()));
+  EXPECT_FAILS(cpu::linear(cpuCtx, x, w, shortBias, false, out, nullptr));
+  EXPECT_FAILS(cpu::linear(cpuCtx, x, w, half, false, out, nullptr));
+  EXPECT_FAILS(cpu::linear(cpuCtx, x, w, b, true, out, nullptr)); // no pre-activation
+  EXPECT_FAILS(cpu::linear(cpuCtx, x, w, b, false, out, &pre.ref()));
   HostTensor wrong(DType::F32, {5, 5});
-  EXPECT_FAILS(cpu::linear(x, wrong, b, false, out, nullptr));
+  EXPECT_FAILS(cpu::linear(cpuCtx, x, wrong, b, false, out, nullptr));
 }

@@ -129,21 +129,21 @@ TEST_P(NNTest, SoftmaxAlongEveryAxis) {
   HostTensor x = randomTensor(rng, dtype, {3, 4, 5}, -4, 4);
   for (int64_t axis : {0, 1, 2, -1, -3}) {
     HostTensor out(dtype, x.shape());
-    ASSERT_OK(cpu::softmax(x, axis, out));
+    ASSERT_OK(cpu::softmax(cpuCtx, x, axis, out));
     expectClose(out.values(), referenceSoftmax(x, axis < 0 ? axis + 3 : axis),
                 tolerance(dtype), tolerance(dtype) * 1e-2,
                 "softmax axis " + std::to_string(axis));
   }
   HostTensor out(dtype, x.shape());
-  EXPECT_FAILS(cpu::softmax(x, 3, out));
-  EXPECT_FAILS(cpu::softmax(x, -4, out));
+  EXPECT_FAILS(cpu::softmax(cpuCtx, x, 3, out));
+  EXPECT_FAILS(cpu::softmax(cpuCtx, x, -4, out));
 }
 
 TEST_P(NNTest, SoftmaxIsStableForLargeLogits) {
   DType dtype = GetParam();
   HostTensor x = HostTensor::of(dtype, {1, 3}, {1000, 1000, -1000});
   HostTensor out(dtype, {1, 3});
-  ASSERT_OK(cpu::softmax(x, 1, out));
+  ASSERT_OK(cpu::softmax(cpuCtx, x, 1, out));
   expectClose(out.values(), {0.5, 0.5, 0.0}, 0, 1e-6, "stable softmax");
 }
 
@@ -156,13 +156,13 @@ TEST_P(NNTest, LayerNormMatchesTorchFormula) {
   HostTensor b = randomTensor(rng, dtype, {8});
   for (double eps : {1e-5, 0.1}) {
     HostTensor out(dtype, x.shape());
-    ASSERT_OK(cpu::layerNorm(x, w, b, eps, out));
+    ASSERT_OK(cpu::layerNorm(cpuCtx, x, w, b, eps, out));
     expectClose(out.values(), referenceLayerNorm(x, w, b, eps),
                 tolerance(dtype) * 4, tolerance(dtype) * 4, "layer_norm");
   }
   HostTensor badWeight(dtype, {7});
   HostTensor out(dtype, x.shape());
-  EXPECT_FAILS(cpu::layerNorm(x, badWeight, b, 1e-5, out));
+  EXPECT_FAILS(cpu::layerNorm(cpuCtx, x, badWeight, b, 1e-5, out));
 }
 
 TEST_P(NNTest, EmbeddingLooksUpRows) {
@@ -172,7 +172,7 @@ TEST_P(NNTest, EmbeddingLooksUpRows) {
   for (DType indexType : {DType::I32, DType::I64}) {
     HostTensor indices = HostTensor::of(indexType, {2, 2}, {4, 0, 4, 2});
     HostTensor out(dtype, {2, 2, 3});
-    ASSERT_OK(cpu::embedding(table, indices, out));
+    ASSERT_OK(cpu::embedding(cpuCtx, table, indices, out));
     std::vector<double> t = table.values(), expected;
     for (int64_t row : {4, 0, 4, 2})
       for (int64_t j = 0; j < 3; ++j)
@@ -202,7 +202,7 @@ TEST_P(NNTest, AttentionMatchesNaiveReference) {
     Shape outShape = c.q;
     outShape.back() = c.v.back();
     HostTensor out(dtype, outShape);
-    ASSERT_OK(cpu::attention(q, k, v, nullptr, c.causal, c.scale, out));
+    ASSERT_OK(cpu::attention(cpuCtx, q, k, v, nullptr, c.causal, c.scale, out));
     double scale = c.scale ? *c.scale : 1.0 / std::sqrt(double(c.q.back()));
     expectClose(out.values(), referenceAttention(q, k, v, c.causal, scale),
                 tolerance(dtype) * 2, tolerance(dtype) * 2,
@@ -224,7 +224,7 @@ TEST_P(NNTest, AttentionKeyMask) {
       HostTensor mask = HostTensor::of(indexType, {2, 5},
                                        {1, 1, 1, 0, 0, 0, 1, 1, 1, 1});
       HostTensor out(dtype, {2, 3, 5, 4});
-      ASSERT_OK(cpu::attention(q, k, v, &mask.ref(), causal, std::nullopt, out));
+      ASSERT_OK(cpu::attention(cpuCtx, q, k, v, &mask.ref(), causal, std::nullopt, out));
       std::vector<double> want =
           referenceAttention(q, k, v, causal, 0.5, &mask);
       expectClose(out.values(), want, tolerance(dtype) * 2,
@@ -240,15 +240,15 @@ TEST_P(NNTest, AttentionKeyMask) {
   HostTensor k = randomTensor(rng, dtype, {2, 6, 4}, -2, 2);
   HostTensor v = randomTensor(rng, dtype, {2, 6, 3});
   HostTensor out(dtype, {2, 5, 3});
-  ASSERT_OK(cpu::attention(q, k, v, &mask.ref(), false, std::nullopt, out));
+  ASSERT_OK(cpu::attention(cpuCtx, q, k, v, &mask.ref(), false, std::nullopt, out));
   expectClose(out.values(), referenceAttention(q, k, v, false, 0.5, &mask),
               tolerance(dtype) * 2, tolerance(dtype) * 2,
               "masked attention, an example of padding only");
   // A mask of the wrong length, or over the wrong dimensions.
   HostTensor shortMask = HostTensor::of(DType::I64, {2, 5}, std::vector<double>(10, 1));
-  EXPECT_FAILS(cpu::attention(q, k, v, &shortMask.ref(), false, std::nullopt, out));
+  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, &shortMask.ref(), false, std::nullopt, out));
   HostTensor floatMask(DType::F32, {2, 6});
-  EXPECT_FAILS(cpu::attention(q, k, v, &floatMask.ref(), false, std::nullopt, out));
+  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, &floatMask.ref(), false, std::nullopt, out));
 }
 
 TEST_P(NNTest, CrossEntropyIgnoresTargets) {
@@ -259,21 +259,21 @@ TEST_P(NNTest, CrossEntropyIgnoresTargets) {
     HostTensor targets =
         HostTensor::of(indexType, {2, 3}, {1, -100, 5, 0, -100, 3});
     HostTensor loss(dtype, {});
-    ASSERT_OK(cpu::crossEntropy(logits, targets, -100, loss));
+    ASSERT_OK(cpu::crossEntropy(cpuCtx, logits, targets, -100, loss));
     expectClose({loss.get(0)}, {referenceCrossEntropy(logits, targets, -100)},
                 tolerance(dtype), 0, "cross_entropy");
     // With another ignore_index, -100 is an ordinary, out-of-range target.
-    EXPECT_FAILS(cpu::crossEntropy(logits, targets, 3, loss));
+    EXPECT_FAILS(cpu::crossEntropy(cpuCtx, logits, targets, 3, loss));
     // An ignore_index inside the class range ignores that class's targets.
     HostTensor inRange = HostTensor::of(indexType, {2, 3}, {1, 5, 5, 0, 2, 3});
-    ASSERT_OK(cpu::crossEntropy(logits, inRange, 5, loss));
+    ASSERT_OK(cpu::crossEntropy(cpuCtx, logits, inRange, 5, loss));
     expectClose({loss.get(0)}, {referenceCrossEntropy(logits, inRange, 5)},
                 tolerance(dtype), 0, "cross_entropy ignore_index 5");
   }
   // Loss stored in f32 for 16-bit logits.
   HostTensor targets = HostTensor::of(DType::I64, {2, 3}, {1, 2, 5, 0, 4, 3});
   HostTensor loss(DType::F32, {});
-  ASSERT_OK(cpu::crossEntropy(logits, targets, -100, loss));
+  ASSERT_OK(cpu::crossEntropy(cpuCtx, logits, targets, -100, loss));
   expectClose({loss.get(0)}, {referenceCrossEntropy(logits, targets, -100)},
               1e-5, 0, "cross_entropy f32 loss");
 }
@@ -290,17 +290,17 @@ TEST_P(NNTest, SoftmaxAndItsGradientInPlace) {
     expectInPlaceMatches(
         x, 0,
         [&](const std::vector<TensorRef> &in, TensorRef &out) {
-          return cpu::softmax(in[0], axis, out);
+          return cpu::softmax(cpuCtx, in[0], axis, out);
         },
         "softmax " + what);
     HostTensor y(dtype, {3, 4, 5});
-    ASSERT_OK(cpu::softmax(x[0], axis, y));
+    ASSERT_OK(cpu::softmax(cpuCtx, x[0], axis, y));
     std::vector<HostTensor> operands = {y, randomTensor(rng, dtype, {3, 4, 5})};
     for (size_t over : {0, 1})
       expectInPlaceMatches(
           operands, over,
           [&](const std::vector<TensorRef> &in, TensorRef &out) {
-            return cpu::softmaxGrad(in[0], in[1], axis, out);
+            return cpu::softmaxGrad(cpuCtx, in[0], in[1], axis, out);
           },
           "softmax_grad " + what + (over ? " over grad" : " over output"));
   }
@@ -318,7 +318,7 @@ TEST_P(NNTest, CrossEntropyGradInPlace) {
         HostTensor::of(DType::F32, {}, {1.7})};
     auto crossEntropyGrad = [](const std::vector<TensorRef> &in,
                                TensorRef &out) {
-      return cpu::crossEntropyGrad(in[0], in[1], in[2], -100, out);
+      return cpu::crossEntropyGrad(cpuCtx, in[0], in[1], in[2], -100, out);
     };
     std::string what = std::string("cross_entropy_grad ") + dtypeName(dtype) +
                        " " + dtypeName(indexType) + " targets";
@@ -337,11 +337,11 @@ TEST(CrossEntropy, AllIgnoredIsZero) {
   HostTensor logits = HostTensor::of(DType::F32, {2, 2}, {1, 2, 3, 4});
   HostTensor targets = HostTensor::of(DType::I64, {2}, {-1, -1});
   HostTensor loss = HostTensor::of(DType::F32, {}, {123});
-  ASSERT_OK(cpu::crossEntropy(logits, targets, -1, loss));
+  ASSERT_OK(cpu::crossEntropy(cpuCtx, logits, targets, -1, loss));
   EXPECT_EQ(loss.get(0), 0.0);
   HostTensor grad = HostTensor::of(DType::F32, {}, {1});
   HostTensor dlogits = HostTensor::of(DType::F32, {2, 2}, {9, 9, 9, 9});
-  ASSERT_OK(cpu::crossEntropyGrad(logits, targets, grad, -1, dlogits));
+  ASSERT_OK(cpu::crossEntropyGrad(cpuCtx, logits, targets, grad, -1, dlogits));
   EXPECT_EQ(dlogits.values(), std::vector<double>(4, 0.0));
 }
 
@@ -351,12 +351,12 @@ TEST(CrossEntropy, TargetCountSkipsIgnored) {
   HostTensor targets =
       HostTensor::of(DType::I32, {2, 3}, {-100, 4, 0, -100, -100, 7});
   HostTensor count = HostTensor::of(DType::F32, {}, {123});
-  ASSERT_OK(cpu::targetCount(targets, -100, count));
+  ASSERT_OK(cpu::targetCount(cpuCtx, targets, -100, count));
   EXPECT_EQ(count.get(0), 3.0);
-  ASSERT_OK(cpu::targetCount(targets, 4, count));
+  ASSERT_OK(cpu::targetCount(cpuCtx, targets, 4, count));
   EXPECT_EQ(count.get(0), 5.0);
   HostTensor bf16(DType::BF16, {});
-  ASSERT_OK(cpu::targetCount(targets, 7, bf16));
+  ASSERT_OK(cpu::targetCount(cpuCtx, targets, 7, bf16));
   EXPECT_EQ(bf16.get(0), 5.0);
 }
 
@@ -365,7 +365,7 @@ TEST(CrossEntropy, SinglePositionAndKnownValue) {
   HostTensor logits = HostTensor::of(DType::F32, {3}, {0, 1, 2});
   HostTensor target = HostTensor::of(DType::I32, {}, {2});
   HostTensor loss(DType::F32, {});
-  ASSERT_OK(cpu::crossEntropy(logits, target, -100, loss));
+  ASSERT_OK(cpu::crossEntropy(cpuCtx, logits, target, -100, loss));
   EXPECT_NEAR(loss.get(0), std::log(1 + std::exp(1.0) + std::exp(2.0)) - 2,
               1e-6);
 }
@@ -375,7 +375,7 @@ TEST(IndexErrors, EmbeddingOutOfRangeFails) {
   HostTensor out = HostTensor::of(DType::F32, {2, 2}, {7, 7, 7, 7});
   for (double bad : {3.0, -1.0}) {
     HostTensor indices = HostTensor::of(DType::I64, {2}, {0, bad});
-    Status status = cpu::embedding(table, indices, out);
+    Status status = cpu::embedding(cpuCtx, table, indices, out);
     ASSERT_FALSE(status.ok());
     EXPECT_NE(status.error.find("out of range"), std::string::npos)
         << status.error;
@@ -383,10 +383,10 @@ TEST(IndexErrors, EmbeddingOutOfRangeFails) {
     EXPECT_EQ(out.values(), std::vector<double>(4, 7.0));
     HostTensor grad(DType::F32, {2, 2});
     HostTensor dtable(DType::F32, {3, 2});
-    EXPECT_FAILS(cpu::embeddingGrad(indices, grad, dtable));
+    EXPECT_FAILS(cpu::embeddingGrad(cpuCtx, indices, grad, dtable));
   }
   HostTensor floatIndices(DType::F32, {2});
-  EXPECT_FAILS(cpu::embedding(table, floatIndices, out));
+  EXPECT_FAILS(cpu::embedding(cpuCtx, table, floatIndices, out));
 }
 
 TEST(IndexErrors, CrossEntropyTargetOutOfRangeFails) {
@@ -396,25 +396,25 @@ TEST(IndexErrors, CrossEntropyTargetOutOfRangeFails) {
   HostTensor dlogits(DType::F32, {3, 4});
   for (double bad : {4.0, -1.0, 1e9}) {
     HostTensor targets = HostTensor::of(DType::I32, {3}, {0, bad, -100});
-    Status status = cpu::crossEntropy(logits, targets, -100, loss);
+    Status status = cpu::crossEntropy(cpuCtx, logits, targets, -100, loss);
     ASSERT_FALSE(status.ok());
     EXPECT_NE(status.error.find("out of range"), std::string::npos)
         << status.error;
     EXPECT_EQ(loss.get(0), 5.0);
-    EXPECT_FAILS(cpu::crossEntropyGrad(logits, targets, grad, -100, dlogits));
+    EXPECT_FAILS(cpu::crossEntropyGrad(cpuCtx, logits, targets, grad, -100, dlogits));
   }
   HostTensor wrongShape = HostTensor::of(DType::I32, {4}, {0, 0, 0, 0});
-  EXPECT_FAILS(cpu::crossEntropy(logits, wrongShape, -100, loss));
+  EXPECT_FAILS(cpu::crossEntropy(cpuCtx, logits, wrongShape, -100, loss));
 }
 
 TEST(Attention, RejectsBadShapesAndScales) {
   HostTensor q(DType::F32, {3, 4}), k(DType::F32, {5, 4}), v(DType::F32, {5, 4});
   HostTensor out(DType::F32, {3, 4});
-  EXPECT_FAILS(cpu::attention(q, k, v, nullptr, true, std::nullopt, out));
-  ASSERT_OK(cpu::attention(q, k, v, nullptr, false, std::nullopt, out));
+  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, true, std::nullopt, out));
+  ASSERT_OK(cpu::attention(cpuCtx, q, k, v, nullptr, false, std::nullopt, out));
   HostTensor badV(DType::F32, {4, 4});
-  EXPECT_FAILS(cpu::attention(q, k, badV, nullptr, false, std::nullopt, out));
+  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, badV, nullptr, false, std::nullopt, out));
   // The verifier's scale contract: positive and finite.
-  EXPECT_FAILS(cpu::attention(q, k, v, nullptr, false, 0.0, out));
-  EXPECT_FAILS(cpu::attention(q, k, v, nullptr, false, -1.0, out));
+  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, false, 0.0, out));
+  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, false, -1.0, out));
 }

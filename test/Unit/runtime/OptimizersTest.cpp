@@ -59,7 +59,7 @@ TEST(AdamW, ThreeStepsInPlaceMatchTorchFormula) {
       p[i] -= double(float(lr)) / bc1 * m[i] / denom;
     }
     HostTensor step = i64Scalar(t);
-    ASSERT_OK(cpu::adamwUpdate(param, grad, expAvg, expAvgSq, lrT, step, beta1,
+    ASSERT_OK(cpu::adamwUpdate(cpuCtx, param, grad, expAvg, expAvgSq, lrT, step, beta1,
                                beta2, eps, wd, param, expAvg, expAvgSq));
     expectClose(param.values(), p, 1e-6, 1e-7, "param step " + std::to_string(t));
     expectClose(expAvg.values(), m, 1e-6, 1e-7, "exp_avg");
@@ -74,7 +74,7 @@ TEST(AdamW, BF16ParamWithF32Moments) {
   HostTensor expAvg(DType::F32, {8}), expAvgSq(DType::F32, {8});
   std::vector<double> p = param.values(), g = grad.values();
   HostTensor lr = f32Scalar(1e-2), step = i64Scalar(1);
-  ASSERT_OK(cpu::adamwUpdate(param, grad, expAvg, expAvgSq, lr, step, 0.9,
+  ASSERT_OK(cpu::adamwUpdate(cpuCtx, param, grad, expAvg, expAvgSq, lr, step, 0.9,
                              0.95, 1e-8, 0.0, param, expAvg, expAvgSq));
   // Step 1 without decay: the update is lr * sign(g) (up to eps).
   std::vector<double> expected;
@@ -88,7 +88,7 @@ TEST(AdamW, BF16ParamWithF32Moments) {
 
 TEST(AdamW, RejectsStepZero) {
   HostTensor p(DType::F32, {2}), lr = f32Scalar(0.1), step = i64Scalar(0);
-  EXPECT_FAILS(cpu::adamwUpdate(p, p, p, p, lr, step, 0.9, 0.999, 1e-8, 0.01,
+  EXPECT_FAILS(cpu::adamwUpdate(cpuCtx, p, p, p, p, lr, step, 0.9, 0.999, 1e-8, 0.01,
                                 p, p, p));
 }
 
@@ -125,7 +125,7 @@ TEST(SGD, MomentumVariantsOverThreeSteps) {
         p[i] -= double(float(lr)) * d;
       }
       HostTensor step = i64Scalar(t);
-      ASSERT_OK(cpu::sgdUpdate(param, grad, lrT, step,
+      ASSERT_OK(cpu::sgdUpdate(cpuCtx, param, grad, lrT, step,
                                hasBuffer ? &buffer.ref() : nullptr,
                                var.momentum, var.dampening, var.weightDecay,
                                var.nesterov, param,
@@ -143,12 +143,12 @@ TEST(SGD, MomentumVariantsOverThreeSteps) {
 TEST(SGD, RejectsMismatchedMomentumBuffer) {
   HostTensor p(DType::F32, {3}), buf(DType::F32, {3});
   HostTensor lr = f32Scalar(0.1), step = i64Scalar(1);
-  EXPECT_FAILS(cpu::sgdUpdate(p, p, lr, step, nullptr, 0.9, 0, 0, false, p,
+  EXPECT_FAILS(cpu::sgdUpdate(cpuCtx, p, p, lr, step, nullptr, 0.9, 0, 0, false, p,
                               nullptr));
-  EXPECT_FAILS(cpu::sgdUpdate(p, p, lr, step, &buf.ref(), 0.0, 0, 0, false, p,
+  EXPECT_FAILS(cpu::sgdUpdate(cpuCtx, p, p, lr, step, &buf.ref(), 0.0, 0, 0, false, p,
                               &buf.ref()));
   HostTensor shortBuf(DType::F32, {2});
-  EXPECT_FAILS(cpu::sgdUpdate(p, p, lr, step, &shortBuf.ref(), 0.9, 0, 0,
+  EXPECT_FAILS(cpu::sgdUpdate(cpuCtx, p, p, lr, step, &shortBuf.ref(), 0.9, 0, 0,
                               false, p, &shortBuf.ref()));
 }
 
@@ -165,14 +165,14 @@ TEST(LossScale, FollowsGradScalerRules) {
                {true, 512, 1},   {true, 512, 2},   {true, 1024, 0}};
   for (const Step &s : steps) {
     HostTensor found = i1Scalar(s.finite);
-    ASSERT_OK(cpu::updateLossScale(scale, tracker, found, 2.0, 0.5, 3, scale,
+    ASSERT_OK(cpu::updateLossScale(cpuCtx, scale, tracker, found, 2.0, 0.5, 3, scale,
                                    tracker));
     EXPECT_EQ(scale.get(0), s.scale);
     EXPECT_EQ(loadI64(tracker, 0), s.tracker);
   }
   HostTensor huge = f32Scalar(3e38), t = i64Scalar(0);
   HostTensor yes = i1Scalar(true);
-  ASSERT_OK(cpu::updateLossScale(huge, t, yes, 2.0, 0.5, 1, huge, t));
+  ASSERT_OK(cpu::updateLossScale(cpuCtx, huge, t, yes, 2.0, 0.5, 1, huge, t));
   EXPECT_EQ(huge.get(0), double(3e38f));
   EXPECT_EQ(loadI64(t, 0), 0);
 }
@@ -183,50 +183,50 @@ TEST(AllFinite, DetectsInfinitiesAndNaNs) {
   HostTensor good = HostTensor::of(DType::F32, {3}, {1, -2, 3e38});
   HostTensor good16 = HostTensor::of(DType::F16, {2}, {65504, -1});
   HostTensor result = i1Scalar(false);
-  ASSERT_OK(cpu::allFinite({good.ref(), good16.ref()}, result));
+  ASSERT_OK(cpu::allFinite(cpuCtx, {good.ref(), good16.ref()}, result));
   EXPECT_EQ(result.get(0), 1.0);
   for (double bad : {inf, -inf, nan}) {
     for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
       HostTensor t = HostTensor::of(dtype, {2}, {0.5, bad});
-      ASSERT_OK(cpu::allFinite({good.ref(), t.ref()}, result));
+      ASSERT_OK(cpu::allFinite(cpuCtx, {good.ref(), t.ref()}, result));
       EXPECT_EQ(result.get(0), 0.0) << bad << " " << dtypeName(dtype);
     }
   }
   // An f32 value beyond f16's range becomes infinite once stored as f16.
   HostTensor overflow = HostTensor::of(DType::F16, {1}, {1e5});
-  ASSERT_OK(cpu::allFinite({overflow.ref()}, result));
+  ASSERT_OK(cpu::allFinite(cpuCtx, {overflow.ref()}, result));
   EXPECT_EQ(result.get(0), 0.0);
-  EXPECT_FAILS(cpu::allFinite({}, result));
+  EXPECT_FAILS(cpu::allFinite(cpuCtx, {}, result));
 }
 
 TEST(GlobalNorm, TwoNormOfAllOperands) {
   HostTensor a = HostTensor::of(DType::F32, {2}, {3, 4});
   HostTensor b = HostTensor::of(DType::BF16, {2, 2}, {1, 2, 2, 4});
   HostTensor result(DType::F32, {});
-  ASSERT_OK(cpu::globalNorm({a.ref(), b.ref()}, result));
+  ASSERT_OK(cpu::globalNorm(cpuCtx, {a.ref(), b.ref()}, result));
   EXPECT_FLOAT_EQ(float(result.get(0)), std::sqrt(25.0f + 25.0f));
 }
 
 TEST(ScaleAndUnscale, MultiplyAndDivideByTheScale) {
   HostTensor loss = HostTensor::of(DType::BF16, {}, {1.5});
   HostTensor scale = f32Scalar(65536), scaled(DType::F32, {});
-  ASSERT_OK(cpu::scaleLoss(loss, scale, scaled));
+  ASSERT_OK(cpu::scaleLoss(cpuCtx, loss, scale, scaled));
   EXPECT_EQ(scaled.get(0), 98304.0);
   // A low-precision gradient unscaled into an f32 master gradient.
   HostTensor grad = HostTensor::of(DType::F16, {3}, {1024, -3, 0.5});
   HostTensor master(DType::F32, {3});
   HostTensor small = f32Scalar(512);
-  ASSERT_OK(cpu::unscale(grad, small, master));
+  ASSERT_OK(cpu::unscale(cpuCtx, grad, small, master));
   EXPECT_EQ(master.values(), (std::vector<double>{2, -3.0 / 512, 1.0 / 1024}));
   // grad * (1 / scale) with the reciprocal rounded first: for scale 3 this
   // differs from grad / 3 in the last bit for some values.
   HostTensor three = f32Scalar(3);
   HostTensor g = HostTensor::of(DType::F32, {1}, {5});
   HostTensor out(DType::F32, {1});
-  ASSERT_OK(cpu::unscale(g, three, out));
+  ASSERT_OK(cpu::unscale(cpuCtx, g, three, out));
   EXPECT_EQ(float(out.get(0)), 5.0f * (1.0f / 3.0f));
   // In place, same type.
-  ASSERT_OK(cpu::unscale(grad, small, grad));
+  ASSERT_OK(cpu::unscale(cpuCtx, grad, small, grad));
   EXPECT_EQ(grad.values(), (std::vector<double>{2, -3.0 / 512, 1.0 / 1024}));
 }
 
@@ -237,7 +237,7 @@ TEST(ScaleAndUnscale, UnscaleInPlaceForEveryFloatType) {
         {randomTensor(rng, dtype, {3, 41}, -1000, 1000), f32Scalar(3 * 1024)},
         0,
         [](const std::vector<TensorRef> &in, TensorRef &out) {
-          return cpu::unscale(in[0], in[1], out);
+          return cpu::unscale(cpuCtx, in[0], in[1], out);
         },
         std::string("unscale ") + dtypeName(dtype));
 }
@@ -312,12 +312,13 @@ TEST(Quantize, AdamW8bitFirstStepMatchesF32) {
   HostTensor m8(DType::U8, {n}), v8(DType::U8, {n}),
       ma(DType::F32, {blocks}), va(DType::F32, {blocks});
   HostTensor lr = f32Scalar(1e-2), step = i64Scalar(1);
-  ASSERT_TRUE(cpu::adamwUpdate(p32, grad, m32, v32, lr, step, 0.9, 0.999,
+  ASSERT_TRUE(cpu::adamwUpdate(cpuCtx, p32, grad, m32, v32, lr, step, 0.9, 0.999,
                                1e-8, 0.01, p32, m32, v32)
                   .ok());
-  ASSERT_TRUE(cpu::adamw8bitUpdate(param, grad, m8, ma, v8, va, signedMap,
-                                   unsignedMap, lr, step, 0.9, 0.999, 1e-8,
-                                   0.01, block, param, m8, ma, v8, va)
+  ASSERT_TRUE(cpu::adamw8bitUpdate(cpuCtx, param, grad, lr, step,
+                                   {m8, ma, signedMap, m8, ma},
+                                   {v8, va, unsignedMap, v8, va},
+                                   {0.9, 0.999, 1e-8, 0.01}, block, param)
                   .ok());
   for (int64_t i = 0; i < n; ++i) {
     EXPECT_EQ(loadF32(param, i), loadF32(p32, i)) << i;

@@ -62,8 +62,8 @@ TEST_P(ReduceTest, EveryAxisSubsetWithAndWithoutKeepDims) {
   const Shape subsets[] = {{}, {0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {0, 1, 2}};
   struct {
     Kind kind;
-    Status (*kernel)(const TensorRef &, const std::vector<int64_t> &, bool,
-                     TensorRef &);
+    Status (*kernel)(cpu::Context &, const TensorRef &,
+                     const std::vector<int64_t> &, bool, TensorRef &);
     const char *name;
   } ops[] = {{Kind::Sum, cpu::reduceSum, "reduce_sum"},
              {Kind::Mean, cpu::reduceMean, "reduce_mean"},
@@ -75,7 +75,7 @@ TEST_P(ReduceTest, EveryAxisSubsetWithAndWithoutKeepDims) {
         std::vector<double> expected =
             referenceReduce(op.kind, x, axes, keepDims, outShape);
         HostTensor out(dtype, outShape);
-        ASSERT_OK(op.kernel(x, axes, keepDims, out));
+        ASSERT_OK(op.kernel(cpuCtx, x, axes, keepDims, out));
         // Sums of up to 60 terms of magnitude 2.
         double atol = op.kind == Kind::Sum ? tolerance(dtype) * 60
                                            : tolerance(dtype) * 2;
@@ -88,7 +88,7 @@ TEST_P(ReduceTest, EveryAxisSubsetWithAndWithoutKeepDims) {
           Shape other;
           referenceReduce(op.kind, x, axes, !keepDims, other);
           HostTensor wrong(dtype, other);
-          EXPECT_FAILS(op.kernel(x, axes, keepDims, wrong));
+          EXPECT_FAILS(op.kernel(cpuCtx, x, axes, keepDims, wrong));
         }
       }
 }
@@ -101,16 +101,16 @@ TEST(Reduce, RejectsBadAxes) {
   HostTensor x(DType::F32, {2, 3});
   HostTensor scalar(DType::F32, {});
   HostTensor vec(DType::F32, {2});
-  EXPECT_FAILS(cpu::reduceSum(x, {2}, false, vec));
-  EXPECT_FAILS(cpu::reduceSum(x, {1, 1}, false, vec));
-  ASSERT_OK(cpu::reduceSum(x, {0, 1}, false, scalar));
+  EXPECT_FAILS(cpu::reduceSum(cpuCtx, x, {2}, false, vec));
+  EXPECT_FAILS(cpu::reduceSum(cpuCtx, x, {1, 1}, false, vec));
+  ASSERT_OK(cpu::reduceSum(cpuCtx, x, {0, 1}, false, scalar));
 }
 
 TEST(Reduce, MaxPropagatesNaN) {
   double nan = std::numeric_limits<double>::quiet_NaN();
   HostTensor x = HostTensor::of(DType::F32, {2, 3}, {1, nan, 3, 4, 5, 6});
   HostTensor out(DType::F32, {2});
-  ASSERT_OK(cpu::reduceMax(x, {1}, false, out));
+  ASSERT_OK(cpu::reduceMax(cpuCtx, x, {1}, false, out));
   EXPECT_TRUE(std::isnan(out.get(0)));
   EXPECT_EQ(out.get(1), 6.0);
 }
@@ -120,7 +120,7 @@ TEST(Reduce, SumAccumulatesBeyondF16Precision) {
   HostTensor x = HostTensor::of(DType::F16, {4096},
                                 std::vector<double>(4096, 1.0));
   HostTensor out(DType::F16, {});
-  ASSERT_OK(cpu::reduceSum(x, {0}, false, out));
+  ASSERT_OK(cpu::reduceSum(cpuCtx, x, {0}, false, out));
   EXPECT_EQ(out.get(0), 4096.0);
 }
 
@@ -134,7 +134,7 @@ TEST(SumTo, SumsBroadcastDimensions) {
     for (const auto &[big, small] : cases) {
       HostTensor x = randomTensor(rng, dtype, big);
       HostTensor out(dtype, small);
-      ASSERT_OK(cpu::sumTo(x, out));
+      ASSERT_OK(cpu::sumTo(cpuCtx, x, out));
       std::vector<double> v = x.values(),
                           expected(size_t(numElements(small)), 0.0);
       for (int64_t i = 0; i < x.size(); ++i)
@@ -144,7 +144,7 @@ TEST(SumTo, SumsBroadcastDimensions) {
     }
   }
   HostTensor x(DType::F32, {2, 3}), bad(DType::F32, {2});
-  EXPECT_FAILS(cpu::sumTo(x, bad));
+  EXPECT_FAILS(cpu::sumTo(cpuCtx, x, bad));
 }
 
 TEST(ReduceMaxGrad, SplitsEvenlyAmongTies) {
@@ -152,18 +152,18 @@ TEST(ReduceMaxGrad, SplitsEvenlyAmongTies) {
   HostTensor x = HostTensor::of(DType::F32, {3, 4},
                                 {2, 1, 2, 2, 0, 5, 1, 3, 7, 7, -1, 6});
   HostTensor out(DType::F32, {3, 1});
-  ASSERT_OK(cpu::reduceMax(x, {1}, true, out));
+  ASSERT_OK(cpu::reduceMax(cpuCtx, x, {1}, true, out));
   EXPECT_EQ(out.values(), (std::vector<double>{2, 5, 7}));
   HostTensor grad = HostTensor::of(DType::F32, {3, 1}, {3, 2, 1});
   HostTensor dx(DType::F32, {3, 4});
-  ASSERT_OK(cpu::reduceMaxGrad(x, out, grad, {1}, true, dx));
+  ASSERT_OK(cpu::reduceMaxGrad(cpuCtx, x, out, grad, {1}, true, dx));
   EXPECT_EQ(dx.values(), (std::vector<double>{1, 0, 1, 1, 0, 2, 0, 0, 0.5, 0.5,
                                               0, 0}));
   // The same without keep_dims, over both axes.
   HostTensor all(DType::F32, {});
-  ASSERT_OK(cpu::reduceMax(x, {0, 1}, false, all));
+  ASSERT_OK(cpu::reduceMax(cpuCtx, x, {0, 1}, false, all));
   HostTensor g = HostTensor::of(DType::F32, {}, {4});
-  ASSERT_OK(cpu::reduceMaxGrad(x, all, g, {0, 1}, false, dx));
+  ASSERT_OK(cpu::reduceMaxGrad(cpuCtx, x, all, g, {0, 1}, false, dx));
   EXPECT_EQ(dx.values(),
             (std::vector<double>{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 0}));
 }

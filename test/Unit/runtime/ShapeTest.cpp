@@ -36,10 +36,10 @@ TEST(Reshape, KeepsRowMajorOrder) {
   for (DType dtype : kMovedTypes) {
     HostTensor x = iota(dtype, {2, 3, 4});
     HostTensor out(dtype, {6, 4});
-    ASSERT_OK(cpu::reshape(x, out));
+    ASSERT_OK(cpu::reshape(cpuCtx, x, out));
     EXPECT_EQ(out.values(), x.values());
     HostTensor wrong(dtype, {5, 5});
-    EXPECT_FAILS(cpu::reshape(x, wrong));
+    EXPECT_FAILS(cpu::reshape(cpuCtx, x, wrong));
   }
 }
 
@@ -51,7 +51,7 @@ TEST(Transpose, EveryPermutationOfRank3) {
     do {
       Shape outShape = {shape[perm[0]], shape[perm[1]], shape[perm[2]]};
       HostTensor out(dtype, outShape);
-      ASSERT_OK(cpu::transpose(x, perm, out));
+      ASSERT_OK(cpu::transpose(cpuCtx, x, perm, out));
       Shape inStrides = stridesOf(shape);
       std::vector<double> v = x.values(), expected;
       for (int64_t i = 0; i < out.size(); ++i) {
@@ -65,14 +65,14 @@ TEST(Transpose, EveryPermutationOfRank3) {
     } while (std::next_permutation(perm.begin(), perm.end()));
   }
   HostTensor x(DType::F32, {2, 3}), out(DType::F32, {3, 2});
-  EXPECT_FAILS(cpu::transpose(x, {0, 0}, out));
-  EXPECT_FAILS(cpu::transpose(x, {1, 0, 2}, out));
-  EXPECT_FAILS(cpu::transpose(x, {0, 1}, out));
+  EXPECT_FAILS(cpu::transpose(cpuCtx, x, {0, 0}, out));
+  EXPECT_FAILS(cpu::transpose(cpuCtx, x, {1, 0, 2}, out));
+  EXPECT_FAILS(cpu::transpose(cpuCtx, x, {0, 1}, out));
 }
 
 TEST(Transpose, InPlaceOfASquareMatrix) {
   HostTensor x = iota(DType::F32, {3, 3});
-  ASSERT_OK(cpu::transpose(x, {1, 0}, x));
+  ASSERT_OK(cpu::transpose(cpuCtx, x, {1, 0}, x));
   EXPECT_EQ(x.values(), (std::vector<double>{0, 3, 6, 1, 4, 7, 2, 5, 8}));
 }
 
@@ -81,7 +81,7 @@ TEST(Slice, BoxAndGradient) {
     HostTensor x = iota(dtype, {4, 5, 3});
     Shape offsets = {1, 2, 0}, box = {2, 3, 2};
     HostTensor out(dtype, box);
-    ASSERT_OK(cpu::slice(x, offsets, out));
+    ASSERT_OK(cpu::slice(cpuCtx, x, offsets, out));
     std::vector<double> v = x.values(), expected;
     for (int64_t i = 0; i < out.size(); ++i) {
       Shape index = unflatten(i, box);
@@ -89,23 +89,23 @@ TEST(Slice, BoxAndGradient) {
     }
     EXPECT_EQ(out.values(), expected) << dtypeName(dtype);
     HostTensor outside(dtype, {2, 4, 2});
-    EXPECT_FAILS(cpu::slice(x, offsets, outside));
-    EXPECT_FAILS(cpu::slice(x, {1, 2}, out));
-    EXPECT_FAILS(cpu::slice(x, {-1, 0, 0}, out));
+    EXPECT_FAILS(cpu::slice(cpuCtx, x, offsets, outside));
+    EXPECT_FAILS(cpu::slice(cpuCtx, x, {1, 2}, out));
+    EXPECT_FAILS(cpu::slice(cpuCtx, x, {-1, 0, 0}, out));
   }
   // slice_grad puts the box into zeros.
   std::mt19937 rng(59);
   HostTensor grad = randomTensor(rng, DType::F16, {2, 3});
   HostTensor full = HostTensor::of(DType::F16, {3, 5},
                                    std::vector<double>(15, 9.0));
-  ASSERT_OK(cpu::sliceGrad(grad, {1, 2}, full));
+  ASSERT_OK(cpu::sliceGrad(cpuCtx, grad, {1, 2}, full));
   std::vector<double> g = grad.values(), expected(15, 0.0);
   for (int64_t i = 0; i < 2; ++i)
     for (int64_t j = 0; j < 3; ++j)
       expected[(i + 1) * 5 + j + 2] = g[i * 3 + j];
   EXPECT_EQ(full.values(), expected);
   HostTensor small(DType::F16, {3, 4});
-  EXPECT_FAILS(cpu::sliceGrad(grad, {1, 2}, small));
+  EXPECT_FAILS(cpu::sliceGrad(cpuCtx, grad, {1, 2}, small));
 }
 
 TEST(SplitConcat, RoundTripAlongEachAxis) {
@@ -124,24 +124,24 @@ TEST(SplitConcat, RoundTripAlongEachAxis) {
       }
       for (HostTensor &p : pieces)
         refs.push_back(p.ref());
-      ASSERT_OK(cpu::split(x, axis, refs));
+      ASSERT_OK(cpu::split(cpuCtx, x, axis, refs));
       // Each piece is the slice at the running offset.
       int64_t start = 0;
       for (HostTensor &p : pieces) {
         Shape offsets = {0, 0, 0};
         offsets[dim] = start;
         HostTensor expected(dtype, p.shape());
-        ASSERT_OK(cpu::slice(x, offsets, expected));
+        ASSERT_OK(cpu::slice(cpuCtx, x, offsets, expected));
         EXPECT_EQ(p.values(), expected.values());
         start += p.shape()[dim];
       }
       HostTensor joined(dtype, shape);
-      ASSERT_OK(cpu::concat(refs, axis, joined));
+      ASSERT_OK(cpu::concat(cpuCtx, refs, axis, joined));
       EXPECT_EQ(joined.values(), x.values()) << "axis " << axis;
       // Pieces that do not add up are rejected.
       std::vector<TensorRef> missing(refs.begin(), refs.end() - 1);
-      EXPECT_FAILS(cpu::concat(missing, axis, joined));
-      EXPECT_FAILS(cpu::split(x, axis, missing));
+      EXPECT_FAILS(cpu::concat(cpuCtx, missing, axis, joined));
+      EXPECT_FAILS(cpu::split(cpuCtx, x, axis, missing));
     }
   }
 }
@@ -153,7 +153,7 @@ TEST(BroadcastTo, RepeatsSizeOneAndLeadingDimensions) {
     for (const auto &[from, to] : cases) {
       HostTensor x = iota(dtype, from);
       HostTensor out(dtype, to);
-      ASSERT_OK(cpu::broadcastTo(x, out));
+      ASSERT_OK(cpu::broadcastTo(cpuCtx, x, out));
       std::vector<double> v = x.values(), expected;
       for (int64_t i = 0; i < out.size(); ++i)
         expected.push_back(v[broadcastFlat(unflatten(i, to), from)]);
@@ -161,15 +161,15 @@ TEST(BroadcastTo, RepeatsSizeOneAndLeadingDimensions) {
     }
   }
   HostTensor x(DType::F32, {3}), out(DType::F32, {3, 2});
-  EXPECT_FAILS(cpu::broadcastTo(x, out));
+  EXPECT_FAILS(cpu::broadcastTo(cpuCtx, x, out));
 }
 
 TEST(Constant, CopiesBytes) {
   float values[] = {1.5f, -2.0f, 3.25f, 0.0f};
   HostTensor out(DType::F32, {2, 2});
-  ASSERT_OK(cpu::constant(values, sizeof(values), out));
+  ASSERT_OK(cpu::constant(cpuCtx, values, sizeof(values), out));
   EXPECT_EQ(out.values(), (std::vector<double>{1.5, -2.0, 3.25, 0.0}));
-  EXPECT_FAILS(cpu::constant(values, sizeof(values) - 4, out));
+  EXPECT_FAILS(cpu::constant(cpuCtx, values, sizeof(values) - 4, out));
 }
 
 TEST(Fill, ConvertsAsCast) {
@@ -192,11 +192,11 @@ TEST(Fill, ConvertsAsCast) {
   };
   for (const Case &c : cases) {
     HostTensor out(c.dtype, {3, 2});
-    ASSERT_OK(cpu::fill(c.value, out));
+    ASSERT_OK(cpu::fill(cpuCtx, c.value, out));
     EXPECT_EQ(out.values(), std::vector<double>(6, c.expected))
         << dtypeName(c.dtype) << " " << c.value;
   }
   HostTensor big(DType::I64, {1});
-  ASSERT_OK(cpu::fill(0x1p40 + 1, big));
+  ASSERT_OK(cpu::fill(cpuCtx, 0x1p40 + 1, big));
   EXPECT_EQ(loadI64(big, 0), (int64_t(1) << 40) + 1);
 }

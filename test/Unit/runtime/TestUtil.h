@@ -13,6 +13,7 @@
 #ifndef TGC_TEST_UNIT_RUNTIME_TESTUTIL_H
 #define TGC_TEST_UNIT_RUNTIME_TESTUTIL_H
 
+#include "tgc/runtime/CpuKernels.h"
 #include "tgc/runtime/Tensor.h"
 
 #include "gtest/gtest.h"
@@ -29,6 +30,10 @@
 namespace tgc::rt::test {
 
 using Shape = std::vector<int64_t>;
+
+/// The context the CPU kernels under test (or serving as the reference)
+/// run in.
+inline cpu::Context cpuCtx;
 
 /// A dense tensor owning its (8-byte aligned) storage.
 class HostTensor {

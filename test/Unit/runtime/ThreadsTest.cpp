@@ -63,28 +63,28 @@ TEST_F(ThreadsTest, RowKernelsAndTheirSums) {
   expectThreadIndependent("layer_norm and its gradient", [&] {
     HostTensor y(DType::F32, {512, 384}), dx(DType::F32, {512, 384}),
         dw(DType::F32, {384}), db(DType::F32, {384});
-    EXPECT_TRUE(cpu::layerNorm(x, w, b, 1e-5, y).ok());
-    EXPECT_TRUE(cpu::layerNormGrad(x, w, g, 1e-5, dx, dw, db).ok());
+    EXPECT_TRUE(cpu::layerNorm(cpuCtx, x, w, b, 1e-5, y).ok());
+    EXPECT_TRUE(cpu::layerNormGrad(cpuCtx, x, w, g, 1e-5, dx, dw, db).ok());
     return std::vector<HostTensor>{y, dx, dw, db};
   });
   expectThreadIndependent("softmax and its gradient", [&] {
     HostTensor y(DType::F32, {512, 384}), dx(DType::F32, {512, 384});
-    EXPECT_TRUE(cpu::softmax(x, -1, y).ok());
-    EXPECT_TRUE(cpu::softmaxGrad(y, g, -1, dx).ok());
+    EXPECT_TRUE(cpu::softmax(cpuCtx, x, -1, y).ok());
+    EXPECT_TRUE(cpu::softmaxGrad(cpuCtx, y, g, -1, dx).ok());
     return std::vector<HostTensor>{y, dx};
   });
   expectThreadIndependent("reductions", [&] {
     HostTensor rows(DType::F32, {384}), cols(DType::F32, {512}),
         all(DType::F32, {}), bias(DType::F32, {384});
-    EXPECT_TRUE(cpu::reduceSum(x, {0}, false, rows).ok());
-    EXPECT_TRUE(cpu::reduceSum(x, {1}, false, cols).ok());
-    EXPECT_TRUE(cpu::reduceSum(x, {0, 1}, false, all).ok());
-    EXPECT_TRUE(cpu::sumTo(x, bias).ok());
+    EXPECT_TRUE(cpu::reduceSum(cpuCtx, x, {0}, false, rows).ok());
+    EXPECT_TRUE(cpu::reduceSum(cpuCtx, x, {1}, false, cols).ok());
+    EXPECT_TRUE(cpu::reduceSum(cpuCtx, x, {0, 1}, false, all).ok());
+    EXPECT_TRUE(cpu::sumTo(cpuCtx, x, bias).ok());
     return std::vector<HostTensor>{rows, cols, all, bias};
   });
   expectThreadIndependent("global_norm", [&] {
     HostTensor norm(DType::F32, {});
-    EXPECT_TRUE(cpu::globalNorm({x.ref(), g.ref(), w.ref()}, norm).ok());
+    EXPECT_TRUE(cpu::globalNorm(cpuCtx, {x.ref(), g.ref(), w.ref()}, norm).ok());
     return std::vector<HostTensor>{norm};
   });
 }
@@ -99,9 +99,9 @@ TEST_F(ThreadsTest, LossAttentionEmbeddingAndUpdate) {
   HostTensor one = HostTensor::of(DType::F32, {}, {1.0});
   expectThreadIndependent("cross_entropy and its gradient", [&] {
     HostTensor loss(DType::F32, {}), grad(DType::F32, {256, 1000});
-    EXPECT_TRUE(cpu::crossEntropy(logits, targets, -100, loss).ok());
+    EXPECT_TRUE(cpu::crossEntropy(cpuCtx, logits, targets, -100, loss).ok());
     EXPECT_TRUE(
-        cpu::crossEntropyGrad(logits, targets, one, -100, grad).ok());
+        cpu::crossEntropyGrad(cpuCtx, logits, targets, one, -100, grad).ok());
     return std::vector<HostTensor>{loss, grad};
   });
 
@@ -113,8 +113,8 @@ TEST_F(ThreadsTest, LossAttentionEmbeddingAndUpdate) {
   expectThreadIndependent("attention and its gradient", [&] {
     HostTensor o(DType::F32, qkv), dq(DType::F32, qkv), dk(DType::F32, qkv),
         dv(DType::F32, qkv);
-    EXPECT_TRUE(cpu::attention(q, k, v, nullptr, true, std::nullopt, o).ok());
-    EXPECT_TRUE(cpu::attentionGrad(q, k, v, o, dO, nullptr, true,
+    EXPECT_TRUE(cpu::attention(cpuCtx, q, k, v, nullptr, true, std::nullopt, o).ok());
+    EXPECT_TRUE(cpu::attentionGrad(cpuCtx, q, k, v, o, dO, nullptr, true,
                                    std::nullopt, dq, dk, dv)
                     .ok());
     return std::vector<HostTensor>{o, dq, dk, dv};
@@ -127,7 +127,7 @@ TEST_F(ThreadsTest, LossAttentionEmbeddingAndUpdate) {
   HostTensor rows = randomTensor(rng, DType::F32, {2048, 96});
   expectThreadIndependent("embedding_grad", [&] {
     HostTensor table(DType::F32, {50, 96});
-    EXPECT_TRUE(cpu::embeddingGrad(indices, rows, table).ok());
+    EXPECT_TRUE(cpu::embeddingGrad(cpuCtx, indices, rows, table).ok());
     return std::vector<HostTensor>{table};
   });
 
@@ -141,11 +141,11 @@ TEST_F(ThreadsTest, LossAttentionEmbeddingAndUpdate) {
     HostTensor np(DType::F32, {100000}), nm(DType::F32, {100000}),
         ns(DType::F32, {100000}), act(DType::F32, {100000}),
         dact(DType::F32, {100000});
-    EXPECT_TRUE(cpu::adamwUpdate(p, dp, m, s, lr, step, 0.9, 0.999, 1e-8,
+    EXPECT_TRUE(cpu::adamwUpdate(cpuCtx, p, dp, m, s, lr, step, 0.9, 0.999, 1e-8,
                                  0.01, np, nm, ns)
                     .ok());
-    EXPECT_TRUE(cpu::gelu(p, act).ok());
-    EXPECT_TRUE(cpu::geluGrad(p, dp, dact).ok());
+    EXPECT_TRUE(cpu::gelu(cpuCtx, p, act).ok());
+    EXPECT_TRUE(cpu::geluGrad(cpuCtx, p, dp, dact).ok());
     return std::vector<HostTensor>{np, nm, ns, act, dact};
   });
 }
@@ -165,15 +165,15 @@ TEST_F(ThreadsTest, MatrixProducts) {
   expectThreadIndependent("matmul", [&] {
     HostTensor y(DType::F32, {8, 128, 1024}), dw(DType::F32, {512, 1024}),
         dx(DType::F32, {8, 128, 512}), scores(DType::F32, {8, 128, 128});
-    EXPECT_TRUE(cpu::matmul(x, w, false, false, y).ok());
-    EXPECT_TRUE(cpu::matmul(xs, gs, true, false, dw).ok());
-    EXPECT_TRUE(cpu::matmul(g, w, false, true, dx).ok());
-    EXPECT_TRUE(cpu::matmul(x, x, false, true, scores).ok());
+    EXPECT_TRUE(cpu::matmul(cpuCtx, x, w, false, false, y).ok());
+    EXPECT_TRUE(cpu::matmul(cpuCtx, xs, gs, true, false, dw).ok());
+    EXPECT_TRUE(cpu::matmul(cpuCtx, g, w, false, true, dx).ok());
+    EXPECT_TRUE(cpu::matmul(cpuCtx, x, x, false, true, scores).ok());
     return std::vector<HostTensor>{y, dw, dx, scores};
   });
   expectThreadIndependent("linear", [&] {
     HostTensor y(DType::F32, {8, 128, 1024}), pre(DType::F32, {8, 128, 1024});
-    EXPECT_TRUE(cpu::linear(x, w, bias, true, y, &pre.ref()).ok());
+    EXPECT_TRUE(cpu::linear(cpuCtx, x, w, bias, true, y, &pre.ref()).ok());
     return std::vector<HostTensor>{y, pre};
   });
 }

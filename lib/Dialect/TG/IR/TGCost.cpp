@@ -54,21 +54,9 @@ int64_t LinearOp::getMatmulFlops() {
   return 2 * numElements(getResult()) * shapeOf(getInput()).back();
 }
 
-// Binary ops, where and the simple unary ops: one FLOP per result element.
-int64_t AddOp::getFlops() { return numElements(getResult()); }
-int64_t SubOp::getFlops() { return numElements(getResult()); }
-int64_t MulOp::getFlops() { return numElements(getResult()); }
-int64_t DivOp::getFlops() { return numElements(getResult()); }
-int64_t MaximumOp::getFlops() { return numElements(getResult()); }
-int64_t MinimumOp::getFlops() { return numElements(getResult()); }
+// Binary ops and the unary ops of TG_UnaryOp and TG_Activation: their FLOPs
+// per element are in TGOps.td. Where: one select per element.
 int64_t WhereOp::getFlops() { return numElements(getResult()); }
-int64_t NegOp::getFlops() { return numElements(getResult()); }
-int64_t ExpOp::getFlops() { return numElements(getResult()); }
-int64_t LogOp::getFlops() { return numElements(getResult()); }
-int64_t SqrtOp::getFlops() { return numElements(getResult()); }
-int64_t RsqrtOp::getFlops() { return numElements(getResult()); }
-int64_t TanhOp::getFlops() { return numElements(getResult()); }
-int64_t ReluOp::getFlops() { return numElements(getResult()); }
 
 // x^3 (2), * 0.044715, + x, * sqrt(2/pi), tanh, + 1, * x, * 0.5.
 int64_t GeluOp::getFlops() { return 9 * numElements(getResult()); }
@@ -283,7 +271,6 @@ int64_t ReduceMeanOp::getFlops() {
 //===----------------------------------------------------------------------===//
 
 int64_t SumToOp::getFlops() { return numElements(getInput()); }
-int64_t ReluGradOp::getFlops() { return numElements(getResult()); }
 
 // Recomputes tanh(u) (6) and the derivative polynomial and product (9).
 int64_t GeluGradOp::getFlops() { return 15 * numElements(getResult()); }

@@ -308,14 +308,6 @@ LogicalResult TanhOp::buildVectorJacobianProduct(
   return success();
 }
 
-LogicalResult ReluOp::buildVectorJacobianProduct(
-    OpBuilder &builder, ArrayRef<Value> resultGrads,
-    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(
-      ReluGradOp::create(builder, getLoc(), getInput(), resultGrads[0]));
-  return success();
-}
-
 LogicalResult GeluOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {

@@ -27,11 +27,15 @@
 #include <optional>
 #include <vector>
 
-namespace tgc::rt {
-struct Instruction;
-} // namespace tgc::rt
-
 namespace tgc::rt::cpu {
+
+/// What a CPU kernel runs in, the leading parameter of every kernel as of
+/// every CUDA launcher (cuda::Context), so that one dispatch
+/// (runtime/src/Dispatch.h) calls both backends' kernels alike. The thread
+/// team is per process (Threads.h), so there is nothing in it yet; what
+/// a kernel would otherwise find in globals (scratch, a cancellation flag)
+/// belongs here.
+struct Context {};
 
 //===----------------------------------------------------------------------===//
 // Linear algebra
@@ -41,13 +45,13 @@ namespace tgc::rt::cpu {
 /// f32, with `gelu` through GELU (tanh) and the sum stored in
 /// `preactivation`; one rounding into the result's type (the bias's: the
 /// operands' or f32).
-Status linear(const TensorRef &input, const TensorRef &weight,
+Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,
               const TensorRef &bias, bool gelu, TensorRef &result,
               TensorRef *preactivation);
 
 /// tg.matmul: `[B..., M, K] x [B..., K, N] -> [B..., M, N]` with broadcast
 /// batch dimensions; OpenBLAS sgemm, f32 accumulation.
-Status matmul(const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
+Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
               bool transposeRhs, TensorRef &result);
 
 //===----------------------------------------------------------------------===//
@@ -55,75 +59,80 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
 //===----------------------------------------------------------------------===//
 
 /// Binary arithmetic with NumPy broadcasting, on f32/f16/bf16 or i32/i64.
-Status add(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
-Status sub(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
-Status mul(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status add(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status sub(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status mul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
 /// Integer division truncates toward zero; a zero divisor is an error.
-Status div(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status div(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
 /// A NaN operand gives NaN (as torch.maximum / torch.minimum).
-Status maximum(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
-Status minimum(const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status maximum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
+Status minimum(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, TensorRef &result);
 
-/// Unary float math; the result has the operand's type.
-Status neg(const TensorRef &input, TensorRef &result);
-Status exp(const TensorRef &input, TensorRef &result);
-Status log(const TensorRef &input, TensorRef &result);
-Status sqrt(const TensorRef &input, TensorRef &result);
-Status rsqrt(const TensorRef &input, TensorRef &result);
-Status tanh(const TensorRef &input, TensorRef &result);
-Status relu(const TensorRef &input, TensorRef &result);
+/// The elementwise functions of Kernels.def (TGC_UNARY: `function`;
+/// TGC_ACTIVATION: also `function##Grad` from the operand and the incoming
+/// gradient); the result has the operand's type.
+#define TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                   \
+  Status FUNCTION(Context &ctx, const TensorRef &input, TensorRef &result);
+#define TGC_ACTIVATION(ID, FUNCTION, NAME, VALUE, GRADIENT)                    \
+  TGC_UNARY(ID, FUNCTION, NAME, VALUE)                                         \
+  Status FUNCTION##Grad(Context &ctx, const TensorRef &input,                  \
+                        const TensorRef &grad, TensorRef &result);
+#include "tgc/format/Kernels.def"
+
+/// Unary float math written by hand (vectorized on the CPU).
+Status exp(Context &ctx, const TensorRef &input, TensorRef &result);
+Status log(Context &ctx, const TensorRef &input, TensorRef &result);
+Status tanh(Context &ctx, const TensorRef &input, TensorRef &result);
 /// GELU, tanh approximation; geluExact: the erf form (tg.gelu {exact}).
-Status gelu(const TensorRef &input, TensorRef &result);
-Status geluExact(const TensorRef &input, TensorRef &result);
+Status gelu(Context &ctx, const TensorRef &input, TensorRef &result);
+Status geluExact(Context &ctx, const TensorRef &input, TensorRef &result);
 
 /// tg.where: `condition ? lhs : rhs` with broadcasting; condition is i1.
-Status where(const TensorRef &condition, const TensorRef &lhs,
+Status where(Context &ctx, const TensorRef &condition, const TensorRef &lhs,
              const TensorRef &rhs, TensorRef &result);
 
 /// tg.cast between any two element types: float to float rounds to nearest
 /// even, float to integer truncates toward zero (saturating, NaN to 0),
 /// integer to integer wraps, anything to i1 is `x != 0`.
-Status cast(const TensorRef &input, TensorRef &result);
+Status cast(Context &ctx, const TensorRef &input, TensorRef &result);
 
 /// Gradients of the elementwise activations.
-Status reluGrad(const TensorRef &input, const TensorRef &grad,
+Status geluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                 TensorRef &result);
-Status geluGrad(const TensorRef &input, const TensorRef &grad,
-                TensorRef &result);
-Status geluExactGrad(const TensorRef &input, const TensorRef &grad,
+Status geluExactGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                      TensorRef &result);
 /// `output` is tanh's result.
-Status tanhGrad(const TensorRef &output, const TensorRef &grad,
+Status tanhGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
                 TensorRef &result);
 
 //===----------------------------------------------------------------------===//
 // Normalization, softmax, embedding, attention, loss
 //===----------------------------------------------------------------------===//
 
-Status softmax(const TensorRef &input, int64_t axis, TensorRef &result);
-Status softmaxGrad(const TensorRef &output, const TensorRef &grad,
+Status softmax(Context &ctx, const TensorRef &input, int64_t axis, TensorRef &result);
+Status softmaxGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
                    int64_t axis, TensorRef &result);
 
-Status layerNorm(const TensorRef &input, const TensorRef &weight,
+Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
                  const TensorRef &bias, double epsilon, TensorRef &result);
-Status layerNormGrad(const TensorRef &input, const TensorRef &weight,
+Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight,
                      const TensorRef &grad, double epsilon,
                      TensorRef &inputGrad, TensorRef &weightGrad,
                      TensorRef &biasGrad);
 
 /// Fails when an index lies outside `[0, V)`; nothing is written then.
-Status embedding(const TensorRef &table, const TensorRef &indices,
+Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
                  TensorRef &result);
-Status embeddingGrad(const TensorRef &indices, const TensorRef &grad,
+Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &grad,
                      TensorRef &result);
 
 /// `scale` defaults to `1 / sqrt(D)`. `keyMask` (null: none) is an index
 /// tensor [P..., Tk] over a prefix P... of the batch dimensions; keys where
 /// it is 0 are not attended to, and a row that sees no key yields 0.
-Status attention(const TensorRef &query, const TensorRef &key,
+Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  const TensorRef &value, const TensorRef *keyMask, bool causal,
                  std::optional<double> scale, TensorRef &result);
-Status attentionGrad(const TensorRef &query, const TensorRef &key,
+Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      const TensorRef &value, const TensorRef &output,
                      const TensorRef &grad, const TensorRef *keyMask,
                      bool causal, std::optional<double> scale,
@@ -131,53 +140,53 @@ Status attentionGrad(const TensorRef &query, const TensorRef &key,
                      TensorRef &keyGrad, TensorRef &valueGrad);
 
 /// Fails when a target that is not `ignoreIndex` lies outside `[0, C)`.
-Status crossEntropy(const TensorRef &logits, const TensorRef &targets,
+Status crossEntropy(Context &ctx, const TensorRef &logits, const TensorRef &targets,
                     int64_t ignoreIndex, TensorRef &result);
-Status crossEntropyGrad(const TensorRef &logits, const TensorRef &targets,
+Status crossEntropyGrad(Context &ctx, const TensorRef &logits, const TensorRef &targets,
                         const TensorRef &grad, int64_t ignoreIndex,
                         TensorRef &result);
 /// The number of targets that are not `ignoreIndex`, as a float scalar.
-Status targetCount(const TensorRef &targets, int64_t ignoreIndex,
+Status targetCount(Context &ctx, const TensorRef &targets, int64_t ignoreIndex,
                    TensorRef &result);
 
 //===----------------------------------------------------------------------===//
 // Shape ops and constants
 //===----------------------------------------------------------------------===//
 
-Status reshape(const TensorRef &input, TensorRef &result);
-Status transpose(const TensorRef &input,
+Status reshape(Context &ctx, const TensorRef &input, TensorRef &result);
+Status transpose(Context &ctx, const TensorRef &input,
                  const std::vector<int64_t> &permutation, TensorRef &result);
-Status slice(const TensorRef &input, const std::vector<int64_t> &offsets,
+Status slice(Context &ctx, const TensorRef &input, const std::vector<int64_t> &offsets,
              TensorRef &result);
-Status sliceGrad(const TensorRef &grad, const std::vector<int64_t> &offsets,
+Status sliceGrad(Context &ctx, const TensorRef &grad, const std::vector<int64_t> &offsets,
                  TensorRef &result);
 /// The pieces' sizes along `axis` come from their shapes.
-Status split(const TensorRef &input, int64_t axis,
+Status split(Context &ctx, const TensorRef &input, int64_t axis,
              std::vector<TensorRef> &results);
-Status concat(const std::vector<TensorRef> &inputs, int64_t axis,
+Status concat(Context &ctx, const std::vector<TensorRef> &inputs, int64_t axis,
               TensorRef &result);
-Status broadcastTo(const TensorRef &input, TensorRef &result);
+Status broadcastTo(Context &ctx, const TensorRef &input, TensorRef &result);
 /// tg.constant: `size` bytes in the result's layout.
-Status constant(const void *bytes, size_t size, TensorRef &result);
+Status constant(Context &ctx, const void *bytes, size_t size, TensorRef &result);
 /// tg.fill: `value` converted as tg.cast converts.
-Status fill(double value, TensorRef &result);
+Status fill(Context &ctx, double value, TensorRef &result);
 
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 
-Status reduceSum(const TensorRef &input, const std::vector<int64_t> &axes,
+Status reduceSum(Context &ctx, const TensorRef &input, const std::vector<int64_t> &axes,
                  bool keepDims, TensorRef &result);
-Status reduceMean(const TensorRef &input, const std::vector<int64_t> &axes,
+Status reduceMean(Context &ctx, const TensorRef &input, const std::vector<int64_t> &axes,
                   bool keepDims, TensorRef &result);
 /// A NaN in a reduced group gives NaN (as torch.amax).
-Status reduceMax(const TensorRef &input, const std::vector<int64_t> &axes,
+Status reduceMax(Context &ctx, const TensorRef &input, const std::vector<int64_t> &axes,
                  bool keepDims, TensorRef &result);
-Status reduceMaxGrad(const TensorRef &input, const TensorRef &output,
+Status reduceMaxGrad(Context &ctx, const TensorRef &input, const TensorRef &output,
                      const TensorRef &grad, const std::vector<int64_t> &axes,
                      bool keepDims, TensorRef &result);
 /// The adjoint of broadcastTo.
-Status sumTo(const TensorRef &input, TensorRef &result);
+Status sumTo(Context &ctx, const TensorRef &input, TensorRef &result);
 
 //===----------------------------------------------------------------------===//
 // Optimizer updates
@@ -185,12 +194,12 @@ Status sumTo(const TensorRef &input, TensorRef &result);
 
 /// `lr` is an f32 scalar, `step` an i64 scalar (1-based). Without momentum
 /// `momentumBuffer` and `newMomentumBuffer` are null.
-Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
+Status sgdUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                  const TensorRef &lr, const TensorRef &step,
                  const TensorRef *momentumBuffer, double momentum,
                  double dampening, double weightDecay, bool nesterov,
                  TensorRef &newParam, TensorRef *newMomentumBuffer);
-Status adamwUpdate(const TensorRef &param, const TensorRef &grad,
+Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    const TensorRef &expAvg, const TensorRef &expAvgSq,
                    const TensorRef &lr, const TensorRef &step, double beta1,
                    double beta2, double eps, double weightDecay,
@@ -216,54 +225,59 @@ struct QuantCodebook {
   void build(const float *map);
   uint8_t quantize(float x, bool isSigned) const;
 };
-Status adamw8bitUpdate(const TensorRef &param, const TensorRef &grad,
-                       const TensorRef &expAvg, const TensorRef &expAvgAbsmax,
-                       const TensorRef &expAvgSq,
-                       const TensorRef &expAvgSqAbsmax,
-                       const TensorRef &mapSigned,
-                       const TensorRef &mapUnsigned, const TensorRef &lr,
-                       const TensorRef &step, double beta1, double beta2,
-                       double eps, double weightDecay, int64_t blockSize,
-                       TensorRef &newParam, TensorRef &newExpAvg,
-                       TensorRef &newExpAvgAbsmax, TensorRef &newExpAvgSq,
-                       TensorRef &newExpAvgSqAbsmax);
-Status sgd8bitUpdate(const TensorRef &param, const TensorRef &grad,
-                     const TensorRef &momentumBuffer,
-                     const TensorRef &momentumAbsmax, const TensorRef &map,
-                     const TensorRef &lr, const TensorRef &step,
-                     double momentum, double dampening, double weightDecay,
-                     bool nesterov, int64_t blockSize, TensorRef &newParam,
-                     TensorRef &newMomentumBuffer,
-                     TensorRef &newMomentumAbsmax);
+/// One blockwise-quantized state tensor of an 8-bit update, in
+/// bitsandbytes' layout: `codes` (ui8, the parameter's shape), one f32
+/// `absmax` per block, and the 256-entry f32 `map` the codes index; the
+/// update writes `newCodes` and `newAbsmax` (in place of the old ones).
+struct QuantizedStateRefs {
+  TensorRef codes, absmax, map, newCodes, newAbsmax;
+};
+/// tg.adamw_update's and tg.sgd_update's attributes.
+struct AdamWOptions {
+  double beta1, beta2, eps, weightDecay;
+};
+struct SGDOptions {
+  double momentum, dampening, weightDecay;
+  bool nesterov;
+};
+Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
+                       const TensorRef &grad, const TensorRef &lr,
+                       const TensorRef &step, const QuantizedStateRefs &expAvg,
+                       const QuantizedStateRefs &expAvgSq,
+                       const AdamWOptions &options, int64_t blockSize,
+                       TensorRef &newParam);
+Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
+                     const TensorRef &grad, const TensorRef &lr,
+                     const TensorRef &step,
+                     const QuantizedStateRefs &momentumBuffer,
+                     const SGDOptions &options, int64_t blockSize,
+                     TensorRef &newParam);
 /// tg.adafactor_update's attributes, shared by both backends.
 struct AdafactorOptions {
   double decayRate = -0.8, clipThreshold = 1.0, eps1 = 1e-30, eps2 = 1e-3;
   double weightDecay = 0.0;
   bool relativeStep = true, scaleParameter = true, warmupInit = false;
 };
-/// An instruction's tg.adafactor_update attributes (their defaults where
-/// absent), for both backends.
-AdafactorOptions adafactorOptions(const Instruction &inst);
 /// `state` is {row, col} for a parameter of rank >= 2, else {v}.
-Status adafactorUpdate(const TensorRef &param, const TensorRef &grad,
+Status adafactorUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                        const std::vector<TensorRef> &state,
                        const TensorRef &lr, const TensorRef &step,
                        const AdafactorOptions &options, TensorRef &newParam,
                        std::vector<TensorRef> &newState);
 /// The 2-norm of all elements of all inputs, into an f32 scalar.
-Status globalNorm(const std::vector<TensorRef> &inputs, TensorRef &result);
+Status globalNorm(Context &ctx, const std::vector<TensorRef> &inputs, TensorRef &result);
 
 //===----------------------------------------------------------------------===//
 // Mixed precision
 //===----------------------------------------------------------------------===//
 
-Status scaleLoss(const TensorRef &loss, const TensorRef &scale,
+Status scaleLoss(Context &ctx, const TensorRef &loss, const TensorRef &scale,
                  TensorRef &result);
-Status unscale(const TensorRef &grad, const TensorRef &scale,
+Status unscale(Context &ctx, const TensorRef &grad, const TensorRef &scale,
                TensorRef &result);
 /// Writes an i1 scalar: whether no element is an infinity or a NaN.
-Status allFinite(const std::vector<TensorRef> &inputs, TensorRef &result);
-Status updateLossScale(const TensorRef &scale, const TensorRef &growthTracker,
+Status allFinite(Context &ctx, const std::vector<TensorRef> &inputs, TensorRef &result);
+Status updateLossScale(Context &ctx, const TensorRef &scale, const TensorRef &growthTracker,
                        const TensorRef &foundFinite, double growthFactor,
                        double backoffFactor, int64_t growthInterval,
                        TensorRef &newScale, TensorRef &newGrowthTracker);

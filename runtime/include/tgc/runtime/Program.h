@@ -74,7 +74,7 @@ struct AttrValue {
 /// The kernels a program may call, one per tg op.
 enum class Kernel : uint8_t {
 #define TGC_KERNEL(ID, NAME) ID,
-#include "tgc/runtime/Kernels.def"
+#include "tgc/format/Kernels.def"
 };
 
 /// "tg.matmul" for Kernel::Matmul.

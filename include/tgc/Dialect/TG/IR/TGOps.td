@@ -61,9 +61,20 @@ defvar TG_UnshardableUpdate = DeclareOpInterfaceMethods<
                                     "getShardGranule"]>;
 defvar TG_BlockwiseUpdate = TG_UnshardableUpdate;
 
-class TG_UnaryOp<string mnemonic, string formula>
+/// The cost of an elementwise op: `flops` per result element.
+class TG_FlopsPerElement<int flops> {
+  code flopsDefinition = [{
+    int64_t $cppClass::getFlops() {
+      return }] # flops # [{ * ::llvm::cast<::mlir::RankedTensorType>(
+          getResult().getType()).getNumElements();
+    }
+  }];
+}
+
+class TG_UnaryOp<string mnemonic, string formula, int flops = 1>
     : TG_Op<mnemonic, [SameOperandsAndResultType, Elementwise,
-                       TG_Differentiable, TG_InPlace]> {
+                       TG_Differentiable, TG_InPlace]>,
+      TG_FlopsPerElement<flops> {
   let summary = "elementwise " # formula;
   let description = [{
     Computes `}] # formula # [{` for every element; the result has the type of
@@ -72,11 +83,46 @@ class TG_UnaryOp<string mnemonic, string formula>
   let arguments = (ins TG_FloatTensor:$input);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
+  let extraClassDefinition = flopsDefinition;
+}
+
+/// An activation whose kernels come from one line of Kernels.def
+/// (TGC_ACTIVATION): `tg.NAME` and its gradient `tg.NAME_grad`, which takes
+/// the activation's operand and the incoming gradient; the VJP of `tg.NAME`
+/// is `tg.NAME_grad`. `cppName` is the ops' C++ name without `Op`.
+multiclass TG_Activation<string mnemonic, string cppName, string formula,
+                         string gradient, int flops, int gradFlops> {
+  def Op : TG_UnaryOp<mnemonic, formula, flops> {
+    let extraClassDefinition = flopsDefinition # [{
+      ::mlir::LogicalResult $cppClass::buildVectorJacobianProduct(
+          ::mlir::OpBuilder &builder, ::mlir::ArrayRef<::mlir::Value> grads,
+          ::mlir::ArrayRef<bool>,
+          ::llvm::SmallVectorImpl<::mlir::Value> &operandGrads) {
+        operandGrads.push_back(}] # cppName # [{GradOp::create(
+            builder, getLoc(), getInput(), grads[0]));
+        return ::mlir::success();
+      }
+    }];
+  }
+  def GradOp : TG_Op<mnemonic # "_grad", [SameOperandsAndResultType,
+                                          TG_InPlace]>,
+               TG_FlopsPerElement<gradFlops> {
+    let summary = "gradient of " # mnemonic;
+    let description = [{
+      `result = }] # gradient # [{`, where `x` is }] # mnemonic # [{'s
+      operand and `grad` the gradient of its result.
+    }];
+    let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$grad);
+    let results = (outs TG_FloatTensor:$result);
+    let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
+    let extraClassDefinition = flopsDefinition;
+  }
 }
 
 class TG_BinaryOp<string mnemonic, string formula,
                   list<Trait> traits = []>
-    : TG_Op<mnemonic, !listconcat(traits, [TG_InPlace])> {
+    : TG_Op<mnemonic, !listconcat(traits, [TG_InPlace])>,
+      TG_FlopsPerElement<1> {
   let summary = "elementwise " # formula # " with broadcasting";
   let description = [{
     Computes `}] # formula # [{` elementwise after broadcasting both operands
@@ -92,6 +138,7 @@ class TG_BinaryOp<string mnemonic, string formula,
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDefinition = flopsDefinition;
 }
 
 class TG_ReduceOp<string mnemonic, string what>
@@ -192,7 +239,14 @@ def TG_LogOp : TG_UnaryOp<"log", "log(x)">;
 def TG_SqrtOp : TG_UnaryOp<"sqrt", "sqrt(x)">;
 def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "1 / sqrt(x)">;
 def TG_TanhOp : TG_UnaryOp<"tanh", "tanh(x)">;
-def TG_ReluOp : TG_UnaryOp<"relu", "max(x, 0)">;
+defm TG_Relu : TG_Activation<"relu", "Relu", "max(x, 0)",
+                             "x > 0 ? grad : 0", 1, 1>;
+// 1 / (1 + exp(-x)): negate, exp, add, divide.
+defm TG_Sigmoid : TG_Activation<"sigmoid", "Sigmoid", "1 / (1 + exp(-x))",
+    "grad * sigmoid(x) * (1 - sigmoid(x))", 4, 7>;
+// SiLU (swish, Llama's MLP): the sigmoid (4) and a product.
+defm TG_Silu : TG_Activation<"silu", "Silu", "x * sigmoid(x)",
+    "grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))", 5, 9>;
 def TG_GeluOp : TG_Op<"gelu", [SameOperandsAndResultType, Elementwise,
                                 TG_Differentiable, TG_InPlace]> {
   let summary = "GELU, by default in its tanh approximation";
@@ -489,17 +543,6 @@ def TG_SumToOp : TG_Op<"sum_to"> {
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
-}
-
-def TG_ReluGradOp : TG_Op<"relu_grad", [SameOperandsAndResultType,
-                                    TG_InPlace]> {
-  let summary = "gradient of relu";
-  let description = [{
-    `result = input > 0 ? grad : 0`, where `input` is relu's operand.
-  }];
-  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$grad);
-  let results = (outs TG_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
 }
 
 def TG_GeluGradOp : TG_Op<"gelu_grad", [SameOperandsAndResultType,
