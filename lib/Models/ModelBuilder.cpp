@@ -61,22 +61,12 @@ Value ModelBuilder::input(StringRef name, ArrayRef<int64_t> shape,
 
 Value ModelBuilder::matmul(Value lhs, Value rhs, bool transposeLhs,
                            bool transposeRhs) {
-  ArrayRef<int64_t> a = typeOf(lhs).getShape(), b = typeOf(rhs).getShape();
-  SmallVector<int64_t> shape =
-      *tg::broadcastShapes(a.drop_back(2), b.drop_back(2));
-  shape.push_back(a[a.size() - (transposeLhs ? 1 : 2)]);
-  shape.push_back(b[b.size() - (transposeRhs ? 2 : 1)]);
-  return tg::MatmulOp::create(builder, loc,
-                              tensorOf(shape, typeOf(lhs).getElementType()),
-                              lhs, rhs, transposeLhs, transposeRhs);
+  return tg::MatmulOp::create(builder, loc, lhs, rhs, transposeLhs,
+                              transposeRhs);
 }
 
 Value ModelBuilder::add(Value lhs, Value rhs) {
-  SmallVector<int64_t> shape =
-      *tg::broadcastShapes(typeOf(lhs).getShape(), typeOf(rhs).getShape());
-  return tg::AddOp::create(builder, loc,
-                           tensorOf(shape, typeOf(lhs).getElementType()), lhs,
-                           rhs);
+  return tg::AddOp::create(builder, loc, lhs, rhs);
 }
 
 Value ModelBuilder::relu(Value input) {

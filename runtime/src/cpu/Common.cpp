@@ -9,6 +9,8 @@
 
 #include "Common.h"
 
+#include "tgc/Support/ShapeRules.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -25,21 +27,11 @@ Shape rowMajorStrides(const Shape &shape) {
 }
 
 std::optional<Shape> broadcastShapes(const Shape &lhs, const Shape &rhs) {
-  size_t rank = std::max(lhs.size(), rhs.size());
-  Shape result(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t l = i < lhs.size() ? lhs[lhs.size() - 1 - i] : 1;
-    int64_t r = i < rhs.size() ? rhs[rhs.size() - 1 - i] : 1;
-    if (l != r && l != 1 && r != 1)
-      return std::nullopt;
-    result[rank - 1 - i] = l == 1 ? r : l;
-  }
-  return result;
+  return shapes::broadcast(lhs, rhs);
 }
 
 bool broadcastsTo(const Shape &from, const Shape &to) {
-  std::optional<Shape> shape = broadcastShapes(from, to);
-  return shape && *shape == to;
+  return shapes::broadcastsTo(from, to);
 }
 
 Shape broadcastStrides(const Shape &from, const Shape &to) {

@@ -19,6 +19,8 @@
 #include "Blas.h"
 #include "Common.h"
 
+#include "tgc/Support/ShapeRules.h"
+
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -183,54 +185,45 @@ Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, bool tra
   TGC_RETURN_IF_ERROR(expectFloat(lhs, "lhs"));
   TGC_RETURN_IF_ERROR(expectSameDType(rhs, lhs, "rhs"));
   TGC_RETURN_IF_ERROR(expectSameDType(result, lhs, "result"));
-  if (lhs.rank() < 2 || rhs.rank() < 2)
-    return Status::failure("matmul operands must have rank >= 2");
+  shapes::ShapeOrError expected =
+      shapes::matmul(lhs.shape, rhs.shape, transposeLhs, transposeRhs);
+  if (!expected.ok())
+    return Status::failure("matmul " + expected.error);
+  TGC_RETURN_IF_ERROR(expectShape(result, expected.shape, "result"));
   size_t lr = lhs.shape.size(), rr = rhs.shape.size();
   int64_t m = lhs.shape[transposeLhs ? lr - 1 : lr - 2];
   int64_t k = lhs.shape[transposeLhs ? lr - 2 : lr - 1];
-  int64_t kr = rhs.shape[transposeRhs ? rr - 1 : rr - 2];
   int64_t n = rhs.shape[transposeRhs ? rr - 2 : rr - 1];
-  if (k != kr)
-    return Status::failure("matmul contraction sizes differ: " +
-                           std::to_string(k) + " and " + std::to_string(kr));
   for (int64_t size : {m, n, k})
     if (size > INT_MAX)
       return Status::failure("matmul size exceeds the BLAS integer range");
   Shape lhsBatch(lhs.shape.begin(), lhs.shape.end() - 2);
   Shape rhsBatch(rhs.shape.begin(), rhs.shape.end() - 2);
-  std::optional<Shape> batch = broadcastShapes(lhsBatch, rhsBatch);
-  if (!batch)
-    return Status::failure("matmul batch dimensions " +
-                           shapeString(lhsBatch) + " and " +
-                           shapeString(rhsBatch) + " do not broadcast");
-  Shape expected = *batch;
-  expected.push_back(m);
-  expected.push_back(n);
-  TGC_RETURN_IF_ERROR(expectShape(result, expected, "result"));
+  Shape batch(expected.shape.begin(), expected.shape.end() - 2);
 
   F32Operand a(lhs), b(rhs);
   F32Result c(result, {&lhs, &rhs});
   int64_t lda = transposeLhs ? m : k, ldb = transposeRhs ? k : n;
-  int64_t batchCount = product(*batch, 0, batch->size());
+  int64_t batchCount = product(batch, 0, batch.size());
   bool rhsShared = product(rhsBatch, 0, rhsBatch.size()) == 1;
-  if (rhsShared && !transposeLhs && lhsBatch == *batch &&
+  if (rhsShared && !transposeLhs && lhsBatch == batch &&
       batchCount * m <= INT_MAX) {
     // [B*M, K] x [K, N]: the batch folds into the rows of one GEMM.
     gemmF32(false, transposeRhs, batchCount * m, n, k, 1.0f, a.data(), lda,
             b.data(), ldb, 0.0f, c.data(), n);
   } else {
-    Shape lhsStrides = broadcastStrides(lhsBatch, *batch);
-    Shape rhsStrides = broadcastStrides(rhsBatch, *batch);
+    Shape lhsStrides = broadcastStrides(lhsBatch, batch);
+    Shape rhsStrides = broadcastStrides(rhsBatch, batch);
     for (int64_t &s : lhsStrides)
       s *= m * k;
     for (int64_t &s : rhsStrides)
       s *= k * n;
-    Shape outStrides = rowMajorStrides(*batch);
+    Shape outStrides = rowMajorStrides(batch);
     for (int64_t &s : outStrides)
       s *= m * n;
     std::vector<std::array<int64_t, 3>> products;
     products.reserve(size_t(batchCount));
-    forEachOffset<3>(*batch, {lhsStrides, rhsStrides, outStrides},
+    forEachOffset<3>(batch, {lhsStrides, rhsStrides, outStrides},
                      [&](const auto &offsets) {
                        products.push_back({offsets[0], offsets[1], offsets[2]});
                      });

@@ -16,6 +16,8 @@
 #include "Common.cuh"
 #include "Linalg.h"
 
+#include "tgc/Support/ShapeRules.h"
+
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -344,31 +346,19 @@ Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
       result.dtype != lhs.dtype)
     return Status::failure("matmul needs operands and result of one float "
                            "type");
-  if (lhs.rank() < 2 || rhs.rank() < 2)
-    return Status::failure("matmul operands must have rank >= 2");
+  shapes::ShapeOrError expected =
+      shapes::matmul(lhs.shape, rhs.shape, transposeLhs, transposeRhs);
+  if (!expected.ok())
+    return Status::failure("matmul " + expected.error);
+  if (result.shape != expected.shape)
+    return Status::failure("matmul result has the wrong shape");
   size_t lr = lhs.shape.size(), rr = rhs.shape.size();
   int64_t m = lhs.shape[transposeLhs ? lr - 1 : lr - 2];
   int64_t k = lhs.shape[transposeLhs ? lr - 2 : lr - 1];
-  int64_t kr = rhs.shape[transposeRhs ? rr - 1 : rr - 2];
   int64_t n = rhs.shape[transposeRhs ? rr - 2 : rr - 1];
-  if (k != kr)
-    return Status::failure("matmul contraction sizes differ: " +
-                           std::to_string(k) + " and " + std::to_string(kr));
   std::vector<int64_t> lhsBatch(lhs.shape.begin(), lhs.shape.end() - 2);
   std::vector<int64_t> rhsBatch(rhs.shape.begin(), rhs.shape.end() - 2);
-  std::vector<int64_t> batch(std::max(lhsBatch.size(), rhsBatch.size()));
-  for (size_t i = 0; i < batch.size(); ++i) {
-    int64_t a = i < lhsBatch.size() ? lhsBatch[lhsBatch.size() - 1 - i] : 1;
-    int64_t b = i < rhsBatch.size() ? rhsBatch[rhsBatch.size() - 1 - i] : 1;
-    if (a != b && a != 1 && b != 1)
-      return Status::failure("matmul batch dimensions do not broadcast");
-    batch[batch.size() - 1 - i] = a == 1 ? b : a;
-  }
-  std::vector<int64_t> expected = batch;
-  expected.push_back(m);
-  expected.push_back(n);
-  if (result.shape != expected)
-    return Status::failure("matmul result has the wrong shape");
+  std::vector<int64_t> batch(expected.shape.begin(), expected.shape.end() - 2);
   if (result.numElements() == 0)
     return Status::success();
 

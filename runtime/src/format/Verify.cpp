@@ -10,6 +10,8 @@
 
 #include "Verify.h"
 
+#include "tgc/Support/ShapeRules.h"
+
 #include <algorithm>
 
 namespace tgc::rt {
@@ -82,16 +84,10 @@ private:
            fail("axis out of range");
   }
   static bool broadcast(const Shape &a, const Shape &b, Shape &result) {
-    size_t rank = std::max(a.size(), b.size());
-    result.assign(rank, 1);
-    for (size_t i = 0; i < rank; ++i) {
-      int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-      int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-      if (da != db && da != 1 && db != 1)
-        return false;
-      result[i] = da == 1 ? db : da;
-    }
-    return true;
+    std::optional<Shape> shape = shapes::broadcast(a, b);
+    if (shape)
+      result = std::move(*shape);
+    return shape.has_value();
   }
   bool broadcastsTo(const Shape &from, const Shape &to) {
     Shape shape;
@@ -167,19 +163,12 @@ private:
     if (!counts(2, 1) || !floatT(in(0)) || !sameDType(in(0), in(1)) ||
         !sameDType(in(0), out(0)))
       return false;
-    const Shape &a = in(0).shape, &b = in(1).shape;
-    if (a.size() < 2 || b.size() < 2)
-      return fail("matmul operands need rank >= 2");
-    bool ta = inst.getBool("transpose_lhs"), tb = inst.getBool("transpose_rhs");
-    int64_t m = a[a.size() - (ta ? 1 : 2)], k = a[a.size() - (ta ? 2 : 1)];
-    int64_t k2 = b[b.size() - (tb ? 1 : 2)], n = b[b.size() - (tb ? 2 : 1)];
-    Shape batch;
-    if (k != k2 || !broadcast(Shape(a.begin(), a.end() - 2),
-                              Shape(b.begin(), b.end() - 2), batch))
-      return fail("matmul shapes do not agree");
-    batch.push_back(m);
-    batch.push_back(n);
-    return shapeIs(out(0), batch);
+    shapes::ShapeOrError expected =
+        shapes::matmul(in(0).shape, in(1).shape, inst.getBool("transpose_lhs"),
+                       inst.getBool("transpose_rhs"));
+    if (!expected.ok())
+      return fail("matmul " + expected.error);
+    return shapeIs(out(0), expected.shape);
   }
   bool linear() {
     bool gelu = inst.getBool("gelu");

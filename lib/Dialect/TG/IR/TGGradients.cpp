@@ -41,16 +41,12 @@ public:
     return fill(RankedTensorType::get({}, typeOf(v).getElementType()), value);
   }
 
-  template <typename OpTy>
-  Value binary(Value lhs, Value rhs) {
-    SmallVector<int64_t> shape =
-        *broadcastShapes(typeOf(lhs).getShape(), typeOf(rhs).getShape());
-    return OpTy::create(
-        b, loc, RankedTensorType::get(shape, typeOf(lhs).getElementType()),
-        lhs, rhs);
+  /// A binary op of the operands' broadcast shape.
+  template <typename OpTy> Value binary(Value lhs, Value rhs) {
+    return OpTy::create(b, loc, lhs, rhs);
   }
-  Value mul(Value lhs, Value rhs) { return binary<MulOp>(lhs, rhs); }
-  Value div(Value lhs, Value rhs) { return binary<DivOp>(lhs, rhs); }
+  Value mul(Value lhs, Value rhs) { return MulOp::create(b, loc, lhs, rhs); }
+  Value div(Value lhs, Value rhs) { return DivOp::create(b, loc, lhs, rhs); }
   Value neg(Value v) { return NegOp::create(b, loc, v); }
   Value scale(Value v, double factor) { return mul(v, scalarLike(v, factor)); }
 
@@ -69,14 +65,7 @@ public:
   }
 
   Value matmul(Value lhs, Value rhs, bool transposeLhs, bool transposeRhs) {
-    ArrayRef<int64_t> a = typeOf(lhs).getShape(), r = typeOf(rhs).getShape();
-    SmallVector<int64_t> shape =
-        *broadcastShapes(a.drop_back(2), r.drop_back(2));
-    shape.push_back(a[a.size() - (transposeLhs ? 1 : 2)]);
-    shape.push_back(r[r.size() - (transposeRhs ? 2 : 1)]);
-    return MatmulOp::create(
-        b, loc, RankedTensorType::get(shape, typeOf(lhs).getElementType()),
-        lhs, rhs, transposeLhs, transposeRhs);
+    return MatmulOp::create(b, loc, lhs, rhs, transposeLhs, transposeRhs);
   }
 
   OpBuilder &b;

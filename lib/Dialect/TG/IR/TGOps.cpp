@@ -8,6 +8,8 @@
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
+#include "tgc/Support/ShapeRules.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -19,6 +21,7 @@
 
 using namespace mlir;
 using namespace tgc::tg;
+namespace shapes = tgc::shapes;
 
 //===----------------------------------------------------------------------===//
 // Shared checks
@@ -30,16 +33,31 @@ static RankedTensorType tensorType(Value value) {
 
 FailureOr<SmallVector<int64_t>> tgc::tg::broadcastShapes(ArrayRef<int64_t> a,
                                                         ArrayRef<int64_t> b) {
-  size_t rank = std::max(a.size(), b.size());
-  SmallVector<int64_t> result(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1)
-      return failure();
-    result[i] = da == 1 ? db : da;
-  }
-  return result;
+  std::optional<shapes::Shape> shape = shapes::broadcast(a, b);
+  if (!shape)
+    return failure();
+  return SmallVector<int64_t>(shape->begin(), shape->end());
+}
+
+/// The result type of a binary op: the operands' shapes broadcast, their
+/// element type.
+static LogicalResult inferBroadcastType(std::optional<Location> location,
+                                        StringRef opName, ValueRange operands,
+                                        SmallVectorImpl<Type> &types) {
+  auto lhs = dyn_cast<RankedTensorType>(operands[0].getType());
+  auto rhs = dyn_cast<RankedTensorType>(operands[1].getType());
+  if (!lhs || !rhs)
+    return emitOptionalError(location, "'", opName,
+                             "' op needs ranked tensor operands");
+  std::optional<shapes::Shape> shape =
+      shapes::broadcast(lhs.getShape(), rhs.getShape());
+  if (!shape)
+    return emitOptionalError(location, "'", opName, "' op operand shapes ",
+                             shapes::toString(lhs.getShape()), " and ",
+                             shapes::toString(rhs.getShape()),
+                             " are not broadcast-compatible");
+  types.push_back(RankedTensorType::get(*shape, lhs.getElementType()));
+  return success();
 }
 
 /// Checks that the operands broadcast together to exactly the result shape.
@@ -207,28 +225,41 @@ LogicalResult LinearOp::verify() {
 LogicalResult MatmulOp::verify() {
   if (failed(verifySameElementType(*this, {getLhs(), getRhs(), getResult()})))
     return failure();
-  ArrayRef<int64_t> lhs = tensorType(getLhs()).getShape();
-  ArrayRef<int64_t> rhs = tensorType(getRhs()).getShape();
-  if (lhs.size() < 2 || rhs.size() < 2)
-    return emitOpError("operands must have rank >= 2, found ranks ")
-           << lhs.size() << " and " << rhs.size();
-  int64_t m = lhs[lhs.size() - (getTransposeLhs() ? 1 : 2)];
-  int64_t kl = lhs[lhs.size() - (getTransposeLhs() ? 2 : 1)];
-  int64_t kr = rhs[rhs.size() - (getTransposeRhs() ? 1 : 2)];
-  int64_t n = rhs[rhs.size() - (getTransposeRhs() ? 2 : 1)];
-  if (kl != kr)
-    return emitOpError("contraction dimensions differ: ")
-           << kl << " (lhs) and " << kr << " (rhs)";
-  FailureOr<SmallVector<int64_t>> batch =
-      broadcastShapes(lhs.drop_back(2), rhs.drop_back(2));
-  if (failed(batch))
-    return emitOpError("batch dimensions ")
-           << llvm::interleaved_array(lhs.drop_back(2)) << " and "
-           << llvm::interleaved_array(rhs.drop_back(2))
-           << " are not broadcast-compatible";
-  SmallVector<int64_t> expected = *batch;
-  expected.append({m, n});
-  return verifyShape(*this, getResult(), expected, "result");
+  shapes::ShapeOrError expected =
+      shapes::matmul(tensorType(getLhs()).getShape(),
+                     tensorType(getRhs()).getShape(), getTransposeLhs(),
+                     getTransposeRhs());
+  if (!expected.ok())
+    return emitOpError(expected.error);
+  return verifyShape(*this, getResult(), expected.shape, "result");
+}
+
+// The result type from the operands' (the shape rule of ShapeRules.h). The
+// verifier above checks the same rule with messages that say what
+// disagrees, so refining an op's declared type never fails here.
+LogicalResult MatmulOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> location, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  MatmulOp::Adaptor adaptor(operands, attributes, properties, regions);
+  auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (!lhs || !rhs)
+    return emitOptionalError(location, "tg.matmul needs ranked operands");
+  shapes::ShapeOrError shape =
+      shapes::matmul(lhs.getShape(), rhs.getShape(), adaptor.getTransposeLhs(),
+                     adaptor.getTransposeRhs());
+  if (!shape.ok())
+    return emitOptionalError(location, "'tg.matmul' op ", shape.error);
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape.shape, lhs.getElementType()));
+  return success();
+}
+
+LogicalResult MatmulOp::refineReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &) {
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

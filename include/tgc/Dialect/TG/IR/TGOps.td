@@ -44,6 +44,13 @@ class TG_Op<string mnemonic, list<Trait> traits = [],
          !listconcat(traits, [Pure, TG_BoundedTensorSizes,
              DeclareOpInterfaceMethods<TG_CostOpInterface, costOverrides>])>;
 
+/// An op whose result type follows from its operands by a rule of
+/// tgc/Support/ShapeRules.h (builders need no result type). Its verifier
+/// checks the same rule with messages that say what disagrees, so
+/// refineReturnTypes accepts the declared type and leaves it to the verifier.
+defvar TG_InferredType =
+    DeclareOpInterfaceMethods<InferTypeOpInterface, ["refineReturnTypes"]>;
+
 /// Shorthand for an op that implements its own vector-Jacobian product.
 defvar TG_Differentiable = DeclareOpInterfaceMethods<TG_GradientOpInterface>;
 
@@ -121,7 +128,7 @@ multiclass TG_Activation<string mnemonic, string cppName, string formula,
 
 class TG_BinaryOp<string mnemonic, string formula,
                   list<Trait> traits = []>
-    : TG_Op<mnemonic, !listconcat(traits, [TG_InPlace])>,
+    : TG_Op<mnemonic, !listconcat(traits, [TG_InPlace, TG_InferredType])>,
       TG_FlopsPerElement<1> {
   let summary = "elementwise " # formula # " with broadcasting";
   let description = [{
@@ -138,7 +145,23 @@ class TG_BinaryOp<string mnemonic, string formula,
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
-  let extraClassDefinition = flopsDefinition;
+  // The verifier checks the shape rule with messages that say what
+  // disagrees (see TG_InferredType).
+  let extraClassDefinition = flopsDefinition # [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> location,
+        ::mlir::ValueRange operands, ::mlir::DictionaryAttr,
+        ::mlir::OpaqueProperties, ::mlir::RegionRange,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferBroadcastType(location, getOperationName(), operands, types);
+    }
+    ::llvm::LogicalResult $cppClass::refineReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location>,
+        ::mlir::ValueRange, ::mlir::DictionaryAttr, ::mlir::OpaqueProperties,
+        ::mlir::RegionRange, ::llvm::SmallVectorImpl<::mlir::Type> &) {
+      return ::mlir::success();
+    }
+  }];
 }
 
 class TG_ReduceOp<string mnemonic, string what>
@@ -160,7 +183,8 @@ class TG_ReduceOp<string mnemonic, string what>
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_Op<"matmul", [TG_Differentiable], ["getMatmulFlops"]> {
+def TG_MatmulOp : TG_Op<"matmul", [TG_Differentiable, TG_InferredType],
+                        ["getMatmulFlops"]> {
   let summary = "batched matrix product with optional transposes";
   let description = [{
     `lhs` has shape `[B..., M, K]` (`[B..., K, M]` with `transpose_lhs`),

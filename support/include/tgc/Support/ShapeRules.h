@@ -1,0 +1,95 @@
+//===- ShapeRules.h - result shapes of the tg ops, once ---------*- C++ -*-===//
+//
+// The shape rules that more than one part of tgc needs: the dialect's type
+// inference and verifiers, the model and gradient builders, the runtime's
+// loader and both backends' kernels. Header only and free of MLIR and LLVM,
+// like CheckedMath.h, so the runtime can use it. A shape is any sequence of
+// int64_t with size() and operator[] (std::vector, llvm::ArrayRef).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_SUPPORT_SHAPERULES_H
+#define TGC_SUPPORT_SHAPERULES_H
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tgc::shapes {
+
+using Shape = std::vector<int64_t>;
+
+/// "[2, 3]", as MLIR's interleaved_array prints a shape.
+template <typename A> std::string toString(const A &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// A shape, or why there is none.
+struct ShapeOrError {
+  Shape shape;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+
+/// NumPy broadcasting: shapes aligned at their trailing dimension, each pair
+/// of sizes equal or one of them 1. None when they do not broadcast.
+template <typename A, typename B>
+std::optional<Shape> broadcast(const A &a, const B &b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      return std::nullopt;
+    result[rank - 1 - i] = da == 1 ? db : da;
+  }
+  return result;
+}
+
+/// Whether `from` broadcasts to exactly `to`.
+template <typename A, typename B> bool broadcastsTo(const A &from, const B &to) {
+  std::optional<Shape> shape = broadcast(from, to);
+  return shape && std::equal(shape->begin(), shape->end(), to.begin(),
+                             to.end());
+}
+
+/// tg.matmul: `[B..., M, K] x [B..., K, N] -> [B..., M, N]`, each operand's
+/// last two dimensions swapped when transposed, batch dimensions broadcast.
+template <typename A, typename B>
+ShapeOrError matmul(const A &lhs, const B &rhs, bool transposeLhs,
+                    bool transposeRhs) {
+  size_t lr = lhs.size(), rr = rhs.size();
+  if (lr < 2 || rr < 2)
+    return {{},
+            "operands must have rank >= 2, found ranks " + std::to_string(lr) +
+                " and " + std::to_string(rr)};
+  int64_t m = lhs[transposeLhs ? lr - 1 : lr - 2];
+  int64_t k = lhs[transposeLhs ? lr - 2 : lr - 1];
+  int64_t kr = rhs[transposeRhs ? rr - 1 : rr - 2];
+  int64_t n = rhs[transposeRhs ? rr - 2 : rr - 1];
+  if (k != kr)
+    return {{},
+            "contraction dimensions differ: " + std::to_string(k) +
+                " (lhs) and " + std::to_string(kr) + " (rhs)"};
+  Shape lhsBatch(lhs.begin(), lhs.begin() + (lr - 2));
+  Shape rhsBatch(rhs.begin(), rhs.begin() + (rr - 2));
+  std::optional<Shape> batch = broadcast(lhsBatch, rhsBatch);
+  if (!batch)
+    return {{},
+            "batch dimensions " + toString(lhsBatch) + " and " +
+                toString(rhsBatch) + " are not broadcast-compatible"};
+  batch->push_back(m);
+  batch->push_back(n);
+  return {std::move(*batch), {}};
+}
+
+} // namespace tgc::shapes
+
+#endif // TGC_SUPPORT_SHAPERULES_H
