@@ -20,7 +20,7 @@
 #include "tgc/runtime/Schedule.h"
 #include "tgc/runtime/Session.h"
 #include "tgc/runtime/Threads.h"
-#include "tgc/Support/CheckedMath.h"
+#include "tgc/runtime/Trainer.h"
 #include "tgc/Support/UserFiles.h"
 
 #include <CLI/CLI.hpp>
@@ -30,7 +30,6 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
-#include <deque>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -833,54 +832,16 @@ int run(int argc, char **argv) {
     return fail("--save-adapters: the model has no LoRA adapters (compile "
                 "it with --lora)");
 
-  // The learning rate: the executable's `optimizer.lr` tensor, which a
-  // schedule rewrites before every step (it travels with the batch).
-  int32_t lrTensor = program.findPersistent("optimizer.lr");
-  bool scheduled = !options.lrSchedule.empty();
-  LrSchedule schedule;
-  double fixedLr = NAN;
-  if (scheduled) {
-    if (lrTensor < 0 || program.tensors[lrTensor].init != InitKind::Constant)
-      return fail("--lr-schedule: '" + options.program +
-                  "' has no learning-rate tensor (optimizer.lr) to schedule");
-    parseLrScheduleKind(options.lrSchedule, schedule.kind);
-    schedule.peak = program.tensors[lrTensor].initA;
-    schedule.warmupSteps = options.warmupSteps;
-    schedule.minLr = options.minLr;
-    schedule.maxSteps = options.maxSteps;
-    status = schedule.validate();
-    if (status.ok())
-      status = session->streamWithInputs(lrTensor);
-    if (!status.ok())
-      return fail(status.error);
-  } else if (lrTensor >= 0) {
-    status = session->readScalar(lrTensor, fixedLr);
-    if (!status.ok())
-      return fail(status.error);
+  // A learning-rate schedule: its peak is the executable's --lr (the
+  // trainer checks that it has one).
+  std::optional<LrSchedule> schedule;
+  if (!options.lrSchedule.empty()) {
+    schedule.emplace();
+    parseLrScheduleKind(options.lrSchedule, schedule->kind);
+    schedule->warmupSteps = options.warmupSteps;
+    schedule->minLr = options.minLr;
+    schedule->maxSteps = options.maxSteps;
   }
-  // The rate of the step that reads batch `index` (iteration `index`), as
-  // the f32 the step computes with.
-  auto lrOf = [&](int64_t index) {
-    return scheduled ? double(float(schedule.at(index))) : fixedLr;
-  };
-  auto setLr = [&](int64_t index) {
-    if (!scheduled)
-      return;
-    TensorRef view = session->hostView(lrTensor);
-    storeF32(view, 0, float(schedule.at(index)));
-  };
-
-  // Gradient accumulation: the grad_step entry on each of K micro-batches,
-  // then the training step applies the update.
-  const int64_t accumSteps = program.gradAccumSteps;
-  const EntryPoint *microStep =
-      accumSteps > 1 ? program.findEntry("grad_step") : nullptr;
-  if (options.steps > kMaxCheckpointStep / accumSteps)
-    return fail("--steps " + std::to_string(options.steps) + " of " +
-                std::to_string(accumSteps) +
-                " micro-batches each would read more than " +
-                std::to_string(kMaxCheckpointStep) + " batches");
-
   if (options.exampleOptionsGiven &&
       !readsExamples(program, options.data) &&
       !((options.evalOnly || options.evalEvery) &&
@@ -916,31 +877,22 @@ int run(int argc, char **argv) {
     if (!status.ok())
       return fail("--eval-data: " + status.error);
   }
-  auto evaluate = [&](double &mean) -> Status {
-    double sum = 0.0;
-    for (int64_t b = 0; b < options.evalBatches; ++b) {
-      float loss = 0.0f;
-      BatchInfo info;
-      Status done = evalData->fillBatch(*session, b, info);
-      const EntryPoint *entry =
-          info.bucket ? program.evalEntry(*info.bucket) : evalEntry;
-      if (done.ok() && !entry)
-        done = Status::failure("no evaluation step at sequence length " +
-                               std::to_string(info.bucket->seqLen));
-      if (done.ok())
-        done = session->stageInputs();
-      if (done.ok())
-        done = session->launch(entry);
-      if (done.ok())
-        done = session->finish(loss);
-      if (!done.ok())
-        return done;
-      sum += double(loss);
-    }
-    mean = sum / double(options.evalBatches);
-    return Status::success();
-  };
-
+  TrainerOptions training;
+  training.steps = options.steps;
+  training.startStep = startStep;
+  training.startBatch = startBatch;
+  training.seed = options.seed;
+  training.schedule = schedule;
+  training.evalEvery = options.evalEvery;
+  training.evalBatches = options.evalBatches;
+  training.save = options.save;
+  training.saveEvery = options.saveEvery;
+  training.resume = options.resume;
+  training.profile = options.profile;
+  std::unique_ptr<Trainer> trainer;
+  status = Trainer::create(*session, *data, evalData.get(), training, trainer);
+  if (!status.ok())
+    return fail(status.error);
   std::FILE *metrics = nullptr;
   if (!options.metrics.empty()) {
     metrics = std::fopen(options.metrics.c_str(), "w");
@@ -965,7 +917,7 @@ int run(int argc, char **argv) {
 
   if (options.evalOnly) {
     double mean = 0.0;
-    status = evaluate(mean);
+    status = trainer->evaluate(mean);
     if (!status.ok())
       return fail(status.error);
     std::printf("tgc-run: eval loss %.6f over %lld batches of %s\n", mean,
@@ -1015,165 +967,37 @@ int run(int argc, char **argv) {
                       : "TF32 tensor cores (--allow-tf32)");
     std::printf("  data: %s; steps %lld to %lld\n", data->describe().c_str(),
                 (long long)startStep + 1, (long long)options.steps);
-    if (microStep)
+    if (trainer->microStep())
       std::printf("  gradient accumulation: %lld micro-batches per "
                   "optimizer step (%lld %s each)\n",
-                  (long long)accumSteps, (long long)data->itemsPerBatch(),
-                  data->itemName());
-    if (scheduled)
+                  (long long)trainer->accumSteps(),
+                  (long long)data->itemsPerBatch(), data->itemName());
+    if (const std::optional<LrSchedule> &fed = trainer->options().schedule)
       std::printf("  learning rate: %s to %g after %lld warmup steps%s\n",
-                  options.lrSchedule.c_str(), schedule.peak,
-                  (long long)schedule.warmupSteps,
-                  schedule.kind == LrSchedule::Constant
+                  options.lrSchedule.c_str(), fed->peak,
+                  (long long)fed->warmupSteps,
+                  fed->kind == LrSchedule::Constant
                       ? ""
-                      : (", then down to " + std::to_string(schedule.minLr) +
-                         " at step " + std::to_string(schedule.maxSteps))
+                      : (", then down to " + std::to_string(fed->minLr) +
+                         " at step " + std::to_string(fed->maxSteps))
                             .c_str());
     std::fflush(stdout);
   }
 
   bool tty = isatty(fileno(stdout)) && !options.quiet && !options.logEvery;
-  // Loss scaling, when the step has it: the scale and the skipped steps.
-  int32_t scaleTensor = program.findPersistent("amp.loss_scale");
-  int64_t updates = session->stepCount(), skipped = 0;
+  const int64_t accumSteps = trainer->accumSteps();
   auto begin = std::chrono::steady_clock::now();
   double firstLoss = NAN, lastLoss = NAN;
-  int64_t ran = 0;
-  constexpr int64_t kMaxSkippedInARow = 32;
-  int64_t skippedInARow = 0;
-  // Micro-batch k of step s (0-based, s >= startStep) reads data batch
-  // startBatch + K * (s - startStep) + k and carries step s's learning
-  // rate. The next batch is filled and staged while the device runs this
-  // one.
-  {
-    // Every batch index this run (and its last save) uses must fit.
-    std::optional<int64_t> first =
-        startBatch < 0 ? tgc::checkedMul(startStep, accumSteps)
-                       : std::optional<int64_t>(startBatch);
-    std::optional<int64_t> span = tgc::checkedMul(
-        accumSteps, std::max<int64_t>(0, options.steps - startStep));
-    if (!first || !span || !tgc::checkedAdd(*first, *span))
-      return fail("the data position of step " + std::to_string(startStep) +
-                  " to " + std::to_string(options.steps) + " (" +
-                  std::to_string(accumSteps) +
-                  " micro-batches a step) does not fit in 64 bits");
-    startBatch = *first;
-  }
-  auto batchOf = [&](int64_t step, int64_t k) {
-    return startBatch + accumSteps * (step - startStep) + k;
-  };
-  // The last step saved by this run (-1: none): what a run that stops
-  // early leaves.
-  int64_t lastSaved = -1;
-  auto save = [&](int64_t step) -> Status {
-    std::map<std::string, std::string> metadata = {
-        {"tgc.model", program.model},
-        {"tgc.step", std::to_string(step)},
-        {"tgc.batch", std::to_string(batchOf(step, 0))},
-        {"tgc.seed", std::to_string(options.seed)}};
-    Status saved = saveCheckpoint(*session, options.save, metadata);
-    if (saved.ok())
-      lastSaved = step;
-    return saved;
-  };
-  // What this run leaves saved, for a run that stops early.
-  auto savedSoFar = [&]() -> std::string {
-    if (lastSaved >= 0)
-      return "the last checkpoint saved is step " + std::to_string(lastSaved) +
-             ", in '" + options.save + "'";
-    if (!options.resume.empty())
-      return "nothing was saved; '" + options.resume + "' is as it was";
-    return "nothing was saved";
-  };
-  // A run that diverged ends with an error, and saves nothing: its
-  // weights are no longer worth a checkpoint, and the last one written
-  // stays as it is.
-  auto stopDiverged = [&](const std::string &why) {
-    if (tty)
-      std::printf("\n");
-    if (metrics)
-      std::fclose(metrics);
-    metrics = nullptr;
-    return fail(options.save.empty()
-                    ? why
-                    : why + "; stopping without saving: " + savedSoFar());
-  };
-  // The batches staged and not yet run, oldest first: the bucket each was
-  // written for picks the step that runs it. Token positions run, real
-  // and padded, for throughput.
-  std::deque<BatchInfo> pending;
-  int64_t realTokens = 0, paddedTokens = 0;
-  // Positions the current step's loss predicts (-1: every position).
-  int64_t stepPredicted = 0;
-  auto prepareBatch = [&](int64_t step, int64_t k) -> Status {
-    if (step >= options.steps)
-      return Status::success();
-    setLr(step);
-    BatchInfo info;
-    Status prepared = data->fillBatch(*session, batchOf(step, k), info);
-    if (prepared.ok())
-      pending.push_back(info);
-    return prepared.ok() ? session->stageInputs() : prepared;
-  };
-  // Launches the next staged batch: on its bucket's training step, or the
-  // micro-step under accumulation.
-  auto launchNext = [&]() -> Status {
-    if (pending.empty())
-      return Status::failure("internal error: no batch is staged");
-    BatchInfo info = pending.front();
-    pending.pop_front();
-    realTokens += info.realTokens;
-    paddedTokens += info.paddedTokens;
-    stepPredicted = stepPredicted < 0 || info.predicted < 0
-                        ? -1
-                        : stepPredicted + info.predicted;
-    return session->launch(microStep || !info.bucket
-                               ? microStep
-                               : program.trainEntry(*info.bucket));
-  };
-  if (startStep < options.steps) {
-    status = prepareBatch(startStep, 0);
-    if (!status.ok())
-      return fail(status.error);
-  }
   // Between steps a first SIGINT or SIGTERM stops the run after the step
   // (a save under way finishes). In a job of several ranks it ends the
   // process at once: the ranks would not stop at the same step.
   setInterruptsDeferred(!job.parallel());
-  for (int64_t step = startStep + 1; step <= options.steps; ++step) {
-    // Validation after this step uses the staging slots: the next batch
-    // is then prepared after it, not during this step. So is the batch
-    // after an apply step's micro-batches: on the CPU it would overwrite
-    // the learning rate the apply step is about to read.
-    bool evalNow = options.evalEvery && step % options.evalEvery == 0;
-    float loss = 0.0f;
-    stepPredicted = 0;
-    for (int64_t k = 0; k < accumSteps && status.ok(); ++k) {
-      status = launchNext();
-      bool last = k + 1 == accumSteps;
-      if (status.ok() && !last)
-        status = prepareBatch(step - 1, k + 1);
-      else if (status.ok() && !microStep && !evalNow)
-        status = prepareBatch(step, 0);
-      if (status.ok())
-        status = session->finish(loss);
-    }
-    if (status.ok() && microStep) {
-      status = session->launch(); // the update, on the accumulated sums
-      if (status.ok() && !evalNow)
-        status = prepareBatch(step, 0);
-      if (status.ok())
-        status = session->finish(loss);
-    }
-    double evalLoss = NAN;
-    if (status.ok() && evalNow) {
-      status = evaluate(evalLoss);
-      if (status.ok())
-        status = prepareBatch(step, 0);
-    }
+  while (!trainer->done()) {
+    StepResult result;
+    status = trainer->step(result);
     if (!status.ok())
       return fail(status.error);
-    ++ran;
+    int64_t step = result.step, ran = trainer->stepsRun();
     double firstStepAt = NAN;
     if (ran == 1) {
       auto now = std::chrono::steady_clock::now();
@@ -1185,40 +1009,28 @@ int run(int argc, char **argv) {
                     "to set up: executable, memory, initialisation, "
                     "weights)\n",
                     tty ? "\r" : "", firstStepAt, setup);
-      // Profile the steps after the first, whose page faults and cold
-      // caches are start-up's.
-      if (options.profile)
-        session->setProfiling(true);
     }
-    double scale = 0.0;
-    bool skippedNow = false;
     std::string scaleText;
-    if (scaleTensor >= 0) {
-      status = session->readScalar(scaleTensor, scale);
-      if (!status.ok())
-        return fail(status.error);
-      int64_t now = session->stepCount();
-      skippedNow = now == updates;
-      skipped += skippedNow;
-      updates = now;
+    if (result.lossScaled) {
       char text[96];
-      std::snprintf(text, sizeof(text), " | scale %g | skipped %lld", scale,
-                    (long long)skipped);
+      std::snprintf(text, sizeof(text), " | scale %g | skipped %lld",
+                    result.scale, (long long)result.skippedTotal);
       scaleText = text;
     }
-    if (scheduled) {
+    if (trainer->options().schedule) {
       char text[48];
-      std::snprintf(text, sizeof(text), " | lr %.3g", lrOf(step - 1));
+      std::snprintf(text, sizeof(text), " | lr %.3g", result.lr);
       scaleText += text;
     }
-    if (evalNow) {
+    if (result.evaluated) {
       char text[48];
-      std::snprintf(text, sizeof(text), " | eval %.4f", evalLoss);
+      std::snprintf(text, sizeof(text), " | eval %.4f", result.evalLoss);
       scaleText += text;
     }
     // A batch with nothing to predict (no token masked) has no loss: the
     // step computes 0 (and zero gradients), PyTorch NaN; neither is a loss.
-    bool noLoss = stepPredicted == 0;
+    float loss = result.loss;
+    bool noLoss = !result.hasLoss;
     if (noLoss)
       std::fprintf(stderr, "%stgc-run: warning: step %lld: its batch has "
                    "no token to predict (no token was masked), so it has no "
@@ -1233,10 +1045,12 @@ int run(int argc, char **argv) {
     double elapsed = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - begin)
                          .count();
-    double perSecond = elapsed > 0 ? double(ran * accumSteps * data->itemsPerBatch()) /
-                                         elapsed
-                                   : 0.0;
+    double perSecond =
+        elapsed > 0 ? double(ran * accumSteps * data->itemsPerBatch()) / elapsed
+                    : 0.0;
     // Sources of padded examples: every position computed counts.
+    int64_t realTokens = trainer->realTokens();
+    int64_t paddedTokens = trainer->paddedTokens();
     if (paddedTokens > 0)
       perSecond = elapsed > 0 ? double(paddedTokens) / elapsed : 0.0;
     double eta = ran ? elapsed / double(ran) * double(options.steps - step)
@@ -1260,32 +1074,24 @@ int run(int argc, char **argv) {
         row["setup_s"] =
             std::chrono::duration<double>(begin - processStart).count();
       }
-      if (!std::isnan(lrOf(step - 1)))
-        row["lr"] = lrOf(step - 1);
-      if (scaleTensor >= 0) {
-        row["loss_scale"] = scale;
-        row["skipped"] = skippedNow;
+      if (!std::isnan(result.lr))
+        row["lr"] = result.lr;
+      if (result.lossScaled) {
+        row["loss_scale"] = result.scale;
+        row["skipped"] = result.skipped;
       }
-      if (evalNow)
-        row["eval_loss"] = evalLoss;
+      if (result.evaluated)
+        row["eval_loss"] = result.evalLoss;
       writeMetrics(row);
     }
-    // Loss scaling skips the update of a step whose gradients overflow;
-    // a scale that has not found a finite step in kMaxSkippedInARow tries
-    // (2^-32 of where it stood) never will.
-    skippedInARow = skippedNow ? skippedInARow + 1 : 0;
-    if (scaleTensor < 0 && !noLoss && !std::isfinite(loss))
-      return stopDiverged("step " + std::to_string(step) +
-                          " has a non-finite loss (" +
-                          (std::isnan(loss) ? "NaN" : "Inf") +
-                          "): training diverged (a learning rate "
-                          "too high? NaN or Inf in the data?)");
-    if (scaleTensor >= 0 && skippedInARow >= kMaxSkippedInARow)
-      return stopDiverged(
-          "loss scaling skipped the last " + std::to_string(skippedInARow) +
-          " steps in a row (up to step " + std::to_string(step) +
-          "): the gradients are not finite at "
-          "any scale, training diverged");
+    // A run that diverged ends with an error, and saves nothing.
+    if (!result.diverged.empty()) {
+      if (tty)
+        std::printf("\n");
+      if (metrics)
+        std::fclose(metrics);
+      return fail(result.diverged);
+    }
     if (tty) {
       int width = 30;
       int filled = int(double(width) * double(step) / double(options.steps));
@@ -1295,11 +1101,11 @@ int run(int argc, char **argv) {
                   (long long)step, (long long)options.steps, bar.c_str(),
                   lossText, perSecond, data->itemName(),
                   formatDuration(eta).c_str(), scaleText.c_str());
-      if (evalNow && step != options.steps)
+      if (result.evaluated && step != options.steps)
         std::printf("\n"); // keep the line with the validation loss
       std::fflush(stdout);
     } else if (!options.quiet &&
-               (evalNow ||
+               (result.evaluated ||
                 (options.logEvery ? step % options.logEvery == 0
                                   : (step == options.steps || step % 10 == 0 ||
                                      step == startStep + 1)))) {
@@ -1309,24 +1115,27 @@ int run(int argc, char **argv) {
                   scaleText.c_str());
       std::fflush(stdout);
     }
-    if (options.saveEvery && step % options.saveEvery == 0 &&
-        step != options.steps) {
-      status = save(step);
-      if (!status.ok())
-        return fail(status.error);
-    }
+    status = trainer->checkpointIfDue(result);
+    if (!status.ok())
+      return fail(status.error);
     if (int signal = interruptSignal()) {
       if (tty)
         std::printf("\n");
       std::fprintf(stderr, "tgc-run: %s after step %lld of %lld; %s\n",
                    signal == SIGINT ? "interrupted" : "terminated",
                    (long long)step, (long long)options.steps,
-                   savedSoFar().c_str());
+                   trainer->savedSoFar().c_str());
       if (metrics)
         std::fclose(metrics);
       return 128 + signal;
     }
   }
+  const int64_t ran = trainer->stepsRun();
+  const int64_t realTokens = trainer->realTokens();
+  const int64_t paddedTokens = trainer->paddedTokens();
+  const EntryPoint *microStep = trainer->microStep();
+  int32_t scaleTensor = program.findPersistent("amp.loss_scale");
+  int64_t skipped = trainer->skippedSteps();
   // From here a signal abandons what is being saved, leaving the previous
   // file.
   setInterruptsDeferred(false);
@@ -1348,7 +1157,7 @@ int run(int argc, char **argv) {
                   "' (disk full?)");
   }
   if (!options.save.empty()) {
-    status = save(startStep + ran);
+    status = trainer->save(startStep + ran);
     if (!status.ok())
       return fail(status.error);
   }
