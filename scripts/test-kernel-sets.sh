@@ -59,7 +59,7 @@ for set in "${sets[@]}"; do
   esac
   echo "test-kernel-sets: $name ($line)"
   /usr/lib/llvm-22/bin/lit -sv "$build/test" \
-    --filter '(e2e/|cuda-emu/|Unit/runtime-kernels|Unit/cuda-kernels)' \
+    --filter '(e2e/|cuda-emu/|Unit/gtest/.*/tgc-unit-tests/|Unit/gtest-cuda-emu/|Unit/cuda-kernels)' \
     --filter-out "$no_numerics"
   ran+=("$name: OpenBLAS $core, vector math $math")
 done
