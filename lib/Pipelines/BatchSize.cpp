@@ -4,6 +4,7 @@
 
 #include "tgc/Analysis/MemoryPlan.h"
 #include "tgc/Analysis/Report.h"
+#include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Models/Models.h"
 
@@ -142,6 +143,85 @@ FailureOr<BatchChoice> chooseBatch(func::FuncOp model,
     choice.nextMemory = highMemory;
   }
   return choice;
+}
+
+LogicalResult applyBatchRequest(OwningOpRef<ModuleOp> &module, StringRef model,
+                                const BatchRequest &request,
+                                TrainPipelineOptions &options,
+                                int64_t alignment,
+                                std::optional<BatchChoice> &choice,
+                                std::string &error) {
+  bool automatic = request.batch == "auto";
+  if (request.globalBatch > 0 && options.gradAccum != 1) {
+    error = "--global-batch sets the accumulation steps (global batch / "
+            "micro-batch); leave out --grad-accum";
+    return failure();
+  }
+  if (!request.batch.empty() || request.globalBatch > 0) {
+    auto function = module->lookupSymbol<func::FuncOp>(model);
+    auto record =
+        function->getAttrOfType<DictionaryAttr>(tg::TGDialect::kGeneratorAttr);
+    int64_t batch = record ? record.getAs<IntegerAttr>("batch").getInt() : 0;
+    if (automatic) {
+      if (!request.budget) {
+        error = "--batch=auto needs --memory-budget=<size>, the memory the "
+                "plan may take";
+        return failure();
+      }
+      FailureOr<BatchChoice> chosen =
+          chooseBatch(function, options, *request.budget, request.globalBatch,
+                      alignment, error);
+      if (failed(chosen)) {
+        if (error.empty())
+          error = "could not choose a batch size";
+        return failure();
+      }
+      batch = chosen->batch;
+      options.gradAccum = chosen->accumSteps;
+      choice = *chosen;
+    } else if (!request.batch.empty()) {
+      if (StringRef(request.batch).getAsInteger(10, batch) || batch <= 0) {
+        error = "--batch must be a positive integer or 'auto', found '" +
+                request.batch + "'";
+        return failure();
+      }
+    } else if (!record) {
+      error = "--global-batch needs --batch=<micro-batch> (or a model from "
+              "tgc-models, which records its batch)";
+      return failure();
+    }
+    if (request.globalBatch > 0 && !automatic) {
+      if (request.globalBatch % batch != 0) {
+        error = "--global-batch=" + std::to_string(request.globalBatch) +
+                " is not a multiple of the micro-batch " +
+                std::to_string(batch);
+        return failure();
+      }
+      options.gradAccum = request.globalBatch / batch;
+    }
+    OwningOpRef<ModuleOp> rebuilt = rebuildWithBatch(function, batch, error);
+    if (!rebuilt)
+      return failure();
+    module = std::move(rebuilt);
+  }
+  if (request.budget && !automatic) {
+    OwningOpRef<ModuleOp> probe = module->clone();
+    FailureOr<PlannedMemory> memory =
+        planTrainingMemory(*probe, options, options.gradAccum, alignment);
+    if (failed(memory)) {
+      error = "the training pipeline failed";
+      return failure();
+    }
+    if (memory->total() > *request.budget) {
+      error = "the plan takes " + formatBytes(memory->total()) +
+              " (persistent " + formatBytes(memory->persistent) + ", arena " +
+              formatBytes(memory->arena) + "), more than --memory-budget " +
+              formatBytes(*request.budget) +
+              " (--batch=auto finds the largest batch that fits)";
+      return failure();
+    }
+  }
+  return success();
 }
 
 } // namespace tgc

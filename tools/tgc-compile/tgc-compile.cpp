@@ -20,6 +20,7 @@
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Models/Models.h"
 #include "tgc/Pipelines/BatchSize.h"
+#include "tgc/Pipelines/Buckets.h"
 #include "tgc/Pipelines/TrainPipeline.h"
 #include "tgc/Support/Nesting.h"
 #include "tgc/Target/LowerToTGX.h"
@@ -441,166 +442,60 @@ int main(int argc, char **argv) {
                 " (the executable format's limit)");
 
   // Shape buckets: the training step runs at the largest length, so the
-  // model is rebuilt at it first (a batch for a budget is then chosen at
-  // that length); the smaller lengths are compiled after the batch is
-  // known.
+  // model is rebuilt at it first (tgc/Pipelines/Buckets.h).
   int64_t seqLen = 0;
   if (!seqBuckets.empty()) {
-    for (size_t i = 0; i < seqBuckets.size(); ++i)
-      if (seqBuckets[i] <= 0 || (i && seqBuckets[i] <= seqBuckets[i - 1]))
-        return fail("--seq-buckets must be positive sequence lengths in "
-                    "increasing order, found " +
-                    llvm::join(llvm::map_range(seqBuckets,
-                                               [](int64_t l) {
-                                                 return std::to_string(l);
-                                               }),
-                               ","));
     if (emit != "tgx")
       return fail("--seq-buckets compiles an executable (--emit=tgx)");
-    auto modelFunction = module->lookupSymbol<func::FuncOp>(model);
-    auto record = modelFunction->getAttrOfType<DictionaryAttr>(
-        tgc::tg::TGDialect::kGeneratorAttr);
-    int64_t batch = record ? record.getAs<IntegerAttr>("batch").getInt() : 0;
-    seqLen = seqBuckets[seqBuckets.size() - 1];
-    std::string error;
-    OwningOpRef<ModuleOp> largest =
-        tgc::rebuildWithShape(modelFunction, batch, seqLen, error);
-    if (!largest)
-      return fail("--seq-buckets: " + error);
-    module = std::move(largest);
+    seqLen = tgc::rebuildAtLargestBucket(module, model, seqBuckets, error);
+    if (!seqLen)
+      return fail(error);
   }
 
   // The batch: as generated, rebuilt at --batch=N, or chosen for the
   // budget; --global-batch turns the rest into accumulation.
-  std::optional<int64_t> budget;
+  tgc::BatchRequest request;
+  request.batch = batchSize;
   if (!memoryBudget.empty()) {
-    budget = tgc::parseByteSize(memoryBudget);
-    if (!budget)
+    request.budget = tgc::parseByteSize(memoryBudget);
+    if (!request.budget)
       return fail("--memory-budget needs a positive size such as 24GiB, "
                   "512MiB or 1000000 (bytes), found '" + memoryBudget + "'");
   }
   if (globalBatch.getNumOccurrences() && globalBatch <= 0)
     return fail("--global-batch must be positive, found " +
                 Twine(int64_t(globalBatch)));
-  if (globalBatch > 0 && options.gradAccum != 1)
-    return fail("--global-batch sets the accumulation steps (global batch / "
-                "micro-batch); leave out --grad-accum");
-  if (!batchSize.empty() || globalBatch > 0) {
-    auto modelFunction = module->lookupSymbol<func::FuncOp>(model);
-    auto record = modelFunction->getAttrOfType<DictionaryAttr>(
-        tgc::tg::TGDialect::kGeneratorAttr);
-    int64_t batch = record ? record.getAs<IntegerAttr>("batch").getInt() : 0;
-    if (batchSize == "auto") {
-      if (!budget)
-        return fail("--batch=auto needs --memory-budget=<size>, the memory "
-                    "the plan may take");
-      std::string error;
-      FailureOr<tgc::BatchChoice> choice = tgc::chooseBatch(
-          modelFunction, options, *budget, globalBatch, alignment, error);
-      if (failed(choice))
-        return fail(error.empty() ? "could not choose a batch size" : error);
-      batch = choice->batch;
-      options.gradAccum = choice->accumSteps;
-      llvm::errs() << "tgc-compile: --batch=auto: micro-batch " << batch;
-      if (choice->accumSteps > 1)
-        llvm::errs() << " x " << choice->accumSteps
-                     << " accumulation steps (global batch "
-                     << batch * choice->accumSteps << ")";
-      llvm::errs() << " plans " << tgc::formatBytes(choice->memory.total())
-                   << " (persistent "
-                   << tgc::formatBytes(choice->memory.persistent)
-                   << ", arena " << tgc::formatBytes(choice->memory.arena)
-                   << ", " << choice->memory.total() << " bytes) of the "
-                   << tgc::formatBytes(*budget) << " budget";
-      if (choice->nextBatch)
-        llvm::errs() << "; batch " << *choice->nextBatch << " would plan "
-                     << tgc::formatBytes(choice->nextMemory.total()) << " ("
-                     << choice->nextMemory.total() << " bytes)";
-      llvm::errs() << "\n";
-    } else if (!batchSize.empty()) {
-      if (StringRef(batchSize).getAsInteger(10, batch) || batch <= 0)
-        return fail("--batch must be a positive integer or 'auto', found '" +
-                    batchSize + "'");
-    } else if (!record) {
-      return fail("--global-batch needs --batch=<micro-batch> (or a model "
-                  "from tgc-models, which records its batch)");
-    }
-    if (globalBatch > 0 && batchSize != "auto") {
-      if (globalBatch % batch != 0)
-        return fail("--global-batch=" + Twine(int64_t(globalBatch)) +
-                    " is not a multiple of the micro-batch " + Twine(batch));
-      options.gradAccum = globalBatch / batch;
-    }
-    std::string error;
-    OwningOpRef<ModuleOp> rebuilt =
-        tgc::rebuildWithBatch(modelFunction, batch, error);
-    if (!rebuilt)
-      return fail(error);
-    module = std::move(rebuilt);
-  }
-  if (budget && batchSize != "auto") {
-    OwningOpRef<ModuleOp> probe = module->clone();
-    FailureOr<tgc::PlannedMemory> memory = tgc::planTrainingMemory(
-        *probe, options, options.gradAccum, alignment);
-    if (failed(memory))
-      return fail("the training pipeline failed");
-    if (memory->total() > *budget)
-      return fail("the plan takes " + tgc::formatBytes(memory->total()) +
-                  " (persistent " + tgc::formatBytes(memory->persistent) +
-                  ", arena " + tgc::formatBytes(memory->arena) +
-                  "), more than --memory-budget " + tgc::formatBytes(*budget) +
-                  " (--batch=auto finds the largest batch that fits)");
+  request.globalBatch = globalBatch;
+  std::optional<tgc::BatchChoice> choice;
+  if (failed(tgc::applyBatchRequest(module, model, request, options,
+                                    alignment, choice, error)))
+    return fail(error);
+  if (choice) {
+    llvm::errs() << "tgc-compile: --batch=auto: micro-batch " << choice->batch;
+    if (choice->accumSteps > 1)
+      llvm::errs() << " x " << choice->accumSteps
+                   << " accumulation steps (global batch "
+                   << choice->batch * choice->accumSteps << ")";
+    llvm::errs() << " plans " << tgc::formatBytes(choice->memory.total())
+                 << " (persistent "
+                 << tgc::formatBytes(choice->memory.persistent) << ", arena "
+                 << tgc::formatBytes(choice->memory.arena) << ", "
+                 << choice->memory.total() << " bytes) of the "
+                 << tgc::formatBytes(*request.budget) << " budget";
+    if (choice->nextBatch)
+      llvm::errs() << "; batch " << *choice->nextBatch << " would plan "
+                   << tgc::formatBytes(choice->nextMemory.total()) << " ("
+                   << choice->nextMemory.total() << " bytes)";
+    llvm::errs() << "\n";
   }
 
-  // The smaller shape buckets, each compiled alone at the final batch;
-  // they share every persistent tensor with the training step by name.
-  // The smaller buckets' steps, each in a module of its own (kept alive
-  // until the executable is written).
-  std::vector<tgc::TGXBucket> buckets;
-  std::vector<OwningOpRef<ModuleOp>> bucketModules;
-  if (!seqBuckets.empty()) {
-    if (options.gradAccum != 1)
-      return fail("--seq-buckets with gradient accumulation is not "
-                  "supported yet (each micro-batch would need its bucket)");
-    auto modelFunction = module->lookupSymbol<func::FuncOp>(model);
-    int64_t batch = modelFunction
-                        ->getAttrOfType<DictionaryAttr>(
-                            tgc::tg::TGDialect::kGeneratorAttr)
-                        .getAs<IntegerAttr>("batch")
-                        .getInt();
-    for (int64_t length : seqBuckets) {
-      if (length == seqLen)
-        break;
-      std::string error;
-      OwningOpRef<ModuleOp> rebuilt =
-          tgc::rebuildWithShape(modelFunction, batch, length, error);
-      if (!rebuilt)
-        return fail("--seq-buckets: " + error);
-      PassManager bucketPm(&context);
-      tgc::buildTrainPipeline(bucketPm, options);
-      if (failed(bucketPm.run(*rebuilt)))
-        return fail("the training pipeline failed at sequence length " +
-                    Twine(length));
-      tgc::TGXBucket bucket;
-      bucket.seqLen = length;
-      bucket.train = rebuilt->lookupSymbol<func::FuncOp>(model + "_train_step");
-      bucket.eval = rebuilt->lookupSymbol<func::FuncOp>(model);
-      if (!bucket.train || !bucket.eval)
-        return fail("the pipeline produced no training or evaluation step at "
-                    "sequence length " + Twine(length));
-      FailureOr<tgc::MemoryPlan> trainPlan =
-          tgc::computeMemoryPlan(bucket.train, alignment);
-      FailureOr<tgc::MemoryPlan> evalPlan =
-          tgc::computeMemoryPlan(bucket.eval, alignment);
-      if (failed(trainPlan) || failed(evalPlan))
-        return fail("planning memory failed at sequence length " +
-                    Twine(length));
-      bucket.trainPlan = std::move(*trainPlan);
-      bucket.evalPlan = std::move(*evalPlan);
-      bucketModules.push_back(std::move(rebuilt));
-      buckets.push_back(std::move(bucket));
-    }
-  }
+  // The smaller shape buckets, each compiled alone at the final batch.
+  tgc::BucketSteps bucketSteps;
+  if (!seqBuckets.empty() &&
+      failed(tgc::compileSmallerBuckets(*module, model, seqBuckets, options,
+                                        alignment, bucketSteps, error)))
+    return fail(error);
+  std::vector<tgc::TGXBucket> &buckets = bucketSteps.buckets;
 
   PassManager pm(&context);
   tgc::buildTrainPipeline(pm, options);

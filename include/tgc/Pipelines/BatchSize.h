@@ -15,6 +15,8 @@
 #include "tgc/Pipelines/TrainPipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 
 #include <optional>
 #include <string>
@@ -57,6 +59,29 @@ mlir::FailureOr<BatchChoice> chooseBatch(mlir::func::FuncOp model,
                                          const TrainPipelineOptions &options,
                                          int64_t budget, int64_t globalBatch,
                                          int64_t alignment, std::string &error);
+
+/// What a user asks of the batch (tgc-compile's --batch, --memory-budget
+/// and --global-batch).
+struct BatchRequest {
+  /// Empty (the generated batch), "auto" (the largest that fits `budget`)
+  /// or a positive integer.
+  std::string batch;
+  std::optional<int64_t> budget;
+  /// A global batch turned into accumulation over micro-batches (0: none).
+  int64_t globalBatch = 0;
+};
+
+/// Applies `request` to `model` of `module`: rebuilds the model at the
+/// batch asked or chosen (`choice` says what `auto` chose), sets
+/// options.gradAccum for a global batch, and checks a fixed batch's plan
+/// against the budget. Fails with `error` set.
+mlir::LogicalResult applyBatchRequest(mlir::OwningOpRef<mlir::ModuleOp> &module,
+                                      llvm::StringRef model,
+                                      const BatchRequest &request,
+                                      TrainPipelineOptions &options,
+                                      int64_t alignment,
+                                      std::optional<BatchChoice> &choice,
+                                      std::string &error);
 
 /// The largest batch size chooseBatch tries.
 constexpr int64_t kMaxAutoBatch = int64_t(1) << 20;
