@@ -11,6 +11,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "Summary.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/GlobPattern.h"
@@ -166,11 +168,15 @@ struct FreezePass : tgc::tg::impl::TGFreezeBase<FreezePass> {
       return emitError(model.getLoc(), "tg-freeze: every parameter of @")
              << model.getSymName()
              << " is frozen; nothing would be trained";
-    if (printSummary)
-      llvm::errs() << "tg-freeze: @" << model.getSymName() << ": "
-                   << frozenParams << " of " << params
-                   << " parameters frozen (" << frozenElements << " of "
-                   << elements << " elements)\n";
+    tg::reportSummary(model.getLoc(), "tg-freeze", model.getSymName(),
+                  "@" + model.getSymName().str() + ": " +
+                      std::to_string(frozenParams) + " of " +
+                      std::to_string(params) + " parameters frozen (" +
+                      std::to_string(frozenElements) + " of " +
+                      std::to_string(elements) + " elements)",
+                  {{"frozen_params", frozenParams},
+                   {"frozen_elements", frozenElements}},
+                  printSummary);
     return success();
   }
 };

@@ -12,6 +12,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "Summary.h"
+
 #include "OptionErrors.h"
 
 #include "TrainStep.h"
@@ -335,15 +337,19 @@ struct QuantizeOptimizerStatePass
       Rewriter rewriter(step, config);
       if (failed(rewriter.run()))
         return failure();
-      if (config.print)
-        llvm::errs() << "tg-quantize-optimizer-state: @" << step.getSymName()
-                     << ": " << rewriter.quantized
-                     << " updates with 8-bit state (block "
-                     << config.blockSize << "), " << rewriter.kept
-                     << " kept in f32 (< " << config.minSize
-                     << " elements); their state "
-                     << rewriter.bytesBefore << " -> " << rewriter.bytesAfter
-                     << " bytes\n";
+      std::string line;
+      llvm::raw_string_ostream os(line);
+      os << "@" << step.getSymName() << ": " << rewriter.quantized
+         << " updates with 8-bit state (block " << config.blockSize << "), "
+         << rewriter.kept << " kept in f32 (< " << config.minSize
+         << " elements); their state " << rewriter.bytesBefore << " -> "
+         << rewriter.bytesAfter << " bytes";
+      reportSummary(step.getLoc(), "tg-quantize-optimizer-state",
+                    step.getSymName(), line,
+                    {{"quantized_updates", int64_t(rewriter.quantized)},
+                     {"state_bytes_before", int64_t(rewriter.bytesBefore)},
+                     {"state_bytes_after", int64_t(rewriter.bytesAfter)}},
+                    config.print);
       return success();
     };
     if (failed(forEachTrainStep(getOperation(), "tg-quantize-optimizer-state",

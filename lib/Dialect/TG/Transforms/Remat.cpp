@@ -17,6 +17,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "Summary.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
@@ -183,27 +185,32 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
                                   "rewritten step peaks at ")
              << planned << " bytes, the analysis predicted " << predicted;
 
-    numRecomputedOps += schedule.recomputedNodes;
-    numAddedFlops += schedule.addedFlops;
-    if (printSummary && kind != "none") {
+    if (kind != "none") {
       int64_t flops = 0;
       for (const BufferGraph::Node &node : step.graph.nodes)
         flops += node.flops;
       double ms = std::chrono::duration<double, std::milli>(
                       std::chrono::steady_clock::now() - start)
                       .count();
-      llvm::errs() << "tg-remat: @" << function.getSymName() << " policy "
-                   << policy << ": " << schedule.recomputedNodes
-                   << " ops recomputed, added FLOPs " << schedule.addedFlops << " ("
-                   << llvm::format("%.2f", flops ? 100.0 *
-                                       double(schedule.addedFlops) /
-                                       double(flops) : 0.0)
-                   << "% of " << flops << "), peak live " << before << " -> "
-                   << planned << " bytes (persistent " << persistent
-                   << "), " << llvm::format("%.1f", ms) << " ms";
+      std::string line;
+      llvm::raw_string_ostream os(line);
+      os << "@" << function.getSymName() << " policy " << policy << ": "
+         << schedule.recomputedNodes << " ops recomputed, added FLOPs "
+         << schedule.addedFlops << " ("
+         << llvm::format("%.2f", flops ? 100.0 * double(schedule.addedFlops) /
+                                             double(flops)
+                                       : 0.0)
+         << "% of " << flops << "), peak live " << before << " -> " << planned
+         << " bytes (persistent " << persistent << "), "
+         << llvm::format("%.1f", ms) << " ms";
       if (kind == "budget")
-        llvm::errs() << " (" << evaluations << " schedules evaluated)";
-      llvm::errs() << "\n";
+        os << " (" << evaluations << " schedules evaluated)";
+      tg::reportSummary(function.getLoc(), "tg-remat", function.getSymName(), line,
+                    {{"recomputed_ops", int64_t(schedule.recomputedNodes)},
+                     {"added_flops", int64_t(schedule.addedFlops)},
+                     {"peak_before", int64_t(before)},
+                     {"peak_after", int64_t(planned)}},
+                    printSummary);
     }
     return success();
   }

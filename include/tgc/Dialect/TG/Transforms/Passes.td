@@ -392,12 +392,6 @@ def TGRemat : Pass<"tg-remat", "mlir::ModuleOp"> {
     Option<"reorder", "reorder", "bool", /*default=*/"true",
            "Let the budget solver sink backward ops (false: recompute only)">,
   ];
-  let statistics = [
-    Statistic<"numRecomputedOps", "recomputed-ops",
-              "Ops inserted to recompute forward values">,
-    Statistic<"numAddedFlops", "added-flops",
-              "FLOPs added by recomputation">,
-  ];
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
