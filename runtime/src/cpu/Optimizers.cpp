@@ -221,14 +221,13 @@ struct QuantizedState {
 
   QuantCodebook codebook;
 
-  QuantizedState(const TensorRef &codes, const TensorRef &absmax,
-                 const TensorRef &map, TensorRef &newCodes,
-                 TensorRef &newAbsmax, bool isSigned)
-      : codes(static_cast<const uint8_t *>(codes.data)),
-        absmax(static_cast<const float *>(absmax.data)),
-        map(static_cast<const float *>(map.data)),
-        newCodes(static_cast<uint8_t *>(newCodes.data)),
-        newAbsmax(static_cast<float *>(newAbsmax.data)), isSigned(isSigned) {
+  QuantizedState(const QuantizedStateRefs &state, bool isSigned)
+      : codes(static_cast<const uint8_t *>(state.codes.data)),
+        absmax(static_cast<const float *>(state.absmax.data)),
+        map(static_cast<const float *>(state.map.data)),
+        newCodes(static_cast<uint8_t *>(state.newCodes.data)),
+        newAbsmax(static_cast<float *>(state.newAbsmax.data)),
+        isSigned(isSigned) {
     codebook.build(this->map);
   }
 
@@ -238,22 +237,20 @@ struct QuantizedState {
 };
 
 /// Checks the codes and absmax of one state tensor and its map.
-Status checkQuantized(const TensorRef &param, const TensorRef &codes,
-                      const TensorRef &absmax, const TensorRef &map,
-                      const TensorRef &newCodes, const TensorRef &newAbsmax,
+Status checkQuantized(const TensorRef &param, const QuantizedStateRefs &state,
                       int64_t blockSize, const char *what) {
   TGC_RETURN_IF_ERROR(checkQuantBlockSize(blockSize));
   int64_t blocks = (param.numElements() + blockSize - 1) / blockSize;
-  for (const TensorRef *t : {&codes, &newCodes}) {
+  for (const TensorRef *t : {&state.codes, &state.newCodes}) {
     TGC_RETURN_IF_ERROR(expectDType(*t, DType::U8, what));
     TGC_RETURN_IF_ERROR(expectShape(*t, param.shape, what));
   }
-  for (const TensorRef *t : {&absmax, &newAbsmax}) {
+  for (const TensorRef *t : {&state.absmax, &state.newAbsmax}) {
     TGC_RETURN_IF_ERROR(expectDType(*t, DType::F32, "absmax"));
     TGC_RETURN_IF_ERROR(expectShape(*t, {blocks}, "absmax"));
   }
-  TGC_RETURN_IF_ERROR(expectDType(map, DType::F32, "map"));
-  return expectShape(map, {256}, "map");
+  TGC_RETURN_IF_ERROR(expectDType(state.map, DType::F32, "map"));
+  return expectShape(state.map, {256}, "map");
 }
 
 /// Quantizes the updated values of one block (`values`, `count` of them)
@@ -340,33 +337,20 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
                        const QuantizedStateRefs &v8,
                        const AdamWOptions &options, int64_t blockSize,
                        TensorRef &newParam) {
-  const TensorRef &expAvg = m8.codes, &expAvgAbsmax = m8.absmax;
-  const TensorRef &expAvgSq = v8.codes, &expAvgSqAbsmax = v8.absmax;
-  const TensorRef &mapSigned = m8.map, &mapUnsigned = v8.map;
-  TensorRef newExpAvg = m8.newCodes, newExpAvgAbsmax = m8.newAbsmax;
-  TensorRef newExpAvgSq = v8.newCodes, newExpAvgSqAbsmax = v8.newAbsmax;
-  double beta1 = options.beta1, beta2 = options.beta2, eps = options.eps,
-         weightDecay = options.weightDecay;
   TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
   TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
   TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
   TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(checkQuantized(param, expAvg, expAvgAbsmax, mapSigned,
-                                     newExpAvg, newExpAvgAbsmax, blockSize,
-                                     "exp_avg"));
-  TGC_RETURN_IF_ERROR(checkQuantized(param, expAvgSq, expAvgSqAbsmax,
-                                     mapUnsigned, newExpAvgSq,
-                                     newExpAvgSqAbsmax, blockSize,
-                                     "exp_avg_sq"));
+  TGC_RETURN_IF_ERROR(checkQuantized(param, m8, blockSize, "exp_avg"));
+  TGC_RETURN_IF_ERROR(checkQuantized(param, v8, blockSize, "exp_avg_sq"));
   float lrValue;
   int64_t t;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
 
-  AdamWStep update(lrValue, t, beta1, beta2, eps, weightDecay);
-  QuantizedState m(expAvg, expAvgAbsmax, mapSigned, newExpAvg,
-                   newExpAvgAbsmax, /*isSigned=*/true);
-  QuantizedState v(expAvgSq, expAvgSqAbsmax, mapUnsigned, newExpAvgSq,
-                   newExpAvgSqAbsmax, /*isSigned=*/false);
+  AdamWStep update(lrValue, t, options.beta1, options.beta2, options.eps,
+                   options.weightDecay);
+  QuantizedState m(m8, /*isSigned=*/true);
+  QuantizedState v(v8, /*isSigned=*/false);
   int64_t count = param.numElements();
   F32Operand p(param), g(grad);
   F32Result newP(newParam);
@@ -400,29 +384,20 @@ Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
                      const TensorRef &step, const QuantizedStateRefs &buffer,
                      const SGDOptions &options, int64_t blockSize,
                      TensorRef &newParam) {
-  const TensorRef &momentumBuffer = buffer.codes,
-                  &momentumAbsmax = buffer.absmax, &map = buffer.map;
-  TensorRef newMomentumBuffer = buffer.newCodes,
-            newMomentumAbsmax = buffer.newAbsmax;
-  double momentum = options.momentum, dampening = options.dampening,
-         weightDecay = options.weightDecay;
-  bool nesterov = options.nesterov;
   TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
   TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
   TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
   TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(checkQuantized(param, momentumBuffer, momentumAbsmax,
-                                     map, newMomentumBuffer,
-                                     newMomentumAbsmax, blockSize,
-                                     "momentum_buffer"));
+  TGC_RETURN_IF_ERROR(
+      checkQuantized(param, buffer, blockSize, "momentum_buffer"));
   float lrValue;
   int64_t stepValue;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, stepValue));
 
-  SgdMomentumStep update(lrValue, stepValue, momentum, dampening,
-                        weightDecay, nesterov);
-  QuantizedState buf(momentumBuffer, momentumAbsmax, map, newMomentumBuffer,
-                     newMomentumAbsmax, /*isSigned=*/true);
+  SgdMomentumStep update(lrValue, stepValue, options.momentum,
+                         options.dampening, options.weightDecay,
+                         options.nesterov);
+  QuantizedState buf(buffer, /*isSigned=*/true);
   int64_t count = param.numElements();
   F32Operand p(param), g(grad);
   F32Result newP(newParam);

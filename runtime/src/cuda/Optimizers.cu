@@ -380,34 +380,28 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
                        const cpu::QuantizedStateRefs &v8,
                        const cpu::AdamWOptions &options, int64_t blockSize,
                        TensorRef &newParam) {
-  const TensorRef &expAvg = m8.codes, &expAvgAbsmax = m8.absmax;
-  const TensorRef &expAvgSq = v8.codes, &expAvgSqAbsmax = v8.absmax;
-  const TensorRef &mapSigned = m8.map, &mapUnsigned = v8.map;
-  TensorRef newExpAvg = m8.newCodes, newExpAvgAbsmax = m8.newAbsmax;
-  TensorRef newExpAvgSq = v8.newCodes, newExpAvgSqAbsmax = v8.newAbsmax;
-  double beta1 = options.beta1, beta2 = options.beta2, eps = options.eps,
-         weightDecay = options.weightDecay;
   if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
     return status;
-  AdamWParams hp = adamwParams(beta1, beta2, eps, weightDecay);
+  AdamWParams hp = adamwParams(options.beta1, options.beta2, options.eps,
+                               options.weightDecay);
   int64_t n = param.numElements();
   int64_t blocks = (n + blockSize - 1) / blockSize;
   // At least one block: the kernel still checks the step when n is 0.
   adamw8bitKernel<<<unsigned(blocks > 0 ? blocks : 1), quantThreads(blockSize),
                     0, streamOf(ctx)>>>(
       param.data, param.dtype, grad.data, grad.dtype,
-      static_cast<const uint8_t *>(expAvg.data),
-      static_cast<const float *>(expAvgAbsmax.data),
-      static_cast<const uint8_t *>(expAvgSq.data),
-      static_cast<const float *>(expAvgSqAbsmax.data),
-      static_cast<const float *>(mapSigned.data),
-      static_cast<const float *>(mapUnsigned.data),
+      static_cast<const uint8_t *>(m8.codes.data),
+      static_cast<const float *>(m8.absmax.data),
+      static_cast<const uint8_t *>(v8.codes.data),
+      static_cast<const float *>(v8.absmax.data),
+      static_cast<const float *>(m8.map.data),
+      static_cast<const float *>(v8.map.data),
       static_cast<const float *>(lr.data),
       static_cast<const int64_t *>(step.data), hp, blockSize, newParam.data,
-      static_cast<uint8_t *>(newExpAvg.data),
-      static_cast<float *>(newExpAvgAbsmax.data),
-      static_cast<uint8_t *>(newExpAvgSq.data),
-      static_cast<float *>(newExpAvgSqAbsmax.data), n, ctx.deviceError, ctx.apply);
+      static_cast<uint8_t *>(m8.newCodes.data),
+      static_cast<float *>(m8.newAbsmax.data),
+      static_cast<uint8_t *>(v8.newCodes.data),
+      static_cast<float *>(v8.newAbsmax.data), n, ctx.deviceError, ctx.apply);
   TGC_CUDA_LAUNCH("adamw_8bit_update");
   return Status::success();
 }
@@ -459,28 +453,22 @@ Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
                      const TensorRef &step, const cpu::QuantizedStateRefs &buffer,
                      const cpu::SGDOptions &options, int64_t blockSize,
                      TensorRef &newParam) {
-  const TensorRef &momentumBuffer = buffer.codes,
-                  &momentumAbsmax = buffer.absmax, &map = buffer.map;
-  TensorRef newMomentumBuffer = buffer.newCodes,
-            newMomentumAbsmax = buffer.newAbsmax;
-  double momentum = options.momentum, dampening = options.dampening,
-         weightDecay = options.weightDecay;
-  bool nesterov = options.nesterov;
   if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
     return status;
-  SgdParams hp = sgdParams(momentum, dampening, weightDecay, nesterov);
+  SgdParams hp = sgdParams(options.momentum, options.dampening,
+                           options.weightDecay, options.nesterov);
   int64_t n = param.numElements();
   int64_t blocks = (n + blockSize - 1) / blockSize;
   sgd8bitKernel<<<unsigned(blocks > 0 ? blocks : 1), quantThreads(blockSize),
                   0, streamOf(ctx)>>>(
       param.data, param.dtype, grad.data, grad.dtype,
-      static_cast<const uint8_t *>(momentumBuffer.data),
-      static_cast<const float *>(momentumAbsmax.data),
-      static_cast<const float *>(map.data),
+      static_cast<const uint8_t *>(buffer.codes.data),
+      static_cast<const float *>(buffer.absmax.data),
+      static_cast<const float *>(buffer.map.data),
       static_cast<const float *>(lr.data),
       static_cast<const int64_t *>(step.data), hp, blockSize, newParam.data,
-      static_cast<uint8_t *>(newMomentumBuffer.data),
-      static_cast<float *>(newMomentumAbsmax.data), n, ctx.deviceError, ctx.apply);
+      static_cast<uint8_t *>(buffer.newCodes.data),
+      static_cast<float *>(buffer.newAbsmax.data), n, ctx.deviceError, ctx.apply);
   TGC_CUDA_LAUNCH("sgd_8bit_update");
   return Status::success();
 }
