@@ -255,9 +255,10 @@ int main(int argc, char **argv) {
     return fail("bad training pipeline option" +
                 (message.empty() ? Twine(" (see above)") : ": " + message));
   }
-  if (options.weightDecay.hasValue() && !(options.weightDecay >= 0.0))
-    return fail("--weight-decay must be non-negative, found " +
-                std::to_string(double(options.weightDecay)));
+  if (std::string bad = tgc::tg::checkWeightDecay(
+          options.weightDecay, options.weightDecay.hasValue());
+      !bad.empty())
+    return fail("--" + bad);
   if (options.gradAccum < 1)
     return fail("--grad-accum must be at least 1 (micro-batches per "
                 "optimizer step; 1 is no accumulation), found " +

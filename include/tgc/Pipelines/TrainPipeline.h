@@ -8,11 +8,19 @@
 #ifndef TGC_PIPELINES_TRAINPIPELINE_H
 #define TGC_PIPELINES_TRAINPIPELINE_H
 
+#include "tgc/Dialect/TG/Transforms/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace tgc {
 
+/// The pipeline's options, as tgc-compile's flags and tgc-opt's
+/// --tgc-train-pipeline name them. An option forwarded to a pass takes its
+/// default from the pass's options (Passes.td, through the generated
+/// tg::TG<Pass>Options), so a default is written once; an option whose
+/// "none" means the pass is left out (amp, frozen-dtype, optimizer-state,
+/// loss-scale, data-parallel, grad-accum 1) is the pipeline's own.
 struct TrainPipelineOptions
     : public mlir::PassPipelineOptions<TrainPipelineOptions> {
   ListOption<std::string> freeze{
@@ -27,10 +35,10 @@ struct TrainPipelineOptions
       llvm::cl::desc("Modules to add LoRA adapters to; with them, only the "
                      "adapters (and train-only) train (tg-lora)")};
   Option<int64_t> loraRank{*this, "lora-rank", llvm::cl::desc("LoRA rank"),
-                           llvm::cl::init(8)};
+                           llvm::cl::init(tg::TGLoraOptions().rank)};
   Option<double> loraAlpha{*this, "lora-alpha",
                            llvm::cl::desc("LoRA alpha (scale alpha / rank)"),
-                           llvm::cl::init(8.0)};
+                           llvm::cl::init(tg::TGLoraOptions().alpha)};
   Option<std::string> frozenDtype{
       *this, "frozen-dtype",
       llvm::cl::desc("Store frozen f32 parameters in 16 bits: none, bf16 or "
@@ -39,43 +47,43 @@ struct TrainPipelineOptions
   Option<std::string> optimizer{
       *this, "optimizer",
       llvm::cl::desc("Optimizer: adamw, sgd or adafactor"),
-      llvm::cl::init("adamw")};
+      llvm::cl::init(tg::TGOptimizerOptions().optimizer)};
   Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
-                    llvm::cl::init(1e-3)};
+                    llvm::cl::init(tg::TGOptimizerOptions().lr)};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
-                       llvm::cl::init(0.9)};
+                       llvm::cl::init(tg::TGOptimizerOptions().beta1)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
-                       llvm::cl::init(0.999)};
+                       llvm::cl::init(tg::TGOptimizerOptions().beta2)};
   Option<double> eps{*this, "eps", llvm::cl::desc("AdamW epsilon"),
-                     llvm::cl::init(1e-8)};
+                     llvm::cl::init(tg::TGOptimizerOptions().eps)};
   Option<double> weightDecay{
       *this, "weight-decay",
       llvm::cl::desc("Weight decay (default: 0.01 for adamw, 0 for sgd)"),
-      llvm::cl::init(-1.0)};
+      llvm::cl::init(tg::TGOptimizerOptions().weightDecay)};
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
-                          llvm::cl::init(0.0)};
+                          llvm::cl::init(tg::TGOptimizerOptions().momentum)};
   Option<double> dampening{*this, "dampening",
                            llvm::cl::desc("SGD dampening"),
-                           llvm::cl::init(0.0)};
+                           llvm::cl::init(tg::TGOptimizerOptions().dampening)};
   Option<bool> nesterov{*this, "nesterov", llvm::cl::desc("SGD Nesterov"),
-                        llvm::cl::init(false)};
+                        llvm::cl::init(tg::TGOptimizerOptions().nesterov)};
   Option<double> decayRate{*this, "decay-rate",
                            llvm::cl::desc("Adafactor decay exponent"),
-                           llvm::cl::init(-0.8)};
+                           llvm::cl::init(tg::TGOptimizerOptions().decayRate)};
   Option<double> clipThreshold{*this, "clip-threshold",
                                llvm::cl::desc("Adafactor update RMS limit"),
-                               llvm::cl::init(1.0)};
+                               llvm::cl::init(tg::TGOptimizerOptions().clipThreshold)};
   Option<bool> relativeStep{
       *this, "relative-step",
       llvm::cl::desc("Adafactor step min(1e-2, 1/sqrt(t)) instead of lr"),
-      llvm::cl::init(true)};
+      llvm::cl::init(tg::TGOptimizerOptions().relativeStep)};
   Option<bool> scaleParameter{
       *this, "scale-parameter",
       llvm::cl::desc("Adafactor: scale the step by the parameter's RMS"),
-      llvm::cl::init(true)};
+      llvm::cl::init(tg::TGOptimizerOptions().scaleParameter)};
   Option<bool> warmupInit{*this, "warmup-init",
                           llvm::cl::desc("Adafactor warm-up relative step"),
-                          llvm::cl::init(false)};
+                          llvm::cl::init(tg::TGOptimizerOptions().warmupInit)};
   Option<std::string> optimizerState{
       *this, "optimizer-state",
       llvm::cl::desc("Optimizer state format: f32 (none) or 8bit "
@@ -84,11 +92,11 @@ struct TrainPipelineOptions
   Option<int64_t> stateBlockSize{
       *this, "state-block-size",
       llvm::cl::desc("Elements per absmax block of 8-bit state"),
-      llvm::cl::init(256)};
+      llvm::cl::init(tg::TGQuantizeOptimizerStateOptions().blockSize)};
   Option<int64_t> stateMinSize{
       *this, "state-min-size",
       llvm::cl::desc("Parameters with fewer elements keep f32 state"),
-      llvm::cl::init(4096)};
+      llvm::cl::init(tg::TGQuantizeOptimizerStateOptions().minSize)};
   Option<std::string> amp{
       *this, "amp",
       llvm::cl::desc("Mixed precision: none, bf16 or f16 (tg-amp)"),
@@ -105,17 +113,17 @@ struct TrainPipelineOptions
       llvm::cl::init("auto")};
   Option<double> initScale{*this, "init-scale",
                            llvm::cl::desc("Initial dynamic loss scale"),
-                           llvm::cl::init(65536.0)};
+                           llvm::cl::init(tg::TGLossScaleOptions().initScale)};
   Option<double> growthFactor{*this, "growth-factor",
                               llvm::cl::desc("Loss-scale growth factor"),
-                              llvm::cl::init(2.0)};
+                              llvm::cl::init(tg::TGLossScaleOptions().growthFactor)};
   Option<double> backoffFactor{*this, "backoff-factor",
                                llvm::cl::desc("Loss-scale backoff factor"),
-                               llvm::cl::init(0.5)};
+                               llvm::cl::init(tg::TGLossScaleOptions().backoffFactor)};
   Option<int64_t> growthInterval{
       *this, "growth-interval",
       llvm::cl::desc("Finite steps before the loss scale grows"),
-      llvm::cl::init(2000)};
+      llvm::cl::init(tg::TGLossScaleOptions().growthInterval)};
   Option<std::string> remat{
       *this, "remat",
       llvm::cl::desc("Rematerialization: none, selective, blocks or "
@@ -124,7 +132,7 @@ struct TrainPipelineOptions
   Option<double> clipGradNorm{
       *this, "clip-grad-norm",
       llvm::cl::desc("Clip the gradients' global 2-norm (0: off)"),
-      llvm::cl::init(0.0)};
+      llvm::cl::init(tg::TGOptimizerOptions().clipGradNorm)};
   Option<int64_t> gradAccum{
       *this, "grad-accum",
       llvm::cl::desc("Micro-batches per optimizer step, gradients "
@@ -145,7 +153,7 @@ struct TrainPipelineOptions
   Option<double> bucketMB{
       *this, "bucket-mb",
       llvm::cl::desc("Largest bucket of gradients per collective, in MiB"),
-      llvm::cl::init(25.0)};
+      llvm::cl::init(tg::TGDataParallelOptions().bucketMB)};
 };
 
 /// Appends the passes that turn a module holding a tg.model into one holding

@@ -244,9 +244,9 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
     if (failed(TGOptimizerBase::initializeOptions(options, errorHandler)))
       return failure();
-    if (weightDecay.hasValue() && !(weightDecay >= 0.0))
-      return errorHandler("tg-optimizer: weight-decay must be non-negative, "
-                          "found " + std::to_string(double(weightDecay)));
+    std::string bad = checkWeightDecay(weightDecay, weightDecay.hasValue());
+    if (!bad.empty())
+      return errorHandler("tg-optimizer: " + bad);
     return success();
   }
 
@@ -282,8 +282,7 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
     config.beta1 = beta1;
     config.beta2 = beta2;
     config.eps = eps;
-    config.weightDecay = weightDecay < 0.0 ? (adamw ? 0.01 : 0.0)
-                                           : double(weightDecay);
+    config.weightDecay = resolveWeightDecay(weightDecay, adamw);
     config.momentum = momentum;
     config.dampening = dampening;
     config.nesterov = nesterov;
@@ -291,10 +290,8 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
     if (!(lr >= 0.0) || !std::isfinite(double(lr)))
       return error() << "lr must be a finite non-negative number, found "
                      << lr;
-    if ((weightDecay < 0.0 && weightDecay != -1.0) ||
-        !std::isfinite(double(weightDecay)))
-      return error() << "weight-decay must be non-negative, found "
-                     << weightDecay;
+    if (std::string bad = checkWeightDecay(weightDecay, false); !bad.empty())
+      return error() << bad;
     if (!(clipGradNorm >= 0.0) || !std::isfinite(double(clipGradNorm)))
       return error() << "clip-grad-norm must be non-negative (0 disables it), "
                         "found "
@@ -338,3 +335,14 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
 };
 
 } // namespace
+
+std::string tgc::tg::checkWeightDecay(double value, bool given) {
+  constexpr double kDefault = -1.0; // TGOptimizerOptions().weightDecay
+  if (std::isfinite(value) && (value >= 0.0 || (!given && value == kDefault)))
+    return "";
+  return "weight-decay must be non-negative, found " + std::to_string(value);
+}
+
+double tgc::tg::resolveWeightDecay(double value, bool adamw) {
+  return value < 0.0 ? (adamw ? 0.01 : 0.0) : value;
+}
