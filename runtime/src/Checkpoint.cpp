@@ -638,4 +638,74 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
   return session.pushPersistent();
 }
 
+Status startRun(Session &session, const StartFiles &files, uint64_t seed,
+                StartPoint &point) {
+  point = StartPoint();
+  // What the files about to be loaded provide is not drawn first.
+  std::vector<bool> provided;
+  auto provides = [&](const std::string &path, LoadScope scope) -> Status {
+    if (path.empty())
+      return Status::success();
+    std::vector<bool> part;
+    TGC_RETURN_IF_ERROR(checkpointProvides(session, path, scope, part));
+    provided.resize(part.size(), false);
+    for (size_t i = 0; i < part.size(); ++i)
+      provided[i] = provided[i] || part[i];
+    return Status::success();
+  };
+  TGC_RETURN_IF_ERROR(provides(files.resume, LoadScope::Everything));
+  TGC_RETURN_IF_ERROR(provides(files.weights, LoadScope::Parameters));
+  TGC_RETURN_IF_ERROR(provides(files.adapters, LoadScope::Adapters));
+  TGC_RETURN_IF_ERROR(
+      session.initialize(seed, provided.empty() ? nullptr : &provided));
+
+  const Program &program = session.program();
+  if (!files.resume.empty()) {
+    std::map<std::string, std::string> metadata;
+    TGC_RETURN_IF_ERROR(loadCheckpoint(session, files.resume,
+                                       LoadScope::Everything, &metadata));
+    // Batches already consumed (skipped steps consume one too, so this can
+    // exceed the optimizer's step count); loadCheckpoint checked the
+    // numbers to be integers in [0, 2^62].
+    auto number = [&](const char *key, int64_t &value) -> Status {
+      auto it = metadata.find(key);
+      if (it == metadata.end())
+        return Status::success();
+      errno = 0;
+      char *end = nullptr;
+      long long parsed = std::strtoll(it->second.c_str(), &end, 10);
+      if (it->second.empty() || *end || errno || parsed < 0)
+        return Status::failure("checkpoint '" + files.resume + "' has a bad " +
+                               key);
+      value = parsed;
+      return Status::success();
+    };
+    point.step = session.stepCount();
+    TGC_RETURN_IF_ERROR(number("tgc.step", point.step));
+    TGC_RETURN_IF_ERROR(number("tgc.batch", point.batch));
+    if (metadata.count("tgc.seed")) {
+      int64_t saved = 0;
+      TGC_RETURN_IF_ERROR(number("tgc.seed", saved));
+      point.seed = uint64_t(saved);
+    }
+    // The learning rate is optimizer state (as in torch.optim's state
+    // dict): a resumed run continues with the checkpoint's.
+    int32_t lrTensor = program.findPersistent("optimizer.lr");
+    if (lrTensor >= 0 &&
+        program.tensors[lrTensor].init == InitKind::Constant) {
+      double lr = 0.0;
+      TGC_RETURN_IF_ERROR(session.readScalar(lrTensor, lr));
+      point.lr = lr;
+      point.compiledLr = program.tensors[lrTensor].initA;
+    }
+  } else if (!files.weights.empty()) {
+    TGC_RETURN_IF_ERROR(
+        loadCheckpoint(session, files.weights, LoadScope::Parameters));
+  }
+  if (!files.adapters.empty())
+    TGC_RETURN_IF_ERROR(
+        loadCheckpoint(session, files.adapters, LoadScope::Adapters));
+  return Status::success();
+}
+
 } // namespace tgc::rt

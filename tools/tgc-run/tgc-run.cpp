@@ -127,17 +127,6 @@ int agreeOrFail(const std::string &key = "") {
   return 1;
 }
 
-
-bool parseInt(const char *text, int64_t &value) {
-  char *end = nullptr;
-  errno = 0;
-  long long parsed = std::strtoll(text, &end, 10);
-  if (errno || !*text || *end)
-    return false;
-  value = parsed;
-  return true;
-}
-
 /// A byte count with an optional K, M, G or T suffix (powers of 1024,
 /// optionally followed by "iB" or "B").
 bool parseBytes(const std::string &text, int64_t &value) {
@@ -722,30 +711,25 @@ int run(int argc, char **argv) {
                            job.comm.get());
   if (!status.ok())
     return fail(status.error);
-  // What the files about to be loaded provide is not drawn first.
-  std::vector<bool> provided;
-  auto provides = [&](const std::string &path, LoadScope scope) -> Status {
-    if (path.empty())
-      return Status::success();
-    std::vector<bool> part;
-    Status done = checkpointProvides(*session, path, scope, part);
-    if (!done.ok())
-      return done;
-    provided.resize(part.size(), false);
-    for (size_t i = 0; i < part.size(); ++i)
-      provided[i] = provided[i] || part[i];
-    return Status::success();
-  };
-  status = provides(options.resume, LoadScope::Everything);
-  if (status.ok())
-    status = provides(options.loadWeights, LoadScope::Parameters);
-  if (status.ok())
-    status = provides(options.loadAdapters, LoadScope::Adapters);
-  if (status.ok())
-    status = session->initialize(options.seed,
-                                 provided.empty() ? nullptr : &provided);
+  // Initialised around what the files provide, then loaded; a resumed run
+  // continues at the saved step, with the saved seed, so it sees the
+  // batches it would have seen.
+  StartPoint start;
+  status = startRun(*session,
+                    {options.resume, options.loadWeights, options.loadAdapters},
+                    options.seed, start);
   if (!status.ok())
     return fail(status.error);
+  if (start.seed)
+    options.seed = *start.seed;
+  // Say when the checkpoint's learning rate is not the compiled --lr.
+  if (start.lr && float(*start.lr) != float(*start.compiledLr))
+    std::fprintf(stderr,
+                 "tgc-run: note: continuing with the checkpoint's learning "
+                 "rate %g; this executable was compiled with --lr=%g\n",
+                 *start.lr, *start.compiledLr);
+  const int64_t startStep = start.step;
+  const int64_t startBatch = start.batch;
   if (!options.quiet && session->backend().hostAccessible())
     std::printf("tgc-run: %d thread%s; OpenBLAS %s kernels%s; vector math "
                 "%s\n",
@@ -769,65 +753,6 @@ int run(int argc, char **argv) {
                    "tiles on tgc's threads\n",
                    gemm);
 
-  // Where the run starts: a resumed run continues at the saved step, with
-  // the saved seed, so it sees the batches it would have seen.
-  int64_t startStep = 0;
-  // The data batch the next step starts at: K per step, or the saved
-  // position (so that a run resumed with another K continues on the
-  // batches it had not seen).
-  int64_t startBatch = -1;
-  if (!options.resume.empty()) {
-    std::map<std::string, std::string> metadata;
-    status = loadCheckpoint(*session, options.resume, LoadScope::Everything,
-                            &metadata);
-    if (!status.ok())
-      return fail(status.error);
-    // Batches already consumed (skipped steps consume one too, so this can
-    // exceed the optimizer's step count).
-    // (loadCheckpoint checked both to be integers in [0, 2^62].)
-    startStep = session->stepCount();
-    if (metadata.count("tgc.step") &&
-        !parseInt(metadata["tgc.step"].c_str(), startStep))
-      return fail("checkpoint '" + options.resume + "' has a bad tgc.step");
-    if (metadata.count("tgc.batch") &&
-        !parseInt(metadata["tgc.batch"].c_str(), startBatch))
-      return fail("checkpoint '" + options.resume + "' has a bad tgc.batch");
-    if (metadata.count("tgc.seed")) {
-      int64_t seed = 0;
-      if (!parseInt(metadata["tgc.seed"].c_str(), seed))
-        return fail("checkpoint '" + options.resume + "' has a bad tgc.seed");
-      options.seed = uint64_t(seed);
-    }
-    // The learning rate is optimizer state (as in torch.optim's state
-    // dict): a resumed run continues with the checkpoint's, which may not
-    // be the one this executable was compiled with. Say so.
-    int32_t lrTensor = program.findPersistent("optimizer.lr");
-    if (lrTensor >= 0 &&
-        program.tensors[lrTensor].init == InitKind::Constant) {
-      double lr = 0.0;
-      status = session->readScalar(lrTensor, lr);
-      if (!status.ok())
-        return fail(status.error);
-      double compiled = program.tensors[lrTensor].initA;
-      if (float(lr) != float(compiled))
-        std::fprintf(stderr,
-                     "tgc-run: note: continuing with the checkpoint's "
-                     "learning rate %g; this executable was compiled with "
-                     "--lr=%g\n",
-                     lr, compiled);
-    }
-  } else if (!options.loadWeights.empty()) {
-    status = loadCheckpoint(*session, options.loadWeights,
-                            LoadScope::Parameters);
-    if (!status.ok())
-      return fail(status.error);
-  }
-  if (!options.loadAdapters.empty()) {
-    status = loadCheckpoint(*session, options.loadAdapters,
-                            LoadScope::Adapters);
-    if (!status.ok())
-      return fail(status.error);
-  }
   if (!options.saveAdapters.empty() && program.adapters.empty())
     return fail("--save-adapters: the model has no LoRA adapters (compile "
                 "it with --lora)");

@@ -15,6 +15,7 @@
 #include "tgc/runtime/Session.h"
 
 #include <map>
+#include <optional>
 #include <vector>
 #include <string>
 
@@ -82,6 +83,31 @@ Status loadCheckpoint(Session &session, const std::string &path,
 /// shapes.
 Status checkpointProvides(Session &session, const std::string &path,
                           LoadScope scope, std::vector<bool> &provided);
+
+/// The files a run starts from (empty: none): a checkpoint it resumes
+/// (parameters, state and position), weights (parameters only), LoRA
+/// adapters (over the weights).
+struct StartFiles {
+  std::string resume, weights, adapters;
+};
+
+/// Where a resumed run continues: the steps done, the data batch the next
+/// step reads (-1: K per step from 0), the seed the run had, and the
+/// learning rate it had reached beside the one the executable was compiled
+/// with (a schedule or a resume may differ from --lr).
+struct StartPoint {
+  int64_t step = 0;
+  int64_t batch = -1;
+  std::optional<uint64_t> seed;
+  std::optional<double> lr, compiledLr;
+};
+
+/// Starts a session's run: initialises every tensor from `seed` except
+/// those the files will provide (not drawn at all), then loads the files
+/// (the checkpoint resumed, or the weights; then the adapters) and reads a
+/// resumed run's position from its metadata. Errors name the file.
+Status startRun(Session &session, const StartFiles &files, uint64_t seed,
+                StartPoint &point);
 
 } // namespace tgc::rt
 
