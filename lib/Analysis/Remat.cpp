@@ -788,4 +788,27 @@ std::optional<int64_t> parseByteSize(const std::string &text) {
   return std::nullopt;
 }
 
+std::optional<RematPolicy> parseRematPolicy(const std::string &text,
+                                            std::string &error) {
+  llvm::StringRef rest = text;
+  if (rest == "none")
+    return RematPolicy{RematPolicy::None, 0};
+  if (rest == "selective")
+    return RematPolicy{RematPolicy::Selective, 0};
+  if (rest == "blocks")
+    return RematPolicy{RematPolicy::Blocks, 0};
+  if (!rest.consume_front("budget=") && !rest.consume_front("budget:")) {
+    error = "must be none, selective, blocks or budget=<size>, found '" +
+            text + "'";
+    return std::nullopt;
+  }
+  std::optional<int64_t> bytes = parseByteSize(rest.str());
+  if (!bytes) {
+    error = "budget=<size> needs a positive size such as 6GiB, 512MiB or 1000000 "
+            "(bytes), found '" + rest.str() + "'";
+    return std::nullopt;
+  }
+  return RematPolicy{RematPolicy::Budget, *bytes};
+}
+
 } // namespace tgc

@@ -6,7 +6,22 @@
 
 #include "mlir/Pass/PassRegistry.h"
 
+#include <type_traits>
+
 namespace tgc {
+
+/// The options of one pass, its fields that the pipeline forwards
+/// (TrainPipelineOptions.def) set from the pipeline's, the rest at the
+/// pass's defaults.
+template <typename PassOptions>
+static PassOptions forwarded(const TrainPipelineOptions &from) {
+  PassOptions to;
+#define TGC_FORWARD(Pass, passField, field, Type, flag, description)           \
+  if constexpr (std::is_same_v<PassOptions, tg::TG##Pass##Options>)            \
+    to.passField = from.field;
+#include "tgc/Pipelines/TrainPipelineOptions.def"
+  return to;
+}
 
 void buildTrainPipeline(mlir::OpPassManager &pm,
                         const TrainPipelineOptions &options) {
@@ -14,27 +29,24 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
   // adapters (tg-lora freezes the rest); tg-freeze then freezes more.
   bool lora = !options.loraTargets.empty();
   if (lora) {
-    tg::TGLoraOptions adapters;
+    auto adapters = forwarded<tg::TGLoraOptions>(options);
     adapters.targets.assign(options.loraTargets.begin(),
                             options.loraTargets.end());
-    adapters.rank = options.loraRank;
-    adapters.alpha = options.loraAlpha;
     adapters.trainOnly.assign(options.trainOnly.begin(),
                               options.trainOnly.end());
     pm.addPass(tg::createTGLora(adapters));
   }
   if (!options.freeze.empty() || (!lora && !options.trainOnly.empty()) ||
-      options.frozenDtype != "none") {
-    tg::TGFreezeOptions freezing;
+      options.frozenDtype != tg::Half::None) {
+    auto freezing = forwarded<tg::TGFreezeOptions>(options);
     freezing.freeze.assign(options.freeze.begin(), options.freeze.end());
     if (!lora)
       freezing.trainOnly.assign(options.trainOnly.begin(),
                                 options.trainOnly.end());
-    freezing.frozenDtype = options.frozenDtype;
     pm.addPass(tg::createTGFreeze(freezing));
   }
-  if (options.amp != "none") {
-    tg::TGAmpOptions amp;
+  if (options.amp != tg::Half::None) {
+    auto amp = forwarded<tg::TGAmpOptions>(options);
     amp.dtype = options.amp;
     pm.addPass(tg::createTGAmp(amp));
   }
@@ -42,66 +54,41 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     pm.addPass(tg::createTGFuse());
   pm.addPass(tg::createTGAutodiff());
   if (options.gradAccum != 1) {
-    tg::TGGradAccumOptions accumulation;
+    auto accumulation = forwarded<tg::TGGradAccumOptions>(options);
     accumulation.steps = options.gradAccum;
     pm.addPass(tg::createTGGradAccum(accumulation));
   }
 
-  tg::TGOptimizerOptions optimizer;
-  optimizer.optimizer = options.optimizer;
-  optimizer.lr = options.lr;
-  optimizer.beta1 = options.beta1;
-  optimizer.beta2 = options.beta2;
-  optimizer.eps = options.eps;
-  optimizer.weightDecay = options.weightDecay;
-  optimizer.momentum = options.momentum;
-  optimizer.dampening = options.dampening;
-  optimizer.nesterov = options.nesterov;
-  optimizer.clipGradNorm = options.clipGradNorm;
-  optimizer.decayRate = options.decayRate;
-  optimizer.clipThreshold = options.clipThreshold;
-  optimizer.relativeStep = options.relativeStep;
-  optimizer.scaleParameter = options.scaleParameter;
-  optimizer.warmupInit = options.warmupInit;
-  pm.addPass(tg::createTGOptimizer(optimizer));
+  pm.addPass(tg::createTGOptimizer(forwarded<tg::TGOptimizerOptions>(options)));
 
-  if (options.optimizerState != "none" && options.optimizerState != "f32") {
-    tg::TGQuantizeOptimizerStateOptions state;
+  if (options.optimizerState != tg::StateFormat::F32) {
+    auto state = forwarded<tg::TGQuantizeOptimizerStateOptions>(options);
     state.format = options.optimizerState;
-    state.blockSize = options.stateBlockSize;
-    state.minSize = options.stateMinSize;
     pm.addPass(tg::createTGQuantizeOptimizerState(state));
   }
 
   std::string lossScale = options.lossScale;
   if (lossScale == "auto")
-    lossScale = options.amp == "f16" ? "dynamic" : "none";
+    lossScale = options.amp == tg::Half::F16 ? "dynamic" : "none";
   if (lossScale != "none") {
-    tg::TGLossScaleOptions scaling;
+    auto scaling = forwarded<tg::TGLossScaleOptions>(options);
     scaling.mode = lossScale;
-    scaling.initScale = options.initScale;
-    scaling.growthFactor = options.growthFactor;
-    scaling.backoffFactor = options.backoffFactor;
-    scaling.growthInterval = options.growthInterval;
     pm.addPass(tg::createTGLossScale(scaling));
   }
 
   // Collectives go on the finished seam (gradients, their transforms, the
   // updates), before remat plans the step they are part of.
-  std::string dataParallel = options.dataParallel;
-  if (dataParallel == "none" && options.worldSize != 1)
-    dataParallel = "ddp";
-  if (dataParallel != "none") {
-    tg::TGDataParallelOptions parallel;
+  tg::ParallelMode dataParallel = options.dataParallel;
+  if (dataParallel == tg::ParallelMode::None && options.worldSize != 1)
+    dataParallel = tg::ParallelMode::DDP;
+  if (dataParallel != tg::ParallelMode::None) {
+    auto parallel = forwarded<tg::TGDataParallelOptions>(options);
     parallel.mode = dataParallel;
     parallel.worldSize = options.worldSize;
-    parallel.bucketMB = options.bucketMB;
     pm.addPass(tg::createTGDataParallel(parallel));
   }
 
-  tg::TGRematOptions remat;
-  remat.policy = options.remat;
-  pm.addPass(tg::createTGRemat(remat));
+  pm.addPass(tg::createTGRemat(forwarded<tg::TGRematOptions>(options)));
 }
 
 void registerTrainPipeline() {

@@ -2,7 +2,7 @@
 // RUN: not tgc-opt %s --tg-amp="low-precision-ops=matmul,softmax f32-ops=softmax" 2>&1 | FileCheck %s --check-prefix=BOTH
 // RUN: not tgc-opt %s --tg-amp="f32-ops=softmax f32-math-ops=softmax" 2>&1 | FileCheck %s --check-prefix=MATH
 // RUN: not tgc-opt %S/../tools/tgc-compile/Inputs/no-model.mlir --tg-amp 2>&1 | FileCheck %s --check-prefix=NOMODEL
-// DTYPE: error: tg-amp: dtype must be bf16 or f16, found 'fp8'
+// DTYPE: tgc-opt: for the --dtype option: must be none, bf16 or f16, found 'fp8'
 // BOTH: error: tg-amp: 'softmax' is both a low-precision and an f32 op kind
 // MATH: error: tg-amp: 'softmax' is both in f32-ops and in f32-math-ops
 // NOMODEL: error: tg-amp found no function marked tg.model; run it before tg-autodiff

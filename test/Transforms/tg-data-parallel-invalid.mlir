@@ -11,7 +11,7 @@
 // FACTORED: error: 'tg.adafactor_update' op cannot be split across ranks (its state is not laid out element by element with the parameter); tg-data-parallel zero1 needs an elementwise or blockwise optimizer: use ddp, or adamw or sgd
 // FACTORED-DDP: tg.all_reduce mean
 // FACTORED-DDP: tg.adafactor_update
-// MODE: error: tg-data-parallel: unknown mode 'zero3' (expected ddp, zero1 or zero2)
+// MODE: tgc-opt: for the --mode option: must be none, ddp, zero1 or zero2, found 'zero3'
 // RANKS: error: tg-data-parallel: world-size must be in [1, 2^20], found 0
 // BUCKET: error: tg-data-parallel: bucket-mb must be a positive number of MiB, found 0
 // NO-OPTIMIZER: error: 'func.func' op has no optimizer update; run tg-data-parallel after tg-optimizer

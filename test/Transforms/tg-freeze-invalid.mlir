@@ -12,7 +12,7 @@
 // BOTH: error: tg-freeze: parameter 'layers.0.weight' matches both --freeze and --train-only
 // ALL: error: tg-freeze: every parameter of @mlp is frozen; nothing would be trained
 // GLOB: error: tg-freeze: bad freeze pattern 'layers.[0':
-// DTYPE: error: tg-freeze: frozen-dtype must be none, bf16 or f16, found 'f8'
+// DTYPE: tgc-opt: for the --frozen-dtype option: must be none, bf16 or f16, found 'f8'
 // NOTHING: error: tg-freeze: frozen-dtype=bf16 but no parameter of @mlp is frozen (use freeze or train-only)
 
 func.func @mlp(%x: tensor<8x4xf32> {tg.input = "inputs"}, %y: tensor<8xi64> {tg.input = "targets"},

@@ -6,7 +6,7 @@
 // RUN: not tgc-opt %s --tg-optimizer="clip-grad-norm=-1" 2>&1 | FileCheck %s --check-prefix=CLIP
 // RUN: not tgc-opt %s --tg-optimizer="lr=-1" 2>&1 | FileCheck %s --check-prefix=LR
 
-// OPT: error: tg-optimizer: unknown optimizer 'lamb' (expected adamw, sgd or adafactor)
+// OPT: tgc-opt: for the --optimizer option: must be adamw, sgd or adafactor, found 'lamb'
 // MOM: error: tg-optimizer: momentum, dampening and nesterov apply to sgd, not adamw
 // NESTEROV: error: tg-optimizer: nesterov needs momentum > 0 and dampening 0
 // BETA: error: tg-optimizer: beta1 and beta2 must be in [0, 1)

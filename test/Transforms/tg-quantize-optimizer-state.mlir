@@ -68,7 +68,7 @@ func.func @step(%w: tensor<64x80xf32> {tg.param = "w"},
 // F32-NOT: 8bit
 // F32-NOT: ui8
 
-// FORMAT: error: tg-quantize-optimizer-state: unknown state format '4bit' (expected 8bit, or f32 / none to keep f32 state)
+// FORMAT: tgc-opt: for the --format option: must be none, f32 or 8bit, found '4bit'
 // POW2: error: tg-quantize-optimizer-state: block-size must be a power of two in [1, 4096], found 100
 // POW2-ZERO: error: tg-quantize-optimizer-state: block-size must be a power of two in [1, 4096], found 0
 // POW2-BIG: error: tg-quantize-optimizer-state: block-size must be a power of two in [1, 4096], found 8192

@@ -6,10 +6,10 @@
 // RUN: tgc-opt %s --split-input-file --tg-autodiff --tg-optimizer --tg-remat=policy=budget=57344 -o /dev/null 2>&1 | FileCheck %s --check-prefix=FLOOR-MET
 // RUN: not tgc-opt %s --split-input-file --tg-autodiff --tg-optimizer --tg-remat=policy=blocks -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCKS
 
-// POLICY: error: tg-remat: unknown policy 'everything' (expected none, selective, blocks or budget=<size>)
-// MALFORMED: error: tg-remat: the budget must be a positive size such as 6GiB, 512MiB or 1000000 (bytes), found 'lots'
-// NEGATIVE: error: tg-remat: the budget must be a positive size such as 6GiB, 512MiB or 1000000 (bytes), found '-5GiB'
-// UNIT: error: tg-remat: the budget must be a positive size such as 6GiB, 512MiB or 1000000 (bytes), found '2.5XB'
+// POLICY: error: tg-remat: policy must be none, selective, blocks or budget=<size>, found 'everything'
+// MALFORMED: error: tg-remat: policy budget=<size> needs a positive size such as 6GiB, 512MiB or 1000000 (bytes), found 'lots'
+// NEGATIVE: error: tg-remat: policy budget=<size> needs a positive size such as 6GiB, 512MiB or 1000000 (bytes), found '-5GiB'
+// UNIT: error: tg-remat: policy budget=<size> needs a positive size such as 6GiB, 512MiB or 1000000 (bytes), found '2.5XB'
 // Below the floor: the error states the smallest peak and how to reach it,
 // with or without name scopes (the second model has them), and that budget
 // is then met.

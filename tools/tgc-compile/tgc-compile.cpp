@@ -248,7 +248,16 @@ int main(int argc, char **argv) {
   tgc::TrainPipelineOptions options;
   std::string parseErrors;
   llvm::raw_string_ostream parseStream(parseErrors);
-  if (failed(options.parseFromString(pipelineText, parseStream))) {
+  // A refused choice (--amp=fp8) is this tool's one-line error.
+  static std::string choiceError;
+  tgc::tg::choiceErrorHandler() = [](StringRef option, StringRef message) {
+    choiceError = ("--" + option + " " + message).str();
+  };
+  LogicalResult parsed = options.parseFromString(pipelineText, parseStream);
+  tgc::tg::choiceErrorHandler() = nullptr;
+  if (!choiceError.empty())
+    return fail(choiceError);
+  if (failed(parsed)) {
     StringRef message = StringRef(parseErrors).trim();
     if (message.consume_front("<Pass-Options-Parser>: no such option "))
       return fail("unknown option '--" + message + "' (see --help)");
@@ -263,8 +272,6 @@ int main(int argc, char **argv) {
     return fail("--grad-accum must be at least 1 (micro-batches per "
                 "optimizer step; 1 is no accumulation), found " +
                 std::to_string(int64_t(options.gradAccum)));
-  const std::string amp = options.amp, remat = options.remat,
-                    frozenDtype = options.frozenDtype;
   if (!estimateJSON.empty() && estimate.empty())
     return fail("--estimate-json needs --estimate=<device>");
   // No output may replace an input, or another output.
@@ -292,20 +299,8 @@ int main(int argc, char **argv) {
   }
   if (emit != "tgx" && emit != "mlir")
     return fail("--emit must be tgx or mlir, found '" + emit + "'");
-  if (frozenDtype != "none" && frozenDtype != "bf16" && frozenDtype != "f16")
-    return fail("--frozen-dtype must be none, bf16 or f16, found '" +
-                frozenDtype + "'");
-  if (amp != "none" && amp != "bf16" && amp != "f16")
-    return fail("--amp must be none, bf16 or f16, found '" + amp + "'");
-  if (remat != "none" && remat != "selective" && remat != "blocks") {
-    StringRef budget = remat;
-    if (!budget.consume_front("budget=") && !budget.consume_front("budget:"))
-      return fail("--remat must be none, selective, blocks or budget=<size>, "
-                  "found '" + remat + "'");
-    if (!tgc::parseByteSize(budget.str()))
-      return fail("--remat=budget= needs a positive size such as 6GiB, "
-                  "512MiB or 1000000 (bytes), found '" + budget + "'");
-  }
+  if (std::string error; !tgc::parseRematPolicy(options.remat, error))
+    return fail("--remat " + error);
 
   // The input is read whole: it must be a file (or "-", standard input),
   // never a device such as /dev/zero or a FIFO.

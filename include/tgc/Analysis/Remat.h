@@ -161,6 +161,19 @@ RematSolution evaluateRemat(const RematProblem &problem,
 /// TiB (and KB, MB, GB, TB, decimal). Returns nullopt on malformed input.
 std::optional<int64_t> parseByteSize(const std::string &text);
 
+/// A rematerialization policy as tg-remat's `policy` and tgc-compile's
+/// `--remat` spell it: none, selective, blocks or budget=<size> (also
+/// budget:<size>).
+struct RematPolicy {
+  enum Kind { None, Selective, Blocks, Budget } kind = None;
+  int64_t budget = 0; ///< Bytes, for Budget.
+};
+
+/// Parses a policy; on bad input returns nullopt and sets `error` to what
+/// was expected and found.
+std::optional<RematPolicy> parseRematPolicy(const std::string &text,
+                                            std::string &error);
+
 } // namespace tgc
 
 #endif // TGC_ANALYSIS_REMAT_H

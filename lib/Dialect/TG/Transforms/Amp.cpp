@@ -200,16 +200,10 @@ struct AmpPass : tgc::tg::impl::TGAmpBase<AmpPass> {
 
   void runOnOperation() override {
     MLIRContext *context = &getContext();
-    Type low;
-    if (dtype == "bf16")
-      low = BFloat16Type::get(context);
-    else if (dtype == "f16")
-      low = Float16Type::get(context);
-    else {
-      emitOptionError(getOperation(), "tg-amp: dtype must be bf16 or f16, found '")
-          << dtype << "'";
-      return signalPassFailure();
-    }
+    if (dtype == Half::None)
+      return markAllAnalysesPreserved();
+    Type low = dtype == Half::BF16 ? Type(BFloat16Type::get(context))
+                                   : Type(Float16Type::get(context));
     static const char *kDefaultLow[] = {"matmul", "attention"};
     static const char *kDefaultF32[] = {
         "softmax", "layer_norm", "reduce_sum", "reduce_mean",

@@ -50,7 +50,7 @@ using namespace tgc::tg;
 
 namespace {
 
-enum class Mode { DDP, Zero1, Zero2 };
+using Mode = ParallelMode;
 
 struct Config {
   Mode mode = Mode::DDP;
@@ -550,12 +550,10 @@ LogicalResult Rewriter::run() {
   }
   auto ret = body.getTerminator();
   setStepResults(step, ret->getOperands(), argAttrs, getResultAttrDicts(step));
-  const char *mode = config.mode == Mode::DDP     ? "ddp"
-                     : config.mode == Mode::Zero1 ? "zero1"
-                                                  : "zero2";
   step->setAttr(TGDialect::kDataParallelAttr,
                 b.getDictionaryAttr(
-                    {b.getNamedAttr("mode", b.getStringAttr(mode)),
+                    {b.getNamedAttr("mode",
+                                    b.getStringAttr(choiceName(config.mode))),
                      b.getNamedAttr("world_size",
                                     b.getI64IntegerAttr(config.worldSize))}));
   return success();
@@ -570,16 +568,9 @@ struct DataParallelPass
     auto error = [&]() {
       return emitOptionError(getOperation(), "tg-data-parallel: ");
     };
-    if (mode == "ddp")
-      config.mode = Mode::DDP;
-    else if (mode == "zero1")
-      config.mode = Mode::Zero1;
-    else if (mode == "zero2")
-      config.mode = Mode::Zero2;
-    else {
-      error() << "unknown mode '" << mode << "' (expected ddp, zero1 or zero2)";
-      return signalPassFailure();
-    }
+    if (mode == Mode::None)
+      return markAllAnalysesPreserved();
+    config.mode = mode;
     if (worldSize < 1 || worldSize > (int64_t(1) << 20)) {
       error() << "world-size must be in [1, 2^20], found "
               << int64_t(worldSize);

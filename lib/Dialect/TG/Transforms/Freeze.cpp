@@ -52,12 +52,6 @@ struct FreezePass : tgc::tg::impl::TGFreezeBase<FreezePass> {
     if (failed(compile("freeze", freeze, frozen)) ||
         failed(compile("train-only", trainOnly, trained)))
       return signalPassFailure();
-    if (frozenDtype != "none" && frozenDtype != "bf16" && frozenDtype != "f16") {
-      emitError(getOperation().getLoc(), "tg-freeze: frozen-dtype must be "
-                                         "none, bf16 or f16, found '")
-          << frozenDtype << "'";
-      return signalPassFailure();
-    }
     for (auto function : getOperation().getOps<func::FuncOp>())
       if (function->hasAttr(tg::TGDialect::kModelAttr))
         if (failed(runOnModel(function, frozen, trained)) ||
@@ -68,11 +62,11 @@ struct FreezePass : tgc::tg::impl::TGFreezeBase<FreezePass> {
   /// Stores the frozen f32 parameters of `model` in `frozen-dtype`, widened
   /// by one cast where the model reads them.
   LogicalResult narrowFrozen(func::FuncOp model) {
-    if (frozenDtype == "none")
+    if (frozenDtype == tg::Half::None)
       return success();
     Builder b(&getContext());
-    Type element = frozenDtype == "bf16" ? Type(b.getBF16Type())
-                                         : Type(b.getF16Type());
+    Type element = frozenDtype == tg::Half::BF16 ? Type(b.getBF16Type())
+                                             : Type(b.getF16Type());
     Block &body = model.getBody().front();
     OpBuilder builder = OpBuilder::atBlockBegin(&body);
     int frozen = 0;
@@ -89,7 +83,7 @@ struct FreezePass : tgc::tg::impl::TGFreezeBase<FreezePass> {
     }
     if (frozen == 0)
       return emitError(model.getLoc(), "tg-freeze: frozen-dtype=")
-             << frozenDtype << " but no parameter of @" << model.getSymName()
+             << tg::choiceName(frozenDtype.getValue()) << " but no parameter of @" << model.getSymName()
              << " is frozen (use freeze or train-only)";
     model.setType(FunctionType::get(&getContext(), body.getArgumentTypes(),
                                     model.getResultTypes()));

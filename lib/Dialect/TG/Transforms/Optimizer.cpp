@@ -38,7 +38,7 @@ namespace {
 
 /// The optimizer configuration, checked once per pass run.
 struct OptimizerConfig {
-  enum Kind { AdamW, SGD, Adafactor } kind = AdamW;
+  OptimizerKind kind = OptimizerKind::AdamW;
   double lr, beta1, beta2, eps, weightDecay, momentum, dampening;
   bool nesterov;
   double clipGradNorm;
@@ -134,7 +134,7 @@ LogicalResult UpdateBuilder::build() {
     Value param = gradient.param;
     Type type = param.getType();
     const std::string &name = gradient.name;
-    if (config.kind == OptimizerConfig::Adafactor) {
+    if (config.kind == OptimizerKind::Adafactor) {
       // Hugging Face's state: the row and column second moments of a
       // matrix (over its last two dimensions), else the full one; f32.
       auto shape = cast<RankedTensorType>(type).getShape();
@@ -170,7 +170,7 @@ LogicalResult UpdateBuilder::build() {
         addUpdate(value, stateName);
       continue;
     }
-    if (config.kind == OptimizerConfig::AdamW) {
+    if (config.kind == OptimizerKind::AdamW) {
       BlockArgument m = addState(name + ".exp_avg", type);
       BlockArgument v = addState(name + ".exp_avg_sq", type);
       auto update = AdamWUpdateOp::create(
@@ -263,16 +263,8 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
 
   LogicalResult readConfig(OptimizerConfig &config) {
     auto error = [&]() { return emitOptionError(getOperation(), "tg-optimizer: "); };
-    if (optimizer == "adamw")
-      config.kind = OptimizerConfig::AdamW;
-    else if (optimizer == "sgd")
-      config.kind = OptimizerConfig::SGD;
-    else if (optimizer == "adafactor")
-      config.kind = OptimizerConfig::Adafactor;
-    else
-      return error() << "unknown optimizer '" << optimizer
-                     << "' (expected adamw, sgd or adafactor)";
-    bool adamw = config.kind == OptimizerConfig::AdamW;
+    config.kind = optimizer;
+    bool adamw = config.kind == OptimizerKind::AdamW;
     config.decayRate = decayRate;
     config.clipThreshold = clipThreshold;
     config.relativeStep = relativeStep;
@@ -296,11 +288,11 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
       return error() << "clip-grad-norm must be non-negative (0 disables it), "
                         "found "
                      << clipGradNorm;
-    if (config.kind != OptimizerConfig::SGD &&
+    if (config.kind != OptimizerKind::SGD &&
         (momentum != 0.0 || dampening != 0.0 || nesterov))
       return error() << "momentum, dampening and nesterov apply to sgd, not "
-                     << optimizer;
-    if (config.kind == OptimizerConfig::Adafactor &&
+                     << choiceName(config.kind);
+    if (config.kind == OptimizerKind::Adafactor &&
         (!(decayRate < 0.0) || !std::isfinite(double(decayRate)) ||
          !(clipThreshold > 0.0) || !std::isfinite(double(clipThreshold))))
       return error() << "adafactor needs decay-rate < 0 and clip-threshold "
@@ -313,7 +305,7 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
     if (adamw && (!(eps >= 0.0) || !std::isfinite(double(eps))))
       return error() << "eps must be a finite non-negative number, found "
                      << eps;
-    if (config.kind == OptimizerConfig::SGD &&
+    if (config.kind == OptimizerKind::SGD &&
         (!(momentum >= 0.0) || !std::isfinite(double(momentum)) ||
          !(dampening >= 0.0 && dampening <= 1.0)))
       return error() << "momentum must be >= 0 and dampening in [0, 1]";

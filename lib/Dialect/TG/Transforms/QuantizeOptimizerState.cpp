@@ -311,14 +311,8 @@ struct QuantizeOptimizerStatePass
   using TGQuantizeOptimizerStateBase::TGQuantizeOptimizerStateBase;
 
   void runOnOperation() override {
-    if (format == "none" || format == "f32")
+    if (format == StateFormat::F32)
       return markAllAnalysesPreserved();
-    if (format != "8bit") {
-      emitOptionError(getOperation(), "tg-quantize-optimizer-state: unknown state "
-                               "format '")
-          << format << "' (expected 8bit, or f32 / none to keep f32 state)";
-      return signalPassFailure();
-    }
     if (blockSize < 1 || !llvm::isPowerOf2_64(uint64_t(blockSize)) ||
         blockSize > kMaxQuantBlockSize) {
       emitOptionError(getOperation(), "tg-quantize-optimizer-state: block-size must "

@@ -88,25 +88,13 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
   }
 
   LogicalResult parsePolicy() {
-    StringRef text = policy;
-    if (text == "none" || text == "selective" || text == "blocks") {
-      kind = text.str();
-      return success();
-    }
-    if (text.consume_front("budget=") || text.consume_front("budget:")) {
-      kind = "budget";
-      if (std::optional<int64_t> bytes = parseByteSize(text.str())) {
-        budget = *bytes;
-        return success();
-      }
-      return emitError(getOperation().getLoc(), "tg-remat: the budget must be a "
-                                      "positive size such as 6GiB, 512MiB "
-                                      "or 1000000 (bytes), found '")
-             << text << "'";
-    }
-    return emitError(getOperation().getLoc(), "tg-remat: unknown policy '")
-           << policy << "' (expected none, selective, blocks or "
-                        "budget=<size>)";
+    std::string error;
+    std::optional<RematPolicy> parsed = parseRematPolicy(policy, error);
+    if (!parsed)
+      return emitError(getOperation().getLoc(), "tg-remat: policy ") << error;
+    kind = parsed->kind;
+    budget = parsed->budget;
+    return success();
   }
 
   LogicalResult runOnStep(func::FuncOp function) {
@@ -129,11 +117,11 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
     if (!reorder)
       problem.movable.assign(problem.movable.size(), false);
     RematChoice choice;
-    if (kind == "none") {
+    if (kind == RematPolicy::None) {
       choice = RematChoice(chooseNone(problem));
-    } else if (kind == "selective") {
+    } else if (kind == RematPolicy::Selective) {
       choice = RematChoice(chooseSelective(problem));
-    } else if (kind == "blocks") {
+    } else if (kind == RematPolicy::Blocks) {
       std::vector<int> blocks;
       int count = findBlocks(step, blocks);
       if (count < 2)
@@ -185,7 +173,7 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
                                   "rewritten step peaks at ")
              << planned << " bytes, the analysis predicted " << predicted;
 
-    if (kind != "none") {
+    if (kind != RematPolicy::None) {
       int64_t flops = 0;
       for (const BufferGraph::Node &node : step.graph.nodes)
         flops += node.flops;
@@ -203,7 +191,7 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
          << "% of " << flops << "), peak live " << before << " -> " << planned
          << " bytes (persistent " << persistent << "), "
          << llvm::format("%.1f", ms) << " ms";
-      if (kind == "budget")
+      if (kind == RematPolicy::Budget)
         os << " (" << evaluations << " schedules evaluated)";
       tg::reportSummary(function.getLoc(), "tg-remat", function.getSymName(), line,
                     {{"recomputed_ops", int64_t(schedule.recomputedNodes)},
@@ -305,7 +293,7 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
     return success();
   }
 
-  std::string kind;
+  RematPolicy::Kind kind = RematPolicy::None;
   int64_t budget = 0;
   int evaluations = 0;
 };

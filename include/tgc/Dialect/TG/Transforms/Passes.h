@@ -8,6 +8,7 @@
 #define TGC_DIALECT_TG_TRANSFORMS_PASSES_H
 
 #include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Dialect/TG/Transforms/Choices.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

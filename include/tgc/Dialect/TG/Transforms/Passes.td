@@ -95,8 +95,8 @@ def TGFreeze : Pass<"tg-freeze", "mlir::ModuleOp"> {
     ListOption<"trainOnly", "train-only", "std::string",
                "Train only the parameters matching these globs; freeze the "
                "rest">,
-    Option<"frozenDtype", "frozen-dtype", "std::string",
-           /*default=*/"\"none\"",
+    Option<"frozenDtype", "frozen-dtype", "::tgc::tg::Half",
+           /*default=*/"::tgc::tg::Half::None",
            "Store frozen f32 parameters in 16 bits: none, bf16 or f16">,
     Option<"printSummary", "print", "bool", /*default=*/"false",
            "Print how many parameters and elements are frozen to stderr">,
@@ -169,7 +169,8 @@ def TGOptimizer : Pass<"tg-optimizer", "mlir::ModuleOp"> {
     torch.nn.utils.clip_grad_norm_ does.
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+    Option<"optimizer", "optimizer", "::tgc::tg::OptimizerKind",
+           /*default=*/"::tgc::tg::OptimizerKind::AdamW",
            "Optimizer: adamw, sgd or adafactor">,
     Option<"lr", "lr", "double", /*default=*/"1e-3",
            "Learning rate (the initial value of optimizer.lr)">,
@@ -219,7 +220,8 @@ def TGQuantizeOptimizerState : Pass<"tg-quantize-optimizer-state",
     changes nothing; `print` reports what was quantized to stderr.
   }];
   let options = [
-    Option<"format", "format", "std::string", /*default=*/"\"8bit\"",
+    Option<"format", "format", "::tgc::tg::StateFormat",
+           /*default=*/"::tgc::tg::StateFormat::Int8",
            "State format: 8bit (blockwise dynamic), or f32 / none (unchanged)">,
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "Elements per absmax block (a power of two up to 4096)">,
@@ -260,8 +262,9 @@ def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
     without the dialect prefix.
   }];
   let options = [
-    Option<"dtype", "dtype", "std::string", /*default=*/"\"bf16\"",
-           "Low precision: bf16 or f16">,
+    Option<"dtype", "dtype", "::tgc::tg::Half",
+           /*default=*/"::tgc::tg::Half::BF16",
+           "Low precision: bf16 or f16 (none: leave the pass out)">,
     ListOption<"lowPrecisionOps", "low-precision-ops", "std::string",
                "Op kinds computed in the low precision (default: matmul, "
                "attention)">,
@@ -461,8 +464,9 @@ def TGDataParallel : Pass<"tg-data-parallel", "mlir::ModuleOp"> {
     loss of the whole batch.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"ddp\"",
-           "ddp, zero1 or zero2">,
+    Option<"mode", "mode", "::tgc::tg::ParallelMode",
+           /*default=*/"::tgc::tg::ParallelMode::DDP",
+           "ddp, zero1 or zero2 (none: leave the pass out)">,
     Option<"worldSize", "world-size", "int64_t", /*default=*/"2",
            "Number of ranks (>= 1)">,
     Option<"bucketMB", "bucket-mb", "double", /*default=*/"25.0",
