@@ -73,3 +73,20 @@ if ! "$VENV/bin/python" -c "import peft, transformers" 2>/dev/null; then
     echo "install-deps: could not install transformers and PEFT (the PEFT test will be unsupported)"
   fi
 fi
+
+# Test only: transformers 4.47.1, the last release that runs on Debian's
+# torch 1.13 and the first reference here for Llama with grouped-query
+# attention, Mistral and Qwen2 (test/e2e/torch/llama-vs-transformers.test).
+# Its own venv, as it needs newer tokenizers and safetensors than PEFT 0.4's
+# transformers; about 15 s with a package index, unsupported without.
+VENV47="$ROOT/.venv-hf47"
+if ! "$VENV47/bin/python" -c "from transformers import Qwen2Config" 2>/dev/null; then
+  if /usr/bin/python3 -m venv --system-site-packages "$VENV47" &&
+     "$VENV47/bin/pip" install -q --no-deps transformers==4.47.1 \
+       huggingface_hub==0.26.5 safetensors==0.4.5 tokenizers==0.21.0 regex \
+       pyyaml filelock tqdm requests packaging fsspec typing_extensions; then
+    echo "install-deps: transformers 4.47.1 in $VENV47"
+  else
+    echo "install-deps: could not install transformers 4.47.1 (the Llama-family tests will be unsupported)"
+  fi
+fi

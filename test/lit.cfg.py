@@ -45,6 +45,16 @@ if os.path.exists(hf_python) and subprocess.run(
     config.available_features.add("transformers")
     config.substitutions.append(("%hfpython", hf_python))
 
+# transformers 4.47.1 (Llama with grouped-query attention, Mistral, Qwen2),
+# in a second venv scripts/install-deps.sh makes.
+hf47_python = os.path.join(os.path.dirname(os.path.dirname(__file__)),
+                           ".venv-hf47", "bin", "python")
+if os.path.exists(hf47_python) and subprocess.run(
+        [hf47_python, "-c", "import transformers; from transformers import Qwen2Config"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("transformers-llama")
+    config.substitutions.append(("%hf47python", hf47_python))
+
 # Hugging Face's tokenizers (in the same venv), which scripts/tgc-data.py
 # needs for text; pre-tokenized data and `generate` run under %python.
 if os.path.exists(hf_python) and subprocess.run(

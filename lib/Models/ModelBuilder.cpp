@@ -69,6 +69,27 @@ Value ModelBuilder::add(Value lhs, Value rhs) {
   return tg::AddOp::create(builder, loc, lhs, rhs);
 }
 
+Value ModelBuilder::mul(Value lhs, Value rhs) {
+  return tg::MulOp::create(builder, loc, lhs, rhs);
+}
+
+Value ModelBuilder::silu(Value input) {
+  return tg::SiluOp::create(builder, loc, input);
+}
+
+Value ModelBuilder::rmsNorm(Value input, Value weight, double epsilon) {
+  return tg::RmsNormOp::create(builder, loc, input.getType(), input, weight,
+                               builder.getF64FloatAttr(epsilon));
+}
+
+Value ModelBuilder::rope(Value input, ArrayRef<float> invFreq) {
+  auto type = tensorOf({int64_t(invFreq.size())}, builder.getF32Type());
+  Value frequencies = tg::ConstantOp::create(
+      builder, loc, DenseElementsAttr::get(type, invFreq));
+  return tg::RopeOp::create(builder, loc, input.getType(), input, frequencies,
+                            /*inverse=*/false);
+}
+
 Value ModelBuilder::relu(Value input) {
   return tg::ReluOp::create(builder, loc, input);
 }

@@ -80,6 +80,61 @@ static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
     error = validateBERTConfig(config);
     return error.empty() ? buildBERT(context, config) : nullptr;
   }
+  if (kind == "llama") {
+    LlamaConfig config;
+    auto real = [&](StringRef key, double &out) {
+      auto value = record.getAs<FloatAttr>(key);
+      if (!value) {
+        error = ("the tg.generator record of a llama has no number '" + key +
+                 "'")
+                    .str();
+        return false;
+      }
+      out = value.getValueAsDouble();
+      return true;
+    };
+    auto flag = [&](StringRef key, bool &out) {
+      auto value = record.getAs<BoolAttr>(key);
+      if (!value) {
+        error = ("the tg.generator record of a llama has no flag '" + key +
+                 "'")
+                    .str();
+        return false;
+      }
+      out = value.getValue();
+      return true;
+    };
+    auto type = record.getAs<StringAttr>("model_type");
+    if (!type) {
+      error = "the tg.generator record of a llama has no 'model_type'";
+      return nullptr;
+    }
+    config.modelType = type.getValue().str();
+    if (!integer("n_layer", config.nLayer) || !integer("hidden", config.hidden) ||
+        !integer("intermediate", config.intermediate) ||
+        !integer("n_head", config.nHead) ||
+        !integer("n_kv_head", config.nKVHead) ||
+        !integer("head_dim", config.headDim) ||
+        !integer("vocab_size", config.vocabSize) ||
+        !integer("max_positions", config.maxPositions) ||
+        !real("rms_eps", config.rmsEps) ||
+        !real("rope_theta", config.ropeTheta) ||
+        !real("rope_factor", config.ropeFactor) ||
+        !real("rope_low_freq_factor", config.ropeLowFreqFactor) ||
+        !real("rope_high_freq_factor", config.ropeHighFreqFactor) ||
+        !integer("rope_original_max_positions",
+                 config.ropeOriginalMaxPositions) ||
+        !flag("tie_embeddings", config.tieEmbeddings) ||
+        !flag("qkv_bias", config.qkvBias) ||
+        !real("initializer_range", config.initializerRange) ||
+        !integer("seq_len", config.seqLen))
+      return nullptr;
+    config.batch = batch;
+    if (seqLen)
+      config.seqLen = *seqLen;
+    error = validateLlamaConfig(config);
+    return error.empty() ? buildLlama(context, config) : nullptr;
+  }
   if (kind == "mlp") {
     if (seqLen) {
       error = "an mlp has no sequence length to compile buckets of";

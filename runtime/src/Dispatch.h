@@ -96,6 +96,10 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::LayerNorm:
     return layerNorm(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
                      out[0]);
+  case Kernel::RmsNorm:
+    return rmsNorm(ctx, in[0], in[1], inst.getFloat("epsilon"), out[0]);
+  case Kernel::Rope:
+    return rope(ctx, in[0], in[1], inst.getBool("inverse"), out[0]);
   case Kernel::Embedding:
     return embedding(ctx, in[0], in[1], out[0]);
   case Kernel::Attention:
@@ -152,6 +156,9 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::LayerNormGrad:
     return layerNormGrad(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
                          out[0], out[1], out[2]);
+  case Kernel::RmsNormGrad:
+    return rmsNormGrad(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
+                       out[0], out[1]);
   case Kernel::EmbeddingGrad:
     return embeddingGrad(ctx, in[0], in[1], out[0]);
   case Kernel::AttentionGrad:

@@ -6,6 +6,7 @@
 //   tgc-models mlp --in-features 784 --width 512 --depth 3 --classes 10
 //   tgc-models gpt2 --preset 124M --stats
 //   tgc-models bert --preset base --task=seq-cls --num-labels 3
+//   tgc-models llama --preset tiny | --from-hf DIR --batch 4 --seq-len 256
 //
 // Builds the model with the generators of lib/Models, verifies it, and
 // prints the IR or (with --stats) its parameter count and op statistics.
@@ -34,12 +35,19 @@ static cl::OptionCategory category("tgc-models options");
 // Each model is a subcommand with its own options.
 static cl::SubCommand gpt2Command("gpt2", "GPT-2 (Hugging Face layout)");
 static cl::SubCommand mlpCommand("mlp", "Multi-layer perceptron classifier");
+static cl::SubCommand llamaCommand(
+    "llama", "Llama, Mistral or Qwen2 decoder (Hugging Face layout), from "
+             "flags or a model directory's config.json (--from-hf)");
 static cl::SubCommand bertCommand(
     "bert", "BERT encoder with a masked-LM or sequence-classification head "
             "(Hugging Face layout)");
-#define BOTH cl::sub(gpt2Command), cl::sub(mlpCommand), cl::sub(bertCommand)
+#define BOTH                                                                   \
+  cl::sub(gpt2Command), cl::sub(mlpCommand), cl::sub(bertCommand),             \
+      cl::sub(llamaCommand)
 #define GPT2 cl::sub(gpt2Command)
-#define SEQ cl::sub(gpt2Command), cl::sub(bertCommand)
+#define SEQ cl::sub(gpt2Command), cl::sub(bertCommand), cl::sub(llamaCommand)
+#define LLAMA cl::sub(llamaCommand)
+#define WIDE cl::sub(bertCommand), cl::sub(llamaCommand)
 #define BERT cl::sub(bertCommand)
 #define MLP cl::sub(mlpCommand)
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
@@ -56,7 +64,7 @@ static cl::opt<int64_t> batch("batch", cl::desc("Batch size"),
 static cl::opt<std::string>
     preset("preset",
            cl::desc("Model size: GPT-2 124M, 350M, 774M, 1558M or tiny; "
-                    "BERT base or tiny"),
+                    "BERT base or tiny; Llama tiny, llama-3-8b, mistral-7b, qwen2-7b"),
            cl::cat(category), SEQ);
 static cl::opt<int64_t> nLayer("n-layer", cl::desc("Transformer blocks"),
                                cl::cat(category), SEQ);
@@ -73,15 +81,37 @@ static cl::opt<int64_t> seqLen("seq-len", cl::desc("Sequence length"),
                                cl::cat(category), SEQ);
 
 // BERT.
-static cl::opt<int64_t> hidden("hidden", cl::desc("BERT hidden size"),
-                               cl::cat(category), BERT);
+static cl::opt<int64_t> hidden("hidden", cl::desc("Hidden size"),
+                               cl::cat(category), WIDE);
 static cl::opt<int64_t> intermediate("intermediate",
-                                     cl::desc("BERT MLP width"),
-                                     cl::cat(category), BERT);
+                                     cl::desc("MLP width"),
+                                     cl::cat(category), WIDE);
 static cl::opt<int64_t>
     maxPositions("max-positions",
-                 cl::desc("BERT position embeddings (the longest sequence)"),
-                 cl::cat(category), BERT);
+                 cl::desc("Positions (the longest sequence)"),
+                 cl::cat(category), WIDE);
+
+// Llama family.
+static cl::opt<std::string>
+    fromHF("from-hf",
+           cl::desc("Read the configuration from DIR/config.json (model_type "
+                    "llama, mistral or qwen2); --batch and --seq-len give the "
+                    "shape"),
+           cl::value_desc("DIR"), cl::cat(category), LLAMA);
+static cl::opt<int64_t> kvHeads("kv-heads",
+                                cl::desc("Key/value heads (grouped-query "
+                                         "attention below --n-head)"),
+                                cl::cat(category), LLAMA);
+static cl::opt<double> ropeTheta("rope-theta", cl::desc("Rotary base"),
+                                 cl::cat(category), LLAMA);
+static cl::opt<double> rmsEps("rms-eps", cl::desc("RMSNorm epsilon"),
+                              cl::cat(category), LLAMA);
+static cl::opt<bool> tieEmbeddings("tie-embeddings",
+                                   cl::desc("lm_head is the token embedding"),
+                                   cl::cat(category), LLAMA);
+static cl::opt<bool> qkvBias("qkv-bias",
+                             cl::desc("Biases on q, k and v (Qwen2)"),
+                             cl::cat(category), LLAMA);
 static cl::opt<std::string>
     task("task", cl::desc("BERT head: mlm (masked LM) or seq-cls"),
          cl::init("mlm"), cl::cat(category), BERT);
@@ -228,6 +258,63 @@ static OwningOpRef<ModuleOp> buildMLPFromFlags(MLIRContext *context,
   return tgc::buildMLP(context, config);
 }
 
+static OwningOpRef<ModuleOp> buildLlamaFromFlags(MLIRContext *context,
+                                                 std::string &error) {
+  tgc::LlamaConfig config;
+  if (!fromHF.empty()) {
+    std::string conflicting =
+        setOptions({&preset, &nLayer, &nHead, &kvHeads, &hidden,
+                    &intermediate, &vocabSize, &maxPositions, &ropeTheta,
+                    &rmsEps, &tieEmbeddings, &qkvBias});
+    if (!conflicting.empty()) {
+      error = "--from-hf takes the model from config.json; " + conflicting +
+              " would change it";
+      return nullptr;
+    }
+    std::optional<tgc::LlamaConfig> read = tgc::readLlamaHFConfig(
+        fromHF, seqLen.getNumOccurrences() ? int64_t(seqLen) : config.seqLen,
+        error);
+    if (!read)
+      return nullptr;
+    config = *read;
+  } else if (!preset.empty()) {
+    std::optional<tgc::LlamaConfig> found = tgc::getLlamaPreset(preset);
+    if (!found) {
+      error = "unknown Llama preset '" + preset +
+              "' (expected tiny, llama-3-8b, mistral-7b or qwen2-7b)";
+      return nullptr;
+    }
+    config = *found;
+  } else {
+    config = *tgc::getLlamaPreset("tiny");
+  }
+  setIfGiven(nLayer, config.nLayer);
+  setIfGiven(nHead, config.nHead);
+  if (nHead.getNumOccurrences() && !kvHeads.getNumOccurrences())
+    config.nKVHead = config.nHead;
+  setIfGiven(kvHeads, config.nKVHead);
+  setIfGiven(hidden, config.hidden);
+  setIfGiven(intermediate, config.intermediate);
+  setIfGiven(vocabSize, config.vocabSize);
+  setIfGiven(maxPositions, config.maxPositions);
+  setIfGiven(batch, config.batch);
+  setIfGiven(seqLen, config.seqLen);
+  if (ropeTheta.getNumOccurrences())
+    config.ropeTheta = ropeTheta;
+  if (rmsEps.getNumOccurrences())
+    config.rmsEps = rmsEps;
+  if (tieEmbeddings.getNumOccurrences())
+    config.tieEmbeddings = tieEmbeddings;
+  if (qkvBias.getNumOccurrences())
+    config.qkvBias = qkvBias;
+  if (!seqLen.getNumOccurrences() && config.seqLen > config.maxPositions)
+    config.seqLen = config.maxPositions;
+  error = tgc::validateLlamaConfig(config);
+  if (!error.empty())
+    return nullptr;
+  return tgc::buildLlama(context, config);
+}
+
 int main(int argc, char **argv) {
   // A closed standard stream must not become the output file.
   tgc::reopenClosedStandardStreams();
@@ -235,6 +322,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category, gpt2Command);
   cl::HideUnrelatedOptions(category, mlpCommand);
   cl::HideUnrelatedOptions(category, bertCommand);
+  cl::HideUnrelatedOptions(category, llamaCommand);
   // A bad flag is one `tgc-models: error: ...` line, like every other error.
   std::string flagError;
   if (!tgc::parseToolFlags(argc, argv,
@@ -251,9 +339,11 @@ int main(int argc, char **argv) {
     module = buildMLPFromFlags(&context, error);
   else if (bertCommand)
     module = buildBERTFromFlags(&context, error);
+  else if (llamaCommand)
+    module = buildLlamaFromFlags(&context, error);
   else
-    return fail("name a model: tgc-models gpt2 ..., tgc-models bert ... or "
-                "tgc-models mlp ... (see --help)");
+    return fail("name a model: tgc-models gpt2 ..., tgc-models bert ..., "
+                "tgc-models llama ... or tgc-models mlp ... (see --help)");
   if (!error.empty())
     return fail(error);
   if (!module)

@@ -39,7 +39,13 @@ public:
   mlir::Value matmul(mlir::Value lhs, mlir::Value rhs, bool transposeLhs = false,
                      bool transposeRhs = false);
   mlir::Value add(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value mul(mlir::Value lhs, mlir::Value rhs);
   mlir::Value relu(mlir::Value input);
+  mlir::Value silu(mlir::Value input);
+  mlir::Value rmsNorm(mlir::Value input, mlir::Value weight, double epsilon);
+  /// Rotary embedding of [..., T, D] heads by the D/2 frequencies given
+  /// (held in the model as an f32 constant).
+  mlir::Value rope(mlir::Value input, llvm::ArrayRef<float> invFreq);
   /// The tanh approximation, or with `exact` the erf form.
   mlir::Value gelu(mlir::Value input, bool exact = false);
   mlir::Value tanh(mlir::Value input);

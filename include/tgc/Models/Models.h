@@ -43,6 +43,58 @@ struct GPT2Config {
 /// The named GPT-2 sizes: "124M", "350M", "774M", "1558M" and "tiny".
 std::optional<GPT2Config> getGPT2Preset(llvm::StringRef name);
 
+/// The Llama family as Hugging Face's LlamaForCausalLM computes it (and
+/// MistralForCausalLM, Qwen2ForCausalLM: the same layout): RMSNorm, rotary
+/// position embeddings, grouped-query causal attention and a SwiGLU MLP,
+/// with Hugging Face's parameter names (`model.layers.{i}.self_attn.q_proj
+/// .weight` as [out, in], ...), next-token cross-entropy over [batch,
+/// seqLen] tokens.
+struct LlamaConfig {
+  /// "llama", "mistral" or "qwen2": recorded, the layout is the same.
+  std::string modelType = "llama";
+  int64_t nLayer = 32;
+  int64_t hidden = 4096;
+  int64_t intermediate = 11008;
+  int64_t nHead = 32;
+  /// Key/value heads (grouped-query attention when fewer than nHead).
+  int64_t nKVHead = 32;
+  /// Per-head width; 0: hidden / nHead.
+  int64_t headDim = 0;
+  int64_t vocabSize = 32000;
+  int64_t maxPositions = 4096;
+  double rmsEps = 1e-6;
+  double ropeTheta = 10000.0;
+  /// Llama 3's rope_scaling ("rope_type": "llama3"); factor 0: none.
+  double ropeFactor = 0.0;
+  double ropeLowFreqFactor = 1.0;
+  double ropeHighFreqFactor = 4.0;
+  int64_t ropeOriginalMaxPositions = 8192;
+  /// lm_head shares the token embedding (tie_word_embeddings).
+  bool tieEmbeddings = false;
+  /// Biases on q, k and v (Qwen2).
+  bool qkvBias = false;
+  double initializerRange = 0.02;
+  int64_t batch = 8;
+  int64_t seqLen = 128;
+
+  int64_t headWidth() const { return headDim ? headDim : hidden / nHead; }
+};
+
+/// The named Llama-family sizes: "tiny" (test-sized, grouped-query) and
+/// "llama-3-8b", "mistral-7b", "qwen2-7b".
+std::optional<LlamaConfig> getLlamaPreset(llvm::StringRef name);
+
+/// The rotary frequencies of `config`, as Hugging Face computes them in
+/// f32: 1 / theta^(2i / D), then Llama 3's scaling when it has one.
+llvm::SmallVector<float> llamaInvFreq(const LlamaConfig &config);
+
+/// The configuration of a Hugging Face model directory's config.json
+/// (model_type llama, mistral or qwen2), for sequences of `seqLen`; batch
+/// and seqLen are left for the caller. Errors name the file and the field.
+std::optional<LlamaConfig> readLlamaHFConfig(llvm::StringRef directory,
+                                             int64_t seqLen,
+                                             std::string &error);
+
 /// The head on top of a BERT encoder.
 enum class BERTTask { MaskedLM, SequenceClassification };
 
@@ -75,6 +127,7 @@ llvm::StringRef bertTaskName(BERTTask task);
 std::string validateMLPConfig(const MLPConfig &config);
 std::string validateGPT2Config(const GPT2Config &config);
 std::string validateBERTConfig(const BERTConfig &config);
+std::string validateLlamaConfig(const LlamaConfig &config);
 
 /// Build the model as a module holding one tg.model function; null (with
 /// diagnostics emitted) when the built IR does not verify.
@@ -84,6 +137,8 @@ mlir::OwningOpRef<mlir::ModuleOp> buildGPT2(mlir::MLIRContext *context,
                                             const GPT2Config &config);
 mlir::OwningOpRef<mlir::ModuleOp> buildBERT(mlir::MLIRContext *context,
                                             const BERTConfig &config);
+mlir::OwningOpRef<mlir::ModuleOp> buildLlama(mlir::MLIRContext *context,
+                                             const LlamaConfig &config);
 
 /// Builds the model that `model`'s tg.generator record describes again,
 /// at micro-batch size `batch` and, when `seqLen` is given, that sequence

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/runtime/CpuKernels.h"
+#include "tgc/Support/ShapeRules.h"
 
 #include "Common.h"
 #include "VecMath.h"
@@ -279,6 +280,155 @@ Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weig
 }
 
 //===----------------------------------------------------------------------===//
+// RMS norm
+//===----------------------------------------------------------------------===//
+
+/// 1 / sqrt(mean(x^2) + epsilon) of one row, accumulated in double and
+/// rounded to f32 as the f32 statistic of Hugging Face's RMSNorm.
+static float rmsStatistic(const float *row, int64_t length, double epsilon) {
+  double squares = 0.0;
+  for (int64_t j = 0; j < length; ++j)
+    squares += double(row[j]) * row[j];
+  return float(1.0 / std::sqrt(squares / double(length) + epsilon));
+}
+
+Status rmsNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
+               double epsilon, TensorRef &result) {
+  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
+  int64_t length = input.shape.back();
+  int64_t rows = length == 0 ? 0 : input.numElements() / length;
+  F32Operand x(input), w(weight);
+  F32Result r(result, {&weight});
+  parallelFor(rows, grainFor(length), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const float *xs = x.data() + row * length;
+      float *out = r.data() + row * length;
+      float rstd = rmsStatistic(xs, length, epsilon);
+      for (int64_t j = 0; j < length; ++j)
+        out[j] = xs[j] * rstd * w[j];
+    }
+  });
+  r.commit();
+  return Status::success();
+}
+
+Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight,
+                   const TensorRef &grad, double epsilon,
+                   TensorRef &inputGrad, TensorRef &weightGrad) {
+  TGC_RETURN_IF_ERROR(checkGradResults(
+      "rms_norm_grad", {{inputGrad, input, "input_grad"},
+                        {weightGrad, weight, "weight_grad"}}));
+  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
+  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(grad, input, "grad"));
+  TGC_RETURN_IF_ERROR(expectShape(grad, input.shape, "grad"));
+  bool wantInput = inputGrad.present(), wantWeight = weightGrad.present();
+  int64_t length = input.shape.back();
+  int64_t rows = length == 0 ? 0 : input.numElements() / length;
+  F32Operand x(input), w(weight), g(grad);
+  std::optional<F32Result> dx;
+  if (wantInput)
+    dx.emplace(inputGrad,
+               std::initializer_list<const TensorRef *>{&weight, &weightGrad});
+  // The weight gradient sums over rows: each chunk of rows sums its own,
+  // and the chunks' sums are added in order afterwards.
+  int64_t grain = grainFor(length);
+  int64_t chunks = rows == 0 ? 0 : (rows + grain - 1) / grain;
+  std::vector<double> dwParts(size_t(chunks * length), 0.0);
+  parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+    double *dw = dwParts.data() + (begin / grain) * length;
+    for (int64_t row = begin; row < end; ++row) {
+      const float *xs = x.data() + row * length;
+      const float *gs = g.data() + row * length;
+      float rstd = rmsStatistic(xs, length, epsilon);
+      double sumGX = 0.0;
+      for (int64_t j = 0; j < length; ++j) {
+        float xhat = xs[j] * rstd;
+        sumGX += double(gs[j] * w[j]) * xhat;
+        dw[j] += double(gs[j]) * xhat;
+      }
+      if (!wantInput)
+        continue;
+      float *out = dx->data() + row * length;
+      float meanGX = float(sumGX / double(length));
+      // Reads gs[j] before writing out[j]: input_grad may reuse grad's
+      // buffer.
+      for (int64_t j = 0; j < length; ++j) {
+        float xhat = xs[j] * rstd;
+        out[j] = rstd * (gs[j] * w[j] - xhat * meanGX);
+      }
+    }
+  });
+  if (dx)
+    dx->commit();
+  if (wantWeight) {
+    std::vector<double> dw(size_t(length), 0.0);
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t j = 0; j < length; ++j)
+        dw[j] += dwParts[c * length + j];
+    for (int64_t j = 0; j < length; ++j)
+      storeF32(weightGrad, j, float(dw[j]));
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary position embedding
+//===----------------------------------------------------------------------===//
+
+Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
+            bool inverse, TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(invFreq, "inv_freq"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
+  if (input.rank() < 2 || input.shape.back() % 2 != 0)
+    return Status::failure("rope input must be [..., T, D] with D even");
+  if (invFreq.dtype != DType::F32)
+    return Status::failure("rope inv_freq must be f32");
+  int64_t length = input.shape.back(), half = length / 2;
+  int64_t positions = input.shape[input.rank() - 2];
+  TGC_RETURN_IF_ERROR(expectShape(invFreq, {half}, "inv_freq"));
+  int64_t rows = length == 0 ? 0 : input.numElements() / length;
+  // The angles of each position, as Hugging Face computes them: the f32
+  // product of the position and the frequency, its f32 cosine and sine.
+  const float *freq = static_cast<const float *>(invFreq.data);
+  std::vector<float> cosines(size_t(positions * half)),
+      sines(size_t(positions * half));
+  for (int64_t t = 0; t < positions; ++t)
+    for (int64_t i = 0; i < half; ++i) {
+      float angle = float(t) * freq[i];
+      cosines[t * half + i] = std::cos(angle);
+      sines[t * half + i] = inverse ? -std::sin(angle) : std::sin(angle);
+    }
+  F32Operand x(input);
+  F32Result r(result);
+  parallelFor(rows, grainFor(length), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t t = row % positions;
+      const float *xs = x.data() + row * length;
+      const float *c = cosines.data() + t * half;
+      const float *s = sines.data() + t * half;
+      float *out = r.data() + row * length;
+      // Both elements of a pair are read before either is written: the
+      // result may be the input's buffer.
+      for (int64_t i = 0; i < half; ++i) {
+        float a = xs[i], b = xs[i + half];
+        out[i] = a * c[i] - b * s[i];
+        out[i + half] = b * c[i] + a * s[i];
+      }
+    }
+  });
+  r.commit();
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
 // Embedding
 //===----------------------------------------------------------------------===//
 
@@ -367,11 +517,18 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &gr
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Sizes of an attention problem: `batch` independent heads of
-/// [tq, d] x [tk, d] x [tk, dv].
+/// Sizes of an attention problem: `batch` independent key/value heads of
+/// [group * tq, d] x [tk, d] x [tk, dv]. With grouped-query attention the
+/// `group` query heads that share a key/value head are consecutive, so they
+/// form one [group * tq, d] matrix (row i: query head i / tq of the group,
+/// position i % tq) against their shared keys: no key or value is repeated,
+/// and their gradients sum over the group in the GEMMs themselves.
 struct AttentionShape {
   int64_t batch, tq, tk, d, dv;
+  int64_t group = 1;
   float scale;
+  /// Query rows per key/value head.
+  int64_t rows() const { return group * tq; }
   /// Heads per row of the key mask (the batch dimensions it omits), or 0
   /// without a mask.
   int64_t maskGroup = 0;
@@ -384,12 +541,17 @@ struct KeyVisibility {
   const TensorRef *mask;
   bool causal;
 
-  /// The keys row `i` may look at are a subset of [0, limit(i)).
+  /// The keys row `i` (of a key/value head's rows) may look at are a
+  /// subset of [0, limit(i)).
   int64_t limit(int64_t i) const {
-    return causal ? std::min(i + 1, sizes.tk) : sizes.tk;
+    return causal ? std::min(i % sizes.tq + 1, sizes.tk) : sizes.tk;
   }
-  bool visible(int64_t b, int64_t j) const {
-    return !mask || loadI64(*mask, (b / sizes.maskGroup) * sizes.tk + j) != 0;
+  /// Whether row `i` of key/value head `b` may see key `j` (the mask is
+  /// per query head).
+  bool visible(int64_t b, int64_t i, int64_t j) const {
+    int64_t queryHead = b * sizes.group + i / sizes.tq;
+    return !mask ||
+           loadI64(*mask, (queryHead / sizes.maskGroup) * sizes.tk + j) != 0;
   }
 };
 } // namespace
@@ -411,7 +573,7 @@ static Status checkKeyMask(const TensorRef *mask, const TensorRef &query,
                            "of the batch dimensions, found " +
                            shapeString(mask->shape));
   int64_t rows = product(mask->shape, 0, mask->shape.size() - 1);
-  sizes.maskGroup = sizes.batch / std::max<int64_t>(rows, 1);
+  sizes.maskGroup = sizes.batch * sizes.group / std::max<int64_t>(rows, 1);
   return Status::success();
 }
 
@@ -430,11 +592,22 @@ static Status checkAttention(const TensorRef &query, const TensorRef &key,
     return Status::failure("query, key and value must have the same rank "
                            ">= 2");
   Shape batch(query.shape.begin(), query.shape.end() - 2);
-  sizes.batch = product(batch, 0, batch.size());
   sizes.tq = query.shape[rank - 2];
   sizes.d = query.shape[rank - 1];
   sizes.tk = key.shape[rank - 2];
   sizes.dv = value.shape[rank - 1];
+  // Grouped-query attention: fewer key/value heads (the last batch
+  // dimension) than query heads, each shared by a group of them.
+  Shape keyBatch(key.shape.begin(), key.shape.end() - 2);
+  sizes.group = shapes::attentionGroup(batch, keyBatch);
+  if (sizes.group == 0)
+    return Status::failure("key batch dimensions " +
+                           shapes::toString(keyBatch) +
+                           " do not match the query's " +
+                           shapes::toString(batch) +
+                           " (key/value heads must divide query heads)");
+  batch = keyBatch;
+  sizes.batch = product(batch, 0, batch.size());
   Shape keyShape = batch, valueShape = batch;
   keyShape.insert(keyShape.end(), {sizes.tk, sizes.d});
   valueShape.insert(valueShape.end(), {sizes.tk, sizes.dv});
@@ -454,22 +627,22 @@ static Status checkAttention(const TensorRef &query, const TensorRef &key,
   return checkKeyMask(mask, query, sizes);
 }
 
-/// The attention probabilities of head `b`: P = softmax(scale * Q K^T +
-/// mask) as a [tq, tk] matrix, masked entries exactly 0 (a row that sees no
-/// key is all 0).
+/// The attention probabilities of key/value head `b`: P = softmax(scale *
+/// Q K^T + mask) as a [rows, tk] matrix, masked entries exactly 0 (a row
+/// that sees no key is all 0).
 static void attentionProbabilities(const AttentionShape &sizes,
                                    const KeyVisibility &keys, int64_t b,
                                    const float *q, const float *k, float *p) {
-  int64_t tq = sizes.tq, tk = sizes.tk;
-  gemmF32(false, true, tq, tk, sizes.d, sizes.scale, q, sizes.d, k, sizes.d,
+  int64_t rows = sizes.rows(), tk = sizes.tk;
+  gemmF32(false, true, rows, tk, sizes.d, sizes.scale, q, sizes.d, k, sizes.d,
           0.0f, p, tk);
   const float minusInf = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < tq; ++i) {
+  for (int64_t i = 0; i < rows; ++i) {
     float *row = p + i * tk;
     int64_t limit = keys.limit(i);
     if (keys.mask)
       for (int64_t j = 0; j < limit; ++j)
-        if (!keys.visible(b, j))
+        if (!keys.visible(b, i, j))
           row[j] = minusInf;
     float max = minusInf;
     for (int64_t j = 0; j < limit; ++j)
@@ -507,15 +680,15 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
   F32Result out(result, {&query, &key, &value});
   // One head per iteration on the thread team (its GEMMs then run on the
   // calling thread).
+  int64_t rows = sizes.rows();
   parallelFor(sizes.batch, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> p(size_t(sizes.tq * sizes.tk));
+    std::vector<float> p(size_t(rows * sizes.tk));
     for (int64_t b = begin; b < end; ++b) {
-      attentionProbabilities(sizes, keys, b,
-                             q.data() + b * sizes.tq * sizes.d,
+      attentionProbabilities(sizes, keys, b, q.data() + b * rows * sizes.d,
                              k.data() + b * sizes.tk * sizes.d, p.data());
-      gemmF32(false, false, sizes.tq, sizes.dv, sizes.tk, 1.0f, p.data(),
+      gemmF32(false, false, rows, sizes.dv, sizes.tk, 1.0f, p.data(),
               sizes.tk, v.data() + b * sizes.tk * sizes.dv, sizes.dv, 0.0f,
-              out.data() + b * sizes.tq * sizes.dv, sizes.dv);
+              out.data() + b * rows * sizes.dv, sizes.dv);
     }
   });
   out.commit();
@@ -556,7 +729,8 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
     dk.emplace(keyGrad, operands);
   if (wantValue)
     dv.emplace(valueGrad, operands);
-  int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dvSize = sizes.dv;
+  // Per key/value head, its group's query rows as one matrix.
+  int64_t tq = sizes.rows(), tk = sizes.tk, d = sizes.d, dvSize = sizes.dv;
   parallelFor(sizes.batch, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> p(size_t(tq * tk)), dp(size_t(tq * tk));
     for (int64_t b = begin; b < end; ++b) {

@@ -20,6 +20,7 @@
 #include "Common.cuh"
 #include "FlashAttention.h"
 #include "Linalg.h"
+#include "tgc/Support/ShapeRules.h"
 
 #include <algorithm>
 #include <cmath>
@@ -233,14 +234,22 @@ Status splitAround(const std::vector<int64_t> &shape, int64_t axis,
 // Layer normalization kernels
 //===----------------------------------------------------------------------===//
 
-/// Mean and 1 / sqrt(biased variance + epsilon) of a row, two passes in f32.
+// The kernels serve layer norm (`centered`) and RMS norm (not centered: the
+// mean is taken as 0, there is no bias, and the input gradient has no
+// mean(g) term).
+
+/// Mean and 1 / sqrt(biased variance + epsilon) of a row, two passes in f32;
+/// not centered, 0 and 1 / sqrt(mean(x^2) + epsilon).
 __device__ void rowStatistics(const void *input, DType dtype, int64_t base,
-                              int64_t length, float epsilon, float &mean,
-                              float &rstd) {
-  float sum = 0.0f;
-  for (int64_t j = threadIdx.x; j < length; j += blockDim.x)
-    sum += loadFloat(input, dtype, base + j);
-  mean = blockSum(sum) / float(length);
+                              int64_t length, float epsilon, bool centered,
+                              float &mean, float &rstd) {
+  mean = 0.0f;
+  if (centered) {
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x)
+      sum += loadFloat(input, dtype, base + j);
+    mean = blockSum(sum) / float(length);
+  }
   float squares = 0.0f;
   for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
     float centered = loadFloat(input, dtype, base + j) - mean;
@@ -249,29 +258,32 @@ __device__ void rowStatistics(const void *input, DType dtype, int64_t base,
   rstd = 1.0f / sqrtf(blockSum(squares) / float(length) + epsilon);
 }
 
+/// Layer norm; RMS norm when not centered (`bias` is then null).
 __global__ void layerNormKernel(const void *input, const void *weight,
                                 const void *bias, void *result, DType dtype,
-                                int64_t rows, int64_t length, float epsilon) {
+                                int64_t rows, int64_t length, float epsilon,
+                                bool centered) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t base = row * length;
     float mean, rstd;
-    rowStatistics(input, dtype, base, length, epsilon, mean, rstd);
+    rowStatistics(input, dtype, base, length, epsilon, centered, mean, rstd);
     for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
       float x = loadFloat(input, dtype, base + j);
+      float y = (x - mean) * rstd * loadFloat(weight, dtype, j);
       storeFloat(result, dtype, base + j,
-                 (x - mean) * rstd * loadFloat(weight, dtype, j) +
-                     loadFloat(bias, dtype, j));
+                 centered ? y + loadFloat(bias, dtype, j) : y);
     }
   }
 }
 
 __global__ void layerNormStatisticsKernel(const void *input, DType dtype,
                                           int64_t rows, int64_t length,
-                                          float epsilon, float *means,
-                                          float *rstds) {
+                                          float epsilon, bool centered,
+                                          float *means, float *rstds) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     float mean, rstd;
-    rowStatistics(input, dtype, row * length, length, epsilon, mean, rstd);
+    rowStatistics(input, dtype, row * length, length, epsilon, centered, mean,
+                  rstd);
     if (threadIdx.x == 0) {
       means[row] = mean;
       rstds[row] = rstd;
@@ -281,7 +293,7 @@ __global__ void layerNormStatisticsKernel(const void *input, DType dtype,
 
 /// Partial sums over a chunk of `rowsPerChunk` rows (blockIdx.y) of
 /// `grad * xhat` and `grad` for the column of each thread, added atomically
-/// into the f32 accumulators.
+/// into the f32 accumulators (`biasGrad` null: RMS norm has none).
 __global__ void layerNormParamGradKernel(const void *input, const void *grad,
                                          DType dtype, int64_t rows,
                                          int64_t length, int64_t rowsPerChunk,
@@ -302,18 +314,19 @@ __global__ void layerNormParamGradKernel(const void *input, const void *grad,
   }
   if (begin < end) {
     atomicAdd(&weightGrad[j], dw);
-    atomicAdd(&biasGrad[j], db);
+    if (biasGrad)
+      atomicAdd(&biasGrad[j], db);
   }
 }
 
 /// `input_grad = rstd * (g - mean(g) - xhat * mean(g * xhat))` per row with
-/// `g = grad * weight`; reads grad[i] before writing result[i], so the
-/// result may reuse grad's buffer.
+/// `g = grad * weight` (no mean(g) term when not centered); reads grad[i]
+/// before writing result[i], so the result may reuse grad's buffer.
 __global__ void layerNormInputGradKernel(const void *input, const void *grad,
                                          const float *weight, void *result,
                                          DType dtype, int64_t rows,
                                          int64_t length, const float *means,
-                                         const float *rstds) {
+                                         const float *rstds, bool centered) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t base = row * length;
     float mean = means[row], rstd = rstds[row];
@@ -324,7 +337,7 @@ __global__ void layerNormInputGradKernel(const void *input, const void *grad,
       sumG += gw;
       sumGX += gw * xhat;
     }
-    float meanG = blockSum(sumG) / float(length);
+    float meanG = centered ? blockSum(sumG) / float(length) : 0.0f;
     float meanGX = blockSum(sumGX) / float(length);
     for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
       float xhat = (loadFloat(input, dtype, base + j) - mean) * rstd;
@@ -619,8 +632,10 @@ Status softmaxGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
 // Layer normalization
 //===----------------------------------------------------------------------===//
 
-Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
-                 const TensorRef &bias, double epsilon, TensorRef &result) {
+/// Layer norm, or RMS norm when `bias` is null.
+static Status normalize(Context &ctx, const TensorRef &input,
+                        const TensorRef &weight, const TensorRef *bias,
+                        double epsilon, TensorRef &result) {
   if (input.rank() < 1)
     return Status::failure("layer norm input must have rank >= 1");
   int64_t length = input.shape.back();
@@ -628,23 +643,37 @@ Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
   if (rows == 0)
     return Status::success();
   layerNormKernel<<<rowBlocks(rows), rowThreads(length), 0, streamOf(ctx)>>>(
-      input.data, weight.data, bias.data, result.data, input.dtype, rows,
-      length, float(epsilon));
+      input.data, weight.data, bias ? bias->data : nullptr, result.data,
+      input.dtype, rows, length, float(epsilon), bias != nullptr);
   TGC_CUDA_LAUNCH("layerNormKernel");
   return Status::success();
 }
 
-Status layerNormGrad(Context &ctx, const TensorRef &input,
-                     const TensorRef &weight, const TensorRef &grad,
-                     double epsilon, TensorRef &inputGrad,
-                     TensorRef &weightGrad, TensorRef &biasGrad) {
+Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
+                 const TensorRef &bias, double epsilon, TensorRef &result) {
+  return normalize(ctx, input, weight, &bias, epsilon, result);
+}
+
+Status rmsNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
+               double epsilon, TensorRef &result) {
+  return normalize(ctx, input, weight, nullptr, epsilon, result);
+}
+
+/// The gradient of layer norm, or of RMS norm when `biasGrad` is null.
+static Status normalizeGrad(Context &ctx, const char *op,
+                            const TensorRef &input, const TensorRef &weight,
+                            const TensorRef &grad, double epsilon,
+                            TensorRef &inputGrad, TensorRef &weightGrad,
+                            TensorRef *biasGrad) {
   if (input.rank() < 1)
     return Status::failure("layer norm input must have rank >= 1");
+  bool centered = biasGrad != nullptr;
   // Results that are not present are not computed (an output mask).
   bool wantInput = inputGrad.present();
-  bool wantParams = weightGrad.present() || biasGrad.present();
+  bool wantParams =
+      weightGrad.present() || (centered && biasGrad->present());
   if (!wantInput && !wantParams)
-    return Status::failure("layer_norm_grad computes none of its results");
+    return Status::failure(std::string(op) + " computes none of its results");
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   if (length == 0)
@@ -675,7 +704,8 @@ Status layerNormGrad(Context &ctx, const TensorRef &input,
     return s;
   if (rows > 0) {
     layerNormStatisticsKernel<<<rowBlocks(rows), rowThreads(length), 0, stream>>>(
-        input.data, input.dtype, rows, length, float(epsilon), means, rstds);
+        input.data, input.dtype, rows, length, float(epsilon), centered, means,
+        rstds);
     TGC_CUDA_LAUNCH("layerNormStatisticsKernel");
 
     // The parameter gradients read grad before input_grad may overwrite it.
@@ -685,13 +715,13 @@ Status layerNormGrad(Context &ctx, const TensorRef &input,
       dim3 grid(unsigned((length + 255) / 256), unsigned(chunks));
       layerNormParamGradKernel<<<grid, 256, 0, stream>>>(
           input.data, grad.data, input.dtype, rows, length, rowsPerChunk,
-          means, rstds, weightGradF32, biasGradF32);
+          means, rstds, weightGradF32, centered ? biasGradF32 : nullptr);
       TGC_CUDA_LAUNCH("layerNormParamGradKernel");
     }
     if (wantInput) {
       layerNormInputGradKernel<<<rowBlocks(rows), rowThreads(length), 0, stream>>>(
           input.data, grad.data, weightF32, inputGrad.data, input.dtype, rows,
-          length, means, rstds);
+          length, means, rstds, centered);
       TGC_CUDA_LAUNCH("layerNormInputGradKernel");
     }
   }
@@ -699,8 +729,62 @@ Status layerNormGrad(Context &ctx, const TensorRef &input,
     if (Status s = narrowFromF32(ctx, weightGradF32, length, weightGrad);
         !s.ok())
       return s;
-  if (biasGrad.present())
-    return narrowFromF32(ctx, biasGradF32, length, biasGrad);
+  if (centered && biasGrad->present())
+    return narrowFromF32(ctx, biasGradF32, length, *biasGrad);
+  return Status::success();
+}
+
+Status layerNormGrad(Context &ctx, const TensorRef &input,
+                     const TensorRef &weight, const TensorRef &grad,
+                     double epsilon, TensorRef &inputGrad,
+                     TensorRef &weightGrad, TensorRef &biasGrad) {
+  return normalizeGrad(ctx, "layer_norm_grad", input, weight, grad, epsilon,
+                       inputGrad, weightGrad, &biasGrad);
+}
+
+Status rmsNormGrad(Context &ctx, const TensorRef &input,
+                   const TensorRef &weight, const TensorRef &grad,
+                   double epsilon, TensorRef &inputGrad,
+                   TensorRef &weightGrad) {
+  return normalizeGrad(ctx, "rms_norm_grad", input, weight, grad, epsilon,
+                       inputGrad, weightGrad, nullptr);
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary position embedding
+//===----------------------------------------------------------------------===//
+
+/// One thread per pair (i, i + D/2) of a row: the angle t * invFreq[i] in
+/// f32, as Hugging Face computes it; both elements are read before either
+/// is written, so the result may be the input's buffer.
+__global__ void ropeKernel(const void *input, const float *invFreq,
+                           void *result, DType dtype, int64_t pairs,
+                           int64_t positions, int64_t half, float direction) {
+  TGC_GRID_LOOP(p, pairs) {
+    int64_t row = p / half, i = p % half;
+    float angle = float(row % positions) * invFreq[i];
+    float c = cosf(angle), s = direction * sinf(angle);
+    int64_t base = row * 2 * half;
+    float a = loadFloat(input, dtype, base + i);
+    float b = loadFloat(input, dtype, base + i + half);
+    storeFloat(result, dtype, base + i, a * c - b * s);
+    storeFloat(result, dtype, base + i + half, b * c + a * s);
+  }
+}
+
+Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
+            bool inverse, TensorRef &result) {
+  if (input.rank() < 2 || input.shape.back() % 2 != 0)
+    return Status::failure("rope input must be [..., T, D] with D even");
+  int64_t half = input.shape.back() / 2;
+  int64_t pairs = half == 0 ? 0 : input.numElements() / 2;
+  if (pairs == 0)
+    return Status::success();
+  ropeKernel<<<blocksFor(pairs), 256, 0, streamOf(ctx)>>>(
+      input.data, static_cast<const float *>(invFreq.data), result.data,
+      input.dtype, pairs, input.shape[input.rank() - 2], half,
+      inverse ? -1.0f : 1.0f);
+  TGC_CUDA_LAUNCH("ropeKernel");
   return Status::success();
 }
 
@@ -787,10 +871,15 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices,
 
 namespace {
 
-/// Sizes of an attention problem: `batch` independent heads of
-/// [tq, d] x [tk, d] x [tk, dv].
+/// Sizes of an attention problem: `batch` independent key/value heads of
+/// [tq, d] x [tk, d] x [tk, dv]. With grouped-query attention the `group`
+/// query heads that share a key/value head are consecutive, so they form
+/// one matrix of tq = group * positions rows (row i: query head i /
+/// positions of the group, position i % positions): no key or value is
+/// repeated, and their gradients sum over the group in the GEMMs.
 struct AttentionShape {
   int64_t batch, tq, tk, d, dv;
+  int64_t group = 1, positions = 0;
   float scale;
   KeyMask mask;
 };
@@ -806,17 +895,23 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
   if (!isFloat(query.dtype) || key.dtype != query.dtype ||
       value.dtype != query.dtype)
     return Status::failure("query, key and value must have one float type");
+  std::vector<int64_t> queryBatch(query.shape.begin(), query.shape.end() - 2),
+      keyBatch(key.shape.begin(), key.shape.end() - 2);
+  sizes.group = shapes::attentionGroup(queryBatch, keyBatch);
+  if (sizes.group == 0)
+    return Status::failure("key/value heads must divide query heads");
   sizes.batch = 1;
-  for (int64_t d = 0; d < rank - 2; ++d)
-    sizes.batch *= query.shape[d];
-  sizes.tq = query.shape[rank - 2];
+  for (int64_t size : keyBatch)
+    sizes.batch *= size;
+  sizes.positions = query.shape[rank - 2];
+  sizes.tq = sizes.group * sizes.positions;
   sizes.d = query.shape[rank - 1];
   sizes.tk = key.shape[rank - 2];
   sizes.dv = value.shape[rank - 1];
-  if (causal && sizes.tq != sizes.tk)
+  if (causal && sizes.positions != sizes.tk)
     return Status::failure("causal attention needs equal query and key "
                            "lengths, found " +
-                           std::to_string(sizes.tq) + " and " +
+                           std::to_string(sizes.positions) + " and " +
                            std::to_string(sizes.tk));
   if (scale && !(*scale > 0.0 && std::isfinite(*scale)))
     return Status::failure("attention scale must be positive and finite");
@@ -835,7 +930,8 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
       rows *= m[i];
     sizes.mask.data = keyMask->data;
     sizes.mask.dtype = keyMask->dtype;
-    sizes.mask.group = std::max<int64_t>(1, sizes.batch / std::max<int64_t>(rows, 1));
+    sizes.mask.group = std::max<int64_t>(
+        1, sizes.batch * sizes.group / std::max<int64_t>(rows, 1));
   }
   return Status::success();
 }
@@ -874,8 +970,10 @@ Status attentionProbabilities(Context &ctx, const AttentionShape &sizes,
   int64_t rows = heads * sizes.tq;
   if (rows == 0)
     return Status::success();
+  // Rows by query head (head0 in key/value heads) and position.
   attentionSoftmaxKernel<<<rowBlocks(rows), rowThreads(sizes.tk), 0, streamOf(ctx)>>>(
-      p, rows, sizes.tq, sizes.tk, causal, sizes.mask, head0);
+      p, rows, sizes.positions, sizes.tk, causal, sizes.mask,
+      head0 * sizes.group);
   TGC_CUDA_LAUNCH("attentionSoftmaxKernel");
   return Status::success();
 }
@@ -917,7 +1015,7 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
 
   // 16-bit heads of up to 64 elements: the fused kernel (tensor cores, no
   // score matrix in memory).
-  if (fusedAttentionSupports(query.dtype, d, dv) &&
+  if (sizes.group == 1 && fusedAttentionSupports(query.dtype, d, dv) &&
       key.dtype == query.dtype && value.dtype == query.dtype &&
       result.dtype == query.dtype && !bytesOverlap(result, query) &&
       !bytesOverlap(result, key) && !bytesOverlap(result, value))
@@ -1007,7 +1105,7 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   // The fused kernels: the row log-sum-exp from a forward pass that writes
   // only it, the row dots, then one pass over key tiles; the query
   // gradient gathers in f32 and is rounded once.
-  bool fused = fusedAttentionSupports(query.dtype, d, dv);
+  bool fused = sizes.group == 1 && fusedAttentionSupports(query.dtype, d, dv);
   for (const TensorRef *t : {&key, &value, &output, &grad})
     fused = fused && t->dtype == query.dtype;
   for (const TensorRef *result : {&queryGrad, &keyGrad, &valueGrad}) {

@@ -55,7 +55,8 @@ const char *kernelName(Kernel kernel) {
 }
 
 bool mayLeaveResults(Kernel kernel) {
-  return kernel == Kernel::LayerNormGrad || kernel == Kernel::AttentionGrad;
+  return kernel == Kernel::LayerNormGrad || kernel == Kernel::RmsNormGrad ||
+         kernel == Kernel::AttentionGrad;
 }
 
 static bool lookupKernel(const std::string &name, Kernel &kernel) {

@@ -199,8 +199,10 @@ private:
     size_t r = q.shape.size();
     if (r < 2 || k.shape.size() != r || v.shape.size() != r)
       return fail("attention ranks differ");
-    if (!std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) ||
-        !std::equal(q.shape.begin(), q.shape.end() - 2, v.shape.begin()) ||
+    Shape qBatch(q.shape.begin(), q.shape.end() - 2),
+        kBatch(k.shape.begin(), k.shape.end() - 2);
+    if (shapes::attentionGroup(qBatch, kBatch) == 0 ||
+        !std::equal(k.shape.begin(), k.shape.end() - 2, v.shape.begin()) ||
         q.shape[r - 1] != k.shape[r - 1] || k.shape[r - 2] != v.shape[r - 2])
       return fail("attention shapes do not agree");
     if (inst.getBool("causal") && q.shape[r - 2] != k.shape[r - 2])
@@ -358,6 +360,23 @@ Status Checker::run() {
     ok = counts(3, 3) && layerNorm(in(0), in(1)) && same(in(0), in(2)) &&
          outLike(in(0), 0) && outLike(in(1), 1) && outLike(in(1), 2);
     break;
+  case Kernel::RmsNorm:
+    ok = counts(2, 1) && layerNorm(in(0), in(1)) && same(in(0), out(0));
+    break;
+  case Kernel::RmsNormGrad:
+    ok = counts(3, 2) && layerNorm(in(0), in(1)) && same(in(0), in(2)) &&
+         outLike(in(0), 0) && outLike(in(1), 1);
+    break;
+  case Kernel::Rope: {
+    const Shape &x = in(0).shape;
+    ok = counts(2, 1) && floatT(in(0)) && same(in(0), out(0)) &&
+         attr("inverse", AttrValue::Bool) &&
+         (x.size() >= 2 || fail("rope's input must have rank >= 2")) &&
+         (x.back() % 2 == 0 || fail("rope's head dimension must be even")) &&
+         (in(1).dtype == DType::F32 || fail("rope's inv_freq must be f32")) &&
+         shapeIs(in(1), {x.back() / 2});
+    break;
+  }
   case Kernel::Embedding: {
     ok = counts(2, 1) && floatT(in(0)) && indexT(in(1)) &&
          (in(0).shape.size() == 2 || fail("the table must have rank 2")) &&

@@ -344,6 +344,30 @@ func.func @layer_norm_element_types(%x: tensor<4x8xf32>, %w: tensor<8xbf16>, %b:
 
 // -----
 
+func.func @rms_norm_weight_shape(%x: tensor<4x8xf32>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.rms_norm' op weight must have shape [8], found [4]}}
+  %0 = tg.rms_norm %x, %w : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd_head(%x: tensor<2x4x7xf32>, %f: tensor<3xf32>) {
+  // expected-error @+1 {{'tg.rope' op the head dimension must be even, found 7}}
+  %0 = tg.rope %x, %f : (tensor<2x4x7xf32>, tensor<3xf32>) -> tensor<2x4x7xf32>
+  return
+}
+
+// -----
+
+func.func @rope_frequencies(%x: tensor<2x4x8xbf16>, %f: tensor<4xbf16>) {
+  // expected-error @+1 {{'tg.rope' op inv_freq must be tensor<4xf32> (D/2 frequencies), found 'tensor<4xbf16>'}}
+  %0 = tg.rope %x, %f : (tensor<2x4x8xbf16>, tensor<4xbf16>) -> tensor<2x4x8xbf16>
+  return
+}
+
+// -----
+
 func.func @layer_norm_rank0(%x: tensor<f32>, %w: tensor<1xf32>) {
   // expected-error @+1 {{'tg.layer_norm' op input must have rank >= 1}}
   %0 = tg.layer_norm %x, %w, %w
@@ -481,7 +505,7 @@ func.func @attention_mask_float(%q: tensor<2x8x16xf32>, %m: tensor<2x8xf32>) {
 // -----
 
 func.func @attention_batch(%q: tensor<2x8x16xf32>, %k: tensor<3x8x16xf32>, %v: tensor<2x8x16xf32>) {
-  // expected-error @+1 {{'tg.attention' op query, key and value must have the same batch dimensions, found [2], [3] and [2]}}
+  // expected-error @+1 {{'tg.attention' op query, key and value must have the same batch dimensions (key and value may have fewer heads, the last, dividing the query's), found [2], [3] and [2]}}
   %0 = tg.attention %q, %k, %v
       : (tensor<2x8x16xf32>, tensor<3x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
   return
@@ -489,9 +513,19 @@ func.func @attention_batch(%q: tensor<2x8x16xf32>, %k: tensor<3x8x16xf32>, %v: t
 
 // -----
 
+func.func @attention_group(%q: tensor<2x4x8x16xf32>, %kv: tensor<2x3x8x16xf32>) {
+  // Grouped-query attention needs key/value heads that divide query heads.
+  // expected-error @+1 {{'tg.attention' op query, key and value must have the same batch dimensions (key and value may have fewer heads, the last, dividing the query's), found [2, 4], [2, 3] and [2, 3]}}
+  %0 = tg.attention %q, %kv, %kv
+      : (tensor<2x4x8x16xf32>, tensor<2x3x8x16xf32>, tensor<2x3x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_value_batch(%q: tensor<2x4x8x16xf32>, %v: tensor<2x1x8x16xf32>) {
   // Batch dimensions must be equal, they do not broadcast.
-  // expected-error @+1 {{'tg.attention' op query, key and value must have the same batch dimensions, found [2, 4], [2, 4] and [2, 1]}}
+  // expected-error @+1 {{'tg.attention' op query, key and value must have the same batch dimensions (key and value may have fewer heads, the last, dividing the query's), found [2, 4], [2, 4] and [2, 1]}}
   %0 = tg.attention %q, %q, %v
       : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x1x8x16xf32>) -> tensor<2x4x8x16xf32>
   return

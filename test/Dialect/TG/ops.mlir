@@ -174,6 +174,37 @@ func.func @layer_norm(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32
   return %0, %1, %2 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<16xbf16>
 }
 
+// CHECK-LABEL: func.func @rms_norm_and_rope(
+func.func @rms_norm_and_rope(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>,
+                             %g: tensor<2x4x8xf32>, %f: tensor<4xf32>,
+                             %hb: tensor<2x3x5x8xbf16>)
+    -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>,
+        tensor<2x3x5x8xbf16>, tensor<2x4x8xf32>) {
+  // The default epsilon (1e-6, Llama's) is not printed.
+  // CHECK: tg.rms_norm %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %0 = tg.rms_norm %x, %w : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: tg.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>)
+  %1:2 = tg.rms_norm_grad %x, %w, %g {epsilon = 1.0e-5}
+      : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>)
+      -> (tensor<2x4x8xf32>, tensor<8xf32>)
+  // CHECK: tg.rope %{{.*}}, %{{.*}} : (tensor<2x3x5x8xbf16>, tensor<4xf32>) -> tensor<2x3x5x8xbf16>
+  %2 = tg.rope %hb, %f : (tensor<2x3x5x8xbf16>, tensor<4xf32>) -> tensor<2x3x5x8xbf16>
+  // CHECK: tg.rope %{{.*}}, %{{.*}} {inverse = true} : (tensor<2x4x8xf32>, tensor<4xf32>) -> tensor<2x4x8xf32>
+  %3 = tg.rope %x, %f {inverse = true} : (tensor<2x4x8xf32>, tensor<4xf32>) -> tensor<2x4x8xf32>
+  return %0, %1#0, %1#1, %2, %3 : tensor<2x4x8xf32>, tensor<2x4x8xf32>,
+      tensor<8xf32>, tensor<2x3x5x8xbf16>, tensor<2x4x8xf32>
+}
+
+// Grouped-query attention: two key/value heads for six query heads.
+// CHECK-LABEL: func.func @grouped_attention(
+func.func @grouped_attention(%q: tensor<2x6x8x16xf32>, %kv: tensor<2x2x8x16xf32>)
+    -> tensor<2x6x8x16xf32> {
+  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true} : (tensor<2x6x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) -> tensor<2x6x8x16xf32>
+  %0 = tg.attention %q, %kv, %kv {causal = true}
+      : (tensor<2x6x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) -> tensor<2x6x8x16xf32>
+  return %0 : tensor<2x6x8x16xf32>
+}
+
 // CHECK-LABEL: func.func @embedding(
 // CHECK-SAME: %[[T:[^:]*]]: tensor<100x16xf32>, %[[I64:[^:]*]]: tensor<2x8xi64>, %[[TH:[^:]*]]: tensor<50x4xf16>, %[[I32:[^:]*]]: tensor<3xi32>, %[[I0:[^:]*]]: tensor<i64>)
 func.func @embedding(%t: tensor<100x16xf32>, %i64: tensor<2x8xi64>,

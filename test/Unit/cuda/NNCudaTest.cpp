@@ -187,6 +187,57 @@ TEST_P(NNCudaTest, LayerNormGrad) {
   }
 }
 
+TEST_P(NNCudaTest, RmsNormAndItsGradient) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(211);
+  for (auto shape : {std::vector<int64_t>{4, 16, 96}, {3, 5}, {300, 40}}) {
+    int64_t d = shape.back();
+    HostTensor x = randomTensor(dtype, shape, rng, 0.0f, 2.0f);
+    HostTensor w = randomTensor(dtype, {d}, rng, 1.0f, 0.2f);
+    HostTensor g = randomTensor(dtype, shape, rng);
+    HostTensor want(dtype, shape), wantDx(dtype, shape), wantDw(dtype, {d});
+    ASSERT_OK(cpu::rmsNorm(cpuCtx, x.ref, w.ref, 1e-6, want.ref));
+    ASSERT_OK(cpu::rmsNormGrad(cpuCtx, x.ref, w.ref, g.ref, 1e-6, wantDx.ref,
+                               wantDw.ref));
+    DeviceTensor dx(x), dw(w), dg(g), dOut(want, false);
+    DeviceTensor outDx(wantDx, false), outDw(wantDw, false);
+    ASSERT_OK(cuda::rmsNorm(*testContext(), dx.ref, dw.ref, 1e-6, dOut.ref));
+    // The input gradient into grad's own buffer, as the planner may place it.
+    ASSERT_OK(cuda::rmsNormGrad(*testContext(), dx.ref, dw.ref, dg.ref, 1e-6,
+                                dg.ref, outDw.ref));
+    synchronize();
+    expectNear(want, dOut.toHost(), named("rms_norm", dtype), 2.0);
+    expectNear(wantDx, dg.toHost(), named("rms_norm_grad input", dtype), 4.0);
+    expectNear(wantDw, outDw.toHost(), named("rms_norm_grad weight", dtype),
+               4.0);
+  }
+}
+
+TEST_P(NNCudaTest, RopeAndItsInverseInPlace) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(213);
+  for (auto shape : {std::vector<int64_t>{2, 4, 33, 64}, {3, 7, 6}}) {
+    int64_t half = shape.back() / 2;
+    HostTensor x = randomTensor(dtype, shape, rng);
+    HostTensor freq(DType::F32, {half});
+    for (int64_t i = 0; i < half; ++i)
+      storeF32(freq.ref, i, float(1.0 / std::pow(10000.0, double(i) / double(half))));
+    HostTensor want(dtype, shape), wantBack(dtype, shape);
+    ASSERT_OK(cpu::rope(cpuCtx, x.ref, freq.ref, false, want.ref));
+    ASSERT_OK(cpu::rope(cpuCtx, x.ref, freq.ref, true, wantBack.ref));
+    DeviceTensor dx(x), dFreq(freq), dOut(want, false), dBack(x);
+    ASSERT_OK(cuda::rope(*testContext(), dx.ref, dFreq.ref, false, dOut.ref));
+    ASSERT_OK(cuda::rope(*testContext(), dBack.ref, dFreq.ref, true,
+                         dBack.ref));
+    synchronize();
+    expectNear(want, dOut.toHost(), named("rope", dtype), 2.0);
+    expectNear(wantBack, dBack.toHost(), named("rope inverse in place", dtype),
+               2.0);
+  }
+}
+
 TEST_P(NNCudaTest, LayerNormGradIntoGradBuffer) {
   TGC_REQUIRE_GPU();
   DType dtype = GetParam();
@@ -354,6 +405,11 @@ const AttentionCase kAttentionCases[] = {
     {{1, 3, 33, 48}, {1, 3, 45, 48}, {1, 3, 45, 48}, false, 0.2},
     {{3, 100, 16}, {3, 100, 16}, {3, 100, 16}, true, std::nullopt},
     {{2, 40, 64}, {2, 7, 64}, {2, 7, 64}, false, std::nullopt},
+    // Grouped-query attention: 3 query heads per key/value head (the GEMM
+    // path), and one key/value head for 4 query heads of 32 (16-bit heads
+    // the fused kernels would take without groups).
+    {{2, 6, 8, 16}, {2, 2, 8, 16}, {2, 2, 8, 16}, true, std::nullopt},
+    {{1, 4, 70, 32}, {1, 1, 70, 32}, {1, 1, 70, 32}, true, std::nullopt},
 };
 
 } // namespace
@@ -489,12 +545,14 @@ TEST_P(NNCudaTest, AttentionKeyMask) {
   DType dtype = GetParam();
   std::mt19937 rng(233);
   for (int64_t d : {32, 8})
-    for (bool causal : {false, true}) {
-      SCOPED_TRACE("d=" + std::to_string(d) + (causal ? " causal" : ""));
-      std::vector<int64_t> shape = {3, 2, 70, d};
+    for (bool causal : {false, true})
+    for (int64_t kvHeads : {2, 1}) {
+      SCOPED_TRACE("d=" + std::to_string(d) + (causal ? " causal" : "") +
+                   " kv heads " + std::to_string(kvHeads));
+      std::vector<int64_t> shape = {3, 2, 70, d}, kvShape = {3, kvHeads, 70, d};
       HostTensor q = randomTensor(dtype, shape, rng);
-      HostTensor k = randomTensor(dtype, shape, rng);
-      HostTensor v = randomTensor(dtype, shape, rng);
+      HostTensor k = randomTensor(dtype, kvShape, rng);
+      HostTensor v = randomTensor(dtype, kvShape, rng);
       HostTensor g = randomTensor(dtype, shape, rng);
       // Lengths 70, 33 and 0.
       HostTensor mask(DType::I64, {3, 70});
@@ -504,8 +562,8 @@ TEST_P(NNCudaTest, AttentionKeyMask) {
         m[70 + j] = j < 33;
         m[140 + j] = 0;
       }
-      HostTensor o(dtype, shape), wantDq(dtype, shape), wantDk(dtype, shape),
-          wantDv(dtype, shape);
+      HostTensor o(dtype, shape), wantDq(dtype, shape), wantDk(dtype, kvShape),
+          wantDv(dtype, kvShape);
       ASSERT_OK(cpu::attention(cpuCtx, q.ref, k.ref, v.ref, &mask.ref, causal,
                                std::nullopt, o.ref));
       ASSERT_OK(cpu::attentionGrad(cpuCtx, q.ref, k.ref, v.ref, o.ref, g.ref,

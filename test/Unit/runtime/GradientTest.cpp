@@ -140,6 +140,48 @@ TEST(GradientCheck, LayerNormAllThreeOperands) {
   }
 }
 
+TEST(GradientCheck, RmsNormInputAndWeight) {
+  std::mt19937 rng(131);
+  for (double eps : {1e-6, 0.5}) {
+    HostTensor x = randomTensor(rng, DType::F32, {2, 3, 6}, -2, 2);
+    HostTensor w = randomTensor(rng, DType::F32, {6}, 0.5, 1.5);
+    HostTensor cot = randomTensor(rng, DType::F32, {2, 3, 6});
+    HostTensor out(DType::F32, x.shape()), dx(DType::F32, x.shape());
+    HostTensor dw(DType::F32, {6});
+    ASSERT_OK(cpu::rmsNormGrad(cpuCtx, x, w, cot, eps, dx, dw));
+    auto loss = [&] {
+      return lossOf(cpu::rmsNorm(cpuCtx, x, w, eps, out), out, cot.values());
+    };
+    checkGradient(x, loss, dx.values(), "rms_norm input");
+    checkGradient(w, loss, dw.values(), "rms_norm weight");
+  }
+}
+
+// rope is linear in its input: the gradient is the inverse rotation of the
+// cotangent, checked against differences of the forward rotation.
+TEST(GradientCheck, RopeIsItsInverseRotationsAdjoint) {
+  std::mt19937 rng(137);
+  HostTensor x = randomTensor(rng, DType::F32, {2, 3, 5, 8}, -2, 2);
+  HostTensor freq(DType::F32, {4});
+  for (int64_t i = 0; i < 4; ++i)
+    freq.set(i, std::pow(10000.0, -2.0 * double(i) / 8.0));
+  HostTensor cot = randomTensor(rng, DType::F32, x.shape());
+  HostTensor out(DType::F32, x.shape()), dx(DType::F32, x.shape());
+  ASSERT_OK(cpu::rope(cpuCtx, cot, freq, /*inverse=*/true, dx));
+  checkGradient(
+      x,
+      [&] {
+        return lossOf(cpu::rope(cpuCtx, x, freq, false, out), out,
+                      cot.values());
+      },
+      dx.values(), "rope");
+  // The inverse undoes the rotation.
+  HostTensor back(DType::F32, x.shape());
+  ASSERT_OK(cpu::rope(cpuCtx, x, freq, false, out));
+  ASSERT_OK(cpu::rope(cpuCtx, out, freq, true, back));
+  expectClose(back.values(), x.values(), 1e-5, 1e-5, "rope inverse");
+}
+
 TEST(GradientCheck, EmbeddingWithRepeatedIndices) {
   std::mt19937 rng(127);
   HostTensor table = randomTensor(rng, DType::F32, {5, 3});
@@ -172,6 +214,8 @@ TEST(GradientCheck, AttentionQueryKeyValue) {
       {{2, 4, 3}, {2, 4, 3}, {2, 4, 2}, true, std::nullopt},
       {{2, 1, 5, 4}, {2, 1, 5, 4}, {2, 1, 5, 3}, true, 0.7},
       {{1, 3, 2}, {1, 5, 2}, {1, 5, 4}, false, 1.3}, // Tq != Tk
+      // Grouped-query attention: two query heads per key/value head.
+      {{2, 4, 3, 3}, {2, 2, 3, 3}, {2, 2, 3, 2}, true, std::nullopt},
   };
   for (const Case &c : cases) {
     HostTensor q = randomTensor(rng, DType::F32, c.q, -1.5, 1.5);
@@ -200,18 +244,19 @@ TEST(GradientCheck, AttentionQueryKeyValue) {
 // query row that sees no key passes no gradient.
 TEST(GradientCheck, AttentionWithKeyMask) {
   std::mt19937 rng(137);
-  for (bool causal : {false, true}) {
-    Shape shape = {2, 2, 4, 3};
+  for (bool causal : {false, true})
+  for (int64_t kvHeads : {2, 1}) { // 1: grouped-query attention
+    Shape shape = {2, 2, 4, 3}, kvShape = {2, kvHeads, 4, 3};
     HostTensor q = randomTensor(rng, DType::F32, shape, -1.5, 1.5);
-    HostTensor k = randomTensor(rng, DType::F32, shape, -1.5, 1.5);
-    HostTensor v = randomTensor(rng, DType::F32, shape);
+    HostTensor k = randomTensor(rng, DType::F32, kvShape, -1.5, 1.5);
+    HostTensor v = randomTensor(rng, DType::F32, kvShape);
     HostTensor mask =
         HostTensor::of(DType::I64, {2, 4}, {1, 1, 0, 0, 0, 1, 1, 0});
     HostTensor cot = randomTensor(rng, DType::F32, shape);
     HostTensor out(DType::F32, shape);
     ASSERT_OK(cpu::attention(cpuCtx, q, k, v, &mask.ref(), causal, std::nullopt, out));
-    HostTensor dq(DType::F32, shape), dk(DType::F32, shape),
-        dv(DType::F32, shape);
+    HostTensor dq(DType::F32, shape), dk(DType::F32, kvShape),
+        dv(DType::F32, kvShape);
     ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, out, cot, &mask.ref(), causal,
                                  std::nullopt, dq, dk, dv));
     auto loss = [&] {
@@ -223,10 +268,10 @@ TEST(GradientCheck, AttentionWithKeyMask) {
     checkGradient(k, loss, dk.values(), what + "key");
     checkGradient(v, loss, dv.values(), what + "value");
     // Hidden keys get no gradient.
-    for (int64_t h = 0; h < 2; ++h)
+    for (int64_t h = 0; h < kvHeads; ++h)
       for (int64_t c = 0; c < 3; ++c) {
-        EXPECT_EQ(dk.values()[((0 * 2 + h) * 4 + 2) * 3 + c], 0.0);
-        EXPECT_EQ(dv.values()[((1 * 2 + h) * 4 + 3) * 3 + c], 0.0);
+        EXPECT_EQ(dk.values()[((0 * kvHeads + h) * 4 + 2) * 3 + c], 0.0);
+        EXPECT_EQ(dv.values()[((1 * kvHeads + h) * 4 + 3) * 3 + c], 0.0);
       }
   }
 }

@@ -165,6 +165,64 @@ TEST_P(NNTest, LayerNormMatchesTorchFormula) {
   EXPECT_FAILS(cpu::layerNorm(cpuCtx, x, badWeight, b, 1e-5, out));
 }
 
+// Hugging Face's LlamaRMSNorm: x * rsqrt(mean(x^2) + eps) * weight.
+TEST_P(NNTest, RmsNormMatchesLlamaFormula) {
+  DType dtype = GetParam();
+  std::mt19937 rng(33);
+  HostTensor x = randomTensor(rng, dtype, {2, 3, 8}, -3, 3);
+  HostTensor w = randomTensor(rng, dtype, {8}, 0.5, 1.5);
+  for (double eps : {1e-6, 0.1}) {
+    HostTensor out(dtype, x.shape());
+    ASSERT_OK(cpu::rmsNorm(cpuCtx, x, w, eps, out));
+    std::vector<double> v = x.values(), want(v.size());
+    for (int64_t row = 0; row < 6; ++row) {
+      double squares = 0;
+      for (int64_t j = 0; j < 8; ++j)
+        squares += v[row * 8 + j] * v[row * 8 + j];
+      for (int64_t j = 0; j < 8; ++j)
+        want[row * 8 + j] =
+            v[row * 8 + j] / std::sqrt(squares / 8 + eps) * w.get(j);
+    }
+    expectClose(out.values(), want, tolerance(dtype) * 4,
+                tolerance(dtype) * 4, "rms_norm");
+  }
+  HostTensor badWeight(dtype, {7}), out(dtype, x.shape());
+  EXPECT_FAILS(cpu::rmsNorm(cpuCtx, x, badWeight, 1e-6, out));
+}
+
+// Hugging Face's apply_rotary_pos_emb: x * cos + rotate_half(x) * sin with
+// emb = cat(freqs, freqs), rotate_half(x) = cat(-x2, x1), position t.
+TEST_P(NNTest, RopeMatchesRotateHalf) {
+  DType dtype = GetParam();
+  std::mt19937 rng(35);
+  const int64_t T = 5, D = 6;
+  HostTensor x = randomTensor(rng, dtype, {2, 2, T, D}, -2, 2);
+  HostTensor freq(DType::F32, {D / 2});
+  for (int64_t i = 0; i < D / 2; ++i)
+    freq.set(i, 1.0 / std::pow(500.0, 2.0 * double(i) / double(D)));
+  HostTensor out(dtype, x.shape());
+  ASSERT_OK(cpu::rope(cpuCtx, x, freq, false, out));
+  std::vector<double> v = x.values(), want(v.size());
+  for (int64_t row = 0; row < x.size() / D; ++row) {
+    int64_t t = row % T;
+    for (int64_t j = 0; j < D; ++j) {
+      double angle = double(t) * freq.get(j % (D / 2));
+      double rotated = j < D / 2 ? -v[row * D + j + D / 2]
+                                 : v[row * D + j - D / 2];
+      want[row * D + j] =
+          v[row * D + j] * std::cos(angle) + rotated * std::sin(angle);
+    }
+  }
+  expectClose(out.values(), want, tolerance(dtype) * 4, tolerance(dtype) * 4,
+              "rope");
+  // In place, as the planner may run it.
+  HostTensor inPlace = x;
+  ASSERT_OK(cpu::rope(cpuCtx, inPlace, freq, false, inPlace));
+  EXPECT_EQ(inPlace.values(), out.values());
+  HostTensor badFreq(DType::F32, {D});
+  EXPECT_FAILS(cpu::rope(cpuCtx, x, badFreq, false, out));
+}
+
 TEST_P(NNTest, EmbeddingLooksUpRows) {
   DType dtype = GetParam();
   std::mt19937 rng(37);
@@ -179,6 +237,63 @@ TEST_P(NNTest, EmbeddingLooksUpRows) {
         expected.push_back(t[row * 3 + j]);
     EXPECT_EQ(out.values(), expected);
   }
+}
+
+// Grouped-query attention is attention with each key/value head repeated
+// for its group of query heads (Hugging Face's repeat_kv), forward and
+// backward: the repeated heads' gradients summed over each group.
+TEST_P(NNTest, GroupedQueryAttentionIsRepeatedKeysAndValues) {
+  DType dtype = GetParam();
+  std::mt19937 rng(43);
+  const int64_t B = 2, H = 6, KV = 2, T = 5, D = 4, G = H / KV;
+  HostTensor q = randomTensor(rng, dtype, {B, H, T, D}, -2, 2);
+  HostTensor k = randomTensor(rng, dtype, {B, KV, T, D}, -2, 2);
+  HostTensor v = randomTensor(rng, dtype, {B, KV, T, D});
+  HostTensor g = randomTensor(rng, dtype, {B, H, T, D});
+  HostTensor kr(dtype, {B, H, T, D}), vr(dtype, {B, H, T, D});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t e = 0; e < T * D; ++e) {
+        int64_t to = (b * H + h) * T * D + e, from = (b * KV + h / G) * T * D + e;
+        kr.set(to, k.get(from));
+        vr.set(to, v.get(from));
+      }
+  HostTensor mask = HostTensor::of(DType::I64, {B, T},
+                                   {1, 1, 1, 0, 0, 1, 1, 1, 1, 1});
+  for (bool causal : {false, true}) {
+    HostTensor out(dtype, {B, H, T, D}), want(dtype, {B, H, T, D});
+    ASSERT_OK(cpu::attention(cpuCtx, q, k, v, &mask.ref(), causal,
+                             std::nullopt, out));
+    ASSERT_OK(cpu::attention(cpuCtx, q, kr, vr, &mask.ref(), causal,
+                             std::nullopt, want));
+    expectClose(out.values(), want.values(), tolerance(dtype),
+                tolerance(dtype), "grouped attention");
+    HostTensor dq(dtype, {B, H, T, D}), dk(dtype, {B, KV, T, D}),
+        dv(dtype, {B, KV, T, D}), wantDq(dtype, {B, H, T, D}),
+        wantDk(dtype, {B, H, T, D}), wantDv(dtype, {B, H, T, D});
+    ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, out, g, &mask.ref(), causal,
+                                 std::nullopt, dq, dk, dv));
+    ASSERT_OK(cpu::attentionGrad(cpuCtx, q, kr, vr, want, g, &mask.ref(),
+                                 causal, std::nullopt, wantDq, wantDk, wantDv));
+    expectClose(dq.values(), wantDq.values(), tolerance(dtype) * 2,
+                tolerance(dtype) * 2, "grouped query_grad");
+    std::vector<double> sumK(size_t(B * KV * T * D), 0.0), sumV = sumK;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t e = 0; e < T * D; ++e) {
+          int64_t from = (b * H + h) * T * D + e, to = (b * KV + h / G) * T * D + e;
+          sumK[to] += wantDk.get(from);
+          sumV[to] += wantDv.get(from);
+        }
+    expectClose(dk.values(), sumK, tolerance(dtype) * 4, tolerance(dtype) * 4,
+                "grouped key_grad");
+    expectClose(dv.values(), sumV, tolerance(dtype) * 4, tolerance(dtype) * 4,
+                "grouped value_grad");
+  }
+  HostTensor badKey = randomTensor(rng, dtype, {B, 4, T, D});
+  HostTensor out(dtype, {B, H, T, D});
+  EXPECT_FAILS(cpu::attention(cpuCtx, q, badKey, badKey, nullptr, false,
+                              std::nullopt, out));
 }
 
 TEST_P(NNTest, AttentionMatchesNaiveReference) {

@@ -1,5 +1,8 @@
 """Writes N random batches as a safetensors data file for tgc-run --data.
 Usage: make_batches.py OUT gpt2 N B T VOCAB   (tokens, targets: [N, B, T])
+       make_batches.py OUT padded N B T VOCAB (the same, right-padded: each
+           row ends at a random length, padding token 0 after it with
+           targets -100, as a batch of unequal texts is)
        make_batches.py OUT mlp N B F CLASSES  (inputs [N, B, F], targets)
 A few targets are -100 (ignored) to exercise ignore_index."""
 import sys
@@ -12,10 +15,16 @@ import safetensors_io  # noqa: E402
 out, kind = sys.argv[1], sys.argv[2]
 n, b, width, classes = (int(v) for v in sys.argv[3:7])
 g = torch.Generator().manual_seed(1234)
-if kind == "gpt2":
+if kind in ("gpt2", "padded"):
     tokens = torch.randint(0, classes, (n, b, width), generator=g)
     targets = torch.roll(tokens, -1, dims=2)
     targets[:, :, -1] = -100
+    if kind == "padded":
+        lengths = torch.randint(width // 4, width + 1, (n, b), generator=g)
+        position = torch.arange(width).expand(n, b, width)
+        pad = position >= lengths.unsqueeze(-1)
+        tokens[pad] = 0
+        targets[position >= lengths.unsqueeze(-1) - 1] = -100
     safetensors_io.save(out, {"tokens": tokens, "targets": targets})
 else:
     inputs = torch.randn(n, b, width, generator=g)

@@ -178,6 +178,13 @@ CASES = [
                         ("b", [8], NORMAL)],
          [f"%r = tg.layer_norm %p0, %p1, %p2 : ({ttype([3, 8])}, {ttype([8])}, "
           f"{ttype([8])}) -> {ttype([3, 8])}"], [3, 8]),
+    case("rms_norm", [("x", [3, 8], NORMAL), ("w", [8], NORMAL)],
+         [f"%r = tg.rms_norm %p0, %p1 {{epsilon = 1.0e-6}} : ({ttype([3, 8])}, "
+          f"{ttype([8])}) -> {ttype([3, 8])}"], [3, 8]),
+    case("rope", [("x", [2, 5, 6], NORMAL)],
+         [f"%f = tg.constant {dense([3], [1.0, 0.1, 0.01], 'f32')}",
+          f"%r = tg.rope %p0, %f : ({ttype([2, 5, 6])}, {ttype([3])}) -> "
+          f"{ttype([2, 5, 6])}"], [2, 5, 6]),
     case("embedding", [("table", [10, 4], NORMAL)],
          [f"%i = tg.constant {dense([2, 3], [1, 7, 1, 0, 9, 7], 'i64')}",
           f"%r = tg.embedding %p0, %i : ({ttype([10, 4])}, {ttype([2, 3], 'i64')}) "

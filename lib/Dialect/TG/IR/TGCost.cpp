@@ -70,6 +70,10 @@ int64_t SoftmaxOp::getFlops() { return 5 * numElements(getResult()); }
 
 // mean, subtract, square, variance sum, normalize, scale, shift.
 int64_t LayerNormOp::getFlops() { return 7 * numElements(getResult()); }
+// Square-accumulate (2), normalize and scale (2).
+int64_t RmsNormOp::getFlops() { return 4 * numElements(getResult()); }
+// Two products and a sum per element (the angles are per position).
+int64_t RopeOp::getFlops() { return 3 * numElements(getResult()); }
 
 int64_t EmbeddingOp::getFlops() { return 0; }
 
@@ -286,6 +290,13 @@ int64_t SoftmaxGradOp::getFlops() { return 4 * numElements(getResult()); }
 // input_grad (output_mask), only the statistics and dw, db.
 int64_t LayerNormGradOp::getFlops() {
   int64_t perElement = computesResult(*this, 0) ? 16 : 8;
+  return perElement * numElements(getInput());
+}
+
+// The statistic (2), xhat, g = grad * w, the row mean of g * xhat (2), the
+// dx formula (3) and dw multiply-accumulate (2).
+int64_t RmsNormGradOp::getFlops() {
+  int64_t perElement = computesResult(*this, 0) ? 11 : 5;
   return perElement * numElements(getInput());
 }
 

@@ -347,6 +347,29 @@ LogicalResult LayerNormOp::buildVectorJacobianProduct(
   return success();
 }
 
+LogicalResult RmsNormOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
+  auto grad = RmsNormGradOp::create(
+      builder, getLoc(),
+      TypeRange{getInput().getType(), getWeight().getType()}, getInput(),
+      getWeight(), resultGrads[0], getEpsilonAttr(),
+      outputMaskOf(builder, needed));
+  appendNeeded(operandGrads, grad->getResults(), needed);
+  return success();
+}
+
+// A rotation's transpose is the rotation by the negative angle.
+LogicalResult RopeOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(RopeOp::create(builder, getLoc(), getType(),
+                                        resultGrads[0], getInvFreq(),
+                                        !getInverse()));
+  operandGrads.push_back(nullptr);
+  return success();
+}
+
 LogicalResult EmbeddingOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {

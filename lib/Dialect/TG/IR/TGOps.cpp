@@ -290,6 +290,30 @@ static LogicalResult verifyLayerNormOperands(Operation *op, Value input,
   return success();
 }
 
+LogicalResult RmsNormOp::verify() {
+  if (failed(verifyLayerNormOperands(*this, getInput(), {getWeight()},
+                                     "weight",
+                                     getEpsilon().convertToDouble())))
+    return failure();
+  return verifyType(*this, getResult(), getInput().getType(), "result");
+}
+
+LogicalResult RopeOp::verify() {
+  RankedTensorType type = tensorType(getInput());
+  if (type.getRank() < 2)
+    return emitOpError("input must have rank >= 2 ([..., T, D]), found rank ")
+           << type.getRank();
+  int64_t d = type.getShape().back();
+  if (d % 2 != 0)
+    return emitOpError("the head dimension must be even, found ") << d;
+  RankedTensorType freq = tensorType(getInvFreq());
+  if (!freq.getElementType().isF32() || freq.getRank() != 1 ||
+      freq.getDimSize(0) != d / 2)
+    return emitOpError("inv_freq must be tensor<")
+           << d / 2 << "xf32> (D/2 frequencies), found " << freq;
+  return verifyType(*this, getResult(), getInput().getType(), "result");
+}
+
 LogicalResult LayerNormOp::verify() {
   if (failed(verifyLayerNormOperands(*this, getInput(),
                                      {getWeight(), getBias()},
@@ -329,9 +353,11 @@ verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
         << q.size() << ", " << k.size() << " and " << v.size();
     return failure();
   }
-  if (q.drop_back(2) != k.drop_back(2) || q.drop_back(2) != v.drop_back(2)) {
+  if (k.drop_back(2) != v.drop_back(2) ||
+      shapes::attentionGroup(q.drop_back(2), k.drop_back(2)) == 0) {
     op->emitOpError("query, key and value must have the same batch "
-                    "dimensions, found ")
+                    "dimensions (key and value may have fewer heads, the "
+                    "last, dividing the query's), found ")
         << llvm::interleaved_array(q.drop_back(2)) << ", "
         << llvm::interleaved_array(k.drop_back(2)) << " and "
         << llvm::interleaved_array(v.drop_back(2));
@@ -648,6 +674,20 @@ LogicalResult LayerNormGradOp::verify() {
                         "weight_grad")))
     return failure();
   return verifyType(*this, getBiasGrad(), getWeight().getType(), "bias_grad");
+}
+
+LogicalResult RmsNormGradOp::verify() {
+  if (failed(verifyOutputMask(*this, getOutputMask())))
+    return failure();
+  if (failed(verifyLayerNormOperands(*this, getInput(), {getWeight()},
+                                     "weight",
+                                     getEpsilon().convertToDouble())) ||
+      failed(verifyType(*this, getGrad(), getInput().getType(), "grad")) ||
+      failed(verifyType(*this, getInputGrad(), getInput().getType(),
+                        "input_grad")))
+    return failure();
+  return verifyType(*this, getWeightGrad(), getWeight().getType(),
+                    "weight_grad");
 }
 
 LogicalResult EmbeddingGradOp::verify() {

@@ -206,7 +206,7 @@ struct AmpPass : tgc::tg::impl::TGAmpBase<AmpPass> {
                                    : Type(Float16Type::get(context));
     static const char *kDefaultLow[] = {"matmul", "attention"};
     static const char *kDefaultF32[] = {
-        "softmax", "layer_norm", "reduce_sum", "reduce_mean",
+        "softmax", "layer_norm", "rms_norm", "reduce_sum", "reduce_mean",
         "reduce_max", "exp", "log", "rsqrt"};
     static const char *kDefaultF32Math[] = {"cross_entropy"};
     llvm::StringSet<> lowOps, f32Ops, f32MathOps;

@@ -90,6 +90,26 @@ ShapeOrError matmul(const A &lhs, const B &rhs, bool transposeLhs,
   return {std::move(*batch), {}};
 }
 
+/// tg.attention's heads: the number of query heads that share each key and
+/// value head, from the batch dimensions of the query and of the key (or
+/// value). 1 when they are equal; with grouped-query attention the key's
+/// last batch dimension (its heads) divides the query's and the others are
+/// equal. 0 when they do not agree.
+template <typename A, typename B>
+int64_t attentionGroup(const A &query, const B &key) {
+  size_t rank = query.size();
+  if (key.size() != rank)
+    return 0;
+  for (size_t i = 0; i + 1 < rank; ++i)
+    if (query[i] != key[i])
+      return 0;
+  if (rank == 0 || query[rank - 1] == key[rank - 1])
+    return 1;
+  if (key[rank - 1] <= 0 || query[rank - 1] % key[rank - 1] != 0)
+    return 0;
+  return query[rank - 1] / key[rank - 1];
+}
+
 } // namespace tgc::shapes
 
 #endif // TGC_SUPPORT_SHAPERULES_H

@@ -338,6 +338,45 @@ def TG_LayerNormOp : TG_Op<"layer_norm", [TG_Differentiable]> {
   let hasVerifier = 1;
 }
 
+def TG_RmsNormOp : TG_Op<"rms_norm", [TG_Differentiable]> {
+  let summary = "root-mean-square normalization over the last dimension";
+  let description = [{
+    For every row `x` along the last dimension (size D):
+    `result = x / sqrt(mean(x^2) + epsilon) * weight`, the statistic in f32,
+    as Hugging Face's LlamaRMSNorm (T5LayerNorm). `weight` has shape `[D]`.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_RopeOp : TG_Op<"rope", [TG_Differentiable, TG_InPlace]> {
+  let summary = "rotary position embedding of attention heads";
+  let description = [{
+    `input` is `[B..., T, D]` (heads `[B, H, T, D]`), D even. Position `t`
+    of every row rotates the pairs `(x[i], x[i + D/2])` for `i < D/2` by
+    the angle `t * inv_freq[i]`, computed in f32 as Hugging Face's rotary
+    embedding computes it (`cos(emb) * x + sin(emb) * rotate_half(x)`):
+    `result[i] = x[i] cos - x[i + D/2] sin`,
+    `result[i + D/2] = x[i + D/2] cos + x[i] sin`.
+    `inv_freq` (`[D/2]`, f32, a constant of the model) carries the model's
+    frequencies, `rope_theta` and any `rope_scaling` already applied. With
+    `inverse`, the rotation is by the negative angle: the transpose, and so
+    the gradient.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$inv_freq,
+                       DefaultValuedAttr<BoolAttr, "false">:$inverse);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $inv_freq attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_EmbeddingOp : TG_Op<"embedding", [TG_Differentiable],
                             ["getBytesRead"]> {
   let summary = "row lookup in a table";
@@ -628,6 +667,27 @@ def TG_LayerNormGradOp : TG_Op<"layer_norm_grad"> {
                        OptionalAttr<DenseBoolArrayAttr>:$output_mask);
   let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
                       TG_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_RmsNormGradOp : TG_Op<"rms_norm_grad"> {
+  let summary = "gradient of rms_norm with respect to input and weight";
+  let description = [{
+    Recomputes `rstd = 1 / sqrt(mean(x^2) + epsilon)` per row and, with
+    `xhat = x * rstd` and `g = grad * weight`:
+    `input_grad = rstd * (g - xhat * mean(g * xhat))` per row,
+    `weight_grad = sum over rows of grad * xhat`, accumulated in f32.
+    `output_mask`, when present, says which of the two results are
+    computed; the other is neither computed nor given memory.
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       TG_FloatTensor:$grad,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon,
+                       OptionalAttr<DenseBoolArrayAttr>:$output_mask);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
   let assemblyFormat = [{
     $input `,` $weight `,` $grad attr-dict `:` functional-type(operands, results)
   }];

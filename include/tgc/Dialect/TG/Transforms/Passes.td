@@ -241,7 +241,7 @@ def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
     spirit of torch.autocast:
     - `low-precision-ops` (default matmul, attention) compute in `dtype`
       (bf16 or f16): their float operands are cast down;
-    - `f32-ops` (default softmax, layer_norm, reductions, exp, log, rsqrt)
+    - `f32-ops` (default softmax, layer_norm, rms_norm, reductions, exp, log, rsqrt)
       compute in f32: their operands are cast up;
     - `f32-math-ops` (default cross_entropy) have kernels that read any
       float type and compute in f32: their operands are left as they are,
@@ -269,7 +269,7 @@ def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
                "Op kinds computed in the low precision (default: matmul, "
                "attention)">,
     ListOption<"f32Ops", "f32-ops", "std::string",
-               "Op kinds computed in f32 (default: softmax, layer_norm, "
+               "Op kinds computed in f32 (default: softmax, layer_norm, rms_norm, "
                "reduce_sum, reduce_mean, reduce_max, exp, log, rsqrt)">,
     ListOption<"f32MathOps", "f32-math-ops", "std::string",
                "Op kinds whose kernels compute in f32 from operands of any "

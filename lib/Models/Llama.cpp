@@ -1,0 +1,270 @@
+//===- Llama.cpp - the Llama family as a tg model -------------------------===//
+//
+// Llama (2 and 3), Mistral and Qwen2 as Hugging Face's *ForCausalLM compute
+// them (eager attention, no dropout): token embedding, n_layer pre-norm
+// blocks of RMSNorm, rotary-embedded grouped-query causal attention and a
+// SwiGLU MLP (down(silu(gate(x)) * up(x))), a final RMSNorm and lm_head
+// (or the tied embedding), with next-token cross-entropy. Parameter names
+// and layouts (nn.Linear weights [out, in]) are Hugging Face's, so
+// save_pretrained's safetensors load as they are.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Models/ModelBuilder.h"
+#include "tgc/Models/Models.h"
+#include "TensorSizes.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace tgc {
+
+std::optional<LlamaConfig> getLlamaPreset(StringRef name) {
+  LlamaConfig c;
+  if (name == "tiny") {
+    c.nLayer = 2;
+    c.hidden = 64;
+    c.intermediate = 128;
+    c.nHead = 4;
+    c.nKVHead = 2;
+    c.vocabSize = 256;
+    c.maxPositions = 128;
+    c.batch = 8;
+    c.seqLen = 64;
+    return c;
+  }
+  if (name == "llama-3-8b") {
+    c.hidden = 4096;
+    c.intermediate = 14336;
+    c.nKVHead = 8;
+    c.vocabSize = 128256;
+    c.maxPositions = 8192;
+    c.rmsEps = 1e-5;
+    c.ropeTheta = 500000.0;
+    return c;
+  }
+  if (name == "mistral-7b") {
+    c.modelType = "mistral";
+    c.intermediate = 14336;
+    c.nKVHead = 8;
+    c.maxPositions = 32768;
+    c.rmsEps = 1e-5;
+    c.ropeTheta = 1000000.0;
+    return c;
+  }
+  if (name == "qwen2-7b") {
+    c.modelType = "qwen2";
+    c.hidden = 3584;
+    c.intermediate = 18944;
+    c.nLayer = 28;
+    c.nHead = 28;
+    c.nKVHead = 4;
+    c.vocabSize = 152064;
+    c.maxPositions = 32768;
+    c.ropeTheta = 1000000.0;
+    c.qkvBias = true;
+    return c;
+  }
+  return std::nullopt;
+}
+
+SmallVector<float> llamaInvFreq(const LlamaConfig &c) {
+  // As transformers computes it: every operation in f32.
+  int64_t dim = c.headWidth();
+  SmallVector<float> invFreq;
+  for (int64_t i = 0; i < dim; i += 2) {
+    float exponent = float(i) / float(dim);
+    invFreq.push_back(1.0f / std::pow(float(c.ropeTheta), exponent));
+  }
+  if (c.ropeFactor == 0.0)
+    return invFreq;
+  // Llama 3: long wavelengths slowed by `factor`, short ones kept, those
+  // between interpolated.
+  const float pi = 3.14159265358979323846f;
+  float factor = float(c.ropeFactor), low = float(c.ropeLowFreqFactor),
+        high = float(c.ropeHighFreqFactor),
+        old = float(c.ropeOriginalMaxPositions);
+  float lowWavelen = old / low, highWavelen = old / high;
+  for (float &f : invFreq) {
+    float wavelen = 2.0f * pi / f;
+    float scaled = wavelen > lowWavelen ? f / factor : f;
+    if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
+      float smooth = (old / wavelen - low) / (high - low);
+      scaled = (1.0f - smooth) * scaled / factor + smooth * scaled;
+    }
+    f = scaled;
+  }
+  return invFreq;
+}
+
+std::string validateLlamaConfig(const LlamaConfig &c) {
+  for (int64_t size : {c.nLayer, c.hidden, c.intermediate, c.nHead, c.nKVHead,
+                       c.vocabSize, c.maxPositions, c.batch, c.seqLen})
+    if (size <= 0)
+      return "every Llama size must be positive";
+  if (c.headDim < 0)
+    return "head_dim must be positive";
+  if (!c.headDim && c.hidden % c.nHead != 0)
+    return ("hidden_size (" + Twine(c.hidden) +
+            ") must be divisible by num_attention_heads (" + Twine(c.nHead) +
+            ")")
+        .str();
+  if (c.nHead % c.nKVHead != 0)
+    return ("num_attention_heads (" + Twine(c.nHead) +
+            ") must be a multiple of num_key_value_heads (" +
+            Twine(c.nKVHead) + ")")
+        .str();
+  if (c.headWidth() % 2 != 0)
+    return ("the head width (" + Twine(c.headWidth()) +
+            ") must be even for rotary embeddings")
+        .str();
+  if (c.seqLen > c.maxPositions)
+    return ("sequence length (" + Twine(c.seqLen) +
+            ") must not exceed max_position_embeddings (" +
+            Twine(c.maxPositions) + ")")
+        .str();
+  if (!(c.rmsEps >= 0.0) || !std::isfinite(c.rmsEps))
+    return "rms_norm_eps must be non-negative and finite";
+  if (!(c.ropeTheta > 0.0) || !std::isfinite(c.ropeTheta))
+    return "rope_theta must be positive and finite";
+  if (c.ropeFactor != 0.0 &&
+      (!(c.ropeFactor > 0.0) || !(c.ropeLowFreqFactor > 0.0) ||
+       !(c.ropeHighFreqFactor > c.ropeLowFreqFactor) ||
+       c.ropeOriginalMaxPositions <= 0))
+    return "rope_scaling needs factor > 0, 0 < low_freq_factor < "
+           "high_freq_factor and original_max_position_embeddings > 0";
+  if (!(c.initializerRange > 0.0) || !std::isfinite(c.initializerRange))
+    return "initializer_range must be positive and finite";
+  int64_t D = c.headWidth();
+  std::string largest = checkLargestTensors({
+      {"the token embedding [vocab, hidden]", {c.vocabSize, c.hidden}},
+      {"the MLP weight [intermediate, hidden]", {c.intermediate, c.hidden}},
+      {"the attention weight [heads * head_dim, hidden]",
+       {c.nHead, D, c.hidden}},
+      {"the logits [batch, seq, vocab]", {c.batch, c.seqLen, c.vocabSize}},
+      {"the attention scores [batch, heads, seq, seq]",
+       {c.batch, c.nHead, c.seqLen, c.seqLen}},
+      {"the MLP activations [batch, seq, intermediate]",
+       {c.batch, c.seqLen, c.intermediate}}});
+  if (!largest.empty())
+    return largest;
+  if (c.nLayer > 100000)
+    return "num_hidden_layers must be at most 100000";
+  return "";
+}
+
+OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
+  ModelBuilder b(context, c.modelType, Float32Type::get(context));
+  Builder attrs(context);
+  auto i64 = [&](StringRef name, int64_t v) {
+    return attrs.getNamedAttr(name, attrs.getI64IntegerAttr(v));
+  };
+  auto f64 = [&](StringRef name, double v) {
+    return attrs.getNamedAttr(name, attrs.getF64FloatAttr(v));
+  };
+  auto flag = [&](StringRef name, bool v) {
+    return attrs.getNamedAttr(name, attrs.getBoolAttr(v));
+  };
+  b.setGenerator(
+      {attrs.getNamedAttr("model", attrs.getStringAttr("llama")),
+       attrs.getNamedAttr("model_type", attrs.getStringAttr(c.modelType)),
+       i64("n_layer", c.nLayer), i64("hidden", c.hidden),
+       i64("intermediate", c.intermediate), i64("n_head", c.nHead),
+       i64("n_kv_head", c.nKVHead), i64("head_dim", c.headDim),
+       i64("vocab_size", c.vocabSize), i64("max_positions", c.maxPositions),
+       f64("rms_eps", c.rmsEps), f64("rope_theta", c.ropeTheta),
+       f64("rope_factor", c.ropeFactor),
+       f64("rope_low_freq_factor", c.ropeLowFreqFactor),
+       f64("rope_high_freq_factor", c.ropeHighFreqFactor),
+       i64("rope_original_max_positions", c.ropeOriginalMaxPositions),
+       flag("tie_embeddings", c.tieEmbeddings), flag("qkv_bias", c.qkvBias),
+       f64("initializer_range", c.initializerRange), i64("seq_len", c.seqLen),
+       i64("batch", c.batch)});
+  b.setTask(tg::TGDialect::kTaskCausalLM);
+  const int64_t B = c.batch, T = c.seqLen, C = c.hidden, H = c.nHead,
+                KV = c.nKVHead, D = c.headWidth(), I = c.intermediate,
+                V = c.vocabSize;
+  auto normal = tg::InitAttr::get(context, tg::InitKind::Normal, 0.0,
+                                  c.initializerRange);
+  auto zeros = tg::InitAttr::get(context, tg::InitKind::Zeros);
+  auto ones = tg::InitAttr::get(context, tg::InitKind::Ones);
+  SmallVector<float> invFreq = llamaInvFreq(c);
+
+  Value tokens = b.input("tokens", {B, T}, IntegerType::get(context, 64));
+  Value targets = b.input("targets", {B, T}, IntegerType::get(context, 64));
+
+  b.setScope("model.embed_tokens");
+  Value embed = b.param("model.embed_tokens.weight", {V, C}, normal);
+  Value x = b.embedding(embed, tokens);
+
+  for (int64_t layer = 0; layer < c.nLayer; ++layer) {
+    std::string prefix = ("model.layers." + Twine(layer) + ".").str();
+    auto name = [&](StringRef suffix) { return prefix + suffix.str(); };
+    // Parameters in Hugging Face's state-dict order (the module's
+    // registration order), one statement at a time.
+    struct Linear {
+      Value weight, bias;
+    };
+    auto linearParams = [&](StringRef proj, int64_t out, int64_t in,
+                            bool bias) {
+      Linear l;
+      l.weight = b.param(name(proj.str() + ".weight"), {out, in}, normal);
+      if (bias)
+        l.bias = b.param(name(proj.str() + ".bias"), {out}, zeros);
+      return l;
+    };
+    Linear qProj = linearParams("self_attn.q_proj", H * D, C, c.qkvBias);
+    Linear kProj = linearParams("self_attn.k_proj", KV * D, C, c.qkvBias);
+    Linear vProj = linearParams("self_attn.v_proj", KV * D, C, c.qkvBias);
+    Linear oProj = linearParams("self_attn.o_proj", C, H * D, false);
+    Linear gateProj = linearParams("mlp.gate_proj", I, C, false);
+    Linear upProj = linearParams("mlp.up_proj", I, C, false);
+    Linear downProj = linearParams("mlp.down_proj", C, I, false);
+    Value inputNorm = b.param(name("input_layernorm.weight"), {C}, ones);
+    Value postNorm =
+        b.param(name("post_attention_layernorm.weight"), {C}, ones);
+    // nn.Linear: y = x W^T (+ b), W [out, in].
+    auto linear = [&](Value input, const Linear &l) {
+      Value y = b.matmul(input, l.weight, /*transposeLhs=*/false,
+                         /*transposeRhs=*/true);
+      return l.bias ? b.add(y, l.bias) : y;
+    };
+
+    b.setScope(name("input_layernorm"));
+    Value h = b.rmsNorm(x, inputNorm, c.rmsEps);
+    b.setScope(name("self_attn"));
+    auto heads = [&](Value v, int64_t count) {
+      return b.transpose(b.reshape(v, {B, T, count, D}), {0, 2, 1, 3});
+    };
+    Value q = b.rope(heads(linear(h, qProj), H), invFreq);
+    Value k = b.rope(heads(linear(h, kProj), KV), invFreq);
+    Value v = heads(linear(h, vProj), KV);
+    // Grouped-query attention: KV heads, each shared by H / KV query heads,
+    // in tg.attention itself (no repeated keys or values).
+    Value y = b.attention(q, k, v, /*causal=*/true);
+    y = b.reshape(b.transpose(y, {0, 2, 1, 3}), {B, T, H * D});
+    x = b.add(x, linear(y, oProj));
+
+    b.setScope(name("post_attention_layernorm"));
+    h = b.rmsNorm(x, postNorm, c.rmsEps);
+    b.setScope(name("mlp"));
+    Value gate = b.silu(linear(h, gateProj));
+    x = b.add(x, linear(b.mul(gate, linear(h, upProj)), downProj));
+  }
+
+  Value finalNorm = b.param("model.norm.weight", {C}, ones);
+  Value head =
+      c.tieEmbeddings ? embed : b.param("lm_head.weight", {V, C}, normal);
+  b.setScope("model.norm");
+  x = b.rmsNorm(x, finalNorm, c.rmsEps);
+  b.setScope("lm_head");
+  Value logits = b.matmul(x, head, /*transposeLhs=*/false,
+                          /*transposeRhs=*/true);
+  b.setScope("loss");
+  return b.finish(b.crossEntropy(logits, targets));
+}
+
+} // namespace tgc
