@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include <optional>
+#include <set>
 
 #include <cstdio>
 #include <cstdlib>
@@ -413,32 +414,143 @@ Status checkRunMetadata(const std::map<std::string, std::string> &metadata) {
   return Status::success();
 }
 
+/// The files of the checkpoint `path`: the file itself or, for weights, a
+/// Hugging Face model directory's model.safetensors or the shards its
+/// model.safetensors.index.json names (each once, in the index's order).
+static Status checkpointFiles(const std::string &path, LoadScope scope,
+                              std::vector<std::string> &files) {
+  struct stat info;
+  if (scope != LoadScope::Parameters || ::stat(path.c_str(), &info) != 0 ||
+      !S_ISDIR(info.st_mode)) {
+    files = {path};
+    return Status::success();
+  }
+  auto exists = [](const std::string &file) {
+    struct stat s;
+    return ::stat(file.c_str(), &s) == 0 && S_ISREG(s.st_mode);
+  };
+  std::string single = path + "/model.safetensors";
+  std::string indexPath = path + "/model.safetensors.index.json";
+  if (exists(single)) {
+    files = {single};
+    return Status::success();
+  }
+  if (!exists(indexPath))
+    return Status::failure("weights directory '" + path +
+                           "' has neither model.safetensors nor "
+                           "model.safetensors.index.json");
+  std::ifstream in(indexPath);
+  nlohmann::json index = nlohmann::json::parse(in, nullptr,
+                                               /*allow_exceptions=*/false);
+  if (index.is_discarded() || !index.is_object() ||
+      !index.contains("weight_map") || !index["weight_map"].is_object())
+    return Status::failure("'" + indexPath +
+                           "' is not a safetensors index (a JSON object "
+                           "with a weight_map)");
+  files.clear();
+  for (const auto &[tensor, shard] : index["weight_map"].items()) {
+    if (!shard.is_string())
+      return Status::failure("'" + indexPath + "': the shard of '" + tensor +
+                             "' is not a file name");
+    std::string name = shard.get<std::string>();
+    if (name.empty() || name.find('/') != std::string::npos)
+      return Status::failure("'" + indexPath + "': shard '" + name +
+                             "' is not a file of the directory");
+    std::string file = path + "/" + name;
+    if (std::find(files.begin(), files.end(), file) != files.end())
+      continue;
+    if (!exists(file))
+      return Status::failure("'" + indexPath + "' names shard '" + name +
+                             "', which is missing");
+    files.push_back(file);
+  }
+  if (files.empty())
+    return Status::failure("'" + indexPath + "' names no shard");
+  return Status::success();
+}
+
+/// Reads the checkpoint `path` (all its files) and loads it, or with
+/// `provided` only says what it would set.
+static Status loadCheckpointPath(Session &session, const std::string &path,
+                                 LoadScope scope,
+                                 std::map<std::string, std::string> *metadata,
+                                 std::vector<bool> *provided,
+                                 LoadReport *report) {
+  std::vector<std::string> paths;
+  TGC_RETURN_IF_ERROR(checkpointFiles(path, scope, paths));
+  std::vector<SafetensorsFile> files(paths.size());
+  std::vector<CheckpointPart> parts;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    Status status = readSafetensors(paths[i], files[i]);
+    if (!status.ok())
+      return Status::failure("checkpoint " + status.error);
+    parts.push_back({paths[i], &files[i]});
+  }
+  return loadCheckpointParts(session, path, parts, scope, metadata, provided,
+                             report);
+}
+
 Status loadCheckpoint(Session &session, const std::string &path,
                       LoadScope scope,
-                      std::map<std::string, std::string> *metadata) {
-  SafetensorsFile file;
-  Status status = readSafetensors(path, file);
-  if (!status.ok())
-    return Status::failure("checkpoint " + status.error);
-  return loadCheckpointFrom(session, path, file, scope, metadata);
+                      std::map<std::string, std::string> *metadata,
+                      LoadReport *report) {
+  return loadCheckpointPath(session, path, scope, metadata, nullptr, report);
 }
 
 Status checkpointProvides(Session &session, const std::string &path,
                           LoadScope scope, std::vector<bool> &provided) {
-  SafetensorsFile file;
-  Status status = readSafetensors(path, file);
-  if (!status.ok())
-    return Status::failure("checkpoint " + status.error);
-  return loadCheckpointFrom(session, path, file, scope, nullptr, &provided);
+  return loadCheckpointPath(session, path, scope, nullptr, &provided,
+                            nullptr);
 }
 
 Status loadCheckpointFrom(Session &session, const std::string &path,
                           const SafetensorsFile &file, LoadScope scope,
                           std::map<std::string, std::string> *metadata,
                           std::vector<bool> *provided) {
-  auto fail = [&](const std::string &message) {
-    return Status::failure("checkpoint '" + path + "': " + message);
+  return loadCheckpointParts(session, path, {{path, &file}}, scope, metadata,
+                             provided, nullptr);
+}
+
+/// Buffers Hugging Face's files carry that are not parameters: GPT-2's
+/// causal masks, BERT's position ids, rotary frequencies.
+static bool isHuggingFaceBuffer(const std::string &name) {
+  auto endsWith = [&](const std::string &suffix) {
+    return name.size() >= suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) ==
+               0;
   };
+  return endsWith(".attn.bias") || endsWith(".attn.masked_bias") ||
+         endsWith("embeddings.position_ids") ||
+         endsWith("rotary_emb.inv_freq");
+}
+
+Status loadCheckpointParts(Session &session, const std::string &path,
+                           const std::vector<CheckpointPart> &parts,
+                           LoadScope scope,
+                           std::map<std::string, std::string> *metadata,
+                           std::vector<bool> *provided, LoadReport *report) {
+  // Errors name the file a tensor came from (the checkpoint, or its shard).
+  std::string current = path;
+  auto fail = [&](const std::string &message) {
+    return Status::failure("checkpoint '" + current + "': " + message);
+  };
+  auto findEntry = [&](const std::string &name)
+      -> std::pair<const SafetensorsEntry *, const SafetensorsFile *> {
+    for (const CheckpointPart &part : parts)
+      if (const SafetensorsEntry *entry = part.file->find(name))
+        return {entry, part.file};
+    return {nullptr, nullptr};
+  };
+  // Starting from weights, a module the file lacks entirely (a head a base
+  // model's file has not, a pooler a masked-LM file has not) keeps its
+  // initialisation and is reported, as from_pretrained does; a module the
+  // file has only part of is an error (a damaged or edited file).
+  std::set<std::string> modulesPresent;
+  auto moduleOf = [](const std::string &name) {
+    size_t dot = name.rfind('.');
+    return dot == std::string::npos ? std::string() : name.substr(0, dot);
+  };
+  std::vector<std::string> unused;
   Status status;
   const Program &program = session.program();
   std::vector<bool> found(program.tensors.size(), false);
@@ -448,6 +560,8 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
     DType stored; // the file's dtype
   };
   std::vector<Pending> pending;
+  std::vector<const SafetensorsFile *> sourceOf(program.tensors.size(),
+                                                 nullptr);
   std::vector<bool> adapterTensor(program.tensors.size(), false);
   for (const LoraAdapter &adapter : program.adapters)
     adapterTensor[adapter.a] = adapterTensor[adapter.b] = true;
@@ -456,31 +570,46 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
            text.compare(text.size() - suffix.size(), suffix.size(), suffix) ==
                0;
   };
+  for (const CheckpointPart &part : parts) {
+  const SafetensorsFile &file = *part.file;
+  current = part.path;
   for (const SafetensorsEntry &entry : file.entries) {
     std::string name = entry.name;
     if (name.compare(0, kAdapterPrefix.size(), kAdapterPrefix) == 0)
       name = name.substr(kAdapterPrefix.size()); // PEFT's adapter names
     int32_t index = program.findPersistent(name);
     if (index < 0 && scope == LoadScope::Parameters) {
-      // Hugging Face's GPT-2 files: GPT2Model's names (no `transformer.`),
-      // the causal-mask buffers, and an lm_head tied to wte.
-      if (program.findPersistent("transformer." + name) >= 0) {
-        name = "transformer." + name;
-        index = program.findPersistent(name);
-      } else if (endsWith(name, ".attn.bias") ||
-                 endsWith(name, ".attn.masked_bias")) {
+      // Hugging Face's files: a base model's names (no `transformer.`,
+      // `bert.` or `model.`), buffers, and an lm_head tied to the
+      // embedding.
+      bool mapped = false;
+      for (const char *prefix : {"transformer.", "bert.", "model."})
+        if (program.findPersistent(prefix + name) >= 0) {
+          name = prefix + name;
+          index = program.findPersistent(name);
+          mapped = true;
+          break;
+        }
+      if (mapped) {
+        // Loaded below under the model's name.
+      } else if (isHuggingFaceBuffer(name)) {
         continue; // a buffer, not a parameter
-      } else if (name == "lm_head.weight") {
-        const SafetensorsEntry *wte = file.find("transformer.wte.weight");
+      } else if (name == "lm_head.weight" &&
+                 program.findPersistent("transformer.wte.weight") >= 0) {
+        const SafetensorsEntry *wte = findEntry("transformer.wte.weight").first;
         if (!wte)
-          wte = file.find("wte.weight");
+          wte = findEntry("wte.weight").first;
         std::vector<char> head, embedding;
         if (wte && wte->dtype == entry.dtype && wte->shape == entry.shape) {
           head.resize(entry.end - entry.begin);
           embedding.resize(head.size());
           status = file.read(entry, 0, head.data(), head.size());
+          const SafetensorsFile *wteFile =
+              findEntry(wte->name).second ? findEntry(wte->name).second
+                                          : &file;
           if (status.ok())
-            status = file.read(*wte, 0, embedding.data(), embedding.size());
+            status =
+                wteFile->read(*wte, 0, embedding.data(), embedding.size());
           if (!status.ok())
             return fail(status.error);
         }
@@ -527,6 +656,12 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
                       suffix + "'); resume it with an executable compiled "
                       "without --optimizer-state=8bit");
       }
+      // Starting from weights, a tensor the model does not have (another
+      // head's) is left unused and reported, as from_pretrained does.
+      if (scope == LoadScope::Parameters && index < 0) {
+        unused.push_back(entry.name);
+        continue;
+      }
       return fail("tensor '" + entry.name + "' is not a parameter or state "
                   "of this model");
     }
@@ -544,20 +679,35 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
                         info.isShard() ? info.shardOf : info.shape);
     if (!status.ok())
       return fail(status.error);
+    if (found[index])
+      return fail("tensor '" + info.name + "' is in the checkpoint twice");
     pending.push_back({index, &entry, stored});
+    modulesPresent.insert(moduleOf(info.name));
+    sourceOf[index] = &file;
     found[index] = true;
   }
+  }
+  current = path;
+  if (scope == LoadScope::Parameters && pending.empty())
+    return fail("none of its tensors is a parameter of this model (weights "
+                "of another model?)");
   if (scope == LoadScope::Everything) {
-    status = checkRunMetadata(file.metadata);
+    status = checkRunMetadata(parts.front().file->metadata);
     if (!status.ok())
       return fail(status.error);
   }
   if (scope == LoadScope::Adapters && program.adapters.empty())
     return fail("the model has no LoRA adapters (compile it with --lora)");
+  std::vector<std::string> fresh;
   for (size_t i = 0; i < program.tensors.size(); ++i) {
     const TensorInfo &info = program.tensors[i];
     if (!isCheckpointed(info) || found[i])
       continue;
+    if (scope == LoadScope::Parameters && info.role == Role::Param &&
+        !adapterTensor[i] && !modulesPresent.count(moduleOf(info.name))) {
+      fresh.push_back(info.name);
+      continue;
+    }
     // Starting from base weights, LoRA adapters keep their initialisation.
     bool needed = scope == LoadScope::Adapters
                       ? bool(adapterTensor[i])
@@ -566,6 +716,20 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
                       : info.role == Role::Param && !adapterTensor[i];
     if (needed)
       return fail("tensor '" + info.name + "' is missing");
+  }
+  if (report) {
+    report->fresh = fresh;
+    // The optimizer state of an unused tensor (`<name>.exp_avg`, ...) is
+    // not listed apart from it.
+    std::set<std::string> unusedNames(unused.begin(), unused.end());
+    for (const std::string &name : unused) {
+      bool state = false;
+      for (size_t dot = name.find('.'); !state && dot != std::string::npos;
+           dot = name.find('.', dot + 1))
+        state = unusedNames.count(name.substr(0, dot)) != 0;
+      if (!state)
+        report->unused.push_back(name);
+    }
   }
   if (provided) {
     provided->assign(program.tensors.size(), false);
@@ -581,6 +745,7 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
     TensorRef view = session.hostView(item.index);
     const TensorInfo &info = program.tensors[item.index];
     const SafetensorsEntry &entry = *item.entry;
+    const SafetensorsFile &file = *sourceOf[item.index];
     bool counter = item.index == program.stepCounter;
     if (info.isShard()) {
       // This rank's part of the whole: elements [r n, (r + 1) n), zero
@@ -634,7 +799,7 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
     }
   }
   if (metadata)
-    *metadata = file.metadata;
+    *metadata = parts.front().file->metadata;
   return session.pushPersistent();
 }
 
@@ -699,8 +864,9 @@ Status startRun(Session &session, const StartFiles &files, uint64_t seed,
       point.compiledLr = program.tensors[lrTensor].initA;
     }
   } else if (!files.weights.empty()) {
-    TGC_RETURN_IF_ERROR(
-        loadCheckpoint(session, files.weights, LoadScope::Parameters));
+    TGC_RETURN_IF_ERROR(loadCheckpoint(session, files.weights,
+                                       LoadScope::Parameters, nullptr,
+                                       &point.weights));
   }
   if (!files.adapters.empty())
     TGC_RETURN_IF_ERROR(

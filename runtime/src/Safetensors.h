@@ -77,6 +77,21 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
                           std::map<std::string, std::string> *metadata,
                           std::vector<bool> *provided = nullptr);
 
+/// One file of a checkpoint that may span several (a sharded model).
+struct CheckpointPart {
+  std::string path;
+  const SafetensorsFile *file;
+};
+
+/// loadCheckpointFrom over the parts of one checkpoint: each tensor from
+/// whichever part holds it. `report` (may be null) receives what a
+/// Parameters load initialised fresh and what it left unused.
+Status loadCheckpointParts(Session &session, const std::string &path,
+                           const std::vector<CheckpointPart> &parts,
+                           LoadScope scope,
+                           std::map<std::string, std::string> *metadata,
+                           std::vector<bool> *provided, LoadReport *report);
+
 } // namespace tgc::rt
 
 #endif // TGC_RUNTIME_SRC_SAFETENSORS_H

@@ -232,6 +232,24 @@ int run(int argc, char **argv) {
     return fail(status.error);
   if (start.seed)
     options.seed = *start.seed;
+  // What the weights did not provide, and what of them the model does not
+  // use, as from_pretrained says it.
+  auto list = [](const std::vector<std::string> &names) {
+    std::string text;
+    for (const std::string &name : names)
+      text += (text.empty() ? "" : ", ") + name;
+    return text;
+  };
+  if (!start.weights.fresh.empty())
+    std::fprintf(stderr,
+                 "tgc-run: note: initialised fresh (not in the weights): "
+                 "%s\n",
+                 list(start.weights.fresh).c_str());
+  if (!start.weights.unused.empty())
+    std::fprintf(stderr,
+                 "tgc-run: note: unused tensors of the weights (not in this "
+                 "model): %s\n",
+                 list(start.weights.unused).c_str());
   // Say when the checkpoint's learning rate is not the compiled --lr.
   if (start.lr && float(*start.lr) != float(*start.compiledLr))
     std::fprintf(stderr,

@@ -2,12 +2,13 @@
 reference for tgc's Llama family.
 
 Usage:
-  hf_llama.py make DIR KIND
+  hf_llama.py make DIR KIND [SHARD_BYTES]
       A tiny random model of KIND (llama: grouped-query attention, rope_theta
       5000 and Llama 3's rope_scaling; mistral: grouped-query attention and a
       sliding window longer than the sequence; qwen2: q/k/v biases and tied
       embeddings) written by save_pretrained (config.json and
-      model.safetensors).
+      model.safetensors, or shards of at most SHARD_BYTES with their
+      model.safetensors.index.json).
   hf_llama.py train DIR DATA STEPS METRICS FINAL
       Trains the model of DIR (eager attention, f32) with torch.optim.AdamW
       (tgc's defaults: lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay
@@ -55,7 +56,8 @@ if mode == "make":
                     p.normal_(0.0, 0.02)
     else:
         sys.exit(f"unknown kind {kind}")
-    model.save_pretrained(out, safe_serialization=True)
+    shard = {"max_shard_size": int(sys.argv[4])} if len(sys.argv) > 4 else {}
+    model.save_pretrained(out, safe_serialization=True, **shard)
     sys.exit(0)
 
 directory, data, steps, metrics, final = sys.argv[2:7]

@@ -73,9 +73,21 @@ Status checkRunMetadata(const std::map<std::string, std::string> &metadata);
 /// one of the model's parameters or state, every float finite, the step
 /// counter and (when resuming) the metadata's step in range; otherwise
 /// nothing is changed and the error names the file and the tensor.
+/// What a load of weights (LoadScope::Parameters) did not take from the
+/// file, as Hugging Face's from_pretrained reports it: parameters of the
+/// model it initialised fresh (a head the base model's file lacks) and
+/// tensors of the file the model does not use (another head's).
+struct LoadReport {
+  std::vector<std::string> fresh, unused;
+};
+
+/// With LoadScope::Parameters, `path` may be a Hugging Face model
+/// directory: its model.safetensors, or the shards its
+/// model.safetensors.index.json names.
 Status loadCheckpoint(Session &session, const std::string &path,
                       LoadScope scope,
-                      std::map<std::string, std::string> *metadata = nullptr);
+                      std::map<std::string, std::string> *metadata = nullptr,
+                      LoadReport *report = nullptr);
 
 /// Which persistent tensors (by index) loading `path` with `scope` would
 /// set, from the file's header alone: what Session::initialize may then
@@ -96,6 +108,8 @@ struct StartFiles {
 /// learning rate it had reached beside the one the executable was compiled
 /// with (a schedule or a resume may differ from --lr).
 struct StartPoint {
+  /// What loading the weights left out (empty otherwise).
+  LoadReport weights;
   int64_t step = 0;
   int64_t batch = -1;
   std::optional<uint64_t> seed;
