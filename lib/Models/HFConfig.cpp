@@ -10,6 +10,7 @@
 
 #include "tgc/Models/Models.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -73,34 +74,151 @@ struct ConfigReader {
 };
 } // namespace
 
-std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
-                                             int64_t seqLen,
-                                             std::string &error) {
-  SmallString<256> path(directory);
-  llvm::sys::path::append(path, "config.json");
-  auto buffer = llvm::MemoryBuffer::getFile(path);
+/// DIR/config.json as a JSON object; null with `error` set otherwise.
+static std::optional<llvm::json::Value> readConfig(StringRef directory,
+                                                   std::string &path,
+                                                   std::string &error) {
+  SmallString<256> file(directory);
+  llvm::sys::path::append(file, "config.json");
+  path = file.str().str();
+  auto buffer = llvm::MemoryBuffer::getFile(file);
   if (!buffer) {
-    error = (path + ": " + buffer.getError().message()).str();
+    error = path + ": " + buffer.getError().message();
     return std::nullopt;
   }
   llvm::Expected<llvm::json::Value> parsed =
       llvm::json::parse((*buffer)->getBuffer());
   if (!parsed) {
-    error = (path + ": not valid JSON: " + toString(parsed.takeError())).str();
+    error = path + ": not valid JSON: " + toString(parsed.takeError());
     return std::nullopt;
   }
-  const llvm::json::Object *object = parsed->getAsObject();
-  if (!object) {
-    error = (path + ": not a JSON object").str();
+  if (!parsed->getAsObject()) {
+    error = path + ": not a JSON object";
     return std::nullopt;
   }
-  ConfigReader r{*object, path.str().str(), ""};
+  return std::move(*parsed);
+}
+
+/// Checks that config.json's model_type is `expected` (or one of them).
+static bool checkModelType(ConfigReader &r, ArrayRef<StringRef> expected) {
+  std::string type = r.string("model_type");
+  if (llvm::is_contained(expected, type))
+    return true;
+  std::string list;
+  for (size_t i = 0; i < expected.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == expected.size() ? " or " : ", ") +
+            expected[i].str();
+  r.fail("model_type '" + type + "' is not " + list);
+  return false;
+}
+
+std::optional<GPT2Config> readGPT2HFConfig(StringRef directory,
+                                           std::string &error) {
+  std::string path;
+  std::optional<llvm::json::Value> json = readConfig(directory, path, error);
+  if (!json)
+    return std::nullopt;
+  ConfigReader r{*json->getAsObject(), path, ""};
+  GPT2Config c;
+  if (checkModelType(r, {"gpt2"})) {
+    r.integer("n_layer", c.nLayer);
+    r.integer("n_head", c.nHead);
+    r.integer("n_embd", c.nEmbd);
+    r.integer("vocab_size", c.vocabSize);
+    r.integer("n_positions", c.blockSize);
+    // What tgc's GPT-2 is: the tanh GELU, LayerNorm eps 1e-5, an MLP of 4
+    // n_embd, lm_head tied to wte.
+    std::string act = r.string("activation_function");
+    if (!act.empty() && act != "gelu_new")
+      r.fail("activation_function '" + act + "' is not supported (gelu_new)");
+    double eps = 1e-5;
+    r.number("layer_norm_epsilon", eps);
+    if (eps != 1e-5)
+      r.fail("layer_norm_epsilon " + std::to_string(eps) + " is not supported (1e-05)");
+    int64_t inner = 0;
+    r.integer("n_inner", inner, /*required=*/false);
+    if (inner != 0 && inner != 4 * c.nEmbd)
+      r.fail("n_inner " + Twine(inner) + " is not supported (4 n_embd)");
+    bool tied = true;
+    r.boolean("tie_word_embeddings", tied);
+    if (!tied)
+      r.fail("tie_word_embeddings false is not supported (lm_head is wte)");
+  }
+  if (!r.error.empty()) {
+    error = r.error;
+    return std::nullopt;
+  }
+  c.seqLen = std::min(c.seqLen, c.blockSize);
+  return c;
+}
+
+std::optional<BERTConfig> readBERTHFConfig(StringRef directory,
+                                           std::optional<BERTTask> task,
+                                           std::string &error) {
+  std::string path;
+  std::optional<llvm::json::Value> json = readConfig(directory, path, error);
+  if (!json)
+    return std::nullopt;
+  ConfigReader r{*json->getAsObject(), path, ""};
+  BERTConfig c;
+  if (checkModelType(r, {"bert"})) {
+    r.integer("num_hidden_layers", c.nLayer);
+    r.integer("num_attention_heads", c.nHead);
+    r.integer("hidden_size", c.hidden);
+    r.integer("intermediate_size", c.intermediate);
+    r.integer("vocab_size", c.vocabSize);
+    r.integer("max_position_embeddings", c.maxPositions);
+    std::string act = r.string("hidden_act");
+    if (act == "gelu" || act.empty())
+      c.exactGelu = true;
+    else if (act == "gelu_new")
+      c.exactGelu = false;
+    else
+      r.fail("hidden_act '" + act + "' is not supported (gelu, gelu_new)");
+    double eps = 1e-12;
+    r.number("layer_norm_eps", eps);
+    if (eps != 1e-12)
+      r.fail("layer_norm_eps " + std::to_string(eps) + " is not supported (1e-12)");
+    // The head: the flag's, or the architecture's.
+    std::string architecture;
+    if (const llvm::json::Array *list =
+            r.object.getArray("architectures"); list && !list->empty())
+      if (std::optional<StringRef> first = list->front().getAsString())
+        architecture = first->str();
+    if (task)
+      c.task = *task;
+    else if (architecture == "BertForMaskedLM")
+      c.task = BERTTask::MaskedLM;
+    else if (architecture == "BertForSequenceClassification")
+      c.task = BERTTask::SequenceClassification;
+    else
+      r.fail("architectures '" + architecture + "' has no head tgc builds; " +
+             "name one with --task=mlm or --task=seq-cls");
+    if (const llvm::json::Object *labels = r.object.getObject("id2label");
+        labels && !labels->empty())
+      c.numLabels = int64_t(labels->size());
+  }
+  if (!r.error.empty()) {
+    error = r.error;
+    return std::nullopt;
+  }
+  c.seqLen = std::min(c.seqLen, c.maxPositions);
+  return c;
+}
+
+std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
+                                             int64_t seqLen,
+                                             std::string &error) {
+  std::string path;
+  std::optional<llvm::json::Value> json = readConfig(directory, path, error);
+  if (!json)
+    return std::nullopt;
+  const llvm::json::Object *object = json->getAsObject();
+  ConfigReader r{*object, path, ""};
   LlamaConfig c;
   c.modelType = r.string("model_type");
-  if (c.modelType != "llama" && c.modelType != "mistral" &&
-      c.modelType != "qwen2") {
-    error = r.file + ": model_type '" + c.modelType +
-            "' is not one this build reads (llama, mistral or qwen2)";
+  if (!checkModelType(r, {"llama", "mistral", "qwen2"})) {
+    error = r.error;
     return std::nullopt;
   }
   r.integer("num_hidden_layers", c.nLayer);

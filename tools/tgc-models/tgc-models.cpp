@@ -94,10 +94,10 @@ static cl::opt<int64_t>
 // Llama family.
 static cl::opt<std::string>
     fromHF("from-hf",
-           cl::desc("Read the configuration from DIR/config.json (model_type "
-                    "llama, mistral or qwen2); --batch and --seq-len give the "
-                    "shape"),
-           cl::value_desc("DIR"), cl::cat(category), LLAMA);
+           cl::desc("Read the model from a Hugging Face directory's "
+                    "config.json (model_type gpt2, bert, or llama, mistral "
+                    "and qwen2); --batch and --seq-len give the shape"),
+           cl::value_desc("DIR"), cl::cat(category), SEQ);
 static cl::opt<int64_t> kvHeads("kv-heads",
                                 cl::desc("Key/value heads (grouped-query "
                                          "attention below --n-head)"),
@@ -157,10 +157,31 @@ static void setIfGiven(const cl::opt<int64_t> &option, int64_t &field) {
     field = option;
 }
 
+/// With --from-hf, the model's own flags would change what config.json
+/// says: refused.
+static bool refuseModelFlags(llvm::ArrayRef<cl::Option *> options,
+                             std::string &error) {
+  std::string conflicting = setOptions(options);
+  if (conflicting.empty())
+    return false;
+  error = "--from-hf takes the model from config.json; " + conflicting +
+          " would change it";
+  return true;
+}
+
 static OwningOpRef<ModuleOp> buildGPT2FromFlags(MLIRContext *context,
                                                 std::string &error) {
   tgc::GPT2Config config;
-  if (!preset.empty()) {
+  if (!fromHF.empty()) {
+    if (refuseModelFlags({&preset, &nLayer, &nHead, &nEmbd, &vocabSize,
+                          &blockSize},
+                         error))
+      return nullptr;
+    std::optional<tgc::GPT2Config> read = tgc::readGPT2HFConfig(fromHF, error);
+    if (!read)
+      return nullptr;
+    config = *read;
+  } else if (!preset.empty()) {
     std::optional<tgc::GPT2Config> found = tgc::getGPT2Preset(preset);
     if (!found) {
       error = "unknown GPT-2 preset '" + preset +
@@ -187,6 +208,37 @@ static OwningOpRef<ModuleOp> buildGPT2FromFlags(MLIRContext *context,
 static OwningOpRef<ModuleOp> buildBERTFromFlags(MLIRContext *context,
                                                 std::string &error) {
   tgc::BERTConfig config;
+  if (!fromHF.empty()) {
+    if (refuseModelFlags({&preset, &nLayer, &nHead, &hidden, &intermediate,
+                          &vocabSize, &maxPositions, &geluForm},
+                         error))
+      return nullptr;
+    std::optional<tgc::BERTTask> chosen;
+    if (task.getNumOccurrences()) {
+      chosen = tgc::parseBERTTask(task);
+      if (!chosen) {
+        error = "unknown BERT task '" + task + "' (expected mlm or seq-cls)";
+        return nullptr;
+      }
+    }
+    std::optional<tgc::BERTConfig> read =
+        tgc::readBERTHFConfig(fromHF, chosen, error);
+    if (!read)
+      return nullptr;
+    config = *read;
+    if (numLabels.getNumOccurrences() &&
+        config.task != tgc::BERTTask::SequenceClassification) {
+      error = "--num-labels is for --task=seq-cls";
+      return nullptr;
+    }
+    setIfGiven(numLabels, config.numLabels);
+    setIfGiven(batch, config.batch);
+    setIfGiven(seqLen, config.seqLen);
+    error = tgc::validateBERTConfig(config);
+    if (!error.empty())
+      return nullptr;
+    return tgc::buildBERT(context, config);
+  }
   if (!preset.empty()) {
     std::optional<tgc::BERTConfig> found = tgc::getBERTPreset(preset);
     if (!found) {
@@ -262,15 +314,11 @@ static OwningOpRef<ModuleOp> buildLlamaFromFlags(MLIRContext *context,
                                                  std::string &error) {
   tgc::LlamaConfig config;
   if (!fromHF.empty()) {
-    std::string conflicting =
-        setOptions({&preset, &nLayer, &nHead, &kvHeads, &hidden,
-                    &intermediate, &vocabSize, &maxPositions, &ropeTheta,
-                    &rmsEps, &tieEmbeddings, &qkvBias});
-    if (!conflicting.empty()) {
-      error = "--from-hf takes the model from config.json; " + conflicting +
-              " would change it";
+    if (refuseModelFlags({&preset, &nLayer, &nHead, &kvHeads, &hidden,
+                          &intermediate, &vocabSize, &maxPositions,
+                          &ropeTheta, &rmsEps, &tieEmbeddings, &qkvBias},
+                         error))
       return nullptr;
-    }
     std::optional<tgc::LlamaConfig> read = tgc::readLlamaHFConfig(
         fromHF, seqLen.getNumOccurrences() ? int64_t(seqLen) : config.seqLen,
         error);

@@ -88,13 +88,6 @@ std::optional<LlamaConfig> getLlamaPreset(llvm::StringRef name);
 /// f32: 1 / theta^(2i / D), then Llama 3's scaling when it has one.
 llvm::SmallVector<float> llamaInvFreq(const LlamaConfig &config);
 
-/// The configuration of a Hugging Face model directory's config.json
-/// (model_type llama, mistral or qwen2), for sequences of `seqLen`; batch
-/// and seqLen are left for the caller. Errors name the file and the field.
-std::optional<LlamaConfig> readLlamaHFConfig(llvm::StringRef directory,
-                                             int64_t seqLen,
-                                             std::string &error);
-
 /// The head on top of a BERT encoder.
 enum class BERTTask { MaskedLM, SequenceClassification };
 
@@ -122,6 +115,20 @@ std::optional<BERTConfig> getBERTPreset(llvm::StringRef name);
 /// "mlm" or "seq-cls".
 std::optional<BERTTask> parseBERTTask(llvm::StringRef name);
 llvm::StringRef bertTaskName(BERTTask task);
+
+/// The configuration in a Hugging Face model directory's config.json
+/// (model_type gpt2; bert, its head from `task` or else `architectures`;
+/// llama, mistral or qwen2 for sequences of `seqLen`); batch and sequence
+/// length are left for the caller. A field tgc does not build is an error
+/// that names the file and the field.
+std::optional<GPT2Config> readGPT2HFConfig(llvm::StringRef directory,
+                                           std::string &error);
+std::optional<BERTConfig> readBERTHFConfig(llvm::StringRef directory,
+                                           std::optional<BERTTask> task,
+                                           std::string &error);
+std::optional<LlamaConfig> readLlamaHFConfig(llvm::StringRef directory,
+                                             int64_t seqLen,
+                                             std::string &error);
 
 /// Returns an empty string when `config` is valid, otherwise the problem.
 std::string validateMLPConfig(const MLPConfig &config);
