@@ -170,7 +170,10 @@ def main():
              "speed against PyTorch eager (1 and 2 threads), the per-op "
              "profile with and without vectorized math and threads, and the "
              "time to the first step against `from_pretrained`: "
-             "[CPU.md](CPU.md) (`bench/cpu.py`). Fuzzing record: "
+             "[CPU.md](CPU.md) (`bench/cpu.py`). The Llama family (planned "
+             "memory of 7-8B models by technique, CPU step time against "
+             "transformers): [MODELS.md](MODELS.md) (`bench/models.py`). "
+             "Fuzzing record: "
              "[FUZZ.md](FUZZ.md) (`scripts/fuzz.sh`).", "",
              "## Compile time (GPT-2, B=8, T=1024, AdamW)", "",
              "`tgc-models` generates and verifies the model; `tgc-compile` "

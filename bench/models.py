@@ -147,6 +147,17 @@ def main():
            "builds them: Llama-3-8B (8.03B parameters, 8 key/value heads), "
            "Mistral-7B (7.24B) and Qwen2-7B (7.62B, q/k/v biases).", ""]
     out += memory
+    out += ["", "What the rows show. At B=1 the activations are small: the "
+            "transient arena is mostly the f32 gradients, which all live at "
+            "the end of the backward pass (about the size of the "
+            "parameters), so recomputation (--remat=blocks) saves little "
+            "and --amp=bf16, whose 16-bit working copies of the matmul "
+            "weights outweigh the activations it halves, plans more, as "
+            "bench/AMP.md found for GPT-2 at B=1 before tg-remat placed "
+            "those copies. 8-bit AdamW state is the one full fine-tuning "
+            "technique that moves these models, by three quarters of the "
+            "state; the gradients are what remains, the target of putting "
+            "the optimizer step inside the backward pass."]
     out += ["", "## CPU step time of a small Llama", "",
             f"Measured on {cpu}. 4 layers, hidden 256, 8 query heads over 4 "
             "key/value heads, MLP 688, vocabulary 512, B=8, T=256, f32 "
