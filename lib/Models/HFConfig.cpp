@@ -235,6 +235,9 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   r.number("rms_norm_eps", c.rmsEps);
   r.number("rope_theta", c.ropeTheta);
   r.number("initializer_range", c.initializerRange);
+  // The embedding's padding_idx (Hugging Face's LlamaModel passes
+  // pad_token_id to nn.Embedding): that row gets no gradient.
+  r.integer("pad_token_id", c.padIdx, /*required=*/false);
   c.tieEmbeddings = false;
   r.boolean("tie_word_embeddings", c.tieEmbeddings);
   c.qkvBias = c.modelType == "qwen2";

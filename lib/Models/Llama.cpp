@@ -151,6 +151,10 @@ std::string validateLlamaConfig(const LlamaConfig &c) {
        {c.batch, c.seqLen, c.intermediate}}});
   if (!largest.empty())
     return largest;
+  if (c.padIdx < -1 || c.padIdx >= c.vocabSize)
+    return ("pad_token_id (" + Twine(c.padIdx) + ") must be a token of the "
+            "vocabulary, below " + Twine(c.vocabSize))
+        .str();
   if (c.nLayer > 100000)
     return "num_hidden_layers must be at most 100000";
   return "";
@@ -181,6 +185,7 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
        f64("rope_high_freq_factor", c.ropeHighFreqFactor),
        i64("rope_original_max_positions", c.ropeOriginalMaxPositions),
        flag("tie_embeddings", c.tieEmbeddings), flag("qkv_bias", c.qkvBias),
+       i64("pad_idx", c.padIdx),
        f64("initializer_range", c.initializerRange), i64("seq_len", c.seqLen),
        i64("batch", c.batch)});
   b.setTask(tg::TGDialect::kTaskCausalLM);
@@ -198,7 +203,9 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
 
   b.setScope("model.embed_tokens");
   Value embed = b.param("model.embed_tokens.weight", {V, C}, normal);
-  Value x = b.embedding(embed, tokens);
+  Value x = b.embedding(embed, tokens,
+                        c.padIdx >= 0 ? std::optional<int64_t>(c.padIdx)
+                                      : std::nullopt);
 
   for (int64_t layer = 0; layer < c.nLayer; ++layer) {
     std::string prefix = ("model.layers." + Twine(layer) + ".").str();

@@ -108,12 +108,14 @@ Value ModelBuilder::layerNorm(Value input, Value weight, Value bias,
                                  bias, builder.getF64FloatAttr(epsilon));
 }
 
-Value ModelBuilder::embedding(Value table, Value indices) {
+Value ModelBuilder::embedding(Value table, Value indices,
+                              std::optional<int64_t> paddingIdx) {
   SmallVector<int64_t> shape(typeOf(indices).getShape());
   shape.push_back(typeOf(table).getDimSize(1));
   return tg::EmbeddingOp::create(
       builder, loc, tensorOf(shape, typeOf(table).getElementType()), table,
-      indices);
+      indices,
+      paddingIdx ? builder.getI64IntegerAttr(*paddingIdx) : IntegerAttr());
 }
 
 Value ModelBuilder::attention(Value query, Value key, Value value,

@@ -126,6 +126,7 @@ static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
                  config.ropeOriginalMaxPositions) ||
         !flag("tie_embeddings", config.tieEmbeddings) ||
         !flag("qkv_bias", config.qkvBias) ||
+        !integer("pad_idx", config.padIdx) ||
         !real("initializer_range", config.initializerRange) ||
         !integer("seq_len", config.seqLen))
       return nullptr;

@@ -160,7 +160,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     return rmsNormGrad(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
                        out[0], out[1]);
   case Kernel::EmbeddingGrad:
-    return embeddingGrad(ctx, in[0], in[1], out[0]);
+    return embeddingGrad(ctx, in[0], in[1], inst.getInt("padding_idx", -1),
+                         out[0]);
   case Kernel::AttentionGrad:
     return attentionGrad(ctx, in[0], in[1], in[2], in[3], in[4],
                          in.size() > 5 ? &in[5] : nullptr,

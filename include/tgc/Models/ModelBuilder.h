@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <optional>
 #include <string>
 
 namespace tgc {
@@ -51,7 +52,9 @@ public:
   mlir::Value tanh(mlir::Value input);
   mlir::Value layerNorm(mlir::Value input, mlir::Value weight,
                         mlir::Value bias, double epsilon);
-  mlir::Value embedding(mlir::Value table, mlir::Value indices);
+  /// Row `paddingIdx` (when given) gets no gradient.
+  mlir::Value embedding(mlir::Value table, mlir::Value indices,
+                        std::optional<int64_t> paddingIdx = std::nullopt);
   /// `keyMask`, when given, is a [B, Tk] padding mask (tg.attention).
   mlir::Value attention(mlir::Value query, mlir::Value key, mlir::Value value,
                         bool causal, mlir::Value keyMask = {});

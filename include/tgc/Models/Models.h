@@ -73,6 +73,8 @@ struct LlamaConfig {
   bool tieEmbeddings = false;
   /// Biases on q, k and v (Qwen2).
   bool qkvBias = false;
+  /// The embedding row of pad_token_id, which gets no gradient (-1: none).
+  int64_t padIdx = -1;
   double initializerRange = 0.02;
   int64_t batch = 8;
   int64_t seqLen = 128;

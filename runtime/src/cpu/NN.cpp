@@ -474,7 +474,7 @@ Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
 }
 
 Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &grad,
-                     TensorRef &result) {
+                     int64_t paddingIdx, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(indices, "indices"));
   TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
@@ -502,7 +502,10 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &gr
   int64_t columnGrain = std::max<int64_t>(16, grainFor(count));
   parallelFor(width, columnGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = 0; i < count; ++i) {
-      float *row = table + loadI64(indices, i) * width;
+      int64_t index = loadI64(indices, i);
+      if (index == paddingIdx)
+        continue;
+      float *row = table + index * width;
       const float *gs = g.data() + i * width;
       for (int64_t j = begin; j < end; ++j)
         row[j] += gs[j];

@@ -377,10 +377,10 @@ __global__ void embeddingKernel(const T *table, const void *indices,
 __global__ void embeddingGradKernel(const void *indices, DType indexType,
                                     const void *grad, DType dtype,
                                     int64_t count, int64_t width, int64_t vocab,
-                                    float *accumulator) {
+                                    int64_t paddingIdx, float *accumulator) {
   TGC_GRID_LOOP(e, count * width) {
     int64_t index = loadInt(indices, indexType, e / width);
-    if (index >= 0 && index < vocab)
+    if (index >= 0 && index < vocab && index != paddingIdx)
       atomicAdd(&accumulator[index * width + e % width],
                 loadFloat(grad, dtype, e));
   }
@@ -821,7 +821,8 @@ Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
 }
 
 Status embeddingGrad(Context &ctx, const TensorRef &indices,
-                     const TensorRef &grad, TensorRef &result) {
+                     const TensorRef &grad, int64_t paddingIdx,
+                     TensorRef &result) {
   if (result.rank() != 2)
     return Status::failure("embedding_grad result must have rank 2");
   int64_t vocab = result.shape[0], width = result.shape[1];
@@ -856,7 +857,7 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices,
     if (width > 0) {
       embeddingGradKernel<<<blocksFor(count * width), 256, 0, stream>>>(
           indices.data, indices.dtype, grad.data, grad.dtype, count, width,
-          vocab, accumulator);
+          vocab, paddingIdx, accumulator);
       TGC_CUDA_LAUNCH("embeddingGradKernel");
     }
   }

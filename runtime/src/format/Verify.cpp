@@ -397,6 +397,11 @@ Status Checker::run() {
       shape.push_back(out(0).shape[1]);
       ok = shapeIs(in(1), shape);
     }
+    if (ok && inst.hasAttr("padding_idx"))
+      ok = attr("padding_idx", AttrValue::Int) &&
+           ((inst.getInt("padding_idx") >= 0 &&
+             inst.getInt("padding_idx") < out(0).shape[0]) ||
+            fail("padding_idx is not a row of the table"));
     break;
   }
   case Kernel::Attention:

@@ -352,6 +352,14 @@ func.func @rms_norm_weight_shape(%x: tensor<4x8xf32>, %w: tensor<4xf32>) {
 
 // -----
 
+func.func @embedding_padding_idx(%t: tensor<10x4xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{'tg.embedding' op padding_idx must be a row of the table, in [0, 10), found 10}}
+  %0 = tg.embedding %t, %i {padding_idx = 10 : i64} : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
 func.func @rope_odd_head(%x: tensor<2x4x7xf32>, %f: tensor<3xf32>) {
   // expected-error @+1 {{'tg.rope' op the head dimension must be even, found 7}}
   %0 = tg.rope %x, %f : (tensor<2x4x7xf32>, tensor<3xf32>) -> tensor<2x4x7xf32>

@@ -326,17 +326,19 @@ TEST_P(NNCudaTest, EmbeddingGrad) {
   TGC_REQUIRE_GPU();
   DType dtype = GetParam();
   std::mt19937 rng(217);
-  for (DType indexType : {DType::I64, DType::I32}) {
+  for (DType indexType : {DType::I64, DType::I32})
+  for (int64_t paddingIdx : {-1, 3}) {
     // Few rows, many positions: every row is hit several times.
     HostTensor indices(indexType, {4, 16});
     fillInts(indices, rng, 0, 10);
     HostTensor g = randomTensor(dtype, {4, 16, 24}, rng);
     HostTensor want(dtype, {10, 24});
-    ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices.ref, g.ref, want.ref));
+    ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices.ref, g.ref, paddingIdx,
+                                 want.ref));
     HostTensor garbage = randomTensor(dtype, {10, 24}, rng);
     DeviceTensor dIndices(indices), dg(g), dOut(garbage);
-    ASSERT_OK(
-        cuda::embeddingGrad(*testContext(), dIndices.ref, dg.ref, dOut.ref));
+    ASSERT_OK(cuda::embeddingGrad(*testContext(), dIndices.ref, dg.ref,
+                                  paddingIdx, dOut.ref));
     synchronize();
     EXPECT_EQ(takeDeviceError(), 0);
     expectNear(want, dOut.toHost(), named("embedding_grad", dtype), 2.0);
@@ -353,8 +355,8 @@ TEST_P(NNCudaTest, EmbeddingGradIndexOutOfRange) {
   HostTensor g = randomTensor(dtype, {4, 8}, rng);
   HostTensor out(dtype, {6, 8});
   DeviceTensor dIndices(indices), dg(g), dOut(out, false);
-  ASSERT_OK(
-      cuda::embeddingGrad(*testContext(), dIndices.ref, dg.ref, dOut.ref));
+  ASSERT_OK(cuda::embeddingGrad(*testContext(), dIndices.ref, dg.ref, -1,
+                                dOut.ref));
   synchronize();
   EXPECT_EQ(takeDeviceError(), kIndexOutOfRange);
 }

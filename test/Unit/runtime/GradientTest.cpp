@@ -191,7 +191,7 @@ TEST(GradientCheck, EmbeddingWithRepeatedIndices) {
   // Garbage in the result first: embedding_grad must start from zero.
   HostTensor dtable = HostTensor::of(DType::F32, {5, 3},
                                      std::vector<double>(15, 42.0));
-  ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, dtable));
+  ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, -1, dtable));
   checkGradient(
       table,
       [&] { return lossOf(cpu::embedding(cpuCtx, table, indices, out), out, cot.values()); },
@@ -201,6 +201,14 @@ TEST(GradientCheck, EmbeddingWithRepeatedIndices) {
     EXPECT_EQ(dtable.get(2 * 3 + j), 0.0);
     EXPECT_EQ(dtable.get(3 * 3 + j), 0.0);
   }
+  // With padding_idx 1 (looked up three times), that row gets nothing and
+  // the others what they got.
+  HostTensor padded = HostTensor::of(DType::F32, {5, 3},
+                                     std::vector<double>(15, 42.0));
+  ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, 1, padded));
+  for (int64_t r = 0; r < 5; ++r)
+    for (int64_t j = 0; j < 3; ++j)
+      EXPECT_EQ(padded.get(r * 3 + j), r == 1 ? 0.0 : dtable.get(r * 3 + j));
 }
 
 TEST(GradientCheck, AttentionQueryKeyValue) {

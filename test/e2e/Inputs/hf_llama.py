@@ -4,7 +4,8 @@ reference for tgc's Llama family.
 Usage:
   hf_llama.py make DIR KIND [SHARD_BYTES]
       A tiny random model of KIND (llama: grouped-query attention, rope_theta
-      5000 and Llama 3's rope_scaling; mistral: grouped-query attention and a
+      5000, Llama 3's rope_scaling and pad_token_id 0, the padding token of
+      the batches, whose embedding row gets no gradient; mistral: grouped-query attention and a
       sliding window longer than the sequence; qwen2: q/k/v biases and tied
       embeddings) written by save_pretrained (config.json and
       model.safetensors, or shards of at most SHARD_BYTES with their
@@ -35,7 +36,7 @@ if mode == "make":
                   max_position_embeddings=64, rms_norm_eps=1e-5)
     if kind == "llama":
         config = transformers.LlamaConfig(
-            num_key_value_heads=2, rope_theta=5000.0,
+            num_key_value_heads=2, rope_theta=5000.0, pad_token_id=0,
             rope_scaling={"rope_type": "llama3", "factor": 8.0,
                           "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                           "original_max_position_embeddings": 16},

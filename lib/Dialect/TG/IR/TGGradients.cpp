@@ -374,7 +374,8 @@ LogicalResult EmbeddingOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(EmbeddingGradOp::create(
-      builder, getLoc(), getTable().getType(), getIndices(), resultGrads[0]));
+      builder, getLoc(), getTable().getType(), getIndices(), resultGrads[0],
+      getPaddingIdxAttr()));
   operandGrads.push_back(nullptr);
   return success();
 }

@@ -330,6 +330,10 @@ LogicalResult EmbeddingOp::verify() {
            << table.getRank();
   if (failed(verifySameElementType(*this, {getTable(), getResult()})))
     return failure();
+  if (std::optional<int64_t> pad = getPaddingIdx();
+      pad && (*pad < 0 || *pad >= table.getDimSize(0)))
+    return emitOpError("padding_idx must be a row of the table, in [0, ")
+           << table.getDimSize(0) << "), found " << *pad;
   SmallVector<int64_t> expected(tensorType(getIndices()).getShape());
   expected.push_back(table.getDimSize(1));
   return verifyShape(*this, getResult(), expected, "result");
@@ -698,6 +702,10 @@ LogicalResult EmbeddingGradOp::verify() {
            << table.getRank();
   if (failed(verifySameElementType(*this, {getGrad(), getResult()})))
     return failure();
+  if (std::optional<int64_t> pad = getPaddingIdx();
+      pad && (*pad < 0 || *pad >= table.getDimSize(0)))
+    return emitOpError("padding_idx must be a row of the table, in [0, ")
+           << table.getDimSize(0) << "), found " << *pad;
   SmallVector<int64_t> expected(tensorType(getIndices()).getShape());
   expected.push_back(table.getDimSize(1));
   return verifyShape(*this, getGrad(), expected, "grad");

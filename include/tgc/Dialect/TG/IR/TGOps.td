@@ -383,9 +383,11 @@ def TG_EmbeddingOp : TG_Op<"embedding", [TG_Differentiable],
   let description = [{
     `table` has shape `[V, D]` and `indices` any shape `S`; the result has
     shape `[S..., D]` with `result[s] = table[indices[s]]`. An index outside
-    `[0, V)` is a runtime error.
+    `[0, V)` is a runtime error. Row `padding_idx`, when given, gets no
+    gradient, as torch.nn.Embedding's `padding_idx` row.
   }];
-  let arguments = (ins TG_FloatTensor:$table, TG_IndexTensor:$indices);
+  let arguments = (ins TG_FloatTensor:$table, TG_IndexTensor:$indices,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $table `,` $indices attr-dict `:` functional-type(operands, results)
@@ -699,9 +701,11 @@ def TG_EmbeddingGradOp : TG_Op<"embedding_grad"> {
   let description = [{
     The result `[V, D]` starts at zero and `result[indices[s]] += grad[s]`
     for every position `s` (a scatter-add, accumulated in f32); `grad` has
-    shape `[S..., D]` where `S` is the shape of `indices`.
+    shape `[S..., D]` where `S` is the shape of `indices`. Positions whose
+    index is `padding_idx`, when given, add nothing (that row stays zero).
   }];
-  let arguments = (ins TG_IndexTensor:$indices, TG_FloatTensor:$grad);
+  let arguments = (ins TG_IndexTensor:$indices, TG_FloatTensor:$grad,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $indices `,` $grad attr-dict `:` functional-type(operands, results)
