@@ -33,38 +33,32 @@ struct ConfigReader {
     return false;
   }
   /// An integer field; `required` fields must be present.
-  void integer(StringRef key, int64_t &field, bool required = true) {
+  /// A field as `get` reads it (absent or null: left as it is, or an
+  /// error when `required`).
+  template <typename T, typename Get>
+  void read(StringRef key, T &field, bool required, StringRef what, Get get) {
     const llvm::json::Value *value = object.get(key);
     if (!value || value->kind() == llvm::json::Value::Null) {
       if (required)
         fail("missing field '" + key + "'");
       return;
     }
-    std::optional<int64_t> v = value->getAsInteger();
-    if (!v)
-      fail("field '" + key + "' must be an integer");
-    else
+    if (std::optional<T> v = get(*value))
       field = *v;
+    else
+      fail("field '" + key + "' must be " + what);
+  }
+  void integer(StringRef key, int64_t &field, bool required = true) {
+    read(key, field, required, "an integer",
+         [](const llvm::json::Value &v) { return v.getAsInteger(); });
   }
   void number(StringRef key, double &field) {
-    const llvm::json::Value *value = object.get(key);
-    if (!value || value->kind() == llvm::json::Value::Null)
-      return;
-    std::optional<double> v = value->getAsNumber();
-    if (!v)
-      fail("field '" + key + "' must be a number");
-    else
-      field = *v;
+    read(key, field, false, "a number",
+         [](const llvm::json::Value &v) { return v.getAsNumber(); });
   }
   void boolean(StringRef key, bool &field) {
-    const llvm::json::Value *value = object.get(key);
-    if (!value || value->kind() == llvm::json::Value::Null)
-      return;
-    std::optional<bool> v = value->getAsBoolean();
-    if (!v)
-      fail("field '" + key + "' must be true or false");
-    else
-      field = *v;
+    read(key, field, false, "true or false",
+         [](const llvm::json::Value &v) { return v.getAsBoolean(); });
   }
   std::string string(StringRef key) {
     if (std::optional<StringRef> v = object.getString(key))

@@ -201,6 +201,9 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
   Value tokens = b.input("tokens", {B, T}, IntegerType::get(context, 64));
   Value targets = b.input("targets", {B, T}, IntegerType::get(context, 64));
 
+  // The rotary frequencies, one constant that every layer's rope reads.
+  b.setScope("model.rotary_emb");
+  Value frequencies = b.constant(invFreq);
   b.setScope("model.embed_tokens");
   Value embed = b.param("model.embed_tokens.weight", {V, C}, normal);
   Value x = b.embedding(embed, tokens,
@@ -246,8 +249,8 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
     auto heads = [&](Value v, int64_t count) {
       return b.transpose(b.reshape(v, {B, T, count, D}), {0, 2, 1, 3});
     };
-    Value q = b.rope(heads(linear(h, qProj), H), invFreq);
-    Value k = b.rope(heads(linear(h, kProj), KV), invFreq);
+    Value q = b.rope(heads(linear(h, qProj), H), frequencies);
+    Value k = b.rope(heads(linear(h, kProj), KV), frequencies);
     Value v = heads(linear(h, vProj), KV);
     // Grouped-query attention: KV heads, each shared by H / KV query heads,
     // in tg.attention itself (no repeated keys or values).

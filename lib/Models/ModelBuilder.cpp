@@ -82,11 +82,14 @@ Value ModelBuilder::rmsNorm(Value input, Value weight, double epsilon) {
                                builder.getF64FloatAttr(epsilon));
 }
 
-Value ModelBuilder::rope(Value input, ArrayRef<float> invFreq) {
-  auto type = tensorOf({int64_t(invFreq.size())}, builder.getF32Type());
-  Value frequencies = tg::ConstantOp::create(
-      builder, loc, DenseElementsAttr::get(type, invFreq));
-  return tg::RopeOp::create(builder, loc, input.getType(), input, frequencies,
+Value ModelBuilder::constant(ArrayRef<float> values) {
+  auto type = tensorOf({int64_t(values.size())}, builder.getF32Type());
+  return tg::ConstantOp::create(builder, loc,
+                                DenseElementsAttr::get(type, values));
+}
+
+Value ModelBuilder::rope(Value input, Value invFreq) {
+  return tg::RopeOp::create(builder, loc, input.getType(), input, invFreq,
                             /*inverse=*/false);
 }
 

@@ -44,9 +44,11 @@ public:
   mlir::Value relu(mlir::Value input);
   mlir::Value silu(mlir::Value input);
   mlir::Value rmsNorm(mlir::Value input, mlir::Value weight, double epsilon);
-  /// Rotary embedding of [..., T, D] heads by the D/2 frequencies given
-  /// (held in the model as an f32 constant).
-  mlir::Value rope(mlir::Value input, llvm::ArrayRef<float> invFreq);
+  /// An f32 constant of the model.
+  mlir::Value constant(llvm::ArrayRef<float> values);
+  /// Rotary embedding of [..., T, D] heads by `invFreq`, the D/2
+  /// frequencies (an f32 constant, built once for every rope).
+  mlir::Value rope(mlir::Value input, mlir::Value invFreq);
   /// The tanh approximation, or with `exact` the erf form.
   mlir::Value gelu(mlir::Value input, bool exact = false);
   mlir::Value tanh(mlir::Value input);
