@@ -1,7 +1,8 @@
-//===- HFConfig.cpp - model configurations from Hugging Face directories --===//
+//===- HFConfig.cpp - Hugging Face's config.json, read and written --------===//
 //
 // Reads a model directory's config.json into the configuration of a tgc
-// generator. A field tgc does not build (an activation other than SiLU,
+// generator, and writes the config.json of a generated model for
+// `tgc-run --save-hf`. A field tgc does not build (an activation other than SiLU,
 // biases Llama puts on o_proj, a sliding window shorter than the sequence,
 // a rope_scaling type without an implementation here) is an error that
 // names the file and the field, never silently ignored.
@@ -15,6 +16,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+
+#include <nlohmann/json.hpp>
 
 using namespace mlir;
 
@@ -285,6 +288,131 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
     return std::nullopt;
   }
   return c;
+}
+
+/// The fields every config.json has: the head's class and the model type.
+static nlohmann::ordered_json header(StringRef architecture, StringRef type) {
+  return nlohmann::ordered_json{
+      {"architectures", nlohmann::ordered_json::array({architecture.str()})},
+      {"model_type", type.str()}};
+}
+
+static nlohmann::ordered_json hfConfig(const GPT2Config &c) {
+  nlohmann::ordered_json o = header("GPT2LMHeadModel", "gpt2");
+  o["n_layer"] = c.nLayer;
+  o["n_head"] = c.nHead;
+  o["n_embd"] = c.nEmbd;
+  o["vocab_size"] = c.vocabSize;
+  o["n_positions"] = c.blockSize;
+  o["n_ctx"] = c.blockSize;
+  // What tgc's GPT-2 is (readGPT2HFConfig accepts only these).
+  o["activation_function"] = "gelu_new";
+  o["layer_norm_epsilon"] = 1e-5;
+  o["tie_word_embeddings"] = true;
+  return o;
+}
+
+static nlohmann::ordered_json hfConfig(const BERTConfig &c) {
+  bool mlm = c.task == BERTTask::MaskedLM;
+  nlohmann::ordered_json o = header(
+      mlm ? "BertForMaskedLM" : "BertForSequenceClassification", "bert");
+  o["num_hidden_layers"] = c.nLayer;
+  o["num_attention_heads"] = c.nHead;
+  o["hidden_size"] = c.hidden;
+  o["intermediate_size"] = c.intermediate;
+  o["vocab_size"] = c.vocabSize;
+  o["max_position_embeddings"] = c.maxPositions;
+  o["type_vocab_size"] = 2;
+  o["hidden_act"] = c.exactGelu ? "gelu" : "gelu_new";
+  o["layer_norm_eps"] = 1e-12;
+  if (!mlm) {
+    // The classes under Hugging Face's default names (a directory read by
+    // --from-hf gives its count only).
+    nlohmann::ordered_json id2label = nlohmann::ordered_json::object(),
+                           label2id = nlohmann::ordered_json::object();
+    for (int64_t i = 0; i < c.numLabels; ++i) {
+      std::string label = ("LABEL_" + Twine(i)).str();
+      id2label[std::to_string(i)] = label;
+      label2id[label] = i;
+    }
+    o["id2label"] = std::move(id2label);
+    o["label2id"] = std::move(label2id);
+  }
+  return o;
+}
+
+static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
+                                                  std::string &error) {
+  StringRef type = c.modelType;
+  if (c.qkvBias != (type == "qwen2")) {
+    error = c.qkvBias ? ("a " + type + " with q/k/v biases has no Hugging "
+                         "Face form: only qwen2 has them")
+                            .str()
+                      : "a qwen2 without q/k/v biases has no Hugging Face "
+                        "form";
+    return std::nullopt;
+  }
+  if (c.headDim != 0 && type == "qwen2") {
+    error = "a qwen2 with a head_dim other than hidden / heads has no "
+            "Hugging Face form";
+    return std::nullopt;
+  }
+  StringRef architecture = type == "mistral" ? "MistralForCausalLM"
+                           : type == "qwen2" ? "Qwen2ForCausalLM"
+                                             : "LlamaForCausalLM";
+  nlohmann::ordered_json o = header(architecture, type);
+  o["num_hidden_layers"] = c.nLayer;
+  o["hidden_size"] = c.hidden;
+  o["intermediate_size"] = c.intermediate;
+  o["num_attention_heads"] = c.nHead;
+  o["num_key_value_heads"] = c.nKVHead;
+  if (c.headDim != 0)
+    o["head_dim"] = c.headDim;
+  o["vocab_size"] = c.vocabSize;
+  o["max_position_embeddings"] = c.maxPositions;
+  o["rms_norm_eps"] = c.rmsEps;
+  o["rope_theta"] = c.ropeTheta;
+  if (c.ropeFactor != 0.0)
+    o["rope_scaling"] = {
+        {"rope_type", "llama3"},
+        {"factor", c.ropeFactor},
+        {"low_freq_factor", c.ropeLowFreqFactor},
+        {"high_freq_factor", c.ropeHighFreqFactor},
+        {"original_max_position_embeddings", c.ropeOriginalMaxPositions}};
+  else
+    o["rope_scaling"] = nullptr;
+  o["tie_word_embeddings"] = c.tieEmbeddings;
+  o["hidden_act"] = "silu";
+  o["initializer_range"] = c.initializerRange;
+  if (c.padIdx >= 0)
+    o["pad_token_id"] = c.padIdx;
+  if (type == "llama") {
+    o["attention_bias"] = false;
+    o["mlp_bias"] = false;
+  } else if (type == "mistral") {
+    o["sliding_window"] = nullptr;
+  } else {
+    o["use_sliding_window"] = false;
+  }
+  return o;
+}
+
+std::optional<std::string> writeHFConfig(const ModelConfig &config,
+                                         std::string &error) {
+  std::optional<nlohmann::ordered_json> object;
+  if (const auto *gpt2 = std::get_if<GPT2Config>(&config))
+    object = hfConfig(*gpt2);
+  else if (const auto *bert = std::get_if<BERTConfig>(&config))
+    object = hfConfig(*bert);
+  else if (const auto *llama = std::get_if<LlamaConfig>(&config))
+    object = hfConfig(*llama, error);
+  else
+    error = "an mlp has no Hugging Face form";
+  if (!object)
+    return std::nullopt;
+  // nlohmann writes a double with its decimal point ("factor": 8.0):
+  // transformers checks that rope_scaling's factors are floats.
+  return object->dump(2) + "\n";
 }
 
 } // namespace tgc

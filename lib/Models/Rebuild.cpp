@@ -14,17 +14,23 @@
 
 #include "llvm/ADT/Twine.h"
 
+#include <type_traits>
+
 using namespace mlir;
 
 namespace tgc {
 
-/// Builds the model `record` describes at `batch` (and `seqLen`, when
-/// given); null with `error` set when the record is not one of the
-/// generators' or the model has no sequence length.
-static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
-                                   int64_t batch, std::optional<int64_t> seqLen,
-                                   std::string &error) {
-  StringRef kind = record.getAs<StringAttr>("model").getValue();
+/// The configuration `record` describes (its recorded batch and sequence
+/// length); null with `error` set when the record is not one of the
+/// generators'.
+static std::optional<ModelConfig> parseRecord(DictionaryAttr record,
+                                              std::string &error) {
+  auto kindAttr = record.getAs<StringAttr>("model");
+  if (!kindAttr) {
+    error = "the tg.generator record has no 'model'";
+    return std::nullopt;
+  }
+  StringRef kind = kindAttr.getValue();
   auto integer = [&](StringRef key, int64_t &out) {
     auto value = record.getAs<IntegerAttr>(key);
     if (!value) {
@@ -43,12 +49,10 @@ static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
         !integer("vocab_size", config.vocabSize) ||
         !integer("block_size", config.blockSize) ||
         !integer("seq_len", config.seqLen))
-      return nullptr;
-    config.batch = batch;
-    if (seqLen)
-      config.seqLen = *seqLen;
-    error = validateGPT2Config(config);
-    return error.empty() ? buildGPT2(context, config) : nullptr;
+      return std::nullopt;
+    if (!integer("batch", config.batch))
+      return std::nullopt;
+    return ModelConfig(config);
   }
   if (kind == "bert") {
     BERTConfig config;
@@ -57,13 +61,13 @@ static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
         task ? parseBERTTask(task.getValue()) : std::nullopt;
     if (!parsed) {
       error = "the tg.generator record of a bert has no valid 'task'";
-      return nullptr;
+      return std::nullopt;
     }
     config.task = *parsed;
     auto gelu = record.getAs<StringAttr>("gelu");
     if (!gelu || (gelu.getValue() != "exact" && gelu.getValue() != "tanh")) {
       error = "the tg.generator record of a bert has no valid 'gelu'";
-      return nullptr;
+      return std::nullopt;
     }
     config.exactGelu = gelu.getValue() == "exact";
     if (!integer("n_layer", config.nLayer) || !integer("n_head", config.nHead) ||
@@ -73,12 +77,10 @@ static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
         !integer("max_positions", config.maxPositions) ||
         !integer("num_labels", config.numLabels) ||
         !integer("seq_len", config.seqLen))
-      return nullptr;
-    config.batch = batch;
-    if (seqLen)
-      config.seqLen = *seqLen;
-    error = validateBERTConfig(config);
-    return error.empty() ? buildBERT(context, config) : nullptr;
+      return std::nullopt;
+    if (!integer("batch", config.batch))
+      return std::nullopt;
+    return ModelConfig(config);
   }
   if (kind == "llama") {
     LlamaConfig config;
@@ -107,7 +109,7 @@ static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
     auto type = record.getAs<StringAttr>("model_type");
     if (!type) {
       error = "the tg.generator record of a llama has no 'model_type'";
-      return nullptr;
+      return std::nullopt;
     }
     config.modelType = type.getValue().str();
     if (!integer("n_layer", config.nLayer) || !integer("hidden", config.hidden) ||
@@ -129,33 +131,52 @@ static OwningOpRef<ModuleOp> build(MLIRContext *context, DictionaryAttr record,
         !integer("pad_idx", config.padIdx) ||
         !real("initializer_range", config.initializerRange) ||
         !integer("seq_len", config.seqLen))
-      return nullptr;
-    config.batch = batch;
-    if (seqLen)
-      config.seqLen = *seqLen;
-    error = validateLlamaConfig(config);
-    return error.empty() ? buildLlama(context, config) : nullptr;
+      return std::nullopt;
+    if (!integer("batch", config.batch))
+      return std::nullopt;
+    return ModelConfig(config);
   }
   if (kind == "mlp") {
-    if (seqLen) {
-      error = "an mlp has no sequence length to compile buckets of";
-      return nullptr;
-    }
     auto widths = record.getAs<DenseI64ArrayAttr>("widths");
     if (!widths) {
       error = "the tg.generator record of an mlp has no 'widths'";
-      return nullptr;
+      return std::nullopt;
     }
     MLPConfig config;
     config.widths.assign(widths.asArrayRef().begin(),
                          widths.asArrayRef().end());
-    config.batch = batch;
-    error = validateMLPConfig(config);
-    return error.empty() ? buildMLP(context, config) : nullptr;
+    if (!integer("batch", config.batch))
+      return std::nullopt;
+    return ModelConfig(config);
   }
   error = ("unknown generator '" + kind + "' in tg.generator").str();
-  return nullptr;
+  return std::nullopt;
 }
+
+/// Validates `config` and builds it; null with `error` set when invalid.
+static OwningOpRef<ModuleOp> buildModel(MLIRContext *context,
+                                        const ModelConfig &config,
+                                        std::string &error) {
+  return std::visit(
+      [&](const auto &c) -> OwningOpRef<ModuleOp> {
+        using T = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<T, MLPConfig>) {
+          error = validateMLPConfig(c);
+          return error.empty() ? buildMLP(context, c) : nullptr;
+        } else if constexpr (std::is_same_v<T, GPT2Config>) {
+          error = validateGPT2Config(c);
+          return error.empty() ? buildGPT2(context, c) : nullptr;
+        } else if constexpr (std::is_same_v<T, BERTConfig>) {
+          error = validateBERTConfig(c);
+          return error.empty() ? buildBERT(context, c) : nullptr;
+        } else {
+          error = validateLlamaConfig(c);
+          return error.empty() ? buildLlama(context, c) : nullptr;
+        }
+      },
+      config);
+}
+
 
 static std::string printed(Operation *op) {
   std::string text;
@@ -164,36 +185,68 @@ static std::string printed(Operation *op) {
   return text;
 }
 
-OwningOpRef<ModuleOp> rebuildWithShape(func::FuncOp model, int64_t batch,
-                                       std::optional<int64_t> seqLen,
-                                       std::string &error) {
+std::optional<ModelConfig> generatedConfig(func::FuncOp model,
+                                           std::string &error,
+                                           OwningOpRef<ModuleOp> *built) {
   auto record =
       model->getAttrOfType<DictionaryAttr>(tg::TGDialect::kGeneratorAttr);
   if (!record) {
     error = ("@" + model.getSymName() +
-             " has no tg.generator record of how it was built; only models "
-             "from tgc-models can be rebuilt at another batch size or "
-             "sequence length")
+             " has no tg.generator record of how it was built")
                 .str();
-    return nullptr;
+    return std::nullopt;
   }
-  int64_t recorded = record.getAs<IntegerAttr>("batch").getInt();
-  OwningOpRef<ModuleOp> same =
-      build(model.getContext(), record, recorded, std::nullopt, error);
+  std::optional<ModelConfig> config = parseRecord(record, error);
+  if (!config)
+    return std::nullopt;
+  OwningOpRef<ModuleOp> same = buildModel(model.getContext(), *config, error);
   if (!same)
-    return nullptr;
+    return std::nullopt;
   auto rebuilt = *same->getOps<func::FuncOp>().begin();
   if (rebuilt.getSymName() != model.getSymName() ||
       printed(rebuilt) != printed(model)) {
     error = ("@" + model.getSymName() +
              " is not the model its tg.generator record builds (edited by "
-             "hand?); rebuilding it at another shape would lose the edits")
+             "hand?); using the record would lose the edits")
                 .str();
+    return std::nullopt;
+  }
+  if (built)
+    *built = std::move(same);
+  return config;
+}
+
+OwningOpRef<ModuleOp> rebuildWithShape(func::FuncOp model, int64_t batch,
+                                       std::optional<int64_t> seqLen,
+                                       std::string &error) {
+  OwningOpRef<ModuleOp> same;
+  std::optional<ModelConfig> config = generatedConfig(model, error, &same);
+  if (!config) {
+    if (!model->hasAttr(tg::TGDialect::kGeneratorAttr))
+      error += "; only models from tgc-models can be rebuilt at another "
+               "batch size or sequence length";
     return nullptr;
   }
+  int64_t recorded = std::visit([](const auto &c) { return c.batch; }, *config);
   if (batch == recorded && !seqLen)
     return same;
-  return build(model.getContext(), record, batch, seqLen, error);
+  bool sequences = std::visit(
+      [&](auto &c) {
+        c.batch = batch;
+        if constexpr (std::is_same_v<std::decay_t<decltype(c)>, MLPConfig>) {
+          return false;
+        } else {
+          if (seqLen)
+            c.seqLen = *seqLen;
+          return true;
+        }
+      },
+      *config);
+  if (seqLen && !sequences) {
+    error = "an mlp has no sequence length to compile buckets of";
+    return nullptr;
+  }
+  return buildModel(model.getContext(), *config, error);
 }
 
 } // namespace tgc

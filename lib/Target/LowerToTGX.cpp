@@ -152,6 +152,8 @@ void LowerToTGXPass::runOnOperation() {
   info.model = options.model;
   info.options = options.options;
   info.allowTF32 = options.allowTF32;
+  info.hfConfig = options.hfConfig;
+  info.hfConfigError = options.hfConfigError;
   info.seqLen = shapeBuckets.empty() ? 0 : options.seqLen;
   if (auto forward = module.lookupSymbol<func::FuncOp>(options.model)) {
     if (auto task = forward->getAttrOfType<StringAttr>(tg::TGDialect::kTaskAttr))

@@ -471,7 +471,8 @@ LogicalResult TGXWriter::write(const TGXInfo &info,
       trainPlan.layout.peakLive, trainPlan.alignment, trainInstructions,
       *loss, counter, fbb.CreateVector(constants),
       fbb.CreateVector(entryOffsets), accumSteps, info.allowTF32,
-      str(info.task), info.seqLen, worldSize, dataParallel);
+      str(info.task), info.seqLen, worldSize, dataParallel,
+      str(info.hfConfig), str(info.hfConfigError));
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   tgx::appendTrailer(out);

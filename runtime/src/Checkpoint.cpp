@@ -7,6 +7,7 @@
 
 #include "tgc/runtime/Checkpoint.h"
 
+#include "CheckpointFiles.h"
 #include "FileIO.h"
 #include "tgc/runtime/Process.h"
 #include "Safetensors.h"
@@ -24,6 +25,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -41,17 +43,6 @@ bool isCheckpointed(const TensorInfo &info) {
          (info.role == Role::Param || info.role == Role::State);
 }
 
-} // namespace
-
-namespace {
-/// One tensor to write: its name, type and host bytes.
-struct Entry {
-  std::string name;
-  DType dtype;
-  std::vector<int64_t> shape;
-  const void *data;
-  size_t bytes;
-};
 } // namespace
 
 /// What a save's temporary file adds to the target's name (then six
@@ -106,48 +97,13 @@ static Status removeStaleTemporaries(const std::string &path,
   return status;
 }
 
-/// Writes `entries` as a safetensors file, atomically: a temporary file,
-/// flushed, renamed over `path`.
-static Status writeSafetensors(const std::string &path,
-                               const std::map<std::string, std::string> &metadata,
-                               const std::vector<Entry> &entries) {
-  // The header in the order written: metadata, then the tensors in data
-  // order.
-  nlohmann::ordered_json json = nlohmann::ordered_json::object();
-  json["__metadata__"] = nlohmann::ordered_json(metadata);
-  uint64_t offset = 0;
-  for (const Entry &entry : entries) {
-    json[entry.name] = {{"dtype", safetensorsDType(entry.dtype)},
-                        {"shape", entry.shape},
-                        {"data_offsets", {offset, offset + entry.bytes}}};
-    offset += entry.bytes;
-  }
-  std::string header =
-      json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  // The data starts 8-byte aligned, as the format recommends.
-  while ((header.size() + 8) % 8 != 0)
-    header.push_back(' ');
-
+Status replaceFile(const std::string &path,
+                          const std::function<bool(FILE *)> &write) {
   // Only a regular file (or nothing) may be replaced: renaming over a
   // device node such as /dev/full would replace the device.
   Status replaceable = checkReplaceable(path);
   if (!replaceable.ok())
     return replaceable;
-  // Values that no load accepts are never written over a file that loads.
-  for (const Entry &entry : entries) {
-    if (!isFloat(entry.dtype))
-      continue;
-    TensorRef view;
-    view.data = const_cast<void *>(entry.data);
-    view.dtype = entry.dtype;
-    view.shape = {int64_t(entry.bytes / dtypeSize(entry.dtype))};
-    int64_t bad = cpu::firstNonFinite(view);
-    if (bad >= 0)
-      return Status::failure(
-          "'" + path + "' was not written: '" + entry.name +
-          "' holds a non-finite value (NaN or Inf) at element " +
-          std::to_string(bad) + "; the previous file is intact");
-  }
   // A fresh temporary file beside the target (O_EXCL: never one that
   // exists, nor a link someone placed there), locked while it is written:
   // another save to the same path sees it, and the next save removes it
@@ -188,30 +144,7 @@ static Status writeSafetensors(const std::string &path,
   FILE *file = ::fdopen(fd, "wb");
   if (!file)
     return abandon(nullptr, "cannot write '" + path + "'");
-  uint64_t length = header.size();
-  uint8_t prefix[8];
-  for (int i = 0; i < 8; ++i)
-    prefix[i] = uint8_t(length >> (8 * i));
-  bool ok = std::fwrite(prefix, 1, 8, file) == 8 &&
-            std::fwrite(header.data(), 1, header.size(), file) == header.size();
-  // Fault injection for the tests that a crash or a signal during a save
-  // leaves the previous checkpoint intact: die (or stop for a second)
-  // after writing half the tensors.
-  const char *abortAt = std::getenv("TGC_TEST_ABORT_DURING_SAVE");
-  const char *pauseAt = std::getenv("TGC_TEST_PAUSE_DURING_SAVE");
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (abortAt && i == entries.size() / 2) {
-      std::fflush(file);
-      std::abort();
-    }
-    if (pauseAt && i == entries.size() / 2) {
-      std::fflush(file);
-      for (unsigned left = unsigned(std::atoi(pauseAt)); left;)
-        left = ::sleep(left); // a signal's handler cuts a sleep short
-    }
-    ok = ok && std::fwrite(entries[i].data, 1, entries[i].bytes, file) ==
-                   entries[i].bytes;
-  }
+  bool ok = write(file);
   ok = ok && std::fflush(file) == 0 && ::fsync(fileno(file)) == 0;
   if (!ok)
     return abandon(file, "could not write '" + path +
@@ -225,8 +158,73 @@ static Status writeSafetensors(const std::string &path,
   return Status::success();
 }
 
+Status writeSafetensors(const std::string &path,
+                        const std::map<std::string, std::string> &metadata,
+                        const std::vector<SavedTensor> &entries) {
+  // The header in the order written: metadata, then the tensors in data
+  // order.
+  nlohmann::ordered_json json = nlohmann::ordered_json::object();
+  json["__metadata__"] = nlohmann::ordered_json(metadata);
+  uint64_t offset = 0;
+  for (const SavedTensor &entry : entries) {
+    json[entry.name] = {{"dtype", safetensorsDType(entry.dtype)},
+                        {"shape", entry.shape},
+                        {"data_offsets", {offset, offset + entry.bytes}}};
+    offset += entry.bytes;
+  }
+  std::string header =
+      json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  // The data starts 8-byte aligned, as the format recommends.
+  while ((header.size() + 8) % 8 != 0)
+    header.push_back(' ');
+
+  // Values that no load accepts are never written over a file that loads.
+  for (const SavedTensor &entry : entries) {
+    if (!isFloat(entry.dtype))
+      continue;
+    TensorRef view;
+    view.data = const_cast<void *>(entry.data);
+    view.dtype = entry.dtype;
+    view.shape = {int64_t(entry.bytes / dtypeSize(entry.dtype))};
+    int64_t bad = cpu::firstNonFinite(view);
+    if (bad >= 0)
+      return Status::failure(
+          "'" + path + "' was not written: '" + entry.name +
+          "' holds a non-finite value (NaN or Inf) at element " +
+          std::to_string(bad) + "; the previous file is intact");
+  }
+  uint64_t length = header.size();
+  return replaceFile(path, [&](FILE *file) {
+    uint8_t prefix[8];
+    for (int i = 0; i < 8; ++i)
+      prefix[i] = uint8_t(length >> (8 * i));
+    bool ok = std::fwrite(prefix, 1, 8, file) == 8 &&
+              std::fwrite(header.data(), 1, header.size(), file) ==
+                  header.size();
+    // Fault injection for the tests that a crash or a signal during a save
+    // leaves the previous checkpoint intact: die (or stop for a second)
+    // after writing half the tensors.
+    const char *abortAt = std::getenv("TGC_TEST_ABORT_DURING_SAVE");
+    const char *pauseAt = std::getenv("TGC_TEST_PAUSE_DURING_SAVE");
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (abortAt && i == entries.size() / 2) {
+        std::fflush(file);
+        std::abort();
+      }
+      if (pauseAt && i == entries.size() / 2) {
+        std::fflush(file);
+        for (unsigned left = unsigned(std::atoi(pauseAt)); left;)
+          left = ::sleep(left); // a signal's handler cuts a sleep short
+      }
+      ok = ok && std::fwrite(entries[i].data, 1, entries[i].bytes, file) ==
+                     entries[i].bytes;
+    }
+    return ok;
+  });
+}
+
 /// The entry of a persistent tensor, from the session's host copy.
-static Entry entryOf(Session &session, int32_t index, std::string name = "") {
+static SavedTensor entryOf(Session &session, int32_t index, std::string name = "") {
   const TensorInfo &info = session.program().tensors[index];
   TensorRef view = session.hostView(index);
   return {name.empty() ? info.name : name, info.dtype, info.shape, view.data,
@@ -247,7 +245,7 @@ Status saveCheckpoint(Session &session, const std::string &path,
   // Parts of tensors split across ranks are gathered on rank 0 into the
   // whole (the padding after its last element dropped), so the file is the
   // same whatever the world size, and rank 0 writes it.
-  std::vector<Entry> entries;
+  std::vector<SavedTensor> entries;
   std::vector<std::vector<uint8_t>> wholes(program.tensors.size());
   for (size_t i = 0; i < program.tensors.size(); ++i) {
     const TensorInfo &info = program.tensors[i];
@@ -278,43 +276,48 @@ Status saveCheckpoint(Session &session, const std::string &path,
   return status;
 }
 
-Status saveAdapters(Session &session, const std::string &path) {
+std::vector<SavedTensor>
+adapterTensors(Session &session, std::map<std::string, std::string> &metadata) {
   const Program &program = session.program();
-  if (program.adapters.empty())
+  std::vector<SavedTensor> tensors;
+  for (const LoraAdapter &adapter : program.adapters)
+    for (int32_t index : {adapter.a, adapter.b})
+      tensors.push_back(entryOf(session, index,
+                                kAdapterPrefix + program.tensors[index].name));
+  const TensorInfo &b = program.tensors[program.adapters.front().b];
+  int64_t rank = b.shape[1];
+  metadata = {{"format", "pt"},
+              {"r", std::to_string(rank)},
+              {"lora_alpha",
+               std::to_string(program.adapters.front().scale * rank)},
+              {"fan_in_fan_out",
+               program.adapters.front().fanInFanOut ? "true" : "false"}};
+  return tensors;
+}
+
+Status saveAdapters(Session &session, const std::string &path) {
+  if (session.program().adapters.empty())
     return Status::failure("--save-adapters: the model has no LoRA adapters "
                            "(compile it with --lora)");
   Status pulled = session.pullPersistent();
   if (!pulled.ok())
     return pulled;
-  std::vector<Entry> entries;
-  for (const LoraAdapter &adapter : program.adapters)
-    for (int32_t index : {adapter.a, adapter.b})
-      entries.push_back(entryOf(session, index,
-                                kAdapterPrefix + program.tensors[index].name));
-  const TensorInfo &b = program.tensors[program.adapters.front().b];
-  int64_t rank = b.shape[1];
-  std::map<std::string, std::string> metadata = {
-      {"format", "pt"},
-      {"r", std::to_string(rank)},
-      {"lora_alpha", std::to_string(program.adapters.front().scale * rank)},
-      {"fan_in_fan_out",
-       program.adapters.front().fanInFanOut ? "true" : "false"}};
-  return writeSafetensors(path, metadata, entries);
+  std::map<std::string, std::string> metadata;
+  std::vector<SavedTensor> tensors = adapterTensors(session, metadata);
+  return writeSafetensors(path, metadata, tensors);
 }
 
-Status exportMerged(Session &session, const std::string &path) {
+std::vector<SavedTensor>
+mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &merged) {
   const Program &program = session.program();
-  Status pulled = session.pullPersistent();
-  if (!pulled.ok())
-    return pulled;
   std::vector<bool> adapterTensor(program.tensors.size(), false);
   std::map<int32_t, const LoraAdapter *> adapterOf;
   for (const LoraAdapter &adapter : program.adapters) {
     adapterTensor[adapter.a] = adapterTensor[adapter.b] = true;
     adapterOf[adapter.base] = &adapter;
   }
-  std::vector<Entry> entries;
-  std::vector<std::vector<uint8_t>> merged; // storage of merged weights
+  std::vector<SavedTensor> entries;
+  merged.clear();
   merged.reserve(program.adapters.size());
   for (size_t i = 0; i < program.tensors.size(); ++i) {
     const TensorInfo &info = program.tensors[i];
@@ -346,7 +349,16 @@ Status exportMerged(Session &session, const std::string &path) {
     entries.push_back({info.name, info.dtype, info.shape, result.data,
                        result.numBytes()});
   }
-  return writeSafetensors(path, {{"format", "pt"}}, entries);
+  return entries;
+}
+
+Status exportMerged(Session &session, const std::string &path) {
+  Status pulled = session.pullPersistent();
+  if (!pulled.ok())
+    return pulled;
+  std::vector<std::vector<uint8_t>> storage;
+  return writeSafetensors(path, {{"format", "pt"}},
+                          mergedParameters(session, storage));
 }
 
 /// Checks the values of a tensor before it is loaded: floats must be
@@ -420,7 +432,7 @@ Status checkRunMetadata(const std::map<std::string, std::string> &metadata) {
 static Status checkpointFiles(const std::string &path, LoadScope scope,
                               std::vector<std::string> &files) {
   struct stat info;
-  if (scope != LoadScope::Parameters || ::stat(path.c_str(), &info) != 0 ||
+  if (scope == LoadScope::Everything || ::stat(path.c_str(), &info) != 0 ||
       !S_ISDIR(info.st_mode)) {
     files = {path};
     return Status::success();
@@ -429,6 +441,15 @@ static Status checkpointFiles(const std::string &path, LoadScope scope,
     struct stat s;
     return ::stat(file.c_str(), &s) == 0 && S_ISREG(s.st_mode);
   };
+  // A PEFT adapter directory: its adapter_model.safetensors.
+  if (scope == LoadScope::Adapters) {
+    std::string file = path + "/adapter_model.safetensors";
+    if (!exists(file))
+      return Status::failure("adapter directory '" + path +
+                             "' has no adapter_model.safetensors");
+    files = {file};
+    return Status::success();
+  }
   std::string single = path + "/model.safetensors";
   std::string indexPath = path + "/model.safetensors.index.json";
   if (exists(single)) {

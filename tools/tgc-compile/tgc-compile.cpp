@@ -493,6 +493,17 @@ int main(int argc, char **argv) {
     return fail(error);
   std::vector<tgc::TGXBucket> &buckets = bucketSteps.buckets;
 
+  // The model's Hugging Face config.json, which tgc-run --save-hf writes:
+  // only for a model exactly as tgc-models generated it (its record then
+  // describes it) and with a Hugging Face form.
+  std::string hfConfig, hfConfigError;
+  if (emit == "tgx")
+    if (auto function = module->lookupSymbol<func::FuncOp>(model)) {
+      if (std::optional<tgc::ModelConfig> config =
+              tgc::generatedConfig(function, hfConfigError))
+        hfConfig = tgc::writeHFConfig(*config, hfConfigError).value_or("");
+    }
+
   PassManager pm(&context);
   tgc::buildTrainPipeline(pm, options);
   tgc::TGXOutput lowered;
@@ -509,6 +520,8 @@ int main(int argc, char **argv) {
     lowering.alignment = alignment;
     lowering.allowTF32 = allowTF32;
     lowering.seqLen = seqLen;
+    lowering.hfConfig = hfConfig;
+    lowering.hfConfigError = hfConfigError;
     pm.addPass(tgc::createLowerToTGXPass(lowering, buckets, lowered));
   }
   if (failed(pm.run(*module)))

@@ -4,6 +4,7 @@
 
 #include "tgc/runtime/Checkpoint.h"
 #include "tgc/runtime/Data.h"
+#include "tgc/runtime/HFDirectory.h"
 #include "tgc/runtime/Process.h"
 #include "tgc/runtime/Program.h"
 #include "tgc/runtime/Schedule.h"
@@ -167,23 +168,38 @@ std::string parseOptions(int argc, char **argv, Options &options,
       ->option_text("CKPT")
       ->group(weights);
   app.add_option("--load-weights", options.loadWeights,
-                 "Start from these parameters (safetensors; float "
-                 "precisions are converted)")
-      ->option_text("FILE")
+                 "Start from these parameters: a safetensors file or a "
+                 "Hugging Face model directory (float precisions are "
+                 "converted)")
+      ->option_text("FILE|DIR")
       ->group(weights);
   app.add_option("--load-adapters", options.loadAdapters,
                  "Load LoRA adapters (tgc's or PEFT's names) over the "
-                 "weights")
-      ->option_text("FILE")
+                 "weights: a safetensors file or a PEFT adapter directory")
+      ->option_text("FILE|DIR")
       ->group(weights);
   app.add_option("--save-adapters", options.saveAdapters,
-                 "Save the LoRA adapters at the end, as PEFT names them")
-      ->option_text("FILE")
+                 "Save the LoRA adapters at the end, as PEFT names them: a "
+                 "PEFT adapter directory (adapter_config.json and "
+                 "adapter_model.safetensors), or one .safetensors file")
+      ->option_text("DIR|FILE")
       ->group(weights);
   app.add_option("--export-merged", options.exportMerged,
                  "Save the parameters at the end with the LoRA adapters "
                  "merged in (W + alpha/r B A)")
       ->option_text("FILE")
+      ->group(weights);
+  app.add_option("--save-hf", options.saveHF,
+                 "Save the model at the end as a Hugging Face model "
+                 "directory (config.json and safetensors, LoRA adapters "
+                 "merged) that transformers' from_pretrained loads")
+      ->option_text("DIR")
+      ->group(weights);
+  std::string hfShardSize;
+  app.add_option("--save-hf-shard-size", hfShardSize,
+                 "--save-hf's largest file; larger models are split into "
+                 "shards with an index (default 5GB, as save_pretrained)")
+      ->option_text("SIZE")
       ->group(weights);
 
   const char *output = "Output";
@@ -226,15 +242,23 @@ std::string parseOptions(int argc, char **argv, Options &options,
   if (!maxMemory.empty() &&
       (!parseBytes(maxMemory, options.maxMemory) || options.maxMemory <= 0))
     return "--max-memory needs a positive size in bytes (like 512M or 16G)";
+  if (!hfShardSize.empty() &&
+      (!parseBytes(hfShardSize, options.hfShardBytes) ||
+       options.hfShardBytes <= 0))
+    return "--save-hf-shard-size needs a positive size in bytes (like 500M "
+           "or 5G)";
+  if (!hfShardSize.empty() && options.saveHF.empty())
+    return "--save-hf-shard-size needs --save-hf";
   if (!std::isfinite(options.minLr))
     return "--min-lr needs a finite number >= 0";
   if (options.saveEvery && options.save.empty())
     return "--save-every needs --save";
   if (options.evalOnly &&
       (!options.save.empty() || !options.saveAdapters.empty() ||
-       !options.exportMerged.empty() || options.evalEvery))
+       !options.exportMerged.empty() || !options.saveHF.empty() ||
+       options.evalEvery))
     return "--eval-only trains nothing: it takes no --save, "
-           "--save-adapters, --export-merged or --eval-every";
+           "--save-adapters, --export-merged, --save-hf or --eval-every";
   if (!options.evalOnly && !options.evalEvery &&
       (!options.evalData.empty() || options.evalBatches != 10))
     return "--eval-data and --eval-batches need --eval-every or --eval-only";
@@ -257,6 +281,7 @@ std::string parseOptions(int argc, char **argv, Options &options,
       {"--save", options.save},
       {"--save-adapters", options.saveAdapters},
       {"--export-merged", options.exportMerged},
+      {"--save-hf", options.saveHF},
       {"--metrics", options.metrics}};
   std::string clash = tgc::checkDistinctFiles(inputs, outputs);
   // --save may replace the checkpoint the run resumes from (read whole
@@ -278,9 +303,18 @@ std::string parseOptions(int argc, char **argv, Options &options,
        {&options.save, &options.saveAdapters, &options.exportMerged}) {
     if (target->empty())
       continue;
-    Status status = checkSaveTarget(*target);
+    Status status =
+        target == &options.saveAdapters && isAdapterDirectory(*target)
+            ? checkDirectoryTarget(*target, {"adapter_config.json",
+                                             "adapter_model.safetensors"})
+            : checkSaveTarget(*target);
     if (!status.ok())
       return status.error;
+  }
+  if (!options.saveHF.empty()) {
+    Status status = checkDirectoryTarget(options.saveHF, huggingFaceFiles());
+    if (!status.ok())
+      return "--save-hf: " + status.error;
   }
   return "";
 }
@@ -327,6 +361,7 @@ Status describeRun(const Options &options, std::string &key) {
         " --save-every=" + std::to_string(options.saveEvery) +
         " --save-adapters=" + set(options.saveAdapters) +
         " --export-merged=" + set(options.exportMerged) +
+        " --save-hf=" + set(options.saveHF) +
         " --lr-schedule=" +
         (options.lrSchedule.empty() ? "none" : options.lrSchedule) +
         " --warmup-steps=" + std::to_string(options.warmupSteps) +

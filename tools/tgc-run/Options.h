@@ -30,6 +30,8 @@ struct Options {
   std::string loadAdapters;
   std::string saveAdapters;
   std::string exportMerged;
+  std::string saveHF; // a Hugging Face model directory
+  int64_t hfShardBytes = 5'000'000'000;
   std::string device = "auto";
   int64_t logEvery = 0;
   bool quiet = false;

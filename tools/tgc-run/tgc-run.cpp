@@ -15,6 +15,7 @@
 #include "tgc/runtime/Checkpoint.h"
 #include "tgc/runtime/Communicator.h"
 #include "tgc/runtime/Data.h"
+#include "tgc/runtime/HFDirectory.h"
 #include "tgc/runtime/Process.h"
 #include "tgc/runtime/Program.h"
 #include "tgc/runtime/Schedule.h"
@@ -41,12 +42,25 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <climits>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace tgc::rt;
 using namespace tgc::run;
 
 namespace {
+
+/// What an adapter directory names as its base model: the --load-weights
+/// model directory (absolute), or none.
+std::string baseModelName(const std::string &weights) {
+  struct stat info;
+  char resolved[PATH_MAX];
+  if (weights.empty() || ::stat(weights.c_str(), &info) != 0 ||
+      !S_ISDIR(info.st_mode) || !::realpath(weights.c_str(), resolved))
+    return "";
+  return resolved;
+}
 
 /// When the process started (as static initialisation ran): time to the
 /// first step counts loading the executable, allocating, initialising and
@@ -284,6 +298,11 @@ int run(int argc, char **argv) {
   if (!options.saveAdapters.empty() && program.adapters.empty())
     return fail("--save-adapters: the model has no LoRA adapters (compile "
                 "it with --lora)");
+  if (!options.saveHF.empty()) {
+    Status usable = checkHuggingFaceSave(program);
+    if (!usable.ok())
+      return fail(usable.error);
+  }
 
   // A learning-rate schedule: its peak is the executable's --lr (the
   // trainer checks that it has one).
@@ -615,7 +634,15 @@ int run(int argc, char **argv) {
       return fail(status.error);
   }
   if (!options.saveAdapters.empty()) {
-    status = saveAdapters(*session, options.saveAdapters);
+    status = isAdapterDirectory(options.saveAdapters)
+                 ? saveAdapterDirectory(*session, options.saveAdapters,
+                                        baseModelName(options.loadWeights))
+                 : saveAdapters(*session, options.saveAdapters);
+    if (!status.ok())
+      return fail(status.error);
+  }
+  if (!options.saveHF.empty()) {
+    status = saveHuggingFace(*session, options.saveHF, options.hfShardBytes);
     if (!status.ok())
       return fail(status.error);
   }

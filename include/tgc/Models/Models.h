@@ -16,6 +16,7 @@
 
 #include <optional>
 #include <string>
+#include <variant>
 
 namespace tgc {
 
@@ -148,6 +149,30 @@ mlir::OwningOpRef<mlir::ModuleOp> buildBERT(mlir::MLIRContext *context,
                                             const BERTConfig &config);
 mlir::OwningOpRef<mlir::ModuleOp> buildLlama(mlir::MLIRContext *context,
                                              const LlamaConfig &config);
+
+/// The configuration of one of the generators.
+using ModelConfig =
+    std::variant<MLPConfig, GPT2Config, BERTConfig, LlamaConfig>;
+
+/// The configuration `model`'s tg.generator record describes, when `model`
+/// is exactly what that configuration builds (and then, with `built`, the
+/// module built from it). Fails (with `error` set) when `model` has no
+/// record, the record is not one these generators wrote, or `model` was
+/// edited after it was generated (the record no longer describes it).
+std::optional<ModelConfig>
+generatedConfig(mlir::func::FuncOp model, std::string &error,
+                mlir::OwningOpRef<mlir::ModuleOp> *built = nullptr);
+
+/// The config.json of a Hugging Face model directory holding `config`'s
+/// model (its `architectures` the head's class: GPT2LMHeadModel,
+/// BertForMaskedLM or BertForSequenceClassification, LlamaForCausalLM,
+/// MistralForCausalLM, Qwen2ForCausalLM), so that transformers'
+/// from_pretrained builds the same model; without `torch_dtype`, which is
+/// the saved tensors'. Fails (with `error` set) when the model has no
+/// Hugging Face form (an mlp; q/k/v biases on a model_type other than
+/// qwen2).
+std::optional<std::string> writeHFConfig(const ModelConfig &config,
+                                         std::string &error);
 
 /// Builds the model that `model`'s tg.generator record describes again,
 /// at micro-batch size `batch` and, when `seqLen` is given, that sequence

@@ -46,6 +46,9 @@ struct LowerToTGXOptions {
   bool allowTF32 = false;
   /// The training step's sequence length, recorded when there are buckets.
   int64_t seqLen = 0;
+  /// The model's Hugging Face config.json (writeHFConfig), or empty and
+  /// why.
+  std::string hfConfig, hfConfigError;
 };
 
 /// What the pass produces: the executable's bytes and a one-line summary

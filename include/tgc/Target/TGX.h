@@ -50,6 +50,8 @@ struct TGXInfo {
   int64_t seqLen = 0;
   /// The CUDA backend may run f32 GEMMs on TF32 tensor cores.
   bool allowTF32 = false;
+  /// The model's Hugging Face config.json, or empty and why.
+  std::string hfConfig, hfConfigError;
 };
 
 /// Serializes `step` as planned by `plan`, and `entries`, into `out`: the

@@ -570,6 +570,9 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
   program.gradAccumSteps = fb->grad_accum_steps();
   program.allowTF32 = fb->allow_tf32();
   program.task = fb->task() ? fb->task()->str() : "";
+  program.hfConfig = fb->hf_config() ? fb->hf_config()->str() : "";
+  program.hfConfigError =
+      fb->hf_config_error() ? fb->hf_config_error()->str() : "";
   if (!program.task.empty() && program.task != "causal-lm" &&
       program.task != "masked-lm" && program.task != "sequence-classification")
     return Status::failure("unknown task '" + program.task + "'");

@@ -83,7 +83,8 @@ struct LoadReport {
 
 /// With LoadScope::Parameters, `path` may be a Hugging Face model
 /// directory: its model.safetensors, or the shards its
-/// model.safetensors.index.json names.
+/// model.safetensors.index.json names; with LoadScope::Adapters, a PEFT
+/// adapter directory: its adapter_model.safetensors.
 Status loadCheckpoint(Session &session, const std::string &path,
                       LoadScope scope,
                       std::map<std::string, std::string> *metadata = nullptr,

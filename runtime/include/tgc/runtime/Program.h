@@ -180,6 +180,10 @@ struct Program {
   /// The model's task ("causal-lm", "masked-lm",
   /// "sequence-classification"), or empty when the executable names none.
   std::string task;
+  /// The config.json of the model's Hugging Face form (tgc-run --save-hf),
+  /// or empty when the executable records none (and then, when
+  /// tgc-compile said, why not).
+  std::string hfConfig, hfConfigError;
   /// Data parallelism: the ranks the program runs on and how ("ddp",
   /// "zero1", "zero2"; empty for one process).
   int64_t worldSize = 1;

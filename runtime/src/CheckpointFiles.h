@@ -1,0 +1,58 @@
+//===- CheckpointFiles.h - writing the files of a save ----------*- C++ -*-===//
+//
+// Internal to the runtime: how Checkpoint.cpp and HFDirectory.cpp write
+// files (each atomically: a temporary file beside the target, flushed and
+// renamed over it) and the tensors a save of the model's weights holds.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_SRC_CHECKPOINTFILES_H
+#define TGC_RUNTIME_SRC_CHECKPOINTFILES_H
+
+#include "tgc/runtime/Session.h"
+
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tgc::rt {
+
+/// One tensor to write: its name, type and host bytes.
+struct SavedTensor {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  const void *data;
+  size_t bytes;
+};
+
+/// Replaces `path` atomically with what `write` writes (false: it failed).
+/// `path` must be absent or a regular file; on failure the previous file
+/// is intact.
+Status replaceFile(const std::string &path,
+                   const std::function<bool(FILE *)> &write);
+
+/// Writes `tensors` as a safetensors file with `metadata`, atomically;
+/// refuses (writing nothing) a tensor with a NaN or an infinity.
+Status writeSafetensors(const std::string &path,
+                        const std::map<std::string, std::string> &metadata,
+                        const std::vector<SavedTensor> &tensors);
+
+/// The model's parameters in its base layout: every parameter but the LoRA
+/// adapters, each adapted weight merged, W + (alpha/r) B A (transposed for
+/// GPT-2's [in, out] Conv1D weights), its bytes in `storage`. The session's
+/// host copies must be current (Session::pullPersistent).
+std::vector<SavedTensor>
+mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &storage);
+
+/// The LoRA adapters (A and B of every adapted weight) under PEFT's names,
+/// and the metadata saveAdapters records (r, lora_alpha, fan_in_fan_out).
+/// The session's host copies must be current.
+std::vector<SavedTensor>
+adapterTensors(Session &session, std::map<std::string, std::string> &metadata);
+
+} // namespace tgc::rt
+
+#endif // TGC_RUNTIME_SRC_CHECKPOINTFILES_H
