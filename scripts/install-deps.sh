@@ -90,3 +90,13 @@ if ! "$VENV47/bin/python" -c "from transformers import Qwen2Config" 2>/dev/null;
     echo "install-deps: could not install transformers 4.47.1 (the Llama-family tests will be unsupported)"
   fi
 fi
+
+# Jinja (and MarkupSafe) in both venvs: tgc-data renders a tokenizer
+# directory's chat template with it (the template language transformers'
+# apply_chat_template uses), and the tests compare with apply_chat_template.
+for venv in "$VENV" "$VENV47"; do
+  if [ -x "$venv/bin/python" ] && ! "$venv/bin/python" -c "import jinja2" 2>/dev/null; then
+    "$venv/bin/pip" install -q --no-deps jinja2==3.1.4 markupsafe==2.1.5 ||
+      echo "install-deps: could not install jinja2 in $venv (chat templates will be unsupported)"
+  fi
+done

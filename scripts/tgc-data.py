@@ -13,17 +13,31 @@ reads whole. Three subcommands:
       (<|endoftext|>, <|pad|>) on the "text" fields of the corpora. The same
       corpus always gives the same tokenizer.json.
 
-  encode --input data.jsonl -o data.tgcd [--tokenizer tokenizer.json]
-         [--num-labels K] [--max-length L] [--overlong=truncate|reject]
-         [--vocab-size V] [--pad-id I] [--mask-id I] [--cls-id I] [--sep-id I]
-      Every line is an object with "text" (a string, encoded with the
-      tokenizer) or "input_ids" (already tokenized), and an integer "label"
-      in [0, K) exactly when K > 0. The vocabulary is the tokenizer's, or V
-      (which may pad it; without a tokenizer V is required). Examples longer
-      than L are cut to their first L tokens (an example that ends in the
-      separator keeps it as its last token), or refused with
-      --overlong=reject. Any bad line is an error naming FILE:LINE, and
-      nothing is written.
+  encode --input data.jsonl -o data.tgcd [--tokenizer tokenizer.json|DIR]
+         [--chat-template FILE] [--num-labels K] [--max-length L]
+         [--overlong=truncate|reject] [--vocab-size V]
+         [--pad-id I] [--mask-id I] [--cls-id I] [--sep-id I]
+      Every line is an object with one of
+        "text"                 a string, encoded with the tokenizer;
+        "input_ids"            already tokenized;
+        "prompt", "response"   strings: the prompt encoded as a text is (its
+                               BOS, where the tokenizer adds one), then the
+                               response and the EOS token; the loss reads
+                               the response and EOS only;
+        "messages"             a conversation, [{"role": ..., "content":
+                               ...}], rendered by the chat template and
+                               tokenized whole; the loss reads the
+                               assistant's turns only;
+      and an integer "label" in [0, K) exactly when K > 0. The tokenizer is
+      a tokenizer.json or a Hugging Face model directory (its
+      tokenizer.json, and from tokenizer_config.json the chat template and
+      the EOS and padding tokens). Prompts and conversations make a
+      version 2 file, with the loss mask. The vocabulary is the tokenizer's,
+      or V (which may pad it; without a tokenizer V is required). Examples
+      longer than L are cut to their first L tokens (an example that ends in
+      the separator keeps it as its last token), or refused with
+      --overlong=reject; one left with no trained token is an error. Any
+      bad line is an error naming FILE:LINE, and nothing is written.
 
   generate -o corpus.jsonl --examples N --seed S [--median 80] [--max 512]
            [--num-labels K] [--pre-tokenized --vocab-size V]
@@ -280,7 +294,56 @@ def cmd_train_tokenizer(args):
 
 # --- encode ------------------------------------------------------------------
 
+def token_text(value):
+    """A special token of tokenizer_config.json: a string, or an AddedToken
+    object with its "content"; None when absent."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+class TokenizerInfo:
+    """What a tokenizer directory's tokenizer_config.json adds to its
+    tokenizer.json: the chat template and the special tokens by role."""
+
+    def __init__(self, path=None, config=None):
+        self.path = path
+        config = config or {}
+        self.chat_template = config.get("chat_template")
+        if isinstance(self.chat_template, list):  # named templates
+            named = {t.get("name"): t.get("template")
+                     for t in self.chat_template if isinstance(t, dict)}
+            self.chat_template = named.get("default")
+        self.tokens = {role: token_text(config.get(role))
+                       for role in ("bos_token", "eos_token", "pad_token",
+                                    "unk_token")}
+
+
+def load_tokenizer_info(path):
+    """The TokenizerInfo of --tokenizer PATH: a directory's
+    tokenizer_config.json, or nothing for a tokenizer.json file."""
+    if not os.path.isdir(path):
+        return TokenizerInfo()
+    config_path = os.path.join(path, "tokenizer_config.json")
+    if not os.path.exists(config_path):
+        return TokenizerInfo(path)
+    check_input_file(config_path, "--tokenizer")
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError) as e:
+        raise DataError(f"{config_path}: not a JSON file: {e}") from None
+    if not isinstance(config, dict):
+        raise DataError(f"{config_path}: not a JSON object")
+    return TokenizerInfo(path, config)
+
+
 def load_tokenizer(path):
+    if os.path.isdir(path):
+        path = os.path.join(path, "tokenizer.json")
+        if not os.path.exists(path):
+            raise DataError(f"--tokenizer: the directory has no "
+                            f"tokenizer.json ({path})")
     check_input_file(path, "--tokenizer")
     tk = import_tokenizers()
     try:
@@ -296,6 +359,80 @@ def load_tokenizer(path):
     return tokenizer
 
 
+class ChatTemplate:
+    """A Jinja chat template rendered as transformers' apply_chat_template
+    renders it (a sandbox, trim_blocks and lstrip_blocks, its tojson and
+    raise_exception), with the tokenizer's special tokens."""
+
+    def __init__(self, source, where, tokens):
+        try:
+            import jinja2
+            import jinja2.ext
+            import jinja2.sandbox
+        except ImportError as e:
+            raise DataError(f"chat templates need the 'jinja2' package ({e}); "
+                            "run tgc-data.py with .venv-hf/bin/python "
+                            "(scripts/install-deps.sh installs it)") from None
+
+        def raise_exception(message):
+            raise jinja2.exceptions.TemplateError(message)
+
+        def tojson(value, ensure_ascii=False, indent=None, separators=None,
+                   sort_keys=False):
+            return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent,
+                              separators=separators, sort_keys=sort_keys)
+
+        def strftime_now(fmt):
+            import datetime
+            return datetime.datetime.now().strftime(fmt)
+
+        env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+            trim_blocks=True, lstrip_blocks=True,
+            extensions=[jinja2.ext.loopcontrols])
+        env.filters["tojson"] = tojson
+        env.globals["raise_exception"] = raise_exception
+        env.globals["strftime_now"] = strftime_now
+        self.error = jinja2.exceptions.TemplateError
+        try:
+            self.template = env.from_string(source)
+        except jinja2.exceptions.TemplateError as e:
+            raise DataError(f"{where}: the chat template does not parse: "
+                            f"{e}") from None
+        self.where = where
+        self.tokens = {k: v for k, v in tokens.items() if v is not None}
+
+    def render(self, line, messages, add_generation_prompt):
+        try:
+            return self.template.render(
+                messages=messages, add_generation_prompt=add_generation_prompt,
+                **self.tokens)
+        except self.error as e:
+            raise DataError(f"{line}: the chat template ({self.where}) "
+                            f"refuses the conversation: {e}") from None
+
+    def assistant_spans(self, line, messages):
+        """The rendered conversation and the character spans of the
+        assistant's turns in it: from the end of the conversation before
+        the turn, as the model is prompted to answer
+        (add_generation_prompt), to the end of the conversation through
+        the turn (the turn's closing tokens included)."""
+        full = self.render(line, messages, False)
+        spans = []
+        for i, message in enumerate(messages):
+            if message["role"] != "assistant":
+                continue
+            before = self.render(line, messages[:i], True)
+            through = self.render(line, messages[:i + 1], False)
+            if not (through.startswith(before) and full.startswith(through)):
+                raise DataError(
+                    f"{line}: the chat template does not render the "
+                    f"conversation before turn {i} as the start of the "
+                    f"conversation through it, so the assistant's tokens "
+                    f"cannot be told apart")
+            spans.append((len(before), len(through)))
+        return full, spans
+
+
 class DatasetBuilder:
     """Checks examples one at a time and gathers them for write_tgcd."""
 
@@ -308,10 +445,15 @@ class DatasetBuilder:
         self.lengths = []
         self.labels = []
         self.token_chunks = []
+        self.mask_chunks = []
         self.pending = []
+        self.pending_masks = []
+        self.masked = False
         self.truncated = 0
 
-    def add(self, where, ids, label):
+    def add(self, where, ids, label, trained=None):
+        """One example; `trained` (one 0 or 1 per token) is its loss mask,
+        or None: every token is trained."""
         if not ids:
             raise DataError(f"{where}: example has no tokens")
         if min(ids) < 0 or max(ids) >= self.vocab_size:
@@ -324,20 +466,35 @@ class DatasetBuilder:
                     f"{where}: example has {len(ids)} tokens, more than "
                     f"--max-length {self.max_length} (--overlong=truncate "
                     f"would cut it)")
-            ids = self.truncate(ids)
+            if trained is not None:
+                trained = self.truncate(trained, ids[-1] == self.sep_id)
+            ids = self.truncate(ids, ids[-1] == self.sep_id)
             self.truncated += 1
+        if trained is not None:
+            self.masked = True
+            # Position 0 is never a target: something after it must be.
+            if not any(trained[1:]):
+                cut = (f" after truncation to --max-length "
+                       f"{self.max_length}" if self.max_length is not None
+                       and len(ids) == self.max_length else "")
+                raise DataError(f"{where}: example has no token to train on"
+                                f"{cut} (an empty response, or a prompt "
+                                f"that fills it)")
         self.lengths.append(len(ids))
         self.pending.append(ids)
+        self.pending_masks.append(trained if trained is not None
+                                  else [1] * len(ids))
         if label is not None:
             self.labels.append(label)
 
-    def truncate(self, ids):
-        """The first max_length tokens; an example that ends in the
-        separator ([SEP] after BERT's template) keeps it last."""
+    def truncate(self, values, ends_in_sep):
+        """The first max_length of an example's tokens (or mask values); an
+        example that ends in the separator ([SEP] after BERT's template)
+        keeps it last."""
         keep = self.max_length
-        if self.sep_id >= 0 and ids[-1] == self.sep_id and keep >= 2:
-            return ids[:keep - 1] + [self.sep_id]
-        return ids[:keep]
+        if self.sep_id >= 0 and ends_in_sep and keep >= 2:
+            return values[:keep - 1] + [values[-1]]
+        return values[:keep]
 
     def flush(self):
         """Packs the examples added since the last flush into one array."""
@@ -345,7 +502,11 @@ class DatasetBuilder:
         self.token_chunks.append(np.fromiter(
             itertools.chain.from_iterable(self.pending), dtype=np.uint32,
             count=count))
+        self.mask_chunks.append(np.fromiter(
+            itertools.chain.from_iterable(self.pending_masks), dtype=np.uint8,
+            count=count))
         self.pending = []
+        self.pending_masks = []
 
     def arrays(self):
         self.flush()
@@ -353,33 +514,79 @@ class DatasetBuilder:
         np.cumsum(self.lengths, out=offsets[1:])
         labels = np.array(self.labels, dtype=np.int64) if self.num_labels \
             else None
-        return offsets, np.concatenate(self.token_chunks), labels
+        trained = np.concatenate(self.mask_chunks) if self.masked else None
+        return offsets, np.concatenate(self.token_chunks), labels, trained
+
+
+def string_field(where, obj, key):
+    value = obj[key]
+    if not isinstance(value, str):
+        raise DataError(f"{where}: \"{key}\" must be a string, found "
+                        f"{json_kind(value)}")
+    return value
+
+
+def parse_messages(where, messages):
+    """A conversation: a non-empty list of {"role", "content"} objects
+    (strings), with at least one assistant turn to train on."""
+    if not isinstance(messages, list) or not messages:
+        raise DataError(f"{where}: \"messages\" must be a non-empty array "
+                        "of {\"role\", \"content\"} objects")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(
+                message.get("role"), str) or not isinstance(
+                message.get("content"), str):
+            raise DataError(f"{where}: message {i} must be an object with "
+                            "string \"role\" and \"content\"")
+    if not any(m["role"] == "assistant" for m in messages):
+        raise DataError(f"{where}: the conversation has no \"assistant\" "
+                        "turn to train on")
+    return messages
+
+
+# The forms of an input line, by the fields that make them.
+EXAMPLE_FORMS = (("text",), ("input_ids",), ("prompt", "response"),
+                 ("messages",))
 
 
 def parse_example(where, obj, num_labels, have_tokenizer):
-    """The text or token ids of one input line, and its label."""
-    has_text, has_ids = "text" in obj, "input_ids" in obj
-    if has_text and has_ids:
-        raise DataError(f"{where}: example has both \"text\" and "
-                        "\"input_ids\"; give one")
-    if not has_text and not has_ids:
+    """The kind of one input line ("text", "input_ids", "prompt" or
+    "messages"), its content, and its label."""
+    present = [form for form in EXAMPLE_FORMS
+               if any(key in obj for key in form)]
+    def named(form):
+        return " and ".join(f'"{key}"' for key in form)
+    if len(present) > 1:
+        raise DataError(f"{where}: example has both "
+                        f"{' and '.join(named(f) for f in present)}; give "
+                        "one")
+    if not present:
         raise DataError(f"{where}: example has neither \"text\" nor "
-                        "\"input_ids\"")
-    text = ids = None
-    if has_text:
-        text = obj["text"]
-        if not isinstance(text, str):
-            raise DataError(f"{where}: \"text\" must be a string, found "
-                            f"{json_kind(text)}")
-        if not have_tokenizer:
-            raise DataError(f"{where}: example has \"text\" but no "
-                            "--tokenizer was given")
-    else:
-        ids = obj["input_ids"]
-        if not isinstance(ids, list) or not all(
-                type(t) is int for t in ids):
+                        "\"input_ids\" (nor \"prompt\" and \"response\", "
+                        "nor \"messages\")")
+    form = present[0]
+    missing = [key for key in form if key not in obj]
+    if missing:
+        raise DataError(f"{where}: example has \"{form[0]}\" but no "
+                        f"\"{missing[0]}\"")
+    kind = form[0]
+    if kind == "input_ids":
+        content = obj["input_ids"]
+        if not isinstance(content, list) or not all(
+                type(t) is int for t in content):
             raise DataError(f"{where}: \"input_ids\" must be an array of "
                             "integers")
+    else:
+        if kind == "text":
+            content = string_field(where, obj, "text")
+        elif kind == "prompt":
+            content = (string_field(where, obj, "prompt"),
+                       string_field(where, obj, "response"))
+        else:
+            content = parse_messages(where, obj["messages"])
+        if not have_tokenizer:
+            raise DataError(f"{where}: example has \"{kind}\" but no "
+                            "--tokenizer was given")
 
     label = obj.get("label")
     if num_labels > 0:
@@ -396,16 +603,21 @@ def parse_example(where, obj, num_labels, have_tokenizer):
     elif "label" in obj:
         raise DataError(f"{where}: example has a \"label\" but --num-labels "
                         "was not given; pass --num-labels N to keep labels")
-    return text, ids, label
+    return kind, content, label
 
 
-def special_ids(args, tokenizer, vocab_size):
-    """The header's pad/mask/cls/sep ids: flags first, then the
-    tokenizer's tokens, else -1."""
+def special_ids(args, tokenizer, vocab_size, info):
+    """The header's pad/mask/cls/sep ids: flags first, then a tokenizer
+    directory's padding and EOS tokens (tokenizer_config.json), then the
+    tokenizer's tokens of BERT's and GPT-2's names, else -1."""
     result = {}
+    configured = {"pad_id": info.tokens["pad_token"],
+                  "sep_id": info.tokens["eos_token"]}
     for role, names in SPECIAL_ROLES.items():
         value = getattr(args, role)
         if value is None:
+            if configured.get(role) is not None:
+                names = (configured[role],) + names
             found = [tokenizer.token_to_id(n) for n in names] if tokenizer \
                 else []
             value = next((i for i in found if i is not None), -1)
@@ -425,8 +637,26 @@ def cmd_encode(args):
         raise DataError(f"--max-length must be positive, found "
                         f"{args.max_length}")
     check_outputs(args.output, [("--input", args.input),
-                                ("--tokenizer", args.tokenizer)])
+                                ("--tokenizer", args.tokenizer),
+                                ("--chat-template", args.chat_template)])
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
+    info = load_tokenizer_info(args.tokenizer) if args.tokenizer \
+        else TokenizerInfo()
+    template_source, template_where = info.chat_template, (
+        os.path.join(info.path, "tokenizer_config.json") if info.path
+        else None)
+    if args.chat_template:
+        check_input_file(args.chat_template, "--chat-template")
+        with open(args.chat_template, encoding="utf-8") as f:
+            template_source, template_where = f.read(), args.chat_template
+    chat = None  # made when the first conversation needs it
+    eos_id = None
+    if tokenizer is not None and info.tokens["eos_token"] is not None:
+        eos_id = tokenizer.token_to_id(info.tokens["eos_token"])
+        if eos_id is None:
+            raise DataError(f"{args.tokenizer}: the EOS token "
+                            f"{info.tokens['eos_token']!r} of "
+                            f"tokenizer_config.json is not in tokenizer.json")
     if tokenizer is not None:
         vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         if args.vocab_size is not None:
@@ -443,26 +673,76 @@ def cmd_encode(args):
     if not 1 <= vocab_size <= 2**32:
         raise DataError(f"--vocab-size must be in [1, 2^32], found "
                         f"{vocab_size}")
-    specials = special_ids(args, tokenizer, vocab_size)
+    specials = special_ids(args, tokenizer, vocab_size, info)
+    if eos_id is None and specials["sep_id"] >= 0 and tokenizer is not None \
+            and tokenizer.id_to_token(specials["sep_id"]) == "<|endoftext|>":
+        eos_id = specials["sep_id"]  # GPT-2's EOS
 
     builder = DatasetBuilder(vocab_size, args.num_labels, args.max_length,
                              args.overlong, specials["sep_id"])
 
+    def encode(where, text, **options):
+        try:
+            return tokenizer.encode(text, **options)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # plain Exceptions, or a Rust panic
+            raise DataError(f"{where}: {args.tokenizer} cannot encode it: "
+                            f"{e}") from None
+
+    def encode_prompt(where, prompt, response):
+        """The prompt as a text is encoded (its BOS included), the response
+        and EOS after it; only the latter trained."""
+        if eos_id is None:
+            raise DataError(f"{where}: a prompt and response need the "
+                            f"tokenizer's EOS token, which ends the response "
+                            f"(tokenizer_config.json's \"eos_token\"); "
+                            f"{args.tokenizer} names none")
+        first = encode(where, prompt).ids
+        second = encode(where, response, add_special_tokens=False).ids
+        second = second + [eos_id]
+        return first + second, [0] * len(first) + [1] * len(second)
+
+    def encode_conversation(where, messages):
+        nonlocal chat
+        if chat is None:
+            if not template_source:
+                holder = (f"{args.tokenizer} has none in "
+                          f"tokenizer_config.json" if info.path else
+                          f"--tokenizer {args.tokenizer} is a tokenizer.json, "
+                          f"which holds none")
+                raise DataError(f"{where}: a conversation needs a chat "
+                                f"template: {holder}; give one with "
+                                f"--chat-template FILE")
+            chat = ChatTemplate(template_source, template_where, info.tokens)
+        text, spans = chat.assistant_spans(where, messages)
+        encoding = encode(where, text, add_special_tokens=False)
+        trained = [int(any(a <= begin < b for a, b in spans))
+                   for begin, _ in encoding.offsets]
+        return encoding.ids, trained
+
     def encode_chunk(chunk):
-        texts = [text for _, text, _, _ in chunk if text is not None]
+        texts = [content for _, kind, content, _ in chunk if kind == "text"]
         try:
             encodings = iter(tokenizer.encode_batch(texts) if texts else [])
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:  # plain Exceptions, or a Rust panic
-            first = next(where for where, text, _, _ in chunk
-                         if text is not None)
+            first = next(where for where, kind, _, _ in chunk
+                         if kind == "text")
             raise DataError(f"{args.tokenizer}: cannot encode the texts from "
                             f"{first} on: {e}") from None
-        for where, text, ids, label in chunk:
-            if text is not None:
+        for where, kind, content, label in chunk:
+            trained = None
+            if kind == "text":
                 ids = next(encodings).ids
-            builder.add(where, ids, label)
+            elif kind == "input_ids":
+                ids = content
+            elif kind == "prompt":
+                ids, trained = encode_prompt(where, *content)
+            else:
+                ids, trained = encode_conversation(where, content)
+            builder.add(where, ids, label, trained)
         builder.flush()
 
     chunk = []
@@ -477,16 +757,19 @@ def cmd_encode(args):
     if not builder.lengths:
         raise DataError(f"{args.input}: no examples")
 
-    offsets, tokens, labels = builder.arrays()
+    offsets, tokens, labels, trained = builder.arrays()
     with atomic_output(args.output) as f:
         tgcd.write_tgcd(f, offsets, tokens, vocab_size, labels=labels,
-                        num_labels=args.num_labels, **specials)
+                        num_labels=args.num_labels, trained=trained,
+                        **specials)
     lengths = builder.lengths
     labelled = f", {args.num_labels} labels" if args.num_labels else ""
     print(f"tgc-data: wrote {args.output}: {plural(len(lengths), 'example')}"
           f"{labelled}, {plural(len(tokens), 'token')}, length min "
           f"{min(lengths)} median {np.median(lengths):g} max {max(lengths)}, "
-          f"{builder.truncated} truncated")
+          f"{builder.truncated} truncated" +
+          (f", {int(trained.sum())} trained (prompts and other turns are "
+           f"context only)" if trained is not None else ""))
 
 
 # --- generate ----------------------------------------------------------------
@@ -619,8 +902,12 @@ def parse_args(argv):
     p = commands.add_parser("encode", help="encode JSONL examples as .tgcd")
     p.add_argument("--input", required=True, help="JSONL examples")
     p.add_argument("-o", "--output", required=True, help="the .tgcd file")
-    p.add_argument("--tokenizer", help="a Hugging Face tokenizer.json "
-                   "(optional when every line has \"input_ids\")")
+    p.add_argument("--tokenizer", help="a Hugging Face tokenizer.json, or a "
+                   "model directory with tokenizer.json and "
+                   "tokenizer_config.json (optional when every line has "
+                   "\"input_ids\")")
+    p.add_argument("--chat-template", help="a Jinja chat template for "
+                   "\"messages\" lines (default: the tokenizer directory's)")
     p.add_argument("--num-labels", type=int, default=0,
                    help="classes of the \"label\" field (0: no labels)")
     p.add_argument("--max-length", type=int,

@@ -19,6 +19,10 @@ Layout (little-endian, no gaps, nothing after the tokens):
   int32  labels[N]        only when num_labels > 0, each in [0, num_labels),
                           then zero bytes up to a multiple of 8
   uint16 or uint32 tokens[num_tokens]
+  uint8  trained[num_tokens]  version 2 only: 1 where the loss predicts the
+                          token (a response), 0 where it is context only (a
+                          prompt, a user's turn); version 1 trains on every
+                          token
 
 Only numpy and the standard library are used, so the module runs under the
 system python as well as under the Hugging Face venv.
@@ -29,6 +33,8 @@ import numpy as np
 
 MAGIC = b"TGCTOK01"
 VERSION = 1
+# Version 2 adds the per-token loss mask after the tokens.
+VERSION_MASKED = 2
 HEADER = struct.Struct("<8sIIQQQqiiii")
 assert HEADER.size == 64
 SPECIAL_NAMES = ("pad_id", "mask_id", "cls_id", "sep_id")
@@ -53,13 +59,14 @@ def _labels_padding(num_examples):
 
 
 def write_tgcd(out, offsets, tokens, vocab_size, labels=None, num_labels=0,
-               pad_id=-1, mask_id=-1, cls_id=-1, sep_id=-1):
+               pad_id=-1, mask_id=-1, cls_id=-1, sep_id=-1, trained=None):
     """Writes a dataset to the binary file object `out`.
 
     `offsets` holds N + 1 example boundaries into `tokens`; `labels` holds N
-    labels when `num_labels` > 0 and is None otherwise. The data is checked
-    against the format first, so a malformed dataset raises TgcdError before
-    anything is written.
+    labels when `num_labels` > 0 and is None otherwise; `trained`, when not
+    None, holds one 0 or 1 per token (the loss mask: version 2). The data is
+    checked against the format first, so a malformed dataset raises
+    TgcdError before anything is written.
     """
     offsets = np.asarray(offsets, dtype=np.int64)
     tokens = np.asarray(tokens)
@@ -96,8 +103,16 @@ def write_tgcd(out, offsets, tokens, vocab_size, labels=None, num_labels=0,
     elif labels is not None:
         raise TgcdError("labels need a positive number of labels")
 
+    if trained is not None:
+        trained = np.asarray(trained)
+        if trained.shape != tokens.shape:
+            raise TgcdError("the loss mask needs one entry per token")
+        if trained.size and (int(trained.min()) < 0 or int(trained.max()) > 1):
+            raise TgcdError("the loss mask holds values other than 0 and 1")
+
     token_bytes = token_bytes_for(vocab_size)
-    out.write(HEADER.pack(MAGIC, VERSION, token_bytes, num_examples,
+    version = VERSION if trained is None else VERSION_MASKED
+    out.write(HEADER.pack(MAGIC, version, token_bytes, num_examples,
                           tokens.size, vocab_size, num_labels, *specials))
     out.write(offsets.astype("<u8").tobytes())
     if num_labels > 0:
@@ -105,6 +120,8 @@ def write_tgcd(out, offsets, tokens, vocab_size, labels=None, num_labels=0,
         out.write(bytes(_labels_padding(num_examples)))
     # One copy at the stored width; the file object reads it as a buffer.
     out.write(np.ascontiguousarray(tokens, dtype=_token_dtype(token_bytes)))
+    if trained is not None:
+        out.write(np.ascontiguousarray(trained, dtype=np.uint8))
 
 
 def read_tgcd(path):
@@ -113,7 +130,8 @@ def read_tgcd(path):
     Returns a dict with the header fields (version, token_bytes,
     num_examples, num_tokens, vocab_size, num_labels, pad_id, mask_id,
     cls_id, sep_id) and the numpy arrays offsets (uint64), labels (int32, or
-    None without labels) and tokens (uint16 or uint32). Raises TgcdError
+    None without labels), tokens (uint16 or uint32) and trained (uint8, or
+    None in version 1). Raises TgcdError
     when the file breaks the format in any way the runtime would care about.
     """
     with open(path, "rb") as f:
@@ -125,7 +143,7 @@ def read_tgcd(path):
      num_labels, *specials) = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise TgcdError(f"{path}: bad magic {magic!r} (expected {MAGIC!r})")
-    if version != VERSION:
+    if version not in (VERSION, VERSION_MASKED):
         raise TgcdError(f"{path}: unsupported version {version}")
     if vocab_size == 0 or token_bytes != token_bytes_for(vocab_size):
         raise TgcdError(f"{path}: token_bytes {token_bytes} does not suit a "
@@ -137,8 +155,9 @@ def read_tgcd(path):
 
     labels_size = 4 * num_examples + _labels_padding(num_examples) \
         if num_labels > 0 else 0
+    mask_size = num_tokens if version == VERSION_MASKED else 0
     expected = (HEADER.size + 8 * (num_examples + 1) + labels_size
-                + token_bytes * num_tokens)
+                + token_bytes * num_tokens + mask_size)
     if len(data) != expected:
         raise TgcdError(f"{path}: {len(data)} bytes, but the header "
                         f"describes {expected}")
@@ -159,6 +178,14 @@ def read_tgcd(path):
         at += labels_size
     tokens = np.frombuffer(data, dtype=_token_dtype(token_bytes),
                            count=num_tokens, offset=at)
+    at += tokens.nbytes
+    trained = None
+    if version == VERSION_MASKED:
+        trained = np.frombuffer(data, dtype=np.uint8, count=num_tokens,
+                                offset=at)
+        if num_tokens and int(trained.max()) > 1:
+            raise TgcdError(f"{path}: the loss mask holds values other than "
+                            f"0 and 1")
 
     if offsets[0] != 0 or offsets[-1] != num_tokens:
         raise TgcdError(f"{path}: offsets do not run from 0 to {num_tokens}")
@@ -176,7 +203,8 @@ def read_tgcd(path):
               "num_examples": num_examples, "num_tokens": num_tokens,
               "vocab_size": vocab_size, "num_labels": num_labels}
     result.update(zip(SPECIAL_NAMES, specials))
-    result.update(offsets=offsets, labels=labels, tokens=tokens)
+    result.update(offsets=offsets, labels=labels, tokens=tokens,
+                  trained=trained)
     return result
 
 
@@ -184,3 +212,12 @@ def example(dataset, i):
     """The tokens of example `i` of a dataset read_tgcd() returned."""
     offsets = dataset["offsets"]
     return dataset["tokens"][int(offsets[i]):int(offsets[i + 1])]
+
+
+def example_mask(dataset, i):
+    """The loss mask of example `i` (all ones in version 1)."""
+    offsets = dataset["offsets"]
+    begin, end = int(offsets[i]), int(offsets[i + 1])
+    if dataset["trained"] is None:
+        return np.ones(end - begin, dtype=np.uint8)
+    return dataset["trained"][begin:end]

@@ -40,6 +40,11 @@ public:
   virtual int64_t token(int64_t i, int64_t t) const = 0;
   virtual int64_t label(int64_t i) const = 0;
   virtual bool hasLabels() const = 0;
+  /// Whether the loss predicts token t of example i (a .tgcd file of
+  /// version 2 marks prompts and other context 0); without a loss mask,
+  /// every token.
+  virtual bool trained(int64_t i, int64_t t) const { return true; }
+  virtual bool hasLossMask() const { return false; }
   virtual std::string describe() const = 0;
   int64_t padId = -1, maskId = -1, clsId = -1, sepId = -1;
 };
@@ -78,7 +83,7 @@ public:
     if (std::memcmp(h.magic, "TGCTOK01", 8) != 0)
       return bad("not a .tgcd file (no TGCTOK01 magic); write it with "
                  "scripts/tgc-data.py encode");
-    if (h.version != 1)
+    if (h.version != 1 && h.version != 2)
       return bad("unsupported version " + std::to_string(h.version));
     if (h.tokenBytes != 2 && h.tokenBytes != 4)
       return bad("token width " + std::to_string(h.tokenBytes) +
@@ -95,7 +100,9 @@ public:
     uint64_t labelsAt = offsetsAt + 8 * (h.examples + 1);
     uint64_t labelBytes = h.numLabels > 0 ? 4 * h.examples : 0;
     uint64_t tokensAt = labelsAt + (labelBytes + 7) / 8 * 8;
-    uint64_t expected = tokensAt + h.tokens * h.tokenBytes;
+    // Version 2: one byte per token after the tokens, the loss mask.
+    uint64_t maskAt = tokensAt + h.tokens * h.tokenBytes;
+    uint64_t expected = maskAt + (h.version == 2 ? h.tokens : 0);
     if (size != expected)
       return bad("is " + std::to_string(size) + " bytes but its header "
                  "describes " + std::to_string(expected) +
@@ -111,6 +118,7 @@ public:
     std::memcpy(offsets.data(), data + offsetsAt, 8 * offsets.size());
     labels = data + labelsAt;
     tokens = data + tokensAt;
+    mask = h.version == 2 ? data + maskAt : nullptr;
     if (offsets[0] != 0 || offsets[count] != h.tokens)
       return bad("the offsets do not span the tokens");
     for (int64_t i = 0; i < count; ++i)
@@ -125,6 +133,12 @@ public:
                      std::to_string(id) + ", outside the model's vocabulary "
                      "of " + std::to_string(modelVocab));
       }
+    if (mask)
+      for (uint64_t t = 0; t < h.tokens; ++t)
+        if (uint8_t(mask[t]) > 1)
+          return bad("the loss mask holds " +
+                     std::to_string(int(uint8_t(mask[t]))) +
+                     " at token " + std::to_string(t) + " (only 0 or 1)");
     for (int32_t special : {h.padId, h.maskId, h.clsId, h.sepId})
       if (special < -1 || special >= modelVocab)
         return bad("special token id " + std::to_string(special) +
@@ -160,6 +174,10 @@ public:
     return v;
   }
   bool hasLabels() const override { return numLabels > 0; }
+  bool trained(int64_t i, int64_t t) const override {
+    return !mask || mask[offsets[i] + uint64_t(t)] != 0;
+  }
+  bool hasLossMask() const override { return mask != nullptr; }
   std::string describe() const override {
     return "'" + path + "' (" + std::to_string(count) + " examples, " +
            std::to_string(offsets[count]) + " tokens)";
@@ -174,6 +192,7 @@ private:
   std::vector<uint64_t> offsets;
   const char *labels = nullptr;
   const char *tokens = nullptr;
+  const char *mask = nullptr;
 };
 
 /// A .tgcd file, read into memory when it is opened. (Not mapped: a
@@ -363,7 +382,7 @@ public:
       for (int64_t t = 0; t < L; ++t) {
         int64_t id = t < n ? tokenOf(e, t, n) : pad;
         int64_t target = kIgnoreIndex;
-        if (task == Task::CausalLM && t + 1 < n)
+        if (task == Task::CausalLM && t + 1 < n && trainedOf(e, t + 1, n))
           target = tokenOf(e, t + 1, n);
         if (task == Task::MaskedLM && t < n && !isSpecial(id)) {
           // Hugging Face's DataCollatorForLanguageModeling: 15% of the
@@ -418,6 +437,14 @@ private:
         set->token(e, set->length(e) - 1) == set->sepId)
       return set->sepId;
     return set->token(e, t);
+  }
+  /// Whether the loss predicts token t of example e as batched at length
+  /// n (a cut example's closing [SEP] is trained as its last token was).
+  bool trainedOf(int64_t e, int64_t t, int64_t n) const {
+    if (t == n - 1 && n < set->length(e) && set->sepId >= 0 &&
+        set->token(e, set->length(e) - 1) == set->sepId)
+      return set->trained(e, set->length(e) - 1);
+    return set->trained(e, t);
   }
   bool isSpecial(int64_t id) const {
     return id == set->padId || id == set->clsId || id == set->sepId ||
@@ -525,6 +552,10 @@ Status createExampleData(const Program &program, const std::string &path,
                  " classes");
     // Every label lies below the file's count of labels (DatasetView).
   }
+  if (task != Task::CausalLM && set->hasLossMask())
+    return bad("marks prompts that the loss does not read (prompt and "
+               "response, or conversations), which only a causal LM "
+               "trains on; this model is a " + program.task);
   if (task == Task::MaskedLM && set->maskId < 0)
     return bad("has no mask token id for masked-LM training (a tokenizer "
                "with [MASK], or --mask-id)");
