@@ -248,16 +248,21 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
     r.fail("attention_bias true (biases on q, k, v and o) is not supported");
   if (mlpBias)
     r.fail("mlp_bias true is not supported");
-  // Sliding-window attention: only a window that covers the sequence,
-  // where it changes nothing.
+  // Sliding-window attention: Mistral's (every layer). Qwen2's applies to
+  // the layers from max_window_layers on only; not built here, so only a
+  // window that covers the sequence (where it changes nothing) is taken.
   int64_t window = 0;
   bool useWindow = c.modelType == "mistral";
   r.boolean("use_sliding_window", useWindow);
   r.integer("sliding_window", window, /*required=*/false);
-  if (useWindow && window > 0 && window < seqLen)
+  if (useWindow && window < 0)
+    r.fail("sliding_window must be positive, found " + Twine(window));
+  else if (useWindow && c.modelType == "mistral")
+    c.slidingWindow = window;
+  else if (useWindow && window > 0 && window < seqLen)
     r.fail("sliding_window " + Twine(window) + " is shorter than the " +
-           "sequence (" + Twine(seqLen) + "); windowed attention is not " +
-           "supported yet");
+           "sequence (" + Twine(seqLen) + "); " + c.modelType + "'s " +
+           "windowed attention is not supported");
   if (const llvm::json::Value *scaling = object->get("rope_scaling");
       scaling && scaling->kind() != llvm::json::Value::Null) {
     const llvm::json::Object *s = scaling->getAsObject();
@@ -352,6 +357,12 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
                         "form";
     return std::nullopt;
   }
+  if (c.slidingWindow > 0 && type != "mistral") {
+    error = ("a " + type + " with a sliding window has no Hugging Face form "
+             "here (only mistral's window is written)")
+                .str();
+    return std::nullopt;
+  }
   if (c.headDim != 0 && type == "qwen2") {
     error = "a qwen2 with a head_dim other than hidden / heads has no "
             "Hugging Face form";
@@ -390,7 +401,10 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
     o["attention_bias"] = false;
     o["mlp_bias"] = false;
   } else if (type == "mistral") {
-    o["sliding_window"] = nullptr;
+    if (c.slidingWindow > 0)
+      o["sliding_window"] = c.slidingWindow;
+    else
+      o["sliding_window"] = nullptr;
   } else {
     o["use_sliding_window"] = false;
   }

@@ -151,6 +151,8 @@ std::string validateLlamaConfig(const LlamaConfig &c) {
        {c.batch, c.seqLen, c.intermediate}}});
   if (!largest.empty())
     return largest;
+  if (c.slidingWindow < 0)
+    return "sliding_window must be positive (or 0: none)";
   if (c.padIdx < -1 || c.padIdx >= c.vocabSize)
     return ("pad_token_id (" + Twine(c.padIdx) + ") must be a token of the "
             "vocabulary, below " + Twine(c.vocabSize))
@@ -185,7 +187,7 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
        f64("rope_high_freq_factor", c.ropeHighFreqFactor),
        i64("rope_original_max_positions", c.ropeOriginalMaxPositions),
        flag("tie_embeddings", c.tieEmbeddings), flag("qkv_bias", c.qkvBias),
-       i64("pad_idx", c.padIdx),
+       i64("pad_idx", c.padIdx), i64("sliding_window", c.slidingWindow),
        f64("initializer_range", c.initializerRange), i64("seq_len", c.seqLen),
        i64("batch", c.batch)});
   b.setTask(tg::TGDialect::kTaskCausalLM);
@@ -254,7 +256,9 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
     Value v = heads(linear(h, vProj), KV);
     // Grouped-query attention: KV heads, each shared by H / KV query heads,
     // in tg.attention itself (no repeated keys or values).
-    Value y = b.attention(q, k, v, /*causal=*/true);
+    // A window that covers the sequence changes nothing.
+    int64_t window = c.slidingWindow < T ? c.slidingWindow : 0;
+    Value y = b.attention(q, k, v, /*causal=*/true, /*keyMask=*/{}, window);
     y = b.reshape(b.transpose(y, {0, 2, 1, 3}), {B, T, H * D});
     x = b.add(x, linear(y, oProj));
 

@@ -122,12 +122,14 @@ Value ModelBuilder::embedding(Value table, Value indices,
 }
 
 Value ModelBuilder::attention(Value query, Value key, Value value,
-                              bool causal, Value keyMask) {
+                              bool causal, Value keyMask, int64_t window) {
   SmallVector<int64_t> shape(typeOf(query).getShape().drop_back());
   shape.push_back(typeOf(value).getShape().back());
   return tg::AttentionOp::create(
       builder, loc, tensorOf(shape, typeOf(query).getElementType()), query,
-      key, value, keyMask, causal, /*scale=*/FloatAttr());
+      key, value, keyMask, builder.getBoolAttr(causal),
+      window ? builder.getI64IntegerAttr(window) : IntegerAttr(),
+      /*scale=*/FloatAttr());
 }
 
 Value ModelBuilder::crossEntropy(Value logits, Value targets) {

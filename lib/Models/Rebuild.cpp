@@ -129,6 +129,8 @@ static std::optional<ModelConfig> parseRecord(DictionaryAttr record,
         !flag("tie_embeddings", config.tieEmbeddings) ||
         !flag("qkv_bias", config.qkvBias) ||
         !integer("pad_idx", config.padIdx) ||
+        (record.get("sliding_window") &&
+         !integer("sliding_window", config.slidingWindow)) ||
         !real("initializer_range", config.initializerRange) ||
         !integer("seq_len", config.seqLen))
       return std::nullopt;

@@ -104,7 +104,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     return embedding(ctx, in[0], in[1], out[0]);
   case Kernel::Attention:
     return attention(ctx, in[0], in[1], in[2], in.size() > 3 ? &in[3] : nullptr,
-                     inst.getBool("causal"), inst.getFloat("scale"), out[0]);
+                     inst.getBool("causal"), inst.getInt("window", 0),
+                     inst.getFloat("scale"), out[0]);
   case Kernel::CrossEntropy:
     return crossEntropy(ctx, in[0], in[1], inst.getInt("ignore_index"),
                         out[0]);
@@ -165,8 +166,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::AttentionGrad:
     return attentionGrad(ctx, in[0], in[1], in[2], in[3], in[4],
                          in.size() > 5 ? &in[5] : nullptr,
-                         inst.getBool("causal"), inst.getFloat("scale"),
-                         out[0], out[1], out[2]);
+                         inst.getBool("causal"), inst.getInt("window", 0),
+                         inst.getFloat("scale"), out[0], out[1], out[2]);
   case Kernel::CrossEntropyGrad:
     return crossEntropyGrad(ctx, in[0], in[1], in[2],
                             inst.getInt("ignore_index"), out[0]);

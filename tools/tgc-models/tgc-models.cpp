@@ -109,6 +109,11 @@ static cl::opt<double> rmsEps("rms-eps", cl::desc("RMSNorm epsilon"),
 static cl::opt<bool> tieEmbeddings("tie-embeddings",
                                    cl::desc("lm_head is the token embedding"),
                                    cl::cat(category), LLAMA);
+static cl::opt<int64_t>
+    slidingWindow("sliding-window",
+                  cl::desc("Attend to this many keys back, itself included "
+                           "(Mistral's sliding window; 0: all)"),
+                  cl::cat(category), LLAMA);
 static cl::opt<bool> qkvBias("qkv-bias",
                              cl::desc("Biases on q, k and v (Qwen2)"),
                              cl::cat(category), LLAMA);
@@ -316,7 +321,8 @@ static OwningOpRef<ModuleOp> buildLlamaFromFlags(MLIRContext *context,
   if (!fromHF.empty()) {
     if (refuseModelFlags({&preset, &nLayer, &nHead, &kvHeads, &hidden,
                           &intermediate, &vocabSize, &maxPositions,
-                          &ropeTheta, &rmsEps, &tieEmbeddings, &qkvBias},
+                          &ropeTheta, &rmsEps, &tieEmbeddings, &qkvBias,
+                          &slidingWindow},
                          error))
       return nullptr;
     std::optional<tgc::LlamaConfig> read = tgc::readLlamaHFConfig(
@@ -355,6 +361,7 @@ static OwningOpRef<ModuleOp> buildLlamaFromFlags(MLIRContext *context,
     config.tieEmbeddings = tieEmbeddings;
   if (qkvBias.getNumOccurrences())
     config.qkvBias = qkvBias;
+  setIfGiven(slidingWindow, config.slidingWindow);
   if (!seqLen.getNumOccurrences() && config.seqLen > config.maxPositions)
     config.seqLen = config.maxPositions;
   error = tgc::validateLlamaConfig(config);

@@ -57,9 +57,12 @@ public:
   /// Row `paddingIdx` (when given) gets no gradient.
   mlir::Value embedding(mlir::Value table, mlir::Value indices,
                         std::optional<int64_t> paddingIdx = std::nullopt);
-  /// `keyMask`, when given, is a [B, Tk] padding mask (tg.attention).
+  /// `keyMask`, when given, is a [B, Tk] padding mask; a positive
+  /// `window` (causal) limits each query to that many keys back
+  /// (tg.attention).
   mlir::Value attention(mlir::Value query, mlir::Value key, mlir::Value value,
-                        bool causal, mlir::Value keyMask = {});
+                        bool causal, mlir::Value keyMask = {},
+                        int64_t window = 0);
   mlir::Value crossEntropy(mlir::Value logits, mlir::Value targets);
   mlir::Value reshape(mlir::Value input, llvm::ArrayRef<int64_t> shape);
   mlir::Value transpose(mlir::Value input, llvm::ArrayRef<int64_t> permutation);

@@ -76,6 +76,9 @@ struct LlamaConfig {
   bool qkvBias = false;
   /// The embedding row of pad_token_id, which gets no gradient (-1: none).
   int64_t padIdx = -1;
+  /// Mistral's sliding window: each position attends to this many keys
+  /// back, itself included (0: none).
+  int64_t slidingWindow = 0;
   double initializerRange = 0.02;
   int64_t batch = 8;
   int64_t seqLen = 128;

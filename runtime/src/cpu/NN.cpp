@@ -543,15 +543,21 @@ struct KeyVisibility {
   const AttentionShape &sizes;
   const TensorRef *mask;
   bool causal;
+  /// Keys this many positions back or more are hidden (0: none).
+  int64_t window = 0;
 
   /// The keys row `i` (of a key/value head's rows) may look at are a
   /// subset of [0, limit(i)).
   int64_t limit(int64_t i) const {
     return causal ? std::min(i % sizes.tq + 1, sizes.tk) : sizes.tk;
   }
+  /// Whether some keys below limit(i) are hidden (visible() must be asked).
+  bool partial() const { return mask || window > 0; }
   /// Whether row `i` of key/value head `b` may see key `j` (the mask is
   /// per query head).
   bool visible(int64_t b, int64_t i, int64_t j) const {
+    if (window > 0 && j <= i % sizes.tq - window)
+      return false;
     int64_t queryHead = b * sizes.group + i / sizes.tq;
     return !mask ||
            loadI64(*mask, (queryHead / sizes.maskGroup) * sizes.tk + j) != 0;
@@ -582,7 +588,8 @@ static Status checkKeyMask(const TensorRef *mask, const TensorRef &query,
 
 static Status checkAttention(const TensorRef &query, const TensorRef &key,
                              const TensorRef &value, const TensorRef *mask,
-                             bool causal, std::optional<double> scale,
+                             bool causal, int64_t window,
+                             std::optional<double> scale,
                              AttentionShape &sizes) {
   TGC_RETURN_IF_ERROR(expectValid(query, "query"));
   TGC_RETURN_IF_ERROR(expectValid(key, "key"));
@@ -621,6 +628,9 @@ static Status checkAttention(const TensorRef &query, const TensorRef &key,
                            "lengths, found " +
                            std::to_string(sizes.tq) + " and " +
                            std::to_string(sizes.tk));
+  if (window < 0 || (window > 0 && !causal))
+    return Status::failure("an attention window must be 0 or positive with "
+                           "causal, found " + std::to_string(window));
   if (scale && !(*scale > 0.0 && std::isfinite(*scale)))
     return Status::failure("attention scale must be positive and finite, "
                            "found " +
@@ -643,7 +653,7 @@ static void attentionProbabilities(const AttentionShape &sizes,
   for (int64_t i = 0; i < rows; ++i) {
     float *row = p + i * tk;
     int64_t limit = keys.limit(i);
-    if (keys.mask)
+    if (keys.partial())
       for (int64_t j = 0; j < limit; ++j)
         if (!keys.visible(b, i, j))
           row[j] = minusInf;
@@ -669,11 +679,13 @@ static void attentionProbabilities(const AttentionShape &sizes,
 
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  const TensorRef &value, const TensorRef *keyMask, bool causal,
-                 std::optional<double> scale, TensorRef &result) {
+                 int64_t window, std::optional<double> scale,
+                 TensorRef &result) {
   AttentionShape sizes;
   TGC_RETURN_IF_ERROR(
-      checkAttention(query, key, value, keyMask, causal, scale, sizes));
-  KeyVisibility keys{sizes, keyMask, causal};
+      checkAttention(query, key, value, keyMask, causal, window, scale,
+                     sizes));
+  KeyVisibility keys{sizes, keyMask, causal, window};
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   TGC_RETURN_IF_ERROR(expectSameDType(result, query, "result"));
   Shape expected(query.shape.begin(), query.shape.end() - 1);
@@ -701,8 +713,8 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
 Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      const TensorRef &value, const TensorRef &output,
                      const TensorRef &grad, const TensorRef *keyMask,
-                     bool causal, std::optional<double> scale,
-                     TensorRef &queryGrad,
+                     bool causal, int64_t window,
+                     std::optional<double> scale, TensorRef &queryGrad,
                      TensorRef &keyGrad, TensorRef &valueGrad) {
   TGC_RETURN_IF_ERROR(checkGradResults("attention_grad",
                                        {{queryGrad, query, "query_grad"},
@@ -712,8 +724,9 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
        wantValue = valueGrad.present();
   AttentionShape sizes;
   TGC_RETURN_IF_ERROR(
-      checkAttention(query, key, value, keyMask, causal, scale, sizes));
-  KeyVisibility keys{sizes, keyMask, causal};
+      checkAttention(query, key, value, keyMask, causal, window, scale,
+                     sizes));
+  KeyVisibility keys{sizes, keyMask, causal, window};
   Shape outShape(query.shape.begin(), query.shape.end() - 1);
   outShape.push_back(sizes.dv);
   TGC_RETURN_IF_ERROR(expectValid(output, "output"));

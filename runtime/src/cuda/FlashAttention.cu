@@ -94,11 +94,12 @@ __device__ void scoreStrip(float *out, const T *rows, const T *keys, int d) {
 }
 
 /// Whether `query` of `head` sees `key`: both inside their lengths, not in
-/// the future when causal, and not masked.
+/// the future when causal, inside the window, and not masked.
 __device__ inline bool visible(int64_t head, int64_t query, int64_t key,
                                int64_t tq, int64_t tk, bool causal,
                                const KeyMask &mask) {
   return query < tq && key < tk && (!causal || key <= query) &&
+         (mask.window == 0 || key > query - mask.window) &&
          (!mask.data ||
           loadInt(mask.data, mask.dtype, (head / mask.group) * tk + key) != 0);
 }

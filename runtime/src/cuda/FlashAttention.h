@@ -36,6 +36,8 @@ struct KeyMask {
   const void *data = nullptr;
   DType dtype = DType::I64;
   int64_t group = 1;
+  /// A causal sliding window: query i sees keys i - window < j (0: none).
+  int64_t window = 0;
 };
 
 /// out = softmax(scale * q k^T + causal and key mask) v for `batch` heads of `tq`

@@ -392,7 +392,8 @@ __global__ void embeddingGradKernel(const void *indices, DType indexType,
 
 /// Turns `rows` rows of scaled scores (heads of `tq` rows, `tk` columns,
 /// the first being head `head0`) into probabilities in place; with
-/// `causal`, row i sees columns [0, i], and `mask` hides keys; what is not
+/// `causal`, row i sees columns [0, i] (and, with mask.window, only the
+/// last mask.window of them), and `mask` hides keys; what is not
 /// seen becomes exactly 0, and so does a row that sees nothing.
 __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t tq,
                                        int64_t tk, bool causal, KeyMask mask,
@@ -403,6 +404,7 @@ __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t tq,
     const int64_t maskRow = (head0 + row / tq) / mask.group * tk;
     auto seen = [&](int64_t j) {
       return j < limit &&
+             (mask.window == 0 || j > row % tq - mask.window) &&
              (!mask.data || loadInt(mask.data, mask.dtype, maskRow + j) != 0);
     };
     float max = -INFINITY;
@@ -887,8 +889,8 @@ struct AttentionShape {
 
 Status attentionShape(const TensorRef &query, const TensorRef &key,
                       const TensorRef &value, const TensorRef *keyMask,
-                      bool causal, std::optional<double> scale,
-                      AttentionShape &sizes) {
+                      bool causal, int64_t window,
+                      std::optional<double> scale, AttentionShape &sizes) {
   int64_t rank = query.rank();
   if (rank < 2 || key.rank() != rank || value.rank() != rank)
     return Status::failure("query, key and value must have the same rank "
@@ -914,6 +916,10 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
                            "lengths, found " +
                            std::to_string(sizes.positions) + " and " +
                            std::to_string(sizes.tk));
+  if (window < 0 || (window > 0 && !causal))
+    return Status::failure("an attention window must be 0 or positive with "
+                           "causal");
+  sizes.mask.window = window;
   if (scale && !(*scale > 0.0 && std::isfinite(*scale)))
     return Status::failure("attention scale must be positive and finite");
   sizes.scale = float(scale ? *scale : 1.0 / std::sqrt(double(sizes.d)));
@@ -1004,10 +1010,11 @@ GemmProblem headGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
 
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  const TensorRef &value, const TensorRef *keyMask, bool causal,
-                 std::optional<double> scale, TensorRef &result) {
+                 int64_t window, std::optional<double> scale,
+                 TensorRef &result) {
   AttentionShape sizes;
-  if (Status s =
-          attentionShape(query, key, value, keyMask, causal, scale, sizes);
+  if (Status s = attentionShape(query, key, value, keyMask, causal, window,
+                                scale, sizes);
       !s.ok())
     return s;
   if (result.numElements() == 0)
@@ -1086,12 +1093,12 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
 Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      const TensorRef &value, const TensorRef &output,
                      const TensorRef &grad, const TensorRef *keyMask,
-                     bool causal, std::optional<double> scale,
-                     TensorRef &queryGrad, TensorRef &keyGrad,
-                     TensorRef &valueGrad) {
+                     bool causal, int64_t window,
+                     std::optional<double> scale, TensorRef &queryGrad,
+                     TensorRef &keyGrad, TensorRef &valueGrad) {
   AttentionShape sizes;
-  if (Status s =
-          attentionShape(query, key, value, keyMask, causal, scale, sizes);
+  if (Status s = attentionShape(query, key, value, keyMask, causal, window,
+                                scale, sizes);
       !s.ok())
     return s;
   // Results that are not present are not computed (an output mask).

@@ -207,6 +207,9 @@ private:
       return fail("attention shapes do not agree");
     if (inst.getBool("causal") && q.shape[r - 2] != k.shape[r - 2])
       return fail("causal attention needs equal lengths");
+    int64_t window = inst.getInt("window", 0);
+    if (window < 0 || (window > 0 && !inst.getBool("causal")))
+      return fail("an attention window must be 0 or positive with causal");
     Shape shape(q.shape.begin(), q.shape.end() - 1);
     shape.push_back(v.shape.back());
     return shapeIs(o, shape);

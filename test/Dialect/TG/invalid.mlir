@@ -559,6 +559,24 @@ func.func @attention_kv_length(%q: tensor<8x16xf32>, %v: tensor<10x16xf32>) {
 
 // -----
 
+func.func @attention_window_without_causal(%q: tensor<6x16xf32>) {
+  // expected-error @+1 {{'tg.attention' op window must be 0 (none) or positive with causal, found 4 without causal}}
+  %0 = tg.attention %q, %q, %q {window = 4}
+      : (tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_negative_window(%q: tensor<6x16xf32>) {
+  // expected-error @+1 {{'tg.attention' op window must be 0 (none) or positive with causal, found -1}}
+  %0 = tg.attention %q, %q, %q {causal = true, window = -1}
+      : (tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_causal_lengths(%q: tensor<6x16xf32>, %k: tensor<10x16xf32>, %v: tensor<10x8xf32>) {
   // expected-error @+1 {{'tg.attention' op causal attention needs equal query and key lengths, found 6 and 10}}
   %0 = tg.attention %q, %k, %v {causal = true}

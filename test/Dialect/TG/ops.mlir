@@ -205,6 +205,16 @@ func.func @grouped_attention(%q: tensor<2x6x8x16xf32>, %kv: tensor<2x2x8x16xf32>
   return %0 : tensor<2x6x8x16xf32>
 }
 
+// Mistral's sliding window: each query sees its last 4 keys.
+// CHECK-LABEL: func.func @windowed_attention(
+func.func @windowed_attention(%q: tensor<2x6x8x16xf32>, %kv: tensor<2x2x8x16xf32>)
+    -> tensor<2x6x8x16xf32> {
+  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, window = 4 : i64}
+  %0 = tg.attention %q, %kv, %kv {causal = true, window = 4}
+      : (tensor<2x6x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) -> tensor<2x6x8x16xf32>
+  return %0 : tensor<2x6x8x16xf32>
+}
+
 // CHECK-LABEL: func.func @embedding(
 // CHECK-SAME: %[[T:[^:]*]]: tensor<100x16xf32>, %[[I64:[^:]*]]: tensor<2x8xi64>, %[[TH:[^:]*]]: tensor<50x4xf16>, %[[I32:[^:]*]]: tensor<3xi32>, %[[I0:[^:]*]]: tensor<i64>)
 func.func @embedding(%t: tensor<100x16xf32>, %i64: tensor<2x8xi64>,

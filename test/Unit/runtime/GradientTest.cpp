@@ -284,6 +284,37 @@ TEST(GradientCheck, AttentionWithKeyMask) {
   }
 }
 
+// Gradients through a sliding window (with grouped-query heads and a key
+// mask), against finite differences.
+TEST(GradientCheck, AttentionSlidingWindow) {
+  std::mt19937 rng(139);
+  for (int64_t kvHeads : {2, 1})
+    for (bool masked : {false, true}) {
+      Shape shape = {2, 2, 5, 3}, kvShape = {2, kvHeads, 5, 3};
+      HostTensor q = randomTensor(rng, DType::F32, shape, -1.5, 1.5);
+      HostTensor k = randomTensor(rng, DType::F32, kvShape, -1.5, 1.5);
+      HostTensor v = randomTensor(rng, DType::F32, kvShape);
+      HostTensor mask =
+          HostTensor::of(DType::I64, {2, 5}, {1, 1, 1, 0, 1, 1, 1, 1, 1, 1});
+      const TensorRef *m = masked ? &mask.ref() : nullptr;
+      HostTensor cot = randomTensor(rng, DType::F32, shape);
+      HostTensor out(DType::F32, shape);
+      ASSERT_OK(cpu::attention(cpuCtx, q, k, v, m, true, 2, std::nullopt, out));
+      HostTensor dq(DType::F32, shape), dk(DType::F32, kvShape),
+          dv(DType::F32, kvShape);
+      ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, out, cot, m, true, 2,
+                                   std::nullopt, dq, dk, dv));
+      auto loss = [&] {
+        return lossOf(
+            cpu::attention(cpuCtx, q, k, v, m, true, 2, std::nullopt, out),
+            out, cot.values());
+      };
+      checkGradient(q, loss, dq.values(), "windowed attention query");
+      checkGradient(k, loss, dk.values(), "windowed attention key");
+      checkGradient(v, loss, dv.values(), "windowed attention value");
+    }
+}
+
 TEST(GradientCheck, CrossEntropyWithIgnoredTargets) {
   std::mt19937 rng(137);
   HostTensor logits = randomTensor(rng, DType::F32, {2, 3, 5}, -2, 2);

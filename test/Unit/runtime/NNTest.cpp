@@ -63,7 +63,8 @@ std::vector<double> referenceAttention(const HostTensor &q,
                                        const HostTensor &k,
                                        const HostTensor &v, bool causal,
                                        double scale,
-                                       const HostTensor *mask = nullptr) {
+                                       const HostTensor *mask = nullptr,
+                                       int64_t window = 0) {
   size_t r = q.shape().size();
   int64_t tq = q.shape()[r - 2], d = q.shape()[r - 1];
   int64_t tk = k.shape()[r - 2], dv = v.shape()[r - 1];
@@ -81,7 +82,8 @@ std::vector<double> referenceAttention(const HostTensor &q,
         double dot = 0;
         for (int64_t c = 0; c < d; ++c)
           dot += qs[(b * tq + i) * d + c] * ks[(b * tk + j) * d + c];
-        bool hidden = (causal && j > i) || (mask && ms[b / group * tk + j] == 0);
+        bool hidden = (causal && j > i) || (window > 0 && j <= i - window) ||
+                      (mask && ms[b / group * tk + j] == 0);
         s[j] = hidden ? -std::numeric_limits<double>::infinity() : dot * scale;
         max = std::max(max, s[j]);
       }
@@ -323,6 +325,43 @@ TEST_P(NNTest, AttentionMatchesNaiveReference) {
                 tolerance(dtype) * 2, tolerance(dtype) * 2,
                 std::string("attention") + (c.causal ? " causal" : ""));
   }
+}
+
+// Mistral's sliding window: query i sees keys i - window < j <= i, with
+// and without a padding mask and grouped-query heads; a window of the
+// sequence's length or more is plain causal attention.
+TEST_P(NNTest, AttentionSlidingWindow) {
+  DType dtype = GetParam();
+  std::mt19937 rng(53);
+  const int64_t B = 2, H = 2, T = 7, D = 4;
+  HostTensor mask = HostTensor::of(DType::I64, {B, T},
+                                   {1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1});
+  for (int64_t window : {1, 3, 7})
+    for (bool masked : {false, true}) {
+      HostTensor q = randomTensor(rng, dtype, {B, H, T, D}, -2, 2);
+      HostTensor k = randomTensor(rng, dtype, {B, H, T, D}, -2, 2);
+      HostTensor v = randomTensor(rng, dtype, {B, H, T, D});
+      HostTensor out(dtype, {B, H, T, D});
+      const HostTensor *m = masked ? &mask : nullptr;
+      ASSERT_OK(cpu::attention(cpuCtx, q, k, v, m ? &mask.ref() : nullptr,
+                               true, window, std::nullopt, out));
+      expectClose(out.values(),
+                  referenceAttention(q, k, v, true, 0.5, m, window),
+                  tolerance(dtype) * 2, tolerance(dtype) * 2,
+                  "windowed attention " + std::to_string(window));
+      if (window == T) {
+        HostTensor plain(dtype, {B, H, T, D});
+        ASSERT_OK(cpu::attention(cpuCtx, q, k, v, m ? &mask.ref() : nullptr,
+                                 true, std::nullopt, plain));
+        EXPECT_EQ(out.values(), plain.values());
+      }
+    }
+  HostTensor q = randomTensor(rng, dtype, {B, H, T, D});
+  HostTensor out(dtype, {B, H, T, D});
+  EXPECT_FAILS(cpu::attention(cpuCtx, q, q, q, nullptr, /*causal=*/false, 3,
+                              std::nullopt, out));
+  EXPECT_FAILS(cpu::attention(cpuCtx, q, q, q, nullptr, true, -1,
+                              std::nullopt, out));
 }
 
 // A padding mask over keys: [B, Tk] for [B, H, T, D] heads (shared by the

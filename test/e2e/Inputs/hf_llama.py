@@ -6,7 +6,8 @@ Usage:
       A tiny random model of KIND (llama: grouped-query attention, rope_theta
       5000, Llama 3's rope_scaling and pad_token_id 0, the padding token of
       the batches, whose embedding row gets no gradient; mistral: grouped-query attention and a
-      sliding window longer than the sequence; qwen2: q/k/v biases and tied
+      sliding window longer than the sequence; mistral-window: a window of
+      8, shorter than the sequence; qwen2: q/k/v biases and tied
       embeddings) written by save_pretrained (config.json and
       model.safetensors, or shards of at most SHARD_BYTES with their
       model.safetensors.index.json).
@@ -45,6 +46,10 @@ if mode == "make":
     elif kind == "mistral":
         config = transformers.MistralConfig(num_key_value_heads=1,
                                             sliding_window=4096, **common)
+        model = transformers.MistralForCausalLM(config)
+    elif kind == "mistral-window":
+        config = transformers.MistralConfig(num_key_value_heads=2,
+                                            sliding_window=8, **common)
         model = transformers.MistralForCausalLM(config)
     elif kind == "qwen2":
         config = transformers.Qwen2Config(num_key_value_heads=2,

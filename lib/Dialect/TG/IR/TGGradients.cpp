@@ -388,7 +388,7 @@ LogicalResult AttentionOp::buildVectorJacobianProduct(
       TypeRange{getQuery().getType(), getKey().getType(),
                 getValue().getType()},
       getQuery(), getKey(), getValue(), getResult(), resultGrads[0],
-      getKeyMask(), getCausalAttr(), getScaleAttr(),
+      getKeyMask(), getCausalAttr(), getWindowAttr(), getScaleAttr(),
       outputMaskOf(builder, needed.take_front(3)));
   appendNeeded(operandGrads, grad->getResults(), needed.take_front(3));
   if (getKeyMask())

@@ -342,7 +342,7 @@ LogicalResult EmbeddingOp::verify() {
 /// Checks attention's query, key and value and returns the result shape.
 static FailureOr<SmallVector<int64_t>>
 verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
-                        Value keyMask, bool causal,
+                        Value keyMask, bool causal, int64_t window,
                         std::optional<double> scale) {
   SmallVector<Value> floats(op->getOperands());
   llvm::erase(floats, keyMask);
@@ -384,6 +384,12 @@ verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
         << tq << " and " << tk;
     return failure();
   }
+  if (window < 0 || (window > 0 && !causal)) {
+    op->emitOpError("window must be 0 (none) or positive with causal, "
+                    "found ")
+        << window << (causal ? "" : " without causal");
+    return failure();
+  }
   if (scale && !(*scale > 0.0 && std::isfinite(*scale))) {
     op->emitOpError("scale must be positive and finite, found ") << *scale;
     return failure();
@@ -415,7 +421,8 @@ static std::optional<double> toDouble(std::optional<APFloat> value) {
 LogicalResult AttentionOp::verify() {
   FailureOr<SmallVector<int64_t>> shape =
       verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
-                              getKeyMask(), getCausal(), toDouble(getScale()));
+                              getKeyMask(), getCausal(), getWindow(),
+                              toDouble(getScale()));
   if (failed(shape) ||
       failed(verifySameElementType(*this, {getQuery(), getResult()})))
     return failure();
@@ -716,7 +723,7 @@ LogicalResult AttentionGradOp::verify() {
     return failure();
   FailureOr<SmallVector<int64_t>> shape = verifyAttentionOperands(
       *this, getQuery(), getKey(), getValue(), getKeyMask(), getCausal(),
-      toDouble(getScale()));
+      getWindow(), toDouble(getScale()));
   if (failed(shape) || failed(verifyShape(*this, getOutput(), *shape,
                                           "output")) ||
       failed(verifyType(*this, getGrad(), getOutput().getType(), "grad")) ||

@@ -405,7 +405,10 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
     `softmax(query @ key^T * scale + mask) @ value`, where `scale` defaults to
     `1 / sqrt(D)` and, with `causal`, `mask[i][j] = -inf` for `j > i`
     (requires `Tq == Tk`), as torch's scaled_dot_product_attention with
-    `is_causal=True`. Softmax statistics are in f32.
+    `is_causal=True`. Softmax statistics are in f32. A positive `window`
+    (causal only) also hides keys `window` or more positions back: row `i`
+    sees keys `i - window < j <= i`, Mistral's sliding-window attention as
+    Hugging Face masks it.
 
     `key_mask`, when present, is an integer tensor `[P..., Tk]` whose leading
     dimensions `P...` are a prefix of the batch dimensions (a `[B, Tk]`
@@ -419,6 +422,7 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
                        TG_FloatTensor:$value,
                        Optional<TG_IndexTensor>:$key_mask,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$window,
                        OptionalAttr<F64Attr>:$scale);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
@@ -718,8 +722,8 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [],
                                "getScratchBytes"]> {
   let summary = "gradient of attention with respect to query, key, value";
   let description = [{
-    Given the operands of `tg.attention` with the same `causal`, `scale`
-    and `key_mask`,
+    Given the operands of `tg.attention` with the same `causal`, `window`,
+    `scale` and `key_mask`,
     its result `output` and the cotangent `grad` of that result, computes
     (recomputing the probabilities `P`):
     `value_grad = P^T @ grad`, `dP = grad @ value^T`,
@@ -734,6 +738,7 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [],
                        TG_FloatTensor:$grad,
                        Optional<TG_IndexTensor>:$key_mask,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$window,
                        OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<DenseBoolArrayAttr>:$output_mask);
   let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
