@@ -64,6 +64,11 @@ if os.path.exists(hf_python) and subprocess.run(
     config.substitutions.append(("%tokpython", hf_python))
 config.substitutions.append(
     ("%tgc_data", os.path.join(config.tgc_src_root, "scripts", "tgc-data.py")))
+# tgc-import (Debian's torch), with the tools of this build.
+config.substitutions.append(
+    ("%tgc_import", "/usr/bin/python3 " +
+     os.path.join(config.tgc_src_root, "scripts", "tgc-import.py") +
+     " --tools " + config.tgc_tools_dir))
 
 # The exact rematerialization baseline: PuLP with Debian's CBC (coinor-cbc).
 import shutil
