@@ -1,0 +1,511 @@
+"""The ATen-to-tg table of tgc-import (tgc-import.py): how each ATen
+operator of a traced graph becomes tg operations, and the values the
+conversion passes between them.
+
+A handler takes the Emitter, the FX node and its arguments (already
+converted: a Value the IR computes, a Known value the import evaluated,
+or one of the lazy forms below) and returns what the node computes. An
+operator with no entry in OPS, or a use a handler does not take (raising
+Unsupported), is reported by the caller with its module; nothing is
+emitted for it. Handlers emit MLIR's generic form; tgc-opt prints the
+result in each op's own syntax.
+"""
+import json
+
+
+ELEMENT = {"torch.float32": "f32", "torch.float16": "f16",
+           "torch.bfloat16": "bf16", "torch.int64": "i64",
+           "torch.int32": "i32", "torch.bool": "i1"}
+
+
+def ttype(shape, dtype):
+    element = ELEMENT.get(str(dtype))
+    if element is None:
+        raise Unsupported(f"a tensor of {dtype}")
+    dims = "x".join(str(int(d)) for d in shape)
+    return f"tensor<{dims + 'x' if dims else ''}{element}>"
+
+
+class Value:
+    """A tensor the IR computes: its SSA name, shape and dtype."""
+
+    def __init__(self, name, shape, dtype):
+        self.name, self.shape, self.dtype = name, tuple(shape), dtype
+
+    @property
+    def type(self):
+        return ttype(self.shape, self.dtype)
+
+
+class Known:
+    """What the import evaluates itself: a real tensor or a Python value."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class LogSoftmax:
+    """log_softmax(x) over the last axis, which only nll_loss may read."""
+
+    def __init__(self, input, node):
+        self.input, self.node = input, node
+
+
+class Transposed:
+    """A matrix transposed ([1, 0]): a matmul takes it as transpose_rhs,
+    anything else gets the transpose (emitted once)."""
+
+    def __init__(self, input, node):
+        self.input, self.node, self.emitted = input, node, None
+
+    def get(self, e):
+        if self.emitted is None:
+            self.emitted = result_of(e, self.node, "tg.transpose",
+                                     [self.input],
+                                     f"permutation = {i64s([1, 0])}")
+        return self.emitted
+
+
+class Missing:
+    """What an operation without a tg form would have computed: its users
+    are not reported again."""
+
+
+class Unsupported(Exception):
+    def __init__(self, what):
+        self.what = what
+
+
+class Emitter:
+    def __init__(self):
+        self.lines = []
+        self.count = 0
+
+    def fresh(self):
+        self.count += 1
+        return f"%v{self.count}"
+
+    def op(self, name, operands, result_shape, result_dtype, attrs=""):
+        result = Value(self.fresh(), result_shape, result_dtype)
+        types = ", ".join(o.type for o in operands)
+        attr_text = f" {{{attrs}}}" if attrs else ""
+        self.lines.append(
+            f'{result.name} = "{name}"({", ".join(o.name for o in operands)})'
+            f"{attr_text} : ({types}) -> {result.type}")
+        return result
+
+    def multi(self, name, operands, results, attrs=""):
+        """An op of several results, each (shape, dtype)."""
+        base = self.fresh()
+        values = [Value(f"{base}#{i}", shape, dtype)
+                  for i, (shape, dtype) in enumerate(results)]
+        types = ", ".join(o.type for o in operands)
+        attr_text = f" {{{attrs}}}" if attrs else ""
+        self.lines.append(
+            f'{base}:{len(values)} = "{name}"('
+            f'{", ".join(o.name for o in operands)}){attr_text} : ({types}) -> '
+            f'({", ".join(v.type for v in values)})')
+        return values
+
+    def constant(self, tensor):
+        """A tg.constant holding `tensor` (f32 and i64 as hex, exactly;
+        booleans as a list)."""
+        import torch
+        t = tensor.detach().contiguous()
+        if t.dtype == torch.bool:
+            result = Value(self.fresh(), t.shape, t.dtype)
+            text = json.dumps(t.tolist()).replace("false", "false")
+            self.lines.append(f'{result.name} = "tg.constant"() {{value = '
+                              f"dense<{text}> : {result.type}}} : () -> "
+                              f"{result.type}")
+            return result
+        if t.dtype not in (torch.float32, torch.int64):
+            t = t.to(torch.float32)
+        data = t.numpy().tobytes()
+        result = Value(self.fresh(), t.shape, t.dtype)
+        self.lines.append(f'{result.name} = "tg.constant"() {{value = '
+                          f'dense<"0x{data.hex().upper()}"> : {result.type}}}'
+                          f" : () -> {result.type}")
+        return result
+
+
+def materialize(emitter, value, like=None):
+    """`value` as a Value: a Known tensor or scalar becomes a constant (a
+    scalar in `like`'s dtype)."""
+    import torch
+    if isinstance(value, Value):
+        return value
+    if isinstance(value, LogSoftmax):
+        raise Unsupported("aten._log_softmax.default (read by something "
+                          "other than nll_loss)")
+    v = value.value if isinstance(value, Known) else value
+    if isinstance(v, (bool, int, float)):
+        dtype = like.dtype if like is not None else torch.float32
+        v = torch.tensor(v, dtype=dtype)
+    if not isinstance(v, torch.Tensor):
+        raise Unsupported(f"a constant of type {type(v).__name__}")
+    if like is not None and v.dtype != like.dtype and v.dtype.is_floating_point \
+            == like.dtype.is_floating_point:
+        v = v.to(like.dtype)
+    return emitter.constant(v)
+
+
+def meta(node):
+    val = node.meta.get("val")
+    if val is None:
+        raise Unsupported(f"{node.target} (no shape recorded)")
+    return val
+
+
+def axis(dim, rank):
+    return dim + rank if dim < 0 else dim
+
+
+def i64s(values):
+    return "array<i64" + (": " + ", ".join(str(int(v)) for v in values)
+                          if len(values) else "") + ">"
+
+
+# Each handler: (emitter, node, args) -> Value | Known | LogSoftmax | tuple.
+OPS = {}
+
+
+def op(*names):
+    def register(handler):
+        for name in names:
+            OPS[name] = handler
+        return handler
+    return register
+
+
+def result_of(e, node, name, operands, attrs=""):
+    val = meta(node)
+    return e.op(name, operands, val.shape, val.dtype, attrs)
+
+
+def binary(tg_name):
+    def handler(e, node, args):
+        a, b = args[0], args[1]
+        if node.kwargs.get("alpha", 1) != 1:
+            raise Unsupported(f"{node.target} with alpha")
+        like = a if isinstance(a, Value) else b
+        return result_of(e, node, tg_name,
+                         [materialize(e, a, like), materialize(e, b, like)])
+    return handler
+
+
+for aten, tg in (("add.Tensor", "tg.add"), ("sub.Tensor", "tg.sub"),
+                 ("mul.Tensor", "tg.mul"), ("div.Tensor", "tg.div"),
+                 ("maximum.default", "tg.maximum"),
+                 ("minimum.default", "tg.minimum")):
+    OPS["aten." + aten] = binary(tg)
+
+
+def unary(tg_name, attrs=""):
+    def handler(e, node, args):
+        return result_of(e, node, tg_name, [materialize(e, args[0])], attrs)
+    return handler
+
+
+for aten, tg in (("relu.default", "tg.relu"), ("tanh.default", "tg.tanh"),
+                 ("exp.default", "tg.exp"), ("log.default", "tg.log"),
+                 ("sqrt.default", "tg.sqrt"), ("rsqrt.default", "tg.rsqrt"),
+                 ("neg.default", "tg.neg"), ("sigmoid.default", "tg.sigmoid"),
+                 ("silu.default", "tg.silu")):
+    OPS["aten." + aten] = unary(tg)
+
+
+@op("aten.gelu.default")
+def gelu(e, node, args):
+    approximate = node.kwargs.get("approximate", args[1] if len(args) > 1
+                                  else "none")
+    return result_of(e, node, "tg.gelu", [args[0]],
+                     "exact = true" if approximate == "none" else "")
+
+
+@op("aten.pow.Tensor_Scalar")
+def power(e, node, args):
+    x, exponent = args[0], args[1]
+    if exponent == 0.5:
+        return result_of(e, node, "tg.sqrt", [x])
+    if exponent not in (1, 2, 3, 4):
+        raise Unsupported(f"aten.pow.Tensor_Scalar (exponent {exponent})")
+    result = x
+    for _ in range(int(exponent) - 1):
+        result = result_of(e, node, "tg.mul", [result, x])
+    return result
+
+
+@op("aten.detach.default", "aten.clone.default", "aten.alias.default",
+    "aten.lift_fresh_copy.default", "aten.contiguous.default")
+def identity(e, node, args):
+    return args[0]
+
+
+@op("aten._to_copy.default")
+def to_copy(e, node, args):
+    val = meta(node)
+    if args[0].dtype == val.dtype:
+        return args[0]
+    return result_of(e, node, "tg.cast", [args[0]])
+
+
+@op("aten.t.default")
+def t(e, node, args):
+    if len(args[0].shape) < 2:
+        return args[0]
+    return Transposed(args[0], node)
+
+
+def matmul_operands(e, a, b):
+    """The operands and attributes of a matmul, a transposed right-hand
+    side taken as it is (transpose_rhs)."""
+    a = a.get(e) if isinstance(a, Transposed) else a
+    if isinstance(b, Transposed):
+        return [a, b.input], "transpose_rhs = true"
+    return [a, b], ""
+
+
+@op("aten.transpose.int")
+def transpose(e, node, args):
+    rank = len(args[0].shape)
+    perm = list(range(rank))
+    a, b = axis(args[1], rank), axis(args[2], rank)
+    perm[a], perm[b] = perm[b], perm[a]
+    return result_of(e, node, "tg.transpose", [args[0]],
+                     f"permutation = {i64s(perm)}")
+
+
+@op("aten.permute.default")
+def permute(e, node, args):
+    rank = len(args[0].shape)
+    return result_of(e, node, "tg.transpose", [args[0]],
+                     f"permutation = {i64s([axis(d, rank) for d in args[1]])}")
+
+
+@op("aten.view.default", "aten._reshape_alias.default",
+    "aten._unsafe_view.default", "aten.reshape.default",
+    "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.default",
+    "aten.flatten.using_ints")
+def reshape(e, node, args):
+    val = meta(node)
+    if tuple(val.shape) == args[0].shape:
+        return args[0]
+    return result_of(e, node, "tg.reshape", [args[0]])
+
+
+@op("aten.expand.default")
+def expand(e, node, args):
+    val = meta(node)
+    if tuple(val.shape) == args[0].shape:
+        return args[0]
+    return result_of(e, node, "tg.broadcast_to", [materialize(e, args[0])])
+
+
+@op("aten.mm.default", "aten.bmm.default", "aten.matmul.default")
+def matmul(e, node, args):
+    operands, attrs = matmul_operands(e, args[0], args[1])
+    return result_of(e, node, "tg.matmul", operands, attrs)
+
+
+@op("aten.addmm.default")
+def addmm(e, node, args):
+    if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+        raise Unsupported("aten.addmm.default with alpha or beta")
+    val = meta(node)
+    operands, attrs = matmul_operands(e, args[1], args[2])
+    product = e.op("tg.matmul", operands, val.shape, val.dtype, attrs)
+    return e.op("tg.add", [product, materialize(e, args[0], product)],
+                val.shape, val.dtype)
+
+
+@op("aten.baddbmm.default")
+def baddbmm(e, node, args):
+    beta = node.kwargs.get("beta", 1)
+    alpha = node.kwargs.get("alpha", 1)
+    val = meta(node)
+    operands, attrs = matmul_operands(e, args[1], args[2])
+    result = e.op("tg.matmul", operands, val.shape, val.dtype, attrs)
+    if alpha != 1:
+        result = e.op("tg.mul", [result, materialize(e, alpha, result)],
+                      val.shape, val.dtype)
+    if beta != 0:
+        bias = materialize(e, args[0], result)
+        if beta != 1:
+            bias = e.op("tg.mul", [bias, materialize(e, beta, result)],
+                        bias.shape, bias.dtype)
+        result = e.op("tg.add", [result, bias], val.shape, val.dtype)
+    return result
+
+
+@op("aten._softmax.default")
+def softmax(e, node, args):
+    rank = len(args[0].shape)
+    return result_of(e, node, "tg.softmax", [args[0]],
+                     f"axis = {axis(args[1], rank)} : i64")
+
+
+@op("aten._log_softmax.default")
+def log_softmax(e, node, args):
+    if axis(args[1], len(args[0].shape)) != len(args[0].shape) - 1:
+        raise Unsupported("aten._log_softmax.default (not over the last axis)")
+    return LogSoftmax(args[0], node)
+
+
+@op("aten.nll_loss_forward.default")
+def nll_loss(e, node, args):
+    source, targets, weight, reduction, ignore = args[:5]
+    if not isinstance(source, LogSoftmax) or weight is not None or \
+            reduction != 1:
+        raise Unsupported("aten.nll_loss_forward.default (other than the "
+                          "mean cross-entropy of log_softmax)")
+    import torch
+    loss = e.op("tg.cross_entropy", [source.input, targets], (),
+                torch.float32, f"ignore_index = {int(ignore)} : i64")
+    return (loss, None)
+
+
+@op("<built-in function getitem>")
+def getitem(e, node, args):
+    if isinstance(args[0], Missing):
+        return args[0]
+    return args[0][args[1]]
+
+
+@op("aten.native_layer_norm.default")
+def layer_norm(e, node, args):
+    x, shape, weight, bias, eps = args
+    if len(shape) != 1 or weight is None or bias is None:
+        raise Unsupported("aten.native_layer_norm.default (other than over "
+                          "the last axis with weight and bias)")
+    out = e.op("tg.layer_norm", [x, weight, bias], x.shape, x.dtype,
+               f"epsilon = {float(eps):.17e} : f64")
+    return (out, None, None)
+
+
+@op("aten.embedding.default")
+def embedding(e, node, args):
+    attrs = ""
+    if len(args) > 2 and args[2] not in (-1, None):
+        attrs = f"padding_idx = {int(args[2])} : i64"
+    return result_of(e, node, "tg.embedding",
+                     [args[0], materialize(e, args[1])], attrs)
+
+
+@op("aten.slice.Tensor")
+def slice_(e, node, args):
+    x = args[0]
+    rank = len(x.shape)
+    dim = axis(args[1] if len(args) > 1 else 0, rank)
+    start = args[2] if len(args) > 2 and args[2] is not None else 0
+    step = args[4] if len(args) > 4 else 1
+    if step != 1:
+        raise Unsupported("aten.slice.Tensor with a step")
+    val = meta(node)
+    if tuple(val.shape) == x.shape:
+        return x
+    start = max(0, start + x.shape[dim] if start < 0 else start)
+    offsets = [0] * rank
+    offsets[dim] = min(start, x.shape[dim])
+    return result_of(e, node, "tg.slice", [x], f"offsets = {i64s(offsets)}")
+
+
+@op("aten.cat.default")
+def cat(e, node, args):
+    tensors = [materialize(e, t) for t in args[0]]
+    rank = len(meta(node).shape)
+    dim = axis(args[1] if len(args) > 1 else 0, rank)
+    return result_of(e, node, "tg.concat", tensors, f"axis = {dim} : i64")
+
+
+def reduction(tg_name):
+    def handler(e, node, args):
+        x = args[0]
+        rank = len(x.shape)
+        dims = args[1] if len(args) > 1 and args[1] is not None \
+            else list(range(rank))
+        keep = args[2] if len(args) > 2 else node.kwargs.get("keepdim", False)
+        if node.kwargs.get("dtype") is not None:
+            raise Unsupported(f"{node.target} with a dtype")
+        return result_of(e, node, tg_name, [x],
+                         f"axes = {i64s(sorted(axis(d, rank) for d in dims))}"
+                         + (", keep_dims = true" if keep else ""))
+    return handler
+
+
+OPS["aten.mean.dim"] = reduction("tg.reduce_mean")
+OPS["aten.sum.dim_IntList"] = reduction("tg.reduce_sum")
+OPS["aten.sum.default"] = reduction("tg.reduce_sum")
+OPS["aten.mean.default"] = reduction("tg.reduce_mean")
+OPS["aten.amax.default"] = reduction("tg.reduce_max")
+
+
+@op("aten.split.Tensor", "aten.split_with_sizes.default")
+def split(e, node, args):
+    x = args[0]
+    rank = len(x.shape)
+    dim = axis(args[2] if len(args) > 2 else node.kwargs.get("dim", 0), rank)
+    size = args[1]
+    if isinstance(size, int):
+        whole = x.shape[dim]
+        size = [min(size, whole - start) for start in range(0, whole, size)]
+    shapes = []
+    for piece in size:
+        shape = list(x.shape)
+        shape[dim] = piece
+        shapes.append((tuple(shape), x.dtype))
+    return e.multi("tg.split", [x], shapes, f"axis = {dim} : i64")
+
+
+@op("aten.masked_fill.Scalar")
+def masked_fill(e, node, args):
+    x, mask, value = args
+    import torch
+    fill = torch.tensor(float(value), dtype=x.dtype)
+    return result_of(e, node, "tg.where",
+                     [materialize(e, mask), materialize(e, Known(fill), x), x])
+
+
+@op("aten.where.self")
+def where(e, node, args):
+    cond, a, b = args
+    like = a if isinstance(a, Value) else b
+    return result_of(e, node, "tg.where",
+                     [materialize(e, cond), materialize(e, a, like),
+                      materialize(e, b, like)])
+
+
+def flatten(x):
+    if isinstance(x, (list, tuple)):
+        for y in x:
+            yield from flatten(y)
+    else:
+        yield x
+
+
+def resolve(e, x):
+    """`x` with every Transposed emitted."""
+    if isinstance(x, Transposed):
+        return x.get(e)
+    if isinstance(x, (list, tuple)):
+        return type(x)(resolve(e, y) for y in x)
+    return x
+
+
+def is_known(x):
+    """Whether `x` (an argument) holds no traced value."""
+    if isinstance(x, (Value, LogSoftmax, Transposed, Missing)):
+        return False
+    if isinstance(x, (list, tuple)):
+        return all(is_known(y) for y in x)
+    return True
+
+
+def unwrap(x):
+    if isinstance(x, Known):
+        return x.value
+    if isinstance(x, (list, tuple)):
+        return type(x)(unwrap(y) for y in x)
+    return x
+
+

@@ -1,0 +1,46 @@
+"""Writes a tiny random Hugging Face model directory (save_pretrained,
+transformers 4.47.1) of a family tgc-models does not build, for
+tgc-import's tests: opt (learned positions, ReLU, biases), gpt-neox
+(partial rotary embeddings, fused interleaved q/k/v, parallel residual),
+gemma (RMSNorm on 1 + weight, GeGLU, one key/value head, tied
+embeddings), gpt-neo (alternating global and local attention), and bert
+(a masked LM, which the import refuses). No dropout.
+Usage: make_hf_model.py DIR KIND"""
+import sys
+
+import torch
+import transformers
+
+out, kind = sys.argv[1], sys.argv[2]
+torch.manual_seed(11)
+T = transformers
+if kind == "opt":
+    model = T.OPTForCausalLM(T.OPTConfig(
+        vocab_size=96, hidden_size=64, ffn_dim=128, num_hidden_layers=2,
+        num_attention_heads=4, max_position_embeddings=64,
+        word_embed_proj_dim=64, dropout=0.0, attention_dropout=0.0))
+elif kind == "gpt-neox":
+    model = T.GPTNeoXForCausalLM(T.GPTNeoXConfig(
+        vocab_size=96, hidden_size=64, intermediate_size=128,
+        num_hidden_layers=2, num_attention_heads=4,
+        max_position_embeddings=64, hidden_dropout=0.0,
+        attention_dropout=0.0))
+elif kind == "gemma":
+    model = T.GemmaForCausalLM(T.GemmaConfig(
+        vocab_size=96, hidden_size=64, intermediate_size=128,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+        head_dim=16, max_position_embeddings=64,
+        hidden_activation="gelu_pytorch_tanh"))
+elif kind == "gpt-neo":
+    model = T.GPTNeoForCausalLM(T.GPTNeoConfig(
+        vocab_size=96, hidden_size=64, num_layers=2,
+        attention_types=[[["global", "local"], 1]], num_heads=4,
+        max_position_embeddings=64, window_size=8, resid_dropout=0.0,
+        embed_dropout=0.0, attention_dropout=0.0))
+elif kind == "bert":
+    model = T.BertForMaskedLM(T.BertConfig(
+        vocab_size=96, hidden_size=64, num_hidden_layers=1,
+        num_attention_heads=4, intermediate_size=128))
+else:
+    sys.exit(f"unknown kind {kind}")
+model.save_pretrained(out, safe_serialization=True)
