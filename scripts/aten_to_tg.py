@@ -138,6 +138,9 @@ def materialize(emitter, value, like=None):
     if isinstance(value, LogSoftmax):
         raise Unsupported("aten._log_softmax.default (read by something "
                           "other than nll_loss)")
+    if isinstance(value, Negated):
+        raise Unsupported("aten.eq.Scalar (read by something other than "
+                          "where or masked_fill)")
     v = value.value if isinstance(value, Known) else value
     if isinstance(v, (bool, int, float)):
         dtype = like.dtype if like is not None else torch.float32
@@ -199,6 +202,58 @@ for aten, tg in (("add.Tensor", "tg.add"), ("sub.Tensor", "tg.sub"),
                  ("maximum.default", "tg.maximum"),
                  ("minimum.default", "tg.minimum")):
     OPS["aten." + aten] = binary(tg)
+# In-place forms: the same value, which the caller binds to the updated
+# tensor's node (IN_PLACE).
+IN_PLACE = {"aten.add_.Tensor": "aten.add.Tensor",
+            "aten.sub_.Tensor": "aten.sub.Tensor",
+            "aten.mul_.Tensor": "aten.mul.Tensor",
+            "aten.div_.Tensor": "aten.div.Tensor"}
+for inplace, functional in IN_PLACE.items():
+    OPS[inplace] = OPS[functional]
+
+
+@op("aten.rsub.Scalar")
+def rsub(e, node, args):
+    if node.kwargs.get("alpha", 1) != 1 or (len(args) > 2 and args[2] != 1):
+        raise Unsupported("aten.rsub.Scalar with alpha")
+    x = args[0]
+    if x.dtype.is_floating_point is False:
+        raise Unsupported("aten.rsub.Scalar of an integer tensor")
+    return result_of(e, node, "tg.sub", [materialize(e, args[1], x), x])
+
+
+class Negated:
+    """`m == 0` of an integer mask: where() and masked_fill take it by
+    swapping their branches (tg has no comparison op)."""
+
+    def __init__(self, nonzero):
+        self.nonzero = nonzero
+
+
+@op("aten.ne.Scalar", "aten.eq.Scalar")
+def compare_zero(e, node, args):
+    x = args[0]
+    if args[1] != 0:
+        raise Unsupported(f"{node.target} against {args[1]} (only 0)")
+    import torch
+    nonzero = e.op("tg.cast", [x], x.shape, torch.bool)
+    return nonzero if str(node.target) == "aten.ne.Scalar" \
+        else Negated(nonzero)
+
+
+@op("aten.select.int")
+def select(e, node, args):
+    x = args[0]
+    rank = len(x.shape)
+    dim = axis(args[1], rank)
+    index = args[2] + x.shape[dim] if args[2] < 0 else args[2]
+    shape = list(x.shape)
+    shape[dim] = 1
+    offsets = [0] * rank
+    offsets[dim] = index
+    piece = e.op("tg.slice", [x], shape, x.dtype,
+                 f"offsets = {i64s(offsets)}")
+    return result_of(e, node, "tg.reshape", [piece])
 
 
 def unary(tg_name, attrs=""):
@@ -283,11 +338,23 @@ def permute(e, node, args):
                      f"permutation = {i64s([axis(d, rank) for d in args[1]])}")
 
 
+# Operators whose result aliases their input's storage.
+VIEWS = ("aten.view.default", "aten._reshape_alias.default",
+         "aten._unsafe_view.default", "aten.reshape.default",
+         "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.default",
+         "aten.flatten.using_ints", "aten.t.default", "aten.transpose.int",
+         "aten.permute.default", "aten.expand.default", "aten.slice.Tensor",
+         "aten.select.int", "aten.split.Tensor", "aten.alias.default",
+         "aten.detach.default")
+
+
 @op("aten.view.default", "aten._reshape_alias.default",
     "aten._unsafe_view.default", "aten.reshape.default",
     "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.default",
     "aten.flatten.using_ints")
 def reshape(e, node, args):
+    if isinstance(args[0], Negated):  # a view of `m == 0`
+        return Negated(reshape(e, node, [args[0].nonzero] + list(args[1:])))
     val = meta(node)
     if tuple(val.shape) == args[0].shape:
         return args[0]
@@ -296,6 +363,8 @@ def reshape(e, node, args):
 
 @op("aten.expand.default")
 def expand(e, node, args):
+    if isinstance(args[0], Negated):
+        return Negated(expand(e, node, [args[0].nonzero] + list(args[1:])))
     val = meta(node)
     if tuple(val.shape) == args[0].shape:
         return args[0]
@@ -457,19 +526,26 @@ def split(e, node, args):
     return e.multi("tg.split", [x], shapes, f"axis = {dim} : i64")
 
 
-@op("aten.masked_fill.Scalar")
+@op("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
 def masked_fill(e, node, args):
     x, mask, value = args
     import torch
-    fill = torch.tensor(float(value), dtype=x.dtype)
-    return result_of(e, node, "tg.where",
-                     [materialize(e, mask), materialize(e, Known(fill), x), x])
+    if not isinstance(value, Value):
+        fill = materialize(e, Known(torch.tensor(float(unwrap(value)),
+                                                 dtype=x.dtype)), x)
+    else:
+        fill = value
+    if isinstance(mask, Negated):
+        return result_of(e, node, "tg.where", [mask.nonzero, x, fill])
+    return result_of(e, node, "tg.where", [materialize(e, mask), fill, x])
 
 
 @op("aten.where.self")
 def where(e, node, args):
     cond, a, b = args
     like = a if isinstance(a, Value) else b
+    if isinstance(cond, Negated):
+        cond, a, b = cond.nonzero, b, a
     return result_of(e, node, "tg.where",
                      [materialize(e, cond), materialize(e, a, like),
                       materialize(e, b, like)])
@@ -494,7 +570,7 @@ def resolve(e, x):
 
 def is_known(x):
     """Whether `x` (an argument) holds no traced value."""
-    if isinstance(x, (Value, LogSoftmax, Transposed, Missing)):
+    if isinstance(x, (Value, LogSoftmax, Transposed, Missing, Negated)):
         return False
     if isinstance(x, (list, tuple)):
         return all(is_known(y) for y in x)

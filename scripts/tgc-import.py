@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
 """tgc-import: a PyTorch model's forward pass and loss as tg IR.
 
-  tgc-import.py --module FILE.py:FACTORY --task classify|causal-lm
+  tgc-import.py --module FILE.py:FACTORY
+                --task classify|causal-lm|masked-lm|seq-cls
                 --batch B (--features F | --seq-len T) -o MODEL.mlir
                 [--weights WEIGHTS.safetensors] [--name NAME] [--check]
   tgc-import.py --hf DIR --batch B --seq-len T -o MODEL.mlir [--check]
 
---hf imports a Hugging Face model directory's causal LM (the class its
-config.json names, from transformers, with eager attention and no dropout;
-run it with .venv-hf47/bin/python): `tgc-run --load-weights DIR` then
-starts from the directory's weights, under the same names.
+--hf imports a Hugging Face model directory (the class its config.json
+names, from transformers, with eager attention and no dropout; run it with
+.venv-hf47/bin/python): a causal LM, a masked LM or a sequence classifier,
+the task told from the class. `tgc-run --load-weights DIR` then starts
+from the directory's weights, under the same names.
 FACTORY() returns a torch.nn.Module. Its forward takes `inputs` [B, F]
 (floats; --task classify, whose loss is the cross-entropy of the logits
-[B, C] against `targets` [B]) or `tokens` [B, T] (int64; --task causal-lm,
+[B, C] against `targets` [B]), or `tokens` [B, T] (int64; --task causal-lm,
 the cross-entropy of the logits [B, T, V] against `targets` [B, T], -100
-ignored). The step is traced at these static shapes on fake tensors, at
+ignored), or `tokens` and an `attention_mask` [B, T] (--task masked-lm,
+targets [B, T]; --task seq-cls, logits [B, C] against targets [B]). The step is traced at these static shapes on fake tensors, at
 the level of ATen operators (make_fx over a functional call of the module,
 so no weight is touched), and every ATen operator becomes tg operations
 through one table (OPS below). What depends only on shapes and buffers
@@ -110,9 +113,15 @@ def load_hf(directory, seed):
     if cls is None:
         fail(f"--hf: {path}: transformers {transformers.__version__} has no "
              f"class {name}")
-    if not name.endswith("ForCausalLM"):
-        fail(f"--hf: {path}: {name} is not a causal LM (only ...ForCausalLM "
-             "models are imported from Hugging Face yet)")
+    from transformers.models.auto import modeling_auto as auto
+    tasks = {"causal-lm": auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+             "masked-lm": auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+             "seq-cls": auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES}
+    task = next((t for t, names in tasks.items()
+                 if name in set(names.values())), None)
+    if task is None:
+        fail(f"--hf: {path}: {name} is not a causal LM, masked LM or "
+             "sequence classifier (the heads tgc-import takes)")
     for field in ("dropout", "attention_dropout", "hidden_dropout",
                   "resid_pdrop", "embd_pdrop", "attn_pdrop", "activation_dropout",
                   "hidden_dropout_prob", "attention_probs_dropout_prob"):
@@ -132,7 +141,7 @@ def load_hf(directory, seed):
     except Exception as e:
         fail(f"--hf: building {name} from '{directory}' failed: "
              f"{type(e).__name__}: {e}")
-    return model
+    return model, task
 
 
 def example_inputs(args):
@@ -145,21 +154,40 @@ def example_inputs(args):
             inputs=torch.zeros(args.batch, args.features),
             targets=torch.zeros(args.batch, dtype=torch.int64))
     if args.seq_len is None:
-        fail("--task causal-lm needs --seq-len T")
-    return collections.OrderedDict(
-        tokens=torch.zeros(args.batch, args.seq_len, dtype=torch.int64),
-        targets=torch.zeros(args.batch, args.seq_len, dtype=torch.int64))
+        fail(f"--task {args.task} needs --seq-len T")
+    B, T = args.batch, args.seq_len
+    inputs = collections.OrderedDict(
+        tokens=torch.zeros(B, T, dtype=torch.int64))
+    if args.task in ENCODER_TASKS:
+        inputs["attention_mask"] = torch.ones(B, T, dtype=torch.int64)
+    inputs["targets"] = torch.zeros(
+        (B,) if args.task == "seq-cls" else (B, T), dtype=torch.int64)
+    return inputs
+
+
+# Tasks whose batches carry an attention mask (padded keys hidden), and
+# the tg.task each records for tgc-run's batching.
+ENCODER_TASKS = ("masked-lm", "seq-cls")
+TG_TASKS = {"causal-lm": "causal-lm", "masked-lm": "masked-lm",
+            "seq-cls": "sequence-classification"}
+
+
+def loss_logits(model, task, inputs):
+    """The logits the loss of `task` reads."""
+    if task == "classify":
+        return model(inputs["inputs"])
+    if task in ENCODER_TASKS:
+        out = model(inputs["tokens"], attention_mask=inputs["attention_mask"])
+    else:
+        out = model(inputs["tokens"])
+    return out.logits if hasattr(out, "logits") else out
 
 
 def loss_of(model, task, inputs):
-    """The module's loss on `inputs` (the function the import traces)."""
+    """The module's loss on `inputs` (the function the import traces): the
+    mean cross-entropy of its logits against the targets, -100 ignored."""
     import torch.nn.functional as F
-    if task == "classify":
-        logits = model(inputs["inputs"])
-        return F.cross_entropy(logits, inputs["targets"])
-    logits = model(inputs["tokens"])
-    if hasattr(logits, "logits"):  # a Hugging Face output
-        logits = logits.logits
+    logits = loss_logits(model, task, inputs)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                            inputs["targets"].reshape(-1), ignore_index=-100)
 
@@ -240,7 +268,8 @@ def trace(model, task, inputs):
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aten_to_tg import (OPS, Emitter, Known, Missing, Unsupported,  # noqa: E402
+from aten_to_tg import (IN_PLACE, OPS, VIEWS, Emitter, Known,  # noqa: E402
+                        Missing, Unsupported,
                         Value, addmm, baddbmm, flatten, is_known, matmul,
                         resolve, unwrap)
 
@@ -327,6 +356,15 @@ def convert(graph, params, buffers, inputs, name, task, root="model"):
             if handler is None:
                 raise Unsupported(target)
             env[node] = handler(e, node, args)
+            if target in IN_PLACE and isinstance(node.args[0], torch.fx.Node):
+                # The updated tensor's later readers read the result; a view
+                # taken before the update would not see it here.
+                updated = node.args[0]
+                order = {n: i for i, n in enumerate(graph.graph.nodes)}
+                if any(order[u] < order[node] and u is not node and
+                       str(u.target) in VIEWS for u in updated.users):
+                    raise Unsupported(f"{target} of a tensor a view reads")
+                env[updated] = env[node]
         except Unsupported as u:
             missing[(u.what, where(node))] += 1
             env[node] = Missing()
@@ -335,8 +373,8 @@ def convert(graph, params, buffers, inputs, name, task, root="model"):
     if not isinstance(loss, Value) or loss.shape != ():
         fail("the traced function does not end in a scalar loss")
     attrs = ["tg.model"]
-    if task == "causal-lm":
-        attrs.append('tg.task = "causal-lm"')
+    if task in TG_TASKS:
+        attrs.append(f'tg.task = "{TG_TASKS[task]}"')
     body = "\n    ".join(e.lines)
     text = (f"module {{\n  func.func @{name}({', '.join(arguments)}) -> "
             f"tensor<f32> attributes {{{', '.join(attrs)}}} {{\n    {body}\n"
@@ -412,8 +450,13 @@ def check(args, model, text, params):
         batch["targets"] = torch.randint(0, classes, (args.batch,))
     else:
         vocab = params[next(iter(params))].shape[0]
+        batch = example_inputs(args)
         batch["tokens"] = torch.randint(0, vocab, (args.batch, args.seq_len))
-        batch["targets"] = torch.randint(0, vocab, (args.batch, args.seq_len))
+        if "attention_mask" in batch:  # the last row padded from its middle
+            batch["attention_mask"][-1, args.seq_len // 2:] = 0
+        with torch.no_grad():
+            classes = loss_logits(model, args.task, batch).shape[-1]
+        batch["targets"] = torch.randint(0, classes, batch["targets"].shape)
     with torch.no_grad():
         theirs = float(loss_of(model, args.task, batch))
     with tempfile.TemporaryDirectory() as work:
@@ -448,9 +491,10 @@ def main(argv=None):
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--module", metavar="FILE.py:FACTORY")
     source.add_argument("--hf", metavar="DIR", help="a Hugging Face model "
-                        "directory of a causal LM (its config.json, and its "
-                        "weights when it has them)")
-    parser.add_argument("--task", choices=("classify", "causal-lm"))
+                        "directory (its config.json, and its weights when it "
+                        "has them)")
+    parser.add_argument("--task", choices=("classify", "causal-lm",
+                                           "masked-lm", "seq-cls"))
     parser.add_argument("--batch", type=int, required=True)
     parser.add_argument("--features", type=int)
     parser.add_argument("--seq-len", type=int)
@@ -471,10 +515,11 @@ def main(argv=None):
             fail(f"this needs torch ({e}); run it with /usr/bin/python3")
         del torch  # imported for the check only
         if args.hf:
-            if args.task not in (None, "causal-lm"):
-                fail("--hf imports causal LMs (--task causal-lm)")
-            args.task = "causal-lm"
-            model = load_hf(args.hf, args.seed)
+            model, task = load_hf(args.hf, args.seed)
+            if args.task not in (None, task):
+                fail(f"--hf: the directory's model is a {task} model, not "
+                     f"--task {args.task}")
+            args.task = task
         else:
             if args.task is None:
                 fail("--module needs --task classify or causal-lm")

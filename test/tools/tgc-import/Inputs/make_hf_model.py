@@ -3,8 +3,10 @@ transformers 4.47.1) of a family tgc-models does not build, for
 tgc-import's tests: opt (learned positions, ReLU, biases), gpt-neox
 (partial rotary embeddings, fused interleaved q/k/v, parallel residual),
 gemma (RMSNorm on 1 + weight, GeGLU, one key/value head, tied
-embeddings), gpt-neo (alternating global and local attention), and bert
-(a masked LM, which the import refuses). No dropout.
+embeddings), gpt-neo (alternating global and local attention), distilbert
+(a sequence classifier), bert (the same head), roberta (positions counted
+from the padding: refused) and bert-qa (a question-answering head:
+refused). No dropout.
 Usage: make_hf_model.py DIR KIND"""
 import sys
 
@@ -37,8 +39,22 @@ elif kind == "gpt-neo":
         attention_types=[[["global", "local"], 1]], num_heads=4,
         max_position_embeddings=64, window_size=8, resid_dropout=0.0,
         embed_dropout=0.0, attention_dropout=0.0))
+elif kind == "distilbert":
+    model = T.DistilBertForSequenceClassification(T.DistilBertConfig(
+        vocab_size=96, dim=64, n_layers=2, n_heads=4, hidden_dim=128,
+        max_position_embeddings=48, num_labels=3))
 elif kind == "bert":
-    model = T.BertForMaskedLM(T.BertConfig(
+    model = T.BertForSequenceClassification(T.BertConfig(
+        vocab_size=96, hidden_size=64, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=48, num_labels=3))
+elif kind == "roberta":
+    model = T.RobertaForSequenceClassification(T.RobertaConfig(
+        vocab_size=96, hidden_size=64, num_hidden_layers=1,
+        num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=48, pad_token_id=1, num_labels=3))
+elif kind == "bert-qa":
+    model = T.BertForQuestionAnswering(T.BertConfig(
         vocab_size=96, hidden_size=64, num_hidden_layers=1,
         num_attention_heads=4, intermediate_size=128))
 else:
