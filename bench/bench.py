@@ -173,6 +173,9 @@ def main():
              "[CPU.md](CPU.md) (`bench/cpu.py`). The Llama family (planned "
              "memory of 7-8B models by technique, CPU step time against "
              "transformers): [MODELS.md](MODELS.md) (`bench/models.py`). "
+             "Importing PyTorch models (import time and memory of GPT-2 124M "
+             "and a 1B Llama, the imported plan beside tgc-models'): "
+             "[IMPORT.md](IMPORT.md) (`bench/import.py`). "
              "Fuzzing record: "
              "[FUZZ.md](FUZZ.md) (`scripts/fuzz.sh`).", "",
              "## Compile time (GPT-2, B=8, T=1024, AdamW)", "",

@@ -80,6 +80,9 @@ class Emitter:
     def __init__(self):
         self.lines = []
         self.count = 0
+        # Constants already emitted, by their type and contents (the causal
+        # mask every layer slices is one constant).
+        self.constants = {}
 
     def fresh(self):
         self.count += 1
@@ -110,6 +113,15 @@ class Emitter:
     def constant(self, tensor):
         """A tg.constant holding `tensor` (f32 and i64 as hex, exactly;
         booleans as a list)."""
+        import hashlib
+        t = tensor.detach().contiguous()
+        key = (str(t.dtype), tuple(t.shape),
+               hashlib.sha256(t.numpy().tobytes()).hexdigest())
+        if key not in self.constants:
+            self.constants[key] = self._constant(t)
+        return self.constants[key]
+
+    def _constant(self, tensor):
         import torch
         t = tensor.detach().contiguous()
         if t.dtype == torch.bool:

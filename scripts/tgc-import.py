@@ -89,20 +89,24 @@ def load_factory(spec):
 
 
 def load_hf(directory, seed):
-    """A Hugging Face model directory's causal LM (the class its
-    config.json names; the weights when the directory has them, else a
-    seeded random initialisation), with eager attention and no dropout."""
+    """A Hugging Face model directory's model (the class its config.json
+    names; the weights when the directory has them, else a seeded random
+    initialisation), with eager attention and no dropout, and its task.
+    `directory` may also be a config.json alone: the model's shapes only,
+    its parameters allocated and never written (a large model costs no
+    memory), for planning and timing the import."""
     try:
         import transformers
     except ImportError as e:
         fail(f"--hf needs Hugging Face's transformers ({e}); run tgc-import "
              "with .venv-hf47/bin/python (scripts/install-deps.sh makes it)")
     import torch
-    path = os.path.join(directory, "config.json")
+    shapes_only = os.path.isfile(directory)
+    path = directory if shapes_only else os.path.join(directory, "config.json")
     if not os.path.isfile(path):
         fail(f"--hf: '{directory}' has no config.json")
     try:
-        config = transformers.AutoConfig.from_pretrained(directory)
+        config = transformers.AutoConfig.from_pretrained(path)
     except Exception as e:
         fail(f"--hf: {path}: {type(e).__name__}: {e}")
     architectures = getattr(config, "architectures", None) or []
@@ -128,11 +132,17 @@ def load_hf(directory, seed):
         if isinstance(getattr(config, field, None), float):
             setattr(config, field, 0.0)
     config._attn_implementation = "eager"
-    weights = any(os.path.isfile(os.path.join(directory, f)) for f in (
-        "model.safetensors", "model.safetensors.index.json",
-        "pytorch_model.bin"))
+    weights = not shapes_only and any(
+        os.path.isfile(os.path.join(directory, f)) for f in (
+            "model.safetensors", "model.safetensors.index.json",
+            "pytorch_model.bin"))
     try:
-        if weights:
+        if shapes_only:
+            from transformers.modeling_utils import no_init_weights
+            with no_init_weights():
+                model = cls(config)
+            model.tie_weights()
+        elif weights:
             model = cls.from_pretrained(directory, config=config,
                                         torch_dtype=torch.float32)
         else:
@@ -516,6 +526,9 @@ def main(argv=None):
         del torch  # imported for the check only
         if args.hf:
             model, task = load_hf(args.hf, args.seed)
+            if os.path.isfile(args.hf) and (args.check or args.weights):
+                fail("--hf with a config.json alone imports shapes only: no "
+                     "--check or --weights without the model's weights")
             if args.task not in (None, task):
                 fail(f"--hf: the directory's model is a {task} model, not "
                      f"--task {args.task}")
