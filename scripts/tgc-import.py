@@ -550,7 +550,8 @@ def main(argv=None):
         with tempfile.NamedTemporaryFile("w", suffix=".mlir") as raw:
             raw.write(text)
             raw.flush()
-            text = run([tool(args, "tgc-opt"), raw.name])
+            text = run([tool(args, "tgc-opt"), "--tg-raise-attention",
+                        raw.name])
         atomic_write(args.output, text)
         if args.weights:
             write_safetensors(args.weights, params)

@@ -66,6 +66,27 @@ def TGFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGRaiseAttention : Pass<"tg-raise-attention", "mlir::ModuleOp"> {
+  let summary = "Turns attention written as matmuls, a mask and a softmax "
+                "into tg.attention";
+  let description = [{
+    Finds `softmax(mask(scale * Q K^T)) V` over `[B, H, T, D]` heads (on
+    the heads or on `[B*H, T, D]` reshapes of them, K transposed by
+    `transpose_rhs` or a `tg.transpose`, the scale a multiplication or
+    division by a scalar constant) and replaces it by one `tg.attention`:
+    a constant mask that is causal becomes `causal` (and a sliding window
+    `window`), one that hides nothing disappears, and a mask computed from
+    an integer `[B, Tk]` padding mask (BERT's `(1 - mask) * lowest`, or a
+    `tg.where` on it) becomes `key_mask`; keys and values repeated for
+    grouped-query attention are used unrepeated. A chain with another
+    user of an intermediate value, or with a mask of any other form, is
+    left alone. This is how attention that tgc-import traces from a
+    model's eager code gets the fused kernels and memory plan of
+    tgc-models' own.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGFreeze : Pass<"tg-freeze", "mlir::ModuleOp"> {
   let summary = "Marks parameters frozen by glob patterns on their names";
   let description = [{
