@@ -9,9 +9,9 @@ at B=1, T=1024 (GPT-2) and T=2048 (Llama), AdamW:
    trace, the conversion and tgc-opt's verification), its peak resident
    memory, and the IR's operations, constants and bytes;
 2. the plan: tgc-compile's persistent region and transient arena for the
-   imported IR beside `tgc-models`' own build of the same configuration,
-   which has the fused forms (tg.attention, tg.rms_norm, tg.rope, tg.gelu)
-   the import does not produce yet.
+   imported IR beside `tgc-models`' own build of the same configuration.
+   The import raises attention into tg.attention (tg-raise-attention);
+   RMSNorm, rotary embeddings and GPT-2's tanh GELU stay elementwise.
 
 Writes bench/IMPORT.md.
 
@@ -115,15 +115,16 @@ built with its parameters allocated and never written, traced on fake
 tensors at B=1 (`make_fx` on Debian's torch 1.13; transformers 4.47.1,
 eager attention), mapped to tg IR and verified by tgc-opt. One run each;
 wall time of the whole process (Python start and imports included), its
-peak resident memory, and the IR that came out.
+peak resident memory, and the IR that came out (after tg-raise-attention
+turned each attention's matmuls, mask and softmax into one tg.attention).
 
 | model | T | import wall time | peak RSS | tg ops | constants | IR size |
 |---|---|---|---|---|---|---|
 """ + "\n".join(imports) + """
 
-The IR's size is mostly its constants: the causal mask that transformers
-builds (one [T, T] f32 tensor, deduplicated across layers) and the rotary
-tables.
+The IR's size is mostly its constants: the rotary tables (Llama) and
+position ids; the causal masks transformers builds become tg.attention's
+`causal` flag.
 
 ## What the imported model plans
 
@@ -135,11 +136,10 @@ state, constants) and the transient arena of the training step.
 |---|---|---|---|---|---|
 """ + "\n".join(plans) + """
 
-The import does not yet raise the attention (Q K^T, the mask, softmax and
-P V as separate ops, each score matrix kept for the backward pass),
-RMSNorm, rotary embeddings and GPT-2's tanh GELU into tg's fused ops, so
-its arena is larger; its persistent region also holds the mask as a
-constant (16 MiB at T=2048). Raising those patterns is the next step of the import.
+The remaining difference is what the import does not raise yet: GPT-2's
+tanh GELU as eight elementwise ops (each intermediate [B, T, 4C] tensor
+kept for the backward pass where tg.gelu keeps one), and Llama's RMSNorm
+and rotary embeddings as elementwise ops. Raising those is the next step.
 """)
     print(open(os.path.join(ROOT, "bench", "IMPORT.md")).read())
 
