@@ -34,8 +34,10 @@ batch with `tgc-run --eval-only` on the CPU, and prints its loss beside the
 module's own (torch, f32); it fails when they differ by more than 1e-5
 relative.
 
-The output is verified and printed by tgc-opt (found beside this script in
-build/bin, or with --tools DIR). Runs on Debian's torch (/usr/bin/python3);
+The output is verified, raised (tg-raise-attention, tg-raise-rms-norm,
+tg-raise-gelu: the written-out forms of attention, RMSNorm and GELU's tanh
+approximation become tg's fused ops) and printed by tgc-opt (found beside
+this script in build/bin, or with --tools DIR). Runs on Debian's torch (/usr/bin/python3);
 errors are one `tgc-import: error: ...` line and exit status 1.
 """
 import argparse
@@ -551,7 +553,7 @@ def main(argv=None):
             raw.write(text)
             raw.flush()
             text = run([tool(args, "tgc-opt"), "--tg-raise-attention",
-                        raw.name])
+                        "--tg-raise-rms-norm", "--tg-raise-gelu", raw.name])
         atomic_write(args.output, text)
         if args.weights:
             write_safetensors(args.weights, params)

@@ -87,6 +87,29 @@ def TGRaiseAttention : Pass<"tg-raise-attention", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGRaiseRmsNorm : Pass<"tg-raise-rms-norm", "mlir::ModuleOp"> {
+  let summary = "Turns RMSNorm written as elementwise ops into tg.rms_norm";
+  let description = [{
+    Finds `weight * (x * rsqrt(reduce_mean(x * x, last axis, kept) + eps))`
+    (products in either order; the weight any tensor of x's last dimension,
+    Gemma's `1 + weight` included) and replaces it by one `tg.rms_norm`
+    with that epsilon: what tgc-import gets from Hugging Face's RMSNorm.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
+def TGRaiseGelu : Pass<"tg-raise-gelu", "mlir::ModuleOp"> {
+  let summary = "Turns GELU's tanh form written as elementwise ops into "
+                "tg.gelu";
+  let description = [{
+    Finds `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x * x * x)))`
+    (operands in either order, constants within f32 rounding) and replaces
+    it by one `tg.gelu` (its tanh approximation): what tgc-import gets from
+    GPT-2's `gelu_new`.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGFreeze : Pass<"tg-freeze", "mlir::ModuleOp"> {
   let summary = "Marks parameters frozen by glob patterns on their names";
   let description = [{
