@@ -27,10 +27,11 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "Raise.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
-#include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
 #include <optional>
@@ -42,6 +43,7 @@ namespace tgc::tg {
 
 using namespace mlir;
 using namespace tgc::tg;
+using tgc::tg::raise::scalarConstant;
 
 namespace {
 
@@ -50,18 +52,6 @@ RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 /// What a score masks hides: fills of at most this are minus infinity to
 /// a softmax (Hugging Face's masks use the type's lowest finite value).
 constexpr double kHidden = -1e30;
-
-/// The value of a scalar (rank 0 or splat) float constant.
-std::optional<double> scalarConstant(Value v) {
-  auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return std::nullopt;
-  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-  if (!dense || !dense.isSplat() ||
-      !isa<FloatType>(dense.getElementType()))
-    return std::nullopt;
-  return dense.getSplatValue<APFloat>().convertToDouble();
-}
 
 /// `v` without reshapes that only merge or split its leading (batch)
 /// dimensions, as long as each is used only here: the tensor of rank `rank`
@@ -490,22 +480,7 @@ struct TGRaiseAttention
         continue;
       }
       m->last->getResult(0).replaceAllUsesWith(attention.getResult());
-      // The replaced chain, and what only it read (scales, masks, the
-      // padding mask's arithmetic), as each becomes unused: tg ops have no
-      // side effects.
-      SmallVector<Operation *> worklist(m->chain.begin(), m->chain.end());
-      llvm::SmallPtrSet<Operation *, 16> erased;
-      while (!worklist.empty()) {
-        Operation *op = worklist.pop_back_val();
-        if (erased.contains(op) || !op->use_empty() ||
-            !isa<TGDialect>(op->getDialect()))
-          continue;
-        for (Value operand : op->getOperands())
-          if (Operation *def = operand.getDefiningOp())
-            worklist.push_back(def);
-        erased.insert(op);
-        op->erase();
-      }
+      raise::eraseUnused(m->chain);
     }
   }
 };

@@ -16,6 +16,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "Raise.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
@@ -29,18 +31,9 @@ namespace tgc::tg {
 
 using namespace mlir;
 using namespace tgc::tg;
+using tgc::tg::raise::scalarConstant;
 
 namespace {
-
-std::optional<double> scalarConstant(Value v) {
-  auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return std::nullopt;
-  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-  if (!dense || !dense.isSplat() || !isa<FloatType>(dense.getElementType()))
-    return std::nullopt;
-  return dense.getSplatValue<APFloat>().convertToDouble();
-}
 
 bool near(std::optional<double> value, double want) {
   return value && std::abs(*value - want) <= 1e-6 * std::abs(want);
@@ -127,16 +120,7 @@ struct TGRaiseGelu : public tgc::tg::impl::TGRaiseGeluBase<TGRaiseGelu> {
     SmallVector<Operation *> order = {product, half.getDefiningOp(), plusOne,
                                       tanh};
     order.append(chain.begin(), chain.end());
-    for (Operation *op : order) {
-      SmallVector<Operation *> constants;
-      for (Value operand : op->getOperands())
-        if (auto c = operand.getDefiningOp<ConstantOp>())
-          constants.push_back(c);
-      op->erase();
-      for (Operation *c : constants)
-        if (c->use_empty())
-          c->erase();
-    }
+    raise::eraseUnused(order);
   }
 };
 

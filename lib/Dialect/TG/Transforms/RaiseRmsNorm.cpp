@@ -16,11 +16,11 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 
+#include "Raise.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <optional>
 
 namespace tgc::tg {
@@ -34,32 +34,6 @@ using namespace tgc::tg;
 namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-
-/// A scalar float constant's value, as the shortest decimal that rounds to
-/// it in its own type (the model's `1e-05`, not f32's 9.99999975e-06).
-std::optional<double> scalarConstant(Value v) {
-  auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return std::nullopt;
-  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-  if (!dense || !dense.isSplat() || !isa<FloatType>(dense.getElementType()))
-    return std::nullopt;
-  APFloat value = dense.getSplatValue<APFloat>();
-  double exact = value.convertToDouble();
-  // The fewest significant digits that round back to the same value in
-  // the constant's type.
-  for (int digits = 1; digits <= 17; ++digits) {
-    char text[40];
-    std::snprintf(text, sizeof text, "%.*g", digits, exact);
-    double shortest = std::strtod(text, nullptr);
-    APFloat back(shortest);
-    bool lost = false;
-    back.convert(value.getSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    if (back.bitwiseIsEqual(value))
-      return shortest;
-  }
-  return exact;
-}
 
 /// The other operand of a binary op when one of them is `known`.
 Value otherOperand(Operation *op, Value known) {
@@ -84,10 +58,10 @@ struct TGRaiseRmsNorm
     auto add = rsqrt.getInput().getDefiningOp<AddOp>();
     if (!add || !add.getResult().hasOneUse() || !rsqrt.getResult().hasOneUse())
       return;
-    std::optional<double> eps = scalarConstant(add.getRhs());
+    std::optional<double> eps = raise::shortestScalarConstant(add.getRhs());
     Value mean = add.getLhs();
     if (!eps) {
-      eps = scalarConstant(add.getLhs());
+      eps = raise::shortestScalarConstant(add.getLhs());
       mean = add.getRhs();
     }
     auto reduce = mean.getDefiningOp<ReduceMeanOp>();
@@ -121,18 +95,9 @@ struct TGRaiseRmsNorm
     auto norm = RmsNormOp::create(builder, scale->getLoc(), x.getType(), x,
                                   weight, builder.getF64FloatAttr(*eps));
     scale->getResult(0).replaceAllUsesWith(norm.getResult());
-    for (Operation *op : {scale, normalize, rsqrt.getOperation(),
-                          add.getOperation(), reduce.getOperation(),
-                          square.getOperation()}) {
-      SmallVector<Operation *> constants;
-      for (Value operand : op->getOperands())
-        if (auto c = operand.getDefiningOp<ConstantOp>())
-          constants.push_back(c);
-      op->erase();
-      for (Operation *c : constants)
-        if (c->use_empty())
-          c->erase();
-    }
+    raise::eraseUnused({scale, normalize, rsqrt.getOperation(),
+                        add.getOperation(), reduce.getOperation(),
+                        square.getOperation()});
   }
 };
 
