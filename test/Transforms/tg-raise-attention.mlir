@@ -95,6 +95,24 @@ func.func @other_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tens
   return %o : tensor<1x2x4x8xf32>
 }
 
+// A mask over the queries ([B, 1, T, 1]) is not a key mask: left alone.
+// CHECK-LABEL: func.func @query_mask(
+// CHECK-NOT: tg.attention
+// CHECK: tg.softmax
+func.func @query_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %mask: tensor<1x4xi64>) -> tensor<1x2x4x8xf32> {
+  %s = tg.matmul %q, %k {transpose_rhs = true} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %m4 = tg.reshape %mask : tensor<1x4xi64> -> tensor<1x1x4x1xi64>
+  %mf = tg.cast %m4 : tensor<1x1x4x1xi64> -> tensor<1x1x4x1xf32>
+  %one = tg.constant dense<1.000000e+00> : tensor<f32>
+  %hidden = tg.sub %one, %mf : (tensor<f32>, tensor<1x1x4x1xf32>) -> tensor<1x1x4x1xf32>
+  %lowest = tg.constant dense<-3.40282347E+38> : tensor<f32>
+  %bias = tg.mul %hidden, %lowest : (tensor<1x1x4x1xf32>, tensor<f32>) -> tensor<1x1x4x1xf32>
+  %masked = tg.add %s, %bias : (tensor<1x2x4x4xf32>, tensor<1x1x4x1xf32>) -> tensor<1x2x4x4xf32>
+  %p = tg.softmax %masked {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = tg.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
 // CHECK-LABEL: func.func @shared_scores(
 // CHECK-NOT: tg.attention
 // CHECK: tg.softmax

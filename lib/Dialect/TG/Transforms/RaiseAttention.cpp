@@ -161,7 +161,26 @@ std::optional<bool> keepOfBool(Attribute a) {
 Value paddingMaskSource(Value v, int64_t tk) {
   while (true) {
     Operation *op = v.getDefiningOp();
-    if (isa_and_nonnull<ReshapeOp, BroadcastToOp, CastOp>(op)) {
+    if (auto reshape = dyn_cast_or_null<ReshapeOp>(op)) {
+      // Only between [B, 1, ..., 1, Tk] shapes: the keys stay on the last
+      // axis and the batch on the first (a query-side [B, 1, T, 1] mask is
+      // not a key mask).
+      ArrayRef<int64_t> in = typeOf(reshape.getInput()).getShape(),
+                        out = typeOf(v).getShape();
+      auto ones = [](ArrayRef<int64_t> shape) {
+        return llvm::all_of(shape.drop_front().drop_back(),
+                            [](int64_t d) { return d == 1; });
+      };
+      if (in.size() < 2 || out.size() < 2 || out.front() != in.front() ||
+          in.back() != tk || out.back() != tk || !ones(in) || !ones(out))
+        return {};
+      v = reshape.getInput();
+      continue;
+    }
+    if (isa_and_nonnull<BroadcastToOp, CastOp>(op)) {
+      // Broadcasting aligns trailing axes: the keys stay last.
+      if (typeOf(op->getOperand(0)).getShape().back() != tk)
+        return {};
       v = op->getOperand(0);
       continue;
     }
