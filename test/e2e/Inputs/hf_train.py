@@ -8,14 +8,13 @@ logits against the batch's targets (-100 ignored); writes each step's loss
 (METRICS, JSON lines) and the final parameters (FINAL, by state-dict name,
 a tied weight once).
 Usage: hf_train.py DIR DATA STEPS METRICS FINAL"""
-import json
 import sys
 
 import torch
-import torch.nn.functional as F
 import transformers
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import adamw_reference  # noqa: E402
 import safetensors_io  # noqa: E402
 
 directory, data, steps, metrics, final = sys.argv[1:6]
@@ -29,25 +28,15 @@ for field in ("dropout", "attention_dropout", "hidden_dropout", "resid_pdrop",
 cls = getattr(transformers, config.architectures[0])
 model = cls.from_pretrained(directory, config=config, torch_dtype=torch.float32,
                             attn_implementation="eager")
-model.train()
 torch.manual_seed(0)
-torch.set_num_threads(1)
-batches = safetensors_io.load(data)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999),
-                        eps=1e-8, weight_decay=0.01)
-n = batches["tokens"].shape[0]
-with open(metrics, "w") as out:
-    for step in range(int(steps)):
-        kwargs = {"input_ids": batches["tokens"][step % n]}
-        if "attention_mask" in batches:
-            kwargs["attention_mask"] = batches["attention_mask"][step % n]
-        logits = model(**kwargs).logits
-        targets = batches["targets"][step % n]
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                               targets.reshape(-1), ignore_index=-100)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        out.write(json.dumps({"step": step + 1, "loss": loss.item()}) + "\n")
-safetensors_io.save(final, {k: v.detach().clone()
-                            for k, v in model.named_parameters()})
+
+
+def logits_of(model, batches, i):
+    kwargs = {"input_ids": batches["tokens"][i]}
+    if "attention_mask" in batches:
+        kwargs["attention_mask"] = batches["attention_mask"][i]
+    return model(**kwargs).logits
+
+
+adamw_reference.train(model, safetensors_io.load(data), steps, metrics, final,
+                      logits_of)
