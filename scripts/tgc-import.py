@@ -497,6 +497,31 @@ def check(args, model, text, params):
              "than 1e-5")
 
 
+def check_outputs(args):
+    """No output names an input or the other output: a mistake on the
+    command line must not cost the user a model file or its weights."""
+    def key(path):
+        return os.path.realpath(path)
+    inputs = []
+    if args.module:
+        inputs.append(("--module", args.module.rpartition(":")[0]))
+    if args.hf:
+        hf = args.hf
+        inputs.append(("--hf", hf))
+        if os.path.isdir(hf):
+            inputs += [("--hf", os.path.join(hf, name))
+                       for name in os.listdir(hf)]
+    outputs = [("-o", args.output)] + ([("--weights", args.weights)]
+                                       if args.weights else [])
+    for option, path in outputs:
+        for other, source in inputs:
+            if source and key(path) == key(source):
+                fail(f"{option} '{path}' would overwrite {other} '{source}'; "
+                     "write it to another file")
+    if args.weights and key(args.weights) == key(args.output):
+        fail("-o and --weights name the same file; each output needs its own")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="tgc-import", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -521,6 +546,7 @@ def main(argv=None):
     try:
         if args.batch < 1:
             fail("--batch must be positive")
+        check_outputs(args)
         try:
             import torch
         except ImportError as e:
