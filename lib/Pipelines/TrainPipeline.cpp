@@ -89,6 +89,10 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
   }
 
   pm.addPass(tg::createTGRemat(forwarded<tg::TGRematOptions>(options)));
+
+  // Last: it orders the finished step, recomputed ops included.
+  if (options.optimizerInBackward)
+    pm.addPass(tg::createTGOptimizerInBackward());
 }
 
 void registerTrainPipeline() {

@@ -61,6 +61,14 @@ struct TrainPipelineOptions
       llvm::cl::desc("Loss scaling: auto (dynamic for f16, none otherwise), "
                      "dynamic, static:<value> or none (tg-loss-scale)"),
       llvm::cl::init("auto")};
+  Option<bool> optimizerInBackward{
+      *this, "optimizer-in-backward",
+      llvm::cl::desc("Run each parameter's update as soon as its gradient "
+                     "is complete, so gradients die inside the backward "
+                     "pass (tg-optimizer-in-backward; updates that need "
+                     "every gradient, as with --clip-grad-norm, stay after "
+                     "it)"),
+      llvm::cl::init(false)};
   Option<int64_t> gradAccum{
       *this, "grad-accum",
       llvm::cl::desc("Micro-batches per optimizer step, gradients "

@@ -442,6 +442,38 @@ def TGRemat : Pass<"tg-remat", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGOptimizerInBackward : Pass<"tg-optimizer-in-backward",
+                                  "mlir::ModuleOp"> {
+  let summary = "Runs each parameter's update as soon as its gradient is "
+                "complete, inside the backward pass";
+  let description = [{
+    On every `tg.train_step` (after every pass that adds ops to the step,
+    tg-remat included, before tg-plan-memory), reorders the step so that
+    each optimizer update (OptimizerUpdateOpInterface), with the ops that
+    exist only to feed it (its gradient's last sum, a dequantization, the
+    step count and other scalars), runs as soon as its gradient and operands
+    exist and every other reader of what it writes in place has run; then
+    the gradient dies at once, and the peak holds about one block's
+    gradients instead of the model's (torchtune's optimizer-in-backward, as
+    a schedule). Only the order changes: the same kernels run on the same
+    operands, so losses and parameters are bitwise those of the step
+    without the pass.
+
+    An update that needs every gradient first stays after the backward pass
+    on its own, through its operands: with global-norm clipping (the norm
+    reads every gradient), with dynamic loss scaling (GradScaler skips the
+    whole step when any gradient overflowed), and in the last micro-step of
+    gradient accumulation (the accumulators are summed and reset together).
+    The summary line says how many updates moved and, when some did not,
+    the op they wait for.
+  }];
+  let options = [
+    Option<"printSummary", "print", "bool", /*default=*/"true",
+           "Print a summary line to stderr">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
   let summary = "Plans the memory of training steps and reports it";
   let description = [{
