@@ -50,6 +50,11 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     amp.dtype = options.amp;
     pm.addPass(tg::createTGAmp(amp));
   }
+  if (options.masterWeights != tg::MasterWeights::F32) {
+    tg::TGMasterWeightsOptions master;
+    master.dtype = options.masterWeights;
+    pm.addPass(tg::createTGMasterWeights(master));
+  }
   if (options.fuse)
     pm.addPass(tg::createTGFuse());
   pm.addPass(tg::createTGAutodiff());
@@ -93,6 +98,28 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
   // Last: it orders the finished step, recomputed ops included.
   if (options.optimizerInBackward)
     pm.addPass(tg::createTGOptimizerInBackward());
+}
+
+std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
+  if (options.masterWeights == tg::MasterWeights::BF16) {
+    // Stochastic rounding is AdamW's (SGD and Adafactor would round to
+    // nearest and lose updates smaller than a bf16 step).
+    if (options.optimizer != tg::OptimizerKind::AdamW)
+      return "--master-weights=bf16 needs --optimizer=adamw (its updates "
+             "are rounded stochastically), found --optimizer=" +
+             tg::choiceName(options.optimizer.getValue()).str();
+    if (options.amp == tg::Half::F16)
+      return "--master-weights=bf16 computes in bf16; it does not combine "
+             "with --amp=f16 (use --amp=bf16)";
+    // The rounding bits hash each element's index in the whole tensor; a
+    // shard's update would draw other bits than one process.
+    if (options.dataParallel == tg::ParallelMode::Zero1 ||
+        options.dataParallel == tg::ParallelMode::Zero2)
+      return "--master-weights=bf16 does not combine with --data-parallel=" +
+             tg::choiceName(options.dataParallel.getValue()).str() +
+             " yet (use ddp)";
+  }
+  return "";
 }
 
 void registerTrainPipeline() {

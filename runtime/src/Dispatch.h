@@ -46,7 +46,7 @@ inline cpu::SGDOptions sgdOptions(const Instruction &inst) {
 
 inline cpu::AdamWOptions adamwOptions(const Instruction &inst) {
   return {inst.getFloat("beta1"), inst.getFloat("beta2"), inst.getFloat("eps"),
-          inst.getFloat("weight_decay")};
+          inst.getFloat("weight_decay"), inst.getInt("rounding_seed", 0)};
 }
 
 /// Runs `inst` with the kernels of `ctx`'s backend.
@@ -187,7 +187,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::AdamWUpdate: {
     cpu::AdamWOptions o = adamwOptions(inst);
     return adamwUpdate(ctx, in[0], in[1], in[2], in[3], in[4], in[5], o.beta1,
-                       o.beta2, o.eps, o.weightDecay, out[0], out[1], out[2]);
+                       o.beta2, o.eps, o.weightDecay, out[0], out[1], out[2],
+                       o.roundingSeed);
   }
   case Kernel::AdamW8bitUpdate: {
     // param, grad, m codes, m absmax, v codes, v absmax, signed map,

@@ -13,6 +13,8 @@
 #define TGC_RUNTIME_SRC_SCALAR_H
 
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 #include <type_traits>
 
 #ifdef __CUDACC__
@@ -22,6 +24,56 @@
 #endif
 
 namespace tgc::rt {
+
+/// The bits of an f32 and back.
+TGC_HOST_DEVICE inline uint32_t floatBits(float x) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(x);
+#else
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  return bits;
+#endif
+}
+TGC_HOST_DEVICE inline float bitsFloat(uint32_t bits) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(bits);
+#else
+  float x;
+  memcpy(&x, &bits, sizeof x);
+  return x;
+#endif
+}
+
+/// 32 random bits for element `index` of a parameter at step `step`: a
+/// counter-based hash (SplitMix64's finalizer over the three, mixed by two
+/// odd constants), so any element's bits are known without a generator's
+/// state and a resumed run draws what the uninterrupted one drew.
+TGC_HOST_DEVICE inline uint32_t roundingBits(uint64_t seed, int64_t step,
+                                             int64_t index) {
+  uint64_t z = seed ^ (uint64_t(step) * 0x9E3779B97F4A7C15ull) ^
+               (uint64_t(index) * 0xD1B54A32D192ED03ull);
+  z ^= z >> 30;
+  z *= 0xBF58476D1CE4E5B9ull;
+  z ^= z >> 27;
+  z *= 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return uint32_t(z >> 32);
+}
+
+/// `x` rounded to bf16 stochastically, as an f32 whose low 16 bits are
+/// zero (so the store's rounding to bf16 is exact): 16 random bits added
+/// to the bits that bf16 drops, then truncated, so `x` rounds away from
+/// zero with probability equal to its distance from the value below (in
+/// magnitude) over the gap. Infinities and NaNs pass unchanged.
+TGC_HOST_DEVICE inline float roundBf16Stochastic(float x, uint64_t seed,
+                                                 int64_t step, int64_t index) {
+  uint32_t bits = floatBits(x);
+  if ((bits & 0x7f800000u) == 0x7f800000u)
+    return x;
+  bits += roundingBits(seed, step, index) & 0xffffu;
+  return bitsFloat(bits & 0xffff0000u);
+}
 
 /// tg.add, tg.sub, tg.mul, tg.div, tg.maximum, tg.minimum.
 enum class BinaryKind { Add, Sub, Mul, Div, Maximum, Minimum };

@@ -268,6 +268,9 @@ int main(int argc, char **argv) {
           options.weightDecay, options.weightDecay.hasValue());
       !bad.empty())
     return fail("--" + bad);
+  if (std::string conflict = tgc::checkTrainPipelineOptions(options);
+      !conflict.empty())
+    return fail(conflict);
   if (options.gradAccum < 1)
     return fail("--grad-accum must be at least 1 (micro-batches per "
                 "optimizer step; 1 is no accumulation), found " +

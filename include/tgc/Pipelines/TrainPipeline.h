@@ -46,6 +46,12 @@ struct TrainPipelineOptions
       *this, "amp",
       llvm::cl::desc("Mixed precision: none, bf16 or f16 (tg-amp)"),
       llvm::cl::init(tg::Half::None)};
+  Option<tg::MasterWeights> masterWeights{
+      *this, "master-weights",
+      llvm::cl::desc("How trainable parameters are stored: f32, or bf16 "
+                     "with no f32 copy, f32 AdamW moments and stochastic "
+                     "rounding (tg-master-weights)"),
+      llvm::cl::init(tg::MasterWeights::F32)};
   Option<bool> fuse{
       *this, "fuse",
       llvm::cl::desc("Fuse matmul + bias (+ GELU) into tg.linear, one "
@@ -92,6 +98,10 @@ struct TrainPipelineOptions
 /// its tg.train_step.
 void buildTrainPipeline(mlir::OpPassManager &pm,
                         const TrainPipelineOptions &options);
+
+/// Why `options` cannot be compiled together (flags that conflict), or ""
+/// when they can: what each pass cannot see alone.
+std::string checkTrainPipelineOptions(const TrainPipelineOptions &options);
 
 /// Registers the pipeline as `tgc-train-pipeline` for tgc-opt.
 void registerTrainPipeline();

@@ -102,6 +102,21 @@ struct AdamWStep {
   }
 };
 
+/// A new parameter value as the store will round it: stochastically to
+/// bf16 with a seed, else unchanged (the store rounds to nearest).
+inline float rounded(float value, int64_t seed, int64_t t, int64_t index) {
+  return seed ? roundBf16Stochastic(value, uint64_t(seed), t, index) : value;
+}
+
+/// Stochastic rounding is to bf16: a seed on another type is refused.
+Status checkRoundingSeed(int64_t seed, const TensorRef &param) {
+  if (seed != 0 && param.dtype != DType::BF16)
+    return Status::failure("rounding_seed rounds bf16 parameters "
+                           "stochastically; this parameter is " +
+                           std::string(dtypeName(param.dtype)));
+  return Status::success();
+}
+
 } // namespace
 
 Status sgdUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
@@ -169,7 +184,7 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    const TensorRef &lr, const TensorRef &step, double beta1,
                    double beta2, double eps, double weightDecay,
                    TensorRef &newParam, TensorRef &newExpAvg,
-                   TensorRef &newExpAvgSq) {
+                   TensorRef &newExpAvgSq, int64_t roundingSeed) {
   TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
   TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
   TGC_RETURN_IF_ERROR(checkLikeParam(expAvg, param, "exp_avg"));
@@ -181,6 +196,7 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
   TGC_RETURN_IF_ERROR(expectSameDType(newExpAvg, expAvg, "new_exp_avg"));
   TGC_RETURN_IF_ERROR(
       expectSameDType(newExpAvgSq, expAvgSq, "new_exp_avg_sq"));
+  TGC_RETURN_IF_ERROR(checkRoundingSeed(roundingSeed, param));
   float lrValue;
   int64_t t;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
@@ -192,7 +208,7 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
   parallelFor(count, kElementGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       float mi = m[i], vi = v[i];
-      newP[i] = update.apply(p[i], g[i], mi, vi);
+      newP[i] = rounded(update.apply(p[i], g[i], mi, vi), roundingSeed, t, i);
       newM[i] = mi;
       newV[i] = vi;
     }
@@ -343,6 +359,7 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
   TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
   TGC_RETURN_IF_ERROR(checkQuantized(param, m8, blockSize, "exp_avg"));
   TGC_RETURN_IF_ERROR(checkQuantized(param, v8, blockSize, "exp_avg_sq"));
+  TGC_RETURN_IF_ERROR(checkRoundingSeed(options.roundingSeed, param));
   float lrValue;
   int64_t t;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
@@ -369,7 +386,8 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
         float &mi = mBlock[size_t(e)], &vi = vBlock[size_t(e)];
         mi = m.dequantize(i, block);
         vi = v.dequantize(i, block);
-        newP[i] = update.apply(p[i], g[i], mi, vi);
+        newP[i] = rounded(update.apply(p[i], g[i], mi, vi),
+                          options.roundingSeed, t, i);
       }
       requantizeBlock(m, mBlock.data(), size, first, block);
       requantizeBlock(v, vBlock.data(), size, first, block);

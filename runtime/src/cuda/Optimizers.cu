@@ -157,10 +157,17 @@ namespace {
 struct AdamWParams {
   double beta1, beta2, weightDecay;
   float b1, oneMinusB1, b2, oneMinusB2, epsilon;
+  uint64_t roundingSeed; // 0: the store rounds to nearest
+
+  /// A new parameter value as it is stored (cpu's `rounded`).
+  __device__ float rounded(float value, int64_t t, int64_t index) const {
+    return roundingSeed ? roundBf16Stochastic(value, roundingSeed, t, index)
+                        : value;
+  }
 };
 
 AdamWParams adamwParams(double beta1, double beta2, double eps,
-                        double weightDecay) {
+                        double weightDecay, int64_t roundingSeed) {
   return AdamWParams{beta1,
                      beta2,
                      weightDecay,
@@ -168,7 +175,17 @@ AdamWParams adamwParams(double beta1, double beta2, double eps,
                      float(1.0 - beta1),
                      float(beta2),
                      float(1.0 - beta2),
-                     float(eps)};
+                     float(eps),
+                     uint64_t(roundingSeed)};
+}
+
+/// Stochastic rounding is to bf16: a seed on another type is refused.
+Status checkRoundingSeed(int64_t seed, const TensorRef &param) {
+  if (seed != 0 && param.dtype != DType::BF16)
+    return Status::failure("rounding_seed rounds bf16 parameters "
+                           "stochastically; this parameter is " +
+                           std::string(dtypeName(param.dtype)));
+  return Status::success();
 }
 
 /// As cpu's AdamWStep: the step's scalars as torch computes them in Python
@@ -220,7 +237,7 @@ __global__ void adamwKernel(const void *param, DType paramType,
                            loadFloat(grad, gradType, i), m, v);
     storeFloat(newExpAvg, expAvgType, i, m);
     storeFloat(newExpAvgSq, expAvgSqType, i, v);
-    storeFloat(newParam, paramType, i, p);
+    storeFloat(newParam, paramType, i, hp.rounded(p, t, i));
   }
 }
 
@@ -229,8 +246,10 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    const TensorRef &lr, const TensorRef &step, double beta1,
                    double beta2, double eps, double weightDecay,
                    TensorRef &newParam, TensorRef &newExpAvg,
-                   TensorRef &newExpAvgSq) {
-  AdamWParams hp = adamwParams(beta1, beta2, eps, weightDecay);
+                   TensorRef &newExpAvgSq, int64_t roundingSeed) {
+  if (Status status = checkRoundingSeed(roundingSeed, param); !status.ok())
+    return status;
+  AdamWParams hp = adamwParams(beta1, beta2, eps, weightDecay, roundingSeed);
   int64_t n = param.numElements();
   // Launched even when empty: the kernel still checks the step.
   adamwKernel<<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
@@ -363,7 +382,7 @@ __global__ void adamw8bitKernel(const void *param, DType paramType,
                            loadFloat(grad, gradType, i), m, v);
     mMax = fmaxf(mMax, fabsf(m));
     vMax = fmaxf(vMax, fabsf(v));
-    storeFloat(newParam, paramType, i, p);
+    storeFloat(newParam, paramType, i, hp.rounded(p, t, i));
   }
   requantizeBlock(mValues, mMax, mapS, midS, /*isSigned=*/true, newMCodes,
                   newMAbsmax, first, size, scratch);
@@ -382,8 +401,11 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
                        TensorRef &newParam) {
   if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
     return status;
+  if (Status status = checkRoundingSeed(options.roundingSeed, param);
+      !status.ok())
+    return status;
   AdamWParams hp = adamwParams(options.beta1, options.beta2, options.eps,
-                               options.weightDecay);
+                               options.weightDecay, options.roundingSeed);
   int64_t n = param.numElements();
   int64_t blocks = (n + blockSize - 1) / blockSize;
   // At least one block: the kernel still checks the step when n is 0.

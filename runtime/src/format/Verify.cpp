@@ -79,6 +79,18 @@ private:
       return fail(std::string("missing or mistyped attribute '") + name + "'");
     return true;
   }
+  /// An optimizer update's optional stochastic rounding: an integer seed,
+  /// non-zero only on a bf16 parameter.
+  bool roundingSeed() {
+    auto it = inst.attrs.find("rounding_seed");
+    if (it == inst.attrs.end())
+      return true;
+    if (!attr("rounding_seed", AttrValue::Int))
+      return false;
+    return inst.getInt("rounding_seed") == 0 || in(0).dtype == DType::BF16 ||
+           fail("rounding_seed rounds bf16 parameters stochastically; '" +
+                in(0).name + "' is " + dtypeName(in(0).dtype));
+  }
   bool axisOk(int64_t axis, size_t rank) {
     return (axis >= -int64_t(rank) && axis < int64_t(rank)) ||
            fail("axis out of range");
@@ -552,7 +564,8 @@ Status Checker::run() {
          scalar(in(4), DType::F32) && scalar(in(5), DType::I64) &&
          same(in(0), out(0)) && same(in(2), out(1)) && same(in(3), out(2)) &&
          attr("beta1", AttrValue::Float) && attr("beta2", AttrValue::Float) &&
-         attr("eps", AttrValue::Float) && attr("weight_decay", AttrValue::Float);
+         attr("eps", AttrValue::Float) &&
+         attr("weight_decay", AttrValue::Float) && roundingSeed();
     break;
   case Kernel::AdafactorUpdate: {
     // param, grad, 1 or 2 state tensors, lr, step[, apply].
@@ -607,7 +620,7 @@ Status Checker::run() {
          same(in(2), out(1)) && same(in(3), out(2)) && same(in(4), out(3)) &&
          same(in(5), out(4)) && attr("beta1", AttrValue::Float) &&
          attr("beta2", AttrValue::Float) && attr("eps", AttrValue::Float) &&
-         attr("weight_decay", AttrValue::Float);
+         attr("weight_decay", AttrValue::Float) && roundingSeed();
     break;
   }
   case Kernel::SGD8bitUpdate: {

@@ -148,6 +148,57 @@ TEST(OptimizersCuda, AdamWInPlace) {
   }
 }
 
+// bf16 master weights: the CUDA kernels round each new parameter with the
+// same bits as the CPU's (the same hash of seed, step and element), f32 and
+// 8-bit moments alike, so the two backends store the same bf16 values.
+TEST(OptimizersCuda, AdamWStochasticRoundingMatchesCpu) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(409);
+  const std::vector<int64_t> shape = {3, 211};
+  HostTensor param(DType::BF16, shape), nearest(DType::BF16, shape),
+      m(DType::F32, shape), v(DType::F32, shape), m0(DType::F32, shape),
+      v0(DType::F32, shape);
+  fillNormal(param, rng);
+  nearest.bytes = param.bytes; // same size: ref.data stays valid
+  DeviceTensor p(param), md(m), vd(v);
+  HostTensor lr = f32Scalar(1e-4f);
+  DeviceTensor lrD(lr);
+  int64_t differs = 0;
+  for (int64_t t : {1, 2, 3}) {
+    HostTensor grad(DType::BF16, shape), step = i64Scalar(t);
+    fillNormal(grad, rng, 0.0f, 0.5f);
+    DeviceTensor g(grad), s(step);
+    m0.bytes = m.bytes;
+    v0.bytes = v.bytes;
+    ASSERT_TRUE(ok(cpu::adamwUpdate(cpuCtx, nearest.ref, grad.ref, m0.ref,
+                                    v0.ref, lr.ref, step.ref, 0.9, 0.999, 1e-8,
+                                    0.1, nearest.ref, m0.ref, v0.ref)));
+    ASSERT_TRUE(ok(cpu::adamwUpdate(cpuCtx, param.ref, grad.ref, m.ref, v.ref,
+                                    lr.ref, step.ref, 0.9, 0.999, 1e-8, 0.1,
+                                    param.ref, m.ref, v.ref, 99991)));
+    ASSERT_TRUE(ok(cuda::adamwUpdate(*testContext(), p.ref, g.ref, md.ref,
+                                     vd.ref, lrD.ref, s.ref, 0.9, 0.999, 1e-8,
+                                     0.1, p.ref, md.ref, vd.ref, 99991)));
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), 0);
+    HostTensor onDevice = p.toHost();
+    ASSERT_EQ(onDevice.bytes, param.bytes) << "step " << t;
+    const auto *a = reinterpret_cast<const uint16_t *>(param.bytes.data());
+    const auto *b = reinterpret_cast<const uint16_t *>(nearest.bytes.data());
+    for (int64_t i = 0; i < 3 * 211; ++i)
+      differs += a[i] != b[i];
+    nearest.bytes = param.bytes;
+  }
+  // Rounding stochastically is not rounding to nearest.
+  EXPECT_GT(differs, 20);
+  HostTensor f32Param(DType::F32, {4});
+  HostTensor one = i64Scalar(1);
+  DeviceTensor f(f32Param), s1(one);
+  EXPECT_FALSE(ok(cuda::adamwUpdate(*testContext(), f.ref, f.ref, f.ref, f.ref,
+                                    lrD.ref, s1.ref, 0.9, 0.999, 1e-8, 0.1,
+                                    f.ref, f.ref, f.ref, 5)));
+}
+
 TEST(OptimizersCuda, StepBelowOneRaisesAndWritesNothing) {
   TGC_REQUIRE_GPU();
   std::mt19937 rng(407);

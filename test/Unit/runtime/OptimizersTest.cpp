@@ -13,6 +13,7 @@
 #include "tgc/runtime/CpuKernels.h"
 
 #include "TestUtil.h"
+#include "Scalar.h"
 
 #include <algorithm>
 #include <cmath>
@@ -84,6 +85,69 @@ TEST(AdamW, BF16ParamWithF32Moments) {
               "bf16 param");
   for (size_t i = 0; i < g.size(); ++i)
     EXPECT_NEAR(expAvg.get(int64_t(i)), 0.1 * g[i], 1e-7);
+}
+
+// bf16 master weights: stochastic rounding rounds up with probability equal
+// to the distance from the value below over the gap (mathematics: unbiased
+// in expectation), always to one of the two neighbours, and draws the same
+// bits for the same seed, step and element.
+TEST(StochasticRounding, UnbiasedBetweenNeighbours) {
+  const float gap = 1.0f / 128; // bf16's spacing in [1, 2)
+  for (double fraction : {0.0, 0.1, 0.3, 0.5, 0.9}) {
+    float x = 1.0f + float(fraction) * gap;
+    int64_t up = 0, n = 200000;
+    for (int64_t i = 0; i < n; ++i) {
+      float r = roundBf16Stochastic(x, 0x9e37u, 7, i);
+      ASSERT_TRUE(r == 1.0f || r == 1.0f + gap) << r;
+      up += r != 1.0f;
+      ASSERT_EQ(r, roundBf16Stochastic(x, 0x9e37u, 7, i));
+    }
+    EXPECT_NEAR(double(up) / double(n), fraction, 0.005) << fraction;
+  }
+  // Negative values round in magnitude, symmetrically.
+  EXPECT_EQ(roundBf16Stochastic(-1.0f, 3, 1, 0), -1.0f);
+  float neg = roundBf16Stochastic(-(1.0f + 0.5f * gap), 3, 1, 5);
+  EXPECT_TRUE(neg == -1.0f || neg == -(1.0f + gap));
+  float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(roundBf16Stochastic(inf, 3, 1, 0), inf);
+  EXPECT_TRUE(std::isnan(roundBf16Stochastic(std::nanf(""), 3, 1, 0)));
+}
+
+// Updates far below a bf16 step: rounding to nearest loses every one of
+// them, stochastic rounding moves the weights by their sum on average.
+TEST(AdamW, StochasticRoundingKeepsTinyUpdates) {
+  const int64_t n = 4096, steps = 50;
+  const double lr = 1e-4; // AdamW's step is about lr: 1/78 of bf16's gap at 1
+  HostTensor nearest(DType::BF16, {n}), stochastic(DType::BF16, {n});
+  HostTensor m1(DType::F32, {n}), v1(DType::F32, {n}), m2(DType::F32, {n}),
+      v2(DType::F32, {n}), grad(DType::BF16, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    nearest.set(i, 1.0);
+    stochastic.set(i, 1.0);
+    grad.set(i, 1.0);
+  }
+  HostTensor lrT = f32Scalar(lr);
+  for (int64_t t = 1; t <= steps; ++t) {
+    HostTensor step = i64Scalar(t);
+    ASSERT_OK(cpu::adamwUpdate(cpuCtx, nearest, grad, m1, v1, lrT, step, 0.9,
+                               0.999, 1e-8, 0.0, nearest, m1, v1));
+    ASSERT_OK(cpu::adamwUpdate(cpuCtx, stochastic, grad, m2, v2, lrT, step,
+                               0.9, 0.999, 1e-8, 0.0, stochastic, m2, v2,
+                               /*roundingSeed=*/12345));
+  }
+  double mean = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(nearest.get(i), 1.0) << "rounded to nearest, element " << i;
+    mean += stochastic.get(i) / double(n);
+  }
+  // Each step subtracts lr (m / sqrt(v) = 1 for a constant gradient).
+  EXPECT_NEAR(mean, 1.0 - double(steps) * lr, 2e-4);
+}
+
+TEST(AdamW, RoundingSeedNeedsBF16) {
+  HostTensor p(DType::F32, {2}), lr = f32Scalar(0.1), step = i64Scalar(1);
+  EXPECT_FAILS(cpu::adamwUpdate(cpuCtx, p, p, p, p, lr, step, 0.9, 0.999, 1e-8,
+                                0.01, p, p, p, /*roundingSeed=*/7));
 }
 
 TEST(AdamW, RejectsStepZero) {

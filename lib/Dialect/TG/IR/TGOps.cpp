@@ -820,6 +820,11 @@ static LogicalResult verifyAdamWAttributes(AdamWOp op) {
       failed(verifyRange(op, "eps", op.getEps().convertToDouble(), 0.0,
                          inf)))
     return failure();
+  if (op.getRoundingSeed() != 0 &&
+      !tensorType(op.getParam()).getElementType().isBF16())
+    return op.emitOpError("rounds stochastically (rounding_seed ")
+           << op.getRoundingSeed() << ") a parameter of type "
+           << op.getParam().getType() << "; only bf16 parameters are";
   return verifyRange(op, "weight_decay", op.getWeightDecay().convertToDouble(),
                      0.0, inf);
 }

@@ -44,7 +44,20 @@ struct OptimizerConfig {
   double clipGradNorm;
   double decayRate, clipThreshold;
   bool relativeStep, scaleParameter, warmupInit;
+  bool stochasticRounding;
 };
+
+/// The seed of a bf16 parameter's stochastic rounding: FNV-1a of its name,
+/// odd (never 0, which means rounding to nearest), so that parameters draw
+/// different bits and a rebuilt model draws the same.
+int64_t roundingSeedOf(StringRef name) {
+  uint64_t hash = 1469598103934665603ull;
+  for (char c : name) {
+    hash ^= uint8_t(c);
+    hash *= 1099511628211ull;
+  }
+  return int64_t((hash | 1) & 0x7fffffffffffffffull);
+}
 
 /// A gradient result of the step and the parameter argument it belongs to.
 struct Gradient {
@@ -171,15 +184,26 @@ LogicalResult UpdateBuilder::build() {
       continue;
     }
     if (config.kind == OptimizerKind::AdamW) {
-      BlockArgument m = addState(name + ".exp_avg", type);
-      BlockArgument v = addState(name + ".exp_avg_sq", type);
+      // A bf16 parameter (master weights without an f32 copy) keeps f32
+      // moments, as torchao's bf16 AdamW can, and rounds its update
+      // stochastically.
+      Type stateType = type;
+      int64_t seed = 0;
+      if (getElementTypeOrSelf(type).isBF16()) {
+        stateType = cast<RankedTensorType>(type).clone(f32);
+        if (config.stochasticRounding)
+          seed = roundingSeedOf(name);
+      }
+      BlockArgument m = addState(name + ".exp_avg", stateType);
+      BlockArgument v = addState(name + ".exp_avg_sq", stateType);
       auto update = AdamWUpdateOp::create(
-          builder, loc, TypeRange{type, type, type}, param, gradient.value, m,
-          v, lr, stepCount, /*apply=*/Value(),
+          builder, loc, TypeRange{type, stateType, stateType}, param,
+          gradient.value, m, v, lr, stepCount, /*apply=*/Value(),
           builder.getF64FloatAttr(config.beta1),
           builder.getF64FloatAttr(config.beta2),
           builder.getF64FloatAttr(config.eps),
-          builder.getF64FloatAttr(config.weightDecay));
+          builder.getF64FloatAttr(config.weightDecay),
+          builder.getI64IntegerAttr(seed));
       addUpdate(update.getNewParam(), name);
       addUpdate(update.getNewExpAvg(), name + ".exp_avg");
       addUpdate(update.getNewExpAvgSq(), name + ".exp_avg_sq");
@@ -270,6 +294,7 @@ struct OptimizerPass : tgc::tg::impl::TGOptimizerBase<OptimizerPass> {
     config.relativeStep = relativeStep;
     config.scaleParameter = scaleParameter;
     config.warmupInit = warmupInit;
+    config.stochasticRounding = stochasticRounding;
     config.lr = lr;
     config.beta1 = beta1;
     config.beta2 = beta2;

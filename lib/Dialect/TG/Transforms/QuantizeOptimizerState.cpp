@@ -252,7 +252,7 @@ LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
       map(/*isSigned=*/true), map(/*isSigned=*/false), op.getLr(),
       op.getStep(), op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(),
       op.getEpsAttr(), op.getWeightDecayAttr(),
-      builder.getI64IntegerAttr(config.blockSize));
+      builder.getI64IntegerAttr(config.blockSize), op.getRoundingSeedAttr());
   if (failed(replaceResults(op, update, {1, 2})))
     return failure();
   op->erase();

@@ -64,9 +64,12 @@ struct QuantCodebook {
 struct QuantizedStateRefs {
   TensorRef codes, absmax, map, newCodes, newAbsmax;
 };
-/// tg.adamw_update's and tg.sgd_update's attributes.
+/// tg.adamw_update's and tg.adamw_8bit_update's attributes: with a
+/// non-zero rounding seed, a bf16 parameter is rounded stochastically
+/// (rt::roundBf16Stochastic).
 struct AdamWOptions {
   double beta1, beta2, eps, weightDecay;
+  int64_t roundingSeed = 0;
 };
 struct SGDOptions {
   double momentum, dampening, weightDecay;

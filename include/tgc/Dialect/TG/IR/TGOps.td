@@ -859,6 +859,15 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied,
     `param`, `exp_avg` and `exp_avg_sq`. With `apply` (an i1 scalar) false,
     nothing changes: the results equal `param`, `exp_avg` and `exp_avg_sq`
     (a step skipped by loss scaling).
+
+    With a non-zero `rounding_seed` (the parameter is bf16: master weights
+    without an f32 copy), `new_param` is rounded to bf16 stochastically,
+    up with probability equal to the distance to the value below in units
+    of the gap, so that updates far smaller than a bf16 step still move the
+    weight on average (as torchao's bf16 stochastic-rounding AdamW): the
+    low 16 bits of the f32 result plus 16 random bits, truncated. The bits
+    are a hash of the seed, the step number and the element's index, so a
+    resumed run rounds as the uninterrupted one did.
   }];
   let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
                        TG_FloatTensor:$exp_avg, TG_FloatTensor:$exp_avg_sq,
@@ -867,7 +876,8 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
-                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
+                       DefaultValuedAttr<I64Attr, "0">:$rounding_seed);
   let results = (outs TG_FloatTensor:$new_param, TG_FloatTensor:$new_exp_avg,
                       TG_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
@@ -947,7 +957,8 @@ def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [TG_InPlaceTied,
     A block whose absmax is 0 stores the code of 0. No f32 copy of a whole
     moment exists. Results are meant to be written in place of the
     parameter and the four state operands; with `apply` false nothing
-    changes.
+    changes. A non-zero `rounding_seed` rounds a bf16 parameter
+    stochastically, as `tg.adamw_update` does.
   }];
   let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
                        TG_CodeTensor:$exp_avg, TG_F32Vector:$exp_avg_absmax,
@@ -960,7 +971,8 @@ def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [TG_InPlaceTied,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
-                       DefaultValuedAttr<I64Attr, "256">:$block_size);
+                       DefaultValuedAttr<I64Attr, "256">:$block_size,
+                       DefaultValuedAttr<I64Attr, "0">:$rounding_seed);
   let results = (outs TG_FloatTensor:$new_param,
                       TG_CodeTensor:$new_exp_avg,
                       TG_F32Vector:$new_exp_avg_absmax,

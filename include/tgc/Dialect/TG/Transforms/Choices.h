@@ -28,6 +28,10 @@ enum class Half { None, BF16, F16 };
 enum class OptimizerKind { AdamW, SGD, Adafactor };
 /// How optimizer state is stored (tg-quantize-optimizer-state).
 enum class StateFormat { F32, Int8 };
+/// How trainable parameters are stored (tg-master-weights): f32, or bf16
+/// with no f32 copy.
+enum class MasterWeights { F32, BF16 };
+
 /// How ranks share the step (tg-data-parallel).
 enum class ParallelMode { None, DDP, Zero1, Zero2 };
 
@@ -54,6 +58,11 @@ template <> struct Choices<StateFormat> {
       {StateFormat::F32, "f32"},
       {StateFormat::Int8, "8bit"}};
 };
+template <> struct Choices<MasterWeights> {
+  static constexpr ChoiceName<MasterWeights> names[] = {
+      {MasterWeights::F32, "f32"}, {MasterWeights::BF16, "bf16"}};
+};
+
 template <> struct Choices<ParallelMode> {
   static constexpr ChoiceName<ParallelMode> names[] = {
       {ParallelMode::None, "none"},
@@ -153,6 +162,7 @@ namespace llvm::cl {
 TGC_CHOICE_PARSER(::tgc::tg::Half)
 TGC_CHOICE_PARSER(::tgc::tg::OptimizerKind)
 TGC_CHOICE_PARSER(::tgc::tg::StateFormat)
+TGC_CHOICE_PARSER(::tgc::tg::MasterWeights)
 TGC_CHOICE_PARSER(::tgc::tg::ParallelMode)
 #undef TGC_CHOICE_PARSER
 } // namespace llvm::cl

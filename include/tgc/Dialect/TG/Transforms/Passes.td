@@ -49,6 +49,29 @@ def TGEstimate : Pass<"tg-estimate", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGMasterWeights : Pass<"tg-master-weights", "mlir::ModuleOp"> {
+  let summary = "Stores trainable parameters in bf16, with no f32 copy";
+  let description = [{
+    On every `tg.model` function (after tg-amp, before tg-autodiff), with
+    `dtype=bf16`: every trainable f32 parameter becomes a bf16 argument.
+    Where the model read its bf16 working copy (tg-amp's cast) it reads the
+    parameter itself; where it read f32 (layer norms, biases of f32 ops) it
+    reads one exact widening cast. tg-autodiff then returns bf16 gradients
+    (the widening cast's gradient narrows them), and tg-optimizer keeps f32
+    moments and rounds each AdamW update to bf16 stochastically (its
+    `stochastic-rounding` option), as torchao's bf16 AdamW does: the
+    parameters take 2 bytes instead of 4 plus a 2-byte working copy, and
+    their gradients 2 instead of 4. Frozen parameters are left to
+    tg-freeze's `frozen-dtype`. `dtype=f32` changes nothing.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "::tgc::tg::MasterWeights",
+           /*default=*/"::tgc::tg::MasterWeights::BF16",
+           "How trainable parameters are stored: f32 or bf16">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
   let summary = "Fuses matmul + bias (+ GELU) into tg.linear";
   let description = [{
@@ -242,6 +265,10 @@ def TGOptimizer : Pass<"tg-optimizer", "mlir::ModuleOp"> {
            "Adafactor: scale the step by the parameter's RMS">,
     Option<"warmupInit", "warmup-init", "bool", /*default=*/"false",
            "Adafactor: relative step 1e-6 t during warm-up">,
+    Option<"stochasticRounding", "stochastic-rounding", "bool",
+           /*default=*/"true",
+           "AdamW: round the updates of bf16 parameters stochastically "
+           "(false: to nearest)">,
   ];
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
