@@ -176,6 +176,9 @@ def main():
              "Importing PyTorch models (import time and memory of GPT-2 124M "
              "and a 1B Llama, the imported plan beside tgc-models'): "
              "[IMPORT.md](IMPORT.md) (`bench/import.py`). "
+             "Fitting full fine-tuning in a budget (each technique alone "
+             "and combined, and what `--fit` chooses, for GPT-2 1558M and "
+             "Llama-3-8B): [FIT.md](FIT.md) (`bench/fit.py`). "
              "Fuzzing record: "
              "[FUZZ.md](FUZZ.md) (`scripts/fuzz.sh`).", "",
              "## Compile time (GPT-2, B=8, T=1024, AdamW)", "",

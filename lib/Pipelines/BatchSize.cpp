@@ -23,6 +23,7 @@ FailureOr<PlannedMemory> planTrainingMemory(ModuleOp module,
                                             int64_t alignment) {
   TrainPipelineOptions copy;
   copy.copyOptionValuesFrom(options);
+  copy.quiet = options.quiet;
   copy.gradAccum = accumSteps;
   PassManager pm(module.getContext());
   buildTrainPipeline(pm, copy);

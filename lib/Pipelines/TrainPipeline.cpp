@@ -93,11 +93,16 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     pm.addPass(tg::createTGDataParallel(parallel));
   }
 
-  pm.addPass(tg::createTGRemat(forwarded<tg::TGRematOptions>(options)));
+  auto remat = forwarded<tg::TGRematOptions>(options);
+  remat.printSummary = !options.quiet;
+  pm.addPass(tg::createTGRemat(remat));
 
   // Last: it orders the finished step, recomputed ops included.
-  if (options.optimizerInBackward)
-    pm.addPass(tg::createTGOptimizerInBackward());
+  if (options.optimizerInBackward) {
+    tg::TGOptimizerInBackwardOptions inBackward;
+    inBackward.printSummary = !options.quiet;
+    pm.addPass(tg::createTGOptimizerInBackward(inBackward));
+  }
 }
 
 std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {

@@ -20,6 +20,7 @@
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Models/Models.h"
 #include "tgc/Pipelines/BatchSize.h"
+#include "tgc/Pipelines/Fit.h"
 #include "tgc/Pipelines/Buckets.h"
 #include "tgc/Pipelines/TrainPipeline.h"
 #include "tgc/Support/Nesting.h"
@@ -95,6 +96,22 @@ static cl::opt<int64_t> globalBatch(
              "micro-batches (with --batch=auto, only divisors of it are "
              "tried)"),
     cl::init(0), cl::cat(category));
+static cl::opt<std::string> fitBudget(
+    "fit",
+    cl::desc("Choose the configuration for a memory budget (e.g. 10GiB): "
+             "the micro-batch and accumulation (up to --global-batch), "
+             "rematerialization, the optimizer step's placement and, with "
+             "--fit-allow, bf16 compute, 8-bit state and bf16 master "
+             "weights; the one whose exact plan fits with the least "
+             "estimated step time (--estimate's device, h100 by default) "
+             "wins"),
+    cl::value_desc("size"), cl::cat(category));
+static cl::opt<std::string> fitAllow(
+    "fit-allow",
+    cl::desc("What --fit may change that changes the numbers: amp, 8bit, "
+             "bf16-masters, all or none (default none: only choices that "
+             "keep the losses)"),
+    cl::value_desc("list"), cl::cat(category));
 static cl::opt<std::string> estimate(
     "estimate",
     cl::desc("Print a roofline estimate of the step's time on a GPU, op "
@@ -144,6 +161,91 @@ static constexpr uint64_t kMaxInputBytes = uint64_t(1) << 30;
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "tgc-compile: error: " << message << "\n";
   return 1;
+}
+
+/// --fit: plans the configurations for the budget, prints each one tried,
+/// and leaves the winner in `options` and `module` (rebuilt at its
+/// micro-batch).
+static LogicalResult
+fitConfiguration(OwningOpRef<ModuleOp> &module, StringRef model,
+                 tgc::TrainPipelineOptions &options,
+                 const std::optional<tgc::DeviceSpec> &device,
+                 std::string &error) {
+  std::optional<int64_t> budget = tgc::parseByteSize(fitBudget);
+  if (!budget) {
+    error = "--fit needs a positive size such as 10GiB, 512MiB or 1000000 "
+            "(bytes), found '" + fitBudget + "'";
+    return failure();
+  }
+  if (batchSize.getNumOccurrences()) {
+    error = "--fit chooses the micro-batch; leave out --batch "
+            "(--global-batch sets the samples per optimizer step)";
+    return failure();
+  }
+  if (!memoryBudget.empty()) {
+    error = "--fit takes the budget itself; leave out --memory-budget";
+    return failure();
+  }
+  if (options.gradAccum.hasValue()) {
+    error = "--fit chooses the accumulation steps; leave out --grad-accum "
+            "(--global-batch sets the samples per optimizer step)";
+    return failure();
+  }
+  if (!seqBuckets.empty()) {
+    error = "--fit does not combine with --seq-buckets yet";
+    return failure();
+  }
+  if (globalBatch.getNumOccurrences() && globalBatch <= 0) {
+    error = "--global-batch must be positive, found " +
+            std::to_string(int64_t(globalBatch));
+    return failure();
+  }
+  tgc::FitRequest request;
+  request.budget = *budget;
+  request.globalBatch = globalBatch;
+  if (!tgc::parseFitAllowed(fitAllow, request.allowed, error))
+    return failure();
+  request.device = device ? *device : *tgc::getBuiltinDevice("h100");
+  request.roofline.allowTF32 = allowTF32;
+  auto function = module->lookupSymbol<func::FuncOp>(model);
+  FailureOr<tgc::FitResult> result =
+      tgc::fitToBudget(function, options, request, alignment, error);
+  if (failed(result))
+    return failure();
+  const tgc::FitCandidate &best = result->candidates[result->best];
+  llvm::errs() << "tgc-compile: --fit=" << fitBudget << ": "
+               << result->candidates.size()
+               << " configurations planned, step times estimated on "
+               << request.device.name << ":\n";
+  for (const auto &[i, c] : llvm::enumerate(result->candidates)) {
+    llvm::errs() << (i == result->best ? "  * " : "    ")
+                 << (c.fits ? "fits " : "over ") << c.flags
+                 << " --batch=" << c.batch;
+    if (c.accumSteps > 1)
+      llvm::errs() << " --grad-accum=" << c.accumSteps;
+    llvm::errs() << ": " << tgc::formatBytes(c.memory.total())
+                 << " (persistent " << tgc::formatBytes(c.memory.persistent)
+                 << ", arena " << tgc::formatBytes(c.memory.arena) << ")";
+    if (c.fits)
+      llvm::errs() << llvm::format(", step %.4g ms", c.seconds * 1e3);
+    llvm::errs() << "\n";
+  }
+  llvm::errs() << "tgc-compile: --fit chose " << best.flags << " --batch="
+               << best.batch;
+  if (best.accumSteps > 1)
+    llvm::errs() << " --grad-accum=" << best.accumSteps;
+  llvm::errs() << ": " << tgc::formatBytes(best.memory.total()) << " ("
+               << best.memory.total() << " bytes) of "
+               << tgc::formatBytes(*budget)
+               << llvm::format(", estimated step %.4g ms", best.seconds * 1e3)
+               << "\n";
+  tgc::applyFitCandidate(best, options);
+  OwningOpRef<ModuleOp> rebuilt =
+      tgc::rebuildWithBatch(function, best.batch, error);
+  if (!rebuilt)
+    return failure();
+  module = std::move(rebuilt);
+  return success();
 }
 
 /// The compile options as one line, recorded in the executable: the
@@ -451,6 +553,14 @@ int main(int argc, char **argv) {
       return fail(error);
   }
 
+  // --fit: the whole configuration chosen for a budget.
+  if (!fitBudget.empty()) {
+    if (failed(fitConfiguration(module, model, options, device, error)))
+      return fail(error);
+  } else if (fitAllow.getNumOccurrences()) {
+    return fail("--fit-allow needs --fit=<budget>");
+  }
+
   // The batch: as generated, rebuilt at --batch=N, or chosen for the
   // budget; --global-batch turns the rest into accumulation.
   tgc::BatchRequest request;
@@ -464,7 +574,7 @@ int main(int argc, char **argv) {
   if (globalBatch.getNumOccurrences() && globalBatch <= 0)
     return fail("--global-batch must be positive, found " +
                 Twine(int64_t(globalBatch)));
-  request.globalBatch = globalBatch;
+  request.globalBatch = fitBudget.empty() ? int64_t(globalBatch) : 0;
   std::optional<tgc::BatchChoice> choice;
   if (failed(tgc::applyBatchRequest(module, model, request, options,
                                     alignment, choice, error)))
@@ -539,19 +649,8 @@ int main(int argc, char **argv) {
                   "_train_step");
     tgc::RooflineOptions rooflineOptions;
     rooflineOptions.allowTF32 = allowTF32;
-    tgc::StepEstimate stepEstimate;
-    if (auto accum = step->getAttrOfType<DictionaryAttr>(
-            tgc::tg::TGDialect::kGradAccumAttr)) {
-      auto micro = module->lookupSymbol<func::FuncOp>(
-          accum.getAs<FlatSymbolRefAttr>("grad_step").getValue());
-      if (micro)
-        stepEstimate.entries.push_back(
-            {"grad_step", accum.getAs<IntegerAttr>("steps").getInt(),
-             tgc::estimateFunction(micro, *device, rooflineOptions)});
-    }
-    stepEstimate.entries.push_back(
-        {"train_step", 1,
-         tgc::estimateFunction(step, *device, rooflineOptions)});
+    tgc::StepEstimate stepEstimate =
+        tgc::estimateTrainingStep(*module, model, *device, rooflineOptions);
     tgc::printEstimate(stepEstimate, *device, llvm::outs(), /*topOps=*/5);
     if (!estimateJSON.empty()) {
       auto json = openOutputFile(estimateJSON, &error);

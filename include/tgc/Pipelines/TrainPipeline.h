@@ -92,6 +92,10 @@ struct TrainPipelineOptions
       llvm::cl::desc("Ranks of the data-parallel job (mpirun -n N tgc-run); "
                      "the memory report is per rank"),
       llvm::cl::init(1)};
+
+  /// Not a flag: the passes' summary lines stay off stderr (what --fit
+  /// sets for the candidates it compiles).
+  bool quiet = false;
 };
 
 /// Appends the passes that turn a module holding a tg.model into one holding

@@ -1,0 +1,138 @@
+"""What each memory technique buys for full fine-tuning, alone and
+combined, and what tgc-compile --fit chooses for a budget: GPT-2 1558M
+(B=8, T=1024) and Llama-3-8B (B=2, T=2048), planned (exact plans, no GPU
+needed) with the roofline step time on an H100 beside each. Writes
+bench/FIT.md.
+
+Usage: python3 bench/fit.py [--build DIR]"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import tempfile
+
+from common import ROOT, machine  # noqa: E402
+
+GiB = 1024 ** 3
+
+MODELS = [
+    ("GPT-2 1558M", ["gpt2", "--preset", "1558M", "--batch", "8",
+                     "--seq-len", "1024"], "10GiB"),
+    ("Llama-3-8B", ["llama", "--preset", "llama-3-8b", "--batch", "2",
+                    "--seq-len", "2048"], "18GiB"),
+]
+
+ALL = ["--amp=bf16", "--master-weights=bf16", "--optimizer-state=8bit",
+       "--remat=blocks", "--optimizer-in-backward"]
+ROWS = [
+    ("none (f32 weights, state and compute)", []),
+    ("bf16 compute (autocast; f32 masters)", ["--amp=bf16"]),
+    ("8-bit AdamW state", ["--optimizer-state=8bit"]),
+    ("activation checkpointing (blocks)", ["--remat=blocks"]),
+    ("optimizer step in the backward pass", ["--optimizer-in-backward"]),
+    ("bf16 master weights (with bf16 compute)",
+     ["--amp=bf16", "--master-weights=bf16"]),
+    ("micro-batch 1, accumulated to the batch", ["--batch=1", "ACCUM"]),
+    ("all of the above but accumulation", ALL),
+    ("all but the optimizer step in the backward pass", ALL[:-1]),
+    ("all but 8-bit state", [f for f in ALL if "state" not in f]),
+    ("all but bf16 masters", [f for f in ALL if "master" not in f]),
+    ("all but checkpointing", [f for f in ALL if "remat" not in f]),
+]
+
+
+def compile_plan(bins, model, flags, tmp):
+    exe = os.path.join(tmp, "m.tgx")
+    estimate = os.path.join(tmp, "estimate.json")
+    cmd = [f"{bins}/tgc-compile", model, "-o", exe, "--estimate=h100",
+           f"--estimate-json={estimate}"] + flags
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        return None, done.stderr.strip().splitlines()[-1]
+    line = [l for l in done.stderr.splitlines() if "allocates" in l][-1]
+    plan = re.search(r"persistent ([\d.]+ \w+), arena ([\d.]+ \w+)", line)
+    total = re.search(r"allocates ([\d.]+ \w+)", line).group(1)
+    seconds = json.load(open(estimate))["step_seconds"]
+    return (total, plan.group(1), plan.group(2), seconds), done.stderr
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    args = parser.parse_args()
+    bins = os.path.join(args.build, "bin")
+    out = ["# Fitting full fine-tuning in a budget: each technique and `--fit`",
+           "",
+           f"Planned by `python3 bench/fit.py` in one run ({machine(bins)}). "
+           "Every figure is tgc's exact static plan: what `tgc-run` "
+           "allocates on the device (persistent tensors plus the largest "
+           "arena of the step's entry points), AdamW, no GPU needed; step "
+           "times are the roofline estimate on an H100 (`--estimate=h100`: "
+           "989 TFLOP/s bf16, 3.35 TB/s), not measurements. The peers' "
+           "figures at the end are their own published measured peaks, "
+           "quoted, not measured here.", ""]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, generate, budget in MODELS:
+            model = os.path.join(tmp, "model.mlir")
+            with open(model, "w") as f:
+                subprocess.run([f"{bins}/tgc-models"] + generate, stdout=f,
+                               check=True)
+            batch = int(generate[generate.index("--batch") + 1])
+            out += [f"## {name}, B={batch}, T="
+                    f"{generate[generate.index('--seq-len') + 1]}", "",
+                    "| technique | plan | persistent | arena | est. step (H100) |",
+                    "|---|---|---|---|---|"]
+            for label, flags in ROWS:
+                flags = [f"--global-batch={batch}" if f == "ACCUM" else f
+                         for f in flags]
+                result, _ = compile_plan(bins, model, flags, tmp)
+                if result is None:
+                    out.append(f"| {label} | (fails) | | | |")
+                    continue
+                total, persistent, arena, seconds = result
+                out.append(f"| {label} | {total} | {persistent} | {arena} | "
+                           f"{seconds * 1e3:.0f} ms |")
+            result, log = compile_plan(
+                bins, model, [f"--fit={budget}", "--fit-allow=all"], tmp)
+            out.append("")
+            if result is None:
+                out.append(f"`tgc-compile --fit={budget} --fit-allow=all`: "
+                           f"{log}")
+            else:
+                chose = [l for l in log.splitlines() if "--fit chose" in l][0]
+                chose = chose.replace("tgc-compile: --fit chose ", "")
+                tried = len([l for l in log.splitlines()
+                             if l.startswith(("    ", "  * "))])
+                out.append(f"`tgc-compile --fit={budget} --fit-allow=all` "
+                           f"planned {tried} configurations and chose "
+                           f"`{chose.split(':')[0]}`: {result[0]} "
+                           f"(persistent {result[1]}, arena {result[2]}), "
+                           f"estimated step {result[3] * 1e3:.0f} ms.")
+            out.append("")
+    out += [
+        "## Beside the peers' published peaks",
+        "",
+        "- torchtune fine-tunes Llama-3.1-8B fully on one 24 GB GPU at "
+        "18.9 GiB measured peak: bf16 weights without an f32 copy, 8-bit "
+        "paged AdamW (bitsandbytes), the optimizer step in the backward "
+        "pass, activation checkpointing, batch 2 x 2048. tgc's plan of the "
+        "same recipe (the Llama-3-8B row \"all of the above\") keeps the "
+        "8-bit state on the device; torchtune's paged optimizer may move it "
+        "to host memory under pressure, which tgc does not do yet "
+        "(`--offload=optimizer`, issue 34), so the 18 GiB budget is not "
+        "reached here.",
+        "- torchao's 4-bit AdamW cuts Llama-2-7B's measured peak from 39.1 "
+        "GB (8-bit) to 33.2 GB; tgc has no 4-bit state yet.",
+        "",
+        "What is not here yet (issue 34): 4-bit state, optimizer state in "
+        "host memory, the classifier and loss in chunks (the logits of "
+        "Llama-3-8B at B=2, T=2048 are 1 GiB in bf16).",
+        ""]
+    with open(os.path.join(ROOT, "bench", "FIT.md"), "w") as f:
+        f.write("\n".join(out))
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+//===- Fit.h - the training configuration chosen for a memory budget -*- C++ -*-===//
+//
+// tgc-compile --fit=BUDGET: the plan is exact and the roofline estimates
+// each op's time, so the configuration that fits a budget is found by
+// compiling candidates, not by running out of memory. The candidates are
+// the choices that change memory: the micro-batch (with accumulation up to
+// the global batch), rematerialization, the optimizer step inside the
+// backward pass, and, when allowed, bf16 compute, 8-bit optimizer state
+// and bf16 master weights. Each is planned exactly; among those that fit,
+// the least estimated step time wins.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_PIPELINES_FIT_H
+#define TGC_PIPELINES_FIT_H
+
+#include "tgc/Analysis/Roofline.h"
+#include "tgc/Pipelines/BatchSize.h"
+
+#include <string>
+#include <vector>
+
+namespace tgc {
+
+/// The choices that change the numbers, which --fit takes only when
+/// allowed (--fit-allow).
+struct FitAllowed {
+  bool amp = false;         // bf16 compute (tg-amp)
+  bool state8bit = false;   // 8-bit optimizer state
+  bool bf16Masters = false; // bf16 master weights, stochastic rounding
+};
+
+/// Parses --fit-allow's list (amp, 8bit, bf16-masters, all, none). Fails
+/// with `error` set.
+bool parseFitAllowed(llvm::StringRef list, FitAllowed &allowed,
+                     std::string &error);
+
+struct FitRequest {
+  int64_t budget = 0;
+  /// Samples per optimizer step; 0: the model's recorded batch.
+  int64_t globalBatch = 0;
+  FitAllowed allowed;
+  DeviceSpec device;
+  RooflineOptions roofline;
+};
+
+/// One configuration tried.
+struct FitCandidate {
+  tg::Half amp = tg::Half::None;
+  tg::StateFormat state = tg::StateFormat::F32;
+  tg::MasterWeights masters = tg::MasterWeights::F32;
+  std::string remat;
+  bool inBackward = false;
+  /// The same as tgc-compile flags.
+  std::string flags;
+  int64_t batch = 0, accumSteps = 1;
+  PlannedMemory memory;
+  double seconds = 0; // estimated optimizer step
+  bool fits = false;
+};
+
+struct FitResult {
+  /// Every configuration planned, in the order tried.
+  std::vector<FitCandidate> candidates;
+  /// The winner's index in `candidates`.
+  size_t best = 0;
+};
+
+/// Sets the search's choices of `candidate` in `options` (the micro-batch
+/// is the caller's to rebuild).
+void applyFitCandidate(const FitCandidate &candidate,
+                       TrainPipelineOptions &options);
+
+/// The roofline estimate of one optimizer step of a compiled module: K
+/// micro-steps and the step that applies them under accumulation, else
+/// the training step (none when `model` has no training step).
+StepEstimate estimateTrainingStep(mlir::ModuleOp module, llvm::StringRef model,
+                                  const DeviceSpec &device,
+                                  const RooflineOptions &options);
+
+/// Searches the configurations of `model` (which must carry a tg.generator
+/// record, to be rebuilt at each micro-batch) for the fastest that fits.
+/// Options the user set explicitly (`fixed`: amp, optimizer-state,
+/// master-weights, remat, optimizer-in-backward) are not searched. Fails
+/// with `error` set, naming the smallest plan found, when nothing fits.
+mlir::FailureOr<FitResult> fitToBudget(mlir::func::FuncOp model,
+                                       const TrainPipelineOptions &options,
+                                       const FitRequest &request,
+                                       int64_t alignment, std::string &error);
+
+} // namespace tgc
+
+#endif // TGC_PIPELINES_FIT_H

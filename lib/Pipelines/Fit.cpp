@@ -1,0 +1,223 @@
+//===- Fit.cpp - the training configuration chosen for a memory budget ----===//
+
+#include "tgc/Pipelines/Fit.h"
+
+#include "tgc/Analysis/Report.h"
+#include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Models/Models.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace tgc {
+
+bool parseFitAllowed(llvm::StringRef list, FitAllowed &allowed,
+                     std::string &error) {
+  SmallVector<StringRef> items;
+  list.split(items, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef item : items) {
+    item = item.trim();
+    if (item == "all") {
+      allowed = {true, true, true};
+    } else if (item == "none") {
+      allowed = {};
+    } else if (item == "amp") {
+      allowed.amp = true;
+    } else if (item == "8bit") {
+      allowed.state8bit = true;
+    } else if (item == "bf16-masters") {
+      allowed.bf16Masters = true;
+    } else {
+      error = "--fit-allow: unknown choice '" + item.str() +
+              "' (expected amp, 8bit, bf16-masters, all or none)";
+      return false;
+    }
+  }
+  return true;
+}
+
+StepEstimate estimateTrainingStep(ModuleOp module, StringRef model,
+                                  const DeviceSpec &device,
+                                  const RooflineOptions &options) {
+  StepEstimate estimate;
+  auto step = module.lookupSymbol<func::FuncOp>((model + "_train_step").str());
+  if (!step)
+    return estimate;
+  if (auto accum = step->getAttrOfType<DictionaryAttr>(
+          tg::TGDialect::kGradAccumAttr))
+    if (auto micro = module.lookupSymbol<func::FuncOp>(
+            accum.getAs<FlatSymbolRefAttr>("grad_step").getValue()))
+      estimate.entries.push_back({"grad_step",
+                                  accum.getAs<IntegerAttr>("steps").getInt(),
+                                  estimateFunction(micro, device, options)});
+  estimate.entries.push_back(
+      {"train_step", 1, estimateFunction(step, device, options)});
+  return estimate;
+}
+
+void applyFitCandidate(const FitCandidate &candidate,
+                       TrainPipelineOptions &options) {
+  options.amp = candidate.amp;
+  options.optimizerState = candidate.state;
+  options.masterWeights = candidate.masters;
+  options.remat = candidate.remat;
+  options.optimizerInBackward = candidate.inBackward;
+  options.gradAccum = candidate.accumSteps;
+}
+
+namespace {
+
+template <typename T>
+SmallVector<T> choicesOf(bool fixed, T given, ArrayRef<T> searched) {
+  if (fixed)
+    return {given};
+  return SmallVector<T>(searched.begin(), searched.end());
+}
+
+} // namespace
+
+FailureOr<FitResult> fitToBudget(func::FuncOp model,
+                                 const TrainPipelineOptions &options,
+                                 const FitRequest &request, int64_t alignment,
+                                 std::string &error) {
+  auto record =
+      model->getAttrOfType<DictionaryAttr>(tg::TGDialect::kGeneratorAttr);
+  if (!record) {
+    error = "--fit rebuilds the model at each micro-batch, so it needs a "
+            "model from tgc-models (or tgc-models --from-hf), which records "
+            "how it was built";
+    return failure();
+  }
+  int64_t globalBatch = request.globalBatch;
+  if (globalBatch <= 0)
+    globalBatch = record.getAs<IntegerAttr>("batch").getInt();
+
+  // The dimensions: what the user fixed stays, the rest is searched; the
+  // choices that change the numbers only when allowed.
+  bool adamw = options.optimizer == tg::OptimizerKind::AdamW;
+  SmallVector<tg::Half> amps = choicesOf<tg::Half>(
+      options.amp.hasValue() || !request.allowed.amp, options.amp,
+      {tg::Half::None, tg::Half::BF16});
+  SmallVector<tg::StateFormat> states = choicesOf<tg::StateFormat>(
+      options.optimizerState.hasValue() || !request.allowed.state8bit ||
+          options.optimizer == tg::OptimizerKind::Adafactor,
+      options.optimizerState, {tg::StateFormat::F32, tg::StateFormat::Int8});
+  SmallVector<tg::MasterWeights> masters = choicesOf<tg::MasterWeights>(
+      options.masterWeights.hasValue() || !request.allowed.bf16Masters ||
+          !adamw,
+      options.masterWeights,
+      {tg::MasterWeights::F32, tg::MasterWeights::BF16});
+  SmallVector<std::string> remats = choicesOf<std::string>(
+      options.remat.hasValue(), options.remat, {"none", "selective", "blocks"});
+  // Moving the updates into the backward pass changes no number and never
+  // lengthens a lifetime: on unless the user said otherwise.
+  SmallVector<bool> placements = choicesOf<bool>(
+      options.optimizerInBackward.hasValue(), options.optimizerInBackward,
+      {true});
+  SmallVector<int64_t> batches;
+  for (int64_t b = globalBatch; b >= 1; --b)
+    if (globalBatch % b == 0)
+      batches.push_back(b);
+
+  FitResult result;
+  double bestSeconds = std::numeric_limits<double>::infinity();
+  bool found = false;
+  for (tg::Half amp : amps)
+    for (tg::StateFormat state : states)
+      for (tg::MasterWeights master : masters)
+        for (const std::string &remat : remats)
+          for (bool inBackward : placements) {
+            if (master == tg::MasterWeights::BF16 && amp != tg::Half::BF16 &&
+                !options.masterWeights.hasValue())
+              continue; // bf16 weights are for bf16 compute
+            TrainPipelineOptions candidate;
+            candidate.copyOptionValuesFrom(options);
+            candidate.quiet = true;
+            candidate.amp = amp;
+            candidate.optimizerState = state;
+            candidate.masterWeights = master;
+            candidate.remat = remat;
+            candidate.optimizerInBackward = inBackward;
+            if (!checkTrainPipelineOptions(candidate).empty())
+              continue;
+            std::string flags;
+            llvm::raw_string_ostream os(flags);
+            os << "--amp=" << tg::choiceName(amp)
+               << " --optimizer-state=" << tg::choiceName(state)
+               << " --master-weights=" << tg::choiceName(master)
+               << " --remat=" << remat
+               << (inBackward ? " --optimizer-in-backward" : "");
+            // The largest micro-batch that fits: smaller ones only add
+            // accumulation steps.
+            for (int64_t batch : batches) {
+              OwningOpRef<ModuleOp> module =
+                  rebuildWithBatch(model, batch, error);
+              if (!module)
+                return failure();
+              int64_t accum = globalBatch / batch;
+              candidate.gradAccum = accum;
+              FailureOr<PlannedMemory> memory =
+                  planTrainingMemory(*module, candidate, accum, alignment);
+              if (failed(memory)) {
+                error = "the training pipeline failed for " + flags +
+                        " at micro-batch " + std::to_string(batch);
+                return failure();
+              }
+              FitCandidate tried;
+              tried.amp = amp;
+              tried.state = state;
+              tried.masters = master;
+              tried.remat = remat;
+              tried.inBackward = inBackward;
+              tried.flags = flags;
+              tried.batch = batch;
+              tried.accumSteps = accum;
+              tried.memory = *memory;
+              tried.fits = memory->total() <= request.budget;
+              if (tried.fits)
+                tried.seconds =
+                    estimateTrainingStep(*module, model.getSymName(),
+                                         request.device, request.roofline)
+                        .seconds();
+              result.candidates.push_back(tried);
+              const FitCandidate &added = result.candidates.back();
+              if (!added.fits)
+                continue;
+              if (!found || added.seconds < bestSeconds ||
+                  (added.seconds == bestSeconds &&
+                   added.memory.total() <
+                       result.candidates[result.best].memory.total())) {
+                found = true;
+                bestSeconds = added.seconds;
+                result.best = result.candidates.size() - 1;
+              }
+              break;
+            }
+          }
+  if (!found) {
+    const FitCandidate *smallest = nullptr;
+    for (const FitCandidate &c : result.candidates)
+      if (!smallest || c.memory.total() < smallest->memory.total())
+        smallest = &c;
+    error = "nothing fits a budget of " + formatBytes(request.budget) +
+            " (" + std::to_string(request.budget) + " bytes)";
+    if (smallest)
+      error += "; the smallest plan found is " +
+               formatBytes(smallest->memory.total()) + " (" +
+               smallest->flags + ", micro-batch " +
+               std::to_string(smallest->batch) + " x " +
+               std::to_string(smallest->accumSteps) + ")";
+    if (!request.allowed.amp || !request.allowed.state8bit ||
+        !request.allowed.bf16Masters)
+      error += "; --fit-allow=all also tries the choices that change the "
+               "numbers (bf16 compute, 8-bit state, bf16 master weights)";
+    return failure();
+  }
+  return result;
+}
+
+} // namespace tgc
