@@ -22,7 +22,7 @@ bool parseFitAllowed(llvm::StringRef list, FitAllowed &allowed,
   for (StringRef item : items) {
     item = item.trim();
     if (item == "all") {
-      allowed = {true, true, true};
+      allowed = {true, true, true, true};
     } else if (item == "none") {
       allowed = {};
     } else if (item == "amp") {
@@ -31,9 +31,12 @@ bool parseFitAllowed(llvm::StringRef list, FitAllowed &allowed,
       allowed.state8bit = true;
     } else if (item == "bf16-masters") {
       allowed.bf16Masters = true;
+    } else if (item == "chunked-loss") {
+      allowed.chunkedLoss = true;
     } else {
       error = "--fit-allow: unknown choice '" + item.str() +
-              "' (expected amp, 8bit, bf16-masters, all or none)";
+              "' (expected amp, 8bit, bf16-masters, chunked-loss, all or "
+              "none)";
       return false;
     }
   }
@@ -66,6 +69,7 @@ void applyFitCandidate(const FitCandidate &candidate,
   options.masterWeights = candidate.masters;
   options.remat = candidate.remat;
   options.optimizerInBackward = candidate.inBackward;
+  options.chunkedLoss = candidate.chunks;
   options.gradAccum = candidate.accumSteps;
 }
 
@@ -118,6 +122,11 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   SmallVector<bool> placements = choicesOf<bool>(
       options.optimizerInBackward.hasValue(), options.optimizerInBackward,
       {true});
+  // Eight chunks: one eighth of the logits at a time (more chunks save
+  // little more while the classifier's weight gradient is summed whole).
+  SmallVector<int64_t> chunkings = choicesOf<int64_t>(
+      options.chunkedLoss.hasValue() || !request.allowed.chunkedLoss,
+      options.chunkedLoss, {1, 8});
   SmallVector<int64_t> batches;
   for (int64_t b = globalBatch; b >= 1; --b)
     if (globalBatch % b == 0)
@@ -130,7 +139,8 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
     for (tg::StateFormat state : states)
       for (tg::MasterWeights master : masters)
         for (const std::string &remat : remats)
-          for (bool inBackward : placements) {
+          for (bool inBackward : placements)
+          for (int64_t chunks : chunkings) {
             if (master == tg::MasterWeights::BF16 && amp != tg::Half::BF16 &&
                 !options.masterWeights.hasValue())
               continue; // bf16 weights are for bf16 compute
@@ -142,6 +152,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
             candidate.masterWeights = master;
             candidate.remat = remat;
             candidate.optimizerInBackward = inBackward;
+            candidate.chunkedLoss = chunks;
             if (!checkTrainPipelineOptions(candidate).empty())
               continue;
             std::string flags;
@@ -151,9 +162,14 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
                << " --master-weights=" << tg::choiceName(master)
                << " --remat=" << remat
                << (inBackward ? " --optimizer-in-backward" : "");
+            if (chunks != 1)
+              os << " --chunked-loss=" << chunks;
             // The largest micro-batch that fits: smaller ones only add
             // accumulation steps.
             for (int64_t batch : batches) {
+              // (A loss in chunks is not accumulated yet.)
+              if (chunks != 1 && batch != globalBatch)
+                break;
               OwningOpRef<ModuleOp> module =
                   rebuildWithBatch(model, batch, error);
               if (!module)
@@ -173,6 +189,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
               tried.masters = master;
               tried.remat = remat;
               tried.inBackward = inBackward;
+              tried.chunks = chunks;
               tried.flags = flags;
               tried.batch = batch;
               tried.accumSteps = accum;
@@ -212,7 +229,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
                std::to_string(smallest->batch) + " x " +
                std::to_string(smallest->accumSteps) + ")";
     if (!request.allowed.amp || !request.allowed.state8bit ||
-        !request.allowed.bf16Masters)
+        !request.allowed.bf16Masters || !request.allowed.chunkedLoss)
       error += "; --fit-allow=all also tries the choices that change the "
                "numbers (bf16 compute, 8-bit state, bf16 master weights)";
     return failure();

@@ -289,6 +289,7 @@ LogicalResult TGXWriter::addInstruction(Operation *op) {
       if (attr.getName() == "operandSegmentSizes" ||
           attr.getName() == tg::TGDialect::kLossSeedAttr ||
           attr.getName() == tg::TGDialect::kRematAttr ||
+          attr.getName() == tg::TGDialect::kRecomputeAttr ||
           attr.getName() == tg::kOutputMaskAttr)
         continue;
       FailureOr<flatbuffers::Offset<tgx::Attr>> converted =

@@ -109,8 +109,8 @@ static cl::opt<std::string> fitBudget(
 static cl::opt<std::string> fitAllow(
     "fit-allow",
     cl::desc("What --fit may change that changes the numbers: amp, 8bit, "
-             "bf16-masters, all or none (default none: only choices that "
-             "keep the losses)"),
+             "bf16-masters, chunked-loss, all or none (default none: only "
+             "choices that keep the losses)"),
     cl::value_desc("list"), cl::cat(category));
 static cl::opt<std::string> estimate(
     "estimate",

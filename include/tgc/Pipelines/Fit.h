@@ -28,9 +28,12 @@ struct FitAllowed {
   bool amp = false;         // bf16 compute (tg-amp)
   bool state8bit = false;   // 8-bit optimizer state
   bool bf16Masters = false; // bf16 master weights, stochastic rounding
+  bool chunkedLoss = false; // the classifier and loss in chunks (sums in
+                            // another order)
 };
 
-/// Parses --fit-allow's list (amp, 8bit, bf16-masters, all, none). Fails
+/// Parses --fit-allow's list (amp, 8bit, bf16-masters, chunked-loss, all,
+/// none). Fails
 /// with `error` set.
 bool parseFitAllowed(llvm::StringRef list, FitAllowed &allowed,
                      std::string &error);
@@ -51,6 +54,7 @@ struct FitCandidate {
   tg::MasterWeights masters = tg::MasterWeights::F32;
   std::string remat;
   bool inBackward = false;
+  int64_t chunks = 1;
   /// The same as tgc-compile flags.
   std::string flags;
   int64_t batch = 0, accumSteps = 1;

@@ -52,6 +52,12 @@ struct TrainPipelineOptions
                      "with no f32 copy, f32 AdamW moments and stochastic "
                      "rounding (tg-master-weights)"),
       llvm::cl::init(tg::MasterWeights::F32)};
+  Option<int64_t> chunkedLoss{
+      *this, "chunked-loss",
+      llvm::cl::desc("Split the classifier and its cross-entropy over this "
+                     "many chunks of rows, so the logits never exist whole "
+                     "(tg-chunk-loss; 1: off)"),
+      llvm::cl::init(1)};
   Option<bool> fuse{
       *this, "fuse",
       llvm::cl::desc("Fuse matmul + bias (+ GELU) into tg.linear, one "

@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 
 namespace tgc::rt {
@@ -42,13 +43,22 @@ Status findModelInputs(const Program &program, ModelInputs &inputs) {
   }
   // The step that reads the batch: the training step, or with gradient
   // accumulation its micro-step.
+  // The targets may reach the loss reshaped and split into pieces (a loss
+  // in chunks, tg-chunk-loss).
   const EntryPoint *micro = program.findEntry("grad_step");
+  std::vector<int32_t> targets = {inputs.targets};
+  auto isTargets = [&](int32_t tensor) {
+    return std::find(targets.begin(), targets.end(), tensor) != targets.end();
+  };
   for (const Instruction &inst :
        micro ? micro->instructions : program.instructions) {
     if (inst.kernel == Kernel::Embedding && inst.operands[1] == inputs.tokens)
       inputs.vocab = program.tensors[inst.operands[0]].shape[0];
-    if (inst.kernel == Kernel::CrossEntropy &&
-        inst.operands[1] == inputs.targets)
+    if ((inst.kernel == Kernel::Reshape || inst.kernel == Kernel::Split) &&
+        !inst.operands.empty() && isTargets(inst.operands[0]))
+      targets.insert(targets.end(), inst.results.begin(), inst.results.end());
+    if (inst.kernel == Kernel::CrossEntropy && inst.operands.size() > 1 &&
+        isTargets(inst.operands[1]))
       inputs.classes = program.tensors[inst.operands[0]].shape.back();
   }
   if (inputs.classes <= 0)

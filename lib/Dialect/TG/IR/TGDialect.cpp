@@ -448,6 +448,13 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
                              "recomputes a value");
     return success();
   }
+  if (name == kRecomputeAttr) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<TGDialect>(op->getDialect()) ||
+        op->getNumResults() == 0)
+      return op->emitOpError("'tg.recompute' is a unit attribute on a tg op "
+                             "whose results tg-remat recomputes");
+    return success();
+  }
   if (name == kModelAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError("'tg.model' is a unit attribute, found ")

@@ -116,11 +116,20 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
     RematProblem problem = makeRematProblem(step.graph, step.forwardEnd);
     if (!reorder)
       problem.movable.assign(problem.movable.size(), false);
+    // Values of ops marked tg.recompute (tg-chunk-loss's products) are
+    // dropped under every policy but the budget, whose solver chooses.
+    auto withMarked = [&](std::vector<bool> dropped) {
+      for (int value : problem.candidates)
+        if (step.ops[step.graph.values[value].def]->hasAttr(
+                tg::TGDialect::kRecomputeAttr))
+          dropped[value] = true;
+      return dropped;
+    };
     RematChoice choice;
     if (kind == RematPolicy::None) {
-      choice = RematChoice(chooseNone(problem));
+      choice = RematChoice(withMarked(chooseNone(problem)));
     } else if (kind == RematPolicy::Selective) {
-      choice = RematChoice(chooseSelective(problem));
+      choice = RematChoice(withMarked(chooseSelective(problem)));
     } else if (kind == RematPolicy::Blocks) {
       std::vector<int> blocks;
       int count = findBlocks(step, blocks);
@@ -130,7 +139,7 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
                << " blocks; it needs repeated blocks, named by the forward "
                   "ops' name scopes with an index ('layers.0', "
                   "'transformer.h.0'). Use 'selective' or 'budget=<size>'";
-      choice = RematChoice(chooseBlocks(problem, blocks));
+      choice = RematChoice(withMarked(chooseBlocks(problem, blocks)));
     } else {
       std::vector<int> blocks;
       bool haveBlocks = findBlocks(step, blocks) >= 2;

@@ -110,6 +110,10 @@ def TG_Dialect : Dialect {
     /// the backward pass. The mark keeps CSE from merging it with the
     /// original (their attributes differ), and reports count its FLOPs.
     static constexpr ::llvm::StringLiteral kRematAttr = "tg.remat";
+    /// Marks a forward op whose results tg-remat always recomputes for the
+    /// backward pass, whatever its policy (tg-chunk-loss's products: one
+    /// chunk's logits live at a time).
+    static constexpr ::llvm::StringLiteral kRecomputeAttr = "tg.recompute";
 
     /// Registers the attributes of TGAttrs.td (defined in TGAttrs.cpp).
     void registerAttributes();

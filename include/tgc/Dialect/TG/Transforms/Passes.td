@@ -72,6 +72,29 @@ def TGMasterWeights : Pass<"tg-master-weights", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGChunkLoss : Pass<"tg-chunk-loss", "mlir::ModuleOp"> {
+  let summary = "Splits the classifier and its cross-entropy into chunks of "
+                "rows";
+  let description = [{
+    On every `tg.model` function (after tg-amp, before tg-autodiff), each
+    `tg.cross_entropy` of a `tg.matmul` by a matrix (the classifier: hidden
+    states [..., C] by the vocabulary's weights) becomes `chunks` products
+    and cross-entropies over consecutive pieces of the rows, so that the
+    [rows, vocabulary] logits never exist whole (Liger's fused linear
+    cross-entropy, torchtune's chunked loss). Each chunk's mean is weighted
+    by its count of targets (`tg.target_count`) and the loss is their sum
+    over the total count: the mean over all targets, as before, up to the
+    order of the sums. The chunks' products are marked `tg.recompute`, so
+    tg-remat computes each again just before its gradient instead of
+    keeping every chunk's logits for the backward pass.
+  }];
+  let options = [
+    Option<"chunks", "chunks", "int64_t", /*default=*/"8",
+           "Pieces of the rows (1: leave the loss whole)">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
   let summary = "Fuses matmul + bias (+ GELU) into tg.linear";
   let description = [{
