@@ -108,15 +108,6 @@ inline float rounded(float value, int64_t seed, int64_t t, int64_t index) {
   return seed ? roundBf16Stochastic(value, uint64_t(seed), t, index) : value;
 }
 
-/// Stochastic rounding is to bf16: a seed on another type is refused.
-Status checkRoundingSeed(int64_t seed, const TensorRef &param) {
-  if (seed != 0 && param.dtype != DType::BF16)
-    return Status::failure("rounding_seed rounds bf16 parameters "
-                           "stochastically; this parameter is " +
-                           std::string(dtypeName(param.dtype)));
-  return Status::success();
-}
-
 } // namespace
 
 Status sgdUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
@@ -284,6 +275,14 @@ void requantizeBlock(const QuantizedState &state, const float *values,
 }
 
 } // namespace
+
+Status checkRoundingSeed(int64_t seed, const TensorRef &param) {
+  if (seed != 0 && param.dtype != DType::BF16)
+    return Status::failure("rounding_seed rounds bf16 parameters "
+                           "stochastically; this parameter is " +
+                           std::string(dtypeName(param.dtype)));
+  return Status::success();
+}
 
 Status checkQuantBlockSize(int64_t blockSize) {
   if (blockSize < 1 || blockSize > kMaxQuantBlock ||

@@ -179,14 +179,6 @@ AdamWParams adamwParams(double beta1, double beta2, double eps,
                      uint64_t(roundingSeed)};
 }
 
-/// Stochastic rounding is to bf16: a seed on another type is refused.
-Status checkRoundingSeed(int64_t seed, const TensorRef &param) {
-  if (seed != 0 && param.dtype != DType::BF16)
-    return Status::failure("rounding_seed rounds bf16 parameters "
-                           "stochastically; this parameter is " +
-                           std::string(dtypeName(param.dtype)));
-  return Status::success();
-}
 
 /// As cpu's AdamWStep: the step's scalars as torch computes them in Python
 /// floats (f64), derived by each thread from the device lr and step, and
@@ -247,7 +239,7 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    double beta2, double eps, double weightDecay,
                    TensorRef &newParam, TensorRef &newExpAvg,
                    TensorRef &newExpAvgSq, int64_t roundingSeed) {
-  if (Status status = checkRoundingSeed(roundingSeed, param); !status.ok())
+  if (Status status = cpu::checkRoundingSeed(roundingSeed, param); !status.ok())
     return status;
   AdamWParams hp = adamwParams(beta1, beta2, eps, weightDecay, roundingSeed);
   int64_t n = param.numElements();
@@ -401,7 +393,7 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
                        TensorRef &newParam) {
   if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
     return status;
-  if (Status status = checkRoundingSeed(options.roundingSeed, param);
+  if (Status status = cpu::checkRoundingSeed(options.roundingSeed, param);
       !status.ok())
     return status;
   AdamWParams hp = adamwParams(options.beta1, options.beta2, options.eps,

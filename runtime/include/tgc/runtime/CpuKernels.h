@@ -43,6 +43,10 @@ constexpr int64_t kMaxQuantBlock = 4096;
 /// An error unless `blockSize` is a power of two in [1, kMaxQuantBlock].
 Status checkQuantBlockSize(int64_t blockSize);
 
+/// Stochastic rounding (an AdamW update's rounding_seed) is to bf16: a
+/// non-zero seed on a parameter of another type fails (both backends).
+Status checkRoundingSeed(int64_t seed, const TensorRef &param);
+
 /// A sorted 256-entry quantization map, ready to quantize: the code of `x`
 /// is the number of midpoints (map[i] + map[i+1]) / 2 below `x` (so the
 /// nearest entry, ties to the lower); with `isSigned`, a negative `x`
