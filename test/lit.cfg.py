@@ -116,6 +116,12 @@ if config.tgc_have_cuda == "ON":
     except (OSError, subprocess.TimeoutExpired):
         pass
 
+# A build with AddressSanitizer and UBSan (scripts/test-sanitized.sh):
+# long training runs that measure numerics only, with no code path the
+# shorter tests do not also take, are left to the plain build there.
+if getattr(config, "tgc_sanitize", "").upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("sanitized")
+
 # Tests that compare runs at 1 and 2 threads need 2 cores.
 if len(os.sched_getaffinity(0)) >= 2:
     config.available_features.add("cores-2")
