@@ -9,7 +9,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 
-#include <limits>
 
 using namespace mlir;
 
@@ -60,6 +59,18 @@ StepEstimate estimateTrainingStep(ModuleOp module, StringRef model,
   estimate.entries.push_back(
       {"train_step", 1, estimateFunction(step, device, options)});
   return estimate;
+}
+
+std::string FitCandidate::flags() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "--amp=" << tg::choiceName(amp)
+     << " --optimizer-state=" << tg::choiceName(state)
+     << " --master-weights=" << tg::choiceName(masters) << " --remat=" << remat
+     << (inBackward ? " --optimizer-in-backward" : "");
+  if (chunks != 1)
+    os << " --chunked-loss=" << chunks;
+  return text;
 }
 
 void applyFitCandidate(const FitCandidate &candidate,
@@ -132,89 +143,72 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
     if (globalBatch % b == 0)
       batches.push_back(b);
 
-  FitResult result;
-  double bestSeconds = std::numeric_limits<double>::infinity();
-  bool found = false;
+  // Every configuration before the micro-batch, in a fixed order.
+  SmallVector<FitCandidate> configurations;
   for (tg::Half amp : amps)
     for (tg::StateFormat state : states)
       for (tg::MasterWeights master : masters)
         for (const std::string &remat : remats)
           for (bool inBackward : placements)
-          for (int64_t chunks : chunkings) {
-            if (master == tg::MasterWeights::BF16 && amp != tg::Half::BF16 &&
-                !options.masterWeights.hasValue())
-              continue; // bf16 weights are for bf16 compute
-            TrainPipelineOptions candidate;
-            candidate.copyOptionValuesFrom(options);
-            candidate.quiet = true;
-            candidate.amp = amp;
-            candidate.optimizerState = state;
-            candidate.masterWeights = master;
-            candidate.remat = remat;
-            candidate.optimizerInBackward = inBackward;
-            candidate.chunkedLoss = chunks;
-            if (!checkTrainPipelineOptions(candidate).empty())
-              continue;
-            std::string flags;
-            llvm::raw_string_ostream os(flags);
-            os << "--amp=" << tg::choiceName(amp)
-               << " --optimizer-state=" << tg::choiceName(state)
-               << " --master-weights=" << tg::choiceName(master)
-               << " --remat=" << remat
-               << (inBackward ? " --optimizer-in-backward" : "");
-            if (chunks != 1)
-              os << " --chunked-loss=" << chunks;
-            // The largest micro-batch that fits: smaller ones only add
-            // accumulation steps.
-            for (int64_t batch : batches) {
-              // (A loss in chunks is not accumulated yet.)
-              if (chunks != 1 && batch != globalBatch)
-                break;
-              OwningOpRef<ModuleOp> module =
-                  rebuildWithBatch(model, batch, error);
-              if (!module)
-                return failure();
-              int64_t accum = globalBatch / batch;
-              candidate.gradAccum = accum;
-              FailureOr<PlannedMemory> memory =
-                  planTrainingMemory(*module, candidate, accum, alignment);
-              if (failed(memory)) {
-                error = "the training pipeline failed for " + flags +
-                        " at micro-batch " + std::to_string(batch);
-                return failure();
-              }
-              FitCandidate tried;
-              tried.amp = amp;
-              tried.state = state;
-              tried.masters = master;
-              tried.remat = remat;
-              tried.inBackward = inBackward;
-              tried.chunks = chunks;
-              tried.flags = flags;
-              tried.batch = batch;
-              tried.accumSteps = accum;
-              tried.memory = *memory;
-              tried.fits = memory->total() <= request.budget;
-              if (tried.fits)
-                tried.seconds =
-                    estimateTrainingStep(*module, model.getSymName(),
-                                         request.device, request.roofline)
-                        .seconds();
-              result.candidates.push_back(tried);
-              const FitCandidate &added = result.candidates.back();
-              if (!added.fits)
+            for (int64_t chunks : chunkings) {
+              // bf16 weights are for bf16 compute.
+              if (master == tg::MasterWeights::BF16 &&
+                  amp != tg::Half::BF16 && !options.masterWeights.hasValue())
                 continue;
-              if (!found || added.seconds < bestSeconds ||
-                  (added.seconds == bestSeconds &&
-                   added.memory.total() <
-                       result.candidates[result.best].memory.total())) {
-                found = true;
-                bestSeconds = added.seconds;
-                result.best = result.candidates.size() - 1;
-              }
-              break;
+              FitCandidate configuration;
+              configuration.amp = amp;
+              configuration.state = state;
+              configuration.masters = master;
+              configuration.remat = remat;
+              configuration.inBackward = inBackward;
+              configuration.chunks = chunks;
+              configurations.push_back(configuration);
             }
-          }
+
+  FitResult result;
+  bool found = false;
+  for (const FitCandidate &configuration : configurations) {
+    TrainPipelineOptions candidate;
+    candidate.copyOptionValuesFrom(options);
+    candidate.quiet = true;
+    // The largest micro-batch that fits: smaller ones only add
+    // accumulation steps (and stop where the options do not combine).
+    for (int64_t batch : batches) {
+      FitCandidate tried = configuration;
+      tried.batch = batch;
+      tried.accumSteps = globalBatch / batch;
+      applyFitCandidate(tried, candidate);
+      if (!checkTrainPipelineOptions(candidate).empty())
+        break;
+      OwningOpRef<ModuleOp> module = rebuildWithBatch(model, batch, error);
+      if (!module)
+        return failure();
+      FailureOr<PlannedMemory> memory = planTrainingMemory(
+          *module, candidate, tried.accumSteps, alignment);
+      if (failed(memory)) {
+        error = "the training pipeline failed for " + tried.flags() +
+                " at micro-batch " + std::to_string(batch);
+        return failure();
+      }
+      tried.memory = *memory;
+      tried.fits = memory->total() <= request.budget;
+      if (tried.fits)
+        tried.seconds = estimateTrainingStep(*module, model.getSymName(),
+                                             request.device, request.roofline)
+                            .seconds();
+      result.candidates.push_back(tried);
+      if (!tried.fits)
+        continue;
+      const FitCandidate &best = result.candidates[result.best];
+      if (!found || tried.seconds < best.seconds ||
+          (tried.seconds == best.seconds &&
+           tried.memory.total() < best.memory.total())) {
+        found = true;
+        result.best = result.candidates.size() - 1;
+      }
+      break;
+    }
+  }
   if (!found) {
     const FitCandidate *smallest = nullptr;
     for (const FitCandidate &c : result.candidates)
@@ -225,7 +219,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
     if (smallest)
       error += "; the smallest plan found is " +
                formatBytes(smallest->memory.total()) + " (" +
-               smallest->flags + ", micro-batch " +
+               smallest->flags() + ", micro-batch " +
                std::to_string(smallest->batch) + " x " +
                std::to_string(smallest->accumSteps) + ")";
     if (!request.allowed.amp || !request.allowed.state8bit ||

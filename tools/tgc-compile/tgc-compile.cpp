@@ -219,7 +219,7 @@ fitConfiguration(OwningOpRef<ModuleOp> &module, StringRef model,
                << request.device.name << ":\n";
   for (const auto &[i, c] : llvm::enumerate(result->candidates)) {
     llvm::errs() << (i == result->best ? "  * " : "    ")
-                 << (c.fits ? "fits " : "over ") << c.flags
+                 << (c.fits ? "fits " : "over ") << c.flags()
                  << " --batch=" << c.batch;
     if (c.accumSteps > 1)
       llvm::errs() << " --grad-accum=" << c.accumSteps;
@@ -230,7 +230,7 @@ fitConfiguration(OwningOpRef<ModuleOp> &module, StringRef model,
       llvm::errs() << llvm::format(", step %.4g ms", c.seconds * 1e3);
     llvm::errs() << "\n";
   }
-  llvm::errs() << "tgc-compile: --fit chose " << best.flags << " --batch="
+  llvm::errs() << "tgc-compile: --fit chose " << best.flags() << " --batch="
                << best.batch;
   if (best.accumSteps > 1)
     llvm::errs() << " --grad-accum=" << best.accumSteps;

@@ -55,8 +55,8 @@ struct FitCandidate {
   std::string remat;
   bool inBackward = false;
   int64_t chunks = 1;
-  /// The same as tgc-compile flags.
-  std::string flags;
+  /// The choices as tgc-compile flags (without the micro-batch).
+  std::string flags() const;
   int64_t batch = 0, accumSteps = 1;
   PlannedMemory memory;
   double seconds = 0; // estimated optimizer step
