@@ -161,10 +161,10 @@ const char *stringifyMemoryKind(MemoryKind kind) {
   return "unknown";
 }
 
-int64_t MemoryPlan::persistentBytes(MemoryKind kind) const {
+int64_t MemoryPlan::persistentBytes(MemoryKind kind, bool deviceOnly) const {
   int64_t total = 0;
   for (const PersistentTensor &tensor : persistent)
-    if (tensor.kind == kind)
+    if (tensor.kind == kind && !(deviceOnly && tensor.host))
       total += tensor.bytes;
   return total;
 }
@@ -377,10 +377,19 @@ FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp function,
       tensor.name = input ? input.str() : "arg" + std::to_string(i);
       tensor.kind = MemoryKind::Input;
     }
-    tensor.offset = plan.persistentSize;
-    plan.persistentSize += alignTo(tensor.bytes, alignment);
+    tensor.host = bool(function.getArgAttr(i, tg::TGDialect::kHostAttr));
     plan.persistent.push_back(tensor);
   }
+  // Device tensors first, in argument order; then the host part.
+  for (bool host : {false, true})
+    for (PersistentTensor &tensor : plan.persistent) {
+      if (tensor.host != host)
+        continue;
+      tensor.offset = plan.persistentSize;
+      plan.persistentSize += alignTo(tensor.bytes, alignment);
+      if (host)
+        plan.hostSize += alignTo(tensor.bytes, alignment);
+    }
 
   // The MLIR value defining each graph value.
   std::vector<Value> valueDef(step.graph.values.size());
@@ -480,7 +489,11 @@ void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
   os << "memory plan of @" << plan.function << " (" << plan.schedule.size()
      << " ops, " << plan.buffers.size() << " transient buffers, alignment "
      << plan.alignment << ")\n";
-  os << "  persistent: " << formatBytes(plan.persistentSize) << "\n";
+  os << "  persistent: " << formatBytes(plan.persistentSize);
+  if (plan.hostSize)
+    os << " (device " << formatBytes(plan.devicePersistentSize())
+       << ", host memory " << formatBytes(plan.hostSize) << ")";
+  os << "\n";
   for (MemoryKind kind : kPersistentKinds)
     if (listed(plan, kind))
       os << llvm::format("    %-18s", stringifyMemoryKind(kind))
@@ -492,8 +505,12 @@ void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
   os << "  peak of live transient bytes: " << formatBytes(layout.peakLive)
      << " (" << layout.peakLive << " bytes), arena/peak "
      << llvm::format("%.4f", ratio) << "\n";
-  os << "  total: " << formatBytes(plan.persistentSize + layout.arenaSize)
-     << "\n";
+  os << "  total: " << formatBytes(plan.persistentSize + layout.arenaSize);
+  if (plan.hostSize)
+    os << " (device "
+       << formatBytes(plan.devicePersistentSize() + layout.arenaSize)
+       << ", host memory " << formatBytes(plan.hostSize) << ")";
+  os << "\n";
   os << "  in-place reuse: " << plan.reusedBuffers
      << " results written over a dying operand\n";
   if (!plan.recomputed.empty()) {
@@ -511,10 +528,13 @@ void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
   for (MemoryKind kind : kPersistentKinds)
     if (listed(plan, kind))
       os << llvm::format("    %-18s", stringifyMemoryKind(kind))
-         << formatBytes(plan.persistentBytes(kind)) << "\n";
+         << formatBytes(plan.persistentBytes(kind, /*deviceOnly=*/true)) << "\n";
   for (MemoryKind kind : kTransientKinds)
     os << llvm::format("    %-18s", stringifyMemoryKind(kind))
        << formatBytes(plan.liveBytesAt(peakStep, kind)) << "\n";
+  if (plan.hostSize)
+    os << "    (and in host memory, not counted: "
+       << formatBytes(plan.hostSize) << " of optimizer state)\n";
 
   std::vector<const PlannedBuffer *> live;
   for (const PlannedBuffer &buffer : plan.buffers)
@@ -543,6 +563,7 @@ void writeMemoryReportJSON(const MemoryPlan &plan, llvm::raw_ostream &os) {
     json.attribute("arena_bytes", plan.layout.arenaSize);
     json.attribute("peak_live_bytes", plan.layout.peakLive);
     json.attribute("persistent_bytes", plan.persistentSize);
+    json.attribute("host_bytes", plan.hostSize);
     json.attribute("reused_buffers", plan.reusedBuffers);
     json.attribute("flops", plan.totalFlops);
     json.attributeObject("remat", [&] {
@@ -563,7 +584,8 @@ void writeMemoryReportJSON(const MemoryPlan &plan, llvm::raw_ostream &os) {
         json.attribute("op", describeOp(plan.schedule[peakStep]));
       json.attributeObject("breakdown", [&] {
         for (MemoryKind kind : kPersistentKinds)
-          json.attribute(stringifyMemoryKind(kind), plan.persistentBytes(kind));
+          json.attribute(stringifyMemoryKind(kind),
+                         plan.persistentBytes(kind, /*deviceOnly=*/true));
         for (MemoryKind kind : kTransientKinds)
           json.attribute(stringifyMemoryKind(kind),
                          plan.liveBytesAt(peakStep, kind));
@@ -576,6 +598,8 @@ void writeMemoryReportJSON(const MemoryPlan &plan, llvm::raw_ostream &os) {
           json.attribute("kind", stringifyMemoryKind(tensor.kind));
           json.attribute("bytes", tensor.bytes);
           json.attribute("offset", tensor.offset);
+          if (tensor.host)
+            json.attribute("host", true);
         });
     });
     json.attributeArray("buffers", [&] {

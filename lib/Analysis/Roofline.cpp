@@ -37,6 +37,7 @@ std::optional<DeviceSpec> getBuiltinDevice(StringRef name) {
     spec.matmulF32 = 67e12;
     spec.matmulTF32 = 494.7e12;
     spec.matmulBF16 = spec.matmulF16 = 989.4e12;
+    spec.hostBandwidth = 64e9; // PCIe 5.0 x16, each way
     return spec;
   }
   if (name == "a100") {
@@ -48,6 +49,7 @@ std::optional<DeviceSpec> getBuiltinDevice(StringRef name) {
     spec.matmulF32 = 19.5e12;
     spec.matmulTF32 = 156e12;
     spec.matmulBF16 = spec.matmulF16 = 312e12;
+    spec.hostBandwidth = 32e9; // PCIe 4.0 x16, each way
     return spec;
   }
   return std::nullopt;
@@ -96,10 +98,11 @@ std::optional<DeviceSpec> parseDeviceSpec(StringRef path, std::string &error) {
   for (const auto &entry : *root) {
     StringRef key = entry.first;
     if (key != "name" && key != "description" && key != "memory_bandwidth" &&
-        key != "vector_flops" && key != "matmul_flops")
+        key != "vector_flops" && key != "matmul_flops" &&
+        key != "host_bandwidth")
       return fail("unknown field '" + key +
                   "' (expected name, description, memory_bandwidth, "
-                  "vector_flops, matmul_flops)");
+                  "vector_flops, matmul_flops, host_bandwidth)");
   }
   DeviceSpec spec;
   spec.name = root->getString("name").value_or(
@@ -128,7 +131,9 @@ std::optional<DeviceSpec> parseDeviceSpec(StringRef path, std::string &error) {
   };
   if (!rate(*root, "memory_bandwidth", "memory_bandwidth",
             spec.memoryBandwidth, true) ||
-      !rate(*root, "vector_flops", "vector_flops", spec.vectorFlops, true))
+      !rate(*root, "vector_flops", "vector_flops", spec.vectorFlops, true) ||
+      !rate(*root, "host_bandwidth", "host_bandwidth", spec.hostBandwidth,
+            false))
     return std::nullopt;
   const llvm::json::Object *matmul = root->getObject("matmul_flops");
   if (!matmul)
@@ -226,7 +231,16 @@ FunctionEstimate estimateFunction(func::FuncOp function,
     // scores); the rest of the count runs on the vector units.
     int64_t vectorFlops = std::max<int64_t>(0, e.flops - e.matmulFlops);
     e.computeSeconds = matrixSeconds + double(vectorFlops) / device.vectorFlops;
-    e.memorySeconds = double(e.bytes()) / device.memoryBandwidth;
+    // Operands in host memory (offloaded state) cross the host link, once
+    // each way (read, then written back in place), both ways at once.
+    for (Value operand : op.getOperands())
+      if (auto arg = dyn_cast<BlockArgument>(operand))
+        if (function.getArgAttr(arg.getArgNumber(), tg::TGDialect::kHostAttr))
+          e.hostBytes += tg::getTensorBytes(arg.getType());
+    int64_t hostTraffic = std::min(2 * e.hostBytes, e.bytes());
+    e.memorySeconds =
+        double(e.bytes() - hostTraffic) / device.memoryBandwidth +
+        double(e.hostBytes) / device.hostBandwidth;
     if (e.flops == 0 && e.bytes() == 0)
       continue;
 
@@ -403,6 +417,7 @@ llvm::json::Value estimateToJSON(const StepEstimate &step,
            {"name", device.name},
            {"description", device.description},
            {"memory_bandwidth", device.memoryBandwidth},
+           {"host_bandwidth", device.hostBandwidth},
            {"vector_flops", device.vectorFlops},
            {"matmul_flops",
             llvm::json::Object{{"f32", device.matmulF32},

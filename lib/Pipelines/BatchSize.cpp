@@ -41,7 +41,8 @@ FailureOr<PlannedMemory> planTrainingMemory(ModuleOp module,
       return failure();
     // Every entry point shares the training step's persistent tensors.
     if (step) {
-      memory.persistent = plan->persistentSize;
+      memory.persistent = plan->devicePersistentSize();
+      memory.host = plan->hostSize;
       any = true;
     }
     memory.arena = std::max(memory.arena, plan->layout.arenaSize);

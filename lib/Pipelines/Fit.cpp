@@ -70,6 +70,8 @@ std::string FitCandidate::flags() const {
      << (inBackward ? " --optimizer-in-backward" : "");
   if (chunks != 1)
     os << " --chunked-loss=" << chunks;
+  if (offload != tg::Offload::None)
+    os << " --offload=" << tg::choiceName(offload);
   return text;
 }
 
@@ -81,6 +83,7 @@ void applyFitCandidate(const FitCandidate &candidate,
   options.remat = candidate.remat;
   options.optimizerInBackward = candidate.inBackward;
   options.chunkedLoss = candidate.chunks;
+  options.offload = candidate.offload;
   options.gradAccum = candidate.accumSteps;
 }
 
@@ -138,6 +141,13 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   SmallVector<int64_t> chunkings = choicesOf<int64_t>(
       options.chunkedLoss.hasValue() || !request.allowed.chunkedLoss,
       options.chunkedLoss, {1, 8});
+  // The state in host memory changes no number but costs the host link's
+  // time: searched, and kept only where the device alone is too small.
+  bool zero = options.dataParallel == tg::ParallelMode::Zero1 ||
+              options.dataParallel == tg::ParallelMode::Zero2;
+  SmallVector<tg::Offload> offloads = choicesOf<tg::Offload>(
+      options.offload.hasValue() || zero, options.offload,
+      {tg::Offload::None, tg::Offload::Optimizer});
   SmallVector<int64_t> batches;
   for (int64_t b = globalBatch; b >= 1; --b)
     if (globalBatch % b == 0)
@@ -150,24 +160,35 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
       for (tg::MasterWeights master : masters)
         for (const std::string &remat : remats)
           for (bool inBackward : placements)
-            for (int64_t chunks : chunkings) {
-              // bf16 weights are for bf16 compute.
-              if (master == tg::MasterWeights::BF16 &&
-                  amp != tg::Half::BF16 && !options.masterWeights.hasValue())
-                continue;
-              FitCandidate configuration;
-              configuration.amp = amp;
-              configuration.state = state;
-              configuration.masters = master;
-              configuration.remat = remat;
-              configuration.inBackward = inBackward;
-              configuration.chunks = chunks;
-              configurations.push_back(configuration);
-            }
+            for (int64_t chunks : chunkings)
+              for (tg::Offload offload : offloads) {
+                // bf16 weights are for bf16 compute.
+                if (master == tg::MasterWeights::BF16 &&
+                    amp != tg::Half::BF16 &&
+                    !options.masterWeights.hasValue())
+                  continue;
+                FitCandidate configuration;
+                configuration.amp = amp;
+                configuration.state = state;
+                configuration.masters = master;
+                configuration.remat = remat;
+                configuration.inBackward = inBackward;
+                configuration.chunks = chunks;
+                configuration.offload = offload;
+                configurations.push_back(configuration);
+              }
 
   FitResult result;
   bool found = false;
+  // Whether the configuration just tried, the same but on the device
+  // alone, fit at the whole global batch: then offloading its state could
+  // only be slower (same batch, the host link's time added).
+  bool previousFitWhole = false;
   for (const FitCandidate &configuration : configurations) {
+    bool onDevice = configuration.offload == tg::Offload::None;
+    if (!onDevice && previousFitWhole && offloads.size() > 1)
+      continue;
+    previousFitWhole = false;
     TrainPipelineOptions candidate;
     candidate.copyOptionValuesFrom(options);
     candidate.quiet = true;
@@ -199,6 +220,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
       result.candidates.push_back(tried);
       if (!tried.fits)
         continue;
+      previousFitWhole = onDevice && tried.accumSteps == 1;
       const FitCandidate &best = result.candidates[result.best];
       if (!found || tried.seconds < best.seconds ||
           (tried.seconds == best.seconds &&

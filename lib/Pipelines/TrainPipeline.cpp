@@ -98,6 +98,13 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     pm.addPass(tg::createTGDataParallel(parallel));
   }
 
+  if (options.offload != tg::Offload::None) {
+    tg::TGOffloadOptions offload;
+    offload.what = options.offload;
+    offload.printSummary = !options.quiet;
+    pm.addPass(tg::createTGOffload(offload));
+  }
+
   auto remat = forwarded<tg::TGRematOptions>(options);
   remat.printSummary = !options.quiet;
   pm.addPass(tg::createTGRemat(remat));
@@ -137,6 +144,14 @@ std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
              tg::choiceName(options.dataParallel.getValue()).str() +
              " yet (use ddp)";
   }
+  // ZeRO's shards of the state would each need their own host region;
+  // not built.
+  if (options.offload != tg::Offload::None &&
+      (options.dataParallel == tg::ParallelMode::Zero1 ||
+       options.dataParallel == tg::ParallelMode::Zero2))
+    return "--offload=optimizer does not combine with --data-parallel=" +
+           tg::choiceName(options.dataParallel.getValue()).str() +
+           " yet (use ddp)";
   return "";
 }
 

@@ -177,7 +177,10 @@ void LowerToTGXPass::runOnOperation() {
     return signalPassFailure();
   llvm::raw_string_ostream os(out.summary);
   os << plan->schedule.size() << " ops, persistent "
-     << formatBytes(plan->persistentSize) << ", arena "
+     << formatBytes(plan->devicePersistentSize());
+  if (plan->hostSize)
+    os << " (and " << formatBytes(plan->hostSize) << " in host memory)";
+  os << ", arena "
      << formatBytes(plan->layout.arenaSize) << " (peak live "
      << formatBytes(plan->layout.peakLive) << ")";
   if (!plan->recomputed.empty())
@@ -188,7 +191,10 @@ void LowerToTGXPass::runOnOperation() {
        << " ops, arena " << formatBytes(entry.plan->layout.arenaSize);
     arena = std::max(arena, entry.plan->layout.arenaSize);
   }
-  os << "; allocates " << formatBytes(plan->persistentSize + arena);
+  os << "; allocates " << formatBytes(plan->devicePersistentSize() + arena);
+  if (plan->hostSize)
+    os << " on the device and " << formatBytes(plan->hostSize)
+       << " of pinned host memory";
   // Data parallelism: the plan is one rank's; what it sends a step.
   if (auto parallel = step->getAttrOfType<DictionaryAttr>(
           tg::TGDialect::kDataParallelAttr)) {

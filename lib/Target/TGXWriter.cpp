@@ -473,7 +473,7 @@ LogicalResult TGXWriter::write(const TGXInfo &info,
       *loss, counter, fbb.CreateVector(constants),
       fbb.CreateVector(entryOffsets), accumSteps, info.allowTF32,
       str(info.task), info.seqLen, worldSize, dataParallel,
-      str(info.hfConfig), str(info.hfConfigError));
+      str(info.hfConfig), str(info.hfConfigError), trainPlan.hostSize);
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   tgx::appendTrailer(out);

@@ -406,6 +406,19 @@ cudaError_t cudaHostAlloc(void **pointer, size_t bytes, unsigned flags) {
   return allocate(pointer, bytes, Memory::PinnedHost);
 }
 
+// Pinned memory is mapped at the same address on the device (unified
+// addressing, as on every 64-bit system CUDA supports).
+cudaError_t cudaHostGetDevicePointer(void **device, void *host,
+                                     unsigned flags) {
+  TGC_EMU_STICKY();
+  if (flags != 0 || !inAllocation(host, 0, Memory::PinnedHost))
+    return fail(cudaErrorInvalidValue,
+                "cudaHostGetDevicePointer of memory cudaHostAlloc did not "
+                "allocate");
+  *device = host;
+  return cudaSuccess;
+}
+
 cudaError_t cudaFreeHost(void *pointer) {
   drainAll();
   return release(pointer, Memory::PinnedHost, "cudaFreeHost");

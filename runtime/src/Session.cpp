@@ -145,8 +145,8 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
              ? "; compile it with --world-size " +
                    std::to_string(communicator->size())
              : "; start it with mpirun -n " + std::to_string(prog.worldSize)));
-  Status status = created->device->allocate(prog.persistentBytes,
-                                            prog.arenaBytes);
+  Status status = created->device->allocate(
+      prog.persistentBytes, prog.hostBytes, prog.arenaBytes);
   if (!status.ok())
     return status;
   // The inputs of the training step; the smaller buckets' (`tokens@64`)
@@ -166,11 +166,10 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
 
 TensorRef Session::view(int32_t index) {
   const TensorInfo &info = prog.tensors[index];
-  uint8_t *base = info.storage == Storage::Persistent
-                      ? device->persistentBase()
-                      : device->arenaBase();
   TensorRef ref;
-  ref.data = base + info.offset;
+  ref.data = info.storage == Storage::Persistent
+                 ? device->persistentAt(info.offset)
+                 : device->arenaBase() + info.offset;
   ref.dtype = info.dtype;
   ref.shape = info.shape;
   return ref;
@@ -185,15 +184,26 @@ TensorRef Session::hostView(int32_t index) {
   return ref;
 }
 
+// The persistent region's device part and host part (offloaded state),
+// which the backend may hold apart.
 Status Session::pullPersistent() {
-  Status status = device->download(mirror, device->persistentBase(),
-                                   size_t(prog.persistentBytes));
+  int64_t deviceBytes = prog.persistentBytes - prog.hostBytes;
+  Status status = device->download(mirror, device->persistentAt(0),
+                                   size_t(deviceBytes));
+  if (status.ok() && prog.hostBytes > 0)
+    status = device->download(mirror + deviceBytes,
+                              device->persistentAt(deviceBytes),
+                              size_t(prog.hostBytes));
   return status.ok() ? device->synchronize() : status;
 }
 
 Status Session::pushPersistent() {
-  Status status = device->upload(device->persistentBase(), mirror,
-                                 size_t(prog.persistentBytes));
+  int64_t deviceBytes = prog.persistentBytes - prog.hostBytes;
+  Status status = device->upload(device->persistentAt(0), mirror,
+                                 size_t(deviceBytes));
+  if (status.ok() && prog.hostBytes > 0)
+    status = device->upload(device->persistentAt(deviceBytes),
+                            mirror + deviceBytes, size_t(prog.hostBytes));
   return status.ok() ? device->synchronize() : status;
 }
 

@@ -225,7 +225,10 @@ fitConfiguration(OwningOpRef<ModuleOp> &module, StringRef model,
       llvm::errs() << " --grad-accum=" << c.accumSteps;
     llvm::errs() << ": " << tgc::formatBytes(c.memory.total())
                  << " (persistent " << tgc::formatBytes(c.memory.persistent)
-                 << ", arena " << tgc::formatBytes(c.memory.arena) << ")";
+                 << ", arena " << tgc::formatBytes(c.memory.arena);
+    if (c.memory.host)
+      llvm::errs() << "; host memory " << tgc::formatBytes(c.memory.host);
+    llvm::errs() << ")";
     if (c.fits)
       llvm::errs() << llvm::format(", step %.4g ms", c.seconds * 1e3);
     llvm::errs() << "\n";

@@ -422,11 +422,15 @@ int run(int argc, char **argv) {
                   "batch per rank, throughput of the job\n",
                   program.dataParallel.c_str(), ranks,
                   job.comm ? job.comm->describe().c_str() : "1 process");
-    std::printf("  memory: persistent %s (optimizer state %s%s), arena %s "
+    std::string offloaded =
+        program.hostBytes > 0
+            ? ", " + formatBytes(program.hostBytes) + " of it in host memory"
+            : "";
+    std::printf("  memory: persistent %s (optimizer state %s%s%s), arena %s "
                 "(planned peak %s)\n",
                 formatBytes(program.persistentBytes).c_str(),
                 formatBytes(stateBytes).c_str(),
-                quantizedState ? ", 8-bit" : "",
+                quantizedState ? ", 8-bit" : "", offloaded.c_str(),
                 formatBytes(program.arenaBytes).c_str(),
                 formatBytes(program.peakLiveBytes).c_str());
     std::string training = describeTraining(program);

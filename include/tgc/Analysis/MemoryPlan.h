@@ -131,6 +131,9 @@ struct PersistentTensor {
   int64_t bytes = 0;
   int64_t offset = 0; // in the persistent region
   MemoryKind kind = MemoryKind::Param;
+  /// In host memory (`tg.host`, tg-offload): placed after every device
+  /// tensor, in the region's host part.
+  bool host = false;
 };
 
 /// An op that recomputes a forward value (marked `tg.remat`).
@@ -146,7 +149,12 @@ struct MemoryPlan {
   /// The schedule: the function's ops in IR order.
   std::vector<mlir::Operation *> schedule;
   std::vector<PersistentTensor> persistent;
+  /// The persistent region: its first `persistentSize - hostSize` bytes on
+  /// the device, the last `hostSize` (tensors marked `tg.host`) in host
+  /// memory.
   int64_t persistentSize = 0;
+  int64_t hostSize = 0;
+  int64_t devicePersistentSize() const { return persistentSize - hostSize; }
   std::vector<PlannedBuffer> buffers;
   /// The arena buffer of each value; reshape results share their operand's,
   /// and a result reusing an operand's buffer shares it too.
@@ -164,7 +172,9 @@ struct MemoryPlan {
   int64_t recomputedFlops = 0;
   int64_t totalFlops = 0;
 
-  int64_t persistentBytes(MemoryKind kind) const;
+  /// Bytes of persistent tensors of `kind`; with `deviceOnly`, those in
+  /// host memory (tg.host) left out.
+  int64_t persistentBytes(MemoryKind kind, bool deviceOnly = false) const;
   /// Bytes of each kind of transient buffer live at schedule step `step`.
   int64_t liveBytesAt(int64_t step, MemoryKind kind) const;
 };

@@ -41,6 +41,10 @@ struct DeviceSpec {
   /// Matrix FLOP/s (dense) by the type the products run in: f32 (no matrix
   /// units on NVIDIA GPUs: the vector rate), tf32, bf16, f16.
   double matmulF32 = 0, matmulTF32 = 0, matmulBF16 = 0, matmulF16 = 0;
+  /// Bytes per second each way over the link to host memory, which the
+  /// updates of offloaded optimizer state (tg.host) read and write
+  /// through; the default is PCIe 4.0 x16's.
+  double hostBandwidth = 32e9;
 };
 
 /// The built-in devices: "h100" (H100 SXM5) and "a100" (A100 SXM4 80GB),
@@ -49,6 +53,7 @@ std::optional<DeviceSpec> getBuiltinDevice(llvm::StringRef name);
 
 /// Parses a device file (JSON):
 ///   {"name": "...", "memory_bandwidth": 3.35e12, "vector_flops": 67e12,
+///    "host_bandwidth": 64e9,
 ///    "matmul_flops": {"f32": 67e12, "tf32": 495e12, "bf16": 989e12,
 ///                     "f16": 989e12}}
 /// Rates are per second and must be positive; tf32, bf16 and f16 default
@@ -71,6 +76,9 @@ struct OpEstimate {
   int64_t flops = 0, matmulFlops = 0;
   std::string matmulType; // f32, tf32, bf16, f16 ("" without matmul FLOPs)
   int64_t bytesRead = 0, bytesWritten = 0, scratchBytes = 0;
+  /// Of those, the bytes of host-memory operands (offloaded state), read
+  /// and written back over the host link.
+  int64_t hostBytes = 0;
   double computeSeconds = 0, memorySeconds = 0;
   bool recomputed = false;
   int64_t bytes() const { return bytesRead + bytesWritten + scratchBytes; }

@@ -27,7 +27,10 @@ namespace tgc {
 /// and the arena, the largest of the training step's and every entry
 /// point's (gradient micro-step, evaluation step).
 struct PlannedMemory {
+  /// The device's part of the persistent region, and the host memory's
+  /// (optimizer state offloaded by tg-offload), which total() leaves out.
   int64_t persistent = 0;
+  int64_t host = 0;
   int64_t arena = 0;
   int64_t total() const { return persistent + arena; }
 };

@@ -55,6 +55,7 @@ struct FitCandidate {
   std::string remat;
   bool inBackward = false;
   int64_t chunks = 1;
+  tg::Offload offload = tg::Offload::None;
   /// The choices as tgc-compile flags (without the micro-batch).
   std::string flags() const;
   int64_t batch = 0, accumSteps = 1;

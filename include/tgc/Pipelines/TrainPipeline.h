@@ -73,6 +73,12 @@ struct TrainPipelineOptions
       llvm::cl::desc("Loss scaling: auto (dynamic for f16, none otherwise), "
                      "dynamic, static:<value> or none (tg-loss-scale)"),
       llvm::cl::init("auto")};
+  Option<tg::Offload> offload{
+      *this, "offload",
+      llvm::cl::desc("What lives in host memory instead of the device's: "
+                     "none, or optimizer (its state, read and written by "
+                     "the updates over the bus; tg-offload)"),
+      llvm::cl::init(tg::Offload::None)};
   Option<bool> optimizerInBackward{
       *this, "optimizer-in-backward",
       llvm::cl::desc("Run each parameter's update as soon as its gradient "

@@ -95,7 +95,10 @@ public:
   std::string describe() const override { return "the CPU"; }
   bool hostAccessible() const override { return true; }
 
-  Status allocate(int64_t persistentBytes, int64_t arenaBytes) override {
+  // Host memory is all this backend has: the host part of the persistent
+  // region is the rest of it.
+  Status allocate(int64_t persistentBytes, int64_t /*hostBytes*/,
+                  int64_t arenaBytes) override {
     // The GEMMs need OpenBLAS: a missing one is an error now, not later.
     Status blas = loadBlas();
     if (!blas.ok())

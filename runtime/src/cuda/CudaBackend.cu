@@ -48,6 +48,7 @@ public:
     for (cudaEvent_t event : profileEvents)
       cudaEventDestroy(event);
     cudaFree(persistent);
+    cudaFreeHost(hostPart);
     cudaFree(arena);
     cudaFree(ctx.workspace);
     cudaFree(ctx.constants);
@@ -90,11 +91,33 @@ public:
   }
   bool hostAccessible() const override { return false; }
 
-  Status allocate(int64_t persistentBytes, int64_t arenaBytes) override {
-    Status status = allocateRegion(persistent, persistentBytes, "persistent");
+  Status allocate(int64_t persistentBytes, int64_t hostBytes,
+                  int64_t arenaBytes) override {
+    deviceBytes = persistentBytes - hostBytes;
+    Status status = allocateRegion(persistent, deviceBytes, "persistent");
     if (!status.ok())
       return status;
-    regionBytes = persistentBytes + arenaBytes;
+    if (hostBytes > 0) {
+      // Pinned and mapped into the device's address space: the update
+      // kernels read and write the state in place over the bus.
+      void *pinned = nullptr;
+      cudaError_t error =
+          cudaHostAlloc(&pinned, size_t(hostBytes), cudaHostAllocMapped);
+      if (error != cudaSuccess) {
+        cudaGetLastError();
+        return Status::failure(
+            "cannot pin " + std::to_string(hostBytes) +
+            " bytes of host memory for the offloaded optimizer state (" +
+            cudaGetErrorString(error) + ")");
+      }
+      hostPart = static_cast<uint8_t *>(pinned);
+      hostPartBytes = hostBytes;
+      void *mapped = nullptr;
+      TGC_CUDA_CALL(cudaHostGetDevicePointer(&mapped, pinned, 0));
+      hostPartDevice = static_cast<uint8_t *>(mapped);
+      std::memset(hostPart, 0, size_t(hostBytes));
+    }
+    regionBytes = deviceBytes + arenaBytes;
     status = allocateRegion(arena, arenaBytes, "arena");
     if (!status.ok())
       return status;
@@ -103,6 +126,10 @@ public:
     return ctx.reserveWorkspace(cuda::kGemmWorkspaceBytes);
   }
   uint8_t *persistentBase() override { return persistent; }
+  uint8_t *persistentAt(int64_t offset) override {
+    return offset < deviceBytes ? persistent + offset
+                                : hostPartDevice + (offset - deviceBytes);
+  }
   uint8_t *arenaBase() override { return arena; }
   int64_t bytesAllocated() const override {
     return regionBytes + int64_t(ctx.workspaceBytes) +
@@ -110,11 +137,26 @@ public:
   }
 
   Status upload(void *region, const void *host, size_t bytes) override {
+    if (inHostPart(region)) {
+      // Written by the host once the kernels queued before have run.
+      TGC_CUDA_CALL(cudaStreamSynchronize(streamOf(ctx)));
+      std::memcpy(hostPart + (static_cast<uint8_t *>(region) - hostPartDevice),
+                  host, bytes);
+      return Status::success();
+    }
     TGC_CUDA_CALL(cudaMemcpyAsync(region, host, bytes, cudaMemcpyHostToDevice,
                                   streamOf(ctx)));
     return Status::success();
   }
   Status download(void *host, const void *region, size_t bytes) override {
+    if (inHostPart(region)) {
+      TGC_CUDA_CALL(cudaStreamSynchronize(streamOf(ctx)));
+      std::memcpy(host,
+                  hostPart + (static_cast<const uint8_t *>(region) -
+                              hostPartDevice),
+                  bytes);
+      return Status::success();
+    }
     TGC_CUDA_CALL(cudaMemcpyAsync(host, region, bytes, cudaMemcpyDeviceToHost,
                                   streamOf(ctx)));
     return Status::success();
@@ -300,6 +342,12 @@ private:
     return Status::success();
   }
 
+  bool inHostPart(const void *pointer) const {
+    auto *p = static_cast<const uint8_t *>(pointer);
+    return hostPartDevice && p >= hostPartDevice &&
+           p < hostPartDevice + hostPartBytes;
+  }
+
   int device = 0;
   /// NCCL, once the first collective has tried to load it.
   bool ncclTried = false;
@@ -307,6 +355,12 @@ private:
   cudaDeviceProp properties{};
   cuda::Context ctx;
   uint8_t *persistent = nullptr;
+  int64_t deviceBytes = 0;
+  /// The persistent region's host part (offloaded optimizer state): the
+  /// host's address and the device's for the same pinned bytes.
+  uint8_t *hostPart = nullptr;
+  uint8_t *hostPartDevice = nullptr;
+  int64_t hostPartBytes = 0;
   uint8_t *arena = nullptr;
   cudaStream_t copyStream = nullptr;
   uint8_t *hostStaging[2] = {nullptr, nullptr};

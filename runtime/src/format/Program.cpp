@@ -291,6 +291,11 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
                            std::to_string(kMaxTensorBytes) + " bytes");
   if (program.peakLiveBytes > program.arenaBytes)
     return Status::failure("a planned peak larger than the arena");
+  program.hostBytes = fb->host_bytes();
+  if (program.hostBytes < 0 || program.hostBytes > program.persistentBytes)
+    return Status::failure("host_bytes " + std::to_string(program.hostBytes) +
+                           " is outside the persistent region of " +
+                           std::to_string(program.persistentBytes) + " bytes");
   if (!isPowerOfTwo(program.alignment) || program.alignment > 65536)
     return Status::failure("alignment " + std::to_string(program.alignment) +
                            " is not a power of two of at most 65536");
@@ -359,6 +364,14 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
                              std::to_string(info.offset) +
                              " lies outside its region of " +
                              std::to_string(region) + " bytes");
+    // A tensor is wholly on the device or wholly in host memory.
+    int64_t hostStart = program.persistentBytes - program.hostBytes;
+    if (info.storage == Storage::Persistent && info.bytes > 0 &&
+        info.offset < hostStart && info.offset + info.bytes > hostStart)
+      return Status::failure(describeTensor(i, info.name) + " at offset " +
+                             std::to_string(info.offset) +
+                             " straddles the start of the host part at " +
+                             std::to_string(hostStart));
     if (int64_t(dtypeSize(info.dtype)) > program.alignment ||
         info.offset % program.alignment != 0)
       return Status::failure(describeTensor(i, info.name) + " at offset " +

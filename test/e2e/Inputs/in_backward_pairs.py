@@ -1,6 +1,9 @@
-"""in_backward_pairs.py TOOLS DIR MODEL OPTIONS...: compiles MODEL.mlir in DIR with each option set, without and with
---optimizer-in-backward, trains both 20 steps and prints whether their
-losses and final checkpoints are bitwise identical."""
+"""in_backward_pairs.py [--flag F] [--steps N] [--run-args A] TOOLS DIR MODEL
+OPTIONS...: compiles MODEL.mlir in DIR with each option set, without and
+with the flag F (default --optimizer-in-backward), trains both N steps
+(default 20; tgc-run given the extra arguments A, e.g. "--device cuda" with
+TGC_RUN naming the emulator's tgc-run) and prints whether their losses and
+final checkpoints are bitwise identical."""
 import json
 import os
 import shlex
@@ -14,15 +17,26 @@ def run(args):
 
 
 def main():
-    tools, directory, model = sys.argv[1:4]
-    compile_, train = (os.path.join(tools, t) for t in ("tgc-compile", "tgc-run"))
-    for index, options in enumerate(sys.argv[4:]):
+    args = sys.argv[1:]
+    flagged, steps, run_args = "--optimizer-in-backward", 20, []
+    while args and args[0] in ("--flag", "--steps", "--run-args"):
+        if args[0] == "--flag":
+            flagged = args[1]
+        elif args[0] == "--steps":
+            steps = int(args[1])
+        else:
+            run_args = shlex.split(args[1])
+        args = args[2:]
+    tools, directory, model = args[:3]
+    compile_ = os.path.join(tools, "tgc-compile")
+    train = os.path.join(tools, os.environ.get("TGC_RUN", "tgc-run"))
+    for index, options in enumerate(args[3:]):
         outputs = []
-        for flag in ([], ["--optimizer-in-backward"]):
+        for flag in ([], shlex.split(flagged)):
             stem = f"{directory}/{model}.{index}.{len(flag)}"
             run([compile_, f"{directory}/{model}.mlir", "-o",
                  stem + ".tgx", *shlex.split(options), *flag])
-            run([train, stem + ".tgx", "--steps", "20", "--seed", "3",
+            run([train, stem + ".tgx", *run_args, "--steps", str(steps), "--seed", "3",
                  "--metrics", stem + ".jsonl", "--save", stem + ".st",
                  "--quiet"])
             with open(stem + ".jsonl") as f:
@@ -30,10 +44,10 @@ def main():
             with open(stem + ".st", "rb") as f:
                 outputs.append((losses, f.read()))
         (a, wa), (b, wb) = outputs
-        if len(a) != 20:
-            print(f"{options!r}: {len(a)} steps, expected 20")
+        if len(a) != steps:
+            print(f"{options!r}: {len(a)} steps, expected {steps}")
         elif a == b and wa == wb:
-            print(f"{options!r}: 20 steps bitwise identical")
+            print(f"{options!r}: {steps} steps bitwise identical")
         else:
             steps = sum(x != y for x, y in zip(a, b))
             print(f"{options!r}: DIFFERENT ({steps} losses differ, "

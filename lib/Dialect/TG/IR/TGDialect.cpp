@@ -166,6 +166,17 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
 
+  if (name == kHostAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return emitArgError() << "'tg.host' is a unit attribute, found "
+                            << attr.getValue();
+    auto state = function.getArgAttrOfType<StringAttr>(argIndex, kStateAttr);
+    if (!state || state.getValue().starts_with(kGradAccumPrefix))
+      return emitArgError() << "'tg.host' is only valid on optimizer state "
+                               "('tg.state', not an accumulator)";
+    return success();
+  }
+
   if (name == kShardOfAttr) {
     auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     auto type = dyn_cast<RankedTensorType>(argType);

@@ -107,9 +107,12 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
       return emitError(function.getLoc(), "tg-remat needs the loss (a result marked "
                                   "tg.loss) to tell the forward pass from "
                                   "the backward pass");
+    // The device's persistent bytes (state in host memory, tg-offload,
+    // takes none of the budget).
     int64_t persistent = 0;
-    for (Type type : function.getArgumentTypes())
-      persistent += alignTo(tg::getTensorBytes(type), alignment);
+    for (BlockArgument arg : function.getArguments())
+      if (!function.getArgAttr(arg.getArgNumber(), tg::TGDialect::kHostAttr))
+        persistent += alignTo(tg::getTensorBytes(arg.getType()), alignment);
     if (!exportGraph.empty() && failed(writeGraph(step, persistent)))
       return failure();
 

@@ -27,9 +27,19 @@ public:
   /// Whether region memory is host memory (then no copies are needed).
   virtual bool hostAccessible() const = 0;
 
-  /// Allocates both regions, zero-filled.
-  virtual Status allocate(int64_t persistentBytes, int64_t arenaBytes) = 0;
+  /// Allocates both regions, zero-filled. The last `hostBytes` of the
+  /// persistent region (offloaded optimizer state) are host memory that
+  /// the kernels reach over the bus; the CUDA backend allocates them
+  /// apart, pinned and mapped, so the persistent region's two parts need
+  /// not be contiguous: address it through persistentAt().
+  virtual Status allocate(int64_t persistentBytes, int64_t hostBytes,
+                          int64_t arenaBytes) = 0;
   virtual uint8_t *persistentBase() = 0;
+  /// The address of byte `offset` of the persistent region, as kernels
+  /// and upload()/download() take it.
+  virtual uint8_t *persistentAt(int64_t offset) {
+    return persistentBase() + offset;
+  }
   virtual uint8_t *arenaBase() = 0;
   /// Bytes the backend holds now: the regions plus its own workspace and
   /// staging buffers.

@@ -158,6 +158,9 @@ struct Program {
   std::string options;
   std::vector<TensorInfo> tensors;
   int64_t persistentBytes = 0;
+  /// The last `hostBytes` of the persistent region live in the host's
+  /// pinned memory (offloaded optimizer state); the rest on the device.
+  int64_t hostBytes = 0;
   int64_t arenaBytes = 0;
   int64_t peakLiveBytes = 0;
   int64_t alignment = 1;

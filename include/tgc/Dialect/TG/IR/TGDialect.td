@@ -88,6 +88,11 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kDataParallelAttr =
         "tg.data_parallel";
     static constexpr ::llvm::StringLiteral kShardOfAttr = "tg.shard_of";
+    /// On a state argument of a training step (tg-offload, unit): the
+    /// tensor lives in the host's pinned memory, not the device's; the
+    /// updates that read and write it reach it over the bus. The memory
+    /// plan places such tensors at the end of the persistent region.
+    static constexpr ::llvm::StringLiteral kHostAttr = "tg.host";
     /// Gradient accumulation (tg-grad-accum). The gradient micro-step is
     /// a func.func marked `tg.grad_step` (unit): forward and backward on
     /// one micro-batch, adding into accumulators; the tg.train_step it

@@ -31,6 +31,8 @@ enum class StateFormat { F32, Int8 };
 /// How trainable parameters are stored (tg-master-weights): f32, or bf16
 /// with no f32 copy.
 enum class MasterWeights { F32, BF16 };
+/// What lives in the host's memory instead of the device's (tg-offload).
+enum class Offload { None, Optimizer };
 
 /// How ranks share the step (tg-data-parallel).
 enum class ParallelMode { None, DDP, Zero1, Zero2 };
@@ -61,6 +63,11 @@ template <> struct Choices<StateFormat> {
 template <> struct Choices<MasterWeights> {
   static constexpr ChoiceName<MasterWeights> names[] = {
       {MasterWeights::F32, "f32"}, {MasterWeights::BF16, "bf16"}};
+};
+
+template <> struct Choices<Offload> {
+  static constexpr ChoiceName<Offload> names[] = {
+      {Offload::None, "none"}, {Offload::Optimizer, "optimizer"}};
 };
 
 template <> struct Choices<ParallelMode> {
@@ -163,6 +170,7 @@ TGC_CHOICE_PARSER(::tgc::tg::Half)
 TGC_CHOICE_PARSER(::tgc::tg::OptimizerKind)
 TGC_CHOICE_PARSER(::tgc::tg::StateFormat)
 TGC_CHOICE_PARSER(::tgc::tg::MasterWeights)
+TGC_CHOICE_PARSER(::tgc::tg::Offload)
 TGC_CHOICE_PARSER(::tgc::tg::ParallelMode)
 #undef TGC_CHOICE_PARSER
 } // namespace llvm::cl

@@ -492,6 +492,34 @@ def TGRemat : Pass<"tg-remat", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGOffload : Pass<"tg-offload", "mlir::ModuleOp"> {
+  let summary = "Keeps the optimizer state in the host's pinned memory";
+  let description = [{
+    On every `tg.train_step` (after tg-optimizer, the state's quantization
+    and tg-data-parallel, before tg-remat), with `what=optimizer`: each
+    optimizer state tensor that only optimizer updates read (AdamW's
+    moments, their 8-bit codes and scales, Adafactor's factors, SGD's
+    momentum) gets `tg.host`. The memory plan puts those tensors in a
+    region of their own at the end of the persistent region, which the
+    CUDA backend allocates in pinned host memory mapped into the device's
+    address space: the update kernels read and write the state over the
+    bus (PCIe, NVLink-C2C) while the parameters and gradients stay on the
+    device, so the device holds no optimizer state and no copy of it is
+    staged. The numbers are unchanged (the same kernels on the same
+    bytes); the estimate charges the state's traffic at the host link's
+    bandwidth. Scalars (the step count, the learning rate) stay on the
+    device. `what=none` changes nothing.
+  }];
+  let options = [
+    Option<"what", "what", "::tgc::tg::Offload",
+           /*default=*/"::tgc::tg::Offload::Optimizer",
+           "What lives in host memory: none or optimizer">,
+    Option<"printSummary", "print", "bool", /*default=*/"false",
+           "Print what moved to host memory to stderr">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGOptimizerInBackward : Pass<"tg-optimizer-in-backward",
                                   "mlir::ModuleOp"> {
   let summary = "Runs each parameter's update as soon as its gradient is "
