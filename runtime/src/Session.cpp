@@ -154,11 +154,21 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
   for (const TensorInfo &info : prog.tensors)
     if (info.role == Role::Input && info.name.find('@') == std::string::npos)
       created->inputRanges.push_back({info.offset, info.bytes});
+  int64_t deviceBytes = prog.persistentBytes - prog.hostBytes;
   if (created->device->hostAccessible()) {
     created->mirror = created->device->persistentBase();
+    created->hostMirror = created->mirror + deviceBytes;
+  } else if (uint8_t *pinned = created->device->hostPartForHost();
+             pinned && prog.hostBytes > 0) {
+    // The offloaded state is host memory already: no second copy of it.
+    created->mirrorStorage.assign(size_t(deviceBytes), 0);
+    created->mirror = created->mirrorStorage.data();
+    created->hostMirror = pinned;
+    created->hostPartShared = true;
   } else {
     created->mirrorStorage.assign(size_t(prog.persistentBytes), 0);
     created->mirror = created->mirrorStorage.data();
+    created->hostMirror = created->mirror + deviceBytes;
   }
   session = std::move(created);
   return Status::success();
@@ -178,7 +188,10 @@ TensorRef Session::view(int32_t index) {
 TensorRef Session::hostView(int32_t index) {
   const TensorInfo &info = prog.tensors[index];
   TensorRef ref;
-  ref.data = mirror + info.offset;
+  int64_t deviceBytes = prog.persistentBytes - prog.hostBytes;
+  ref.data = info.offset < deviceBytes
+                 ? mirror + info.offset
+                 : hostMirror + (info.offset - deviceBytes);
   ref.dtype = info.dtype;
   ref.shape = info.shape;
   return ref;
@@ -190,8 +203,8 @@ Status Session::pullPersistent() {
   int64_t deviceBytes = prog.persistentBytes - prog.hostBytes;
   Status status = device->download(mirror, device->persistentAt(0),
                                    size_t(deviceBytes));
-  if (status.ok() && prog.hostBytes > 0)
-    status = device->download(mirror + deviceBytes,
+  if (status.ok() && prog.hostBytes > 0 && !hostPartShared)
+    status = device->download(hostMirror,
                               device->persistentAt(deviceBytes),
                               size_t(prog.hostBytes));
   return status.ok() ? device->synchronize() : status;
@@ -201,9 +214,9 @@ Status Session::pushPersistent() {
   int64_t deviceBytes = prog.persistentBytes - prog.hostBytes;
   Status status = device->upload(device->persistentAt(0), mirror,
                                  size_t(deviceBytes));
-  if (status.ok() && prog.hostBytes > 0)
-    status = device->upload(device->persistentAt(deviceBytes),
-                            mirror + deviceBytes, size_t(prog.hostBytes));
+  if (status.ok() && prog.hostBytes > 0 && !hostPartShared)
+    status = device->upload(device->persistentAt(deviceBytes), hostMirror,
+                            size_t(prog.hostBytes));
   return status.ok() ? device->synchronize() : status;
 }
 

@@ -126,6 +126,7 @@ public:
     return ctx.reserveWorkspace(cuda::kGemmWorkspaceBytes);
   }
   uint8_t *persistentBase() override { return persistent; }
+  uint8_t *hostPartForHost() override { return hostPart; }
   uint8_t *persistentAt(int64_t offset) override {
     return offset < deviceBytes ? persistent + offset
                                 : hostPartDevice + (offset - deviceBytes);

@@ -40,6 +40,10 @@ public:
   virtual uint8_t *persistentAt(int64_t offset) {
     return persistentBase() + offset;
   }
+  /// The host's address of the persistent region's host part, when it is
+  /// memory apart that the host may read and write between steps (the
+  /// CUDA backend's pinned state), else null.
+  virtual uint8_t *hostPartForHost() { return nullptr; }
   virtual uint8_t *arenaBase() = 0;
   /// Bytes the backend holds now: the regions plus its own workspace and
   /// staging buffers.

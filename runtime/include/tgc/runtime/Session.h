@@ -121,9 +121,15 @@ private:
   std::unique_ptr<Backend> device;
   std::unique_ptr<Communicator> localComm;
   Communicator *comm = nullptr;
-  /// Host copy of the persistent region; the region itself on the CPU.
+  /// Host copy of the persistent region's device part; the region itself
+  /// on the CPU.
   std::vector<uint8_t> mirrorStorage;
   uint8_t *mirror = nullptr;
+  /// The host part (offloaded state) as the host sees it: the backend's
+  /// pinned memory itself where it has one (nothing to copy), else the
+  /// rest of the mirror.
+  uint8_t *hostMirror = nullptr;
+  bool hostPartShared = false;
   int64_t highWater = -1;
   std::map<std::string, int64_t> entryHighWater;
   std::vector<Backend::Range> inputRanges;
