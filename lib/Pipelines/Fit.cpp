@@ -186,7 +186,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   bool previousFitWhole = false;
   for (const FitCandidate &configuration : configurations) {
     bool onDevice = configuration.offload == tg::Offload::None;
-    if (!onDevice && previousFitWhole && offloads.size() > 1)
+    if (!onDevice && previousFitWhole)
       continue;
     previousFitWhole = false;
     TrainPipelineOptions candidate;

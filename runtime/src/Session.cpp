@@ -124,6 +124,12 @@ Session::Session(Program program, std::unique_ptr<Backend> backend)
 
 Session::~Session() = default;
 
+/// Bytes of the persistent region on the device: all but the host part
+/// (offloaded optimizer state) at its end.
+static int64_t devicePart(const Program &prog) {
+  return prog.persistentBytes - prog.hostBytes;
+}
+
 Status Session::create(Program program, std::unique_ptr<Backend> backend,
                        std::unique_ptr<Session> &session,
                        Communicator *communicator) {
@@ -154,7 +160,7 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
   for (const TensorInfo &info : prog.tensors)
     if (info.role == Role::Input && info.name.find('@') == std::string::npos)
       created->inputRanges.push_back({info.offset, info.bytes});
-  int64_t deviceBytes = prog.persistentBytes - prog.hostBytes;
+  int64_t deviceBytes = devicePart(prog);
   if (created->device->hostAccessible()) {
     created->mirror = created->device->persistentBase();
     created->hostMirror = created->mirror + deviceBytes;
@@ -188,7 +194,7 @@ TensorRef Session::view(int32_t index) {
 TensorRef Session::hostView(int32_t index) {
   const TensorInfo &info = prog.tensors[index];
   TensorRef ref;
-  int64_t deviceBytes = prog.persistentBytes - prog.hostBytes;
+  int64_t deviceBytes = devicePart(prog);
   ref.data = info.offset < deviceBytes
                  ? mirror + info.offset
                  : hostMirror + (info.offset - deviceBytes);
@@ -200,7 +206,7 @@ TensorRef Session::hostView(int32_t index) {
 // The persistent region's device part and host part (offloaded state),
 // which the backend may hold apart.
 Status Session::pullPersistent() {
-  int64_t deviceBytes = prog.persistentBytes - prog.hostBytes;
+  int64_t deviceBytes = devicePart(prog);
   Status status = device->download(mirror, device->persistentAt(0),
                                    size_t(deviceBytes));
   if (status.ok() && prog.hostBytes > 0 && !hostPartShared)
@@ -211,7 +217,7 @@ Status Session::pullPersistent() {
 }
 
 Status Session::pushPersistent() {
-  int64_t deviceBytes = prog.persistentBytes - prog.hostBytes;
+  int64_t deviceBytes = devicePart(prog);
   Status status = device->upload(device->persistentAt(0), mirror,
                                  size_t(deviceBytes));
   if (status.ok() && prog.hostBytes > 0 && !hostPartShared)
