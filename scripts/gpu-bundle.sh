@@ -70,16 +70,28 @@ ldd "$bin/tgc-run" "$bin/tgc-cuda-tests" ${openblas:+"$openblas"} |
   -o "$out/tgx/gpt2-2layer-f16.tgx"
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --amp=bf16 --fuse \
   -o "$out/tgx/gpt2-2layer-fused.tgx"
+# The optimizer state in pinned, mapped host memory (8-bit, and bf16 with
+# the update in the backward pass, which reaches it mid-backward).
+"$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --optimizer-state=8bit \
+  --offload=optimizer -o "$out/tgx/gpt2-2layer-offload.tgx"
 "$bin/tgc-models" gpt2 --preset tiny --batch 2 --seq-len 32 \
   -o "$out/tgx/gpt2-tiny.mlir"
 "$bin/tgc-compile" "$out/tgx/gpt2-tiny.mlir" -o "$out/tgx/gpt2-tiny.tgx"
-# The benchmark's GPT-2 124M at B=8 and 16, f32 and bf16.
+# The benchmark's GPT-2 124M at B=8 and 16, f32 and bf16, and its plans
+# measured on the device: GPT-2 124M with and without the state in host
+# memory, and (unless TGC_BUNDLE_LARGE=0) --fit's choices for GPT-2 1558M
+# and Llama-3-8B.
+large=()
+[ "${TGC_BUNDLE_LARGE:-1}" = 0 ] && large=(--no-large)
 python3 "$root/bench/gpu/bench_gpu.py" --build "$build" --prepare "$out/tgx" \
-  > /dev/null
+  "${large[@]}" > /dev/null
 rm -f "$out/tgx/"*.mlir
 
 cp "$root/scripts/gpu-run.sh" "$out/run.sh"
 cp "$root/test/gpu/Inputs/compare_losses.py" "$root/test/e2e/Inputs/bounds.py" \
   "$root/bench/gpu/bench_gpu.py" \
   "$out/"
-du -sh "$out" | cut -f1 | sed 's/^/gpu-bundle: /' 
+du -sh "$out" | cut -f1 | sed 's/^/gpu-bundle: /'
+# The same compressed, to travel (tar xJf gpu-bundle.tar.xz there).
+tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
+du -sh "$out.tar.xz" | cut -f1 | sed 's/^/gpu-bundle: compressed /' 

@@ -93,13 +93,15 @@ check train-adafactor compare adafactor
 check train-accum compare accum
 check train-f16 compare f16
 check train-fused compare fused
+check train-offload compare offload
+# The benchmark before compute-sanitizer, whose runs are the slowest.
+if [ "$bench" = 1 ]; then
+  check bench python3 "$here/bench_gpu.py" --prebuilt "$tgx" --bins \
+    "$(dirname "$run")" --out "$out/bench.md"
+fi
 if [ "$memcheck" = 1 ]; then
   check memcheck-train memcheck "$run" "$tgx/gpt2-tiny.tgx" --device cuda \
     --steps 2 --quiet
   check memcheck-kernels memcheck "$tests" --gtest_brief=1
-fi
-if [ "$bench" = 1 ]; then
-  check bench python3 "$here/bench_gpu.py" --prebuilt "$tgx" --bins \
-    "$(dirname "$run")" --out "$out/bench.md"
 fi
 exit "$failed"

@@ -94,6 +94,93 @@ FLAGS = {"f32": [], "bf16": ["--amp=bf16"],
          "bf16-fused": ["--amp=bf16", "--fuse"]}
 BATCHES = (8, 16)
 
+# Plans measured on the device: what tgc-compile planned, what tgc-run
+# allocated, and the most the GPU's memory held while it ran (nvidia-smi,
+# less what it held before: the CUDA context and cuBLAS's own workspace are
+# in it, the plan does not count them). (name, file stem, tgc-models
+# arguments, tgc-compile flags, steps)
+PLANS = [
+    ("GPT-2 124M, B=8: bf16, 8-bit state", "plan-gpt2-124m-8bit",
+     ["gpt2", "--preset", "124M", "--batch", "8"],
+     ["--amp=bf16", "--optimizer-state=8bit"], 20),
+    ("the same, state in host memory (`--offload=optimizer`)",
+     "plan-gpt2-124m-8bit-offload",
+     ["gpt2", "--preset", "124M", "--batch", "8"],
+     ["--amp=bf16", "--optimizer-state=8bit", "--offload=optimizer"], 20),
+    ("GPT-2 1558M, B=8, T=1024: `--fit=10GiB --fit-allow=all`",
+     "plan-gpt2-1558m-fit",
+     ["gpt2", "--preset", "1558M", "--batch", "8", "--seq-len", "1024"],
+     ["--fit=10GiB", "--fit-allow=all"], 5),
+    ("Llama-3-8B, B=2, T=2048: `--fit=20GiB --fit-allow=all`",
+     "plan-llama3-8b-fit",
+     ["llama", "--preset", "llama-3-8b", "--batch", "2", "--seq-len", "2048"],
+     ["--fit=20GiB", "--fit-allow=all"], 3),
+]
+
+
+def prepare_plans(bins, directory, large):
+    """Compiles PLANS into DIRECTORY (the two large models only with
+    LARGE); each executable gets STEM.tgx.plan.json with the compile
+    summary's planned bytes and the configuration chosen."""
+    for name, stem, model_args, flags, steps in PLANS:
+        if not large and "124m" not in stem:
+            continue
+        model = os.path.join(directory, stem + ".mlir")
+        exe = os.path.join(directory, stem + ".tgx")
+        run([f"{bins}/tgc-models"] + model_args + ["-o", model])
+        done = run([f"{bins}/tgc-compile", model, "-o", exe,
+                    "--estimate=h100", f"--estimate-json={exe}.estimate.json"]
+                   + flags)
+        summary = [l for l in done.stderr.splitlines() if "allocates" in l][-1]
+        chose = re.search(r"--fit chose (.*?): [\d.]+ \w+ \(", done.stderr)
+        json.dump({"summary": summary.strip(),
+                   "planned": re.search(r"allocates ([\d.]+ \w+)",
+                                        summary).group(1),
+                   "chose": chose.group(1) if chose else
+                   " ".join(flags)},
+                  open(exe + ".plan.json", "w"))
+        os.remove(model)
+        print(exe)
+
+
+# The longest one plan's run may take (Llama-3-8B initialises 8 billion
+# parameters on the host first).
+TIMEOUT_S = 150
+
+
+def gpu_memory_mib():
+    return int(run(["nvidia-smi", "--query-gpu=memory.used",
+                    "--format=csv,noheader,nounits"]).stdout.split()[0])
+
+
+def measure_plan(bins, exe, steps, tmp):
+    """Runs EXE on the GPU while nvidia-smi samples the memory in use every
+    20 ms: (step seconds, bytes tgc-run allocated, peak bytes over the
+    baseline, host bytes), or the error's last line."""
+    metrics = os.path.join(tmp, os.path.basename(exe) + ".jsonl")
+    base = gpu_memory_mib()
+    poll = subprocess.Popen(["nvidia-smi", "--query-gpu=memory.used",
+                             "--format=csv,noheader,nounits", "-lms", "20"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        out = run([f"{bins}/tgc-run", exe, "--device", "cuda", "--steps",
+                   str(steps + 2), "--metrics", metrics],
+                  timeout=TIMEOUT_S).stdout
+    except subprocess.CalledProcessError as e:
+        return (e.stderr.strip().splitlines() or ["failed"])[-1]
+    except subprocess.TimeoutExpired:
+        return f"not done in {TIMEOUT_S} s"
+    finally:
+        if poll.poll() is None:
+            poll.terminate()
+    samples = [int(l) for l in poll.communicate()[0].split() if l.isdigit()]
+    allocated = int(re.search(r"(\d+) bytes of device memory", out).group(1))
+    host = re.search(r"([\d.]+ \w+) of it in host memory", out)
+    lines = [json.loads(l) for l in open(metrics)]
+    step = (lines[-1]["elapsed_s"] - lines[1]["elapsed_s"]) / steps
+    peak = (max(samples) - base) * 2 ** 20 if samples else 0
+    return step, allocated, peak, host.group(1) if host else ""
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -102,6 +189,8 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--prepare", metavar="DIR")
     ap.add_argument("--prebuilt", metavar="DIR")
+    ap.add_argument("--no-large", action="store_true",
+                    help="--prepare: leave out the 1558M and 8B plans")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "gpu",
                                                   "README.md"))
     args = ap.parse_args()
@@ -130,6 +219,7 @@ def main():
         for precision in PRECISIONS:
             for batch in BATCHES:
                 print(compile_step(batch, precision, args.prepare))
+        prepare_plans(bins, args.prepare, not args.no_large)
         return 0
     device = run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]
                  ).stdout.strip().splitlines()[0]
@@ -161,6 +251,16 @@ def main():
                 except (subprocess.CalledProcessError, ValueError):
                     ref = None
                 rows.append((precision, batch, ours, ref, estimated(exe)))
+        plans = []
+        if not args.prebuilt:
+            prepare_plans(bins, tmp, True)
+        for name, stem, model_args, flags, steps in PLANS:
+            exe = os.path.join(args.prebuilt or tmp, stem + ".tgx")
+            if not os.path.exists(exe):
+                continue
+            info = json.load(open(exe + ".plan.json"))
+            plans.append((name, info, measure_plan(bins, exe, steps, tmp),
+                          estimated(exe)))
 
     tokens = lambda b, s: b * 1024 / s
     lines = ["# GPU benchmarks", "",
@@ -195,6 +295,28 @@ def main():
             theirs = "n/a (no CUDA PyTorch here) | | "
         lines.append(f"| {precision} | {batch} | {mine} | {estimate} | "
                      f"{theirs} |")
+    lines += ["", "## Plans on the device", "",
+              "Each configuration compiled by `tgc-compile` (the `--fit` rows "
+              "search as `bench/FIT.md` does) and run by `tgc-run --device "
+              "cuda` in the same run as the table above. *Planned* is the "
+              "compile summary's figure; *allocated* is what the CUDA "
+              "backend allocated (the plan plus the GEMM workspace and input "
+              "staging); *GPU peak* is the most `nvidia-smi` saw in use "
+              "while it ran, sampled every 20 ms, less what was in use "
+              "before: it includes the CUDA context and cuBLAS's own "
+              "memory, which no plan counts.", "",
+              "| configuration | chosen | planned | allocated | GPU peak | "
+              "host memory | tgc step | estimate (H100 roofline) |",
+              "|---|---|---|---|---|---|---|---|"]
+    for name, info, measured, estimate in plans:
+        if isinstance(measured, tuple):
+            step, allocated, peak, host = measured
+            cells = (f"{allocated / GiB:.2f} GiB | {peak / GiB:.2f} GiB | "
+                     f"{host} | {step * 1e3:.1f} ms")
+        else:
+            cells = f"failed: {measured} | | |"
+        lines.append(f"| {name} | `{info['chose']}` | {info['planned']} | "
+                     f"{cells} | {estimate} |")
     open(args.out, "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 
