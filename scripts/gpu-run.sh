@@ -2,8 +2,9 @@
 # Runs in a bundle made by scripts/gpu-bundle.sh, on a machine with an
 # NVIDIA GPU: every CUDA kernel against the CPU kernels, the 2-layer GPT-2
 # trained on the GPU and on the CPU (losses within 1e-3 relative, f32 and
-# bf16), compute-sanitizer's memcheck on training steps and on the kernel
-# tests, and the GPT-2 124M benchmark against PyTorch. Each check's log and
+# bf16), the GPT-2 124M benchmark against PyTorch (with plans measured on
+# the device and a profile), and compute-sanitizer: memcheck on training
+# steps and on the kernel tests, racecheck on the attention kernels. Each check's log and
 # the benchmark table go to OUTDIR; the exit status says whether every check
 # passed.
 #
@@ -103,5 +104,8 @@ if [ "$memcheck" = 1 ]; then
   check memcheck-train memcheck "$run" "$tgx/gpt2-tiny.tgx" --device cuda \
     --steps 2 --quiet
   check memcheck-kernels memcheck "$tests" --gtest_brief=1
+  # Shared-memory races in the kernels that share tiles between warps.
+  check racecheck-attention compute-sanitizer --tool racecheck \
+    --error-exitcode 1 "$tests" --gtest_brief=1 --gtest_filter='*ttention*'
 fi
 exit "$failed"

@@ -148,6 +148,21 @@ def prepare_plans(bins, directory, large):
 TIMEOUT_S = 150
 
 
+def profile_kinds(bins, exe):
+    """tgc-run --profile's time per op kind for EXE on the GPU: rows of
+    (op kind, ms a step, share), or the error's last line."""
+    try:
+        out = run([f"{bins}/tgc-run", exe, "--device", "cuda", "--steps", "5",
+                   "--profile"], timeout=TIMEOUT_S).stdout
+    except subprocess.CalledProcessError as e:
+        return (e.stderr.strip().splitlines() or ["failed"])[-1]
+    except subprocess.TimeoutExpired:
+        return f"not done in {TIMEOUT_S} s"
+    rows = re.findall(r"^\s+(tg\.\w+)\s+([\d.]+)\s+([\d.]+%)", out, re.M)
+    total = re.search(r"CUDA events\): ([\d.]+) ms a run", out)
+    return rows, total.group(1) if total else "?"
+
+
 def gpu_memory_mib():
     return int(run(["nvidia-smi", "--query-gpu=memory.used",
                     "--format=csv,noheader,nounits"]).stdout.split()[0])
@@ -261,6 +276,8 @@ def main():
             info = json.load(open(exe + ".plan.json"))
             plans.append((name, info, measure_plan(bins, exe, steps, tmp),
                           estimated(exe)))
+        profiled = profile_kinds(bins, os.path.join(
+            args.prebuilt or tmp, "gpt2-b8-bf16-fused.tgx"))
 
     tokens = lambda b, s: b * 1024 / s
     lines = ["# GPU benchmarks", "",
@@ -317,6 +334,18 @@ def main():
             cells = f"failed: {measured} | | |"
         lines.append(f"| {name} | `{info['chose']}` | {info['planned']} | "
                      f"{cells} | {estimate} |")
+    lines += ["", "## Where the step's time goes", "",
+              "The bf16-fused step at B=8 above, `tgc-run --profile` "
+              "(CUDA events around every op, 4 steps after the first; the "
+              "events' own cost makes the total a little larger than the "
+              "step time above): time per op kind, the largest first.", ""]
+    if isinstance(profiled, tuple):
+        rows, total = profiled
+        lines += [f"Profiled step: {total} ms.", "",
+                  "| op kind | ms a step | share |", "|---|---|---|"]
+        lines += [f"| `{kind}` | {ms} | {share} |" for kind, ms, share in rows]
+    else:
+        lines.append(f"Profile failed: {profiled}")
     open(args.out, "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

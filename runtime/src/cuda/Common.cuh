@@ -20,6 +20,15 @@
 #include <cstdint>
 #include <string>
 
+// Unrolls the loop that follows under nvcc (a register array indexed by
+// its counter stays in registers); the emulator's host compiler has no such
+// pragma and needs none.
+#ifdef __CUDACC__
+#define TGC_UNROLL _Pragma("unroll")
+#else
+#define TGC_UNROLL
+#endif
+
 namespace tgc::rt::cuda {
 
 inline cudaStream_t streamOf(Context &ctx) {

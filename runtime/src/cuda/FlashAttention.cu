@@ -1,13 +1,15 @@
 //===- FlashAttention.cu - fused 16-bit attention on tensor cores ---------===//
 //
-// See FlashAttention.h. Each block is two warps; a warp owns 16 query rows
-// (forward) or 16 key rows (backward) of a 32-row tile, so the per-row
-// softmax statistics of a row are read and written by one warp only, and
-// only the tiles both warps read (Q, K, V, dO, P, dS) need block barriers.
-// The tensor-core products go through WMMA fragments loaded from and
-// stored to shared memory, which keeps the code independent of the
-// fragments' register layout (and runs on the CUDA emulator, whose WMMA
-// holds whole tiles).
+// See FlashAttention.h. A warp owns 16 query rows (forward) or 16 key rows
+// (backward), so the per-row softmax statistics of a row are read and
+// written by one warp only, and only the tiles several warps read (K and V
+// forward; Q, dO and dS^T backward) need block barriers. The tensor-core
+// products go through WMMA fragments, which keeps the code independent of
+// the fragments' register layout (and runs on the CUDA emulator, whose WMMA
+// holds whole tiles): where the forward pass scales the output's rows in
+// registers, it reads each element's row from a fragment loaded once with
+// the row numbers (rowNumbers). Shared tiles are padded so that neither the
+// fragment loads nor the softmax's lanes collide in shared-memory banks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,11 +27,22 @@ namespace {
 
 namespace wmma = nvcuda::wmma;
 
-/// Query rows per block (forward) and key rows per step, and the reverse in
-/// the backward pass.
-constexpr int kTile = 32;
+/// Rows per block and per step: the forward pass takes 64 queries per block
+/// and 64 keys per step; the backward pass 64 keys per block and 32
+/// queries per step. Four warps of 16 rows each.
+constexpr int kRows = 64;
+constexpr int kStep = 32; // backward: queries per step
 constexpr int kHead = int(kFusedAttentionMaxHead);
-constexpr int kThreads = 64; // two warps of 16 rows each
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+/// Row strides of the shared tiles, padded so that the tensor-core loads
+/// and the softmax's lanes do not collide in shared-memory banks: 16-bit
+/// tiles of up to 64 columns (144 bytes a row), f32 strips of 64 columns
+/// (forward) and 32 (backward), 16-bit strips of 32 columns.
+constexpr int kLd = kHead + 8;
+constexpr int kLdS = kRows + 4;
+constexpr int kLdStep = kStep + 4;
+constexpr int kLdStep16 = kStep + 8;
 
 using AccFragment = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 template <typename T, typename Layout>
@@ -45,52 +58,31 @@ template <> __device__ inline __nv_bfloat16 fromF32<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
-/// rows x d elements of `source` (row stride d) from row `first` into a
-/// shared tile, rows past `limit` as zeros.
+/// `rows` rows of d elements of `source` (row stride d) from row `first`
+/// into a shared tile of row stride kLd, rows past `limit` as zeros; 16
+/// bytes at a time when `source` is 16-byte aligned (d is a multiple of 16,
+/// so every row then is), by the threads `thread` of `threads`.
 template <typename T>
 __device__ void loadRows(T *tile, const T *source, int64_t first,
-                         int64_t limit, int d) {
-  for (int i = threadIdx.x; i < kTile * d; i += blockDim.x) {
+                         int64_t limit, int rows, int d, int thread,
+                         int threads) {
+  constexpr int kVector = 16 / sizeof(T);
+  if ((reinterpret_cast<uintptr_t>(source) & 15) == 0) {
+    int perRow = d / kVector;
+    for (int i = thread; i < rows * perRow; i += threads) {
+      int r = i / perRow, c = (i % perRow) * kVector;
+      uint4 value = make_uint4(0, 0, 0, 0);
+      if (first + r < limit)
+        value = *reinterpret_cast<const uint4 *>(source + (first + r) * d + c);
+      *reinterpret_cast<uint4 *>(tile + r * kLd + c) = value;
+    }
+    return;
+  }
+  for (int i = thread; i < rows * d; i += threads) {
     int r = i / d, c = i % d;
-    tile[i] = first + r < limit ? source[(first + r) * d + c] : fromF32<T>(0.0f);
+    tile[r * kLd + c] =
+        first + r < limit ? source[(first + r) * d + c] : fromF32<T>(0.0f);
   }
-}
-
-/// C[16 x 16] (row stride ldc) = A[16 x kk] B[kk x 16] on tensor cores: A
-/// row-major (stride lda); B row-major, or col-major when `transposedB`
-/// (B = X^T for a row-major X of stride ldb).
-template <typename T, typename ALayout, typename BLayout>
-__device__ void tileProduct(AccFragment &acc, const T *a, int lda,
-                            int aStepElements, const T *b, int ldb,
-                            int bStepElements, int kk) {
-  for (int p = 0; p < kk; p += 16) {
-    AFragment<T, ALayout> fa;
-    BFragment<T, BLayout> fb;
-    wmma::load_matrix_sync(fa, a + (p / 16) * aStepElements, lda);
-    wmma::load_matrix_sync(fb, b + (p / 16) * bStepElements, ldb);
-    wmma::mma_sync(acc, fa, fb, acc);
-  }
-}
-
-/// out[16 x 16] (f32, row stride ldo) = the tileProduct of its arguments.
-template <typename T, typename ALayout, typename BLayout>
-__device__ void storeTileProduct(float *out, int ldo, const T *a, int lda,
-                                 int aStepElements, const T *b, int ldb,
-                                 int bStepElements, int kk) {
-  AccFragment acc;
-  wmma::fill_fragment(acc, 0.0f);
-  tileProduct<T, ALayout, BLayout>(acc, a, lda, aStepElements, b, ldb,
-                                   bStepElements, kk);
-  wmma::store_matrix_sync(out, acc, ldo, wmma::mem_row_major);
-}
-
-/// A warp's strip of scores: out[16 x 32] (row stride kTile) = rows[16 x d]
-/// keys[32 x d]^T, both row-major of stride d.
-template <typename T>
-__device__ void scoreStrip(float *out, const T *rows, const T *keys, int d) {
-  for (int n = 0; n < 2; ++n)
-    storeTileProduct<T, wmma::row_major, wmma::col_major>(
-        out + 16 * n, kTile, rows, d, 16, keys + 16 * n * d, d, 16, d);
 }
 
 /// Whether `query` of `head` sees `key`: both inside their lengths, not in
@@ -104,97 +96,180 @@ __device__ inline bool visible(int64_t head, int64_t query, int64_t key,
           loadInt(mask.data, mask.dtype, (head / mask.group) * tk + key) != 0);
 }
 
+/// Whether every query of [q0, q0 + rows) sees every key of [k0, k0 +
+/// keys): the softmax then skips the per-element test.
+__device__ inline bool allVisible(int64_t q0, int rows, int64_t k0, int keys,
+                                  int64_t tq, int64_t tk, bool causal,
+                                  const KeyMask &mask) {
+  return !mask.data && mask.window == 0 && q0 + rows <= tq &&
+         k0 + keys <= tk && (!causal || k0 + keys - 1 <= q0);
+}
+
+/// The row of each element of an accumulator fragment, as a fragment:
+/// element i of `rowOf` is the row of element i of any accumulator. CUDA
+/// leaves the fragments' layout unspecified; loading a tile whose every
+/// element is its row number reads it off, so the softmax can scale an
+/// accumulator's rows in registers (`scratch`: a warp's 16 x 16 f32 tile of
+/// row stride `ld`).
+__device__ inline void rowNumbers(AccFragment &rowOf, float *scratch, int ld) {
+  int lane = threadIdx.x % 32;
+  for (int i = lane; i < 16 * 16; i += 32)
+    scratch[(i / 16) * ld + i % 16] = float(i / 16);
+  __syncwarp();
+  wmma::load_matrix_sync(rowOf, scratch, ld, wmma::mem_row_major);
+  __syncwarp();
+}
+
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
 
 template <typename T> struct alignas(32) ForwardTiles {
-  T q[kTile * kHead];
-  T k[kTile * kHead];
-  T v[kTile * kHead];
-  T p[kTile * kTile];
-  float s[kTile * kTile];   // scores of the step
-  float pv[kTile * kHead];  // P V of the step
-  float o[kTile * kHead];   // the running output
-  float m[kTile], l[kTile], alpha[kTile];
+  T k[kRows * kLd];
+  T v[kRows * kLd];
+  T p[kWarps][16 * kLd];     // each warp's P (16-bit); its Q at the start
+  float s[kWarps][16 * kLdS]; // each warp's scores; its output at the end
+  float m[kWarps][16], l[kWarps][16], alpha[kWarps][16];
 };
 
-/// One block per (head, tile of 32 queries), every step a tile of 32 keys.
-template <typename T>
-__global__ void flashForwardKernel(const T *q, const T *k, const T *v,
-                                   int64_t heads, int64_t tq, int64_t tk,
-                                   int d, float scale, bool causal,
-                                   KeyMask mask, T *out, float *lse) {
+/// One block per (head, tile of 64 queries), every step a tile of 64 keys.
+/// Each warp keeps its 16 query rows and their output in tensor-core
+/// fragments; scores and probabilities pass through its shared strips,
+/// where two lanes share a row (32 keys each) for the online softmax.
+template <typename T, int kD>
+__global__ void __launch_bounds__(kThreads)
+    flashForwardKernel(const T *q, const T *k, const T *v, int64_t heads,
+                       int64_t tq, int64_t tk, int d, float scale, bool causal,
+                       KeyMask mask, T *out, float *lse) {
   __shared__ ForwardTiles<T> t;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int64_t tiles = (tq + kTile - 1) / kTile;
+  int r = lane >> 1, half = lane & 1, rot = (r >> 3) + 2 * half;
+  constexpr int dTiles = kD; // d / 16, known to the compiler
+  T *pStrip = t.p[warp];
+  float *sStrip = t.s[warp];
+  AccFragment rowOf;
+  rowNumbers(rowOf, sStrip, kLdS);
+  int64_t tiles = (tq + kRows - 1) / kRows;
   for (int64_t job = blockIdx.x; job < heads * tiles; job += gridDim.x) {
-    int64_t head = job / tiles, q0 = (job % tiles) * kTile;
+    int64_t head = job / tiles, q0 = (job % tiles) * kRows;
+    int64_t w0 = q0 + 16 * warp; // this warp's first query
     const T *qh = q + head * tq * d, *kh = k + head * tk * d,
             *vh = v + head * tk * d;
-    __syncthreads(); // the previous job's reads of the tiles are done
-    loadRows(t.q, qh, q0, tq, d);
-    for (int i = threadIdx.x; i < kTile * d; i += blockDim.x)
-      t.o[i] = 0.0f;
-    for (int r = threadIdx.x; r < kTile; r += blockDim.x) {
-      t.m[r] = -INFINITY;
-      t.l[r] = 0.0f;
-    }
+    // This warp's queries into fragments, through its P strip.
+    __syncwarp();
+    loadRows(pStrip, qh, w0, tq, 16, d, lane, 32);
+    __syncwarp();
+    AFragment<T, wmma::row_major> qa[kD];
+    TGC_UNROLL
+    for (int n = 0; n < dTiles; ++n)
+      wmma::load_matrix_sync(qa[n], pStrip + 16 * n, kLd);
+    AccFragment o[kD];
+    TGC_UNROLL
+    for (int n = 0; n < dTiles; ++n)
+      wmma::fill_fragment(o[n], 0.0f);
+    float mRow = -INFINITY, lRow = 0.0f; // row r's, in both of its lanes
     // Keys past the tile's last query are all masked when causal.
-    int64_t keyEnd = causal ? min(tk, q0 + kTile) : tk;
-    for (int64_t k0 = 0; k0 < keyEnd; k0 += kTile) {
-      __syncthreads(); // the previous step's reads of K and V are done
-      loadRows(t.k, kh, k0, tk, d);
-      loadRows(t.v, vh, k0, tk, d);
+    int64_t keyEnd = causal ? min(tk, q0 + kRows) : tk;
+    for (int64_t k0 = 0; k0 < keyEnd; k0 += kRows) {
+      __syncthreads(); // every warp is done with the previous K and V
+      loadRows(t.k, kh, k0, tk, kRows, d, threadIdx.x, kThreads);
+      loadRows(t.v, vh, k0, tk, kRows, d, threadIdx.x, kThreads);
       __syncthreads();
-      // S = Q K^T for this warp's 16 rows.
-      scoreStrip(t.s + 16 * warp * kTile, t.q + 16 * warp * d, t.k, d);
-      __syncwarp();
-      // Online softmax, a row at a time, a lane per key.
-      for (int rr = 0; rr < 16; ++rr) {
-        int r = 16 * warp + rr;
-        bool seen = visible(head, q0 + r, k0 + lane, tq, tk, causal, mask);
-        float s = seen ? t.s[r * kTile + lane] * scale : -INFINITY;
-        float mOld = t.m[r];
-        float mNew = fmaxf(mOld, warpMax(s));
-        float p = seen ? expf(s - mNew) : 0.0f;
-        float sum = warpSum(p);
-        t.p[r * kTile + lane] = fromF32<T>(p);
-        if (lane == 0) {
-          float alpha = mOld == -INFINITY ? 0.0f : expf(mOld - mNew);
-          t.alpha[r] = alpha;
-          t.l[r] = t.l[r] * alpha + sum;
-          t.m[r] = mNew;
+      // Rows that see none of these keys (past the end, or before them
+      // when causal) leave their statistics and output as they are.
+      if (w0 >= tq || (causal && k0 > w0 + 15))
+        continue;
+      // S = Q K^T for this warp's 16 rows and the 64 keys.
+      TGC_UNROLL
+      for (int n = 0; n < kRows / 16; ++n) {
+        AccFragment acc;
+        wmma::fill_fragment(acc, 0.0f);
+        TGC_UNROLL
+        for (int x = 0; x < dTiles; ++x) {
+          BFragment<T, wmma::col_major> kb;
+          wmma::load_matrix_sync(kb, t.k + 16 * n * kLd + 16 * x, kLd);
+          wmma::mma_sync(acc, qa[x], kb, acc);
         }
+        wmma::store_matrix_sync(sStrip + 16 * n, acc, kLdS,
+                                wmma::mem_row_major);
       }
+      __syncwarp();
+      // Online softmax: lanes 2r and 2r + 1 take row r's keys [0, 32) and
+      // [32, 64), each starting at its own column so that the 32 lanes read
+      // 32 different banks.
+      bool all = allVisible(w0, 16, k0, kRows, tq, tk, causal, mask);
+      const float *sRow = sStrip + r * kLdS + 32 * half;
+      float s[32];
+      float mx = -INFINITY;
+TGC_UNROLL
+      for (int i = 0; i < 32; ++i) {
+        int c = (i + rot) & 31;
+        bool seen = all || visible(head, w0 + r, k0 + 32 * half + c, tq, tk,
+                                   causal, mask);
+        s[i] = seen ? sRow[c] * scale : -INFINITY;
+        mx = fmaxf(mx, s[i]);
+      }
+      float mNew = fmaxf(mRow, fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1)));
+      float sum = 0.0f;
+      T *pRow = pStrip + r * kLd + 32 * half;
+TGC_UNROLL
+      for (int i = 0; i < 32; ++i) {
+        float p = s[i] == -INFINITY ? 0.0f : expf(s[i] - mNew);
+        sum += p;
+        pRow[(i + rot) & 31] = fromF32<T>(p);
+      }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      float alpha = mRow == -INFINITY ? 0.0f : expf(mRow - mNew);
+      lRow = lRow * alpha + sum;
+      mRow = mNew;
+      if (half == 0)
+        t.alpha[warp][r] = alpha;
       __syncwarp();
       if (!out)
         continue;
-      // P V for this warp's rows, then O = alpha O + P V.
-      for (int n = 0; n < d / 16; ++n)
-        storeTileProduct<T, wmma::row_major, wmma::row_major>(
-            t.pv + 16 * warp * d + 16 * n, d, t.p + 16 * warp * kTile, kTile,
-            16, t.v + 16 * n, d, 16 * d, kTile);
-      __syncwarp();
-      for (int rr = 0; rr < 16; ++rr) {
-        int r = 16 * warp + rr;
-        for (int c = lane; c < d; c += 32)
-          t.o[r * d + c] = t.o[r * d + c] * t.alpha[r] + t.pv[r * d + c];
+      // O = alpha O + P V, the rescale in registers.
+      TGC_UNROLL
+      for (int n = 0; n < dTiles; ++n)
+        TGC_UNROLL
+        for (int i = 0; i < o[n].num_elements; ++i)
+          o[n].x[i] *= t.alpha[warp][int(rowOf.x[i])];
+      TGC_UNROLL
+      for (int x = 0; x < kRows / 16; ++x) {
+        AFragment<T, wmma::row_major> pa;
+        wmma::load_matrix_sync(pa, pStrip + 16 * x, kLd);
+        TGC_UNROLL
+        for (int n = 0; n < dTiles; ++n) {
+          BFragment<T, wmma::row_major> vb;
+          wmma::load_matrix_sync(vb, t.v + 16 * x * kLd + 16 * n, kLd);
+          wmma::mma_sync(o[n], pa, vb, o[n]);
+        }
       }
-      __syncwarp();
     }
-    for (int rr = 0; rr < 16; ++rr) {
-      int r = 16 * warp + rr;
-      int64_t query = q0 + r;
-      if (query >= tq)
-        continue;
-      float l = t.l[r];
-      if (out)
-        for (int c = lane; c < d; c += 32)
-          out[(head * tq + query) * d + c] =
-              fromF32<T>(l > 0.0f ? t.o[r * d + c] / l : 0.0f);
-      if (lse && lane == 0)
-        lse[head * tq + query] = l > 0.0f ? t.m[r] + logf(l) : -INFINITY;
+    // The output through this warp's score strip, divided by l.
+    if (half == 0) {
+      t.l[warp][r] = lRow;
+      t.m[warp][r] = mRow;
+    }
+    __syncwarp();
+    if (out) {
+      TGC_UNROLL
+      for (int n = 0; n < dTiles; ++n)
+        wmma::store_matrix_sync(sStrip + 16 * n, o[n], kLdS,
+                                wmma::mem_row_major);
+      __syncwarp();
+      for (int i = lane; i < 16 * d; i += 32) {
+        int row = i / d, c = i % d;
+        if (w0 + row >= tq)
+          continue;
+        float l = t.l[warp][row];
+        out[(head * tq + w0 + row) * d + c] =
+            fromF32<T>(l > 0.0f ? sStrip[row * kLdS + c] / l : 0.0f);
+      }
+    }
+    if (lse && lane < 16 && w0 + lane < tq) {
+      float l = t.l[warp][lane];
+      lse[head * tq + w0 + lane] =
+          l > 0.0f ? t.m[warp][lane] + logf(l) : -INFINITY;
     }
   }
 }
@@ -204,114 +279,204 @@ __global__ void flashForwardKernel(const T *q, const T *k, const T *v,
 //===----------------------------------------------------------------------===//
 
 template <typename T> struct alignas(32) BackwardTiles {
-  T k[kTile * kHead];
-  T v[kTile * kHead];
-  T q[kTile * kHead];
-  T dO[kTile * kHead];
-  T p[kTile * kTile];     // P of the step, 16-bit for the products
-  T dS[kTile * kTile];    // P * (dP - rowDot), 16-bit for the products
-  float s[kTile * kTile]; // scores of the step
-  float dP[kTile * kTile];
-  float scratch[kTile * kHead]; // dS K of the step; the results at the end
-  float lse[kTile], rowDot[kTile];
+  T k[kRows * kLd];   // the block's keys (dQ's right operand)
+  T q[kStep * kLd];   // the step's queries; the block's values at the start
+  T dO[kStep * kLd];  // the step's output gradient
+  T pT[kRows * kLdStep16];  // P^T: a strip of 16 keys per warp
+  T dsT[kRows * kLdStep16]; // dS^T, likewise; dQ reads all four
+  float s[kWarps][16 * kLdStep]; // each warp's S^T, then dP^T, then dQ
+  float lse[kStep], rowDot[kStep];
 };
 
-/// One block per (head, tile of 32 keys), every step a tile of 32 queries:
-/// dV and dK accumulate in tensor-core fragments, dQ in global f32.
-template <typename T>
-__global__ void flashBackwardKernel(const T *q, const T *k, const T *v,
-                                    const T *dO, const float *lse,
-                                    const float *rowDot, int64_t heads,
-                                    int64_t tq, int64_t tk, int d, float scale,
-                                    bool causal, KeyMask mask,
-                                    float *dqAccumulator, T *dk, T *dv) {
+/// One block per (head, tile of 64 keys), every step 32 queries. Each warp
+/// owns 16 keys: it keeps their K and V rows and their dK and dV in
+/// tensor-core fragments, and computes S^T = K Q^T and dP^T = V dO^T for
+/// them, so P^T and dS^T need no other warp's; dQ += dS K reads all four
+/// warps' dS^T and goes to global f32 by atomic adds.
+template <typename T, int kD>
+__global__ void __launch_bounds__(kThreads) flashBackwardKernel(
+    const T *q, const T *k, const T *v, const T *dO, const float *lse,
+    const float *rowDot, int64_t heads, int64_t tq, int64_t tk, int d,
+    float scale, bool causal, KeyMask mask, float *dqAccumulator, T *dk,
+    T *dv) {
   __shared__ BackwardTiles<T> t;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int64_t tiles = (tk + kTile - 1) / kTile;
+  int r = lane >> 1, half = lane & 1, rot = (r >> 3) + 2 * half;
+  constexpr int dTiles = kD; // d / 16, known to the compiler
+  float *sStrip = t.s[warp];
+  T *pStrip = t.pT + 16 * warp * kLdStep16;
+  T *dsStrip = t.dsT + 16 * warp * kLdStep16;
+  int64_t tiles = (tk + kRows - 1) / kRows;
   for (int64_t job = blockIdx.x; job < heads * tiles; job += gridDim.x) {
-    int64_t head = job / tiles, k0 = (job % tiles) * kTile;
+    int64_t head = job / tiles, k0 = (job % tiles) * kRows;
+    int64_t w0 = k0 + 16 * warp; // this warp's first key
     const T *qh = q + head * tq * d, *kh = k + head * tk * d,
             *vh = v + head * tk * d, *dOh = dO + head * tq * d;
-    __syncthreads();
-    loadRows(t.k, kh, k0, tk, d);
-    loadRows(t.v, vh, k0, tk, d);
-    AccFragment dvAcc[kHead / 16], dkAcc[kHead / 16];
-    for (int n = 0; n < d / 16; ++n) {
+    __syncthreads(); // the previous job's reads are done
+    loadRows(t.k, kh, k0, tk, kRows, d, threadIdx.x, kThreads);
+    // The values pass through the query tile (16 rows a warp, 32 rows at
+    // a time) into this warp's fragments.
+    AFragment<T, wmma::row_major> ka[kD], va[kD];
+    TGC_UNROLL
+    for (int pass = 0; pass < 2; ++pass) {
+      __syncthreads();
+      if (warp / 2 == pass)
+        loadRows(t.q + 16 * (warp % 2) * kLd, vh, w0, tk, 16, d, lane, 32);
+      __syncthreads();
+      if (warp / 2 == pass)
+        TGC_UNROLL
+        for (int n = 0; n < dTiles; ++n)
+          wmma::load_matrix_sync(va[n], t.q + 16 * (warp % 2) * kLd + 16 * n,
+                                 kLd);
+    }
+    TGC_UNROLL
+    for (int n = 0; n < dTiles; ++n)
+      wmma::load_matrix_sync(ka[n], t.k + 16 * warp * kLd + 16 * n, kLd);
+    AccFragment dvAcc[kD], dkAcc[kD];
+    TGC_UNROLL
+    for (int n = 0; n < dTiles; ++n) {
       wmma::fill_fragment(dvAcc[n], 0.0f);
       wmma::fill_fragment(dkAcc[n], 0.0f);
     }
     // Queries before the tile's first key see none of it when causal.
-    int64_t queryStart = causal ? k0 : 0;
-    for (int64_t q0 = queryStart; q0 < tq; q0 += kTile) {
-      __syncthreads(); // the previous step's reads are done
-      loadRows(t.q, qh, q0, tq, d);
-      loadRows(t.dO, dOh, q0, tq, d);
-      for (int r = threadIdx.x; r < kTile; r += blockDim.x) {
-        bool inside = q0 + r < tq;
-        t.lse[r] = inside ? lse[head * tq + q0 + r] : 0.0f;
-        t.rowDot[r] = inside ? rowDot[head * tq + q0 + r] : 0.0f;
+    int64_t queryStart = causal ? k0 - k0 % kStep : 0;
+    for (int64_t q0 = queryStart; q0 < tq; q0 += kStep) {
+      __syncthreads(); // every warp is done with the previous step's tiles
+      loadRows(t.q, qh, q0, tq, kStep, d, threadIdx.x, kThreads);
+      loadRows(t.dO, dOh, q0, tq, kStep, d, threadIdx.x, kThreads);
+      for (int i = threadIdx.x; i < kStep; i += kThreads) {
+        bool inside = q0 + i < tq;
+        t.lse[i] = inside ? lse[head * tq + q0 + i] : 0.0f;
+        t.rowDot[i] = inside ? rowDot[head * tq + q0 + i] : 0.0f;
       }
       __syncthreads();
-      // S = Q K^T and dP = dO V^T for this warp's 16 query rows.
-      scoreStrip(t.s + 16 * warp * kTile, t.q + 16 * warp * d, t.k, d);
-      scoreStrip(t.dP + 16 * warp * kTile, t.dO + 16 * warp * d, t.v, d);
+      // Keys past the end, or after every query of the step when causal,
+      // get zero rows of P^T and dS^T (dQ reads them).
+      bool none = w0 >= tk || (causal && w0 > q0 + kStep - 1);
+      if (!none) {
+        // S^T = K Q^T for this warp's 16 keys and the step's 32 queries.
+        TGC_UNROLL
+        for (int n = 0; n < kStep / 16; ++n) {
+          AccFragment acc;
+          wmma::fill_fragment(acc, 0.0f);
+          TGC_UNROLL
+          for (int x = 0; x < dTiles; ++x) {
+            BFragment<T, wmma::col_major> qb;
+            wmma::load_matrix_sync(qb, t.q + 16 * n * kLd + 16 * x, kLd);
+            wmma::mma_sync(acc, ka[x], qb, acc);
+          }
+          wmma::store_matrix_sync(sStrip + 16 * n, acc, kLdStep,
+                                  wmma::mem_row_major);
+        }
+        __syncwarp();
+      }
+      // P^T from the saved log-sum-exp: lanes 2r and 2r + 1 take key r's
+      // queries [0, 16) and [16, 32).
+      bool all = !none && allVisible(q0, kStep, w0, 16, tq, tk, causal, mask);
+      float p[16];
+      const float *sRow = sStrip + r * kLdStep + 16 * half;
+      T *pRow = pStrip + r * kLdStep16 + 16 * half;
+TGC_UNROLL
+      for (int i = 0; i < 16; ++i) {
+        int c = (i + rot) & 15, query = 16 * half + c;
+        bool seen = !none && (all || visible(head, q0 + query, w0 + r, tq, tk,
+                                             causal, mask));
+        p[i] = seen ? expf(sRow[c] * scale - t.lse[query]) : 0.0f;
+        pRow[c] = fromF32<T>(p[i]);
+      }
       __syncwarp();
-      // P from the saved log-sum-exp; dS = P (dP - rowDot).
-      for (int rr = 0; rr < 16; ++rr) {
-        int r = 16 * warp + rr;
-        int at = r * kTile + lane;
-        float p = visible(head, q0 + r, k0 + lane, tq, tk, causal, mask)
-                      ? expf(t.s[at] * scale - t.lse[r])
-                      : 0.0f;
-        t.p[at] = fromF32<T>(p);
-        t.dS[at] = fromF32<T>(p * (t.dP[at] - t.rowDot[r]));
+      if (!none) {
+        // dP^T = V dO^T, into the same strip.
+        TGC_UNROLL
+        for (int n = 0; n < kStep / 16; ++n) {
+          AccFragment acc;
+          wmma::fill_fragment(acc, 0.0f);
+          TGC_UNROLL
+          for (int x = 0; x < dTiles; ++x) {
+            BFragment<T, wmma::col_major> ob;
+            wmma::load_matrix_sync(ob, t.dO + 16 * n * kLd + 16 * x, kLd);
+            wmma::mma_sync(acc, va[x], ob, acc);
+          }
+          wmma::store_matrix_sync(sStrip + 16 * n, acc, kLdStep,
+                                  wmma::mem_row_major);
+        }
+        __syncwarp();
       }
-      __syncthreads(); // dV and dK read every query row of P and dS
-      // This warp's 16 key rows: dV += P^T dO, dK += dS^T Q.
-      for (int n = 0; n < d / 16; ++n) {
-        tileProduct<T, wmma::col_major, wmma::row_major>(
-            dvAcc[n], t.p + 16 * warp, kTile, 16 * kTile, t.dO + 16 * n, d,
-            16 * d, kTile);
-        tileProduct<T, wmma::col_major, wmma::row_major>(
-            dkAcc[n], t.dS + 16 * warp, kTile, 16 * kTile, t.q + 16 * n, d,
-            16 * d, kTile);
+      // dS^T = P^T (dP^T - rowDot).
+      T *dsRow = dsStrip + r * kLdStep16 + 16 * half;
+TGC_UNROLL
+      for (int i = 0; i < 16; ++i) {
+        int c = (i + rot) & 15;
+        dsRow[c] = fromF32<T>(p[i] == 0.0f ? 0.0f
+                                           : p[i] * (sRow[c] -
+                                                     t.rowDot[16 * half + c]));
       }
+      __syncwarp();
+      if (!none)
+        // dV += P^T dO and dK += dS^T Q for this warp's 16 keys.
+        TGC_UNROLL
+        for (int x = 0; x < kStep / 16; ++x) {
+          AFragment<T, wmma::row_major> pa, dsa;
+          wmma::load_matrix_sync(pa, pStrip + 16 * x, kLdStep16);
+          wmma::load_matrix_sync(dsa, dsStrip + 16 * x, kLdStep16);
+          TGC_UNROLL
+          for (int n = 0; n < dTiles; ++n) {
+            BFragment<T, wmma::row_major> ob, qb;
+            wmma::load_matrix_sync(ob, t.dO + 16 * x * kLd + 16 * n, kLd);
+            wmma::mma_sync(dvAcc[n], pa, ob, dvAcc[n]);
+            wmma::load_matrix_sync(qb, t.q + 16 * x * kLd + 16 * n, kLd);
+            wmma::mma_sync(dkAcc[n], dsa, qb, dkAcc[n]);
+          }
+        }
       if (!dqAccumulator)
         continue;
-      // dQ += scale dS K for this warp's 16 query rows.
-      for (int n = 0; n < d / 16; ++n)
-        storeTileProduct<T, wmma::row_major, wmma::row_major>(
-            t.scratch + 16 * warp * d + 16 * n, d, t.dS + 16 * warp * kTile,
-            kTile, 16, t.k + 16 * n, d, 16 * d, kTile);
-      __syncwarp();
-      for (int rr = 0; rr < 16; ++rr) {
-        int r = 16 * warp + rr;
-        if (q0 + r >= tq)
-          continue;
-        for (int c = lane; c < d; c += 32)
-          atomicAdd(&dqAccumulator[(head * tq + q0 + r) * d + c],
-                    scale * t.scratch[r * d + c]);
+      __syncthreads(); // every warp's dS^T is written
+      // dQ += scale dS K: the step's 32 x d block in 16 x 16 tiles, dealt
+      // to the warps; dS is dS^T read column-major.
+      for (int tile = warp; tile < 2 * dTiles; tile += kWarps) {
+        int rowTile = tile % 2, colTile = tile / 2;
+        AccFragment acc;
+        wmma::fill_fragment(acc, 0.0f);
+        TGC_UNROLL
+        for (int x = 0; x < kRows / 16; ++x) {
+          AFragment<T, wmma::col_major> dsa;
+          BFragment<T, wmma::row_major> kb;
+          wmma::load_matrix_sync(dsa, t.dsT + 16 * x * kLdStep16 + 16 * rowTile,
+                                 kLdStep16);
+          wmma::load_matrix_sync(kb, t.k + 16 * x * kLd + 16 * colTile, kLd);
+          wmma::mma_sync(acc, dsa, kb, acc);
+        }
+        __syncwarp();
+        wmma::store_matrix_sync(sStrip, acc, kLdStep, wmma::mem_row_major);
+        __syncwarp();
+        for (int i = lane; i < 16 * 16; i += 32) {
+          int row = i / 16, c = i % 16;
+          int64_t query = q0 + 16 * rowTile + row;
+          if (query < tq)
+            atomicAdd(&dqAccumulator[(head * tq + query) * d + 16 * colTile + c],
+                      scale * sStrip[row * kLdStep + c]);
+        }
       }
     }
-    // dV, then dK (scaled), through this warp's rows of the scratch.
+    // dV, then dK (scaled), through this warp's strip, 16 columns at a time.
+    TGC_UNROLL
     for (int pass = 0; pass < 2; ++pass) {
       T *result = pass == 0 ? dv : dk;
-      __syncwarp();
-      for (int n = 0; n < d / 16; ++n)
-        wmma::store_matrix_sync(t.scratch + 16 * warp * d + 16 * n,
-                                pass == 0 ? dvAcc[n] : dkAcc[n], d,
-                                wmma::mem_row_major);
-      __syncwarp();
-      if (!result)
-        continue;
       float factor = pass == 0 ? 1.0f : scale;
-      for (int rr = 0; rr < 16; ++rr) {
-        int r = 16 * warp + rr;
-        if (k0 + r >= tk)
+      TGC_UNROLL
+      for (int n = 0; n < dTiles; ++n) {
+        __syncwarp();
+        wmma::store_matrix_sync(sStrip, pass == 0 ? dvAcc[n] : dkAcc[n],
+                                kLdStep, wmma::mem_row_major);
+        __syncwarp();
+        if (!result)
           continue;
-        for (int c = lane; c < d; c += 32)
-          result[(head * tk + k0 + r) * d + c] =
-              fromF32<T>(factor * t.scratch[r * d + c]);
+        for (int i = lane; i < 16 * 16; i += 32) {
+          int row = i / 16, c = i % 16;
+          if (w0 + row < tk)
+            result[(head * tk + w0 + row) * d + 16 * n + c] =
+                fromF32<T>(factor * sStrip[row * kLdStep + c]);
+        }
       }
     }
   }
@@ -327,13 +492,29 @@ Status launchForward(Context &ctx, const void *q, const void *k, const void *v,
                      int64_t batch, int64_t tq, int64_t tk, int64_t d,
                      float scale, bool causal, KeyMask mask, void *out,
                      float *lse) {
-  int64_t jobs = batch * ((tq + kTile - 1) / kTile);
+  int64_t jobs = batch * ((tq + kRows - 1) / kRows);
   if (jobs == 0)
     return Status::success();
-  flashForwardKernel<T><<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
-      static_cast<const T *>(q), static_cast<const T *>(k),
-      static_cast<const T *>(v), batch, tq, tk, int(d), scale, causal, mask,
-      static_cast<T *>(out), lse);
+  auto launch = [&](auto kernel) {
+    kernel<<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
+        static_cast<const T *>(q), static_cast<const T *>(k),
+        static_cast<const T *>(v), batch, tq, tk, int(d), scale, causal, mask,
+        static_cast<T *>(out), lse);
+  };
+  switch (d / 16) {
+  case 1:
+    launch(flashForwardKernel<T, 1>);
+    break;
+  case 2:
+    launch(flashForwardKernel<T, 2>);
+    break;
+  case 3:
+    launch(flashForwardKernel<T, 3>);
+    break;
+  default:
+    launch(flashForwardKernel<T, 4>);
+    break;
+  }
   TGC_CUDA_LAUNCH("flashForwardKernel");
   return Status::success();
 }
@@ -344,14 +525,30 @@ Status launchBackward(Context &ctx, const void *q, const void *k,
                       const float *rowDot, int64_t batch, int64_t tq,
                       int64_t tk, int64_t d, float scale, bool causal,
                       KeyMask mask, float *dqAccumulator, void *dk, void *dv) {
-  int64_t jobs = batch * ((tk + kTile - 1) / kTile);
+  int64_t jobs = batch * ((tk + kRows - 1) / kRows);
   if (jobs == 0)
     return Status::success();
-  flashBackwardKernel<T><<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
-      static_cast<const T *>(q), static_cast<const T *>(k),
-      static_cast<const T *>(v), static_cast<const T *>(dO), lse, rowDot,
-      batch, tq, tk, int(d), scale, causal, mask, dqAccumulator,
-      static_cast<T *>(dk), static_cast<T *>(dv));
+  auto launch = [&](auto kernel) {
+    kernel<<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
+        static_cast<const T *>(q), static_cast<const T *>(k),
+        static_cast<const T *>(v), static_cast<const T *>(dO), lse, rowDot,
+        batch, tq, tk, int(d), scale, causal, mask, dqAccumulator,
+        static_cast<T *>(dk), static_cast<T *>(dv));
+  };
+  switch (d / 16) {
+  case 1:
+    launch(flashBackwardKernel<T, 1>);
+    break;
+  case 2:
+    launch(flashBackwardKernel<T, 2>);
+    break;
+  case 3:
+    launch(flashBackwardKernel<T, 3>);
+    break;
+  default:
+    launch(flashBackwardKernel<T, 4>);
+    break;
+  }
   TGC_CUDA_LAUNCH("flashBackwardKernel");
   return Status::success();
 }

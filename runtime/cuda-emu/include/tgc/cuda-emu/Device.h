@@ -149,6 +149,8 @@ template <typename T> T shfl_xor(unsigned mask, T value, int laneMask,
 
 #undef __shared__
 #define __shared__ static thread_local
+// Occupancy hints mean nothing to a fiber.
+#define __launch_bounds__(...)
 
 inline void __syncthreads() { ::tgc::emu::syncThreads(); }
 
