@@ -82,12 +82,14 @@ private:
 
 } // namespace
 
-void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view) {
+void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view,
+                      bool viewIsZero) {
   int64_t n = view.numElements();
   switch (info.init) {
   case InitKind::None:
   case InitKind::Zeros:
-    std::memset(view.data, 0, view.numBytes());
+    if (!viewIsZero)
+      std::memset(view.data, 0, view.numBytes());
     return;
   case InitKind::Ones:
   case InitKind::Constant: {
@@ -167,17 +169,28 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
   } else if (uint8_t *pinned = created->device->hostPartForHost();
              pinned && prog.hostBytes > 0) {
     // The offloaded state is host memory already: no second copy of it.
-    created->mirrorStorage.assign(size_t(deviceBytes), 0);
-    created->mirror = created->mirrorStorage.data();
+    if (!created->allocateMirror(deviceBytes))
+      return Status::failure("out of host memory for the persistent "
+                             "region's host copy");
     created->hostMirror = pinned;
     created->hostPartShared = true;
   } else {
-    created->mirrorStorage.assign(size_t(prog.persistentBytes), 0);
-    created->mirror = created->mirrorStorage.data();
+    if (!created->allocateMirror(prog.persistentBytes))
+      return Status::failure("out of host memory for the persistent "
+                             "region's host copy");
     created->hostMirror = created->mirror + deviceBytes;
   }
   session = std::move(created);
   return Status::success();
+}
+
+bool Session::allocateMirror(int64_t bytes) {
+  // calloc's large blocks are fresh zero pages, which nothing touches until
+  // they are written (std::vector would write every byte first).
+  mirrorStorage.reset(
+      static_cast<uint8_t *>(std::calloc(size_t(std::max<int64_t>(bytes, 1)), 1)));
+  mirror = mirrorStorage.get();
+  return mirror != nullptr;
 }
 
 TensorRef Session::view(int32_t index) {
@@ -236,10 +249,14 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
     TensorRef ref = hostView(int32_t(i));
     if (info.role == Role::Param ||
         (info.role == Role::State && info.init != InitKind::None))
-      initializeTensor(info, seed, ref);
-    else
+      initializeTensor(info, seed, ref, mirrorZero);
+    else if (!mirrorZero)
       std::memset(ref.data, 0, ref.numBytes());
   }
+  // Zeros were not written where the mirror still held the ones it was
+  // allocated with: its pages stay untouched until a step or a file
+  // writes them (AdamW's moments: two thirds of f32 training's state).
+  mirrorZero = false;
   return pushPersistent();
 }
 

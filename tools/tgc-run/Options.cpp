@@ -217,6 +217,11 @@ std::string parseOptions(int argc, char **argv, Options &options,
                "Time every op of the steps after the first; print the time "
                "per op kind and the slowest ops, and add them to --metrics")
       ->group(output);
+  app.add_flag("--dry-run", options.dryRun,
+               "Set everything up (executable, memory, weights or "
+               "checkpoint, data) and exit before the first step: checks a "
+               "checkpoint or a dataset without training")
+      ->group(output);
   app.add_option("--profile-top", options.profileTop,
                  "How many of the slowest ops --profile lists (default 10)")
       ->check(CLI::PositiveNumber)
@@ -259,6 +264,12 @@ std::string parseOptions(int argc, char **argv, Options &options,
        options.evalEvery))
     return "--eval-only trains nothing: it takes no --save, "
            "--save-adapters, --export-merged, --save-hf or --eval-every";
+  if (options.dryRun &&
+      (!options.save.empty() || !options.saveAdapters.empty() ||
+       !options.exportMerged.empty() || !options.saveHF.empty() ||
+       !options.metrics.empty() || options.evalOnly || options.profile))
+    return "--dry-run runs no step: it takes no --save, --save-adapters, "
+           "--export-merged, --save-hf, --metrics, --eval-only or --profile";
   if (!options.evalOnly && !options.evalEvery &&
       (!options.evalData.empty() || options.evalBatches != 10))
     return "--eval-data and --eval-batches need --eval-every or --eval-only";
@@ -356,6 +367,7 @@ Status describeRun(const Options &options, std::string &key) {
         " --eval-every=" + std::to_string(options.evalEvery) +
         " --eval-batches=" + std::to_string(options.evalBatches) +
         " --eval-only=" + (options.evalOnly ? "yes" : "no") +
+        " --dry-run=" + (options.dryRun ? "yes" : "no") +
         " --resume=" + resume + " --load-weights=" + weights +
         " --load-adapters=" + adapters + " --save=" + set(options.save) +
         " --save-every=" + std::to_string(options.saveEvery) +

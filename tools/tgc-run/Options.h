@@ -44,6 +44,7 @@ struct Options {
   int64_t evalEvery = 0;
   int64_t evalBatches = 10;
   bool evalOnly = false;
+  bool dryRun = false; // set everything up and exit before the first step
   std::string padding = "dynamic";
   std::string overlong = "truncate";
   int threads = 0; // unless threadsGiven: the cores this process may use

@@ -39,11 +39,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <map>
 #include <string>
 #include <tuple>
 #include <climits>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 using namespace tgc::rt;
@@ -62,11 +65,40 @@ std::string baseModelName(const std::string &weights) {
   return resolved;
 }
 
-/// When the process started (as static initialisation ran): time to the
-/// first step counts loading the executable, allocating, initialising and
-/// loading weights.
+/// Seconds from the process's exec to now as the kernel counts them
+/// (/proc/self/stat's start time, in clock ticks since boot, against
+/// CLOCK_BOOTTIME; to a tick, 10 ms), or 0 where that is unknown.
+double secondsSinceExec() {
+  std::ifstream stat("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)),
+                   std::istreambuf_iterator<char>());
+  size_t close = text.rfind(')'); // the command name may hold anything
+  timespec now{};
+  long ticks = sysconf(_SC_CLK_TCK);
+  if (close == std::string::npos || ticks <= 0 ||
+      clock_gettime(CLOCK_BOOTTIME, &now) != 0)
+    return 0.0;
+  // Fields from the third (state) on; the start time is the 22nd.
+  std::istringstream fields(text.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && (fields >> field); ++i) {
+  }
+  char *end = nullptr;
+  unsigned long long start = std::strtoull(field.c_str(), &end, 10);
+  if (field.empty() || *end)
+    return 0.0;
+  double since = double(now.tv_sec) + 1e-9 * double(now.tv_nsec) -
+                 double(start) / double(ticks);
+  return since > 0.0 && since < 3600.0 ? since : 0.0;
+}
+
+/// When the process started: its exec, so that the time to the first step
+/// counts the dynamic loader and the libraries' start-up as well as loading
+/// the executable, allocating, initialising and loading weights.
 const std::chrono::steady_clock::time_point processStart =
-    std::chrono::steady_clock::now();
+    std::chrono::steady_clock::now() -
+    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(secondsSinceExec()));
 
 /// The job this process is part of: the communicator of an mpirun job
 /// (null for a single process), and whether the run is still setting up.
@@ -458,6 +490,21 @@ int run(int argc, char **argv) {
                          " at step " + std::to_string(fed->maxSteps))
                             .c_str());
     std::fflush(stdout);
+  }
+
+  if (options.dryRun) {
+    double setup = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - processStart)
+                       .count();
+    if (rank == 0) {
+      std::printf("tgc-run: dry run: set up %.2f s after start (executable, "
+                  "memory, initialisation, weights, data); no step run\n",
+                  setup);
+      std::printf("tgc-run: %lld bytes of %s memory allocated\n",
+                  (long long)session->backend().bytesAllocated(),
+                  session->backend().hostAccessible() ? "host" : "device");
+    }
+    return 0;
   }
 
   bool tty = isatty(fileno(stdout)) && !options.quiet && !options.logEvery;

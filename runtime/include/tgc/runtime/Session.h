@@ -17,6 +17,7 @@
 #include "tgc/runtime/Backend.h"
 #include "tgc/runtime/Program.h"
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -123,8 +124,18 @@ private:
   Communicator *comm = nullptr;
   /// Host copy of the persistent region's device part; the region itself
   /// on the CPU.
-  std::vector<uint8_t> mirrorStorage;
+  struct Free {
+    void operator()(uint8_t *p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t[], Free> mirrorStorage;
   uint8_t *mirror = nullptr;
+  /// Whether the mirror holds only the zeros it was allocated with (the
+  /// backend's regions are zero-filled too): initialize() then writes no
+  /// zeros.
+  bool mirrorZero = true;
+  /// A zero-filled mirror of `bytes`, its pages untouched; false when out
+  /// of memory.
+  bool allocateMirror(int64_t bytes);
   /// The host part (offloaded state) as the host sees it: the backend's
   /// pinned memory itself where it has one (nothing to copy), else the
   /// rest of the mirror.
@@ -147,7 +158,10 @@ private:
 
 /// Draws the initial values of one tensor (normal or uniform from a
 /// generator seeded by `seed` and `name`). Exposed for tests.
-void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view);
+/// `viewIsZero`: the view holds zeros already, so a zero initialisation
+/// writes nothing (and touches none of its pages).
+void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view,
+                      bool viewIsZero = false);
 
 } // namespace tgc::rt
 
