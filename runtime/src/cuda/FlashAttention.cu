@@ -120,6 +120,27 @@ __device__ inline void rowNumbers(AccFragment &rowOf, float *scratch, int ld) {
   __syncwarp();
 }
 
+/// out[16 x kCols] (f32, row stride kLdOut) = rows tile^T: a warp's 16 rows
+/// of kD x 16 elements in fragments `rows`, and kCols rows of `tile` (row
+/// stride kLd) in shared memory.
+template <int kCols, int kLdOut, typename T, int kD>
+__device__ void productWithRows(float *out,
+                                const AFragment<T, wmma::row_major> (&rows)[kD],
+                                const T *tile) {
+  TGC_UNROLL
+  for (int n = 0; n < kCols / 16; ++n) {
+    AccFragment acc;
+    wmma::fill_fragment(acc, 0.0f);
+    TGC_UNROLL
+    for (int x = 0; x < kD; ++x) {
+      BFragment<T, wmma::col_major> b;
+      wmma::load_matrix_sync(b, tile + 16 * n * kLd + 16 * x, kLd);
+      wmma::mma_sync(acc, rows[x], b, acc);
+    }
+    wmma::store_matrix_sync(out + 16 * n, acc, kLdOut, wmma::mem_row_major);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
@@ -180,19 +201,7 @@ __global__ void __launch_bounds__(kThreads)
       if (w0 >= tq || (causal && k0 > w0 + 15))
         continue;
       // S = Q K^T for this warp's 16 rows and the 64 keys.
-      TGC_UNROLL
-      for (int n = 0; n < kRows / 16; ++n) {
-        AccFragment acc;
-        wmma::fill_fragment(acc, 0.0f);
-        TGC_UNROLL
-        for (int x = 0; x < dTiles; ++x) {
-          BFragment<T, wmma::col_major> kb;
-          wmma::load_matrix_sync(kb, t.k + 16 * n * kLd + 16 * x, kLd);
-          wmma::mma_sync(acc, qa[x], kb, acc);
-        }
-        wmma::store_matrix_sync(sStrip + 16 * n, acc, kLdS,
-                                wmma::mem_row_major);
-      }
+      productWithRows<kRows, kLdS>(sStrip, qa, t.k);
       __syncwarp();
       // Online softmax: lanes 2r and 2r + 1 take row r's keys [0, 32) and
       // [32, 64), each starting at its own column so that the 32 lanes read
@@ -355,19 +364,7 @@ __global__ void __launch_bounds__(kThreads) flashBackwardKernel(
       bool none = w0 >= tk || (causal && w0 > q0 + kStep - 1);
       if (!none) {
         // S^T = K Q^T for this warp's 16 keys and the step's 32 queries.
-        TGC_UNROLL
-        for (int n = 0; n < kStep / 16; ++n) {
-          AccFragment acc;
-          wmma::fill_fragment(acc, 0.0f);
-          TGC_UNROLL
-          for (int x = 0; x < dTiles; ++x) {
-            BFragment<T, wmma::col_major> qb;
-            wmma::load_matrix_sync(qb, t.q + 16 * n * kLd + 16 * x, kLd);
-            wmma::mma_sync(acc, ka[x], qb, acc);
-          }
-          wmma::store_matrix_sync(sStrip + 16 * n, acc, kLdStep,
-                                  wmma::mem_row_major);
-        }
+        productWithRows<kStep, kLdStep>(sStrip, ka, t.q);
         __syncwarp();
       }
       // P^T from the saved log-sum-exp: lanes 2r and 2r + 1 take key r's
@@ -387,19 +384,7 @@ TGC_UNROLL
       __syncwarp();
       if (!none) {
         // dP^T = V dO^T, into the same strip.
-        TGC_UNROLL
-        for (int n = 0; n < kStep / 16; ++n) {
-          AccFragment acc;
-          wmma::fill_fragment(acc, 0.0f);
-          TGC_UNROLL
-          for (int x = 0; x < dTiles; ++x) {
-            BFragment<T, wmma::col_major> ob;
-            wmma::load_matrix_sync(ob, t.dO + 16 * n * kLd + 16 * x, kLd);
-            wmma::mma_sync(acc, va[x], ob, acc);
-          }
-          wmma::store_matrix_sync(sStrip + 16 * n, acc, kLdStep,
-                                  wmma::mem_row_major);
-        }
+        productWithRows<kStep, kLdStep>(sStrip, va, t.dO);
         __syncwarp();
       }
       // dS^T = P^T (dP^T - rowDot).
