@@ -20,6 +20,7 @@
 #include <mma.h>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace tgc::rt::cuda {
 
@@ -472,6 +473,21 @@ unsigned jobBlocks(int64_t jobs) {
   return unsigned(std::max<int64_t>(1, std::min<int64_t>(jobs, 1 << 30)));
 }
 
+/// Calls `launch` with std::integral_constant<int, d / 16>: the kernels'
+/// head size as a compile-time constant (d is 16, 32, 48 or 64).
+template <typename Launch> void withHeadTiles(int64_t d, Launch &&launch) {
+  switch (d / 16) {
+  case 1:
+    return launch(std::integral_constant<int, 1>());
+  case 2:
+    return launch(std::integral_constant<int, 2>());
+  case 3:
+    return launch(std::integral_constant<int, 3>());
+  default:
+    return launch(std::integral_constant<int, 4>());
+  }
+}
+
 template <typename T>
 Status launchForward(Context &ctx, const void *q, const void *k, const void *v,
                      int64_t batch, int64_t tq, int64_t tk, int64_t d,
@@ -480,26 +496,13 @@ Status launchForward(Context &ctx, const void *q, const void *k, const void *v,
   int64_t jobs = batch * ((tq + kRows - 1) / kRows);
   if (jobs == 0)
     return Status::success();
-  auto launch = [&](auto kernel) {
-    kernel<<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
-        static_cast<const T *>(q), static_cast<const T *>(k),
-        static_cast<const T *>(v), batch, tq, tk, int(d), scale, causal, mask,
-        static_cast<T *>(out), lse);
-  };
-  switch (d / 16) {
-  case 1:
-    launch(flashForwardKernel<T, 1>);
-    break;
-  case 2:
-    launch(flashForwardKernel<T, 2>);
-    break;
-  case 3:
-    launch(flashForwardKernel<T, 3>);
-    break;
-  default:
-    launch(flashForwardKernel<T, 4>);
-    break;
-  }
+  withHeadTiles(d, [&](auto tiles) {
+    constexpr int kD = decltype(tiles)::value;
+    flashForwardKernel<T, kD><<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
+            static_cast<const T *>(q), static_cast<const T *>(k),
+            static_cast<const T *>(v), batch, tq, tk, int(d), scale, causal,
+            mask, static_cast<T *>(out), lse);
+  });
   TGC_CUDA_LAUNCH("flashForwardKernel");
   return Status::success();
 }
@@ -513,27 +516,14 @@ Status launchBackward(Context &ctx, const void *q, const void *k,
   int64_t jobs = batch * ((tk + kRows - 1) / kRows);
   if (jobs == 0)
     return Status::success();
-  auto launch = [&](auto kernel) {
-    kernel<<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
-        static_cast<const T *>(q), static_cast<const T *>(k),
-        static_cast<const T *>(v), static_cast<const T *>(dO), lse, rowDot,
-        batch, tq, tk, int(d), scale, causal, mask, dqAccumulator,
-        static_cast<T *>(dk), static_cast<T *>(dv));
-  };
-  switch (d / 16) {
-  case 1:
-    launch(flashBackwardKernel<T, 1>);
-    break;
-  case 2:
-    launch(flashBackwardKernel<T, 2>);
-    break;
-  case 3:
-    launch(flashBackwardKernel<T, 3>);
-    break;
-  default:
-    launch(flashBackwardKernel<T, 4>);
-    break;
-  }
+  withHeadTiles(d, [&](auto tiles) {
+    constexpr int kD = decltype(tiles)::value;
+    flashBackwardKernel<T, kD><<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
+            static_cast<const T *>(q), static_cast<const T *>(k),
+            static_cast<const T *>(v), static_cast<const T *>(dO), lse,
+            rowDot, batch, tq, tk, int(d), scale, causal, mask, dqAccumulator,
+            static_cast<T *>(dk), static_cast<T *>(dv));
+  });
   TGC_CUDA_LAUNCH("flashBackwardKernel");
   return Status::success();
 }
