@@ -166,19 +166,18 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
   if (created->device->hostAccessible()) {
     created->mirror = created->device->persistentBase();
     created->hostMirror = created->mirror + deviceBytes;
-  } else if (uint8_t *pinned = created->device->hostPartForHost();
-             pinned && prog.hostBytes > 0) {
-    // The offloaded state is host memory already: no second copy of it.
-    if (!created->allocateMirror(deviceBytes))
-      return Status::failure("out of host memory for the persistent "
-                             "region's host copy");
-    created->hostMirror = pinned;
-    created->hostPartShared = true;
   } else {
-    if (!created->allocateMirror(prog.persistentBytes))
+    // Offloaded state in the backend's pinned memory is host memory
+    // already: the mirror then holds no second copy of it.
+    uint8_t *pinned = created->device->hostPartForHost();
+    created->hostPartShared = pinned && prog.hostBytes > 0;
+    if (!created->allocateMirror(created->hostPartShared
+                                     ? deviceBytes
+                                     : prog.persistentBytes))
       return Status::failure("out of host memory for the persistent "
                              "region's host copy");
-    created->hostMirror = created->mirror + deviceBytes;
+    created->hostMirror =
+        created->hostPartShared ? pinned : created->mirror + deviceBytes;
   }
   session = std::move(created);
   return Status::success();
@@ -187,8 +186,8 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
 bool Session::allocateMirror(int64_t bytes) {
   // calloc's large blocks are fresh zero pages, which nothing touches until
   // they are written (std::vector would write every byte first).
-  mirrorStorage.reset(
-      static_cast<uint8_t *>(std::calloc(size_t(std::max<int64_t>(bytes, 1)), 1)));
+  mirrorStorage.reset(static_cast<uint8_t *>(
+      std::calloc(size_t(std::max<int64_t>(bytes, 1)), 1)));
   mirror = mirrorStorage.get();
   return mirror != nullptr;
 }
