@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GiB = 1024 ** 3
@@ -163,6 +164,67 @@ def profile_kinds(bins, exe):
     return rows, total.group(1) if total else "?"
 
 
+# Start-up on the device: the executables whose start-up is measured (a
+# checkpoint of their own initial values is saved there first).
+STARTUP = [("GPT-2 124M, bf16, B=8", "gpt2-b8-bf16"),
+           ("GPT-2 1558M, `--fit=10GiB`", "plan-gpt2-1558m-fit")]
+
+SAFETENSORS_LOAD = r'''
+import sys, torch
+from safetensors.torch import load_file
+tensors = load_file(sys.argv[1], device="cuda")
+torch.cuda.synchronize()
+'''
+
+
+def wall(cmd, timeout=TIMEOUT_S):
+    """The better of two runs' wall seconds from exec to exit."""
+    best = None
+    for _ in range(2):
+        start = time.perf_counter()
+        run(cmd, timeout=timeout)
+        took = time.perf_counter() - start
+        best = took if best is None else min(best, took)
+    return best
+
+
+def read_once(path):
+    start = time.perf_counter()
+    with open(path, "rb") as f:
+        while f.read(64 << 20):
+            pass
+    return time.perf_counter() - start
+
+
+def measure_startup(bins, exe, tmp):
+    """`tgc-run --device cuda --dry-run`'s wall time from exec to exit,
+    without weights and with --load-weights of a checkpoint of the
+    executable's own initial values; one read of that file (warm page
+    cache: it was just written); safetensors' load_file to the GPU in a
+    fresh Python, exec to exit (n/a without safetensors). Returns (file
+    MiB, none s, weights s, read s, torch s or None), or the error's last
+    line."""
+    path = os.path.join(tmp, os.path.basename(exe) + ".safetensors")
+    base = [f"{bins}/tgc-run", exe, "--device", "cuda"]
+    try:
+        run(base + ["--steps", "0", "--save", path], timeout=TIMEOUT_S)
+        os.sync()
+        none = wall(base + ["--dry-run", "--quiet"])
+        loaded = wall(base + ["--dry-run", "--quiet", "--load-weights", path])
+    except subprocess.CalledProcessError as e:
+        return (e.stderr.strip().splitlines() or ["failed"])[-1]
+    except subprocess.TimeoutExpired:
+        return f"not done in {TIMEOUT_S} s"
+    once = min(read_once(path), read_once(path))
+    try:
+        torch = wall(["python3", "-c", SAFETENSORS_LOAD, path])
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        torch = None
+    mib = os.path.getsize(path) / 2 ** 20
+    os.remove(path)
+    return mib, none, loaded, once, torch
+
+
 def gpu_memory_mib():
     return int(run(["nvidia-smi", "--query-gpu=memory.used",
                     "--format=csv,noheader,nounits"]).stdout.split()[0])
@@ -278,6 +340,11 @@ def main():
                           estimated(exe)))
         profiled = profile_kinds(bins, os.path.join(
             args.prebuilt or tmp, "gpt2-b8-bf16-fused.tgx"))
+        startup = []
+        for name, stem in STARTUP:
+            exe = os.path.join(args.prebuilt or tmp, stem + ".tgx")
+            if os.path.exists(exe):
+                startup.append((name, measure_startup(bins, exe, tmp)))
 
     tokens = lambda b, s: b * 1024 / s
     lines = ["# GPU benchmarks", "",
@@ -346,6 +413,29 @@ def main():
         lines += [f"| `{kind}` | {ms} | {share} |" for kind, ms, share in rows]
     else:
         lines.append(f"Profile failed: {profiled}")
+    lines += ["", "## Start-up on the device", "",
+              "Wall seconds from exec to exit of `tgc-run --device cuda "
+              "--dry-run` (executable, device memory, initial values or the "
+              "checkpoint, all on the GPU; no step), the better of two "
+              "runs: without weights, and with `--load-weights` of a "
+              "checkpoint of the same model's initial values that "
+              "`tgc-run --save` wrote there. Beside them one read of that "
+              "file (warm page cache) and safetensors' `load_file(path, "
+              "device=\"cuda\")` in a fresh Python, exec to exit (importing "
+              "torch included).", "",
+              "| executable | file MiB | tgc, no weights | "
+              "tgc, --load-weights | read once | ratio to one read | "
+              "safetensors load_file to cuda |",
+              "|---|---|---|---|---|---|---|"]
+    for name, measured in startup:
+        if isinstance(measured, tuple):
+            mib, none, loaded, once, torch = measured
+            theirs = f"{torch:.2f} s" if torch is not None else "n/a"
+            lines.append(f"| {name} | {mib:.0f} | {none:.2f} s | "
+                         f"{loaded:.2f} s | {once:.2f} s | "
+                         f"{loaded / once:.2f} | {theirs} |")
+        else:
+            lines.append(f"| {name} | failed: {measured} | | | | | |")
     open(args.out, "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 
