@@ -74,6 +74,14 @@ ldd "$bin/tgc-run" "$bin/tgc-cuda-tests" ${openblas:+"$openblas"} |
 # the update in the backward pass, which reaches it mid-backward).
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --optimizer-state=8bit \
   --offload=optimizer -o "$out/tgx/gpt2-2layer-offload.tgx"
+# The activations too (--offload=all): the copy engine's transfers to the
+# pinned region and back, on a 2-layer GPT-2 wide enough that its blocks'
+# checkpoints ([8, 256, 128] f32, 1 MiB) move.
+"$bin/tgc-models" gpt2 --n-layer 2 --n-head 4 --n-embd 128 --vocab-size 512 \
+  --block-size 256 --batch 8 --seq-len 256 -o "$out/tgx/gpt2-2layer-wide.mlir"
+"$bin/tgc-compile" "$out/tgx/gpt2-2layer-wide.mlir" --amp=bf16 \
+  --optimizer-state=8bit --remat=blocks --offload=all \
+  -o "$out/tgx/gpt2-2layer-offload-all.tgx"
 "$bin/tgc-models" gpt2 --preset tiny --batch 2 --seq-len 32 \
   -o "$out/tgx/gpt2-tiny.mlir"
 "$bin/tgc-compile" "$out/tgx/gpt2-tiny.mlir" -o "$out/tgx/gpt2-tiny.tgx"

@@ -95,6 +95,7 @@ check train-accum compare accum
 check train-f16 compare f16
 check train-fused compare fused
 check train-offload compare offload
+check train-offload-all compare offload-all
 # The benchmark before compute-sanitizer, whose runs are the slowest.
 if [ "$bench" = 1 ]; then
   check bench python3 "$here/bench_gpu.py" --prebuilt "$tgx" --bins \

@@ -112,10 +112,10 @@ PLANS = [
      "plan-gpt2-1558m-fit",
      ["gpt2", "--preset", "1558M", "--batch", "8", "--seq-len", "1024"],
      ["--fit=10GiB", "--fit-allow=all"], 5),
-    ("Llama-3-8B, B=2, T=2048: `--fit=20GiB --fit-allow=all`",
+    ("Llama-3-8B, B=2, T=2048: `--fit=18GiB --fit-allow=all`",
      "plan-llama3-8b-fit",
      ["llama", "--preset", "llama-3-8b", "--batch", "2", "--seq-len", "2048"],
-     ["--fit=20GiB", "--fit-allow=all"], 3),
+     ["--fit=18GiB", "--fit-allow=all"], 3),
 ]
 
 

@@ -149,6 +149,8 @@ const char *stringifyMemoryKind(MemoryKind kind) {
     return "optimizer_state";
   case MemoryKind::GradAccumulator:
     return "grad_accumulators";
+  case MemoryKind::OffloadedActivation:
+    return "host_activations";
   case MemoryKind::Input:
     return "inputs";
   case MemoryKind::Activation:
@@ -323,7 +325,9 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
       step.valueOf[result] = value;
       graph.nodes[node].outputs.push_back(value);
       MemoryKind kind = MemoryKind::Workspace;
-      if (step.forwardEnd >= 0 && int(index) <= step.forwardEnd)
+      // An activation brought back from host memory is one still.
+      if ((step.forwardEnd >= 0 && int(index) <= step.forwardEnd) ||
+          isa<tg::ReloadOp>(op))
         kind = MemoryKind::Activation;
       else if (gradients.contains(result))
         kind = MemoryKind::Gradient;
@@ -368,9 +372,12 @@ FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp function,
     } else if (auto name = function.getArgAttrOfType<StringAttr>(
                    i, tg::TGDialect::kStateAttr)) {
       tensor.name = name.str();
-      tensor.kind = name.getValue().starts_with(tg::TGDialect::kGradAccumPrefix)
-                        ? MemoryKind::GradAccumulator
-                        : MemoryKind::OptimizerState;
+      tensor.kind =
+          name.getValue().starts_with(tg::TGDialect::kGradAccumPrefix)
+              ? MemoryKind::GradAccumulator
+          : name.getValue().starts_with(tg::TGDialect::kOffloadPrefix)
+              ? MemoryKind::OffloadedActivation
+              : MemoryKind::OptimizerState;
     } else {
       auto input = function.getArgAttrOfType<StringAttr>(
           i, tg::TGDialect::kInputAttr);
@@ -473,12 +480,14 @@ static const MemoryKind kTransientKinds[] = {
     MemoryKind::Activation, MemoryKind::Gradient, MemoryKind::Workspace};
 static const MemoryKind kPersistentKinds[] = {
     MemoryKind::Param, MemoryKind::FrozenParam, MemoryKind::OptimizerState,
-    MemoryKind::GradAccumulator, MemoryKind::Input};
+    MemoryKind::GradAccumulator, MemoryKind::OffloadedActivation,
+    MemoryKind::Input};
 
 /// Kinds a report lists only when the plan has them.
 static bool listed(const MemoryPlan &plan, MemoryKind kind) {
   return (kind != MemoryKind::FrozenParam &&
-          kind != MemoryKind::GradAccumulator) ||
+          kind != MemoryKind::GradAccumulator &&
+          kind != MemoryKind::OffloadedActivation) ||
          plan.persistentBytes(kind);
 }
 
@@ -532,9 +541,17 @@ void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
   for (MemoryKind kind : kTransientKinds)
     os << llvm::format("    %-18s", stringifyMemoryKind(kind))
        << formatBytes(plan.liveBytesAt(peakStep, kind)) << "\n";
-  if (plan.hostSize)
-    os << "    (and in host memory, not counted: "
-       << formatBytes(plan.hostSize) << " of optimizer state)\n";
+  if (plan.hostSize) {
+    int64_t activations =
+        plan.persistentBytes(MemoryKind::OffloadedActivation);
+    os << "    (and in host memory, not counted: ";
+    if (plan.hostSize > activations)
+      os << formatBytes(plan.hostSize - activations) << " of optimizer state"
+         << (activations ? " and " : "");
+    if (activations)
+      os << formatBytes(activations) << " of offloaded activations";
+    os << ")\n";
+  }
 
   std::vector<const PlannedBuffer *> live;
   for (const PlannedBuffer &buffer : plan.buffers)

@@ -231,12 +231,17 @@ FunctionEstimate estimateFunction(func::FuncOp function,
     // scores); the rest of the count runs on the vector units.
     int64_t vectorFlops = std::max<int64_t>(0, e.flops - e.matmulFlops);
     e.computeSeconds = matrixSeconds + double(vectorFlops) / device.vectorFlops;
-    // Operands in host memory (offloaded state) cross the host link, once
-    // each way (read, then written back in place), both ways at once.
-    for (Value operand : op.getOperands())
+    // Operands in host memory (offloaded state, an offloaded activation)
+    // cross the host link, once each way (read, then written back in
+    // place), both ways at once.
+    for (Value operand : op.getOperands()) {
+      bool host = operand.getDefiningOp<tg::OffloadOp>() != nullptr;
       if (auto arg = dyn_cast<BlockArgument>(operand))
-        if (function.getArgAttr(arg.getArgNumber(), tg::TGDialect::kHostAttr))
-          e.hostBytes += tg::getTensorBytes(arg.getType());
+        host = bool(
+            function.getArgAttr(arg.getArgNumber(), tg::TGDialect::kHostAttr));
+      if (host)
+        e.hostBytes += tg::getTensorBytes(operand.getType());
+    }
     int64_t hostTraffic = std::min(2 * e.hostBytes, e.bytes());
     e.memorySeconds =
         double(e.bytes() - hostTraffic) / device.memoryBandwidth +

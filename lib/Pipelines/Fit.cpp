@@ -141,13 +141,14 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   SmallVector<int64_t> chunkings = choicesOf<int64_t>(
       options.chunkedLoss.hasValue() || !request.allowed.chunkedLoss,
       options.chunkedLoss, {1, 8});
-  // The state in host memory changes no number but costs the host link's
-  // time: searched, and kept only where the device alone is too small.
+  // The state in host memory, then the activations too, change no number
+  // but cost the host link's time: searched in that order, each only where
+  // less offloading did not fit the whole batch.
   bool zero = options.dataParallel == tg::ParallelMode::Zero1 ||
               options.dataParallel == tg::ParallelMode::Zero2;
   SmallVector<tg::Offload> offloads = choicesOf<tg::Offload>(
       options.offload.hasValue() || zero, options.offload,
-      {tg::Offload::None, tg::Offload::Optimizer});
+      {tg::Offload::None, tg::Offload::Optimizer, tg::Offload::All});
   SmallVector<int64_t> batches;
   for (int64_t b = globalBatch; b >= 1; --b)
     if (globalBatch % b == 0)
@@ -180,15 +181,16 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
 
   FitResult result;
   bool found = false;
-  // Whether the configuration just tried, the same but on the device
-  // alone, fit at the whole global batch: then offloading its state could
-  // only be slower (same batch, the host link's time added).
+  // Whether the configuration just tried, the same but with less in host
+  // memory, fit at the whole global batch: then offloading more could only
+  // be slower (same batch, more of the host link's time).
   bool previousFitWhole = false;
   for (const FitCandidate &configuration : configurations) {
     bool onDevice = configuration.offload == tg::Offload::None;
-    if (!onDevice && previousFitWhole)
+    if (onDevice)
+      previousFitWhole = false;
+    else if (previousFitWhole)
       continue;
-    previousFitWhole = false;
     TrainPipelineOptions candidate;
     candidate.copyOptionValuesFrom(options);
     candidate.quiet = true;
@@ -220,7 +222,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
       result.candidates.push_back(tried);
       if (!tried.fits)
         continue;
-      previousFitWhole = onDevice && tried.accumSteps == 1;
+      previousFitWhole = tried.accumSteps == 1;
       const FitCandidate &best = result.candidates[result.best];
       if (!found || tried.seconds < best.seconds ||
           (tried.seconds == best.seconds &&

@@ -98,7 +98,7 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     pm.addPass(tg::createTGDataParallel(parallel));
   }
 
-  if (options.offload != tg::Offload::None) {
+  if (tg::offloadsOptimizer(options.offload)) {
     tg::TGOffloadOptions offload;
     offload.what = options.offload;
     offload.printSummary = !options.quiet;
@@ -108,6 +108,16 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
   auto remat = forwarded<tg::TGRematOptions>(options);
   remat.printSummary = !options.quiet;
   pm.addPass(tg::createTGRemat(remat));
+
+  if (tg::offloadsActivations(options.offload)) {
+    tg::TGOffloadActivationsOptions offload;
+    offload.printSummary = !options.quiet;
+    pm.addPass(tg::createTGOffloadActivations(offload));
+  }
+
+  tg::TGAccumulateProductsOptions accumulate;
+  accumulate.printSummary = !options.quiet;
+  pm.addPass(tg::createTGAccumulateProducts(accumulate));
 
   // Last: it orders the finished step, recomputed ops included.
   if (options.optimizerInBackward) {
@@ -146,7 +156,11 @@ std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
   }
   // ZeRO's shards of the state would each need their own host region;
   // not built.
-  if (options.offload != tg::Offload::None &&
+  if (tg::offloadsActivations(options.offload) && options.gradAccum > 1)
+    return "--offload=" + tg::choiceName(options.offload.getValue()).str() +
+           " does not combine with gradient accumulation yet (the "
+           "activations' host copies would belong to the micro-step)";
+  if (tg::offloadsOptimizer(options.offload) &&
       (options.dataParallel == tg::ParallelMode::Zero1 ||
        options.dataParallel == tg::ParallelMode::Zero2))
     return "--offload=optimizer does not combine with --data-parallel=" +

@@ -111,6 +111,8 @@ static tgx::Role convertRole(MemoryKind kind) {
     return tgx::Role::State;
   case MemoryKind::GradAccumulator:
     return tgx::Role::Accumulator;
+  case MemoryKind::OffloadedActivation:
+    return tgx::Role::Scratch;
   case MemoryKind::Input:
     return tgx::Role::Input;
   default:

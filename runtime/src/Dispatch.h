@@ -65,6 +65,9 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::Matmul:
     return matmul(ctx, in[0], in[1], inst.getBool("transpose_lhs"),
                   inst.getBool("transpose_rhs"), out[0]);
+  case Kernel::MatmulAdd:
+    return matmulAdd(ctx, in[0], in[1], in[2], inst.getBool("transpose_lhs"),
+                     inst.getBool("transpose_rhs"), out[0]);
   case Kernel::Linear:
     return linear(ctx, in[0], in[1], in[2], inst.getBool("gelu"), out[0],
                   out.size() > 1 ? &out[1] : nullptr);
@@ -113,6 +116,10 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     return targetCount(ctx, in[0], inst.getInt("ignore_index"), out[0]);
   case Kernel::Reshape:
     return reshape(ctx, in[0], out[0]);
+  case Kernel::Offload:
+    return offload(ctx, in[0], out[0]);
+  case Kernel::Reload:
+    return reload(ctx, in[0], out[0]);
   case Kernel::Transpose:
     return transpose(ctx, in[0], inst.getInts("permutation"), out[0]);
   case Kernel::Slice:

@@ -76,7 +76,7 @@ std::string checkArenaLayout(const std::vector<BufferLifetime> &buffers,
 
 /// What a byte of memory holds, for the breakdown of the peak.
 enum class MemoryKind { Param, FrozenParam, OptimizerState, GradAccumulator,
-                        Input, Activation,
+                        OffloadedActivation, Input, Activation,
                         Gradient, Workspace };
 const char *stringifyMemoryKind(MemoryKind kind);
 

@@ -76,8 +76,12 @@ struct TrainPipelineOptions
   Option<tg::Offload> offload{
       *this, "offload",
       llvm::cl::desc("What lives in host memory instead of the device's: "
-                     "none, or optimizer (its state, read and written by "
-                     "the updates over the bus; tg-offload)"),
+                     "none; optimizer (its state, read and written by the "
+                     "updates over the bus; tg-offload); activations (those "
+                     "the backward pass reads, copied out after the "
+                     "forward pass computes them and back before the "
+                     "backward pass reads them; tg-offload-activations); or "
+                     "all (both)"),
       llvm::cl::init(tg::Offload::None)};
   Option<bool> optimizerInBackward{
       *this, "optimizer-in-backward",

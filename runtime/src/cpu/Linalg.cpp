@@ -177,8 +177,12 @@ void gemmF32(bool transposeA, bool transposeB, int64_t m, int64_t n,
     runTile(tile);
 }
 
-Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, bool transposeLhs,
-              bool transposeRhs, TensorRef &result) {
+namespace {
+
+/// `lhs x rhs`, plus `addend` when given (beta = 1 onto it in f32).
+Status matmulInto(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+               const TensorRef *addend, bool transposeLhs, bool transposeRhs,
+               TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(lhs, "lhs"));
   TGC_RETURN_IF_ERROR(expectValid(rhs, "rhs"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
@@ -201,8 +205,28 @@ Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, bool tra
   Shape rhsBatch(rhs.shape.begin(), rhs.shape.end() - 2);
   Shape batch(expected.shape.begin(), expected.shape.end() - 2);
 
+  float beta = 0.0f;
   F32Operand a(lhs), b(rhs);
   F32Result c(result, {&lhs, &rhs});
+  if (addend) {
+    TGC_RETURN_IF_ERROR(expectValid(*addend, "addend"));
+    TGC_RETURN_IF_ERROR(expectSameDType(*addend, lhs, "addend"));
+    TGC_RETURN_IF_ERROR(expectShape(*addend, expected.shape, "addend"));
+    if (overlaps(*addend, result) && addend->data != result.data)
+      return Status::failure("matmul_add result partly overlaps its addend");
+    // The accumulator starts as the addend (already there when the result
+    // is written over an f32 addend).
+    if (static_cast<const void *>(c.data()) != addend->data) {
+      F32Operand start(*addend);
+      float *to = c.data();
+      const float *from = start.data();
+      parallelFor(addend->numElements(), 1 << 16,
+                  [&](int64_t begin, int64_t end) {
+                    std::copy(from + begin, from + end, to + begin);
+                  });
+    }
+    beta = 1.0f;
+  }
   int64_t lda = transposeLhs ? m : k, ldb = transposeRhs ? k : n;
   int64_t batchCount = product(batch, 0, batch.size());
   bool rhsShared = product(rhsBatch, 0, rhsBatch.size()) == 1;
@@ -210,7 +234,7 @@ Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, bool tra
       batchCount * m <= INT_MAX) {
     // [B*M, K] x [K, N]: the batch folds into the rows of one GEMM.
     gemmF32(false, transposeRhs, batchCount * m, n, k, 1.0f, a.data(), lda,
-            b.data(), ldb, 0.0f, c.data(), n);
+            b.data(), ldb, beta, c.data(), n);
   } else {
     Shape lhsStrides = broadcastStrides(lhsBatch, batch);
     Shape rhsStrides = broadcastStrides(rhsBatch, batch);
@@ -234,7 +258,7 @@ Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, bool tra
       for (int64_t i = begin; i < end; ++i) {
         const std::array<int64_t, 3> &offsets = products[size_t(i)];
         gemmF32(transposeLhs, transposeRhs, m, n, k, 1.0f,
-                a.data() + offsets[0], lda, b.data() + offsets[1], ldb, 0.0f,
+                a.data() + offsets[0], lda, b.data() + offsets[1], ldb, beta,
                 c.data() + offsets[2], n);
       }
     };
@@ -248,6 +272,19 @@ Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs, bool tra
   }
   c.commit();
   return Status::success();
+}
+
+} // namespace
+
+Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+              bool transposeLhs, bool transposeRhs, TensorRef &result) {
+  return matmulInto(ctx, lhs, rhs, nullptr, transposeLhs, transposeRhs, result);
+}
+
+Status matmulAdd(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+                 const TensorRef &addend, bool transposeLhs, bool transposeRhs,
+                 TensorRef &result) {
+  return matmulInto(ctx, lhs, rhs, &addend, transposeLhs, transposeRhs, result);
 }
 
 Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,

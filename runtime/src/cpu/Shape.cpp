@@ -68,6 +68,34 @@ Status reshape(Context &ctx, const TensorRef &input, TensorRef &result) {
   return Status::success();
 }
 
+namespace {
+
+/// `source`'s bytes into `result` on every thread (the two never overlap).
+Status copyBytes(const TensorRef &source, TensorRef &result, const char *op) {
+  TGC_RETURN_IF_ERROR(checkPair(source, result));
+  if (source.shape != result.shape)
+    return Status::failure(std::string(op) + " shapes differ");
+  if (overlaps(source, result))
+    return Status::failure(std::string(op) + " source and result overlap");
+  const char *from = static_cast<const char *>(source.data);
+  char *to = static_cast<char *>(result.data);
+  parallelFor(int64_t(source.numBytes()), int64_t(1) << 20,
+              [&](int64_t begin, int64_t end) {
+                std::memcpy(to + begin, from + begin, size_t(end - begin));
+              });
+  return Status::success();
+}
+
+} // namespace
+
+Status offload(Context &ctx, const TensorRef &source, TensorRef &result) {
+  return copyBytes(source, result, "offload");
+}
+
+Status reload(Context &ctx, const TensorRef &source, TensorRef &result) {
+  return copyBytes(source, result, "reload");
+}
+
 Status transpose(Context &ctx, const TensorRef &input,
                  const std::vector<int64_t> &permutation, TensorRef &result) {
   TGC_RETURN_IF_ERROR(checkPair(input, result));

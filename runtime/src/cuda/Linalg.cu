@@ -125,6 +125,8 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
   if (p.bias && (p.batchCount != 1 || p.k == 0))
     return Status::failure("a GEMM epilogue takes one product with a "
                            "contraction");
+  if (p.k == 0 && p.beta != 0.0f)
+    return Status::success();
   if (p.k == 0) {
     size_t bytes = size_t(p.m * p.n) * outSize;
     for (int64_t b = 0; b < p.batchCount; ++b)
@@ -279,7 +281,7 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
     algoCache.emplace(key, algo);
   }
 
-  float alpha = p.alpha, beta = 0.0f;
+  float alpha = p.alpha, beta = p.beta;
   TGC_BLAS_CALL(cublasLtMatmul(handle, desc.operation, &alpha, p.b, desc.first,
                                p.a, desc.second, &beta, p.c, desc.output, p.c,
                                desc.output, &algo, workspace,
@@ -340,10 +342,15 @@ std::vector<BatchDim> collapseBatch(const std::vector<int64_t> &lhsBatch,
 
 } // namespace
 
-Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
-              bool transposeLhs, bool transposeRhs, TensorRef &result) {
+namespace {
+
+/// `lhs x rhs`, plus `addend` when given: C starts as the addend and the
+/// GEMMs add onto it (beta = 1).
+Status matmulInto(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+               const TensorRef *addend, bool transposeLhs, bool transposeRhs,
+               TensorRef &result) {
   if (!isFloat(lhs.dtype) || rhs.dtype != lhs.dtype ||
-      result.dtype != lhs.dtype)
+      result.dtype != lhs.dtype || (addend && addend->dtype != lhs.dtype))
     return Status::failure("matmul needs operands and result of one float "
                            "type");
   shapes::ShapeOrError expected =
@@ -359,12 +366,23 @@ Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
   std::vector<int64_t> lhsBatch(lhs.shape.begin(), lhs.shape.end() - 2);
   std::vector<int64_t> rhsBatch(rhs.shape.begin(), rhs.shape.end() - 2);
   std::vector<int64_t> batch(expected.shape.begin(), expected.shape.end() - 2);
+  if (addend && addend->shape != expected.shape)
+    return Status::failure("matmul_add addend has the wrong shape");
   if (result.numElements() == 0)
     return Status::success();
 
   // A result the planner placed over an operand is computed in the
   // workspace and copied in once every product has read its operands.
   bool aliased = bytesOverlap(result, lhs) || bytesOverlap(result, rhs);
+  if (addend && aliased)
+    return Status::failure("matmul_add result overlaps lhs or rhs");
+  if (addend && addend->data != result.data) {
+    if (bytesOverlap(result, *addend))
+      return Status::failure("matmul_add result partly overlaps its addend");
+    TGC_CUDA_CALL(cudaMemcpyAsync(result.data, addend->data,
+                                  result.numBytes(), cudaMemcpyDeviceToDevice,
+                                  streamOf(ctx)));
+  }
   size_t resultBytes = result.numBytes();
   if (Status s = ctx.reserveWorkspace(kGemmWorkspaceBytes +
                                       (aliased ? resultBytes : 0));
@@ -381,6 +399,7 @@ Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
   problem.m = m;
   problem.n = n;
   problem.k = k;
+  problem.beta = addend ? 1.0f : 0.0f;
   std::vector<BatchDim> dims =
       collapseBatch(lhsBatch, rhsBatch, batch, m * k, k * n, m * n);
   size_t elementSize = dtypeSize(lhs.dtype);
@@ -432,6 +451,19 @@ Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
     TGC_CUDA_CALL(cudaMemcpyAsync(result.data, out, resultBytes,
                                   cudaMemcpyDeviceToDevice, streamOf(ctx)));
   return Status::success();
+}
+
+} // namespace
+
+Status matmul(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+              bool transposeLhs, bool transposeRhs, TensorRef &result) {
+  return matmulInto(ctx, lhs, rhs, nullptr, transposeLhs, transposeRhs, result);
+}
+
+Status matmulAdd(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+                 const TensorRef &addend, bool transposeLhs, bool transposeRhs,
+                 TensorRef &result) {
+  return matmulInto(ctx, lhs, rhs, &addend, transposeLhs, transposeRhs, result);
 }
 
 namespace {

@@ -31,6 +31,8 @@ struct GemmProblem {
   bool transposeA = false, transposeB = false;
   int64_t m = 0, n = 0, k = 0;
   float alpha = 1.0f;
+  /// 1 adds the product onto what C holds (tg.matmul_add); 0 overwrites C.
+  float beta = 0.0f;
   const void *a = nullptr;
   int64_t strideA = 0;
   const void *b = nullptr;
@@ -51,7 +53,7 @@ struct GemmProblem {
 
 /// Enqueues `problem` on the context's stream. `workspace` holds
 /// kGemmWorkspaceBytes of device memory that no other work in flight uses.
-/// An empty contraction (`k == 0`) writes zeros.
+/// An empty contraction (`k == 0`) writes zeros (leaves C with beta 1).
 Status gemm(Context &ctx, const GemmProblem &problem, void *workspace);
 
 } // namespace tgc::rt::cuda

@@ -135,6 +135,34 @@ Status reshape(Context &ctx, const TensorRef &input, TensorRef &result) {
   return Status::success();
 }
 
+namespace {
+
+/// One copy engine transfer between the device and the pinned host region
+/// (mapped: its device address is its host address).
+Status copyOverLink(Context &ctx, const TensorRef &source, TensorRef &result,
+                    cudaMemcpyKind kind, const char *op) {
+  if (source.dtype != result.dtype || source.shape != result.shape)
+    return Status::failure(std::string(op) + " needs a result of its "
+                                             "source's type");
+  if (source.numBytes() == 0)
+    return Status::success();
+  if (bytesOverlap(source, result))
+    return Status::failure(std::string(op) + " source and result overlap");
+  TGC_CUDA_CALL(cudaMemcpyAsync(result.data, source.data, source.numBytes(),
+                                kind, streamOf(ctx)));
+  return Status::success();
+}
+
+} // namespace
+
+Status offload(Context &ctx, const TensorRef &source, TensorRef &result) {
+  return copyOverLink(ctx, source, result, cudaMemcpyDeviceToHost, "offload");
+}
+
+Status reload(Context &ctx, const TensorRef &source, TensorRef &result) {
+  return copyOverLink(ctx, source, result, cudaMemcpyHostToDevice, "reload");
+}
+
 Status transpose(Context &ctx, const TensorRef &input,
                  const std::vector<int64_t> &permutation, TensorRef &result) {
   if (result.numElements() == 0)

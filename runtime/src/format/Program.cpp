@@ -335,7 +335,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
     else
       return Status::failure(describeTensor(i, info.name) +
                              " has an unknown storage");
-    if (uint8_t(t->role()) > uint8_t(tgx::Role::Accumulator) ||
+    if (uint8_t(t->role()) > uint8_t(tgx::Role::Scratch) ||
         uint8_t(t->init()) > uint8_t(tgx::InitKind::Constant))
       return Status::failure(describeTensor(i, info.name) +
                              " has an unknown role or initialisation");
@@ -570,6 +570,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
         for (int32_t index : inst.results)
           if (index != kNotComputed && !entry.trains &&
               program.tensors[index].storage == Storage::Persistent &&
+              program.tensors[index].role != Role::Scratch &&
               (entry.name != "grad_step" ||
                program.tensors[index].role != Role::Accumulator))
             return Status::failure(where + ": writes the persistent tensor '" +

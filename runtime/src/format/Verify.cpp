@@ -182,6 +182,17 @@ private:
       return fail("matmul " + expected.error);
     return shapeIs(out(0), expected.shape);
   }
+  bool matmulAdd() {
+    if (!counts(3, 1) || !floatT(in(0)) || !sameDType(in(0), in(1)) ||
+        !sameDType(in(0), in(2)) || !sameDType(in(0), out(0)))
+      return false;
+    shapes::ShapeOrError expected =
+        shapes::matmul(in(0).shape, in(1).shape, inst.getBool("transpose_lhs"),
+                       inst.getBool("transpose_rhs"));
+    if (!expected.ok())
+      return fail("matmul_add " + expected.error);
+    return shapeIs(in(2), expected.shape) && shapeIs(out(0), expected.shape);
+  }
   bool linear() {
     bool gelu = inst.getBool("gelu");
     if (!counts(3, gelu ? 2 : 1) || !floatT(in(0)) || !sameDType(in(0), in(1)) ||
@@ -322,6 +333,9 @@ Status Checker::run() {
   case Kernel::Matmul:
     ok = matmul();
     break;
+  case Kernel::MatmulAdd:
+    ok = matmulAdd();
+    break;
   case Kernel::Linear:
     ok = linear();
     break;
@@ -449,6 +463,12 @@ Status Checker::run() {
     ok = counts(3, 1) && targets(in(0), in(1)) &&
          (in(2).shape.empty() && isFloat(in(2).dtype)) && same(in(0), out(0)) &&
          attr("ignore_index", AttrValue::Int);
+    break;
+  case Kernel::Offload:
+    ok = counts(2, 1) && same(in(0), out(0)) && same(in(1), out(0));
+    break;
+  case Kernel::Reload:
+    ok = counts(1, 1) && same(in(0), out(0));
     break;
   case Kernel::Reshape:
     ok = counts(1, 1) && sameDType(in(0), out(0)) &&

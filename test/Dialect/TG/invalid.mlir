@@ -248,6 +248,22 @@ func.func @matmul_contraction(%x: tensor<4x8xf32>, %w: tensor<4x16xf32>) {
 
 // -----
 
+func.func @matmul_add_addend(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %acc: tensor<16x4xf32>) {
+  // expected-error @+1 {{'tg.matmul_add' op addend must have shape [4, 16], found [16, 4]}}
+  %0 = tg.matmul_add %x, %w, %acc : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_add_type(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %acc: tensor<4x16xbf16>) {
+  // expected-error @+1 {{'tg.matmul_add' op}}
+  %0 = tg.matmul_add %x, %w, %acc : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
 func.func @matmul_contraction_transposed(%x: tensor<8x4xf32>, %w: tensor<16x8xf32>) {
   // With both transposes lhs is [K, M] = [8, 4] and rhs is [N, K] = [16, 8].
   // expected-error @+1 {{'tg.matmul' op contraction dimensions differ: 4 (lhs) and 8 (rhs)}}

@@ -28,6 +28,15 @@ func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bt: tensor<16x8xf3
       : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
 }
 
+// CHECK-LABEL: func.func @matmul_add(
+func.func @matmul_add(%g: tensor<8x4xbf16>, %x: tensor<8x16xbf16>,
+                      %acc: tensor<4x16xbf16>) -> tensor<4x16xbf16> {
+  // CHECK: tg.matmul_add %{{.*}}, %{{.*}}, %{{.*}} {transpose_lhs = true} : (tensor<8x4xbf16>, tensor<8x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  %0 = tg.matmul_add %g, %x, %acc {transpose_lhs = true}
+      : (tensor<8x4xbf16>, tensor<8x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  return %0 : tensor<4x16xbf16>
+}
+
 // A default-valued attribute written explicitly is not printed.
 // CHECK-LABEL: func.func @matmul_default_attrs(
 func.func @matmul_default_attrs(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>)

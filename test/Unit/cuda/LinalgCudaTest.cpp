@@ -169,6 +169,43 @@ TEST_P(LinalgCudaTest, ResultReusingAnOperandBuffer) {
   expectNear(want, dLhs.toHost(), "matmul into lhs");
 }
 
+// tg.matmul_add against the CPU's, into storage of its own (the addend
+// untouched) and over the addend (beta = 1 in place), batched and folded.
+TEST_P(LinalgCudaTest, MatmulAddAgainstCpu) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(113);
+  const MatmulCase cases[] = {
+      {{96, 40}, {96, 72}, true, false, 1.0}, // a weight gradient
+      {{2, 8, 16}, {16, 24}, false, false, 1.0}, // folded into one GEMM
+      {{3, 8, 16}, {3, 24, 16}, false, true, 1.0}, // strided batch
+  };
+  for (const MatmulCase &c : cases)
+    for (bool inPlace : {false, true}) {
+      SCOPED_TRACE(describe(c, dtype) + (inPlace ? " in place" : ""));
+      HostTensor lhs(dtype, c.lhs), rhs(dtype, c.rhs);
+      std::vector<int64_t> shape = matmulResultShape(c);
+      HostTensor addend(dtype, shape), want(dtype, shape);
+      fillNormal(lhs, rng);
+      fillNormal(rhs, rng);
+      fillNormal(addend, rng);
+      ASSERT_TRUE(cpu::matmulAdd(cpuCtx, lhs.ref, rhs.ref, addend.ref,
+                                 c.transposeLhs, c.transposeRhs, want.ref)
+                      .ok());
+      DeviceTensor dLhs(lhs), dRhs(rhs), dAddend(addend), dOut(want);
+      TensorRef out = inPlace ? dAddend.ref : dOut.ref;
+      Status status =
+          cuda::matmulAdd(*testContext(), dLhs.ref, dRhs.ref, dAddend.ref,
+                          c.transposeLhs, c.transposeRhs, out);
+      ASSERT_TRUE(status.ok()) << status.error;
+      synchronize();
+      expectNear(want, inPlace ? dAddend.toHost() : dOut.toHost(),
+                 "matmul_add");
+      if (!inPlace)
+        expectNear(addend, dAddend.toHost(), "the addend, untouched");
+    }
+}
+
 /// `value` with its f32 mantissa rounded to 10 bits, to nearest with ties
 /// away from zero: what a TF32 tensor core reads (PTX cvt.rna.tf32.f32).
 static float tf32(float value) {

@@ -99,6 +99,77 @@ INSTANTIATE_TEST_SUITE_P(FloatTypes, MatmulTest,
                          ::testing::Values(DType::F32, DType::F16,
                                            DType::BF16));
 
+// tg.matmul_add: the addend plus the naive product, with the result in
+// storage of its own and written over the addend (in place), in every
+// transposition, batched and broadcast.
+class MatmulAddTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatmulAddTest, AddsTheNaiveProductOntoTheAddend) {
+  DType dtype = GetParam();
+  const MatmulCase cases[] = {
+      {{3, 4}, {4, 5}, false, false},       {{4, 3}, {4, 5}, true, false},
+      {{3, 4}, {5, 4}, false, true},        {{4, 3}, {5, 4}, true, true},
+      {{2, 3, 4}, {2, 4, 5}, false, false}, {{2, 3, 4}, {4, 5}, false, false},
+      {{2, 1, 3, 4}, {3, 4, 5}, false, false},
+      {{70, 300}, {70, 90}, true, false}, // a weight gradient, tiled
+  };
+  std::mt19937 rng(29);
+  for (const MatmulCase &c : cases)
+    for (bool inPlace : {false, true}) {
+      HostTensor lhs = randomTensor(rng, dtype, c.lhs);
+      HostTensor rhs = randomTensor(rng, dtype, c.rhs);
+      Shape outShape;
+      std::vector<double> expected =
+          referenceMatmul(lhs, rhs, c.transposeLhs, c.transposeRhs, outShape);
+      HostTensor addend = randomTensor(rng, dtype, outShape);
+      std::vector<double> start = addend.values();
+      for (size_t i = 0; i < expected.size(); ++i)
+        expected[i] += start[i];
+      HostTensor separate(dtype, outShape);
+      HostTensor &out = inPlace ? addend : separate;
+      ASSERT_OK(cpu::matmulAdd(cpuCtx, lhs, rhs, addend, c.transposeLhs,
+                               c.transposeRhs, out));
+      std::string what = std::string("matmul_add ") + dtypeName(dtype) +
+                         (inPlace ? " in place " : " ") +
+                         std::to_string(c.lhs.size()) + "x" +
+                         std::to_string(c.rhs.size());
+      expectClose(out.values(), expected, tolerance(dtype),
+                  tolerance(dtype) * 4, what);
+      if (!inPlace)
+        EXPECT_EQ(addend.values(), start) << what << ": the addend changed";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatTypes, MatmulAddTest,
+                         ::testing::Values(DType::F32, DType::F16,
+                                           DType::BF16));
+
+TEST(MatmulAdd, EmptyContractionLeavesTheAddend) {
+  std::mt19937 rng(31);
+  HostTensor lhs(DType::F32, {3, 0}), rhs(DType::F32, {0, 2});
+  HostTensor addend = randomTensor(rng, DType::F32, {3, 2});
+  HostTensor out(DType::F32, {3, 2});
+  ASSERT_OK(cpu::matmulAdd(cpuCtx, lhs, rhs, addend, false, false, out));
+  EXPECT_EQ(out.values(), addend.values());
+}
+
+TEST(MatmulAdd, RejectsBadOperands) {
+  std::mt19937 rng(37);
+  HostTensor lhs = randomTensor(rng, DType::F32, {3, 4});
+  HostTensor rhs = randomTensor(rng, DType::F32, {4, 2});
+  HostTensor wrongShape(DType::F32, {2, 3}), half(DType::BF16, {3, 2});
+  HostTensor out(DType::F32, {3, 2});
+  EXPECT_FAILS(cpu::matmulAdd(cpuCtx, lhs, rhs, wrongShape, false, false, out));
+  EXPECT_FAILS(cpu::matmulAdd(cpuCtx, lhs, rhs, half, false, false, out));
+  // A result that overlaps the addend other than exactly.
+  HostTensor big = randomTensor(rng, DType::F32, {4, 2});
+  TensorRef addend = big.ref(), shifted = big.ref();
+  addend.shape = {3, 2};
+  shifted.shape = {3, 2};
+  shifted.data = static_cast<float *>(big.ref().data) + 2;
+  EXPECT_FAILS(cpu::matmulAdd(cpuCtx, lhs, rhs, addend, false, false, shifted));
+}
+
 TEST(Matmul, LargerThanOneBlock) {
   // Big enough for OpenBLAS's blocked kernels and threading.
   std::mt19937 rng(19);

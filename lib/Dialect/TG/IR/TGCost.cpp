@@ -46,6 +46,21 @@ int64_t MatmulOp::getFlops() {
 
 int64_t MatmulOp::getMatmulFlops() { return getFlops(); }
 
+// An offload reads its source only (the destination is overwritten).
+int64_t OffloadOp::getBytesRead() {
+  return getTensorBytes(getSource().getType());
+}
+
+// The product and one add per output.
+int64_t MatmulAddOp::getFlops() {
+  return getMatmulFlops() + numElements(getResult());
+}
+int64_t MatmulAddOp::getMatmulFlops() {
+  ArrayRef<int64_t> lhs = shapeOf(getLhs());
+  int64_t k = lhs[lhs.size() - (getTransposeLhs() ? 2 : 1)];
+  return 2 * numElements(getResult()) * k;
+}
+
 // The product, the bias (1 per output) and GELU (9, as tg.gelu).
 int64_t LinearOp::getFlops() {
   return getMatmulFlops() + numElements(getResult()) * (getGelu() ? 10 : 1);
@@ -251,6 +266,8 @@ int64_t TargetCountOp::getFlops() { return numElements(getTargets()); }
 
 int64_t ReshapeOp::getFlops() { return 0; }
 int64_t TransposeOp::getFlops() { return 0; }
+int64_t OffloadOp::getFlops() { return 0; }
+int64_t ReloadOp::getFlops() { return 0; }
 int64_t SliceOp::getFlops() { return 0; }
 int64_t SplitOp::getFlops() { return 0; }
 int64_t ConcatOp::getFlops() { return 0; }

@@ -262,6 +262,49 @@ LogicalResult MatmulOp::refineReturnTypes(
   return success();
 }
 
+LogicalResult MatmulAddOp::verify() {
+  if (failed(verifySameElementType(
+          *this, {getLhs(), getRhs(), getAddend(), getResult()})))
+    return failure();
+  shapes::ShapeOrError expected =
+      shapes::matmul(tensorType(getLhs()).getShape(),
+                     tensorType(getRhs()).getShape(), getTransposeLhs(),
+                     getTransposeRhs());
+  if (!expected.ok())
+    return emitOpError(expected.error);
+  if (failed(verifyShape(*this, getAddend(), expected.shape, "addend")))
+    return failure();
+  return verifyShape(*this, getResult(), expected.shape, "result");
+}
+
+// The result has the addend's type (the verifier checks it against the
+// product's shape).
+LogicalResult MatmulAddOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> location, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  MatmulAddOp::Adaptor adaptor(operands, attributes, properties, regions);
+  inferredReturnTypes.push_back(adaptor.getAddend().getType());
+  return success();
+}
+
+LogicalResult MatmulAddOp::refineReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &) {
+  return success();
+}
+
+// The copy lands in the host tensor it updates, never over the source.
+bool OffloadOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
+  return result == 0 && operand == 1;
+}
+
+// The GEMM reads lhs and rhs throughout: only the addend's buffer, which
+// it reads element by element before writing, may hold the result.
+bool MatmulAddOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
+  return result == 0 && operand == 2;
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization, softmax, embedding, attention, loss
 //===----------------------------------------------------------------------===//

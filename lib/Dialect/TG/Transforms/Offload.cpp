@@ -34,7 +34,7 @@ struct OffloadPass : tgc::tg::impl::TGOffloadBase<OffloadPass> {
   using TGOffloadBase::TGOffloadBase;
 
   void runOnOperation() override {
-    if (what == tg::Offload::None)
+    if (!tg::offloadsOptimizer(what))
       return;
     if (failed(tg::forEachTrainStep(getOperation(), "tg-offload",
                                     "tg-optimizer", [&](func::FuncOp step) {

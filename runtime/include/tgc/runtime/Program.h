@@ -24,8 +24,11 @@ namespace tgc::rt {
 
 enum class Storage : uint8_t { Persistent, Arena };
 /// Accumulator: gradient accumulation's sums, zero between optimizer steps
-/// (not checkpointed).
-enum class Role : uint8_t { Param, State, Input, Transient, Accumulator };
+/// (not checkpointed). Scratch: written before it is read within each step
+/// (activations offloaded to host memory), neither initialised nor
+/// checkpointed.
+enum class Role : uint8_t { Param, State, Input, Transient, Accumulator,
+                            Scratch };
 enum class InitKind : uint8_t { None, Zeros, Ones, Normal, Uniform, Constant };
 
 struct TensorInfo {

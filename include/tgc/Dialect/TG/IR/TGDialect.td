@@ -103,6 +103,12 @@ def TG_Dialect : Dialect {
     /// by its count of targets (kLossSumName) and that count
     /// (kTargetCountName).
     static constexpr ::llvm::StringLiteral kGradStepAttr = "tg.grad_step";
+    /// Activations kept in host memory between the forward and the
+    /// backward pass (tg-offload-activations): `tg.host` state whose names
+    /// start with kOffloadPrefix, written by tg.offload before they are
+    /// read by tg.reload in the same step, so neither initialised nor
+    /// checkpointed.
+    static constexpr ::llvm::StringLiteral kOffloadPrefix = "offload.";
     static constexpr ::llvm::StringLiteral kGradAccumAttr = "tg.grad_accum";
     static constexpr ::llvm::StringLiteral kGradAccumPrefix = "grad_accum.";
     static constexpr ::llvm::StringLiteral kLossSumName = "grad_accum.loss_sum";

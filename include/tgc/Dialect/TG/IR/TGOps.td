@@ -240,6 +240,75 @@ def TG_LinearOp : TG_Op<"linear", [TG_Differentiable], ["getMatmulFlops"]> {
   let hasVerifier = 1;
 }
 
+def TG_MatmulAddOp : TG_Op<"matmul_add", [TG_InPlaceTied, TG_InferredType],
+                           ["getMatmulFlops"]> {
+  let summary = "a matrix product added to an accumulator in one GEMM";
+  let description = [{
+    `addend + lhs @ rhs`, with `lhs`, `rhs` and the transposes as in
+    `tg.matmul` and `addend` of the product's type: one GEMM with beta = 1
+    (the product accumulated in f32 onto the addend, rounded once). The
+    result may be written over `addend` (never over `lhs` or `rhs`), so a
+    sum of products (the chunks' weight gradients of tg-chunk-loss, a
+    parameter used twice) needs no buffer for each product.
+
+    tg-accumulate-products builds it from `tg.add` of a `tg.matmul` after
+    the gradients are built; it has no gradient of its own.
+
+    ```mlir
+    %g = tg.matmul_add %dy, %x, %acc {transpose_lhs = true}
+        : (tensor<512x50257xf32>, tensor<512x768xf32>, tensor<50257x768xf32>)
+        -> tensor<50257x768xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs,
+                       TG_FloatTensor:$addend,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $addend attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_OffloadOp : TG_Op<"offload", [TG_InPlaceTied, AllTypesMatch<["source", "destination", "result"]>],
+                         ["getBytesRead"]> {
+  let summary = "copies an activation into host memory for the backward pass";
+  let description = [{
+    The result holds `source`'s values in `destination`'s storage: a
+    `tg.host` state tensor that tg-offload-activations made for it, which
+    the result updates in place. One copy over the host link; `tg.reload`
+    brings the values back to the device before the backward pass reads
+    them.
+
+    ```mlir
+    %h1 = tg.offload %x, %h : (tensor<2x2048x4096xf32>, tensor<2x2048x4096xf32>) -> tensor<2x2048x4096xf32>
+    ```
+  }];
+  let arguments = (ins TG_AnyTensor:$source, TG_AnyTensor:$destination);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = [{
+    $source `,` $destination attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def TG_ReloadOp : TG_Op<"reload", [AllTypesMatch<["source", "result"]>]> {
+  let summary = "copies an offloaded activation back to the device";
+  let description = [{
+    A copy of `source` (a `tg.offload` result, in host memory) into device
+    memory of its own: the result is never written over the source.
+
+    ```mlir
+    %x2 = tg.reload %h1 : (tensor<2x2048x4096xf32>) -> tensor<2x2048x4096xf32>
+    ```
+  }];
+  let arguments = (ins TG_AnyTensor:$source);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = [{
+    $source attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

@@ -31,8 +31,18 @@ enum class StateFormat { F32, Int8 };
 /// How trainable parameters are stored (tg-master-weights): f32, or bf16
 /// with no f32 copy.
 enum class MasterWeights { F32, BF16 };
-/// What lives in the host's memory instead of the device's (tg-offload).
-enum class Offload { None, Optimizer };
+/// What lives in the host's memory instead of the device's: the optimizer
+/// state (tg-offload), the activations saved for the backward pass
+/// (tg-offload-activations), or both.
+enum class Offload { None, Optimizer, Activations, All };
+
+/// Whether `offload` moves the optimizer state (the activations).
+inline bool offloadsOptimizer(Offload offload) {
+  return offload == Offload::Optimizer || offload == Offload::All;
+}
+inline bool offloadsActivations(Offload offload) {
+  return offload == Offload::Activations || offload == Offload::All;
+}
 
 /// How ranks share the step (tg-data-parallel).
 enum class ParallelMode { None, DDP, Zero1, Zero2 };
@@ -67,7 +77,10 @@ template <> struct Choices<MasterWeights> {
 
 template <> struct Choices<Offload> {
   static constexpr ChoiceName<Offload> names[] = {
-      {Offload::None, "none"}, {Offload::Optimizer, "optimizer"}};
+      {Offload::None, "none"},
+      {Offload::Optimizer, "optimizer"},
+      {Offload::Activations, "activations"},
+      {Offload::All, "all"}};
 };
 
 template <> struct Choices<ParallelMode> {

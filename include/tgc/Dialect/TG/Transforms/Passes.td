@@ -513,9 +513,66 @@ def TGOffload : Pass<"tg-offload", "mlir::ModuleOp"> {
   let options = [
     Option<"what", "what", "::tgc::tg::Offload",
            /*default=*/"::tgc::tg::Offload::Optimizer",
-           "What lives in host memory: none or optimizer">,
+           "What lives in host memory: none, optimizer, activations or all "
+           "(this pass moves the optimizer state: with optimizer or all)">,
     Option<"printSummary", "print", "bool", /*default=*/"false",
            "Print what moved to host memory to stderr">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
+def TGOffloadActivations : Pass<"tg-offload-activations", "mlir::ModuleOp"> {
+  let summary = "Keeps the activations the backward pass reads in host "
+                "memory while they wait";
+  let description = [{
+    On every `tg.train_step` (after tg-remat, whose checkpoints are then
+    what waits): each value the forward pass computes and the backward pass
+    reads, of at least `min-bytes` and idle for at least `min-idle-ops` ops
+    between its last forward read and its first backward read, gets a
+    `tg.host` state tensor named `offload.<step>.<k>`. `tg.offload` copies
+    the value into it right after the value is computed (the result updates
+    the host tensor in place) and `tg.reload` copies it back just before
+    the backward pass first reads it, which then reads the copy. The device
+    holds the value only until its last forward read and from the reload
+    on; the host tensors (pinned, on the CUDA backend) are written before
+    they are read in every step, so they are neither initialised nor
+    checkpointed. The numbers are unchanged; each offloaded byte crosses
+    the host link twice, which the estimate charges. Not with gradient
+    accumulation yet.
+  }];
+  let options = [
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1048576",
+           "Smallest activation moved, in bytes">,
+    Option<"minIdleOps", "min-idle-ops", "int64_t", /*default=*/"8",
+           "Fewest ops between an activation's last forward read and its "
+           "first backward read for it to move">,
+    Option<"printSummary", "print", "bool", /*default=*/"false",
+           "Print what moved to host memory to stderr">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
+def TGAccumulateProducts : Pass<"tg-accumulate-products", "mlir::ModuleOp"> {
+  let summary = "Adds matrix products onto their accumulators in the GEMM";
+  let description = [{
+    On every `tg.train_step` (after tg-autodiff; the pipeline runs it after
+    tg-remat), rewrites `tg.add` of an accumulator and a `tg.matmul` used
+    only there, both of the sum's type, into `tg.matmul_add`: the GEMM adds
+    the product onto the accumulator (beta = 1), so the product is never
+    stored, and the memory plan may write the sum over the accumulator when
+    nothing reads it later. Sums of gradients are the case that matters:
+    tg-chunk-loss's chunks each add a classifier-sized product onto the
+    classifier's weight gradient, which without this pass needs a second
+    buffer of that size. The fused op is placed where the product was, so
+    the product's operands live no longer; a product computed before its
+    accumulator (a tied embedding's gradient comes at the end of the
+    backward pass) is left alone, since fusing it would keep the operands
+    alive until then. The sum is rounded once instead of twice (the
+    product's own rounding is gone).
+  }];
+  let options = [
+    Option<"printSummary", "print", "bool", /*default=*/"false",
+           "Print how many products were fused to stderr">,
   ];
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
