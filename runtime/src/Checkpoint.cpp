@@ -507,8 +507,14 @@ static Status loadCheckpointPath(Session &session, const std::string &path,
       return Status::failure("checkpoint " + status.error);
     parts.push_back({paths[i], &files[i]});
   }
-  return loadCheckpointParts(session, path, parts, scope, metadata, provided,
-                             report);
+  TGC_RETURN_IF_ERROR(loadCheckpointParts(session, path, parts, scope,
+                                          metadata, provided, report));
+  // Every byte loaded came from the files as they were when opened.
+  for (const SafetensorsFile &file : files)
+    if (file.source)
+      if (Status status = file.source->checkUnchanged(); !status.ok())
+        return Status::failure("checkpoint " + status.error);
+  return Status::success();
 }
 
 Status loadCheckpoint(Session &session, const std::string &path,

@@ -46,6 +46,8 @@ Status RegularFile::open(const std::string &path, uint64_t maxBytes,
     return Status::failure("'" + path + "' is " + describeKind(info.st_mode) +
                            ", not a file");
   opened->size = uint64_t(info.st_size);
+  opened->modifiedSeconds = int64_t(info.st_mtim.tv_sec);
+  opened->modifiedNanoseconds = int64_t(info.st_mtim.tv_nsec);
   if (opened->size > maxBytes)
     return Status::failure("'" + path + "' is " +
                            std::to_string(opened->size) +
@@ -75,6 +77,22 @@ Status RegularFile::readAt(uint64_t offset, void *into, uint64_t count) const {
                          "read?)"));
     done += uint64_t(got);
   }
+  return Status::success();
+}
+
+Status RegularFile::checkUnchanged() const {
+  struct stat info;
+  if (::fstat(fd, &info) != 0)
+    return Status::failure("cannot read '" + path +
+                           "': " + std::strerror(errno));
+  if (uint64_t(info.st_size) != size ||
+      int64_t(info.st_mtim.tv_sec) != modifiedSeconds ||
+      int64_t(info.st_mtim.tv_nsec) != modifiedNanoseconds)
+    return Status::failure(
+        "'" + path +
+        "' was written while it was read (its size or modification time "
+        "changed since it was opened), so what was read may mix old and new "
+        "bytes; load it again once it is complete");
   return Status::success();
 }
 

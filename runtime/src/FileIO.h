@@ -31,12 +31,18 @@ public:
                      std::unique_ptr<RegularFile> &file);
   /// Reads `count` bytes at `offset` into `into`.
   Status readAt(uint64_t offset, void *into, uint64_t count) const;
+  /// Fails when the file was written since it was opened (its size or
+  /// modification time differ): what was read may mix old and new bytes.
+  /// (A file replaced by a rename is not this one: the open file is the
+  /// old one, read whole and unchanged.)
+  Status checkUnchanged() const;
   uint64_t size = 0;
   std::string path;
 
 private:
   RegularFile() = default;
   int fd = -1;
+  int64_t modifiedSeconds = 0, modifiedNanoseconds = 0;
 };
 
 /// Reads the whole of `path`, which must be a regular file of at most

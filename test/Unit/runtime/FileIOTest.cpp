@@ -13,7 +13,9 @@
 #include "gtest/gtest.h"
 
 #include <cstdio>
+#include <fcntl.h>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -47,6 +49,41 @@ TEST(FileIOTest, ReadAtAFileTruncatedWhileOpen) {
   EXPECT_NE(status.error.find(path), std::string::npos) << status.error;
   EXPECT_NE(status.error.find("ended at byte 1000"), std::string::npos)
       << status.error;
+  std::remove(path.c_str());
+}
+
+// Written in place while open (same size, other bytes): the read itself
+// cannot tell, the check after it can; a file replaced by a rename is not
+// the open one, which stays whole and unchanged.
+TEST(FileIOTest, AFileWrittenWhileOpenIsNoticed) {
+  std::string path = tempPath("written");
+  writeFile(path, std::string(4096, 'x'));
+  std::unique_ptr<RegularFile> file;
+  ASSERT_TRUE(RegularFile::open(path, 1 << 30, file).ok());
+  EXPECT_TRUE(file->checkUnchanged().ok());
+  struct timespec times[2] = {{0, UTIME_OMIT}, {1000000000, 123}};
+  std::FILE *writer = std::fopen(path.c_str(), "r+b");
+  ASSERT_NE(writer, nullptr);
+  ASSERT_EQ(std::fwrite("yy", 1, 2, writer), 2u);
+  ASSERT_EQ(std::fclose(writer), 0);
+  // (A new modification time, whatever the clock's resolution.)
+  ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  Status status = file->checkUnchanged();
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error.find(path), std::string::npos) << status.error;
+  EXPECT_NE(status.error.find("was written while it was read"),
+            std::string::npos)
+      << status.error;
+
+  std::unique_ptr<RegularFile> old;
+  ASSERT_TRUE(RegularFile::open(path, 1 << 30, old).ok());
+  std::string replacement = tempPath("replacement");
+  writeFile(replacement, std::string(100, 'z'));
+  ASSERT_EQ(std::rename(replacement.c_str(), path.c_str()), 0);
+  EXPECT_TRUE(old->checkUnchanged().ok());
+  std::vector<char> bytes(4096);
+  EXPECT_TRUE(old->readAt(0, bytes.data(), bytes.size()).ok());
+  EXPECT_EQ(bytes[0], 'y');
   std::remove(path.c_str());
 }
 
