@@ -106,6 +106,13 @@ static cl::opt<std::string> fitBudget(
              "estimated step time (--estimate's device, h100 by default) "
              "wins"),
     cl::value_desc("size"), cl::cat(category));
+static cl::opt<std::string> fitReserve(
+    "fit-reserve",
+    cl::desc("Part of the --fit budget left for what no plan counts: the "
+             "CUDA context, cuBLAS and the kernels' own workspace (0.5 to "
+             "1 GiB measured on an H100, bench/gpu/README.md). Plans must "
+             "fit the budget less this (default 0)"),
+    cl::value_desc("size"), cl::init("0"), cl::cat(category));
 static cl::opt<std::string> fitAllow(
     "fit-allow",
     cl::desc("What --fit may change that changes the numbers: amp, 8bit, "
@@ -177,6 +184,20 @@ fitConfiguration(OwningOpRef<ModuleOp> &module, StringRef model,
             "(bytes), found '" + fitBudget + "'";
     return failure();
   }
+  std::optional<int64_t> reserve =
+      fitReserve == "0" ? std::optional<int64_t>(0)
+                        : tgc::parseByteSize(fitReserve);
+  if (!reserve) {
+    error = "--fit-reserve needs a size such as 1GiB or 512MiB, found '" +
+            fitReserve + "'";
+    return failure();
+  }
+  if (*reserve >= *budget) {
+    error = "--fit-reserve (" + tgc::formatBytes(*reserve) +
+            ") leaves nothing of the --fit budget (" +
+            tgc::formatBytes(*budget) + ")";
+    return failure();
+  }
   if (batchSize.getNumOccurrences()) {
     error = "--fit chooses the micro-batch; leave out --batch "
             "(--global-batch sets the samples per optimizer step)";
@@ -201,7 +222,7 @@ fitConfiguration(OwningOpRef<ModuleOp> &module, StringRef model,
     return failure();
   }
   tgc::FitRequest request;
-  request.budget = *budget;
+  request.budget = *budget - *reserve;
   request.globalBatch = globalBatch;
   if (!tgc::parseFitAllowed(fitAllow, request.allowed, error))
     return failure();
@@ -239,7 +260,11 @@ fitConfiguration(OwningOpRef<ModuleOp> &module, StringRef model,
     llvm::errs() << " --grad-accum=" << best.accumSteps;
   llvm::errs() << ": " << tgc::formatBytes(best.memory.total()) << " ("
                << best.memory.total() << " bytes) of "
-               << tgc::formatBytes(*budget)
+               << tgc::formatBytes(request.budget);
+  if (*reserve)
+    llvm::errs() << " (" << tgc::formatBytes(*budget) << " less the reserve of "
+                 << tgc::formatBytes(*reserve) << ")";
+  llvm::errs()
                << llvm::format(", estimated step %.4g ms", best.seconds * 1e3)
                << "\n";
   tgc::applyFitCandidate(best, options);
@@ -562,6 +587,8 @@ int main(int argc, char **argv) {
       return fail(error);
   } else if (fitAllow.getNumOccurrences()) {
     return fail("--fit-allow needs --fit=<budget>");
+  } else if (fitReserve.getNumOccurrences()) {
+    return fail("--fit-reserve needs --fit=<budget>");
   }
 
   // The batch: as generated, rebuilt at --batch=N, or chosen for the
