@@ -171,27 +171,21 @@ private:
     }
     return total == whole.shape[axis] || fail("pieces do not add up");
   }
-  bool matmul() {
-    if (!counts(2, 1) || !floatT(in(0)) || !sameDType(in(0), in(1)) ||
-        !sameDType(in(0), out(0)))
+  /// tg.matmul (`withAddend` false) and tg.matmul_add: operands and
+  /// result of one float type, the result (and addend) of the product's
+  /// shape.
+  bool product(bool withAddend) {
+    if (!counts(withAddend ? 3 : 2, 1) || !floatT(in(0)) ||
+        !sameDType(in(0), in(1)) || !sameDType(in(0), out(0)) ||
+        (withAddend && !sameDType(in(0), in(2))))
       return false;
     shapes::ShapeOrError expected =
         shapes::matmul(in(0).shape, in(1).shape, inst.getBool("transpose_lhs"),
                        inst.getBool("transpose_rhs"));
     if (!expected.ok())
-      return fail("matmul " + expected.error);
-    return shapeIs(out(0), expected.shape);
-  }
-  bool matmulAdd() {
-    if (!counts(3, 1) || !floatT(in(0)) || !sameDType(in(0), in(1)) ||
-        !sameDType(in(0), in(2)) || !sameDType(in(0), out(0)))
-      return false;
-    shapes::ShapeOrError expected =
-        shapes::matmul(in(0).shape, in(1).shape, inst.getBool("transpose_lhs"),
-                       inst.getBool("transpose_rhs"));
-    if (!expected.ok())
-      return fail("matmul_add " + expected.error);
-    return shapeIs(in(2), expected.shape) && shapeIs(out(0), expected.shape);
+      return fail((withAddend ? "matmul_add " : "matmul ") + expected.error);
+    return (!withAddend || shapeIs(in(2), expected.shape)) &&
+           shapeIs(out(0), expected.shape);
   }
   bool linear() {
     bool gelu = inst.getBool("gelu");
@@ -331,10 +325,10 @@ Status Checker::run() {
                                "updates read");
   switch (inst.kernel) {
   case Kernel::Matmul:
-    ok = matmul();
+    ok = product(/*withAddend=*/false);
     break;
   case Kernel::MatmulAdd:
-    ok = matmulAdd();
+    ok = product(/*withAddend=*/true);
     break;
   case Kernel::Linear:
     ok = linear();

@@ -222,16 +222,31 @@ LogicalResult LinearOp::verify() {
   return success();
 }
 
-LogicalResult MatmulOp::verify() {
-  if (failed(verifySameElementType(*this, {getLhs(), getRhs(), getResult()})))
+/// The product's shape rule (ShapeRules.h) checked against `shaped`, the
+/// values of that shape (the result; tg.matmul_add's addend too), whose
+/// element type is the operands'.
+static LogicalResult verifyProduct(Operation *op, Value lhs, Value rhs,
+                                   bool transposeLhs, bool transposeRhs,
+                                   ArrayRef<std::pair<Value, StringRef>> shaped) {
+  SmallVector<Value> all = {lhs, rhs};
+  for (auto [value, name] : shaped)
+    all.push_back(value);
+  if (failed(verifySameElementType(op, all)))
     return failure();
   shapes::ShapeOrError expected =
-      shapes::matmul(tensorType(getLhs()).getShape(),
-                     tensorType(getRhs()).getShape(), getTransposeLhs(),
-                     getTransposeRhs());
+      shapes::matmul(tensorType(lhs).getShape(), tensorType(rhs).getShape(),
+                     transposeLhs, transposeRhs);
   if (!expected.ok())
-    return emitOpError(expected.error);
-  return verifyShape(*this, getResult(), expected.shape, "result");
+    return op->emitOpError(expected.error);
+  for (auto [value, name] : shaped)
+    if (failed(verifyShape(op, value, expected.shape, name)))
+      return failure();
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  return verifyProduct(*this, getLhs(), getRhs(), getTransposeLhs(),
+                       getTransposeRhs(), {{getResult(), "result"}});
 }
 
 // The result type from the operands' (the shape rule of ShapeRules.h). The
@@ -263,18 +278,9 @@ LogicalResult MatmulOp::refineReturnTypes(
 }
 
 LogicalResult MatmulAddOp::verify() {
-  if (failed(verifySameElementType(
-          *this, {getLhs(), getRhs(), getAddend(), getResult()})))
-    return failure();
-  shapes::ShapeOrError expected =
-      shapes::matmul(tensorType(getLhs()).getShape(),
-                     tensorType(getRhs()).getShape(), getTransposeLhs(),
-                     getTransposeRhs());
-  if (!expected.ok())
-    return emitOpError(expected.error);
-  if (failed(verifyShape(*this, getAddend(), expected.shape, "addend")))
-    return failure();
-  return verifyShape(*this, getResult(), expected.shape, "result");
+  return verifyProduct(*this, getLhs(), getRhs(), getTransposeLhs(),
+                       getTransposeRhs(),
+                       {{getAddend(), "addend"}, {getResult(), "result"}});
 }
 
 // The result has the addend's type (the verifier checks it against the

@@ -59,14 +59,24 @@ struct OffloadActivationsPass
     Block &body = step.getBody().front();
     DenseMap<Operation *, int64_t> position;
     Operation *seed = nullptr;
+    // The backward pass starts at tg-autodiff's seed of the loss's
+    // cotangent, or where tg-loss-scale scales it (the seed's mark moves
+    // there).
     for (Operation &op : body) {
       position[&op] = int64_t(position.size());
-      if (!seed && op.hasAttr(tg::TGDialect::kLossSeedAttr))
+      if (!seed && (op.hasAttr(tg::TGDialect::kLossSeedAttr) ||
+                    isa<tg::ScaleLossOp>(op)))
         seed = &op;
     }
-    // A step without a backward pass has nothing to offload.
-    if (!seed)
+    // A step without a backward pass (gradient accumulation's apply step)
+    // has nothing to offload.
+    if (!seed) {
+      tg::reportSummary(step.getLoc(), "tg-offload-activations",
+                        step.getSymName(),
+                        "no backward pass: no activation waits for one",
+                        {{"tensors", 0}, {"bytes", 0}}, printSummary);
       return success();
+    }
     int64_t seedAt = position[seed];
 
     struct Candidate {
