@@ -181,8 +181,8 @@ namespace {
 
 /// `lhs x rhs`, plus `addend` when given (beta = 1 onto it in f32).
 Status matmulInto(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
-               const TensorRef *addend, bool transposeLhs, bool transposeRhs,
-               TensorRef &result) {
+                  const TensorRef *addend, bool transposeLhs,
+                  bool transposeRhs, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(lhs, "lhs"));
   TGC_RETURN_IF_ERROR(expectValid(rhs, "rhs"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));

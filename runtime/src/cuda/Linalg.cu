@@ -347,8 +347,8 @@ namespace {
 /// `lhs x rhs`, plus `addend` when given: C starts as the addend and the
 /// GEMMs add onto it (beta = 1).
 Status matmulInto(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
-               const TensorRef *addend, bool transposeLhs, bool transposeRhs,
-               TensorRef &result) {
+                  const TensorRef *addend, bool transposeLhs,
+                  bool transposeRhs, TensorRef &result) {
   if (!isFloat(lhs.dtype) || rhs.dtype != lhs.dtype ||
       result.dtype != lhs.dtype || (addend && addend->dtype != lhs.dtype))
     return Status::failure("matmul needs operands and result of one float "

@@ -58,18 +58,11 @@ struct OffloadActivationsPass
                             "its grad_step)");
     Block &body = step.getBody().front();
     DenseMap<Operation *, int64_t> position;
-    Operation *seed = nullptr;
-    // The backward pass starts at tg-autodiff's seed of the loss's
-    // cotangent, or where tg-loss-scale scales it (the seed's mark moves
-    // there).
-    for (Operation &op : body) {
+    for (Operation &op : body)
       position[&op] = int64_t(position.size());
-      if (!seed && (op.hasAttr(tg::TGDialect::kLossSeedAttr) ||
-                    isa<tg::ScaleLossOp>(op)))
-        seed = &op;
-    }
     // A step without a backward pass (gradient accumulation's apply step)
     // has nothing to offload.
+    Operation *seed = tg::findBackwardStart(step);
     if (!seed) {
       tg::reportSummary(step.getLoc(), "tg-offload-activations",
                         step.getSymName(),

@@ -251,9 +251,7 @@ void Scheduler::run(bool print) {
   for (Operation *root : roots)
     if (!fixed.contains(root) && newPosition[root] < lastAwaited)
       ++moved;
-  // tg-autodiff's seed of the loss's cotangent marks a backward pass.
-  bool backward = llvm::any_of(
-      ops, [](Operation *op) { return op->hasAttr(TGDialect::kLossSeedAttr); });
+  bool backward = findBackwardStart(step) != nullptr;
   std::string line;
   llvm::raw_string_ostream os(line);
   if (!backward)

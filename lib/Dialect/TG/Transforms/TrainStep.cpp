@@ -3,6 +3,7 @@
 #include "TrainStep.h"
 
 #include "tgc/Dialect/TG/IR/TGDialect.h"
+#include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -26,6 +27,13 @@ forEachTrainStep(ModuleOp module, StringRef pass, StringRef after,
            << pass << " found no function marked tg.train_step; run it after "
            << after;
   return success();
+}
+
+Operation *findBackwardStart(func::FuncOp function) {
+  for (Operation &op : function.getBody().front())
+    if (op.hasAttr(TGDialect::kLossSeedAttr) || isa<ScaleLossOp>(op))
+      return &op;
+  return nullptr;
 }
 
 BlockArgument appendStateArgument(func::FuncOp step,

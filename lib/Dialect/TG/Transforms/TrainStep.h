@@ -21,6 +21,13 @@ mlir::LogicalResult forEachTrainStep(
     mlir::ModuleOp module, llvm::StringRef pass, llvm::StringRef after,
     llvm::function_ref<mlir::LogicalResult(mlir::func::FuncOp)> rewrite);
 
+/// The op where `function`'s backward pass starts: tg-autodiff's seed of
+/// the loss's cotangent (tg.fill {tg.loss_seed}), or the tg.scale_loss that
+/// tg-loss-scale puts after it (taking the seed's mark away); null for a
+/// function without a backward pass (gradient accumulation's apply step,
+/// an evaluation step).
+mlir::Operation *findBackwardStart(mlir::func::FuncOp function);
+
 /// Appends an argument of `type` to `step`'s entry block, marked `tg.state
 /// = name` (and `tg.init = init` when given), recording its attributes in
 /// `argAttrs`, which the caller sets on the function with the new type.
