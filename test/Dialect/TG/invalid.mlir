@@ -2359,3 +2359,19 @@ func.func @linear_result_type(%x: tensor<2x4xbf16>, %w: tensor<4x3xbf16>, %b: te
   %0 = tg.linear %x, %w, %b : (tensor<2x4xbf16>, tensor<4x3xbf16>, tensor<3xf16>) -> tensor<2x3xf16>
   return
 }
+
+// -----
+
+func.func @offload_type(%x: tensor<4x8xf32>, %h: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'tg.offload' op failed to verify that all of {source, destination, result} have same type}}
+  %0 = tg.offload %x, %h : (tensor<4x8xf32>, tensor<4x8xbf16>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @reload_type(%h: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.reload' op failed to verify that all of {source, result} have same type}}
+  %0 = tg.reload %h : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
