@@ -4,9 +4,11 @@
 # trained on the GPU and on the CPU (losses within 1e-3 relative, f32 and
 # bf16), the GPT-2 124M benchmark against PyTorch (with plans measured on
 # the device and a profile), and compute-sanitizer: memcheck on training
-# steps and on the kernel tests, racecheck on the attention kernels. Each check's log and
-# the benchmark table go to OUTDIR; the exit status says whether every check
-# passed.
+# steps and on the kernel tests, racecheck on the attention kernels. The
+# benchmark table (bench.md), the device (device.txt) and the PASS/FAIL lines
+# (summary.txt) go to OUTDIR, and every check's log and files into one
+# archive there, checks.tar.gz (a device's caller may take back only a few
+# files); the exit status says whether every check passed.
 #
 #   bash run.sh OUTDIR [--no-bench] [--no-memcheck]
 #
@@ -28,7 +30,9 @@ for option in "$@"; do
     ;;
   esac
 done
-mkdir -p "$out"
+mkdir -p "$out/checks"
+top="$out"
+out="$out/checks"
 export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 # CUDA's own libraries come from the machine: the toolkit's folder, or
 # wherever else they are (a Python environment's nvidia packages).
@@ -49,9 +53,10 @@ check() {
   local name="$1"
   shift
   if "$@" > "$out/$name.log" 2>&1; then
-    echo "PASS $name"
+    echo "PASS $name" | tee -a "$top/summary.txt"
   else
-    echo "FAIL $name (exit $?; $out/$name.log):"
+    echo "FAIL $name (exit $?; checks/$name.log in checks.tar.gz):" |
+      tee -a "$top/summary.txt"
     failed=1
   fi
   tail -n 3 "$out/$name.log" | sed 's/^/    /'
@@ -85,7 +90,8 @@ memcheck() {
 {
   nvidia-smi -L 2>&1 || echo "nvidia-smi not found"
   ldd "$run" "$tests" | grep "not found"
-} | tee "$out/device.txt"
+} | tee "$top/device.txt"
+: > "$top/summary.txt"
 check kernels "$tests" --gtest_brief=1
 check train-f32 compare f32
 check train-bf16 compare bf16
@@ -99,7 +105,7 @@ check train-offload-all compare offload-all
 # The benchmark before compute-sanitizer, whose runs are the slowest.
 if [ "$bench" = 1 ]; then
   check bench python3 "$here/bench_gpu.py" --prebuilt "$tgx" --bins \
-    "$(dirname "$run")" --out "$out/bench.md"
+    "$(dirname "$run")" --out "$top/bench.md"
 fi
 if [ "$memcheck" = 1 ]; then
   check memcheck-train memcheck "$run" "$tgx/gpt2-tiny.tgx" --device cuda \
@@ -109,4 +115,5 @@ if [ "$memcheck" = 1 ]; then
   check racecheck-attention compute-sanitizer --tool racecheck \
     --error-exitcode 1 "$tests" --gtest_brief=1 --gtest_filter='*ttention*'
 fi
+tar czf "$top/checks.tar.gz" -C "$top" checks && rm -rf "$out"
 exit "$failed"
