@@ -224,7 +224,7 @@ COMPILE_OPTIONS = {
                                   "targets=nothing", "garbage"]),
     "--grad-accum": lambda r: r.choice(["1", "2", "0", "-1"]),
     "--seq-buckets": lambda r: r.choice(["4,8", "0", "x"]),
-    "--optimizer-state": lambda r: r.choice(["8bit", "x"]),
+    "--optimizer-state": lambda r: r.choice(["8bit", "4bit", "x"]),
     "--world-size": lambda r: r.choice(["2", "0"]),
     "--data-parallel": lambda r: r.choice(["ddp", "zero2", "x"]),
 }

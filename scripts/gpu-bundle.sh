@@ -55,9 +55,12 @@ ldd "$bin/tgc-run" "$bin/tgc-cuda-tests" ${openblas:+"$openblas"} |
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" -o "$out/tgx/gpt2-2layer-f32.tgx"
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --amp=bf16 \
   -o "$out/tgx/gpt2-2layer-bf16.tgx"
-# The same with 8-bit AdamW state, and with Adafactor (their CUDA kernels).
+# The same with 8-bit and 4-bit AdamW state, and with Adafactor (their CUDA
+# kernels).
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --optimizer-state=8bit \
   -o "$out/tgx/gpt2-2layer-8bit.tgx"
+"$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --optimizer-state=4bit \
+  -o "$out/tgx/gpt2-2layer-4bit.tgx"
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --optimizer=adafactor \
   -o "$out/tgx/gpt2-2layer-adafactor.tgx"
 # Gradient accumulation: the grad_step entry, and the update on no batch.

@@ -49,7 +49,7 @@ trap 'rm -rf "$tmp"' EXIT
 # kernel set (rematerialization, the update in the backward pass, state in
 # host memory, resume), which hold on any kernel set alike: together about
 # 7 minutes of a set's run.
-no_numerics='(bad-inputs|hostile-inputs|user-files|signals|dataset-errors|dataset-text|data-parallel-faults|load-weights-dtypes|hub-weights|fit|start-up|master-weights-convergence|remat-training|optimizer-in-backward|offload|checkpoint-resume|cuda-emu/(errors|emulator|memcheck|gpu-bundle|initial-values))\.test'
+no_numerics='(bad-inputs|hostile-inputs|user-files|signals|dataset-errors|dataset-text|data-parallel-faults|load-weights-dtypes|hub-weights|fit|fit-large|start-up|convergence|remat-training|optimizer-in-backward|offload|checkpoint-resume|cuda-emu/(errors|emulator|memcheck|gpu-bundle|initial-values))\.test'
 
 ran=()
 for set in "${sets[@]}"; do

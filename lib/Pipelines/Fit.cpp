@@ -21,21 +21,25 @@ bool parseFitAllowed(llvm::StringRef list, FitAllowed &allowed,
   for (StringRef item : items) {
     item = item.trim();
     if (item == "all") {
-      allowed = {true, true, true, true};
+      // Every choice that tracks f32 closely: 4-bit state only by name.
+      allowed.amp = allowed.state8bit = allowed.bf16Masters =
+          allowed.chunkedLoss = true;
     } else if (item == "none") {
       allowed = {};
     } else if (item == "amp") {
       allowed.amp = true;
     } else if (item == "8bit") {
       allowed.state8bit = true;
+    } else if (item == "4bit") {
+      allowed.state4bit = true;
     } else if (item == "bf16-masters") {
       allowed.bf16Masters = true;
     } else if (item == "chunked-loss") {
       allowed.chunkedLoss = true;
     } else {
       error = "--fit-allow: unknown choice '" + item.str() +
-              "' (expected amp, 8bit, bf16-masters, chunked-loss, all or "
-              "none)";
+              "' (expected amp, 8bit, 4bit, bf16-masters, chunked-loss, "
+              "all or none)";
       return false;
     }
   }
@@ -120,10 +124,17 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   SmallVector<tg::Half> amps = choicesOf<tg::Half>(
       options.amp.hasValue() || !request.allowed.amp, options.amp,
       {tg::Half::None, tg::Half::BF16});
+  // 4-bit state is AdamW's, and taken only where nothing with 8-bit or
+  // f32 state fits (below).
+  SmallVector<tg::StateFormat> stateChoices = {tg::StateFormat::F32};
+  if (request.allowed.state8bit)
+    stateChoices.push_back(tg::StateFormat::Int8);
+  if (request.allowed.state4bit && adamw)
+    stateChoices.push_back(tg::StateFormat::Int4);
   SmallVector<tg::StateFormat> states = choicesOf<tg::StateFormat>(
-      options.optimizerState.hasValue() || !request.allowed.state8bit ||
+      options.optimizerState.hasValue() ||
           options.optimizer == tg::OptimizerKind::Adafactor,
-      options.optimizerState, {tg::StateFormat::F32, tg::StateFormat::Int8});
+      options.optimizerState, stateChoices);
   SmallVector<tg::MasterWeights> masters = choicesOf<tg::MasterWeights>(
       options.masterWeights.hasValue() || !request.allowed.bf16Masters ||
           !adamw,
@@ -224,9 +235,17 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
         continue;
       previousFitWhole = tried.accumSteps == 1;
       const FitCandidate &best = result.candidates[result.best];
-      if (!found || tried.seconds < best.seconds ||
-          (tried.seconds == best.seconds &&
-           tried.memory.total() < best.memory.total())) {
+      // The least estimated time, 4-bit state only where nothing else fits
+      // (it tracks f32 less closely than 8-bit state).
+      auto lossy = [&](const FitCandidate &c) {
+        return c.state == tg::StateFormat::Int4 &&
+               !options.optimizerState.hasValue();
+      };
+      if (!found || lossy(tried) < lossy(best) ||
+          (lossy(tried) == lossy(best) &&
+           (tried.seconds < best.seconds ||
+            (tried.seconds == best.seconds &&
+             tried.memory.total() < best.memory.total())))) {
         found = true;
         result.best = result.candidates.size() - 1;
       }
@@ -250,6 +269,8 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
         !request.allowed.bf16Masters || !request.allowed.chunkedLoss)
       error += "; --fit-allow=all also tries the choices that change the "
                "numbers (bf16 compute, 8-bit state, bf16 master weights)";
+    else if (!request.allowed.state4bit && adamw)
+      error += "; --fit-allow=all,4bit also tries 4-bit optimizer state";
     return failure();
   }
   return result;

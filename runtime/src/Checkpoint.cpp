@@ -540,6 +540,54 @@ Status loadCheckpointFrom(Session &session, const std::string &path,
 
 /// Buffers Hugging Face's files carry that are not parameters: GPT-2's
 /// causal masks, BERT's position ids, rotary frequencies.
+/// When `name` is optimizer state that this executable keeps in another
+/// format (f32 `<state>`, 8-bit `<state>.q8` or 4-bit `<state>.q4`, with
+/// `<state>.absmax` beside a quantized one), what the checkpoint holds and
+/// how to resume it; else empty.
+static std::string stateFormatMismatch(const Program &program,
+                                       const std::string &name) {
+  struct Format {
+    const char *suffix, *description, *flag;
+  };
+  static const Format formats[] = {
+      {"", "f32", "without --optimizer-state"},
+      {".q8", "8-bit", "with --optimizer-state=8bit"},
+      {".q4", "4-bit", "with --optimizer-state=4bit"}};
+  auto endsWith = [&](const char *suffix) {
+    size_t n = std::strlen(suffix);
+    return name.size() > n && name.compare(name.size() - n, n, suffix) == 0;
+  };
+  // The checkpoint's format and the state's name, from the tensor's name
+  // (an absmax is quantized state of either width: its codes say which).
+  std::string base = name;
+  const Format *stored = &formats[0];
+  for (const Format &format : formats)
+    if (*format.suffix && endsWith(format.suffix)) {
+      stored = &format;
+      base = name.substr(0, name.size() - std::strlen(format.suffix));
+    }
+  bool absmax = stored == &formats[0] && endsWith(".absmax");
+  if (absmax)
+    base = name.substr(0, name.size() - std::strlen(".absmax"));
+  for (const Format &kept : formats) {
+    if (program.findPersistent(base + kept.suffix) < 0 ||
+        (!absmax && &kept == stored) || (absmax && *kept.suffix))
+      continue;
+    std::string what = absmax ? "the scale of quantized optimizer state"
+                              : std::string(stored->description) +
+                                    " optimizer state";
+    std::string resume =
+        absmax ? "an executable compiled with the checkpoint's "
+                 "--optimizer-state"
+               : std::string("an executable compiled ") + stored->flag;
+    return what + ", but this executable keeps that state in " +
+           kept.description +
+           (*kept.suffix ? " ('" + base + kept.suffix + "')" : "") +
+           "; resume it with " + resume;
+  }
+  return "";
+}
+
 static bool isHuggingFaceBuffer(const std::string &name) {
   auto endsWith = [&](const std::string &suffix) {
     return name.size() >= suffix.size() &&
@@ -592,11 +640,6 @@ Status loadCheckpointParts(Session &session, const std::string &path,
   std::vector<bool> adapterTensor(program.tensors.size(), false);
   for (const LoraAdapter &adapter : program.adapters)
     adapterTensor[adapter.a] = adapterTensor[adapter.b] = true;
-  auto endsWith = [](const std::string &text, const std::string &suffix) {
-    return text.size() >= suffix.size() &&
-           text.compare(text.size() - suffix.size(), suffix.size(), suffix) ==
-               0;
-  };
   for (const CheckpointPart &part : parts) {
   const SafetensorsFile &file = *part.file;
   current = part.path;
@@ -667,22 +710,12 @@ Status loadCheckpointParts(Session &session, const std::string &path,
       return fail("tensor '" + entry.name + "' is not a LoRA adapter of "
                   "this model (an adapter file for another model?)");
     if (index < 0 || !isCheckpointed(program.tensors[index])) {
-      // Optimizer state in the other format: 8-bit state is `<state>.q8`
-      // and `<state>.absmax` (tg-quantize-optimizer-state).
-      for (const char *suffix : {".q8", ".absmax"}) {
-        if (endsWith(name, suffix) &&
-            program.findPersistent(
-                name.substr(0, name.size() - std::strlen(suffix))) >= 0)
-          return fail("tensor '" + entry.name + "' is 8-bit optimizer state, "
-                      "but this executable keeps that state in f32; resume "
-                      "it with an executable compiled with "
-                      "--optimizer-state=8bit");
-        if (program.findPersistent(name + suffix) >= 0)
-          return fail("tensor '" + entry.name + "' is f32 optimizer state, "
-                      "but this executable keeps it in 8 bits ('" + name +
-                      suffix + "'); resume it with an executable compiled "
-                      "without --optimizer-state=8bit");
-      }
+      // Optimizer state in another format: f32 `<state>`, 8-bit
+      // `<state>.q8` or 4-bit `<state>.q4`, each quantized one with
+      // `<state>.absmax` (tg-quantize-optimizer-state).
+      if (std::string error = stateFormatMismatch(program, name);
+          !error.empty())
+        return fail("tensor '" + entry.name + "' is " + error);
       // Starting from weights, a tensor the model does not have (another
       // head's) is left unused and reported, as from_pretrained does.
       if (scope == LoadScope::Parameters && index < 0) {

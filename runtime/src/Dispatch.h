@@ -206,6 +206,14 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
                            adamwOptions(inst), inst.getInt("block_size"),
                            out[0]);
   }
+  case Kernel::AdamW4bitUpdate: {
+    // As AdamW8bitUpdate, the codes packed two a byte.
+    cpu::QuantizedStateRefs m{in[2], in[3], in[6], out[1], out[2]};
+    cpu::QuantizedStateRefs v{in[4], in[5], in[7], out[3], out[4]};
+    return adamw4bitUpdate(ctx, in[0], in[1], in[8], in[9], m, v,
+                           adamwOptions(inst), inst.getInt("block_size"),
+                           out[0]);
+  }
   case Kernel::SGD8bitUpdate: {
     // param, grad, buffer codes, buffer absmax, map, lr, step.
     cpu::QuantizedStateRefs buffer{in[2], in[3], in[4], out[1], out[2]};

@@ -1,9 +1,12 @@
 // RUN: tgc-opt %s --tg-quantize-optimizer-state="print=true" 2>&1 | FileCheck %s
 // RUN: tgc-opt %s --tg-quantize-optimizer-state="block-size=2048 min-size=100" 2>&1 | FileCheck %s --check-prefix=BLOCK
 // RUN: tgc-opt %s --tg-quantize-optimizer-state="format=f32" | FileCheck %s --check-prefix=F32
-// RUN: not tgc-opt %s --tg-quantize-optimizer-state="format=4bit" 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: tgc-opt %s --tg-quantize-optimizer-state="format=4bit min-size=5001 print=true" 2>&1 | FileCheck %s --check-prefix=FOUR
+// RUN: not tgc-opt %s --tg-quantize-optimizer-state="format=4bit" 2>&1 | FileCheck %s --check-prefix=FOUR-SGD
+// RUN: not tgc-opt %s --tg-quantize-optimizer-state="format=4bit block-size=1" 2>&1 | FileCheck %s --check-prefix=FOUR-BLOCK
+// RUN: not tgc-opt %s --tg-quantize-optimizer-state="format=2bit" 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not tgc-opt %s --tg-quantize-optimizer-state="block-size=100" 2>&1 | FileCheck %s --check-prefix=POW2
-// RUN: not tgc-opt %s --tg-quantize-optimizer-state="block-size=0" 2>&1 | FileCheck %s --check-prefix=POW2-ZERO
+// RUN: not tgc-opt %s --tg-quantize-optimizer-state="block-size=-2" 2>&1 | FileCheck %s --check-prefix=POW2-NEGATIVE
 // RUN: not tgc-opt %s --tg-quantize-optimizer-state="block-size=8192" 2>&1 | FileCheck %s --check-prefix=POW2-BIG
 // RUN: not tgc-opt %s --tg-quantize-optimizer-state="min-size=-1" 2>&1 | FileCheck %s --check-prefix=MIN
 
@@ -68,8 +71,25 @@ func.func @step(%w: tensor<64x80xf32> {tg.param = "w"},
 // F32-NOT: 8bit
 // F32-NOT: ui8
 
-// FORMAT: tgc-opt: for the --format option: must be none, f32 or 8bit, found '4bit'
+// 4-bit (w only: u, under min-size, is not refused): 5120 codes packed in
+// 2560 bytes a moment, a scale per block of 128 (40); 16-entry maps.
+// FOUR: tg-quantize-optimizer-state: @step: 1 updates with 4-bit state (block 128), 2 kept in f32 (< 5001 elements); their state 40960 -> 5440 bytes
+// FOUR-LABEL: func.func @step(
+// FOUR-SAME: %[[W:[^:]*]]: tensor<64x80xf32> {tg.param = "w"}
+// FOUR-SAME: %[[WMQ:[^:]*]]: tensor<2560xui8> {tg.state = "w.exp_avg.q4"}
+// FOUR-SAME: %[[WMA:[^:]*]]: tensor<40xf32> {tg.state = "w.exp_avg.absmax"}
+// FOUR-SAME: %[[WVQ:[^:]*]]: tensor<2560xui8> {tg.state = "w.exp_avg_sq.q4"}
+// FOUR-SAME: %[[WVA:[^:]*]]: tensor<40xf32> {tg.state = "w.exp_avg_sq.absmax"}
+// FOUR-SAME: tensor<2560xui8> {tg.update = "w.exp_avg.q4"}, tensor<40xf32> {tg.update = "w.exp_avg.absmax"}
+// FOUR: %[[SIGNED:.*]] = tg.constant dense<[-0.887499988, {{.*}}, 0.000000e+00, {{.*}}, 1.000000e+00]> : tensor<16xf32>
+// FOUR: %[[UNSIGNED:.*]] = tg.constant dense<[6.250000e-02, {{.*}}, 1.000000e+00]> : tensor<16xf32>
+// FOUR: tg.adamw_4bit_update %[[W]], %{{.*}}, %[[WMQ]], %[[WMA]], %[[WVQ]], %[[WVA]], %[[SIGNED]], %[[UNSIGNED]], %{{[^ ]*}}, %{{[^ ]*}} :
+// FOUR: tg.sgd_update
+// FOUR-SGD: error: 'tg.sgd_update' op 4-bit optimizer state is for AdamW; keep SGD's momentum buffer in 8 bits (--optimizer-state=8bit)
+// FOUR-BLOCK: error: tg-quantize-optimizer-state: block-size must be a power of two in [2, 4096] for 4-bit state, found 1
+
+// FORMAT: tgc-opt: for the --format option: must be none, f32, 8bit or 4bit, found '2bit'
 // POW2: error: tg-quantize-optimizer-state: block-size must be a power of two in [1, 4096], found 100
-// POW2-ZERO: error: tg-quantize-optimizer-state: block-size must be a power of two in [1, 4096], found 0
+// POW2-NEGATIVE: error: tg-quantize-optimizer-state: block-size must be a power of two in [1, 4096], found -2
 // POW2-BIG: error: tg-quantize-optimizer-state: block-size must be a power of two in [1, 4096], found 8192
 // MIN: error: tg-quantize-optimizer-state: min-size must be non-negative, found -1

@@ -101,8 +101,8 @@ static cl::opt<std::string> fitBudget(
     cl::desc("Choose the configuration for a memory budget (e.g. 10GiB): "
              "the micro-batch and accumulation (up to --global-batch), "
              "rematerialization, the optimizer step's placement and, with "
-             "--fit-allow, bf16 compute, 8-bit state and bf16 master "
-             "weights; the one whose exact plan fits with the least "
+             "--fit-allow, bf16 compute, 8-bit or 4-bit state and bf16 "
+             "master weights; the one whose exact plan fits with the least "
              "estimated step time (--estimate's device, h100 by default) "
              "wins"),
     cl::value_desc("size"), cl::cat(category));
@@ -116,8 +116,10 @@ static cl::opt<std::string> fitReserve(
 static cl::opt<std::string> fitAllow(
     "fit-allow",
     cl::desc("What --fit may change that changes the numbers: amp, 8bit, "
-             "bf16-masters, chunked-loss, all or none (default none: only "
-             "choices that keep the losses)"),
+             "4bit, bf16-masters, chunked-loss, all (every one but 4bit) or "
+             "none (default none: only choices that keep the losses). 4-bit "
+             "AdamW state is taken only where nothing with 8-bit or f32 "
+             "state fits"),
     cl::value_desc("list"), cl::cat(category));
 static cl::opt<std::string> estimate(
     "estimate",

@@ -129,6 +129,8 @@ std::string describeTraining(const Program &program) {
   out += ", weight decay " + decay;
   if (options["optimizer-state"] == "8bit")
     out += ", 8-bit state";
+  if (options["optimizer-state"] == "4bit")
+    out += ", 4-bit state";
   if (options.count("clip-grad-norm") && number("clip-grad-norm") != "0")
     out += "; clip-grad-norm " + number("clip-grad-norm");
   if (options.count("amp") && options["amp"] != "none")

@@ -436,13 +436,19 @@ int run(int argc, char **argv) {
   }
 
   int64_t params = 0, stateBytes = 0;
-  bool quantizedState = false;
+  // Quantized state: ui8 codes, `<state>.q4` when packed 4-bit.
+  const char *quantizedState = "";
   for (const TensorInfo &info : program.tensors) {
     if (info.role == Role::Param)
       params += info.numElements();
     if (info.role == Role::State && info.storage == Storage::Persistent) {
       stateBytes += info.bytes;
-      quantizedState |= info.dtype == DType::U8;
+      if (info.dtype == DType::U8)
+        quantizedState =
+            info.name.size() > 3 &&
+                    info.name.compare(info.name.size() - 3, 3, ".q4") == 0
+                ? ", 4-bit"
+                : ", 8-bit";
     }
   }
   if (!options.quiet) {
@@ -462,7 +468,7 @@ int run(int argc, char **argv) {
                 "(planned peak %s)\n",
                 formatBytes(program.persistentBytes).c_str(),
                 formatBytes(stateBytes).c_str(),
-                quantizedState ? ", 8-bit" : "", offloaded.c_str(),
+                quantizedState, offloaded.c_str(),
                 formatBytes(program.arenaBytes).c_str(),
                 formatBytes(program.peakLiveBytes).c_str());
     std::string training = describeTraining(program);

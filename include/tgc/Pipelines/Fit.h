@@ -5,9 +5,10 @@
 // compiling candidates, not by running out of memory. The candidates are
 // the choices that change memory: the micro-batch (with accumulation up to
 // the global batch), rematerialization, the optimizer step inside the
-// backward pass, and, when allowed, bf16 compute, 8-bit optimizer state
-// and bf16 master weights. Each is planned exactly; among those that fit,
-// the least estimated step time wins.
+// backward pass, and, when allowed, bf16 compute, 8-bit (or 4-bit)
+// optimizer state and bf16 master weights. Each is planned exactly; among
+// those that fit, the least estimated step time wins, 4-bit state only
+// where nothing with 8-bit or f32 state fits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,14 +28,14 @@ namespace tgc {
 struct FitAllowed {
   bool amp = false;         // bf16 compute (tg-amp)
   bool state8bit = false;   // 8-bit optimizer state
+  bool state4bit = false;   // 4-bit AdamW state (not in `all`)
   bool bf16Masters = false; // bf16 master weights, stochastic rounding
   bool chunkedLoss = false; // the classifier and loss in chunks (sums in
                             // another order)
 };
 
-/// Parses --fit-allow's list (amp, 8bit, bf16-masters, chunked-loss, all,
-/// none). Fails
-/// with `error` set.
+/// Parses --fit-allow's list (amp, 8bit, 4bit, bf16-masters, chunked-loss,
+/// all: every one but 4bit, none). Fails with `error` set.
 bool parseFitAllowed(llvm::StringRef list, FitAllowed &allowed,
                      std::string &error);
 

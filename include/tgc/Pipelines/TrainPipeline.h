@@ -65,8 +65,8 @@ struct TrainPipelineOptions
       llvm::cl::init(false)};
   Option<tg::StateFormat> optimizerState{
       *this, "optimizer-state",
-      llvm::cl::desc("Optimizer state format: f32 (none) or 8bit "
-                     "(tg-quantize-optimizer-state)"),
+      llvm::cl::desc("Optimizer state format: f32 (none), 8bit or 4bit "
+                     "(AdamW) (tg-quantize-optimizer-state)"),
       llvm::cl::init(tg::StateFormat::F32)};
   Option<std::string> lossScale{
       *this, "loss-scale",

@@ -241,6 +241,8 @@ struct QuantizedState {
   float dequantize(int64_t i, int64_t block) const {
     return map[codes[i]] * absmax[block];
   }
+  void requantize(const float *values, int64_t count, int64_t first,
+                  int64_t block) const;
 };
 
 /// Checks the codes and absmax of one state tensor and its map.
@@ -272,6 +274,47 @@ void requantizeBlock(const QuantizedState &state, const float *values,
     state.newCodes[first + e] =
         state.codebook.quantize(values[e] * inverse, state.isSigned);
   state.newAbsmax[block] = absmax;
+}
+
+void QuantizedState::requantize(const float *values, int64_t count,
+                                int64_t first, int64_t block) const {
+  requantizeBlock(*this, values, count, first, block);
+}
+
+/// The AdamW update over blocks of quantized moments, for either width:
+/// `State` dequantizes element i of block b (`dequantize(i, b)`) and
+/// requantizes a block's new values (`requantize(values, count, first,
+/// b)`). One block of f32 moments at a time, never a copy of the whole
+/// state; blocks are independent (each has its own scale and whole bytes
+/// of codes), so threads take chunks of them, in place.
+template <typename State>
+void quantizedAdamW(const TensorRef &param, const TensorRef &grad,
+                    const State &m, const State &v, const AdamWStep &update,
+                    int64_t roundingSeed, int64_t t, int64_t blockSize,
+                    TensorRef &newParam) {
+  int64_t count = param.numElements();
+  F32Operand p(param), g(grad);
+  F32Result newP(newParam);
+  int64_t blocks = (count + blockSize - 1) / blockSize;
+  parallelFor(blocks, grainFor(blockSize), [&](int64_t begin, int64_t end) {
+    std::vector<float> mBlock(static_cast<size_t>(blockSize)),
+        vBlock(static_cast<size_t>(blockSize));
+    for (int64_t block = begin; block < end; ++block) {
+      int64_t first = block * blockSize;
+      int64_t size = std::min(blockSize, count - first);
+      for (int64_t e = 0; e < size; ++e) {
+        int64_t i = first + e;
+        float &mi = mBlock[size_t(e)], &vi = vBlock[size_t(e)];
+        mi = m.dequantize(i, block);
+        vi = v.dequantize(i, block);
+        newP[i] =
+            rounded(update.apply(p[i], g[i], mi, vi), roundingSeed, t, i);
+      }
+      m.requantize(mBlock.data(), size, first, block);
+      v.requantize(vBlock.data(), size, first, block);
+    }
+  });
+  newP.commit();
 }
 
 } // namespace
@@ -367,32 +410,110 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
                    options.weightDecay);
   QuantizedState m(m8, /*isSigned=*/true);
   QuantizedState v(v8, /*isSigned=*/false);
-  int64_t count = param.numElements();
-  F32Operand p(param), g(grad);
-  F32Result newP(newParam);
-  // One block of f32 moments at a time: never a copy of the whole state.
-  // Blocks are independent (each has its own absmax), so threads take
-  // chunks of them.
-  int64_t blocks = (count + blockSize - 1) / blockSize;
-  parallelFor(blocks, grainFor(blockSize), [&](int64_t begin, int64_t end) {
-    std::vector<float> mBlock(static_cast<size_t>(blockSize)),
-        vBlock(static_cast<size_t>(blockSize));
-    for (int64_t block = begin; block < end; ++block) {
-      int64_t first = block * blockSize;
-      int64_t size = std::min(blockSize, count - first);
-      for (int64_t e = 0; e < size; ++e) {
-        int64_t i = first + e;
-        float &mi = mBlock[size_t(e)], &vi = vBlock[size_t(e)];
-        mi = m.dequantize(i, block);
-        vi = v.dequantize(i, block);
-        newP[i] = rounded(update.apply(p[i], g[i], mi, vi),
-                          options.roundingSeed, t, i);
-      }
-      requantizeBlock(m, mBlock.data(), size, first, block);
-      requantizeBlock(v, vBlock.data(), size, first, block);
+  quantizedAdamW(param, grad, m, v, update, options.roundingSeed, t,
+                 blockSize, newParam);
+  return Status::success();
+}
+
+namespace {
+
+/// A moment of 4-bit state: codes into a 16-entry map packed two a byte
+/// (element 2k in the high nibble of byte k, 2k + 1 in the low one, as
+/// torchao packs them), scaled by one f32 per block; rounded as torchao
+/// rounds: the largest entry <= x by a 4-step search (entry 0 below them
+/// all), then one entry up when x is at least half way to it.
+struct Quant4State {
+  const uint8_t *codes;
+  const float *scales;
+  uint8_t *newCodes;
+  float *newScales;
+  float map[16];
+
+  explicit Quant4State(const QuantizedStateRefs &state)
+      : codes(static_cast<const uint8_t *>(state.codes.data)),
+        scales(static_cast<const float *>(state.absmax.data)),
+        newCodes(static_cast<uint8_t *>(state.newCodes.data)),
+        newScales(static_cast<float *>(state.newAbsmax.data)) {
+    std::memcpy(map, state.map.data, sizeof(map));
+  }
+
+  float dequantize(int64_t i, int64_t block) const {
+    unsigned code = i & 1 ? codes[i >> 1] & 0xFu : codes[i >> 1] >> 4;
+    return map[code] * scales[block];
+  }
+
+  unsigned quantize(float x) const {
+    int code = x >= map[8] ? 8 : 0;
+    code += x >= map[code + 4] ? 4 : 0;
+    code += x >= map[code + 2] ? 2 : 0;
+    code += x >= map[code + 1] ? 1 : 0;
+    int up = code < 15 ? code + 1 : 15;
+    float down = map[code];
+    return unsigned(x - down >= (map[up] - down) * 0.5f ? up : code);
+  }
+
+  /// A block's new values (`count` from the even element `first`) with the
+  /// scale max(max |x|, 1e-12), as torchao's scale_tensor and
+  /// quantize_4bit_with_qmap compute them.
+  void requantize(const float *values, int64_t count, int64_t first,
+                  int64_t block) const {
+    float absmax = 0.0f;
+    for (int64_t e = 0; e < count; ++e)
+      absmax = std::max(absmax, std::fabs(values[e]));
+    float scale = std::max(absmax, 1e-12f);
+    for (int64_t e = 0; e < count; e += 2) {
+      unsigned high = quantize(values[e] / scale);
+      unsigned low = e + 1 < count ? quantize(values[e + 1] / scale) : 0;
+      newCodes[(first + e) >> 1] = uint8_t(high << 4 | low);
     }
-  });
-  newP.commit();
+    newScales[block] = scale;
+  }
+};
+
+/// Checks the packed codes and scales of one 4-bit state tensor and its map.
+Status checkQuantized4(const TensorRef &param, const QuantizedStateRefs &state,
+                       int64_t blockSize, const char *what) {
+  TGC_RETURN_IF_ERROR(checkQuantBlockSize(blockSize));
+  if (blockSize < 2)
+    return Status::failure("block_size of 4-bit state must be even, found " +
+                           std::to_string(blockSize));
+  int64_t blocks = (param.numElements() + blockSize - 1) / blockSize;
+  for (const TensorRef *t : {&state.codes, &state.newCodes}) {
+    TGC_RETURN_IF_ERROR(expectDType(*t, DType::U8, what));
+    TGC_RETURN_IF_ERROR(
+        expectShape(*t, {(param.numElements() + 1) / 2}, what));
+  }
+  for (const TensorRef *t : {&state.absmax, &state.newAbsmax}) {
+    TGC_RETURN_IF_ERROR(expectDType(*t, DType::F32, "scale"));
+    TGC_RETURN_IF_ERROR(expectShape(*t, {blocks}, "scale"));
+  }
+  TGC_RETURN_IF_ERROR(expectDType(state.map, DType::F32, "map"));
+  return expectShape(state.map, {16}, "map");
+}
+
+} // namespace
+
+Status adamw4bitUpdate(Context &ctx, const TensorRef &param,
+                       const TensorRef &grad, const TensorRef &lr,
+                       const TensorRef &step, const QuantizedStateRefs &m4,
+                       const QuantizedStateRefs &v4,
+                       const AdamWOptions &options, int64_t blockSize,
+                       TensorRef &newParam) {
+  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(checkQuantized4(param, m4, blockSize, "exp_avg"));
+  TGC_RETURN_IF_ERROR(checkQuantized4(param, v4, blockSize, "exp_avg_sq"));
+  TGC_RETURN_IF_ERROR(checkRoundingSeed(options.roundingSeed, param));
+  float lrValue;
+  int64_t t;
+  TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
+
+  AdamWStep update(lrValue, t, options.beta1, options.beta2, options.eps,
+                   options.weightDecay);
+  quantizedAdamW(param, grad, Quant4State(m4), Quant4State(v4), update,
+                 options.roundingSeed, t, blockSize, newParam);
   return Status::success();
 }
 

@@ -420,6 +420,156 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
   return Status::success();
 }
 
+//===----------------------------------------------------------------------===//
+// 4-bit state (Li et al.; torchao's AdamW4bit)
+//===----------------------------------------------------------------------===//
+//
+// As the 8-bit update, each thread holding pairs of elements, those of one
+// byte of the packed codes: thread j's pair k is elements 2 (j + k *
+// blockDim.x) and the next, so each thread reads and writes whole bytes.
+
+namespace {
+constexpr int kMaxPairsPerThread = int(cpu::kMaxQuantBlock / (2 * kThreads));
+
+/// Threads per block of 4-bit state: one per pair of elements.
+inline unsigned quant4Threads(int64_t blockSize) {
+  return unsigned(blockSize / 2 < int64_t(kThreads) ? blockSize / 2
+                                                    : kThreads);
+}
+
+/// As cpu's Quant4Map::quantize: the largest entry <= x by halving steps,
+/// then one up when x is at least half way to it.
+__device__ inline unsigned quantize4(const float *map, float x) {
+  int code = x >= map[8] ? 8 : 0;
+  code += x >= map[code + 4] ? 4 : 0;
+  code += x >= map[code + 2] ? 2 : 0;
+  code += x >= map[code + 1] ? 1 : 0;
+  int up = code < 15 ? code + 1 : 15;
+  float down = map[code];
+  return __fsub_rn(x, down) >= __fmul_rn(__fsub_rn(map[up], down), 0.5f)
+             ? unsigned(up)
+             : unsigned(code);
+}
+
+/// Requantizes this thread's pairs of new values (pair k in values[2k],
+/// values[2k + 1]) into packed codes with the scale max(absmax, 1e-12);
+/// thread 0 stores the scale.
+__device__ inline void requantizeBlock4(const float *values, float localMax,
+                                        const float *map, uint8_t *codes,
+                                        float *scales, int64_t first,
+                                        int64_t size, float *scratch) {
+  float scale = fmaxf(blockMax(localMax, scratch), 1e-12f);
+  for (int k = 0; k < kMaxPairsPerThread; ++k) {
+    int64_t e = 2 * (threadIdx.x + int64_t(k) * blockDim.x);
+    if (e >= size)
+      break;
+    unsigned high = quantize4(map, __fdiv_rn(values[2 * k], scale));
+    unsigned low =
+        e + 1 < size ? quantize4(map, __fdiv_rn(values[2 * k + 1], scale)) : 0;
+    codes[(first + e) >> 1] = uint8_t(high << 4 | low);
+  }
+  if (threadIdx.x == 0)
+    scales[blockIdx.x] = scale;
+}
+} // namespace
+
+__global__ void adamw4bitKernel(const void *param, DType paramType,
+                                const void *grad, DType gradType,
+                                const uint8_t *mCodes, const float *mScale,
+                                const uint8_t *vCodes, const float *vScale,
+                                const float *mapSigned,
+                                const float *mapUnsigned, const float *lr,
+                                const int64_t *step, AdamWParams hp,
+                                int64_t blockSize, void *newParam,
+                                uint8_t *newMCodes, float *newMScale,
+                                uint8_t *newVCodes, float *newVScale,
+                                int64_t n, DeviceError *error,
+                                const uint8_t *apply) {
+  if (skipped(apply))
+    return;
+  __shared__ float mapS[16], mapU[16];
+  __shared__ float scratch[kThreads];
+  int64_t t;
+  if (!readStep(step, error, t))
+    return;
+  for (int e = threadIdx.x; e < 16; e += blockDim.x) {
+    mapS[e] = mapSigned[e];
+    mapU[e] = mapUnsigned[e];
+  }
+  __syncthreads();
+  AdamWStep update(hp, *lr, t);
+  int64_t block = blockIdx.x;
+  int64_t first = block * blockSize;
+  int64_t size = n - first < blockSize ? n - first : blockSize;
+  float oldMScale = mScale[block], oldVScale = vScale[block];
+  float mValues[2 * kMaxPairsPerThread], vValues[2 * kMaxPairsPerThread];
+  float mMax = 0.0f, vMax = 0.0f;
+  for (int k = 0; k < kMaxPairsPerThread; ++k) {
+    int64_t e = 2 * (threadIdx.x + int64_t(k) * blockDim.x);
+    if (e >= size)
+      break;
+    unsigned mByte = mCodes[(first + e) >> 1], vByte = vCodes[(first + e) >> 1];
+    for (int h = 0; h < 2 && e + h < size; ++h) {
+      int64_t i = first + e + h;
+      float &m = mValues[2 * k + h], &v = vValues[2 * k + h];
+      unsigned shift = h ? 0 : 4;
+      m = __fmul_rn(mapS[(mByte >> shift) & 0xFu], oldMScale);
+      v = __fmul_rn(mapU[(vByte >> shift) & 0xFu], oldVScale);
+      float p = update.apply(hp, loadFloat(param, paramType, i),
+                             loadFloat(grad, gradType, i), m, v);
+      mMax = fmaxf(mMax, fabsf(m));
+      vMax = fmaxf(vMax, fabsf(v));
+      storeFloat(newParam, paramType, i, hp.rounded(p, t, i));
+    }
+  }
+  requantizeBlock4(mValues, mMax, mapS, newMCodes, newMScale, first, size,
+                   scratch);
+  requantizeBlock4(vValues, vMax, mapU, newVCodes, newVScale, first, size,
+                   scratch);
+}
+
+static_assert(int64_t(kMaxPairsPerThread) * 2 * kThreads ==
+                  cpu::kMaxQuantBlock,
+              "the 4-bit kernel holds the largest block in registers");
+
+Status adamw4bitUpdate(Context &ctx, const TensorRef &param,
+                       const TensorRef &grad, const TensorRef &lr,
+                       const TensorRef &step, const cpu::QuantizedStateRefs &m4,
+                       const cpu::QuantizedStateRefs &v4,
+                       const cpu::AdamWOptions &options, int64_t blockSize,
+                       TensorRef &newParam) {
+  if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
+    return status;
+  if (blockSize < 2)
+    return Status::failure("block_size of 4-bit state must be even, found " +
+                           std::to_string(blockSize));
+  if (Status status = cpu::checkRoundingSeed(options.roundingSeed, param);
+      !status.ok())
+    return status;
+  AdamWParams hp = adamwParams(options.beta1, options.beta2, options.eps,
+                               options.weightDecay, options.roundingSeed);
+  int64_t n = param.numElements();
+  int64_t blocks = (n + blockSize - 1) / blockSize;
+  // At least one block: the kernel still checks the step when n is 0.
+  adamw4bitKernel<<<unsigned(blocks > 0 ? blocks : 1),
+                    quant4Threads(blockSize), 0, streamOf(ctx)>>>(
+      param.data, param.dtype, grad.data, grad.dtype,
+      static_cast<const uint8_t *>(m4.codes.data),
+      static_cast<const float *>(m4.absmax.data),
+      static_cast<const uint8_t *>(v4.codes.data),
+      static_cast<const float *>(v4.absmax.data),
+      static_cast<const float *>(m4.map.data),
+      static_cast<const float *>(v4.map.data),
+      static_cast<const float *>(lr.data),
+      static_cast<const int64_t *>(step.data), hp, blockSize, newParam.data,
+      static_cast<uint8_t *>(m4.newCodes.data),
+      static_cast<float *>(m4.newAbsmax.data),
+      static_cast<uint8_t *>(v4.newCodes.data),
+      static_cast<float *>(v4.newAbsmax.data), n, ctx.deviceError, ctx.apply);
+  TGC_CUDA_LAUNCH("adamw_4bit_update");
+  return Status::success();
+}
+
 __global__ void sgd8bitKernel(const void *param, DType paramType,
                               const void *grad, DType gradType,
                               const uint8_t *codes, const float *absmax,

@@ -88,7 +88,8 @@ std::vector<int64_t> Instruction::getInts(const std::string &name) const {
 
 static bool isOptimizerUpdate(Kernel kernel) {
   return kernel == Kernel::AdamWUpdate || kernel == Kernel::SGDUpdate ||
-         kernel == Kernel::AdamW8bitUpdate || kernel == Kernel::SGD8bitUpdate ||
+         kernel == Kernel::AdamW8bitUpdate ||
+         kernel == Kernel::AdamW4bitUpdate || kernel == Kernel::SGD8bitUpdate ||
          kernel == Kernel::AdafactorUpdate;
 }
 
@@ -102,6 +103,7 @@ std::vector<size_t> updatedOperands(const Instruction &inst) {
   case Kernel::AdamWUpdate:
     return {0, 2, 3};
   case Kernel::AdamW8bitUpdate:
+  case Kernel::AdamW4bitUpdate:
     return {0, 2, 3, 4, 5};
   case Kernel::SGD8bitUpdate:
     return {0, 2, 3};

@@ -260,21 +260,28 @@ private:
            fail("block_size must be a power of two in [1, 4096]");
   }
   /// ui8 codes of the parameter's shape and one f32 absmax per block.
+  /// With `packed`, 4-bit codes two a byte: ui8 [ceil(n / 2)], an even
+  /// block size.
   bool quantizedState(const TensorInfo &param, const TensorInfo &codes,
-                      const TensorInfo &absmax) {
+                      const TensorInfo &absmax, bool packed = false) {
     int64_t size;
     if (!blockSize(size))
       return false;
+    if (packed && size < 2)
+      return fail("block_size of 4-bit state must be even");
     if (codes.dtype != DType::U8)
       return fail("'" + codes.name + "' must be a ui8 tensor");
     int64_t blocks = (param.numElements() + size - 1) / size;
-    return shapeIs(codes, param.shape) &&
+    Shape codesShape =
+        packed ? Shape{(param.numElements() + 1) / 2} : param.shape;
+    return shapeIs(codes, codesShape) &&
            ((absmax.dtype == DType::F32 && absmax.shape == Shape{blocks}) ||
             fail("'" + absmax.name + "' must be f32 with one value per block"));
   }
-  bool quantMap(const TensorInfo &map) {
-    return (map.dtype == DType::F32 && map.shape == Shape{256}) ||
-           fail("'" + map.name + "' must be a 256-entry f32 map");
+  bool quantMap(const TensorInfo &map, int64_t entries = 256) {
+    return (map.dtype == DType::F32 && map.shape == Shape{entries}) ||
+           fail("'" + map.name + "' must be a " + std::to_string(entries) +
+                "-entry f32 map");
   }
 
   /// A collective's world size (that of the program) and reduction.
@@ -315,14 +322,15 @@ Status Checker::run() {
   bool ok = false;
   // Codes of 8-bit state are bytes no other kernel interprets.
   bool quantized = inst.kernel == Kernel::AdamW8bitUpdate ||
+                   inst.kernel == Kernel::AdamW4bitUpdate ||
                    inst.kernel == Kernel::SGD8bitUpdate;
   for (const std::vector<int32_t> *list : {&inst.operands, &inst.results})
     for (int32_t index : *list)
       if (index != kNotComputed && !quantized &&
           program.tensors[index].dtype == DType::U8)
         return Status::failure("'" + program.tensors[index].name +
-                               "' is ui8, which only the 8-bit optimizer "
-                               "updates read");
+                               "' is ui8, which only the 8-bit and 4-bit "
+                               "optimizer updates read");
   switch (inst.kernel) {
   case Kernel::Matmul:
     ok = product(/*withAddend=*/false);
@@ -621,15 +629,19 @@ Status Checker::run() {
           fail("clip_threshold must be positive"));
     break;
   }
-  case Kernel::AdamW8bitUpdate: {
+  case Kernel::AdamW8bitUpdate:
+  case Kernel::AdamW4bitUpdate: {
     // param, grad, (codes, absmax) x 2, two maps, lr, step[, apply].
     size_t n = inst.operands.size();
+    bool packed = inst.kernel == Kernel::AdamW4bitUpdate;
+    int64_t entries = packed ? 16 : 256;
     ok = (n == 11 ? counts(11, 5) && scalar(in(10), DType::I1)
                   : counts(10, 5)) &&
          floatT(in(0)) && floatT(in(1)) && shapeIs(in(1), in(0).shape) &&
-         quantizedState(in(0), in(2), in(3)) &&
-         quantizedState(in(0), in(4), in(5)) && quantMap(in(6)) &&
-         quantMap(in(7)) && scalar(in(8), DType::F32) &&
+         quantizedState(in(0), in(2), in(3), packed) &&
+         quantizedState(in(0), in(4), in(5), packed) &&
+         quantMap(in(6), entries) && quantMap(in(7), entries) &&
+         scalar(in(8), DType::F32) &&
          scalar(in(9), DType::I64) && same(in(0), out(0)) &&
          same(in(2), out(1)) && same(in(3), out(2)) && same(in(4), out(3)) &&
          same(in(5), out(4)) && attr("beta1", AttrValue::Float) &&

@@ -2251,6 +2251,30 @@ func.func @adamw_8bit_beta(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<
 
 // -----
 
+func.func @adamw_4bit_block(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<150xui8>, %a: tensor<300xf32>, %m: tensor<16xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_4bit_update' op block_size must be a power of two in [2, 4096], found 1}}
+  %0:5 = tg.adamw_4bit_update %p, %g, %q, %a, %q, %a, %m, %m, %lr, %t {block_size = 1 : i64} : (tensor<300xf32>, tensor<300xf32>, tensor<150xui8>, tensor<300xf32>, tensor<150xui8>, tensor<300xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<150xui8>, tensor<300xf32>, tensor<150xui8>, tensor<300xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_4bit_codes(%p: tensor<301xf32>, %g: tensor<301xf32>, %q: tensor<301xui8>, %a: tensor<3xf32>, %m: tensor<16xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_4bit_update' op packed 4-bit state must have shape [151], found [301]}}
+  %0:5 = tg.adamw_4bit_update %p, %g, %q, %a, %q, %a, %m, %m, %lr, %t : (tensor<301xf32>, tensor<301xf32>, tensor<301xui8>, tensor<3xf32>, tensor<301xui8>, tensor<3xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>, tensor<i64>) -> (tensor<301xf32>, tensor<301xui8>, tensor<3xf32>, tensor<301xui8>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_4bit_map(%p: tensor<301xf32>, %g: tensor<301xf32>, %q: tensor<151xui8>, %a: tensor<3xf32>, %m: tensor<256xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'tg.adamw_4bit_update' op a quantization map must have 16 entries, found 256}}
+  %0:5 = tg.adamw_4bit_update %p, %g, %q, %a, %q, %a, %m, %m, %lr, %t : (tensor<301xf32>, tensor<301xf32>, tensor<151xui8>, tensor<3xf32>, tensor<151xui8>, tensor<3xf32>, tensor<256xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>) -> (tensor<301xf32>, tensor<151xui8>, tensor<3xf32>, tensor<151xui8>, tensor<3xf32>)
+  return
+}
+
+// -----
+
 func.func @sgd_8bit_momentum(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<300xui8>, %a: tensor<2xf32>, %m: tensor<256xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
   // expected-error @+1 {{'tg.sgd_8bit_update' op momentum must be > 0 (8-bit state is the momentum buffer), found 0}}
   %0:3 = tg.sgd_8bit_update %p, %g, %q, %a, %m, %lr, %t {momentum = 0.0 : f64} : (tensor<300xf32>, tensor<300xf32>, tensor<300xui8>, tensor<2xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<300xui8>, tensor<2xf32>)

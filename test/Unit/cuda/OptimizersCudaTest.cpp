@@ -444,6 +444,66 @@ TEST(OptimizersCuda, AdamW8bitMatchesCpu) {
   }
 }
 
+/// torchao's 4-bit maps (as test/Unit/runtime/OptimizersTest.cpp's).
+HostTensor testMap4(bool isSigned) {
+  static const float signedMap[16] = {
+      -0.8875f, -0.6625f, -0.4375f, -0.2125f, -0.0775f, -0.0325f,
+      -0.0055f, 0.0f,     0.0055f,  0.0325f,  0.0775f,  0.2125f,
+      0.4375f,  0.6625f,  0.8875f,  1.0f};
+  HostTensor map(DType::F32, {16});
+  for (int i = 0; i < 16; ++i)
+    storeF32(map.ref, i, isSigned ? signedMap[i] : float(i + 1) / 16.0f);
+  return map;
+}
+
+// The 4-bit update as the 8-bit one: an odd element count, block sizes from
+// one thread (block 2) to 8 pairs a thread (4096), in place over several
+// steps: packed codes and scales identical, parameters within tolerance.
+TEST(OptimizersCuda, AdamW4bitMatchesCpu) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(411);
+  HostTensor mapS = testMap4(true), mapU = testMap4(false);
+  DeviceTensor mapSD(mapS), mapUD(mapU);
+  for (int64_t block : {2, 128, 1024, 4096}) {
+    int64_t n = 5003, blocks = (n + block - 1) / block;
+    HostTensor param(DType::F32, {n}), m(DType::U8, {(n + 1) / 2}),
+        v(DType::U8, {(n + 1) / 2}), ms(DType::F32, {blocks}),
+        vs(DType::F32, {blocks});
+    fillNormal(param, rng);
+    DeviceTensor p(param), md(m), vd(v), msd(ms), vsd(vs);
+    HostTensor lr = f32Scalar(3e-3f);
+    DeviceTensor lrD(lr);
+    for (int64_t t : {1, 2, 3, 10}) {
+      HostTensor grad(DType::F32, {n}), step = i64Scalar(t);
+      fillNormal(grad, rng, 0.0f, 0.5f);
+      if (t == 1) // an all-zero first block: scale 1e-12
+        for (int64_t i = 0; i < std::min(block, n); ++i)
+          storeF32(grad.ref, i, 0.0f);
+      DeviceTensor g(grad), s(step);
+      cpu::AdamWOptions options{0.9, 0.999, 1e-8, 0.1};
+      ASSERT_TRUE(ok(cpu::adamw4bitUpdate(
+          cpuCtx, param.ref, grad.ref, lr.ref, step.ref,
+          {m.ref, ms.ref, mapS.ref, m.ref, ms.ref},
+          {v.ref, vs.ref, mapU.ref, v.ref, vs.ref}, options, block,
+          param.ref)));
+      ASSERT_TRUE(ok(cuda::adamw4bitUpdate(
+          *testContext(), p.ref, g.ref, lrD.ref, s.ref,
+          {md.ref, msd.ref, mapSD.ref, md.ref, msd.ref},
+          {vd.ref, vsd.ref, mapUD.ref, vd.ref, vsd.ref}, options, block,
+          p.ref)));
+      synchronize();
+      EXPECT_EQ(takeDeviceError(), 0);
+      std::string what = "adamw 4-bit block " + std::to_string(block) +
+                         " step " + std::to_string(t);
+      expectNear(param, p.toHost(), what + " param");
+      expectSameBytes(m, md.toHost(), what + " exp_avg codes");
+      expectSameBytes(ms, msd.toHost(), what + " exp_avg scale");
+      expectSameBytes(v, vd.toHost(), what + " exp_avg_sq codes");
+      expectSameBytes(vs, vsd.toHost(), what + " exp_avg_sq scale");
+    }
+  }
+}
+
 TEST(OptimizersCuda, SGD8bitMatchesCpu) {
   TGC_REQUIRE_GPU();
   std::mt19937 rng(411);

@@ -405,3 +405,132 @@ TEST(Quantize, AdamW8bitFirstStepMatchesF32) {
     EXPECT_EQ(loadF32(va, b), vMax) << "block " << b;
   }
 }
+
+namespace {
+/// torchao's 4-bit maps: the signed dynamic tree map with 3 exponent bits
+/// and the linear map 1/16 .. 1 (the compiler makes the same constants;
+/// test/e2e/torch/optim4bit-vs-reference.test checks them against torch).
+const float kMap4Signed[16] = {-0.8875f, -0.6625f, -0.4375f, -0.2125f,
+                               -0.0775f, -0.0325f, -0.0055f, 0.0f,
+                               0.0055f,  0.0325f,  0.0775f,  0.2125f,
+                               0.4375f,  0.6625f,  0.8875f,  1.0f};
+HostTensor map4(bool isSigned) {
+  HostTensor map(DType::F32, {16});
+  for (int i = 0; i < 16; ++i)
+    storeF32(map, i, isSigned ? kMap4Signed[i] : float(i + 1) / 16.0f);
+  return map;
+}
+int code4(const HostTensor &codes, int64_t i) {
+  int byte = int(loadI64(codes, i / 2));
+  return i % 2 ? byte & 15 : byte >> 4;
+}
+/// The nearest entry of `map` to x by brute force, a tie to the upper.
+int nearest4(const HostTensor &map, float x) {
+  int best = 0;
+  for (int i = 1; i < 16; ++i)
+    if (std::fabs(x - loadF32(map, i)) <= std::fabs(x - loadF32(map, best)))
+      best = i;
+  return best;
+}
+} // namespace
+
+// One 4-bit step against the f32 update from zero state: the parameter is
+// the same (the update reads the unrounded new moments); each moment's
+// scale is its block's absmax (1e-12 for an all-zero block); every code is
+// the nearest entry to x / scale (brute force); an odd element count leaves
+// the last byte's low nibble 0. Then two more steps in place equal the same
+// steps into separate buffers.
+TEST(Quantize, AdamW4bitStepAgainstF32AndBruteForce) {
+  int64_t n = 1001, block = 128, blocks = (n + block - 1) / block;
+  HostTensor mapS = map4(true), mapU = map4(false);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  HostTensor param(DType::F32, {n}), grad(DType::F32, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    storeF32(param, i, normal(rng));
+    storeF32(grad, i, i < block ? 0.0f : normal(rng)); // block 0 all zero
+  }
+  HostTensor p32 = param, m32(DType::F32, {n}), v32(DType::F32, {n});
+  HostTensor m4(DType::U8, {(n + 1) / 2}), v4(DType::U8, {(n + 1) / 2}),
+      ms(DType::F32, {blocks}), vs(DType::F32, {blocks});
+  HostTensor lr = f32Scalar(1e-2), step = i64Scalar(1);
+  cpu::AdamWOptions options{0.9, 0.999, 1e-8, 0.01};
+  ASSERT_TRUE(cpu::adamwUpdate(cpuCtx, p32, grad, m32, v32, lr, step, 0.9,
+                               0.999, 1e-8, 0.01, p32, m32, v32)
+                  .ok());
+  ASSERT_TRUE(cpu::adamw4bitUpdate(cpuCtx, param, grad, lr, step,
+                                   {m4, ms, mapS, m4, ms},
+                                   {v4, vs, mapU, v4, vs}, options, block,
+                                   param)
+                  .ok());
+  for (int64_t b = 0; b < blocks; ++b) {
+    float mMax = 0.0f, vMax = 0.0f;
+    for (int64_t i = b * block; i < std::min(n, (b + 1) * block); ++i) {
+      mMax = std::max(mMax, std::fabs(loadF32(m32, i)));
+      vMax = std::max(vMax, loadF32(v32, i));
+    }
+    EXPECT_EQ(loadF32(ms, b), std::max(mMax, 1e-12f)) << "block " << b;
+    EXPECT_EQ(loadF32(vs, b), std::max(vMax, 1e-12f)) << "block " << b;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(loadF32(param, i), loadF32(p32, i)) << i;
+    int64_t b = i / block;
+    EXPECT_EQ(code4(m4, i), nearest4(mapS, loadF32(m32, i) / loadF32(ms, b)))
+        << i;
+    EXPECT_EQ(code4(v4, i), nearest4(mapU, loadF32(v32, i) / loadF32(vs, b)))
+        << i;
+  }
+  // The zero block: m codes to the map's 0, v to its smallest entry.
+  EXPECT_EQ(code4(m4, 0), 7);
+  EXPECT_EQ(code4(v4, 0), 0);
+  EXPECT_EQ(loadI64(m4, n / 2) & 15, 0);
+  EXPECT_EQ(loadI64(v4, n / 2) & 15, 0);
+
+  HostTensor p2 = param, m2 = m4, v2 = v4, ms2 = ms, vs2 = vs;
+  for (int64_t t : {2, 3}) {
+    HostTensor s = i64Scalar(t);
+    HostTensor np(DType::F32, {n}), nm(DType::U8, {(n + 1) / 2}),
+        nv(DType::U8, {(n + 1) / 2}), nms(DType::F32, {blocks}),
+        nvs(DType::F32, {blocks});
+    ASSERT_TRUE(cpu::adamw4bitUpdate(cpuCtx, param, grad, lr, s,
+                                     {m4, ms, mapS, m4, ms},
+                                     {v4, vs, mapU, v4, vs}, options, block,
+                                     param)
+                    .ok());
+    ASSERT_TRUE(cpu::adamw4bitUpdate(cpuCtx, p2, grad, lr, s,
+                                     {m2, ms2, mapS, nm, nms},
+                                     {v2, vs2, mapU, nv, nvs}, options, block,
+                                     np)
+                    .ok());
+    p2 = np, m2 = nm, v2 = nv, ms2 = nms, vs2 = nvs;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_EQ(loadF32(param, i), loadF32(p2, i)) << i;
+  for (int64_t i = 0; i < (n + 1) / 2; ++i) {
+    EXPECT_EQ(loadI64(m4, i), loadI64(m2, i)) << i;
+    EXPECT_EQ(loadI64(v4, i), loadI64(v2, i)) << i;
+  }
+}
+
+TEST(Quantize, AdamW4bitRejectsBadState) {
+  int64_t n = 10;
+  HostTensor mapS = map4(true), mapU = map4(false), wide(DType::F32, {256});
+  HostTensor param(DType::F32, {n}), grad(DType::F32, {n});
+  HostTensor codes(DType::U8, {5}), unpacked(DType::U8, {n}),
+      scales(DType::F32, {5}), one(DType::F32, {10});
+  HostTensor lr = f32Scalar(1e-3), step = i64Scalar(1);
+  cpu::AdamWOptions options{0.9, 0.999, 1e-8, 0.0};
+  auto run = [&](HostTensor &c, HostTensor &s, HostTensor &map,
+                 int64_t block) {
+    return cpu::adamw4bitUpdate(cpuCtx, param, grad, lr, step,
+                                {c, s, map, c, s}, {c, s, mapU, c, s},
+                                options, block, param);
+  };
+  EXPECT_TRUE(run(codes, scales, mapS, 2).ok());
+  Status oddBlock = run(codes, one, mapS, 1);
+  ASSERT_FALSE(oddBlock.ok());
+  EXPECT_NE(oddBlock.error.find("must be even"), std::string::npos);
+  EXPECT_FALSE(run(unpacked, scales, mapS, 2).ok());
+  EXPECT_FALSE(run(codes, one, mapS, 2).ok());
+  EXPECT_FALSE(run(codes, scales, wide, 2).ok());
+}

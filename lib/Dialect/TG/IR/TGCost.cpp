@@ -380,6 +380,11 @@ int64_t AdafactorUpdateOp::getFlops() {
 // do not compute.
 int64_t AdamW8bitUpdateOp::getFlops() { return 20 * numElements(getParam()); }
 
+// As the 8-bit update, with a divide by the scale in place of the multiply
+// by its reciprocal; the 4-step code searches and the nibble packing do
+// not compute.
+int64_t AdamW4bitUpdateOp::getFlops() { return 20 * numElements(getParam()); }
+
 // SGD with momentum (see SGDUpdateOp) plus dequantize, absmax and scale (3).
 int64_t SGD8bitUpdateOp::getFlops() {
   int64_t perElement = 2 + 3 + 3;

@@ -949,31 +949,40 @@ LogicalResult AdafactorUpdateOp::verify() {
 
 /// Checks the block size, the absmax vector (one f32 per block of the
 /// parameter) and the 256-entry maps of an 8-bit update.
+/// With `bits` 4, the codes are packed two a byte into a 1-D tensor, the
+/// maps have 16 entries and blocks are even.
 static LogicalResult verifyQuantizedState(Operation *op, Value param,
                                           int64_t blockSize,
                                           ArrayRef<std::pair<Value, Value>>
                                               codesAndAbsmax,
-                                          ArrayRef<Value> maps) {
-  if (blockSize < 1 || !llvm::isPowerOf2_64(uint64_t(blockSize)) ||
+                                          ArrayRef<Value> maps,
+                                          int bits = 8) {
+  int64_t smallest = bits == 4 ? 2 : 1;
+  if (blockSize < smallest || !llvm::isPowerOf2_64(uint64_t(blockSize)) ||
       blockSize > kMaxQuantBlockSize)
-    return op->emitOpError("block_size must be a power of two in [1, ")
-           << kMaxQuantBlockSize << "], found " << blockSize;
+    return op->emitOpError("block_size must be a power of two in [")
+           << smallest << ", " << kMaxQuantBlockSize << "], found "
+           << blockSize;
   auto type = tensorType(param);
   int64_t count = type.getNumElements();
   int64_t blocks = (count + blockSize - 1) / blockSize;
   for (auto [codes, absmax] : codesAndAbsmax) {
-    if (failed(verifyShape(op, codes, type.getShape(), "quantized state")))
+    if (bits == 8 &&
+        failed(verifyShape(op, codes, type.getShape(), "quantized state")))
+      return failure();
+    if (bits == 4 && failed(verifyShape(op, codes, {(count + 1) / 2},
+                                        "packed 4-bit state")))
       return failure();
     if (tensorType(absmax).getDimSize(0) != blocks)
       return op->emitOpError("an absmax must hold one value per block of ")
              << blockSize << " elements: " << blocks << " for " << count
              << " elements, found " << tensorType(absmax).getDimSize(0);
   }
+  int64_t entries = bits == 4 ? kQuant4MapSize : kQuantMapSize;
   for (Value map : maps)
-    if (tensorType(map).getDimSize(0) != kQuantMapSize)
+    if (tensorType(map).getDimSize(0) != entries)
       return op->emitOpError("a quantization map must have ")
-             << kQuantMapSize << " entries, found "
-             << tensorType(map).getDimSize(0);
+             << entries << " entries, found " << tensorType(map).getDimSize(0);
   return success();
 }
 
@@ -998,6 +1007,29 @@ LogicalResult AdamW8bitUpdateOp::verify() {
     return failure();
   return verifyType(*this, getNewExpAvgSqAbsmax(),
                     getExpAvgSqAbsmax().getType(), "new_exp_avg_sq_absmax");
+}
+
+LogicalResult AdamW4bitUpdateOp::verify() {
+  if (failed(verifyAdamWAttributes(*this)))
+    return failure();
+  if (failed(verifyShape(*this, getGrad(), tensorType(getParam()).getShape(),
+                         "grad")) ||
+      failed(verifyQuantizedState(
+          *this, getParam(), getBlockSize(),
+          {{getExpAvg(), getExpAvgScale()},
+           {getExpAvgSq(), getExpAvgSqScale()}},
+          {getMapSigned(), getMapUnsigned()}, /*bits=*/4)) ||
+      failed(verifyType(*this, getNewParam(), getParam().getType(),
+                        "new_param")) ||
+      failed(verifyType(*this, getNewExpAvg(), getExpAvg().getType(),
+                        "new_exp_avg")) ||
+      failed(verifyType(*this, getNewExpAvgScale(), getExpAvgScale().getType(),
+                        "new_exp_avg_scale")) ||
+      failed(verifyType(*this, getNewExpAvgSq(), getExpAvgSq().getType(),
+                        "new_exp_avg_sq")))
+    return failure();
+  return verifyType(*this, getNewExpAvgSqScale(), getExpAvgSqScale().getType(),
+                    "new_exp_avg_sq_scale");
 }
 
 LogicalResult SGD8bitUpdateOp::verify() {
@@ -1099,6 +1131,13 @@ bool AdamW8bitUpdateOp::canReuseOperandBuffer(unsigned result,
   return result < 5 && operand == tied[result];
 }
 
+bool AdamW4bitUpdateOp::canReuseOperandBuffer(unsigned result,
+                                              unsigned operand) {
+  // param, exp_avg and its scale, exp_avg_sq and its scale.
+  static const unsigned tied[] = {0, 2, 3, 4, 5};
+  return result < 5 && operand == tied[result];
+}
+
 bool SGD8bitUpdateOp::canReuseOperandBuffer(unsigned result,
                                             unsigned operand) {
   static const unsigned tied[] = {0, 2, 3}; // param, codes, absmax
@@ -1144,6 +1183,17 @@ ShardLayout AdamW8bitUpdateOp::getOperandShardLayout(unsigned operand) {
       ShardLayout::PerElement, ShardLayout::PerElement,
       ShardLayout::PerElement, ShardLayout::PerBlock,
       ShardLayout::PerElement, ShardLayout::PerBlock};
+  return operand < 6 ? layout[operand] : ShardLayout::Replicated;
+}
+
+// Blocks are even, so a shard at a block boundary starts at a byte of the
+// packed codes.
+int64_t AdamW4bitUpdateOp::getShardGranule() { return getBlockSize(); }
+ShardLayout AdamW4bitUpdateOp::getOperandShardLayout(unsigned operand) {
+  static const ShardLayout layout[] = {
+      ShardLayout::PerElement,     ShardLayout::PerElement,
+      ShardLayout::PerElementPair, ShardLayout::PerBlock,
+      ShardLayout::PerElementPair, ShardLayout::PerBlock};
   return operand < 6 ? layout[operand] : ShardLayout::Replicated;
 }
 

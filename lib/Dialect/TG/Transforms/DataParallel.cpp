@@ -430,8 +430,9 @@ LogicalResult Rewriter::shardUpdate(Member &member, Value gradShard) {
              << " is optimizer state that is not an argument of the step "
                 "used by this update alone; tg-data-parallel cannot split it";
     auto type = tensorType(value);
-    int64_t size = layout == ShardLayout::PerElement ? part
-                                                     : part / member.granule;
+    int64_t size = layout == ShardLayout::PerElement       ? part
+                   : layout == ShardLayout::PerElementPair ? part / 2
+                                                           : part / member.granule;
     shardedArgs[arg] = llvm::to_vector(type.getShape());
     arg.setType(type.clone({size}));
   }

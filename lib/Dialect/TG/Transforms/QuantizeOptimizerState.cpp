@@ -3,9 +3,12 @@
 // 8-bit optimizer state as bitsandbytes keeps it (Dettmers et al., "8-bit
 // Optimizers via Block-wise Quantization"): each state tensor becomes ui8
 // codes into a 256-entry dynamic tree map, scaled by an f32 absmax per
-// block of elements. The rewrite swaps each optimizer update for its 8-bit
-// form and each f32 state argument for two arguments (codes and absmax);
-// the fused update dequantizes, updates and requantizes a block at a time.
+// block of elements. 4-bit AdamW state as Li et al. ("Memory Efficient
+// Optimizers with 4-bit States") and torchao's AdamW4bit keep it: codes
+// into 16-entry maps, packed two a byte, an f32 scale per block of 128.
+// The rewrite swaps each optimizer update for its quantized form and each
+// f32 state argument for two arguments (codes and absmax); the fused update
+// dequantizes, updates and requantizes a block at a time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,17 +57,21 @@ SmallVector<float> linspace(float start, float end, int64_t steps) {
   return values;
 }
 
-/// bitsandbytes' create_dynamic_map(signed, max_exponent_bits=7,
-/// total_bits=8): for each exponent i in 0..6, the midpoints of a linear
+/// bitsandbytes' create_dynamic_map(signed, max_exponent_bits, total_bits)
+/// (7 and 8 for 8-bit state; 3 and 4 for torchao's 4-bit first moment):
+/// for each exponent i below max_exponent_bits, the midpoints of a linear
 /// split of [0.1, 1] into 2^i (signed) or 2^(i+1) (unsigned) intervals,
-/// scaled by 10^(i-6) (and negated too, when signed); then 0 and 1, padding
-/// zeros to 256 entries, sorted. Arithmetic in f32 as torch does it.
-SmallVector<float> dynamicMap(bool isSigned) {
+/// scaled by 10^(i - max_exponent_bits + 1) (and negated too, when signed);
+/// then 0 and 1, padding zeros to 2^total_bits entries, sorted. Arithmetic
+/// in f32 as torch does it. (Both widths use every exponent bit, so the
+/// map has no entries of bitsandbytes' "additional items".)
+SmallVector<float> dynamicMap(bool isSigned, int exponentBits = 7,
+                              int totalBits = 8) {
   SmallVector<float> data;
-  for (int i = 0; i < 7; ++i) {
+  for (int i = 0; i < exponentBits; ++i) {
     int64_t items = isSigned ? (int64_t(1) << i) + 1 : (int64_t(1) << (i + 1)) + 1;
     SmallVector<float> bounds = linspace(0.1f, 1.0f, items);
-    float scale = float(std::pow(10.0, double(i - 6)));
+    float scale = float(std::pow(10.0, double(i - exponentBits + 1)));
     for (int64_t k = 0; k + 1 < items; ++k) {
       float mean = (bounds[k] + bounds[k + 1]) / 2.0f;
       data.push_back(scale * mean);
@@ -74,19 +81,31 @@ SmallVector<float> dynamicMap(bool isSigned) {
   }
   data.push_back(0.0f);
   data.push_back(1.0f);
-  data.resize(kQuantMapSize, 0.0f);
+  data.resize(size_t(1) << totalBits, 0.0f);
   std::sort(data.begin(), data.end());
   return data;
 }
 
-/// What the state `<name>` becomes: `<name>.q8` (ui8 codes) and
-/// `<name>.absmax` (f32 per block).
-constexpr StringLiteral kCodesSuffix = ".q8";
+/// torchao's 4-bit second-moment map: torch.linspace(0, 1, 17)[1:], linear
+/// without zero.
+SmallVector<float> linearMap4() {
+  SmallVector<float> values = linspace(0.0f, 1.0f, kQuant4MapSize + 1);
+  values.erase(values.begin());
+  return values;
+}
+
+/// What the state `<name>` becomes: `<name>.q8` (ui8 codes) or `<name>.q4`
+/// (packed 4-bit codes), and `<name>.absmax` (f32 per block).
 constexpr StringLiteral kAbsmaxSuffix = ".absmax";
 
 struct Config {
+  StateFormat format;
   int64_t blockSize, minSize;
   bool print;
+
+  bool fourBit() const { return format == StateFormat::Int4; }
+  StringRef codesSuffix() const { return fourBit() ? ".q4" : ".q8"; }
+  StringRef bitsName() const { return fourBit() ? "4-bit" : "8-bit"; }
 };
 
 /// One f32 state operand of an update and what replaces it.
@@ -132,8 +151,13 @@ Value Rewriter::map(bool isSigned) {
     return cached;
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToStart(&step.getBody().front());
-  auto type = RankedTensorType::get({kQuantMapSize}, builder.getF32Type());
-  SmallVector<float> values = dynamicMap(isSigned);
+  SmallVector<float> values =
+      !config.fourBit() ? dynamicMap(isSigned)
+      : isSigned        ? dynamicMap(/*isSigned=*/true, /*exponentBits=*/3,
+                                     /*totalBits=*/4)
+                        : linearMap4();
+  auto type = RankedTensorType::get({int64_t(values.size())},
+                                    builder.getF32Type());
   cached = ConstantOp::create(builder, step.getLoc(),
                               DenseElementsAttr::get(type, ArrayRef(values)));
   return cached;
@@ -156,13 +180,18 @@ Rewriter::quantizeArgument(Operation *update, Value operand) {
   if (step.getArgAttr(arg.getArgNumber(), TGDialect::kInitAttr))
     return update->emitOpError("state '")
            << name.getValue()
-           << "' has an initializer; 8-bit state starts from zero";
+           << "' has an initializer; " << config.bitsName()
+           << " state starts from zero";
   auto type = cast<RankedTensorType>(arg.getType());
   int64_t count = type.getNumElements();
   int64_t blocks = (count + config.blockSize - 1) / config.blockSize;
+  // 4-bit codes: two a byte, in a flat tensor.
+  SmallVector<int64_t> codesShape =
+      config.fourBit() ? SmallVector<int64_t>{(count + 1) / 2}
+                       : llvm::to_vector(type.getShape());
   auto codesType = RankedTensorType::get(
-      type.getShape(), IntegerType::get(step.getContext(), 8,
-                                        IntegerType::Unsigned));
+      codesShape,
+      IntegerType::get(step.getContext(), 8, IntegerType::Unsigned));
   auto absmaxType = RankedTensorType::get({blocks}, builder.getF32Type());
   auto attrs = [&](StringRef suffix) {
     return builder.getDictionaryAttr(builder.getNamedAttr(
@@ -172,14 +201,14 @@ Rewriter::quantizeArgument(Operation *update, Value operand) {
   // Appended: the old argument is erased at the end, when no index held
   // elsewhere can move.
   unsigned index = step.getNumArguments();
-  if (failed(step.insertArgument(index, codesType, attrs(kCodesSuffix),
+  if (failed(step.insertArgument(index, codesType, attrs(config.codesSuffix()),
                                  arg.getLoc())) ||
       failed(step.insertArgument(index + 1, absmaxType, attrs(kAbsmaxSuffix),
                                  arg.getLoc())))
     return update->emitOpError("cannot add the quantized state arguments");
   erasedArgs.push_back(arg.getArgNumber());
   bytesBefore += count * int64_t(type.getElementTypeBitWidth() / 8);
-  bytesAfter += count + 4 * blocks;
+  bytesAfter += codesType.getNumElements() + 4 * blocks;
   return std::make_pair(step.getArgument(index), step.getArgument(index + 1));
 }
 
@@ -219,7 +248,7 @@ LogicalResult Rewriter::replaceResults(Operation *op, Operation *replacement,
     if (!name)
       return op->emitOpError("the step returns its updated state without "
                              "'tg.update'");
-    static const StringRef suffixes[] = {kCodesSuffix, kAbsmaxSuffix};
+    const StringRef suffixes[] = {config.codesSuffix(), kAbsmaxSuffix};
     for (auto [value, suffix] : llvm::zip(it->second, suffixes)) {
       results.push_back(value);
       resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
@@ -244,7 +273,20 @@ LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
   builder.setInsertionPoint(op);
   auto [mCodes, mAbsmax] = *m;
   auto [vCodes, vAbsmax] = *v;
-  auto update = AdamW8bitUpdateOp::create(
+  Operation *update;
+  if (config.fourBit())
+    update = AdamW4bitUpdateOp::create(
+        builder, op.getLoc(),
+        TypeRange{op.getParam().getType(), mCodes.getType(),
+                  mAbsmax.getType(), vCodes.getType(), vAbsmax.getType()},
+        op.getParam(), op.getGrad(), mCodes, mAbsmax, vCodes, vAbsmax,
+        map(/*isSigned=*/true), map(/*isSigned=*/false), op.getLr(),
+        op.getStep(), op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(),
+        op.getEpsAttr(), op.getWeightDecayAttr(),
+        builder.getI64IntegerAttr(config.blockSize),
+        op.getRoundingSeedAttr());
+  else
+    update = AdamW8bitUpdateOp::create(
       builder, op.getLoc(),
       TypeRange{op.getParam().getType(), mCodes.getType(), mAbsmax.getType(),
                 vCodes.getType(), vAbsmax.getType()},
@@ -260,6 +302,9 @@ LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
 }
 
 LogicalResult Rewriter::rewrite(SGDUpdateOp op) {
+  if (config.fourBit())
+    return op.emitOpError("4-bit optimizer state is for AdamW; keep SGD's "
+                          "momentum buffer in 8 bits (--optimizer-state=8bit)");
   auto buffer = quantizeArgument(op, op.getMomentumBuffer());
   if (failed(buffer))
     return failure();
@@ -313,11 +358,15 @@ struct QuantizeOptimizerStatePass
   void runOnOperation() override {
     if (format == StateFormat::F32)
       return markAllAnalysesPreserved();
-    if (blockSize < 1 || !llvm::isPowerOf2_64(uint64_t(blockSize)) ||
-        blockSize > kMaxQuantBlockSize) {
+    bool fourBit = format == StateFormat::Int4;
+    int64_t block = blockSize ? int64_t(blockSize) : fourBit ? 128 : 256;
+    int64_t smallest = fourBit ? 2 : 1;
+    if (block < smallest || !llvm::isPowerOf2_64(uint64_t(block)) ||
+        block > kMaxQuantBlockSize) {
       emitOptionError(getOperation(), "tg-quantize-optimizer-state: block-size must "
-                               "be a power of two in [1, ")
-          << kMaxQuantBlockSize << "], found " << int64_t(blockSize);
+                               "be a power of two in [")
+          << smallest << ", " << kMaxQuantBlockSize << "]"
+          << (fourBit ? " for 4-bit state" : "") << ", found " << block;
       return signalPassFailure();
     }
     if (minSize < 0) {
@@ -326,7 +375,7 @@ struct QuantizeOptimizerStatePass
           << int64_t(minSize);
       return signalPassFailure();
     }
-    Config config{blockSize, minSize, printSummary};
+    Config config{format, block, minSize, printSummary};
     auto rewrite = [&](func::FuncOp step) -> LogicalResult {
       Rewriter rewriter(step, config);
       if (failed(rewriter.run()))
@@ -334,7 +383,8 @@ struct QuantizeOptimizerStatePass
       std::string line;
       llvm::raw_string_ostream os(line);
       os << "@" << step.getSymName() << ": " << rewriter.quantized
-         << " updates with 8-bit state (block " << config.blockSize << "), "
+         << " updates with " << config.bitsName() << " state (block "
+         << config.blockSize << "), "
          << rewriter.kept << " kept in f32 (< " << config.minSize
          << " elements); their state " << rewriter.bytesBefore << " -> "
          << rewriter.bytesAfter << " bytes";

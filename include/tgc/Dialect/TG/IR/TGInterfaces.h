@@ -18,7 +18,7 @@ namespace tgc::tg {
 
 /// How an operand of an optimizer update lines up with its parameter, for
 /// splitting the update across ranks (OptimizerUpdateOpInterface).
-enum class ShardLayout { Replicated, PerElement, PerBlock };
+enum class ShardLayout { Replicated, PerElement, PerElementPair, PerBlock };
 
 /// Bytes one element of `elementType` occupies in memory (i1 takes a byte).
 int64_t getElementByteSize(mlir::Type elementType);

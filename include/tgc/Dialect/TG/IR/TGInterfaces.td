@@ -181,8 +181,9 @@ def TG_OptimizerUpdateOpInterface : OpInterface<"OptimizerUpdateOpInterface"> {
     InterfaceMethod<[{
         How operand `operand` is laid out against the parameter: Replicated
         (scalars, code maps: every shard reads all of it), PerElement (one
-        value per parameter element, row-major) or PerBlock (one value per
-        granule of elements)
+        value per parameter element, row-major), PerElementPair (one value
+        per two elements: packed 4-bit codes; the granule is even) or
+        PerBlock (one value per granule of elements)
       }],
       "::tgc::tg::ShardLayout", "getOperandShardLayout",
       (ins "unsigned":$operand)>,

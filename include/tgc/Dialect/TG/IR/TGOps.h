@@ -40,6 +40,8 @@ bool computesResult(mlir::Operation *op, unsigned index);
 /// block keeps in shared memory).
 inline constexpr int64_t kQuantMapSize = 256;
 inline constexpr int64_t kMaxQuantBlockSize = 4096;
+/// 4-bit state (`tg.adamw_4bit_update`): 16-entry maps, two codes a byte.
+inline constexpr int64_t kQuant4MapSize = 16;
 
 } // namespace tgc::tg
 

@@ -1055,6 +1055,62 @@ def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [TG_InPlaceTied,
   let hasVerifier = 1;
 }
 
+def TG_AdamW4bitUpdateOp : TG_Op<"adamw_4bit_update", [TG_InPlaceTied,
+                                                         TG_BlockwiseUpdate]> {
+  let summary = "one step of AdamW with blockwise 4-bit moments";
+  let description = [{
+    `tg.adamw_update`'s arithmetic (in f32, torch.optim.AdamW's order) on
+    moments stored in 4 bits as Li et al. ("Memory Efficient Optimizers
+    with 4-bit States", NeurIPS 2023) and torchao's AdamW4bit store them:
+    each moment is a 1-D ui8 tensor of `ceil(n / 2)` bytes packing two
+    4-bit codes (element `2k` in the high nibble of byte `k`, `2k + 1` in
+    the low one, as torchao packs them; the low nibble after an odd last
+    element is 0) and an
+    f32 scale per block of `block_size` consecutive elements (row-major,
+    even, the last block may be short). Code `q` of block `b` stands for
+    `map[q] * scale[b]`: `exp_avg` on `map_signed` (16 entries: the
+    dynamic tree map with 3 exponent bits, zero and one included),
+    `exp_avg_sq` on `map_unsigned` (16 entries `1/16 .. 1`, no zero, so no
+    second moment dequantizes to 0).
+
+    Block by block: dequantize both moments, update them and the parameter
+    as AdamW does (from the unrounded new moments), take each moment's new
+    scale `max(max |x|, 1e-12)` over the block, and requantize each value
+    to the nearest entry of `x / scale`: the largest entry `map[c] <= x /
+    scale` (or entry 0), then `c + 1` when `x / scale - map[c] >=
+    (map[c + 1] - map[c]) * 0.5` (a tie rounds up). Zero-initialised
+    state (every scale 0) dequantizes to zero. No f32 copy of a whole
+    moment exists. Results are meant to be written in place of the
+    parameter and the four state operands; with `apply` false nothing
+    changes. A non-zero `rounding_seed` rounds a bf16 parameter
+    stochastically, as `tg.adamw_update` does.
+  }];
+  let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
+                       TG_CodeTensor:$exp_avg, TG_F32Vector:$exp_avg_scale,
+                       TG_CodeTensor:$exp_avg_sq,
+                       TG_F32Vector:$exp_avg_sq_scale,
+                       TG_F32Vector:$map_signed, TG_F32Vector:$map_unsigned,
+                       TG_F32Scalar:$lr, TG_I64Scalar:$step,
+                       Optional<TG_BoolScalar>:$apply,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
+                       DefaultValuedAttr<I64Attr, "128">:$block_size,
+                       DefaultValuedAttr<I64Attr, "0">:$rounding_seed);
+  let results = (outs TG_FloatTensor:$new_param,
+                      TG_CodeTensor:$new_exp_avg,
+                      TG_F32Vector:$new_exp_avg_scale,
+                      TG_CodeTensor:$new_exp_avg_sq,
+                      TG_F32Vector:$new_exp_avg_sq_scale);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_scale `,` $exp_avg_sq `,`
+    $exp_avg_sq_scale `,` $map_signed `,` $map_unsigned `,` $lr `,` $step
+    (`if` $apply^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_SGD8bitUpdateOp : TG_Op<"sgd_8bit_update", [TG_InPlaceTied,
                                                      TG_BlockwiseUpdate]> {
   let summary = "one step of SGD with a blockwise 8-bit momentum buffer";

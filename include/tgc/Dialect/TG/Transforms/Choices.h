@@ -27,7 +27,7 @@ enum class Half { None, BF16, F16 };
 /// tg-optimizer's update rule.
 enum class OptimizerKind { AdamW, SGD, Adafactor };
 /// How optimizer state is stored (tg-quantize-optimizer-state).
-enum class StateFormat { F32, Int8 };
+enum class StateFormat { F32, Int8, Int4 };
 /// How trainable parameters are stored (tg-master-weights): f32, or bf16
 /// with no f32 copy.
 enum class MasterWeights { F32, BF16 };
@@ -68,7 +68,8 @@ template <> struct Choices<StateFormat> {
   static constexpr ChoiceName<StateFormat> names[] = {
       {StateFormat::F32, "none"},
       {StateFormat::F32, "f32"},
-      {StateFormat::Int8, "8bit"}};
+      {StateFormat::Int8, "8bit"},
+      {StateFormat::Int4, "4bit"}};
 };
 template <> struct Choices<MasterWeights> {
   static constexpr ChoiceName<MasterWeights> names[] = {

@@ -298,27 +298,43 @@ def TGOptimizer : Pass<"tg-optimizer", "mlir::ModuleOp"> {
 
 def TGQuantizeOptimizerState : Pass<"tg-quantize-optimizer-state",
                                     "mlir::ModuleOp"> {
-  let summary = "Keeps optimizer state in 8 bits (bitsandbytes' blockwise "
-                "dynamic quantization)";
+  let summary = "Keeps optimizer state in 8 or 4 bits (blockwise "
+                "quantization)";
   let description = [{
     For every `func.func` marked `tg.train_step` (after tg-optimizer), each
     `tg.adamw_update` and each `tg.sgd_update` with a momentum buffer whose
-    parameter has at least `min-size` elements becomes
-    `tg.adamw_8bit_update` / `tg.sgd_8bit_update`: every f32 state tensor
-    `<state>` (say `w.exp_avg`) is replaced by `<state>.q8`, ui8 codes of
-    the parameter's shape, and `<state>.absmax`, one f32 per block of
-    `block-size` elements. The maps are bitsandbytes' dynamic tree maps
+    parameter has at least `min-size` elements gets quantized state.
+
+    `format=8bit` (bitsandbytes' blockwise dynamic quantization, Dettmers
+    et al.): the update becomes `tg.adamw_8bit_update` /
+    `tg.sgd_8bit_update`, and every f32 state tensor `<state>` (say
+    `w.exp_avg`) is replaced by `<state>.q8`, ui8 codes of the parameter's
+    shape, and `<state>.absmax`, one f32 per block of `block-size`
+    elements (default 256). The maps are bitsandbytes' dynamic tree maps
     (signed for the first moment and momentum, unsigned for the second
-    moment), constants of the step. Smaller tensors keep f32 state, as
-    bitsandbytes keeps it below 4096 elements. `format=f32` (or `none`)
-    changes nothing; `print` reports what was quantized to stderr.
+    moment), constants of the step.
+
+    `format=4bit` (Li et al., "Memory Efficient Optimizers with 4-bit
+    States", as torchao's AdamW4bit keeps them; AdamW only): the update
+    becomes `tg.adamw_4bit_update`, and `<state>` becomes `<state>.q4`, the
+    codes packed two a byte, and `<state>.absmax`, one f32 scale per block
+    (default 128). The first moment's map is the signed dynamic tree map
+    with 3 exponent bits; the second moment's is linear without zero
+    (1/16 .. 1).
+
+    Smaller tensors keep f32 state, as bitsandbytes and torchao keep it
+    below 4096 elements. `format=f32` (or `none`) changes nothing; `print`
+    reports what was quantized to stderr.
   }];
   let options = [
     Option<"format", "format", "::tgc::tg::StateFormat",
            /*default=*/"::tgc::tg::StateFormat::Int8",
-           "State format: 8bit (blockwise dynamic), or f32 / none (unchanged)">,
-    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
-           "Elements per absmax block (a power of two up to 4096)">,
+           "State format: 8bit (blockwise dynamic), 4bit (AdamW: dynamic "
+           "first moment, linear zero-free second moment), or f32 / none "
+           "(unchanged)">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"0",
+           "Elements per absmax block (a power of two up to 4096; even for "
+           "4bit; 0: the format's, 256 for 8bit and 128 for 4bit)">,
     Option<"minSize", "min-size", "int64_t", /*default=*/"4096",
            "Parameters with fewer elements keep f32 state">,
     Option<"printSummary", "print", "bool", /*default=*/"false",
