@@ -116,6 +116,20 @@ TGC_HOST_DEVICE inline T applyInt(T a, T b) {
     return a < b ? a : b;
 }
 
+/// The code of x on a sorted 16-entry map of 4-bit optimizer state
+/// (tg.adamw_4bit_update), as torchao rounds: the largest entry <= x by a
+/// 4-step search (entry 0 below them all), then one entry up when x is at
+/// least half way to it. (Neither expression can contract into an FMA.)
+TGC_HOST_DEVICE inline unsigned quantize4(const float *map, float x) {
+  int code = x >= map[8] ? 8 : 0;
+  code += x >= map[code + 4] ? 4 : 0;
+  code += x >= map[code + 2] ? 2 : 0;
+  code += x >= map[code + 1] ? 1 : 0;
+  int up = code < 15 ? code + 1 : 15;
+  float down = map[code];
+  return unsigned(x - down >= (map[up] - down) * 0.5f ? up : code);
+}
+
 /// sqrt(2 / pi) and the cubic coefficient of GELU's tanh approximation.
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;

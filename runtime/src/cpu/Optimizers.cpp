@@ -317,6 +317,34 @@ void quantizedAdamW(const TensorRef &param, const TensorRef &grad,
   newP.commit();
 }
 
+/// The checks and the step's scalars the 8-bit and 4-bit AdamW updates
+/// share, then their block loop: `check` checks one moment's codes, scales
+/// and map; `make(refs, isSigned)` makes its State.
+template <typename Check, typename Make>
+Status quantizedAdamWUpdate(const TensorRef &param, const TensorRef &grad,
+                            const TensorRef &lr, const TensorRef &step,
+                            const QuantizedStateRefs &m,
+                            const QuantizedStateRefs &v,
+                            const AdamWOptions &options, int64_t blockSize,
+                            TensorRef &newParam, Check check, Make make) {
+  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
+  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
+  TGC_RETURN_IF_ERROR(check(param, m, blockSize, "exp_avg"));
+  TGC_RETURN_IF_ERROR(check(param, v, blockSize, "exp_avg_sq"));
+  TGC_RETURN_IF_ERROR(checkRoundingSeed(options.roundingSeed, param));
+  float lrValue;
+  int64_t t;
+  TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
+  AdamWStep update(lrValue, t, options.beta1, options.beta2, options.eps,
+                   options.weightDecay);
+  quantizedAdamW(param, grad, make(m, /*isSigned=*/true),
+                 make(v, /*isSigned=*/false), update, options.roundingSeed, t,
+                 blockSize, newParam);
+  return Status::success();
+}
+
 } // namespace
 
 Status checkRoundingSeed(int64_t seed, const TensorRef &param) {
@@ -395,33 +423,19 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
                        const QuantizedStateRefs &v8,
                        const AdamWOptions &options, int64_t blockSize,
                        TensorRef &newParam) {
-  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(checkQuantized(param, m8, blockSize, "exp_avg"));
-  TGC_RETURN_IF_ERROR(checkQuantized(param, v8, blockSize, "exp_avg_sq"));
-  TGC_RETURN_IF_ERROR(checkRoundingSeed(options.roundingSeed, param));
-  float lrValue;
-  int64_t t;
-  TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
-
-  AdamWStep update(lrValue, t, options.beta1, options.beta2, options.eps,
-                   options.weightDecay);
-  QuantizedState m(m8, /*isSigned=*/true);
-  QuantizedState v(v8, /*isSigned=*/false);
-  quantizedAdamW(param, grad, m, v, update, options.roundingSeed, t,
-                 blockSize, newParam);
-  return Status::success();
+  return quantizedAdamWUpdate(
+      param, grad, lr, step, m8, v8, options, blockSize, newParam,
+      checkQuantized, [](const QuantizedStateRefs &refs, bool isSigned) {
+        return QuantizedState(refs, isSigned);
+      });
 }
 
 namespace {
 
 /// A moment of 4-bit state: codes into a 16-entry map packed two a byte
 /// (element 2k in the high nibble of byte k, 2k + 1 in the low one, as
-/// torchao packs them), scaled by one f32 per block; rounded as torchao
-/// rounds: the largest entry <= x by a 4-step search (entry 0 below them
-/// all), then one entry up when x is at least half way to it.
+/// torchao packs them), scaled by one f32 per block; rounded by
+/// rt::quantize4 (torchao's rule).
 struct Quant4State {
   const uint8_t *codes;
   const float *scales;
@@ -442,16 +456,6 @@ struct Quant4State {
     return map[code] * scales[block];
   }
 
-  unsigned quantize(float x) const {
-    int code = x >= map[8] ? 8 : 0;
-    code += x >= map[code + 4] ? 4 : 0;
-    code += x >= map[code + 2] ? 2 : 0;
-    code += x >= map[code + 1] ? 1 : 0;
-    int up = code < 15 ? code + 1 : 15;
-    float down = map[code];
-    return unsigned(x - down >= (map[up] - down) * 0.5f ? up : code);
-  }
-
   /// A block's new values (`count` from the even element `first`) with the
   /// scale max(max |x|, 1e-12), as torchao's scale_tensor and
   /// quantize_4bit_with_qmap compute them.
@@ -462,8 +466,9 @@ struct Quant4State {
       absmax = std::max(absmax, std::fabs(values[e]));
     float scale = std::max(absmax, 1e-12f);
     for (int64_t e = 0; e < count; e += 2) {
-      unsigned high = quantize(values[e] / scale);
-      unsigned low = e + 1 < count ? quantize(values[e + 1] / scale) : 0;
+      unsigned high = quantize4(map, values[e] / scale);
+      unsigned low =
+          e + 1 < count ? quantize4(map, values[e + 1] / scale) : 0;
       newCodes[(first + e) >> 1] = uint8_t(high << 4 | low);
     }
     newScales[block] = scale;
@@ -499,22 +504,11 @@ Status adamw4bitUpdate(Context &ctx, const TensorRef &param,
                        const QuantizedStateRefs &v4,
                        const AdamWOptions &options, int64_t blockSize,
                        TensorRef &newParam) {
-  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(checkQuantized4(param, m4, blockSize, "exp_avg"));
-  TGC_RETURN_IF_ERROR(checkQuantized4(param, v4, blockSize, "exp_avg_sq"));
-  TGC_RETURN_IF_ERROR(checkRoundingSeed(options.roundingSeed, param));
-  float lrValue;
-  int64_t t;
-  TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
-
-  AdamWStep update(lrValue, t, options.beta1, options.beta2, options.eps,
-                   options.weightDecay);
-  quantizedAdamW(param, grad, Quant4State(m4), Quant4State(v4), update,
-                 options.roundingSeed, t, blockSize, newParam);
-  return Status::success();
+  return quantizedAdamWUpdate(
+      param, grad, lr, step, m4, v4, options, blockSize, newParam,
+      checkQuantized4, [](const QuantizedStateRefs &refs, bool) {
+        return Quant4State(refs);
+      });
 }
 
 Status sgd8bitUpdate(Context &ctx, const TensorRef &param,

@@ -385,6 +385,43 @@ __global__ void adamw8bitKernel(const void *param, DType paramType,
 static_assert(int64_t(kMaxPerThread) * kThreads == cpu::kMaxQuantBlock,
               "the 8-bit kernels hold the largest block in registers");
 
+namespace {
+/// The signature the 8-bit and 4-bit AdamW kernels share.
+using QuantizedAdamWKernel = void (*)(
+    const void *, DType, const void *, DType, const uint8_t *, const float *,
+    const uint8_t *, const float *, const float *, const float *,
+    const float *, const int64_t *, AdamWParams, int64_t, void *, uint8_t *,
+    float *, uint8_t *, float *, int64_t, DeviceError *, const uint8_t *);
+
+/// Launches one of them over the blocks of state (at least one: the kernel
+/// still checks the step when there are no elements).
+void launchQuantizedAdamW(QuantizedAdamWKernel kernel, unsigned threads,
+                          Context &ctx, const TensorRef &param,
+                          const TensorRef &grad, const TensorRef &lr,
+                          const TensorRef &step,
+                          const cpu::QuantizedStateRefs &m,
+                          const cpu::QuantizedStateRefs &v,
+                          const AdamWParams &hp, int64_t blockSize,
+                          TensorRef &newParam) {
+  int64_t n = param.numElements();
+  int64_t blocks = (n + blockSize - 1) / blockSize;
+  kernel<<<unsigned(blocks > 0 ? blocks : 1), threads, 0, streamOf(ctx)>>>(
+      param.data, param.dtype, grad.data, grad.dtype,
+      static_cast<const uint8_t *>(m.codes.data),
+      static_cast<const float *>(m.absmax.data),
+      static_cast<const uint8_t *>(v.codes.data),
+      static_cast<const float *>(v.absmax.data),
+      static_cast<const float *>(m.map.data),
+      static_cast<const float *>(v.map.data),
+      static_cast<const float *>(lr.data),
+      static_cast<const int64_t *>(step.data), hp, blockSize, newParam.data,
+      static_cast<uint8_t *>(m.newCodes.data),
+      static_cast<float *>(m.newAbsmax.data),
+      static_cast<uint8_t *>(v.newCodes.data),
+      static_cast<float *>(v.newAbsmax.data), n, ctx.deviceError, ctx.apply);
+}
+} // namespace
+
 Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
                        const TensorRef &grad, const TensorRef &lr,
                        const TensorRef &step, const cpu::QuantizedStateRefs &m8,
@@ -398,24 +435,8 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
     return status;
   AdamWParams hp = adamwParams(options.beta1, options.beta2, options.eps,
                                options.weightDecay, options.roundingSeed);
-  int64_t n = param.numElements();
-  int64_t blocks = (n + blockSize - 1) / blockSize;
-  // At least one block: the kernel still checks the step when n is 0.
-  adamw8bitKernel<<<unsigned(blocks > 0 ? blocks : 1), quantThreads(blockSize),
-                    0, streamOf(ctx)>>>(
-      param.data, param.dtype, grad.data, grad.dtype,
-      static_cast<const uint8_t *>(m8.codes.data),
-      static_cast<const float *>(m8.absmax.data),
-      static_cast<const uint8_t *>(v8.codes.data),
-      static_cast<const float *>(v8.absmax.data),
-      static_cast<const float *>(m8.map.data),
-      static_cast<const float *>(v8.map.data),
-      static_cast<const float *>(lr.data),
-      static_cast<const int64_t *>(step.data), hp, blockSize, newParam.data,
-      static_cast<uint8_t *>(m8.newCodes.data),
-      static_cast<float *>(m8.newAbsmax.data),
-      static_cast<uint8_t *>(v8.newCodes.data),
-      static_cast<float *>(v8.newAbsmax.data), n, ctx.deviceError, ctx.apply);
+  launchQuantizedAdamW(adamw8bitKernel, quantThreads(blockSize), ctx, param,
+                       grad, lr, step, m8, v8, hp, blockSize, newParam);
   TGC_CUDA_LAUNCH("adamw_8bit_update");
   return Status::success();
 }
@@ -435,20 +456,6 @@ constexpr int kMaxPairsPerThread = int(cpu::kMaxQuantBlock / (2 * kThreads));
 inline unsigned quant4Threads(int64_t blockSize) {
   return unsigned(blockSize / 2 < int64_t(kThreads) ? blockSize / 2
                                                     : kThreads);
-}
-
-/// As cpu's Quant4Map::quantize: the largest entry <= x by halving steps,
-/// then one up when x is at least half way to it.
-__device__ inline unsigned quantize4(const float *map, float x) {
-  int code = x >= map[8] ? 8 : 0;
-  code += x >= map[code + 4] ? 4 : 0;
-  code += x >= map[code + 2] ? 2 : 0;
-  code += x >= map[code + 1] ? 1 : 0;
-  int up = code < 15 ? code + 1 : 15;
-  float down = map[code];
-  return __fsub_rn(x, down) >= __fmul_rn(__fsub_rn(map[up], down), 0.5f)
-             ? unsigned(up)
-             : unsigned(code);
 }
 
 /// Requantizes this thread's pairs of new values (pair k in values[2k],
@@ -548,24 +555,8 @@ Status adamw4bitUpdate(Context &ctx, const TensorRef &param,
     return status;
   AdamWParams hp = adamwParams(options.beta1, options.beta2, options.eps,
                                options.weightDecay, options.roundingSeed);
-  int64_t n = param.numElements();
-  int64_t blocks = (n + blockSize - 1) / blockSize;
-  // At least one block: the kernel still checks the step when n is 0.
-  adamw4bitKernel<<<unsigned(blocks > 0 ? blocks : 1),
-                    quant4Threads(blockSize), 0, streamOf(ctx)>>>(
-      param.data, param.dtype, grad.data, grad.dtype,
-      static_cast<const uint8_t *>(m4.codes.data),
-      static_cast<const float *>(m4.absmax.data),
-      static_cast<const uint8_t *>(v4.codes.data),
-      static_cast<const float *>(v4.absmax.data),
-      static_cast<const float *>(m4.map.data),
-      static_cast<const float *>(v4.map.data),
-      static_cast<const float *>(lr.data),
-      static_cast<const int64_t *>(step.data), hp, blockSize, newParam.data,
-      static_cast<uint8_t *>(m4.newCodes.data),
-      static_cast<float *>(m4.newAbsmax.data),
-      static_cast<uint8_t *>(v4.newCodes.data),
-      static_cast<float *>(v4.newAbsmax.data), n, ctx.deviceError, ctx.apply);
+  launchQuantizedAdamW(adamw4bitKernel, quant4Threads(blockSize), ctx, param,
+                       grad, lr, step, m4, v4, hp, blockSize, newParam);
   TGC_CUDA_LAUNCH("adamw_4bit_update");
   return Status::success();
 }
