@@ -10,6 +10,7 @@
 #include "CheckpointFiles.h"
 #include "FileIO.h"
 #include "tgc/runtime/Process.h"
+#include "tgc/runtime/Threads.h"
 #include "Safetensors.h"
 #include "cpu/Common.h"
 
@@ -25,7 +26,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <functional>
+#include <thread>
 #include <optional>
 #include <set>
 
@@ -372,7 +375,8 @@ static Status checkValues(const SafetensorsEntry &entry, const char *data,
   view.dtype = stored;
   view.shape = {count};
   if (isFloat(stored)) {
-    if (int64_t i = cpu::firstNonFinite(view); i >= 0) {
+    // On the loader's reader threads: one thread a piece.
+    if (int64_t i = cpu::firstNonFiniteSerial(view); i >= 0) {
       float value = loadF32(view, i);
       return Status::failure(
           "tensor '" + entry.name + "' holds " +
@@ -599,6 +603,117 @@ static bool isHuggingFaceBuffer(const std::string &name) {
          endsWith("rotary_emb.inv_freq");
 }
 
+/// Loading reads at most this many bytes a piece: each is read (and
+/// converted) by one reader while the others read theirs.
+constexpr uint64_t kLoadPieceBytes = uint64_t(16) << 20;
+/// Readers at least, whatever the thread count: a cold file reads faster
+/// with several requests in flight, whose threads mostly wait.
+constexpr int64_t kMinLoadReaders = 4;
+
+/// Elements [first, first + count) of a tensor loaded from `entry`.
+struct LoadPiece {
+  int32_t index;
+  const SafetensorsEntry *entry;
+  const SafetensorsFile *file;
+  size_t part; // the file's place among the checkpoint's files
+  DType stored; // the file's dtype
+  int64_t first, count;
+};
+
+/// Reads, checks and (where the dtypes differ) converts one piece into the
+/// session's host copy; `buffer` is the reader's conversion buffer. Runs on
+/// a reader thread: nothing here starts threads of its own.
+static Status loadPiece(Session &session, const LoadPiece &piece,
+                        std::vector<char> &buffer) {
+  const Program &program = session.program();
+  TensorRef view = session.hostView(piece.index);
+  const TensorInfo &info = program.tensors[piece.index];
+  const SafetensorsEntry &entry = *piece.entry;
+  bool counter = piece.index == program.stepCounter;
+  size_t storedSize = dtypeSize(piece.stored);
+  char *into = static_cast<char *>(view.data);
+  if (info.isShard()) {
+    // This rank's part of the whole: elements [r n, (r + 1) n), zero past
+    // the whole's end (state, whose dtype a load never converts).
+    int64_t n = view.numElements(), whole = info.wholeElements();
+    int64_t first =
+        std::min(whole, int64_t(session.communicator().rank()) * n);
+    int64_t count = std::min(n, whole - first);
+    std::memset(into, 0, view.numBytes());
+    TGC_RETURN_IF_ERROR(piece.file->read(entry, uint64_t(first) * storedSize,
+                                         into, uint64_t(count) * storedSize));
+    return checkValues(entry, into, view.dtype, count, first, info, counter);
+  }
+  if (piece.stored == view.dtype) {
+    char *at = into + uint64_t(piece.first) * storedSize;
+    TGC_RETURN_IF_ERROR(piece.file->read(entry,
+                                         uint64_t(piece.first) * storedSize,
+                                         at, uint64_t(piece.count) *
+                                                 storedSize));
+    return checkValues(entry, at, view.dtype, piece.count, piece.first, info,
+                       counter);
+  }
+  buffer.resize(std::max(buffer.size(), size_t(piece.count) * storedSize));
+  TGC_RETURN_IF_ERROR(piece.file->read(entry,
+                                       uint64_t(piece.first) * storedSize,
+                                       buffer.data(),
+                                       uint64_t(piece.count) * storedSize));
+  TGC_RETURN_IF_ERROR(checkValues(entry, buffer.data(), piece.stored,
+                                  piece.count, piece.first, info, counter));
+  if (piece.stored == DType::BF16 && view.dtype == DType::F32) {
+    // The common case (16-bit hub files into f32 weights): a bf16 is the
+    // top half of its f32, a shift the compiler vectorizes.
+    const uint16_t *from = reinterpret_cast<const uint16_t *>(buffer.data());
+    uint32_t *to = static_cast<uint32_t *>(view.data) + piece.first;
+    for (int64_t i = 0; i < piece.count; ++i)
+      to[i] = uint32_t(from[i]) << 16;
+    return Status::success();
+  }
+  TensorRef source;
+  source.data = buffer.data();
+  source.dtype = piece.stored;
+  source.shape = {piece.count};
+  for (int64_t i = 0; i < piece.count; ++i)
+    storeF32(view, piece.first + i, loadF32(source, i));
+  return Status::success();
+}
+
+/// Loads `pieces` on several reader threads, so that a cold file is read
+/// with several requests in flight and a warm one is copied (and
+/// converted, and its destination pages first touched) on every core. The
+/// error reported is the first piece's in `pieces`' order that fails, as
+/// one reader would report it: a reader skips only pieces after a failure.
+static Status loadPieces(Session &session,
+                         const std::vector<LoadPiece> &pieces) {
+  int64_t total = int64_t(pieces.size());
+  std::vector<Status> statuses(pieces.size());
+  std::atomic<int64_t> next{0}, firstFailed{total};
+  auto reader = [&]() {
+    std::vector<char> buffer;
+    for (int64_t i = next++; i < total; i = next++) {
+      if (i > firstFailed.load())
+        continue;
+      statuses[size_t(i)] = loadPiece(session, pieces[size_t(i)], buffer);
+      if (!statuses[size_t(i)].ok()) {
+        int64_t seen = firstFailed.load();
+        while (i < seen && !firstFailed.compare_exchange_weak(seen, i)) {
+        }
+      }
+    }
+  };
+  int64_t readers = std::min<int64_t>(total, std::max(kMinLoadReaders,
+                                                      int64_t(cpuThreads())));
+  std::vector<std::thread> threads;
+  for (int64_t r = 1; r < readers; ++r)
+    threads.emplace_back(reader);
+  reader();
+  for (std::thread &thread : threads)
+    thread.join();
+  if (int64_t failed = firstFailed.load(); failed < total)
+    return statuses[size_t(failed)];
+  return Status::success();
+}
+
 Status loadCheckpointParts(Session &session, const std::string &path,
                            const std::vector<CheckpointPart> &parts,
                            LoadScope scope,
@@ -798,79 +913,42 @@ Status loadCheckpointParts(Session &session, const std::string &path,
     return Status::success();
   }
   // The data, read straight into each tensor's place (or, to convert its
-  // dtype, through a bounded buffer), and checked there. A failure leaves
-  // the session's tensors partly loaded; the caller discards it.
-  constexpr uint64_t kChunkBytes = uint64_t(16) << 20;
-  std::vector<char> buffer; // one for every conversion, grown as needed
+  // dtype, through a bounded buffer per reader), checked there. A failure
+  // leaves the session's tensors partly loaded; the caller discards it.
+  std::map<const SafetensorsFile *, size_t> partOf;
+  for (size_t i = 0; i < parts.size(); ++i)
+    partOf.emplace(parts[i].file, i);
+  std::vector<LoadPiece> pieces;
+  pieces.reserve(pending.size());
   for (const Pending &item : pending) {
-    TensorRef view = session.hostView(item.index);
     const TensorInfo &info = program.tensors[item.index];
-    const SafetensorsEntry &entry = *item.entry;
-    const SafetensorsFile &file = *sourceOf[item.index];
-    bool counter = item.index == program.stepCounter;
-    if (info.isShard()) {
-      // This rank's part of the whole: elements [r n, (r + 1) n), zero
-      // past the whole's end (state, whose dtype a load never converts).
-      size_t element = dtypeSize(view.dtype);
-      int64_t n = view.numElements(), whole = info.wholeElements();
-      int64_t first = std::min(whole, int64_t(session.communicator().rank()) * n);
-      int64_t count = std::min(n, whole - first);
-      std::memset(view.data, 0, view.numBytes());
-      status = file.read(entry, uint64_t(first) * element, view.data,
-                         uint64_t(count) * element);
-      if (status.ok())
-        status = checkValues(entry, static_cast<const char *>(view.data),
-                             view.dtype, count, first, info, counter);
-      if (!status.ok())
-        return fail(status.error);
+    int64_t n = session.hostView(item.index).numElements();
+    LoadPiece piece{item.index, item.entry, sourceOf[item.index],
+                    partOf.at(sourceOf[item.index]), item.stored, 0, n};
+    if (info.isShard() || item.stored == session.hostView(item.index).dtype) {
+      // Read in place: one piece (a reader reads at most kLoadPieceBytes
+      // at a time, but the bytes of one piece are contiguous).
+      pieces.push_back(piece);
       continue;
     }
-    int64_t n = view.numElements();
-    if (item.stored == view.dtype) {
-      status = file.read(entry, 0, view.data, view.numBytes());
-      if (status.ok())
-        status = checkValues(entry, static_cast<const char *>(view.data),
-                             view.dtype, n, 0, info, counter);
-      if (!status.ok())
-        return fail(status.error);
-      continue;
-    }
-    size_t storedSize = dtypeSize(item.stored);
-    int64_t perChunk = int64_t(kChunkBytes / storedSize);
-    buffer.resize(std::max(buffer.size(),
-                           size_t(std::min<int64_t>(n, perChunk)) * storedSize));
-    for (int64_t first = 0; first < n; first += perChunk) {
-      int64_t count = std::min(perChunk, n - first);
-      status = file.read(entry, uint64_t(first) * storedSize, buffer.data(),
-                         uint64_t(count) * storedSize);
-      if (status.ok())
-        status = checkValues(entry, buffer.data(), item.stored, count, first,
-                             info, counter);
-      if (!status.ok())
-        return fail(status.error);
-      if (item.stored == DType::BF16 && view.dtype == DType::F32) {
-        // The common case (16-bit hub files into f32 weights): a bf16 is
-        // the top half of its f32, a shift the compiler vectorizes.
-        const uint16_t *from = reinterpret_cast<const uint16_t *>(buffer.data());
-        uint32_t *to = static_cast<uint32_t *>(view.data) + first;
-        cpu::parallelFor(count, cpu::kElementGrain,
-                         [&](int64_t begin, int64_t end) {
-                           for (int64_t i = begin; i < end; ++i)
-                             to[i] = uint32_t(from[i]) << 16;
-                         });
-        continue;
-      }
-      TensorRef source;
-      source.data = buffer.data();
-      source.dtype = item.stored;
-      source.shape = {count};
-      cpu::parallelFor(count, cpu::kElementGrain,
-                       [&](int64_t begin, int64_t end) {
-                         for (int64_t i = begin; i < end; ++i)
-                           storeF32(view, first + i, loadF32(source, i));
-                       });
+    int64_t perPiece = int64_t(kLoadPieceBytes / dtypeSize(item.stored));
+    for (int64_t first = 0; first < n; first += perPiece) {
+      piece.first = first;
+      piece.count = std::min(perPiece, n - first);
+      pieces.push_back(piece);
     }
   }
+  // In the files' order: each shard read front to back.
+  std::stable_sort(pieces.begin(), pieces.end(),
+                   [](const LoadPiece &x, const LoadPiece &y) {
+                     if (x.part != y.part)
+                       return x.part < y.part;
+                     return x.entry->begin + x.first <
+                            y.entry->begin + y.first;
+                   });
+  status = loadPieces(session, pieces);
+  if (!status.ok())
+    return fail(status.error);
   if (metadata)
     *metadata = parts.front().file->metadata;
   return session.pushPersistent();

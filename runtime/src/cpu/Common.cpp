@@ -221,22 +221,65 @@ void storeF32Array(const float *values, int64_t count, TensorRef &t) {
   }
 }
 
+/// The first of 16-bit or 32-bit patterns [begin, end) whose exponent bits
+/// (`mask`) are all set (NaN or infinity), or -1: an or-reduction over a
+/// block the compiler vectorizes, searched element by element only in a
+/// block that has one.
+template <typename Bits>
+static int64_t firstAllOnes(const Bits *bits, Bits mask, int64_t begin,
+                            int64_t end) {
+  constexpr int64_t kBlock = 1024;
+  for (int64_t block = begin; block < end; block += kBlock) {
+    int64_t stop = std::min(end, block + kBlock);
+    bool any = false;
+    for (int64_t i = block; i < stop; ++i)
+      any |= (bits[i] & mask) == mask;
+    if (!any)
+      continue;
+    for (int64_t i = block; i < stop; ++i)
+      if ((bits[i] & mask) == mask)
+        return i;
+  }
+  return -1;
+}
+
+/// The first non-finite element of [begin, end) of a float tensor, or -1.
+static int64_t firstNonFiniteIn(const TensorRef &t, int64_t begin,
+                                int64_t end) {
+  switch (t.dtype) {
+  case DType::F32:
+    return firstAllOnes(static_cast<const uint32_t *>(t.data),
+                        uint32_t(0x7f800000), begin, end);
+  case DType::BF16:
+    return firstAllOnes(static_cast<const uint16_t *>(t.data),
+                        uint16_t(0x7f80), begin, end);
+  case DType::F16:
+    return firstAllOnes(static_cast<const uint16_t *>(t.data),
+                        uint16_t(0x7c00), begin, end);
+  default:
+    for (int64_t i = begin; i < end; ++i)
+      if (!std::isfinite(loadF32(t, i)))
+        return i;
+    return -1;
+  }
+}
+
 int64_t firstNonFinite(const TensorRef &t) {
   int64_t count = t.numElements();
   // The first in each chunk, whichever thread finds it.
   std::vector<int64_t> bad(
       size_t((count + kElementGrain - 1) / kElementGrain), -1);
   parallelFor(count, kElementGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      if (!std::isfinite(loadF32(t, i))) {
-        bad[size_t(begin / kElementGrain)] = i;
-        return;
-      }
+    bad[size_t(begin / kElementGrain)] = firstNonFiniteIn(t, begin, end);
   });
   for (int64_t i : bad)
     if (i >= 0)
       return i;
   return -1;
+}
+
+int64_t firstNonFiniteSerial(const TensorRef &t) {
+  return firstNonFiniteIn(t, 0, t.numElements());
 }
 
 } // namespace tgc::rt::cpu

@@ -182,6 +182,9 @@ void storeF32Array(const float *values, int64_t count, TensorRef &t);
 /// infinite, or -1 (searched on every thread): what checkpoints, saves and
 /// batch files refuse.
 int64_t firstNonFinite(const TensorRef &t);
+/// The same on the calling thread only (for callers that are themselves
+/// one of several threads).
+int64_t firstNonFiniteSerial(const TensorRef &t);
 
 //===----------------------------------------------------------------------===//
 // GELU

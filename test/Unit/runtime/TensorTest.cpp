@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TestUtil.h"
+#include "cpu/Common.h"
 
 #include <cfloat>
 #include <cstring>
@@ -187,4 +188,43 @@ TEST(ElementAccess, LoadsAndStoresEveryType) {
   EXPECT_EQ(static_cast<uint8_t *>(flags.ref().data)[0], 1);
   EXPECT_EQ(loadI64(flags, 0), 1);
   EXPECT_EQ(loadI64(flags, 1), 0);
+}
+
+// The scan that checkpoints and batch files go through (one reader's and
+// every thread's) agrees with std::isfinite on every 16-bit pattern and on
+// f32's edges, wherever in a block of the scan the value sits.
+TEST(NonFinite, AgreesWithIsFiniteOnEveryPattern) {
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    HostTensor t(dtype, {1});
+    for (uint32_t bits = 0; bits < 65536; ++bits) {
+      uint16_t pattern = uint16_t(bits);
+      std::memcpy(t.ref().data, &pattern, 2);
+      int64_t expect = std::isfinite(loadF32(t, 0)) ? -1 : 0;
+      ASSERT_EQ(cpu::firstNonFiniteSerial(t.ref()), expect)
+          << dtypeName(dtype) << " pattern " << bits;
+      ASSERT_EQ(cpu::firstNonFinite(t.ref()), expect);
+    }
+  }
+  const uint32_t f32[] = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u,
+                          0xffffffffu, 0x7f7fffffu, 0xff7fffffu, 0x00000001u,
+                          0x80000000u, 0x3f800000u};
+  for (uint32_t pattern : f32) {
+    float value;
+    std::memcpy(&value, &pattern, 4);
+    // 5000 elements: the value before, at and after the scan's blocks.
+    for (int64_t at : {int64_t(0), int64_t(1023), int64_t(1024),
+                       int64_t(4999)}) {
+      HostTensor t(DType::F32, {5000});
+      std::memcpy(static_cast<float *>(t.ref().data) + at, &value, 4);
+      int64_t expect = std::isfinite(value) ? -1 : at;
+      EXPECT_EQ(cpu::firstNonFiniteSerial(t.ref()), expect) << pattern;
+      EXPECT_EQ(cpu::firstNonFinite(t.ref()), expect) << pattern;
+    }
+  }
+  // Two: the first is found.
+  HostTensor t(DType::BF16, {3000});
+  uint16_t nan = 0x7fc0, inf = 0xff80;
+  std::memcpy(static_cast<uint16_t *>(t.ref().data) + 2100, &nan, 2);
+  std::memcpy(static_cast<uint16_t *>(t.ref().data) + 1500, &inf, 2);
+  EXPECT_EQ(cpu::firstNonFiniteSerial(t.ref()), 1500);
 }
