@@ -14,6 +14,7 @@
 #include "CudaBackend.h"
 
 #include "Common.cuh"
+#include "BlasLt.h"
 #include "Linalg.h"
 #include "Nccl.h"
 #include "tgc/runtime/Backend.h"
@@ -55,7 +56,7 @@ public:
     cudaFree(ctx.deviceError);
     cudaFreeHost(ctx.hostError);
     if (ctx.blasLt)
-      cublasLtDestroy(static_cast<cublasLtHandle_t>(ctx.blasLt));
+      blasLt().destroy(static_cast<cublasLtHandle_t>(ctx.blasLt));
     if (ctx.stream)
       cudaStreamDestroy(static_cast<cudaStream_t>(ctx.stream));
   }
@@ -67,8 +68,10 @@ public:
     cudaStream_t stream;
     TGC_CUDA_CALL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     ctx.stream = stream;
+    if (Status loaded = loadBlasLt(); !loaded.ok())
+      return loaded;
     cublasLtHandle_t handle;
-    if (cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS)
+    if (blasLt().create(&handle) != CUBLAS_STATUS_SUCCESS)
       return Status::failure("cannot create a cuBLASLt handle");
     ctx.blasLt = handle;
     TGC_CUDA_CALL(cudaMalloc(&ctx.deviceError, sizeof(DeviceError)));

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "BlasLt.h"
 #include "Linalg.h"
 
 #include "tgc/Support/ShapeRules.h"
@@ -35,8 +36,8 @@ Status blasStatus(cublasStatus_t status, const char *what) {
   if (status == CUBLAS_STATUS_SUCCESS)
     return Status::success();
   return Status::failure(std::string("cuBLASLt ") + what +
-                         " failed: " + cublasLtGetStatusName(status) + " (" +
-                         cublasLtGetStatusString(status) + ")");
+                         " failed: " + blasLt().statusName(status) + " (" +
+                         blasLt().statusString(status) + ")");
 }
 
 #define TGC_BLAS_CALL(call, what)                                              \
@@ -74,15 +75,15 @@ struct MatmulDescriptors {
 
   ~MatmulDescriptors() {
     if (preference)
-      cublasLtMatmulPreferenceDestroy(preference);
+      blasLt().preferenceDestroy(preference);
     if (output)
-      cublasLtMatrixLayoutDestroy(output);
+      blasLt().layoutDestroy(output);
     if (second)
-      cublasLtMatrixLayoutDestroy(second);
+      blasLt().layoutDestroy(second);
     if (first)
-      cublasLtMatrixLayoutDestroy(first);
+      blasLt().layoutDestroy(first);
     if (operation)
-      cublasLtMatmulDescDestroy(operation);
+      blasLt().descDestroy(operation);
   }
 };
 
@@ -90,17 +91,17 @@ struct MatmulDescriptors {
 /// strided-batched when `batchCount > 1`.
 Status makeLayout(cublasLtMatrixLayout_t &layout, DType dtype, int64_t rows,
                   int64_t cols, int64_t batchCount, int64_t stride) {
-  TGC_BLAS_CALL(cublasLtMatrixLayoutCreate(&layout, blasType(dtype),
+  TGC_BLAS_CALL(blasLt().layoutCreate(&layout, blasType(dtype),
                                            uint64_t(rows), uint64_t(cols),
                                            rows),
                 "cublasLtMatrixLayoutCreate");
   if (batchCount > 1) {
     int32_t count = int32_t(batchCount);
     TGC_BLAS_CALL(
-        cublasLtMatrixLayoutSetAttribute(
+        blasLt().layoutSetAttribute(
             layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
         "setting the batch count");
-    TGC_BLAS_CALL(cublasLtMatrixLayoutSetAttribute(
+    TGC_BLAS_CALL(blasLt().layoutSetAttribute(
                       layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                       &stride, sizeof(stride)),
                   "setting the batch stride");
@@ -154,15 +155,15 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
   bool tf32 = ctx.allowTF32 && p.dtype == DType::F32;
   cublasComputeType_t compute =
       tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  TGC_BLAS_CALL(cublasLtMatmulDescCreate(&desc.operation, compute, CUDA_R_32F),
+  TGC_BLAS_CALL(blasLt().descCreate(&desc.operation, compute, CUDA_R_32F),
                 "cublasLtMatmulDescCreate");
   cublasOperation_t opFirst = p.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opSecond = p.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
-  TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(desc.operation,
+  TGC_BLAS_CALL(blasLt().descSetAttribute(desc.operation,
                                                CUBLASLT_MATMUL_DESC_TRANSA,
                                                &opFirst, sizeof(opFirst)),
                 "setting TRANSA");
-  TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(desc.operation,
+  TGC_BLAS_CALL(blasLt().descSetAttribute(desc.operation,
                                                CUBLASLT_MATMUL_DESC_TRANSB,
                                                &opSecond, sizeof(opSecond)),
                 "setting TRANSB");
@@ -185,21 +186,21 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
     epilogue = !p.gelu ? CUBLASLT_EPILOGUE_BIAS
                : p.aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
                        : CUBLASLT_EPILOGUE_GELU_BIAS;
-    TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(
+    TGC_BLAS_CALL(blasLt().descSetAttribute(
                       desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                       sizeof(epilogue)),
                   "setting the epilogue");
-    TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(
+    TGC_BLAS_CALL(blasLt().descSetAttribute(
                       desc.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                       &p.bias, sizeof(p.bias)),
                   "setting the bias");
     if (p.aux) {
       int64_t auxLd = p.n;
-      TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(
+      TGC_BLAS_CALL(blasLt().descSetAttribute(
                         desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                         &p.aux, sizeof(p.aux)),
                     "setting the epilogue's auxiliary output");
-      TGC_BLAS_CALL(cublasLtMatmulDescSetAttribute(
+      TGC_BLAS_CALL(blasLt().descSetAttribute(
                         desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
                         &auxLd, sizeof(auxLd)),
                     "setting the auxiliary output's leading dimension");
@@ -243,10 +244,10 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
     }
   }
   if (!cached) {
-    TGC_BLAS_CALL(cublasLtMatmulPreferenceCreate(&desc.preference),
+    TGC_BLAS_CALL(blasLt().preferenceCreate(&desc.preference),
                   "cublasLtMatmulPreferenceCreate");
     uint64_t maxWorkspace = kGemmWorkspaceBytes;
-    TGC_BLAS_CALL(cublasLtMatmulPreferenceSetAttribute(
+    TGC_BLAS_CALL(blasLt().preferenceSetAttribute(
                       desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                       &maxWorkspace, sizeof(maxWorkspace)),
                   "setting the workspace preference");
@@ -259,14 +260,14 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignOutput},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignOutput}};
     for (auto &alignment : alignments)
-      TGC_BLAS_CALL(cublasLtMatmulPreferenceSetAttribute(
+      TGC_BLAS_CALL(blasLt().preferenceSetAttribute(
                         desc.preference, alignment.attribute, &alignment.bytes,
                         sizeof(alignment.bytes)),
                     "setting an alignment preference");
     cublasLtMatmulHeuristicResult_t heuristic = {};
     int found = 0;
     TGC_BLAS_CALL(
-        cublasLtMatmulAlgoGetHeuristic(handle, desc.operation, desc.first,
+        blasLt().heuristic(handle, desc.operation, desc.first,
                                        desc.second, desc.output, desc.output,
                                        desc.preference, 1, &heuristic, &found),
         "cublasLtMatmulAlgoGetHeuristic");
@@ -282,7 +283,7 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
   }
 
   float alpha = p.alpha, beta = p.beta;
-  TGC_BLAS_CALL(cublasLtMatmul(handle, desc.operation, &alpha, p.b, desc.first,
+  TGC_BLAS_CALL(blasLt().matmul(handle, desc.operation, &alpha, p.b, desc.first,
                                p.a, desc.second, &beta, p.c, desc.output, p.c,
                                desc.output, &algo, workspace,
                                kGemmWorkspaceBytes, stream),

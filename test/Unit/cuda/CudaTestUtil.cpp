@@ -2,7 +2,7 @@
 
 #include "CudaTestUtil.h"
 
-#include <cublasLt.h>
+#include "cuda/BlasLt.h"
 
 namespace tgc::rt::test {
 
@@ -16,8 +16,12 @@ cuda::Context *testContext() {
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     return nullptr;
   auto ctx = std::make_unique<cuda::Context>();
+  // The backend's own binding of cuBLASLt (dlopen on a GPU, the
+  // emulator's functions on the emulator), as tgc-run's.
+  if (!cuda::loadBlasLt().ok())
+    return nullptr;
   cublasLtHandle_t handle;
-  if (cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS)
+  if (cuda::blasLt().create(&handle) != CUBLAS_STATUS_SUCCESS)
     return nullptr;
   ctx->blasLt = handle;
   ctx->stream = nullptr;
