@@ -658,17 +658,20 @@ static Status loadPiece(Session &session, const LoadPiece &piece,
                                        uint64_t(piece.first) * storedSize,
                                        buffer.data(),
                                        uint64_t(piece.count) * storedSize));
-  TGC_RETURN_IF_ERROR(checkValues(entry, buffer.data(), piece.stored,
-                                  piece.count, piece.first, info, counter));
-  if (piece.stored == DType::BF16 && view.dtype == DType::F32) {
+  if (piece.stored == DType::BF16 && view.dtype == DType::F32 &&
+      piece.count > 1) {
     // The common case (16-bit hub files into f32 weights): a bf16 is the
-    // top half of its f32, a shift the compiler vectorizes.
-    const uint16_t *from = reinterpret_cast<const uint16_t *>(buffer.data());
-    uint32_t *to = static_cast<uint32_t *>(view.data) + piece.first;
-    for (int64_t i = 0; i < piece.count; ++i)
-      to[i] = uint32_t(from[i]) << 16;
+    // top half of its f32; checked as it is converted, in one pass.
+    int64_t bad = cpu::widenBF16(
+        reinterpret_cast<const uint16_t *>(buffer.data()),
+        static_cast<uint32_t *>(view.data) + piece.first, piece.count);
+    if (bad >= 0)
+      return checkValues(entry, buffer.data(), piece.stored, piece.count,
+                         piece.first, info, counter);
     return Status::success();
   }
+  TGC_RETURN_IF_ERROR(checkValues(entry, buffer.data(), piece.stored,
+                                  piece.count, piece.first, info, counter));
   TensorRef source;
   source.data = buffer.data();
   source.dtype = piece.stored;

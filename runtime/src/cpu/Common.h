@@ -185,6 +185,10 @@ int64_t firstNonFinite(const TensorRef &t);
 /// The same on the calling thread only (for callers that are themselves
 /// one of several threads).
 int64_t firstNonFiniteSerial(const TensorRef &t);
+/// Writes `count` bf16 patterns as f32 (each shifted up 16 bits, exact) on
+/// the calling thread, and returns the first that is NaN or infinite, or
+/// -1: the check and the conversion of a bf16 file in one pass.
+int64_t widenBF16(const uint16_t *from, uint32_t *to, int64_t count);
 
 //===----------------------------------------------------------------------===//
 // GELU

@@ -228,3 +228,29 @@ TEST(NonFinite, AgreesWithIsFiniteOnEveryPattern) {
   std::memcpy(static_cast<uint16_t *>(t.ref().data) + 1500, &inf, 2);
   EXPECT_EQ(cpu::firstNonFiniteSerial(t.ref()), 1500);
 }
+
+// bf16 weights into f32: every pattern becomes exactly its f32 (the bits
+// shifted up), and the first NaN or infinity is found at any position
+// (the vector body and the scalar tail).
+TEST(NonFinite, WidenBF16ConvertsEveryPatternAndFindsTheFirst) {
+  std::vector<uint16_t> all(65536);
+  for (uint32_t bits = 0; bits < 65536; ++bits)
+    all[bits] = uint16_t(bits);
+  std::vector<uint32_t> out(all.size());
+  // The first non-finite bf16 is +infinity, 0x7f80.
+  EXPECT_EQ(cpu::widenBF16(all.data(), out.data(), int64_t(all.size())),
+            0x7f80);
+  for (uint32_t bits = 0; bits < 65536; ++bits)
+    ASSERT_EQ(out[bits], bits << 16) << bits;
+  for (int64_t count : {1, 7, 8, 9, 4096, 4101}) {
+    std::vector<uint16_t> finite(size_t(count), 0x3f80); // 1.0
+    std::vector<uint32_t> to(static_cast<size_t>(count));
+    EXPECT_EQ(cpu::widenBF16(finite.data(), to.data(), count), -1);
+    EXPECT_EQ(to[size_t(count - 1)], 0x3f800000u);
+    for (int64_t at : {int64_t(0), count / 2, count - 1}) {
+      std::vector<uint16_t> bad = finite;
+      bad[size_t(at)] = 0xffc1; // a negative NaN
+      EXPECT_EQ(cpu::widenBF16(bad.data(), to.data(), count), at) << count;
+    }
+  }
+}
