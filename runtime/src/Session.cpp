@@ -12,6 +12,7 @@
 #include "tgc/runtime/Session.h"
 
 #include "Random.h"
+#include "cpu/VecMath.h"
 #include "cpu/Parallel.h"
 
 #include <algorithm>
@@ -107,16 +108,47 @@ void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view,
   // Element i takes draws i (uniform) or 2i and 2i + 1 (normal) of the
   // tensor's generator: chunks start where one sequence would be.
   uint64_t key = seed ^ hashName(info.name);
-  uint64_t draws = info.init == InitKind::Uniform ? 1 : 2;
+  if (info.init == InitKind::Uniform) {
+    cpu::parallelFor(n, cpu::kElementGrain, [&](int64_t begin, int64_t end) {
+      SplitMix64 rng = SplitMix64::at(key, uint64_t(begin));
+      for (int64_t i = begin; i < end; ++i)
+        storeF32(view, i,
+                 float(info.initA +
+                       (info.initB - info.initA) * rng.uniform()));
+    });
+    return;
+  }
   cpu::parallelFor(n, cpu::kElementGrain, [&](int64_t begin, int64_t end) {
-    SplitMix64 rng = SplitMix64::at(key, uint64_t(begin) * draws);
-    for (int64_t i = begin; i < end; ++i) {
-      double value;
-      if (info.init == InitKind::Uniform)
-        value = info.initA + (info.initB - info.initA) * rng.uniform();
-      else
-        value = info.initA + info.initB * rng.normal();
-      storeF32(view, i, float(value));
+    SplitMix64 rng = SplitMix64::at(key, uint64_t(begin) * 2);
+    constexpr int64_t kBlock = 256;
+    double u1[kBlock], angle[kBlock], logs[kBlock], cosines[kBlock];
+    for (int64_t block = begin; block < end; block += kBlock) {
+      int64_t m = std::min(kBlock, end - block);
+      for (int64_t j = 0; j < m; ++j) {
+        u1[j] = 1.0 - rng.uniform();
+        angle[j] = 2.0 * M_PI * rng.uniform();
+      }
+      // Box-Muller through vectorized log and cos (SLEEF, within 1 ulp).
+      // The value stored is libm's, as SplitMix64::normal computes it:
+      // where the f32 that the vector result rounds to could differ from
+      // the one libm's rounds to (a rounding boundary within the two
+      // results' error of each other), the element is computed again
+      // through libm. Elsewhere both round to the same f32.
+      cpu::vec::logd(u1, logs, m);
+      cpu::vec::cosd(angle, cosines, m);
+      for (int64_t j = 0; j < m; ++j) {
+        double normal = std::sqrt(-2.0 * logs[j]) * cosines[j];
+        double value = info.initA + info.initB * normal;
+        double tolerance = std::fabs(info.initB * normal) * 0x1p-46 +
+                           std::fabs(value) * 0x1p-50;
+        float rounded = float(value);
+        if (float(value - tolerance) != rounded ||
+            float(value + tolerance) != rounded)
+          rounded = float(info.initA +
+                          info.initB * (std::sqrt(-2.0 * std::log(u1[j])) *
+                                        std::cos(angle[j])));
+        storeF32(view, block + j, rounded);
+      }
     }
   });
 }

@@ -21,6 +21,11 @@ namespace tgc::rt::cpu::vec {
 void exp(const float *in, float *out, int64_t count);
 void log(const float *in, float *out, int64_t count);
 void tanh(const float *in, float *out, int64_t count);
+/// log and cos of doubles, within SLEEF's 1.0 ulp but not always libm's
+/// bits: for callers that check the result's rounding (Session's normal
+/// initialisation) or do not need libm's.
+void logd(const double *in, double *out, int64_t count);
+void cosd(const double *in, double *out, int64_t count);
 
 /// The instruction set the functions run on ("avx512f", "avx2", "sse2",
 /// "libm").
@@ -32,6 +37,8 @@ struct Functions {
   void (*exp)(const float *, float *, int64_t);
   void (*log)(const float *, float *, int64_t);
   void (*tanh)(const float *, float *, int64_t);
+  void (*logd)(const double *, double *, int64_t);
+  void (*cosd)(const double *, double *, int64_t);
 };
 
 /// Every instruction set this CPU can run, widest first; the first is the

@@ -12,5 +12,11 @@
 #define TGC_VEC_EXP Sleef_expf16_u10avx512f
 #define TGC_VEC_LOG Sleef_logf16_u10avx512f
 #define TGC_VEC_TANH Sleef_tanhf16_u10avx512f
+#define TGC_VEC_DTYPE __m512d
+#define TGC_VEC_DWIDTH 8
+#define TGC_VEC_DLOAD _mm512_loadu_pd
+#define TGC_VEC_DSTORE _mm512_storeu_pd
+#define TGC_VEC_DLOG Sleef_logd8_u10avx512f
+#define TGC_VEC_DCOS Sleef_cosd8_u10avx512f
 #include "VecMathImpl.h"
 #endif
