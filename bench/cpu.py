@@ -1,5 +1,5 @@
-"""The CPU backend against PyTorch eager, its per-op profile, and the time
-to the first step against Hugging Face's from_pretrained: bench/CPU.md.
+"""The CPU backend against PyTorch eager and its per-op profile:
+bench/CPU.md.
 
 Table 1 times a training step (AdamW, f32) of two GPT-2s at 1 and 2
 threads: tgc (tgc-run --threads N; its GEMMs cut into shape-fixed tiles on
@@ -14,20 +14,16 @@ threads, with this issue's changes (vectorized math, threaded kernels,
 OpenBLAS's kernels chosen from the instruction sets) and without them
 (TGC_VECMATH=libm, --threads 1, OpenBLAS's own choice of kernels).
 
-Table 3 is the time from starting tgc-run to its first step (set-up: the
-executable, memory, initialisation and the weights file), for GPT-2 124M
-and 1558M, without weights and with --load-weights of a Hugging Face
-model.safetensors in f32 and bf16, beside from_pretrained of the same
-file and beside reading the file once (warm page cache).
+Start-up (loading weights, initialising) is bench/startup.py's
+(bench/STARTUP.md).
 
-  /usr/bin/python3 bench/cpu.py [--build build] [--no-1558m]
+  /usr/bin/python3 bench/cpu.py [--build build]
 """
 import argparse
 import json
 import os
 import subprocess
 import tempfile
-import time
 
 from common import ROOT, kernel_set, machine, run
 
@@ -48,14 +44,8 @@ NOTES = """## Reading the tables
 - **Profile.** The matrix products are most of the step once the rest is
   threaded and vectorized; GELU and its gradient (tanh) and the
   elementwise kernels shrink the most.
-- **Start-up.** Set-up writes no zeros into the persistent region's
-  fresh zero pages: AdamW's moments are first touched by the first
-  update, in parallel, inside the first step's time. What remains is the
-  kernel zeroing the parameters' pages as they are first written and,
-  without weights, drawing the normal initial values (Box-Muller in double
-  precision through libm, in parallel); first-touching fresh memory costs
-  the kernel time per GiB that `from_pretrained` pays for the weights too
-  and the read-once figure not at all (it reuses one buffer).
+- **Start-up** (loading weights, initialising): see
+  [STARTUP.md](STARTUP.md).
 """
 VENV_PY = os.path.join(ROOT, ".venv-hf", "bin", "python")
 TORCH = os.path.join(ROOT, "bench", "torch_gpt2.py")
@@ -191,112 +181,14 @@ def profile_table(bins, tmp, lines, detected):
     print("\n".join(lines[-8:]), flush=True)
 
 
-def first_step(bins, exe, tmp, weights=None):
-    metrics = os.path.join(tmp, "f.jsonl")
-    cmd = [f"{bins}/tgc-run", exe, "--steps", "1", "--quiet", "--metrics",
-           metrics]
-    if weights:
-        cmd += ["--load-weights", weights]
-    run(cmd)
-    row = json.loads(open(metrics).readline())
-    return row["setup_s"], row["time_to_first_step_s"]
-
-
-def dry_run_wall(bins, exe, weights=None):
-    """Wall seconds of `tgc-run --dry-run` from exec to exit, as the caller
-    sees them: the dynamic loader, set-up, and the exit; the better of two
-    runs after the page cache's dirty pages are written back (a file just
-    written is otherwise read while the kernel flushes it)."""
-    cmd = [f"{bins}/tgc-run", exe, "--dry-run", "--quiet"]
-    if weights:
-        cmd += ["--load-weights", weights]
-    os.sync()
-    best = None
-    for _ in range(2):
-        start = time.perf_counter()
-        run(cmd)
-        took = time.perf_counter() - start
-        best = took if best is None else min(best, took)
-    return best
-
-
-def read_once(path):
-    os.sync()
-    start = time.perf_counter()
-    with open(path, "rb") as f:
-        while f.read(64 << 20):
-            pass
-    return time.perf_counter() - start
-
-
-def startup_table(bins, tmp, lines, big):
-    lines += ["## Time to the first step", "",
-              "Seconds from starting tgc-run to the end of its set-up "
-              "(loading the executable, mapping memory, initialising what "
-              "no file provides, reading the weights) and to the end of "
-              "its first step, one run each; beside them Hugging Face's "
-              "from_pretrained of the same model.safetensors (the weights "
-              "are a randomly initialised GPT2LMHeadModel saved by "
-              "transformers) and the time to read that file once (warm "
-              "page cache: the files were just written). *dry run, exec to "
-              "exit*: the wall time of `tgc-run --dry-run` (everything set "
-              "up, no step) as this script measures it around the process, "
-              "the dynamic loader and the exit included (the better of two "
-              "runs). *ratio*: that over "
-              "reading the file once.", "",
-              "| model | weights | file MiB | tgc dry run, exec to exit s | "
-              "tgc set-up s | tgc first step done s | from_pretrained s | "
-              "read once s | ratio |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    models = [("124M", dict(L=12, H=12, C=768, V=50257), ["--batch", "2"],
-               [])]
-    if big:
-        # 8-bit AdamW state keeps the 1558M run within this machine's
-        # memory next to the page cache.
-        models.append(("1558M", dict(L=48, H=25, C=1600, V=50257),
-                       ["--batch", "1"], ["--optimizer-state", "8bit"]))
-    for name, s, batch, flags in models:
-        mlir = os.path.join(tmp, f"gpt2-{name}.mlir")
-        exe = os.path.join(tmp, f"gpt2-{name}.tgx")
-        run([f"{bins}/tgc-models", "gpt2", "--preset", name, "--seq-len",
-             "128", "-o", mlir] + batch)
-        run([f"{bins}/tgc-compile", mlir, "-o", exe] + flags)
-        wall = dry_run_wall(bins, exe)
-        setup, done = first_step(bins, exe, tmp)
-        lines.append(f"| GPT-2 {name} | none (initialised) | - | {wall:.2f} "
-                     f"| {setup:.2f} | {done:.2f} | - | - | - |")
-        print(lines[-1], flush=True)
-        for dtype in ("f32", "bf16"):
-            folder = os.path.join(tmp, f"hf-{name}-{dtype}")
-            subprocess.run([VENV_PY, TORCH, "save", str(s["L"]), str(s["H"]),
-                            str(s["C"]), str(s["V"]), folder, dtype],
-                           check=True, capture_output=True)
-            path = os.path.join(folder, "model.safetensors")
-            mib = os.path.getsize(path) / 2**20
-            once = read_once(path)
-            wall = dry_run_wall(bins, exe, path)
-            setup, done = first_step(bins, exe, tmp, path)
-            hf = float(subprocess.run([VENV_PY, TORCH, "load", folder],
-                                      check=True, capture_output=True,
-                                      text=True).stdout.split()[-1])
-            lines.append(f"| GPT-2 {name} | --load-weights {dtype} | "
-                         f"{mib:.0f} | {wall:.2f} | {setup:.2f} | "
-                         f"{done:.2f} | {hf:.2f} | {once:.2f} | "
-                         f"{wall / once:.2f} |")
-            print(lines[-1], flush=True)
-            subprocess.run(["rm", "-rf", folder], check=True)
-    lines.append("")
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
-    parser.add_argument("--no-1558m", action="store_true")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench",
                                                       "CPU.md"))
     args = parser.parse_args()
     bins = os.path.join(args.build, "bin")
-    lines = ["# CPU speed and start-up", "",
+    lines = ["# CPU speed", "",
              "Generated by `/usr/bin/python3 bench/cpu.py` on "
              f"{machine(bins)}; every figure is "
              "from one run of the script. Debian's torch 1.13 and "
@@ -307,7 +199,6 @@ def main():
         detected = openblas_detects()
         step_table(bins, tmp, lines, coretype)
         profile_table(bins, tmp, lines, detected)
-        startup_table(bins, tmp, lines, not args.no_1558m)
     lines.append(NOTES.format(
         fallback="" if detected == coretype else "\n" + FALLBACK_NOTE))
     open(args.out, "w").write("\n".join(lines))
