@@ -954,7 +954,13 @@ Status loadCheckpointParts(Session &session, const std::string &path,
     return fail(status.error);
   if (metadata)
     *metadata = parts.front().file->metadata;
-  return session.pushPersistent();
+  // Only what was loaded goes to the backend: the rest already matches
+  // the mirror (startRun's initialisation pushed it).
+  std::vector<int32_t> loaded;
+  loaded.reserve(pending.size());
+  for (const Pending &item : pending)
+    loaded.push_back(item.index);
+  return session.pushTensors(std::move(loaded));
 }
 
 Status startRun(Session &session, const StartFiles &files, uint64_t seed,

@@ -287,8 +287,69 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
   // Zeros were not written where the mirror still held the ones it was
   // allocated with: its pages stay untouched until a step or a file
   // writes them (AdamW's moments: two thirds of f32 training's state).
+  // Nor are they copied to the backend, whose regions are zero-filled
+  // too: only what was drawn or set goes (on a GPU, the moments' bytes
+  // need not cross the bus).
+  if (!mirrorZero)
+    return pushPersistent();
   mirrorZero = false;
-  return pushPersistent();
+  std::vector<int32_t> written;
+  for (size_t i = 0; i < prog.tensors.size(); ++i) {
+    const TensorInfo &info = prog.tensors[i];
+    bool drawn = info.role == Role::Param ||
+                 (info.role == Role::State && info.init != InitKind::None);
+    if (info.storage == Storage::Persistent && drawn &&
+        info.init != InitKind::Zeros && info.init != InitKind::None &&
+        !(provided && i < provided->size() && (*provided)[i]))
+      written.push_back(int32_t(i));
+  }
+  return pushTensors(std::move(written));
+}
+
+Status Session::pushTensors(std::vector<int32_t> indices) {
+  if (device->hostAccessible())
+    return Status::success(); // the mirror is the region
+  std::sort(indices.begin(), indices.end(), [&](int32_t a, int32_t b) {
+    return prog.tensors[a].offset < prog.tensors[b].offset;
+  });
+  int64_t deviceBytes = devicePart(prog);
+  // Copies [begin, end) of the region, within one of its two parts.
+  auto copy = [&](int64_t begin, int64_t end) -> Status {
+    if (begin >= end)
+      return Status::success();
+    if (begin >= deviceBytes) {
+      if (hostPartShared)
+        return Status::success(); // the host part is the backend's memory
+      return device->upload(device->persistentAt(begin),
+                            hostMirror + (begin - deviceBytes),
+                            size_t(end - begin));
+    }
+    return device->upload(device->persistentAt(begin), mirror + begin,
+                          size_t(end - begin));
+  };
+  // Neighbours (gaps of under 64 KiB, within one part) in one copy.
+  constexpr int64_t kGap = int64_t(64) << 10;
+  int64_t begin = 0, end = 0;
+  bool open = false;
+  for (int32_t index : indices) {
+    const TensorInfo &info = prog.tensors[index];
+    int64_t first = info.offset, last = info.offset + info.bytes;
+    bool samePart = (first >= deviceBytes) == (begin >= deviceBytes);
+    if (open && samePart && first <= end + kGap) {
+      end = std::max(end, last);
+      continue;
+    }
+    if (open)
+      if (Status status = copy(begin, end); !status.ok())
+        return status;
+    begin = first;
+    end = last;
+    open = true;
+  }
+  if (open)
+    if (Status status = copy(begin, end); !status.ok())
+      return status;
+  return device->synchronize();
 }
 
 int64_t Session::stepCount() {

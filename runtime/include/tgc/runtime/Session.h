@@ -48,6 +48,10 @@ public:
   Status pullPersistent();
   /// Copies the mirror into the backend's persistent region.
   Status pushPersistent();
+  /// Copies only persistent tensors `indices` (any order; neighbours in
+  /// the region go in one copy): for a writer that changed only those in
+  /// the mirror since the backend last matched it.
+  Status pushTensors(std::vector<int32_t> indices);
 
   /// Draws every parameter from its initialisation with a generator seeded
   /// by `seed` and the parameter's name (so the order of the table does not
