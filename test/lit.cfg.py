@@ -14,7 +14,8 @@ config.test_exec_root = os.path.join(config.tgc_obj_root, "test")
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["tgc-opt", "tgc-models", "tgc-compile", "tgc-run", "tgc-unit-tests",
+    ["tgc-opt", "tgc-models", "tgc-compile", "tgc-run", "tgc-report",
+     "tgc-unit-tests",
      "tgc-analysis-tests",
      "tgc-cuda-tests", "tgc-cuda-tests-emu", "tgc-cuda-emu-tests",
      "tgc-run-cuda-emu", "tgc-cuda-tests-emu-asan", "tgc-run-cuda-emu-asan",
@@ -26,6 +27,13 @@ llvm_config.add_tool_substitutions(
 config.substitutions.append(("%tgc_opt", os.path.join(config.tgc_tools_dir, "tgc-opt")))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%tgc_run", os.path.join(config.tgc_tools_dir, "tgc-run")))
+
+# A real browser for tgc-report's pages (Debian's chromium, headless).
+import shutil
+chromium = shutil.which("chromium")
+if chromium:
+    config.available_features.add("chromium")
+    config.substitutions.append(("%chromium", chromium))
 
 # PyTorch (Debian's python3-torch) as the numerical reference.
 import subprocess

@@ -574,6 +574,9 @@ void writeMemoryReportJSON(const MemoryPlan &plan, llvm::raw_ostream &os) {
   llvm::json::OStream json(os, 2);
   int64_t peakStep = plan.layout.peakStep;
   json.object([&] {
+    // Readers (tgc-report) refuse other formats and versions.
+    json.attribute("format", "tgc-memory-report");
+    json.attribute("version", kMemoryReportVersion);
     json.attribute("function", plan.function);
     json.attribute("alignment", plan.alignment);
     json.attribute("ops", int64_t(plan.schedule.size()));
@@ -606,6 +609,35 @@ void writeMemoryReportJSON(const MemoryPlan &plan, llvm::raw_ostream &os) {
         for (MemoryKind kind : kTransientKinds)
           json.attribute(stringifyMemoryKind(kind),
                          plan.liveBytesAt(peakStep, kind));
+      });
+    });
+    // The step op by op: each op's name and the arena's live bytes by
+    // kind while it runs (a buffer's kind may change over its life: an
+    // activation becomes one saved for the backward pass).
+    json.attributeArray("op_names", [&] {
+      for (Operation *op : plan.schedule)
+        json.value(describeOp(op));
+    });
+    json.attributeObject("timeline", [&] {
+      json.attributeArray("kinds", [&] {
+        for (MemoryKind kind : kTransientKinds)
+          json.value(stringifyMemoryKind(kind));
+      });
+      std::vector<std::vector<int64_t>> live(
+          plan.schedule.size(),
+          std::vector<int64_t>(std::size(kTransientKinds), 0));
+      for (const PlannedBuffer &buffer : plan.buffers)
+        for (int64_t step = std::max<int64_t>(buffer.start, 0);
+             step <= buffer.end && step < int64_t(live.size()); ++step)
+          for (size_t k = 0; k < std::size(kTransientKinds); ++k)
+            if (buffer.kindAt(step) == kTransientKinds[k])
+              live[size_t(step)][k] += buffer.alignedBytes;
+      json.attributeArray("bytes", [&] {
+        for (const std::vector<int64_t> &row : live)
+          json.array([&] {
+            for (int64_t bytes : row)
+              json.value(bytes);
+          });
       });
     });
     json.attributeArray("persistent", [&] {

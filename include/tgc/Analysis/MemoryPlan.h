@@ -209,6 +209,10 @@ private:
 void printMemoryReport(const MemoryPlan &plan, llvm::raw_ostream &os,
                        unsigned topBuffers = 10);
 
+/// The version of the JSON memory report's format ("format":
+/// "tgc-memory-report"); readers refuse others. 1: op_names and timeline.
+constexpr int64_t kMemoryReportVersion = 1;
+
 /// The report as JSON, and the plan as a Chrome trace (chrome://tracing,
 /// Perfetto): a counter of live bytes per kind and one slice per buffer.
 void writeMemoryReportJSON(const MemoryPlan &plan, llvm::raw_ostream &os);
