@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PlanPage.h"
+#include "Pages.h"
 
 namespace tgc::report {
 
@@ -215,20 +215,22 @@ document.getElementById('checks').textContent = JSON.stringify({
 </script></body></html>
 )html";
 
-std::string planPage(const std::string &reportsJson) {
-  // Inside <script>, "</" could end the element: JSON allows "<\/".
+std::string scriptSafe(const std::string &json) {
   std::string safe;
-  safe.reserve(reportsJson.size());
-  for (size_t i = 0; i < reportsJson.size(); ++i) {
-    if (reportsJson[i] == '<' && i + 1 < reportsJson.size() &&
-        reportsJson[i + 1] == '/') {
+  safe.reserve(json.size());
+  for (size_t i = 0; i < json.size(); ++i) {
+    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/') {
       safe += "<\\/";
       ++i;
       continue;
     }
-    safe += reportsJson[i];
+    safe += json[i];
   }
-  return std::string(kHead) + safe + kTail;
+  return safe;
+}
+
+std::string planPage(const std::string &reportsJson) {
+  return std::string(kHead) + scriptSafe(reportsJson) + kTail;
 }
 
 } // namespace tgc::report

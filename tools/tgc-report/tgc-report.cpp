@@ -1,6 +1,7 @@
 //===- tgc-report.cpp - pages that show a plan --------------------------===//
 //
 //   tgc-report plan report.json [--compare other.json] -o plan.html
+//   tgc-report run a.jsonl [b.jsonl ...] [--label A --label B] -o run.html
 //
 // Reads the JSON memory report of tgc-compile --memory-report (format
 // "tgc-memory-report", version kMemoryReportVersion) and writes one
@@ -10,9 +11,15 @@
 // axes. A file that is not such a report (another format or version,
 // truncated JSON, missing fields) is an error that names it.
 //
+// `run` reads tgc-run --metrics files (JSON lines, one object a step) and
+// writes a page of their loss, validation loss, learning rate, throughput
+// and loss scale over the steps, the runs overlaid. An empty file, a line
+// that is not a JSON object with an integer step, is an error that names
+// the file and the line.
+//
 //===----------------------------------------------------------------------===//
 
-#include "PlanPage.h"
+#include "Pages.h"
 
 #include "tgc/Analysis/MemoryPlan.h"
 
@@ -46,6 +53,21 @@ static cl::opt<std::string> outputFile("o", cl::Required,
                                        cl::desc("The HTML page to write"),
                                        cl::value_desc("page.html"),
                                        cl::sub(planCommand));
+
+static cl::SubCommand runCommand(
+    "run", "The curves of one or more training runs (tgc-run --metrics), "
+           "overlaid");
+static cl::list<std::string> metricsFiles(cl::Positional, cl::OneOrMore,
+                                          cl::desc("<metrics.jsonl>..."),
+                                          cl::sub(runCommand));
+static cl::list<std::string>
+    labels("label", cl::desc("Each run's name, in order (default: the file "
+                             "names)"),
+           cl::sub(runCommand));
+static cl::opt<std::string> runOutputFile("o", cl::Required,
+                                          cl::desc("The HTML page to write"),
+                                          cl::value_desc("run.html"),
+                                          cl::sub(runCommand));
 
 static bool fail(const std::string &message) {
   llvm::WithColor::error(llvm::errs(), "tgc-report") << message << "\n";
@@ -117,6 +139,79 @@ static std::optional<Value> readReport(const std::string &path) {
   return std::move(*parsed);
 }
 
+/// Writes `page` to `path` (whole, or not at all).
+static bool writePage(const std::string &path, const std::string &page) {
+  std::error_code error;
+  llvm::ToolOutputFile out(path, error, llvm::sys::fs::OF_None);
+  if (error)
+    return fail("cannot write '" + path + "': " + error.message());
+  out.os() << page;
+  out.os().flush();
+  if (out.os().has_error())
+    return fail("cannot write '" + path + "'");
+  out.keep();
+  return true;
+}
+
+/// Reads a metrics file: every line a JSON object with an integer "step".
+static std::optional<Array> readMetrics(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    fail("cannot read '" + path + "': " + buffer.getError().message());
+    return std::nullopt;
+  }
+  Array rows;
+  llvm::StringRef rest = (*buffer)->getBuffer();
+  for (int line = 1; !rest.empty(); ++line) {
+    auto [text, next] = rest.split('\n');
+    rest = next;
+    if (text.trim().empty())
+      continue;
+    llvm::Expected<Value> row = llvm::json::parse(text);
+    if (!row) {
+      fail("'" + path + "' line " + std::to_string(line) +
+           " is not JSON (" + llvm::toString(row.takeError()) +
+           "): not a tgc-run --metrics file, or cut short?");
+      return std::nullopt;
+    }
+    const Object *object = row->getAsObject();
+    if (!object || !object->getInteger("step")) {
+      fail("'" + path + "' line " + std::to_string(line) +
+           " is not a step's metrics (a JSON object with an integer "
+           "\"step\")");
+      return std::nullopt;
+    }
+    rows.push_back(std::move(*row));
+  }
+  if (rows.empty()) {
+    fail("'" + path + "' has no metrics: it is empty (did the run reach "
+         "its first step?)");
+    return std::nullopt;
+  }
+  return rows;
+}
+
+static bool writeRunPage() {
+  if (!labels.empty() && labels.size() != metricsFiles.size())
+    return fail(std::to_string(labels.size()) + " --label for " +
+                std::to_string(metricsFiles.size()) +
+                " metrics files: give one a file, or none");
+  Array runs;
+  for (size_t i = 0; i < metricsFiles.size(); ++i) {
+    std::optional<Array> rows = readMetrics(metricsFiles[i]);
+    if (!rows)
+      return false;
+    std::string label = labels.empty()
+                            ? llvm::sys::path::filename(metricsFiles[i]).str()
+                            : labels[i];
+    runs.push_back(Object{{"label", label}, {"rows", std::move(*rows)}});
+  }
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << Value(std::move(runs));
+  return writePage(runOutputFile, tgc::report::runPage(json));
+}
+
 static bool writePlanPage() {
   Array reports;
   for (const std::string &path : {reportFile.getValue(),
@@ -131,16 +226,7 @@ static bool writePlanPage() {
   std::string json;
   llvm::raw_string_ostream os(json);
   os << Value(std::move(reports));
-  std::error_code error;
-  llvm::ToolOutputFile out(outputFile, error, llvm::sys::fs::OF_None);
-  if (error)
-    return fail("cannot write '" + outputFile + "': " + error.message());
-  out.os() << tgc::report::planPage(json);
-  out.os().flush();
-  if (out.os().has_error())
-    return fail("cannot write '" + outputFile + "'");
-  out.keep();
-  return true;
+  return writePage(outputFile, tgc::report::planPage(json));
 }
 
 int main(int argc, char **argv) {
@@ -148,9 +234,13 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "tgc-report: pages that show a plan\n\n"
-      "  tgc-report plan report.json [--compare other.json] -o plan.html\n");
+      "  tgc-report plan report.json [--compare other.json] -o plan.html\n"
+      "  tgc-report run a.jsonl [b.jsonl ...] [--label A ...] -o run.html\n");
   if (planCommand)
     return writePlanPage() ? 0 : 1;
-  fail("name what to draw: tgc-report plan report.json -o plan.html");
+  if (runCommand)
+    return writeRunPage() ? 0 : 1;
+  fail("name what to draw: tgc-report plan report.json -o plan.html, or "
+       "tgc-report run metrics.jsonl -o run.html");
   return 1;
 }
