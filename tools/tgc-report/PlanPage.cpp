@@ -182,6 +182,11 @@ svg.addEventListener('mousemove', ev => {
   let html = '<b>#' + i + ' ' + esc(A.op_names[i]) + '</b><br>';
   sa.cats.forEach((cat, c) => { if (sa.rows[i][c]) html += esc(cat) + ': ' + gib(sa.rows[i][c]) + '<br>'; });
   html += '<b>total ' + gib(sa.totals[i]) + '</b>';
+  // The largest arena tensors live while the op runs.
+  const here = A.buffers.filter(b => b.start <= i && i <= b.end)
+      .sort((a, b) => b.bytes - a.bytes).slice(0, 5);
+  if (here.length) html += '<br>largest live: ' + here.map(b =>
+      '<br>&nbsp;&nbsp;' + gib(b.bytes) + ' from #' + b.op_index + ' ' + esc(b.op)).join('');
   tip.innerHTML = html;
   tip.style.display = 'block';
   tip.style.left = Math.min(ev.clientX - box.left + 12, W - 260) + 'px';
