@@ -271,6 +271,9 @@ Status Session::pushPersistent() {
 }
 
 Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
+  // What is drawn or set to a value other than zero: with a fresh mirror,
+  // all the backend needs copied.
+  std::vector<int32_t> written;
   for (size_t i = 0; i < prog.tensors.size(); ++i) {
     const TensorInfo &info = prog.tensors[i];
     if (info.storage != Storage::Persistent)
@@ -279,10 +282,13 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
       continue;
     TensorRef ref = hostView(int32_t(i));
     if (info.role == Role::Param ||
-        (info.role == Role::State && info.init != InitKind::None))
+        (info.role == Role::State && info.init != InitKind::None)) {
       initializeTensor(info, seed, ref, mirrorZero);
-    else if (!mirrorZero)
+      if (info.init != InitKind::Zeros && info.init != InitKind::None)
+        written.push_back(int32_t(i));
+    } else if (!mirrorZero) {
       std::memset(ref.data, 0, ref.numBytes());
+    }
   }
   // Zeros were not written where the mirror still held the ones it was
   // allocated with: its pages stay untouched until a step or a file
@@ -293,16 +299,6 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
   if (!mirrorZero)
     return pushPersistent();
   mirrorZero = false;
-  std::vector<int32_t> written;
-  for (size_t i = 0; i < prog.tensors.size(); ++i) {
-    const TensorInfo &info = prog.tensors[i];
-    bool drawn = info.role == Role::Param ||
-                 (info.role == Role::State && info.init != InitKind::None);
-    if (info.storage == Storage::Persistent && drawn &&
-        info.init != InitKind::Zeros && info.init != InitKind::None &&
-        !(provided && i < provided->size() && (*provided)[i]))
-      written.push_back(int32_t(i));
-  }
   return pushTensors(std::move(written));
 }
 

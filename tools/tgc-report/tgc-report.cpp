@@ -34,6 +34,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cl = llvm::cl;
 using llvm::json::Array;
@@ -139,8 +140,17 @@ static std::optional<Value> readReport(const std::string &path) {
   return std::move(*parsed);
 }
 
-/// Writes `page` to `path` (whole, or not at all).
-static bool writePage(const std::string &path, const std::string &page) {
+/// Writes `page` to `path` (whole, or not at all), which must not be one
+/// of the `inputs` the page was made from.
+static bool writePage(const std::string &path, const std::string &page,
+                      const std::vector<std::string> &inputs) {
+  for (const std::string &input : inputs) {
+    bool same = false;
+    if (!input.empty() && !llvm::sys::fs::equivalent(path, input, same) &&
+        same)
+      return fail("-o '" + path + "' is the input '" + input +
+                  "': refusing to write the page over it");
+  }
   std::error_code error;
   llvm::ToolOutputFile out(path, error, llvm::sys::fs::OF_None);
   if (error)
@@ -209,7 +219,9 @@ static bool writeRunPage() {
   std::string json;
   llvm::raw_string_ostream os(json);
   os << Value(std::move(runs));
-  return writePage(runOutputFile, tgc::report::runPage(json));
+  return writePage(runOutputFile, tgc::report::runPage(json),
+                   std::vector<std::string>(metricsFiles.begin(),
+                                            metricsFiles.end()));
 }
 
 static bool writePlanPage() {
@@ -226,7 +238,8 @@ static bool writePlanPage() {
   std::string json;
   llvm::raw_string_ostream os(json);
   os << Value(std::move(reports));
-  return writePage(outputFile, tgc::report::planPage(json));
+  return writePage(outputFile, tgc::report::planPage(json),
+                   {reportFile.getValue(), compareFile.getValue()});
 }
 
 int main(int argc, char **argv) {
