@@ -7,14 +7,13 @@
 
 #include "tgc/Analysis/Roofline.h"
 #include "tgc/Analysis/Report.h"
+#include "tgc/Support/ReadFile.h"
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
@@ -56,31 +55,15 @@ std::optional<DeviceSpec> getBuiltinDevice(StringRef name) {
 }
 
 std::optional<DeviceSpec> parseDeviceSpec(StringRef path, std::string &error) {
-  // A device file is a few hundred bytes: refuse a device such as
-  // /dev/zero, a FIFO or a huge file before reading any of it.
-  constexpr uint64_t kMaxDeviceFileBytes = 1 << 20;
-  llvm::sys::fs::file_status status;
-  if (!llvm::sys::fs::status(path, status)) {
-    if (status.type() != llvm::sys::fs::file_type::regular_file) {
-      error = "device file '" + path.str() + "' is not a file";
-      return std::nullopt;
-    }
-    if (status.getSize() > kMaxDeviceFileBytes) {
-      error = "device file '" + path.str() + "' is " +
-              std::to_string(status.getSize()) +
-              " bytes; a device file has at most " +
-              std::to_string(kMaxDeviceFileBytes);
-      return std::nullopt;
-    }
-  }
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer) {
-    error = "cannot read device file '" + path.str() +
-            "': " + buffer.getError().message();
+  // A device file is a few hundred bytes: a FIFO, a device such as
+  // /dev/zero, a huge or deeply nested file is refused before it is parsed.
+  std::string text;
+  if (std::string why = readUserJSONFile(path.str(), kMaxConfigFileBytes, text);
+      !why.empty()) {
+    error = "device file: " + why;
     return std::nullopt;
   }
-  llvm::Expected<llvm::json::Value> parsed =
-      llvm::json::parse((*buffer)->getBuffer());
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
   if (!parsed) {
     error = "device file '" + path.str() +
             "' is not valid JSON: " + llvm::toString(parsed.takeError());

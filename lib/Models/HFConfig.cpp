@@ -2,22 +2,27 @@
 //
 // Reads a model directory's config.json into the configuration of a tgc
 // generator, and writes the config.json of a generated model for
-// `tgc-run --save-hf`. A field tgc does not build (an activation other than SiLU,
-// biases Llama puts on o_proj, a sliding window shorter than the sequence,
-// a rope_scaling type without an implementation here) is an error that
-// names the file and the field, never silently ignored.
+// `tgc-run --save-hf`. A field tgc does not build (an activation other than
+// SiLU, biases Llama puts on o_proj, a sliding window shorter than the
+// sequence, a rope_scaling type without an implementation here) is an error
+// that names the file and the field, never silently ignored. config.json is
+// read through ReadFile.h: a FIFO, a device, a file past kMaxConfigFileBytes or
+// JSON nested past kMaxJSONNesting is refused by name before it is parsed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/Models/Models.h"
+#include "tgc/Support/ReadFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 
@@ -55,8 +60,8 @@ struct ConfigReader {
     read(key, field, required, "an integer",
          [](const llvm::json::Value &v) { return v.getAsInteger(); });
   }
-  void number(StringRef key, double &field) {
-    read(key, field, false, "a number",
+  void number(StringRef key, double &field, bool required = false) {
+    read(key, field, required, "a number",
          [](const llvm::json::Value &v) { return v.getAsNumber(); });
   }
   void boolean(StringRef key, bool &field) {
@@ -78,13 +83,11 @@ static std::optional<llvm::json::Value> readConfig(StringRef directory,
   SmallString<256> file(directory);
   llvm::sys::path::append(file, "config.json");
   path = file.str().str();
-  auto buffer = llvm::MemoryBuffer::getFile(file);
-  if (!buffer) {
-    error = path + ": " + buffer.getError().message();
+  std::string text;
+  error = readUserJSONFile(path, kMaxConfigFileBytes, text);
+  if (!error.empty())
     return std::nullopt;
-  }
-  llvm::Expected<llvm::json::Value> parsed =
-      llvm::json::parse((*buffer)->getBuffer());
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
   if (!parsed) {
     error = path + ": not valid JSON: " + toString(parsed.takeError());
     return std::nullopt;
@@ -273,17 +276,42 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
       std::string type = rs.string("rope_type");
       if (type.empty())
         type = rs.string("type");
-      rs.number("factor", c.ropeFactor);
+      // A positive, finite factor: a factor of 0 would build the model
+      // unscaled, a negative or infinite one nonsense. Llama 3's needs all
+      // four fields, as transformers does.
+      auto show = [](double value) {
+        char text[32];
+        std::snprintf(text, sizeof(text), "%g", value);
+        return std::string(text);
+      };
+      auto positive = [&](StringRef key, double value) {
+        if (!(value > 0.0) || !std::isfinite(value))
+          rs.fail(key + " must be a positive, finite number, found " +
+                  show(value));
+      };
+      double factor = 1.0;
+      rs.number("factor", factor, /*required=*/type == "llama3");
+      positive("factor", factor);
       if (type == "llama3") {
-        rs.number("low_freq_factor", c.ropeLowFreqFactor);
-        rs.number("high_freq_factor", c.ropeHighFreqFactor);
+        c.ropeFactor = factor;
+        rs.number("low_freq_factor", c.ropeLowFreqFactor, /*required=*/true);
+        rs.number("high_freq_factor", c.ropeHighFreqFactor,
+                  /*required=*/true);
         rs.integer("original_max_position_embeddings",
                    c.ropeOriginalMaxPositions);
+        positive("low_freq_factor", c.ropeLowFreqFactor);
+        positive("high_freq_factor", c.ropeHighFreqFactor);
+        if (!(c.ropeHighFreqFactor > c.ropeLowFreqFactor))
+          rs.fail("high_freq_factor (" + show(c.ropeHighFreqFactor) +
+                  ") must be more than low_freq_factor (" +
+                  show(c.ropeLowFreqFactor) + ")");
+        if (c.ropeOriginalMaxPositions <= 0)
+          rs.fail("original_max_position_embeddings must be positive, "
+                  "found " +
+                  Twine(c.ropeOriginalMaxPositions));
       } else if (type != "default") {
         rs.fail("rope_type '" + type + "' is not supported (llama3, default)");
       }
-      if (type == "default")
-        c.ropeFactor = 0.0;
       if (!rs.error.empty())
         r.fail(rs.error);
     }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/runtime/Checkpoint.h"
+#include "tgc/runtime/HFDirectory.h"
 
 #include "CheckpointFiles.h"
 #include "FileIO.h"
@@ -13,6 +14,7 @@
 #include "tgc/runtime/Threads.h"
 #include "Safetensors.h"
 #include "cpu/Common.h"
+#include "tgc/Support/ReadFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -147,11 +149,18 @@ Status replaceFile(const std::string &path,
   FILE *file = ::fdopen(fd, "wb");
   if (!file)
     return abandon(nullptr, "cannot write '" + path + "'");
+  errno = 0;
   bool ok = write(file);
   ok = ok && std::fflush(file) == 0 && ::fsync(fileno(file)) == 0;
-  if (!ok)
-    return abandon(file, "could not write '" + path +
-                             "' (disk full?); the previous file is intact");
+  if (!ok) {
+    // ENOSPC, EDQUOT, EFBIG (a file-size limit: SIGXFSZ is ignored, see
+    // installInterruptHandlers) or an I/O error.
+    int error = errno;
+    return abandon(file, "could not write '" + path + "' (" +
+                             (error ? std::strerror(error)
+                                    : "disk full?") +
+                             "); the previous file is intact");
+  }
   // Renamed while still locked and open, so no other save takes it for a
   // stale one in between.
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
@@ -270,7 +279,13 @@ Status saveCheckpoint(Session &session, const std::string &path,
     entries.push_back({info.name, info.dtype, info.shardOf, whole.data(),
                        bytes});
   }
-  Status status = comm.rank() == 0 ? writeSafetensors(path, metadata, entries)
+  // LoRA's scale is compiled into the step, not a tensor: recorded, so a
+  // resume under another alpha is refused (checkLoraMetadata).
+  std::map<std::string, std::string> recorded = metadata;
+  if (!program.adapters.empty())
+    for (const auto &[key, value] : loraMetadata(program))
+      recorded["tgc." + key] = value;
+  Status status = comm.rank() == 0 ? writeSafetensors(path, recorded, entries)
                                    : Status::success();
   if (comm.size() > 1)
     status = comm.agree(status);
@@ -287,15 +302,83 @@ adapterTensors(Session &session, std::map<std::string, std::string> &metadata) {
     for (int32_t index : {adapter.a, adapter.b})
       tensors.push_back(entryOf(session, index,
                                 kAdapterPrefix + program.tensors[index].name));
+  metadata = loraMetadata(program);
+  metadata["format"] = "pt";
+  metadata["fan_in_fan_out"] =
+      program.adapters.front().fanInFanOut ? "true" : "false";
+  return tensors;
+}
+
+std::map<std::string, std::string> loraMetadata(const Program &program) {
   const TensorInfo &b = program.tensors[program.adapters.front().b];
   int64_t rank = b.shape[1];
-  metadata = {{"format", "pt"},
-              {"r", std::to_string(rank)},
-              {"lora_alpha",
-               std::to_string(program.adapters.front().scale * rank)},
-              {"fan_in_fan_out",
-               program.adapters.front().fanInFanOut ? "true" : "false"}};
-  return tensors;
+  char alpha[32];
+  std::snprintf(alpha, sizeof alpha, "%.17g",
+                program.adapters.front().scale * double(rank));
+  return {{"r", std::to_string(rank)}, {"lora_alpha", alpha}};
+}
+
+Status checkLoraScale(const Program &program, const std::string &source,
+                      double rank, double alpha, bool rsLora) {
+  const LoraAdapter &first = program.adapters.front();
+  double compiledRank = double(program.tensors[first.b].shape[1]);
+  double scale = alpha / (rsLora ? std::sqrt(rank) : rank);
+  char text[256];
+  if (rank != compiledRank) {
+    std::snprintf(text, sizeof text,
+                  " has LoRA rank %.17g, but the executable was compiled "
+                  "with rank %.17g",
+                  rank, compiledRank);
+    return Status::failure(source + text);
+  }
+  if (!(std::fabs(scale - first.scale) <= 1e-6 * std::fabs(first.scale))) {
+    std::snprintf(text, sizeof text,
+                  " has LoRA alpha %.17g%s (scale %.17g), but the executable "
+                  "was compiled with alpha %.17g (scale %.17g); compile with "
+                  "--lora rank=%.17g,alpha=%.17g",
+                  alpha, rsLora ? " with rsLoRA" : "", scale,
+                  first.scale * compiledRank, first.scale, compiledRank,
+                  rsLora ? scale * compiledRank : alpha);
+    return Status::failure(source + text);
+  }
+  return Status::success();
+}
+
+/// The LoRA rank and alpha that the safetensors metadata `metadata`
+/// records under `prefix` ("tgc." in a checkpoint, "" in an adapter file),
+/// checked against the executable's; absent ones are not checked (files
+/// written before they were recorded, or by another tool).
+static Status checkLoraMetadata(const Program &program,
+                                const std::map<std::string, std::string> &metadata,
+                                const std::string &prefix,
+                                const std::string &source) {
+  auto rank = metadata.find(prefix + "r");
+  auto alpha = metadata.find(prefix + "lora_alpha");
+  if (rank == metadata.end() && alpha == metadata.end())
+    return Status::success();
+  if (program.adapters.empty())
+    return Status::failure(source + " records LoRA adapters, but the "
+                                    "executable has none (compile it with "
+                                    "--lora)");
+  auto number = [&](auto found, double &value) -> Status {
+    if (found == metadata.end())
+      return Status::failure(source + " records " +
+                             (found == rank ? prefix + "lora_alpha"
+                                            : prefix + "r") +
+                             " without the other");
+    char *end = nullptr;
+    errno = 0;
+    value = std::strtod(found->second.c_str(), &end);
+    if (found->second.empty() || *end || errno || !std::isfinite(value) ||
+        value <= 0)
+      return Status::failure(source + ": its " + found->first + " '" +
+                             found->second + "' is not a positive number");
+    return Status::success();
+  };
+  double r = 0, a = 0;
+  TGC_RETURN_IF_ERROR(number(rank, r));
+  TGC_RETURN_IF_ERROR(number(alpha, a));
+  return checkLoraScale(program, source, r, a, /*rsLora=*/false);
 }
 
 Status saveAdapters(Session &session, const std::string &path) {
@@ -441,16 +524,27 @@ static Status checkpointFiles(const std::string &path, LoadScope scope,
     files = {path};
     return Status::success();
   }
-  auto exists = [](const std::string &file) {
+  // Whether `file` is there: absent is false; there but not a regular file
+  // (a FIFO, a device, a directory) is an error naming what it is.
+  Status notRegular = Status::success();
+  auto exists = [&](const std::string &file) {
     struct stat s;
-    return ::stat(file.c_str(), &s) == 0 && S_ISREG(s.st_mode);
+    if (::stat(file.c_str(), &s) != 0)
+      return false;
+    if (!S_ISREG(s.st_mode) && notRegular.ok())
+      notRegular = Status::failure("'" + file + "' is " +
+                                   describeFileKind(s.st_mode) +
+                                   ", not a file");
+    return S_ISREG(s.st_mode);
   };
   // A PEFT adapter directory: its adapter_model.safetensors.
   if (scope == LoadScope::Adapters) {
     std::string file = path + "/adapter_model.safetensors";
     if (!exists(file))
-      return Status::failure("adapter directory '" + path +
-                             "' has no adapter_model.safetensors");
+      return notRegular.ok()
+                 ? Status::failure("adapter directory '" + path +
+                                   "' has no adapter_model.safetensors")
+                 : notRegular;
     files = {file};
     return Status::success();
   }
@@ -460,12 +554,20 @@ static Status checkpointFiles(const std::string &path, LoadScope scope,
     files = {single};
     return Status::success();
   }
+  if (!notRegular.ok())
+    return notRegular;
   if (!exists(indexPath))
-    return Status::failure("weights directory '" + path +
-                           "' has neither model.safetensors nor "
-                           "model.safetensors.index.json");
-  std::ifstream in(indexPath);
-  nlohmann::json index = nlohmann::json::parse(in, nullptr,
+    return notRegular.ok()
+               ? Status::failure("weights directory '" + path +
+                                 "' has neither model.safetensors nor "
+                                 "model.safetensors.index.json")
+               : notRegular;
+  std::string text;
+  if (std::string error =
+          readUserJSONFile(indexPath, kMaxConfigFileBytes, text);
+      !error.empty())
+    return Status::failure(error);
+  nlohmann::json index = nlohmann::json::parse(text, nullptr,
                                                /*allow_exceptions=*/false);
   if (index.is_discarded() || !index.is_object() ||
       !index.contains("weight_map") || !index["weight_map"].is_object())
@@ -485,8 +587,10 @@ static Status checkpointFiles(const std::string &path, LoadScope scope,
     if (std::find(files.begin(), files.end(), file) != files.end())
       continue;
     if (!exists(file))
-      return Status::failure("'" + indexPath + "' names shard '" + name +
-                             "', which is missing");
+      return notRegular.ok()
+                 ? Status::failure("'" + indexPath + "' names shard '" +
+                                   name + "', which is missing")
+                 : notRegular;
     files.push_back(file);
   }
   if (files.empty())
@@ -989,6 +1093,8 @@ Status startRun(Session &session, const StartFiles &files, uint64_t seed,
     std::map<std::string, std::string> metadata;
     TGC_RETURN_IF_ERROR(loadCheckpoint(session, files.resume,
                                        LoadScope::Everything, &metadata));
+    TGC_RETURN_IF_ERROR(checkLoraMetadata(
+        program, metadata, "tgc.", "checkpoint '" + files.resume + "'"));
     // Batches already consumed (skipped steps consume one too, so this can
     // exceed the optimizer's step count); loadCheckpoint checked the
     // numbers to be integers in [0, 2^62].
@@ -1028,9 +1134,16 @@ Status startRun(Session &session, const StartFiles &files, uint64_t seed,
                                        LoadScope::Parameters, nullptr,
                                        &point.weights));
   }
-  if (!files.adapters.empty())
-    TGC_RETURN_IF_ERROR(
-        loadCheckpoint(session, files.adapters, LoadScope::Adapters));
+  if (!files.adapters.empty()) {
+    // The adapters' own rank and alpha: adapter_config.json in a PEFT
+    // directory, the metadata of a single file.
+    TGC_RETURN_IF_ERROR(checkAdapterConfiguration(program, files.adapters));
+    std::map<std::string, std::string> metadata;
+    TGC_RETURN_IF_ERROR(loadCheckpoint(session, files.adapters,
+                                       LoadScope::Adapters, &metadata));
+    TGC_RETURN_IF_ERROR(checkLoraMetadata(
+        program, metadata, "", "adapter file '" + files.adapters + "'"));
+  }
   return Status::success();
 }
 

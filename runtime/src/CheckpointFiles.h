@@ -53,6 +53,16 @@ mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &storage);
 std::vector<SavedTensor>
 adapterTensors(Session &session, std::map<std::string, std::string> &metadata);
 
+/// LoRA's rank `r` and `lora_alpha` as safetensors metadata records them
+/// (the program must have adapters).
+std::map<std::string, std::string> loraMetadata(const Program &program);
+
+/// Fails, naming `source`, unless adapters of `rank` and `alpha` (scaled
+/// alpha / sqrt(rank) with `rsLora`, else alpha / rank) compute what the
+/// executable's adapters compute.
+Status checkLoraScale(const Program &program, const std::string &source,
+                      double rank, double alpha, bool rsLora);
+
 } // namespace tgc::rt
 
 #endif // TGC_RUNTIME_SRC_CHECKPOINTFILES_H

@@ -2,6 +2,8 @@
 
 #include "FileIO.h"
 
+#include "tgc/Support/ReadFile.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -11,18 +13,6 @@
 
 namespace tgc::rt {
 
-static std::string describeKind(mode_t mode) {
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISCHR(mode) || S_ISBLK(mode))
-    return "a device";
-  if (S_ISFIFO(mode))
-    return "a pipe";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a regular file";
-}
-
 RegularFile::~RegularFile() {
   if (fd >= 0)
     ::close(fd);
@@ -30,11 +20,13 @@ RegularFile::~RegularFile() {
 
 Status RegularFile::open(const std::string &path, uint64_t maxBytes,
                          std::unique_ptr<RegularFile> &file) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return Status::failure("cannot open '" + path +
-                           "': " + std::strerror(errno));
+  // The checks every reader of a user's file makes (tgc/Support/ReadFile.h):
+  // a regular file (a FIFO is not waited on), of at most maxBytes.
+  int fd;
+  uint64_t size;
+  std::string error = openUserFile(path, maxBytes, fd, size);
+  if (!error.empty())
+    return Status::failure(error);
   std::unique_ptr<RegularFile> opened(new RegularFile());
   opened->fd = fd;
   opened->path = path;
@@ -42,18 +34,9 @@ Status RegularFile::open(const std::string &path, uint64_t maxBytes,
   if (::fstat(fd, &info) != 0)
     return Status::failure("cannot read '" + path +
                            "': " + std::strerror(errno));
-  if (!S_ISREG(info.st_mode))
-    return Status::failure("'" + path + "' is " + describeKind(info.st_mode) +
-                           ", not a file");
-  opened->size = uint64_t(info.st_size);
+  opened->size = size;
   opened->modifiedSeconds = int64_t(info.st_mtim.tv_sec);
   opened->modifiedNanoseconds = int64_t(info.st_mtim.tv_nsec);
-  if (opened->size > maxBytes)
-    return Status::failure("'" + path + "' is " +
-                           std::to_string(opened->size) +
-                           " bytes, more than the " +
-                           std::to_string(maxBytes) +
-                           " this kind of file may have");
   file = std::move(opened);
   return Status::success();
 }
@@ -119,7 +102,7 @@ Status checkReplaceable(const std::string &path) {
                                  "': " + std::strerror(errno));
   if (!S_ISREG(info.st_mode))
     return Status::failure("refusing to replace '" + path + "': it is " +
-                           describeKind(info.st_mode) + ", not a file");
+                           describeFileKind(info.st_mode) + ", not a file");
   return Status::success();
 }
 

@@ -4,11 +4,15 @@
 
 #include "CheckpointFiles.h"
 #include "FileIO.h"
+#include "StagedDirectory.h"
+#include "cpu/Common.h"
+#include "tgc/Support/ReadFile.h"
 #include "tgc/runtime/Checkpoint.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
@@ -21,6 +25,8 @@ namespace {
 
 constexpr const char *kSingleFile = "model.safetensors";
 constexpr const char *kIndexFile = "model.safetensors.index.json";
+constexpr const char *kAdapterConfigFile = "adapter_config.json";
+constexpr const char *kAdapterWeightsFile = "adapter_model.safetensors";
 
 /// Whether `name` is a shard of a sharded save (`model-00001-of-00003
 /// .safetensors`).
@@ -46,35 +52,12 @@ std::string shardName(size_t index, size_t count) {
   return name;
 }
 
-/// Creates `directory` when it is absent (its parent must exist).
-Status makeDirectory(const std::string &directory) {
-  struct stat info;
-  if (::stat(directory.c_str(), &info) == 0) {
-    if (!S_ISDIR(info.st_mode))
-      return Status::failure("cannot save into '" + directory +
-                             "': it exists and is not a directory");
-    return Status::success();
-  }
-  if (::mkdir(directory.c_str(), 0777) != 0 && errno != EEXIST)
-    return Status::failure("cannot create the directory '" + directory +
-                           "': " + std::strerror(errno));
-  return Status::success();
-}
-
 /// Writes `json` as the text file `path`, atomically.
 Status writeJSON(const std::string &path, const nlohmann::ordered_json &json) {
   std::string text = json.dump(2) + "\n";
   return replaceFile(path, [&](FILE *file) {
     return std::fwrite(text.data(), 1, text.size(), file) == text.size();
   });
-}
-
-/// Removes `directory`/`name` if it is a regular file.
-void removeStale(const std::string &directory, const std::string &name) {
-  std::string path = directory + "/" + name;
-  struct stat info;
-  if (::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode))
-    ::unlink(path.c_str());
 }
 
 const char *torchDType(DType dtype) {
@@ -96,9 +79,6 @@ Status writeModelDirectory(Session &session, const std::string &directory,
   if (!config.is_object())
     return Status::failure("--save-hf: the executable's Hugging Face "
                            "configuration is not a JSON object");
-  Status made = makeDirectory(directory);
-  if (!made.ok())
-    return made;
   std::vector<std::vector<uint8_t>> storage;
   std::vector<SavedTensor> tensors = mergedParameters(session, storage);
 
@@ -125,8 +105,19 @@ Status writeModelDirectory(Session &session, const std::string &directory,
   for (size_t i = 0; i < shards.size(); ++i)
     names.push_back(shards.size() == 1 ? kSingleFile
                                        : shardName(i, shards.size()));
+
+  // Every file written into a new directory beside the old one, which is
+  // then swapped in whole (StagedDirectory.h): the files of an earlier save
+  // that this one does not use (shards of another count, a single file
+  // after shards) are gone with the old directory, and a kill at any
+  // moment leaves the old model or the new one.
+  StagedDirectory staged;
+  Status status = staged.begin(directory, isHuggingFaceModelFile);
+  if (!status.ok())
+    return Status::failure("--save-hf: " + status.error);
   for (size_t i = 0; i < shards.size(); ++i) {
-    Status written = writeSafetensors(directory + "/" + names[i],
+    directorySaveStep();
+    Status written = writeSafetensors(staged.pathOf(names[i]),
                                       {{"format", "pt"}}, shards[i]);
     if (!written.ok())
       return Status::failure("--save-hf: " + written.error);
@@ -139,32 +130,18 @@ Status writeModelDirectory(Session &session, const std::string &directory,
     nlohmann::ordered_json index = {
         {"metadata", {{"total_size", totalBytes}}},
         {"weight_map", nlohmann::ordered_json(weightMap)}};
-    Status written = writeJSON(directory + "/" + kIndexFile, index);
+    directorySaveStep();
+    Status written = writeJSON(staged.pathOf(kIndexFile), index);
     if (!written.ok())
       return Status::failure("--save-hf: " + written.error);
   }
   config["torch_dtype"] = torchDType(widest);
-  Status written = writeJSON(directory + "/config.json", config);
-  if (!written.ok())
-    return Status::failure("--save-hf: " + written.error);
-
-  // What an earlier save left that this one does not use: a loader that
-  // finds model.safetensors takes it over the index, so a single file
-  // after shards (or shards after a single file) would load stale weights.
-  std::set<std::string> current(names.begin(), names.end());
-  if (shards.size() > 1)
-    removeStale(directory, kSingleFile);
-  else
-    removeStale(directory, kIndexFile);
-  if (DIR *dir = ::opendir(directory.c_str())) {
-    std::vector<std::string> stale;
-    while (struct dirent *item = ::readdir(dir))
-      if (isShardName(item->d_name) && !current.count(item->d_name))
-        stale.push_back(item->d_name);
-    ::closedir(dir);
-    for (const std::string &name : stale)
-      removeStale(directory, name);
-  }
+  directorySaveStep();
+  status = writeJSON(staged.pathOf("config.json"), config);
+  if (status.ok())
+    status = staged.commit();
+  if (!status.ok())
+    return Status::failure("--save-hf: " + status.error);
   return Status::success();
 }
 
@@ -216,13 +193,17 @@ nlohmann::ordered_json targetModules(const Program &program) {
 Status writeAdapterDirectory(Session &session, const std::string &directory,
                              const std::string &baseModel) {
   const Program &program = session.program();
-  Status made = makeDirectory(directory);
-  if (!made.ok())
-    return made;
+  // Both files swapped in together (StagedDirectory.h): never the new
+  // weights under the old configuration.
+  StagedDirectory staged;
+  Status written = staged.begin(directory, isAdapterDirectoryFile);
+  if (!written.ok())
+    return Status::failure("--save-adapters: " + written.error);
   std::map<std::string, std::string> metadata;
   std::vector<SavedTensor> tensors = adapterTensors(session, metadata);
-  Status written = writeSafetensors(directory + "/adapter_model.safetensors",
-                                    metadata, tensors);
+  directorySaveStep();
+  written = writeSafetensors(staged.pathOf(kAdapterWeightsFile), metadata,
+                             tensors);
   if (!written.ok())
     return Status::failure("--save-adapters: " + written.error);
   const LoraAdapter &first = program.adapters.front();
@@ -248,7 +229,10 @@ Status writeAdapterDirectory(Session &session, const std::string &directory,
       {"bias", "none"},
       {"modules_to_save", nullptr},
       {"init_lora_weights", true}};
-  written = writeJSON(directory + "/adapter_config.json", config);
+  directorySaveStep();
+  written = writeJSON(staged.pathOf(kAdapterConfigFile), config);
+  if (written.ok())
+    written = staged.commit();
   if (!written.ok())
     return Status::failure("--save-adapters: " + written.error);
   return Status::success();
@@ -283,6 +267,19 @@ Status checkHuggingFaceSave(const Program &program) {
 
 std::vector<std::string> huggingFaceFiles() {
   return {"config.json", kSingleFile, kIndexFile};
+}
+
+bool isHuggingFaceModelFile(const std::string &name) {
+  return name == "config.json" || name == kSingleFile || name == kIndexFile ||
+         isShardName(name);
+}
+
+std::vector<std::string> adapterDirectoryFiles() {
+  return {kAdapterConfigFile, kAdapterWeightsFile};
+}
+
+bool isAdapterDirectoryFile(const std::string &name) {
+  return name == kAdapterConfigFile || name == kAdapterWeightsFile;
 }
 
 Status checkDirectoryTarget(const std::string &directory,
@@ -330,6 +327,70 @@ bool isAdapterDirectory(const std::string &path) {
   return !(path.size() >= suffix.size() &&
            path.compare(path.size() - suffix.size(), suffix.size(), suffix) ==
                0);
+}
+
+Status checkAdapterConfiguration(const Program &program,
+                                 const std::string &path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+    return Status::success();
+  std::string file = path + "/" + kAdapterConfigFile;
+  if (::lstat(file.c_str(), &info) != 0 && errno == ENOENT)
+    return Status::success(); // weights only: their names and shapes speak
+  std::string text;
+  if (std::string error = readUserJSONFile(file, kMaxConfigFileBytes, text);
+      !error.empty())
+    return Status::failure("--load-adapters: " + error);
+  nlohmann::json config =
+      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto bad = [&](const std::string &what) {
+    return Status::failure("--load-adapters: '" + file + "': " + what);
+  };
+  if (config.is_discarded() || !config.is_object())
+    return bad("not a JSON object (a damaged adapter_config.json?)");
+  if (program.adapters.empty())
+    return bad("these are LoRA adapters, but the executable has none "
+               "(compile it with --lora)");
+  if (config.contains("peft_type") &&
+      !(config["peft_type"].is_string() && config["peft_type"] == "LORA"))
+    return bad("peft_type is " + config["peft_type"].dump() +
+               ", not \"LORA\"");
+  auto number = [&](const char *key, double &value) -> Status {
+    if (!config.contains(key))
+      return bad(std::string("has no ") + key);
+    const nlohmann::json &field = config[key];
+    if (!field.is_number() || !std::isfinite(field.get<double>()) ||
+        field.get<double>() <= 0)
+      return bad(std::string(key) + " is " + field.dump() +
+                 ", not a positive number");
+    value = field.get<double>();
+    return Status::success();
+  };
+  double rank = 0, alpha = 0;
+  TGC_RETURN_IF_ERROR(number("r", rank));
+  if (!config["r"].is_number_integer())
+    return bad("r is " + config["r"].dump() + ", not an integer");
+  TGC_RETURN_IF_ERROR(number("lora_alpha", alpha));
+  bool rsLora = false;
+  if (config.contains("use_rslora") && !config["use_rslora"].is_null()) {
+    if (!config["use_rslora"].is_boolean())
+      return bad("use_rslora is " + config["use_rslora"].dump() +
+                 ", not true or false");
+    rsLora = config["use_rslora"].get<bool>();
+  }
+  // Per-module ranks and alphas (PEFT's rank_pattern, alpha_pattern): the
+  // executable has one rank and one alpha.
+  for (const char *key : {"rank_pattern", "alpha_pattern"})
+    if (config.contains(key) && !config[key].is_null() &&
+        !(config[key].is_object() && config[key].empty()))
+      return bad(std::string(key) + " gives some modules their own " +
+                 (key[0] == 'r' ? "rank" : "alpha") +
+                 "; tgc compiles one for every adapter");
+  if (config.contains("bias") && config["bias"] != "none")
+    return bad("bias is " + config["bias"].dump() +
+               "; tgc's adapters train no bias (\"none\")");
+  return checkLoraScale(program, "--load-adapters: '" + file + "'", rank,
+                        alpha, rsLora);
 }
 
 Status saveAdapterDirectory(Session &session, const std::string &directory,

@@ -64,6 +64,10 @@ void installInterruptHandlers() {
   sigaddset(&action.sa_mask, SIGINT);
   sigaddset(&action.sa_mask, SIGTERM);
   action.sa_flags = SA_RESTART;
+  // A file-size limit (ulimit -f) must not kill a save half-way with
+  // SIGXFSZ: ignored, the write fails with EFBIG and the save reports it,
+  // its temporary file removed and the previous file intact.
+  std::signal(SIGXFSZ, SIG_IGN);
   for (int signal : {SIGINT, SIGTERM}) {
     struct sigaction previous;
     // A signal the parent set to be ignored (nohup, a shell's background

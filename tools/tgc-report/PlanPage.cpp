@@ -7,7 +7,8 @@
 // pointer, lists the tensors live at the peak and the peak's breakdown,
 // and with a second report draws that one's total on the same axes. What
 // it drew is written into #checks (JSON) for tests, and script errors into
-// #errors.
+// #errors. Names from the report (ops, kinds, the label) are put into the
+// document as text, never as markup.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,23 +64,34 @@ const COLORS = {
   workspace: '#b07aa1', saved_for_backward: '#ff9da7'
 };
 const EXTRA = ['#59a14f', '#edc948', '#9c755f', '#bab0ac', '#86bcb6'];
-function color(name, i) { return COLORS[name] || EXTRA[i % EXTRA.length]; }
+function color(name, i) {
+  return Object.prototype.hasOwnProperty.call(COLORS, name) ? COLORS[name]
+                                                             : EXTRA[i % EXTRA.length];
+}
 function gib(bytes) {
   if (bytes >= 1 << 30) return (bytes / (1 << 30)).toFixed(2) + ' GiB';
   if (bytes >= 1 << 20) return (bytes / (1 << 20)).toFixed(2) + ' MiB';
   if (bytes >= 1 << 10) return (bytes / (1 << 10)).toFixed(2) + ' KiB';
   return bytes + ' B';
 }
-function esc(text) {
-  return String(text).replace(/[&<>"]/g, c => ({'&': '&amp;', '<': '&lt;',
-    '>': '&gt;', '"': '&quot;'}[c]));
+// The report's values enter the document as text only.
+function text(parent, tag, content) {
+  const e = document.createElement(tag);
+  e.textContent = content;
+  parent.appendChild(e);
+  return e;
+}
+function addRow(table, cells, tag) {
+  const row = table.insertRow();
+  for (const cell of cells) text(row, tag || 'td', cell);
+  return row;
 }
 
 // Categories and their bytes at every op: the persistent region's device
 // part by kind (constant over the step; the padding between its tensors
 // apart), then the arena's live bytes by kind from the timeline.
 function series(report) {
-  const persistent = {};
+  const persistent = Object.create(null);
   let listed = 0;
   for (const t of report.persistent) {
     if (t.host) continue;
@@ -133,6 +145,17 @@ for (let g = 0; g <= 4; ++g) {
 // Stacked areas, bottom to top in category order.
 const below = new Array(n).fill(0);
 const legend = document.getElementById('legend');
+function legendItem(swatch, label) {
+  const item = document.createElement('span');
+  item.className = 'item';
+  if (swatch) {
+    const box = text(item, 'span', '');
+    box.className = 'swatch';
+    box.style.background = swatch;
+  }
+  item.appendChild(document.createTextNode(label));
+  legend.appendChild(item);
+}
 sa.cats.forEach((cat, c) => {
   const top = below.map((b, i) => b + sa.rows[i][c]);
   if (top.every((t, i) => t === below[i])) return; // nothing of this kind
@@ -142,8 +165,7 @@ sa.cats.forEach((cat, c) => {
   add('path', {d: d + 'Z', fill: color(cat, c), stroke: 'none',
                'data-category': cat});
   for (let i = 0; i < n; ++i) below[i] = top[i];
-  legend.insertAdjacentHTML('beforeend', '<span class="item"><span class="swatch" style="background:' +
-      color(cat, c) + '"></span>' + esc(cat) + (c < sa.persistentCount ? ' (persistent)' : '') + '</span>');
+  legendItem(color(cat, c), cat + (c < sa.persistentCount ? ' (persistent)' : ''));
 });
 // The other plan's total on the same axes, its ops spread over the width.
 if (sb) {
@@ -153,16 +175,14 @@ if (sb) {
     d += (i ? 'L' : 'M') + (L + (m > 1 ? i / (m - 1) : 0.5) * (W - L - R)) + ',' + y(sb.totals[i]);
   add('path', {d, fill: 'none', stroke: '#222', 'stroke-width': 1.5,
                'stroke-dasharray': '5,3', id: 'compare'});
-  legend.insertAdjacentHTML('beforeend', '<span class="item">- - ' + esc(B.label) +
-      ', total (its ' + B.ops + ' ops over the same width)</span>');
+  legendItem(null, '- - ' + B.label + ', total (its ' + B.ops + ' ops over the same width)');
 }
 // Recomputed ops, and the peak.
 for (const op of A.remat.ops)
   add('line', {x1: x(op.op_index), x2: x(op.op_index), y1: H - BOT, y2: H - BOT + 6,
                stroke: '#c00', 'class': 'recomputed'});
 if (A.remat.ops.length)
-  legend.insertAdjacentHTML('beforeend', '<span class="item"><span class="swatch" style="background:#c00"></span>recomputed op (' +
-      A.remat.ops.length + ')</span>');
+  legendItem('#c00', 'recomputed op (' + A.remat.ops.length + ')');
 const p = A.peak.op_index;
 add('line', {x1: x(p), x2: x(p), y1: T, y2: H - BOT, stroke: '#000', 'stroke-dasharray': '2,2', id: 'peak'});
 add('text', {x: Math.min(x(p) + 4, W - 200), y: T + 12},
@@ -179,15 +199,20 @@ svg.addEventListener('mousemove', ev => {
   const i = Math.max(0, Math.min(n - 1, Math.round((ev.clientX - box.left - L) / (W - L - R) * (n - 1))));
   cursor.setAttribute('x1', x(i)); cursor.setAttribute('x2', x(i));
   cursor.setAttribute('visibility', 'visible');
-  let html = '<b>#' + i + ' ' + esc(A.op_names[i]) + '</b><br>';
-  sa.cats.forEach((cat, c) => { if (sa.rows[i][c]) html += esc(cat) + ': ' + gib(sa.rows[i][c]) + '<br>'; });
-  html += '<b>total ' + gib(sa.totals[i]) + '</b>';
+  tip.replaceChildren();
+  const line = (content, bold) => {
+    text(tip, bold ? 'b' : 'span', content);
+    tip.appendChild(document.createElement('br'));
+  };
+  line('#' + i + ' ' + A.op_names[i], true);
+  sa.cats.forEach((cat, c) => { if (sa.rows[i][c]) line(cat + ': ' + gib(sa.rows[i][c])); });
+  line('total ' + gib(sa.totals[i]), true);
   // The largest arena tensors live while the op runs.
   const here = A.buffers.filter(b => b.start <= i && i <= b.end)
       .sort((a, b) => b.bytes - a.bytes).slice(0, 5);
-  if (here.length) html += '<br>largest live: ' + here.map(b =>
-      '<br>&nbsp;&nbsp;' + gib(b.bytes) + ' from #' + b.op_index + ' ' + esc(b.op)).join('');
-  tip.innerHTML = html;
+  if (here.length) line('largest live:');
+  for (const b of here)
+    line('\u00a0\u00a0' + gib(b.bytes) + ' from #' + b.op_index + ' ' + b.op);
   tip.style.display = 'block';
   tip.style.left = Math.min(ev.clientX - box.left + 12, W - 260) + 'px';
   tip.style.top = (ev.clientY - box.top + 12) + 'px';
@@ -196,16 +221,17 @@ svg.addEventListener('mouseleave', () => { tip.style.display = 'none'; cursor.se
 
 // The peak's breakdown (the report's), and the tensors live there.
 const breakdown = document.getElementById('breakdown');
-breakdown.innerHTML = '<tr><th>category</th><th>bytes</th></tr>' +
-    Object.entries(A.peak.breakdown).filter(e => e[1]).map(e =>
-        '<tr><td>' + esc(e[0]) + '</td><td>' + gib(e[1]) + '</td></tr>').join('') +
-    '<tr><td><b>total</b></td><td><b>' + gib(sa.totals[p]) + '</b></td></tr>';
+addRow(breakdown, ['category', 'bytes'], 'th');
+for (const [category, bytes] of Object.entries(A.peak.breakdown))
+  if (bytes) addRow(breakdown, [category, gib(bytes)]);
+addRow(breakdown, ['total', gib(sa.totals[p])]).style.fontWeight = 'bold';
 const live = A.buffers.filter(b => b.start <= p && p <= b.end)
     .sort((a, b) => b.bytes - a.bytes).slice(0, 15);
-document.getElementById('live').innerHTML =
-    '<tr><th>made by</th><th>kind</th><th>bytes</th><th>live</th></tr>' +
-    live.map(b => '<tr><td>#' + b.op_index + ' ' + esc(b.op) + '</td><td>' + esc(b.kind) +
-        '</td><td>' + gib(b.bytes) + '</td><td>#' + b.start + '..#' + b.end + '</td></tr>').join('');
+const liveTable = document.getElementById('live');
+addRow(liveTable, ['made by', 'kind', 'bytes', 'live'], 'th');
+for (const b of live)
+  addRow(liveTable, ['#' + b.op_index + ' ' + b.op, b.kind, gib(b.bytes),
+                     '#' + b.start + '..#' + b.end]);
 
 // What was drawn, for tests.
 const samples = [0, Math.floor(n / 4), Math.floor(n / 2), Math.floor(3 * n / 4), n - 1, p];
@@ -220,22 +246,32 @@ document.getElementById('checks').textContent = JSON.stringify({
 </script></body></html>
 )html";
 
-std::string scriptSafe(const std::string &json) {
+std::string scriptJSON(const llvm::json::Value &data) {
+  std::string json;
+  llvm::raw_string_ostream(json) << data;
   std::string safe;
   safe.reserve(json.size());
   for (size_t i = 0; i < json.size(); ++i) {
-    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/') {
-      safe += "<\\/";
-      ++i;
-      continue;
-    }
-    safe += json[i];
+    char c = json[i];
+    if (c == '<')
+      safe += "\\u003c";
+    else if (c == '>')
+      safe += "\\u003e";
+    else if (c == '&')
+      safe += "\\u0026";
+    // U+2028 and U+2029 (E2 80 A8/A9 in UTF-8): line ends to JavaScript.
+    else if (c == '\xE2' && i + 2 < json.size() && json[i + 1] == '\x80' &&
+             (json[i + 2] == '\xA8' || json[i + 2] == '\xA9')) {
+      safe += json[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else
+      safe += c;
   }
   return safe;
 }
 
-std::string planPage(const std::string &reportsJson) {
-  return std::string(kHead) + scriptSafe(reportsJson) + kTail;
+std::string planPage(llvm::json::Value reports) {
+  return std::string(kHead) + scriptJSON(reports) + kTail;
 }
 
 } // namespace tgc::report

@@ -5,7 +5,8 @@
 // loss scale, each run a colour of its own, a panel only where some run has
 // the metric. The pointer names each run's value at the step under it.
 // What was drawn goes into #checks (JSON) for tests, script errors into
-// #errors.
+// #errors. The runs' labels are put into the document as text, never as
+// markup.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,9 +52,12 @@ const runs = JSON.parse(document.getElementById('data').textContent);
 const COLORS = ['#4e79a7', '#e15759', '#59a14f', '#f28e2b', '#b07aa1',
                 '#76b7b2', '#edc948', '#9c755f'];
 const color = r => COLORS[r % COLORS.length];
-function esc(text) {
-  return String(text).replace(/[&<>"]/g, c => ({'&': '&amp;', '<': '&lt;',
-    '>': '&gt;', '"': '&quot;'}[c]));
+// Labels enter the document as text only.
+function text(parent, tag, content) {
+  const e = document.createElement(tag);
+  e.textContent = content;
+  parent.appendChild(e);
+  return e;
 }
 function fmt(v) {
   if (v === 0) return '0';
@@ -79,9 +83,14 @@ const PANELS = [
 document.getElementById('title').textContent = runs.length === 1 ?
     'Training run: ' + runs[0].label : runs.length + ' training runs';
 const legend = document.getElementById('legend');
-runs.forEach((run, r) => legend.insertAdjacentHTML('beforeend',
-    '<span class="item"><span class="swatch" style="background:' + color(r) +
-    '"></span>' + esc(run.label) + ' (' + run.rows.length + ' steps)</span>'));
+runs.forEach((run, r) => {
+  const item = text(legend, 'span', '');
+  item.className = 'item';
+  const swatch = text(item, 'span', '');
+  swatch.className = 'swatch';
+  swatch.style.background = color(r);
+  item.appendChild(document.createTextNode(run.label + ' (' + run.rows.length + ' steps)'));
+});
 const checks = {status: 'drawn', runs: runs.length, panels: {}};
 const NS = 'http://www.w3.org/2000/svg';
 const W = 520, H = 260, L = 64, R = 12, T = 10, B = 30;
@@ -109,7 +118,7 @@ for (const panel of PANELS) {
   const y = v => H - B - (f(v) - y0) / (y1 - y0) * (H - T - B);
   const div = document.createElement('div');
   div.className = 'panel';
-  div.innerHTML = '<h3>' + esc(panel.title) + (log ? ' (log scale)' : '') + '</h3>';
+  text(div, 'h3', panel.title + (log ? ' (log scale)' : ''));
   const svg = document.createElementNS(NS, 'svg');
   svg.setAttribute('width', W); svg.setAttribute('height', H);
   const add = (tag, attrs, text) => {
@@ -142,15 +151,15 @@ for (const panel of PANELS) {
   svg.addEventListener('mousemove', ev => {
     const box = svg.getBoundingClientRect();
     const step = x0 + (ev.clientX - box.left - L) / (W - L - R) * (x1 - x0);
-    let html = '';
+    tip.replaceChildren();
     series.forEach((points, r) => {
       if (!points.length) return;
       let best = points[0];
       for (const p of points) if (Math.abs(p[0] - step) < Math.abs(best[0] - step)) best = p;
-      html += '<span style="color:' + color(r) + '">' + esc(runs[r].label) +
-              '</span>: step ' + best[0] + ', ' + fmt(best[1]) + '<br>';
+      text(tip, 'span', runs[r].label).style.color = color(r);
+      tip.appendChild(document.createTextNode(': step ' + best[0] + ', ' + fmt(best[1])));
+      tip.appendChild(document.createElement('br'));
     });
-    tip.innerHTML = html;
     tip.style.display = 'block';
     tip.style.left = Math.min(ev.clientX - box.left + 12, W - 200) + 'px';
     tip.style.top = (ev.clientY - box.top + 30) + 'px';
@@ -168,8 +177,8 @@ document.getElementById('checks').textContent = JSON.stringify(checks);
 </script></body></html>
 )html";
 
-std::string runPage(const std::string &runsJson) {
-  return std::string(kHead) + scriptSafe(runsJson) + kTail;
+std::string runPage(llvm::json::Value runs) {
+  return std::string(kHead) + scriptJSON(runs) + kTail;
 }
 
 } // namespace tgc::report

@@ -9,29 +9,40 @@
 // as stacked areas by kind, the peak and the tensors live there, the
 // recomputed ops, and with --compare a second plan's total on the same
 // axes. A file that is not such a report (another format or version,
-// truncated JSON, missing fields) is an error that names it.
+// truncated JSON) or an inconsistent one (a field missing or of the wrong
+// type, a negative byte count, an index outside the ops, an end before its
+// start, counts that disagree) is an error that names the file and the
+// field: the page draws only what was checked.
 //
 // `run` reads tgc-run --metrics files (JSON lines, one object a step) and
 // writes a page of their loss, validation loss, learning rate, throughput
 // and loss scale over the steps, the runs overlaid. An empty file, a line
-// that is not a JSON object with an integer step, is an error that names
-// the file and the line.
+// that is not a JSON object with an integer step, a drawn metric that is
+// not a number, is an error that names the file and the line.
+//
+// Every input is read through ReadFile.h: a FIFO, a device or a file past
+// kMaxReportFileBytes is refused by name, and JSON nested past
+// kMaxJSONNesting is refused before the (recursive) parser sees it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Pages.h"
 
 #include "tgc/Analysis/MemoryPlan.h"
+#include "tgc/Support/ReadFile.h"
+
+#include "llvm/ADT/StringSet.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,16 +86,390 @@ static bool fail(const std::string &message) {
   return false;
 }
 
-/// Reads `path` as a memory report of this version, checked enough that
-/// the page can draw it: the op count, names and timeline agree, and the
-/// peak is one of the ops.
+/// The largest integer the page's script (which counts in doubles) holds
+/// exactly: byte counts, and the totals it sums from them, stay below it.
+constexpr int64_t kMaxExactInteger = int64_t(1) << 53;
+
+/// What a JSON value is, for an error: a number as written, else its type.
+static std::string describe(const Value &value) {
+  switch (value.kind()) {
+  case Value::Null:
+    return "null";
+  case Value::Boolean:
+    return *value.getAsBoolean() ? "true" : "false";
+  case Value::Number: {
+    std::string text;
+    llvm::raw_string_ostream(text) << value;
+    return text;
+  }
+  case Value::String:
+    return "a string";
+  case Value::Array:
+    return "an array";
+  case Value::Object:
+    return "an object";
+  }
+  return "a value";
+}
+
+namespace {
+/// Reads a memory report's fields one at a time, each checked for its type
+/// and range; the first problem names its field as a path
+/// ("buffers[3].end"). Absent or mistyped fields read as null.
+class FieldReader {
+public:
+  std::string problem;
+
+  bool bad(const std::string &message) {
+    if (problem.empty())
+      problem = message;
+    return false;
+  }
+  static std::string at(const std::string &name, size_t index) {
+    return name + "[" + std::to_string(index) + "]";
+  }
+  static std::string member(const std::string &name, llvm::StringRef key) {
+    return name.empty() ? key.str() : name + "." + key.str();
+  }
+
+  const Value *get(const Object &object, llvm::StringRef key,
+                   const std::string &parent) {
+    const Value *value = object.get(key);
+    if (!value)
+      bad(member(parent, key) + " is missing");
+    return value;
+  }
+  const Object *object(const Value *value, const std::string &name) {
+    if (!value)
+      return nullptr;
+    const Object *object = value->getAsObject();
+    if (!object)
+      bad(name + " is " + describe(*value) + ", not an object");
+    return object;
+  }
+  const Array *array(const Value *value, const std::string &name) {
+    if (!value)
+      return nullptr;
+    const Array *array = value->getAsArray();
+    if (!array)
+      bad(name + " is " + describe(*value) + ", not an array");
+    return array;
+  }
+  std::optional<llvm::StringRef> string(const Value *value,
+                                        const std::string &name) {
+    if (!value)
+      return std::nullopt;
+    std::optional<llvm::StringRef> text = value->getAsString();
+    if (!text)
+      bad(name + " is " + describe(*value) + ", not a string");
+    return text;
+  }
+  /// An integer in [min, max]; `range` says what that is ("a byte count").
+  std::optional<int64_t> integer(const Value *value, const std::string &name,
+                                 int64_t min, int64_t max,
+                                 const std::string &range) {
+    if (!value)
+      return std::nullopt;
+    if (value->kind() != Value::Number) {
+      bad(name + " is " + describe(*value) + ", not an integer");
+      return std::nullopt;
+    }
+    std::optional<int64_t> number = value->getAsInteger();
+    if (!number) {
+      bad(name + " is " + describe(*value) + ", not an integer");
+      return std::nullopt;
+    }
+    if (*number < min || *number > max) {
+      bad(name + " is " + std::to_string(*number) + ", not " + range);
+      return std::nullopt;
+    }
+    return number;
+  }
+  std::optional<int64_t> bytes(const Value *value, const std::string &name) {
+    return integer(value, name, 0, kMaxExactInteger,
+                   "a byte count (0 to 2^53)");
+  }
+  std::optional<int64_t> bytes(const Object &object, llvm::StringRef key,
+                               const std::string &parent) {
+    return bytes(get(object, key, parent), member(parent, key));
+  }
+  /// A count the page does not draw (FLOPs, buffers): any from 0.
+  std::optional<int64_t> count(const Object &object, llvm::StringRef key,
+                               const std::string &parent) {
+    return integer(get(object, key, parent), member(parent, key), 0,
+                   std::numeric_limits<int64_t>::max(), "a count (from 0)");
+  }
+  std::optional<llvm::StringRef>
+  string(const Object &object, llvm::StringRef key, const std::string &parent) {
+    return string(get(object, key, parent), member(parent, key));
+  }
+};
+} // namespace
+
+/// The fields of a memory report the plan page draws, each checked for its
+/// type and range and against the others (counts, indices, the peak); the
+/// page is given these and nothing else. Null, with `r.problem` naming the
+/// field, when the report is inconsistent.
+static std::optional<Value> planData(const Object &report,
+                                     const std::string &label, FieldReader &r) {
+  auto refuse = [&](const std::string &problem) -> std::optional<Value> {
+    r.bad(problem);
+    return std::nullopt;
+  };
+  std::optional<llvm::StringRef> function = r.string(report, "function", "");
+  std::optional<int64_t> ops = r.integer(r.get(report, "ops", ""), "ops", 1,
+                                         kMaxExactInteger, "a count from 1");
+  std::optional<int64_t> arenaBytes = r.bytes(report, "arena_bytes", "");
+  std::optional<int64_t> persistentBytes =
+      r.bytes(report, "persistent_bytes", "");
+  std::optional<int64_t> hostBytes = r.bytes(report, "host_bytes", "");
+  std::optional<int64_t> peakLive = r.bytes(report, "peak_live_bytes", "");
+  r.count(report, "flops", "");
+  r.count(report, "reused_buffers", "");
+  r.integer(r.get(report, "alignment", ""), "alignment", 1, kMaxExactInteger,
+            "a positive number of bytes");
+  if (!r.problem.empty())
+    return std::nullopt;
+  if (*hostBytes > *persistentBytes)
+    return refuse("host_bytes is " + std::to_string(*hostBytes) +
+                  ", more than the persistent_bytes (" +
+                  std::to_string(*persistentBytes) + ") it is part of");
+  int64_t deviceBytes = *persistentBytes - *hostBytes;
+  const std::string opIndex =
+      "an op index (0 to " + std::to_string(*ops - 1) + ")";
+
+  // The op sequence: a name and a timeline row of bytes by kind each.
+  const Array *names = r.array(r.get(report, "op_names", ""), "op_names");
+  const Object *timeline = r.object(r.get(report, "timeline", ""), "timeline");
+  const Array *kinds = timeline ? r.array(r.get(*timeline, "kinds", "timeline"),
+                                          "timeline.kinds")
+                                : nullptr;
+  const Array *rows = timeline ? r.array(r.get(*timeline, "bytes", "timeline"),
+                                         "timeline.bytes")
+                               : nullptr;
+  if (!r.problem.empty())
+    return std::nullopt;
+  if (int64_t(names->size()) != *ops || int64_t(rows->size()) != *ops)
+    return refuse("it names " + std::to_string(names->size()) +
+                  " ops and times " + std::to_string(rows->size()) +
+                  ", but has " + std::to_string(*ops));
+  Array opNames;
+  for (size_t i = 0; i < names->size(); ++i)
+    if (std::optional<llvm::StringRef> name =
+            r.string(&(*names)[i], FieldReader::at("op_names", i)))
+      opNames.push_back(name->str());
+  Array kindNames;
+  llvm::StringSet<> seenKinds;
+  for (size_t k = 0; k < kinds->size(); ++k) {
+    std::string name = FieldReader::at("timeline.kinds", k);
+    std::optional<llvm::StringRef> kind = r.string(&(*kinds)[k], name);
+    if (kind && !seenKinds.insert(*kind).second)
+      r.bad(name + " is \"" + kind->str() + "\" again");
+    if (kind)
+      kindNames.push_back(kind->str());
+  }
+  // Each op's total as the page sums it (the device's persistent bytes
+  // and the row), and the first op where it is largest: the peak drawn.
+  Array timelineRows;
+  int64_t largest = -1, largestAt = 0, peakRowLive = 0;
+  std::optional<int64_t> peakOp;
+  if (const Object *peak = r.object(r.get(report, "peak", ""), "peak"))
+    peakOp = r.integer(r.get(*peak, "op_index", "peak"), "peak.op_index", 0,
+                       *ops - 1, opIndex);
+  for (size_t i = 0; i < rows->size() && r.problem.empty(); ++i) {
+    std::string name = FieldReader::at("timeline.bytes", i);
+    const Array *row = r.array(&(*rows)[i], name);
+    if (!row)
+      break;
+    if (row->size() != kinds->size())
+      return refuse(name + " has " + std::to_string(row->size()) +
+                    " numbers for the " + std::to_string(kinds->size()) +
+                    " timeline.kinds");
+    Array values;
+    int64_t live = 0;
+    for (size_t k = 0; k < row->size(); ++k) {
+      std::optional<int64_t> bytes =
+          r.bytes(&(*row)[k], FieldReader::at(name, k));
+      if (!bytes)
+        break;
+      live += *bytes;
+      if (live + deviceBytes > kMaxExactInteger)
+        return refuse(name + " adds up, with the persistent bytes, to more "
+                             "than 2^53 bytes");
+      values.push_back(*bytes);
+    }
+    if (live > largest) {
+      largest = live;
+      largestAt = int64_t(i);
+    }
+    if (peakOp && int64_t(i) == *peakOp)
+      peakRowLive = live;
+    timelineRows.push_back(std::move(values));
+  }
+  if (!r.problem.empty())
+    return std::nullopt;
+  if (peakRowLive != *peakLive)
+    return refuse("peak_live_bytes is " + std::to_string(*peakLive) +
+                  ", but timeline.bytes[" + std::to_string(*peakOp) +
+                  "] (the peak op's) adds up to " +
+                  std::to_string(peakRowLive));
+  if (largestAt != *peakOp)
+    return refuse("peak.op_index is " + std::to_string(*peakOp) +
+                  ", but the timeline is first at its largest (" +
+                  std::to_string(largest) + " bytes) at op " +
+                  std::to_string(largestAt));
+
+  // The peak's breakdown: bytes by category.
+  const Object *peak = report.getObject("peak");
+  const Object *breakdown =
+      r.object(r.get(*peak, "breakdown", "peak"), "peak.breakdown");
+  r.string(peak->get("op"), "peak.op");
+  Object peakBreakdown;
+  if (breakdown)
+    for (const auto &[key, value] : *breakdown)
+      if (std::optional<int64_t> bytes =
+              r.bytes(&value, "peak.breakdown[\"" + key.str() + "\"]"))
+        peakBreakdown[key] = *bytes;
+
+  // The persistent region: device tensors in its first deviceBytes, host
+  // tensors after them.
+  Array persistent;
+  int64_t deviceListed = 0;
+  if (const Array *tensors =
+          r.array(r.get(report, "persistent", ""), "persistent"))
+    for (size_t i = 0; i < tensors->size() && r.problem.empty(); ++i) {
+      std::string name = FieldReader::at("persistent", i);
+      const Object *tensor = r.object(&(*tensors)[i], name);
+      if (!tensor)
+        break;
+      r.string(*tensor, "name", name);
+      std::optional<llvm::StringRef> kind = r.string(*tensor, "kind", name);
+      std::optional<int64_t> bytes = r.bytes(*tensor, "bytes", name);
+      std::optional<int64_t> offset = r.bytes(*tensor, "offset", name);
+      bool host = false;
+      if (const Value *flag = tensor->get("host")) {
+        std::optional<bool> value = flag->getAsBoolean();
+        if (!value)
+          r.bad(name + ".host is " + describe(*flag) + ", not true or false");
+        host = value.value_or(false);
+      }
+      if (!r.problem.empty())
+        break;
+      int64_t begin = host ? deviceBytes : 0,
+              end = host ? *persistentBytes : deviceBytes;
+      if (*offset < begin || *offset + *bytes > end)
+        return refuse(name + " (offset " + std::to_string(*offset) + ", " +
+                      std::to_string(*bytes) + " bytes) is outside the " +
+                      (host ? "host" : "device") +
+                      " part of the persistent region (bytes " +
+                      std::to_string(begin) + " to " + std::to_string(end) +
+                      ")");
+      if (!host)
+        deviceListed += *bytes;
+      Object entry{{"kind", kind->str()}, {"bytes", *bytes}};
+      if (host)
+        entry["host"] = true;
+      persistent.push_back(std::move(entry));
+    }
+  if (r.problem.empty() && deviceListed > deviceBytes)
+    return refuse("the persistent tensors on the device add up to " +
+                  std::to_string(deviceListed) +
+                  " bytes, more than persistent_bytes - host_bytes (" +
+                  std::to_string(deviceBytes) + ")");
+
+  // The arena's buffers: each made by an op, live from its start to its
+  // end, inside the arena.
+  Array buffers;
+  if (const Array *list = r.array(r.get(report, "buffers", ""), "buffers"))
+    for (size_t i = 0; i < list->size() && r.problem.empty(); ++i) {
+      std::string name = FieldReader::at("buffers", i);
+      const Object *buffer = r.object(&(*list)[i], name);
+      if (!buffer)
+        break;
+      auto index = [&](llvm::StringRef key) {
+        return r.integer(r.get(*buffer, key, name),
+                         FieldReader::member(name, key), 0, *ops - 1, opIndex);
+      };
+      std::optional<int64_t> madeBy = index("op_index");
+      std::optional<llvm::StringRef> op = r.string(*buffer, "op", name);
+      std::optional<llvm::StringRef> kind = r.string(*buffer, "kind", name);
+      r.count(*buffer, "result", name);
+      r.count(*buffer, "values", name);
+      std::optional<int64_t> bytes = r.bytes(*buffer, "bytes", name);
+      std::optional<int64_t> offset = r.bytes(*buffer, "offset", name);
+      std::optional<int64_t> start = index("start");
+      std::optional<int64_t> end = index("end");
+      if (!r.problem.empty())
+        break;
+      if (*end < *start)
+        return refuse(name + ".end is " + std::to_string(*end) +
+                      ", before its start " + std::to_string(*start));
+      if (*offset + *bytes > *arenaBytes)
+        return refuse(name + " (offset " + std::to_string(*offset) + ", " +
+                      std::to_string(*bytes) +
+                      " bytes) is outside the arena (arena_bytes " +
+                      std::to_string(*arenaBytes) + ")");
+      buffers.push_back(Object{{"op_index", *madeBy},
+                               {"op", op->str()},
+                               {"kind", kind->str()},
+                               {"bytes", *bytes},
+                               {"start", *start},
+                               {"end", *end}});
+    }
+
+  // The recomputed ops, as many as it counts.
+  Array recomputed;
+  if (const Object *remat = r.object(r.get(report, "remat", ""), "remat")) {
+    std::optional<int64_t> count = r.count(*remat, "recomputed_ops", "remat");
+    r.count(*remat, "recomputed_flops", "remat");
+    const Array *list = r.array(r.get(*remat, "ops", "remat"), "remat.ops");
+    for (size_t i = 0; list && i < list->size() && r.problem.empty(); ++i) {
+      std::string name = FieldReader::at("remat.ops", i);
+      const Object *op = r.object(&(*list)[i], name);
+      if (!op)
+        break;
+      std::optional<int64_t> index = r.integer(
+          r.get(*op, "op_index", name), FieldReader::member(name, "op_index"),
+          0, *ops - 1, opIndex);
+      r.string(*op, "op", name);
+      r.count(*op, "flops", name);
+      if (index)
+        recomputed.push_back(Object{{"op_index", *index}});
+    }
+    if (r.problem.empty() && int64_t(list->size()) != *count)
+      r.bad("remat.recomputed_ops is " + std::to_string(*count) +
+            ", but remat.ops lists " + std::to_string(list->size()));
+  }
+  if (!r.problem.empty())
+    return std::nullopt;
+  return Value(Object{{"label", label},
+                      {"function", function->str()},
+                      {"ops", *ops},
+                      {"arena_bytes", *arenaBytes},
+                      {"persistent_bytes", *persistentBytes},
+                      {"host_bytes", *hostBytes},
+                      {"peak", Object{{"op_index", *peakOp},
+                                      {"breakdown", std::move(peakBreakdown)}}},
+                      {"op_names", std::move(opNames)},
+                      {"timeline", Object{{"kinds", std::move(kindNames)},
+                                          {"bytes", std::move(timelineRows)}}},
+                      {"persistent", std::move(persistent)},
+                      {"buffers", std::move(buffers)},
+                      {"remat", Object{{"ops", std::move(recomputed)}}}});
+}
+
+/// Reads `path` as a memory report of this version, checked field by field
+/// (planData): what the plan page draws of it, labelled with the file's
+/// name.
 static std::optional<Value> readReport(const std::string &path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    fail("cannot read '" + path + "': " + buffer.getError().message());
+  std::string text;
+  if (std::string error =
+          tgc::readUserJSONFile(path, tgc::kMaxReportFileBytes, text);
+      !error.empty()) {
+    fail(error);
     return std::nullopt;
   }
-  llvm::Expected<Value> parsed = llvm::json::parse((*buffer)->getBuffer());
+  llvm::Expected<Value> parsed = llvm::json::parse(text);
   if (!parsed) {
     fail("'" + path + "' is not valid JSON (" +
          llvm::toString(parsed.takeError()) +
@@ -95,7 +480,7 @@ static std::optional<Value> readReport(const std::string &path) {
     fail("'" + path + "': " + what);
     return std::nullopt;
   };
-  Object *report = parsed->getAsObject();
+  const Object *report = parsed->getAsObject();
   if (!report)
     return bad("not a JSON object");
   std::optional<llvm::StringRef> format = report->getString("format");
@@ -110,34 +495,12 @@ static std::optional<Value> readReport(const std::string &path) {
                ", but this tgc-report reads version " +
                std::to_string(tgc::kMemoryReportVersion) +
                " (compile the step again with this tgc-compile)");
-  std::optional<int64_t> ops = report->getInteger("ops");
-  const Array *names = report->getArray("op_names");
-  const Object *timeline = report->getObject("timeline");
-  const Array *kinds = timeline ? timeline->getArray("kinds") : nullptr;
-  const Array *bytes = timeline ? timeline->getArray("bytes") : nullptr;
-  const Object *peak = report->getObject("peak");
-  std::optional<int64_t> peakOp =
-      peak ? peak->getInteger("op_index") : std::nullopt;
-  for (const char *field : {"function", "persistent_bytes", "host_bytes",
-                            "arena_bytes", "persistent", "buffers", "remat"})
-    if (!report->get(field))
-      return bad(std::string("its \"") + field + "\" is missing");
-  if (!ops || *ops < 1 || !names || !kinds || !bytes || !peakOp)
-    return bad("its ops, op_names, timeline or peak are missing");
-  if (int64_t(names->size()) != *ops || int64_t(bytes->size()) != *ops)
-    return bad("it names " + std::to_string(names->size()) +
-               " ops and times " + std::to_string(bytes->size()) +
-               ", but has " + std::to_string(*ops));
-  for (const Value &row : *bytes) {
-    const Array *values = row.getAsArray();
-    if (!values || values->size() != kinds->size())
-      return bad("a timeline row does not have one number per kind");
-  }
-  if (*peakOp < 0 || *peakOp >= *ops)
-    return bad("its peak op #" + std::to_string(*peakOp) + " is not an op");
-  // The page's legend names the file.
-  report->try_emplace("label", llvm::sys::path::filename(path).str());
-  return std::move(*parsed);
+  FieldReader r;
+  std::optional<Value> data =
+      planData(*report, llvm::sys::path::filename(path).str(), r);
+  if (!data)
+    return bad(r.problem);
+  return data;
 }
 
 /// Writes `page` to `path` (whole, or not at all), which must not be one
@@ -163,35 +526,73 @@ static bool writePage(const std::string &path, const std::string &page,
   return true;
 }
 
-/// Reads a metrics file: every line a JSON object with an integer "step".
+/// Whether the run page draws metric `key` (a panel's, or the throughput's,
+/// which names what a batch holds: "tokens_per_s").
+static bool isDrawnMetric(llvm::StringRef key) {
+  return key == "loss" || key == "eval_loss" || key == "lr" ||
+         key == "loss_scale" || key.ends_with("_per_s");
+}
+
+/// Reads a metrics file: every line a JSON object with an integer "step"
+/// (the last may be tgc-run --profile's {"profile": ...}, which is not
+/// drawn). What the run page draws of each line: the step and the metrics
+/// it draws, each a finite number (or null, tgc-run's non-finite value,
+/// left out).
 static std::optional<Array> readMetrics(const std::string &path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    fail("cannot read '" + path + "': " + buffer.getError().message());
+  std::string text;
+  if (std::string error =
+          tgc::readUserFile(path, tgc::kMaxReportFileBytes, text);
+      !error.empty()) {
+    fail(error);
     return std::nullopt;
   }
   Array rows;
-  llvm::StringRef rest = (*buffer)->getBuffer();
+  llvm::StringRef rest = text;
   for (int line = 1; !rest.empty(); ++line) {
-    auto [text, next] = rest.split('\n');
+    auto [lineText, next] = rest.split('\n');
     rest = next;
-    if (text.trim().empty())
+    if (lineText.trim().empty())
       continue;
-    llvm::Expected<Value> row = llvm::json::parse(text);
+    std::string where = "'" + path + "' line " + std::to_string(line);
+    if (std::string nesting = tgc::checkJSONNesting(lineText);
+        !nesting.empty()) {
+      fail(where + " is not JSON tgc reads: " + nesting);
+      return std::nullopt;
+    }
+    llvm::Expected<Value> row = llvm::json::parse(lineText);
     if (!row) {
-      fail("'" + path + "' line " + std::to_string(line) +
-           " is not JSON (" + llvm::toString(row.takeError()) +
+      fail(where + " is not JSON (" + llvm::toString(row.takeError()) +
            "): not a tgc-run --metrics file, or cut short?");
       return std::nullopt;
     }
     const Object *object = row->getAsObject();
-    if (!object || !object->getInteger("step")) {
-      fail("'" + path + "' line " + std::to_string(line) +
-           " is not a step's metrics (a JSON object with an integer "
-           "\"step\")");
+    if (object && !object->get("step") && object->get("profile"))
+      continue;
+    std::optional<int64_t> step =
+        object ? object->getInteger("step") : std::nullopt;
+    if (!step) {
+      fail(where + " is not a step's metrics (a JSON object with an integer "
+                   "\"step\")");
       return std::nullopt;
     }
-    rows.push_back(std::move(*row));
+    if (*step < 0 || *step > kMaxExactInteger) {
+      fail(where + ": \"step\" is " + std::to_string(*step) +
+           ", not a step number (0 to 2^53)");
+      return std::nullopt;
+    }
+    Object drawn{{"step", *step}};
+    for (const auto &[key, value] : *object) {
+      if (!isDrawnMetric(key) || value.kind() == Value::Null)
+        continue;
+      std::optional<double> number = value.getAsNumber();
+      if (!number || !std::isfinite(*number)) {
+        fail(where + ": \"" + key.str() + "\" is " + describe(value) +
+             ", not a number");
+        return std::nullopt;
+      }
+      drawn[key] = value;
+    }
+    rows.push_back(std::move(drawn));
   }
   if (rows.empty()) {
     fail("'" + path + "' has no metrics: it is empty (did the run reach "
@@ -216,12 +617,9 @@ static bool writeRunPage() {
                             : labels[i];
     runs.push_back(Object{{"label", label}, {"rows", std::move(*rows)}});
   }
-  std::string json;
-  llvm::raw_string_ostream os(json);
-  os << Value(std::move(runs));
-  return writePage(runOutputFile, tgc::report::runPage(json),
-                   std::vector<std::string>(metricsFiles.begin(),
-                                            metricsFiles.end()));
+  return writePage(
+      runOutputFile, tgc::report::runPage(std::move(runs)),
+      std::vector<std::string>(metricsFiles.begin(), metricsFiles.end()));
 }
 
 static bool writePlanPage() {
@@ -235,10 +633,7 @@ static bool writePlanPage() {
       return false;
     reports.push_back(std::move(*report));
   }
-  std::string json;
-  llvm::raw_string_ostream os(json);
-  os << Value(std::move(reports));
-  return writePage(outputFile, tgc::report::planPage(json),
+  return writePage(outputFile, tgc::report::planPage(std::move(reports)),
                    {reportFile.getValue(), compareFile.getValue()});
 }
 

@@ -286,13 +286,19 @@ std::string parseOptions(int argc, char **argv, Options &options,
       {"tgc-run itself", "/proc/self/exe"},
       {"--data", options.data == "synthetic" ? "" : options.data},
       {"--eval-data", options.evalData == "synthetic" ? "" : options.evalData},
-      {"--load-weights", options.loadWeights},
-      {"--load-adapters", options.loadAdapters}};
+      {"--load-weights", options.loadWeights, huggingFaceFiles()},
+      {"--load-adapters", options.loadAdapters, adapterDirectoryFiles()}};
+  // Directory outputs stand for the files they write, replace or remove;
+  // the rest of a directory is kept (HFDirectory.h).
   std::vector<tgc::NamedFile> outputs = {
       {"--save", options.save},
-      {"--save-adapters", options.saveAdapters},
+      {"--save-adapters", options.saveAdapters,
+       isAdapterDirectory(options.saveAdapters)
+           ? adapterDirectoryFiles()
+           : std::vector<std::string>()},
       {"--export-merged", options.exportMerged},
-      {"--save-hf", options.saveHF},
+      {"--save-hf", options.saveHF, huggingFaceFiles(),
+       isHuggingFaceModelFile},
       {"--metrics", options.metrics}};
   std::string clash = tgc::checkDistinctFiles(inputs, outputs);
   // --save may replace the checkpoint the run resumes from (read whole

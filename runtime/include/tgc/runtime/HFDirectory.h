@@ -6,9 +6,11 @@
 // from_pretrained loads with no missing or unexpected weight, and a LoRA
 // adapter directory (adapter_config.json and adapter_model.safetensors)
 // that PEFT's PeftModel.from_pretrained loads over the base model. Each
-// file is replaced atomically; files of an earlier save that the new one
-// does not use (shards of another count, a single file after shards) are
-// removed after the new files are in place, as save_pretrained does.
+// directory save is written beside the target and swapped in whole
+// (runtime/src/StagedDirectory.h): files of an earlier save that the new one
+// does not use (shards of another count, a single file after shards) go
+// with the old directory, every other file of the directory is kept, and a
+// kill at any moment leaves the old model or the new one, never a mix.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,8 +39,18 @@ Status checkHuggingFaceSave(const Program &program);
 Status checkDirectoryTarget(const std::string &directory,
                             const std::vector<std::string> &files);
 
-/// The files a model directory save may write (for checkDirectoryTarget).
+/// The files a model directory save may write (for checkDirectoryTarget),
+/// and what a reader of a model directory looks for.
 std::vector<std::string> huggingFaceFiles();
+/// Whether a model directory save owns the file `name` (writes, replaces or
+/// removes it): config.json, model.safetensors, its index, and shards
+/// `model-NNNNN-of-NNNNN.safetensors`. Every other file of the directory
+/// is kept.
+bool isHuggingFaceModelFile(const std::string &name);
+/// adapter_config.json and adapter_model.safetensors: what an adapter
+/// directory save writes and what a reader of one looks for.
+std::vector<std::string> adapterDirectoryFiles();
+bool isAdapterDirectoryFile(const std::string &name);
 
 /// Saves the model's parameters (LoRA adapters merged in) as a Hugging Face
 /// model directory, in shards of at most `maxShardBytes` when they are
@@ -53,6 +65,13 @@ Status saveHuggingFace(Session &session, const std::string &directory,
 /// does not end in `.safetensors` and is not an existing file.
 bool isAdapterDirectory(const std::string &path);
 
+/// Fails unless the adapters at `path` were trained as the executable's
+/// compute: for a PEFT adapter directory, its adapter_config.json (when
+/// present) must be a LoRA configuration of the executable's rank and
+/// scale (lora_alpha / r, or / sqrt(r) with use_rslora), with no
+/// per-module rank or alpha and no bias. Other paths pass.
+Status checkAdapterConfiguration(const Program &program,
+                                 const std::string &path);
 /// Saves the LoRA adapters as a PEFT adapter directory: PEFT's names in
 /// adapter_model.safetensors and its adapter_config.json (r, lora_alpha,
 /// target_modules, fan_in_fan_out, the task, `baseModel` as

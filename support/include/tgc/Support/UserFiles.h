@@ -9,7 +9,13 @@
 //    it opens, and its messages would land in the user's output file.
 //  - checkDistinctFiles: no output names an input (the same file by device
 //    and inode, whatever path, link or hard link names it) or another
-//    output (by resolved path where the file does not exist yet).
+//    output (by resolved path where the file does not exist yet). An input
+//    that is a directory (a Hugging Face model or adapter directory) counts
+//    as every entry in it and every file the reader may look for there; an
+//    output that is a directory (--save-hf) as the files of it that the
+//    save writes, replaces or removes. So `--save in/model.safetensors`
+//    with `--load-weights in` is refused like `--save in.safetensors` with
+//    `--load-weights in.safetensors`.
 //
 // Plain C++ and POSIX (no MLIR, no LLVM), header only.
 //
@@ -20,6 +26,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <dirent.h>
 #include <cstdlib>
 #include <fcntl.h>
 #include <string>
@@ -47,9 +54,17 @@ inline void reopenClosedStandardStreams() {
 
 /// A file a tool reads or writes, and the option that names it ("--save",
 /// "the executable").
+///
+/// When `path` is (or, for an output, will be) a directory: for an input,
+/// every entry in it is read, and so are the names in `within`, whether or
+/// not they exist yet (a reader looks for them); for an output, the names
+/// in `within` and every existing entry for which `owns` returns true are
+/// what the save writes, replaces or removes; other entries are kept.
 struct NamedFile {
   std::string option;
   std::string path;
+  std::vector<std::string> within = {};
+  bool (*owns)(const std::string &name) = nullptr;
 };
 
 namespace detail {
@@ -94,41 +109,106 @@ inline bool sameFile(const FileKey &a, const FileKey &b) {
     return a.device == b.device && a.inode == b.inode;
   return !a.exists && !b.exists && a.resolved == b.resolved;
 }
+
+inline bool isDirectory(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+/// One file of a NamedFile: its key and how to name it in an error ("" when
+/// it is the NamedFile's path itself).
+struct ExpandedFile {
+  FileKey key;
+  std::string member;
+};
+
+/// The files `file` stands for: itself, or the entries of a directory as
+/// the struct's comment says. `input` chooses the rule.
+inline std::vector<ExpandedFile> expand(const NamedFile &file, bool input) {
+  std::vector<ExpandedFile> files;
+  bool directory = isDirectory(file.path);
+  if (!directory && (input || file.within.empty())) {
+    files.push_back({fileKeyOf(file.path), ""});
+    return files;
+  }
+  // An output directory is also itself: no other output may be a file of
+  // that name.
+  if (!input)
+    files.push_back({fileKeyOf(file.path), ""});
+  std::vector<std::string> names = file.within;
+  if (DIR *dir = ::opendir(file.path.c_str())) {
+    while (struct dirent *item = ::readdir(dir)) {
+      std::string name = item->d_name;
+      if (name != "." && name != ".." &&
+          (input || (file.owns && file.owns(name))))
+        names.push_back(name);
+    }
+    ::closedir(dir);
+  }
+  std::string prefix = file.path + (file.path.back() == '/' ? "" : "/");
+  for (const std::string &name : names)
+    files.push_back({fileKeyOf(prefix + name), prefix + name});
+  return files;
+}
 } // namespace detail
 
-/// Returns "" when every output is a file of its own: none names one of
-/// `inputs` (which exist) or another output. Otherwise an error naming the
-/// two options. Empty paths and "-" (a standard stream) are skipped.
+/// Returns "" when every output is a file of its own: none names a file of
+/// `inputs` or of another output (directories expanded as NamedFile
+/// says). Otherwise an error naming the two options and, inside a
+/// directory, the file. Empty paths and "-" (a standard stream) are
+/// skipped.
 inline std::string checkDistinctFiles(const std::vector<NamedFile> &inputs,
                                       const std::vector<NamedFile> &outputs) {
   auto skipped = [](const NamedFile &file) {
     return file.path.empty() || file.path == "-";
   };
-  std::vector<detail::FileKey> inputKeys, outputKeys;
+  std::vector<std::vector<detail::ExpandedFile>> inputFiles, outputFiles;
   for (const NamedFile &input : inputs)
-    inputKeys.push_back(skipped(input) ? detail::FileKey()
-                                       : detail::fileKeyOf(input.path));
+    inputFiles.push_back(skipped(input) ? std::vector<detail::ExpandedFile>()
+                                        : detail::expand(input, true));
   for (const NamedFile &output : outputs)
-    outputKeys.push_back(skipped(output) ? detail::FileKey()
-                                         : detail::fileKeyOf(output.path));
+    outputFiles.push_back(skipped(output)
+                              ? std::vector<detail::ExpandedFile>()
+                              : detail::expand(output, false));
+  // "--save-hf 'out' would replace 'out/config.json', a file of
+  // --load-weights 'out'".
+  auto clash = [](const NamedFile &output, const detail::ExpandedFile &written,
+                  const NamedFile &input, const detail::ExpandedFile &read) {
+    std::string inputText =
+        read.member.empty()
+            ? input.option +
+                  (input.path == output.path ? "" : " '" + input.path + "'")
+            : "a file of " + input.option + " '" + input.path + "'";
+    if (written.member.empty())
+      return output.option + " '" + output.path + "' would overwrite " +
+             inputText + "; write it to another file";
+    return output.option + " '" + output.path + "' would replace '" +
+           written.member + "', " +
+           (read.member.empty() ? "which is " + input.option
+                                : "a file of " + input.option + " '" +
+                                      input.path + "'") +
+           "; write it to another directory";
+  };
   for (size_t o = 0; o < outputs.size(); ++o) {
-    if (skipped(outputs[o]))
-      continue;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (!skipped(inputs[i]) && inputKeys[i].exists &&
-          detail::sameFile(outputKeys[o], inputKeys[i]))
-        return outputs[o].option + " '" + outputs[o].path +
-               "' would overwrite " + inputs[i].option +
-               (inputs[i].path == outputs[o].path
-                    ? ""
-                    : " '" + inputs[i].path + "'") +
-               "; write it to another file";
-    for (size_t p = 0; p < o; ++p)
-      if (!skipped(outputs[p]) &&
-          detail::sameFile(outputKeys[o], outputKeys[p]))
-        return outputs[p].option + " and " + outputs[o].option +
-               " name the same file '" + outputs[o].path +
-               "'; each output needs its own";
+    for (const detail::ExpandedFile &written : outputFiles[o]) {
+      for (size_t i = 0; i < inputs.size(); ++i)
+        for (const detail::ExpandedFile &read : inputFiles[i]) {
+          // A named input file must exist to be clobbered; a file a reader
+          // looks for inside a directory counts even before it exists.
+          if (!read.key.exists && read.member.empty())
+            continue;
+          if (detail::sameFile(written.key, read.key))
+            return clash(outputs[o], written, inputs[i], read);
+        }
+      for (size_t p = 0; p < o; ++p)
+        for (const detail::ExpandedFile &other : outputFiles[p])
+          if (detail::sameFile(written.key, other.key))
+            return outputs[p].option + " and " + outputs[o].option +
+                   " name the same file '" +
+                   (written.member.empty() ? outputs[o].path
+                                           : written.member) +
+                   "'; each output needs its own";
+    }
   }
   return "";
 }
