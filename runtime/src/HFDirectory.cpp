@@ -117,8 +117,8 @@ Status writeModelDirectory(Session &session, const std::string &directory,
     return Status::failure("--save-hf: " + status.error);
   for (size_t i = 0; i < shards.size(); ++i) {
     directorySaveStep();
-    Status written = writeSafetensors(staged.pathOf(names[i]),
-                                      {{"format", "pt"}}, shards[i]);
+    Status written = staged.named(writeSafetensors(
+        staged.pathOf(names[i]), {{"format", "pt"}}, shards[i]));
     if (!written.ok())
       return Status::failure("--save-hf: " + written.error);
   }
@@ -131,13 +131,14 @@ Status writeModelDirectory(Session &session, const std::string &directory,
         {"metadata", {{"total_size", totalBytes}}},
         {"weight_map", nlohmann::ordered_json(weightMap)}};
     directorySaveStep();
-    Status written = writeJSON(staged.pathOf(kIndexFile), index);
+    Status written =
+        staged.named(writeJSON(staged.pathOf(kIndexFile), index));
     if (!written.ok())
       return Status::failure("--save-hf: " + written.error);
   }
   config["torch_dtype"] = torchDType(widest);
   directorySaveStep();
-  status = writeJSON(staged.pathOf("config.json"), config);
+  status = staged.named(writeJSON(staged.pathOf("config.json"), config));
   if (status.ok())
     status = staged.commit();
   if (!status.ok())
@@ -202,8 +203,8 @@ Status writeAdapterDirectory(Session &session, const std::string &directory,
   std::map<std::string, std::string> metadata;
   std::vector<SavedTensor> tensors = adapterTensors(session, metadata);
   directorySaveStep();
-  written = writeSafetensors(staged.pathOf(kAdapterWeightsFile), metadata,
-                             tensors);
+  written = staged.named(writeSafetensors(staged.pathOf(kAdapterWeightsFile),
+                                          metadata, tensors));
   if (!written.ok())
     return Status::failure("--save-adapters: " + written.error);
   const LoraAdapter &first = program.adapters.front();
@@ -230,7 +231,7 @@ Status writeAdapterDirectory(Session &session, const std::string &directory,
       {"modules_to_save", nullptr},
       {"init_lora_weights", true}};
   directorySaveStep();
-  written = writeJSON(staged.pathOf(kAdapterConfigFile), config);
+  written = staged.named(writeJSON(staged.pathOf(kAdapterConfigFile), config));
   if (written.ok())
     written = staged.commit();
   if (!written.ok())

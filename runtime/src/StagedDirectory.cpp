@@ -208,6 +208,15 @@ std::string StagedDirectory::pathOf(const std::string &name) const {
   return staging + "/" + name;
 }
 
+Status StagedDirectory::named(Status status) const {
+  if (status.ok() || staging.empty())
+    return status;
+  for (size_t at = status.error.find(staging); at != std::string::npos;
+       at = status.error.find(staging, at + target.size()))
+    status.error.replace(at, staging.size(), target);
+  return status;
+}
+
 Status StagedDirectory::commit() {
   struct stat info;
   bool exists = ::lstat(target.c_str(), &info) == 0;

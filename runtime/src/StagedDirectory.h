@@ -45,6 +45,9 @@ public:
   Status begin(const std::string &target, Owns owns);
   /// Where the save writes its file `name`.
   std::string pathOf(const std::string &name) const;
+  /// `status` with the staging directory's path in its message replaced by
+  /// the target's: errors name the file the user asked for.
+  Status named(Status status) const;
   /// Keeps the target's other entries and swaps the new directory in.
   Status commit();
 
