@@ -404,6 +404,14 @@ int main(int argc, char **argv) {
   if (!module)
     return fail("the generated model does not verify");
 
+  // The output may not replace a file of the model directory it was read
+  // from (config.json, the weights), nor the tool.
+  if (std::string clash = tgc::checkDistinctFiles(
+          {{"--from-hf", fromHF, {"config.json"}},
+           {"tgc-models itself", "/proc/self/exe"}},
+          {{"-o", outputFile == "-" ? "" : std::string(outputFile)}});
+      !clash.empty())
+    return fail(clash);
   std::string openError;
   auto output = openOutputFile(outputFile, &openError);
   if (!output)
