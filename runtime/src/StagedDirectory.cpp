@@ -193,9 +193,11 @@ Status StagedDirectory::begin(const std::string &path, Owns ownsName) {
   if (!::mkdtemp(staging.data())) {
     int error = errno;
     staging.clear();
-    return Status::failure("cannot save into '" + path +
-                           "' (cannot create a directory beside it: " +
-                           std::strerror(error) + ")");
+    return Status::failure(
+        "cannot save into '" + path + "': the save is written into a new "
+        "directory beside it and swapped in whole, but '" + parent +
+        "' does not take one (" + std::strerror(error) +
+        "); save into a directory inside '" + path + "' instead");
   }
   ::chmod(staging.c_str(), mode);
   lockFd = ::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -243,9 +245,13 @@ Status StagedDirectory::commit() {
     if (!exchange)
       errno = EINVAL;
     if (errno != EINVAL && errno != ENOSYS)
-      return Status::failure("cannot swap the saved directory into '" +
-                             target + "': " + std::strerror(errno) +
-                             "; the previous directory is intact");
+      return Status::failure(
+          "cannot swap the saved directory into '" + target + "': " +
+          std::strerror(errno) +
+          (errno == EBUSY || errno == EXDEV
+               ? " (a mount point? save into a directory inside it)"
+               : "") +
+          "; the previous directory is intact");
     // No exchange on this file system: the old tree aside, then the new
     // one in place.
     old = staging + "-old";
