@@ -6,9 +6,14 @@
 
 Builds a pool of small files a user might have (tiny executables of four
 model kinds, checkpoints, adapters, batch files, a token file, a dataset,
-JSONL, links to them, a directory) and runs:
+JSONL, links to them, a directory; and directories a tool reads whole: a
+Hugging Face model directory of config.json and model.safetensors, a
+sharded one with its index, a PEFT adapter directory and a tokenizer
+directory) and runs:
 
-  --catalogue  the mistakes issue 30 reported, one case each, with what
+  --catalogue  the mistakes issues 30 and 49 reported (issue 49: outputs
+               aimed at a file inside an input directory), one case each,
+               with what
                must happen now (a clear error naming the fault, or a
                correct run), and the files that must keep their bytes;
   --cases N    N command lines drawn at random (seeded) from each tool's
@@ -16,9 +21,11 @@ JSONL, links to them, a directory) and runs:
                every file in the pool, inputs included.
 
 Every case must end by itself within 60 s, by an exit status rather than a
-signal, with status 0, or 1 and a line `<tool>: error: ...`; and every file
-of the pool that the case does not name as an output keeps its bytes (an
-output may be replaced only by a run that succeeds). The pool is restored
+signal, with status 0, or 1 and a line `<tool>: error: ...`; every file
+of the pool (inside its directories too) that the case does not name as an
+output keeps its bytes (an output may be replaced only by a run that
+succeeds), and no file appears in an input directory but an output of a
+run that succeeds. The pool is restored
 after each case. Prints one line per finding and a summary table (Markdown
 with --table FILE). Exits 1 when anything was found.
 """
@@ -81,12 +88,30 @@ def build_pool(bin_dir, pool):
     run_quiet([compile_, "m.mlir", "-o", "lora.tgx",
                "--lora=rank=2,alpha=4,targets=layers.0"], pool)
     run_quiet([compile_, "g.mlir", "-o", "g.tgx"], pool)
+    # Hugging Face directories: one file of weights, and three shards with
+    # their index.
+    run_quiet([trun, "g.tgx", "--steps", "1", "--save-hf", "hf", "--quiet"],
+              pool)
+    run_quiet([trun, "g.tgx", "--steps", "1", "--save-hf", "hfs",
+               "--save-hf-shard-size", "40KB", "--quiet"], pool)
     run_quiet([compile_, "b.mlir", "-o", "b.tgx", "--seq-buckets=8,16"],
               pool)
     run_quiet([trun, "m.tgx", "--steps", "2", "--save", "a.st", "--quiet"],
               pool)
     run_quiet([trun, "lora.tgx", "--steps", "2", "--save-adapters", "ad.st",
                "--quiet"], pool)
+    run_quiet([trun, "lora.tgx", "--steps", "2", "--save-adapters", "ad",
+               "--quiet"], pool)
+    # A tokenizer directory as tgc-data reads one (the fuzzed tgc-data runs
+    # without Hugging Face's tokenizers: it gets as far as its checks).
+    os.makedirs(os.path.join(pool, "tok"))
+    with open(os.path.join(pool, "tok", "tokenizer.json"), "w") as f:
+        json.dump({"version": "1.0", "model": {"type": "WordLevel",
+                                               "vocab": {"[UNK]": 0},
+                                               "unk_token": "[UNK]"}}, f)
+    with open(os.path.join(pool, "tok", "tokenizer_config.json"), "w") as f:
+        json.dump({"eos_token": "[UNK]", "chat_template":
+                   "{% for m in messages %}{{ m.content }}{% endfor %}"}, f)
     rng = random.Random(5)
     floats = struct.pack("<96f", *[rng.gauss(0, 1) for _ in range(96)])
     labels = struct.pack("<12q", *[rng.randrange(3) for _ in range(12)])
@@ -121,12 +146,17 @@ def make_links(pool):
 
 
 def digests(pool):
+    """Every regular file of the pool, in its directories too, by its path
+    relative to the pool."""
     result = {}
-    for name in sorted(os.listdir(pool)):
-        path = os.path.join(pool, name)
-        if os.path.isfile(path) and not os.path.islink(path):
-            with open(path, "rb") as f:
-                result[name] = hashlib.sha256(f.read()).hexdigest()
+    for directory, subdirectories, names in os.walk(pool):
+        subdirectories.sort()
+        for name in sorted(names):
+            path = os.path.join(directory, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as f:
+                    result[os.path.relpath(path, pool)] = \
+                        hashlib.sha256(f.read()).hexdigest()
     return result
 
 
@@ -143,12 +173,19 @@ EXECUTABLES = ["m.tgx", "lora.tgx", "g.tgx", "b.tgx"]
 POOL_FILES = ["m.tgx", "lora.tgx", "g.tgx", "b.tgx", "m.mlir", "g.mlir",
               "a.st", "ad.st", "link.st", "hard.st", "d.safetensors",
               "nan.safetensors", "tokens.bin", "c.tgcd", "c.jsonl",
-              "dev.json"]
-ELSEWHERE = ["dir", "missing.st", "./a.st", "dir/../a.st"]
+              "dev.json", "hf/config.json", "hf/model.safetensors",
+              "hfs/model.safetensors.index.json",
+              "hfs/model-00002-of-00003.safetensors",
+              "ad/adapter_model.safetensors", "tok/tokenizer_config.json"]
+# Directories a tool reads whole (Hugging Face, PEFT, a tokenizer's).
+DIRECTORIES = ["hf", "hfs", "ad", "tok"]
+ELSEWHERE = ["dir", "missing.st", "./a.st", "dir/../a.st"] + DIRECTORIES
 # Devices are drawn as inputs only: a tool that wrongly renamed a file over
 # /dev/null (tgc-data did, before issue 30) would break the machine.
 DEVICES = ["/dev/zero", "/dev/null"]
-NEW = ["new.st", "new2.st", "new.jsonl", "dir/new.st"]
+NEW = ["new.st", "new2.st", "new.jsonl", "dir/new.st",
+       # Files a reader of the directory would look for, not there yet.
+       "hf/model.safetensors.index.json", "tok/special_tokens_map.json"]
 
 
 def any_path(rng, new_weight=0.5):
@@ -195,15 +232,19 @@ RUN_OPTIONS = {
     "--resume": any_input,
     "--load-weights": any_input,
     "--load-adapters": any_input,
-    "--save-adapters": any_path,
+    "--save-adapters": lambda r: r.choice(["newad", "ad"]) \
+        if r.random() < 0.3 else any_path(r),
     "--export-merged": any_path,
+    "--save-hf": lambda r: r.choice(["newhf", "dir/hf"] + DIRECTORIES +
+                                    ["a.st"]),
     "--metrics": any_path,
     "--log-every": lambda r: r.choice(["1", "0"]),
     "--quiet": None,
     "--profile": None,
     "--profile-top": lambda r: r.choice(["1", "0"]),
 }
-RUN_OUTPUTS = {"--save", "--save-adapters", "--export-merged", "--metrics"}
+RUN_OUTPUTS = {"--save", "--save-adapters", "--export-merged", "--metrics",
+               "--save-hf"}
 
 COMPILE_OPTIONS = {
     "-o": lambda r: any_path(r, 0.6),
@@ -233,6 +274,8 @@ COMPILE_OUTPUTS = {"-o", "--memory-report", "--estimate-json"}
 DATA_OPTIONS = {
     "--input": lambda r: r.choice(["c.jsonl", "/dev/zero", "dir",
                                    "missing.jsonl", "a.st", "m.mlir"]),
+    "--tokenizer": lambda r: r.choice(["tok", "tok/tokenizer.json", "hf",
+                                       "missing", "c.jsonl"]),
     "-o": lambda r: any_path(r, 0.6),
     "--vocab-size": lambda r: r.choice(["96", "10", "0", "-1",
                                         "99999999999"]),
@@ -296,6 +339,7 @@ def catalogue(bin_dir):
     run = os.path.join(bin_dir, "tgc-run")
     comp = os.path.join(bin_dir, "tgc-compile")
     ins = "outputs never overwrite inputs"
+    inside = "outputs inside input directories"
     div = "a diverged run stops"
     streams = "standard streams"
     bounded = "bounded readers"
@@ -334,6 +378,38 @@ def catalogue(bin_dir):
         (ins, "tgc-data -o names its input",
          [PYTHON, TGC_DATA, "encode", "--input", "c.jsonl", "-o", "c.jsonl",
           "--vocab-size", "96"], set(), "would overwrite --input"),
+        (inside, "--save names the weights of --load-weights DIR",
+         [run, "g.tgx", "--load-weights", "hf", "--save",
+          "hf/model.safetensors"], set(),
+         "would overwrite a file of --load-weights"),
+        (inside, "--metrics names the index of a sharded directory",
+         [run, "g.tgx", "--load-weights", "hfs", "--metrics",
+          "hfs/model.safetensors.index.json"], set(),
+         "would overwrite a file of --load-weights"),
+        (inside, "--save names a shard",
+         [run, "g.tgx", "--load-weights", "hfs", "--save",
+          "./hfs/model-00002-of-00003.safetensors"], set(),
+         "would overwrite a file of --load-weights"),
+        (inside, "--save names an index the directory may have",
+         [run, "g.tgx", "--load-weights", "hf", "--save",
+          "hf/model.safetensors.index.json"], set(),
+         "would overwrite a file of --load-weights"),
+        (inside, "--export-merged names the adapters of --load-adapters DIR",
+         [run, "lora.tgx", "--load-adapters", "ad", "--export-merged",
+          "ad/adapter_model.safetensors"], set(),
+         "would overwrite a file of --load-adapters"),
+        (inside, "tgc-data -o names the tokenizer's config",
+         [PYTHON, TGC_DATA, "encode", "--input", "c.jsonl", "--tokenizer",
+          "tok", "-o", "tok/tokenizer_config.json"], set(),
+         "would overwrite a file of --tokenizer"),
+        (inside, "tgc-data -o names a file a tokenizer directory may have",
+         [PYTHON, TGC_DATA, "encode", "--input", "c.jsonl", "--tokenizer",
+          "tok", "-o", "tok/special_tokens_map.json"], set(),
+         "would overwrite a file of --tokenizer"),
+        (inside, "tgc-data -o names the weights of a model directory",
+         [PYTHON, TGC_DATA, "encode", "--input", "c.jsonl", "--tokenizer",
+          "hf", "-o", "hf/model.safetensors"], set(),
+         "would overwrite a file of --tokenizer"),
         (ins, "--save over the checkpoint resumed (allowed: atomic)",
          [run, "m.tgx", "--resume", "a.st", "--save", "a.st", "--steps",
           "3", "--quiet"], {"a.st", "hard.st"}, None),
@@ -353,7 +429,7 @@ def catalogue(bin_dir):
           "open('new.jsonl')]\""], {"new.jsonl"}, None),
         (bounded, "tgc-compile --estimate=/dev/zero",
          [comp, "m.mlir", "-o", "new.tgx", "--estimate=/dev/zero"], set(),
-         "is not a file"),
+         "not a file"),
         (bounded, "tgc-data encode --input /dev/zero",
          [PYTHON, TGC_DATA, "encode", "--input", "/dev/zero", "-o",
           "new.tgcd", "--vocab-size", "96"], set(), "is a device"),
@@ -413,8 +489,14 @@ def run_case(command, pool, outputs, expect=ANY):
     after = digests(pool)
     allowed = ({os.path.normpath(o) for o in outputs} | aliases
                if code == 0 else set())
+
+    def written(name):  # an output, or a file of an output directory
+        return any(name == o or name.startswith(o + "/") for o in allowed)
     changed = [name for name in before
-               if after.get(name) != before[name] and name not in allowed]
+               if after.get(name) != before[name] and not written(name)]
+    changed += [name for name in after
+                if name not in before and name.split("/")[0] in DIRECTORIES
+                and not written(name)]
     for device in DEVICES:
         if not stat.S_ISCHR(os.stat(device).st_mode):
             sys.exit(f"options.py: {device} is no longer a device: the "

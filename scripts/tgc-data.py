@@ -14,7 +14,8 @@ reads whole. Three subcommands:
       corpus always gives the same tokenizer.json.
 
   encode --input data.jsonl -o data.tgcd [--tokenizer tokenizer.json|DIR]
-         [--chat-template FILE] [--num-labels K] [--max-length L]
+         [--chat-template FILE] [--chat-time-limit S] [--chat-memory-limit M]
+         [--num-labels K] [--max-length L]
          [--overlong=truncate|reject] [--vocab-size V]
          [--pad-id I] [--mask-id I] [--cls-id I] [--sep-id I]
       Every line is an object with one of
@@ -31,9 +32,11 @@ reads whole. Three subcommands:
       and an integer "label" in [0, K) exactly when K > 0. The tokenizer is
       a tokenizer.json or a Hugging Face model directory (its
       tokenizer.json, and from tokenizer_config.json the chat template and
-      the EOS and padding tokens). Prompts and conversations make a
-      version 2 file, with the loss mask. The vocabulary is the tokenizer's,
-      or V (which may pad it; without a tokenizer V is required). Examples
+      the EOS and padding tokens). A template renders one conversation in
+      at most S seconds (10) and M MiB (1024) of memory. Prompts and
+      conversations make a version 2 file, with the loss mask. The
+      vocabulary is the tokenizer's, or V (which may pad it; without a
+      tokenizer V is required). Examples
       longer than L are cut to their first L tokens (an example that ends in
       the separator keeps it as its last token), or refused with
       --overlong=reject; one left with no trained token is an error. Any
@@ -55,19 +58,21 @@ when a tokenizer is used) needs the Hugging Face venv; pre-tokenized data
 and `generate` run under the system python too.
 """
 import argparse
+import bisect
 import contextlib
 import itertools
 import json
 import math
 import os
 import random
+import resource
 import signal
 import stat
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgcd  # noqa: E402
+import userfiles  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -88,6 +93,14 @@ MAX_LINE_BYTES = 64 << 20
 # The largest vocabulary a tokenizer is trained for (Hugging Face's
 # tokenizers keep ids in 32 bits and abort beyond; no model has more).
 MAX_TRAIN_VOCAB = 1 << 24
+# The largest --chat-template file read (real ones are a few KiB).
+MAX_TEMPLATE_BYTES = 1 << 20
+# What rendering one conversation's chat template may take, by default and
+# at most (--chat-time-limit, seconds; --chat-memory-limit, MiB).
+CHAT_TIME_LIMIT = 10.0
+MAX_CHAT_TIME_LIMIT = 3600.0
+CHAT_MEMORY_LIMIT = 1024
+MAX_CHAT_MEMORY_LIMIT = 1 << 20
 # What `generate` writes at most: a corpus of test data, not a disk filler.
 MAX_GENERATED_EXAMPLES = 10_000_000
 MAX_GENERATED_LENGTH = 1 << 20
@@ -137,26 +150,15 @@ def check_input_file(path, what="input"):
         raise DataError(f"{what} {path} is {kind}, not a file")
 
 
-def check_outputs(output, inputs):
+def check_outputs(output, inputs, within=()):
     """The output must be a file (or nothing yet) in an existing directory,
-    and none of `inputs` ((flag, path) pairs): writing it would destroy
-    what the user has."""
-    if os.path.isdir(output):
-        raise DataError(f"-o {output} is a directory; name the file to "
-                        "write")
-    directory = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(directory):
-        raise DataError(f"cannot write {output}: there is no directory "
-                        f"{directory}")
-    if os.path.exists(output) and not os.path.isfile(output):
-        raise DataError(f"refusing to replace {output}: it is not a file")
-    for flag, path in inputs:
-        if path is None or not os.path.exists(path):
-            continue
-        same = (os.path.exists(output) and os.path.samefile(output, path))
-        if same:
-            raise DataError(f"-o {output} would overwrite {flag} {path}; "
-                            "write it to another file")
+    and no file the run reads (userfiles.py): `inputs` ((flag, path)
+    pairs; a directory stands for its files and the names of `within` in
+    it), this script, the modules it imports and its interpreter."""
+    userfiles.check_output_path("-o", output)
+    files = userfiles.program_files(__file__, ("tgcd.py",)) + [
+        userfiles.NamedFile(flag, path, within) for flag, path in inputs]
+    userfiles.check_distinct_files(files, [userfiles.NamedFile("-o", output)])
 
 
 def read_jsonl(path):
@@ -188,27 +190,7 @@ def read_jsonl(path):
             yield lineno, value
 
 
-@contextlib.contextmanager
-def atomic_output(path, mode="wb"):
-    """A file object that becomes `path` only when the block succeeds."""
-    try:
-        fd, temp = tempfile.mkstemp(
-            dir=os.path.dirname(os.path.abspath(path)),
-            prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    except OSError as e:
-        raise DataError(f"cannot write {path}: {e.strerror}") from None
-    try:
-        encoding = None if "b" in mode else "utf-8"
-        with os.fdopen(fd, mode, encoding=encoding) as f:
-            yield f
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
+atomic_output = userfiles.atomic_output
 
 
 # --- train-tokenizer ---------------------------------------------------------
@@ -359,12 +341,92 @@ def load_tokenizer(path):
     return tokenizer
 
 
+class TemplateLimit(BaseException):
+    """Raised by SIGALRM inside a template's rendering: a BaseException, so
+    that no `except Exception` in Jinja or a template's filters stops it."""
+
+
+class RenderLimits:
+    """A wall-clock limit and an address-space limit (RLIMIT_AS, above what
+    the process already has) around the rendering of one conversation, so
+    that a template that loops or allocates without bound is an error in
+    seconds. The limits hold only while the template runs: the tokenizer
+    (Rust, which aborts on a failed allocation) runs without them."""
+
+    def __init__(self, seconds, mebibytes):
+        self.seconds = seconds
+        self.bytes = mebibytes << 20
+
+    @staticmethod
+    def address_space():
+        """The process's virtual size in bytes (None off Linux)."""
+        try:
+            with open("/proc/self/statm", "rb") as f:
+                return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    @contextlib.contextmanager
+    def applied(self):
+        def expired(number, frame):
+            raise TemplateLimit()
+        previous_handler = signal.signal(signal.SIGALRM, expired)
+        previous_limit = resource.getrlimit(resource.RLIMIT_AS)
+        used = self.address_space()
+        if used is not None:
+            soft, hard = previous_limit
+            limit = used + self.bytes
+            for bound in (soft, hard):
+                if bound != resource.RLIM_INFINITY:
+                    limit = min(limit, bound)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        try:
+            yield
+        finally:
+            # (Should the timer expire in this block, the inner finally
+            # still restores the rest: it fires once.)
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            finally:
+                if used is not None:
+                    resource.setrlimit(resource.RLIMIT_AS, previous_limit)
+                signal.signal(signal.SIGALRM, previous_handler)
+
+
 class ChatTemplate:
     """A Jinja chat template rendered as transformers' apply_chat_template
     renders it (a sandbox, trim_blocks and lstrip_blocks, its tojson and
-    raise_exception), with the tokenizer's special tokens."""
+    raise_exception), with the tokenizer's special tokens, under
+    RenderLimits. Every failure is a DataError naming the example and the
+    template (`label`: its file, or the tokenizer's chat_template)."""
 
-    def __init__(self, source, where, tokens):
+    # Conversations of up to this many turns find the assistant's spans by
+    # rendering each prefix (spans_by_prefixes); longer ones by windows
+    # (spans_by_windows), which falls back to prefixes when a template's
+    # turns depend on more than the window shows.
+    PREFIX_TURNS = 16
+    # A window is the first WINDOW_HEAD turns (a system prompt, and the
+    # first turn, which templates single out), WINDOW_CONTEXT turns before
+    # a block of WINDOW_BLOCK turns, and the block. Even sizes keep every
+    # turn's index parity, which templates that check alternation test.
+    WINDOW_HEAD = 2
+    WINDOW_CONTEXT = 2
+    WINDOW_BLOCK = 8
+
+    def __init__(self, line, source, label, tokens, limits):
+        """`line` names the example that first needs the template."""
+        self.label = label
+        self.limits = limits
+        if isinstance(source, bytes):
+            try:
+                source = source.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"{line}: the chat template ({label}) is not "
+                                f"valid UTF-8 (byte {e.start})") from None
+        if not isinstance(source, str):
+            raise DataError(f"{line}: the chat template ({label}) is "
+                            f"{json_kind(source)}, not a string")
         try:
             import jinja2
             import jinja2.ext
@@ -394,21 +456,31 @@ class ChatTemplate:
         env.globals["strftime_now"] = strftime_now
         self.error = jinja2.exceptions.TemplateError
         try:
-            self.template = env.from_string(source)
-        except jinja2.exceptions.TemplateError as e:
-            raise DataError(f"{where}: the chat template does not parse: "
-                            f"{e}") from None
-        self.where = where
+            with limits.applied():
+                self.template = env.from_string(source)
+        except (Exception, TemplateLimit) as e:
+            raise DataError(f"{line}: the chat template ({label}) does not "
+                            f"parse: {self.failure(e)}") from None
         self.tokens = {k: v for k, v in tokens.items() if v is not None}
 
-    def render(self, line, messages, add_generation_prompt):
-        try:
-            return self.template.render(
-                messages=messages, add_generation_prompt=add_generation_prompt,
-                **self.tokens)
-        except self.error as e:
-            raise DataError(f"{line}: the chat template ({self.where}) "
-                            f"refuses the conversation: {e}") from None
+    def failure(self, e):
+        """What went wrong in the template, as the end of a message."""
+        if isinstance(e, TemplateLimit):
+            return (f"it takes longer than {self.limits.seconds:g} s "
+                    f"(--chat-time-limit)")
+        if isinstance(e, MemoryError):
+            return (f"it needs more than {self.limits.bytes >> 20} MiB of "
+                    f"memory (--chat-memory-limit)")
+        if isinstance(e, RecursionError):
+            return "it recurses too deeply (a macro that calls itself?)"
+        if isinstance(e, self.error):
+            return str(e)
+        return f"{type(e).__name__}: {e}"
+
+    def render(self, messages, add_generation_prompt):
+        return self.template.render(
+            messages=messages, add_generation_prompt=add_generation_prompt,
+            **self.tokens)
 
     def assistant_spans(self, line, messages):
         """The rendered conversation and the character spans of the
@@ -416,21 +488,123 @@ class ChatTemplate:
         the turn, as the model is prompted to answer
         (add_generation_prompt), to the end of the conversation through
         the turn (the turn's closing tokens included)."""
-        full = self.render(line, messages, False)
+        try:
+            with self.limits.applied():
+                full = self.render(messages, False)
+                spans = None
+                if len(messages) > self.PREFIX_TURNS:
+                    spans = self.spans_by_windows(messages, full)
+                if spans is None:
+                    spans = self.spans_by_prefixes(line, messages, full)
+        except DataError:
+            raise
+        except (Exception, TemplateLimit) as e:
+            verb = "refuses" if isinstance(e, self.error) else "fails on"
+            raise DataError(f"{line}: the chat template ({self.label}) "
+                            f"{verb} the conversation: "
+                            f"{self.failure(e)}") from None
+        try:
+            full.encode("utf-8")
+        except UnicodeEncodeError as e:
+            bad = ord(full[e.start])
+            raise DataError(
+                f"{line}: the chat template ({self.label}) renders text "
+                f"that is not valid UTF-8: a lone surrogate U+{bad:04X} at "
+                f"character {e.start} (a \\u escape in the data or the "
+                f"template that is half of a pair)") from None
+        return full, spans
+
+    def spans_by_prefixes(self, line, messages, full):
+        """The spans by definition: each assistant turn's conversation
+        before and through it rendered whole (quadratic in the turns)."""
         spans = []
         for i, message in enumerate(messages):
             if message["role"] != "assistant":
                 continue
-            before = self.render(line, messages[:i], True)
-            through = self.render(line, messages[:i + 1], False)
+            before = self.render(messages[:i], True)
+            through = self.render(messages[:i + 1], False)
             if not (through.startswith(before) and full.startswith(through)):
                 raise DataError(
-                    f"{line}: the chat template does not render the "
-                    f"conversation before turn {i} as the start of the "
-                    f"conversation through it, so the assistant's tokens "
-                    f"cannot be told apart")
+                    f"{line}: the chat template ({self.label}) does not "
+                    f"render the conversation before turn {i} as the start "
+                    f"of the conversation through it, so the assistant's "
+                    f"tokens cannot be told apart")
             spans.append((len(before), len(through)))
-        return full, spans
+        return spans
+
+    def spans_by_windows(self, messages, full):
+        """The spans spans_by_prefixes finds, in time linear in the turns,
+        or None when this template cannot be read this way. Turn k's text
+        is what rendering a window of the conversation ending at k adds to
+        the same window without k, and its generation prompt what
+        add_generation_prompt adds there; the turns' texts, laid end to end
+        from the exactly rendered start, must reproduce the whole
+        conversation character for character, or the prefixes decide."""
+        head, context, block = (self.WINDOW_HEAD, self.WINDOW_CONTEXT,
+                                self.WINDOW_BLOCK)
+        first = head + context
+        try:
+            # The first turns: their prefixes exactly.
+            start = self.render(messages[:first], False)
+            if not full.startswith(start):
+                return None
+            spans = []
+            for i in range(first):
+                if messages[i]["role"] == "assistant":
+                    before = self.render(messages[:i], True)
+                    through = self.render(messages[:i + 1], False)
+                    if not (through.startswith(before) and
+                            start.startswith(through)):
+                        return None
+                    spans.append((len(before), len(through)))
+            end = len(start)
+            for block_start in range(first, len(messages), block):
+                window = messages[:head] + messages[block_start - context:
+                                                    block_start]
+                without = self.render(window, False)
+                for k in range(block_start,
+                               min(block_start + block, len(messages))):
+                    if messages[k]["role"] == "assistant":
+                        prompted = self.render(window, True)
+                        if not prompted.startswith(without):
+                            return None
+                        prompt = prompted[len(without):]
+                        if not full.startswith(prompt, end):
+                            return None
+                        begin = end + len(prompt)
+                    window = window + [messages[k]]
+                    through = self.render(window, False)
+                    if not through.startswith(without):
+                        return None
+                    turn = through[len(without):]
+                    if not full.startswith(turn, end):
+                        return None
+                    if messages[k]["role"] == "assistant":
+                        spans.append((begin, end + len(turn)))
+                    end += len(turn)
+                    without = through
+            if end != len(full):
+                return None
+            return spans
+        except MemoryError:
+            raise
+        except Exception:
+            return None  # a window the template refuses: the prefixes decide
+
+
+def trained_tokens(offsets, spans):
+    """1 for each token whose first character lies in one of `spans`
+    ((begin, end) character ranges), else 0: a token at `begin` is inside
+    when the furthest end of the spans that start at or before it lies
+    past it (a search per token, not a scan of every span)."""
+    spans = sorted(spans)
+    starts = [a for a, _ in spans]
+    reach = list(itertools.accumulate((b for _, b in spans), max))
+    trained = []
+    for begin, _ in offsets:
+        i = bisect.bisect_right(starts, begin)
+        trained.append(int(i > 0 and reach[i - 1] > begin))
+    return trained
 
 
 class DatasetBuilder:
@@ -638,17 +812,34 @@ def cmd_encode(args):
                         f"{args.max_length}")
     check_outputs(args.output, [("--input", args.input),
                                 ("--tokenizer", args.tokenizer),
-                                ("--chat-template", args.chat_template)])
+                                ("--chat-template", args.chat_template)],
+                  within=userfiles.HUGGING_FACE_FILES)
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
     info = load_tokenizer_info(args.tokenizer) if args.tokenizer \
         else TokenizerInfo()
-    template_source, template_where = info.chat_template, (
-        os.path.join(info.path, "tokenizer_config.json") if info.path
+    template_source, template_label = info.chat_template, (
+        f"the tokenizer's chat_template in "
+        f"{os.path.join(info.path, 'tokenizer_config.json')}" if info.path
         else None)
     if args.chat_template:
         check_input_file(args.chat_template, "--chat-template")
-        with open(args.chat_template, encoding="utf-8") as f:
-            template_source, template_where = f.read(), args.chat_template
+        if os.path.getsize(args.chat_template) > MAX_TEMPLATE_BYTES:
+            raise DataError(f"--chat-template {args.chat_template}: larger "
+                            f"than {MAX_TEMPLATE_BYTES} bytes (is it a "
+                            f"template?)")
+        with open(args.chat_template, "rb") as f:
+            # Decoded when a conversation needs it, to name that line.
+            template_source = f.read(MAX_TEMPLATE_BYTES + 1)
+        template_label = args.chat_template
+    if not 0 < args.chat_time_limit <= MAX_CHAT_TIME_LIMIT:
+        raise DataError(f"--chat-time-limit must be in (0, "
+                        f"{MAX_CHAT_TIME_LIMIT:g}] seconds, found "
+                        f"{args.chat_time_limit:g}")
+    if not 1 <= args.chat_memory_limit <= MAX_CHAT_MEMORY_LIMIT:
+        raise DataError(f"--chat-memory-limit must be in [1, "
+                        f"{MAX_CHAT_MEMORY_LIMIT}] MiB, found "
+                        f"{args.chat_memory_limit}")
+    limits = RenderLimits(args.chat_time_limit, args.chat_memory_limit)
     chat = None  # made when the first conversation needs it
     eos_id = None
     if tokenizer is not None and info.tokens["eos_token"] is not None:
@@ -714,12 +905,11 @@ def cmd_encode(args):
                 raise DataError(f"{where}: a conversation needs a chat "
                                 f"template: {holder}; give one with "
                                 f"--chat-template FILE")
-            chat = ChatTemplate(template_source, template_where, info.tokens)
+            chat = ChatTemplate(where, template_source, template_label,
+                                info.tokens, limits)
         text, spans = chat.assistant_spans(where, messages)
         encoding = encode(where, text, add_special_tokens=False)
-        trained = [int(any(a <= begin < b for a, b in spans))
-                   for begin, _ in encoding.offsets]
-        return encoding.ids, trained
+        return encoding.ids, trained_tokens(encoding.offsets, spans)
 
     def encode_chunk(chunk):
         texts = [content for _, kind, content, _ in chunk if kind == "text"]
@@ -921,6 +1111,13 @@ def parse_args(argv):
     for role in SPECIAL_ROLES:
         p.add_argument("--" + role.replace("_", "-"), type=int,
                        help="overrides the tokenizer's (-1: none)")
+    p.add_argument("--chat-time-limit", type=float, default=CHAT_TIME_LIMIT,
+                   metavar="SECONDS", help="the longest a chat template may "
+                   "take on one conversation (default: %(default)g)")
+    p.add_argument("--chat-memory-limit", type=int,
+                   default=CHAT_MEMORY_LIMIT, metavar="MIB",
+                   help="the most memory a chat template may take on one "
+                   "conversation (default: %(default)d)")
     p.set_defaults(run=cmd_encode)
 
     p = commands.add_parser("generate", help="write a synthetic JSONL corpus")
@@ -977,7 +1174,7 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         args.run(args)
-    except (DataError, tgcd.TgcdError) as e:
+    except (DataError, tgcd.TgcdError, userfiles.UserFileError) as e:
         print(f"tgc-data: error: {e}", file=sys.stderr)
         return 1
     except OSError as e:

@@ -38,7 +38,10 @@ The output is verified, raised (tg-raise-attention, tg-raise-rms-norm,
 tg-raise-gelu: the written-out forms of attention, RMSNorm and GELU's tanh
 approximation become tg's fused ops) and printed by tgc-opt (found beside
 this script in build/bin, or with --tools DIR). Runs on Debian's torch (/usr/bin/python3);
-errors are one `tgc-import: error: ...` line and exit status 1.
+errors are one `tgc-import: error: ...` line and exit status 1. Outputs are
+written whole or not at all, and never over a file the import reads: the
+--module file, a file of the --hf directory, tgc-import's scripts, the
+tools it runs or the interpreter (userfiles.py).
 """
 import argparse
 import collections
@@ -280,6 +283,7 @@ def trace(model, task, inputs):
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import userfiles  # noqa: E402
 from aten_to_tg import (IN_PLACE, OPS, VIEWS, Emitter, Known,  # noqa: E402
                         Missing, Unsupported,
                         Value, addmm, baddbmm, flatten, is_known, matmul,
@@ -416,26 +420,21 @@ def write_safetensors(path, tensors):
     header["__metadata__"] = {"format": "pt"}
     text = json.dumps(header).encode()
     text += b" " * ((8 - (len(text) + 8) % 8) % 8)
-    atomic_write(path, struct.pack("<Q", len(text)) + text + b"".join(blobs))
+    userfiles.atomic_write(path, struct.pack("<Q", len(text)) + text +
+                           b"".join(blobs))
 
 
-def atomic_write(path, data):
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".tgc-import.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data if isinstance(data, bytes) else data.encode())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+# The tools of this build that tgc-import runs.
+TOOLS = ("tgc-opt", "tgc-compile", "tgc-run")
+
+
+def tools_directory(args):
+    return args.tools or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin")
 
 
 def tool(args, name):
-    directory = args.tools or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin")
+    directory = tools_directory(args)
     path = os.path.join(directory, name)
     if not os.access(path, os.X_OK):
         fail(f"cannot find {name} in {directory} (build tgc, or give --tools "
@@ -498,28 +497,27 @@ def check(args, model, text, params):
 
 
 def check_outputs(args):
-    """No output names an input or the other output: a mistake on the
-    command line must not cost the user a model file or its weights."""
-    def key(path):
-        return os.path.realpath(path)
-    inputs = []
+    """No output names a file the import reads (the --module file, the
+    files of the --hf directory, the scripts and tools it runs, the
+    interpreter) or the other output (userfiles.py): a mistake on the
+    command line must not cost the user a model file or its weights, nor
+    break tgc-import itself."""
+    outputs = [userfiles.NamedFile("-o", args.output)]
+    if args.weights:
+        outputs.append(userfiles.NamedFile("--weights", args.weights))
+    for output in outputs:
+        userfiles.check_output_path(output.option, output.path)
+    inputs = userfiles.program_files(__file__, ("aten_to_tg.py",))
+    inputs += [userfiles.NamedFile(f"the tool {name}",
+                                   os.path.join(tools_directory(args), name))
+               for name in TOOLS]
     if args.module:
-        inputs.append(("--module", args.module.rpartition(":")[0]))
+        inputs.append(userfiles.NamedFile("--module",
+                                          args.module.rpartition(":")[0]))
     if args.hf:
-        hf = args.hf
-        inputs.append(("--hf", hf))
-        if os.path.isdir(hf):
-            inputs += [("--hf", os.path.join(hf, name))
-                       for name in os.listdir(hf)]
-    outputs = [("-o", args.output)] + ([("--weights", args.weights)]
-                                       if args.weights else [])
-    for option, path in outputs:
-        for other, source in inputs:
-            if source and key(path) == key(source):
-                fail(f"{option} '{path}' would overwrite {other} '{source}'; "
-                     "write it to another file")
-    if args.weights and key(args.weights) == key(args.output):
-        fail("-o and --weights name the same file; each output needs its own")
+        inputs.append(userfiles.NamedFile("--hf", args.hf,
+                                          userfiles.HUGGING_FACE_FILES))
+    userfiles.check_distinct_files(inputs, outputs)
 
 
 def main(argv=None):
@@ -580,7 +578,7 @@ def main(argv=None):
             raw.flush()
             text = run([tool(args, "tgc-opt"), "--tg-raise-attention",
                         "--tg-raise-rms-norm", "--tg-raise-gelu", raw.name])
-        atomic_write(args.output, text)
+        userfiles.atomic_write(args.output, text)
         if args.weights:
             write_safetensors(args.weights, params)
         print(f"tgc-import: wrote {args.output}: {len(params)} parameters "
@@ -588,7 +586,7 @@ def main(argv=None):
               f"{text.count(' = tg.')} operations")
         if args.check:
             check(args, model, text, params)
-    except ImportError_ as e:
+    except (ImportError_, userfiles.UserFileError) as e:
         print(f"tgc-import: error: {e}", file=sys.stderr)
         return 1
     return 0
