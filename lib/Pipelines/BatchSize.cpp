@@ -7,11 +7,14 @@
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Models/Models.h"
+#include "tgc/Support/ProgramLimits.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <limits>
 
 using namespace mlir;
 
@@ -52,15 +55,57 @@ FailureOr<PlannedMemory> planTrainingMemory(ModuleOp module,
   return memory;
 }
 
+FailureOr<SmallVector<int64_t>>
+microBatchCandidates(func::FuncOp model, int64_t globalBatch, int64_t budget,
+                     std::string &error) {
+  // The inputs' bytes per sequence: each tg.input's bytes over its leading
+  // (batch) dimension.
+  int64_t inputBytes = 0;
+  for (BlockArgument arg : model.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || type.getRank() == 0 || type.getDimSize(0) <= 0 ||
+        !model.getArgAttr(arg.getArgNumber(), tg::TGDialect::kInputAttr))
+      continue;
+    inputBytes += tg::getTensorBytes(type) / type.getDimSize(0);
+  }
+  int64_t largest = inputBytes ? budget / inputBytes
+                               : std::numeric_limits<int64_t>::max();
+  SmallVector<int64_t> batches;
+  int64_t most = std::min(globalBatch, kMaxGradAccumSteps);
+  for (int64_t accum = 1; accum <= most; ++accum)
+    if (globalBatch % accum == 0 && globalBatch / accum <= largest)
+      batches.push_back(globalBatch / accum);
+  if (batches.empty()) {
+    error = ("no micro-batch of a global batch of " +
+             llvm::Twine(globalBatch) +
+             " sequences can fit: it needs a divisor of " + llvm::Twine(globalBatch) +
+             " from " + llvm::Twine(llvm::divideCeil(globalBatch,
+                                                     kMaxGradAccumSteps)) +
+             " (at most " + llvm::Twine(kMaxGradAccumSteps) +
+             " accumulation steps, what tgc-run loads) to " +
+             llvm::Twine(largest) + " (the inputs alone take " +
+             llvm::Twine(inputBytes) + " bytes a sequence of the " +
+             formatBytes(budget) + " budget)")
+                .str();
+    return failure();
+  }
+  return batches;
+}
+
 FailureOr<BatchChoice> chooseBatch(func::FuncOp model,
                                    const TrainPipelineOptions &options,
                                    int64_t budget, int64_t globalBatch,
                                    int64_t alignment, std::string &error) {
   // The plan of each candidate, rebuilt and compiled in a module of its own.
-  auto planFor = [&](int64_t batch, int64_t accum) -> FailureOr<PlannedMemory> {
+  // (`unbuilt`, when given, says the model could not be rebuilt at `batch`.)
+  auto planFor = [&](int64_t batch, int64_t accum,
+                     bool *unbuilt = nullptr) -> FailureOr<PlannedMemory> {
     OwningOpRef<ModuleOp> module = rebuildWithBatch(model, batch, error);
-    if (!module)
+    if (!module) {
+      if (unbuilt)
+        *unbuilt = true;
       return failure();
+    }
     FailureOr<PlannedMemory> memory =
         planTrainingMemory(*module, options, accum, alignment);
     if (failed(memory) && error.empty())
@@ -81,15 +126,25 @@ FailureOr<BatchChoice> chooseBatch(func::FuncOp model,
 
   BatchChoice choice;
   if (globalBatch > 0) {
-    // The divisors of the global batch, largest first; the first that fits
-    // wins.
+    // The divisors of the global batch that can fit, largest first; the
+    // first that fits wins.
+    FailureOr<SmallVector<int64_t>> batches =
+        microBatchCandidates(model, globalBatch, budget, error);
+    if (failed(batches))
+      return failure();
     std::optional<int64_t> larger;
     PlannedMemory largerMemory;
-    for (int64_t batch = globalBatch; batch >= 1; --batch) {
-      if (globalBatch % batch != 0)
-        continue;
+    for (int64_t batch : *batches) {
+      bool unbuilt = false;
       FailureOr<PlannedMemory> memory =
-          planFor(batch, globalBatch / batch);
+          planFor(batch, globalBatch / batch, &unbuilt);
+      // A model that cannot be built at a micro-batch (a tensor past the
+      // 256 TiB limit: no budget holds it) may be at a smaller one; the
+      // smallest says why not.
+      if (failed(memory) && unbuilt && batch != batches->back()) {
+        error.clear();
+        continue;
+      }
       if (failed(memory))
         return failure();
       if (memory->total() <= budget) {
@@ -100,11 +155,10 @@ FailureOr<BatchChoice> chooseBatch(func::FuncOp model,
         choice.nextMemory = largerMemory;
         return choice;
       }
-      if (batch == 1)
-        return tooSmall(1, *memory);
       larger = batch;
       largerMemory = *memory;
     }
+    return tooSmall(batches->back(), largerMemory);
   }
 
   // Any batch size: double until a batch does not fit, then bisect, so that

@@ -17,9 +17,16 @@ namespace tgc {
 bool parseFitAllowed(llvm::StringRef list, FitAllowed &allowed,
                      std::string &error) {
   SmallVector<StringRef> items;
-  list.split(items, ',', -1, /*KeepEmpty=*/false);
+  list.split(items, ',');
   for (StringRef item : items) {
     item = item.trim();
+    if (item.empty()) {
+      // `--fit-allow=` (or a stray comma) is a list left unfinished, not
+      // `none`: refused rather than guessed.
+      error = "--fit-allow needs a list of amp, 8bit, 4bit, bf16-masters, "
+              "chunked-loss, all or none, found '" + list.str() + "'";
+      return false;
+    }
     if (item == "all") {
       // Every choice that tracks f32 closely: 4-bit state only by name.
       allowed.amp = allowed.state8bit = allowed.bf16Masters =
@@ -160,10 +167,13 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   SmallVector<tg::Offload> offloads = choicesOf<tg::Offload>(
       options.offload.hasValue() || zero, options.offload,
       {tg::Offload::None, tg::Offload::Optimizer, tg::Offload::All});
-  SmallVector<int64_t> batches;
-  for (int64_t b = globalBatch; b >= 1; --b)
-    if (globalBatch % b == 0)
-      batches.push_back(b);
+  // The micro-batches: the divisors of the global batch that can fit at
+  // all (not every number below it: a global batch of 2^62 answers at
+  // once).
+  FailureOr<SmallVector<int64_t>> batches =
+      microBatchCandidates(model, globalBatch, request.budget, error);
+  if (failed(batches))
+    return failure();
 
   // Every configuration before the micro-batch, in a fixed order.
   SmallVector<FitCandidate> configurations;
@@ -207,7 +217,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
     candidate.quiet = true;
     // The largest micro-batch that fits: smaller ones only add
     // accumulation steps (and stop where the options do not combine).
-    for (int64_t batch : batches) {
+    for (int64_t batch : *batches) {
       FitCandidate tried = configuration;
       tried.batch = batch;
       tried.accumSteps = globalBatch / batch;
@@ -215,6 +225,13 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
       if (!checkTrainPipelineOptions(candidate).empty())
         break;
       OwningOpRef<ModuleOp> module = rebuildWithBatch(model, batch, error);
+      // A model that cannot be built at a micro-batch (a tensor past the
+      // 256 TiB limit: no budget holds it) may be at a smaller one; the
+      // smallest says why not.
+      if (!module && batch != batches->back()) {
+        error.clear();
+        continue;
+      }
       if (!module)
         return failure();
       FailureOr<PlannedMemory> memory = planTrainingMemory(

@@ -154,6 +154,17 @@ std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
              tg::choiceName(options.dataParallel.getValue()).str() +
              " yet (use ddp)";
   }
+  // Quantized state has AdamW's and SGD's update kernels only (and
+  // tg-quantize-optimizer-state refuses Adafactor's update too).
+  if (options.optimizer == tg::OptimizerKind::Adafactor &&
+      options.optimizerState != tg::StateFormat::F32)
+    return "--optimizer-state=" +
+           tg::choiceName(options.optimizerState.getValue()).str() +
+           (options.optimizerState == tg::StateFormat::Int4
+                ? " is for AdamW"
+                : " is for AdamW and SGD") +
+           "; Adafactor keeps its factored second "
+           "moment in f32 (leave out --optimizer-state)";
   // ZeRO's shards of the state would each need their own host region;
   // not built.
   if (tg::offloadsActivations(options.offload) && options.gradAccum > 1)

@@ -11,6 +11,7 @@
 #include "tgc/Target/TGX.h"
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Support/ProgramLimits.h"
 #include "tgc/format/TGXFile.h"
 #include "tgc/format/tgx_generated.h"
 
@@ -447,6 +448,13 @@ LogicalResult TGXWriter::write(const TGXInfo &info,
     entryOffsets.push_back(*offset);
     arena = std::max(arena, entry.plan->layout.arenaSize);
   }
+
+  // The loader's limits on the regions (a vocabulary of 2^40 plans one
+  // past them): refused here rather than written for tgc-run to refuse.
+  if (std::string past = checkRegionBytes(trainPlan.persistentSize, arena);
+      !past.empty())
+    return trainStep.emitError("tgc-lower-to-tgx: ")
+           << past << "; tgc-run would not load the executable";
 
   // Gradient accumulation: K micro-steps (the grad_step entry) per step.
   int64_t accumSteps = 1;

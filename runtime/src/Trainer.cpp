@@ -6,6 +6,7 @@
 #include "tgc/runtime/Checkpoint.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 namespace tgc::rt {
@@ -77,6 +78,11 @@ Status Trainer::create(Session &session, DataSource &data,
   // Loss scaling, when the step has it: the scale and the skipped steps.
   t->scaleTensor = program.findPersistent("amp.loss_scale");
   t->updates = session.stepCount();
+  if (t->scaleTensor >= 0) {
+    Status read = session.readScalar(t->scaleTensor, t->scaleBefore);
+    if (!read.ok())
+      return read;
+  }
   trainer = std::move(t);
   return Status::success();
 }
@@ -207,20 +213,35 @@ Status Trainer::step(StepResult &result) {
   }
   result.skippedTotal = skipped;
 
-  // Loss scaling skips the update of a step whose gradients overflow; a
-  // scale that has not found a finite step in kMaxSkippedInARow tries
-  // never will. Without it, a non-finite loss is the end.
-  skippedInARow = result.skipped ? skippedInARow + 1 : 0;
+  // Loss scaling skips the update of a step whose gradients overflow and
+  // lowers the scale; a skip is the scaler's business as long as overflow
+  // of the scaled values can explain it. Two things prove divergence
+  // instead, with or without scaling:
+  // - a non-finite loss: the forward pass computes it before the scale is
+  //   applied (the scale multiplies only the backward seed), so no scale
+  //   made it overflow;
+  // - a step skipped at a scale below kMinExplainingScale: there every
+  //   gradient finite in f32 is finite scaled in f16 (see its comment).
+  // Not a count of skipped steps: a large initial scale (GradScaler takes
+  // any) halves down for as many steps as it needs.
+  double scaleRanAt = scaleBefore;
+  if (scaleTensor >= 0)
+    scaleBefore = result.scale;
   std::string why;
-  if (scaleTensor < 0 && result.hasLoss && !std::isfinite(loss))
+  if (result.hasLoss && !std::isfinite(loss))
     why = "step " + std::to_string(step) + " has a non-finite loss (" +
           (std::isnan(loss) ? "NaN" : "Inf") +
           "): training diverged (a learning rate too high? NaN or Inf in "
           "the data?)";
-  else if (scaleTensor >= 0 && skippedInARow >= kMaxSkippedInARow)
-    why = "loss scaling skipped the last " + std::to_string(skippedInARow) +
-          " steps in a row (up to step " + std::to_string(step) +
-          "): the gradients are not finite at any scale, training diverged";
+  else if (result.skipped && scaleRanAt < kMinExplainingScale) {
+    char scale[32];
+    std::snprintf(scale, sizeof(scale), "%g", scaleRanAt);
+    why = "step " + std::to_string(step) +
+          " has non-finite gradients at loss scale " + scale +
+          ", below 65504 / 3.4e38 (f16's largest value over f32's), where "
+          "no gradient finite in f32 overflows when scaled: the gradients "
+          "are not finite at any scale, training diverged";
+  }
   if (!why.empty()) {
     // Nothing is saved after a divergence: the weights are no longer
     // worth a checkpoint, and the last one written stays as it is.

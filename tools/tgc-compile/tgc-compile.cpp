@@ -120,7 +120,7 @@ static cl::opt<std::string> fitAllow(
              "none (default none: only choices that keep the losses). 4-bit "
              "AdamW state is taken only where nothing with 8-bit or f32 "
              "state fits"),
-    cl::value_desc("list"), cl::cat(category));
+    cl::value_desc("list"), cl::init("none"), cl::cat(category));
 static cl::opt<std::string> estimate(
     "estimate",
     cl::desc("Print a roofline estimate of the step's time on a GPU, op "
@@ -583,8 +583,10 @@ int main(int argc, char **argv) {
       return fail(error);
   }
 
-  // --fit: the whole configuration chosen for a budget.
-  if (!fitBudget.empty()) {
+  // --fit: the whole configuration chosen for a budget (`--fit=` too: its
+  // empty size is an error, not a --fit left out).
+  bool fitting = fitBudget.getNumOccurrences() > 0;
+  if (fitting) {
     if (failed(fitConfiguration(module, model, options, device, error)))
       return fail(error);
   } else if (fitAllow.getNumOccurrences()) {
@@ -606,7 +608,7 @@ int main(int argc, char **argv) {
   if (globalBatch.getNumOccurrences() && globalBatch <= 0)
     return fail("--global-batch must be positive, found " +
                 Twine(int64_t(globalBatch)));
-  request.globalBatch = fitBudget.empty() ? int64_t(globalBatch) : 0;
+  request.globalBatch = fitting ? 0 : int64_t(globalBatch);
   std::optional<tgc::BatchChoice> choice;
   if (failed(tgc::applyBatchRequest(module, model, request, options,
                                     alignment, choice, error)))

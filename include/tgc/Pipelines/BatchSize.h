@@ -52,9 +52,22 @@ struct BatchChoice {
   PlannedMemory nextMemory;
 };
 
+/// The micro-batches a search for `budget` bytes tries for `globalBatch`
+/// sequences per optimizer step, largest first: the divisors b of the
+/// global batch whose accumulation (globalBatch / b micro-batches) tgc-run
+/// can load (kMaxGradAccumSteps) and whose inputs alone fit the budget
+/// (every plan holds the step's tg.input tensors, batch-major, in its
+/// persistent region, so no larger micro-batch fits). Found by trying each
+/// accumulation count, not each micro-batch, so any global batch takes at
+/// most kMaxGradAccumSteps divisions. Fails with `error` set, saying both
+/// bounds, when there is none.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+microBatchCandidates(mlir::func::FuncOp model, int64_t globalBatch,
+                     int64_t budget, std::string &error);
+
 /// The largest micro-batch of `model` whose plan fits `budget` bytes. With
-/// `globalBatch` > 0, only divisors of it are candidates and each is
-/// accumulated globalBatch / batch times; otherwise every batch size is,
+/// `globalBatch` > 0, only divisors of it are candidates (those of
+/// microBatchCandidates) and each is accumulated globalBatch / batch times; otherwise every batch size is,
 /// accumulated `options.gradAccum` times. Fails with `error` set when even
 /// the smallest candidate does not fit (saying what it needs) or the model
 /// cannot be rebuilt.

@@ -287,10 +287,10 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
   if (program.persistentBytes < 0 || program.arenaBytes < 0 ||
       program.peakLiveBytes < 0)
     return Status::failure("negative region size");
-  if (program.persistentBytes > kMaxTensorBytes ||
-      program.arenaBytes > kMaxTensorBytes)
-    return Status::failure("a region larger than " +
-                           std::to_string(kMaxTensorBytes) + " bytes");
+  if (std::string past =
+          checkRegionBytes(program.persistentBytes, program.arenaBytes);
+      !past.empty())
+    return Status::failure(past);
   if (program.peakLiveBytes > program.arenaBytes)
     return Status::failure("a planned peak larger than the arena");
   program.hostBytes = fb->host_bytes();

@@ -25,6 +25,7 @@
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+#include "tgc/Support/ProgramLimits.h"
 
 #include "OptionErrors.h"
 
@@ -572,7 +573,7 @@ struct DataParallelPass
     if (mode == Mode::None)
       return markAllAnalysesPreserved();
     config.mode = mode;
-    if (worldSize < 1 || worldSize > (int64_t(1) << 20)) {
+    if (worldSize < 1 || worldSize > tgc::kMaxWorldSize) {
       error() << "world-size must be in [1, 2^20], found "
               << int64_t(worldSize);
       return signalPassFailure();

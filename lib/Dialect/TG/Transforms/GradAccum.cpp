@@ -16,6 +16,7 @@
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
+#include "tgc/Support/ProgramLimits.h"
 
 #include "OptionErrors.h"
 #include "TrainStep.h"
@@ -289,9 +290,12 @@ struct GradAccumPass : tgc::tg::impl::TGGradAccumBase<GradAccumPass> {
   using TGGradAccumBase::TGGradAccumBase;
 
   void runOnOperation() override {
-    if (steps < 2 || steps > kMaxSteps) {
+    // The counts stay exact in the f32 sums only so far; tgc-run loads no
+    // more (tgc/Support/ProgramLimits.h).
+    if (steps < 2 || steps > tgc::kMaxGradAccumSteps) {
       emitOptionError(getOperation(), "tg-grad-accum: steps must be from 2 to ")
-          << kMaxSteps << " (1 is no accumulation), found " << int64_t(steps);
+          << tgc::kMaxGradAccumSteps << " (1 is no accumulation), found "
+          << int64_t(steps);
       return signalPassFailure();
     }
     if (failed(forEachTrainStep(getOperation(), "tg-grad-accum",
@@ -300,10 +304,6 @@ struct GradAccumPass : tgc::tg::impl::TGGradAccumBase<GradAccumPass> {
                                 })))
       return signalPassFailure();
   }
-
-  /// The counts stay exact in the f32 sums only so far; more micro-batches
-  /// than this per step is surely a mistake.
-  static constexpr int64_t kMaxSteps = int64_t(1) << 20;
 };
 
 } // namespace

@@ -325,11 +325,23 @@ LogicalResult Rewriter::rewrite(SGDUpdateOp op) {
 
 LogicalResult Rewriter::run() {
   SmallVector<Operation *> updates;
+  AdafactorUpdateOp adafactor;
   step.walk([&](Operation *op) {
     if (isa<AdamWUpdateOp>(op) ||
         (isa<SGDUpdateOp>(op) && cast<SGDUpdateOp>(op).getMomentumBuffer()))
       updates.push_back(op);
+    if (auto update = dyn_cast<AdafactorUpdateOp>(op); update && !adafactor)
+      adafactor = update;
   });
+  // There is no quantized Adafactor update: leaving its state in f32 while
+  // the user asked for 8 or 4 bits would change nothing and say nothing.
+  if (adafactor)
+    return adafactor.emitOpError()
+           << config.bitsName()
+           << " optimizer state is for "
+           << (config.fourBit() ? "AdamW" : "AdamW and SGD")
+           << "; Adafactor keeps its "
+              "factored second moment in f32 (--optimizer-state=f32)";
   for (Operation *op : updates) {
     auto param = cast<RankedTensorType>(op->getOperand(0).getType());
     if (param.getNumElements() < config.minSize) {

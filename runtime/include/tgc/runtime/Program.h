@@ -13,6 +13,7 @@
 #ifndef TGC_RUNTIME_PROGRAM_H
 #define TGC_RUNTIME_PROGRAM_H
 
+#include "tgc/Support/ProgramLimits.h"
 #include "tgc/runtime/Tensor.h"
 
 #include <cstdint>
@@ -220,12 +221,6 @@ struct Program {
     return nullptr;
   }
 };
-
-/// The most ranks an executable may be compiled for.
-constexpr int64_t kMaxWorldSize = int64_t(1) << 20;
-
-/// The most micro-batches per optimizer step an executable may ask for.
-constexpr int64_t kMaxGradAccumSteps = int64_t(1) << 20;
 
 /// Reads, verifies and decodes a .tgx file. On failure the message says
 /// which file, and which tensor, instruction or field, is wrong.

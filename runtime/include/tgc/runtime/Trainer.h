@@ -124,9 +124,17 @@ public:
   int64_t realTokens() const { return real; }
   int64_t paddedTokens() const { return padded; }
 
-  /// Loss scaling gives up after this many skipped steps in a row: by then
-  /// the scale has fallen by 2^32, which no f16 gradient recovers from.
-  static constexpr int64_t kMaxSkippedInARow = 32;
+  /// Loss scaling gives up on a step skipped at a scale below this: f16's
+  /// largest value over f32's (65504 / 3.4e38, about 2^-112). The backward
+  /// pass is linear in its seed, so each scaled value is the scale times
+  /// the unscaled one; below this scale, every unscaled value finite in
+  /// f32 is finite scaled in f16 (and in bf16 and f32, whose ranges are
+  /// wider), so a gradient that is still not finite is not finite in f32
+  /// at all: no overflow of the scaled values explains it. (The floor is
+  /// far above f32's smallest normal, 1.2e-38: the scale never reaches
+  /// the subnormals or zero, whose reciprocal would lose bits or be Inf.)
+  static constexpr double kMinExplainingScale =
+      65504.0 / 3.4028234663852886e38;
 
 private:
   Trainer(Session &session, DataSource &data, DataSource *evalData,
@@ -155,7 +163,9 @@ private:
   double fixedLr = NAN;
   bool started = false;
   int64_t ran = 0, lastSaved = -1;
-  int64_t updates = 0, skipped = 0, skippedInARow = 0;
+  int64_t updates = 0, skipped = 0;
+  /// The loss scale the next step runs at (the last step's new scale).
+  double scaleBefore = 0.0;
   int64_t real = 0, padded = 0;
   /// Positions the current step's loss predicts (-1: every position).
   int64_t predicted = 0;
