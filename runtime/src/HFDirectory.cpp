@@ -270,6 +270,22 @@ std::vector<std::string> huggingFaceFiles() {
   return {"config.json", kSingleFile, kIndexFile};
 }
 
+std::vector<std::string> weightsDirectoryFiles(const std::string &directory) {
+  std::vector<std::string> names = huggingFaceFiles();
+  std::string text;
+  if (!readUserJSONFile(directory + "/" + kIndexFile, kMaxConfigFileBytes, text)
+           .empty())
+    return names;
+  nlohmann::json index =
+      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (index.is_object() && index.contains("weight_map") &&
+      index["weight_map"].is_object())
+    for (const auto &item : index["weight_map"].items())
+      if (item.value().is_string())
+        names.push_back(item.value().get<std::string>());
+  return names;
+}
+
 bool isHuggingFaceModelFile(const std::string &name) {
   return name == "config.json" || name == kSingleFile || name == kIndexFile ||
          isShardName(name);

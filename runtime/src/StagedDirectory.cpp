@@ -32,16 +32,28 @@ std::string baseOf(const std::string &path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+/// The entries of `directory` but `.` and `..`; false when it cannot be
+/// listed (whole).
+bool listEntries(const std::string &directory,
+                 std::vector<std::string> &names) {
+  names.clear();
+  DIR *dir = ::opendir(directory.c_str());
+  if (!dir)
+    return false;
+  errno = 0;
+  while (struct dirent *item = ::readdir(dir)) {
+    std::string name = item->d_name;
+    if (name != "." && name != "..")
+      names.push_back(name);
+  }
+  bool complete = errno == 0;
+  ::closedir(dir);
+  return complete;
+}
+
 std::vector<std::string> entriesOf(const std::string &directory) {
   std::vector<std::string> names;
-  if (DIR *dir = ::opendir(directory.c_str())) {
-    while (struct dirent *item = ::readdir(dir)) {
-      std::string name = item->d_name;
-      if (name != "." && name != "..")
-        names.push_back(name);
-    }
-    ::closedir(dir);
-  }
+  listEntries(directory, names);
   return names;
 }
 
@@ -69,7 +81,12 @@ void syncDirectory(const std::string &directory) {
 /// kept and its path added to `kept`. Returns whether `directory` is gone.
 bool removeTree(const std::string &directory, StagedDirectory::Owns owns,
                 bool top, std::vector<std::string> &kept) {
-  for (const std::string &name : entriesOf(directory)) {
+  std::vector<std::string> names;
+  if (!listEntries(directory, names)) {
+    kept.push_back(directory);
+    return false;
+  }
+  for (const std::string &name : names) {
     std::string path = directory + "/" + name;
     struct stat info;
     if (::lstat(path.c_str(), &info) != 0)
@@ -85,7 +102,11 @@ bool removeTree(const std::string &directory, StagedDirectory::Owns owns,
       kept.push_back(path);
     }
   }
-  return ::rmdir(directory.c_str()) == 0;
+  if (::rmdir(directory.c_str()) == 0)
+    return true;
+  if (kept.empty())
+    kept.push_back(directory);
+  return false;
 }
 
 /// Links every entry of `from` (recursively; directories re-created, a
@@ -93,7 +114,13 @@ bool removeTree(const std::string &directory, StagedDirectory::Owns owns,
 /// entries the save owns.
 Status linkTree(const std::string &from, const std::string &into,
                 StagedDirectory::Owns owns, bool top) {
-  for (const std::string &name : entriesOf(from)) {
+  std::vector<std::string> names;
+  if (!listEntries(from, names))
+    return Status::failure("cannot keep the files of '" + from +
+                           "' in the saved directory (it cannot be listed: " +
+                           std::strerror(errno) +
+                           "); save into a new directory");
+  for (const std::string &name : names) {
     if (top && ownedBy(owns, name))
       continue;
     std::string source = from + "/" + name, copy = into + "/" + name;
@@ -102,11 +129,13 @@ Status linkTree(const std::string &from, const std::string &into,
       continue; // removed meanwhile
     directorySaveStep();
     if (S_ISDIR(info.st_mode)) {
-      if (::mkdir(copy.c_str(), info.st_mode & 07777) != 0)
+      // Writable while it is filled, its own mode after.
+      if (::mkdir(copy.c_str(), 0700) != 0)
         return Status::failure("cannot keep the directory '" + source +
                                "' in the saved directory: " +
                                std::strerror(errno));
       TGC_RETURN_IF_ERROR(linkTree(source, copy, owns, false));
+      ::chmod(copy.c_str(), info.st_mode & 07777);
       continue;
     }
     if (::linkat(AT_FDCWD, source.c_str(), AT_FDCWD, copy.c_str(), 0) != 0)
@@ -169,10 +198,23 @@ Status StagedDirectory::begin(const std::string &path, Owns ownsName) {
     return Status::failure("cannot save into '" + path +
                            "': name a directory by its own name");
   std::string prefix = "." + name + kStagingInfix;
+  // A save killed between the two renames of the fallback left the target
+  // absent and the old directory aside (`...-old`): it is put back first.
+  if (!exists)
+    for (const std::string &entry : entriesOf(parent))
+      if (entry.compare(0, prefix.size(), prefix) == 0 &&
+          entry.size() > 4 && entry.compare(entry.size() - 4, 4, "-old") == 0 &&
+          ::rename((parent + "/" + entry).c_str(), target.c_str()) == 0) {
+        exists = ::stat(target.c_str(), &info) == 0;
+        mode = info.st_mode & 07777;
+        break;
+      }
   // Staging directories of saves that died: removed; one that is locked
   // belongs to a save running now.
+  std::string newPrefix = "." + name + ".tgc-new.";
   for (const std::string &entry : entriesOf(parent)) {
-    if (entry.compare(0, prefix.size(), prefix) != 0)
+    bool unnamed = entry.compare(0, newPrefix.size(), newPrefix) == 0;
+    if (!unnamed && entry.compare(0, prefix.size(), prefix) != 0)
       continue;
     std::string other = parent + "/" + entry;
     int fd = ::open(other.c_str(),
@@ -189,8 +231,10 @@ Status StagedDirectory::begin(const std::string &path, Owns ownsName) {
     removeTree(other, owns, true, kept);
     ::close(fd);
   }
-  staging = parent + "/" + prefix + "XXXXXX";
-  if (!::mkdtemp(staging.data())) {
+  // Made under another name and locked before it takes the staging name,
+  // so no other save ever sees it unlocked and takes it for a stale one.
+  std::string fresh = parent + "/" + newPrefix + "XXXXXX";
+  if (!::mkdtemp(fresh.data())) {
     int error = errno;
     staging.clear();
     return Status::failure(
@@ -199,10 +243,24 @@ Status StagedDirectory::begin(const std::string &path, Owns ownsName) {
         "' does not take one (" + std::strerror(error) +
         "); save into a directory inside '" + path + "' instead");
   }
-  ::chmod(staging.c_str(), mode);
-  lockFd = ::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (lockFd >= 0)
-    ::flock(lockFd, LOCK_EX | LOCK_NB);
+  ::chmod(fresh.c_str(), mode);
+  lockFd = ::open(fresh.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lockFd < 0 || ::flock(lockFd, LOCK_EX | LOCK_NB) != 0) {
+    int error = errno;
+    ::rmdir(fresh.c_str());
+    return Status::failure("cannot save into '" + path +
+                           "' (cannot lock its staging directory: " +
+                           std::strerror(error) + ")");
+  }
+  staging = parent + "/" + prefix + fresh.substr(fresh.size() - 6);
+  if (::rename(fresh.c_str(), staging.c_str()) != 0) {
+    int error = errno;
+    ::rmdir(fresh.c_str());
+    staging.clear();
+    return Status::failure("cannot save into '" + path +
+                           "' (cannot name its staging directory: " +
+                           std::strerror(error) + ")");
+  }
   return Status::success();
 }
 
@@ -227,10 +285,29 @@ Status StagedDirectory::commit() {
   syncDirectory(staging);
   std::string parent = parentOf(target);
   std::string old = staging; // where the old tree ends up
+  // Where the working directory is inside the target ("" for the target
+  // itself is "/"; empty when outside).
+  std::string cwdWithin;
+  if (exists) {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd)) {
+      std::string here = cwd;
+      if (here == target)
+        cwdWithin = "/";
+      else if (here.compare(0, target.size() + 1, target + "/") == 0)
+        cwdWithin = here.substr(target.size());
+    }
+  }
   directorySaveStep();
   if (!exists) {
-    if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(),
-                    RENAME_NOREPLACE) != 0)
+    // (A file system without rename flags, NFS: a plain rename, the target
+    // checked absent just before.)
+    int moved = ::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD,
+                            target.c_str(), RENAME_NOREPLACE);
+    if (moved != 0 && (errno == EINVAL || errno == ENOSYS) &&
+        ::lstat(target.c_str(), &info) != 0 && errno == ENOENT)
+      moved = ::rename(staging.c_str(), target.c_str());
+    if (moved != 0)
       return Status::failure("cannot move the saved directory into '" +
                              target + "': " + std::strerror(errno));
     committed = true;
@@ -269,6 +346,13 @@ Status StagedDirectory::commit() {
   }
   committed = true;
   syncDirectory(parent);
+  // A working directory inside the target is now inside the old tree: it
+  // follows the target, so later relative paths mean what they meant.
+  if (!cwdWithin.empty())
+    if (::chdir((target + cwdWithin).c_str()) != 0)
+      std::fprintf(stderr, "tgc-run: warning: the working directory '%s' "
+                           "is gone after the save\n",
+                   (target + cwdWithin).c_str());
   std::vector<std::string> kept;
   if (!removeTree(old, owns, true, kept) && !kept.empty())
     std::fprintf(stderr,

@@ -407,7 +407,9 @@ int main(int argc, char **argv) {
   // The output may not replace a file of the model directory it was read
   // from (config.json, the weights), nor the tool.
   if (std::string clash = tgc::checkDistinctFiles(
-          {{"--from-hf", fromHF, {"config.json"}},
+          {{"--from-hf", fromHF,
+            {"config.json", "model.safetensors",
+             "model.safetensors.index.json"}},
            {"tgc-models itself", "/proc/self/exe"}},
           {{"-o", outputFile == "-" ? "" : std::string(outputFile)}});
       !clash.empty())

@@ -286,8 +286,10 @@ std::string parseOptions(int argc, char **argv, Options &options,
       {"tgc-run itself", "/proc/self/exe"},
       {"--data", options.data == "synthetic" ? "" : options.data},
       {"--eval-data", options.evalData == "synthetic" ? "" : options.evalData},
-      {"--load-weights", options.loadWeights, huggingFaceFiles()},
-      {"--load-adapters", options.loadAdapters, adapterDirectoryFiles()}};
+      {"--load-weights", options.loadWeights,
+       weightsDirectoryFiles(options.loadWeights), isHuggingFaceModelFile},
+      {"--load-adapters", options.loadAdapters, adapterDirectoryFiles(),
+       isAdapterDirectoryFile}};
   // Directory outputs stand for the files they write, replace or remove;
   // the rest of a directory is kept (HFDirectory.h).
   std::vector<tgc::NamedFile> outputs = {

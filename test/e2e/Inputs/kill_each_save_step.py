@@ -11,7 +11,8 @@ directory holds exactly the old files or exactly the new ones (names, bytes,
 links; the user's other files included), until a run completes. With
 --fallback the save is told to swap with two renames instead of one
 exchange (TGC_TEST_NO_RENAME_EXCHANGE), where a kill between the two may
-also leave the directory absent with the old one, whole, beside it. Finally
+also leave the directory absent with the old one, whole, beside it (and
+the next save must put it back and save over it). Finally
 no staging directory may be left beside it. Prints a summary and exits 1 on
 the first directory that is neither."""
 import hashlib
@@ -111,6 +112,14 @@ while True:
             snapshot(os.path.join(parent, n)) == old_files
             for n in staging_left(work)):
         counts["absent, old beside it"] += 1
+        # The next save puts the old directory back first, then saves:
+        # the user's files come through.
+        if run(work, 0).returncode != 0 or snapshot(work) != new_files:
+            sys.exit("a save after a kill between the renames did not "
+                     "give the new directory")
+        if staging_left(work):
+            sys.exit("a save after a kill between the renames left " +
+                     ", ".join(staging_left(work)))
     else:
         sys.exit(f"killed at step {step}, the directory is neither the old "
                  f"model nor the new one")

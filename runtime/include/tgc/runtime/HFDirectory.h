@@ -42,6 +42,10 @@ Status checkDirectoryTarget(const std::string &directory,
 /// The files a model directory save may write (for checkDirectoryTarget),
 /// and what a reader of a model directory looks for.
 std::vector<std::string> huggingFaceFiles();
+/// What a reader of the weights directory `directory` reads or looks for:
+/// huggingFaceFiles() and the shards its index names (for the rule that no
+/// output replaces an input, UserFiles.h).
+std::vector<std::string> weightsDirectoryFiles(const std::string &directory);
 /// Whether a model directory save owns the file `name` (writes, replaces or
 /// removes it): config.json, model.safetensors, its index, and shards
 /// `model-NNNNN-of-NNNNN.safetensors`. Every other file of the directory

@@ -11,9 +11,9 @@
 //    and inode, whatever path, link or hard link names it) or another
 //    output (by resolved path where the file does not exist yet). An input
 //    that is a directory (a Hugging Face model or adapter directory) counts
-//    as every entry in it and every file the reader may look for there; an
-//    output that is a directory (--save-hf) as the files of it that the
-//    save writes, replaces or removes. So `--save in/model.safetensors`
+//    as every file its reader reads or looks for there; an output that is
+//    a directory (--save-hf) as the files of it that the save writes,
+//    replaces or removes. So `--save in/model.safetensors`
 //    with `--load-weights in` is refused like `--save in.safetensors` with
 //    `--load-weights in.safetensors`.
 //
@@ -55,11 +55,13 @@ inline void reopenClosedStandardStreams() {
 /// A file a tool reads or writes, and the option that names it ("--save",
 /// "the executable").
 ///
-/// When `path` is (or, for an output, will be) a directory: for an input,
-/// every entry in it is read, and so are the names in `within`, whether or
-/// not they exist yet (a reader looks for them); for an output, the names
-/// in `within` and every existing entry for which `owns` returns true are
-/// what the save writes, replaces or removes; other entries are kept.
+/// When `path` is (or, for an output, will be) a directory, it stands for
+/// the names in `within`, whether or not they exist yet, and every entry
+/// for which `owns` returns true: for an input, the files its reader reads
+/// or looks for (a model directory's config.json, weights, index and the
+/// shards it names); for an output, the files the save writes, replaces or
+/// removes. Other entries are neither (a metrics file written beside the
+/// weights last time is not an input this time).
 struct NamedFile {
   std::string option;
   std::string path;
@@ -77,7 +79,10 @@ struct FileKey {
   std::string resolved;
 };
 
-inline FileKey fileKeyOf(const std::string &path) {
+inline FileKey fileKeyOf(std::string path) {
+  // "out/" names what "out" names.
+  while (path.size() > 1 && path.back() == '/')
+    path.pop_back();
   FileKey key;
   struct stat info;
   if (::stat(path.c_str(), &info) == 0) {
@@ -139,8 +144,7 @@ inline std::vector<ExpandedFile> expand(const NamedFile &file, bool input) {
   if (DIR *dir = ::opendir(file.path.c_str())) {
     while (struct dirent *item = ::readdir(dir)) {
       std::string name = item->d_name;
-      if (name != "." && name != ".." &&
-          (input || (file.owns && file.owns(name))))
+      if (name != "." && name != ".." && file.owns && file.owns(name))
         names.push_back(name);
     }
     ::closedir(dir);
