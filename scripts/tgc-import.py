@@ -109,7 +109,15 @@ def load_hf(directory, seed):
     shapes_only = os.path.isfile(directory)
     path = directory if shapes_only else os.path.join(directory, "config.json")
     if not os.path.isfile(path):
+        # There but not a regular file (a FIFO would hang the reader, a
+        # device never end): named as what it is.
+        kind = userfiles.file_kind(path)
+        if kind:
+            fail(f"--hf: '{path}' is {kind}, not a file")
         fail(f"--hf: '{directory}' has no config.json")
+    if os.path.getsize(path) > userfiles.MAX_CONFIG_BYTES:
+        fail(f"--hf: '{path}' is {os.path.getsize(path)} bytes, more than "
+             f"the {userfiles.MAX_CONFIG_BYTES} a configuration may have")
     try:
         config = transformers.AutoConfig.from_pretrained(path)
     except Exception as e:

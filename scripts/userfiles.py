@@ -39,6 +39,29 @@ INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 # An index larger than this is not read for its shard names (the tool that
 # reads it refuses it with its own error).
 MAX_INDEX_BYTES = 64 << 20
+# A JSON configuration (config.json), as the C++ readers' limit
+# (support/include/tgc/Support/ReadFile.h, kMaxConfigFileBytes).
+MAX_CONFIG_BYTES = 64 << 20
+
+
+def file_kind(path):
+    """What `path` is when it exists but is not a regular file ("a pipe
+    (FIFO)", "a device", ...), in the C++ readers' words; None otherwise."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
 
 
 class UserFileError(Exception):
