@@ -37,7 +37,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <unistd.h>
 
 namespace tgc::rt {
@@ -513,6 +512,37 @@ Status checkRunMetadata(const std::map<std::string, std::string> &metadata) {
   return Status::success();
 }
 
+Status readShardNames(const std::string &indexPath,
+                      std::vector<std::string> &names) {
+  std::string text;
+  if (std::string error =
+          readUserJSONFile(indexPath, kMaxConfigFileBytes, text);
+      !error.empty())
+    return Status::failure(error);
+  nlohmann::json index = nlohmann::json::parse(text, nullptr,
+                                               /*allow_exceptions=*/false);
+  if (index.is_discarded() || !index.is_object() ||
+      !index.contains("weight_map") || !index["weight_map"].is_object())
+    return Status::failure("'" + indexPath +
+                           "' is not a safetensors index (a JSON object "
+                           "with a weight_map)");
+  names.clear();
+  for (const auto &[tensor, shard] : index["weight_map"].items()) {
+    if (!shard.is_string())
+      return Status::failure("'" + indexPath + "': the shard of '" + tensor +
+                             "' is not a file name");
+    std::string name = shard.get<std::string>();
+    if (name.empty() || name.find('/') != std::string::npos)
+      return Status::failure("'" + indexPath + "': shard '" + name +
+                             "' is not a file of the directory");
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(name);
+  }
+  if (names.empty())
+    return Status::failure("'" + indexPath + "' names no shard");
+  return Status::success();
+}
+
 /// The files of the checkpoint `path`: the file itself or, for weights, a
 /// Hugging Face model directory's model.safetensors or the shards its
 /// model.safetensors.index.json names (each once, in the index's order).
@@ -562,30 +592,11 @@ static Status checkpointFiles(const std::string &path, LoadScope scope,
                                  "' has neither model.safetensors nor "
                                  "model.safetensors.index.json")
                : notRegular;
-  std::string text;
-  if (std::string error =
-          readUserJSONFile(indexPath, kMaxConfigFileBytes, text);
-      !error.empty())
-    return Status::failure(error);
-  nlohmann::json index = nlohmann::json::parse(text, nullptr,
-                                               /*allow_exceptions=*/false);
-  if (index.is_discarded() || !index.is_object() ||
-      !index.contains("weight_map") || !index["weight_map"].is_object())
-    return Status::failure("'" + indexPath +
-                           "' is not a safetensors index (a JSON object "
-                           "with a weight_map)");
+  std::vector<std::string> names;
+  TGC_RETURN_IF_ERROR(readShardNames(indexPath, names));
   files.clear();
-  for (const auto &[tensor, shard] : index["weight_map"].items()) {
-    if (!shard.is_string())
-      return Status::failure("'" + indexPath + "': the shard of '" + tensor +
-                             "' is not a file name");
-    std::string name = shard.get<std::string>();
-    if (name.empty() || name.find('/') != std::string::npos)
-      return Status::failure("'" + indexPath + "': shard '" + name +
-                             "' is not a file of the directory");
+  for (const std::string &name : names) {
     std::string file = path + "/" + name;
-    if (std::find(files.begin(), files.end(), file) != files.end())
-      continue;
     if (!exists(file))
       return notRegular.ok()
                  ? Status::failure("'" + indexPath + "' names shard '" +
@@ -593,8 +604,6 @@ static Status checkpointFiles(const std::string &path, LoadScope scope,
                  : notRegular;
     files.push_back(file);
   }
-  if (files.empty())
-    return Status::failure("'" + indexPath + "' names no shard");
   return Status::success();
 }
 

@@ -53,6 +53,12 @@ mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &storage);
 std::vector<SavedTensor>
 adapterTensors(Session &session, std::map<std::string, std::string> &metadata);
 
+/// The shard files a safetensors index (model.safetensors.index.json)
+/// names, each once in the index's order; an error naming the index when it
+/// is not one, or names a shard outside its directory.
+Status readShardNames(const std::string &indexPath,
+                      std::vector<std::string> &names);
+
 /// LoRA's rank `r` and `lora_alpha` as safetensors metadata records them
 /// (the program must have adapters).
 std::map<std::string, std::string> loraMetadata(const Program &program);

@@ -271,18 +271,9 @@ std::vector<std::string> huggingFaceFiles() {
 }
 
 std::vector<std::string> weightsDirectoryFiles(const std::string &directory) {
-  std::vector<std::string> names = huggingFaceFiles();
-  std::string text;
-  if (!readUserJSONFile(directory + "/" + kIndexFile, kMaxConfigFileBytes, text)
-           .empty())
-    return names;
-  nlohmann::json index =
-      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (index.is_object() && index.contains("weight_map") &&
-      index["weight_map"].is_object())
-    for (const auto &item : index["weight_map"].items())
-      if (item.value().is_string())
-        names.push_back(item.value().get<std::string>());
+  std::vector<std::string> names = huggingFaceFiles(), shards;
+  if (readShardNames(directory + "/" + kIndexFile, shards).ok())
+    names.insert(names.end(), shards.begin(), shards.end());
   return names;
 }
 

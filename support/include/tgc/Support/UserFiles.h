@@ -166,31 +166,34 @@ inline std::string checkDistinctFiles(const std::vector<NamedFile> &inputs,
   auto skipped = [](const NamedFile &file) {
     return file.path.empty() || file.path == "-";
   };
-  std::vector<std::vector<detail::ExpandedFile>> inputFiles, outputFiles;
-  for (const NamedFile &input : inputs)
-    inputFiles.push_back(skipped(input) ? std::vector<detail::ExpandedFile>()
-                                        : detail::expand(input, true));
-  for (const NamedFile &output : outputs)
-    outputFiles.push_back(skipped(output)
-                              ? std::vector<detail::ExpandedFile>()
-                              : detail::expand(output, false));
+  auto expandAll = [&](const std::vector<NamedFile> &files, bool input) {
+    std::vector<std::vector<detail::ExpandedFile>> expanded;
+    for (const NamedFile &file : files)
+      expanded.push_back(skipped(file) ? std::vector<detail::ExpandedFile>()
+                                       : detail::expand(file, input));
+    return expanded;
+  };
+  std::vector<std::vector<detail::ExpandedFile>> inputFiles =
+      expandAll(inputs, true);
+  std::vector<std::vector<detail::ExpandedFile>> outputFiles =
+      expandAll(outputs, false);
   // "--save-hf 'out' would replace 'out/config.json', a file of
   // --load-weights 'out'".
   auto clash = [](const NamedFile &output, const detail::ExpandedFile &written,
                   const NamedFile &input, const detail::ExpandedFile &read) {
-    std::string inputText =
-        read.member.empty()
-            ? input.option +
-                  (input.path == output.path ? "" : " '" + input.path + "'")
-            : "a file of " + input.option + " '" + input.path + "'";
+    std::string owner = read.member.empty() ? ""
+                                            : "a file of " + input.option +
+                                                  " '" + input.path + "'";
+    std::string target = output.option + " '" + output.path + "'";
     if (written.member.empty())
-      return output.option + " '" + output.path + "' would overwrite " +
-             inputText + "; write it to another file";
-    return output.option + " '" + output.path + "' would replace '" +
-           written.member + "', " +
-           (read.member.empty() ? "which is " + input.option
-                                : "a file of " + input.option + " '" +
-                                      input.path + "'") +
+      return target + " would overwrite " +
+             (!owner.empty()              ? owner
+              : input.path == output.path ? input.option
+                                          : input.option + " '" + input.path +
+                                                "'") +
+             "; write it to another file";
+    return target + " would replace '" + written.member + "', " +
+           (owner.empty() ? "which is " + input.option : owner) +
            "; write it to another directory";
   };
   for (size_t o = 0; o < outputs.size(); ++o) {
