@@ -61,22 +61,55 @@ def kinds_of(result):
     return kinds
 
 
+def launches(result):
+    """Kernels, products and copies a step puts on the stream."""
+    return result["launches"]
+
+
+def moved(result):
+    """Bytes a step moves through device memory."""
+    return sum(entry["runs_per_step"] * entry["bytes"]
+               for entry in result["entries"])
+
+
+def launch_table(result, top=14):
+    """Kernels a step by op kind, most first."""
+    kinds = {}
+    for entry in result["entries"]:
+        for kind in entry["kinds"]:
+            kinds[kind["kind"]] = kinds.get(kind["kind"], 0) + \
+                entry["runs_per_step"] * kind["launches"]
+    names = sorted(kinds, key=lambda k: (-kinds[k], k))
+    lines = ["| op kind | kernels a step | share |", "|---|---|---|"]
+    total = sum(kinds.values())
+    for name in names[:top]:
+        lines.append(f"| `{name}` | {kinds[name]:,} | "
+                     f"{100 * kinds[name] / total:.1f}% |")
+    rest = sum(kinds[k] for k in names[top:])
+    if rest:
+        lines.append(f"| (other kinds) | {rest:,} | {100 * rest / total:.1f}% |")
+    return "\n".join(lines)
+
+
 def ms(seconds):
     return f"{seconds * 1e3:.2f}"
 
 
 def summary_table(results, baseline):
     lines = ["| configuration | estimated step (ms) | MFU | tokens/s "
-             "(estimated) | planned memory (GiB) |"
+             "(estimated) | planned memory (GiB) | kernels a step | "
+             "GB moved a step |"
              + (" baseline step (ms) | baseline MFU | baseline memory (GiB) |"
                 if baseline else ""),
-             "|---|---|---|---|---|" + ("---|---|---|" if baseline else "")]
+             "|---|---|---|---|---|---|---|" +
+             ("---|---|---|" if baseline else "")]
     for name, result in results.items():
         batch = int(name.split()[0][2:])
         tokens = batch * 1024 / result["step_seconds"]
         row = (f"| {name} | {ms(result['step_seconds'])} | "
                f"{100 * result['mfu']:.1f}% of {result['peak_type']} | "
-               f"{tokens:,.0f} | {result['allocated_bytes'] / GiB:.2f} |")
+               f"{tokens:,.0f} | {result['allocated_bytes'] / GiB:.2f} | "
+               f"{launches(result):,} | {moved(result) / 1e9:.1f} |")
         if baseline:
             old = baseline["results"].get(name)
             row += (f" {ms(old['step_seconds'])} | "
@@ -153,7 +186,13 @@ def main():
         "it. MFU is the model's FLOPs (without recomputation) over the "
         "estimated time and the matrix peak of the type most matrix FLOPs "
         "run in. Planned memory is what `tgc-run` allocates: the persistent "
-        "region and the largest arena.",
+        "region and the largest arena. *Kernels a step* counts what the "
+        "step puts on the GPU's stream (kernels, cuBLASLt products, copies, "
+        "memsets, scratch allocations), the nodes of the CUDA graph "
+        "`tgc-run` captures and launches once a step (on the emulator the "
+        "captured graph holds exactly this count: "
+        "test/cuda-emu/estimate-launches.test); *GB moved* is the bytes "
+        "its ops read and write.",
         "",
         summary_table(results, baseline),
         "",
@@ -163,6 +202,12 @@ def main():
                 kind_table(results[name],
                            baseline["results"].get(name) if baseline else None),
                 ""]
+    out += ["## What a step launches: B=8 bf16, --fuse", "",
+            "With `--fuse`, optimizer updates read 16-bit gradients without "
+            "a widening cast (tg-fold-update-casts) and adjacent AdamW "
+            "updates run as one multi-tensor op, 32 tensors a launch "
+            "(tg-group-updates).", "",
+            launch_table(results["B=8 bf16, --fuse"]), ""]
     path = os.path.join(ROOT, "bench", "ESTIMATE.md")
     open(path, "w").write("\n".join(out))
     print(open(path).read())

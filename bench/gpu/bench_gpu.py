@@ -318,25 +318,31 @@ def main():
                                     f"gpt2-b{batch}-{precision}.tgx")
                        if args.prebuilt else
                        compile_step(batch, precision, tmp))
-                try:
-                    out = run([f"{bins}/tgc-run", exe, "--device", "cuda",
-                               "--steps", str(args.steps + 3), "--metrics",
-                               metrics]).stdout
-                    allocated = int(re.search(r"(\d+) bytes of device memory",
-                                              out).group(1))
-                    lines = [json.loads(l) for l in open(metrics)]
-                    step = ((lines[-1]["elapsed_s"] - lines[2]["elapsed_s"]) /
-                            args.steps)
-                    ours = (step, allocated)
-                except subprocess.CalledProcessError as e:
-                    ours = e.stderr.strip().splitlines()[-1]
+                def measure(extra):
+                    try:
+                        out = run([f"{bins}/tgc-run", exe, "--device", "cuda",
+                                   "--steps", str(args.steps + 3), "--metrics",
+                                   metrics, *extra]).stdout
+                        allocated = int(re.search(
+                            r"(\d+) bytes of device memory", out).group(1))
+                        lines = [json.loads(l) for l in open(metrics)]
+                        step = ((lines[-1]["elapsed_s"] -
+                                 lines[2]["elapsed_s"]) / args.steps)
+                        return (step, allocated)
+                    except subprocess.CalledProcessError as e:
+                        return e.stderr.strip().splitlines()[-1]
+                # The step as one CUDA graph (the default), and kernel by
+                # kernel.
+                ours = measure([])
+                kernels = measure(["--cuda-graphs=off"])
                 try:
                     ref = json.loads(run(["python3", "-c", TORCH, str(batch),
                                           "1024", str(args.steps),
                                           precision.split("-")[0]]).stdout)
                 except (subprocess.CalledProcessError, ValueError):
                     ref = None
-                rows.append((precision, batch, ours, ref, estimated(exe)))
+                rows.append((precision, batch, ours, kernels, ref,
+                             estimated(exe)))
         plans = []
         if not args.prebuilt:
             prepare_plans(bins, tmp, True)
@@ -362,7 +368,9 @@ def main():
              f"{args.steps} steps after 3 warm-up steps. bf16 is tgc's "
              "`--amp=bf16` (bf16-fused adds `--fuse`) against "
              "`torch.autocast(dtype=torch.bfloat16)`, "
-             "both with f32 master weights. tgc's memory is what its CUDA "
+             "both with f32 master weights. tgc's step runs as one CUDA "
+             "graph (the default); *kernel by kernel* is the same run "
+             "with `--cuda-graphs=off`. tgc's memory is what its CUDA "
              "backend allocated (persistent region, arena, GEMM workspace, "
              "input staging); PyTorch's is "
              "`torch.cuda.max_memory_allocated()`. The estimate is "
@@ -370,16 +378,19 @@ def main():
              "roofline of an H100 SXM (bench/ESTIMATE.md), a lower bound of "
              "the step.", "",
              "| precision | B | tgc step | tgc tokens/s | tgc memory | "
+             "tgc step, kernel by kernel | "
              "tgc estimate (H100 roofline) | "
              "PyTorch step | PyTorch tokens/s | PyTorch peak memory |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for precision, batch, ours, ref, estimate in rows:
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for precision, batch, ours, kernels, ref, estimate in rows:
         if isinstance(ours, tuple):
             step, allocated = ours
             mine = (f"{step * 1e3:.1f} ms | {tokens(batch, step):,.0f} | "
                     f"{allocated / GiB:.2f} GiB")
         else:
             mine = f"failed: {ours} | | "
+        mine += (f" | {kernels[0] * 1e3:.1f} ms" if isinstance(kernels, tuple)
+                 else f" | failed: {kernels}")
         if ref:
             theirs = (f"{ref['step_s'] * 1e3:.1f} ms | "
                       f"{tokens(batch, ref['step_s']):,.0f} | "

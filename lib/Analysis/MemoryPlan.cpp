@@ -281,9 +281,12 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
 
   // Values whose cotangent is a parameter's gradient.
   llvm::DenseSet<Value> gradients;
-  for (Operation *op : step.ops)
+  for (Operation *op : step.ops) {
     if (auto update = dyn_cast<tg::OptimizerUpdateOpInterface>(op))
       gradients.insert(update.getGrad());
+    else if (auto multi = dyn_cast<tg::MultiAdamWUpdateOp>(op))
+      gradients.insert(multi.getGrads().begin(), multi.getGrads().end());
+  }
 
   BufferGraph &graph = step.graph;
   for (auto [index, op] : llvm::enumerate(step.ops)) {

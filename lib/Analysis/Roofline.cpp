@@ -204,6 +204,7 @@ FunctionEstimate estimateFunction(func::FuncOp function,
     e.bytesRead = cost.getBytesRead();
     e.bytesWritten = cost.getBytesWritten();
     e.scratchBytes = cost.getScratchBytes();
+    e.launches = cost.getKernelLaunches();
     e.recomputed = op.hasAttr(tg::TGDialect::kRematAttr);
     double matrixSeconds = 0;
     if (e.matmulFlops > 0) {
@@ -229,6 +230,7 @@ FunctionEstimate estimateFunction(func::FuncOp function,
     e.memorySeconds =
         double(e.bytes() - hostTraffic) / device.memoryBandwidth +
         double(e.hostBytes) / device.hostBandwidth;
+    estimate.launches += e.launches;
     if (e.flops == 0 && e.bytes() == 0)
       continue;
 
@@ -236,6 +238,7 @@ FunctionEstimate estimateFunction(func::FuncOp function,
     KindEstimate &k = kinds[kind];
     k.kind = kind;
     ++k.count;
+    k.launches += e.launches;
     k.flops += e.flops;
     k.bytes += e.bytes();
     k.seconds += e.seconds();
@@ -261,6 +264,20 @@ double StepEstimate::seconds() const {
   double total = 0;
   for (const Entry &entry : entries)
     total += double(entry.runs) * entry.estimate.seconds;
+  return total;
+}
+
+int64_t StepEstimate::launches() const {
+  int64_t total = 0;
+  for (const Entry &entry : entries)
+    total += entry.runs * entry.estimate.launches;
+  return total;
+}
+
+int64_t StepEstimate::graphLaunches() const {
+  int64_t total = 0;
+  for (const Entry &entry : entries)
+    total += entry.runs;
   return total;
 }
 
@@ -315,7 +332,8 @@ void printEstimate(const StepEstimate &step, const DeviceSpec &device,
       os << " (runs " << entry.runs << " times per step)";
     os << ": " << formatSeconds(e.seconds) << ", "
        << llvm::format("%.3f", double(e.flops) / 1e9) << " GFLOP, "
-       << llvm::format("%.3f", double(e.bytes) / 1e9) << " GB moved\n";
+       << llvm::format("%.3f", double(e.bytes) / 1e9) << " GB moved, "
+       << formatWithCommas(e.launches) << " kernels\n";
     os << llvm::format("    %-26s %6s %12s %10s %12s %6s  %s\n", "op kind",
                        "count", "GFLOP", "GB", "time", "share", "bound");
     for (const KindEstimate &kind : e.kinds) {
@@ -354,6 +372,10 @@ void printEstimate(const StepEstimate &step, const DeviceSpec &device,
      << " GFLOP, MFU "
      << llvm::format("%.1f%%", 100.0 * step.utilisation(device)) << " of the "
      << step.peakType() << " matrix peak\n";
+  os << "  launches: " << formatWithCommas(step.launches())
+     << " kernels, products and copies a step, in "
+     << step.graphLaunches() << " CUDA graph launch"
+     << (step.graphLaunches() == 1 ? "" : "es") << "\n";
 }
 
 llvm::json::Value estimateToJSON(const StepEstimate &step,
@@ -366,6 +388,7 @@ llvm::json::Value estimateToJSON(const StepEstimate &step,
       kinds.push_back(llvm::json::Object{
           {"kind", kind.kind},
           {"count", kind.count},
+          {"launches", kind.launches},
           {"flops", kind.flops},
           {"bytes", kind.bytes},
           {"seconds", kind.seconds},
@@ -380,6 +403,7 @@ llvm::json::Value estimateToJSON(const StepEstimate &step,
           {"bytes_read", op.bytesRead},
           {"bytes_written", op.bytesWritten},
           {"scratch_bytes", op.scratchBytes},
+          {"launches", op.launches},
           {"compute_seconds", op.computeSeconds},
           {"memory_seconds", op.memorySeconds},
           {"seconds", op.seconds()},
@@ -396,6 +420,7 @@ llvm::json::Value estimateToJSON(const StepEstimate &step,
                                          {"flops", e.flops},
                                          {"model_flops", e.modelFlops},
                                          {"bytes", e.bytes},
+                                         {"launches", e.launches},
                                          {"kinds", std::move(kinds)},
                                          {"ops", std::move(ops)}});
   }
@@ -415,6 +440,8 @@ llvm::json::Value estimateToJSON(const StepEstimate &step,
       {"entries", std::move(entries)},
       {"step_seconds", step.seconds()},
       {"model_flops", step.modelFlops()},
+      {"launches", step.launches()},
+      {"graph_launches", step.graphLaunches()},
       {"peak_type", step.peakType()},
       {"mfu", step.utilisation(device)}};
 }

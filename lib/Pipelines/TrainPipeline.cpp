@@ -119,11 +119,18 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
   accumulate.printSummary = !options.quiet;
   pm.addPass(tg::createTGAccumulateProducts(accumulate));
 
-  // Last: it orders the finished step, recomputed ops included.
+  // It orders the finished step, recomputed ops included.
   if (options.optimizerInBackward) {
     tg::TGOptimizerInBackwardOptions inBackward;
     inBackward.printSummary = !options.quiet;
     pm.addPass(tg::createTGOptimizerInBackward(inBackward));
+  }
+
+  // --fuse on the finished, ordered step: updates read 16-bit gradients
+  // as they are, and adjacent AdamW updates run as one multi-tensor op.
+  if (options.fuse) {
+    pm.addPass(tg::createTGFoldUpdateCasts());
+    pm.addPass(tg::createTGGroupUpdates());
   }
 }
 

@@ -18,6 +18,16 @@
 // its pointers, a handle that is not live. Each rejection is printed on
 // stderr with what was wrong, since the error code alone rarely says.
 //
+// Graphs are captured from a stream (cudaStreamBeginCapture): work queued
+// on a capturing stream is recorded, not run, and cudaGraphLaunch queues
+// the recorded work again, with the arguments it was captured with, as a
+// GPU replays a graph's nodes. A call that a real capture refuses (a
+// synchronization, a synchronous copy or allocation, a copy of pageable
+// memory, an event from outside the capture) fails here and invalidates
+// the capture, so that cudaStreamEndCapture reports it. Stream-ordered
+// allocations in a capture are the graph's memory nodes: taken at capture,
+// at one address for every launch, and kept.
+//
 // TGC_CUDA_EMU_DEVICE_BYTES sets the device's memory (default 80 GiB), so
 // that running out of it can be tested; TGC_CUDA_EMU_NO_DEVICE=1 makes the
 // machine one without a GPU. The emulator serves one host thread (it has
@@ -47,10 +57,19 @@ struct Allocation {
   Memory kind;
 };
 
+/// Work recorded by a capture, in order.
+struct Graph {
+  std::vector<std::function<void()>> nodes;
+};
+
 /// Work queued on a stream; `executed` of `enqueued` items have run.
 struct Stream {
   std::deque<std::function<void()>> work;
   uint64_t enqueued = 0, executed = 0;
+  /// While capturing: where queued work goes instead (null otherwise), and
+  /// whether a refused call has invalidated the capture.
+  std::unique_ptr<Graph> capture;
+  bool captureInvalidated = false;
 };
 
 /// Where an event was last recorded: after `marker` items of `stream`.
@@ -69,6 +88,11 @@ struct DeviceState {
   std::map<void *, std::unique_ptr<Stream>> streams;
   std::map<void *, Event> events;
   Stream defaultStream;
+  /// Captured graphs and their instantiations (an executable graph is a
+  /// copy of its graph's nodes).
+  std::map<void *, std::unique_ptr<Graph>> graphs, executables;
+  /// Streams capturing now.
+  int capturing = 0;
   cudaError_t lastError = cudaSuccess;
   cudaError_t sticky = cudaSuccess;
 };
@@ -248,6 +272,31 @@ void drainAll() {
   }
 }
 
+/// A call a stream capture refuses: on a capturing stream (or, for
+/// `stream` null, any capture in progress, as for the synchronous calls)
+/// it fails and invalidates the capture.
+cudaError_t refuseInCapture(Stream *stream, const char *what) {
+  DeviceState &s = state();
+  bool refused = false;
+  auto invalidate = [&](Stream &candidate) {
+    if (candidate.capture) {
+      candidate.captureInvalidated = true;
+      refused = true;
+    }
+  };
+  if (stream) {
+    invalidate(*stream);
+  } else if (s.capturing) {
+    invalidate(s.defaultStream);
+    for (auto &entry : s.streams)
+      invalidate(*entry.second);
+  }
+  if (!refused)
+    return cudaSuccess;
+  return fail(cudaErrorStreamCaptureUnsupported,
+              std::string(what) + " while a stream is being captured");
+}
+
 cudaError_t checkStream(cudaStream_t stream, const char *what) {
   if (!streamOf(stream))
     return fail(cudaErrorInvalidResourceHandle,
@@ -272,6 +321,10 @@ bool enqueue(cudaStream_t handle, std::function<void()> work) {
   Stream *stream = streamOf(handle);
   if (!stream)
     return false;
+  if (stream->capture) {
+    stream->capture->nodes.push_back(std::move(work));
+    return true;
+  }
   stream->work.push_back(std::move(work));
   ++stream->enqueued;
   return true;
@@ -373,12 +426,20 @@ const char *cudaGetErrorString(cudaError_t error) {
     return "an illegal memory access was encountered";
   case cudaErrorLaunchFailure:
     return "unspecified launch failure";
+  case cudaErrorStreamCaptureUnsupported:
+    return "operation not permitted when stream is capturing";
+  case cudaErrorStreamCaptureInvalidated:
+    return "operation failed due to a previous error during capture";
+  case cudaErrorIllegalState:
+    return "the operation cannot be performed in the present state";
   default:
     return "unrecognized error code";
   }
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
+  if (cudaError_t error = refuseInCapture(nullptr, "cudaDeviceSynchronize"))
+    return error;
   drainAll();
   TGC_EMU_STICKY();
   return cudaSuccess;
@@ -386,10 +447,14 @@ cudaError_t cudaDeviceSynchronize(void) {
 
 cudaError_t cudaMalloc(void **pointer, size_t bytes) {
   TGC_EMU_STICKY();
+  if (cudaError_t error = refuseInCapture(nullptr, "cudaMalloc"))
+    return error;
   return allocate(pointer, bytes, Memory::Device);
 }
 
 cudaError_t cudaFree(void *pointer) {
+  if (cudaError_t error = refuseInCapture(nullptr, "cudaFree"))
+    return error;
   drainAll(); // cudaFree waits for the device
   return release(pointer, Memory::Device, "cudaFree");
 }
@@ -429,12 +494,21 @@ cudaError_t cudaMallocAsync(void **pointer, size_t bytes,
   TGC_EMU_STICKY();
   if (cudaError_t error = checkStream(stream, "cudaMallocAsync"))
     return error;
+  // In a capture, a graph allocation node: the memory is the graph's, at
+  // one address for every launch, so it is taken now and kept.
+  if (Stream *queue = streamOf(stream); queue->capture)
+    queue->capture->nodes.push_back([] {});
   return allocate(pointer, bytes, Memory::Device);
 }
 
 cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream) {
   if (cudaError_t error = checkStream(stream, "cudaFreeAsync"))
     return error;
+  // In a capture, a graph free node: the memory stays the graph's.
+  if (Stream *queue = streamOf(stream); queue->capture) {
+    queue->capture->nodes.push_back([] {});
+    return cudaSuccess;
+  }
   // Freed once the work queued before it has run.
   enqueue(stream, [pointer] {
     release(pointer, Memory::Device, "cudaFreeAsync");
@@ -465,6 +539,14 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
                     (dstDevice ? "device memory" : "not inside device memory") +
                     ")");
   Stream &queue = *streamOf(stream);
+  bool pageable = (kind == cudaMemcpyHostToDevice &&
+                   !inAllocation(src, count, Memory::PinnedHost)) ||
+                  (kind == cudaMemcpyDeviceToHost &&
+                   !inAllocation(dst, count, Memory::PinnedHost));
+  if (pageable)
+    if (cudaError_t error =
+            refuseInCapture(&queue, "cudaMemcpyAsync of pageable memory"))
+      return error;
   if (kind == cudaMemcpyHostToDevice &&
       !inAllocation(src, count, Memory::PinnedHost)) {
     // Pageable memory is staged when the call is made.
@@ -506,6 +588,8 @@ cudaError_t cudaMemsetAsync(void *pointer, int value, size_t count,
 // their own.
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
                        cudaMemcpyKind kind) {
+  if (cudaError_t error = refuseInCapture(nullptr, "cudaMemcpy"))
+    return error;
   drainAll();
   cudaError_t error = cudaMemcpyAsync(dst, src, count, kind, nullptr);
   drainAll();
@@ -515,6 +599,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
 }
 
 cudaError_t cudaMemset(void *pointer, int value, size_t count) {
+  if (cudaError_t error = refuseInCapture(nullptr, "cudaMemset"))
+    return error;
   drainAll();
   cudaError_t error = cudaMemsetAsync(pointer, value, count, nullptr);
   drainAll();
@@ -536,6 +622,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   if (!queue)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaStreamDestroy of a stream that is not live");
+  if (queue->capture)
+    return fail(cudaErrorStreamCaptureUnsupported,
+                "cudaStreamDestroy of a stream that is being captured");
   drain(*queue); // queued work still runs
   state().streams.erase(stream);
   return cudaSuccess;
@@ -543,6 +632,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (cudaError_t error = checkStream(stream, "cudaStreamSynchronize"))
+    return error;
+  if (cudaError_t error =
+          refuseInCapture(streamOf(stream), "cudaStreamSynchronize"))
     return error;
   drain(*streamOf(stream));
   TGC_EMU_STICKY();
@@ -575,6 +667,9 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (cudaError_t error = checkStream(stream, "cudaEventRecord"))
     return error;
   Stream *queue = streamOf(stream);
+  // Events inside a capture (graph event nodes) are not emulated.
+  if (cudaError_t error = refuseInCapture(queue, "cudaEventRecord"))
+    return error;
   queue->work.push_back([event] {
     if (Event *reached = eventOf(event)) {
       reached->reached = std::chrono::steady_clock::now();
@@ -606,6 +701,10 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!recorded)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaEventSynchronize of an event that is not live");
+  if (recorded->stream && recorded->stream->capture)
+    return fail(cudaErrorStreamCaptureUnsupported,
+                "cudaEventSynchronize of an event whose stream is being "
+                "captured");
   if (recorded->stream) // never recorded: nothing to wait for
     drain(*recorded->stream, recorded->marker);
   TGC_EMU_STICKY();
@@ -622,10 +721,126 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                 "cudaStreamWaitEvent on an event that is not live");
   if (cudaError_t error = checkStream(stream, "cudaStreamWaitEvent"))
     return error;
+  // Waiting inside a capture for work outside it: a capture isolation
+  // error on a GPU.
+  if (cudaError_t error =
+          refuseInCapture(streamOf(stream), "cudaStreamWaitEvent"))
+    return error;
   // The wait is for the event as recorded now.
   Event waited = *recorded;
   if (waited.stream)
     enqueue(stream, [waited] { drain(*waited.stream, waited.marker); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
+                                   cudaStreamCaptureMode mode) {
+  (void)mode; // one host thread: every mode refuses the same calls here
+  TGC_EMU_STICKY();
+  if (!stream)
+    return fail(cudaErrorStreamCaptureUnsupported,
+                "cudaStreamBeginCapture of the legacy default stream");
+  if (cudaError_t error = checkStream(stream, "cudaStreamBeginCapture"))
+    return error;
+  Stream &queue = *streamOf(stream);
+  if (queue.capture)
+    return fail(cudaErrorIllegalState,
+                "cudaStreamBeginCapture of a stream already capturing");
+  queue.capture = std::make_unique<Graph>();
+  queue.captureInvalidated = false;
+  ++state().capturing;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                  cudaStreamCaptureStatus *status) {
+  if (cudaError_t error = checkStream(stream, "cudaStreamIsCapturing"))
+    return error;
+  Stream &queue = *streamOf(stream);
+  *status = !queue.capture ? cudaStreamCaptureStatusNone
+            : queue.captureInvalidated ? cudaStreamCaptureStatusInvalidated
+                                       : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
+  if (cudaError_t error = checkStream(stream, "cudaStreamEndCapture"))
+    return error;
+  Stream &queue = *streamOf(stream);
+  if (!queue.capture)
+    return fail(cudaErrorIllegalState,
+                "cudaStreamEndCapture of a stream that is not capturing");
+  std::unique_ptr<Graph> captured = std::move(queue.capture);
+  --state().capturing;
+  *graph = nullptr;
+  if (queue.captureInvalidated) {
+    queue.captureInvalidated = false;
+    return fail(cudaErrorStreamCaptureInvalidated,
+                "cudaStreamEndCapture of a capture that a refused call "
+                "invalidated");
+  }
+  *graph = reinterpret_cast<cudaGraph_t>(captured.get());
+  state().graphs[captured.get()] = std::move(captured);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes,
+                              size_t *count) {
+  auto it = state().graphs.find(graph);
+  if (it == state().graphs.end() || !count)
+    return fail(cudaErrorInvalidValue,
+                "cudaGraphGetNodes of a graph that is not live");
+  if (nodes)
+    return fail(cudaErrorInvalidValue,
+                "cudaGraphGetNodes: node handles are not emulated, only "
+                "their count");
+  *count = it->second->nodes.size();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *executable,
+                                 cudaGraph_t graph, unsigned long long flags) {
+  (void)flags;
+  auto it = state().graphs.find(graph);
+  if (it == state().graphs.end())
+    return fail(cudaErrorInvalidValue,
+                "cudaGraphInstantiate of a graph that is not live");
+  auto copy = std::make_unique<Graph>(*it->second);
+  *executable = reinterpret_cast<cudaGraphExec_t>(copy.get());
+  state().executables[copy.get()] = std::move(copy);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t executable, cudaStream_t stream) {
+  TGC_EMU_STICKY();
+  auto it = state().executables.find(executable);
+  if (it == state().executables.end())
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaGraphLaunch of an executable graph that is not live");
+  if (cudaError_t error = checkStream(stream, "cudaGraphLaunch"))
+    return error;
+  if (streamOf(stream)->capture)
+    return fail(cudaErrorStreamCaptureUnsupported,
+                "cudaGraphLaunch into a capture (child graphs are not "
+                "emulated)");
+  for (const std::function<void()> &node : it->second->nodes)
+    enqueue(stream, node);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t executable) {
+  // A launched graph's work was queued as copies: it still runs.
+  if (!state().executables.erase(executable))
+    return fail(cudaErrorInvalidValue,
+                "cudaGraphExecDestroy of an executable graph that is not "
+                "live");
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  if (!state().graphs.erase(graph))
+    return fail(cudaErrorInvalidValue,
+                "cudaGraphDestroy of a graph that is not live");
   return cudaSuccess;
 }
 

@@ -197,6 +197,11 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
                        o.beta2, o.eps, o.weightDecay, out[0], out[1], out[2],
                        o.roundingSeed);
   }
+  case Kernel::MultiAdamWUpdate: {
+    cpu::AdamWOptions o = adamwOptions(inst);
+    return multiAdamwUpdate(ctx, in, out, o.beta1, o.beta2, o.eps,
+                            o.weightDecay);
+  }
   case Kernel::AdamW8bitUpdate: {
     // param, grad, m codes, m absmax, v codes, v absmax, signed map,
     // unsigned map, lr, step.

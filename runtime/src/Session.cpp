@@ -32,6 +32,8 @@ uint64_t hashName(const std::string &name) {
   return h;
 }
 
+} // namespace
+
 /// Live arena ranges, measured from the instructions' reads and writes.
 class ArenaTrace {
 public:
@@ -80,6 +82,8 @@ private:
   std::vector<Range> ranges;
   std::map<int64_t, size_t> current;
 };
+
+namespace {
 
 } // namespace
 
@@ -440,36 +444,41 @@ Status Session::launch(const EntryPoint *entry) {
     profile.seconds.resize(instructions.size(), 0.0);
     runningProfile = &profile;
   }
-  ArenaTrace trace(prog.alignment);
-  std::vector<TensorRef> operands, results;
-  for (size_t i = 0; i < instructions.size(); ++i) {
-    const Instruction &inst = instructions[i];
-    if (runningProfile)
-      device->mark(i);
-    operands.clear();
-    results.clear();
-    for (int32_t index : inst.operands) {
-      operands.push_back(view(index));
-      if (measure && prog.tensors[index].storage == Storage::Arena)
-        trace.read(prog.tensors[index].offset, i);
-    }
-    for (int32_t index : inst.results) {
-      if (index == kNotComputed) {
-        results.push_back(TensorRef()); // a result the kernel skips
-        continue;
+  const char *name = entry ? entry->name.c_str() : "step";
+  // Graphs: the first run of an entry point goes kernel by kernel (it
+  // measures the high-water mark and does the backend's one-time work:
+  // constants, workspace, NCCL); the second is captured and replayed, and
+  // so is every later one. A profiled run goes kernel by kernel, to time
+  // each. An entry point the backend cannot capture (collectives through
+  // host memory) stays kernel by kernel, said once by graphNotes().
+  if (graphsOn && !measure && !runningProfile && device->capturesGraphs()) {
+    GraphRuns &graph = graphs[name];
+    if (graph.refused.empty()) {
+      bool replayed = false;
+      Status status = Status::success();
+      if (graph.id >= 0)
+        status = device->replay(graph.id, replayed);
+      if (status.ok() && !replayed) {
+        status = capture(instructions, name, graph);
+        if (status.ok() && graph.id >= 0)
+          status = device->replay(graph.id, replayed);
       }
-      results.push_back(view(index));
-      if (measure && prog.tensors[index].storage == Storage::Arena)
-        trace.write(prog.tensors[index].offset, prog.tensors[index].bytes, i);
+      if (!status.ok()) {
+        launched = false;
+        return Status::failure(std::string(name) + ": " + status.error);
+      }
+      if (replayed) {
+        ++graph.replays;
+        return Status::success();
+      }
     }
-    Status status = device->execute(prog, inst, operands, results);
-    if (!status.ok()) {
-      launched = false;
-      return Status::failure(std::string(entry ? entry->name : "step") +
-                             " failed in instruction #" +
-                             std::to_string(i) + " (" +
-                             kernelName(inst.kernel) + "): " + status.error);
-    }
+  }
+  ArenaTrace trace(prog.alignment);
+  if (Status status =
+          runInstructions(instructions, name, measure ? &trace : nullptr);
+      !status.ok()) {
+    launched = false;
+    return status;
   }
   if (runningProfile)
     device->mark(instructions.size());
@@ -479,6 +488,84 @@ Status Session::launch(const EntryPoint *entry) {
     mark = trace.peak();
   }
   return Status::success();
+}
+
+Status Session::runInstructions(const std::vector<Instruction> &instructions,
+                                 const char *name, ArenaTrace *trace,
+                                 const char *verb) {
+  std::vector<TensorRef> operands, results;
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction &inst = instructions[i];
+    if (runningProfile)
+      device->mark(i);
+    operands.clear();
+    results.clear();
+    for (int32_t index : inst.operands) {
+      operands.push_back(view(index));
+      if (trace && prog.tensors[index].storage == Storage::Arena)
+        trace->read(prog.tensors[index].offset, i);
+    }
+    for (int32_t index : inst.results) {
+      if (index == kNotComputed) {
+        results.push_back(TensorRef()); // a result the kernel skips
+        continue;
+      }
+      results.push_back(view(index));
+      if (trace && prog.tensors[index].storage == Storage::Arena)
+        trace->write(prog.tensors[index].offset, prog.tensors[index].bytes, i);
+    }
+    Status status = device->execute(prog, inst, operands, results);
+    if (!status.ok())
+      return Status::failure(std::string(name) + " " + verb +
+                             " in instruction #" + std::to_string(i) + " (" +
+                             kernelName(inst.kernel) + "): " + status.error);
+  }
+  return Status::success();
+}
+
+Status Session::capture(const std::vector<Instruction> &instructions,
+                        const char *name, GraphRuns &graph) {
+  graph.id = -1;
+  Status began = device->beginCapture();
+  if (!began.ok()) {
+    graph.refused = began.error;
+    return Status::success();
+  }
+  Status recorded =
+      runInstructions(instructions, name, nullptr, "cannot be captured");
+  int id = -1;
+  int64_t nodes = -1;
+  Status ended = device->endCapture(id, nodes);
+  // Nothing recorded has run: the same instructions run kernel by kernel.
+  if (!recorded.ok())
+    graph.refused = recorded.error;
+  else if (!ended.ok())
+    graph.refused = ended.error;
+  else {
+    graph.id = id;
+    graph.nodes = nodes;
+    ++graph.captures;
+  }
+  return Status::success();
+}
+
+std::vector<std::string> Session::graphNotes() const {
+  std::vector<std::string> notes;
+  for (const auto &[name, graph] : graphs) {
+    if (!graph.refused.empty())
+      notes.push_back(name + " runs kernel by kernel: " + graph.refused);
+    else if (graph.replays)
+      notes.push_back(name + " ran as one CUDA graph" +
+                      (graph.nodes >= 0 ? " of " +
+                                              std::to_string(graph.nodes) +
+                                              " kernels and copies"
+                                        : std::string()) +
+                      " " + std::to_string(graph.replays) + " time" +
+                      (graph.replays == 1 ? "" : "s") + " (captured " +
+                      std::to_string(graph.captures) + " time" +
+                      (graph.captures == 1 ? "" : "s") + ")");
+  }
+  return notes;
 }
 
 Status Session::finish(float &loss) {

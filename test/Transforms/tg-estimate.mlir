@@ -13,7 +13,11 @@
 // 4 for bf16): each op takes max(compute, memory).
 
 // CHECK: roofline estimate on toy (round rates for hand-checked tests): 1 GB/s; matrix TFLOP/s f32 0.001, tf32 0.002, bf16 0.004, f16 0.001; vector 0.001
-// CHECK: step @step: 6.27 us, 0.000 GFLOP, 0.000 GB moved
+// Kernels on the stream: the matmul's one GEMM (its batch folds into the
+// rows), the GELU, no kernel for the reshape (a view), and the unfused
+// attention's 7: f32 copies of Q, K and V, then for its one chunk of heads
+// the scores' GEMM, the softmax, P V's GEMM and the bf16 rounding.
+// CHECK: step @step: 6.27 us, 0.000 GFLOP, 0.000 GB moved, 9 kernels
 // The kinds, most time first: attention 3.072 us, matmul 2.048, gelu 1.152.
 // CHECK: tg.attention 1
 // CHECK-SAME: 3.07 us  49.0%  memory
@@ -23,6 +27,7 @@
 // CHECK-SAME: 1.15 us  18.4%  compute
 // Model FLOPs 2048 + 1152 + 760 = 3960 in 6.272 us against the f32 peak.
 // CHECK: step: 6.27 us; model FLOPs 0.000 GFLOP, MFU 63.1% of the f32 matrix peak
+// CHECK-NEXT: launches: 9 kernels, products and copies a step, in 1 CUDA graph launch
 // CHECK-LABEL: ops of @step
 // 2 x 4 x 16 outputs, K = 8: 2048 FLOPs, all matrix; reads 64 + 128 f32,
 // writes 128: 2.048 us of compute against 1.28 us of memory.
@@ -65,5 +70,17 @@ func.func @step(%x: tensor<2x4x8xf32>, %w: tensor<8x16xf32>,
 // CHECK-NEXT: #0 tg.attention flops=73920 matmul=67584(bf16) read=6144 written=2048 scratch=0 time=23.23us compute
 func.func @fused(%q: tensor<2x32x16xbf16>) -> tensor<2x32x16xbf16> {
   %a = tg.attention %q, %q, %q {causal = true} : (tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32x16xbf16>) -> tensor<2x32x16xbf16>
+  return %a : tensor<2x32x16xbf16>
+}
+
+// A sliding window of 8 (Mistral's, at toy size): the fused kernels visit
+// only the keys each query sees, i - 8 < j <= i, 8 x 9 / 2 + 24 x 8 = 228
+// scores a batch where full causal attention has 528: 2 x 228 x 64 =
+// 29184 matrix FLOPs (7.296 us on bf16 tensor cores) and 6 a score on the
+// vector units (2.736 us): 10.032 us.
+// CHECK-LABEL: ops of @window
+// CHECK-NEXT: #0 tg.attention flops=31920 matmul=29184(bf16) read=6144 written=2048 scratch=0 time=10.03us compute
+func.func @window(%q: tensor<2x32x16xbf16>) -> tensor<2x32x16xbf16> {
+  %a = tg.attention %q, %q, %q {causal = true, window = 8} : (tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32x16xbf16>) -> tensor<2x32x16xbf16>
   return %a : tensor<2x32x16xbf16>
 }

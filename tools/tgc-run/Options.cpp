@@ -82,6 +82,14 @@ std::string parseOptions(int argc, char **argv, Options &options,
                  "the CUDA backend and the machine a GPU, else the CPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
       ->group(training);
+  std::string cudaGraphs = "on";
+  app.add_option("--cuda-graphs", cudaGraphs,
+                 "on (default): on the GPU, each step after the first is "
+                 "captured once as a CUDA graph and replayed, one launch a "
+                 "step; off: every kernel is launched on its own")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->option_text("on|off")
+      ->group(training);
   std::string maxMemory;
   app.add_option("--max-memory", maxMemory,
                  "Refuse to start when the plan needs more than SIZE bytes "
@@ -242,6 +250,7 @@ std::string parseOptions(int argc, char **argv, Options &options,
     return std::string(error.what()) + " (see --help)";
   }
   options.threadsGiven = app.count("--threads") > 0;
+  options.cudaGraphs = cudaGraphs == "on";
   options.exampleOptionsGiven =
       app.count("--padding") > 0 || app.count("--overlong") > 0;
   if (!maxMemory.empty() &&

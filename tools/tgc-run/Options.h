@@ -33,6 +33,7 @@ struct Options {
   std::string saveHF; // a Hugging Face model directory
   int64_t hfShardBytes = 5'000'000'000;
   std::string device = "auto";
+  bool cudaGraphs = true; // --cuda-graphs=on|off
   int64_t logEvery = 0;
   bool quiet = false;
   int64_t maxMemory = -1; // bytes; -1: what the machine has

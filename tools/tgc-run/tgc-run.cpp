@@ -267,6 +267,7 @@ int run(int argc, char **argv) {
                            job.comm.get());
   if (!status.ok())
     return fail(status.error);
+  session->setGraphs(options.cudaGraphs);
   // Initialised around what the files provide, then loaded; a resumed run
   // continues at the saved step, with the saved seed, so it sees the
   // batches it would have seen.
@@ -738,6 +739,8 @@ int run(int argc, char **argv) {
   std::printf("tgc-run: %lld bytes of %s memory allocated\n",
               (long long)session->backend().bytesAllocated(),
               session->backend().hostAccessible() ? "host" : "device");
+  for (const std::string &note : session->graphNotes())
+    std::printf("tgc-run: %s\n", note.c_str());
   if (scaleTensor >= 0)
     std::printf("tgc-run: loss scaling skipped %lld of %lld steps\n",
                 (long long)skipped, (long long)ran);

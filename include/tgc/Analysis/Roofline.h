@@ -79,6 +79,8 @@ struct OpEstimate {
   /// Of those, the bytes of host-memory operands (offloaded state), read
   /// and written back over the host link.
   int64_t hostBytes = 0;
+  /// Kernels, products and copies it puts on the stream.
+  int64_t launches = 0;
   double computeSeconds = 0, memorySeconds = 0;
   bool recomputed = false;
   int64_t bytes() const { return bytesRead + bytesWritten + scratchBytes; }
@@ -89,7 +91,7 @@ struct OpEstimate {
 /// The ops of one kind, summed.
 struct KindEstimate {
   std::string kind;
-  int64_t count = 0, flops = 0, bytes = 0;
+  int64_t count = 0, flops = 0, bytes = 0, launches = 0;
   double seconds = 0;
   /// Time of its compute-bound ops (the rest is memory-bound).
   double computeBoundSeconds = 0;
@@ -102,6 +104,9 @@ struct FunctionEstimate {
   std::vector<KindEstimate> kinds;
   double seconds = 0;
   int64_t flops = 0, bytes = 0;
+  /// Work items on the stream (kernels, products, copies): the nodes of
+  /// the CUDA graph the backend captures.
+  int64_t launches = 0;
   /// FLOPs without the rematerialised ops.
   int64_t modelFlops = 0;
 };
@@ -128,6 +133,10 @@ struct StepEstimate {
   std::vector<Entry> entries;
   double seconds() const;
   int64_t modelFlops() const;
+  /// Kernels, products and copies a step puts on the stream, and the CUDA
+  /// graph launches they go in (one per entry run).
+  int64_t launches() const;
+  int64_t graphLaunches() const;
   /// MFU against the matrix peak of the type most matrix FLOPs run in.
   double utilisation(const DeviceSpec &device) const;
   std::string peakType() const;

@@ -61,7 +61,10 @@ struct TrainPipelineOptions
   Option<bool> fuse{
       *this, "fuse",
       llvm::cl::desc("Fuse matmul + bias (+ GELU) into tg.linear, one "
-                     "cuBLASLt GEMM with its epilogue on the GPU (tg-fuse)"),
+                     "cuBLASLt GEMM with its epilogue on the GPU (tg-fuse); "
+                     "let updates read 16-bit gradients (tg-fold-update-"
+                     "casts) and run adjacent AdamW updates as one "
+                     "multi-tensor op (tg-group-updates)"),
       llvm::cl::init(false)};
   Option<tg::StateFormat> optimizerState{
       *this, "optimizer-state",

@@ -210,6 +210,22 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
   return Status::success();
 }
 
+Status multiAdamwUpdate(Context &ctx, const std::vector<TensorRef> &in,
+                        std::vector<TensorRef> &out, double beta1,
+                        double beta2, double eps, double weightDecay) {
+  size_t n = out.size() / 3;
+  if (n == 0 || out.size() != 3 * n || in.size() < 4 * n + 2)
+    return Status::failure("multi_adamw_update expects N params, grads, "
+                           "exp_avgs and exp_avg_sqs, lr and step, and 3 x "
+                           "N results");
+  for (size_t i = 0; i < n; ++i)
+    TGC_RETURN_IF_ERROR(adamwUpdate(ctx, in[i], in[n + i], in[2 * n + i],
+                                    in[3 * n + i], in[4 * n], in[4 * n + 1],
+                                    beta1, beta2, eps, weightDecay, out[i],
+                                    out[n + i], out[2 * n + i], 0));
+  return Status::success();
+}
+
 //===----------------------------------------------------------------------===//
 // 8-bit state (bitsandbytes' blockwise dynamic quantization)
 //===----------------------------------------------------------------------===//

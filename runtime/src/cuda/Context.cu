@@ -14,6 +14,9 @@ Status check(int error, const char *what) {
 Status Context::reserveWorkspace(size_t bytes) {
   if (bytes <= workspaceBytes)
     return Status::success();
+  if (capturing)
+    return Status::failure("the workspace cannot grow in a captured step");
+  ++moves;
   // The stream may still use the old workspace.
   TGC_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
   TGC_CUDA_CALL(cudaFree(workspace));
@@ -38,6 +41,9 @@ Status Context::reserveWorkspace(size_t bytes) {
 Status Context::uploadConstants(const void *bytes, size_t size) {
   if (bytes == constantsSource && size == constantsBytes)
     return Status::success();
+  if (capturing)
+    return Status::failure("constants cannot be uploaded in a captured step");
+  ++moves;
   TGC_CUDA_CALL(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
   TGC_CUDA_CALL(cudaFree(constants));
   constants = nullptr;

@@ -38,6 +38,9 @@ using namespace cuda; // the error codes
 class CudaBackend : public Backend {
 public:
   ~CudaBackend() override {
+    for (Graph &graph : graphs)
+      if (graph.executable)
+        cudaGraphExecDestroy(graph.executable);
     for (int slot = 0; slot < 2; ++slot) {
       cudaFreeHost(hostStaging[slot]);
       cudaFree(deviceStaging[slot]);
@@ -277,6 +280,61 @@ public:
     return Status::success();
   }
 
+  // CUDA graphs: the step's kernels, copies and GEMMs recorded from the
+  // compute stream once, and launched as one graph each step after.
+  bool capturesGraphs() const override { return true; }
+
+  Status beginCapture() override {
+    if (ctx.capturing)
+      return Status::failure("a capture is already in progress");
+    // Thread-local: another thread's allocations (the data loader's
+    // pinned buffers) do not invalidate this capture.
+    TGC_CUDA_CALL(cudaStreamBeginCapture(streamOf(ctx),
+                                         cudaStreamCaptureModeThreadLocal));
+    ctx.capturing = true;
+    return Status::success();
+  }
+
+  Status endCapture(int &graph, int64_t &nodes) override {
+    ctx.capturing = false;
+    cudaGraph_t captured = nullptr;
+    cudaError_t ended = cudaStreamEndCapture(streamOf(ctx), &captured);
+    if (ended != cudaSuccess) {
+      cudaGetLastError(); // an invalidated capture is not a sticky error
+      if (captured)
+        cudaGraphDestroy(captured);
+      return Status::failure(std::string("the step could not be captured (") +
+                             cudaGetErrorString(ended) + ")");
+    }
+    size_t count = 0;
+    cudaError_t counted = cudaGraphGetNodes(captured, nullptr, &count);
+    nodes = counted == cudaSuccess ? int64_t(count) : -1;
+    cudaGraphExec_t executable = nullptr;
+    cudaError_t made = cudaGraphInstantiate(&executable, captured, 0);
+    cudaGraphDestroy(captured);
+    TGC_CUDA_CALL(made);
+    graph = int(graphs.size());
+    graphs.push_back({executable, ctx.moves});
+    return Status::success();
+  }
+
+  Status replay(int graph, bool &replayed) override {
+    replayed = false;
+    if (graph < 0 || size_t(graph) >= graphs.size() ||
+        !graphs[size_t(graph)].executable)
+      return Status::failure("replay of a graph that was not captured");
+    Graph &recorded = graphs[size_t(graph)];
+    if (recorded.moves != ctx.moves) {
+      // Captured with the workspace or constants at old addresses.
+      TGC_CUDA_CALL(cudaGraphExecDestroy(recorded.executable));
+      recorded.executable = nullptr;
+      return Status::success();
+    }
+    TGC_CUDA_CALL(cudaGraphLaunch(recorded.executable, streamOf(ctx)));
+    replayed = true;
+    return Status::success();
+  }
+
   Status execute(const Program &program, const Instruction &inst,
                  std::vector<TensorRef> &operands,
                  std::vector<TensorRef> &results) override {
@@ -302,6 +360,9 @@ public:
           out.numBytes(), cudaMemcpyDeviceToDevice, streamOf(ctx)));
       return Status::success();
     }
+    if (ctx.capturing && !nccl)
+      return Status::failure("collectives through host memory cannot be "
+                             "captured in a graph");
     if (!ncclTried) {
       ncclTried = true;
       Status loaded = cuda::Nccl::create(*comm, nccl);
@@ -351,6 +412,14 @@ private:
     return hostPartDevice && p >= hostPartDevice &&
            p < hostPartDevice + hostPartBytes;
   }
+
+  /// A captured step: its executable graph (null once dropped) and the
+  /// value of ctx.moves it was captured at.
+  struct Graph {
+    cudaGraphExec_t executable;
+    uint64_t moves;
+  };
+  std::vector<Graph> graphs;
 
   int device = 0;
   /// NCCL, once the first collective has tried to load it.

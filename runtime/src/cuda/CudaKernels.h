@@ -55,6 +55,12 @@ struct Context {
   void *constants = nullptr;
   const void *constantsSource = nullptr;
   size_t constantsBytes = 0;
+  /// Counts the times the workspace or the constants moved: a graph
+  /// captured before a move holds their old addresses.
+  uint64_t moves = 0;
+  /// Whether work is being captured into a graph (nothing may wait for
+  /// the stream or reach the host).
+  bool capturing = false;
 
   /// Ensures the workspace holds at least `bytes`.
   Status reserveWorkspace(size_t bytes);

@@ -190,16 +190,23 @@ __global__ void __launch_bounds__(kThreads)
     for (int n = 0; n < dTiles; ++n)
       wmma::fill_fragment(o[n], 0.0f);
     float mRow = -INFINITY, lRow = 0.0f; // row r's, in both of its lanes
-    // Keys past the tile's last query are all masked when causal.
+    // Keys past the tile's last query are all masked when causal, and
+    // with a window W so are keys at or before its first query's q0 - W:
+    // those tiles are not visited (a tile every row skips leaves the
+    // statistics and output as they are).
     int64_t keyEnd = causal ? min(tk, q0 + kRows) : tk;
-    for (int64_t k0 = 0; k0 < keyEnd; k0 += kRows) {
+    int64_t keyStart =
+        mask.window > 0 ? max(int64_t(0), q0 - mask.window + 1) : 0;
+    keyStart -= keyStart % kRows;
+    for (int64_t k0 = keyStart; k0 < keyEnd; k0 += kRows) {
       __syncthreads(); // every warp is done with the previous K and V
       loadRows(t.k, kh, k0, tk, kRows, d, threadIdx.x, kThreads);
       loadRows(t.v, vh, k0, tk, kRows, d, threadIdx.x, kThreads);
       __syncthreads();
       // Rows that see none of these keys (past the end, or before them
       // when causal) leave their statistics and output as they are.
-      if (w0 >= tq || (causal && k0 > w0 + 15))
+      if (w0 >= tq || (causal && k0 > w0 + 15) ||
+          (mask.window > 0 && k0 + kRows - 1 <= w0 - mask.window))
         continue;
       // S = Q K^T for this warp's 16 rows and the 64 keys.
       productWithRows<kRows, kLdS>(sStrip, qa, t.k);
@@ -350,7 +357,11 @@ __global__ void __launch_bounds__(kThreads) flashBackwardKernel(
     }
     // Queries before the tile's first key see none of it when causal.
     int64_t queryStart = causal ? k0 - k0 % kStep : 0;
-    for (int64_t q0 = queryStart; q0 < tq; q0 += kStep) {
+    // With a window W, queries at or after the tile's last key + W see
+    // none of it either.
+    int64_t queryEnd =
+        mask.window > 0 ? min(tq, k0 + kRows - 1 + mask.window) : tq;
+    for (int64_t q0 = queryStart; q0 < queryEnd; q0 += kStep) {
       __syncthreads(); // every warp is done with the previous step's tiles
       loadRows(t.q, qh, q0, tq, kStep, d, threadIdx.x, kThreads);
       loadRows(t.dO, dOh, q0, tq, kStep, d, threadIdx.x, kThreads);
@@ -362,7 +373,8 @@ __global__ void __launch_bounds__(kThreads) flashBackwardKernel(
       __syncthreads();
       // Keys past the end, or after every query of the step when causal,
       // get zero rows of P^T and dS^T (dQ reads them).
-      bool none = w0 >= tk || (causal && w0 > q0 + kStep - 1);
+      bool none = w0 >= tk || (causal && w0 > q0 + kStep - 1) ||
+                  (mask.window > 0 && w0 + 15 <= q0 - mask.window);
       if (!none) {
         // S^T = K Q^T for this warp's 16 keys and the step's 32 queries.
         productWithRows<kStep, kLdStep>(sStrip, ka, t.q);

@@ -17,6 +17,7 @@
 #include "BlasLt.h"
 #include "Linalg.h"
 
+#include "tgc/Support/GemmBatch.h"
 #include "tgc/Support/ShapeRules.h"
 
 #include <cublasLt.h>
@@ -293,58 +294,6 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
 
 namespace {
 
-/// One batch dimension of a matmul with the element strides of each operand
-/// along it (0 where the operand is broadcast).
-struct BatchDim {
-  int64_t size, lhsStride, rhsStride, outStride;
-};
-
-/// The batch dimensions of `[lhsBatch] x [rhsBatch] -> [batch]` with size-1
-/// dimensions dropped and neighbours merged wherever every operand steps
-/// through both as through one.
-std::vector<BatchDim> collapseBatch(const std::vector<int64_t> &lhsBatch,
-                                    const std::vector<int64_t> &rhsBatch,
-                                    const std::vector<int64_t> &batch,
-                                    int64_t lhsMatrix, int64_t rhsMatrix,
-                                    int64_t outMatrix) {
-  size_t rank = batch.size();
-  std::vector<BatchDim> dims(rank);
-  int64_t lhsStride = lhsMatrix, rhsStride = rhsMatrix, outStride = outMatrix;
-  for (size_t i = rank; i-- > 0;) {
-    size_t fromEnd = rank - 1 - i;
-    int64_t lhsSize =
-        fromEnd < lhsBatch.size() ? lhsBatch[lhsBatch.size() - 1 - fromEnd] : 1;
-    int64_t rhsSize =
-        fromEnd < rhsBatch.size() ? rhsBatch[rhsBatch.size() - 1 - fromEnd] : 1;
-    dims[i] = {batch[i], lhsSize == 1 ? 0 : lhsStride,
-               rhsSize == 1 ? 0 : rhsStride, outStride};
-    lhsStride *= lhsSize;
-    rhsStride *= rhsSize;
-    outStride *= batch[i];
-  }
-  std::vector<BatchDim> collapsed;
-  for (const BatchDim &dim : dims) {
-    if (dim.size == 1)
-      continue;
-    if (!collapsed.empty()) {
-      BatchDim &last = collapsed.back();
-      if (last.lhsStride == dim.lhsStride * dim.size &&
-          last.rhsStride == dim.rhsStride * dim.size &&
-          last.outStride == dim.outStride * dim.size) {
-        last = {last.size * dim.size, dim.lhsStride, dim.rhsStride,
-                dim.outStride};
-        continue;
-      }
-    }
-    collapsed.push_back(dim);
-  }
-  return collapsed;
-}
-
-} // namespace
-
-namespace {
-
 /// `lhs x rhs`, plus `addend` when given: C starts as the addend and the
 /// GEMMs add onto it (beta = 1).
 Status matmulInto(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
@@ -407,8 +356,7 @@ Status matmulInto(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
   const char *lhsData = static_cast<const char *>(lhs.data);
   const char *rhsData = static_cast<const char *>(rhs.data);
 
-  if (dims.size() == 1 && dims[0].rhsStride == 0 && !transposeLhs &&
-      dims[0].lhsStride == m * k && dims[0].size * m <= INT_MAX) {
+  if (batchFoldsIntoRows(dims, transposeLhs, m, k)) {
     // [B*M, K] x [K, N]: the batch folds into the rows of one GEMM.
     problem.m = dims[0].size * m;
     problem.a = lhsData;

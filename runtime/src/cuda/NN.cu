@@ -20,6 +20,7 @@
 #include "Common.cuh"
 #include "FlashAttention.h"
 #include "Linalg.h"
+#include "tgc/Support/FusedAttention.h"
 #include "tgc/Support/ShapeRules.h"
 
 #include <algorithm>
@@ -105,6 +106,21 @@ __global__ void widenToF32Kernel(const void *input, DType dtype, int64_t count,
 __global__ void narrowFromF32Kernel(const float *input, int64_t count,
                                     void *output, DType dtype, int64_t offset) {
   TGC_GRID_LOOP(i, count) { storeFloat(output, dtype, offset + i, input[i]); }
+}
+
+/// Rounds the f32 `first` and (when not null) `second`, `count` values
+/// each, into their results in one pass: a norm's weight and bias
+/// gradients.
+__global__ void narrowPairKernel(const float *first, void *firstOut,
+                                 DType firstType, const float *second,
+                                 void *secondOut, DType secondType,
+                                 int64_t count) {
+  TGC_GRID_LOOP(i, count) {
+    if (firstOut)
+      storeFloat(firstOut, firstType, i, first[i]);
+    if (secondOut)
+      storeFloat(secondOut, secondType, i, second[i]);
+  }
 }
 
 Status widenToF32(Context &ctx, const TensorRef &t, float *output) {
@@ -323,7 +339,8 @@ __global__ void layerNormParamGradKernel(const void *input, const void *grad,
 /// `g = grad * weight` (no mean(g) term when not centered); reads grad[i]
 /// before writing result[i], so the result may reuse grad's buffer.
 __global__ void layerNormInputGradKernel(const void *input, const void *grad,
-                                         const float *weight, void *result,
+                                         const void *weight, DType weightType,
+                                         void *result,
                                          DType dtype, int64_t rows,
                                          int64_t length, const float *means,
                                          const float *rstds, bool centered) {
@@ -333,7 +350,8 @@ __global__ void layerNormInputGradKernel(const void *input, const void *grad,
     float sumG = 0.0f, sumGX = 0.0f;
     for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
       float xhat = (loadFloat(input, dtype, base + j) - mean) * rstd;
-      float gw = loadFloat(grad, dtype, base + j) * weight[j];
+      float gw =
+          loadFloat(grad, dtype, base + j) * loadFloat(weight, weightType, j);
       sumG += gw;
       sumGX += gw * xhat;
     }
@@ -341,7 +359,8 @@ __global__ void layerNormInputGradKernel(const void *input, const void *grad,
     float meanGX = blockSum(sumGX) / float(length);
     for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
       float xhat = (loadFloat(input, dtype, base + j) - mean) * rstd;
-      float gw = loadFloat(grad, dtype, base + j) * weight[j];
+      float gw =
+          loadFloat(grad, dtype, base + j) * loadFloat(weight, weightType, j);
       storeFloat(result, dtype, base + j, rstd * (gw - meanG - xhat * meanGX));
     }
   }
@@ -681,29 +700,34 @@ static Status normalizeGrad(Context &ctx, const char *op,
   if (length == 0)
     return Status::success();
 
-  // f32 scratch: row statistics, the weight (read by every row while
-  // input_grad is written, which may share its buffer), and the parameter
-  // gradient accumulators.
+  // f32 scratch: row statistics and the parameter-gradient accumulators
+  // (one after the other: one memset zeroes both), and an f32 copy of the
+  // weight only where input_grad's buffer holds it.
   WorkspaceLayout layout;
   size_t meansAt = layout.add(size_t(rows) * sizeof(float));
   size_t rstdsAt = layout.add(size_t(rows) * sizeof(float));
-  size_t weightAt = layout.add(size_t(length) * sizeof(float));
-  size_t weightGradAt = layout.add(size_t(length) * sizeof(float));
-  size_t biasGradAt = layout.add(size_t(length) * sizeof(float));
+  size_t gradsAt = layout.add(size_t(2 * length) * sizeof(float));
+  bool copyWeight = wantInput && bytesOverlap(weight, inputGrad);
+  size_t weightAt =
+      copyWeight ? layout.add(size_t(length) * sizeof(float)) : 0;
   if (Status s = ctx.reserveWorkspace(layout.total); !s.ok())
     return s;
   float *means = at<float>(ctx, meansAt), *rstds = at<float>(ctx, rstdsAt);
-  float *weightF32 = at<float>(ctx, weightAt);
-  float *weightGradF32 = at<float>(ctx, weightGradAt);
-  float *biasGradF32 = at<float>(ctx, biasGradAt);
+  float *weightGradF32 = at<float>(ctx, gradsAt);
+  float *biasGradF32 = weightGradF32 + length;
   cudaStream_t stream = streamOf(ctx);
 
   TGC_CUDA_CALL(cudaMemsetAsync(weightGradF32, 0,
-                                size_t(length) * sizeof(float), stream));
-  TGC_CUDA_CALL(
-      cudaMemsetAsync(biasGradF32, 0, size_t(length) * sizeof(float), stream));
-  if (Status s = widenToF32(ctx, weight, weightF32); !s.ok())
-    return s;
+                                size_t(2 * length) * sizeof(float), stream));
+  const void *weightData = weight.data;
+  DType weightType = weight.dtype;
+  if (copyWeight) {
+    float *weightF32 = at<float>(ctx, weightAt);
+    if (Status s = widenToF32(ctx, weight, weightF32); !s.ok())
+      return s;
+    weightData = weightF32;
+    weightType = DType::F32;
+  }
   if (rows > 0) {
     layerNormStatisticsKernel<<<rowBlocks(rows), rowThreads(length), 0, stream>>>(
         input.data, input.dtype, rows, length, float(epsilon), centered, means,
@@ -722,17 +746,19 @@ static Status normalizeGrad(Context &ctx, const char *op,
     }
     if (wantInput) {
       layerNormInputGradKernel<<<rowBlocks(rows), rowThreads(length), 0, stream>>>(
-          input.data, grad.data, weightF32, inputGrad.data, input.dtype, rows,
-          length, means, rstds, centered);
+          input.data, grad.data, weightData, weightType, inputGrad.data,
+          input.dtype, rows, length, means, rstds, centered);
       TGC_CUDA_LAUNCH("layerNormInputGradKernel");
     }
   }
-  if (weightGrad.present())
-    if (Status s = narrowFromF32(ctx, weightGradF32, length, weightGrad);
-        !s.ok())
-      return s;
-  if (centered && biasGrad->present())
-    return narrowFromF32(ctx, biasGradF32, length, *biasGrad);
+  bool bias = centered && biasGrad->present();
+  if (weightGrad.present() || bias) {
+    narrowPairKernel<<<blocksFor(length), 256, 0, stream>>>(
+        weightGradF32, weightGrad.present() ? weightGrad.data : nullptr,
+        weightGrad.dtype, biasGradF32, bias ? biasGrad->data : nullptr,
+        bias ? biasGrad->dtype : DType::F32, length);
+    TGC_CUDA_LAUNCH("narrowPairKernel");
+  }
   return Status::success();
 }
 
@@ -943,15 +969,9 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
   return Status::success();
 }
 
-/// Bytes of score-sized scratch (S, dP) the attention kernels allow
-/// themselves; heads are processed in chunks that fit.
-constexpr size_t kAttentionScoreBytes = size_t(256) << 20;
-
 int64_t headsPerChunk(const AttentionShape &sizes, int64_t scoreMatrices) {
-  size_t perHead = size_t(std::max<int64_t>(sizes.tq * sizes.tk, 1)) *
-                   sizeof(float) * size_t(scoreMatrices);
-  int64_t heads = int64_t(kAttentionScoreBytes / perHead);
-  return std::max<int64_t>(1, std::min(heads, sizes.batch));
+  return attentionHeadsPerChunk(sizes.batch, sizes.tq, sizes.tk,
+                                scoreMatrices);
 }
 
 /// P = softmax(scale * Q K^T + mask) for `heads` heads into `p` (f32).

@@ -15,6 +15,8 @@
 
 #include "Common.cuh"
 
+#include "tgc/Support/MultiTensor.h"
+
 namespace tgc::rt::cuda {
 
 static constexpr unsigned kThreads = 256;
@@ -250,6 +252,99 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
       static_cast<const int64_t *>(step.data), hp, newParam.data,
       newExpAvg.data, newExpAvgSq.data, n, ctx.deviceError, ctx.apply);
   TGC_CUDA_LAUNCH("adamw_update");
+  return Status::success();
+}
+
+/// The tensors of one multi-tensor AdamW launch, passed by value in the
+/// kernel's parameters (tgc/Support/MultiTensor.h): each tensor's operands,
+/// results, element types and count, and the launch's first block of each
+/// (firstBlock[tensors] is the grid's size).
+struct MultiAdamWTable {
+  const void *param[kTensorsPerLaunch], *grad[kTensorsPerLaunch],
+      *expAvg[kTensorsPerLaunch], *expAvgSq[kTensorsPerLaunch];
+  void *newParam[kTensorsPerLaunch], *newExpAvg[kTensorsPerLaunch],
+      *newExpAvgSq[kTensorsPerLaunch];
+  int64_t count[kTensorsPerLaunch];
+  int64_t firstBlock[kTensorsPerLaunch + 1];
+  DType paramType[kTensorsPerLaunch], gradType[kTensorsPerLaunch],
+      expAvgType[kTensorsPerLaunch], expAvgSqType[kTensorsPerLaunch];
+  int tensors;
+};
+static_assert(sizeof(MultiAdamWTable) + sizeof(AdamWParams) + 64 <= 4096,
+              "a kernel's parameters hold at most 4 KiB");
+
+/// adamwKernel's element update over the blocks of the launch's tensors:
+/// each block updates elements of one tensor, as the tensor's own launch
+/// would.
+__global__ void multiAdamwKernel(MultiAdamWTable table, const float *lr,
+                                 const int64_t *step, AdamWParams hp,
+                                 DeviceError *error, const uint8_t *apply) {
+  if (skipped(apply))
+    return;
+  int64_t t;
+  if (!readStep(step, error, t))
+    return;
+  AdamWStep update(hp, *lr, t);
+  int k = 0;
+  while (k + 1 < table.tensors && table.firstBlock[k + 1] <= blockIdx.x)
+    ++k;
+  int64_t blocks = table.firstBlock[k + 1] - table.firstBlock[k];
+  int64_t stride = blocks * blockDim.x;
+  for (int64_t i = (blockIdx.x - table.firstBlock[k]) * blockDim.x +
+                   threadIdx.x;
+       i < table.count[k]; i += stride) {
+    float m = loadFloat(table.expAvg[k], table.expAvgType[k], i);
+    float v = loadFloat(table.expAvgSq[k], table.expAvgSqType[k], i);
+    float p = update.apply(hp, loadFloat(table.param[k], table.paramType[k], i),
+                           loadFloat(table.grad[k], table.gradType[k], i), m,
+                           v);
+    storeFloat(table.newExpAvg[k], table.expAvgType[k], i, m);
+    storeFloat(table.newExpAvgSq[k], table.expAvgSqType[k], i, v);
+    storeFloat(table.newParam[k], table.paramType[k], i, p);
+  }
+}
+
+Status multiAdamwUpdate(Context &ctx, const std::vector<TensorRef> &in,
+                        std::vector<TensorRef> &out, double beta1,
+                        double beta2, double eps, double weightDecay) {
+  size_t n = out.size() / 3;
+  if (n == 0 || out.size() != 3 * n || in.size() < 4 * n + 2)
+    return Status::failure("multi_adamw_update expects N params, grads, "
+                           "exp_avgs and exp_avg_sqs, lr and step, and 3 x "
+                           "N results");
+  AdamWParams hp = adamwParams(beta1, beta2, eps, weightDecay, 0);
+  const auto *lr = static_cast<const float *>(in[4 * n].data);
+  const auto *step = static_cast<const int64_t *>(in[4 * n + 1].data);
+  for (size_t first = 0; first < n; first += size_t(kTensorsPerLaunch)) {
+    MultiAdamWTable table{};
+    int64_t blocks = 0;
+    for (size_t i = first; i < n && i < first + size_t(kTensorsPerLaunch);
+         ++i) {
+      int k = table.tensors++;
+      table.param[k] = in[i].data;
+      table.grad[k] = in[n + i].data;
+      table.expAvg[k] = in[2 * n + i].data;
+      table.expAvgSq[k] = in[3 * n + i].data;
+      table.newParam[k] = out[i].data;
+      table.newExpAvg[k] = out[n + i].data;
+      table.newExpAvgSq[k] = out[2 * n + i].data;
+      table.paramType[k] = in[i].dtype;
+      table.gradType[k] = in[n + i].dtype;
+      table.expAvgType[k] = in[2 * n + i].dtype;
+      table.expAvgSqType[k] = in[3 * n + i].dtype;
+      table.count[k] = in[i].numElements();
+      table.firstBlock[k] = blocks;
+      // At least one block, which checks the step, as adamwKernel's.
+      blocks += blocksFor(table.count[k], kThreads);
+    }
+    table.firstBlock[table.tensors] = blocks;
+    if (blocks > int64_t(0x7fffffff))
+      return Status::failure("multi_adamw_update: too many blocks for one "
+                             "launch");
+    multiAdamwKernel<<<unsigned(blocks), kThreads, 0, streamOf(ctx)>>>(
+        table, lr, step, hp, ctx.deviceError, ctx.apply);
+    TGC_CUDA_LAUNCH("multi_adamw_update");
+  }
   return Status::success();
 }
 

@@ -87,7 +87,8 @@ std::vector<int64_t> Instruction::getInts(const std::string &name) const {
 }
 
 static bool isOptimizerUpdate(Kernel kernel) {
-  return kernel == Kernel::AdamWUpdate || kernel == Kernel::SGDUpdate ||
+  return kernel == Kernel::AdamWUpdate ||
+         kernel == Kernel::MultiAdamWUpdate || kernel == Kernel::SGDUpdate ||
          kernel == Kernel::AdamW8bitUpdate ||
          kernel == Kernel::AdamW4bitUpdate || kernel == Kernel::SGD8bitUpdate ||
          kernel == Kernel::AdafactorUpdate;
@@ -102,6 +103,15 @@ std::vector<size_t> updatedOperands(const Instruction &inst) {
   switch (inst.kernel) {
   case Kernel::AdamWUpdate:
     return {0, 2, 3};
+  case Kernel::MultiAdamWUpdate: {
+    // New param i from operand i, new moments i from operands 2N + i and
+    // 3N + i.
+    size_t n = inst.results.size() / 3;
+    std::vector<size_t> sources;
+    for (size_t r = 0; r < 3 * n; ++r)
+      sources.push_back(r < n ? r : r + n);
+    return sources;
+  }
   case Kernel::AdamW8bitUpdate:
   case Kernel::AdamW4bitUpdate:
     return {0, 2, 3, 4, 5};

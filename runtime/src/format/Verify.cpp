@@ -589,6 +589,30 @@ Status Checker::run() {
          attr("eps", AttrValue::Float) &&
          attr("weight_decay", AttrValue::Float) && roundingSeed();
     break;
+  case Kernel::MultiAdamWUpdate: {
+    // N params, grads, exp_avgs and exp_avg_sqs, lr, step and an optional
+    // apply predicate; the N new params, exp_avgs and exp_avg_sqs.
+    size_t n = inst.results.size() / 3;
+    bool apply = inst.operands.size() == 4 * n + 3;
+    ok = (n > 0 && inst.results.size() == 3 * n &&
+          (inst.operands.size() == 4 * n + 2 || apply)) ||
+         fail("expects N params, grads, exp_avgs and exp_avg_sqs, lr, step "
+              "and an optional predicate, and 3 x N results");
+    for (size_t i = 0; ok && i < n; ++i)
+      ok = floatT(in(i)) && floatT(in(n + i)) && floatT(in(2 * n + i)) &&
+           floatT(in(3 * n + i)) && shapeIs(in(n + i), in(i).shape) &&
+           shapeIs(in(2 * n + i), in(i).shape) &&
+           shapeIs(in(3 * n + i), in(i).shape) && same(in(i), out(i)) &&
+           same(in(2 * n + i), out(n + i)) &&
+           same(in(3 * n + i), out(2 * n + i));
+    ok = ok && scalar(in(4 * n), DType::F32) &&
+         scalar(in(4 * n + 1), DType::I64) &&
+         (!apply || scalar(in(4 * n + 2), DType::I1)) &&
+         attr("beta1", AttrValue::Float) && attr("beta2", AttrValue::Float) &&
+         attr("eps", AttrValue::Float) &&
+         attr("weight_decay", AttrValue::Float);
+    break;
+  }
   case Kernel::AdafactorUpdate: {
     // param, grad, 1 or 2 state tensors, lr, step[, apply].
     size_t states = inst.results.size() - 1;

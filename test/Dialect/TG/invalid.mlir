@@ -1477,6 +1477,46 @@ func.func @adamw_beta2(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
 
 // -----
 
+func.func @multi_adamw_counts(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.multi_adamw_update' op needs as many grads, exp_avgs and exp_avg_sqs as params (2), found 1, 2 and 2}}
+  %0:6 = tg.multi_adamw_update (%p, %p), (%p), (%p, %p), (%p, %p), %lr, %s
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @multi_adamw_results(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.multi_adamw_update' op has 2 results; 3 x 1 params expected}}
+  %0:2 = tg.multi_adamw_update (%p), (%p), (%p), (%p), %lr, %s
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @multi_adamw_shape(%p: tensor<4xf32>, %q: tensor<8xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.multi_adamw_update' op exp_avg #1 must have shape [8]}}
+  %0:6 = tg.multi_adamw_update (%p, %q), (%p, %q), (%p, %p), (%p, %q), %lr, %s
+      : (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @multi_adamw_beta1(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.multi_adamw_update' op beta1 must be in [0.000000e+00, 1.000000e+00), found 1.000000e+00}}
+  %0:3 = tg.multi_adamw_update (%p), (%p), (%p), (%p), %lr, %s {beta1 = 1.0}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>)
+      -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
 func.func @adamw_eps(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{'tg.adamw_update' op eps must be in [0.000000e+00, INF), found -1.000000e+00}}
   %0:3 = tg.adamw_update %p, %p, %p, %p, %lr, %s {eps = -1.0}

@@ -689,6 +689,24 @@ func.func @adamw_update(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>,
         tensor<4x8xf32>, tensor<4x8xf32>
 }
 
+// CHECK-LABEL: func.func @multi_adamw_update(
+// CHECK: %{{.+}}:6 = tg.multi_adamw_update(%arg0, %arg4), (%arg1, %arg5), (%arg2, %arg6), (%arg3, %arg7), %arg8, %arg9 if %arg10 {weight_decay = 0.000000e+00 : f64} : (tensor<4x8xf32>, tensor<2xbf16>, tensor<4x8xbf16>, tensor<2xbf16>, tensor<4x8xf32>, tensor<2xf32>, tensor<4x8xf32>, tensor<2xf32>, tensor<f32>, tensor<i64>, tensor<i1>) -> (tensor<4x8xf32>, tensor<2xbf16>, tensor<4x8xf32>, tensor<2xf32>, tensor<4x8xf32>, tensor<2xf32>)
+func.func @multi_adamw_update(%p0: tensor<4x8xf32>, %g0: tensor<4x8xbf16>,
+                              %m0: tensor<4x8xf32>, %v0: tensor<4x8xf32>,
+                              %p1: tensor<2xbf16>, %g1: tensor<2xbf16>,
+                              %m1: tensor<2xf32>, %v1: tensor<2xf32>,
+                              %lr: tensor<f32>, %step: tensor<i64>,
+                              %apply: tensor<i1>) {
+  %0:6 = tg.multi_adamw_update (%p0, %p1), (%g0, %g1), (%m0, %m1), (%v0, %v1),
+      %lr, %step if %apply {weight_decay = 0.0}
+      : (tensor<4x8xf32>, tensor<2xbf16>, tensor<4x8xbf16>, tensor<2xbf16>,
+         tensor<4x8xf32>, tensor<2xf32>, tensor<4x8xf32>, tensor<2xf32>,
+         tensor<f32>, tensor<i64>, tensor<i1>)
+      -> (tensor<4x8xf32>, tensor<2xbf16>, tensor<4x8xf32>, tensor<2xf32>,
+          tensor<4x8xf32>, tensor<2xf32>)
+  return
+}
+
 // CHECK-LABEL: func.func @global_norm(
 // CHECK-SAME: %[[A:[^:]*]]: tensor<4x8xf32>, %[[B:[^:]*]]: tensor<8xbf16>, %[[C:[^:]*]]: tensor<f16>)
 func.func @global_norm(%a: tensor<4x8xf32>, %b: tensor<8xbf16>, %c: tensor<f16>)

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace {
@@ -373,6 +374,106 @@ TEST(CudaEmulator, CublasLtRejectsPointersLessAlignedThanPromised) {
   cudaFree(dA);
   cudaFree(dB);
   cudaFree(dD);
+}
+
+/// Adds `*step` to every element: a kernel reading a scalar from device
+/// memory, as the optimizer updates read the learning rate and step.
+__global__ void addFromDevice(int *values, const int *step, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    values[i] += *step;
+}
+
+// A captured stream runs nothing; each launch of the graph runs its work
+// again, with the arguments it was captured with, reading device memory as
+// it is at the launch.
+TEST(CudaEmulator, CapturedGraphReplaysItsWork) {
+  int *values = deviceArray<int>(64), *step = deviceArray<int>(1);
+  ASSERT_EQ(cudaMemset(values, 0, 64 * sizeof(int)), cudaSuccess);
+  int *pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned, sizeof(int)), cudaSuccess);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+            cudaSuccess);
+  cudaStreamCaptureStatus status;
+  ASSERT_EQ(cudaStreamIsCapturing(stream, &status), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusActive);
+  ::tgc::emu::launch("addFromDevice", addFromDevice, 2, 32, 0, stream)(
+      values, step, 64);
+  void *scratch = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&scratch, 16, stream), cudaSuccess);
+  ASSERT_EQ(cudaFreeAsync(scratch, stream), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  size_t nodes = 0;
+  ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+  EXPECT_EQ(nodes, 3u); // the kernel, the allocation and its free
+  cudaGraphExec_t executable = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&executable, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(toHost(values, 64)[5], 0); // capturing ran nothing
+  for (int launch = 1; launch <= 3; ++launch) {
+    // The step changes between launches through device memory.
+    *pinned = launch;
+    ASSERT_EQ(cudaMemcpyAsync(step, pinned, sizeof(int),
+                              cudaMemcpyHostToDevice, stream),
+              cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(executable, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  }
+  std::vector<int> host = toHost(values, 64);
+  EXPECT_EQ(host[0], 1 + 2 + 3);
+  EXPECT_EQ(host[63], 1 + 2 + 3);
+  EXPECT_EQ(cudaGraphExecDestroy(executable), cudaSuccess);
+  EXPECT_EQ(cudaGraphExecDestroy(executable), cudaErrorInvalidValue);
+  cudaGetLastError();
+  cudaStreamDestroy(stream);
+  cudaFreeHost(pinned);
+  cudaFree(values);
+  cudaFree(step);
+}
+
+// What a capture refuses (waiting for the stream, a synchronous copy or
+// allocation, a copy of pageable memory) fails and invalidates it, and the
+// work recorded before never runs.
+TEST(CudaEmulator, CaptureRefusesWhatWouldReachTheHost) {
+  int *values = deviceArray<int>(4);
+  ASSERT_EQ(cudaMemset(values, 0, 4 * sizeof(int)), cudaSuccess);
+  int host[4] = {7, 7, 7, 7};
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+            cudaSuccess);
+  for (int refused = 0; refused < 4; ++refused) {
+    SCOPED_TRACE("refused call " + std::to_string(refused));
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(values, 0x22, 4 * sizeof(int), stream),
+              cudaSuccess);
+    void *more = nullptr;
+    cudaError_t error =
+        refused == 0 ? cudaStreamSynchronize(stream)
+        : refused == 1
+            ? cudaMemcpy(values, host, sizeof(host), cudaMemcpyHostToDevice)
+        : refused == 2 ? cudaMalloc(&more, 16)
+                       : cudaMemcpyAsync(values, host, sizeof(host),
+                                         cudaMemcpyHostToDevice, stream);
+    EXPECT_EQ(error, cudaErrorStreamCaptureUnsupported);
+    cudaStreamCaptureStatus status;
+    ASSERT_EQ(cudaStreamIsCapturing(stream, &status), cudaSuccess);
+    EXPECT_EQ(status, cudaStreamCaptureStatusInvalidated);
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(stream, &graph),
+              cudaErrorStreamCaptureInvalidated);
+    EXPECT_EQ(graph, nullptr);
+    cudaGetLastError();
+  }
+  // The context is healthy, and the memsets recorded never ran.
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(toHost(values, 4)[0], 0);
+  cudaStreamDestroy(stream);
+  cudaFree(values);
 }
 
 } // namespace

@@ -590,29 +590,34 @@ TEST_P(NNCudaTest, AttentionKeyMask) {
 
 // Mistral's sliding window on both paths (d=32 in 16 bits with one key/
 // value head per query head: the fused kernels; otherwise the GEMMs), with
-// and without a padding mask, against the CPU.
+// and without a padding mask, against the CPU. At T=200 the fused kernels
+// skip the 64-key tiles a window leaves out (forward: keys before the
+// query tile's first row's window; backward: queries past the key tile's
+// last key's window), and a skipped tile must change nothing.
 TEST_P(NNCudaTest, AttentionSlidingWindow) {
   TGC_REQUIRE_GPU();
   DType dtype = GetParam();
   std::mt19937 rng(239);
   for (int64_t d : {32, 8})
-    for (int64_t window : {5, 40})
+    for (auto [window, t] : {std::pair<int64_t, int64_t>{5, 70}, {40, 70},
+                             {5, 200}, {40, 200}})
       for (int64_t kvHeads : {2, 1})
         for (bool masked : {false, true}) {
           SCOPED_TRACE("d=" + std::to_string(d) + " window " +
-                       std::to_string(window) + " kv heads " +
+                       std::to_string(window) + " T=" + std::to_string(t) +
+                       " kv heads " +
                        std::to_string(kvHeads) + (masked ? " masked" : ""));
-          std::vector<int64_t> shape = {2, 2, 70, d},
-                               kvShape = {2, kvHeads, 70, d};
+          std::vector<int64_t> shape = {2, 2, t, d},
+                               kvShape = {2, kvHeads, t, d};
           HostTensor q = randomTensor(dtype, shape, rng);
           HostTensor k = randomTensor(dtype, kvShape, rng);
           HostTensor v = randomTensor(dtype, kvShape, rng);
           HostTensor g = randomTensor(dtype, shape, rng);
-          HostTensor mask(DType::I64, {2, 70});
+          HostTensor mask(DType::I64, {2, t});
           auto *m = static_cast<int64_t *>(mask.ref.data);
-          for (int64_t j = 0; j < 70; ++j) {
+          for (int64_t j = 0; j < t; ++j) {
             m[j] = 1;
-            m[70 + j] = j < 33;
+            m[t + j] = j < 33;
           }
           HostTensor o(dtype, shape), wantDq(dtype, shape),
               wantDk(dtype, kvShape), wantDv(dtype, kvShape);

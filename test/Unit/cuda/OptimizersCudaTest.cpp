@@ -14,6 +14,8 @@
 #include "CudaTestUtil.h"
 
 #include <algorithm>
+#include <cstring>
+#include <memory>
 #include <limits>
 
 using namespace tgc::rt;
@@ -144,6 +146,73 @@ TEST(OptimizersCuda, AdamWInPlace) {
       expectNear(param, p.toHost(), what + " param");
       expectNear(m, md.toHost(), what + " exp_avg");
       expectNear(v, vd.toHost(), what + " exp_avg_sq");
+    }
+  }
+}
+
+// tg.multi_adamw_update: 40 tensors of mixed types and sizes (an empty one
+// among them), two launches of up to 32, each element bitwise what the
+// single-tensor kernel computes, under an apply predicate that is true and
+// one that is false (nothing written).
+TEST(OptimizersCuda, MultiAdamWEqualsSingleUpdatesBitwise) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(733);
+  constexpr size_t kTensors = 40;
+  std::vector<std::unique_ptr<HostTensor>> hosts;
+  std::vector<std::unique_ptr<DeviceTensor>> multi, single;
+  std::vector<TensorRef> in(4 * kTensors), out(3 * kTensors);
+  std::vector<TensorRef> singleRefs(4 * kTensors);
+  for (size_t i = 0; i < kTensors; ++i) {
+    DType paramType = i % 3 == 0 ? DType::BF16 : DType::F32;
+    DType gradType = i % 2 == 0 ? DType::BF16 : DType::F32;
+    Shape shape = {int64_t(i == 7 ? 0 : 1 + (i * 37) % 300)};
+    HostTensor param(paramType, shape), grad(gradType, shape),
+        m(DType::F32, shape), v(DType::F32, shape);
+    fillNormal(param, rng);
+    fillNormal(grad, rng, 0.0f, 0.5f);
+    fillNormal(m, rng, 0.0f, 0.1f);
+    fillNormal(v, rng, 0.5f, 0.1f);
+    for (HostTensor *t : {&v})
+      for (int64_t e = 0; e < t->ref.numElements(); ++e)
+        storeF32(t->ref, e, std::abs(loadF32(t->ref, e)));
+    size_t k = 0;
+    for (HostTensor *t : {&param, &grad, &m, &v}) {
+      multi.push_back(std::make_unique<DeviceTensor>(*t));
+      single.push_back(std::make_unique<DeviceTensor>(*t));
+      in[k * kTensors + i] = multi.back()->ref;
+      singleRefs[k * kTensors + i] = single.back()->ref;
+      ++k;
+    }
+    out[i] = in[i];
+    out[kTensors + i] = in[2 * kTensors + i];
+    out[2 * kTensors + i] = in[3 * kTensors + i];
+  }
+  HostTensor lr = f32Scalar(3e-3f), step = i64Scalar(4);
+  DeviceTensor lrD(lr), stepD(step);
+  in.push_back(lrD.ref);
+  in.push_back(stepD.ref);
+  for (bool apply : {true, false}) {
+    HostTensor predicate = i1Scalar(apply);
+    DeviceTensor predicateD(predicate);
+    testContext()->apply = static_cast<const uint8_t *>(predicateD.ref.data);
+    ASSERT_TRUE(ok(cuda::multiAdamwUpdate(*testContext(), in, out, 0.9, 0.95,
+                                          1e-8, 0.1)));
+    for (size_t i = 0; i < kTensors; ++i) {
+      TensorRef p = singleRefs[i], m = singleRefs[2 * kTensors + i],
+                v = singleRefs[3 * kTensors + i];
+      ASSERT_TRUE(ok(cuda::adamwUpdate(
+          *testContext(), p, singleRefs[kTensors + i], m, v, lrD.ref,
+          stepD.ref, 0.9, 0.95, 1e-8, 0.1, p, m, v)));
+    }
+    testContext()->apply = nullptr;
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), 0);
+    for (size_t t = 0; t < 4 * kTensors; ++t) {
+      HostTensor a = multi[t]->toHost(), b = single[t]->toHost();
+      ASSERT_EQ(a.ref.numBytes(), b.ref.numBytes());
+      EXPECT_EQ(std::memcmp(a.ref.data, b.ref.data, a.ref.numBytes()), 0)
+          << "tensor " << t % kTensors << " operand " << t / kTensors
+          << (apply ? "" : " (not applied)");
     }
   }
 }

@@ -12,6 +12,8 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "tgc/Support/FusedAttention.h"
+#include "tgc/Support/GemmBatch.h"
+#include "tgc/Support/MultiTensor.h"
 
 #include "mlir/IR/TypeUtilities.h"
 
@@ -98,13 +100,32 @@ int64_t EmbeddingOp::getBytesRead() {
          getTensorBytes(getResult().getType());
 }
 
-/// Score entries an attention computes per batch: all Tq x Tk, or the lower
-/// triangle with the diagonal when causal.
-static int64_t attentionScores(Value query, Value key, bool causal) {
+/// sum over i in [0, n) of min(i + 1, c).
+static int64_t clippedTriangle(int64_t n, int64_t c) {
+  if (n <= c)
+    return n * (n + 1) / 2;
+  return c * (c + 1) / 2 + (n - c) * c;
+}
+
+/// Score entries an attention computes per batch: all Tq x Tk, or, when
+/// causal, the keys each query sees: j <= i, and with a window W only
+/// i - W < j (the fused kernels skip the tiles outside both).
+static int64_t attentionScores(Value query, Value key, bool causal,
+                               int64_t window) {
   ArrayRef<int64_t> q = shapeOf(query);
   int64_t tq = q[q.size() - 2];
   int64_t tk = shapeOf(key)[q.size() - 2];
-  return causal ? tq * (tq + 1) / 2 : tq * tk;
+  if (!causal)
+    return tq * tk;
+  if (tq <= tk)
+    return clippedTriangle(tq, window > 0 ? std::min(window, tk) : tk);
+  // More queries than keys: row i sees keys [max(0, i - W + 1), min(i, tk - 1)].
+  int64_t scores = 0;
+  for (int64_t i = 0; i < tq; ++i) {
+    int64_t lo = window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
+    scores += std::max<int64_t>(0, std::min(i, tk - 1) - lo + 1);
+  }
+  return scores;
 }
 
 // Q K^T and P V (two FLOPs per multiply-add) plus scale and softmax (6 per
@@ -112,7 +133,8 @@ static int64_t attentionScores(Value query, Value key, bool causal) {
 int64_t AttentionOp::getFlops() {
   int64_t d = shapeOf(getQuery()).back();
   int64_t dv = shapeOf(getValue()).back();
-  int64_t scores = attentionScores(getQuery(), getKey(), getCausal());
+  int64_t scores =
+      attentionScores(getQuery(), getKey(), getCausal(), getWindow());
   return batchCount(shapeOf(getQuery())) * scores * (2 * d + 2 * dv + 6);
 }
 
@@ -134,11 +156,14 @@ int64_t AttentionOp::getFlops() {
 // f32 copies of 16-bit operands.
 //===----------------------------------------------------------------------===//
 
-/// Whether the CUDA backend runs this attention with the fused kernels.
-static bool runsFused(Value query, Value value) {
+/// Whether the CUDA backend runs this attention with the fused kernels:
+/// 16-bit heads the kernels take, each query head with its own key and
+/// value head (grouped-query attention runs the GEMMs).
+static bool runsFused(Value query, Value key, Value value) {
   unsigned bits = getElementTypeOrSelf(query.getType()).getIntOrFloatBitWidth();
   return tgc::runsFusedAttention(bits, shapeOf(query).back(),
-                                 shapeOf(value).back());
+                                 shapeOf(value).back()) &&
+         batchCount(shapeOf(query)) == batchCount(shapeOf(key));
 }
 
 /// Score entries the unfused CUDA kernels compute per batch: all Tq x Tk.
@@ -170,14 +195,15 @@ static int64_t queryRows(Value query) {
 int64_t AttentionOp::getMatmulFlops() {
   int64_t d = shapeOf(getQuery()).back();
   int64_t dv = shapeOf(getValue()).back();
-  int64_t scores = runsFused(getQuery(), getValue())
-                       ? attentionScores(getQuery(), getKey(), getCausal())
+  int64_t scores = runsFused(getQuery(), getKey(), getValue())
+                       ? attentionScores(getQuery(), getKey(), getCausal(),
+                                         getWindow())
                        : computedScores(getQuery(), getKey());
   return batchCount(shapeOf(getQuery())) * scores * (2 * d + 2 * dv);
 }
 
 Type AttentionOp::getMatmulType() {
-  if (runsFused(getQuery(), getValue()))
+  if (runsFused(getQuery(), getKey(), getValue()))
     return getElementTypeOrSelf(getQuery().getType());
   return Float32Type::get(getContext());
 }
@@ -185,7 +211,7 @@ Type AttentionOp::getMatmulType() {
 // Unfused: S is written by the GEMM, read and written by the softmax and
 // read by the P V GEMM, 16 bytes per f32 score.
 int64_t AttentionOp::getScratchBytes() {
-  if (runsFused(getQuery(), getValue()))
+  if (runsFused(getQuery(), getKey(), getValue()))
     return 0;
   return 16 * batchCount(shapeOf(getQuery())) *
              computedScores(getQuery(), getKey()) +
@@ -201,8 +227,9 @@ int64_t AttentionGradOp::getMatmulFlops() {
   int64_t dv = shapeOf(getValue()).back();
   bool query = computesResult(*this, 0), key = computesResult(*this, 1);
   int64_t batches = batchCount(shapeOf(getQuery()));
-  if (runsFused(getQuery(), getValue()))
-    return batches * attentionScores(getQuery(), getKey(), getCausal()) *
+  if (runsFused(getQuery(), getKey(), getValue()))
+    return batches *
+           attentionScores(getQuery(), getKey(), getCausal(), getWindow()) *
            (2 * d + 2 * d + 2 * dv + 2 * dv + 2 * d + (query ? 2 * d : 0));
   int64_t perScore = 2 * d; // S = Q K^T
   if (computesResult(*this, 2))
@@ -213,7 +240,7 @@ int64_t AttentionGradOp::getMatmulFlops() {
 }
 
 Type AttentionGradOp::getMatmulType() {
-  if (runsFused(getQuery(), getValue()))
+  if (runsFused(getQuery(), getKey(), getValue()))
     return getElementTypeOrSelf(getQuery().getType());
   return Float32Type::get(getContext());
 }
@@ -228,7 +255,7 @@ Type AttentionGradOp::getMatmulType() {
 int64_t AttentionGradOp::getScratchBytes() {
   bool query = computesResult(*this, 0), key = computesResult(*this, 1);
   int64_t rows = queryRows(getQuery());
-  if (runsFused(getQuery(), getValue()))
+  if (runsFused(getQuery(), getKey(), getValue()))
     return tg::getTensorBytes(getQuery().getType()) +
            tg::getTensorBytes(getKey().getType()) +
            tg::getTensorBytes(getGrad().getType()) +
@@ -326,7 +353,8 @@ int64_t EmbeddingGradOp::getFlops() { return numElements(getGrad()); }
 int64_t AttentionGradOp::getFlops() {
   int64_t d = shapeOf(getQuery()).back();
   int64_t dv = shapeOf(getValue()).back();
-  int64_t scores = attentionScores(getQuery(), getKey(), getCausal());
+  int64_t scores =
+      attentionScores(getQuery(), getKey(), getCausal(), getWindow());
   bool query = computesResult(*this, 0), key = computesResult(*this, 1);
   int64_t perScore = 2 * d + 6;
   if (computesResult(*this, 2))
@@ -363,6 +391,13 @@ int64_t SGDUpdateOp::getFlops() {
 // Decay (1), first moment (3), second moment (4), sqrt, bias correction,
 // eps, divide, step size, subtract (6).
 int64_t AdamWUpdateOp::getFlops() { return 14 * numElements(getParam()); }
+
+int64_t MultiAdamWUpdateOp::getFlops() {
+  int64_t flops = 0;
+  for (Value param : getParams())
+    flops += 14 * numElements(param);
+  return flops;
+}
 
 // Per element: the gradient square and eps (2), the row and column sums
 // (2), the factored rsqrt product and the gradient (3), rms of the update
@@ -441,3 +476,198 @@ int64_t AllGatherOp::getBytesCommunicated() {
   return ringBytes(getTensorBytes(getResult().getType()), getWorldSize(), 1);
 }
 int64_t ShardOp::getBytesCommunicated() { return 0; }
+
+//===----------------------------------------------------------------------===//
+// Kernel launches
+//
+// The work items the CUDA backend (runtime/src/cuda) puts on its stream for
+// one execution: each kernel launch, cuBLASLt product, device copy, memset
+// and stream-ordered allocation or free is one node of the CUDA graph the
+// backend captures. Every op not below launches one kernel. The counts
+// take the buffers as the planner places them: a result over an operand
+// that a kernel cannot write in place costs it a staging copy not counted
+// here, and a linear's epilogue is taken to find its vectors aligned.
+//===----------------------------------------------------------------------===//
+
+/// cuBLASLt calls of `lhs @ rhs -> result` (tgc/Support/GemmBatch.h).
+static int64_t matmulLaunches(Value lhs, Value rhs, Value result,
+                              bool transposeLhs) {
+  if (numElements(result) == 0)
+    return 0;
+  ArrayRef<int64_t> l = shapeOf(lhs), r = shapeOf(rhs), o = shapeOf(result);
+  int64_t m = l[l.size() - (transposeLhs ? 1 : 2)];
+  int64_t k = l[l.size() - (transposeLhs ? 2 : 1)];
+  int64_t n = o.back();
+  std::vector<int64_t> lhsBatch(l.begin(), l.end() - 2),
+      rhsBatch(r.begin(), r.end() - 2), batch(o.begin(), o.end() - 2);
+  return tgc::gemmCalls(
+      tgc::collapseBatch(lhsBatch, rhsBatch, batch, m * k, k * n, m * n),
+      transposeLhs, m, k);
+}
+
+int64_t MatmulOp::getKernelLaunches() {
+  return matmulLaunches(getLhs(), getRhs(), getResult(), getTransposeLhs());
+}
+
+// The addend is the result's buffer (in place): no copy first.
+int64_t MatmulAddOp::getKernelLaunches() {
+  return matmulLaunches(getLhs(), getRhs(), getResult(), getTransposeLhs());
+}
+
+// One GEMM with the bias (and GELU) epilogue where cuBLASLt takes it (N a
+// multiple of 8), else the GEMM and a bias/GELU pass.
+int64_t LinearOp::getKernelLaunches() {
+  if (numElements(getResult()) == 0)
+    return 0;
+  int64_t k = shapeOf(getInput()).back(), n = shapeOf(getWeight()).back();
+  return k > 0 && n % 8 == 0 ? 1 : 2;
+}
+
+// The index check, then the gather.
+int64_t EmbeddingOp::getKernelLaunches() {
+  return 1 + (shapeOf(getResult()).back() > 0 ? 1 : 0);
+}
+
+// Zero an f32 accumulator, check the indices, scatter-add, and round into
+// a 16-bit result.
+int64_t EmbeddingGradOp::getKernelLaunches() {
+  if (numElements(getResult()) == 0)
+    return 1;
+  bool f32 = getElementTypeOrSelf(getResult().getType()).isF32();
+  return 3 + (f32 ? 0 : 1);
+}
+
+/// The unfused attention's chunks of heads: `scoreMatrices` f32 score
+/// matrices per key/value head, as tgc/Support/FusedAttention.h bounds
+/// them.
+static int64_t attentionChunks(Value query, Value key,
+                               int64_t scoreMatrices) {
+  int64_t heads = batchCount(shapeOf(key));
+  int64_t group = heads > 0 ? batchCount(shapeOf(query)) / heads : 1;
+  ArrayRef<int64_t> q = shapeOf(query);
+  int64_t tq = group * q[q.size() - 2];
+  int64_t tk = shapeOf(key)[q.size() - 2];
+  int64_t chunk = tgc::attentionHeadsPerChunk(heads, tq, tk, scoreMatrices);
+  return (heads + chunk - 1) / chunk;
+}
+
+// Fused: one kernel. Unfused: f32 copies of 16-bit operands, then per chunk
+// of heads the scores' GEMM, the softmax, P V's GEMM and (16-bit) the
+// rounding of the output.
+int64_t AttentionOp::getKernelLaunches() {
+  if (numElements(getResult()) == 0)
+    return 0;
+  if (runsFused(getQuery(), getKey(), getValue()))
+    return 1;
+  bool f32 = getElementTypeOrSelf(getQuery().getType()).isF32();
+  return (f32 ? 0 : 3) +
+         attentionChunks(getQuery(), getKey(), 1) * (3 + (f32 ? 0 : 1));
+}
+
+// Fused: the log-sum-exp pass, the row dots and the backward kernel, and
+// for dQ its f32 accumulator zeroed and rounded. Unfused: the row dots,
+// f32 copies of 16-bit operands, then per chunk P recomputed (GEMM and
+// softmax), dV's GEMM, dP's GEMM and dS, dQ's and dK's GEMMs, and the
+// roundings of 16-bit gradients.
+int64_t AttentionGradOp::getKernelLaunches() {
+  bool query = computesResult(*this, 0), key = computesResult(*this, 1),
+       value = computesResult(*this, 2);
+  if (runsFused(getQuery(), getKey(), getValue()))
+    return 3 + (query ? 2 : 0);
+  bool f32 = getElementTypeOrSelf(getQuery().getType()).isF32();
+  int64_t perChunk = 2 + (value ? 1 : 0) + (query || key ? 2 : 0) +
+                     (query ? 1 : 0) + (key ? 1 : 0) +
+                     (f32 ? 0 : int64_t(query) + key + value);
+  return 1 + (f32 ? 0 : 4) + attentionChunks(getQuery(), getKey(), 2) * perChunk;
+}
+
+// The per-row losses, then their mean.
+int64_t CrossEntropyOp::getKernelLaunches() {
+  return numElements(getLogits()) > 0 ? 2 : 1;
+}
+
+// The scale from the target count, then the gradient.
+int64_t CrossEntropyGradOp::getKernelLaunches() {
+  return 1 + (shapeOf(getLogits()).back() > 0 ? 1 : 0);
+}
+
+// A view of its operand's buffer.
+int64_t ReshapeOp::getKernelLaunches() { return 0; }
+
+// One copy per non-empty piece.
+int64_t SplitOp::getKernelLaunches() {
+  int64_t launches = 0;
+  for (Value piece : getResults())
+    launches += numElements(piece) > 0 ? 1 : 0;
+  return launches;
+}
+
+int64_t ConcatOp::getKernelLaunches() {
+  int64_t launches = 0;
+  for (Value input : getInputs())
+    launches += numElements(input) > 0 ? 1 : 0;
+  return launches;
+}
+
+/// Layer and RMS norm gradients: the f32 parameter-gradient accumulators
+/// zeroed (one memset); the row statistics, the parameter gradients and the
+/// input gradient; then the parameter gradients rounded into their results
+/// (one pass).
+static int64_t normGradLaunches(Value input, bool wantInput, bool weight,
+                                bool bias) {
+  int64_t length = shapeOf(input).back();
+  if (length == 0)
+    return 0;
+  bool rows = numElements(input) > 0, params = weight || bias;
+  return 1 + (rows ? 1 + int64_t(params) + int64_t(wantInput) : 0) +
+         int64_t(params);
+}
+
+int64_t LayerNormGradOp::getKernelLaunches() {
+  return normGradLaunches(getInput(), computesResult(*this, 0),
+                          computesResult(*this, 1), computesResult(*this, 2));
+}
+
+int64_t RmsNormGradOp::getKernelLaunches() {
+  return normGradLaunches(getInput(), computesResult(*this, 0),
+                          computesResult(*this, 1), false);
+}
+
+// Zero the result, then place the gradient's box.
+int64_t SliceGradOp::getKernelLaunches() {
+  return 1 + (numElements(getGrad()) > 0 ? 1 : 0);
+}
+
+// A scratch allocation and its free around two kernels.
+int64_t ReduceMaxGradOp::getKernelLaunches() { return 4; }
+
+// Scratch allocated and freed, the sum zeroed, a sum of squares per
+// non-empty operand, the square root.
+int64_t GlobalNormOp::getKernelLaunches() {
+  int64_t launches = 4;
+  for (Value input : getInputs())
+    launches += numElements(input) > 0 ? 1 : 0;
+  return launches;
+}
+
+// The flag zeroed, then one check per non-empty operand.
+int64_t AllFiniteOp::getKernelLaunches() {
+  int64_t launches = 1;
+  for (Value input : getInputs())
+    launches += numElements(input) > 0 ? 1 : 0;
+  return launches;
+}
+
+// Scratch allocated and freed, its sums zeroed, the parameter's squares
+// (and a factored state's row and column sums), the state, the update's
+// squares and the update.
+int64_t AdafactorUpdateOp::getKernelLaunches() {
+  bool any = numElements(getParam()) > 0;
+  bool factored = shapeOf(getParam()).size() >= 2;
+  return 5 + (any ? 2 : 0) + (any && factored ? 1 : 0);
+}
+
+// Up to kTensorsPerLaunch tensors per kernel (tgc/Support/MultiTensor.h).
+int64_t MultiAdamWUpdateOp::getKernelLaunches() {
+  return tgc::multiTensorLaunches(int64_t(getParams().size()));
+}

@@ -894,6 +894,53 @@ LogicalResult AdamWUpdateOp::verify() {
                     "new_exp_avg_sq");
 }
 
+LogicalResult MultiAdamWUpdateOp::verify() {
+  double inf = std::numeric_limits<double>::infinity();
+  if (failed(verifyRange(*this, "beta1", getBeta1().convertToDouble(), 0.0,
+                         1.0)) ||
+      failed(verifyRange(*this, "beta2", getBeta2().convertToDouble(), 0.0,
+                         1.0)) ||
+      failed(verifyRange(*this, "eps", getEps().convertToDouble(), 0.0,
+                         inf)) ||
+      failed(verifyRange(*this, "weight_decay",
+                         getWeightDecay().convertToDouble(), 0.0, inf)))
+    return failure();
+  size_t n = getParams().size();
+  if (n == 0)
+    return emitOpError("updates no parameter");
+  if (getGrads().size() != n || getExpAvgs().size() != n ||
+      getExpAvgSqs().size() != n)
+    return emitOpError("needs as many grads, exp_avgs and exp_avg_sqs as "
+                       "params (")
+           << n << "), found " << getGrads().size() << ", "
+           << getExpAvgs().size() << " and " << getExpAvgSqs().size();
+  if (getResults().size() != 3 * n)
+    return emitOpError("has ") << getResults().size()
+                               << " results; 3 x " << n
+                               << " params expected (the new params, "
+                                  "exp_avgs and exp_avg_sqs)";
+  for (size_t i = 0; i < n; ++i) {
+    Value param = getParams()[i];
+    ArrayRef<int64_t> shape = tensorType(param).getShape();
+    std::string at = " #" + std::to_string(i);
+    if (failed(verifyShape(*this, getGrads()[i], shape, ("grad" + at).c_str())) ||
+        failed(verifyShape(*this, getExpAvgs()[i], shape,
+                           ("exp_avg" + at).c_str())) ||
+        failed(verifyShape(*this, getExpAvgSqs()[i], shape,
+                           ("exp_avg_sq" + at).c_str())) ||
+        failed(verifyType(*this, getResults()[i], param.getType(),
+                          ("new_param" + at).c_str())) ||
+        failed(verifyType(*this, getResults()[n + i],
+                          getExpAvgs()[i].getType(),
+                          ("new_exp_avg" + at).c_str())) ||
+        failed(verifyType(*this, getResults()[2 * n + i],
+                          getExpAvgSqs()[i].getType(),
+                          ("new_exp_avg_sq" + at).c_str())))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult AdafactorUpdateOp::verify() {
   double inf = std::numeric_limits<double>::infinity();
   double decay = getDecayRate().convertToDouble();
@@ -1113,6 +1160,16 @@ bool SGDUpdateOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
 bool AdamWUpdateOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
   static const unsigned tied[] = {0, 2, 3}; // param, exp_avg, exp_avg_sq
   return result < 3 && operand == tied[result];
+}
+
+// New parameter i takes params[i] (operand i); new moments i take
+// exp_avgs[i] and exp_avg_sqs[i] (operands 2N + i and 3N + i).
+bool MultiAdamWUpdateOp::canReuseOperandBuffer(unsigned result,
+                                               unsigned operand) {
+  unsigned n = unsigned(getParams().size());
+  if (result >= 3 * n)
+    return false;
+  return operand == (result < n ? result : result + n);
 }
 
 bool AdafactorUpdateOp::canReuseOperandBuffer(unsigned result,

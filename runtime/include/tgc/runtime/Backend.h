@@ -80,6 +80,31 @@ public:
                          std::vector<TensorRef> &operands,
                          std::vector<TensorRef> &results) = 0;
 
+  /// Graphs: a backend that can record the work of a whole step once and
+  /// replay it (the CUDA backend's CUDA graphs: one launch a step instead
+  /// of one per kernel) says so here. Between beginCapture() and
+  /// endCapture(), execute() records instead of running; nothing recorded
+  /// has run. endCapture() gives the graph's id, or fails when something
+  /// recorded cannot be replayed (a collective through host memory), and
+  /// then nothing is kept and the same work may run as usual. endCapture()
+  /// also says how many nodes (kernels and copies) the graph holds.
+  virtual bool capturesGraphs() const { return false; }
+  virtual Status beginCapture() {
+    return Status::failure("this backend does not capture graphs");
+  }
+  /// `nodes`: the graph's kernels and copies.
+  virtual Status endCapture(int &graph, int64_t &nodes) {
+    return Status::failure("this backend does not capture graphs");
+  }
+  /// Queues graph `graph`'s work. `replayed` is false when the backend has
+  /// dropped the graph (memory its work used has moved: a larger
+  /// workspace); then nothing was queued and the step must be captured
+  /// again.
+  virtual Status replay(int graph, bool &replayed) {
+    replayed = false;
+    return Status::failure("this backend does not capture graphs");
+  }
+
   /// Profiling (tgc-run --profile): the Session marks point `index` before
   /// instruction `index` of a step and after its last; once the step is
   /// finished, `readMarks` gives the seconds from mark 0 to each mark. The

@@ -21,8 +21,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tgc::rt {
+
+class ArenaTrace;
 
 class Session {
 public:
@@ -119,6 +122,15 @@ public:
   };
   const std::map<std::string, Profile> &profile() const { return profiles; }
 
+  /// Graphs, on a backend that captures them (the CUDA backend): each
+  /// entry point's first run goes kernel by kernel, its second is captured
+  /// as one graph, and every later run replays it, one launch a step. On
+  /// by default; off, every run goes kernel by kernel.
+  void setGraphs(bool on) { graphsOn = on; }
+  /// One line per entry point that ran: how many times as a graph, or why
+  /// it could not be captured.
+  std::vector<std::string> graphNotes() const;
+
 private:
   Session(Program program, std::unique_ptr<Backend> backend);
 
@@ -158,6 +170,29 @@ private:
   /// The profile the launched step adds to (null: not profiled).
   Profile *runningProfile = nullptr;
   std::map<std::string, Profile> profiles;
+
+  /// Each entry point's graph: the backend's id (-1 before a capture),
+  /// how often it was captured and replayed, and why it cannot be
+  /// captured (empty while it can).
+  struct GraphRuns {
+    int id = -1;
+    int64_t captures = 0, replays = 0;
+    /// The kernels and copies the graph holds (-1: unknown).
+    int64_t nodes = -1;
+    std::string refused;
+  };
+  bool graphsOn = true;
+  std::map<std::string, GraphRuns> graphs;
+  /// Runs (or, while capturing, records) `instructions`; with `trace`,
+  /// records the arena bytes they touch. An error says "NAME VERB in
+  /// instruction #i (kernel): why".
+  Status runInstructions(const std::vector<Instruction> &instructions,
+                         const char *name, ArenaTrace *trace,
+                         const char *verb = "failed");
+  /// Captures `instructions` as `graph`; a capture the backend refuses
+  /// leaves graph.refused set and is not an error.
+  Status capture(const std::vector<Instruction> &instructions,
+                 const char *name, GraphRuns &graph);
 };
 
 /// Draws the initial values of one tensor (normal or uniform from a

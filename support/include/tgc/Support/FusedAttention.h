@@ -5,8 +5,9 @@
 // (runtime/src/cuda/FlashAttention.cu, what runs): attention over 16-bit
 // heads of a multiple of 16 elements (the tensor-core tile) up to 64 (the
 // kernels' shared-memory tiles), with equal query and value head sizes,
-// runs the fused tensor-core kernels; anything else runs the f32 GEMMs
-// around a materialised score matrix.
+// runs the fused tensor-core kernels when every query head has its own key
+// and value head; anything else runs the f32 GEMMs around a materialised
+// score matrix, in chunks of heads (attentionHeadsPerChunk).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,20 @@ constexpr bool runsFusedAttention(unsigned elementBits, int64_t d,
                                   int64_t dv) {
   return elementBits == 16 && d == dv && d > 0 && d % 16 == 0 &&
          d <= kFusedAttentionMaxHead;
+}
+
+/// Bytes of score-sized f32 scratch (S, dP) the unfused attention allows
+/// itself: it runs its heads in chunks that fit.
+constexpr int64_t kAttentionScoreBytes = int64_t(256) << 20;
+
+/// Heads per chunk of the unfused attention, of `heads` (key/value heads)
+/// whose `scoreMatrices` score matrices have tq x tk f32 entries each.
+constexpr int64_t attentionHeadsPerChunk(int64_t heads, int64_t tq, int64_t tk,
+                                         int64_t scoreMatrices) {
+  int64_t perHead = (tq * tk > 1 ? tq * tk : 1) * 4 * scoreMatrices;
+  int64_t fit = kAttentionScoreBytes / perHead;
+  int64_t chunk = fit < heads ? fit : heads;
+  return chunk > 1 ? chunk : 1;
 }
 
 } // namespace tgc

@@ -106,6 +106,12 @@ def TG_CostOpInterface : OpInterface<"CostOpInterface"> {
         op but the collectives
       }],
       "int64_t", "getBytesCommunicated", (ins), [{}], [{ return 0; }]>,
+    InterfaceMethod<[{
+        Work items the CUDA backend puts on its stream for one execution
+        (kernel launches, cuBLASLt products, device copies and memsets):
+        the nodes the op adds to a captured CUDA graph, one by default
+      }],
+      "int64_t", "getKernelLaunches", (ins), [{}], [{ return 1; }]>,
   ];
 }
 

@@ -184,7 +184,7 @@ class TG_ReduceOp<string mnemonic, string what>
 //===----------------------------------------------------------------------===//
 
 def TG_MatmulOp : TG_Op<"matmul", [TG_Differentiable, TG_InferredType],
-                        ["getMatmulFlops"]> {
+                        ["getMatmulFlops", "getKernelLaunches"]> {
   let summary = "batched matrix product with optional transposes";
   let description = [{
     `lhs` has shape `[B..., M, K]` (`[B..., K, M]` with `transpose_lhs`),
@@ -208,7 +208,8 @@ def TG_MatmulOp : TG_Op<"matmul", [TG_Differentiable, TG_InferredType],
   let hasVerifier = 1;
 }
 
-def TG_LinearOp : TG_Op<"linear", [TG_Differentiable], ["getMatmulFlops"]> {
+def TG_LinearOp : TG_Op<"linear", [TG_Differentiable],
+                        ["getMatmulFlops", "getKernelLaunches"]> {
   let summary = "input @ weight + bias, optionally through GELU: a fused GEMM";
   let description = [{
     `input` is `[B..., M, K]`, `weight` `[K, N]` (shared by every batch) in
@@ -241,7 +242,7 @@ def TG_LinearOp : TG_Op<"linear", [TG_Differentiable], ["getMatmulFlops"]> {
 }
 
 def TG_MatmulAddOp : TG_Op<"matmul_add", [TG_InPlaceTied, TG_InferredType],
-                           ["getMatmulFlops"]> {
+                           ["getMatmulFlops", "getKernelLaunches"]> {
   let summary = "a matrix product added to an accumulator in one GEMM";
   let description = [{
     `addend + lhs @ rhs`, with `lhs`, `rhs` and the transposes as in
@@ -447,7 +448,7 @@ def TG_RopeOp : TG_Op<"rope", [TG_Differentiable, TG_InPlace]> {
 }
 
 def TG_EmbeddingOp : TG_Op<"embedding", [TG_Differentiable],
-                            ["getBytesRead"]> {
+                            ["getBytesRead", "getKernelLaunches"]> {
   let summary = "row lookup in a table";
   let description = [{
     `table` has shape `[V, D]` and `indices` any shape `S`; the result has
@@ -466,7 +467,7 @@ def TG_EmbeddingOp : TG_Op<"embedding", [TG_Differentiable],
 
 def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
                           ["getMatmulFlops", "getMatmulType",
-                           "getScratchBytes"]> {
+                           "getScratchBytes", "getKernelLaunches"]> {
   let summary = "scaled dot-product attention, optionally causal";
   let description = [{
     `query` is `[B..., Tq, D]`, `key` is `[B..., Tk, D]`, `value` is
@@ -505,7 +506,8 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
   }];
 }
 
-def TG_CrossEntropyOp : TG_Op<"cross_entropy", [TG_Differentiable]> {
+def TG_CrossEntropyOp : TG_Op<"cross_entropy", [TG_Differentiable],
+                              ["getKernelLaunches"]> {
   let summary = "mean softmax cross-entropy with an ignored label";
   let description = [{
     `logits` is `[N..., C]` and `targets` is `[N...]`. For every position
@@ -544,7 +546,8 @@ def TG_TargetCountOp : TG_Op<"target_count"> {
 // Shape ops, casts and constants
 //===----------------------------------------------------------------------===//
 
-def TG_ReshapeOp : TG_Op<"reshape", [TG_Differentiable]> {
+def TG_ReshapeOp : TG_Op<"reshape", [TG_Differentiable],
+                         ["getKernelLaunches"]> {
   let summary = "reinterprets the elements in a new shape";
   let description = [{
     Same elements in row-major order, new shape; element counts and element
@@ -580,7 +583,7 @@ def TG_SliceOp : TG_Op<"slice", [TG_Differentiable], ["getBytesRead"]> {
   let hasVerifier = 1;
 }
 
-def TG_SplitOp : TG_Op<"split", [TG_Differentiable]> {
+def TG_SplitOp : TG_Op<"split", [TG_Differentiable], ["getKernelLaunches"]> {
   let summary = "splits along an axis into consecutive pieces";
   let description = [{
     The results are consecutive pieces of `input` along `axis`; their sizes
@@ -593,7 +596,8 @@ def TG_SplitOp : TG_Op<"split", [TG_Differentiable]> {
   let hasVerifier = 1;
 }
 
-def TG_ConcatOp : TG_Op<"concat", [TG_Differentiable]> {
+def TG_ConcatOp : TG_Op<"concat", [TG_Differentiable],
+                        ["getKernelLaunches"]> {
   let summary = "concatenates along an axis";
   let description = [{
     The inverse of `tg.split`: operands of equal rank and element type, equal
@@ -724,7 +728,7 @@ def TG_SoftmaxGradOp : TG_Op<"softmax_grad", [SameOperandsAndResultType,
   let hasVerifier = 1;
 }
 
-def TG_LayerNormGradOp : TG_Op<"layer_norm_grad"> {
+def TG_LayerNormGradOp : TG_Op<"layer_norm_grad", [], ["getKernelLaunches"]> {
   let summary = "gradient of layer_norm with respect to input, weight, bias";
   let description = [{
     Recomputes the row statistics of `input` (mean, `rstd = 1 / sqrt(var +
@@ -748,7 +752,7 @@ def TG_LayerNormGradOp : TG_Op<"layer_norm_grad"> {
   let hasVerifier = 1;
 }
 
-def TG_RmsNormGradOp : TG_Op<"rms_norm_grad"> {
+def TG_RmsNormGradOp : TG_Op<"rms_norm_grad", [], ["getKernelLaunches"]> {
   let summary = "gradient of rms_norm with respect to input and weight";
   let description = [{
     Recomputes `rstd = 1 / sqrt(mean(x^2) + epsilon)` per row and, with
@@ -769,7 +773,7 @@ def TG_RmsNormGradOp : TG_Op<"rms_norm_grad"> {
   let hasVerifier = 1;
 }
 
-def TG_EmbeddingGradOp : TG_Op<"embedding_grad"> {
+def TG_EmbeddingGradOp : TG_Op<"embedding_grad", [], ["getKernelLaunches"]> {
   let summary = "gradient of an embedding lookup with respect to the table";
   let description = [{
     The result `[V, D]` starts at zero and `result[indices[s]] += grad[s]`
@@ -788,7 +792,7 @@ def TG_EmbeddingGradOp : TG_Op<"embedding_grad"> {
 
 def TG_AttentionGradOp : TG_Op<"attention_grad", [],
                               ["getMatmulFlops", "getMatmulType",
-                               "getScratchBytes"]> {
+                               "getScratchBytes", "getKernelLaunches"]> {
   let summary = "gradient of attention with respect to query, key, value";
   let description = [{
     Given the operands of `tg.attention` with the same `causal`, `window`,
@@ -819,7 +823,8 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [],
   let hasVerifier = 1;
 }
 
-def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [TG_InPlace]> {
+def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [TG_InPlace],
+                                  ["getKernelLaunches"]> {
   let summary = "gradient of cross_entropy with respect to the logits";
   let description = [{
     With `n` the number of positions whose target is not `ignore_index`:
@@ -838,7 +843,7 @@ def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [TG_InPlace]> {
   let hasVerifier = 1;
 }
 
-def TG_ReduceMaxGradOp : TG_Op<"reduce_max_grad"> {
+def TG_ReduceMaxGradOp : TG_Op<"reduce_max_grad", [], ["getKernelLaunches"]> {
   let summary = "gradient of reduce_max";
   let description = [{
     Given reduce_max's operand `input`, its result `output` and the cotangent
@@ -856,7 +861,7 @@ def TG_ReduceMaxGradOp : TG_Op<"reduce_max_grad"> {
   let hasVerifier = 1;
 }
 
-def TG_SliceGradOp : TG_Op<"slice_grad"> {
+def TG_SliceGradOp : TG_Op<"slice_grad", [], ["getKernelLaunches"]> {
   let summary = "gradient of slice: places a box in a zero tensor";
   let description = [{
     The result (the shape of the sliced operand) is zero except
@@ -956,9 +961,49 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied,
   let hasVerifier = 1;
 }
 
+def TG_MultiAdamWUpdateOp : TG_Op<"multi_adamw_update",
+                                  [AttrSizedOperandSegments, TG_InPlaceTied],
+                                  ["getKernelLaunches"]> {
+  let summary = "tg.adamw_update of many parameters, a few kernel launches";
+  let description = [{
+    N AdamW steps that share the learning rate, the step, the `apply`
+    predicate and the hyper-parameters, each computed exactly as
+    `tg.adamw_update` computes it: the i-th of `params`, `grads`,
+    `exp_avgs` and `exp_avg_sqs` belong together (the same shape; the
+    gradient in any float type). The results are the N new parameters,
+    then the N new first moments, then the N new second moments, meant to
+    be written in place of their operands. The CUDA backend updates up to 32 tensors per kernel launch, as PyTorch's
+    multi-tensor (`foreach`) AdamW does; `tg-group-updates` makes this op
+    from adjacent updates.
+
+    ```mlir
+    %r:6 = tg.multi_adamw_update (%w, %b), (%gw, %gb), (%mw, %mb), (%vw, %vb),
+        %lr, %step : (...) -> (...)
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$params,
+                       Variadic<TG_FloatTensor>:$grads,
+                       Variadic<TG_FloatTensor>:$exp_avgs,
+                       Variadic<TG_FloatTensor>:$exp_avg_sqs,
+                       TG_F32Scalar:$lr, TG_I64Scalar:$step,
+                       Optional<TG_BoolScalar>:$apply,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+  let results = (outs Variadic<TG_FloatTensor>:$results);
+  let assemblyFormat = [{
+    `(` $params `)` `,` `(` $grads `)` `,` `(` $exp_avgs `)` `,`
+    `(` $exp_avg_sqs `)` `,` $lr `,` $step (`if` $apply^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_AdafactorUpdateOp : TG_Op<"adafactor_update", [AttrSizedOperandSegments,
                                                       TG_InPlaceTied,
-                                                      TG_UnshardableUpdate]> {
+                                                      TG_UnshardableUpdate],
+                                 ["getKernelLaunches"]> {
   let summary = "one step of Adafactor (Hugging Face's transformers.Adafactor)";
   let description = [{
     Adafactor (Shazeer and Stern, 2018) without a first moment, as Hugging
@@ -1143,7 +1188,7 @@ def TG_SGD8bitUpdateOp : TG_Op<"sgd_8bit_update", [TG_InPlaceTied,
   let hasVerifier = 1;
 }
 
-def TG_GlobalNormOp : TG_Op<"global_norm"> {
+def TG_GlobalNormOp : TG_Op<"global_norm", [], ["getKernelLaunches"]> {
   let summary = "the 2-norm of all elements of all operands";
   let description = [{
     `sqrt(sum over operands of sum(x^2))` in f32, the total norm of
@@ -1187,7 +1232,7 @@ def TG_UnscaleOp : TG_Op<"unscale", [TG_InPlace]> {
   let hasVerifier = 1;
 }
 
-def TG_AllFiniteOp : TG_Op<"all_finite"> {
+def TG_AllFiniteOp : TG_Op<"all_finite", [], ["getKernelLaunches"]> {
   let summary = "whether every element of every operand is finite";
   let description = [{
     True when no element of any operand is an infinity or a NaN.

@@ -112,6 +112,38 @@ def TGFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGFoldUpdateCasts : Pass<"tg-fold-update-casts", "mlir::ModuleOp"> {
+  let summary = "Optimizer updates read 16-bit gradients without a widening "
+                "cast";
+  let description = [{
+    An optimizer update's kernels read the gradient in any float type. A
+    `tg.cast` that widens a 16-bit gradient to f32 for an update alone (the
+    gradient of a parameter cast to 16 bits under mixed precision) is
+    folded away: the update reads the 16-bit gradient. Widening is exact,
+    so the update computes the same bits; the cast's kernel and the f32
+    copy (4 bytes an element, written and read) are gone. Run on the
+    finished step (after data parallelism, whose collectives then sit
+    between the two and keep the cast).
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
+def TGGroupUpdates : Pass<"tg-group-updates", "mlir::ModuleOp"> {
+  let summary = "Adjacent tg.adamw_update ops become one "
+                "tg.multi_adamw_update";
+  let description = [{
+    Each run of adjacent `tg.adamw_update` ops that share the learning
+    rate, the step, the `apply` predicate and the hyper-parameters, and do
+    not round stochastically, becomes one `tg.multi_adamw_update` at the
+    run's place: the same arithmetic per element, bit for bit, in a kernel
+    launch per 32 tensors instead of one per parameter. Only adjacent
+    updates are grouped, so no operand lives longer than the schedule
+    said (an update run inside the backward pass, --optimizer-in-backward,
+    stays where it is).
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGRaiseAttention : Pass<"tg-raise-attention", "mlir::ModuleOp"> {
   let summary = "Turns attention written as matmuls, a mask and a softmax "
                 "into tg.attention";
