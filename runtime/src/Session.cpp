@@ -83,10 +83,6 @@ private:
   std::map<int64_t, size_t> current;
 };
 
-namespace {
-
-} // namespace
-
 void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view,
                       bool viewIsZero) {
   int64_t n = view.numElements();
