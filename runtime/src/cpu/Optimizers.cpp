@@ -210,14 +210,21 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
   return Status::success();
 }
 
-Status multiAdamwUpdate(Context &ctx, const std::vector<TensorRef> &in,
-                        std::vector<TensorRef> &out, double beta1,
-                        double beta2, double eps, double weightDecay) {
-  size_t n = out.size() / 3;
-  if (n == 0 || out.size() != 3 * n || in.size() < 4 * n + 2)
+Status checkMultiAdamW(const std::vector<TensorRef> &in,
+                       const std::vector<TensorRef> &out, size_t &count) {
+  count = out.size() / 3;
+  if (count == 0 || out.size() != 3 * count || in.size() < 4 * count + 2)
     return Status::failure("multi_adamw_update expects N params, grads, "
                            "exp_avgs and exp_avg_sqs, lr and step, and 3 x "
                            "N results");
+  return Status::success();
+}
+
+Status multiAdamwUpdate(Context &ctx, const std::vector<TensorRef> &in,
+                        std::vector<TensorRef> &out, double beta1,
+                        double beta2, double eps, double weightDecay) {
+  size_t n = 0;
+  TGC_RETURN_IF_ERROR(checkMultiAdamW(in, out, n));
   for (size_t i = 0; i < n; ++i)
     TGC_RETURN_IF_ERROR(adamwUpdate(ctx, in[i], in[n + i], in[2 * n + i],
                                     in[3 * n + i], in[4 * n], in[4 * n + 1],

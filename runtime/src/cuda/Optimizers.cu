@@ -196,6 +196,25 @@ struct AdamWStep {
     decay = float(1.0 - __dmul_rn(double(lr), hp.weightDecay));
   }
 
+  /// Updates element `i` of a parameter and its moments (stored in their
+  /// types), from `param`, `grad`, `expAvg`, `expAvgSq` into the results
+  /// (which may be the operands).
+  __device__ void element(const AdamWParams &hp, int64_t t, int64_t i,
+                          const void *param, DType paramType,
+                          const void *grad, DType gradType,
+                          const void *expAvg, DType expAvgType,
+                          const void *expAvgSq, DType expAvgSqType,
+                          void *newParam, void *newExpAvg,
+                          void *newExpAvgSq) const {
+    float m = loadFloat(expAvg, expAvgType, i);
+    float v = loadFloat(expAvgSq, expAvgSqType, i);
+    float p = apply(hp, loadFloat(param, paramType, i),
+                    loadFloat(grad, gradType, i), m, v);
+    storeFloat(newExpAvg, expAvgType, i, m);
+    storeFloat(newExpAvgSq, expAvgSqType, i, v);
+    storeFloat(newParam, paramType, i, hp.rounded(p, t, i));
+  }
+
   /// The new parameter; `m` and `v` hold the old moments and get the new.
   __device__ float apply(const AdamWParams &hp, float p, float g, float &m,
                          float &v) const {
@@ -225,13 +244,9 @@ __global__ void adamwKernel(const void *param, DType paramType,
     return;
   AdamWStep update(hp, *lr, t);
   TGC_GRID_LOOP(i, n) {
-    float m = loadFloat(expAvg, expAvgType, i);
-    float v = loadFloat(expAvgSq, expAvgSqType, i);
-    float p = update.apply(hp, loadFloat(param, paramType, i),
-                           loadFloat(grad, gradType, i), m, v);
-    storeFloat(newExpAvg, expAvgType, i, m);
-    storeFloat(newExpAvgSq, expAvgSqType, i, v);
-    storeFloat(newParam, paramType, i, hp.rounded(p, t, i));
+    update.element(hp, t, i, param, paramType, grad, gradType, expAvg,
+                   expAvgType, expAvgSq, expAvgSqType, newParam, newExpAvg,
+                   newExpAvgSq);
   }
 }
 
@@ -292,26 +307,20 @@ __global__ void multiAdamwKernel(MultiAdamWTable table, const float *lr,
   int64_t stride = blocks * blockDim.x;
   for (int64_t i = (blockIdx.x - table.firstBlock[k]) * blockDim.x +
                    threadIdx.x;
-       i < table.count[k]; i += stride) {
-    float m = loadFloat(table.expAvg[k], table.expAvgType[k], i);
-    float v = loadFloat(table.expAvgSq[k], table.expAvgSqType[k], i);
-    float p = update.apply(hp, loadFloat(table.param[k], table.paramType[k], i),
-                           loadFloat(table.grad[k], table.gradType[k], i), m,
-                           v);
-    storeFloat(table.newExpAvg[k], table.expAvgType[k], i, m);
-    storeFloat(table.newExpAvgSq[k], table.expAvgSqType[k], i, v);
-    storeFloat(table.newParam[k], table.paramType[k], i, p);
-  }
+       i < table.count[k]; i += stride)
+    update.element(hp, t, i, table.param[k], table.paramType[k],
+                   table.grad[k], table.gradType[k], table.expAvg[k],
+                   table.expAvgType[k], table.expAvgSq[k],
+                   table.expAvgSqType[k], table.newParam[k],
+                   table.newExpAvg[k], table.newExpAvgSq[k]);
 }
 
 Status multiAdamwUpdate(Context &ctx, const std::vector<TensorRef> &in,
                         std::vector<TensorRef> &out, double beta1,
                         double beta2, double eps, double weightDecay) {
-  size_t n = out.size() / 3;
-  if (n == 0 || out.size() != 3 * n || in.size() < 4 * n + 2)
-    return Status::failure("multi_adamw_update expects N params, grads, "
-                           "exp_avgs and exp_avg_sqs, lr and step, and 3 x "
-                           "N results");
+  size_t n = 0;
+  if (Status status = cpu::checkMultiAdamW(in, out, n); !status.ok())
+    return status;
   AdamWParams hp = adamwParams(beta1, beta2, eps, weightDecay, 0);
   const auto *lr = static_cast<const float *>(in[4 * n].data);
   const auto *step = static_cast<const int64_t *>(in[4 * n + 1].data);

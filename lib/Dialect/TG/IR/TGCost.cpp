@@ -489,6 +489,11 @@ int64_t ShardOp::getBytesCommunicated() { return 0; }
 // here, and a linear's epilogue is taken to find its vectors aligned.
 //===----------------------------------------------------------------------===//
 
+/// How many of `values` hold any element.
+static int64_t nonEmpty(ValueRange values) {
+  return llvm::count_if(values, [](Value v) { return numElements(v) > 0; });
+}
+
 /// cuBLASLt calls of `lhs @ rhs -> result` (tgc/Support/GemmBatch.h).
 static int64_t matmulLaunches(Value lhs, Value rhs, Value result,
                               bool transposeLhs) {
@@ -595,19 +600,9 @@ int64_t CrossEntropyGradOp::getKernelLaunches() {
 int64_t ReshapeOp::getKernelLaunches() { return 0; }
 
 // One copy per non-empty piece.
-int64_t SplitOp::getKernelLaunches() {
-  int64_t launches = 0;
-  for (Value piece : getResults())
-    launches += numElements(piece) > 0 ? 1 : 0;
-  return launches;
-}
+int64_t SplitOp::getKernelLaunches() { return nonEmpty(getResults()); }
 
-int64_t ConcatOp::getKernelLaunches() {
-  int64_t launches = 0;
-  for (Value input : getInputs())
-    launches += numElements(input) > 0 ? 1 : 0;
-  return launches;
-}
+int64_t ConcatOp::getKernelLaunches() { return nonEmpty(getInputs()); }
 
 /// Layer and RMS norm gradients: the f32 parameter-gradient accumulators
 /// zeroed (one memset); the row statistics, the parameter gradients and the
@@ -644,18 +639,12 @@ int64_t ReduceMaxGradOp::getKernelLaunches() { return 4; }
 // Scratch allocated and freed, the sum zeroed, a sum of squares per
 // non-empty operand, the square root.
 int64_t GlobalNormOp::getKernelLaunches() {
-  int64_t launches = 4;
-  for (Value input : getInputs())
-    launches += numElements(input) > 0 ? 1 : 0;
-  return launches;
+  return 4 + nonEmpty(getInputs());
 }
 
 // The flag zeroed, then one check per non-empty operand.
 int64_t AllFiniteOp::getKernelLaunches() {
-  int64_t launches = 1;
-  for (Value input : getInputs())
-    launches += numElements(input) > 0 ? 1 : 0;
-  return launches;
+  return 1 + nonEmpty(getInputs());
 }
 
 // Scratch allocated and freed, its sums zeroed, the parameter's squares

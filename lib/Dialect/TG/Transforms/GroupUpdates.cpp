@@ -49,23 +49,21 @@ void group(ArrayRef<AdamWUpdateOp> run) {
   AdamWUpdateOp first = run.front();
   OpBuilder builder(run.back());
   builder.setInsertionPointAfter(run.back());
+  // Operands by kind; the results' types are the operands' (the verifier's
+  // rule): new params, then new exp_avgs, then new exp_avg_sqs.
   SmallVector<Value> params, grads, expAvgs, expAvgSqs;
-  SmallVector<Type> types;
+  SmallVector<Location> locations;
   for (AdamWUpdateOp update : run) {
     params.push_back(update.getParam());
     grads.push_back(update.getGrad());
     expAvgs.push_back(update.getExpAvg());
     expAvgSqs.push_back(update.getExpAvgSq());
-  }
-  for (AdamWUpdateOp update : run)
-    types.push_back(update.getNewParam().getType());
-  for (AdamWUpdateOp update : run)
-    types.push_back(update.getNewExpAvg().getType());
-  for (AdamWUpdateOp update : run)
-    types.push_back(update.getNewExpAvgSq().getType());
-  SmallVector<Location> locations;
-  for (AdamWUpdateOp update : run)
     locations.push_back(update.getLoc());
+  }
+  SmallVector<Type> types;
+  for (ValueRange kind : {ValueRange(params), ValueRange(expAvgs),
+                          ValueRange(expAvgSqs)})
+    llvm::append_range(types, kind.getTypes());
   auto multi = MultiAdamWUpdateOp::create(
       builder, builder.getFusedLoc(locations), types, params, grads, expAvgs,
       expAvgSqs, first.getLr(), first.getStep(), first.getApply(),
