@@ -126,10 +126,11 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     pm.addPass(tg::createTGOptimizerInBackward(inBackward));
   }
 
-  // --fuse on the finished, ordered step: updates read 16-bit gradients
-  // as they are, and adjacent AdamW updates run as one multi-tensor op.
+  // --fuse on the finished, ordered step: casts fold into the ops beside
+  // them (updates, residual adds and norms read or write 16-bit values as
+  // they are), and adjacent AdamW updates run as one multi-tensor op.
   if (options.fuse) {
-    pm.addPass(tg::createTGFoldUpdateCasts());
+    pm.addPass(tg::createTGFoldCasts());
     pm.addPass(tg::createTGGroupUpdates());
   }
 }

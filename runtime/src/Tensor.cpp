@@ -13,6 +13,7 @@
 #include "tgc/runtime/Tensor.h"
 
 #include "Convert.h"
+#include "tgc/Support/Precision.h"
 
 #include <cmath>
 #include <cstring>
@@ -62,6 +63,28 @@ const char *dtypeName(DType dtype) {
 
 bool isFloat(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+}
+
+static precision::Float precisionOf(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return precision::Float::F32;
+  case DType::F16:
+    return precision::Float::F16;
+  case DType::BF16:
+    return precision::Float::BF16;
+  default:
+    return precision::Float::Other;
+  }
+}
+
+bool mixesInto(DType stored, DType computed) {
+  return precision::mixes(precisionOf(stored), precisionOf(computed));
+}
+
+bool mixedOperands(DType lhs, DType rhs, DType result) {
+  return precision::mixedOperands(precisionOf(lhs), precisionOf(rhs),
+                                  precisionOf(result));
 }
 
 int64_t TensorRef::numElements() const {

@@ -129,6 +129,17 @@ Status expectSameDType(const TensorRef &t, const TensorRef &like,
   return expectDType(t, like.dtype, what);
 }
 
+Status expectStoredAs(const TensorRef &t, const TensorRef &computed,
+                     const char *what) {
+  if (mixesInto(t.dtype, computed.dtype))
+    return Status::success();
+  return Status::failure(std::string(what) + " must have element type " +
+                         dtypeName(computed.dtype) +
+                         (computed.dtype == DType::F32 ? " (or f16 or bf16)"
+                                                       : "") +
+                         ", found " + dtypeName(t.dtype));
+}
+
 Status expectIndex(const TensorRef &t, const char *what) {
   if (t.dtype == DType::I32 || t.dtype == DType::I64)
     return Status::success();

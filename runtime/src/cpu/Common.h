@@ -128,6 +128,10 @@ Status expectFloat(const TensorRef &t, const char *what);
 Status expectDType(const TensorRef &t, DType dtype, const char *what);
 Status expectSameDType(const TensorRef &t, const TensorRef &like,
                        const char *what);
+/// `t` in `computed`'s float type, or in f16 or bf16 where that is f32 (an
+/// op that reads it widened or writes it rounded: tgc/Support/Precision.h).
+Status expectStoredAs(const TensorRef &t, const TensorRef &computed,
+                      const char *what);
 /// An i32 or i64 tensor.
 Status expectIndex(const TensorRef &t, const char *what);
 /// A tensor with exactly one element (a rank-0 scalar).

@@ -48,8 +48,11 @@ static Status binary(const TensorRef &lhs, const TensorRef &rhs,
     return Status::failure(std::string("arithmetic needs f32, f16, bf16, "
                                        "i32 or i64 operands, found ") +
                            dtypeName(dtype));
-  TGC_RETURN_IF_ERROR(expectSameDType(rhs, lhs, "rhs"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, lhs, "result"));
+  // Or a 16-bit operand beside an f32 operand and result, widened on load.
+  if (!mixedOperands(lhs.dtype, rhs.dtype, result.dtype)) {
+    TGC_RETURN_IF_ERROR(expectSameDType(rhs, lhs, "rhs"));
+    TGC_RETURN_IF_ERROR(expectSameDType(result, lhs, "result"));
+  }
   std::optional<Shape> shape = broadcastShapes(lhs.shape, rhs.shape);
   if (!shape)
     return Status::failure("operand shapes " + shapeString(lhs.shape) +

@@ -157,7 +157,7 @@ Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
   TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
   TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, bias, "bias"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  TGC_RETURN_IF_ERROR(expectStoredAs(result, input, "result"));
   TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
@@ -215,7 +215,7 @@ Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weig
                           {biasGrad, weight, "bias_grad"}}));
   TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
   TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectSameDType(grad, input, "grad"));
+  TGC_RETURN_IF_ERROR(expectStoredAs(grad, input, "grad"));
   TGC_RETURN_IF_ERROR(expectShape(grad, input.shape, "grad"));
   bool wantInput = inputGrad.present(), wantWeight = weightGrad.present(),
        wantBias = biasGrad.present();
@@ -296,7 +296,7 @@ Status rmsNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
                double epsilon, TensorRef &result) {
   TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  TGC_RETURN_IF_ERROR(expectStoredAs(result, input, "result"));
   TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
@@ -323,7 +323,7 @@ Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight
                         {weightGrad, weight, "weight_grad"}}));
   TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
   TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectSameDType(grad, input, "grad"));
+  TGC_RETURN_IF_ERROR(expectStoredAs(grad, input, "grad"));
   TGC_RETURN_IF_ERROR(expectShape(grad, input.shape, "grad"));
   bool wantInput = inputGrad.present(), wantWeight = weightGrad.present();
   int64_t length = input.shape.back();

@@ -29,16 +29,18 @@ __device__ inline bool isFloatType(DType dtype) {
 //===----------------------------------------------------------------------===//
 
 /// `flat` when both operands have the result's shape; otherwise each is
-/// read through its broadcast strides.
+/// read through its broadcast strides. Each operand is read in its own
+/// type (a 16-bit operand beside f32 is widened exactly).
 template <BinaryKind Op>
-__global__ void binaryFloatKernel(const void *lhs, const void *rhs,
-                                  void *result, DType dtype, Dims lhsDims,
-                                  Dims rhsDims, bool flat, int64_t n) {
+__global__ void binaryFloatKernel(const void *lhs, DType lhsType,
+                                  const void *rhs, DType rhsType, void *result,
+                                  DType dtype, Dims lhsDims, Dims rhsDims,
+                                  bool flat, int64_t n) {
   TGC_GRID_LOOP(i, n) {
     int64_t a = flat ? i : broadcastOffset(lhsDims, i);
     int64_t b = flat ? i : broadcastOffset(rhsDims, i);
-    float value =
-        applyFloat<Op>(loadFloat(lhs, dtype, a), loadFloat(rhs, dtype, b));
+    float value = applyFloat<Op>(loadFloat(lhs, lhsType, a),
+                                 loadFloat(rhs, rhsType, b));
     storeFloat(result, dtype, i, value);
   }
 }
@@ -80,7 +82,8 @@ static Status binary(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
   case DType::F16:
   case DType::BF16:
     binaryFloatKernel<Op><<<blocks, kThreads, 0, stream>>>(
-        lhs.data, rhs.data, result.data, lhs.dtype, lhsDims, rhsDims, flat, n);
+        lhs.data, lhs.dtype, rhs.data, rhs.dtype, result.data, result.dtype,
+        lhsDims, rhsDims, flat, n);
     break;
   case DType::I32:
     binaryIntKernel<Op, int32_t><<<blocks, kThreads, 0, stream>>>(

@@ -274,11 +274,12 @@ __device__ void rowStatistics(const void *input, DType dtype, int64_t base,
   rstd = 1.0f / sqrtf(blockSum(squares) / float(length) + epsilon);
 }
 
-/// Layer norm; RMS norm when not centered (`bias` is then null).
+/// Layer norm; RMS norm when not centered (`bias` is then null). The
+/// result is stored as `resultType` (the input's, or 16-bit beside f32).
 __global__ void layerNormKernel(const void *input, const void *weight,
                                 const void *bias, void *result, DType dtype,
-                                int64_t rows, int64_t length, float epsilon,
-                                bool centered) {
+                                DType resultType, int64_t rows, int64_t length,
+                                float epsilon, bool centered) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t base = row * length;
     float mean, rstd;
@@ -286,7 +287,7 @@ __global__ void layerNormKernel(const void *input, const void *weight,
     for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
       float x = loadFloat(input, dtype, base + j);
       float y = (x - mean) * rstd * loadFloat(weight, dtype, j);
-      storeFloat(result, dtype, base + j,
+      storeFloat(result, resultType, base + j,
                  centered ? y + loadFloat(bias, dtype, j) : y);
     }
   }
@@ -311,7 +312,8 @@ __global__ void layerNormStatisticsKernel(const void *input, DType dtype,
 /// `grad * xhat` and `grad` for the column of each thread, added atomically
 /// into the f32 accumulators (`biasGrad` null: RMS norm has none).
 __global__ void layerNormParamGradKernel(const void *input, const void *grad,
-                                         DType dtype, int64_t rows,
+                                         DType dtype, DType gradType,
+                                         int64_t rows,
                                          int64_t length, int64_t rowsPerChunk,
                                          const float *means, const float *rstds,
                                          float *weightGrad, float *biasGrad) {
@@ -323,7 +325,7 @@ __global__ void layerNormParamGradKernel(const void *input, const void *grad,
   float dw = 0.0f, db = 0.0f;
   for (int64_t row = begin; row < end; ++row) {
     int64_t i = row * length + j;
-    float g = loadFloat(grad, dtype, i);
+    float g = loadFloat(grad, gradType, i);
     float xhat = (loadFloat(input, dtype, i) - means[row]) * rstds[row];
     dw += g * xhat;
     db += g;
@@ -339,8 +341,8 @@ __global__ void layerNormParamGradKernel(const void *input, const void *grad,
 /// `g = grad * weight` (no mean(g) term when not centered); reads grad[i]
 /// before writing result[i], so the result may reuse grad's buffer.
 __global__ void layerNormInputGradKernel(const void *input, const void *grad,
-                                         const void *weight, DType weightType,
-                                         void *result,
+                                         DType gradType, const void *weight,
+                                         DType weightType, void *result,
                                          DType dtype, int64_t rows,
                                          int64_t length, const float *means,
                                          const float *rstds, bool centered) {
@@ -351,7 +353,7 @@ __global__ void layerNormInputGradKernel(const void *input, const void *grad,
     for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
       float xhat = (loadFloat(input, dtype, base + j) - mean) * rstd;
       float gw =
-          loadFloat(grad, dtype, base + j) * loadFloat(weight, weightType, j);
+          loadFloat(grad, gradType, base + j) * loadFloat(weight, weightType, j);
       sumG += gw;
       sumGX += gw * xhat;
     }
@@ -360,7 +362,7 @@ __global__ void layerNormInputGradKernel(const void *input, const void *grad,
     for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
       float xhat = (loadFloat(input, dtype, base + j) - mean) * rstd;
       float gw =
-          loadFloat(grad, dtype, base + j) * loadFloat(weight, weightType, j);
+          loadFloat(grad, gradType, base + j) * loadFloat(weight, weightType, j);
       storeFloat(result, dtype, base + j, rstd * (gw - meanG - xhat * meanGX));
     }
   }
@@ -665,7 +667,8 @@ static Status normalize(Context &ctx, const TensorRef &input,
     return Status::success();
   layerNormKernel<<<rowBlocks(rows), rowThreads(length), 0, streamOf(ctx)>>>(
       input.data, weight.data, bias ? bias->data : nullptr, result.data,
-      input.dtype, rows, length, float(epsilon), bias != nullptr);
+      input.dtype, result.dtype, rows, length, float(epsilon),
+      bias != nullptr);
   TGC_CUDA_LAUNCH("layerNormKernel");
   return Status::success();
 }
@@ -740,14 +743,15 @@ static Status normalizeGrad(Context &ctx, const char *op,
       int64_t rowsPerChunk = (rows + chunks - 1) / chunks;
       dim3 grid(unsigned((length + 255) / 256), unsigned(chunks));
       layerNormParamGradKernel<<<grid, 256, 0, stream>>>(
-          input.data, grad.data, input.dtype, rows, length, rowsPerChunk,
+          input.data, grad.data, input.dtype, grad.dtype, rows, length,
+          rowsPerChunk,
           means, rstds, weightGradF32, centered ? biasGradF32 : nullptr);
       TGC_CUDA_LAUNCH("layerNormParamGradKernel");
     }
     if (wantInput) {
       layerNormInputGradKernel<<<rowBlocks(rows), rowThreads(length), 0, stream>>>(
-          input.data, grad.data, weightData, weightType, inputGrad.data,
-          input.dtype, rows, length, means, rstds, centered);
+          input.data, grad.data, grad.dtype, weightData, weightType,
+          inputGrad.data, input.dtype, rows, length, means, rstds, centered);
       TGC_CUDA_LAUNCH("layerNormInputGradKernel");
     }
   }

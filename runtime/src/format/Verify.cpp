@@ -106,8 +106,20 @@ private:
     return (broadcast(from, to, shape) && shape == to) ||
            fail("shapes do not broadcast");
   }
+  /// `t` stored as `computed`'s type or in 16 bits beside an f32
+  /// computation (tgc/Support/Precision.h), with `computed`'s shape.
+  bool storedAs(const TensorInfo &t, const TensorInfo &computed) {
+    return (mixesInto(t.dtype, computed.dtype) ||
+            fail("'" + t.name + "' must have the type of '" + computed.name +
+                 "', or f16 or bf16 where that is f32")) &&
+           shapeIs(t, computed.shape);
+  }
   bool elementwiseBinary() {
-    if (!counts(2, 1) || !sameDType(in(0), in(1)) || !sameDType(in(0), out(0)))
+    if (!counts(2, 1))
+      return false;
+    // One float operand may be 16-bit beside an f32 operand and result.
+    bool mixed = mixedOperands(in(0).dtype, in(1).dtype, out(0).dtype);
+    if (!mixed && (!sameDType(in(0), in(1)) || !sameDType(in(0), out(0))))
       return false;
     if (in(0).dtype == DType::I1 || in(0).dtype == DType::I8)
       return fail("arithmetic on i1 or i8");
@@ -385,17 +397,17 @@ Status Checker::run() {
     break;
   case Kernel::LayerNorm:
     ok = counts(3, 1) && layerNorm(in(0), in(1)) && same(in(1), in(2)) &&
-         same(in(0), out(0));
+         storedAs(out(0), in(0));
     break;
   case Kernel::LayerNormGrad:
-    ok = counts(3, 3) && layerNorm(in(0), in(1)) && same(in(0), in(2)) &&
+    ok = counts(3, 3) && layerNorm(in(0), in(1)) && storedAs(in(2), in(0)) &&
          outLike(in(0), 0) && outLike(in(1), 1) && outLike(in(1), 2);
     break;
   case Kernel::RmsNorm:
-    ok = counts(2, 1) && layerNorm(in(0), in(1)) && same(in(0), out(0));
+    ok = counts(2, 1) && layerNorm(in(0), in(1)) && storedAs(out(0), in(0));
     break;
   case Kernel::RmsNormGrad:
-    ok = counts(3, 2) && layerNorm(in(0), in(1)) && same(in(0), in(2)) &&
+    ok = counts(3, 2) && layerNorm(in(0), in(1)) && storedAs(in(2), in(0)) &&
          outLike(in(0), 0) && outLike(in(1), 1);
     break;
   case Kernel::Rope: {

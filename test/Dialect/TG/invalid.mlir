@@ -180,9 +180,18 @@ func.func @mul_result_keeps_size_one(%x: tensor<4x1xf32>, %y: tensor<4x1xf32>) {
 
 // -----
 
-func.func @div_operand_element_types(%x: tensor<4xf32>, %y: tensor<4xf16>) {
-  // expected-error @+1 {{'tg.div' op element types must match, found 'f32' and 'f16'}}
-  %0 = tg.div %x, %y : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+func.func @div_operand_element_types(%x: tensor<4xbf16>, %y: tensor<4xf16>) {
+  // expected-error @+1 {{'tg.div' op element types must match, found 'bf16' and 'f16'}}
+  %0 = tg.div %x, %y : (tensor<4xbf16>, tensor<4xf16>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+// A 16-bit operand beside f32 computes in f32: the result cannot be 16-bit.
+func.func @add_mixed_result_element_type(%x: tensor<4xf32>, %y: tensor<4xbf16>) {
+  // expected-error @+1 {{'tg.add' op element types must match, found 'f32' and 'bf16'}}
+  %0 = tg.add %x, %y : (tensor<4xf32>, tensor<4xbf16>) -> tensor<4xbf16>
   return
 }
 
@@ -438,7 +447,7 @@ func.func @layer_norm_nan_epsilon(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
 // -----
 
 func.func @layer_norm_result_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
-  // expected-error @+1 {{'tg.layer_norm' op result must have type 'tensor<4x8xf32>', found 'tensor<8xf32>'}}
+  // expected-error @+1 {{'tg.layer_norm' op result must have type 'tensor<4x8xf32>' (or its shape in f16 or bf16 when that is f32), found 'tensor<8xf32>'}}
   %0 = tg.layer_norm %x, %w, %w
       : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
   return
@@ -446,10 +455,20 @@ func.func @layer_norm_result_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
 
 // -----
 
-func.func @layer_norm_result_element_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
-  // expected-error @+1 {{'tg.layer_norm' op result must have type 'tensor<4x8xf32>', found 'tensor<4x8xbf16>'}}
+// A norm may round its f32 result to 16 bits as it stores it, not widen.
+func.func @layer_norm_result_element_type(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>) {
+  // expected-error @+1 {{'tg.layer_norm' op result must have type 'tensor<4x8xbf16>' (or its shape in f16 or bf16 when that is f32), found 'tensor<4x8xf32>'}}
   %0 = tg.layer_norm %x, %w, %w
-      : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xbf16>
+      : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_grad_element_type(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>, %g: tensor<4x8xf16>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op grad must have type 'tensor<4x8xbf16>' (or its shape in f16 or bf16 when that is f32), found 'tensor<4x8xf16>'}}
+  %0:3 = tg.layer_norm_grad %x, %w, %g
+      : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xf16>) -> (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
   return
 }
 
@@ -1060,7 +1079,7 @@ func.func @layer_norm_grad_negative_epsilon(%x: tensor<4x8xf32>, %w: tensor<8xf3
 // -----
 
 func.func @layer_norm_grad_grad_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %g: tensor<1x8xf32>) {
-  // expected-error @+1 {{'tg.layer_norm_grad' op grad must have type 'tensor<4x8xf32>', found 'tensor<1x8xf32>'}}
+  // expected-error @+1 {{'tg.layer_norm_grad' op grad must have type 'tensor<4x8xf32>' (or its shape in f16 or bf16 when that is f32), found 'tensor<1x8xf32>'}}
   %0:3 = tg.layer_norm_grad %x, %w, %g
       : (tensor<4x8xf32>, tensor<8xf32>, tensor<1x8xf32>)
       -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)

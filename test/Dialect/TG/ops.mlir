@@ -865,3 +865,26 @@ func.func @predicated_updates(%p: tensor<4xf32>, %g: tensor<4xf32>, %lr: tensor<
       : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<i1>) -> tensor<4xf32>
   return %a#0, %b#0, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// 16-bit values beside f32 computations (what tg-fold-casts makes): a
+// binary op's operand, a norm's result, a norm gradient's incoming
+// gradient; the binary op's type is inferred as f32.
+// CHECK-LABEL: func.func @folded_casts(
+// CHECK: tg.add %arg0, %arg1 : (tensor<2x8xf32>, tensor<2x8xbf16>) -> tensor<2x8xf32>
+// CHECK: tg.mul %arg1, %arg0 : (tensor<2x8xbf16>, tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK: tg.layer_norm %{{.+}} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xbf16>
+// CHECK: tg.rms_norm %{{.+}} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf16>
+// CHECK: tg.layer_norm_grad %{{.+}} : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xbf16>)
+// CHECK: tg.rms_norm_grad %{{.+}} : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf16>)
+func.func @folded_casts(%x: tensor<2x8xf32>, %h: tensor<2x8xbf16>,
+                           %w: tensor<8xf32>, %f: tensor<2x8xf16>)
+    -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>, tensor<2x8xf16>,
+        tensor<2x8xf32>, tensor<2x8xf32>) {
+  %0 = tg.add %x, %h : (tensor<2x8xf32>, tensor<2x8xbf16>) -> tensor<2x8xf32>
+  %1 = tg.mul %h, %x : (tensor<2x8xbf16>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %2 = tg.layer_norm %x, %w, %w : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xbf16>
+  %3 = tg.rms_norm %x, %w : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf16>
+  %4:3 = tg.layer_norm_grad %x, %w, %h : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xbf16>) -> (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %5:2 = tg.rms_norm_grad %x, %w, %f : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf16>) -> (tensor<2x8xf32>, tensor<8xf32>)
+  return %0, %1, %2, %3, %4#0, %5#0 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>, tensor<2x8xf16>, tensor<2x8xf32>, tensor<2x8xf32>
+}

@@ -906,3 +906,89 @@ INSTANTIATE_TEST_SUITE_P(FloatTypes, NNCudaTest,
                          [](const ::testing::TestParamInfo<DType> &info) {
                            return std::string(dtypeName(info.param));
                          });
+
+// What tg-fold-casts makes of a tg.cast (tgc/Support/Precision.h), on the
+// device: an f32 kernel reading a 16-bit operand or writing a 16-bit result
+// gives the bytes of the cast kernel and the all-f32 kernel it replaces
+// (the parameter gradients, summed with atomics in an order the hardware
+// picks, within rounding).
+TEST(MixedPrecisionCuda, FoldedCastsComputeTheSameBits) {
+  TGC_REQUIRE_GPU();
+  cuda::Context &ctx = *testContext();
+  std::mt19937 rng(43);
+  std::vector<int64_t> shape{6, 40, 96};
+  for (DType half : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtypeName(half));
+    HostTensor x = randomTensor(DType::F32, shape, rng, 0.5f, 2.0f);
+    HostTensor w = randomTensor(DType::F32, {96}, rng, 1.0f, 0.2f);
+    HostTensor b = randomTensor(DType::F32, {96}, rng, 0.0f, 0.2f);
+    HostTensor y = randomTensor(half, shape, rng);
+    HostTensor row = randomTensor(half, {96}, rng);
+    DeviceTensor dx(x), dw(w), db(b), dy(y), dRow(row);
+    auto widened = [&](const DeviceTensor &t) {
+      auto wide = std::make_unique<DeviceTensor>(HostTensor(DType::F32,
+                                                            t.ref.shape),
+                                                 false);
+      EXPECT_TRUE(ok(cuda::cast(ctx, t.ref, wide->ref)));
+      return wide;
+    };
+    HostTensor f32Like(DType::F32, shape), halfLike(half, shape);
+    // A binary op with a 16-bit operand on either side, and broadcast.
+    for (bool lhsHalf : {true, false}) {
+      DeviceTensor mixed(f32Like, false), plain(f32Like, false);
+      auto wideY = widened(dy);
+      ASSERT_OK(lhsHalf ? cuda::sub(ctx, dy.ref, dx.ref, mixed.ref)
+                        : cuda::sub(ctx, dx.ref, dy.ref, mixed.ref));
+      ASSERT_OK(lhsHalf ? cuda::sub(ctx, wideY->ref, dx.ref, plain.ref)
+                        : cuda::sub(ctx, dx.ref, wideY->ref, plain.ref));
+      synchronize();
+      expectSameBytes(plain.toHost(), mixed.toHost(), "sub");
+    }
+    {
+      DeviceTensor mixed(f32Like, false), plain(f32Like, false);
+      auto wideRow = widened(dRow);
+      ASSERT_OK(cuda::add(ctx, dx.ref, dRow.ref, mixed.ref));
+      ASSERT_OK(cuda::add(ctx, dx.ref, wideRow->ref, plain.ref));
+      synchronize();
+      expectSameBytes(plain.toHost(), mixed.toHost(), "add broadcast");
+    }
+    // Norms writing a 16-bit result.
+    for (bool centered : {true, false}) {
+      DeviceTensor direct(halfLike, false), full(f32Like, false),
+          rounded(halfLike, false);
+      ASSERT_OK(centered
+                    ? cuda::layerNorm(ctx, dx.ref, dw.ref, db.ref, 1e-5,
+                                      direct.ref)
+                    : cuda::rmsNorm(ctx, dx.ref, dw.ref, 1e-6, direct.ref));
+      ASSERT_OK(centered
+                    ? cuda::layerNorm(ctx, dx.ref, dw.ref, db.ref, 1e-5,
+                                      full.ref)
+                    : cuda::rmsNorm(ctx, dx.ref, dw.ref, 1e-6, full.ref));
+      ASSERT_OK(cuda::cast(ctx, full.ref, rounded.ref));
+      synchronize();
+      expectSameBytes(rounded.toHost(), direct.toHost(),
+                      centered ? "layer_norm" : "rms_norm");
+    }
+    // Norm gradients reading a 16-bit incoming gradient.
+    HostTensor param(DType::F32, {96});
+    DeviceTensor dxMixed(f32Like, false), dwMixed(param, false),
+        dbMixed(param, false), dxPlain(f32Like, false), dwPlain(param, false),
+        dbPlain(param, false);
+    auto wideG = widened(dy);
+    ASSERT_OK(cuda::layerNormGrad(ctx, dx.ref, dw.ref, dy.ref, 1e-5,
+                                  dxMixed.ref, dwMixed.ref, dbMixed.ref));
+    ASSERT_OK(cuda::layerNormGrad(ctx, dx.ref, dw.ref, wideG->ref, 1e-5,
+                                  dxPlain.ref, dwPlain.ref, dbPlain.ref));
+    synchronize();
+    expectSameBytes(dxPlain.toHost(), dxMixed.toHost(), "layer_norm_grad");
+    expectNear(dwPlain.toHost(), dwMixed.toHost(), "layer_norm_grad weight");
+    expectNear(dbPlain.toHost(), dbMixed.toHost(), "layer_norm_grad bias");
+    ASSERT_OK(cuda::rmsNormGrad(ctx, dx.ref, dw.ref, dy.ref, 1e-6,
+                                dxMixed.ref, dwMixed.ref));
+    ASSERT_OK(cuda::rmsNormGrad(ctx, dx.ref, dw.ref, wideG->ref, 1e-6,
+                                dxPlain.ref, dwPlain.ref));
+    synchronize();
+    expectSameBytes(dxPlain.toHost(), dxMixed.toHost(), "rms_norm_grad");
+    expectNear(dwPlain.toHost(), dwMixed.toHost(), "rms_norm_grad weight");
+  }
+}

@@ -572,3 +572,69 @@ TEST(Attention, RejectsBadShapesAndScales) {
   EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, false, 0.0, out));
   EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, false, -1.0, out));
 }
+
+// What tg-fold-casts makes of a tg.cast (tgc/Support/Precision.h): an f32
+// computation reading a 16-bit operand, or writing a 16-bit result, gives
+// the bits of the cast and the all-f32 op it replaces.
+TEST(MixedPrecision, FoldedCastsComputeTheSameBits) {
+  std::mt19937 rng(41);
+  for (DType half : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtypeName(half));
+    HostTensor x = randomTensor(rng, DType::F32, {2, 3, 8}, -3, 3);
+    HostTensor w = randomTensor(rng, DType::F32, {8}, 0.5, 1.5);
+    HostTensor b = randomTensor(rng, DType::F32, {8});
+    auto widened = [&](const HostTensor &t) {
+      HostTensor wide(DType::F32, t.shape());
+      EXPECT_TRUE(cpu::cast(cpuCtx, t, wide).ok());
+      return wide;
+    };
+    // A binary op with a 16-bit operand on either side, broadcast or not.
+    for (Shape shape : {Shape{2, 3, 8}, Shape{8}}) {
+      HostTensor y = randomTensor(rng, half, shape, -2, 2);
+      HostTensor mixed(DType::F32, x.shape()), plain(DType::F32, x.shape());
+      ASSERT_OK(cpu::sub(cpuCtx, x, y, mixed));
+      ASSERT_OK(cpu::sub(cpuCtx, x, widened(y), plain));
+      EXPECT_EQ(mixed.values(), plain.values());
+      if (shape == x.shape()) {
+        ASSERT_OK(cpu::sub(cpuCtx, y, x, mixed));
+        ASSERT_OK(cpu::sub(cpuCtx, widened(y), x, plain));
+        EXPECT_EQ(mixed.values(), plain.values());
+      }
+    }
+    // Norms writing a 16-bit result.
+    HostTensor normF32(DType::F32, x.shape()), normHalf(half, x.shape()),
+        rounded(half, x.shape());
+    ASSERT_OK(cpu::layerNorm(cpuCtx, x, w, b, 1e-5, normHalf));
+    ASSERT_OK(cpu::layerNorm(cpuCtx, x, w, b, 1e-5, normF32));
+    ASSERT_OK(cpu::cast(cpuCtx, normF32, rounded));
+    EXPECT_EQ(normHalf.values(), rounded.values());
+    ASSERT_OK(cpu::rmsNorm(cpuCtx, x, w, 1e-6, normHalf));
+    ASSERT_OK(cpu::rmsNorm(cpuCtx, x, w, 1e-6, normF32));
+    ASSERT_OK(cpu::cast(cpuCtx, normF32, rounded));
+    EXPECT_EQ(normHalf.values(), rounded.values());
+    // Norm gradients reading a 16-bit incoming gradient.
+    HostTensor g = randomTensor(rng, half, x.shape(), -1, 1);
+    HostTensor dxMixed(DType::F32, x.shape()), dwMixed(DType::F32, {8}),
+        dbMixed(DType::F32, {8}), dx(DType::F32, x.shape()),
+        dw(DType::F32, {8}), db(DType::F32, {8});
+    ASSERT_OK(cpu::layerNormGrad(cpuCtx, x, w, g, 1e-5, dxMixed, dwMixed,
+                                 dbMixed));
+    ASSERT_OK(cpu::layerNormGrad(cpuCtx, x, w, widened(g), 1e-5, dx, dw, db));
+    EXPECT_EQ(dxMixed.values(), dx.values());
+    EXPECT_EQ(dwMixed.values(), dw.values());
+    EXPECT_EQ(dbMixed.values(), db.values());
+    ASSERT_OK(cpu::rmsNormGrad(cpuCtx, x, w, g, 1e-6, dxMixed, dwMixed));
+    ASSERT_OK(cpu::rmsNormGrad(cpuCtx, x, w, widened(g), 1e-6, dx, dw));
+    EXPECT_EQ(dxMixed.values(), dx.values());
+    EXPECT_EQ(dwMixed.values(), dw.values());
+  }
+  // Only 16 bits beside f32: not f16 beside bf16, not a 16-bit result of
+  // a mixed binary op, not a norm widening its result.
+  HostTensor h(DType::F16, {4}), bh(DType::BF16, {4}), f(DType::F32, {4});
+  HostTensor f32Result(DType::F32, {4}), bf16Result(DType::BF16, {4});
+  EXPECT_FAILS(cpu::add(cpuCtx, h, bh, f32Result));
+  EXPECT_FAILS(cpu::add(cpuCtx, f, bh, bf16Result));
+  HostTensor w16(DType::BF16, {4}), x16(DType::BF16, {2, 4}),
+      wide(DType::F32, {2, 4});
+  EXPECT_FAILS(cpu::layerNorm(cpuCtx, x16, w16, w16, 1e-5, wide));
+}

@@ -50,11 +50,19 @@ public:
   Value neg(Value v) { return NegOp::create(b, loc, v); }
   Value scale(Value v, double factor) { return mul(v, scalarLike(v, factor)); }
 
-  /// `grad` summed down to `type` when a broadcast widened it.
+  /// `grad` summed down to `type` when a broadcast widened it, and
+  /// rounded to its element type when a 16-bit operand stood beside f32.
   Value sumTo(Value grad, Type type) {
     if (grad.getType() == type)
       return grad;
-    return SumToOp::create(b, loc, type, grad);
+    auto target = cast<RankedTensorType>(type);
+    RankedTensorType from = typeOf(grad);
+    if (from.getShape() != target.getShape())
+      grad = SumToOp::create(
+          b, loc, target.clone(from.getElementType()), grad);
+    if (typeOf(grad).getElementType() != target.getElementType())
+      grad = CastOp::create(b, loc, target, grad);
+    return grad;
   }
 
   Value reshape(Value v, ArrayRef<int64_t> shape) {

@@ -8,6 +8,7 @@
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
+#include "tgc/Support/Precision.h"
 #include "tgc/Support/ShapeRules.h"
 
 #include "mlir/IR/Builders.h"
@@ -39,8 +40,28 @@ FailureOr<SmallVector<int64_t>> tgc::tg::broadcastShapes(ArrayRef<int64_t> a,
   return SmallVector<int64_t>(shape->begin(), shape->end());
 }
 
+namespace precision = tgc::precision;
+
+/// An element type as tgc/Support/Precision.h tells them apart.
+static precision::Float precisionOf(Type type) {
+  Type element = getElementTypeOrSelf(type);
+  if (element.isF32())
+    return precision::Float::F32;
+  if (element.isF16())
+    return precision::Float::F16;
+  if (element.isBF16())
+    return precision::Float::BF16;
+  return precision::Float::Other;
+}
+
+/// Whether two different float types mix: a 16-bit float beside f32.
+static bool mixedFloats(Type a, Type b) {
+  return a != b && precision::wider(precisionOf(a), precisionOf(b)) !=
+                       precision::Float::Other;
+}
+
 /// The result type of a binary op: the operands' shapes broadcast, their
-/// element type.
+/// element type (the wider, f32, of a 16-bit float beside f32).
 static LogicalResult inferBroadcastType(std::optional<Location> location,
                                         StringRef opName, ValueRange operands,
                                         SmallVectorImpl<Type> &types) {
@@ -56,7 +77,13 @@ static LogicalResult inferBroadcastType(std::optional<Location> location,
                              shapes::toString(lhs.getShape()), " and ",
                              shapes::toString(rhs.getShape()),
                              " are not broadcast-compatible");
-  types.push_back(RankedTensorType::get(*shape, lhs.getElementType()));
+  // Mixed floats (a 16-bit operand beside f32): the wider.
+  Type element = lhs.getElementType();
+  if (mixedFloats(element, rhs.getElementType()))
+    element = precisionOf(element) == precision::Float::F32
+                  ? element
+                  : rhs.getElementType();
+  types.push_back(RankedTensorType::get(*shape, element));
   return success();
 }
 
@@ -112,6 +139,22 @@ static LogicalResult verifyType(Operation *op, Value value, Type expected,
   return success();
 }
 
+/// Checks that `value` has type `computed`, or its shape in f16 or bf16
+/// when `computed` holds f32 (read widened or written rounded, as
+/// tgc/Support/Precision.h allows); `what` names it.
+static LogicalResult verifyStoredAs(Operation *op, Value value,
+                                    Type computed, StringRef what) {
+  auto type = cast<RankedTensorType>(value.getType());
+  auto expected = cast<RankedTensorType>(computed);
+  if (type.getShape() == expected.getShape() &&
+      precision::mixes(precisionOf(type), precisionOf(expected)))
+    return success();
+  return op->emitOpError() << what << " must have type " << expected
+                           << " (or its shape in f16 or bf16 when that is "
+                              "f32), found "
+                           << type;
+}
+
 /// Checks an axis against a rank and returns it as a non-negative index.
 static FailureOr<int64_t> verifyAxis(Operation *op, int64_t axis,
                                      int64_t rank) {
@@ -165,6 +208,14 @@ static LogicalResult verifyShape(Operation *op, Value value,
 //===----------------------------------------------------------------------===//
 
 static LogicalResult verifyBinaryOp(Operation *op) {
+  // A 16-bit float operand beside an f32 operand and result (widened on
+  // load: what tg-fold-casts makes of a widening tg.cast).
+  Type lhs = getElementTypeOrSelf(op->getOperand(0).getType());
+  Type rhs = getElementTypeOrSelf(op->getOperand(1).getType());
+  Type result = getElementTypeOrSelf(op->getResult(0).getType());
+  if (precision::mixedOperands(precisionOf(lhs), precisionOf(rhs),
+                              precisionOf(result)))
+    return verifyBroadcastResult(op, op->getOperands(), op->getResult(0));
   if (failed(verifySameElementType(op, op->getOperands())) ||
       failed(verifySameElementType(op, {op->getOperand(0), op->getResult(0)})))
     return failure();
@@ -324,7 +375,9 @@ static LogicalResult verifyLayerNormOperands(Operation *op, Value input,
                                              ValueRange perFeature,
                                              StringRef perFeatureName,
                                              double epsilon) {
-  if (failed(verifySameElementType(op, op->getOperands())))
+  SmallVector<Value> same{input};
+  llvm::append_range(same, perFeature);
+  if (failed(verifySameElementType(op, same)))
     return failure();
   RankedTensorType type = tensorType(input);
   if (type.getRank() < 1)
@@ -344,7 +397,7 @@ LogicalResult RmsNormOp::verify() {
                                      "weight",
                                      getEpsilon().convertToDouble())))
     return failure();
-  return verifyType(*this, getResult(), getInput().getType(), "result");
+  return verifyStoredAs(*this, getResult(), getInput().getType(), "result");
 }
 
 LogicalResult RopeOp::verify() {
@@ -369,7 +422,7 @@ LogicalResult LayerNormOp::verify() {
                                      "weight and bias",
                                      getEpsilon().convertToDouble())))
     return failure();
-  return verifyType(*this, getResult(), getInput().getType(), "result");
+  return verifyStoredAs(*this, getResult(), getInput().getType(), "result");
 }
 
 LogicalResult EmbeddingOp::verify() {
@@ -727,7 +780,8 @@ LogicalResult LayerNormGradOp::verify() {
   if (failed(verifyLayerNormOperands(*this, getInput(), {getWeight()},
                                      "weight",
                                      getEpsilon().convertToDouble())) ||
-      failed(verifyType(*this, getGrad(), getInput().getType(), "grad")) ||
+      failed(verifyStoredAs(*this, getGrad(), getInput().getType(),
+                            "grad")) ||
       failed(verifyType(*this, getInputGrad(), getInput().getType(),
                         "input_grad")) ||
       failed(verifyType(*this, getWeightGrad(), getWeight().getType(),
@@ -742,7 +796,8 @@ LogicalResult RmsNormGradOp::verify() {
   if (failed(verifyLayerNormOperands(*this, getInput(), {getWeight()},
                                      "weight",
                                      getEpsilon().convertToDouble())) ||
-      failed(verifyType(*this, getGrad(), getInput().getType(), "grad")) ||
+      failed(verifyStoredAs(*this, getGrad(), getInput().getType(),
+                            "grad")) ||
       failed(verifyType(*this, getInputGrad(), getInput().getType(),
                         "input_grad")))
     return failure();

@@ -26,6 +26,13 @@ size_t dtypeSize(DType dtype);
 /// "f32", "bf16", ... as in MLIR.
 const char *dtypeName(DType dtype);
 bool isFloat(DType dtype);
+/// Whether a float stored as `stored` may stand for one computed as
+/// `computed` (the same type, or f16/bf16 beside f32:
+/// tgc/Support/Precision.h, the rule of ops that fold a tg.cast).
+bool mixesInto(DType stored, DType computed);
+/// Whether a binary op's operands of different types mix: f16/bf16 beside
+/// an f32 operand and result.
+bool mixedOperands(DType lhs, DType rhs, DType result);
 
 /// A non-owning view of a dense row-major tensor.
 struct TensorRef {

@@ -137,7 +137,10 @@ class TG_BinaryOp<string mnemonic, string formula,
     dimension and each pair of sizes must be equal or one of them 1. Both
     operands and the result have the same element type: f32, f16, bf16, or
     i32/i64 (for counters such as the step; integer division truncates
-    toward zero, and division by zero is a runtime error).
+    toward zero, and division by zero is a runtime error). One float
+    operand may be f16 or bf16 beside an f32 operand and result: it is
+    widened exactly as it is read (what tg-fold-casts makes of a widening
+    `tg.cast`).
   }];
   let arguments = (ins TG_NumericTensor:$lhs, TG_NumericTensor:$rhs);
   let results = (outs TG_NumericTensor:$result);
@@ -396,7 +399,9 @@ def TG_LayerNormOp : TG_Op<"layer_norm", [TG_Differentiable]> {
     For every row `x` along the last dimension (size D):
     `result = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias`, with the
     biased variance, statistics in f32, as torch.nn.LayerNorm. `weight` and
-    `bias` have shape `[D]`.
+    `bias` have shape `[D]`. The result has the input's type, or its shape
+    in f16 or bf16 when the input is f32: the f32 result rounded once as it
+    is stored (what tg-fold-casts makes of a narrowing `tg.cast` after it).
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
                        TG_FloatTensor:$bias,
@@ -414,6 +419,8 @@ def TG_RmsNormOp : TG_Op<"rms_norm", [TG_Differentiable]> {
     For every row `x` along the last dimension (size D):
     `result = x / sqrt(mean(x^2) + epsilon) * weight`, the statistic in f32,
     as Hugging Face's LlamaRMSNorm (T5LayerNorm). `weight` has shape `[D]`.
+    The result has the input's type, or its shape in f16 or bf16 when the
+    input is f32 (rounded once as it is stored).
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
                        DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
@@ -735,7 +742,9 @@ def TG_LayerNormGradOp : TG_Op<"layer_norm_grad", [], ["getKernelLaunches"]> {
     epsilon)`) and, with `xhat = (x - mean) * rstd` and `g = grad * weight`:
     `input_grad = rstd * (g - mean(g) - xhat * mean(g * xhat))` per row,
     `weight_grad = sum over rows of grad * xhat`,
-    `bias_grad = sum over rows of grad`, all accumulated in f32.
+    `bias_grad = sum over rows of grad`, all accumulated in f32. `grad` has
+    the input's type, or its shape in f16 or bf16 when the input is f32
+    (widened exactly as it is read).
     `output_mask` (as PyTorch's native_layer_norm_backward's), when present,
     says which of the three results are computed; the others are neither
     computed nor given memory, and must have no uses.
@@ -759,6 +768,8 @@ def TG_RmsNormGradOp : TG_Op<"rms_norm_grad", [], ["getKernelLaunches"]> {
     `xhat = x * rstd` and `g = grad * weight`:
     `input_grad = rstd * (g - xhat * mean(g * xhat))` per row,
     `weight_grad = sum over rows of grad * xhat`, accumulated in f32.
+    `grad` has the input's type, or its shape in f16 or bf16 when the input
+    is f32 (widened exactly as it is read).
     `output_mask`, when present, says which of the two results are
     computed; the other is neither computed nor given memory.
   }];

@@ -112,18 +112,25 @@ def TGFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
-def TGFoldUpdateCasts : Pass<"tg-fold-update-casts", "mlir::ModuleOp"> {
-  let summary = "Optimizer updates read 16-bit gradients without a widening "
-                "cast";
+def TGFoldCasts : Pass<"tg-fold-casts", "mlir::ModuleOp"> {
+  let summary = "Casts fold into the ops that read or write 16-bit values";
   let description = [{
-    An optimizer update's kernels read the gradient in any float type. A
-    `tg.cast` that widens a 16-bit gradient to f32 for an update alone (the
-    gradient of a parameter cast to 16 bits under mixed precision) is
-    folded away: the update reads the 16-bit gradient. Widening is exact,
-    so the update computes the same bits; the cast's kernel and the f32
-    copy (4 bytes an element, written and read) are gone. Run on the
-    finished step (after data parallelism, whose collectives then sit
-    between the two and keep the cast).
+    Ops that compute in f32 may read an f16 or bf16 operand or write an
+    f16 or bf16 result themselves (tgc/Support/Precision.h), so the
+    `tg.cast` kernels that mixed precision leaves between them fold away:
+    - a widening cast (f16/bf16 to f32) into its reader: an optimizer
+      update's gradient, an operand of a binary float op whose other
+      operand is f32 (the residual add after a 16-bit linear layer), and
+      the incoming gradient of `tg.layer_norm_grad` and `tg.rms_norm_grad`;
+    - narrowing casts (f32 to f16/bf16) of a `tg.layer_norm` or
+      `tg.rms_norm` result into the norm, when they are all its readers
+      and agree on the type.
+    Widening is exact and a norm rounds its f32 result once to nearest
+    even, as the cast did, so the step computes the same bits; each folded
+    cast's kernel and its copy of the tensor (written and read) are gone.
+    A cast that keeps other readers stays. Run on the finished step (after
+    data parallelism, whose collectives then sit between a cast and its
+    reader and keep it).
   }];
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
