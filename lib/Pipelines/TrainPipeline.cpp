@@ -128,9 +128,11 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
 
   // --fuse on the finished, ordered step: casts fold into the ops beside
   // them (updates, residual adds and norms read or write 16-bit values as
-  // they are), and adjacent AdamW updates run as one multi-tensor op.
+  // they are), the parameters' casts to 16 bits and adjacent AdamW updates
+  // run as multi-tensor ops.
   if (options.fuse) {
     pm.addPass(tg::createTGFoldCasts());
+    pm.addPass(tg::createTGGroupCasts());
     pm.addPass(tg::createTGGroupUpdates());
   }
 }

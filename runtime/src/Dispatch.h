@@ -141,6 +141,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     return broadcastTo(ctx, in[0], out[0]);
   case Kernel::Cast:
     return cast(ctx, in[0], out[0]);
+  case Kernel::MultiCast:
+    return multiCast(ctx, in, out);
   case Kernel::Constant: {
     int64_t offset = inst.getInt("blob_offset");
     int64_t bytes = inst.getInt("blob_bytes");

@@ -375,4 +375,17 @@ Status cast(Context &ctx, const TensorRef &input, TensorRef &result) {
   return Status::success();
 }
 
+Status multiCast(Context &ctx, const std::vector<TensorRef> &in,
+                 std::vector<TensorRef> &out) {
+  if (in.empty() || in.size() != out.size())
+    return Status::failure("multi_cast needs as many results as operands, "
+                           "at least one");
+  for (size_t i = 0; i < in.size(); ++i) {
+    TGC_RETURN_IF_ERROR(expectFloat(in[i], "input"));
+    TGC_RETURN_IF_ERROR(expectFloat(out[i], "result"));
+    TGC_RETURN_IF_ERROR(cast(ctx, in[i], out[i]));
+  }
+  return Status::success();
+}
+
 } // namespace tgc::rt::cpu

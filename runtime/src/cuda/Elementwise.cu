@@ -14,6 +14,8 @@
 
 #include "Common.cuh"
 
+#include "tgc/Support/MultiTensor.h"
+
 #include <type_traits>
 
 namespace tgc::rt::cuda {
@@ -409,6 +411,79 @@ Status cast(Context &ctx, const TensorRef &input, TensorRef &result) {
   castKernel<<<blocksFor(n, kThreads), kThreads, 0, stream>>>(
       source, input.dtype, result.data, result.dtype, n);
   TGC_CUDA_LAUNCH("cast");
+  return Status::success();
+}
+
+/// The tensors of one multi_cast launch (in the kernel's parameters).
+struct MultiCastTable {
+  const void *input[kTensorsPerLaunch];
+  void *result[kTensorsPerLaunch];
+  int64_t count[kTensorsPerLaunch];
+  int64_t firstBlock[kTensorsPerLaunch + 1];
+  DType from[kTensorsPerLaunch], to[kTensorsPerLaunch];
+  int tensors;
+};
+static_assert(sizeof(MultiCastTable) + 64 <= 4096,
+              "a kernel's parameters hold at most 4 KiB");
+
+/// castKernel's float conversion over the blocks of the launch's tensors:
+/// each block converts elements of one tensor.
+__global__ void multiCastKernel(MultiCastTable table) {
+  int k = 0;
+  while (k + 1 < table.tensors && table.firstBlock[k + 1] <= blockIdx.x)
+    ++k;
+  int64_t blocks = table.firstBlock[k + 1] - table.firstBlock[k];
+  int64_t stride = blocks * blockDim.x;
+  for (int64_t i = (blockIdx.x - table.firstBlock[k]) * blockDim.x +
+                   threadIdx.x;
+       i < table.count[k]; i += stride)
+    storeFloat(table.result[k], table.to[k], i,
+               loadFloat(table.input[k], table.from[k], i));
+}
+
+Status multiCast(Context &ctx, const std::vector<TensorRef> &in,
+                 std::vector<TensorRef> &out) {
+  if (in.empty() || in.size() != out.size())
+    return Status::failure("multi_cast needs as many results as operands, "
+                           "at least one");
+  bool overlap = false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!isFloat(in[i].dtype) || !isFloat(out[i].dtype))
+      return Status::failure("multi_cast converts float tensors, found " +
+                             std::string(dtypeName(in[i].dtype)) + " to " +
+                             dtypeName(out[i].dtype));
+    for (const TensorRef &result : out)
+      overlap = overlap || bytesOverlap(in[i], result);
+  }
+  // A result over an operand (no plan makes one) is converted a tensor at
+  // a time, as cast stages it.
+  if (overlap) {
+    for (size_t i = 0; i < in.size(); ++i)
+      if (Status s = cast(ctx, in[i], out[i]); !s.ok())
+        return s;
+    return Status::success();
+  }
+  for (size_t first = 0; first < in.size();
+       first += size_t(kTensorsPerLaunch)) {
+    MultiCastTable table{};
+    int64_t blocks = 0;
+    for (size_t i = first;
+         i < in.size() && i < first + size_t(kTensorsPerLaunch); ++i) {
+      int k = table.tensors++;
+      table.input[k] = in[i].data;
+      table.result[k] = out[i].data;
+      table.from[k] = in[i].dtype;
+      table.to[k] = out[i].dtype;
+      table.count[k] = in[i].numElements();
+      table.firstBlock[k] = blocks;
+      blocks += blocksFor(table.count[k], kThreads);
+    }
+    table.firstBlock[table.tensors] = blocks;
+    if (blocks > int64_t(0x7fffffff))
+      return Status::failure("multi_cast: too many blocks for one launch");
+    multiCastKernel<<<unsigned(blocks), kThreads, 0, streamOf(ctx)>>>(table);
+    TGC_CUDA_LAUNCH("multi_cast");
+  }
   return Status::success();
 }
 

@@ -553,6 +553,13 @@ Status Checker::run() {
   case Kernel::Cast:
     ok = counts(1, 1) && shapeIs(out(0), in(0).shape);
     break;
+  case Kernel::MultiCast:
+    ok = (!inst.operands.empty() &&
+          inst.operands.size() == inst.results.size()) ||
+         fail("expects as many results as operands, at least one");
+    for (size_t i = 0; ok && i < inst.operands.size(); ++i)
+      ok = floatT(in(i)) && floatT(out(i)) && shapeIs(out(i), in(i).shape);
+    break;
   case Kernel::Constant:
     ok = counts(0, 1) && attr("blob_offset", AttrValue::Int) &&
          attr("blob_bytes", AttrValue::Int);

@@ -2458,3 +2458,19 @@ func.func @reload_type(%h: tensor<4x8xf32>) {
   %0 = tg.reload %h : (tensor<4x8xf32>) -> tensor<8x4xf32>
   return
 }
+
+// -----
+
+func.func @multi_cast_counts(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.multi_cast' op expects as many results as operands, at least one, found 2 operands and 1 results}}
+  %0 = tg.multi_cast %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @multi_cast_shape(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.multi_cast' op result 1 must have the shape of operand 1, found 'tensor<5xbf16>' for 'tensor<4xf32>'}}
+  %0:2 = tg.multi_cast %a, %b : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xbf16>, tensor<5xbf16>)
+  return
+}

@@ -888,3 +888,11 @@ func.func @folded_casts(%x: tensor<2x8xf32>, %h: tensor<2x8xbf16>,
   %5:2 = tg.rms_norm_grad %x, %w, %f : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf16>) -> (tensor<2x8xf32>, tensor<8xf32>)
   return %0, %1, %2, %3, %4#0, %5#0 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>, tensor<2x8xf16>, tensor<2x8xf32>, tensor<2x8xf32>
 }
+
+// CHECK-LABEL: func.func @multi_cast(
+// CHECK: %{{.+}}:2 = tg.multi_cast %arg0, %arg1 : (tensor<4x8xf32>, tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>)
+func.func @multi_cast(%a: tensor<4x8xf32>, %b: tensor<8xbf16>)
+    -> (tensor<4x8xbf16>, tensor<8xf32>) {
+  %0:2 = tg.multi_cast %a, %b : (tensor<4x8xf32>, tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>)
+  return %0#0, %0#1 : tensor<4x8xbf16>, tensor<8xf32>
+}

@@ -510,3 +510,55 @@ TEST(ElementwiseCuda, CastOverItsOperand) {
 }
 
 } // namespace
+
+/// tg.multi_cast: 40 float tensors of every pair of float types (one empty,
+/// sizes across block boundaries) in two launches, each converted to the
+/// bytes the CPU's cast gives; and a result over an operand (no plan makes
+/// one) converted tensor by tensor as cast stages it.
+TEST(ElementwiseCuda, MultiCastEqualsCastBitwise) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(153);
+  const DType floats[] = {DType::F32, DType::F16, DType::BF16};
+  std::vector<HostTensor> inputs, wants;
+  std::vector<std::unique_ptr<DeviceTensor>> deviceIn, deviceOut;
+  std::vector<TensorRef> in, out;
+  for (int i = 0; i < 40; ++i) {
+    DType from = floats[i % 3], to = floats[(i / 3) % 3];
+    // castOperand writes its edge values first: 64 elements at least.
+    int64_t n = i == 7 ? 0 : 64 + (i * 997) % 3001;
+    inputs.push_back(n == 0 ? HostTensor(from, {0})
+                            : castOperand(from, n, rng));
+    wants.emplace_back(to, std::vector<int64_t>{n});
+    ASSERT_TRUE(ok(cpu::cast(cpuCtx, inputs.back().ref, wants.back().ref)));
+  }
+  for (int i = 0; i < 40; ++i) {
+    deviceIn.push_back(std::make_unique<DeviceTensor>(inputs[i]));
+    deviceOut.push_back(std::make_unique<DeviceTensor>(wants[i], false));
+    in.push_back(deviceIn.back()->ref);
+    out.push_back(deviceOut.back()->ref);
+  }
+  ASSERT_TRUE(ok(cuda::multiCast(*testContext(), in, out)));
+  synchronize();
+  for (int i = 0; i < 40; ++i)
+    expectSameValues(wants[i], deviceOut[i]->toHost(),
+                     "multi_cast tensor " + std::to_string(i));
+
+  // Over its operand: f32 -> bf16 into the operand's own buffer.
+  HostTensor x = castOperand(DType::F32, 513, rng), want(DType::BF16, {513});
+  ASSERT_TRUE(ok(cpu::cast(cpuCtx, x.ref, want.ref)));
+  DeviceTensor buffer(x);
+  std::vector<TensorRef> overIn{buffer.ref}, overOut{want.ref};
+  overOut[0].data = buffer.data;
+  ASSERT_TRUE(ok(cuda::multiCast(*testContext(), overIn, overOut)));
+  synchronize();
+  HostTensor got(DType::BF16, {513});
+  ASSERT_EQ(cudaMemcpy(got.ref.data, buffer.data, got.ref.numBytes(),
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  expectSameValues(want, got, "multi_cast over its operand");
+  // Integers are refused (tg.cast converts them; tg.multi_cast does not).
+  HostTensor ints(DType::I32, {4});
+  DeviceTensor intIn(ints), floatOut(want, false);
+  std::vector<TensorRef> badIn{intIn.ref}, badOut{floatOut.ref};
+  EXPECT_FALSE(cuda::multiCast(*testContext(), badIn, badOut).ok());
+}

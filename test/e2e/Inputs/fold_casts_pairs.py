@@ -1,10 +1,12 @@
 """fold_casts_pairs.py TOOLS DIR RUN MODEL:OPTIONS...: for each MODEL (DIR/
 MODEL.mlir) and tgc-compile OPTIONS, compiles the training step without
 --fuse (--emit=mlir: every cast there), lowers it with tgc-opt with and
-without tg-fold-casts, trains both 6 steps with RUN (a tool in TOOLS and
-its arguments, e.g. "tgc-run-cuda-emu --device cuda") and prints how many
-casts the pass folded, both planned arenas, and whether the trainings are
-bitwise identical (test/e2e/Inputs/same_run.py: losses and checkpoints)."""
+without --fuse's cast passes (tg-fold-casts, tg-group-casts), trains both
+6 steps with RUN (a tool in TOOLS and its arguments, e.g.
+"tgc-run-cuda-emu --device cuda") and prints the tg.cast ops before and
+after, the tg.multi_cast ops made, both planned arenas, and whether the
+trainings are bitwise identical (test/e2e/Inputs/same_run.py: losses and
+checkpoints)."""
 import os
 import re
 import shlex
@@ -30,21 +32,26 @@ def main():
         run([os.path.join(tools, "tgc-compile"), f"{directory}/{model}.mlir",
              "--emit=mlir", "-o", stem + ".step.mlir",
              *shlex.split(options)])
-        casts, arenas = [], []
-        for name, passes in (("plain", []), ("folded", ["--tg-fold-casts"])):
+        casts, multi, arenas = [], 0, []
+        for name, passes in (("plain", []),
+                             ("folded", ["--tg-fold-casts",
+                                         "--tg-group-casts"])):
             run([os.path.join(tools, "tgc-opt"), stem + ".step.mlir", *passes,
                  "--tg-plan-memory=print=false",
                  f"--tgc-lower-to-tgx=output={stem}.{name}.tgx",
                  "-o", f"{stem}.{name}.mlir"])
             with open(f"{stem}.{name}.mlir") as f:
-                casts.append(len(re.findall(r"= tg\.cast ", f.read())))
+                text = f.read()
+            casts.append(len(re.findall(r"= tg\.cast ", text)))
+            multi = len(re.findall(r"= tg\.multi_cast ", text))
             out = run([*runner, f"{stem}.{name}.tgx", "--steps", str(STEPS),
                        "--seed", "3", "--metrics", f"{stem}.{name}.jsonl",
                        "--save", f"{stem}.{name}.st"])
             arenas.append(re.search(r"high-water mark \d+ bytes \(planned peak (\d+)",
                                      out).group(1))
-        print(f"{model} {options}: {casts[0] - casts[1]} of {casts[0]} casts "
-              f"folded, arena {arenas[0]} -> {arenas[1]} bytes", flush=True)
+        print(f"{model} {options}: casts {casts[0]} -> {casts[1]} and {multi} "
+              f"multi_cast, arena {arenas[0]} -> {arenas[1]} bytes",
+              flush=True)
         print(run([sys.executable, os.path.join(here, "same_run.py"),
                    f"{stem}.plain.jsonl", f"{stem}.plain.st",
                    f"{stem}.folded.jsonl", f"{stem}.folded.st"]).strip()

@@ -300,6 +300,7 @@ int64_t SplitOp::getFlops() { return 0; }
 int64_t ConcatOp::getFlops() { return 0; }
 int64_t BroadcastToOp::getFlops() { return 0; }
 int64_t CastOp::getFlops() { return 0; }
+int64_t MultiCastOp::getFlops() { return 0; }
 int64_t ConstantOp::getFlops() { return 0; }
 int64_t FillOp::getFlops() { return 0; }
 
@@ -657,6 +658,10 @@ int64_t AdafactorUpdateOp::getKernelLaunches() {
 }
 
 // Up to kTensorsPerLaunch tensors per kernel (tgc/Support/MultiTensor.h).
+int64_t MultiCastOp::getKernelLaunches() {
+  return tgc::multiTensorLaunches(int64_t(getInputs().size()));
+}
+
 int64_t MultiAdamWUpdateOp::getKernelLaunches() {
   return tgc::multiTensorLaunches(int64_t(getParams().size()));
 }

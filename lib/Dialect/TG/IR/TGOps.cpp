@@ -707,6 +707,22 @@ static bool isExactWidening(Type from, Type to) {
   return (from.isF16() || from.isBF16()) && to.isF32();
 }
 
+LogicalResult MultiCastOp::verify() {
+  if (getInputs().empty() || getInputs().size() != getResults().size())
+    return emitOpError("expects as many results as operands, at least one, "
+                       "found ")
+           << getInputs().size() << " operands and " << getResults().size()
+           << " results";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(getInputs(), getResults())))
+    if (tensorType(std::get<0>(pair)).getShape() !=
+        tensorType(std::get<1>(pair)).getShape())
+      return emitOpError("result ")
+             << i << " must have the shape of operand " << i << ", found "
+             << std::get<1>(pair).getType() << " for "
+             << std::get<0>(pair).getType();
+  return success();
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();

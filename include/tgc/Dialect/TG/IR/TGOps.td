@@ -653,6 +653,29 @@ def TG_CastOp : TG_Op<"cast", [TG_Differentiable]> {
   let hasFolder = 1;
 }
 
+def TG_MultiCastOp : TG_Op<"multi_cast", [], ["getKernelLaunches"]> {
+  let summary = "tg.cast of many float tensors, a few kernel launches";
+  let description = [{
+    Result i is operand i converted to result i's float element type (the
+    same shape), exactly as `tg.cast` converts it: to nearest even. The
+    CUDA backend converts up to 32 tensors per kernel launch, as it updates
+    them (`tg.multi_adamw_update`); `tg-group-updates` makes this op from
+    the casts of the parameters a mixed-precision step reads in 16 bits.
+
+    ```mlir
+    %r:2 = tg.multi_cast %w, %b
+        : (tensor<64x192xf32>, tensor<192xf32>)
+        -> (tensor<64x192xbf16>, tensor<192xbf16>)
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$inputs);
+  let results = (outs Variadic<TG_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_ConstantOp : TG_Op<"constant", [ConstantLike,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "a tensor constant";

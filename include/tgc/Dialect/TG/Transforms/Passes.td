@@ -135,6 +135,23 @@ def TGFoldCasts : Pass<"tg-fold-casts", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGGroupCasts : Pass<"tg-group-casts", "mlir::ModuleOp"> {
+  let summary = "The casts of a step's parameters become one tg.multi_cast";
+  let description = [{
+    A mixed-precision step casts each parameter to 16 bits where the
+    forward pass first reads it: one kernel launch a parameter. The forward
+    pass's casts of function arguments (those before the op marked
+    `tg.loss_seed`; all of an evaluation step's) whose results the backward
+    pass reads again (the 16-bit weights) become one `tg.multi_cast` at
+    the first one's place, 32 tensors a kernel launch,
+    each converted exactly as before. Their lifetimes already span the
+    forward pass, so the plan's peak does not grow. A cast whose value dies
+    earlier joins only when small (a bias: at most 64 KiB, 16 MiB in all);
+    a large one (recomputed for the backward pass by tg-remat) stays.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGGroupUpdates : Pass<"tg-group-updates", "mlir::ModuleOp"> {
   let summary = "Adjacent tg.adamw_update ops become one "
                 "tg.multi_adamw_update";
