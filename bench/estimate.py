@@ -203,10 +203,12 @@ def main():
                            baseline["results"].get(name) if baseline else None),
                 ""]
     out += ["## What a step launches: B=8 bf16, --fuse", "",
-            "With `--fuse`, optimizer updates read 16-bit gradients without "
-            "a widening cast (tg-fold-update-casts) and adjacent AdamW "
-            "updates run as one multi-tensor op, 32 tensors a launch "
-            "(tg-group-updates).", "",
+            "With `--fuse`, mixed precision's casts fold into the ops "
+            "beside them (tg-fold-casts: optimizer updates, residual adds "
+            "and norm gradients read 16-bit values, norms write them), the "
+            "parameters' casts to 16 bits run as one multi-tensor op "
+            "(tg-group-casts) and adjacent AdamW updates as another "
+            "(tg-group-updates), 32 tensors a launch.", "",
             launch_table(results["B=8 bf16, --fuse"]), ""]
     path = os.path.join(ROOT, "bench", "ESTIMATE.md")
     open(path, "w").write("\n".join(out))

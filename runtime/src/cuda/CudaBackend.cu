@@ -57,6 +57,7 @@ public:
     cudaFree(ctx.workspace);
     cudaFree(ctx.constants);
     cudaFree(ctx.deviceError);
+    cudaFree(ctx.reduceCounters);
     cudaFreeHost(ctx.hostError);
     if (ctx.blasLt)
       blasLt().destroy(static_cast<cublasLtHandle_t>(ctx.blasLt));
@@ -78,10 +79,15 @@ public:
       return Status::failure("cannot create a cuBLASLt handle");
     ctx.blasLt = handle;
     TGC_CUDA_CALL(cudaMalloc(&ctx.deviceError, sizeof(DeviceError)));
+    TGC_CUDA_CALL(cudaMalloc(&ctx.reduceCounters,
+                             Context::kReduceCounters * sizeof(unsigned)));
     // The compute stream does not synchronize with the default stream:
     // every memset goes on it.
     TGC_CUDA_CALL(
         cudaMemsetAsync(ctx.deviceError, 0, sizeof(DeviceError), stream));
+    TGC_CUDA_CALL(cudaMemsetAsync(
+        ctx.reduceCounters, 0, Context::kReduceCounters * sizeof(unsigned),
+        stream));
     TGC_CUDA_CALL(cudaMallocHost(&ctx.hostError, sizeof(DeviceError)));
     TGC_CUDA_CALL(cudaStreamCreateWithFlags(&copyStream,
                                             cudaStreamNonBlocking));

@@ -48,6 +48,12 @@ struct Context {
   /// The apply predicate (device memory) of the optimizer update being
   /// launched, or null: its kernels return at once when it is false.
   const uint8_t *apply = nullptr;
+  /// kReduceCounters zeroed counters (device memory) for reductions whose
+  /// blocks combine their partial sums: the last block of a column tile to
+  /// finish adds them and sets its counter back to zero. Null: those
+  /// reductions take the one-pass kernels.
+  unsigned *reduceCounters = nullptr;
+  static constexpr int64_t kReduceCounters = 4096;
 
   /// The program's constants in device memory, uploaded once (a copy from
   /// pageable host memory waits for the stream: it must not happen in a

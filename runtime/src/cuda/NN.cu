@@ -293,10 +293,17 @@ __global__ void layerNormKernel(const void *input, const void *weight,
   }
 }
 
+/// The row statistics; `zeros` (null: none) f32 accumulators to clear
+/// for the parameter-gradient kernel after it.
 __global__ void layerNormStatisticsKernel(const void *input, DType dtype,
                                           int64_t rows, int64_t length,
                                           float epsilon, bool centered,
-                                          float *means, float *rstds) {
+                                          float *means, float *rstds,
+                                          float *zeros, int64_t zeroCount) {
+  if (zeros)
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+         i < zeroCount; i += int64_t(gridDim.x) * blockDim.x)
+      zeros[i] = 0.0f;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     float mean, rstd;
     rowStatistics(input, dtype, row * length, length, epsilon, centered, mean,
@@ -443,10 +450,15 @@ __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t tq,
   }
 }
 
-/// rowDot[r] = sum_c grad[r, c] * output[r, c].
+/// rowDot[r] = sum_c grad[r, c] * output[r, c]; `zeros` (null: none), an
+/// f32 accumulator of `zeroWidth` per row, cleared row by row.
 __global__ void rowDotKernel(const void *grad, const void *output, DType dtype,
-                             int64_t rows, int64_t width, float *rowDot) {
+                             int64_t rows, int64_t width, float *rowDot,
+                             float *zeros, int64_t zeroWidth) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    if (zeros)
+      for (int64_t c = threadIdx.x; c < zeroWidth; c += blockDim.x)
+        zeros[row * zeroWidth + c] = 0.0f;
     int64_t base = row * width;
     float dot = 0.0f;
     for (int64_t c = threadIdx.x; c < width; c += blockDim.x)
@@ -720,8 +732,11 @@ static Status normalizeGrad(Context &ctx, const char *op,
   float *biasGradF32 = weightGradF32 + length;
   cudaStream_t stream = streamOf(ctx);
 
-  TGC_CUDA_CALL(cudaMemsetAsync(weightGradF32, 0,
-                                size_t(2 * length) * sizeof(float), stream));
+  // The accumulators are cleared by the statistics kernel, or here when
+  // there are no rows (the parameter gradients are then zeros).
+  if (rows == 0 && wantParams)
+    TGC_CUDA_CALL(cudaMemsetAsync(weightGradF32, 0,
+                                  size_t(2 * length) * sizeof(float), stream));
   const void *weightData = weight.data;
   DType weightType = weight.dtype;
   if (copyWeight) {
@@ -734,7 +749,7 @@ static Status normalizeGrad(Context &ctx, const char *op,
   if (rows > 0) {
     layerNormStatisticsKernel<<<rowBlocks(rows), rowThreads(length), 0, stream>>>(
         input.data, input.dtype, rows, length, float(epsilon), centered, means,
-        rstds);
+        rstds, wantParams ? weightGradF32 : nullptr, 2 * length);
     TGC_CUDA_LAUNCH("layerNormStatisticsKernel");
 
     // The parameter gradients read grad before input_grad may overwrite it.
@@ -1163,14 +1178,13 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                                   /*out=*/nullptr, lse);
         !s.ok())
       return s;
+    // The row dots, and the query gradient's accumulator cleared.
     if (tq > 0) {
       rowDotKernel<<<rowBlocks(sizes.batch * tq), rowThreads(dv), 0, stream>>>(
-          grad.data, output.data, grad.dtype, sizes.batch * tq, dv, rowDot);
+          grad.data, output.data, grad.dtype, sizes.batch * tq, dv, rowDot, dq,
+          d);
       TGC_CUDA_LAUNCH("rowDotKernel");
     }
-    if (dq)
-      TGC_CUDA_CALL(cudaMemsetAsync(
-          dq, 0, size_t(sizes.batch * tq * d) * sizeof(float), stream));
     if (Status s = fusedAttentionGrad(
             ctx, query.dtype, query.data, key.data, value.data, grad.data, lse,
             rowDot, sizes.batch, tq, tk, d, sizes.scale, causal, sizes.mask, dq,
@@ -1219,7 +1233,8 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   float *rowDot = at<float>(ctx, rowDotAt);
   if (tq > 0) {
     rowDotKernel<<<rowBlocks(sizes.batch * tq), rowThreads(dv), 0, stream>>>(
-        grad.data, output.data, grad.dtype, sizes.batch * tq, dv, rowDot);
+        grad.data, output.data, grad.dtype, sizes.batch * tq, dv, rowDot,
+        nullptr, 0);
     TGC_CUDA_LAUNCH("rowDotKernel");
   }
   const float *q = static_cast<const float *>(query.data);

@@ -151,6 +151,85 @@ __global__ void reduceByBlockKernel(const void *input, void *result,
   }
 }
 
+/// Sums (or means) of the columns of a row-major [rows, columns] operand
+/// (its leading dimensions reduced: a bias's gradient): blocks of 32
+/// columns by 8 row lanes, each a chunk of rows, so a warp reads 32
+/// neighbouring elements of a row. Each block writes its columns' f64
+/// partial sums; the last block of a column tile to finish (a counter per
+/// tile, set back to zero after) adds the chunks' partials in order and
+/// rounds once.
+constexpr int kColumnTile = 32, kRowLanes = 8;
+
+template <ReduceKind Kind>
+__global__ void __launch_bounds__(kColumnTile *kRowLanes)
+    columnSumKernel(const void *input, void *result, DType dtype,
+                    int64_t rows, int64_t columns, int64_t rowsPerChunk,
+                    double *partials, unsigned *counters) {
+  __shared__ double lanes[kRowLanes][kColumnTile + 1];
+  __shared__ bool last;
+  int64_t c = int64_t(blockIdx.x) * kColumnTile + threadIdx.x;
+  int64_t begin = int64_t(blockIdx.y) * rowsPerChunk;
+  int64_t end = min(begin + rowsPerChunk, rows);
+  double acc = 0.0;
+  if (c < columns)
+    for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes)
+      acc += loadFloat(input, dtype, r * columns + c);
+  lanes[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < columns) {
+    double chunk = 0.0;
+    for (int y = 0; y < kRowLanes; ++y)
+      chunk += lanes[y][threadIdx.x];
+    partials[int64_t(blockIdx.y) * columns + c] = chunk;
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0)
+    last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1;
+  __syncthreads();
+  if (!last)
+    return;
+  if (threadIdx.y == 0 && c < columns) {
+    const volatile double *chunks = partials;
+    double total = 0.0;
+    for (unsigned k = 0; k < gridDim.y; ++k)
+      total += chunks[int64_t(k) * columns + c];
+    storeFloat(result, dtype, c, finish<Kind>(total, rows));
+  }
+  if (threadIdx.x == 0 && threadIdx.y == 0)
+    counters[blockIdx.x] = 0;
+}
+
+/// Runs a sum or mean over the leading dimensions of a [rows, columns]
+/// operand with columnSumKernel; false when it does not apply (few rows or
+/// columns, no counters, too many column tiles).
+template <ReduceKind Kind>
+static bool columnReduction(Context &ctx, const void *source,
+                            const TensorRef &input, int64_t rows,
+                            int64_t columns, TensorRef &result,
+                            Status &status) {
+  int64_t tiles = (columns + kColumnTile - 1) / kColumnTile;
+  if (Kind == ReduceKind::Max || rows < 64 || columns < kColumnTile ||
+      !ctx.reduceCounters || tiles > Context::kReduceCounters)
+    return false;
+  // About 1024 blocks, each at least 32 rows.
+  int64_t chunks = std::max<int64_t>(
+      1, std::min<int64_t>((rows + 31) / 32, std::max<int64_t>(1, 1024 / tiles)));
+  chunks = std::min<int64_t>(chunks, 65535);
+  int64_t rowsPerChunk = (rows + chunks - 1) / chunks;
+  chunks = (rows + rowsPerChunk - 1) / rowsPerChunk;
+  status = ctx.reserveWorkspace(size_t(chunks * columns) * sizeof(double));
+  if (!status.ok())
+    return true;
+  dim3 grid{unsigned(tiles), unsigned(chunks)};
+  dim3 block{kColumnTile, kRowLanes};
+  columnSumKernel<Kind><<<grid, block, 0, streamOf(ctx)>>>(
+      source, result.data, input.dtype, rows, columns, rowsPerChunk,
+      static_cast<double *>(ctx.workspace), ctx.reduceCounters);
+  status = Status::success();
+  return true;
+}
+
 template <ReduceKind Kind>
 static Status launchReduction(Context &ctx, const TensorRef &input,
                               const std::vector<bool> &reduced,
@@ -169,7 +248,17 @@ static Status launchReduction(Context &ctx, const TensorRef &input,
       return status;
   }
   cudaStream_t stream = streamOf(ctx);
-  if (plan.groupSize >= kBlockGroupSize) {
+  // Leading dimensions reduced, the kept ones contiguous after them.
+  bool leading = plan.keptRank > 0 &&
+                 plan.keptStride[plan.keptRank - 1] == 1 &&
+                 plan.reducedRank > 0 &&
+                 plan.reducedStride[plan.reducedRank - 1] == plan.outputs;
+  Status status;
+  if (leading && columnReduction<Kind>(ctx, source, input, plan.groupSize,
+                                       plan.outputs, result, status)) {
+    if (!status.ok())
+      return status;
+  } else if (plan.groupSize >= kBlockGroupSize) {
     unsigned blocks = unsigned(std::min<int64_t>(plan.outputs, 65535 * 8));
     reduceByBlockKernel<Kind><<<blocks, kThreads, 0, stream>>>(
         source, result.data, input.dtype, plan);

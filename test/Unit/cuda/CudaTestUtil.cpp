@@ -30,6 +30,12 @@ cuda::Context *testContext() {
       cudaMemset(ctx->deviceError, 0, sizeof(cuda::DeviceError)) !=
           cudaSuccess ||
       cudaMallocHost(&ctx->hostError, sizeof(cuda::DeviceError)) !=
+          cudaSuccess ||
+      cudaMalloc(&ctx->reduceCounters,
+                 cuda::Context::kReduceCounters * sizeof(unsigned)) !=
+          cudaSuccess ||
+      cudaMemset(ctx->reduceCounters, 0,
+                 cuda::Context::kReduceCounters * sizeof(unsigned)) !=
           cudaSuccess)
     return nullptr;
   context = std::move(ctx);

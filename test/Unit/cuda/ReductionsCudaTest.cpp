@@ -169,6 +169,30 @@ TEST(ReductionsCuda, ReduceMaxGradSplitsTies) {
       }
 }
 
+/// The column reduction twice with the same counters (each last block sets
+/// its tile's back to zero), and with a mean: the same results, within the
+/// CPU's rounding.
+TEST(ReductionsCuda, ColumnSumsRepeat) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(313);
+  HostTensor x(DType::BF16, {16, 256, 200});
+  fillNormal(x, rng);
+  HostTensor want(DType::BF16, {200}), mean(DType::BF16, {200});
+  ASSERT_TRUE(ok(cpu::reduceSum(cpuCtx, x.ref, {0, 1}, false, want.ref)));
+  ASSERT_TRUE(ok(cpu::reduceMean(cpuCtx, x.ref, {0, 1}, false, mean.ref)));
+  DeviceTensor input(x), first(want, false), second(want, false),
+      means(mean, false);
+  ASSERT_TRUE(ok(cuda::sumTo(*testContext(), input.ref, first.ref)));
+  ASSERT_TRUE(ok(cuda::reduceSum(*testContext(), input.ref, {0, 1}, false,
+                                 second.ref)));
+  ASSERT_TRUE(ok(cuda::reduceMean(*testContext(), input.ref, {0, 1}, false,
+                                  means.ref)));
+  synchronize();
+  expectClose(want, first.toHost(), "sum_to");
+  expectSameBytes(first.toHost(), second.toHost(), "reduce_sum after sum_to");
+  expectClose(mean, means.toHost(), "reduce_mean");
+}
+
 TEST(ReductionsCuda, SumTo) {
   TGC_REQUIRE_GPU();
   std::mt19937 rng(311);
@@ -179,6 +203,11 @@ TEST(ReductionsCuda, SumTo) {
       {{4, 5}, {}},            // everything
       {{6, 1, 5}, {1, 1, 5}},  // size 1 on both sides
       {{64, 2}, {64, 1}},      // small groups, many results
+      // Column sums over leading dimensions (a bias's gradient), in chunks
+      // of rows whose partials the last block of each column tile adds:
+      {{4, 512, 96}, {96}},    // three full column tiles, 64 chunks
+      {{3, 700, 100}, {100}},  // a partial tile, a partial last chunk
+      {{2, 40, 1, 33}, {1, 33}}, // a kept size-1 dimension, one chunk
   };
   for (DType dtype : kFloatTypes)
     for (const auto &[from, to] : cases) {

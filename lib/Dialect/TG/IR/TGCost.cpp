@@ -570,8 +570,8 @@ int64_t AttentionOp::getKernelLaunches() {
          attentionChunks(getQuery(), getKey(), 1) * (3 + (f32 ? 0 : 1));
 }
 
-// Fused: the log-sum-exp pass, the row dots and the backward kernel, and
-// for dQ its f32 accumulator zeroed and rounded. Unfused: the row dots,
+// Fused: the log-sum-exp pass, the row dots (clearing dQ's f32
+// accumulator) and the backward kernel, and dQ rounded. Unfused: the row dots,
 // f32 copies of 16-bit operands, then per chunk P recomputed (GEMM and
 // softmax), dV's GEMM, dP's GEMM and dS, dQ's and dK's GEMMs, and the
 // roundings of 16-bit gradients.
@@ -579,7 +579,7 @@ int64_t AttentionGradOp::getKernelLaunches() {
   bool query = computesResult(*this, 0), key = computesResult(*this, 1),
        value = computesResult(*this, 2);
   if (runsFused(getQuery(), getKey(), getValue()))
-    return 3 + (query ? 2 : 0);
+    return 3 + (query ? 1 : 0);
   bool f32 = getElementTypeOrSelf(getQuery().getType()).isF32();
   int64_t perChunk = 2 + (value ? 1 : 0) + (query || key ? 2 : 0) +
                      (query ? 1 : 0) + (key ? 1 : 0) +
@@ -605,18 +605,19 @@ int64_t SplitOp::getKernelLaunches() { return nonEmpty(getResults()); }
 
 int64_t ConcatOp::getKernelLaunches() { return nonEmpty(getInputs()); }
 
-/// Layer and RMS norm gradients: the f32 parameter-gradient accumulators
-/// zeroed (one memset); the row statistics, the parameter gradients and the
-/// input gradient; then the parameter gradients rounded into their results
-/// (one pass).
+/// Layer and RMS norm gradients: the row statistics (which clear the f32
+/// parameter-gradient accumulators), the parameter gradients and the input
+/// gradient; then the parameter gradients rounded into their results (one
+/// pass). With no rows, a memset and the rounding write zeros.
 static int64_t normGradLaunches(Value input, bool wantInput, bool weight,
                                 bool bias) {
   int64_t length = shapeOf(input).back();
   if (length == 0)
     return 0;
   bool rows = numElements(input) > 0, params = weight || bias;
-  return 1 + (rows ? 1 + int64_t(params) + int64_t(wantInput) : 0) +
-         int64_t(params);
+  if (!rows)
+    return params ? 2 : 0;
+  return 1 + int64_t(params) + int64_t(wantInput) + int64_t(params);
 }
 
 int64_t LayerNormGradOp::getKernelLaunches() {

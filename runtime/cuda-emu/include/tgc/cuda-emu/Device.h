@@ -174,6 +174,11 @@ inline double atomicAdd(double *address, double value) {
 inline int atomicAdd(int *address, int value) {
   return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
 }
+inline unsigned atomicAdd(unsigned *address, unsigned value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
+}
+// Memory is the host's, seen at once by every (sequential) block.
+inline void __threadfence() {}
 inline int atomicCAS(int *address, int compare, int value) {
   __atomic_compare_exchange_n(address, &compare, value, false,
                               __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
