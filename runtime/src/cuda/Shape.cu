@@ -14,6 +14,8 @@
 
 #include "Common.cuh"
 
+#include "tgc/Support/MultiTensor.h"
+
 #include "tgc/runtime/CpuKernels.h"
 
 #include <cstring>
@@ -64,6 +66,33 @@ __global__ void stridedCopyKernel(T *dst, const T *src, CopyPlan plan,
 }
 
 /// Copies the elements of the index space `shape` from `src` to `dst`.
+/// Rewrites `plan` (of elements of `elementSize` bytes) to copy 16-byte
+/// units when its innermost dimension is contiguous on both sides and every
+/// offset, stride and size lines up with them: a thread then moves 16 bytes
+/// for one offset computation. Returns the units' count, or 0 when it does
+/// not apply.
+static int64_t vectorizePlan(CopyPlan &plan, int64_t n, size_t elementSize,
+                             const void *dst, const void *src) {
+  int64_t v = 16 / int64_t(elementSize);
+  int r = plan.rank - 1;
+  if (v <= 1 || r < 0 || plan.srcStride[r] != 1 || plan.dstStride[r] != 1 ||
+      plan.size[r] % v != 0 || plan.srcBase % v != 0 ||
+      plan.dstBase % v != 0 || reinterpret_cast<uintptr_t>(dst) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(src) % 16 != 0)
+    return 0;
+  for (int d = 0; d < r; ++d)
+    if (plan.srcStride[d] % v != 0 || plan.dstStride[d] % v != 0)
+      return 0;
+  for (int d = 0; d < r; ++d) {
+    plan.srcStride[d] /= v;
+    plan.dstStride[d] /= v;
+  }
+  plan.size[r] /= v;
+  plan.srcBase /= v;
+  plan.dstBase /= v;
+  return n / v;
+}
+
 static Status stridedCopy(Context &ctx, void *dst, const Shape &dstStrides,
                           int64_t dstBase, const void *src,
                           const Shape &srcStrides, int64_t srcBase,
@@ -83,8 +112,16 @@ static Status stridedCopy(Context &ctx, void *dst, const Shape &dstStrides,
   plan.dstBase = dstBase;
   if (n == 0)
     return Status::success();
-  unsigned blocks = blocksFor(n, kThreads);
   cudaStream_t stream = streamOf(ctx);
+  if (int64_t units = vectorizePlan(plan, n, dtypeSize(dtype), dst, src)) {
+    stridedCopyKernel<uint4><<<blocksFor(units, kThreads), kThreads, 0,
+                                stream>>>(static_cast<uint4 *>(dst),
+                                          static_cast<const uint4 *>(src),
+                                          plan, units);
+    TGC_CUDA_LAUNCH(name);
+    return Status::success();
+  }
+  unsigned blocks = blocksFor(n, kThreads);
   switch (dtypeSize(dtype)) {
   case 1:
     stridedCopyKernel<uint8_t><<<blocks, kThreads, 0, stream>>>(
@@ -230,6 +267,111 @@ static int64_t normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+/// The pieces of a split or concat along one axis, as spans of the rows of
+/// a [outer, row] view of the whole tensor (the axis and the dimensions
+/// after it in each row): up to kMaxPieces, in the kernel's parameters, so
+/// one launch moves them all.
+constexpr int kMaxPieces = int(kPiecesPerLaunch);
+struct Pieces {
+  void *data[kMaxPieces];
+  int64_t start[kMaxPieces + 1]; // in a row; start[count] = row
+  int count;
+  int64_t row;
+};
+
+/// Unit e of the whole tensor and its place in its piece: `toPieces`
+/// copies whole -> pieces (split), else pieces -> whole (concat).
+template <typename T, bool toPieces>
+__global__ void piecesKernel(T *whole, Pieces pieces, int64_t n) {
+  TGC_GRID_LOOP(e, n) {
+    int64_t o = e / pieces.row, l = e % pieces.row;
+    int k = 0;
+    while (k + 1 < pieces.count && pieces.start[k + 1] <= l)
+      ++k;
+    int64_t width = pieces.start[k + 1] - pieces.start[k];
+    T *piece = static_cast<T *>(pieces.data[k]) + o * width +
+               (l - pieces.start[k]);
+    if constexpr (toPieces)
+      *piece = whole[e];
+    else
+      whole[e] = *piece;
+  }
+}
+
+template <typename T>
+static void launchPieces(bool toPieces, cudaStream_t stream, void *whole,
+                         const Pieces &pieces, int64_t n) {
+  unsigned blocks = blocksFor(n, kThreads);
+  if (toPieces)
+    piecesKernel<T, true><<<blocks, kThreads, 0, stream>>>(
+        static_cast<T *>(whole), pieces, n);
+  else
+    piecesKernel<T, false><<<blocks, kThreads, 0, stream>>>(
+        static_cast<T *>(whole), pieces, n);
+}
+
+/// Copies between `whole` and its pieces along `dim` in one launch (16
+/// bytes a thread where every span lines up); false when there are too
+/// many pieces (the caller copies them one by one).
+static bool copyPieces(Context &ctx, const std::vector<int64_t> &shape,
+                       int64_t dim, DType dtype, void *whole,
+                       const std::vector<const void *> &pieceData,
+                       const std::vector<int64_t> &widths, bool toPieces,
+                       const char *name, Status &status) {
+  if (pieceData.size() > size_t(kMaxPieces) || pieceData.empty())
+    return false;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (size_t d = size_t(dim) + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  Pieces pieces{};
+  pieces.count = int(pieceData.size());
+  pieces.row = shape[dim] * inner;
+  int64_t size = int64_t(dtypeSize(dtype));
+  // Units of 16 bytes where every span and address lines up.
+  int64_t v = 16 / size;
+  bool vector = v > 1 && pieces.row % v == 0 &&
+                reinterpret_cast<uintptr_t>(whole) % 16 == 0;
+  int64_t start = 0;
+  for (int k = 0; k < pieces.count; ++k) {
+    pieces.data[k] = const_cast<void *>(pieceData[k]);
+    pieces.start[k] = start;
+    start += widths[k] * inner;
+    vector = vector && (widths[k] * inner) % v == 0 &&
+             reinterpret_cast<uintptr_t>(pieceData[k]) % 16 == 0;
+  }
+  pieces.start[pieces.count] = start;
+  int64_t n = outer * pieces.row;
+  status = Status::success();
+  if (n == 0)
+    return true;
+  cudaStream_t stream = streamOf(ctx);
+  if (vector) {
+    for (int k = 0; k <= pieces.count; ++k)
+      pieces.start[k] /= v;
+    pieces.row /= v;
+    launchPieces<uint4>(toPieces, stream, whole, pieces, n / v);
+  } else {
+    switch (size) {
+    case 1:
+      launchPieces<uint8_t>(toPieces, stream, whole, pieces, n);
+      break;
+    case 2:
+      launchPieces<uint16_t>(toPieces, stream, whole, pieces, n);
+      break;
+    case 4:
+      launchPieces<uint32_t>(toPieces, stream, whole, pieces, n);
+      break;
+    default:
+      launchPieces<uint64_t>(toPieces, stream, whole, pieces, n);
+      break;
+    }
+  }
+  status = check(int(cudaGetLastError()), name);
+  return true;
+}
+
 Status split(Context &ctx, const TensorRef &input, int64_t axis,
              std::vector<TensorRef> &results) {
   int64_t dim = normalizeAxis(axis, input.rank());
@@ -243,6 +385,18 @@ Status split(Context &ctx, const TensorRef &input, int64_t axis,
       break;
     }
   }
+  // One launch for every piece (up to kMaxPieces).
+  std::vector<const void *> pieceData;
+  std::vector<int64_t> widths;
+  for (const TensorRef &piece : results) {
+    pieceData.push_back(piece.data);
+    widths.push_back(piece.shape[dim]);
+  }
+  Status status;
+  if (copyPieces(ctx, input.shape, dim, input.dtype,
+                 const_cast<void *>(source), pieceData, widths,
+                 /*toPieces=*/true, "split", status))
+    return status;
   Shape inStrides = rowMajorStrides(input.shape);
   int64_t start = 0;
   for (TensorRef &piece : results) {
@@ -267,6 +421,13 @@ Status concat(Context &ctx, const std::vector<TensorRef> &inputs, int64_t axis,
     if (!status.ok())
       return status;
   }
+  std::vector<int64_t> widths;
+  for (const TensorRef &piece : inputs)
+    widths.push_back(piece.shape[dim]);
+  Status status;
+  if (copyPieces(ctx, result.shape, dim, result.dtype, result.data, sources,
+                 widths, /*toPieces=*/false, "concat", status))
+    return status;
   Shape outStrides = rowMajorStrides(result.shape);
   int64_t start = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -81,6 +81,10 @@ TEST(ShapeCuda, Transpose) {
       {{2, 3, 4, 5}, {0, 1, 2, 3}},
       {{7, 9}, {1, 0}},
       {{1, 6, 1}, {2, 0, 1}},
+      // Attention's heads: the innermost dimension stays innermost, so the
+      // copy moves 16-byte units (an f32 one of 4 elements, bf16 of 8).
+      {{2, 5, 3, 64}, {0, 2, 1, 3}},
+      {{3, 2, 24}, {1, 0, 2}},
   };
   for (DType dtype : kSizedTypes)
     for (const auto &[shape, permutation] : cases) {
@@ -159,6 +163,73 @@ TEST(ShapeCuda, Split) {
       expectSameBytes(a, da.toHost(), what + " piece 0");
       expectSameBytes(b, db.toHost(), what + " piece 1");
       expectSameBytes(c, dc.toHost(), what + " piece 2");
+    }
+}
+
+/// Split and concat of attention's Q, K and V (pieces whose spans line up
+/// with 16 bytes: one launch of 16-byte units), of pieces that do not line
+/// up, of a piece at an address off 16 bytes, and of more pieces than one
+/// launch takes (a copy each): the CPU's bytes in every case.
+TEST(ShapeCuda, SplitAndConcatInOneLaunch) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(217);
+  struct Case {
+    Shape whole;
+    int64_t axis;
+    std::vector<int64_t> widths;
+    size_t offsetBytes; // of the first piece's device address
+  };
+  const Case cases[] = {
+      {{2, 5, 3 * 40}, 2, {40, 40, 40}, 0},
+      {{2, 5, 12}, 2, {3, 4, 5}, 0},
+      {{4, 6, 16}, 1, {2, 0, 4}, 0},
+      {{2, 3, 48}, 2, {16, 16, 16}, 4},
+      {{3, 34}, 1, std::vector<int64_t>(17, 2), 0},
+  };
+  for (DType dtype : {DType::F32, DType::BF16, DType::I1})
+    for (const Case &c : cases) {
+      std::string what = std::string(dtypeName(dtype)) + " " +
+                         std::to_string(c.widths.size()) + " pieces";
+      HostTensor whole(dtype, c.whole);
+      fillRandom(whole, rng);
+      std::vector<HostTensor> want;
+      for (int64_t w : c.widths) {
+        Shape shape = c.whole;
+        shape[c.axis] = w;
+        want.emplace_back(dtype, shape);
+      }
+      std::vector<TensorRef> wantRefs;
+      for (HostTensor &t : want)
+        wantRefs.push_back(t.ref);
+      ASSERT_TRUE(ok(cpu::split(cpuCtx, whole.ref, c.axis, wantRefs)));
+      // The pieces in one device buffer, the first `offsetBytes` in.
+      size_t total = c.offsetBytes;
+      for (const HostTensor &t : want)
+        total += (t.ref.numBytes() + 15) / 16 * 16 + 16;
+      HostTensor buffer(DType::I8, {int64_t(total)});
+      DeviceTensor pieces(buffer, false), input(whole);
+      std::vector<TensorRef> deviceRefs;
+      size_t at = c.offsetBytes;
+      for (const HostTensor &t : want) {
+        TensorRef ref = t.ref;
+        ref.data = static_cast<char *>(pieces.data) + at;
+        deviceRefs.push_back(ref);
+        at += (t.ref.numBytes() + 15) / 16 * 16 + 16;
+      }
+      ASSERT_TRUE(ok(cuda::split(*testContext(), input.ref, c.axis,
+                                 deviceRefs)));
+      DeviceTensor joined(whole, false);
+      ASSERT_TRUE(ok(cuda::concat(*testContext(), deviceRefs, c.axis,
+                                  joined.ref)));
+      synchronize();
+      for (size_t k = 0; k < want.size(); ++k) {
+        HostTensor got(dtype, want[k].ref.shape);
+        ASSERT_EQ(cudaMemcpy(got.ref.data, deviceRefs[k].data,
+                             got.ref.numBytes(), cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        expectSameBytes(want[k], got, "split " + what);
+      }
+      expectSameBytes(whole, joined.toHost(), "concat " + what);
     }
 }
 

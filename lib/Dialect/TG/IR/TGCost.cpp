@@ -600,10 +600,21 @@ int64_t CrossEntropyGradOp::getKernelLaunches() {
 // A view of its operand's buffer.
 int64_t ReshapeOp::getKernelLaunches() { return 0; }
 
-// One copy per non-empty piece.
-int64_t SplitOp::getKernelLaunches() { return nonEmpty(getResults()); }
+/// A split or concat: one kernel for up to kPiecesPerLaunch pieces, one
+/// copy per non-empty piece past that.
+static int64_t piecesLaunches(Value whole, ValueRange pieces) {
+  if (int64_t(pieces.size()) <= tgc::kPiecesPerLaunch)
+    return numElements(whole) > 0 ? 1 : 0;
+  return nonEmpty(pieces);
+}
 
-int64_t ConcatOp::getKernelLaunches() { return nonEmpty(getInputs()); }
+int64_t SplitOp::getKernelLaunches() {
+  return piecesLaunches(getInput(), getResults());
+}
+
+int64_t ConcatOp::getKernelLaunches() {
+  return piecesLaunches(getResult(), getInputs());
+}
 
 /// Layer and RMS norm gradients: the row statistics (which clear the f32
 /// parameter-gradient accumulators), the parameter gradients and the input

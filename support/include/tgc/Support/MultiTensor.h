@@ -1,10 +1,11 @@
 //===- MultiTensor.h - updates of many tensors per launch -------*- C++ -*-===//
 //
-// The contract between the CUDA backend's multi-tensor optimizer updates
-// (runtime/src/cuda/Optimizers.cu: tg.multi_adamw_update) and the cost
-// model (lib/Dialect/TG/IR/TGCost.cpp): the tensors' addresses and sizes
-// travel in the kernel's parameters (4 KiB at most), so one launch takes
-// up to kTensorsPerLaunch tensors.
+// The contract between the CUDA backend's multi-tensor kernels (the
+// optimizer updates and casts of runtime/src/cuda/Optimizers.cu and
+// Elementwise.cu, split and concat in Shape.cu) and the cost model
+// (lib/Dialect/TG/IR/TGCost.cpp): the tensors' addresses and sizes travel in
+// the kernel's parameters (4 KiB at most), so one launch takes up to
+// kTensorsPerLaunch tensors (kPiecesPerLaunch pieces).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,10 @@
 namespace tgc {
 
 constexpr int64_t kTensorsPerLaunch = 32;
+
+/// A split or concat of up to this many pieces is one kernel launch
+/// (runtime/src/cuda/Shape.cu), the pieces' addresses in its parameters.
+constexpr int64_t kPiecesPerLaunch = 16;
 
 /// Kernel launches of a multi-tensor update of `tensors` tensors.
 constexpr int64_t multiTensorLaunches(int64_t tensors) {
