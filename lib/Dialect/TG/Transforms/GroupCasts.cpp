@@ -4,11 +4,11 @@
 // pass first reads it, one kernel launch per parameter. The forward pass's
 // casts whose results the backward pass reads again (the 16-bit weights)
 // become one tg.multi_cast where the first of them was: it converts 32
-// tensors a launch. Hoisting those casts only
-// lengthens lifetimes that already span the forward pass, so the memory
-// peak, between the passes, does not move; a cast whose value dies earlier
-// joins only when it is small (a bias: at most 64 KiB, 16 MiB in all), and
-// a large one (recomputed for the backward pass by tg-remat, say) stays.
+// tensors a launch. Hoisting those casts only lengthens lifetimes that
+// already span the forward pass, so the memory peak, between the passes,
+// does not move; a cast whose value dies earlier joins only when it is
+// small (a bias: at most 64 KiB, 16 MiB in all), and a large one (one that
+// tg-remat recomputes for the backward pass, say) stays.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,9 +37,9 @@ bool castsArgument(CastOp cast, Block &body) {
          isa<FloatType>(getElementTypeOrSelf(cast.getType()));
 }
 
-/// A cast whose value dies before the last one (a bias the forward pass
-/// alone reads) joins the group when it is this small, while what such
-/// casts add to lifetimes stays within the limit.
+/// A cast whose value dies in the forward pass (a bias no backward op
+/// reads) joins the group when it is this small, while what such casts add
+/// to lifetimes stays within the limit.
 constexpr int64_t kSmallCastBytes = 64 << 10;
 constexpr int64_t kExtraBytesLimit = 16 << 20;
 
