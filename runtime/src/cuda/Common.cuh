@@ -69,6 +69,24 @@ inline unsigned blocksFor(int64_t n, unsigned threads = 256) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);    \
        i += int64_t(blockDim.x) * gridDim.x)
 
+/// A block of a multi-tensor launch (tg.multi_adamw_update, tg.multi_cast):
+/// the tensor it works on, of `tensors` whose first blocks are `firstBlock`
+/// (firstBlock[tensors] is the launch's block count), and its first
+/// element and stride over that tensor's elements.
+struct TensorBlock {
+  int tensor;
+  int64_t first, stride;
+};
+__device__ inline TensorBlock tensorBlock(const int64_t *firstBlock,
+                                          int tensors) {
+  int k = 0;
+  while (k + 1 < tensors && firstBlock[k + 1] <= blockIdx.x)
+    ++k;
+  int64_t blocks = firstBlock[k + 1] - firstBlock[k];
+  return {k, (blockIdx.x - firstBlock[k]) * blockDim.x + threadIdx.x,
+          blocks * blockDim.x};
+}
+
 /// The sum of `value` over the 32 lanes of a warp, returned to every lane.
 template <typename T> __device__ inline T warpSum(T value) {
   for (int offset = 16; offset > 0; offset /= 2)

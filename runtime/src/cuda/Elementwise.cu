@@ -429,14 +429,9 @@ static_assert(sizeof(MultiCastTable) + 64 <= 4096,
 /// castKernel's float conversion over the blocks of the launch's tensors:
 /// each block converts elements of one tensor.
 __global__ void multiCastKernel(MultiCastTable table) {
-  int k = 0;
-  while (k + 1 < table.tensors && table.firstBlock[k + 1] <= blockIdx.x)
-    ++k;
-  int64_t blocks = table.firstBlock[k + 1] - table.firstBlock[k];
-  int64_t stride = blocks * blockDim.x;
-  for (int64_t i = (blockIdx.x - table.firstBlock[k]) * blockDim.x +
-                   threadIdx.x;
-       i < table.count[k]; i += stride)
+  TensorBlock b = tensorBlock(table.firstBlock, table.tensors);
+  int k = b.tensor;
+  for (int64_t i = b.first; i < table.count[k]; i += b.stride)
     storeFloat(table.result[k], table.to[k], i,
                loadFloat(table.input[k], table.from[k], i));
 }

@@ -300,14 +300,9 @@ __global__ void multiAdamwKernel(MultiAdamWTable table, const float *lr,
   if (!readStep(step, error, t))
     return;
   AdamWStep update(hp, *lr, t);
-  int k = 0;
-  while (k + 1 < table.tensors && table.firstBlock[k + 1] <= blockIdx.x)
-    ++k;
-  int64_t blocks = table.firstBlock[k + 1] - table.firstBlock[k];
-  int64_t stride = blocks * blockDim.x;
-  for (int64_t i = (blockIdx.x - table.firstBlock[k]) * blockDim.x +
-                   threadIdx.x;
-       i < table.count[k]; i += stride)
+  TensorBlock b = tensorBlock(table.firstBlock, table.tensors);
+  int k = b.tensor;
+  for (int64_t i = b.first; i < table.count[k]; i += b.stride)
     update.element(hp, t, i, table.param[k], table.paramType[k],
                    table.grad[k], table.gradType[k], table.expAvg[k],
                    table.expAvgType[k], table.expAvgSq[k],
