@@ -54,12 +54,6 @@ static precision::Float precisionOf(Type type) {
   return precision::Float::Other;
 }
 
-/// Whether two different float types mix: a 16-bit float beside f32.
-static bool mixedFloats(Type a, Type b) {
-  return a != b && precision::wider(precisionOf(a), precisionOf(b)) !=
-                       precision::Float::Other;
-}
-
 /// The result type of a binary op: the operands' shapes broadcast, their
 /// element type (the wider, f32, of a 16-bit float beside f32).
 static LogicalResult inferBroadcastType(std::optional<Location> location,
@@ -77,12 +71,11 @@ static LogicalResult inferBroadcastType(std::optional<Location> location,
                              shapes::toString(lhs.getShape()), " and ",
                              shapes::toString(rhs.getShape()),
                              " are not broadcast-compatible");
-  // Mixed floats (a 16-bit operand beside f32): the wider.
+  // A 16-bit lhs beside an f32 rhs computes in (and returns) f32.
   Type element = lhs.getElementType();
-  if (mixedFloats(element, rhs.getElementType()))
-    element = precisionOf(element) == precision::Float::F32
-                  ? element
-                  : rhs.getElementType();
+  if (element != rhs.getElementType() &&
+      precision::mixes(precisionOf(element), precisionOf(rhs)))
+    element = rhs.getElementType();
   types.push_back(RankedTensorType::get(*shape, element));
   return success();
 }
