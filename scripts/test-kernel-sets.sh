@@ -47,10 +47,11 @@ trap 'rm -rf "$tmp"' EXIT
 # kernel set comes near (the short bitwise checks of the same option still
 # run); and the pairings that compare two tgc runs bit for bit on one
 # kernel set (rematerialization, the update in the backward pass, state in
-# host memory, resume, grouped updates, folded casts, CUDA graphs on and
-# off), and the launch counts, which hold on any kernel set alike: together
+# host memory, resume, grouped updates, folded casts, the bshd attention
+# layout, fused residual gradients, the kept log-sum-exp, CUDA graphs on
+# and off), and the launch counts, which hold on any kernel set alike: together
 # about 7 minutes of a set's run.
-no_numerics='(bad-inputs|hostile-inputs|user-files|signals|dataset-errors|dataset-text|data-parallel-faults|load-weights-dtypes|hub-weights|fit|fit-large|start-up|convergence|remat-training|optimizer-in-backward|offload|checkpoint-resume|fuse-updates|fold-casts|cuda-emu/(errors|emulator|memcheck|gpu-bundle|initial-values|cuda-graphs|estimate-launches))\.test'
+no_numerics='(bad-inputs|hostile-inputs|user-files|signals|dataset-errors|dataset-text|data-parallel-faults|load-weights-dtypes|hub-weights|fit|fit-large|start-up|convergence|remat-training|optimizer-in-backward|offload|checkpoint-resume|fuse-updates|fold-casts|attention-layout|fuse-residuals|keep-attention-lse|cuda-emu/(errors|emulator|memcheck|gpu-bundle|initial-values|cuda-graphs|estimate-launches))\.test'
 
 ran=()
 for set in "${sets[@]}"; do

@@ -126,10 +126,12 @@ Value ModelBuilder::attention(Value query, Value key, Value value,
   SmallVector<int64_t> shape(typeOf(query).getShape().drop_back());
   shape.push_back(typeOf(value).getShape().back());
   return tg::AttentionOp::create(
-      builder, loc, tensorOf(shape, typeOf(query).getElementType()), query,
-      key, value, keyMask, builder.getBoolAttr(causal),
-      window ? builder.getI64IntegerAttr(window) : IntegerAttr(),
-      /*scale=*/FloatAttr());
+             builder, loc, tensorOf(shape, typeOf(query).getElementType()),
+             /*lse=*/Type(), query, key, value, keyMask,
+             builder.getBoolAttr(causal),
+             window ? builder.getI64IntegerAttr(window) : IntegerAttr(),
+             /*scale=*/FloatAttr(), /*bshd=*/BoolAttr())
+      .getResult();
 }
 
 Value ModelBuilder::crossEntropy(Value logits, Value targets) {

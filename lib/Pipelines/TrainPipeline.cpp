@@ -60,8 +60,10 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     chunking.chunks = options.chunkedLoss;
     pm.addPass(tg::createTGChunkLoss(chunking));
   }
-  if (options.fuse)
+  if (options.fuse) {
     pm.addPass(tg::createTGFuse());
+    pm.addPass(tg::createTGAttentionLayout());
+  }
   pm.addPass(tg::createTGAutodiff());
   if (options.gradAccum != 1) {
     auto accumulation = forwarded<tg::TGGradAccumOptions>(options);
@@ -128,10 +130,13 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
 
   // --fuse on the finished, ordered step: casts fold into the ops beside
   // them (updates, residual adds and norms read or write 16-bit values as
-  // they are), the parameters' casts to 16 bits and adjacent AdamW updates
-  // run as multi-tensor ops.
+  // they are), the residuals' gradients join the norm gradients, attention
+  // keeps its row log-sum-exp for its gradient, and the parameters' casts
+  // to 16 bits and adjacent AdamW updates run as multi-tensor ops.
   if (options.fuse) {
     pm.addPass(tg::createTGFoldCasts());
+    pm.addPass(tg::createTGFuseResiduals());
+    pm.addPass(tg::createTGKeepAttentionLse());
     pm.addPass(tg::createTGGroupCasts());
     pm.addPass(tg::createTGGroupUpdates());
   }

@@ -108,7 +108,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::Attention:
     return attention(ctx, in[0], in[1], in[2], in.size() > 3 ? &in[3] : nullptr,
                      inst.getBool("causal"), inst.getInt("window", 0),
-                     inst.getFloat("scale"), out[0]);
+                     inst.getFloat("scale"), out[0], inst.getBool("bshd"),
+                     out.size() > 1 ? &out[1] : nullptr);
   case Kernel::CrossEntropy:
     return crossEntropy(ctx, in[0], in[1], inst.getInt("ignore_index"),
                         out[0]);
@@ -165,18 +166,24 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     return softmaxGrad(ctx, in[0], in[1], inst.getInt("axis"), out[0]);
   case Kernel::LayerNormGrad:
     return layerNormGrad(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
-                         out[0], out[1], out[2]);
+                         out[0], out[1], out[2],
+                         in.size() > 3 ? &in[3] : nullptr);
   case Kernel::RmsNormGrad:
     return rmsNormGrad(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
-                       out[0], out[1]);
+                       out[0], out[1], in.size() > 3 ? &in[3] : nullptr);
   case Kernel::EmbeddingGrad:
     return embeddingGrad(ctx, in[0], in[1], inst.getInt("padding_idx", -1),
                          out[0]);
-  case Kernel::AttentionGrad:
-    return attentionGrad(ctx, in[0], in[1], in[2], in[3], in[4],
-                         in.size() > 5 ? &in[5] : nullptr,
+  case Kernel::AttentionGrad: {
+    // The optional key mask (an index tensor) and lse (f32), in order.
+    const TensorRef *mask = nullptr, *lse = nullptr;
+    for (size_t i = 5; i < in.size(); ++i)
+      (isFloat(in[i].dtype) ? lse : mask) = &in[i];
+    return attentionGrad(ctx, in[0], in[1], in[2], in[3], in[4], mask,
                          inst.getBool("causal"), inst.getInt("window", 0),
-                         inst.getFloat("scale"), out[0], out[1], out[2]);
+                         inst.getFloat("scale"), out[0], out[1], out[2],
+                         inst.getBool("bshd"), lse);
+  }
   case Kernel::CrossEntropyGrad:
     return crossEntropyGrad(ctx, in[0], in[1], in[2],
                             inst.getInt("ignore_index"), out[0]);

@@ -41,7 +41,7 @@ func.func @ln_on_input(%x: tensor<4x8xf32> {tg.input = "inputs"},
 // CHECK: tg.attention_grad {{.*}}output_mask = array<i1: true, false, false>
 // Everything needed: no mask.
 // CHECK-LABEL: func.func @attention_all_train_step
-// CHECK: tg.attention_grad %[[Q:[0-9]+]], %[[Q]], %[[Q]], %{{[0-9]+}}, %{{[0-9]+}} {causal = true} :
+// CHECK: tg.attention_grad %[[Q:[0-9]+]], %[[Q]], %[[Q]], %{{result[0-9_]*}}, %{{[0-9]+}} {causal = true} :
 func.func @attention_query_only(%x: tensor<1x4x8xf32> {tg.input = "inputs"},
                                 %kv: tensor<1x4x8xf32> {tg.input = "memory"},
                                 %s: tensor<1x4x8xf32> {tg.param = "query.scale"})

@@ -62,9 +62,12 @@ struct TrainPipelineOptions
       *this, "fuse",
       llvm::cl::desc("Fuse matmul + bias (+ GELU) into tg.linear, one "
                      "cuBLASLt GEMM with its epilogue on the GPU (tg-fuse); "
-                     "let updates read 16-bit gradients (tg-fold-update-"
-                     "casts) and run adjacent AdamW updates as one "
-                     "multi-tensor op (tg-group-updates)"),
+                     "let attention read and write its heads in the "
+                     "projections' layout (tg-attention-layout); fold "
+                     "mixed precision's casts into the ops beside them "
+                     "(tg-fold-casts), cast the parameters in one op "
+                     "(tg-group-casts) and run adjacent AdamW updates as "
+                     "one multi-tensor op (tg-group-updates)"),
       llvm::cl::init(false)};
   Option<tg::StateFormat> optimizerState{
       *this, "optimizer-state",

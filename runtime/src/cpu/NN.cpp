@@ -205,10 +205,34 @@ static Status checkGradResults(const char *op,
   return Status::success();
 }
 
+/// `value` as stored in `dtype` and read back.
+static float roundedTo(DType dtype, float value) {
+  switch (dtype) {
+  case DType::BF16:
+    return bf16ToF32(f32ToBF16(value));
+  case DType::F16:
+    return f16ToF32(f32ToF16(value));
+  default:
+    return value;
+  }
+}
+
+/// A norm gradient's optional addend, checked against the input, as f32.
+static Status addendOperand(const TensorRef *addend, const TensorRef &input,
+                            std::optional<F32Operand> &operand) {
+  if (!addend)
+    return Status::success();
+  TGC_RETURN_IF_ERROR(expectValid(*addend, "addend"));
+  TGC_RETURN_IF_ERROR(expectSameDType(*addend, input, "addend"));
+  TGC_RETURN_IF_ERROR(expectShape(*addend, input.shape, "addend"));
+  operand.emplace(*addend);
+  return Status::success();
+}
+
 Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight,
                      const TensorRef &grad, double epsilon,
                      TensorRef &inputGrad, TensorRef &weightGrad,
-                     TensorRef &biasGrad) {
+                     TensorRef &biasGrad, const TensorRef *addend) {
   TGC_RETURN_IF_ERROR(checkGradResults(
       "layer_norm_grad", {{inputGrad, input, "input_grad"},
                           {weightGrad, weight, "weight_grad"},
@@ -222,10 +246,13 @@ Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weig
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   F32Operand x(input), w(weight), g(grad);
+  std::optional<F32Operand> a;
+  TGC_RETURN_IF_ERROR(addendOperand(addend, input, a));
   std::optional<F32Result> dx;
   if (wantInput)
     dx.emplace(inputGrad, std::initializer_list<const TensorRef *>{
-                              &weight, &weightGrad, &biasGrad});
+                              &weight, &weightGrad, &biasGrad,
+                              addend ? addend : &weight});
   // The weight and bias gradients sum over rows: each chunk of rows sums
   // its own, and the chunks' sums are added in order afterwards.
   int64_t grain = grainFor(length);
@@ -260,6 +287,11 @@ Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weig
         float xhat = (xs[j] - mean) * rstd;
         out[j] = rstd * (gs[j] * w[j] - meanG - xhat * meanGX);
       }
+      // The addend joins the stored gradient, as a tg.add after it would.
+      if (a)
+        for (int64_t j = 0; j < length; ++j)
+          out[j] = roundedTo(inputGrad.dtype, out[j]) +
+                   a->data()[row * length + j];
     }
   });
   std::vector<double> dw(size_t(length), 0.0), db(size_t(length), 0.0);
@@ -317,7 +349,8 @@ Status rmsNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
 
 Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight,
                    const TensorRef &grad, double epsilon,
-                   TensorRef &inputGrad, TensorRef &weightGrad) {
+                   TensorRef &inputGrad, TensorRef &weightGrad,
+                   const TensorRef *addend) {
   TGC_RETURN_IF_ERROR(checkGradResults(
       "rms_norm_grad", {{inputGrad, input, "input_grad"},
                         {weightGrad, weight, "weight_grad"}}));
@@ -329,10 +362,12 @@ Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   F32Operand x(input), w(weight), g(grad);
+  std::optional<F32Operand> a;
+  TGC_RETURN_IF_ERROR(addendOperand(addend, input, a));
   std::optional<F32Result> dx;
   if (wantInput)
-    dx.emplace(inputGrad,
-               std::initializer_list<const TensorRef *>{&weight, &weightGrad});
+    dx.emplace(inputGrad, std::initializer_list<const TensorRef *>{
+                              &weight, &weightGrad, addend ? addend : &weight});
   // The weight gradient sums over rows: each chunk of rows sums its own,
   // and the chunks' sums are added in order afterwards.
   int64_t grain = grainFor(length);
@@ -360,6 +395,10 @@ Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight
         float xhat = xs[j] * rstd;
         out[j] = rstd * (gs[j] * w[j] - xhat * meanGX);
       }
+      if (a)
+        for (int64_t j = 0; j < length; ++j)
+          out[j] = roundedTo(inputGrad.dtype, out[j]) +
+                   a->data()[row * length + j];
     }
   });
   if (dx)
@@ -642,10 +681,12 @@ static Status checkAttention(const TensorRef &query, const TensorRef &key,
 
 /// The attention probabilities of key/value head `b`: P = softmax(scale *
 /// Q K^T + mask) as a [rows, tk] matrix, masked entries exactly 0 (a row
-/// that sees no key is all 0).
+/// that sees no key is all 0); `lse` (null: not wanted) receives each
+/// row's log-sum-exp of the scaled, masked scores (-inf for such a row).
 static void attentionProbabilities(const AttentionShape &sizes,
                                    const KeyVisibility &keys, int64_t b,
-                                   const float *q, const float *k, float *p) {
+                                   const float *q, const float *k, float *p,
+                                   float *lse = nullptr) {
   int64_t rows = sizes.rows(), tk = sizes.tk;
   gemmF32(false, true, rows, tk, sizes.d, sizes.scale, q, sizes.d, k, sizes.d,
           0.0f, p, tk);
@@ -663,6 +704,8 @@ static void attentionProbabilities(const AttentionShape &sizes,
     std::fill(row + limit, row + tk, 0.0f);
     if (max == minusInf) {
       std::fill(row, row + limit, 0.0f);
+      if (lse)
+        lse[i] = minusInf;
       continue;
     }
     for (int64_t j = 0; j < limit; ++j)
@@ -674,13 +717,28 @@ static void attentionProbabilities(const AttentionShape &sizes,
     float total = float(sum);
     for (int64_t j = 0; j < limit; ++j)
       row[j] /= total;
+    if (lse)
+      lse[i] = max + std::log(total);
   }
 }
 
-Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
-                 const TensorRef &value, const TensorRef *keyMask, bool causal,
-                 int64_t window, std::optional<double> scale,
-                 TensorRef &result) {
+/// Checks an attention's row log-sum-exp (null: none) against `query`.
+static Status checkLse(const TensorRef *lse, const TensorRef &query) {
+  if (!lse)
+    return Status::success();
+  TGC_RETURN_IF_ERROR(expectValid(*lse, "lse"));
+  if (lse->dtype != DType::F32)
+    return Status::failure("lse must be f32");
+  return expectShape(*lse,
+                     Shape(query.shape.begin(), query.shape.end() - 1), "lse");
+}
+
+/// Attention over [B..., T, D] heads.
+static Status headMajorAttention(Context &ctx, const TensorRef &query,
+                                 const TensorRef &key, const TensorRef &value,
+                                 const TensorRef *keyMask, bool causal,
+                                 int64_t window, std::optional<double> scale,
+                                 TensorRef &result, TensorRef *lse) {
   AttentionShape sizes;
   TGC_RETURN_IF_ERROR(
       checkAttention(query, key, value, keyMask, causal, window, scale,
@@ -691,8 +749,10 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
   Shape expected(query.shape.begin(), query.shape.end() - 1);
   expected.push_back(sizes.dv);
   TGC_RETURN_IF_ERROR(expectShape(result, expected, "result"));
+  TGC_RETURN_IF_ERROR(checkLse(lse, query));
   F32Operand q(query), k(key), v(value);
   F32Result out(result, {&query, &key, &value});
+  float *rowLse = lse ? static_cast<float *>(lse->data) : nullptr;
   // One head per iteration on the thread team (its GEMMs then run on the
   // calling thread).
   int64_t rows = sizes.rows();
@@ -700,7 +760,8 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
     std::vector<float> p(size_t(rows * sizes.tk));
     for (int64_t b = begin; b < end; ++b) {
       attentionProbabilities(sizes, keys, b, q.data() + b * rows * sizes.d,
-                             k.data() + b * sizes.tk * sizes.d, p.data());
+                             k.data() + b * sizes.tk * sizes.d, p.data(),
+                             rowLse ? rowLse + b * rows : nullptr);
       gemmF32(false, false, rows, sizes.dv, sizes.tk, 1.0f, p.data(),
               sizes.tk, v.data() + b * sizes.tk * sizes.dv, sizes.dv, 0.0f,
               out.data() + b * rows * sizes.dv, sizes.dv);
@@ -710,12 +771,15 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
   return Status::success();
 }
 
-Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
-                     const TensorRef &value, const TensorRef &output,
-                     const TensorRef &grad, const TensorRef *keyMask,
-                     bool causal, int64_t window,
-                     std::optional<double> scale, TensorRef &queryGrad,
-                     TensorRef &keyGrad, TensorRef &valueGrad) {
+static Status headMajorAttentionGrad(
+    Context &ctx, const TensorRef &query, const TensorRef &key,
+    const TensorRef &value, const TensorRef &output, const TensorRef &grad,
+    const TensorRef *keyMask, bool causal, int64_t window,
+    std::optional<double> scale, TensorRef &queryGrad, TensorRef &keyGrad,
+    TensorRef &valueGrad, const TensorRef *lse) {
+  // The probabilities are recomputed whole here; the forward pass's
+  // log-sum-exp is checked, not needed.
+  TGC_RETURN_IF_ERROR(checkLse(lse, query));
   TGC_RETURN_IF_ERROR(checkGradResults("attention_grad",
                                        {{queryGrad, query, "query_grad"},
                                         {keyGrad, key, "key_grad"},
@@ -785,6 +849,128 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
     if (*result)
       (*result)->commit();
   return Status::success();
+}
+
+namespace {
+/// A bshd attention's [B, T, H, D] tensors as [B, H, T, D] copies, the
+/// layout the kernels above compute in, and its results moved back:
+/// transposes are exact, so it computes what the head-major attention of
+/// transposed operands does.
+class HeadMajorCopies {
+public:
+  explicit HeadMajorCopies(Context &ctx) : ctx(ctx) {}
+
+  /// A head-major copy of operand `t` (rank 4).
+  TensorRef operand(const TensorRef &t, Status &status) {
+    TensorRef copy = place(t);
+    if (status.ok())
+      status = transpose(ctx, t, kSwap, copy);
+    return copy;
+  }
+  /// Room for result `t` in head-major order (absent when `t` is).
+  TensorRef result(const TensorRef &t) {
+    return t.present() ? place(t) : TensorRef();
+  }
+  /// Moves a head-major result into `t`.
+  Status writeBack(const TensorRef &copy, TensorRef &t) {
+    return t.present() ? transpose(ctx, copy, kSwap, t) : Status::success();
+  }
+  /// Room for a bshd row log-sum-exp `t` ([B, T, H]) in head-major order,
+  /// and its move back.
+  TensorRef rows(const TensorRef &t) {
+    TensorRef copy;
+    copy.dtype = t.dtype;
+    copy.shape = t.shape;
+    if (copy.shape.size() == 3)
+      std::swap(copy.shape[1], copy.shape[2]);
+    storage.emplace_back(t.numBytes());
+    copy.data = storage.back().data();
+    return copy;
+  }
+  Status writeBackRows(const TensorRef &copy, TensorRef &t) {
+    return transpose(ctx, copy, kSwapRows, t);
+  }
+
+private:
+  TensorRef place(const TensorRef &t) {
+    TensorRef copy;
+    copy.dtype = t.dtype;
+    copy.shape = shapes::attentionView(t.shape, /*bshd=*/true);
+    storage.emplace_back(t.numBytes());
+    copy.data = storage.back().data();
+    return copy;
+  }
+
+  static inline const std::vector<int64_t> kSwap = {0, 2, 1, 3};
+  static inline const std::vector<int64_t> kSwapRows = {0, 2, 1};
+  Context &ctx;
+  std::vector<std::vector<std::byte>> storage;
+};
+
+/// Fails unless the operands of a bshd attention have rank 4.
+Status expectBshd(std::initializer_list<const TensorRef *> tensors) {
+  for (const TensorRef *t : tensors)
+    if (t->present() && t->rank() != 4)
+      return Status::failure("bshd attention takes [B, T, H, D] tensors, "
+                             "found " + shapeString(t->shape));
+  return Status::success();
+}
+} // namespace
+
+Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
+                 const TensorRef &value, const TensorRef *keyMask, bool causal,
+                 int64_t window, std::optional<double> scale,
+                 TensorRef &result, bool bshd, TensorRef *lse) {
+  if (!bshd)
+    return headMajorAttention(ctx, query, key, value, keyMask, causal, window,
+                              scale, result, lse);
+  TGC_RETURN_IF_ERROR(expectBshd({&query, &key, &value, &result}));
+  TGC_RETURN_IF_ERROR(checkLse(lse, query));
+  HeadMajorCopies copies(ctx);
+  Status status;
+  TensorRef q = copies.operand(query, status), k = copies.operand(key, status),
+            v = copies.operand(value, status), out = copies.result(result);
+  std::optional<TensorRef> rows;
+  if (lse)
+    rows = copies.rows(*lse);
+  TGC_RETURN_IF_ERROR(status);
+  TGC_RETURN_IF_ERROR(headMajorAttention(ctx, q, k, v, keyMask, causal, window,
+                                         scale, out,
+                                         rows ? &*rows : nullptr));
+  if (rows)
+    TGC_RETURN_IF_ERROR(copies.writeBackRows(*rows, *lse));
+  return copies.writeBack(out, result);
+}
+
+Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
+                     const TensorRef &value, const TensorRef &output,
+                     const TensorRef &grad, const TensorRef *keyMask,
+                     bool causal, int64_t window,
+                     std::optional<double> scale, TensorRef &queryGrad,
+                     TensorRef &keyGrad, TensorRef &valueGrad, bool bshd,
+                     const TensorRef *lse) {
+  if (!bshd)
+    return headMajorAttentionGrad(ctx, query, key, value, output, grad,
+                                  keyMask, causal, window, scale, queryGrad,
+                                  keyGrad, valueGrad, lse);
+  TGC_RETURN_IF_ERROR(checkLse(lse, query));
+  TGC_RETURN_IF_ERROR(expectBshd({&query, &key, &value, &output, &grad,
+                                  &queryGrad, &keyGrad, &valueGrad}));
+  HeadMajorCopies copies(ctx);
+  Status status;
+  TensorRef q = copies.operand(query, status), k = copies.operand(key, status),
+            v = copies.operand(value, status),
+            o = copies.operand(output, status),
+            g = copies.operand(grad, status);
+  TensorRef dq = copies.result(queryGrad), dk = copies.result(keyGrad),
+            dv = copies.result(valueGrad);
+  TGC_RETURN_IF_ERROR(status);
+  TGC_RETURN_IF_ERROR(headMajorAttentionGrad(ctx, q, k, v, o, g, keyMask,
+                                             causal, window, scale, dq, dk,
+                                             dv, /*lse=*/nullptr));
+  TGC_RETURN_IF_ERROR(copies.writeBack(dq, queryGrad));
+  TGC_RETURN_IF_ERROR(copies.writeBack(dk, keyGrad));
+  return copies.writeBack(dv, valueGrad);
 }
 
 //===----------------------------------------------------------------------===//

@@ -136,6 +136,18 @@ __device__ inline void storeFloat(void *data, DType dtype, int64_t i,
   }
 }
 
+/// `value` as stored in `dtype` (round to nearest even) and read back.
+__device__ inline float roundedTo(DType dtype, float value) {
+  switch (dtype) {
+  case DType::F16:
+    return __half2float(__float2half_rn(value));
+  case DType::BF16:
+    return __bfloat162float(__float2bfloat16_rn(value));
+  default:
+    return value;
+  }
+}
+
 /// Reads element i of an integer or i1 tensor as i64.
 __device__ inline int64_t loadInt(const void *data, DType dtype, int64_t i) {
   switch (dtype) {

@@ -59,12 +59,28 @@ template <> __device__ inline __nv_bfloat16 fromF32<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
-/// `rows` rows of d elements of `source` (row stride d) from row `first`
-/// into a shared tile of row stride kLd, rows past `limit` as zeros; 16
-/// bytes at a time when `source` is 16-byte aligned (d is a multiple of 16,
-/// so every row then is), by the threads `thread` of `threads`.
+/// Where a head's rows lie: the operands hold `rowHeads` heads side by side
+/// in each stored row (1 for [B, H, T, D]; H for bshd [B, T, H, D], where
+/// heads b * H + h of one example share the rows of its positions). Row
+/// `row` of head `head`, of a sequence of `t` rows, is stored row
+/// rowIndex(): the row-statistics (log-sum-exp, row dots) and the f32
+/// query-gradient accumulator use the same order as the operands.
+struct HeadRows {
+  int64_t rowHeads;
+  __device__ int64_t rowIndex(int64_t head, int64_t row, int64_t t) const {
+    return ((head / rowHeads) * t + row) * rowHeads + head % rowHeads;
+  }
+  /// Elements from one of a head's rows to the next.
+  __device__ int64_t stride(int d) const { return rowHeads * d; }
+};
+
+/// `rows` rows of d elements of `source` (row stride ld, a multiple of d)
+/// from row `first` into a shared tile of row stride kLd, rows past `limit`
+/// as zeros; 16 bytes at a time when `source` is 16-byte aligned (d is a
+/// multiple of 16, so every row then is), by the threads `thread` of
+/// `threads`.
 template <typename T>
-__device__ void loadRows(T *tile, const T *source, int64_t first,
+__device__ void loadRows(T *tile, const T *source, int64_t ld, int64_t first,
                          int64_t limit, int rows, int d, int thread,
                          int threads) {
   constexpr int kVector = 16 / sizeof(T);
@@ -74,7 +90,8 @@ __device__ void loadRows(T *tile, const T *source, int64_t first,
       int r = i / perRow, c = (i % perRow) * kVector;
       uint4 value = make_uint4(0, 0, 0, 0);
       if (first + r < limit)
-        value = *reinterpret_cast<const uint4 *>(source + (first + r) * d + c);
+        value =
+            *reinterpret_cast<const uint4 *>(source + (first + r) * ld + c);
       *reinterpret_cast<uint4 *>(tile + r * kLd + c) = value;
     }
     return;
@@ -82,7 +99,7 @@ __device__ void loadRows(T *tile, const T *source, int64_t first,
   for (int i = thread; i < rows * d; i += threads) {
     int r = i / d, c = i % d;
     tile[r * kLd + c] =
-        first + r < limit ? source[(first + r) * d + c] : fromF32<T>(0.0f);
+        first + r < limit ? source[(first + r) * ld + c] : fromF32<T>(0.0f);
   }
 }
 
@@ -162,7 +179,7 @@ template <typename T, int kD>
 __global__ void __launch_bounds__(kThreads)
     flashForwardKernel(const T *q, const T *k, const T *v, int64_t heads,
                        int64_t tq, int64_t tk, int d, float scale, bool causal,
-                       KeyMask mask, T *out, float *lse) {
+                       KeyMask mask, HeadRows layout, T *out, float *lse) {
   __shared__ ForwardTiles<T> t;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int r = lane >> 1, half = lane & 1, rot = (r >> 3) + 2 * half;
@@ -175,11 +192,13 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t job = blockIdx.x; job < heads * tiles; job += gridDim.x) {
     int64_t head = job / tiles, q0 = (job % tiles) * kRows;
     int64_t w0 = q0 + 16 * warp; // this warp's first query
-    const T *qh = q + head * tq * d, *kh = k + head * tk * d,
-            *vh = v + head * tk * d;
+    int64_t ld = layout.stride(d);
+    const T *qh = q + layout.rowIndex(head, 0, tq) * d,
+            *kh = k + layout.rowIndex(head, 0, tk) * d,
+            *vh = v + layout.rowIndex(head, 0, tk) * d;
     // This warp's queries into fragments, through its P strip.
     __syncwarp();
-    loadRows(pStrip, qh, w0, tq, 16, d, lane, 32);
+    loadRows(pStrip, qh, ld, w0, tq, 16, d, lane, 32);
     __syncwarp();
     AFragment<T, wmma::row_major> qa[kD];
     TGC_UNROLL
@@ -200,8 +219,8 @@ __global__ void __launch_bounds__(kThreads)
     keyStart -= keyStart % kRows;
     for (int64_t k0 = keyStart; k0 < keyEnd; k0 += kRows) {
       __syncthreads(); // every warp is done with the previous K and V
-      loadRows(t.k, kh, k0, tk, kRows, d, threadIdx.x, kThreads);
-      loadRows(t.v, vh, k0, tk, kRows, d, threadIdx.x, kThreads);
+      loadRows(t.k, kh, ld, k0, tk, kRows, d, threadIdx.x, kThreads);
+      loadRows(t.v, vh, ld, k0, tk, kRows, d, threadIdx.x, kThreads);
       __syncthreads();
       // Rows that see none of these keys (past the end, or before them
       // when causal) leave their statistics and output as they are.
@@ -279,13 +298,13 @@ TGC_UNROLL
         if (w0 + row >= tq)
           continue;
         float l = t.l[warp][row];
-        out[(head * tq + w0 + row) * d + c] =
+        out[layout.rowIndex(head, w0 + row, tq) * d + c] =
             fromF32<T>(l > 0.0f ? sStrip[row * kLdS + c] / l : 0.0f);
       }
     }
     if (lse && lane < 16 && w0 + lane < tq) {
       float l = t.l[warp][lane];
-      lse[head * tq + w0 + lane] =
+      lse[layout.rowIndex(head, w0 + lane, tq)] =
           l > 0.0f ? t.m[warp][lane] + logf(l) : -INFINITY;
     }
   }
@@ -314,8 +333,8 @@ template <typename T, int kD>
 __global__ void __launch_bounds__(kThreads) flashBackwardKernel(
     const T *q, const T *k, const T *v, const T *dO, const float *lse,
     const float *rowDot, int64_t heads, int64_t tq, int64_t tk, int d,
-    float scale, bool causal, KeyMask mask, float *dqAccumulator, T *dk,
-    T *dv) {
+    float scale, bool causal, KeyMask mask, HeadRows layout,
+    float *dqAccumulator, T *dk, T *dv) {
   __shared__ BackwardTiles<T> t;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int r = lane >> 1, half = lane & 1, rot = (r >> 3) + 2 * half;
@@ -327,10 +346,13 @@ __global__ void __launch_bounds__(kThreads) flashBackwardKernel(
   for (int64_t job = blockIdx.x; job < heads * tiles; job += gridDim.x) {
     int64_t head = job / tiles, k0 = (job % tiles) * kRows;
     int64_t w0 = k0 + 16 * warp; // this warp's first key
-    const T *qh = q + head * tq * d, *kh = k + head * tk * d,
-            *vh = v + head * tk * d, *dOh = dO + head * tq * d;
+    int64_t ld = layout.stride(d);
+    const T *qh = q + layout.rowIndex(head, 0, tq) * d,
+            *kh = k + layout.rowIndex(head, 0, tk) * d,
+            *vh = v + layout.rowIndex(head, 0, tk) * d,
+            *dOh = dO + layout.rowIndex(head, 0, tq) * d;
     __syncthreads(); // the previous job's reads are done
-    loadRows(t.k, kh, k0, tk, kRows, d, threadIdx.x, kThreads);
+    loadRows(t.k, kh, ld, k0, tk, kRows, d, threadIdx.x, kThreads);
     // The values pass through the query tile (16 rows a warp, 32 rows at
     // a time) into this warp's fragments.
     AFragment<T, wmma::row_major> ka[kD], va[kD];
@@ -338,7 +360,8 @@ __global__ void __launch_bounds__(kThreads) flashBackwardKernel(
     for (int pass = 0; pass < 2; ++pass) {
       __syncthreads();
       if (warp / 2 == pass)
-        loadRows(t.q + 16 * (warp % 2) * kLd, vh, w0, tk, 16, d, lane, 32);
+        loadRows(t.q + 16 * (warp % 2) * kLd, vh, ld, w0, tk, 16, d, lane,
+                 32);
       __syncthreads();
       if (warp / 2 == pass)
         TGC_UNROLL
@@ -363,12 +386,13 @@ __global__ void __launch_bounds__(kThreads) flashBackwardKernel(
         mask.window > 0 ? min(tq, k0 + kRows - 1 + mask.window) : tq;
     for (int64_t q0 = queryStart; q0 < queryEnd; q0 += kStep) {
       __syncthreads(); // every warp is done with the previous step's tiles
-      loadRows(t.q, qh, q0, tq, kStep, d, threadIdx.x, kThreads);
-      loadRows(t.dO, dOh, q0, tq, kStep, d, threadIdx.x, kThreads);
+      loadRows(t.q, qh, ld, q0, tq, kStep, d, threadIdx.x, kThreads);
+      loadRows(t.dO, dOh, ld, q0, tq, kStep, d, threadIdx.x, kThreads);
       for (int i = threadIdx.x; i < kStep; i += kThreads) {
         bool inside = q0 + i < tq;
-        t.lse[i] = inside ? lse[head * tq + q0 + i] : 0.0f;
-        t.rowDot[i] = inside ? rowDot[head * tq + q0 + i] : 0.0f;
+        int64_t row = inside ? layout.rowIndex(head, q0 + i, tq) : 0;
+        t.lse[i] = inside ? lse[row] : 0.0f;
+        t.rowDot[i] = inside ? rowDot[row] : 0.0f;
       }
       __syncthreads();
       // Keys past the end, or after every query of the step when causal,
@@ -451,7 +475,8 @@ TGC_UNROLL
           int row = i / 16, c = i % 16;
           int64_t query = q0 + 16 * rowTile + row;
           if (query < tq)
-            atomicAdd(&dqAccumulator[(head * tq + query) * d + 16 * colTile + c],
+            atomicAdd(&dqAccumulator[layout.rowIndex(head, query, tq) * d +
+                                     16 * colTile + c],
                       scale * sStrip[row * kLdStep + c]);
         }
       }
@@ -472,7 +497,7 @@ TGC_UNROLL
         for (int i = lane; i < 16 * 16; i += 32) {
           int row = i / 16, c = i % 16;
           if (w0 + row < tk)
-            result[(head * tk + w0 + row) * d + 16 * n + c] =
+            result[layout.rowIndex(head, w0 + row, tk) * d + 16 * n + c] =
                 fromF32<T>(factor * sStrip[row * kLdStep + c]);
         }
       }
@@ -503,8 +528,8 @@ template <typename Launch> void withHeadTiles(int64_t d, Launch &&launch) {
 template <typename T>
 Status launchForward(Context &ctx, const void *q, const void *k, const void *v,
                      int64_t batch, int64_t tq, int64_t tk, int64_t d,
-                     float scale, bool causal, KeyMask mask, void *out,
-                     float *lse) {
+                     float scale, bool causal, KeyMask mask, HeadRows layout,
+                     void *out, float *lse) {
   int64_t jobs = batch * ((tq + kRows - 1) / kRows);
   if (jobs == 0)
     return Status::success();
@@ -513,7 +538,7 @@ Status launchForward(Context &ctx, const void *q, const void *k, const void *v,
     flashForwardKernel<T, kD><<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
             static_cast<const T *>(q), static_cast<const T *>(k),
             static_cast<const T *>(v), batch, tq, tk, int(d), scale, causal,
-            mask, static_cast<T *>(out), lse);
+            mask, layout, static_cast<T *>(out), lse);
   });
   TGC_CUDA_LAUNCH("flashForwardKernel");
   return Status::success();
@@ -524,7 +549,8 @@ Status launchBackward(Context &ctx, const void *q, const void *k,
                       const void *v, const void *dO, const float *lse,
                       const float *rowDot, int64_t batch, int64_t tq,
                       int64_t tk, int64_t d, float scale, bool causal,
-                      KeyMask mask, float *dqAccumulator, void *dk, void *dv) {
+                      KeyMask mask, HeadRows layout, float *dqAccumulator,
+                      void *dk, void *dv) {
   int64_t jobs = batch * ((tk + kRows - 1) / kRows);
   if (jobs == 0)
     return Status::success();
@@ -533,8 +559,8 @@ Status launchBackward(Context &ctx, const void *q, const void *k,
     flashBackwardKernel<T, kD><<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
             static_cast<const T *>(q), static_cast<const T *>(k),
             static_cast<const T *>(v), static_cast<const T *>(dO), lse,
-            rowDot, batch, tq, tk, int(d), scale, causal, mask, dqAccumulator,
-            static_cast<T *>(dk), static_cast<T *>(dv));
+            rowDot, batch, tq, tk, int(d), scale, causal, mask, layout,
+            dqAccumulator, static_cast<T *>(dk), static_cast<T *>(dv));
   });
   TGC_CUDA_LAUNCH("flashBackwardKernel");
   return Status::success();
@@ -547,35 +573,51 @@ bool fusedAttentionSupports(DType dtype, int64_t d, int64_t dv) {
          runsFusedAttention(16, d, dv);
 }
 
+/// The rows of `rowHeads` heads side by side, checked.
+Status headRows(int64_t batch, int64_t rowHeads, HeadRows &layout) {
+  if (rowHeads < 1 || batch % rowHeads != 0)
+    return Status::failure("fused attention: the heads side by side in a "
+                           "row must divide the heads");
+  layout.rowHeads = rowHeads;
+  return Status::success();
+}
+
 Status fusedAttention(Context &ctx, DType dtype, const void *q, const void *k,
                       const void *v, int64_t batch, int64_t tq, int64_t tk,
                       int64_t d, float scale, bool causal, KeyMask mask,
-                      void *out, float *lse) {
+                      int64_t rowHeads, void *out, float *lse) {
   if (!fusedAttentionSupports(dtype, d, d))
     return Status::failure("fused attention takes 16-bit heads of a "
                            "multiple of 16 up to 64 elements");
+  HeadRows layout;
+  if (Status s = headRows(batch, rowHeads, layout); !s.ok())
+    return s;
   if (dtype == DType::BF16)
     return launchForward<__nv_bfloat16>(ctx, q, k, v, batch, tq, tk, d, scale,
-                                        causal, mask, out, lse);
+                                        causal, mask, layout, out, lse);
   return launchForward<__half>(ctx, q, k, v, batch, tq, tk, d, scale, causal,
-                               mask, out, lse);
+                               mask, layout, out, lse);
 }
 
 Status fusedAttentionGrad(Context &ctx, DType dtype, const void *q,
                           const void *k, const void *v, const void *dO,
                           const float *lse, const float *rowDot, int64_t batch,
                           int64_t tq, int64_t tk, int64_t d, float scale,
-                          bool causal, KeyMask mask, float *dqAccumulator,
-                          void *dk, void *dv) {
+                          bool causal, KeyMask mask, int64_t rowHeads,
+                          float *dqAccumulator, void *dk, void *dv) {
   if (!fusedAttentionSupports(dtype, d, d))
     return Status::failure("fused attention takes 16-bit heads of a "
                            "multiple of 16 up to 64 elements");
+  HeadRows layout;
+  if (Status s = headRows(batch, rowHeads, layout); !s.ok())
+    return s;
   if (dtype == DType::BF16)
     return launchBackward<__nv_bfloat16>(ctx, q, k, v, dO, lse, rowDot, batch,
-                                         tq, tk, d, scale, causal, mask,
+                                         tq, tk, d, scale, causal, mask, layout,
                                          dqAccumulator, dk, dv);
   return launchBackward<__half>(ctx, q, k, v, dO, lse, rowDot, batch, tq, tk,
-                                d, scale, causal, mask, dqAccumulator, dk, dv);
+                                d, scale, causal, mask, layout, dqAccumulator,
+                                dk, dv);
 }
 
 } // namespace tgc::rt::cuda

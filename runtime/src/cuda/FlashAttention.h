@@ -49,23 +49,27 @@ struct KeyMask {
 /// out = softmax(scale * q k^T + causal and key mask) v for `batch` heads of `tq`
 /// queries and `tk` keys of `d` elements, all in `dtype`; `lse` (f32, one
 /// per query row, may be null) receives each row's log-sum-exp of the
-/// scaled scores. With `out` null only `lse` is computed.
+/// scaled scores. With `out` null only `lse` is computed. The operands
+/// hold `rowHeads` heads side by side in each row: 1 for [B, H, T, D], H
+/// for tg.attention's bshd layout [B, T, H, D] (`batch` = B * H); the
+/// row statistics are stored in the operands' row order.
 Status fusedAttention(Context &ctx, DType dtype, const void *q, const void *k,
                       const void *v, int64_t batch, int64_t tq, int64_t tk,
                       int64_t d, float scale, bool causal, KeyMask mask,
-                      void *out, float *lse);
+                      int64_t rowHeads, void *out, float *lse);
 
 /// The gradients of fusedAttention from the output's gradient `dO`, its
 /// row log-sum-exp `lse` and `rowDot` = rowsum(dO * out) (f32, one per query
-/// row). `dqAccumulator` (f32, zeroed, [batch, tq, d]) receives the query
-/// gradient by atomic adds; `dk` and `dv` (in `dtype`) are written. A null
-/// pointer leaves that gradient out.
+/// row). `dqAccumulator` (f32, zeroed, the query's shape) receives the
+/// query gradient by atomic adds; `dk` and `dv` (in `dtype`) are written. A
+/// null pointer leaves that gradient out. Every tensor and row statistic is
+/// in the layout `rowHeads` says, as fusedAttention's.
 Status fusedAttentionGrad(Context &ctx, DType dtype, const void *q,
                           const void *k, const void *v, const void *dO,
                           const float *lse, const float *rowDot, int64_t batch,
                           int64_t tq, int64_t tk, int64_t d, float scale,
-                          bool causal, KeyMask mask, float *dqAccumulator,
-                          void *dk, void *dv);
+                          bool causal, KeyMask mask, int64_t rowHeads,
+                          float *dqAccumulator, void *dk, void *dv);
 
 } // namespace tgc::rt::cuda
 

@@ -315,44 +315,80 @@ __global__ void layerNormStatisticsKernel(const void *input, DType dtype,
   }
 }
 
+/// The rounding of a norm's f32 parameter-gradient accumulators into its
+/// results (a null pointer: a result not computed).
+struct ParamGradResults {
+  void *weight = nullptr;
+  DType weightType = DType::F32;
+  void *bias = nullptr;
+  DType biasType = DType::F32;
+};
+
 /// Partial sums over a chunk of `rowsPerChunk` rows (blockIdx.y) of
 /// `grad * xhat` and `grad` for the column of each thread, added atomically
-/// into the f32 accumulators (`biasGrad` null: RMS norm has none).
+/// into the f32 accumulators (`biasGrad` null: RMS norm has none). With
+/// `counters` (one per column block, zero), the last block of a column
+/// block to finish rounds its columns' sums into `results` and sets its
+/// counter back to zero; without, narrowPairKernel rounds them after.
 __global__ void layerNormParamGradKernel(const void *input, const void *grad,
                                          DType dtype, DType gradType,
                                          int64_t rows,
                                          int64_t length, int64_t rowsPerChunk,
                                          const float *means, const float *rstds,
-                                         float *weightGrad, float *biasGrad) {
+                                         float *weightGrad, float *biasGrad,
+                                         unsigned *counters,
+                                         ParamGradResults results) {
+  __shared__ bool last;
   int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= length)
-    return;
   int64_t begin = int64_t(blockIdx.y) * rowsPerChunk;
   int64_t end = min(begin + rowsPerChunk, rows);
-  float dw = 0.0f, db = 0.0f;
-  for (int64_t row = begin; row < end; ++row) {
-    int64_t i = row * length + j;
-    float g = loadFloat(grad, gradType, i);
-    float xhat = (loadFloat(input, dtype, i) - means[row]) * rstds[row];
-    dw += g * xhat;
-    db += g;
+  if (j < length) {
+    float dw = 0.0f, db = 0.0f;
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t i = row * length + j;
+      float g = loadFloat(grad, gradType, i);
+      float xhat = (loadFloat(input, dtype, i) - means[row]) * rstds[row];
+      dw += g * xhat;
+      db += g;
+    }
+    if (begin < end) {
+      atomicAdd(&weightGrad[j], dw);
+      if (biasGrad)
+        atomicAdd(&biasGrad[j], db);
+    }
   }
-  if (begin < end) {
-    atomicAdd(&weightGrad[j], dw);
-    if (biasGrad)
-      atomicAdd(&biasGrad[j], db);
+  if (!counters)
+    return;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1;
+  __syncthreads();
+  if (!last)
+    return;
+  if (j < length) {
+    const volatile float *weightSums = weightGrad, *biasSums = biasGrad;
+    if (results.weight)
+      storeFloat(results.weight, results.weightType, j, weightSums[j]);
+    if (results.bias)
+      storeFloat(results.bias, results.biasType, j, biasSums[j]);
   }
+  if (threadIdx.x == 0)
+    counters[blockIdx.x] = 0;
 }
 
 /// `input_grad = rstd * (g - mean(g) - xhat * mean(g * xhat))` per row with
-/// `g = grad * weight` (no mean(g) term when not centered); reads grad[i]
-/// before writing result[i], so the result may reuse grad's buffer.
+/// `g = grad * weight` (no mean(g) term when not centered), plus `addend`
+/// (null: none) as a tg.add of the stored gradient would add it; reads
+/// grad[i] and addend[i] before writing result[i], so the result may reuse
+/// either one's buffer.
 __global__ void layerNormInputGradKernel(const void *input, const void *grad,
                                          DType gradType, const void *weight,
-                                         DType weightType, void *result,
-                                         DType dtype, int64_t rows,
-                                         int64_t length, const float *means,
-                                         const float *rstds, bool centered) {
+                                         DType weightType, const void *addend,
+                                         void *result, DType dtype,
+                                         int64_t rows, int64_t length,
+                                         const float *means, const float *rstds,
+                                         bool centered) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t base = row * length;
     float mean = means[row], rstd = rstds[row];
@@ -370,7 +406,10 @@ __global__ void layerNormInputGradKernel(const void *input, const void *grad,
       float xhat = (loadFloat(input, dtype, base + j) - mean) * rstd;
       float gw =
           loadFloat(grad, gradType, base + j) * loadFloat(weight, weightType, j);
-      storeFloat(result, dtype, base + j, rstd * (gw - meanG - xhat * meanGX));
+      float value = rstd * (gw - meanG - xhat * meanGX);
+      if (addend)
+        value = roundedTo(dtype, value) + loadFloat(addend, dtype, base + j);
+      storeFloat(result, dtype, base + j, value);
     }
   }
 }
@@ -425,7 +464,7 @@ __global__ void embeddingGradKernel(const void *indices, DType indexType,
 /// seen becomes exactly 0, and so does a row that sees nothing.
 __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t tq,
                                        int64_t tk, bool causal, KeyMask mask,
-                                       int64_t head0) {
+                                       int64_t head0, float *lse) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     float *s = scores + row * tk;
     int64_t limit = causal ? min(row % tq + 1, tk) : tk;
@@ -447,6 +486,8 @@ __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t tq,
     sum = blockSum(sum);
     for (int64_t j = threadIdx.x; j < tk; j += blockDim.x)
       s[j] = max != -INFINITY && seen(j) ? expf(s[j] - max) / sum : 0.0f;
+    if (lse && threadIdx.x == 0)
+      lse[row] = max == -INFINITY ? -INFINITY : max + logf(sum);
   }
 }
 
@@ -700,9 +741,13 @@ static Status normalizeGrad(Context &ctx, const char *op,
                             const TensorRef &input, const TensorRef &weight,
                             const TensorRef &grad, double epsilon,
                             TensorRef &inputGrad, TensorRef &weightGrad,
-                            TensorRef *biasGrad) {
+                            TensorRef *biasGrad, const TensorRef *addend) {
   if (input.rank() < 1)
     return Status::failure("layer norm input must have rank >= 1");
+  if (addend && (addend->dtype != input.dtype || addend->shape != input.shape))
+    return Status::failure(std::string(op) +
+                           ": the addend must have the input's type and "
+                           "shape");
   bool centered = biasGrad != nullptr;
   // Results that are not present are not computed (an output mask).
   bool wantInput = inputGrad.present();
@@ -734,6 +779,7 @@ static Status normalizeGrad(Context &ctx, const char *op,
 
   // The accumulators are cleared by the statistics kernel, or here when
   // there are no rows (the parameter gradients are then zeros).
+  bool roundedInKernel = false;
   if (rows == 0 && wantParams)
     TGC_CUDA_CALL(cudaMemsetAsync(weightGradF32, 0,
                                   size_t(2 * length) * sizeof(float), stream));
@@ -752,26 +798,38 @@ static Status normalizeGrad(Context &ctx, const char *op,
         rstds, wantParams ? weightGradF32 : nullptr, 2 * length);
     TGC_CUDA_LAUNCH("layerNormStatisticsKernel");
 
-    // The parameter gradients read grad before input_grad may overwrite it.
+    // The parameter gradients read grad before input_grad may overwrite it,
+    // and round their sums into their results themselves when the context
+    // has a counter for each block of columns.
     if (wantParams) {
       int64_t chunks = std::min<int64_t>((rows + 31) / 32, 1024);
       int64_t rowsPerChunk = (rows + chunks - 1) / chunks;
-      dim3 grid(unsigned((length + 255) / 256), unsigned(chunks));
+      int64_t columnBlocks = (length + 255) / 256;
+      dim3 grid{unsigned(columnBlocks), unsigned(chunks)};
+      roundedInKernel = ctx.reduceCounters &&
+                        columnBlocks <= Context::kReduceCounters;
+      ParamGradResults results;
+      results.weight = weightGrad.present() ? weightGrad.data : nullptr;
+      results.weightType = weightGrad.dtype;
+      results.bias = centered && biasGrad->present() ? biasGrad->data : nullptr;
+      results.biasType = centered ? biasGrad->dtype : DType::F32;
       layerNormParamGradKernel<<<grid, 256, 0, stream>>>(
           input.data, grad.data, input.dtype, grad.dtype, rows, length,
-          rowsPerChunk,
-          means, rstds, weightGradF32, centered ? biasGradF32 : nullptr);
+          rowsPerChunk, means, rstds, weightGradF32,
+          centered ? biasGradF32 : nullptr,
+          roundedInKernel ? ctx.reduceCounters : nullptr, results);
       TGC_CUDA_LAUNCH("layerNormParamGradKernel");
     }
     if (wantInput) {
       layerNormInputGradKernel<<<rowBlocks(rows), rowThreads(length), 0, stream>>>(
           input.data, grad.data, grad.dtype, weightData, weightType,
-          inputGrad.data, input.dtype, rows, length, means, rstds, centered);
+          addend ? addend->data : nullptr, inputGrad.data, input.dtype, rows,
+          length, means, rstds, centered);
       TGC_CUDA_LAUNCH("layerNormInputGradKernel");
     }
   }
   bool bias = centered && biasGrad->present();
-  if (weightGrad.present() || bias) {
+  if ((weightGrad.present() || bias) && !roundedInKernel) {
     narrowPairKernel<<<blocksFor(length), 256, 0, stream>>>(
         weightGradF32, weightGrad.present() ? weightGrad.data : nullptr,
         weightGrad.dtype, biasGradF32, bias ? biasGrad->data : nullptr,
@@ -784,17 +842,18 @@ static Status normalizeGrad(Context &ctx, const char *op,
 Status layerNormGrad(Context &ctx, const TensorRef &input,
                      const TensorRef &weight, const TensorRef &grad,
                      double epsilon, TensorRef &inputGrad,
-                     TensorRef &weightGrad, TensorRef &biasGrad) {
+                     TensorRef &weightGrad, TensorRef &biasGrad,
+                     const TensorRef *addend) {
   return normalizeGrad(ctx, "layer_norm_grad", input, weight, grad, epsilon,
-                       inputGrad, weightGrad, &biasGrad);
+                       inputGrad, weightGrad, &biasGrad, addend);
 }
 
 Status rmsNormGrad(Context &ctx, const TensorRef &input,
                    const TensorRef &weight, const TensorRef &grad,
                    double epsilon, TensorRef &inputGrad,
-                   TensorRef &weightGrad) {
+                   TensorRef &weightGrad, const TensorRef *addend) {
   return normalizeGrad(ctx, "rms_norm_grad", input, weight, grad, epsilon,
-                       inputGrad, weightGrad, nullptr);
+                       inputGrad, weightGrad, nullptr, addend);
 }
 
 //===----------------------------------------------------------------------===//
@@ -930,31 +989,41 @@ struct AttentionShape {
   int64_t group = 1, positions = 0;
   float scale;
   KeyMask mask;
+  /// Heads side by side in each stored row: H with the bshd layout, else 1.
+  int64_t rowHeads = 1;
 };
 
 Status attentionShape(const TensorRef &query, const TensorRef &key,
                       const TensorRef &value, const TensorRef *keyMask,
                       bool causal, int64_t window,
-                      std::optional<double> scale, AttentionShape &sizes) {
+                      std::optional<double> scale, bool bshd,
+                      AttentionShape &sizes) {
   int64_t rank = query.rank();
-  if (rank < 2 || key.rank() != rank || value.rank() != rank)
-    return Status::failure("query, key and value must have the same rank "
-                           ">= 2");
+  if (rank < 2 || key.rank() != rank || value.rank() != rank ||
+      (bshd && rank != 4))
+    return Status::failure(bshd ? "bshd attention takes [B, T, H, D] "
+                                  "query, key and value"
+                                : "query, key and value must have the same "
+                                  "rank >= 2");
   if (!isFloat(query.dtype) || key.dtype != query.dtype ||
       value.dtype != query.dtype)
     return Status::failure("query, key and value must have one float type");
-  std::vector<int64_t> queryBatch(query.shape.begin(), query.shape.end() - 2),
-      keyBatch(key.shape.begin(), key.shape.end() - 2);
+  // The rules read [B..., T, D] heads: a bshd operand's T and H swapped.
+  std::vector<int64_t> q = shapes::attentionView(query.shape, bshd),
+                       k = shapes::attentionView(key.shape, bshd);
+  sizes.rowHeads = bshd ? q[1] : 1;
+  std::vector<int64_t> queryBatch(q.begin(), q.end() - 2),
+      keyBatch(k.begin(), k.end() - 2);
   sizes.group = shapes::attentionGroup(queryBatch, keyBatch);
   if (sizes.group == 0)
     return Status::failure("key/value heads must divide query heads");
   sizes.batch = 1;
   for (int64_t size : keyBatch)
     sizes.batch *= size;
-  sizes.positions = query.shape[rank - 2];
+  sizes.positions = q[rank - 2];
   sizes.tq = sizes.group * sizes.positions;
-  sizes.d = query.shape[rank - 1];
-  sizes.tk = key.shape[rank - 2];
+  sizes.d = q[rank - 1];
+  sizes.tk = k[rank - 2];
   sizes.dv = value.shape[rank - 1];
   if (causal && sizes.positions != sizes.tk)
     return Status::failure("causal attention needs equal query and key "
@@ -974,7 +1043,7 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
     if ((keyMask->dtype != DType::I64 && keyMask->dtype != DType::I32) ||
         m.empty() ||
         int64_t(m.size()) - 1 > rank - 2 || m.back() != sizes.tk ||
-        !std::equal(m.begin(), m.end() - 1, query.shape.begin()))
+        !std::equal(m.begin(), m.end() - 1, q.begin()))
       return Status::failure("key_mask must be an index tensor [P..., Tk] "
                              "over a prefix of the batch dimensions");
     int64_t rows = 1;
@@ -993,11 +1062,12 @@ int64_t headsPerChunk(const AttentionShape &sizes, int64_t scoreMatrices) {
                                 scoreMatrices);
 }
 
-/// P = softmax(scale * Q K^T + mask) for `heads` heads into `p` (f32).
+/// P = softmax(scale * Q K^T + mask) for `heads` heads into `p` (f32);
+/// `lse` (null: not wanted) receives their rows' log-sum-exp.
 Status attentionProbabilities(Context &ctx, const AttentionShape &sizes,
                               const float *q, const float *k, bool causal,
                               int64_t head0, int64_t heads, float *p,
-                              void *gemmWorkspace) {
+                              void *gemmWorkspace, float *lse = nullptr) {
   GemmProblem scores;
   scores.transposeB = true;
   scores.m = sizes.tq;
@@ -1019,10 +1089,76 @@ Status attentionProbabilities(Context &ctx, const AttentionShape &sizes,
   // Rows by query head (head0 in key/value heads) and position.
   attentionSoftmaxKernel<<<rowBlocks(rows), rowThreads(sizes.tk), 0, streamOf(ctx)>>>(
       p, rows, sizes.positions, sizes.tk, causal, sizes.mask,
-      head0 * sizes.group);
+      head0 * sizes.group, lse);
   TGC_CUDA_LAUNCH("attentionSoftmaxKernel");
   return Status::success();
 }
+
+/// Checks an attention's row log-sum-exp (null: none) against `query`:
+/// f32, the query's shape without its last dimension.
+Status checkLse(const TensorRef *lse, const TensorRef &query) {
+  if (!lse)
+    return Status::success();
+  if (lse->dtype != DType::F32 || query.shape.empty() ||
+      lse->shape != std::vector<int64_t>(query.shape.begin(),
+                                         query.shape.end() - 1))
+    return Status::failure("attention lse must be f32 of the query's shape "
+                           "without its last dimension");
+  return Status::success();
+}
+
+/// A bshd attention's [B, T, H, D] tensors as [B, H, T, D] copies in one
+/// stream allocation, for the GEMM path (which computes over dense heads),
+/// and its results moved back: transposes are exact, so it computes what
+/// the head-major attention of transposed operands does.
+class HeadMajorCopies {
+public:
+  /// Room for every present tensor of `tensors`, in order.
+  Status allocate(Context &ctx,
+                  std::initializer_list<const TensorRef *> tensors) {
+    size_t total = 0;
+    for (const TensorRef *t : tensors) {
+      offsets.push_back(total);
+      total += (t->numBytes() + 255) / 256 * 256;
+    }
+    return scratch.allocate(ctx, total);
+  }
+  /// Copy `i` (allocate's order) of `t`, in head-major order; absent when
+  /// `t` is.
+  TensorRef place(size_t i, const TensorRef &t) const {
+    TensorRef copy;
+    if (!t.present())
+      return copy;
+    copy.dtype = t.dtype;
+    copy.shape = shapes::attentionView(t.shape, /*bshd=*/true);
+    copy.data = static_cast<char *>(scratch.data()) + offsets[i];
+    return copy;
+  }
+  static Status toHeadMajor(Context &ctx, const TensorRef &t, TensorRef &copy) {
+    return transpose(ctx, t, kSwap, copy);
+  }
+  static Status writeBack(Context &ctx, const TensorRef &copy, TensorRef &t) {
+    return t.present() ? transpose(ctx, copy, kSwap, t) : Status::success();
+  }
+  /// Copy `i` of a bshd row log-sum-exp `t` ([B, T, H]) in head-major order,
+  /// and its move back.
+  TensorRef placeRows(size_t i, const TensorRef &t) const {
+    TensorRef copy = t;
+    std::swap(copy.shape[1], copy.shape[2]);
+    copy.data = static_cast<char *>(scratch.data()) + offsets[i];
+    return copy;
+  }
+  static Status writeBackRows(Context &ctx, const TensorRef &copy,
+                              TensorRef &t) {
+    return transpose(ctx, copy, kSwapRows, t);
+  }
+
+private:
+  static inline const std::vector<int64_t> kSwap = {0, 2, 1, 3};
+  static inline const std::vector<int64_t> kSwapRows = {0, 2, 1};
+  StreamScratch scratch;
+  std::vector<size_t> offsets;
+};
 
 /// A row-major f32 GEMM of `heads` dense heads, every operand batched.
 GemmProblem headGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
@@ -1050,25 +1186,55 @@ GemmProblem headGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  const TensorRef &value, const TensorRef *keyMask, bool causal,
                  int64_t window, std::optional<double> scale,
-                 TensorRef &result) {
+                 TensorRef &result, bool bshd, TensorRef *lse) {
   AttentionShape sizes;
   if (Status s = attentionShape(query, key, value, keyMask, causal, window,
-                                scale, sizes);
+                                scale, bshd, sizes);
       !s.ok())
+    return s;
+  if (Status s = checkLse(lse, query); !s.ok())
     return s;
   if (result.numElements() == 0)
     return Status::success();
   int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dv = sizes.dv;
 
   // 16-bit heads of up to 64 elements: the fused kernel (tensor cores, no
-  // score matrix in memory).
+  // score matrix in memory), which reads and writes either layout.
   if (sizes.group == 1 && fusedAttentionSupports(query.dtype, d, dv) &&
       key.dtype == query.dtype && value.dtype == query.dtype &&
       result.dtype == query.dtype && !bytesOverlap(result, query) &&
       !bytesOverlap(result, key) && !bytesOverlap(result, value))
     return fusedAttention(ctx, query.dtype, query.data, key.data, value.data,
                           sizes.batch, tq, tk, d, sizes.scale, causal,
-                          sizes.mask, result.data, /*lse=*/nullptr);
+                          sizes.mask, sizes.rowHeads, result.data,
+                          lse ? static_cast<float *>(lse->data) : nullptr);
+
+  // The GEMM path computes over dense [B, H, T, D] heads.
+  if (bshd) {
+    if (!result.present() || result.rank() != 4)
+      return Status::failure("bshd attention writes a [B, T, H, D] result");
+    HeadMajorCopies copies;
+    TensorRef noLse;
+    if (Status s = copies.allocate(
+            ctx, {&query, &key, &value, &result, lse ? lse : &noLse});
+        !s.ok())
+      return s;
+    TensorRef q = copies.place(0, query), k = copies.place(1, key),
+              v = copies.place(2, value), out = copies.place(3, result);
+    TensorRef rows = lse ? copies.placeRows(4, *lse) : TensorRef();
+    for (auto [t, copy] : {std::pair{&query, &q}, std::pair{&key, &k},
+                           std::pair{&value, &v}})
+      if (Status s = HeadMajorCopies::toHeadMajor(ctx, *t, *copy); !s.ok())
+        return s;
+    if (Status s = attention(ctx, q, k, v, keyMask, causal, window, scale, out,
+                             /*bshd=*/false, lse ? &rows : nullptr);
+        !s.ok())
+      return s;
+    if (lse)
+      if (Status s = HeadMajorCopies::writeBackRows(ctx, rows, *lse); !s.ok())
+        return s;
+    return HeadMajorCopies::writeBack(ctx, out, result);
+  }
 
   // The GEMMs run in f32 on the operands themselves when they are f32 and
   // the result does not overlap them; otherwise on f32 copies.
@@ -1107,9 +1273,11 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
 
   for (int64_t b0 = 0; b0 < sizes.batch; b0 += heads) {
     int64_t count = std::min(heads, sizes.batch - b0);
+    float *rowLse =
+        lse ? static_cast<float *>(lse->data) + b0 * tq : nullptr;
     if (Status s =
             attentionProbabilities(ctx, sizes, q + b0 * tq * d, k + b0 * tk * d,
-                                   causal, b0, count, p, gemmWorkspace);
+                                   causal, b0, count, p, gemmWorkspace, rowLse);
         !s.ok())
       return s;
     float *out = f32 ? static_cast<float *>(result.data) + b0 * tq * dv
@@ -1134,11 +1302,14 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      const TensorRef &grad, const TensorRef *keyMask,
                      bool causal, int64_t window,
                      std::optional<double> scale, TensorRef &queryGrad,
-                     TensorRef &keyGrad, TensorRef &valueGrad) {
+                     TensorRef &keyGrad, TensorRef &valueGrad, bool bshd,
+                     const TensorRef *lse) {
   AttentionShape sizes;
   if (Status s = attentionShape(query, key, value, keyMask, causal, window,
-                                scale, sizes);
+                                scale, bshd, sizes);
       !s.ok())
+    return s;
+  if (Status s = checkLse(lse, query); !s.ok())
     return s;
   // Results that are not present are not computed (an output mask).
   bool wantQuery = queryGrad.present(), wantKey = keyGrad.present(),
@@ -1149,9 +1320,10 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   if (sizes.batch == 0)
     return Status::success();
 
-  // The fused kernels: the row log-sum-exp from a forward pass that writes
-  // only it, the row dots, then one pass over key tiles; the query
-  // gradient gathers in f32 and is rounded once.
+  // The fused kernels: the row log-sum-exp (the forward pass's, or from a
+  // forward pass here that writes only it: the same bits), the row dots,
+  // then one pass over key tiles; the query gradient gathers in f32 and is
+  // rounded once. The GEMM path recomputes the probabilities whole.
   bool fused = sizes.group == 1 && fusedAttentionSupports(query.dtype, d, dv);
   for (const TensorRef *t : {&key, &value, &output, &grad})
     fused = fused && t->dtype == query.dtype;
@@ -1162,7 +1334,8 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   }
   if (fused) {
     WorkspaceLayout layout;
-    size_t lseAt = layout.add(size_t(sizes.batch * tq) * sizeof(float));
+    size_t lseAt =
+        lse ? 0 : layout.add(size_t(sizes.batch * tq) * sizeof(float));
     size_t rowDotAt = layout.add(size_t(sizes.batch * tq) * sizeof(float));
     size_t dqAt =
         wantQuery ? layout.add(size_t(sizes.batch * tq * d) * sizeof(float))
@@ -1170,14 +1343,16 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
     if (Status s = ctx.reserveWorkspace(layout.total); !s.ok())
       return s;
     cudaStream_t stream = streamOf(ctx);
-    float *lse = at<float>(ctx, lseAt), *rowDot = at<float>(ctx, rowDotAt);
+    float *rowLse = lse ? static_cast<float *>(lse->data) : at<float>(ctx, lseAt);
+    float *rowDot = at<float>(ctx, rowDotAt);
     float *dq = wantQuery ? at<float>(ctx, dqAt) : nullptr;
-    if (Status s = fusedAttention(ctx, query.dtype, query.data, key.data,
-                                  value.data, sizes.batch, tq, tk, d,
-                                  sizes.scale, causal, sizes.mask,
-                                  /*out=*/nullptr, lse);
-        !s.ok())
-      return s;
+    if (!lse)
+      if (Status s = fusedAttention(ctx, query.dtype, query.data, key.data,
+                                    value.data, sizes.batch, tq, tk, d,
+                                    sizes.scale, causal, sizes.mask,
+                                    sizes.rowHeads, /*out=*/nullptr, rowLse);
+          !s.ok())
+        return s;
     // The row dots, and the query gradient's accumulator cleared.
     if (tq > 0) {
       rowDotKernel<<<rowBlocks(sizes.batch * tq), rowThreads(dv), 0, stream>>>(
@@ -1186,14 +1361,47 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
       TGC_CUDA_LAUNCH("rowDotKernel");
     }
     if (Status s = fusedAttentionGrad(
-            ctx, query.dtype, query.data, key.data, value.data, grad.data, lse,
-            rowDot, sizes.batch, tq, tk, d, sizes.scale, causal, sizes.mask, dq,
-            wantKey ? keyGrad.data : nullptr,
+            ctx, query.dtype, query.data, key.data, value.data, grad.data,
+            rowLse, rowDot, sizes.batch, tq, tk, d, sizes.scale, causal,
+            sizes.mask,
+            sizes.rowHeads, dq, wantKey ? keyGrad.data : nullptr,
             wantValue ? valueGrad.data : nullptr);
         !s.ok())
       return s;
     if (dq)
       return narrowFromF32(ctx, dq, sizes.batch * tq * d, queryGrad, 0);
+    return Status::success();
+  }
+
+  // The GEMM path computes over dense [B, H, T, D] heads.
+  if (bshd) {
+    for (const TensorRef *t : std::initializer_list<const TensorRef *>{
+             &output, &grad, &queryGrad, &keyGrad, &valueGrad})
+      if (t->present() && t->rank() != 4)
+        return Status::failure("bshd attention_grad takes and writes "
+                               "[B, T, H, D] tensors");
+    HeadMajorCopies copies;
+    if (Status s = copies.allocate(ctx, {&query, &key, &value, &output, &grad,
+                                         &queryGrad, &keyGrad, &valueGrad});
+        !s.ok())
+      return s;
+    TensorRef q = copies.place(0, query), k = copies.place(1, key),
+              v = copies.place(2, value), o = copies.place(3, output),
+              g = copies.place(4, grad), dq = copies.place(5, queryGrad),
+              dk = copies.place(6, keyGrad), dvCopy = copies.place(7, valueGrad);
+    for (auto [t, copy] : {std::pair{&query, &q}, std::pair{&key, &k},
+                           std::pair{&value, &v}, std::pair{&output, &o},
+                           std::pair{&grad, &g}})
+      if (Status s = HeadMajorCopies::toHeadMajor(ctx, *t, *copy); !s.ok())
+        return s;
+    if (Status s = attentionGrad(ctx, q, k, v, o, g, keyMask, causal, window,
+                                 scale, dq, dk, dvCopy, /*bshd=*/false);
+        !s.ok())
+      return s;
+    for (auto [copy, t] : {std::pair{&dq, &queryGrad}, std::pair{&dk, &keyGrad},
+                           std::pair{&dvCopy, &valueGrad}})
+      if (Status s = HeadMajorCopies::writeBack(ctx, *copy, *t); !s.ok())
+        return s;
     return Status::success();
   }
 

@@ -220,39 +220,54 @@ private:
       return false;
     return attr("epsilon", AttrValue::Float);
   }
+  /// An attention operand's shape as the rules read it, [B..., T, D]: with
+  /// the bshd layout, its T and H swapped.
+  Shape attentionView(const TensorInfo &t) {
+    return shapes::attentionView(t.shape, inst.getBool("bshd"));
+  }
   bool attention(const TensorInfo &q, const TensorInfo &k,
                  const TensorInfo &v, const TensorInfo &o) {
     if (!floatT(q) || !sameDType(q, k) || !sameDType(q, v) ||
         !sameDType(q, o) || !attr("scale", AttrValue::Float))
       return false;
-    size_t r = q.shape.size();
-    if (r < 2 || k.shape.size() != r || v.shape.size() != r)
-      return fail("attention ranks differ");
-    Shape qBatch(q.shape.begin(), q.shape.end() - 2),
-        kBatch(k.shape.begin(), k.shape.end() - 2);
+    bool bshd = inst.getBool("bshd");
+    Shape qs = attentionView(q), ks = attentionView(k), vs = attentionView(v);
+    size_t r = qs.size();
+    if (r < 2 || ks.size() != r || vs.size() != r || (bshd && r != 4))
+      return fail(bshd ? "bshd attention needs operands of rank 4"
+                       : "attention ranks differ");
+    Shape qBatch(qs.begin(), qs.end() - 2), kBatch(ks.begin(), ks.end() - 2);
     if (shapes::attentionGroup(qBatch, kBatch) == 0 ||
-        !std::equal(k.shape.begin(), k.shape.end() - 2, v.shape.begin()) ||
-        q.shape[r - 1] != k.shape[r - 1] || k.shape[r - 2] != v.shape[r - 2])
+        !std::equal(ks.begin(), ks.end() - 2, vs.begin()) ||
+        qs[r - 1] != ks[r - 1] || ks[r - 2] != vs[r - 2])
       return fail("attention shapes do not agree");
-    if (inst.getBool("causal") && q.shape[r - 2] != k.shape[r - 2])
+    if (inst.getBool("causal") && qs[r - 2] != ks[r - 2])
       return fail("causal attention needs equal lengths");
     int64_t window = inst.getInt("window", 0);
     if (window < 0 || (window > 0 && !inst.getBool("causal")))
       return fail("an attention window must be 0 or positive with causal");
-    Shape shape(q.shape.begin(), q.shape.end() - 1);
-    shape.push_back(v.shape.back());
-    return shapeIs(o, shape);
+    Shape shape(qs.begin(), qs.end() - 1);
+    shape.push_back(vs.back());
+    return shapeIs(o, shapes::attentionView(shape, bshd));
+  }
+  /// An attention's row log-sum-exp: f32, the query's shape without its
+  /// last dimension.
+  bool rowLse(const TensorInfo &q, const TensorInfo &lse) {
+    return (lse.dtype == DType::F32 || fail("'" + lse.name + "' must be f32")) &&
+           !q.shape.empty() &&
+           shapeIs(lse, Shape(q.shape.begin(), q.shape.end() - 1));
   }
   /// A key mask [P..., Tk]: P... a prefix of the query's batch dimensions.
   bool keyMask(const TensorInfo &q, const TensorInfo &k,
                const TensorInfo &m) {
     if (!indexT(m))
       return false;
-    size_t r = q.shape.size();
-    if (r < 2 || k.shape.size() != r || m.shape.empty() ||
+    Shape qs = attentionView(q), ks = attentionView(k);
+    size_t r = qs.size();
+    if (r < 2 || ks.size() != r || m.shape.empty() ||
         m.shape.size() - 1 > r - 2 ||
-        !std::equal(m.shape.begin(), m.shape.end() - 1, q.shape.begin()) ||
-        m.shape.back() != k.shape[r - 2])
+        !std::equal(m.shape.begin(), m.shape.end() - 1, qs.begin()) ||
+        m.shape.back() != ks[r - 2])
       return fail("the key mask's dimensions are not a prefix of the batch "
                   "dimensions and the key length");
     return true;
@@ -400,14 +415,19 @@ Status Checker::run() {
          storedAs(out(0), in(0));
     break;
   case Kernel::LayerNormGrad:
-    ok = counts(3, 3) && layerNorm(in(0), in(1)) && storedAs(in(2), in(0)) &&
+    // An optional fourth operand: the addend of input_grad.
+    ok = (inst.operands.size() == 4 ? counts(4, 3) && same(in(3), in(0))
+                                    : counts(3, 3)) &&
+         layerNorm(in(0), in(1)) && storedAs(in(2), in(0)) &&
          outLike(in(0), 0) && outLike(in(1), 1) && outLike(in(1), 2);
     break;
   case Kernel::RmsNorm:
     ok = counts(2, 1) && layerNorm(in(0), in(1)) && storedAs(out(0), in(0));
     break;
   case Kernel::RmsNormGrad:
-    ok = counts(3, 2) && layerNorm(in(0), in(1)) && storedAs(in(2), in(0)) &&
+    ok = (inst.operands.size() == 4 ? counts(4, 2) && same(in(3), in(0))
+                                    : counts(3, 2)) &&
+         layerNorm(in(0), in(1)) && storedAs(in(2), in(0)) &&
          outLike(in(0), 0) && outLike(in(1), 1);
     break;
   case Kernel::Rope: {
@@ -451,18 +471,32 @@ Status Checker::run() {
             fail("padding_idx is not a row of the table"));
     break;
   }
-  case Kernel::Attention:
-    ok = (inst.operands.size() == 3 ? counts(3, 1)
-                                    : counts(4, 1) && keyMask(in(0), in(1), in(3))) &&
-         attention(in(0), in(1), in(2), out(0));
+  case Kernel::Attention: {
+    // Optional: a key mask operand, the row log-sum-exp result.
+    size_t results = inst.results.size() == 2 ? 2 : 1;
+    ok = (inst.operands.size() == 3
+              ? counts(3, results)
+              : counts(4, results) && keyMask(in(0), in(1), in(3))) &&
+         attention(in(0), in(1), in(2), out(0)) &&
+         (results == 1 ||
+          (inst.results[1] != kNotComputed && rowLse(in(0), out(1))) ||
+          fail("the row log-sum-exp is always computed"));
     break;
-  case Kernel::AttentionGrad:
-    ok = (inst.operands.size() == 5 ? counts(5, 3)
-                                    : counts(6, 3) && keyMask(in(0), in(1), in(5))) &&
+  }
+  case Kernel::AttentionGrad: {
+    // Optional, in order: a key mask (an index tensor), the row
+    // log-sum-exp (f32).
+    size_t operands = inst.operands.size();
+    bool hasLse = operands > 5 && operands <= 7 && isFloat(in(operands - 1).dtype);
+    bool hasMask = operands - (hasLse ? 1 : 0) == 6;
+    ok = counts(5 + size_t(hasMask) + size_t(hasLse), 3) &&
+         (!hasMask || keyMask(in(0), in(1), in(5))) &&
+         (!hasLse || rowLse(in(0), in(operands - 1))) &&
          attention(in(0), in(1), in(2), in(3)) &&
          same(in(3), in(4)) && outLike(in(0), 0) && outLike(in(1), 1) &&
          outLike(in(2), 2);
     break;
+  }
   case Kernel::CrossEntropy:
     ok = counts(2, 1) && targets(in(0), in(1)) &&
          (out(0).shape.empty() && isFloat(out(0).dtype)) &&

@@ -585,6 +585,45 @@ func.func @attention_head_size(%q: tensor<8x16xf32>, %k: tensor<8x32xf32>) {
 
 // -----
 
+func.func @attention_bshd_rank(%q: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{'tg.attention' op bshd attention takes query, key and value of rank 4 ([B, T, H, D]), found ranks 3, 3 and 3}}
+  %0 = tg.attention %q, %q, %q {bshd = true}
+      : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_bshd_result(%q: tensor<2x8x4x16xf32>) {
+  // The result of bshd heads is [B, T, H, D] too.
+  // expected-error @+1 {{'tg.attention' op result must have shape [2, 8, 4, 16], found [2, 4, 8, 16]}}
+  %0 = tg.attention %q, %q, %q {bshd = true}
+      : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_lse_shape(%q: tensor<2x4x8x16xbf16>) {
+  // The row log-sum-exp is one f32 per query row.
+  // expected-error @+1 {{'tg.attention' op lse must have shape [2, 4, 8], found [2, 4, 16]}}
+  %0, %1 = tg.attention %q, %q, %q
+      : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_lse_type(%q: tensor<2x4x8x16xbf16>, %l: tensor<2x4x8xbf16>) {
+  // expected-error @+1 {{'tg.attention_grad' op lse must be f32, found 'tensor<2x4x8xbf16>'}}
+  %0:3 = tg.attention_grad %q, %q, %q, %q, %q lse %l
+      : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xbf16>)
+      -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
+  return
+}
+
+// -----
+
 func.func @attention_kv_length(%q: tensor<8x16xf32>, %v: tensor<10x16xf32>) {
   // expected-error @+1 {{'tg.attention' op key and value sequence lengths differ: 8 and 10}}
   %0 = tg.attention %q, %q, %v

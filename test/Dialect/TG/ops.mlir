@@ -214,6 +214,17 @@ func.func @grouped_attention(%q: tensor<2x6x8x16xf32>, %kv: tensor<2x2x8x16xf32>
   return %0 : tensor<2x6x8x16xf32>
 }
 
+// The bshd layout: [B, T, H, D] heads (8 positions, six query heads and
+// two key/value heads), the result in the same layout.
+// CHECK-LABEL: func.func @bshd_attention(
+func.func @bshd_attention(%q: tensor<2x8x6x16xf32>, %kv: tensor<2x8x2x16xf32>)
+    -> tensor<2x8x6x16xf32> {
+  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {bshd = true, causal = true} : (tensor<2x8x6x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x6x16xf32>
+  %0 = tg.attention %q, %kv, %kv {bshd = true, causal = true}
+      : (tensor<2x8x6x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x6x16xf32>
+  return %0 : tensor<2x8x6x16xf32>
+}
+
 // Mistral's sliding window: each query sees its last 4 keys.
 // CHECK-LABEL: func.func @windowed_attention(
 func.func @windowed_attention(%q: tensor<2x6x8x16xf32>, %kv: tensor<2x2x8x16xf32>)

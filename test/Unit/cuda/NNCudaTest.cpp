@@ -187,6 +187,43 @@ TEST_P(NNCudaTest, LayerNormGrad) {
   }
 }
 
+// A norm gradient with an addend writes what the norm gradient and a
+// tg.add after it write, to the bit (the gradient rounded to its type,
+// then the sum rounded): layer norm and RMS norm, the sum also over the
+// addend's own buffer.
+TEST_P(NNCudaTest, NormGradAddendIsAnAddAfterIt) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(211);
+  std::vector<int64_t> shape = {70, 96};
+  HostTensor x = randomTensor(dtype, shape, rng, 0.5f, 2.0f);
+  HostTensor w = randomTensor(dtype, {96}, rng, 1.0f, 0.2f);
+  HostTensor g = randomTensor(dtype, shape, rng);
+  HostTensor r = randomTensor(dtype, shape, rng);
+  HostTensor like(dtype, shape), param(dtype, {96});
+  DeviceTensor dx(x), dw(w), dg(g), dr(r);
+  for (bool rms : {false, true}) {
+    SCOPED_TRACE(rms ? "rms_norm_grad" : "layer_norm_grad");
+    DeviceTensor plain(like, false), sum(like, false), fused(like, false);
+    DeviceTensor over(r), dW(param, false), dB(param, false);
+    auto normGrad = [&](TensorRef &out, const TensorRef *addend) {
+      return rms ? cuda::rmsNormGrad(*testContext(), dx.ref, dw.ref, dg.ref,
+                                     1e-6, out, dW.ref, addend)
+                 : cuda::layerNormGrad(*testContext(), dx.ref, dw.ref, dg.ref,
+                                       1e-5, out, dW.ref, dB.ref, addend);
+    };
+    ASSERT_OK(normGrad(plain.ref, nullptr));
+    ASSERT_OK(cuda::add(*testContext(), plain.ref, dr.ref, sum.ref));
+    ASSERT_OK(normGrad(fused.ref, &dr.ref));
+    // The result over the addend's buffer.
+    ASSERT_OK(normGrad(over.ref, &over.ref));
+    synchronize();
+    HostTensor want = sum.toHost();
+    expectSameBytes(want, fused.toHost(), "addend");
+    expectSameBytes(want, over.toHost(), "addend in place");
+  }
+}
+
 TEST_P(NNCudaTest, RmsNormAndItsGradient) {
   TGC_REQUIRE_GPU();
   DType dtype = GetParam();
@@ -462,7 +499,7 @@ TEST_P(NNCudaTest, FusedAttentionOutputAndLogSumExp) {
     DeviceTensor dq(q), dk(k), dv(v), dOut(want, false), dLse(lse, false);
     ASSERT_OK(cuda::fusedAttention(*testContext(), dtype, dq.ref.data,
                                    dk.ref.data, dv.ref.data, c.heads, c.tq,
-                                   c.tk, c.d, c.scale, c.causal, cuda::KeyMask(), dOut.ref.data,
+                                   c.tk, c.d, c.scale, c.causal, cuda::KeyMask(), /*rowHeads=*/1, dOut.ref.data,
                                    static_cast<float *>(dLse.ref.data)));
     synchronize();
     expectNear(want, dOut.toHost(), "fused attention", 4.0);
@@ -899,6 +936,141 @@ TEST_P(NNCudaTest, CrossEntropyTargetOutOfRange) {
                                    dGrad.ref, -100, dResult.ref));
   synchronize();
   EXPECT_EQ(takeDeviceError(), kIndexOutOfRange);
+}
+
+namespace {
+/// `t` ([B, H, T, D] or [B, T, H, D]) with its dimensions 1 and 2 swapped,
+/// by the CPU kernel.
+HostTensor swapHeads(const HostTensor &t) {
+  std::vector<int64_t> shape = t.ref.shape;
+  std::swap(shape[1], shape[2]);
+  HostTensor swapped(t.ref.dtype, shape);
+  EXPECT_TRUE(ok(cpu::transpose(cpuCtx, t.ref, {0, 2, 1, 3}, swapped.ref)));
+  return swapped;
+}
+} // namespace
+
+// The bshd layout ([B, T, H, D] heads) on the device: the fused kernels
+// reading and writing the heads in place (16-bit heads of 32, partial
+// tiles, a key mask and a window) and the GEMM path on head-major copies
+// (f32, and grouped-query heads) compute the bytes of head-major attention
+// over the transposed tensors; the fused query gradient, summed by atomic
+// adds in an order the hardware picks, within rounding.
+TEST_P(NNCudaTest, BshdAttentionIsAttentionOfTransposedHeads) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(241);
+  HostTensor mask(DType::I64, {2, 70});
+  auto *m = static_cast<int64_t *>(mask.ref.data);
+  for (int64_t j = 0; j < 70; ++j) {
+    m[j] = 1;
+    m[70 + j] = j < 33;
+  }
+  for (int64_t kvHeads : {3, 1})
+    for (int64_t window : {0, 40}) {
+      SCOPED_TRACE("kv heads " + std::to_string(kvHeads) + " window " +
+                   std::to_string(window));
+      std::vector<int64_t> shape = {2, 3, 70, 32}, kvShape = {2, kvHeads, 70, 32};
+      HostTensor q = randomTensor(dtype, shape, rng);
+      HostTensor k = randomTensor(dtype, kvShape, rng);
+      HostTensor v = randomTensor(dtype, kvShape, rng);
+      HostTensor g = randomTensor(dtype, shape, rng);
+      HostTensor qs = swapHeads(q), ks = swapHeads(k), vs = swapHeads(v),
+                 gs = swapHeads(g);
+      HostTensor o(dtype, shape), os(dtype, qs.ref.shape);
+      DeviceTensor dq(q), dk(k), dv(v), dg(g), dMask(mask), dOut(o, false);
+      DeviceTensor dqs(qs), dks(ks), dvs(vs), dgs(gs), dOuts(os, false);
+      ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref,
+                                &dMask.ref, true, window, std::nullopt,
+                                dOut.ref));
+      ASSERT_OK(cuda::attention(*testContext(), dqs.ref, dks.ref, dvs.ref,
+                                &dMask.ref, true, window, std::nullopt,
+                                dOuts.ref, /*bshd=*/true));
+      synchronize();
+      HostTensor out = dOut.toHost(), outs = dOuts.toHost();
+      expectSameBytes(out, swapHeads(outs), "bshd attention");
+      DeviceTensor dO(out), dOs(outs);
+      HostTensor gq(dtype, shape), gk(dtype, kvShape), gv(dtype, kvShape);
+      HostTensor gqs(dtype, qs.ref.shape), gks(dtype, ks.ref.shape),
+          gvs(dtype, vs.ref.shape);
+      DeviceTensor outDq(gq, false), outDk(gk, false), outDv(gv, false);
+      DeviceTensor outDqs(gqs, false), outDks(gks, false), outDvs(gvs, false);
+      ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref,
+                                    dO.ref, dg.ref, &dMask.ref, true, window,
+                                    std::nullopt, outDq.ref, outDk.ref,
+                                    outDv.ref));
+      ASSERT_OK(cuda::attentionGrad(*testContext(), dqs.ref, dks.ref, dvs.ref,
+                                    dOs.ref, dgs.ref, &dMask.ref, true, window,
+                                    std::nullopt, outDqs.ref, outDks.ref,
+                                    outDvs.ref, /*bshd=*/true));
+      synchronize();
+      expectNear(outDq.toHost(), swapHeads(outDqs.toHost()),
+                 "bshd query_grad");
+      expectSameBytes(outDk.toHost(), swapHeads(outDks.toHost()),
+                      "bshd key_grad");
+      expectSameBytes(outDv.toHost(), swapHeads(outDvs.toHost()),
+                      "bshd value_grad");
+    }
+}
+
+// The row log-sum-exp on the device (the fused kernels in 16 bits, the
+// GEMM path's softmax in f32, both layouts) against the CPU's, and the
+// gradient that reads it: the bytes of the gradient that recomputes it
+// (the query gradient, summed by atomic adds, within rounding).
+TEST_P(NNCudaTest, AttentionKeepsItsLogSumExp) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(243);
+  HostTensor mask(DType::I64, {2, 70});
+  auto *m = static_cast<int64_t *>(mask.ref.data);
+  for (int64_t j = 0; j < 70; ++j) {
+    m[j] = 1;
+    m[70 + j] = j >= 20;
+  }
+  for (bool bshd : {false, true}) {
+    SCOPED_TRACE(bshd ? "bshd" : "bhtd");
+    std::vector<int64_t> shape =
+        bshd ? std::vector<int64_t>{2, 70, 3, 32} : std::vector<int64_t>{2, 3, 70, 32};
+    std::vector<int64_t> rows(shape.begin(), shape.end() - 1);
+    HostTensor q = randomTensor(dtype, shape, rng);
+    HostTensor k = randomTensor(dtype, shape, rng);
+    HostTensor v = randomTensor(dtype, shape, rng);
+    HostTensor g = randomTensor(dtype, shape, rng);
+    HostTensor o(dtype, shape), lse(DType::F32, rows);
+    ASSERT_OK(cpu::attention(cpuCtx, q.ref, k.ref, v.ref, &mask.ref, true, 0,
+                             std::nullopt, o.ref, bshd, &lse.ref));
+    DeviceTensor dq(q), dk(k), dv(v), dg(g), dMask(mask), dOut(o, false),
+        dLse(lse, false);
+    ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref,
+                              &dMask.ref, true, 0, std::nullopt, dOut.ref,
+                              bshd, &dLse.ref));
+    synchronize();
+    HostTensor gotLse = dLse.toHost();
+    const float *want = static_cast<const float *>(lse.ref.data);
+    const float *got = static_cast<const float *>(gotLse.ref.data);
+    for (int64_t i = 0; i < lse.ref.numElements(); ++i) {
+      if (std::isinf(want[i]))
+        ASSERT_EQ(got[i], want[i]) << i; // a row that sees no key
+      else
+        ASSERT_NEAR(got[i], want[i], 1e-3 * (1 + std::abs(want[i]))) << i;
+    }
+    HostTensor out = dOut.toHost();
+    DeviceTensor dO(out);
+    HostTensor like(dtype, shape);
+    DeviceTensor aq(like, false), ak(like, false), av(like, false),
+        bq(like, false), bk(like, false), bv(like, false);
+    ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref,
+                                  dO.ref, dg.ref, &dMask.ref, true, 0,
+                                  std::nullopt, aq.ref, ak.ref, av.ref, bshd));
+    ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref,
+                                  dO.ref, dg.ref, &dMask.ref, true, 0,
+                                  std::nullopt, bq.ref, bk.ref, bv.ref, bshd,
+                                  &dLse.ref));
+    synchronize();
+    expectNear(aq.toHost(), bq.toHost(), "query_grad with lse");
+    expectSameBytes(ak.toHost(), bk.toHost(), "key_grad with lse");
+    expectSameBytes(av.toHost(), bv.toHost(), "value_grad with lse");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(FloatTypes, NNCudaTest,

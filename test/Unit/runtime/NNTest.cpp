@@ -168,6 +168,38 @@ TEST_P(NNTest, LayerNormMatchesTorchFormula) {
 }
 
 // Hugging Face's LlamaRMSNorm: x * rsqrt(mean(x^2) + eps) * weight.
+// A norm gradient with an addend writes what the norm gradient and a
+// tg.add after it write, to the bit: layer norm and RMS norm, the sum also
+// over the addend's own buffer.
+TEST_P(NNTest, NormGradAddendIsAnAddAfterIt) {
+  DType dtype = GetParam();
+  std::mt19937 rng(51);
+  Shape shape = {7, 24};
+  HostTensor x = randomTensor(rng, dtype, shape, -2, 2);
+  HostTensor w = randomTensor(rng, dtype, {24}, 0.5, 1.5);
+  HostTensor g = randomTensor(rng, dtype, shape);
+  HostTensor r = randomTensor(rng, dtype, shape);
+  for (bool rms : {false, true}) {
+    SCOPED_TRACE(rms ? "rms_norm_grad" : "layer_norm_grad");
+    HostTensor plain(dtype, shape), want(dtype, shape), fused(dtype, shape),
+        over = HostTensor::of(dtype, shape, r.values());
+    HostTensor dw(dtype, {24}), db(dtype, {24});
+    auto normGrad = [&](TensorRef &out, const TensorRef *addend) {
+      return rms ? cpu::rmsNormGrad(cpuCtx, x, w, g, 1e-6, out, dw, addend)
+                 : cpu::layerNormGrad(cpuCtx, x, w, g, 1e-5, out, dw, db,
+                                      addend);
+    };
+    ASSERT_OK(normGrad(plain, nullptr));
+    ASSERT_OK(cpu::add(cpuCtx, plain, r, want));
+    ASSERT_OK(normGrad(fused, &r.ref()));
+    ASSERT_OK(normGrad(over, &over.ref()));
+    EXPECT_EQ(fused.values(), want.values());
+    EXPECT_EQ(over.values(), want.values());
+    HostTensor wrong(dtype, {7, 23});
+    EXPECT_FAILS(normGrad(fused, &wrong.ref()));
+  }
+}
+
 TEST_P(NNTest, RmsNormMatchesLlamaFormula) {
   DType dtype = GetParam();
   std::mt19937 rng(33);
@@ -238,6 +270,140 @@ TEST_P(NNTest, EmbeddingLooksUpRows) {
       for (int64_t j = 0; j < 3; ++j)
         expected.push_back(t[row * 3 + j]);
     EXPECT_EQ(out.values(), expected);
+  }
+}
+
+/// `t` ([B, H, T, D] or [B, T, H, D]) with its dimensions 1 and 2 swapped.
+static HostTensor swapHeads(const HostTensor &t) {
+  Shape shape = t.shape();
+  std::swap(shape[1], shape[2]);
+  HostTensor swapped(t.dtype(), shape);
+  EXPECT_TRUE(cpu::transpose(cpuCtx, t, {0, 2, 1, 3}, swapped).ok());
+  return swapped;
+}
+
+// The bshd layout ([B, T, H, D] operands and results) computes the values
+// of head-major attention over the transposed tensors, to the bit, forward
+// and backward: grouped-query heads, a [B, T] key mask, a sliding window,
+// and gradients an output mask leaves out.
+TEST_P(NNTest, BshdAttentionIsAttentionOfTransposedHeads) {
+  DType dtype = GetParam();
+  std::mt19937 rng(47);
+  const int64_t B = 2, H = 6, KV = 2, T = 5, D = 4;
+  HostTensor q = randomTensor(rng, dtype, {B, H, T, D}, -2, 2);
+  HostTensor k = randomTensor(rng, dtype, {B, KV, T, D}, -2, 2);
+  HostTensor v = randomTensor(rng, dtype, {B, KV, T, D});
+  HostTensor g = randomTensor(rng, dtype, {B, H, T, D});
+  HostTensor mask = HostTensor::of(DType::I64, {B, T},
+                                   {1, 1, 1, 0, 0, 1, 1, 1, 1, 1});
+  HostTensor qs = swapHeads(q), ks = swapHeads(k), vs = swapHeads(v),
+             gs = swapHeads(g);
+  for (int64_t window : {0, 2})
+    for (bool withMask : {false, true}) {
+      SCOPED_TRACE("window " + std::to_string(window) +
+                   (withMask ? " masked" : ""));
+      const TensorRef *m = withMask ? &mask.ref() : nullptr;
+      HostTensor want(dtype, {B, H, T, D}), got(dtype, {B, T, H, D});
+      ASSERT_OK(cpu::attention(cpuCtx, q, k, v, m, true, window,
+                               std::nullopt, want));
+      ASSERT_OK(cpu::attention(cpuCtx, qs, ks, vs, m, true, window,
+                               std::nullopt, got, /*bshd=*/true));
+      EXPECT_EQ(swapHeads(got).values(), want.values());
+      HostTensor dq(dtype, {B, H, T, D}), dk(dtype, {B, KV, T, D}),
+          dv(dtype, {B, KV, T, D});
+      ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, want, g, m, true, window,
+                                   std::nullopt, dq, dk, dv));
+      HostTensor dqs(dtype, {B, T, H, D}), dks(dtype, {B, T, KV, D});
+      TensorRef absent;
+      ASSERT_OK(cpu::attentionGrad(cpuCtx, qs, ks, vs, got, gs, m, true,
+                                   window, std::nullopt, dqs, dks, absent,
+                                   /*bshd=*/true));
+      EXPECT_EQ(swapHeads(dqs).values(), dq.values());
+      EXPECT_EQ(swapHeads(dks).values(), dk.values());
+    }
+  // Operands of another rank are refused.
+  HostTensor flat = randomTensor(rng, dtype, {B, T, D});
+  HostTensor out(dtype, {B, T, D});
+  EXPECT_FAILS(cpu::attention(cpuCtx, flat, flat, flat, nullptr, false, 0,
+                              std::nullopt, out, /*bshd=*/true));
+}
+
+// The row log-sum-exp attention returns: log(sum_j exp(scale * q.k_j))
+// over the keys a row sees, computed here in double (-inf for a row that
+// sees none), in both layouts; the gradient reads it and computes the
+// same bits as without it.
+TEST_P(NNTest, AttentionLogSumExpOfTheScores) {
+  DType dtype = GetParam();
+  std::mt19937 rng(53);
+  const int64_t B = 2, H = 3, T = 5, D = 4;
+  HostTensor q = randomTensor(rng, dtype, {B, H, T, D}, -2, 2);
+  HostTensor k = randomTensor(rng, dtype, {B, H, T, D}, -2, 2);
+  HostTensor v = randomTensor(rng, dtype, {B, H, T, D});
+  HostTensor g = randomTensor(rng, dtype, {B, H, T, D});
+  // The second example sees keys 3 and 4 only: its first three rows see
+  // none when causal.
+  HostTensor mask = HostTensor::of(DType::I64, {B, T},
+                                   {1, 1, 1, 1, 1, 0, 0, 0, 1, 1});
+  double scale = 1.0 / std::sqrt(double(D));
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "full");
+    HostTensor out(dtype, {B, H, T, D}), lse(DType::F32, {B, H, T});
+    ASSERT_OK(cpu::attention(cpuCtx, q, k, v, &mask.ref(), causal, 0,
+                             std::nullopt, out, false, &lse.ref()));
+    std::vector<double> want;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < T; ++i) {
+          std::vector<double> scores;
+          for (int64_t j = 0; j < T; ++j) {
+            if ((causal && j > i) || mask.get(b * T + j) == 0)
+              continue;
+            double dot = 0.0;
+            for (int64_t c = 0; c < D; ++c)
+              dot += q.get(((b * H + h) * T + i) * D + c) *
+                     k.get(((b * H + h) * T + j) * D + c);
+            scores.push_back(scale * dot);
+          }
+          double max = -std::numeric_limits<double>::infinity();
+          for (double s : scores)
+            max = std::max(max, s);
+          double sum = 0.0;
+          for (double s : scores)
+            sum += std::exp(s - max);
+          want.push_back(scores.empty() ? max : max + std::log(sum));
+        }
+    std::vector<double> got = lse.values();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (std::isinf(want[i])) {
+        EXPECT_TRUE(std::isinf(got[i]) && got[i] < 0) << i;
+        continue;
+      }
+      EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << i;
+    }
+    // bshd: the statistic of [B, T, H, D] heads is [B, T, H].
+    HostTensor outs(dtype, {B, T, H, D}), lses(DType::F32, {B, T, H});
+    ASSERT_OK(cpu::attention(cpuCtx, swapHeads(q), swapHeads(k), swapHeads(v),
+                             &mask.ref(), causal, 0, std::nullopt, outs, true,
+                             &lses.ref()));
+    HostTensor back(DType::F32, {B, H, T});
+    ASSERT_OK(cpu::transpose(cpuCtx, lses, {0, 2, 1}, back));
+    EXPECT_EQ(back.values(), got);
+    // The gradient with the statistic is the gradient without it.
+    HostTensor dq(dtype, {B, H, T, D}), dk(dtype, {B, H, T, D}),
+        dv(dtype, {B, H, T, D}), eq(dtype, {B, H, T, D}),
+        ek(dtype, {B, H, T, D}), ev(dtype, {B, H, T, D});
+    ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, out, g, &mask.ref(), causal,
+                                 0, std::nullopt, dq, dk, dv));
+    ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, out, g, &mask.ref(), causal,
+                                 0, std::nullopt, eq, ek, ev, false,
+                                 &lse.ref()));
+    EXPECT_EQ(eq.values(), dq.values());
+    EXPECT_EQ(ek.values(), dk.values());
+    EXPECT_EQ(ev.values(), dv.values());
+    HostTensor wrong(DType::F32, {B, H});
+    EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, causal, 0,
+                                std::nullopt, out, false, &wrong.ref()));
   }
 }
 

@@ -1,12 +1,14 @@
-"""fold_casts_pairs.py TOOLS DIR RUN MODEL:OPTIONS...: for each MODEL (DIR/
-MODEL.mlir) and tgc-compile OPTIONS, compiles the training step without
---fuse (--emit=mlir: every cast there), lowers it with tgc-opt with and
-without --fuse's cast passes (tg-fold-casts, tg-group-casts), trains both
-6 steps with RUN (a tool in TOOLS and its arguments, e.g.
-"tgc-run-cuda-emu --device cuda") and prints the tg.cast ops before and
-after, the tg.multi_cast ops made, both planned arenas, and whether the
-trainings are bitwise identical (test/e2e/Inputs/same_run.py: losses and
-checkpoints)."""
+"""fold_casts_pairs.py TOOLS DIR RUN [--passes=P,...] MODEL:OPTIONS...: for
+each MODEL (DIR/MODEL.mlir) and tgc-compile OPTIONS, compiles the training
+step without --fuse (--emit=mlir: every cast and add there), lowers it with
+tgc-opt with and without passes of --fuse that run on the finished step
+(by default its cast passes, tg-fold-casts and tg-group-casts; --passes
+names others), trains both 6 steps with RUN (a tool in TOOLS and its
+arguments, e.g. "tgc-run-cuda-emu --device cuda") and prints the tg.cast
+ops before and after, the tg.multi_cast ops made, both planned arenas, the
+tg.add ops before and after, the tg.attention_grad ops reading the forward
+pass's log-sum-exp, and whether the trainings are bitwise
+identical (test/e2e/Inputs/same_run.py: losses and checkpoints)."""
 import os
 import re
 import shlex
@@ -26,16 +28,19 @@ def main():
     runner = shlex.split(runner)
     runner[0] = os.path.join(tools, runner[0])
     here = os.path.dirname(os.path.abspath(__file__))
-    for index, spec in enumerate(sys.argv[4:]):
+    specs = sys.argv[4:]
+    fused = ["--tg-fold-casts", "--tg-group-casts"]
+    if specs and specs[0].startswith("--passes="):
+        fused = ["--" + p for p in specs[0][len("--passes="):].split(",")]
+        specs = specs[1:]
+    for index, spec in enumerate(specs):
         model, options = spec.split(":", 1)
         stem = f"{directory}/{model}.{index}"
         run([os.path.join(tools, "tgc-compile"), f"{directory}/{model}.mlir",
              "--emit=mlir", "-o", stem + ".step.mlir",
              *shlex.split(options)])
-        casts, multi, arenas = [], 0, []
-        for name, passes in (("plain", []),
-                             ("folded", ["--tg-fold-casts",
-                                         "--tg-group-casts"])):
+        casts, adds, multi, arenas = [], [], 0, []
+        for name, passes in (("plain", []), ("folded", fused)):
             run([os.path.join(tools, "tgc-opt"), stem + ".step.mlir", *passes,
                  "--tg-plan-memory=print=false",
                  f"--tgc-lower-to-tgx=output={stem}.{name}.tgx",
@@ -43,6 +48,8 @@ def main():
             with open(f"{stem}.{name}.mlir") as f:
                 text = f.read()
             casts.append(len(re.findall(r"= tg\.cast ", text)))
+            adds.append(len(re.findall(r"= tg\.add ", text)))
+            kept = len(re.findall(r"= tg\.attention_grad [^\n]* lse ", text))
             multi = len(re.findall(r"= tg\.multi_cast ", text))
             out = run([*runner, f"{stem}.{name}.tgx", "--steps", str(STEPS),
                        "--seed", "3", "--metrics", f"{stem}.{name}.jsonl",
@@ -50,7 +57,8 @@ def main():
             arenas.append(re.search(r"high-water mark \d+ bytes \(planned peak (\d+)",
                                      out).group(1))
         print(f"{model} {options}: casts {casts[0]} -> {casts[1]} and {multi} "
-              f"multi_cast, arena {arenas[0]} -> {arenas[1]} bytes",
+              f"multi_cast, arena {arenas[0]} -> {arenas[1]} bytes, adds "
+              f"{adds[0]} -> {adds[1]}, {kept} attention_grad reading lse",
               flush=True)
         print(run([sys.executable, os.path.join(here, "same_run.py"),
                    f"{stem}.plain.jsonl", f"{stem}.plain.st",

@@ -12,6 +12,7 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "tgc/Support/FusedAttention.h"
+#include "tgc/Support/ShapeRules.h"
 #include "tgc/Support/GemmBatch.h"
 #include "tgc/Support/MultiTensor.h"
 
@@ -107,15 +108,44 @@ static int64_t clippedTriangle(int64_t n, int64_t c) {
   return c * (c + 1) / 2 + (n - c) * c;
 }
 
+namespace {
+/// An attention's sizes in the [B..., T, D] order of its rules (a bshd
+/// operand's T and H swapped back).
+struct AttentionSizes {
+  int64_t heads, kvHeads; // query heads and key/value heads, batch included
+  int64_t tq, tk, d, dv;
+  unsigned bits; // of the operands' element type
+  bool bshd;
+  bool causal;
+  int64_t window;
+};
+} // namespace
+
+template <typename OpT> static AttentionSizes attentionSizes(OpT op) {
+  bool bshd = op.getBshd();
+  tgc::shapes::Shape q = tgc::shapes::attentionView(shapeOf(op.getQuery()), bshd);
+  tgc::shapes::Shape k = tgc::shapes::attentionView(shapeOf(op.getKey()), bshd);
+  AttentionSizes sizes;
+  sizes.heads = batchCount(q);
+  sizes.kvHeads = batchCount(k);
+  sizes.tq = q[q.size() - 2];
+  sizes.tk = k[k.size() - 2];
+  sizes.d = q.back();
+  sizes.dv = shapeOf(op.getValue()).back();
+  sizes.bits =
+      getElementTypeOrSelf(op.getQuery().getType()).getIntOrFloatBitWidth();
+  sizes.bshd = bshd;
+  sizes.causal = op.getCausal();
+  sizes.window = op.getWindow();
+  return sizes;
+}
+
 /// Score entries an attention computes per batch: all Tq x Tk, or, when
 /// causal, the keys each query sees: j <= i, and with a window W only
 /// i - W < j (the fused kernels skip the tiles outside both).
-static int64_t attentionScores(Value query, Value key, bool causal,
-                               int64_t window) {
-  ArrayRef<int64_t> q = shapeOf(query);
-  int64_t tq = q[q.size() - 2];
-  int64_t tk = shapeOf(key)[q.size() - 2];
-  if (!causal)
+static int64_t attentionScores(const AttentionSizes &sizes) {
+  int64_t tq = sizes.tq, tk = sizes.tk, window = sizes.window;
+  if (!sizes.causal)
     return tq * tk;
   if (tq <= tk)
     return clippedTriangle(tq, window > 0 ? std::min(window, tk) : tk);
@@ -131,11 +161,9 @@ static int64_t attentionScores(Value query, Value key, bool causal,
 // Q K^T and P V (two FLOPs per multiply-add) plus scale and softmax (6 per
 // score); a causal kernel skips the masked half.
 int64_t AttentionOp::getFlops() {
-  int64_t d = shapeOf(getQuery()).back();
-  int64_t dv = shapeOf(getValue()).back();
-  int64_t scores =
-      attentionScores(getQuery(), getKey(), getCausal(), getWindow());
-  return batchCount(shapeOf(getQuery())) * scores * (2 * d + 2 * dv + 6);
+  AttentionSizes sizes = attentionSizes(*this);
+  return sizes.heads * attentionScores(sizes) *
+         (2 * sizes.d + 2 * sizes.dv + 6);
 }
 
 //===----------------------------------------------------------------------===//
@@ -153,23 +181,36 @@ int64_t AttentionOp::getFlops() {
 //
 // Every other attention runs cuBLASLt GEMMs in f32 over every head's full
 // Tq x Tk score matrix, masked or not, materialised in scratch memory, on
-// f32 copies of 16-bit operands.
+// f32 copies of 16-bit operands; a bshd one on [B, H, T, D] copies of its
+// operands, its results transposed back (the fused kernels read and write
+// bshd heads in place).
 //===----------------------------------------------------------------------===//
 
 /// Whether the CUDA backend runs this attention with the fused kernels:
 /// 16-bit heads the kernels take, each query head with its own key and
 /// value head (grouped-query attention runs the GEMMs).
-static bool runsFused(Value query, Value key, Value value) {
-  unsigned bits = getElementTypeOrSelf(query.getType()).getIntOrFloatBitWidth();
-  return tgc::runsFusedAttention(bits, shapeOf(query).back(),
-                                 shapeOf(value).back()) &&
-         batchCount(shapeOf(query)) == batchCount(shapeOf(key));
+static bool runsFused(const AttentionSizes &sizes) {
+  return tgc::runsFusedAttention(sizes.bits, sizes.d, sizes.dv) &&
+         sizes.heads == sizes.kvHeads;
 }
 
 /// Score entries the unfused CUDA kernels compute per batch: all Tq x Tk.
-static int64_t computedScores(Value query, Value key) {
-  ArrayRef<int64_t> q = shapeOf(query);
-  return q[q.size() - 2] * shapeOf(key)[q.size() - 2];
+static int64_t computedScores(const AttentionSizes &sizes) {
+  return sizes.tq * sizes.tk;
+}
+
+/// Bytes the unfused kernels move transposing a bshd attention's `operands`
+/// into [B, H, T, D] copies and its `results` back: each written and read.
+static int64_t bshdCopyBytes(const AttentionSizes &sizes,
+                             ArrayRef<Value> operands,
+                             ArrayRef<Value> results) {
+  if (!sizes.bshd)
+    return 0;
+  int64_t bytes = 0;
+  for (ArrayRef<Value> values : {operands, results})
+    for (Value value : values)
+      bytes += 2 * getTensorBytes(value.getType());
+  return bytes;
 }
 
 /// Scratch traffic of running on f32 copies of 16-bit `operands` and
@@ -186,24 +227,15 @@ static int64_t widenedCopyBytes(ValueRange operands, ValueRange results) {
   return 8 * elements;
 }
 
-/// Query rows of an attention: the batch count times Tq.
-static int64_t queryRows(Value query) {
-  ArrayRef<int64_t> q = shapeOf(query);
-  return batchCount(q) * q[q.size() - 2];
-}
-
 int64_t AttentionOp::getMatmulFlops() {
-  int64_t d = shapeOf(getQuery()).back();
-  int64_t dv = shapeOf(getValue()).back();
-  int64_t scores = runsFused(getQuery(), getKey(), getValue())
-                       ? attentionScores(getQuery(), getKey(), getCausal(),
-                                         getWindow())
-                       : computedScores(getQuery(), getKey());
-  return batchCount(shapeOf(getQuery())) * scores * (2 * d + 2 * dv);
+  AttentionSizes sizes = attentionSizes(*this);
+  int64_t scores =
+      runsFused(sizes) ? attentionScores(sizes) : computedScores(sizes);
+  return sizes.heads * scores * (2 * sizes.d + 2 * sizes.dv);
 }
 
 Type AttentionOp::getMatmulType() {
-  if (runsFused(getQuery(), getKey(), getValue()))
+  if (runsFused(attentionSizes(*this)))
     return getElementTypeOrSelf(getQuery().getType());
   return Float32Type::get(getContext());
 }
@@ -211,55 +243,62 @@ Type AttentionOp::getMatmulType() {
 // Unfused: S is written by the GEMM, read and written by the softmax and
 // read by the P V GEMM, 16 bytes per f32 score.
 int64_t AttentionOp::getScratchBytes() {
-  if (runsFused(getQuery(), getKey(), getValue()))
+  AttentionSizes sizes = attentionSizes(*this);
+  if (runsFused(sizes))
     return 0;
-  return 16 * batchCount(shapeOf(getQuery())) *
-             computedScores(getQuery(), getKey()) +
-         widenedCopyBytes({getQuery(), getKey(), getValue()},
-                          getOperation()->getResults());
+  SmallVector<Value> operands = {getQuery(), getKey(), getValue()};
+  SmallVector<Value> results = {getResult()};
+  return 16 * sizes.heads * computedScores(sizes) +
+         widenedCopyBytes(operands, results) +
+         bshdCopyBytes(sizes, operands, results);
 }
 
-// Fused: a forward pass that writes only the row log-sum-exp (S), then S
-// again, dP, and dV, dK (always computed), dQ (when asked for). Unfused:
-// S, dV, and dP, dQ, dK as the output mask asks.
+// Fused: a forward pass that writes only the row log-sum-exp (S; not when
+// the forward pass kept it, `lse`), then S again, dP, and dV, dK (always
+// computed), dQ (when asked for). Unfused: S, dV, and dP, dQ, dK as the
+// output mask asks.
 int64_t AttentionGradOp::getMatmulFlops() {
-  int64_t d = shapeOf(getQuery()).back();
-  int64_t dv = shapeOf(getValue()).back();
+  AttentionSizes sizes = attentionSizes(*this);
+  int64_t d = sizes.d, dv = sizes.dv;
   bool query = computesResult(*this, 0), key = computesResult(*this, 1);
-  int64_t batches = batchCount(shapeOf(getQuery()));
-  if (runsFused(getQuery(), getKey(), getValue()))
-    return batches *
-           attentionScores(getQuery(), getKey(), getCausal(), getWindow()) *
-           (2 * d + 2 * d + 2 * dv + 2 * dv + 2 * d + (query ? 2 * d : 0));
+  int64_t batches = sizes.heads;
+  if (runsFused(sizes))
+    return batches * attentionScores(sizes) *
+           ((getLse() ? 0 : 2 * d) + 2 * d + 2 * dv + 2 * dv + 2 * d +
+            (query ? 2 * d : 0));
   int64_t perScore = 2 * d; // S = Q K^T
   if (computesResult(*this, 2))
     perScore += 2 * dv; // dV = P^T dO
   if (query || key)
     perScore += 2 * dv + (query ? 2 * d : 0) + (key ? 2 * d : 0);
-  return batches * computedScores(getQuery(), getKey()) * perScore;
+  return batches * computedScores(sizes) * perScore;
 }
 
 Type AttentionGradOp::getMatmulType() {
-  if (runsFused(getQuery(), getKey(), getValue()))
+  if (runsFused(attentionSizes(*this)))
     return getElementTypeOrSelf(getQuery().getType());
   return Float32Type::get(getContext());
 }
 
-// Fused: the log-sum-exp pass reads Q and K again and the row dots read dO
-// and the output again; the log-sum-exp and row dots are written and read
-// (16 bytes a row); the f32 query-gradient accumulator is zeroed, read
-// and rounded (8 bytes an element). Unfused: P recomputed (16 bytes per
+// Fused: the log-sum-exp pass (none with `lse`, an operand) reads Q and K
+// again and the row dots read dO and the output again; the log-sum-exp and
+// row dots are written and read (8 bytes a row each); the f32
+// query-gradient accumulator is zeroed, read and rounded (8 bytes an
+// element). Unfused: P recomputed (16 bytes per
 // score, as in the forward pass); dV reads P (4); dP is written (4), dS =
 // P * (dP - rowdot) reads two and writes one (12); dQ and dK each read dS
-// (4). The row dots are written and read once.
+// (4). The row dots are written and read once. A bshd attention's
+// operands are transposed into copies and its gradients back.
 int64_t AttentionGradOp::getScratchBytes() {
+  AttentionSizes sizes = attentionSizes(*this);
   bool query = computesResult(*this, 0), key = computesResult(*this, 1);
-  int64_t rows = queryRows(getQuery());
-  if (runsFused(getQuery(), getKey(), getValue()))
-    return tg::getTensorBytes(getQuery().getType()) +
-           tg::getTensorBytes(getKey().getType()) +
+  int64_t rows = sizes.heads * sizes.tq;
+  if (runsFused(sizes))
+    return (getLse() ? 0
+                     : tg::getTensorBytes(getQuery().getType()) +
+                           tg::getTensorBytes(getKey().getType()) + 8 * rows) +
            tg::getTensorBytes(getGrad().getType()) +
-           tg::getTensorBytes(getOutput().getType()) + 16 * rows +
+           tg::getTensorBytes(getOutput().getType()) + 8 * rows +
            (query ? 8 * numElements(getQuery()) : 0);
   int64_t perScore = 16;
   if (computesResult(*this, 2))
@@ -270,11 +309,12 @@ int64_t AttentionGradOp::getScratchBytes() {
   for (OpResult result : getOperation()->getResults())
     if (computesResult(*this, result.getResultNumber()))
       computed.push_back(result);
-  return perScore * batchCount(shapeOf(getQuery())) *
-             computedScores(getQuery(), getKey()) +
-         8 * rows +
+  SmallVector<Value> operands = {getQuery(), getKey(), getValue(),
+                                 getOutput(), getGrad()};
+  return perScore * sizes.heads * computedScores(sizes) + 8 * rows +
          widenedCopyBytes({getQuery(), getKey(), getValue(), getGrad()},
-                          computed);
+                          computed) +
+         bshdCopyBytes(sizes, operands, computed);
 }
 
 // max, subtract, exp and sum per logit; log and pick per row.
@@ -352,17 +392,16 @@ int64_t EmbeddingGradOp::getFlops() { return numElements(getGrad()); }
 // dP = dO V^T (2dv each), dS (3) and dQ, dK (2d each); the results an
 // output_mask leaves out (and dP, dS without dQ and dK) are not computed.
 int64_t AttentionGradOp::getFlops() {
-  int64_t d = shapeOf(getQuery()).back();
-  int64_t dv = shapeOf(getValue()).back();
-  int64_t scores =
-      attentionScores(getQuery(), getKey(), getCausal(), getWindow());
+  AttentionSizes sizes = attentionSizes(*this);
+  int64_t d = sizes.d, dv = sizes.dv;
+  int64_t scores = attentionScores(sizes);
   bool query = computesResult(*this, 0), key = computesResult(*this, 1);
   int64_t perScore = 2 * d + 6;
   if (computesResult(*this, 2))
     perScore += 2 * dv;
   if (query || key)
     perScore += 2 * dv + 3 + (query ? 2 * d : 0) + (key ? 2 * d : 0);
-  return batchCount(shapeOf(getQuery())) * scores * perScore;
+  return sizes.heads * scores * perScore;
 }
 
 // Softmax recomputed (4 per logit), subtract the one-hot and scale (2).
@@ -546,45 +585,49 @@ int64_t EmbeddingGradOp::getKernelLaunches() {
 /// The unfused attention's chunks of heads: `scoreMatrices` f32 score
 /// matrices per key/value head, as tgc/Support/FusedAttention.h bounds
 /// them.
-static int64_t attentionChunks(Value query, Value key,
+static int64_t attentionChunks(const AttentionSizes &sizes,
                                int64_t scoreMatrices) {
-  int64_t heads = batchCount(shapeOf(key));
-  int64_t group = heads > 0 ? batchCount(shapeOf(query)) / heads : 1;
-  ArrayRef<int64_t> q = shapeOf(query);
-  int64_t tq = group * q[q.size() - 2];
-  int64_t tk = shapeOf(key)[q.size() - 2];
-  int64_t chunk = tgc::attentionHeadsPerChunk(heads, tq, tk, scoreMatrices);
+  int64_t heads = sizes.kvHeads;
+  int64_t group = heads > 0 ? sizes.heads / heads : 1;
+  int64_t chunk = tgc::attentionHeadsPerChunk(heads, group * sizes.tq,
+                                              sizes.tk, scoreMatrices);
   return (heads + chunk - 1) / chunk;
 }
 
-// Fused: one kernel. Unfused: f32 copies of 16-bit operands, then per chunk
+// Fused: one kernel. Unfused: a bshd attention's transposed copies (their
+// allocation and free, three operands, the result and lse back), f32 copies of 16-bit operands, then per chunk
 // of heads the scores' GEMM, the softmax, P V's GEMM and (16-bit) the
 // rounding of the output.
 int64_t AttentionOp::getKernelLaunches() {
   if (numElements(getResult()) == 0)
     return 0;
-  if (runsFused(getQuery(), getKey(), getValue()))
+  AttentionSizes sizes = attentionSizes(*this);
+  if (runsFused(sizes))
     return 1;
-  bool f32 = getElementTypeOrSelf(getQuery().getType()).isF32();
-  return (f32 ? 0 : 3) +
-         attentionChunks(getQuery(), getKey(), 1) * (3 + (f32 ? 0 : 1));
+  bool f32 = sizes.bits == 32;
+  return (sizes.bshd ? 6 + (getLse() ? 1 : 0) : 0) + (f32 ? 0 : 3) +
+         attentionChunks(sizes, 1) * (3 + (f32 ? 0 : 1));
 }
 
-// Fused: the log-sum-exp pass, the row dots (clearing dQ's f32
-// accumulator) and the backward kernel, and dQ rounded. Unfused: the row dots,
-// f32 copies of 16-bit operands, then per chunk P recomputed (GEMM and
-// softmax), dV's GEMM, dP's GEMM and dS, dQ's and dK's GEMMs, and the
-// roundings of 16-bit gradients.
+// Fused: the log-sum-exp pass (unless the forward pass kept it), the row
+// dots (clearing dQ's f32 accumulator) and the backward kernel, and dQ
+// rounded. Unfused: a bshd
+// attention's transposed copies (their allocation and free, five operands,
+// the computed gradients back), the row dots, f32 copies of 16-bit operands, then per chunk P
+// recomputed (GEMM and softmax), dV's GEMM, dP's GEMM and dS, dQ's and
+// dK's GEMMs, and the roundings of 16-bit gradients.
 int64_t AttentionGradOp::getKernelLaunches() {
   bool query = computesResult(*this, 0), key = computesResult(*this, 1),
        value = computesResult(*this, 2);
-  if (runsFused(getQuery(), getKey(), getValue()))
-    return 3 + (query ? 1 : 0);
-  bool f32 = getElementTypeOrSelf(getQuery().getType()).isF32();
+  AttentionSizes sizes = attentionSizes(*this);
+  if (runsFused(sizes))
+    return (getLse() ? 2 : 3) + (query ? 1 : 0);
+  bool f32 = sizes.bits == 32;
   int64_t perChunk = 2 + (value ? 1 : 0) + (query || key ? 2 : 0) +
                      (query ? 1 : 0) + (key ? 1 : 0) +
                      (f32 ? 0 : int64_t(query) + key + value);
-  return 1 + (f32 ? 0 : 4) + attentionChunks(getQuery(), getKey(), 2) * perChunk;
+  return (sizes.bshd ? 7 + int64_t(query) + key + value : 0) + 1 +
+         (f32 ? 0 : 4) + attentionChunks(sizes, 2) * perChunk;
 }
 
 // The per-row losses, then their mean.
@@ -617,9 +660,10 @@ int64_t ConcatOp::getKernelLaunches() {
 }
 
 /// Layer and RMS norm gradients: the row statistics (which clear the f32
-/// parameter-gradient accumulators), the parameter gradients and the input
-/// gradient; then the parameter gradients rounded into their results (one
-/// pass). With no rows, a memset and the rounding write zeros.
+/// parameter-gradient accumulators), the parameter gradients (whose last
+/// block of each 256 columns rounds them into their results: norms of up
+/// to 4096 such blocks, the CUDA context's reduction counters) and the
+/// input gradient. With no rows, a memset and a rounding pass write zeros.
 static int64_t normGradLaunches(Value input, bool wantInput, bool weight,
                                 bool bias) {
   int64_t length = shapeOf(input).back();
@@ -628,7 +672,7 @@ static int64_t normGradLaunches(Value input, bool wantInput, bool weight,
   bool rows = numElements(input) > 0, params = weight || bias;
   if (!rows)
     return params ? 2 : 0;
-  return 1 + int64_t(params) + int64_t(wantInput) + int64_t(params);
+  return 1 + int64_t(params) + int64_t(wantInput);
 }
 
 int64_t LayerNormGradOp::getKernelLaunches() {

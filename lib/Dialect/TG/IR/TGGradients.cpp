@@ -349,8 +349,8 @@ LogicalResult LayerNormOp::buildVectorJacobianProduct(
       builder, getLoc(),
       TypeRange{getInput().getType(), getWeight().getType(),
                 getWeight().getType()},
-      getInput(), getWeight(), resultGrads[0], getEpsilonAttr(),
-      outputMaskOf(builder, needed));
+      getInput(), getWeight(), resultGrads[0], /*addend=*/Value(),
+      getEpsilonAttr(), outputMaskOf(builder, needed));
   appendNeeded(operandGrads, grad->getResults(), needed);
   return success();
 }
@@ -361,7 +361,7 @@ LogicalResult RmsNormOp::buildVectorJacobianProduct(
   auto grad = RmsNormGradOp::create(
       builder, getLoc(),
       TypeRange{getInput().getType(), getWeight().getType()}, getInput(),
-      getWeight(), resultGrads[0], getEpsilonAttr(),
+      getWeight(), resultGrads[0], /*addend=*/Value(), getEpsilonAttr(),
       outputMaskOf(builder, needed));
   appendNeeded(operandGrads, grad->getResults(), needed);
   return success();
@@ -391,13 +391,18 @@ LogicalResult EmbeddingOp::buildVectorJacobianProduct(
 LogicalResult AttentionOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
+  // The row log-sum-exp is kept for the gradient, after differentiation.
+  if (getLse())
+    return emitOpError("is differentiated before its lse result is kept "
+                       "(tg-keep-attention-lse runs after tg-autodiff)");
   auto grad = AttentionGradOp::create(
       builder, getLoc(),
       TypeRange{getQuery().getType(), getKey().getType(),
                 getValue().getType()},
       getQuery(), getKey(), getValue(), getResult(), resultGrads[0],
-      getKeyMask(), getCausalAttr(), getWindowAttr(), getScaleAttr(),
-      outputMaskOf(builder, needed.take_front(3)));
+      getKeyMask(), /*lse=*/Value(), getCausalAttr(), getWindowAttr(),
+      getScaleAttr(), outputMaskOf(builder, needed.take_front(3)),
+      getBshdAttr());
   appendNeeded(operandGrads, grad->getResults(), needed.take_front(3));
   if (getKeyMask())
     operandGrads.push_back(nullptr);

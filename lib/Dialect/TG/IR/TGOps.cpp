@@ -434,18 +434,45 @@ LogicalResult EmbeddingOp::verify() {
   return verifyShape(*this, getResult(), expected, "result");
 }
 
-/// Checks attention's query, key and value and returns the result shape.
+/// Checks an attention's row log-sum-exp `lse` (absent: nothing to check):
+/// f32, the query's shape without its last dimension.
+static LogicalResult verifyAttentionLse(Operation *op, Value lse,
+                                        Value query) {
+  if (!lse)
+    return success();
+  if (!getElementTypeOrSelf(lse.getType()).isF32())
+    return op->emitOpError("lse must be f32, found ") << lse.getType();
+  return verifyShape(op, lse, tensorType(query).getShape().drop_back(),
+                     "lse");
+}
+
+/// Checks attention's query, key and value and returns the result shape
+/// (as stored: [B, T, H, Dv] with `bshd`).
 static FailureOr<SmallVector<int64_t>>
 verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
                         Value keyMask, bool causal, int64_t window,
-                        std::optional<double> scale) {
+                        std::optional<double> scale, bool bshd,
+                        Value lse = Value()) {
   SmallVector<Value> floats(op->getOperands());
   llvm::erase(floats, keyMask);
+  if (lse)
+    llvm::erase(floats, lse);
   if (failed(verifySameElementType(op, floats)))
     return failure();
-  ArrayRef<int64_t> q = tensorType(query).getShape();
-  ArrayRef<int64_t> k = tensorType(key).getShape();
-  ArrayRef<int64_t> v = tensorType(value).getShape();
+  // The rules read [B..., T, D] heads: a bshd operand's T and H swapped.
+  shapes::Shape qView = shapes::attentionView(tensorType(query).getShape(),
+                                              bshd),
+                kView = shapes::attentionView(tensorType(key).getShape(),
+                                              bshd),
+                vView = shapes::attentionView(tensorType(value).getShape(),
+                                              bshd);
+  ArrayRef<int64_t> q = qView, k = kView, v = vView;
+  if (bshd && (q.size() != 4 || k.size() != 4 || v.size() != 4)) {
+    op->emitOpError("bshd attention takes query, key and value of rank 4 "
+                    "([B, T, H, D]), found ranks ")
+        << q.size() << ", " << k.size() << " and " << v.size();
+    return failure();
+  }
   if (q.size() < 2 || q.size() != k.size() || q.size() != v.size()) {
     op->emitOpError("query, key and value must have the same rank >= 2, "
                     "found ranks ")
@@ -504,6 +531,8 @@ verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
   }
   SmallVector<int64_t> result(q.drop_back());
   result.push_back(v.back());
+  if (bshd)
+    std::swap(result[1], result[2]);
   return result;
 }
 
@@ -517,11 +546,12 @@ LogicalResult AttentionOp::verify() {
   FailureOr<SmallVector<int64_t>> shape =
       verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
                               getKeyMask(), getCausal(), getWindow(),
-                              toDouble(getScale()));
+                              toDouble(getScale()), getBshd());
   if (failed(shape) ||
-      failed(verifySameElementType(*this, {getQuery(), getResult()})))
+      failed(verifySameElementType(*this, {getQuery(), getResult()})) ||
+      failed(verifyShape(*this, getResult(), *shape, "result")))
     return failure();
-  return verifyShape(*this, getResult(), *shape, "result");
+  return verifyAttentionLse(*this, getLse(), getQuery());
 }
 
 double AttentionOp::getScaleOrDefault() {
@@ -793,6 +823,8 @@ LogicalResult LayerNormGradOp::verify() {
                             "grad")) ||
       failed(verifyType(*this, getInputGrad(), getInput().getType(),
                         "input_grad")) ||
+      (getAddend() && failed(verifyType(*this, getAddend(),
+                                        getInput().getType(), "addend"))) ||
       failed(verifyType(*this, getWeightGrad(), getWeight().getType(),
                         "weight_grad")))
     return failure();
@@ -808,7 +840,9 @@ LogicalResult RmsNormGradOp::verify() {
       failed(verifyStoredAs(*this, getGrad(), getInput().getType(),
                             "grad")) ||
       failed(verifyType(*this, getInputGrad(), getInput().getType(),
-                        "input_grad")))
+                        "input_grad")) ||
+      (getAddend() && failed(verifyType(*this, getAddend(),
+                                        getInput().getType(), "addend"))))
     return failure();
   return verifyType(*this, getWeightGrad(), getWeight().getType(),
                     "weight_grad");
@@ -836,14 +870,15 @@ LogicalResult AttentionGradOp::verify() {
     return failure();
   FailureOr<SmallVector<int64_t>> shape = verifyAttentionOperands(
       *this, getQuery(), getKey(), getValue(), getKeyMask(), getCausal(),
-      getWindow(), toDouble(getScale()));
+      getWindow(), toDouble(getScale()), getBshd(), getLse());
   if (failed(shape) || failed(verifyShape(*this, getOutput(), *shape,
                                           "output")) ||
       failed(verifyType(*this, getGrad(), getOutput().getType(), "grad")) ||
       failed(verifyType(*this, getQueryGrad(), getQuery().getType(),
                         "query_grad")) ||
       failed(verifyType(*this, getKeyGrad(), getKey().getType(),
-                        "key_grad")))
+                        "key_grad")) ||
+      failed(verifyAttentionLse(*this, getLse(), getQuery())))
     return failure();
   return verifyType(*this, getValueGrad(), getValue().getType(), "value_grad");
 }

@@ -489,11 +489,12 @@ struct TGRaiseAttention
                           1e-6 * defaultScale)
         scale = builder.getF64FloatAttr(*m->scale);
       auto attention = AttentionOp::create(
-          builder, m->last->getLoc(), result, m->query, m->key, m->value,
+          builder, m->last->getLoc(), result, /*lse=*/Type(), m->query,
+          m->key, m->value,
           m->keyMask, builder.getBoolAttr(m->masking.causal),
           m->masking.window ? builder.getI64IntegerAttr(m->masking.window)
                             : IntegerAttr(),
-          scale);
+          scale, /*bshd=*/BoolAttr());
       if (failed(mlir::verify(attention))) {
         attention->erase();
         continue;

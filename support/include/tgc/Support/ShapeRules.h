@@ -110,6 +110,18 @@ int64_t attentionGroup(const A &query, const B &key) {
   return query[rank - 1] / key[rank - 1];
 }
 
+/// tg.attention's operands in the order its rules are written in, [B...,
+/// T, D]: with the `bshd` layout ([B, T, H, D], each position's heads side
+/// by side, as a projection writes them) the sequence and head dimensions
+/// swapped, giving [B, H, T, D]. Shapes of another rank are returned as
+/// they are (the verifiers reject them).
+template <typename A> Shape attentionView(const A &shape, bool bshd) {
+  Shape view(shape.begin(), shape.end());
+  if (bshd && view.size() == 4)
+    std::swap(view[1], view[2]);
+  return view;
+}
+
 } // namespace tgc::shapes
 
 #endif // TGC_SUPPORT_SHAPERULES_H

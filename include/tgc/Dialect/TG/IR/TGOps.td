@@ -494,14 +494,29 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
     attention mask of Hugging Face's models. A row that sees no key at all
     (a padded query of an all-padding example) yields zeros, and passes no
     gradient.
+
+    With `bshd`, the operands and the result are rank 4 and stored
+    `[B, T, H, D]` (FlashAttention's layout: each position's heads side by
+    side, as the projection before the attention writes them and the one
+    after it reads them) instead of `[B, H, T, D]`; the computation is the
+    same, and every rule above reads the shapes with T and H swapped.
+    tg-attention-layout sets it where transposes only move the heads
+    between the two layouts.
+
+    `lse`, when present (f32, the query's shape without its last
+    dimension), receives each query row's log-sum-exp of its scaled,
+    masked scores (-inf for a row that sees no key), which
+    `tg.attention_grad` may take instead of recomputing it
+    (tg-keep-attention-lse adds it). Present only after differentiation.
   }];
   let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
                        TG_FloatTensor:$value,
                        Optional<TG_IndexTensor>:$key_mask,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        DefaultValuedAttr<I64Attr, "0">:$window,
-                       OptionalAttr<F64Attr>:$scale);
-  let results = (outs TG_FloatTensor:$result);
+                       OptionalAttr<F64Attr>:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$bshd);
+  let results = (outs TG_FloatTensor:$result, Optional<TG_FloatTensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $key_mask^)? attr-dict `:`
     functional-type(operands, results)
@@ -771,15 +786,22 @@ def TG_LayerNormGradOp : TG_Op<"layer_norm_grad", [], ["getKernelLaunches"]> {
     `output_mask` (as PyTorch's native_layer_norm_backward's), when present,
     says which of the three results are computed; the others are neither
     computed nor given memory, and must have no uses.
+    `addend`, when present (of the input's type and shape), is added to
+    `input_grad`: the gradient a residual connection brings to the norm's
+    input, so `input_grad` is the input's whole gradient. The sum is the
+    one `tg.add` computes of the rounded `input_grad` and `addend`
+    (tg-fuse-residuals folds that add into the op).
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
                        TG_FloatTensor:$grad,
+                       Optional<TG_FloatTensor>:$addend,
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
                        OptionalAttr<DenseBoolArrayAttr>:$output_mask);
   let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
                       TG_FloatTensor:$bias_grad);
   let assemblyFormat = [{
-    $input `,` $weight `,` $grad attr-dict `:` functional-type(operands, results)
+    $input `,` $weight `,` $grad (`plus` $addend^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -794,15 +816,18 @@ def TG_RmsNormGradOp : TG_Op<"rms_norm_grad", [], ["getKernelLaunches"]> {
     `grad` has the input's type, or its shape in f16 or bf16 when the input
     is f32 (widened exactly as it is read).
     `output_mask`, when present, says which of the two results are
-    computed; the other is neither computed nor given memory.
+    computed; the other is neither computed nor given memory. `addend`,
+    when present, is added to `input_grad` as `tg.layer_norm_grad`'s.
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
                        TG_FloatTensor:$grad,
+                       Optional<TG_FloatTensor>:$addend,
                        DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon,
                        OptionalAttr<DenseBoolArrayAttr>:$output_mask);
   let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
   let assemblyFormat = [{
-    $input `,` $weight `,` $grad attr-dict `:` functional-type(operands, results)
+    $input `,` $weight `,` $grad (`plus` $addend^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -824,13 +849,13 @@ def TG_EmbeddingGradOp : TG_Op<"embedding_grad", [], ["getKernelLaunches"]> {
   let hasVerifier = 1;
 }
 
-def TG_AttentionGradOp : TG_Op<"attention_grad", [],
+def TG_AttentionGradOp : TG_Op<"attention_grad", [AttrSizedOperandSegments],
                               ["getMatmulFlops", "getMatmulType",
                                "getScratchBytes", "getKernelLaunches"]> {
   let summary = "gradient of attention with respect to query, key, value";
   let description = [{
     Given the operands of `tg.attention` with the same `causal`, `window`,
-    `scale` and `key_mask`,
+    `scale`, `bshd` layout and `key_mask`,
     its result `output` and the cotangent `grad` of that result, computes
     (recomputing the probabilities `P`):
     `value_grad = P^T @ grad`, `dP = grad @ value^T`,
@@ -839,20 +864,25 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [],
     `output_mask`, when present, says which of the three results are
     computed (a frozen projection upstream needs no query or key gradient);
     the others are neither computed nor given memory, and must have no uses.
+    `lse`, when present, is the row log-sum-exp that `tg.attention`
+    computed for `output`: the kernels that need it read it instead of
+    recomputing it, with the same bits.
   }];
   let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
                        TG_FloatTensor:$value, TG_FloatTensor:$output,
                        TG_FloatTensor:$grad,
                        Optional<TG_IndexTensor>:$key_mask,
+                       Optional<TG_FloatTensor>:$lse,
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        DefaultValuedAttr<I64Attr, "0">:$window,
                        OptionalAttr<F64Attr>:$scale,
-                       OptionalAttr<DenseBoolArrayAttr>:$output_mask);
+                       OptionalAttr<DenseBoolArrayAttr>:$output_mask,
+                       DefaultValuedAttr<BoolAttr, "false">:$bshd);
   let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
                       TG_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $grad (`mask` $key_mask^)?
-    attr-dict `:` functional-type(operands, results)
+    (`lse` $lse^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

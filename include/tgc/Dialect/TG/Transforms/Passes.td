@@ -112,6 +112,23 @@ def TGFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGAttentionLayout : Pass<"tg-attention-layout", "mlir::ModuleOp"> {
+  let summary = "Attention reads and writes its heads where the "
+                "projections put them (the bshd layout)";
+  let description = [{
+    Sets `bshd` on every `tg.attention` whose query, key and value are
+    `tg.transpose`s (0, 2, 1, 3) of `[B, T, H, D]` tensors: the attention
+    reads those tensors directly, and the readers of its result that
+    transpose it back to `[B, T, H, D]` read the bshd result instead (any
+    other reader gets one transpose of it). Transposes move elements
+    without arithmetic, so the step computes the same bits, with four
+    copying kernels fewer a layer forward; run before tg-autodiff, the
+    gradient's `tg.attention_grad` inherits the layout and the backward
+    pass's four transposes are never built.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGFoldCasts : Pass<"tg-fold-casts", "mlir::ModuleOp"> {
   let summary = "Casts fold into the ops that read or write 16-bit values";
   let description = [{
@@ -131,6 +148,35 @@ def TGFoldCasts : Pass<"tg-fold-casts", "mlir::ModuleOp"> {
     A cast that keeps other readers stays. Run on the finished step (after
     data parallelism, whose collectives then sit between a cast and its
     reader and keep it).
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
+def TGFuseResiduals : Pass<"tg-fuse-residuals", "mlir::ModuleOp"> {
+  let summary = "A residual's gradient joins the norm gradient beside it";
+  let description = [{
+    Rewrites `tg.add` of a `tg.layer_norm_grad`'s (or `tg.rms_norm_grad`'s)
+    input gradient, which only the add reads, and another tensor of its
+    type (the gradient a residual connection brings to the norm's input)
+    into the norm gradient with that tensor as its `addend`: its kernel
+    adds it to the input gradient it computes, rounded to its type first,
+    as the add did, so the step computes the same bits without the add's
+    kernel and its passes over three tensors. Run on the finished step.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
+def TGKeepAttentionLse : Pass<"tg-keep-attention-lse", "mlir::ModuleOp"> {
+  let summary = "Attention keeps its row log-sum-exp for its gradient";
+  let description = [{
+    Each `tg.attention` that a `tg.attention_grad` differentiates (the same
+    operands, mask and attributes, its result as the gradient's output),
+    and that the CUDA backend runs fused (tgc/Support/FusedAttention.h),
+    also returns its query rows' log-sum-exp (`lse`, f32, a few hundred KiB
+    a layer), and the gradient reads it instead of running the forward
+    kernel again over Q and K to recompute it. The statistic is computed
+    the same way either way, so the step computes the same bits. Run on
+    the finished step.
   }];
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
