@@ -127,8 +127,13 @@ if config.tgc_have_cuda == "ON":
 # A build with AddressSanitizer and UBSan (scripts/test-sanitized.sh):
 # long training runs that measure numerics only, with no code path the
 # shorter tests do not also take, are left to the plain build there.
-if getattr(config, "tgc_sanitize", "").upper() in ("ON", "1", "TRUE", "YES"):
+# The bitwise pairings of in_backward_pairs.py train %{pair_steps} steps: 20,
+# or 6 there (the code paths are the same; only their repetition differs).
+sanitized = getattr(config, "tgc_sanitize", "").upper() in (
+    "ON", "1", "TRUE", "YES")
+if sanitized:
     config.available_features.add("sanitized")
+config.substitutions.append(("%{pair_steps}", "6" if sanitized else "20"))
 
 # Tests that compare runs at 1 and 2 threads need 2 cores.
 if len(os.sched_getaffinity(0)) >= 2:

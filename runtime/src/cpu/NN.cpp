@@ -727,8 +727,8 @@ static Status checkLse(const TensorRef *lse, const TensorRef &query) {
   if (!lse)
     return Status::success();
   TGC_RETURN_IF_ERROR(expectValid(*lse, "lse"));
-  if (lse->dtype != DType::F32)
-    return Status::failure("lse must be f32");
+  if (lse->dtype != DType::F32 || query.shape.empty())
+    return Status::failure("lse must be f32, one per query row");
   return expectShape(*lse,
                      Shape(query.shape.begin(), query.shape.end() - 1), "lse");
 }

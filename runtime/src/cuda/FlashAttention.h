@@ -7,11 +7,14 @@
 // f32, and no Tq x Tk matrix anywhere in device memory. Each warp keeps its
 // 16 rows' operands and results (Q and O forward; K, V, dK and dV backward)
 // in tensor-core fragments for the whole block. The backward pass recomputes
-// the probabilities from the row log-sum-exp (a first pass of the forward
-// kernel that writes only it) and accumulates the query gradient in f32
-// with atomic adds, as FlashAttention-2 does. On an H100, GPT-2 124M's
-// attention (B=8, T=1024, 12 heads of 64) takes 0.34 ms forward and 1.2 ms
-// backward a layer (bench/gpu/README.md's profile).
+// the probabilities from the row log-sum-exp (the forward pass's, kept by
+// tg-keep-attention-lse, or a first pass of the forward kernel that writes
+// only it) and accumulates the query gradient in f32 with atomic adds, as
+// FlashAttention-2 does. Heads are read and written in either layout,
+// [B, H, T, D] or tg.attention's bshd [B, T, H, D], through a row stride.
+// On an H100, GPT-2 124M's attention (B=8, T=1024, 12 heads of 64) took
+// 0.34 ms forward and 1.2 ms backward a layer (bench/gpu/README.md's
+// profile, before both changes).
 //
 //===----------------------------------------------------------------------===//
 

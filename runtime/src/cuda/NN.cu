@@ -1194,7 +1194,9 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
     return s;
   if (Status s = checkLse(lse, query); !s.ok())
     return s;
-  if (result.numElements() == 0)
+  // Nothing to compute, unless the rows' statistic is asked for (heads of
+  // values with no elements).
+  if (result.numElements() == 0 && (!lse || lse->numElements() == 0))
     return Status::success();
   int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dv = sizes.dv;
 

@@ -599,7 +599,8 @@ static int64_t attentionChunks(const AttentionSizes &sizes,
 // of heads the scores' GEMM, the softmax, P V's GEMM and (16-bit) the
 // rounding of the output.
 int64_t AttentionOp::getKernelLaunches() {
-  if (numElements(getResult()) == 0)
+  if (numElements(getResult()) == 0 &&
+      (!getLse() || numElements(getLse()) == 0))
     return 0;
   AttentionSizes sizes = attentionSizes(*this);
   if (runsFused(sizes))
@@ -672,7 +673,10 @@ static int64_t normGradLaunches(Value input, bool wantInput, bool weight,
   bool rows = numElements(input) > 0, params = weight || bias;
   if (!rows)
     return params ? 2 : 0;
-  return 1 + int64_t(params) + int64_t(wantInput);
+  // Past 4096 blocks of columns (a norm over a million elements), a
+  // rounding pass of its own.
+  bool roundingPass = params && (length + 255) / 256 > 4096;
+  return 1 + int64_t(params) + int64_t(wantInput) + int64_t(roundingPass);
 }
 
 int64_t LayerNormGradOp::getKernelLaunches() {

@@ -54,7 +54,7 @@ RankedTensorType swappedType(Type type) {
 /// Rewrites `attention` to the bshd layout; false when its operands are not
 /// all transposed [B, T, H, D] tensors.
 bool setBshd(AttentionOp attention) {
-  if (attention.getBshd())
+  if (attention.getBshd() || attention.getLse())
     return false;
   Value query = bshdSource(attention.getQuery());
   Value key = bshdSource(attention.getKey());
@@ -69,6 +69,7 @@ bool setBshd(AttentionOp attention) {
       attention.getKeyMask(), attention.getCausalAttr(),
       attention.getWindowAttr(), attention.getScaleAttr(),
       builder.getBoolAttr(true));
+  bshd->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
   // Readers that transposed the result back read it as it is; any other
   // reader gets the [B, H, T, D] result from one transpose.
   TransposeOp back;
