@@ -78,8 +78,10 @@ Value ModelBuilder::silu(Value input) {
 }
 
 Value ModelBuilder::rmsNorm(Value input, Value weight, double epsilon) {
-  return tg::RmsNormOp::create(builder, loc, input.getType(), input, weight,
-                               builder.getF64FloatAttr(epsilon));
+  return tg::RmsNormOp::create(builder, loc, input.getType(), /*sum=*/Type(),
+                               input, weight, /*addend=*/Value(),
+                               builder.getF64FloatAttr(epsilon))
+      .getResult();
 }
 
 Value ModelBuilder::constant(ArrayRef<float> values) {
@@ -107,8 +109,11 @@ Value ModelBuilder::tanh(Value input) {
 
 Value ModelBuilder::layerNorm(Value input, Value weight, Value bias,
                               double epsilon) {
-  return tg::LayerNormOp::create(builder, loc, input.getType(), input, weight,
-                                 bias, builder.getF64FloatAttr(epsilon));
+  return tg::LayerNormOp::create(builder, loc, input.getType(),
+                                 /*sum=*/Type(), input, weight, bias,
+                                 /*addend=*/Value(),
+                                 builder.getF64FloatAttr(epsilon))
+      .getResult();
 }
 
 Value ModelBuilder::embedding(Value table, Value indices,

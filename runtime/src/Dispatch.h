@@ -98,9 +98,12 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     return softmax(ctx, in[0], inst.getInt("axis"), out[0]);
   case Kernel::LayerNorm:
     return layerNorm(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
-                     out[0]);
+                     out[0], in.size() > 3 ? &in[3] : nullptr,
+                     out.size() > 1 ? &out[1] : nullptr);
   case Kernel::RmsNorm:
-    return rmsNorm(ctx, in[0], in[1], inst.getFloat("epsilon"), out[0]);
+    return rmsNorm(ctx, in[0], in[1], inst.getFloat("epsilon"), out[0],
+                   in.size() > 2 ? &in[2] : nullptr,
+                   out.size() > 1 ? &out[1] : nullptr);
   case Kernel::Rope:
     return rope(ctx, in[0], in[1], inst.getBool("inverse"), out[0]);
   case Kernel::Embedding:

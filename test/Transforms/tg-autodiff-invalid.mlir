@@ -40,3 +40,15 @@ func.func @clash(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<f32> attributes {
 func.func @clash_train_step() {
   return
 }
+
+// -----
+
+// A norm with a residual addend (what tg-fuse-residuals makes of the
+// finished step) has no gradient rule of its own.
+func.func @norm_with_addend(%w: tensor<4xf32> {tg.param = "w"},
+                            %x: tensor<2x4xf32> {tg.input = "x"}) -> tensor<f32> attributes {tg.model} {
+  // expected-error @+1 {{'tg.rms_norm' op has no gradient with an addend: tg-fuse-residuals adds it to the finished step}}
+  %0:2 = tg.rms_norm %x, %w plus %x : (tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>)
+  %1 = tg.reduce_sum %0#0 {axes = array<i64: 0, 1>} : tensor<2x4xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}

@@ -152,8 +152,26 @@ static Status checkLayerNormOperands(const TensorRef &input,
   return expectShape(weight, {input.shape.back()}, weightName);
 }
 
+/// A norm's optional addend: `sum` = `input` + `addend` by the add kernel,
+/// whose result the norm then reads as its input.
+static Status addBeforeNorm(Context &ctx, const TensorRef &input,
+                            const TensorRef *addend, TensorRef *sum) {
+  if (!addend && !sum)
+    return Status::success();
+  if (!addend || !sum)
+    return Status::failure("a norm has a sum exactly when it has an addend");
+  TGC_RETURN_IF_ERROR(expectValid(*addend, "addend"));
+  TGC_RETURN_IF_ERROR(expectShape(*addend, input.shape, "addend"));
+  return add(ctx, input, *addend, *sum);
+}
+
 Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
-                 const TensorRef &bias, double epsilon, TensorRef &result) {
+                 const TensorRef &bias, double epsilon, TensorRef &result,
+                 const TensorRef *addend, TensorRef *sum) {
+  if (addend || sum) {
+    TGC_RETURN_IF_ERROR(addBeforeNorm(ctx, input, addend, sum));
+    return layerNorm(ctx, *sum, weight, bias, epsilon, result);
+  }
   TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
   TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, bias, "bias"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
@@ -325,7 +343,12 @@ static float rmsStatistic(const float *row, int64_t length, double epsilon) {
 }
 
 Status rmsNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
-               double epsilon, TensorRef &result) {
+               double epsilon, TensorRef &result, const TensorRef *addend,
+               TensorRef *sum) {
+  if (addend || sum) {
+    TGC_RETURN_IF_ERROR(addBeforeNorm(ctx, input, addend, sum));
+    return rmsNorm(ctx, *sum, weight, epsilon, result);
+  }
   TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   TGC_RETURN_IF_ERROR(expectStoredAs(result, input, "result"));

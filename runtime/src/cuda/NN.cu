@@ -274,14 +274,31 @@ __device__ void rowStatistics(const void *input, DType dtype, int64_t base,
   rstd = 1.0f / sqrtf(blockSum(squares) / float(length) + epsilon);
 }
 
+/// A norm's residual add (tg.layer_norm's addend): `sum` = `lhs` +
+/// `addend`, each read in its own type; the sum is the norm's input.
+struct NormAddend {
+  const void *lhs = nullptr, *addend = nullptr;
+  DType lhsType = DType::F32, addendType = DType::F32;
+  void *sum = nullptr;
+};
+
 /// Layer norm; RMS norm when not centered (`bias` is then null). The
 /// result is stored as `resultType` (the input's, or 16-bit beside f32).
+/// With `add.addend`, each row of `input` (of type `dtype`) is first
+/// written as the sum of the add's operands, as the add kernel computes
+/// it, and normalized as stored: each thread reads back only the
+/// elements it wrote.
 __global__ void layerNormKernel(const void *input, const void *weight,
                                 const void *bias, void *result, DType dtype,
                                 DType resultType, int64_t rows, int64_t length,
-                                float epsilon, bool centered) {
+                                float epsilon, bool centered, NormAddend add) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t base = row * length;
+    if (add.addend)
+      for (int64_t j = threadIdx.x; j < length; j += blockDim.x)
+        storeFloat(add.sum, dtype, base + j,
+                   loadFloat(add.lhs, add.lhsType, base + j) +
+                       loadFloat(add.addend, add.addendType, base + j));
     float mean, rstd;
     rowStatistics(input, dtype, base, length, epsilon, centered, mean, rstd);
     for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
@@ -708,32 +725,49 @@ Status softmaxGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
 // Layer normalization
 //===----------------------------------------------------------------------===//
 
-/// Layer norm, or RMS norm when `bias` is null.
+/// Layer norm, or RMS norm when `bias` is null; with `addend`, of
+/// `input` + `addend`, written to `sum` (tg.layer_norm's residual add).
 static Status normalize(Context &ctx, const TensorRef &input,
                         const TensorRef &weight, const TensorRef *bias,
-                        double epsilon, TensorRef &result) {
+                        double epsilon, TensorRef &result,
+                        const TensorRef *addend, TensorRef *sum) {
   if (input.rank() < 1)
     return Status::failure("layer norm input must have rank >= 1");
-  int64_t length = input.shape.back();
-  int64_t rows = length == 0 ? 0 : input.numElements() / length;
+  NormAddend add;
+  const TensorRef *normalized = &input;
+  if (addend || sum) {
+    if (!addend || !sum)
+      return Status::failure("a norm has a sum exactly when it has an addend");
+    if (addend->shape != input.shape || sum->shape != input.shape ||
+        (!mixedOperands(input.dtype, addend->dtype, sum->dtype) &&
+         (addend->dtype != input.dtype || sum->dtype != input.dtype)))
+      return Status::failure("a norm's addend and sum must have its input's "
+                             "shape, and types a tg.add of the two gives");
+    add = {input.data, addend->data, input.dtype, addend->dtype, sum->data};
+    normalized = sum;
+  }
+  int64_t length = normalized->shape.back();
+  int64_t rows = length == 0 ? 0 : normalized->numElements() / length;
   if (rows == 0)
     return Status::success();
   layerNormKernel<<<rowBlocks(rows), rowThreads(length), 0, streamOf(ctx)>>>(
-      input.data, weight.data, bias ? bias->data : nullptr, result.data,
-      input.dtype, result.dtype, rows, length, float(epsilon),
-      bias != nullptr);
+      normalized->data, weight.data, bias ? bias->data : nullptr, result.data,
+      normalized->dtype, result.dtype, rows, length, float(epsilon),
+      bias != nullptr, add);
   TGC_CUDA_LAUNCH("layerNormKernel");
   return Status::success();
 }
 
 Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
-                 const TensorRef &bias, double epsilon, TensorRef &result) {
-  return normalize(ctx, input, weight, &bias, epsilon, result);
+                 const TensorRef &bias, double epsilon, TensorRef &result,
+                 const TensorRef *addend, TensorRef *sum) {
+  return normalize(ctx, input, weight, &bias, epsilon, result, addend, sum);
 }
 
 Status rmsNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
-               double epsilon, TensorRef &result) {
-  return normalize(ctx, input, weight, nullptr, epsilon, result);
+               double epsilon, TensorRef &result, const TensorRef *addend,
+               TensorRef *sum) {
+  return normalize(ctx, input, weight, nullptr, epsilon, result, addend, sum);
 }
 
 /// The gradient of layer norm, or of RMS norm when `biasGrad` is null.

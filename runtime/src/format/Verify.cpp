@@ -214,6 +214,28 @@ private:
     return shapeIs(in(2), {w[1]}) && shapeIs(out(0), expected) &&
            (!gelu || same(out(1), out(0)));
   }
+  /// A norm's input and its optional addend (operand `addendAt`) and sum
+  /// (result 1), as a tg.add of the two would have them; `normalized` is
+  /// set to the tensor the norm normalizes (the input, or the sum).
+  bool normInput(size_t operands, const TensorInfo *&normalized) {
+    normalized = nullptr;
+    if (inst.operands.size() == operands) {
+      if (!counts(operands, 1))
+        return false;
+      normalized = &in(0);
+      return true;
+    }
+    if (!counts(operands + 1, 2))
+      return false;
+    const TensorInfo &x = in(0), &addend = in(operands), &sum = out(1);
+    bool mixed = mixedOperands(x.dtype, addend.dtype, sum.dtype);
+    if (!floatT(x) || (!mixed && (!sameDType(x, addend) || !sameDType(x, sum))))
+      return false;
+    if (!shapeIs(addend, x.shape) || !shapeIs(sum, x.shape))
+      return false;
+    normalized = &sum;
+    return true;
+  }
   bool layerNorm(const TensorInfo &x, const TensorInfo &w) {
     if (!floatT(x) || x.shape.empty() || !sameDType(x, w) ||
         !shapeIs(w, {x.shape.back()}))
@@ -410,10 +432,13 @@ Status Checker::run() {
          same(in(0), out(0)) && attr("axis", AttrValue::Int) &&
          axisOk(inst.getInt("axis"), in(0).shape.size());
     break;
-  case Kernel::LayerNorm:
-    ok = counts(3, 1) && layerNorm(in(0), in(1)) && same(in(1), in(2)) &&
-         storedAs(out(0), in(0));
+  case Kernel::LayerNorm: {
+    // An optional fourth operand, the addend, and second result, the sum.
+    const TensorInfo *x = nullptr;
+    ok = normInput(3, x) && layerNorm(*x, in(1)) && same(in(1), in(2)) &&
+         storedAs(out(0), *x);
     break;
+  }
   case Kernel::LayerNormGrad:
     // An optional fourth operand: the addend of input_grad.
     ok = (inst.operands.size() == 4 ? counts(4, 3) && same(in(3), in(0))
@@ -421,9 +446,11 @@ Status Checker::run() {
          layerNorm(in(0), in(1)) && storedAs(in(2), in(0)) &&
          outLike(in(0), 0) && outLike(in(1), 1) && outLike(in(1), 2);
     break;
-  case Kernel::RmsNorm:
-    ok = counts(2, 1) && layerNorm(in(0), in(1)) && storedAs(out(0), in(0));
+  case Kernel::RmsNorm: {
+    const TensorInfo *x = nullptr;
+    ok = normInput(2, x) && layerNorm(*x, in(1)) && storedAs(out(0), *x);
     break;
+  }
   case Kernel::RmsNormGrad:
     ok = (inst.operands.size() == 4 ? counts(4, 2) && same(in(3), in(0))
                                     : counts(3, 2)) &&

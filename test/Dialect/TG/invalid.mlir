@@ -2513,3 +2513,45 @@ func.func @multi_cast_shape(%a: tensor<4xf32>, %b: tensor<4xf32>) {
   %0:2 = tg.multi_cast %a, %b : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xbf16>, tensor<5xbf16>)
   return
 }
+
+// -----
+
+func.func @layer_norm_sum_without_addend(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op has a sum result exactly when it has an addend}}
+  %0:2 = tg.layer_norm %x, %w, %w : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_addend_shape(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op addend shape [8] must be the input's, [4, 8]}}
+  %0:2 = tg.layer_norm %x, %w, %w plus %w : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_sum_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %r: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'tg.layer_norm' op sum must have type 'tensor<4x8xf32>', found 'tensor<4x8xbf16>'}}
+  %0:2 = tg.layer_norm %x, %w, %w plus %r : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @rms_norm_addend_types(%x: tensor<4x8xf16>, %w: tensor<8xf16>, %r: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'tg.rms_norm' op input and addend element types do not mix, found 'f16' and 'bf16'}}
+  %0:2 = tg.rms_norm %x, %w plus %r : (tensor<4x8xf16>, tensor<8xf16>, tensor<4x8xbf16>) -> (tensor<4x8xf16>, tensor<4x8xf16>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_addend_weight_type(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>, %r: tensor<4x8xf32>) {
+  // The sum of a bf16 input and an f32 addend is f32, and so must the
+  // parameters be.
+  // expected-error @+1 {{'tg.layer_norm' op element types must match, found 'f32' and 'bf16'}}
+  %0:2 = tg.layer_norm %x, %w, %w plus %r : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}

@@ -183,6 +183,25 @@ func.func @layer_norm(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32
   return %0, %1, %2 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<16xbf16>
 }
 
+// A residual add in the norm: a 16-bit addend beside an f32 input, the f32
+// sum returned beside the (here bf16) normalized result.
+// CHECK-LABEL: func.func @norms_with_addend(
+func.func @norms_with_addend(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>,
+                             %r: tensor<2x4x8xbf16>)
+    -> (tensor<2x4x8xbf16>, tensor<2x4x8xf32>, tensor<2x4x8xf32>,
+        tensor<2x4x8xf32>) {
+  // CHECK: %{{.*}}, %{{.*}} = tg.layer_norm %{{.*}}, %{{.*}}, %{{.*}} plus %{{.*}} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4x8xf32>)
+  %0:2 = tg.layer_norm %x, %w, %w plus %r
+      : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>)
+      -> (tensor<2x4x8xbf16>, tensor<2x4x8xf32>)
+  // CHECK: %{{.*}}, %{{.*}} = tg.rms_norm %{{.*}}, %{{.*}} plus %{{.*}} {epsilon = 1.000000e-05 : f64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  %1:2 = tg.rms_norm %x, %w plus %x {epsilon = 1.0e-5}
+      : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>)
+      -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  return %0#0, %0#1, %1#0, %1#1
+      : tensor<2x4x8xbf16>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}
+
 // CHECK-LABEL: func.func @rms_norm_and_rope(
 func.func @rms_norm_and_rope(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>,
                              %g: tensor<2x4x8xf32>, %f: tensor<4xf32>,

@@ -224,6 +224,50 @@ TEST_P(NNCudaTest, NormGradAddendIsAnAddAfterIt) {
   }
 }
 
+TEST_P(NNCudaTest, NormAddendIsAnAddBeforeIt) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(223);
+  std::vector<int64_t> shape = {70, 96};
+  HostTensor x = randomTensor(dtype, shape, rng, 0.5f, 2.0f);
+  HostTensor w = randomTensor(dtype, {96}, rng, 1.0f, 0.2f);
+  HostTensor b = randomTensor(dtype, {96}, rng);
+  HostTensor like(dtype, shape);
+  DeviceTensor dx(x), dw(w), db(b);
+  // The addend in the input's type, and a bf16 one beside an f32 input.
+  std::vector<DType> addendTypes = {dtype};
+  if (dtype == DType::F32)
+    addendTypes.push_back(DType::BF16);
+  for (DType addendType : addendTypes) {
+    HostTensor r = randomTensor(addendType, shape, rng);
+    DeviceTensor dr(r);
+    for (bool rms : {false, true}) {
+      SCOPED_TRACE(rms ? "rms_norm" : "layer_norm");
+      auto norm = [&](const TensorRef &in, TensorRef &out,
+                      const TensorRef *addend, TensorRef *sum) {
+        return rms ? cuda::rmsNorm(*testContext(), in, dw.ref, 1e-6, out,
+                                   addend, sum)
+                   : cuda::layerNorm(*testContext(), in, dw.ref, db.ref, 1e-5,
+                                     out, addend, sum);
+      };
+      DeviceTensor sum(like, false), plain(like, false), fused(like, false);
+      DeviceTensor fusedSum(like, false), over(x), overOut(like, false);
+      ASSERT_OK(cuda::add(*testContext(), dx.ref, dr.ref, sum.ref));
+      ASSERT_OK(norm(sum.ref, plain.ref, nullptr, nullptr));
+      ASSERT_OK(norm(dx.ref, fused.ref, &dr.ref, &fusedSum.ref));
+      // The sum over the input's buffer, as the planner may place it.
+      ASSERT_OK(norm(over.ref, overOut.ref, &dr.ref, &over.ref));
+      synchronize();
+      HostTensor wantSum = sum.toHost(), want = plain.toHost();
+      expectSameBytes(wantSum, fusedSum.toHost(), "sum");
+      expectSameBytes(want, fused.toHost(), "norm of the sum");
+      expectSameBytes(wantSum, over.toHost(), "sum in place");
+      expectSameBytes(want, overOut.toHost(), "norm of the sum in place");
+      EXPECT_FALSE(norm(dx.ref, fused.ref, &dr.ref, nullptr).ok());
+    }
+  }
+}
+
 TEST_P(NNCudaTest, RmsNormAndItsGradient) {
   TGC_REQUIRE_GPU();
   DType dtype = GetParam();

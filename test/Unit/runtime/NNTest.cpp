@@ -200,6 +200,45 @@ TEST_P(NNTest, NormGradAddendIsAnAddAfterIt) {
   }
 }
 
+TEST_P(NNTest, NormAddendIsAnAddBeforeIt) {
+  DType dtype = GetParam();
+  std::mt19937 rng(53);
+  Shape shape = {7, 24};
+  HostTensor x = randomTensor(rng, dtype, shape, -2, 2);
+  HostTensor w = randomTensor(rng, dtype, {24}, 0.5, 1.5);
+  HostTensor b = randomTensor(rng, dtype, {24});
+  // The addend in the input's type, and a bf16 one beside an f32 input.
+  std::vector<DType> addendTypes = {dtype};
+  if (dtype == DType::F32)
+    addendTypes.push_back(DType::BF16);
+  for (DType addendType : addendTypes) {
+    HostTensor r = randomTensor(rng, addendType, shape);
+    for (bool rms : {false, true}) {
+      SCOPED_TRACE(rms ? "rms_norm" : "layer_norm");
+      auto norm = [&](const TensorRef &in, TensorRef &out,
+                      const TensorRef *addend, TensorRef *sum) {
+        return rms ? cpu::rmsNorm(cpuCtx, in, w, 1e-6, out, addend, sum)
+                   : cpu::layerNorm(cpuCtx, in, w, b, 1e-5, out, addend, sum);
+      };
+      HostTensor sum(dtype, shape), want(dtype, shape), fused(dtype, shape),
+          fusedSum(dtype, shape), overOut(dtype, shape),
+          over = HostTensor::of(dtype, shape, x.values());
+      ASSERT_OK(cpu::add(cpuCtx, x, r, sum));
+      ASSERT_OK(norm(sum, want, nullptr, nullptr));
+      ASSERT_OK(norm(x, fused, &r.ref(), &fusedSum.ref()));
+      // The sum over the input's buffer.
+      ASSERT_OK(norm(over, overOut, &r.ref(), &over.ref()));
+      EXPECT_EQ(fusedSum.values(), sum.values());
+      EXPECT_EQ(fused.values(), want.values());
+      EXPECT_EQ(over.values(), sum.values());
+      EXPECT_EQ(overOut.values(), want.values());
+      HostTensor wrong(addendType, {7, 23});
+      EXPECT_FAILS(norm(x, fused, &wrong.ref(), &fusedSum.ref()));
+      EXPECT_FAILS(norm(x, fused, &r.ref(), nullptr));
+    }
+  }
+}
+
 TEST_P(NNTest, RmsNormMatchesLlamaFormula) {
   DType dtype = GetParam();
   std::mt19937 rng(33);

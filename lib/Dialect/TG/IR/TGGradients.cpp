@@ -345,6 +345,9 @@ LogicalResult SoftmaxOp::buildVectorJacobianProduct(
 LogicalResult LayerNormOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
+  if (getAddend())
+    return emitOpError("has no gradient with an addend: tg-fuse-residuals "
+                       "adds it to the finished step");
   auto grad = LayerNormGradOp::create(
       builder, getLoc(),
       TypeRange{getInput().getType(), getWeight().getType(),
@@ -358,6 +361,9 @@ LogicalResult LayerNormOp::buildVectorJacobianProduct(
 LogicalResult RmsNormOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
+  if (getAddend())
+    return emitOpError("has no gradient with an addend: tg-fuse-residuals "
+                       "adds it to the finished step");
   auto grad = RmsNormGradOp::create(
       builder, getLoc(),
       TypeRange{getInput().getType(), getWeight().getType()}, getInput(),

@@ -385,12 +385,58 @@ static LogicalResult verifyLayerNormOperands(Operation *op, Value input,
   return success();
 }
 
+/// The value a norm normalizes: its input, or with an addend the sum it
+/// returns, checked to be what tg.add makes of the input and the addend.
+static FailureOr<Value> verifyNormAddend(Operation *op, Value input,
+                                         Value addend, Value sum) {
+  if (!addend && !sum)
+    return input;
+  if (!addend || !sum) {
+    op->emitOpError("has a sum result exactly when it has an addend");
+    return failure();
+  }
+  auto inputType = tensorType(input), addendType = tensorType(addend);
+  if (addendType.getShape() != inputType.getShape()) {
+    op->emitOpError("addend shape ")
+        << llvm::interleaved_array(addendType.getShape())
+        << " must be the input's, "
+        << llvm::interleaved_array(inputType.getShape());
+    return failure();
+  }
+  SmallVector<Type> inferred;
+  if (failed(inferBroadcastType(op->getLoc(), op->getName().getStringRef(),
+                                {input, addend}, inferred)))
+    return failure();
+  Type element = getElementTypeOrSelf(inferred.front());
+  if (inputType.getElementType() != addendType.getElementType() &&
+      !precision::mixedOperands(precisionOf(inputType),
+                                precisionOf(addendType),
+                                precisionOf(element))) {
+    op->emitOpError("input and addend element types do not mix, found ")
+        << inputType.getElementType() << " and "
+        << addendType.getElementType();
+    return failure();
+  }
+  if (failed(verifyType(op, sum, inferred.front(), "sum")))
+    return failure();
+  return sum;
+}
+
+bool RmsNormOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
+  // The sum, element by element; the normalized result reads whole rows.
+  return result == 1 && getSum() && (operand == 0 || operand == 2) &&
+         getOperand(operand).getType() == (*this)->getResult(1).getType();
+}
+
 LogicalResult RmsNormOp::verify() {
-  if (failed(verifyLayerNormOperands(*this, getInput(), {getWeight()},
+  FailureOr<Value> normalized =
+      verifyNormAddend(*this, getInput(), getAddend(), getSum());
+  if (failed(normalized) ||
+      failed(verifyLayerNormOperands(*this, *normalized, {getWeight()},
                                      "weight",
                                      getEpsilon().convertToDouble())))
     return failure();
-  return verifyStoredAs(*this, getResult(), getInput().getType(), "result");
+  return verifyStoredAs(*this, getResult(), normalized->getType(), "result");
 }
 
 LogicalResult RopeOp::verify() {
@@ -409,13 +455,22 @@ LogicalResult RopeOp::verify() {
   return verifyType(*this, getResult(), getInput().getType(), "result");
 }
 
+bool LayerNormOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
+  // The sum, element by element; the normalized result reads whole rows.
+  return result == 1 && getSum() && (operand == 0 || operand == 3) &&
+         getOperand(operand).getType() == (*this)->getResult(1).getType();
+}
+
 LogicalResult LayerNormOp::verify() {
-  if (failed(verifyLayerNormOperands(*this, getInput(),
+  FailureOr<Value> normalized =
+      verifyNormAddend(*this, getInput(), getAddend(), getSum());
+  if (failed(normalized) ||
+      failed(verifyLayerNormOperands(*this, *normalized,
                                      {getWeight(), getBias()},
                                      "weight and bias",
                                      getEpsilon().convertToDouble())))
     return failure();
-  return verifyStoredAs(*this, getResult(), getInput().getType(), "result");
+  return verifyStoredAs(*this, getResult(), normalized->getType(), "result");
 }
 
 LogicalResult EmbeddingOp::verify() {

@@ -1,15 +1,26 @@
 //===- FuseResiduals.cpp - the tg-fuse-residuals pass ---------------------===//
 //
-// A pre-norm block (x + f(norm(x))) sends its input two gradients: the one
-// through the norm, which tg.layer_norm_grad (or tg.rms_norm_grad)
-// computes, and the residual's, which a tg.add then adds to it: a kernel
-// that reads both tensors again and writes a third. The norm gradients
-// take the residual's gradient as an `addend` instead and write the sum,
-// the add computed in the norm gradient's kernel on the value it just
-// computed (rounded to its type first, as the add would read it), so the
-// step computes the same bits with one kernel and two f32 tensor passes
-// fewer per norm. Run on the finished step (after tg-autodiff and tg-remat,
-// where the adds are built and ordered).
+// The residual adds of pre-norm blocks join the norms beside them.
+//
+// Forward, the residual stream `x + f(norm(x))` is added by a tg.add and
+// normalized by the next block's norm: two kernels, the second reading the
+// sum the first just wrote. tg.layer_norm (and tg.rms_norm) take the add's
+// second operand as an `addend` instead, write the sum (which the stream
+// and the norm's gradient go on reading) and normalize it as stored, so
+// the step computes the same bits with one kernel and one tensor pass
+// fewer per norm.
+//
+// Backward, the block's input receives two gradients: the one through the
+// norm, which tg.layer_norm_grad (or tg.rms_norm_grad) computes, and the
+// residual's, which a tg.add then adds to it: a kernel that reads both
+// tensors again and writes a third. The norm gradients take the residual's
+// gradient as an `addend` instead and write the sum, the add computed in
+// the norm gradient's kernel on the value it just computed (rounded to its
+// type first, as the add would read it), so the step computes the same
+// bits with one kernel and two f32 tensor passes fewer per norm.
+//
+// Run on the finished step (after tg-autodiff and tg-remat, where the adds
+// are built and ordered): a norm with an addend has no gradient rule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,12 +82,76 @@ template <typename GradOp> bool fuse(GradOp grad, AddOp add) {
   return true;
 }
 
+/// The norm (tg.layer_norm or tg.rms_norm without an addend) that reads
+/// `sum` as its input, in its block, or null.
+Operation *normOf(Value sum) {
+  for (Operation *user : sum.getUsers()) {
+    if (user->getBlock() != sum.getParentBlock() ||
+        user->getOperand(0) != sum)
+      continue;
+    if (auto norm = dyn_cast<LayerNormOp>(user); norm && !norm.getAddend())
+      return user;
+    if (auto norm = dyn_cast<RmsNormOp>(user); norm && !norm.getAddend())
+      return user;
+  }
+  return nullptr;
+}
+
+/// Folds `add` (of two tensors of one shape) into the norm that reads its
+/// sum; false when there is none or the ops cannot meet.
+bool fuseForward(AddOp add) {
+  Value sum = add.getResult();
+  auto type = cast<RankedTensorType>(sum.getType());
+  if (!isa<FloatType>(type.getElementType()) ||
+      cast<RankedTensorType>(add.getLhs().getType()).getShape() !=
+          type.getShape() ||
+      cast<RankedTensorType>(add.getRhs().getType()).getShape() !=
+          type.getShape())
+    return false;
+  Operation *norm = normOf(sum);
+  if (!norm)
+    return false;
+  // The fused op goes where the add is when the norm's parameters are
+  // available there, otherwise where the norm is, when nothing reads the
+  // sum before it.
+  Operation *at = add;
+  for (Value operand : norm->getOperands().drop_front())
+    if (!availableAt(operand, add))
+      at = norm;
+  if (at == norm)
+    for (Operation *user : sum.getUsers())
+      if (user != norm && user->getBlock() == norm->getBlock() &&
+          user->isBeforeInBlock(norm))
+        return false;
+  OpBuilder builder(at);
+  Type resultType = norm->getResult(0).getType();
+  Operation *fused;
+  if (auto ln = dyn_cast<LayerNormOp>(norm))
+    fused = LayerNormOp::create(builder, ln.getLoc(), resultType, type,
+                                add.getLhs(), ln.getWeight(), ln.getBias(),
+                                add.getRhs(), ln.getEpsilonAttr());
+  else {
+    auto rms = cast<RmsNormOp>(norm);
+    fused = RmsNormOp::create(builder, rms.getLoc(), resultType, type,
+                              add.getLhs(), rms.getWeight(), add.getRhs(),
+                              rms.getEpsilonAttr());
+  }
+  fused->setDiscardableAttrs(norm->getDiscardableAttrDictionary());
+  norm->getResult(0).replaceAllUsesWith(fused->getResult(0));
+  norm->erase();
+  sum.replaceAllUsesWith(fused->getResult(1));
+  add.erase();
+  return true;
+}
+
 struct FuseResidualsPass
     : tgc::tg::impl::TGFuseResidualsBase<FuseResidualsPass> {
   void runOnOperation() override {
     SmallVector<AddOp> adds;
     getOperation().walk([&](AddOp add) { adds.push_back(add); });
     for (AddOp add : adds) {
+      if (fuseForward(add))
+        continue;
       for (Value operand : {add.getLhs(), add.getRhs()}) {
         Operation *def = operand.getDefiningOp();
         if (!def || operand != def->getResult(0))

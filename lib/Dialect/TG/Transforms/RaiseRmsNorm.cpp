@@ -92,8 +92,9 @@ struct TGRaiseRmsNorm
         typeOf(weight).getElementType() != typeOf(x).getElementType())
       return;
     OpBuilder builder(scale);
-    auto norm = RmsNormOp::create(builder, scale->getLoc(), x.getType(), x,
-                                  weight, builder.getF64FloatAttr(*eps));
+    auto norm = RmsNormOp::create(builder, scale->getLoc(), x.getType(),
+                                  /*sum=*/Type(), x, weight, /*addend=*/Value(),
+                                  builder.getF64FloatAttr(*eps));
     scale->getResult(0).replaceAllUsesWith(norm.getResult());
     raise::eraseUnused({scale, normalize, rsqrt.getOperation(),
                         add.getOperation(), reduce.getOperation(),

@@ -393,7 +393,7 @@ def TG_SoftmaxOp : TG_Op<"softmax", [SameOperandsAndResultType,
   let hasVerifier = 1;
 }
 
-def TG_LayerNormOp : TG_Op<"layer_norm", [TG_Differentiable]> {
+def TG_LayerNormOp : TG_Op<"layer_norm", [TG_Differentiable, TG_InPlaceTied]> {
   let summary = "layer normalization over the last dimension";
   let description = [{
     For every row `x` along the last dimension (size D):
@@ -402,31 +402,44 @@ def TG_LayerNormOp : TG_Op<"layer_norm", [TG_Differentiable]> {
     `bias` have shape `[D]`. The result has the input's type, or its shape
     in f16 or bf16 when the input is f32: the f32 result rounded once as it
     is stored (what tg-fold-casts makes of a narrowing `tg.cast` after it).
+
+    `addend`, when present (the input's shape; its type, or a 16-bit float
+    beside an f32 input or the reverse), is added to the input first, as
+    `tg.add` adds them, and the op normalizes the sum and also returns it
+    (`sum`, of the type `tg.add` gives it; `weight` and `bias` then have
+    the sum's element type): the residual add before a pre-norm block's
+    norm, in the norm's kernel (tg-fuse-residuals). `sum` may be written
+    over the input or the addend. The op is differentiated before it has
+    an addend.
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
-                       TG_FloatTensor:$bias,
+                       TG_FloatTensor:$bias, Optional<TG_FloatTensor>:$addend,
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
-  let results = (outs TG_FloatTensor:$result);
+  let results = (outs TG_FloatTensor:$result, Optional<TG_FloatTensor>:$sum);
   let assemblyFormat = [{
-    $input `,` $weight `,` $bias attr-dict `:` functional-type(operands, results)
+    $input `,` $weight `,` $bias (`plus` $addend^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def TG_RmsNormOp : TG_Op<"rms_norm", [TG_Differentiable]> {
+def TG_RmsNormOp : TG_Op<"rms_norm", [TG_Differentiable, TG_InPlaceTied]> {
   let summary = "root-mean-square normalization over the last dimension";
   let description = [{
     For every row `x` along the last dimension (size D):
     `result = x / sqrt(mean(x^2) + epsilon) * weight`, the statistic in f32,
     as Hugging Face's LlamaRMSNorm (T5LayerNorm). `weight` has shape `[D]`.
     The result has the input's type, or its shape in f16 or bf16 when the
-    input is f32 (rounded once as it is stored).
+    input is f32 (rounded once as it is stored). `addend` and `sum` as
+    `tg.layer_norm`'s.
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
+                       Optional<TG_FloatTensor>:$addend,
                        DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
-  let results = (outs TG_FloatTensor:$result);
+  let results = (outs TG_FloatTensor:$result, Optional<TG_FloatTensor>:$sum);
   let assemblyFormat = [{
-    $input `,` $weight attr-dict `:` functional-type(operands, results)
+    $input `,` $weight (`plus` $addend^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -153,8 +153,16 @@ def TGFoldCasts : Pass<"tg-fold-casts", "mlir::ModuleOp"> {
 }
 
 def TGFuseResiduals : Pass<"tg-fuse-residuals", "mlir::ModuleOp"> {
-  let summary = "A residual's gradient joins the norm gradient beside it";
+  let summary = "Residual adds join the norms and norm gradients beside them";
   let description = [{
+    Rewrites `tg.add` of two tensors of one shape whose sum a
+    `tg.layer_norm` (or `tg.rms_norm`) normalizes (the residual stream
+    entering a pre-norm block) into the norm with the add's second operand
+    as its `addend`: its kernel writes the sum and normalizes it as stored,
+    so the stream and the norm's gradient read the same sum and the step
+    computes the same bits without the add's kernel and the norm's second
+    pass over the sum.
+
     Rewrites `tg.add` of a `tg.layer_norm_grad`'s (or `tg.rms_norm_grad`'s)
     input gradient, which only the add reads, and another tensor of its
     type (the gradient a residual connection brings to the norm's input)
