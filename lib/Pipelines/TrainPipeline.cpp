@@ -128,14 +128,15 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     pm.addPass(tg::createTGOptimizerInBackward(inBackward));
   }
 
-  // --fuse on the finished, ordered step: casts fold into the ops beside
-  // them (updates, residual adds and norms read or write 16-bit values as
-  // they are), the residuals' gradients join the norm gradients, attention
-  // keeps its row log-sum-exp for its gradient, and the parameters' casts
-  // to 16 bits and adjacent AdamW updates run as multi-tensor ops.
+  // --fuse on the finished, ordered step: the residual adds join the norms
+  // and norm gradients, casts fold into the ops beside them (updates,
+  // residual adds, norms and their gradients read or write 16-bit values as
+  // they are), attention keeps its row log-sum-exp for its gradient, and
+  // the parameters' casts to 16 bits and adjacent AdamW updates run as
+  // multi-tensor ops.
   if (options.fuse) {
-    pm.addPass(tg::createTGFoldCasts());
     pm.addPass(tg::createTGFuseResiduals());
+    pm.addPass(tg::createTGFoldCasts());
     pm.addPass(tg::createTGKeepAttentionLse());
     pm.addPass(tg::createTGGroupCasts());
     pm.addPass(tg::createTGGroupUpdates());

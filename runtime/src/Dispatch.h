@@ -170,10 +170,12 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::LayerNormGrad:
     return layerNormGrad(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
                          out[0], out[1], out[2],
-                         in.size() > 3 ? &in[3] : nullptr);
+                         in.size() > 3 ? &in[3] : nullptr,
+                         out.size() > 3 ? &out[3] : nullptr);
   case Kernel::RmsNormGrad:
     return rmsNormGrad(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
-                       out[0], out[1], in.size() > 3 ? &in[3] : nullptr);
+                       out[0], out[1], in.size() > 3 ? &in[3] : nullptr,
+                       out.size() > 2 ? &out[2] : nullptr);
   case Kernel::EmbeddingGrad:
     return embeddingGrad(ctx, in[0], in[1], inst.getInt("padding_idx", -1),
                          out[0]);

@@ -107,3 +107,35 @@ func.func @unfolded(%a: tensor<8xbf16>, %b: tensor<8xbf16>,
   %s1 = tg.cast %s : tensor<4x8xf32> -> tensor<4x8xf16>
   return %m, %n, %n16, %s0, %s1 : tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xf16>
 }
+
+// After tg-fuse-residuals: the norm's residual addend (a bf16 linear
+// output widened beside the f32 stream) is read as it is; the norm
+// gradients store the 16-bit copy their input gradient's readers cast it
+// to beside the f32 gradient the residual stream goes on reading (an
+// output mask gains an entry for it); a cast to another 16-bit type stays.
+// CHECK-LABEL: func.func @fused_block
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<2x4x8xf32>, %[[Y:[^:]+]]: tensor<2x4x8xbf16>
+// CHECK: %[[N:[^ ]+]], %[[R:[^ ]+]] = tg.layer_norm %[[X]], %{{.+}}, %{{.+}} plus %[[Y]] : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4x8xf32>)
+// CHECK-NEXT: %[[D:[^ ]+]], %{{[^ ]+}}, %[[DB:[^ ]+]], %[[D16:[^ ]+]] = tg.layer_norm_grad %[[R]], %{{.+}}, %[[Y]] plus %[[X]] {output_mask = array<i1: true, false, true, true>} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>)
+// CHECK-NEXT: %[[E:[^ ]+]], %{{[^ ]+}}, %[[E16:[^ ]+]] = tg.rms_norm_grad %[[R]], %{{.+}}, %[[Y]] : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf16>)
+// CHECK-NEXT: %[[EB:.+]] = tg.cast %[[E]] : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+// CHECK-NEXT: return %[[N]], %[[D]], %[[D16]], %[[D16]], %[[DB]], %[[E16]], %[[EB]]
+func.func @fused_block(%x: tensor<2x4x8xf32>, %y: tensor<2x4x8xbf16>,
+                       %w: tensor<8xf32>, %b: tensor<8xf32>)
+    -> (tensor<2x4x8xbf16>, tensor<2x4x8xf32>, tensor<2x4x8xbf16>,
+        tensor<2x4x8xbf16>, tensor<8xf32>, tensor<2x4x8xf16>,
+        tensor<2x4x8xbf16>) {
+  %y32 = tg.cast %y : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
+  %n:2 = tg.layer_norm %x, %w, %b plus %y32 : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  %n16 = tg.cast %n#0 : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+  %d:3 = tg.layer_norm_grad %n#1, %w, %y32 plus %x {output_mask = array<i1: true, false, true>} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %d0 = tg.cast %d#0 : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+  %d1 = tg.cast %d#0 : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+  %e:2 = tg.rms_norm_grad %n#1, %w, %y32 : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>)
+  %e16 = tg.cast %e#0 : tensor<2x4x8xf32> -> tensor<2x4x8xf16>
+  %eb = tg.cast %e#0 : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+  return %n16, %d#0, %d0, %d1, %d#2, %e16, %eb
+      : tensor<2x4x8xbf16>, tensor<2x4x8xf32>, tensor<2x4x8xbf16>,
+        tensor<2x4x8xbf16>, tensor<8xf32>, tensor<2x4x8xf16>,
+        tensor<2x4x8xbf16>
+}

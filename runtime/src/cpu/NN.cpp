@@ -247,10 +247,28 @@ static Status addendOperand(const TensorRef *addend, const TensorRef &input,
   return Status::success();
 }
 
-Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight,
-                     const TensorRef &grad, double epsilon,
-                     TensorRef &inputGrad, TensorRef &weightGrad,
-                     TensorRef &biasGrad, const TensorRef *addend) {
+/// A norm gradient's optional 16-bit copy of its f32 input gradient,
+/// checked; null when there is none.
+static Status roundedResult(const char *op, const TensorRef &inputGrad,
+                            TensorRef *&rounded) {
+  if (rounded && !rounded->present())
+    rounded = nullptr;
+  if (!rounded)
+    return Status::success();
+  TGC_RETURN_IF_ERROR(expectValid(*rounded, "rounded_input_grad"));
+  if (!inputGrad.present() || inputGrad.dtype != DType::F32 ||
+      (rounded->dtype != DType::F16 && rounded->dtype != DType::BF16))
+    return Status::failure(std::string(op) +
+                           ": rounded_input_grad must be an f32 input_grad "
+                           "in f16 or bf16");
+  return expectShape(*rounded, inputGrad.shape, "rounded_input_grad");
+}
+
+static Status layerNormGradF32(Context &ctx, const TensorRef &input,
+                               const TensorRef &weight, const TensorRef &grad,
+                               double epsilon, TensorRef &inputGrad,
+                               TensorRef &weightGrad, TensorRef &biasGrad,
+                               const TensorRef *addend) {
   TGC_RETURN_IF_ERROR(checkGradResults(
       "layer_norm_grad", {{inputGrad, input, "input_grad"},
                           {weightGrad, weight, "weight_grad"},
@@ -329,6 +347,19 @@ Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weig
   return Status::success();
 }
 
+Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight,
+                     const TensorRef &grad, double epsilon,
+                     TensorRef &inputGrad, TensorRef &weightGrad,
+                     TensorRef &biasGrad, const TensorRef *addend,
+                     TensorRef *rounded) {
+  TGC_RETURN_IF_ERROR(roundedResult("layer_norm_grad", inputGrad, rounded));
+  TGC_RETURN_IF_ERROR(layerNormGradF32(ctx, input, weight, grad, epsilon,
+                                       inputGrad, weightGrad, biasGrad,
+                                       addend));
+  // The 16-bit copy, by the cast kernel, of the stored gradient.
+  return rounded ? cast(ctx, inputGrad, *rounded) : Status::success();
+}
+
 //===----------------------------------------------------------------------===//
 // RMS norm
 //===----------------------------------------------------------------------===//
@@ -370,10 +401,10 @@ Status rmsNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
   return Status::success();
 }
 
-Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight,
-                   const TensorRef &grad, double epsilon,
-                   TensorRef &inputGrad, TensorRef &weightGrad,
-                   const TensorRef *addend) {
+static Status rmsNormGradF32(Context &ctx, const TensorRef &input,
+                             const TensorRef &weight, const TensorRef &grad,
+                             double epsilon, TensorRef &inputGrad,
+                             TensorRef &weightGrad, const TensorRef *addend) {
   TGC_RETURN_IF_ERROR(checkGradResults(
       "rms_norm_grad", {{inputGrad, input, "input_grad"},
                         {weightGrad, weight, "weight_grad"}}));
@@ -435,6 +466,16 @@ Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight
       storeF32(weightGrad, j, float(dw[j]));
   }
   return Status::success();
+}
+
+Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight,
+                   const TensorRef &grad, double epsilon,
+                   TensorRef &inputGrad, TensorRef &weightGrad,
+                   const TensorRef *addend, TensorRef *rounded) {
+  TGC_RETURN_IF_ERROR(roundedResult("rms_norm_grad", inputGrad, rounded));
+  TGC_RETURN_IF_ERROR(rmsNormGradF32(ctx, input, weight, grad, epsilon,
+                                     inputGrad, weightGrad, addend));
+  return rounded ? cast(ctx, inputGrad, *rounded) : Status::success();
 }
 
 //===----------------------------------------------------------------------===//

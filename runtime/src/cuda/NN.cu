@@ -398,14 +398,16 @@ __global__ void layerNormParamGradKernel(const void *input, const void *grad,
 /// `g = grad * weight` (no mean(g) term when not centered), plus `addend`
 /// (null: none) as a tg.add of the stored gradient would add it; reads
 /// grad[i] and addend[i] before writing result[i], so the result may reuse
-/// either one's buffer.
+/// either one's buffer. `rounded` (null: none) receives the stored result
+/// again in `roundedType`, as a tg.cast of it would.
 __global__ void layerNormInputGradKernel(const void *input, const void *grad,
                                          DType gradType, const void *weight,
                                          DType weightType, const void *addend,
                                          void *result, DType dtype,
                                          int64_t rows, int64_t length,
                                          const float *means, const float *rstds,
-                                         bool centered) {
+                                         bool centered, void *rounded,
+                                         DType roundedType) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t base = row * length;
     float mean = means[row], rstd = rstds[row];
@@ -427,6 +429,8 @@ __global__ void layerNormInputGradKernel(const void *input, const void *grad,
       if (addend)
         value = roundedTo(dtype, value) + loadFloat(addend, dtype, base + j);
       storeFloat(result, dtype, base + j, value);
+      if (rounded)
+        storeFloat(rounded, roundedType, base + j, roundedTo(dtype, value));
     }
   }
 }
@@ -775,13 +779,23 @@ static Status normalizeGrad(Context &ctx, const char *op,
                             const TensorRef &input, const TensorRef &weight,
                             const TensorRef &grad, double epsilon,
                             TensorRef &inputGrad, TensorRef &weightGrad,
-                            TensorRef *biasGrad, const TensorRef *addend) {
+                            TensorRef *biasGrad, const TensorRef *addend,
+                            TensorRef *rounded) {
   if (input.rank() < 1)
     return Status::failure("layer norm input must have rank >= 1");
   if (addend && (addend->dtype != input.dtype || addend->shape != input.shape))
     return Status::failure(std::string(op) +
                            ": the addend must have the input's type and "
                            "shape");
+  if (rounded && rounded->present() &&
+      (!inputGrad.present() || inputGrad.dtype != DType::F32 ||
+       (rounded->dtype != DType::F16 && rounded->dtype != DType::BF16) ||
+       rounded->shape != inputGrad.shape))
+    return Status::failure(std::string(op) +
+                           ": rounded_input_grad must be an f32 input_grad's "
+                           "shape in f16 or bf16");
+  if (rounded && !rounded->present())
+    rounded = nullptr;
   bool centered = biasGrad != nullptr;
   // Results that are not present are not computed (an output mask).
   bool wantInput = inputGrad.present();
@@ -858,7 +872,8 @@ static Status normalizeGrad(Context &ctx, const char *op,
       layerNormInputGradKernel<<<rowBlocks(rows), rowThreads(length), 0, stream>>>(
           input.data, grad.data, grad.dtype, weightData, weightType,
           addend ? addend->data : nullptr, inputGrad.data, input.dtype, rows,
-          length, means, rstds, centered);
+          length, means, rstds, centered, rounded ? rounded->data : nullptr,
+          rounded ? rounded->dtype : DType::F32);
       TGC_CUDA_LAUNCH("layerNormInputGradKernel");
     }
   }
@@ -877,17 +892,18 @@ Status layerNormGrad(Context &ctx, const TensorRef &input,
                      const TensorRef &weight, const TensorRef &grad,
                      double epsilon, TensorRef &inputGrad,
                      TensorRef &weightGrad, TensorRef &biasGrad,
-                     const TensorRef *addend) {
+                     const TensorRef *addend, TensorRef *rounded) {
   return normalizeGrad(ctx, "layer_norm_grad", input, weight, grad, epsilon,
-                       inputGrad, weightGrad, &biasGrad, addend);
+                       inputGrad, weightGrad, &biasGrad, addend, rounded);
 }
 
 Status rmsNormGrad(Context &ctx, const TensorRef &input,
                    const TensorRef &weight, const TensorRef &grad,
                    double epsilon, TensorRef &inputGrad,
-                   TensorRef &weightGrad, const TensorRef *addend) {
+                   TensorRef &weightGrad, const TensorRef *addend,
+                   TensorRef *rounded) {
   return normalizeGrad(ctx, "rms_norm_grad", input, weight, grad, epsilon,
-                       inputGrad, weightGrad, nullptr, addend);
+                       inputGrad, weightGrad, nullptr, addend, rounded);
 }
 
 //===----------------------------------------------------------------------===//

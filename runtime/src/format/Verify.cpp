@@ -236,6 +236,17 @@ private:
     normalized = &sum;
     return true;
   }
+  /// A norm gradient's result `i`: its computed f32 input gradient (result
+  /// 0) stored again in f16 or bf16.
+  bool roundedInputGrad(size_t i) {
+    if (inst.results[i] == kNotComputed)
+      return true;
+    if (inst.results[0] == kNotComputed || out(0).dtype != DType::F32 ||
+        (out(i).dtype != DType::F16 && out(i).dtype != DType::BF16))
+      return fail("rounded_input_grad must be an f32 input_grad's shape in "
+                  "f16 or bf16");
+    return shapeIs(out(i), out(0).shape);
+  }
   bool layerNorm(const TensorInfo &x, const TensorInfo &w) {
     if (!floatT(x) || x.shape.empty() || !sameDType(x, w) ||
         !shapeIs(w, {x.shape.back()}))
@@ -439,24 +450,31 @@ Status Checker::run() {
          storedAs(out(0), *x);
     break;
   }
-  case Kernel::LayerNormGrad:
-    // An optional fourth operand: the addend of input_grad.
-    ok = (inst.operands.size() == 4 ? counts(4, 3) && same(in(3), in(0))
-                                    : counts(3, 3)) &&
+  case Kernel::LayerNormGrad: {
+    // An optional fourth operand, the addend of input_grad, and fourth
+    // result, its 16-bit copy.
+    size_t results = inst.results.size() == 4 ? 4 : 3;
+    ok = (inst.operands.size() == 4 ? counts(4, results) && same(in(3), in(0))
+                                    : counts(3, results)) &&
          layerNorm(in(0), in(1)) && storedAs(in(2), in(0)) &&
-         outLike(in(0), 0) && outLike(in(1), 1) && outLike(in(1), 2);
+         outLike(in(0), 0) && outLike(in(1), 1) && outLike(in(1), 2) &&
+         (results == 3 || roundedInputGrad(3));
     break;
+  }
   case Kernel::RmsNorm: {
     const TensorInfo *x = nullptr;
     ok = normInput(2, x) && layerNorm(*x, in(1)) && storedAs(out(0), *x);
     break;
   }
-  case Kernel::RmsNormGrad:
-    ok = (inst.operands.size() == 4 ? counts(4, 2) && same(in(3), in(0))
-                                    : counts(3, 2)) &&
+  case Kernel::RmsNormGrad: {
+    size_t results = inst.results.size() == 3 ? 3 : 2;
+    ok = (inst.operands.size() == 4 ? counts(4, results) && same(in(3), in(0))
+                                    : counts(3, results)) &&
          layerNorm(in(0), in(1)) && storedAs(in(2), in(0)) &&
-         outLike(in(0), 0) && outLike(in(1), 1);
+         outLike(in(0), 0) && outLike(in(1), 1) &&
+         (results == 2 || roundedInputGrad(2));
     break;
+  }
   case Kernel::Rope: {
     // The operand count first: in(0) of an instruction without operands
     // would read past them (found by the tgx fuzzer).

@@ -2555,3 +2555,19 @@ func.func @layer_norm_addend_weight_type(%x: tensor<4x8xbf16>, %w: tensor<8xbf16
   %0:2 = tg.layer_norm %x, %w, %w plus %r : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
+
+// -----
+
+func.func @layer_norm_grad_rounded_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op rounded_input_grad must be an f32 input_grad's shape in f16 or bf16, found 'tensor<4x8xf32>' for 'tensor<4x8xf32>'}}
+  %0:4 = tg.layer_norm_grad %x, %w, %x : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_rounded_not_computed(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.rms_norm_grad' op rounded_input_grad needs input_grad computed}}
+  %0:3 = tg.rms_norm_grad %x, %w, %x {output_mask = array<i1: false, true, true>} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xbf16>)
+  return
+}

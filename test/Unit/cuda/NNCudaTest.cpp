@@ -224,6 +224,40 @@ TEST_P(NNCudaTest, NormGradAddendIsAnAddAfterIt) {
   }
 }
 
+TEST_P(NNCudaTest, NormGradRoundedIsACastAfterIt) {
+  TGC_REQUIRE_GPU();
+  if (GetParam() != DType::F32)
+    GTEST_SKIP() << "rounded_input_grad copies an f32 input gradient";
+  std::mt19937 rng(227);
+  std::vector<int64_t> shape = {70, 96};
+  HostTensor x = randomTensor(DType::F32, shape, rng, 0.5f, 2.0f);
+  HostTensor w = randomTensor(DType::F32, {96}, rng, 1.0f, 0.2f);
+  HostTensor g = randomTensor(DType::BF16, shape, rng);
+  HostTensor r = randomTensor(DType::F32, shape, rng);
+  HostTensor like(DType::F32, shape), param(DType::F32, {96});
+  DeviceTensor dx(x), dw(w), dg(g), dr(r);
+  for (DType narrow : {DType::BF16, DType::F16})
+    for (bool rms : {false, true})
+      for (const TensorRef *addend :
+           std::initializer_list<const TensorRef *>{nullptr, &dr.ref}) {
+        SCOPED_TRACE(std::string(rms ? "rms_norm_grad" : "layer_norm_grad") +
+                     (addend ? " plus" : ""));
+        HostTensor half(narrow, shape);
+        DeviceTensor out(like, false), dW(param, false), dB(param, false);
+        DeviceTensor rounded(half, false), cast(half, false);
+        TensorRef *out16 = &rounded.ref;
+        ASSERT_OK(rms ? cuda::rmsNormGrad(*testContext(), dx.ref, dw.ref,
+                                          dg.ref, 1e-6, out.ref, dW.ref,
+                                          addend, out16)
+                      : cuda::layerNormGrad(*testContext(), dx.ref, dw.ref,
+                                            dg.ref, 1e-5, out.ref, dW.ref,
+                                            dB.ref, addend, out16));
+        ASSERT_OK(cuda::cast(*testContext(), out.ref, cast.ref));
+        synchronize();
+        expectSameBytes(cast.toHost(), rounded.toHost(), "rounded_input_grad");
+      }
+}
+
 TEST_P(NNCudaTest, NormAddendIsAnAddBeforeIt) {
   TGC_REQUIRE_GPU();
   DType dtype = GetParam();

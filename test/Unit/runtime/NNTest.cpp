@@ -200,6 +200,38 @@ TEST_P(NNTest, NormGradAddendIsAnAddAfterIt) {
   }
 }
 
+TEST_P(NNTest, NormGradRoundedIsACastAfterIt) {
+  // The 16-bit copy of an f32 input gradient (with and without an addend).
+  if (GetParam() != DType::F32)
+    GTEST_SKIP() << "rounded_input_grad copies an f32 input gradient";
+  std::mt19937 rng(57);
+  Shape shape = {7, 24};
+  HostTensor x = randomTensor(rng, DType::F32, shape, -2, 2);
+  HostTensor w = randomTensor(rng, DType::F32, {24}, 0.5, 1.5);
+  HostTensor g = randomTensor(rng, DType::BF16, shape);
+  HostTensor r = randomTensor(rng, DType::F32, shape);
+  for (DType narrow : {DType::BF16, DType::F16})
+    for (bool rms : {false, true})
+      for (const TensorRef *addend :
+           std::initializer_list<const TensorRef *>{nullptr, &r.ref()}) {
+        SCOPED_TRACE(std::string(rms ? "rms_norm_grad" : "layer_norm_grad") +
+                     (addend ? " plus" : "") + " to " + dtypeName(narrow));
+        HostTensor dx(DType::F32, shape), dw(DType::F32, {24}),
+            db(DType::F32, {24}), rounded(narrow, shape), want(narrow, shape);
+        auto normGrad = [&](TensorRef *out16) {
+          return rms ? cpu::rmsNormGrad(cpuCtx, x, w, g, 1e-6, dx, dw, addend,
+                                        out16)
+                     : cpu::layerNormGrad(cpuCtx, x, w, g, 1e-5, dx, dw, db,
+                                          addend, out16);
+        };
+        ASSERT_OK(normGrad(&rounded.ref()));
+        ASSERT_OK(cpu::cast(cpuCtx, dx, want));
+        EXPECT_EQ(rounded.values(), want.values());
+        HostTensor wrong(DType::F32, shape);
+        EXPECT_FAILS(normGrad(&wrong.ref()));
+      }
+}
+
 TEST_P(NNTest, NormAddendIsAnAddBeforeIt) {
   DType dtype = GetParam();
   std::mt19937 rng(53);

@@ -868,8 +868,29 @@ bool tgc::tg::computesResult(Operation *op, unsigned index) {
   return !mask || index >= mask.size() || mask[index];
 }
 
+/// A norm gradient's optional 16-bit copy of its f32 input gradient.
+static LogicalResult verifyRoundedInputGrad(Operation *op, Value inputGrad,
+                                            Value rounded) {
+  if (!rounded)
+    return success();
+  auto type = cast<RankedTensorType>(inputGrad.getType());
+  auto roundedType = cast<RankedTensorType>(rounded.getType());
+  if (!type.getElementType().isF32() ||
+      roundedType.getShape() != type.getShape() ||
+      !(roundedType.getElementType().isF16() ||
+        roundedType.getElementType().isBF16()))
+    return op->emitOpError("rounded_input_grad must be an f32 input_grad's "
+                           "shape in f16 or bf16, found ")
+           << roundedType << " for " << type;
+  if (!computesResult(op, 0))
+    return op->emitOpError("rounded_input_grad needs input_grad computed");
+  return success();
+}
+
 LogicalResult LayerNormGradOp::verify() {
-  if (failed(verifyOutputMask(*this, getOutputMask())))
+  if (failed(verifyOutputMask(*this, getOutputMask())) ||
+      failed(verifyRoundedInputGrad(*this, getInputGrad(),
+                                    getRoundedInputGrad())))
     return failure();
   if (failed(verifyLayerNormOperands(*this, getInput(), {getWeight()},
                                      "weight",
@@ -887,7 +908,9 @@ LogicalResult LayerNormGradOp::verify() {
 }
 
 LogicalResult RmsNormGradOp::verify() {
-  if (failed(verifyOutputMask(*this, getOutputMask())))
+  if (failed(verifyOutputMask(*this, getOutputMask())) ||
+      failed(verifyRoundedInputGrad(*this, getInputGrad(),
+                                    getRoundedInputGrad())))
     return failure();
   if (failed(verifyLayerNormOperands(*this, getInput(), {getWeight()},
                                      "weight",

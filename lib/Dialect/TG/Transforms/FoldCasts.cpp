@@ -9,8 +9,12 @@
 //     optimizer update's gradient, either operand of a binary float op whose
 //     other operand is f32 (the residual add after a 16-bit linear layer),
 //     layer_norm_grad's and rms_norm_grad's incoming gradient;
+//   - a widening cast into a norm's residual addend beside an f32 input;
 //   - narrowing casts (f32 to f16/bf16) of a layer_norm or rms_norm result
-//     into the norm, when they are all of its readers and agree.
+//     into the norm, when they are all of its readers and agree;
+//   - narrowing casts of a layer_norm_grad's or rms_norm_grad's f32 input
+//     gradient into a second, 16-bit copy the op stores beside it (the
+//     f32 gradient goes on to the residual stream, the copy to the GEMMs).
 // Widening is exact and a norm rounds its f32 result as the cast did (to
 // nearest even, once), so the step computes the same bits; a cast that
 // still has readers stays.
@@ -84,9 +88,50 @@ void foldNarrowing(Operation *norm) {
   }
 }
 
+/// Has `grad` (a layer_norm_grad or rms_norm_grad with an f32 input
+/// gradient) also store the 16-bit copy its readers cast the gradient to
+/// (the type of the first such cast in the block), and erases those casts.
+template <typename GradOp> void foldRoundedInputGrad(GradOp grad) {
+  Value inputGrad = grad.getInputGrad();
+  if (grad.getRoundedInputGrad() || !isF32(inputGrad.getType()) ||
+      !computesResult(grad, 0))
+    return;
+  SmallVector<CastOp> casts;
+  for (Operation *user : inputGrad.getUsers())
+    if (auto cast = dyn_cast<CastOp>(user);
+        cast && isHalf(cast.getType()) && cast->getBlock() == grad->getBlock())
+      casts.push_back(cast);
+  if (casts.empty())
+    return;
+  CastOp first = *llvm::min_element(casts, [](CastOp a, CastOp b) {
+    return a->isBeforeInBlock(b);
+  });
+  Type narrow = first.getType();
+  llvm::erase_if(casts, [&](CastOp cast) { return cast.getType() != narrow; });
+  SmallVector<Type> types(grad->getResultTypes());
+  types.push_back(narrow);
+  DenseBoolArrayAttr mask = grad.getOutputMaskAttr();
+  OpBuilder builder(grad);
+  if (mask) {
+    SmallVector<bool> computed(mask.asArrayRef());
+    computed.push_back(true);
+    mask = builder.getDenseBoolArrayAttr(computed);
+  }
+  auto rounded = GradOp::create(builder, grad.getLoc(), types, grad.getInput(),
+                                grad.getWeight(), grad.getGrad(),
+                                grad.getAddend(), grad.getEpsilonAttr(), mask);
+  rounded->setDiscardableAttrs(grad->getDiscardableAttrDictionary());
+  grad->replaceAllUsesWith(rounded->getResults().drop_back());
+  grad.erase();
+  for (CastOp cast : casts) {
+    cast.getResult().replaceAllUsesWith(rounded.getRoundedInputGrad());
+    cast.erase();
+  }
+}
+
 struct FoldCastsPass : tgc::tg::impl::TGFoldCastsBase<FoldCastsPass> {
   void runOnOperation() override {
-    SmallVector<Operation *> norms;
+    SmallVector<Operation *> norms, normGrads;
     getOperation().walk([&](Operation *op) {
       if (auto update = dyn_cast<OptimizerUpdateOpInterface>(op)) {
         Value grad = update.getGrad();
@@ -106,15 +151,28 @@ struct FoldCastsPass : tgc::tg::impl::TGFoldCastsBase<FoldCastsPass> {
       } else if (auto grad = dyn_cast<LayerNormGradOp>(op)) {
         if (isF32(grad.getInput().getType()))
           foldWidening(grad.getGradMutable());
+        normGrads.push_back(op);
       } else if (auto grad = dyn_cast<RmsNormGradOp>(op)) {
         if (isF32(grad.getInput().getType()))
           foldWidening(grad.getGradMutable());
+        normGrads.push_back(op);
       } else if (isa<LayerNormOp, RmsNormOp>(op)) {
+        // A residual addend beside an f32 input (the sum stays f32).
+        unsigned addendAt = isa<LayerNormOp>(op) ? 3 : 2;
+        if (op->getNumOperands() > addendAt &&
+            isF32(op->getOperand(0).getType()))
+          foldWidening(op->getOpOperand(addendAt));
         norms.push_back(op);
       }
     });
     for (Operation *norm : norms)
       foldNarrowing(norm);
+    for (Operation *op : normGrads) {
+      if (auto grad = dyn_cast<LayerNormGradOp>(op))
+        foldRoundedInputGrad(grad);
+      else
+        foldRoundedInputGrad(cast<RmsNormGradOp>(op));
+    }
     // The casts no reader is left for.
     getOperation().walk([](CastOp cast) {
       if (cast->use_empty() && (wideningCast(cast.getResult())))

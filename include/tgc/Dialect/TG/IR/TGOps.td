@@ -804,6 +804,10 @@ def TG_LayerNormGradOp : TG_Op<"layer_norm_grad", [], ["getKernelLaunches"]> {
     input, so `input_grad` is the input's whole gradient. The sum is the
     one `tg.add` computes of the rounded `input_grad` and `addend`
     (tg-fuse-residuals folds that add into the op).
+    `rounded_input_grad`, when present, is `input_grad` (f32, computed)
+    also stored in f16 or bf16, rounded once as a `tg.cast` of it would
+    be (what tg-fold-casts makes of that cast): the 16-bit copy the
+    GEMMs of a mixed-precision step read.
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
                        TG_FloatTensor:$grad,
@@ -811,7 +815,8 @@ def TG_LayerNormGradOp : TG_Op<"layer_norm_grad", [], ["getKernelLaunches"]> {
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
                        OptionalAttr<DenseBoolArrayAttr>:$output_mask);
   let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
-                      TG_FloatTensor:$bias_grad);
+                      TG_FloatTensor:$bias_grad,
+                      Optional<TG_FloatTensor>:$rounded_input_grad);
   let assemblyFormat = [{
     $input `,` $weight `,` $grad (`plus` $addend^)? attr-dict `:`
     functional-type(operands, results)
@@ -830,14 +835,16 @@ def TG_RmsNormGradOp : TG_Op<"rms_norm_grad", [], ["getKernelLaunches"]> {
     is f32 (widened exactly as it is read).
     `output_mask`, when present, says which of the two results are
     computed; the other is neither computed nor given memory. `addend`,
-    when present, is added to `input_grad` as `tg.layer_norm_grad`'s.
+    when present, is added to `input_grad`, and `rounded_input_grad`
+    stores a 16-bit copy of it, as `tg.layer_norm_grad`'s.
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$weight,
                        TG_FloatTensor:$grad,
                        Optional<TG_FloatTensor>:$addend,
                        DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon,
                        OptionalAttr<DenseBoolArrayAttr>:$output_mask);
-  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$weight_grad,
+                      Optional<TG_FloatTensor>:$rounded_input_grad);
   let assemblyFormat = [{
     $input `,` $weight `,` $grad (`plus` $addend^)? attr-dict `:`
     functional-type(operands, results)

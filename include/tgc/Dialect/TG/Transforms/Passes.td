@@ -137,17 +137,24 @@ def TGFoldCasts : Pass<"tg-fold-casts", "mlir::ModuleOp"> {
     `tg.cast` kernels that mixed precision leaves between them fold away:
     - a widening cast (f16/bf16 to f32) into its reader: an optimizer
       update's gradient, an operand of a binary float op whose other
-      operand is f32 (the residual add after a 16-bit linear layer), and
-      the incoming gradient of `tg.layer_norm_grad` and `tg.rms_norm_grad`;
+      operand is f32 (the residual add after a 16-bit linear layer), a
+      norm's residual addend beside an f32 input, and the incoming
+      gradient of `tg.layer_norm_grad` and `tg.rms_norm_grad`;
     - narrowing casts (f32 to f16/bf16) of a `tg.layer_norm` or
       `tg.rms_norm` result into the norm, when they are all its readers
-      and agree on the type.
-    Widening is exact and a norm rounds its f32 result once to nearest
-    even, as the cast did, so the step computes the same bits; each folded
+      and agree on the type;
+    - narrowing casts of a `tg.layer_norm_grad`'s or `tg.rms_norm_grad`'s
+      f32 input gradient into its `rounded_input_grad`, a 16-bit copy the
+      op stores beside the f32 gradient (which the residual stream's
+      gradient goes on reading).
+    Widening is exact and a norm (or norm gradient) rounds its f32 result
+    once to nearest even, as the cast did, so the step computes the same
+    bits; each folded
     cast's kernel and its copy of the tensor (written and read) are gone.
     A cast that keeps other readers stays. Run on the finished step (after
     data parallelism, whose collectives then sit between a cast and its
-    reader and keep it).
+    reader and keep it, and after tg-fuse-residuals, whose fused norm
+    gradients compute the whole residual gradient the casts read).
   }];
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
