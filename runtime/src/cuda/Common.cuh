@@ -79,9 +79,16 @@ struct TensorBlock {
 };
 __device__ inline TensorBlock tensorBlock(const int64_t *firstBlock,
                                           int tensors) {
-  int k = 0;
-  while (k + 1 < tensors && firstBlock[k + 1] <= blockIdx.x)
-    ++k;
+  // The last tensor whose first block is at or before this one (an empty
+  // tensor's first block is its successor's), by bisection.
+  int k = 0, last = tensors - 1;
+  while (k < last) {
+    int mid = (k + last + 1) / 2;
+    if (firstBlock[mid] <= int64_t(blockIdx.x))
+      k = mid;
+    else
+      last = mid - 1;
+  }
   int64_t blocks = firstBlock[k + 1] - firstBlock[k];
   return {k, (blockIdx.x - firstBlock[k]) * blockDim.x + threadIdx.x,
           blocks * blockDim.x};

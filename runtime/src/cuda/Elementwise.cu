@@ -423,8 +423,8 @@ struct MultiCastTable {
   DType from[kTensorsPerLaunch], to[kTensorsPerLaunch];
   int tensors;
 };
-static_assert(sizeof(MultiCastTable) + 64 <= 4096,
-              "a kernel's parameters hold at most 4 KiB");
+static_assert(sizeof(MultiCastTable) + 64 <= kKernelParamBytes,
+              "a kernel's parameters hold at most 32,764 bytes");
 
 /// castKernel's float conversion over the blocks of the launch's tensors:
 /// each block converts elements of one tensor.

@@ -285,8 +285,9 @@ struct MultiAdamWTable {
       expAvgType[kTensorsPerLaunch], expAvgSqType[kTensorsPerLaunch];
   int tensors;
 };
-static_assert(sizeof(MultiAdamWTable) + sizeof(AdamWParams) + 64 <= 4096,
-              "a kernel's parameters hold at most 4 KiB");
+static_assert(sizeof(MultiAdamWTable) + sizeof(AdamWParams) + 64 <=
+                  kKernelParamBytes,
+              "a kernel's parameters hold at most 32,764 bytes");
 
 /// adamwKernel's element update over the blocks of the launch's tensors:
 /// each block updates elements of one tensor, as the tensor's own launch

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestUtil.h"
+#include "tgc/Support/MultiTensor.h"
 
 #include <limits>
 
@@ -511,8 +512,9 @@ TEST(ElementwiseCuda, CastOverItsOperand) {
 
 } // namespace
 
-/// tg.multi_cast: 40 float tensors of every pair of float types (one empty,
-/// sizes across block boundaries) in two launches, each converted to the
+/// tg.multi_cast: 300 float tensors of every pair of float types (one empty,
+/// sizes across block boundaries) in two launches of up to 256
+/// (kTensorsPerLaunch), each converted to the
 /// bytes the CPU's cast gives; and a result over an operand (no plan makes
 /// one) converted tensor by tensor as cast stages it.
 TEST(ElementwiseCuda, MultiCastEqualsCastBitwise) {
@@ -522,7 +524,8 @@ TEST(ElementwiseCuda, MultiCastEqualsCastBitwise) {
   std::vector<HostTensor> inputs, wants;
   std::vector<std::unique_ptr<DeviceTensor>> deviceIn, deviceOut;
   std::vector<TensorRef> in, out;
-  for (int i = 0; i < 40; ++i) {
+  const int tensors = int(tgc::kTensorsPerLaunch) + 44;
+  for (int i = 0; i < tensors; ++i) {
     DType from = floats[i % 3], to = floats[(i / 3) % 3];
     // castOperand writes its edge values first: 64 elements at least.
     int64_t n = i == 7 ? 0 : 64 + (i * 997) % 3001;
@@ -531,7 +534,7 @@ TEST(ElementwiseCuda, MultiCastEqualsCastBitwise) {
     wants.emplace_back(to, std::vector<int64_t>{n});
     ASSERT_TRUE(ok(cpu::cast(cpuCtx, inputs.back().ref, wants.back().ref)));
   }
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < tensors; ++i) {
     deviceIn.push_back(std::make_unique<DeviceTensor>(inputs[i]));
     deviceOut.push_back(std::make_unique<DeviceTensor>(wants[i], false));
     in.push_back(deviceIn.back()->ref);
@@ -539,7 +542,7 @@ TEST(ElementwiseCuda, MultiCastEqualsCastBitwise) {
   }
   ASSERT_TRUE(ok(cuda::multiCast(*testContext(), in, out)));
   synchronize();
-  for (int i = 0; i < 40; ++i)
+  for (int i = 0; i < tensors; ++i)
     expectSameValues(wants[i], deviceOut[i]->toHost(),
                      "multi_cast tensor " + std::to_string(i));
 

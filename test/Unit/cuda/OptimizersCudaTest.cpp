@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestUtil.h"
+#include "tgc/Support/MultiTensor.h"
 
 #include <algorithm>
 #include <cstring>
@@ -150,14 +151,15 @@ TEST(OptimizersCuda, AdamWInPlace) {
   }
 }
 
-// tg.multi_adamw_update: 40 tensors of mixed types and sizes (an empty one
-// among them), two launches of up to 32, each element bitwise what the
+// tg.multi_adamw_update: 300 tensors of mixed types and sizes (an empty one
+// among them), two launches of up to 256 (kTensorsPerLaunch), each element
+// bitwise what the
 // single-tensor kernel computes, under an apply predicate that is true and
 // one that is false (nothing written).
 TEST(OptimizersCuda, MultiAdamWEqualsSingleUpdatesBitwise) {
   TGC_REQUIRE_GPU();
   std::mt19937 rng(733);
-  constexpr size_t kTensors = 40;
+  constexpr size_t kTensors = size_t(tgc::kTensorsPerLaunch) + 44;
   std::vector<std::unique_ptr<HostTensor>> hosts;
   std::vector<std::unique_ptr<DeviceTensor>> multi, single;
   std::vector<TensorRef> in(4 * kTensors), out(3 * kTensors);
