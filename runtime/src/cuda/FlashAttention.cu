@@ -74,6 +74,16 @@ struct HeadRows {
   __device__ int64_t stride(int d) const { return rowHeads * d; }
 };
 
+/// The heads of one attention: `group` consecutive query heads share each
+/// key/value head (grouped-query attention; 1 without), so query head h
+/// reads key/value head h / group, which is never repeated. The queries,
+/// the output and the row statistics lie as `queries` says, the keys and
+/// values as `keys` (bshd: H and H / group heads side by side a row).
+struct HeadLayouts {
+  HeadRows queries, keys;
+  int64_t group;
+};
+
 /// `rows` rows of d elements of `source` (row stride ld, a multiple of d)
 /// from row `first` into a shared tile of row stride kLd, rows past `limit`
 /// as zeros; 16 bytes at a time when `source` is 16-byte aligned (d is a
@@ -179,7 +189,7 @@ template <typename T, int kD>
 __global__ void __launch_bounds__(kThreads)
     flashForwardKernel(const T *q, const T *k, const T *v, int64_t heads,
                        int64_t tq, int64_t tk, int d, float scale, bool causal,
-                       KeyMask mask, HeadRows layout, T *out, float *lse) {
+                       KeyMask mask, HeadLayouts layout, T *out, float *lse) {
   __shared__ ForwardTiles<T> t;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int r = lane >> 1, half = lane & 1, rot = (r >> 3) + 2 * half;
@@ -192,13 +202,14 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t job = blockIdx.x; job < heads * tiles; job += gridDim.x) {
     int64_t head = job / tiles, q0 = (job % tiles) * kRows;
     int64_t w0 = q0 + 16 * warp; // this warp's first query
-    int64_t ld = layout.stride(d);
-    const T *qh = q + layout.rowIndex(head, 0, tq) * d,
-            *kh = k + layout.rowIndex(head, 0, tk) * d,
-            *vh = v + layout.rowIndex(head, 0, tk) * d;
+    int64_t ldq = layout.queries.stride(d), ldk = layout.keys.stride(d);
+    int64_t kvHead = head / layout.group;
+    const T *qh = q + layout.queries.rowIndex(head, 0, tq) * d,
+            *kh = k + layout.keys.rowIndex(kvHead, 0, tk) * d,
+            *vh = v + layout.keys.rowIndex(kvHead, 0, tk) * d;
     // This warp's queries into fragments, through its P strip.
     __syncwarp();
-    loadRows(pStrip, qh, ld, w0, tq, 16, d, lane, 32);
+    loadRows(pStrip, qh, ldq, w0, tq, 16, d, lane, 32);
     __syncwarp();
     AFragment<T, wmma::row_major> qa[kD];
     TGC_UNROLL
@@ -219,8 +230,8 @@ __global__ void __launch_bounds__(kThreads)
     keyStart -= keyStart % kRows;
     for (int64_t k0 = keyStart; k0 < keyEnd; k0 += kRows) {
       __syncthreads(); // every warp is done with the previous K and V
-      loadRows(t.k, kh, ld, k0, tk, kRows, d, threadIdx.x, kThreads);
-      loadRows(t.v, vh, ld, k0, tk, kRows, d, threadIdx.x, kThreads);
+      loadRows(t.k, kh, ldk, k0, tk, kRows, d, threadIdx.x, kThreads);
+      loadRows(t.v, vh, ldk, k0, tk, kRows, d, threadIdx.x, kThreads);
       __syncthreads();
       // Rows that see none of these keys (past the end, or before them
       // when causal) leave their statistics and output as they are.
@@ -298,13 +309,13 @@ TGC_UNROLL
         if (w0 + row >= tq)
           continue;
         float l = t.l[warp][row];
-        out[layout.rowIndex(head, w0 + row, tq) * d + c] =
+        out[layout.queries.rowIndex(head, w0 + row, tq) * d + c] =
             fromF32<T>(l > 0.0f ? sStrip[row * kLdS + c] / l : 0.0f);
       }
     }
     if (lse && lane < 16 && w0 + lane < tq) {
       float l = t.l[warp][lane];
-      lse[layout.rowIndex(head, w0 + lane, tq)] =
+      lse[layout.queries.rowIndex(head, w0 + lane, tq)] =
           l > 0.0f ? t.m[warp][lane] + logf(l) : -INFINITY;
     }
   }
@@ -330,11 +341,12 @@ template <typename T> struct alignas(32) BackwardTiles {
 /// them, so P^T and dS^T need no other warp's; dQ += dS K reads all four
 /// warps' dS^T and goes to global f32 by atomic adds.
 template <typename T, int kD>
-__global__ void __launch_bounds__(kThreads) flashBackwardKernel(
-    const T *q, const T *k, const T *v, const T *dO, const float *lse,
-    const float *rowDot, int64_t heads, int64_t tq, int64_t tk, int d,
-    float scale, bool causal, KeyMask mask, HeadRows layout,
-    float *dqAccumulator, T *dk, T *dv) {
+__global__ void __launch_bounds__(kThreads)
+    flashBackwardKernel(const T *q, const T *k, const T *v, const T *dO,
+                        const float *lse, const float *rowDot, int64_t kvHeads,
+                        int64_t tq, int64_t tk, int d, float scale, bool causal,
+                        KeyMask mask, HeadLayouts layout, float *dqAccumulator,
+                        T *dk, T *dv) {
   __shared__ BackwardTiles<T> t;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int r = lane >> 1, half = lane & 1, rot = (r >> 3) + 2 * half;
@@ -343,16 +355,14 @@ __global__ void __launch_bounds__(kThreads) flashBackwardKernel(
   T *pStrip = t.pT + 16 * warp * kLdStep16;
   T *dsStrip = t.dsT + 16 * warp * kLdStep16;
   int64_t tiles = (tk + kRows - 1) / kRows;
-  for (int64_t job = blockIdx.x; job < heads * tiles; job += gridDim.x) {
-    int64_t head = job / tiles, k0 = (job % tiles) * kRows;
+  for (int64_t job = blockIdx.x; job < kvHeads * tiles; job += gridDim.x) {
+    int64_t kvHead = job / tiles, k0 = (job % tiles) * kRows;
     int64_t w0 = k0 + 16 * warp; // this warp's first key
-    int64_t ld = layout.stride(d);
-    const T *qh = q + layout.rowIndex(head, 0, tq) * d,
-            *kh = k + layout.rowIndex(head, 0, tk) * d,
-            *vh = v + layout.rowIndex(head, 0, tk) * d,
-            *dOh = dO + layout.rowIndex(head, 0, tq) * d;
+    int64_t ldq = layout.queries.stride(d), ldk = layout.keys.stride(d);
+    const T *kh = k + layout.keys.rowIndex(kvHead, 0, tk) * d,
+            *vh = v + layout.keys.rowIndex(kvHead, 0, tk) * d;
     __syncthreads(); // the previous job's reads are done
-    loadRows(t.k, kh, ld, k0, tk, kRows, d, threadIdx.x, kThreads);
+    loadRows(t.k, kh, ldk, k0, tk, kRows, d, threadIdx.x, kThreads);
     // The values pass through the query tile (16 rows a warp, 32 rows at
     // a time) into this warp's fragments.
     AFragment<T, wmma::row_major> ka[kD], va[kD];
@@ -360,8 +370,7 @@ __global__ void __launch_bounds__(kThreads) flashBackwardKernel(
     for (int pass = 0; pass < 2; ++pass) {
       __syncthreads();
       if (warp / 2 == pass)
-        loadRows(t.q + 16 * (warp % 2) * kLd, vh, ld, w0, tk, 16, d, lane,
-                 32);
+        loadRows(t.q + 16 * (warp % 2) * kLd, vh, ldk, w0, tk, 16, d, lane, 32);
       __syncthreads();
       if (warp / 2 == pass)
         TGC_UNROLL
@@ -384,59 +393,64 @@ __global__ void __launch_bounds__(kThreads) flashBackwardKernel(
     // none of it either.
     int64_t queryEnd =
         mask.window > 0 ? min(tq, k0 + kRows - 1 + mask.window) : tq;
-    for (int64_t q0 = queryStart; q0 < queryEnd; q0 += kStep) {
-      __syncthreads(); // every warp is done with the previous step's tiles
-      loadRows(t.q, qh, ld, q0, tq, kStep, d, threadIdx.x, kThreads);
-      loadRows(t.dO, dOh, ld, q0, tq, kStep, d, threadIdx.x, kThreads);
-      for (int i = threadIdx.x; i < kStep; i += kThreads) {
-        bool inside = q0 + i < tq;
-        int64_t row = inside ? layout.rowIndex(head, q0 + i, tq) : 0;
-        t.lse[i] = inside ? lse[row] : 0.0f;
-        t.rowDot[i] = inside ? rowDot[row] : 0.0f;
-      }
-      __syncthreads();
-      // Keys past the end, or after every query of the step when causal,
-      // get zero rows of P^T and dS^T (dQ reads them).
-      bool none = w0 >= tk || (causal && w0 > q0 + kStep - 1) ||
-                  (mask.window > 0 && w0 + 15 <= q0 - mask.window);
-      if (!none) {
-        // S^T = K Q^T for this warp's 16 keys and the step's 32 queries.
-        productWithRows<kStep, kLdStep>(sStrip, ka, t.q);
-        __syncwarp();
-      }
-      // P^T from the saved log-sum-exp: lanes 2r and 2r + 1 take key r's
-      // queries [0, 16) and [16, 32).
-      bool all = !none && allVisible(q0, kStep, w0, 16, tq, tk, causal, mask);
-      float p[16];
-      const float *sRow = sStrip + r * kLdStep + 16 * half;
-      T *pRow = pStrip + r * kLdStep16 + 16 * half;
-TGC_UNROLL
-      for (int i = 0; i < 16; ++i) {
-        int c = (i + rot) & 15, query = 16 * half + c;
-        bool seen = !none && (all || visible(head, q0 + query, w0 + r, tq, tk,
-                                             causal, mask));
-        p[i] = seen ? expf(sRow[c] * scale - t.lse[query]) : 0.0f;
-        pRow[c] = fromF32<T>(p[i]);
-      }
-      __syncwarp();
-      if (!none) {
-        // dP^T = V dO^T, into the same strip.
-        productWithRows<kStep, kLdStep>(sStrip, va, t.dO);
-        __syncwarp();
-      }
-      // dS^T = P^T (dP^T - rowDot).
-      T *dsRow = dsStrip + r * kLdStep16 + 16 * half;
-TGC_UNROLL
-      for (int i = 0; i < 16; ++i) {
-        int c = (i + rot) & 15;
-        dsRow[c] = fromF32<T>(p[i] == 0.0f ? 0.0f
-                                           : p[i] * (sRow[c] -
-                                                     t.rowDot[16 * half + c]));
-      }
-      __syncwarp();
-      if (!none)
-        // dV += P^T dO and dK += dS^T Q for this warp's 16 keys.
+    // Every query head of the group, one after the other: their dK and dV
+    // gather in the same fragments.
+    for (int64_t head = kvHead * layout.group;
+         head < (kvHead + 1) * layout.group; ++head) {
+      const T *qh = q + layout.queries.rowIndex(head, 0, tq) * d,
+              *dOh = dO + layout.queries.rowIndex(head, 0, tq) * d;
+      for (int64_t q0 = queryStart; q0 < queryEnd; q0 += kStep) {
+        __syncthreads(); // every warp is done with the previous step's tiles
+        loadRows(t.q, qh, ldq, q0, tq, kStep, d, threadIdx.x, kThreads);
+        loadRows(t.dO, dOh, ldq, q0, tq, kStep, d, threadIdx.x, kThreads);
+        for (int i = threadIdx.x; i < kStep; i += kThreads) {
+          bool inside = q0 + i < tq;
+          int64_t row = inside ? layout.queries.rowIndex(head, q0 + i, tq) : 0;
+          t.lse[i] = inside ? lse[row] : 0.0f;
+          t.rowDot[i] = inside ? rowDot[row] : 0.0f;
+        }
+        __syncthreads();
+        // Keys past the end, or after every query of the step when causal,
+        // get zero rows of P^T and dS^T (dQ reads them).
+        bool none = w0 >= tk || (causal && w0 > q0 + kStep - 1) ||
+                    (mask.window > 0 && w0 + 15 <= q0 - mask.window);
+        if (!none) {
+          // S^T = K Q^T for this warp's 16 keys and the step's 32 queries.
+          productWithRows<kStep, kLdStep>(sStrip, ka, t.q);
+          __syncwarp();
+        }
+        // P^T from the saved log-sum-exp: lanes 2r and 2r + 1 take key r's
+        // queries [0, 16) and [16, 32).
+        bool all = !none && allVisible(q0, kStep, w0, 16, tq, tk, causal, mask);
+        float p[16];
+        const float *sRow = sStrip + r * kLdStep + 16 * half;
+        T *pRow = pStrip + r * kLdStep16 + 16 * half;
         TGC_UNROLL
+        for (int i = 0; i < 16; ++i) {
+          int c = (i + rot) & 15, query = 16 * half + c;
+          bool seen = !none && (all || visible(head, q0 + query, w0 + r, tq, tk,
+                                               causal, mask));
+          p[i] = seen ? expf(sRow[c] * scale - t.lse[query]) : 0.0f;
+          pRow[c] = fromF32<T>(p[i]);
+        }
+        __syncwarp();
+        if (!none) {
+          // dP^T = V dO^T, into the same strip.
+          productWithRows<kStep, kLdStep>(sStrip, va, t.dO);
+          __syncwarp();
+        }
+        // dS^T = P^T (dP^T - rowDot).
+        T *dsRow = dsStrip + r * kLdStep16 + 16 * half;
+        TGC_UNROLL
+        for (int i = 0; i < 16; ++i) {
+          int c = (i + rot) & 15;
+          dsRow[c] = fromF32<T>(
+              p[i] == 0.0f ? 0.0f : p[i] * (sRow[c] - t.rowDot[16 * half + c]));
+        }
+        __syncwarp();
+        if (!none)
+          // dV += P^T dO and dK += dS^T Q for this warp's 16 keys.
+          TGC_UNROLL
         for (int x = 0; x < kStep / 16; ++x) {
           AFragment<T, wmma::row_major> pa, dsa;
           wmma::load_matrix_sync(pa, pStrip + 16 * x, kLdStep16);
@@ -450,34 +464,36 @@ TGC_UNROLL
             wmma::mma_sync(dkAcc[n], dsa, qb, dkAcc[n]);
           }
         }
-      if (!dqAccumulator)
-        continue;
-      __syncthreads(); // every warp's dS^T is written
-      // dQ += scale dS K: the step's 32 x d block in 16 x 16 tiles, dealt
-      // to the warps; dS is dS^T read column-major.
-      for (int tile = warp; tile < 2 * dTiles; tile += kWarps) {
-        int rowTile = tile % 2, colTile = tile / 2;
-        AccFragment acc;
-        wmma::fill_fragment(acc, 0.0f);
-        TGC_UNROLL
-        for (int x = 0; x < kRows / 16; ++x) {
-          AFragment<T, wmma::col_major> dsa;
-          BFragment<T, wmma::row_major> kb;
-          wmma::load_matrix_sync(dsa, t.dsT + 16 * x * kLdStep16 + 16 * rowTile,
-                                 kLdStep16);
-          wmma::load_matrix_sync(kb, t.k + 16 * x * kLd + 16 * colTile, kLd);
-          wmma::mma_sync(acc, dsa, kb, acc);
-        }
-        __syncwarp();
-        wmma::store_matrix_sync(sStrip, acc, kLdStep, wmma::mem_row_major);
-        __syncwarp();
-        for (int i = lane; i < 16 * 16; i += 32) {
-          int row = i / 16, c = i % 16;
-          int64_t query = q0 + 16 * rowTile + row;
-          if (query < tq)
-            atomicAdd(&dqAccumulator[layout.rowIndex(head, query, tq) * d +
-                                     16 * colTile + c],
-                      scale * sStrip[row * kLdStep + c]);
+        if (!dqAccumulator)
+          continue;
+        __syncthreads(); // every warp's dS^T is written
+        // dQ += scale dS K: the step's 32 x d block in 16 x 16 tiles, dealt
+        // to the warps; dS is dS^T read column-major.
+        for (int tile = warp; tile < 2 * dTiles; tile += kWarps) {
+          int rowTile = tile % 2, colTile = tile / 2;
+          AccFragment acc;
+          wmma::fill_fragment(acc, 0.0f);
+          TGC_UNROLL
+          for (int x = 0; x < kRows / 16; ++x) {
+            AFragment<T, wmma::col_major> dsa;
+            BFragment<T, wmma::row_major> kb;
+            wmma::load_matrix_sync(
+                dsa, t.dsT + 16 * x * kLdStep16 + 16 * rowTile, kLdStep16);
+            wmma::load_matrix_sync(kb, t.k + 16 * x * kLd + 16 * colTile, kLd);
+            wmma::mma_sync(acc, dsa, kb, acc);
+          }
+          __syncwarp();
+          wmma::store_matrix_sync(sStrip, acc, kLdStep, wmma::mem_row_major);
+          __syncwarp();
+          for (int i = lane; i < 16 * 16; i += 32) {
+            int row = i / 16, c = i % 16;
+            int64_t query = q0 + 16 * rowTile + row;
+            if (query < tq)
+              atomicAdd(
+                  &dqAccumulator[layout.queries.rowIndex(head, query, tq) * d +
+                                 16 * colTile + c],
+                  scale * sStrip[row * kLdStep + c]);
+          }
         }
       }
     }
@@ -497,8 +513,8 @@ TGC_UNROLL
         for (int i = lane; i < 16 * 16; i += 32) {
           int row = i / 16, c = i % 16;
           if (w0 + row < tk)
-            result[layout.rowIndex(head, w0 + row, tk) * d + 16 * n + c] =
-                fromF32<T>(factor * sStrip[row * kLdStep + c]);
+            result[layout.keys.rowIndex(kvHead, w0 + row, tk) * d + 16 * n +
+                   c] = fromF32<T>(factor * sStrip[row * kLdStep + c]);
         }
       }
     }
@@ -528,7 +544,7 @@ template <typename Launch> void withHeadTiles(int64_t d, Launch &&launch) {
 template <typename T>
 Status launchForward(Context &ctx, const void *q, const void *k, const void *v,
                      int64_t batch, int64_t tq, int64_t tk, int64_t d,
-                     float scale, bool causal, KeyMask mask, HeadRows layout,
+                     float scale, bool causal, KeyMask mask, HeadLayouts layout,
                      void *out, float *lse) {
   int64_t jobs = batch * ((tq + kRows - 1) / kRows);
   if (jobs == 0)
@@ -549,9 +565,11 @@ Status launchBackward(Context &ctx, const void *q, const void *k,
                       const void *v, const void *dO, const float *lse,
                       const float *rowDot, int64_t batch, int64_t tq,
                       int64_t tk, int64_t d, float scale, bool causal,
-                      KeyMask mask, HeadRows layout, float *dqAccumulator,
+                      KeyMask mask, HeadLayouts layout, float *dqAccumulator,
                       void *dk, void *dv) {
-  int64_t jobs = batch * ((tk + kRows - 1) / kRows);
+  // A block per key/value head and tile of keys.
+  int64_t kvHeads = batch / layout.group;
+  int64_t jobs = kvHeads * ((tk + kRows - 1) / kRows);
   if (jobs == 0)
     return Status::success();
   withHeadTiles(d, [&](auto tiles) {
@@ -559,7 +577,7 @@ Status launchBackward(Context &ctx, const void *q, const void *k,
     flashBackwardKernel<T, kD><<<jobBlocks(jobs), kThreads, 0, streamOf(ctx)>>>(
             static_cast<const T *>(q), static_cast<const T *>(k),
             static_cast<const T *>(v), static_cast<const T *>(dO), lse,
-            rowDot, batch, tq, tk, int(d), scale, causal, mask, layout,
+            rowDot, kvHeads, tq, tk, int(d), scale, causal, mask, layout,
             dqAccumulator, static_cast<T *>(dk), static_cast<T *>(dv));
   });
   TGC_CUDA_LAUNCH("flashBackwardKernel");
@@ -573,24 +591,32 @@ bool fusedAttentionSupports(DType dtype, int64_t d, int64_t dv) {
          runsFusedAttention(16, d, dv);
 }
 
-/// The rows of `rowHeads` heads side by side, checked.
-Status headRows(int64_t batch, int64_t rowHeads, HeadRows &layout) {
+/// The layouts of `batch` query heads, `rowHeads` of them side by side in
+/// a row, `group` of them to a key/value head, checked.
+Status headLayouts(int64_t batch, int64_t rowHeads, int64_t group,
+                   HeadLayouts &layout) {
   if (rowHeads < 1 || batch % rowHeads != 0)
     return Status::failure("fused attention: the heads side by side in a "
                            "row must divide the heads");
-  layout.rowHeads = rowHeads;
+  if (group < 1 || batch % group != 0 ||
+      (rowHeads > 1 && rowHeads % group != 0))
+    return Status::failure("fused attention: the query heads of a key/value "
+                           "head must divide the heads of a row");
+  layout.queries.rowHeads = rowHeads;
+  layout.keys.rowHeads = rowHeads > 1 ? rowHeads / group : 1;
+  layout.group = group;
   return Status::success();
 }
 
 Status fusedAttention(Context &ctx, DType dtype, const void *q, const void *k,
                       const void *v, int64_t batch, int64_t tq, int64_t tk,
                       int64_t d, float scale, bool causal, KeyMask mask,
-                      int64_t rowHeads, void *out, float *lse) {
+                      int64_t rowHeads, int64_t group, void *out, float *lse) {
   if (!fusedAttentionSupports(dtype, d, d))
     return Status::failure("fused attention takes 16-bit heads of a "
                            "multiple of 16 up to 64 elements");
-  HeadRows layout;
-  if (Status s = headRows(batch, rowHeads, layout); !s.ok())
+  HeadLayouts layout;
+  if (Status s = headLayouts(batch, rowHeads, group, layout); !s.ok())
     return s;
   if (dtype == DType::BF16)
     return launchForward<__nv_bfloat16>(ctx, q, k, v, batch, tq, tk, d, scale,
@@ -604,12 +630,13 @@ Status fusedAttentionGrad(Context &ctx, DType dtype, const void *q,
                           const float *lse, const float *rowDot, int64_t batch,
                           int64_t tq, int64_t tk, int64_t d, float scale,
                           bool causal, KeyMask mask, int64_t rowHeads,
-                          float *dqAccumulator, void *dk, void *dv) {
+                          int64_t group, float *dqAccumulator, void *dk,
+                          void *dv) {
   if (!fusedAttentionSupports(dtype, d, d))
     return Status::failure("fused attention takes 16-bit heads of a "
                            "multiple of 16 up to 64 elements");
-  HeadRows layout;
-  if (Status s = headRows(batch, rowHeads, layout); !s.ok())
+  HeadLayouts layout;
+  if (Status s = headLayouts(batch, rowHeads, group, layout); !s.ok())
     return s;
   if (dtype == DType::BF16)
     return launchBackward<__nv_bfloat16>(ctx, q, k, v, dO, lse, rowDot, batch,

@@ -49,30 +49,37 @@ struct KeyMask {
   int64_t window = 0;
 };
 
-/// out = softmax(scale * q k^T + causal and key mask) v for `batch` heads of `tq`
-/// queries and `tk` keys of `d` elements, all in `dtype`; `lse` (f32, one
-/// per query row, may be null) receives each row's log-sum-exp of the
-/// scaled scores. With `out` null only `lse` is computed. The operands
-/// hold `rowHeads` heads side by side in each row: 1 for [B, H, T, D], H
-/// for tg.attention's bshd layout [B, T, H, D] (`batch` = B * H); the
-/// row statistics are stored in the operands' row order.
+/// out = softmax(scale * q k^T + causal and key mask) v for `batch` query
+/// heads of `tq` queries and `tk` keys of `d` elements, all in `dtype`;
+/// `lse` (f32, one per query row, may be null) receives each row's
+/// log-sum-exp of the scaled scores. With `out` null only `lse` is
+/// computed. The query and output hold `rowHeads` heads side by side in
+/// each row: 1 for [B, H, T, D], H for tg.attention's bshd layout
+/// [B, T, H, D] (`batch` = B * H); the row statistics are stored in their
+/// row order. `group` consecutive query heads share each key/value head
+/// (grouped-query attention; keys and values hold batch / group heads,
+/// rowHeads / group of them side by side when rowHeads > 1), read once
+/// and never repeated.
 Status fusedAttention(Context &ctx, DType dtype, const void *q, const void *k,
                       const void *v, int64_t batch, int64_t tq, int64_t tk,
                       int64_t d, float scale, bool causal, KeyMask mask,
-                      int64_t rowHeads, void *out, float *lse);
+                      int64_t rowHeads, int64_t group, void *out, float *lse);
 
 /// The gradients of fusedAttention from the output's gradient `dO`, its
 /// row log-sum-exp `lse` and `rowDot` = rowsum(dO * out) (f32, one per query
 /// row). `dqAccumulator` (f32, zeroed, the query's shape) receives the
 /// query gradient by atomic adds; `dk` and `dv` (in `dtype`) are written. A
 /// null pointer leaves that gradient out. Every tensor and row statistic is
-/// in the layout `rowHeads` says, as fusedAttention's.
+/// in the layout `rowHeads` and `group` say, as fusedAttention's; a block
+/// takes a key/value head's tile of keys and the queries of every head of
+/// its group, so dK and dV sum over the group in registers.
 Status fusedAttentionGrad(Context &ctx, DType dtype, const void *q,
                           const void *k, const void *v, const void *dO,
                           const float *lse, const float *rowDot, int64_t batch,
                           int64_t tq, int64_t tk, int64_t d, float scale,
                           bool causal, KeyMask mask, int64_t rowHeads,
-                          float *dqAccumulator, void *dk, void *dv);
+                          int64_t group, float *dqAccumulator, void *dk,
+                          void *dv);
 
 } // namespace tgc::rt::cuda
 

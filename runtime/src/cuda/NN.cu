@@ -1251,14 +1251,16 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
   int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dv = sizes.dv;
 
   // 16-bit heads of up to 64 elements: the fused kernel (tensor cores, no
-  // score matrix in memory), which reads and writes either layout.
-  if (sizes.group == 1 && fusedAttentionSupports(query.dtype, d, dv) &&
+  // score matrix in memory), which reads and writes either layout, each
+  // query head reading its group's key/value head.
+  if (fusedAttentionSupports(query.dtype, d, dv) &&
       key.dtype == query.dtype && value.dtype == query.dtype &&
       result.dtype == query.dtype && !bytesOverlap(result, query) &&
       !bytesOverlap(result, key) && !bytesOverlap(result, value))
     return fusedAttention(ctx, query.dtype, query.data, key.data, value.data,
-                          sizes.batch, tq, tk, d, sizes.scale, causal,
-                          sizes.mask, sizes.rowHeads, result.data,
+                          sizes.batch * sizes.group, sizes.positions, tk, d,
+                          sizes.scale, causal, sizes.mask, sizes.rowHeads,
+                          sizes.group, result.data,
                           lse ? static_cast<float *>(lse->data) : nullptr);
 
   // The GEMM path computes over dense [B, H, T, D] heads.
@@ -1376,7 +1378,7 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   // forward pass here that writes only it: the same bits), the row dots,
   // then one pass over key tiles; the query gradient gathers in f32 and is
   // rounded once. The GEMM path recomputes the probabilities whole.
-  bool fused = sizes.group == 1 && fusedAttentionSupports(query.dtype, d, dv);
+  bool fused = fusedAttentionSupports(query.dtype, d, dv);
   for (const TensorRef *t : {&key, &value, &output, &grad})
     fused = fused && t->dtype == query.dtype;
   for (const TensorRef *result : {&queryGrad, &keyGrad, &valueGrad}) {
@@ -1398,11 +1400,13 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
     float *rowLse = lse ? static_cast<float *>(lse->data) : at<float>(ctx, lseAt);
     float *rowDot = at<float>(ctx, rowDotAt);
     float *dq = wantQuery ? at<float>(ctx, dqAt) : nullptr;
+    int64_t queryHeads = sizes.batch * sizes.group;
     if (!lse)
       if (Status s = fusedAttention(ctx, query.dtype, query.data, key.data,
-                                    value.data, sizes.batch, tq, tk, d,
-                                    sizes.scale, causal, sizes.mask,
-                                    sizes.rowHeads, /*out=*/nullptr, rowLse);
+                                    value.data, queryHeads, sizes.positions,
+                                    tk, d, sizes.scale, causal, sizes.mask,
+                                    sizes.rowHeads, sizes.group,
+                                    /*out=*/nullptr, rowLse);
           !s.ok())
         return s;
     // The row dots, and the query gradient's accumulator cleared.
@@ -1414,9 +1418,9 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
     }
     if (Status s = fusedAttentionGrad(
             ctx, query.dtype, query.data, key.data, value.data, grad.data,
-            rowLse, rowDot, sizes.batch, tq, tk, d, sizes.scale, causal,
-            sizes.mask,
-            sizes.rowHeads, dq, wantKey ? keyGrad.data : nullptr,
+            rowLse, rowDot, queryHeads, sizes.positions, tk, d, sizes.scale,
+            causal, sizes.mask, sizes.rowHeads, sizes.group, dq,
+            wantKey ? keyGrad.data : nullptr,
             wantValue ? valueGrad.data : nullptr);
         !s.ok())
       return s;

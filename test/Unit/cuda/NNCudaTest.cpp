@@ -522,11 +522,13 @@ const AttentionCase kAttentionCases[] = {
     {{1, 3, 33, 48}, {1, 3, 45, 48}, {1, 3, 45, 48}, false, 0.2},
     {{3, 100, 16}, {3, 100, 16}, {3, 100, 16}, true, std::nullopt},
     {{2, 40, 64}, {2, 7, 64}, {2, 7, 64}, false, std::nullopt},
-    // Grouped-query attention: 3 query heads per key/value head (the GEMM
-    // path), and one key/value head for 4 query heads of 32 (16-bit heads
-    // the fused kernels would take without groups).
+    // Grouped-query attention (16-bit: the fused kernels, each query head
+    // reading its group's key/value head; f32: the GEMM path): 3 query
+    // heads per key/value head, one key/value head for 4 query heads of 32
+    // over partial tiles, and 2 for 6 of 64, Tq != Tk.
     {{2, 6, 8, 16}, {2, 2, 8, 16}, {2, 2, 8, 16}, true, std::nullopt},
     {{1, 4, 70, 32}, {1, 1, 70, 32}, {1, 1, 70, 32}, true, std::nullopt},
+    {{1, 6, 33, 64}, {1, 2, 45, 64}, {1, 2, 45, 64}, false, 0.2},
 };
 
 } // namespace
@@ -577,7 +579,7 @@ TEST_P(NNCudaTest, FusedAttentionOutputAndLogSumExp) {
     DeviceTensor dq(q), dk(k), dv(v), dOut(want, false), dLse(lse, false);
     ASSERT_OK(cuda::fusedAttention(*testContext(), dtype, dq.ref.data,
                                    dk.ref.data, dv.ref.data, c.heads, c.tq,
-                                   c.tk, c.d, c.scale, c.causal, cuda::KeyMask(), /*rowHeads=*/1, dOut.ref.data,
+                                   c.tk, c.d, c.scale, c.causal, cuda::KeyMask(), /*rowHeads=*/1, /*group=*/1, dOut.ref.data,
                                    static_cast<float *>(dLse.ref.data)));
     synchronize();
     expectNear(want, dOut.toHost(), "fused attention", 4.0);
@@ -1030,8 +1032,8 @@ HostTensor swapHeads(const HostTensor &t) {
 
 // The bshd layout ([B, T, H, D] heads) on the device: the fused kernels
 // reading and writing the heads in place (16-bit heads of 32, partial
-// tiles, a key mask and a window) and the GEMM path on head-major copies
-// (f32, and grouped-query heads) compute the bytes of head-major attention
+// tiles, a key mask and a window, grouped-query heads) and the GEMM path on
+// head-major copies (f32) compute the bytes of head-major attention
 // over the transposed tensors; the fused query gradient, summed by atomic
 // adds in an order the hardware picks, within rounding.
 TEST_P(NNCudaTest, BshdAttentionIsAttentionOfTransposedHeads) {

@@ -171,9 +171,10 @@ int64_t AttentionOp::getFlops() {
 //
 // 16-bit heads of a multiple of 16 up to 64 elements run the fused kernels
 // (runtime/src/cuda/FlashAttention.cu; the condition is shared through
-// tgc/Support/FusedAttention.h): the products on tensor cores in the
-// operands' type, causal tiles above the diagonal skipped, and no score
-// matrix in memory. The tiles of K and V (forward) and of Q, dO and the
+// tgc/Support/FusedAttention.h), grouped-query heads included (each query
+// head reads its group's key/value head): the products on tensor cores in
+// the operands' type, causal tiles above the diagonal skipped, and no
+// score matrix in memory. The tiles of K and V (forward) and of Q, dO and the
 // row statistics (backward) that a block reads again after the first are
 // taken to come from the L2 cache (a head's K and V are 256 KiB at
 // T=1024, d=64), so the memory traffic is the operands and results once
@@ -187,11 +188,9 @@ int64_t AttentionOp::getFlops() {
 //===----------------------------------------------------------------------===//
 
 /// Whether the CUDA backend runs this attention with the fused kernels:
-/// 16-bit heads the kernels take, each query head with its own key and
-/// value head (grouped-query attention runs the GEMMs).
+/// 16-bit heads the kernels take.
 static bool runsFused(const AttentionSizes &sizes) {
-  return tgc::runsFusedAttention(sizes.bits, sizes.d, sizes.dv) &&
-         sizes.heads == sizes.kvHeads;
+  return tgc::runsFusedAttention(sizes.bits, sizes.d, sizes.dv);
 }
 
 /// Score entries the unfused CUDA kernels compute per batch: all Tq x Tk.

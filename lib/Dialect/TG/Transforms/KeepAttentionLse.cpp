@@ -19,7 +19,6 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Dialect/TG/Transforms/Passes.h"
 #include "tgc/Support/FusedAttention.h"
-#include "tgc/Support/ShapeRules.h"
 
 #include "mlir/IR/TypeUtilities.h"
 
@@ -33,29 +32,15 @@ using namespace tgc::tg;
 
 namespace {
 
-/// The heads of an attention operand: the product of its batch dimensions
-/// as the rules read them.
-int64_t headsOf(Value operand, bool bshd) {
-  tgc::shapes::Shape shape = tgc::shapes::attentionView(
-      cast<RankedTensorType>(operand.getType()).getShape(), bshd);
-  int64_t heads = 1;
-  for (size_t i = 0; i + 2 < shape.size(); ++i)
-    heads *= shape[i];
-  return heads;
-}
-
 /// Whether the CUDA backend runs `attention` with the fused kernels, whose
-/// backward pass reads the log-sum-exp: 16-bit heads they take, each
-/// query head with its own key and value head.
+/// backward pass reads the log-sum-exp: 16-bit heads they take (the rule of
+/// tgc/Support/FusedAttention.h, which the cost model reads too).
 bool runsFused(AttentionOp attention) {
   auto query = cast<RankedTensorType>(attention.getQuery().getType());
   auto value = cast<RankedTensorType>(attention.getValue().getType());
-  bool bshd = attention.getBshd();
   return tgc::runsFusedAttention(query.getElementTypeBitWidth(),
                                  query.getShape().back(),
-                                 value.getShape().back()) &&
-         headsOf(attention.getQuery(), bshd) ==
-             headsOf(attention.getKey(), bshd);
+                                 value.getShape().back());
 }
 
 /// Whether `grad` differentiates `attention`: the same operands, mask and

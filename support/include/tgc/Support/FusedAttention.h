@@ -5,9 +5,10 @@
 // (runtime/src/cuda/FlashAttention.cu, what runs): attention over 16-bit
 // heads of a multiple of 16 elements (the tensor-core tile) up to 64 (the
 // kernels' shared-memory tiles), with equal query and value head sizes,
-// runs the fused tensor-core kernels when every query head has its own key
-// and value head; anything else runs the f32 GEMMs around a materialised
-// score matrix, in chunks of heads (attentionHeadsPerChunk).
+// runs the fused tensor-core kernels, grouped-query heads included (each
+// query head reads its group's key/value head, never repeated); anything
+// else runs the f32 GEMMs around a materialised score matrix, in chunks of
+// heads (attentionHeadsPerChunk).
 //
 //===----------------------------------------------------------------------===//
 
