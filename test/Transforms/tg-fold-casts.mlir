@@ -139,3 +139,35 @@ func.func @fused_block(%x: tensor<2x4x8xf32>, %y: tensor<2x4x8xbf16>,
         tensor<2x4x8xbf16>, tensor<8xf32>, tensor<2x4x8xf16>,
         tensor<2x4x8xbf16>
 }
+
+// Mixed precision's rotary embedding of bf16 heads (and its inverse on
+// their gradients): the rope between a widening cast and a cast back to
+// bf16 rotates the bf16 heads itself. Kept: a rope whose result an f32
+// reader reads too, and one cast back to another type.
+// CHECK-LABEL: func.func @rope
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x4x8x16xbf16>, %[[F:[^:]+]]: tensor<8xf32>
+// CHECK-NEXT: %[[W:.+]] = tg.cast %[[Q]] : tensor<2x4x8x16xbf16> -> tensor<2x4x8x16xf32>
+// CHECK-NEXT: %[[R:.+]] = tg.rope %[[Q]], %[[F]] : (tensor<2x4x8x16xbf16>, tensor<8xf32>) -> tensor<2x4x8x16xbf16>
+// CHECK-NEXT: %[[I:.+]] = tg.rope %[[Q]], %[[F]] {inverse = true} : (tensor<2x4x8x16xbf16>, tensor<8xf32>) -> tensor<2x4x8x16xbf16>
+// CHECK-NEXT: %[[K:.+]] = tg.rope %[[W]], %[[F]] : (tensor<2x4x8x16xf32>, tensor<8xf32>) -> tensor<2x4x8x16xf32>
+// CHECK-NEXT: %[[KB:.+]] = tg.cast %[[K]] : tensor<2x4x8x16xf32> -> tensor<2x4x8x16xbf16>
+// CHECK-NEXT: %[[H:.+]] = tg.rope %[[W]], %[[F]] : (tensor<2x4x8x16xf32>, tensor<8xf32>) -> tensor<2x4x8x16xf32>
+// CHECK-NEXT: %[[HB:.+]] = tg.cast %[[H]] : tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf16>
+// CHECK-NEXT: return %[[R]], %[[R]], %[[I]], %[[KB]], %[[K]], %[[HB]]
+func.func @rope(%q: tensor<2x4x8x16xbf16>, %f: tensor<8xf32>)
+    -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>,
+        tensor<2x4x8x16xbf16>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf16>) {
+  %q32 = tg.cast %q : tensor<2x4x8x16xbf16> -> tensor<2x4x8x16xf32>
+  %r = tg.rope %q32, %f : (tensor<2x4x8x16xf32>, tensor<8xf32>) -> tensor<2x4x8x16xf32>
+  %r0 = tg.cast %r : tensor<2x4x8x16xf32> -> tensor<2x4x8x16xbf16>
+  %r1 = tg.cast %r : tensor<2x4x8x16xf32> -> tensor<2x4x8x16xbf16>
+  %i = tg.rope %q32, %f {inverse = true} : (tensor<2x4x8x16xf32>, tensor<8xf32>) -> tensor<2x4x8x16xf32>
+  %i16 = tg.cast %i : tensor<2x4x8x16xf32> -> tensor<2x4x8x16xbf16>
+  %k = tg.rope %q32, %f : (tensor<2x4x8x16xf32>, tensor<8xf32>) -> tensor<2x4x8x16xf32>
+  %k16 = tg.cast %k : tensor<2x4x8x16xf32> -> tensor<2x4x8x16xbf16>
+  %h = tg.rope %q32, %f : (tensor<2x4x8x16xf32>, tensor<8xf32>) -> tensor<2x4x8x16xf32>
+  %h16 = tg.cast %h : tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf16>
+  return %r0, %r1, %i16, %k16, %k, %h16
+      : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>,
+        tensor<2x4x8x16xbf16>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf16>
+}

@@ -14,7 +14,11 @@
 //     into the norm, when they are all of its readers and agree;
 //   - narrowing casts of a layer_norm_grad's or rms_norm_grad's f32 input
 //     gradient into a second, 16-bit copy the op stores beside it (the
-//     f32 gradient goes on to the residual stream, the copy to the GEMMs).
+//     f32 gradient goes on to the residual stream, the copy to the GEMMs);
+//   - a rope between a widening cast and narrowing casts back to the same
+//     16-bit type (mixed precision's rotary embedding of 16-bit heads, and
+//     its inverse on their gradients): the rope reads and writes the
+//     16-bit heads, computing in f32 between as it did.
 // Widening is exact and a norm rounds its f32 result as the cast did (to
 // nearest even, once), so the step computes the same bits; a cast that
 // still has readers stays.
@@ -129,9 +133,26 @@ template <typename GradOp> void foldRoundedInputGrad(GradOp grad) {
   }
 }
 
+/// Has `rope` (on the f32 widening of a 16-bit tensor, its result read only
+/// by casts back to that type) rotate the 16-bit tensor itself: it widens
+/// each element, rotates in f32 and rounds once, as the casts around it did.
+void foldRope(RopeOp rope) {
+  CastOp widening = wideningCast(rope.getInput());
+  Value result = rope.getResult();
+  if (!widening || commonNarrowing(result) != widening.getInput().getType())
+    return;
+  rope.getInputMutable().assign(widening.getInput());
+  result.setType(widening.getInput().getType());
+  for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
+    user->getResult(0).replaceAllUsesWith(result);
+    user->erase();
+  }
+}
+
 struct FoldCastsPass : tgc::tg::impl::TGFoldCastsBase<FoldCastsPass> {
   void runOnOperation() override {
     SmallVector<Operation *> norms, normGrads;
+    SmallVector<RopeOp> ropes;
     getOperation().walk([&](Operation *op) {
       if (auto update = dyn_cast<OptimizerUpdateOpInterface>(op)) {
         Value grad = update.getGrad();
@@ -156,6 +177,8 @@ struct FoldCastsPass : tgc::tg::impl::TGFoldCastsBase<FoldCastsPass> {
         if (isF32(grad.getInput().getType()))
           foldWidening(grad.getGradMutable());
         normGrads.push_back(op);
+      } else if (auto rope = dyn_cast<RopeOp>(op)) {
+        ropes.push_back(rope);
       } else if (isa<LayerNormOp, RmsNormOp>(op)) {
         // A residual addend beside an f32 input (the sum stays f32).
         unsigned addendAt = isa<LayerNormOp>(op) ? 3 : 2;
@@ -167,6 +190,8 @@ struct FoldCastsPass : tgc::tg::impl::TGFoldCastsBase<FoldCastsPass> {
     });
     for (Operation *norm : norms)
       foldNarrowing(norm);
+    for (RopeOp rope : ropes)
+      foldRope(rope);
     for (Operation *op : normGrads) {
       if (auto grad = dyn_cast<LayerNormGradOp>(op))
         foldRoundedInputGrad(grad);

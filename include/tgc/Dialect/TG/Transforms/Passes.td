@@ -146,7 +146,10 @@ def TGFoldCasts : Pass<"tg-fold-casts", "mlir::ModuleOp"> {
     - narrowing casts of a `tg.layer_norm_grad`'s or `tg.rms_norm_grad`'s
       f32 input gradient into its `rounded_input_grad`, a 16-bit copy the
       op stores beside the f32 gradient (which the residual stream's
-      gradient goes on reading).
+      gradient goes on reading);
+    - a widening cast into a `tg.rope` whose result only casts back to
+      the same 16-bit type read: the rope rotates the 16-bit heads,
+      widening on load and rounding once on store as the casts did.
     Widening is exact and a norm (or norm gradient) rounds its f32 result
     once to nearest even, as the cast did, so the step computes the same
     bits; each folded
