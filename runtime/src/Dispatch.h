@@ -105,7 +105,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
                    in.size() > 2 ? &in[2] : nullptr,
                    out.size() > 1 ? &out[1] : nullptr);
   case Kernel::Rope:
-    return rope(ctx, in[0], in[1], inst.getBool("inverse"), out[0]);
+    return rope(ctx, in[0], in[1], inst.getBool("inverse"), out[0],
+                inst.getBool("bshd"));
   case Kernel::Embedding:
     return embedding(ctx, in[0], in[1], out[0]);
   case Kernel::Attention:

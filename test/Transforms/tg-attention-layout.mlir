@@ -64,8 +64,8 @@ func.func @other_readers(%q0: tensor<2x8x4x16xf32>, %k0: tensor<2x8x4x16xf32>,
 
 // -----
 
-// An operand that is not a transpose (here after rotary embeddings, as in
-// Llama) leaves the attention as it is.
+// An operand that is not a transpose (here a function argument) leaves
+// the attention as it is.
 // CHECK-LABEL: func.func @not_transposed
 // CHECK: tg.transpose
 // CHECK: tg.attention
@@ -76,4 +76,35 @@ func.func @not_transposed(%q: tensor<2x4x8x16xf32>, %k0: tensor<2x8x4x16xf32>,
   %v = tg.transpose %v0 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
   %o = tg.attention %q, %k, %v {causal = true} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
   return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// Llama's rotary queries and keys under mixed precision: a rope between
+// casts after the transpose. The chain moves before it (the casts of the
+// [B, T, H, D] tensors, a bshd rope); grouped-query keys and values.
+// CHECK-LABEL: func.func @rotary
+// CHECK-SAME: (%[[Q0:[^:]+]]: tensor<2x8x4x16xbf16>, %[[K0:[^:]+]]: tensor<2x8x2x16xbf16>, %[[V0:[^:]+]]: tensor<2x8x2x16xbf16>, %[[F:[^:]+]]: tensor<8xf32>)
+// CHECK-NOT: tg.transpose
+// CHECK: %[[QW:.+]] = tg.cast %[[Q0]] : tensor<2x8x4x16xbf16> -> tensor<2x8x4x16xf32>
+// CHECK-NEXT: %[[QR:.+]] = tg.rope %[[QW]], %[[F]] {bshd = true} : (tensor<2x8x4x16xf32>, tensor<8xf32>) -> tensor<2x8x4x16xf32>
+// CHECK-NEXT: %[[QN:.+]] = tg.cast %[[QR]] : tensor<2x8x4x16xf32> -> tensor<2x8x4x16xbf16>
+// CHECK-NEXT: %[[KR:.+]] = tg.rope %[[K0]], %[[F]] {bshd = true} : (tensor<2x8x2x16xbf16>, tensor<8xf32>) -> tensor<2x8x2x16xbf16>
+// CHECK-NEXT: %[[O:.+]] = tg.attention %[[QN]], %[[KR]], %[[V0]] {bshd = true, causal = true}
+// CHECK-SAME: -> tensor<2x8x4x16xbf16>
+// CHECK-NOT: tg.transpose
+// CHECK: return %[[O]]
+func.func @rotary(%q0: tensor<2x8x4x16xbf16>, %k0: tensor<2x8x2x16xbf16>,
+                  %v0: tensor<2x8x2x16xbf16>, %f: tensor<8xf32>)
+    -> tensor<2x8x4x16xbf16> {
+  %q = tg.transpose %q0 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x8x4x16xbf16> -> tensor<2x4x8x16xbf16>
+  %qw = tg.cast %q : tensor<2x4x8x16xbf16> -> tensor<2x4x8x16xf32>
+  %qr = tg.rope %qw, %f : (tensor<2x4x8x16xf32>, tensor<8xf32>) -> tensor<2x4x8x16xf32>
+  %qn = tg.cast %qr : tensor<2x4x8x16xf32> -> tensor<2x4x8x16xbf16>
+  %k = tg.transpose %k0 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x8x2x16xbf16> -> tensor<2x2x8x16xbf16>
+  %kr = tg.rope %k, %f : (tensor<2x2x8x16xbf16>, tensor<8xf32>) -> tensor<2x2x8x16xbf16>
+  %v = tg.transpose %v0 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x8x2x16xbf16> -> tensor<2x2x8x16xbf16>
+  %o = tg.attention %qn, %kr, %v {causal = true} : (tensor<2x4x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>) -> tensor<2x4x8x16xbf16>
+  %ot = tg.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x4x8x16xbf16> -> tensor<2x8x4x16xbf16>
+  return %ot : tensor<2x8x4x16xbf16>
 }

@@ -483,7 +483,7 @@ Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight
 //===----------------------------------------------------------------------===//
 
 Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
-            bool inverse, TensorRef &result) {
+            bool inverse, TensorRef &result, bool bshd) {
   TGC_RETURN_IF_ERROR(expectValid(input, "input"));
   TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
   TGC_RETURN_IF_ERROR(expectValid(invFreq, "inv_freq"));
@@ -492,10 +492,15 @@ Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
   TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
   if (input.rank() < 2 || input.shape.back() % 2 != 0)
     return Status::failure("rope input must be [..., T, D] with D even");
+  if (bshd && input.rank() != 4)
+    return Status::failure("bshd rope input must be [B, T, H, D]");
   if (invFreq.dtype != DType::F32)
     return Status::failure("rope inv_freq must be f32");
   int64_t length = input.shape.back(), half = length / 2;
-  int64_t positions = input.shape[input.rank() - 2];
+  // Rows of D elements: position (row / heads) % positions, where heads
+  // is H with bshd and 1 otherwise.
+  int64_t heads = bshd ? input.shape[2] : 1;
+  int64_t positions = input.shape[input.rank() - (bshd ? 3 : 2)];
   TGC_RETURN_IF_ERROR(expectShape(invFreq, {half}, "inv_freq"));
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   // The angles of each position, as Hugging Face computes them: the f32
@@ -513,7 +518,7 @@ Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
   F32Result r(result);
   parallelFor(rows, grainFor(length), [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
-      int64_t t = row % positions;
+      int64_t t = (row / heads) % positions;
       const float *xs = x.data() + row * length;
       const float *c = cosines.data() + t * half;
       const float *s = sines.data() + t * half;

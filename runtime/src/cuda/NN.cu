@@ -913,12 +913,15 @@ Status rmsNormGrad(Context &ctx, const TensorRef &input,
 /// One thread per pair (i, i + D/2) of a row: the angle t * invFreq[i] in
 /// f32, as Hugging Face computes it; both elements are read before either
 /// is written, so the result may be the input's buffer.
+/// Row `row` of D = 2 * half elements is at position (row / heads) %
+/// positions (`heads` H for bshd [B, T, H, D] heads, 1 for [B..., T, D]).
 __global__ void ropeKernel(const void *input, const float *invFreq,
                            void *result, DType dtype, int64_t pairs,
-                           int64_t positions, int64_t half, float direction) {
+                           int64_t positions, int64_t heads, int64_t half,
+                           float direction) {
   TGC_GRID_LOOP(p, pairs) {
     int64_t row = p / half, i = p % half;
-    float angle = float(row % positions) * invFreq[i];
+    float angle = float((row / heads) % positions) * invFreq[i];
     float c = cosf(angle), s = direction * sinf(angle);
     int64_t base = row * 2 * half;
     float a = loadFloat(input, dtype, base + i);
@@ -929,17 +932,19 @@ __global__ void ropeKernel(const void *input, const float *invFreq,
 }
 
 Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
-            bool inverse, TensorRef &result) {
+            bool inverse, TensorRef &result, bool bshd) {
   if (input.rank() < 2 || input.shape.back() % 2 != 0)
     return Status::failure("rope input must be [..., T, D] with D even");
+  if (bshd && input.rank() != 4)
+    return Status::failure("bshd rope input must be [B, T, H, D]");
   int64_t half = input.shape.back() / 2;
   int64_t pairs = half == 0 ? 0 : input.numElements() / 2;
   if (pairs == 0)
     return Status::success();
   ropeKernel<<<blocksFor(pairs), 256, 0, streamOf(ctx)>>>(
       input.data, static_cast<const float *>(invFreq.data), result.data,
-      input.dtype, pairs, input.shape[input.rank() - 2], half,
-      inverse ? -1.0f : 1.0f);
+      input.dtype, pairs, input.shape[input.rank() - (bshd ? 3 : 2)],
+      bshd ? input.shape[2] : 1, half, inverse ? -1.0f : 1.0f);
   TGC_CUDA_LAUNCH("ropeKernel");
   return Status::success();
 }

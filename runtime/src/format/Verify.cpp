@@ -484,6 +484,8 @@ Status Checker::run() {
     ok = floatT(in(0)) && same(in(0), out(0)) &&
          attr("inverse", AttrValue::Bool) &&
          (x.size() >= 2 || fail("rope's input must have rank >= 2")) &&
+         (!inst.getBool("bshd") || x.size() == 4 ||
+          fail("a bshd rope's input must be [B, T, H, D]")) &&
          (x.back() % 2 == 0 || fail("rope's head dimension must be even")) &&
          (in(1).dtype == DType::F32 || fail("rope's inv_freq must be f32")) &&
          shapeIs(in(1), {x.back() / 2});

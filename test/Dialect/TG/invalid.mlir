@@ -2571,3 +2571,11 @@ func.func @rms_norm_grad_rounded_not_computed(%x: tensor<4x8xf32>, %w: tensor<8x
   %0:3 = tg.rms_norm_grad %x, %w, %x {output_mask = array<i1: false, true, true>} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xbf16>)
   return
 }
+
+// -----
+
+func.func @rope_bshd_rank(%x: tensor<4x8x16xf32>, %f: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.rope' op bshd input must be [B, T, H, D], found rank 3}}
+  %0 = tg.rope %x, %f {bshd = true} : (tensor<4x8x16xf32>, tensor<8xf32>) -> tensor<4x8x16xf32>
+  return
+}

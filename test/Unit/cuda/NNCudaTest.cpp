@@ -353,6 +353,35 @@ TEST_P(NNCudaTest, RopeAndItsInverseInPlace) {
   }
 }
 
+TEST_P(NNCudaTest, BshdRopeIsRopeOfTransposedHeads) {
+  // The rope of [B, T, H, D] heads on the device: the bytes of the
+  // device's rope of the [B, H, T, D] transpose (transposed on the host),
+  // and near the CPU's.
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(215);
+  std::vector<int64_t> bshd = {2, 33, 3, 64}, bhsd = {2, 3, 33, 64};
+  const std::vector<int64_t> swap = {0, 2, 1, 3};
+  HostTensor x = randomTensor(dtype, bshd, rng);
+  HostTensor freq(DType::F32, {32});
+  for (int64_t i = 0; i < 32; ++i)
+    storeF32(freq.ref, i, float(1.0 / std::pow(10000.0, double(i) / 32.0)));
+  HostTensor heads(dtype, bhsd), cpuWant(dtype, bshd);
+  ASSERT_OK(cpu::transpose(cpuCtx, x.ref, swap, heads.ref));
+  ASSERT_OK(cpu::rope(cpuCtx, x.ref, freq.ref, false, cpuWant.ref, true));
+  DeviceTensor dx(x), dHeads(heads), dFreq(freq), dOut(x, false),
+      dRotated(heads, false);
+  ASSERT_OK(cuda::rope(*testContext(), dx.ref, dFreq.ref, false, dOut.ref,
+                       /*bshd=*/true));
+  ASSERT_OK(cuda::rope(*testContext(), dHeads.ref, dFreq.ref, false,
+                       dRotated.ref));
+  synchronize();
+  HostTensor rotated = dRotated.toHost(), want(dtype, bshd);
+  ASSERT_OK(cpu::transpose(cpuCtx, rotated.ref, swap, want.ref));
+  expectSameBytes(want, dOut.toHost(), "bshd rope");
+  expectNear(cpuWant, dOut.toHost(), named("bshd rope", dtype), 2.0);
+}
+
 TEST_P(NNCudaTest, LayerNormGradIntoGradBuffer) {
   TGC_REQUIRE_GPU();
   DType dtype = GetParam();

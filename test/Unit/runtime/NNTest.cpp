@@ -200,6 +200,32 @@ TEST_P(NNTest, NormGradAddendIsAnAddAfterIt) {
   }
 }
 
+TEST_P(NNTest, BshdRopeIsRopeOfTransposedHeads) {
+  // [B, T, H, D] heads rotated by their position (axis 1): the bytes of
+  // the rope of the [B, H, T, D] transpose, transposed back, and its
+  // inverse.
+  DType dtype = GetParam();
+  std::mt19937 rng(59);
+  Shape bshd = {2, 5, 3, 8}, bhsd = {2, 3, 5, 8};
+  HostTensor x = randomTensor(rng, dtype, bshd, -2, 2);
+  HostTensor freq(DType::F32, {4});
+  for (int64_t i = 0; i < 4; ++i)
+    freq.set(i, 1.0 / std::pow(100.0, double(i) / 4.0));
+  const std::vector<int64_t> swap = {0, 2, 1, 3};
+  for (bool inverse : {false, true}) {
+    SCOPED_TRACE(inverse ? "inverse" : "rope");
+    HostTensor heads(dtype, bhsd), rotated(dtype, bhsd), want(dtype, bshd),
+        got(dtype, bshd);
+    ASSERT_OK(cpu::transpose(cpuCtx, x, swap, heads));
+    ASSERT_OK(cpu::rope(cpuCtx, heads, freq, inverse, rotated));
+    ASSERT_OK(cpu::transpose(cpuCtx, rotated, swap, want));
+    ASSERT_OK(cpu::rope(cpuCtx, x, freq, inverse, got, /*bshd=*/true));
+    EXPECT_EQ(got.values(), want.values());
+  }
+  HostTensor rank3(dtype, {5, 3, 8});
+  EXPECT_FAILS(cpu::rope(cpuCtx, rank3, freq, false, rank3, /*bshd=*/true));
+}
+
 TEST_P(NNTest, NormGradRoundedIsACastAfterIt) {
   // The 16-bit copy of an f32 input gradient (with and without an addend).
   if (GetParam() != DType::F32)

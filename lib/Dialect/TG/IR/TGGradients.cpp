@@ -379,7 +379,7 @@ LogicalResult RopeOp::buildVectorJacobianProduct(
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(RopeOp::create(builder, getLoc(), getType(),
                                         resultGrads[0], getInvFreq(),
-                                        !getInverse()));
+                                        !getInverse(), getBshd()));
   operandGrads.push_back(nullptr);
   return success();
 }

@@ -444,6 +444,9 @@ LogicalResult RopeOp::verify() {
   if (type.getRank() < 2)
     return emitOpError("input must have rank >= 2 ([..., T, D]), found rank ")
            << type.getRank();
+  if (getBshd() && type.getRank() != 4)
+    return emitOpError("bshd input must be [B, T, H, D], found rank ")
+           << type.getRank();
   int64_t d = type.getShape().back();
   if (d % 2 != 0)
     return emitOpError("the head dimension must be even, found ") << d;

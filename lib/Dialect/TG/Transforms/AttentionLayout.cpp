@@ -8,8 +8,13 @@
 // the projections put them ([B, T, H, D]); this pass sets it on every
 // attention whose query, key and value are transposes (0, 2, 1, 3) of
 // [B, T, H, D] tensors, which it then reads directly, and hands the result
-// to the readers that transposed it back. Transposes move elements without
-// arithmetic, so the step computes the same bits. Run before tg-autodiff,
+// to the readers that transposed it back. A rotary embedding between the
+// transpose and the attention (Llama's, Mistral's, Qwen2's queries and
+// keys), and mixed precision's casts around it, move before it: a tg.rope
+// in the bshd layout of the projection's output. Transposes move elements
+// without arithmetic, and the casts and the rope act on each row by
+// itself (the rope by the row's position) either way, so the step
+// computes the same bits. Run before tg-autodiff,
 // whose attention_grad inherits the layout: the backward transposes are
 // never built.
 //
@@ -38,12 +43,6 @@ bool swapsHeads(Operation *op) {
          transpose.getPermutation() == ArrayRef<int64_t>{0, 2, 1, 3};
 }
 
-/// `value`'s [B, T, H, D] source, when a head-swapping transpose defines it.
-Value bshdSource(Value value) {
-  Operation *op = value.getDefiningOp();
-  return swapsHeads(op) ? op->getOperand(0) : Value();
-}
-
 RankedTensorType swappedType(Type type) {
   auto tensor = cast<RankedTensorType>(type);
   SmallVector<int64_t> shape(tensor.getShape());
@@ -51,17 +50,58 @@ RankedTensorType swappedType(Type type) {
   return tensor.clone(shape);
 }
 
+/// The ops between a head-swapping transpose and `value` that act on each
+/// row of D elements alone (mixed precision's casts, a rotary embedding),
+/// the one next to `value` first, and the transpose; false when there is
+/// no such transpose.
+bool chainFromTranspose(Value value, SmallVectorImpl<Operation *> &chain,
+                        Operation *&transpose) {
+  Operation *op = value.getDefiningOp();
+  while (op && (isa<CastOp>(op) ||
+                (isa<RopeOp>(op) && !cast<RopeOp>(op).getBshd()))) {
+    chain.push_back(op);
+    op = op->getOperand(0).getDefiningOp();
+  }
+  transpose = op;
+  return swapsHeads(op);
+}
+
+/// The chain rebuilt on the transpose's [B, T, H, D] operand: each op of
+/// the swapped shape, a rope with the bshd layout.
+Value rebuildBshd(ArrayRef<Operation *> chain, Operation *transpose,
+                  OpBuilder &builder) {
+  Value value = transpose->getOperand(0);
+  for (Operation *op : llvm::reverse(chain)) {
+    Type type = swappedType(op->getResult(0).getType());
+    Operation *bshd;
+    if (auto rope = dyn_cast<RopeOp>(op))
+      bshd = RopeOp::create(builder, rope.getLoc(), type, value,
+                            rope.getInvFreq(), rope.getInverseAttr(),
+                            builder.getBoolAttr(true));
+    else
+      bshd = CastOp::create(builder, op->getLoc(), type, value);
+    bshd->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    value = bshd->getResult(0);
+  }
+  return value;
+}
+
 /// Rewrites `attention` to the bshd layout; false when its operands are not
 /// all transposed [B, T, H, D] tensors.
 bool setBshd(AttentionOp attention) {
   if (attention.getBshd() || attention.getLse())
     return false;
-  Value query = bshdSource(attention.getQuery());
-  Value key = bshdSource(attention.getKey());
-  Value value = bshdSource(attention.getValue());
-  if (!query || !key || !value)
-    return false;
+  SmallVector<Operation *> chains[3];
+  Operation *transposes[3];
+  Value operands[3] = {attention.getQuery(), attention.getKey(),
+                       attention.getValue()};
+  for (int i = 0; i < 3; ++i)
+    if (!chainFromTranspose(operands[i], chains[i], transposes[i]))
+      return false;
   OpBuilder builder(attention);
+  Value query = rebuildBshd(chains[0], transposes[0], builder);
+  Value key = rebuildBshd(chains[1], transposes[1], builder);
+  Value value = rebuildBshd(chains[2], transposes[2], builder);
   auto bshd = AttentionOp::create(
       builder, attention.getLoc(),
       swappedType(attention.getResult().getType()), /*lse=*/Type(), query,
@@ -89,14 +129,15 @@ bool setBshd(AttentionOp attention) {
     }
     user->replaceUsesOfWith(attention.getResult(), back.getResult());
   }
-  // The operands' transposes no reader is left for (operands may share
-  // one).
-  llvm::SetVector<Operation *> operands;
-  for (Value operand :
-       {attention.getQuery(), attention.getKey(), attention.getValue()})
-    operands.insert(operand.getDefiningOp());
+  // The operands' chains, then transposes, that no reader is left for
+  // (operands may share them), from the attention's side.
   attention.erase();
-  for (Operation *op : operands)
+  llvm::SetVector<Operation *> unused;
+  for (int i = 0; i < 3; ++i)
+    unused.insert(chains[i].begin(), chains[i].end());
+  for (Operation *transpose : transposes)
+    unused.insert(transpose);
+  for (Operation *op : unused)
     if (op->use_empty())
       op->erase();
   return true;

@@ -456,10 +456,14 @@ def TG_RopeOp : TG_Op<"rope", [TG_Differentiable, TG_InPlace]> {
     `inv_freq` (`[D/2]`, f32, a constant of the model) carries the model's
     frequencies, `rope_theta` and any `rope_scaling` already applied. With
     `inverse`, the rotation is by the negative angle: the transpose, and so
-    the gradient.
+    the gradient. With `bshd`, `input` is `[B, T, H, D]` (heads where the
+    projections put them, as `tg.attention`'s bshd layout reads them) and
+    row `(b, t, h)` is at position `t`: the rope of the transposed heads,
+    transposed back (tg-attention-layout sets it).
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$inv_freq,
-                       DefaultValuedAttr<BoolAttr, "false">:$inverse);
+                       DefaultValuedAttr<BoolAttr, "false">:$inverse,
+                       DefaultValuedAttr<BoolAttr, "false">:$bshd);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $inv_freq attr-dict `:` functional-type(operands, results)

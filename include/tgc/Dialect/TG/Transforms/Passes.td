@@ -120,8 +120,12 @@ def TGAttentionLayout : Pass<"tg-attention-layout", "mlir::ModuleOp"> {
     `tg.transpose`s (0, 2, 1, 3) of `[B, T, H, D]` tensors: the attention
     reads those tensors directly, and the readers of its result that
     transpose it back to `[B, T, H, D]` read the bshd result instead (any
-    other reader gets one transpose of it). Transposes move elements
-    without arithmetic, so the step computes the same bits, with four
+    other reader gets one transpose of it). A `tg.rope` between such a
+    transpose and the attention (rotary queries and keys), and the
+    `tg.cast`s around it, move before the transpose: a bshd rope of the
+    `[B, T, H, D]` tensor. Transposes
+    move elements without arithmetic and the rope rotates each row by its
+    position either way, so the step computes the same bits, with four
     copying kernels fewer a layer forward; run before tg-autodiff, the
     gradient's `tg.attention_grad` inherits the layout and the backward
     pass's four transposes are never built.
