@@ -6,7 +6,7 @@
 # AVX-only and an AVX2 CPU, on an AVX-512 one), the same suite on an
 # AddressSanitizer + UBSan build (scripts/test-sanitized.sh), and every
 # fuzzing harness for a bounded time (scripts/fuzz.sh; TGC_FUZZ_SECONDS,
-# default 30 per harness).
+# default 20 per harness).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/install-deps.sh"
@@ -14,4 +14,4 @@ bash "$root/scripts/build.sh"
 bash "$root/scripts/build.sh" check-tgc
 bash "$root/scripts/test-kernel-sets.sh"
 bash "$root/scripts/test-sanitized.sh"
-bash "$root/scripts/fuzz.sh" --time "${TGC_FUZZ_SECONDS:-30}" --seed 1
+bash "$root/scripts/fuzz.sh" --time "${TGC_FUZZ_SECONDS:-20}" --seed 1
