@@ -135,14 +135,16 @@ Value ModelBuilder::attention(Value query, Value key, Value value,
              /*lse=*/Type(), query, key, value, keyMask,
              builder.getBoolAttr(causal),
              window ? builder.getI64IntegerAttr(window) : IntegerAttr(),
-             /*scale=*/FloatAttr(), /*bshd=*/BoolAttr())
+             /*scale=*/FloatAttr(), /*bshd=*/BoolAttr(), /*packed=*/BoolAttr())
       .getResult();
 }
 
 Value ModelBuilder::crossEntropy(Value logits, Value targets) {
-  return tg::CrossEntropyOp::create(
-      builder, loc, tensorOf({}, builder.getF32Type()), logits, targets,
-      /*ignore_index=*/-100);
+  return tg::CrossEntropyOp::create(builder, loc,
+                                    tensorOf({}, builder.getF32Type()),
+                                    /*logits_grad=*/Type(), logits, targets,
+                                    /*grad=*/Value(), /*ignore_index=*/-100)
+      .getResult();
 }
 
 Value ModelBuilder::reshape(Value input, ArrayRef<int64_t> shape) {

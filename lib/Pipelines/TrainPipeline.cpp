@@ -131,15 +131,20 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
   // --fuse on the finished, ordered step: the residual adds join the norms
   // and norm gradients, casts fold into the ops beside them (updates,
   // residual adds, norms and their gradients read or write 16-bit values as
-  // they are), attention keeps its row log-sum-exp for its gradient, and
+  // they are), attention keeps its row log-sum-exp for its gradient and
+  // reads a fused QKV projection's output in place (its gradient written
+  // into one tensor), and
   // the parameters' casts to 16 bits and adjacent AdamW updates run as
-  // multi-tensor ops.
+  // multi-tensor ops, and the loss computes its gradient in the same pass
+  // over the logits (last: it moves the backward seed before the loss).
   if (options.fuse) {
     pm.addPass(tg::createTGFuseResiduals());
     pm.addPass(tg::createTGFoldCasts());
     pm.addPass(tg::createTGKeepAttentionLse());
+    pm.addPass(tg::createTGPackQkv());
     pm.addPass(tg::createTGGroupCasts());
     pm.addPass(tg::createTGGroupUpdates());
+    pm.addPass(tg::createTGFuseLoss());
   }
 }
 

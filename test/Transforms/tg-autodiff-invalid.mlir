@@ -52,3 +52,15 @@ func.func @norm_with_addend(%w: tensor<4xf32> {tg.param = "w"},
   %1 = tg.reduce_sum %0#0 {axes = array<i64: 0, 1>} : tensor<2x4xf32> -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// A loss that computes its own gradient (what tg-fuse-loss makes of the
+// finished step) has no gradient rule.
+func.func @loss_with_grad(%w: tensor<4x8xf32> {tg.param = "w"},
+                          %t: tensor<4xi64> {tg.input = "t"}) -> tensor<f32> attributes {tg.model} {
+  %s = tg.fill 1.0 : tensor<f32>
+  // expected-error @+1 {{'tg.cross_entropy' op has no gradient with grad: tg-fuse-loss runs on the finished step}}
+  %0:2 = tg.cross_entropy %w, %t grad %s : (tensor<4x8xf32>, tensor<4xi64>, tensor<f32>) -> (tensor<f32>, tensor<4x8xf32>)
+  return %0#0 : tensor<f32>
+}

@@ -976,6 +976,49 @@ private:
   std::vector<std::vector<std::byte>> storage;
 };
 
+/// A packed attention operand ([B, T, Hq + 2 Hkv, D]) as the three tensors
+/// of its query, key and value heads, and their gradients back into one.
+class PackedHeads {
+public:
+  /// The heads of `packed`, Hq of them (`queryHeads`) queries.
+  Status unpack(Context &ctx, const TensorRef &packed, int64_t queryHeads) {
+    shapes::Shape q, kv;
+    if (!shapes::packedHeads(packed.shape, queryHeads, q, kv))
+      return Status::failure("packed attention heads must be [B, T, Hq + 2 "
+                             "Hkv, D] with Hq the output's heads, found " +
+                             shapeString(packed.shape));
+    shapes_ = {q, kv, kv};
+    pieces = {place(packed.dtype, q), place(packed.dtype, kv),
+              place(packed.dtype, kv)};
+    return split(ctx, packed, 2, pieces);
+  }
+  TensorRef &operator[](size_t i) { return pieces[i]; }
+  /// Room for the three gradients of a packed `grad` (absent: none).
+  void gradients(const TensorRef &grad) {
+    grads.clear();
+    for (const shapes::Shape &shape : shapes_)
+      grads.push_back(grad.present() ? place(grad.dtype, shape) : TensorRef());
+  }
+  TensorRef &grad(size_t i) { return grads[i]; }
+  /// The three gradients into `grad`, side by side as the operand held them.
+  Status pack(Context &ctx, TensorRef &grad) {
+    return grad.present() ? concat(ctx, grads, 2, grad) : Status::success();
+  }
+
+private:
+  TensorRef place(DType dtype, const shapes::Shape &shape) {
+    TensorRef t;
+    t.dtype = dtype;
+    t.shape = shape;
+    storage.emplace_back(t.numBytes());
+    t.data = storage.back().data();
+    return t;
+  }
+  std::vector<shapes::Shape> shapes_;
+  std::vector<TensorRef> pieces, grads;
+  std::vector<std::vector<std::byte>> storage;
+};
+
 /// Fails unless the operands of a bshd attention have rank 4.
 Status expectBshd(std::initializer_list<const TensorRef *> tensors) {
   for (const TensorRef *t : tensors)
@@ -988,8 +1031,17 @@ Status expectBshd(std::initializer_list<const TensorRef *> tensors) {
 
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  const TensorRef &value, const TensorRef *keyMask, bool causal,
-                 int64_t window, std::optional<double> scale,
-                 TensorRef &result, bool bshd, TensorRef *lse) {
+                 int64_t window, std::optional<double> scale, TensorRef &result,
+                 bool bshd, TensorRef *lse, bool packed) {
+  if (packed) {
+    if (!bshd || result.rank() != 4)
+      return Status::failure("packed attention takes bshd [B, T, H, D] "
+                             "heads");
+    PackedHeads heads;
+    TGC_RETURN_IF_ERROR(heads.unpack(ctx, query, result.shape[2]));
+    return attention(ctx, heads[0], heads[1], heads[2], keyMask, causal, window,
+                     scale, result, bshd, lse);
+  }
   if (!bshd)
     return headMajorAttention(ctx, query, key, value, keyMask, causal, window,
                               scale, result, lse);
@@ -1014,10 +1066,23 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
 Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      const TensorRef &value, const TensorRef &output,
                      const TensorRef &grad, const TensorRef *keyMask,
-                     bool causal, int64_t window,
-                     std::optional<double> scale, TensorRef &queryGrad,
-                     TensorRef &keyGrad, TensorRef &valueGrad, bool bshd,
-                     const TensorRef *lse) {
+                     bool causal, int64_t window, std::optional<double> scale,
+                     TensorRef &queryGrad, TensorRef &keyGrad,
+                     TensorRef &valueGrad, bool bshd, const TensorRef *lse,
+                     bool packed) {
+  if (packed) {
+    // One gradient, of the packed operand, in queryGrad.
+    if (!bshd || output.rank() != 4 || keyGrad.present() || valueGrad.present())
+      return Status::failure("packed attention_grad takes bshd [B, T, H, D] "
+                             "heads and computes one gradient");
+    PackedHeads heads;
+    TGC_RETURN_IF_ERROR(heads.unpack(ctx, query, output.shape[2]));
+    heads.gradients(queryGrad);
+    TGC_RETURN_IF_ERROR(attentionGrad(
+        ctx, heads[0], heads[1], heads[2], output, grad, keyMask, causal,
+        window, scale, heads.grad(0), heads.grad(1), heads.grad(2), bshd, lse));
+    return heads.pack(ctx, queryGrad);
+  }
   if (!bshd)
     return headMajorAttentionGrad(ctx, query, key, value, output, grad,
                                   keyMask, causal, window, scale, queryGrad,
@@ -1091,13 +1156,18 @@ static double logSumExp(const float *row, int64_t length) {
   return double(max) + std::log(sum);
 }
 
-Status crossEntropy(Context &ctx, const TensorRef &logits, const TensorRef &targets,
-                    int64_t ignoreIndex, TensorRef &result) {
+Status crossEntropy(Context &ctx, const TensorRef &logits,
+                    const TensorRef &targets, int64_t ignoreIndex,
+                    TensorRef &result, const TensorRef *grad,
+                    TensorRef *logitsGrad) {
   int64_t rows, classes, counted;
   TGC_RETURN_IF_ERROR(
       checkCrossEntropy(logits, targets, ignoreIndex, rows, classes, counted));
   TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
   TGC_RETURN_IF_ERROR(expectFloat(result, "result"));
+  if (bool(grad) != bool(logitsGrad))
+    return Status::failure("cross_entropy takes grad and logits_grad "
+                           "together");
   F32Operand x(logits);
   double total = parallelSum(rows, grainFor(classes), [&](int64_t begin,
                                                           int64_t end) {
@@ -1111,7 +1181,12 @@ Status crossEntropy(Context &ctx, const TensorRef &logits, const TensorRef &targ
     }
     return sum;
   });
-  storeF32(result, 0, counted == 0 ? 0.0f : float(total / double(counted)));
+  float mean = counted == 0 ? 0.0f : float(total / double(counted));
+  // The gradient may be written over the logits, which the loss has read.
+  if (grad)
+    TGC_RETURN_IF_ERROR(crossEntropyGrad(ctx, logits, targets, *grad,
+                                         ignoreIndex, *logitsGrad));
+  storeF32(result, 0, mean);
   return Status::success();
 }
 

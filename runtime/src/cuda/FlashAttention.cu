@@ -67,20 +67,26 @@ template <> __device__ inline __nv_bfloat16 fromF32<__nv_bfloat16>(float v) {
 /// query-gradient accumulator use the same order as the operands.
 struct HeadRows {
   int64_t rowHeads;
+  /// Heads a stored row holds: rowHeads, or more when the row also holds
+  /// other tensors' heads (a packed query, key and value; the pointer then
+  /// starts at this tensor's first head).
+  int64_t pitch;
   __device__ int64_t rowIndex(int64_t head, int64_t row, int64_t t) const {
-    return ((head / rowHeads) * t + row) * rowHeads + head % rowHeads;
+    return ((head / rowHeads) * t + row) * pitch + head % rowHeads;
   }
   /// Elements from one of a head's rows to the next.
-  __device__ int64_t stride(int d) const { return rowHeads * d; }
+  __device__ int64_t stride(int d) const { return pitch * d; }
 };
 
 /// The heads of one attention: `group` consecutive query heads share each
 /// key/value head (grouped-query attention; 1 without), so query head h
-/// reads key/value head h / group, which is never repeated. The queries,
-/// the output and the row statistics lie as `queries` says, the keys and
-/// values as `keys` (bshd: H and H / group heads side by side a row).
+/// reads key/value head h / group, which is never repeated. The queries
+/// (and their gradient) lie as `queries` says, the keys and values (and
+/// theirs) as `keys` (bshd: H and H / group heads side by side a row, or
+/// the packed row of all three), and the output, its gradient and the row
+/// statistics as `outputs` (the queries' heads alone in a row).
 struct HeadLayouts {
-  HeadRows queries, keys;
+  HeadRows queries, keys, outputs;
   int64_t group;
 };
 
@@ -309,13 +315,13 @@ TGC_UNROLL
         if (w0 + row >= tq)
           continue;
         float l = t.l[warp][row];
-        out[layout.queries.rowIndex(head, w0 + row, tq) * d + c] =
+        out[layout.outputs.rowIndex(head, w0 + row, tq) * d + c] =
             fromF32<T>(l > 0.0f ? sStrip[row * kLdS + c] / l : 0.0f);
       }
     }
     if (lse && lane < 16 && w0 + lane < tq) {
       float l = t.l[warp][lane];
-      lse[layout.queries.rowIndex(head, w0 + lane, tq)] =
+      lse[layout.outputs.rowIndex(head, w0 + lane, tq)] =
           l > 0.0f ? t.m[warp][lane] + logf(l) : -INFINITY;
     }
   }
@@ -358,7 +364,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t job = blockIdx.x; job < kvHeads * tiles; job += gridDim.x) {
     int64_t kvHead = job / tiles, k0 = (job % tiles) * kRows;
     int64_t w0 = k0 + 16 * warp; // this warp's first key
-    int64_t ldq = layout.queries.stride(d), ldk = layout.keys.stride(d);
+    int64_t ldq = layout.queries.stride(d), ldk = layout.keys.stride(d),
+            ldo = layout.outputs.stride(d);
     const T *kh = k + layout.keys.rowIndex(kvHead, 0, tk) * d,
             *vh = v + layout.keys.rowIndex(kvHead, 0, tk) * d;
     __syncthreads(); // the previous job's reads are done
@@ -398,14 +405,14 @@ __global__ void __launch_bounds__(kThreads)
     for (int64_t head = kvHead * layout.group;
          head < (kvHead + 1) * layout.group; ++head) {
       const T *qh = q + layout.queries.rowIndex(head, 0, tq) * d,
-              *dOh = dO + layout.queries.rowIndex(head, 0, tq) * d;
+              *dOh = dO + layout.outputs.rowIndex(head, 0, tq) * d;
       for (int64_t q0 = queryStart; q0 < queryEnd; q0 += kStep) {
         __syncthreads(); // every warp is done with the previous step's tiles
         loadRows(t.q, qh, ldq, q0, tq, kStep, d, threadIdx.x, kThreads);
-        loadRows(t.dO, dOh, ldq, q0, tq, kStep, d, threadIdx.x, kThreads);
+        loadRows(t.dO, dOh, ldo, q0, tq, kStep, d, threadIdx.x, kThreads);
         for (int i = threadIdx.x; i < kStep; i += kThreads) {
           bool inside = q0 + i < tq;
-          int64_t row = inside ? layout.queries.rowIndex(head, q0 + i, tq) : 0;
+          int64_t row = inside ? layout.outputs.rowIndex(head, q0 + i, tq) : 0;
           t.lse[i] = inside ? lse[row] : 0.0f;
           t.rowDot[i] = inside ? rowDot[row] : 0.0f;
         }
@@ -490,7 +497,7 @@ __global__ void __launch_bounds__(kThreads)
             int64_t query = q0 + 16 * rowTile + row;
             if (query < tq)
               atomicAdd(
-                  &dqAccumulator[layout.queries.rowIndex(head, query, tq) * d +
+                  &dqAccumulator[layout.outputs.rowIndex(head, query, tq) * d +
                                  16 * colTile + c],
                   scale * sStrip[row * kLdStep + c]);
           }
@@ -592,9 +599,10 @@ bool fusedAttentionSupports(DType dtype, int64_t d, int64_t dv) {
 }
 
 /// The layouts of `batch` query heads, `rowHeads` of them side by side in
-/// a row, `group` of them to a key/value head, checked.
+/// a row, `group` of them to a key/value head, with the query, key and
+/// value rows `packed` (0: not) heads long, checked.
 Status headLayouts(int64_t batch, int64_t rowHeads, int64_t group,
-                   HeadLayouts &layout) {
+                   int64_t packed, HeadLayouts &layout) {
   if (rowHeads < 1 || batch % rowHeads != 0)
     return Status::failure("fused attention: the heads side by side in a "
                            "row must divide the heads");
@@ -602,8 +610,13 @@ Status headLayouts(int64_t batch, int64_t rowHeads, int64_t group,
       (rowHeads > 1 && rowHeads % group != 0))
     return Status::failure("fused attention: the query heads of a key/value "
                            "head must divide the heads of a row");
-  layout.queries.rowHeads = rowHeads;
-  layout.keys.rowHeads = rowHeads > 1 ? rowHeads / group : 1;
+  int64_t keyHeads = rowHeads > 1 ? rowHeads / group : 1;
+  if (packed != 0 && (rowHeads == 1 || packed != rowHeads + 2 * keyHeads))
+    return Status::failure("fused attention: packed rows hold the query, "
+                           "key and value heads of a bshd position");
+  layout.queries = {rowHeads, packed ? packed : rowHeads};
+  layout.keys = {keyHeads, packed ? packed : keyHeads};
+  layout.outputs = {rowHeads, rowHeads};
   layout.group = group;
   return Status::success();
 }
@@ -611,12 +624,13 @@ Status headLayouts(int64_t batch, int64_t rowHeads, int64_t group,
 Status fusedAttention(Context &ctx, DType dtype, const void *q, const void *k,
                       const void *v, int64_t batch, int64_t tq, int64_t tk,
                       int64_t d, float scale, bool causal, KeyMask mask,
-                      int64_t rowHeads, int64_t group, void *out, float *lse) {
+                      int64_t rowHeads, int64_t group, void *out, float *lse,
+                      int64_t packed) {
   if (!fusedAttentionSupports(dtype, d, d))
     return Status::failure("fused attention takes 16-bit heads of a "
                            "multiple of 16 up to 64 elements");
   HeadLayouts layout;
-  if (Status s = headLayouts(batch, rowHeads, group, layout); !s.ok())
+  if (Status s = headLayouts(batch, rowHeads, group, packed, layout); !s.ok())
     return s;
   if (dtype == DType::BF16)
     return launchForward<__nv_bfloat16>(ctx, q, k, v, batch, tq, tk, d, scale,
@@ -631,12 +645,12 @@ Status fusedAttentionGrad(Context &ctx, DType dtype, const void *q,
                           int64_t tq, int64_t tk, int64_t d, float scale,
                           bool causal, KeyMask mask, int64_t rowHeads,
                           int64_t group, float *dqAccumulator, void *dk,
-                          void *dv) {
+                          void *dv, int64_t packed) {
   if (!fusedAttentionSupports(dtype, d, d))
     return Status::failure("fused attention takes 16-bit heads of a "
                            "multiple of 16 up to 64 elements");
   HeadLayouts layout;
-  if (Status s = headLayouts(batch, rowHeads, group, layout); !s.ok())
+  if (Status s = headLayouts(batch, rowHeads, group, packed, layout); !s.ok())
     return s;
   if (dtype == DType::BF16)
     return launchBackward<__nv_bfloat16>(ctx, q, k, v, dO, lse, rowDot, batch,

@@ -59,11 +59,15 @@ struct KeyMask {
 /// row order. `group` consecutive query heads share each key/value head
 /// (grouped-query attention; keys and values hold batch / group heads,
 /// rowHeads / group of them side by side when rowHeads > 1), read once
-/// and never repeated.
+/// and never repeated. With `packed` (0: not), q, k and v point at the
+/// first query, key and value head of one bshd tensor whose rows hold
+/// `packed` = rowHeads + 2 rowHeads / group heads (tg.attention's packed
+/// operand); the output and the row statistics keep their own layout.
 Status fusedAttention(Context &ctx, DType dtype, const void *q, const void *k,
                       const void *v, int64_t batch, int64_t tq, int64_t tk,
                       int64_t d, float scale, bool causal, KeyMask mask,
-                      int64_t rowHeads, int64_t group, void *out, float *lse);
+                      int64_t rowHeads, int64_t group, void *out, float *lse,
+                      int64_t packed = 0);
 
 /// The gradients of fusedAttention from the output's gradient `dO`, its
 /// row log-sum-exp `lse` and `rowDot` = rowsum(dO * out) (f32, one per query
@@ -72,14 +76,16 @@ Status fusedAttention(Context &ctx, DType dtype, const void *q, const void *k,
 /// null pointer leaves that gradient out. Every tensor and row statistic is
 /// in the layout `rowHeads` and `group` say, as fusedAttention's; a block
 /// takes a key/value head's tile of keys and the queries of every head of
-/// its group, so dK and dV sum over the group in registers.
+/// its group, so dK and dV sum over the group in registers. With `packed`,
+/// q, k, v, dk and dv lie in packed rows as fusedAttention's q, k and v;
+/// dO, the row statistics and the accumulator keep the output's layout.
 Status fusedAttentionGrad(Context &ctx, DType dtype, const void *q,
                           const void *k, const void *v, const void *dO,
                           const float *lse, const float *rowDot, int64_t batch,
                           int64_t tq, int64_t tk, int64_t d, float scale,
                           bool causal, KeyMask mask, int64_t rowHeads,
                           int64_t group, float *dqAccumulator, void *dk,
-                          void *dv);
+                          void *dv, int64_t packed = 0);
 
 } // namespace tgc::rt::cuda
 

@@ -108,6 +108,16 @@ __global__ void narrowFromF32Kernel(const float *input, int64_t count,
   TGC_GRID_LOOP(i, count) { storeFloat(output, dtype, offset + i, input[i]); }
 }
 
+/// Rounds `count` f32 values, rows of `width`, into rows `pitch` elements
+/// apart of `output` (a tensor's part of packed rows).
+__global__ void narrowRowsFromF32Kernel(const float *input, int64_t count,
+                                        int64_t width, void *output,
+                                        DType dtype, int64_t pitch) {
+  TGC_GRID_LOOP(i, count) {
+    storeFloat(output, dtype, (i / width) * pitch + i % width, input[i]);
+  }
+}
+
 /// Rounds the f32 `first` and (when not null) `second`, `count` values
 /// each, into their results in one pass: a norm's weight and bias
 /// gradients.
@@ -548,14 +558,22 @@ __global__ void attentionScoreGradKernel(const float *probabilities,
 
 /// The loss of each row, 0 for ignored rows and rows with a bad target
 /// (which raise the error flag); `counted[row]` is 1 for rows that count.
+/// With `grad` (null: none), also what crossEntropyGradKernel writes, from
+/// the same row statistics (the same bits): each logit is read before its
+/// gradient is written, so `grad` may be the logits' buffer.
 __global__ void crossEntropyRowsKernel(const void *logits, DType dtype,
                                        const void *targets, DType targetType,
                                        int64_t rows, int64_t classes,
                                        int64_t ignoreIndex, float *losses,
-                                       float *counted, DeviceError *error) {
+                                       float *counted, DeviceError *error,
+                                       const float *coefficientAndCount,
+                                       void *grad) {
+  float coefficient = grad ? coefficientAndCount[0] : 0.0f;
+  bool anyCounted = grad && coefficientAndCount[1] > 0.0f;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int64_t target = loadInt(targets, targetType, row);
     bool valid = target >= 0 && target < classes;
+    int64_t base = row * classes;
     if (target == ignoreIndex || !valid) {
       if (threadIdx.x == 0) {
         losses[row] = 0.0f;
@@ -563,9 +581,11 @@ __global__ void crossEntropyRowsKernel(const void *logits, DType dtype,
         if (target != ignoreIndex && error)
           raiseError(error, kIndexOutOfRange, row, target, classes);
       }
+      if (grad)
+        for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+          storeFloat(grad, dtype, base + j, 0.0f);
       continue;
     }
-    int64_t base = row * classes;
     float max = -INFINITY;
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
       max = fmaxf(max, loadFloat(logits, dtype, base + j));
@@ -573,10 +593,22 @@ __global__ void crossEntropyRowsKernel(const void *logits, DType dtype,
     float sum = 0.0f;
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
       sum += expf(loadFloat(logits, dtype, base + j) - max);
+    // Read before the barrier in blockSum, after which the gradient may be
+    // written over it.
+    float picked = loadFloat(logits, dtype, base + target);
     sum = blockSum(sum);
     if (threadIdx.x == 0) {
-      losses[row] = max + logf(sum) - loadFloat(logits, dtype, base + target);
+      losses[row] = max + logf(sum) - picked;
       counted[row] = 1.0f;
+    }
+    if (!grad)
+      continue;
+    float logSumExp = max + logf(sum);
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
+      float p = expf(loadFloat(logits, dtype, base + j) - logSumExp);
+      storeFloat(grad, dtype, base + j,
+                 anyCounted ? coefficient * (p - (j == target ? 1.0f : 0.0f))
+                            : 0.0f);
     }
   }
 }
@@ -1215,6 +1247,72 @@ private:
   std::vector<size_t> offsets;
 };
 
+/// A packed attention operand ([B, T, Hq + 2 Hkv, D], tg.attention's
+/// `packed`): its query, key and value heads as views into it for the
+/// fused kernels (pointers to each tensor's first head, rows `packed` heads
+/// long), or as three dense copies, and their gradients back into one, for
+/// the GEMM path.
+class PackedHeads {
+public:
+  /// The heads of `packed`, Hq of them (`queryHeads`) queries: `view(i)`
+  /// has the shape of tensor i and points at its first head (not dense).
+  Status read(const TensorRef &packed, int64_t queryHeads) {
+    shapes::Shape q, kv;
+    if (!shapes::packedHeads(packed.shape, queryHeads, q, kv))
+      return Status::failure("packed attention heads must be [B, T, Hq + 2 "
+                             "Hkv, D] with Hq the output's heads");
+    whole = packed;
+    views = {packed, packed, packed};
+    views[0].shape = q;
+    views[1].shape = views[2].shape = kv;
+    views[1].data = at(packed.data, q[2]);
+    views[2].data = at(packed.data, q[2] + kv[2]);
+    return Status::success();
+  }
+  const TensorRef &view(size_t i) const { return views[i]; }
+  /// Heads a packed row holds.
+  int64_t rowHeads() const { return whole.shape[2]; }
+  /// `data` moved past `heads` heads of the packed rows.
+  void *at(void *data, int64_t heads) const {
+    return static_cast<char *>(data) +
+           heads * whole.shape[3] * int64_t(dtypeSize(whole.dtype));
+  }
+  /// Dense copies of the three, and room for their gradients when `grad`
+  /// is present.
+  Status copy(Context &ctx, const TensorRef *grad = nullptr) {
+    size_t bytes = (whole.numBytes() + 255) / 256 * 256;
+    if (Status s = scratch.allocate(ctx, grad ? 2 * bytes : bytes); !s.ok())
+      return s;
+    std::vector<TensorRef> pieces = dense(scratch.data());
+    if (Status s = split(ctx, whole, 2, pieces); !s.ok())
+      return s;
+    copies = pieces;
+    if (grad)
+      grads = dense(static_cast<char *>(scratch.data()) + bytes);
+    return Status::success();
+  }
+  TensorRef &dense(size_t i) { return copies[i]; }
+  TensorRef &grad(size_t i) { return grads[i]; }
+  /// The gradients' copies into `grad`, side by side as the operand holds.
+  Status pack(Context &ctx, TensorRef &grad) {
+    return concat(ctx, grads, 2, grad);
+  }
+
+private:
+  std::vector<TensorRef> dense(void *base) const {
+    std::vector<TensorRef> pieces = views;
+    char *next = static_cast<char *>(base);
+    for (TensorRef &piece : pieces) {
+      piece.data = next;
+      next += piece.numBytes();
+    }
+    return pieces;
+  }
+  TensorRef whole;
+  std::vector<TensorRef> views, copies, grads;
+  StreamScratch scratch;
+};
+
 /// A row-major f32 GEMM of `heads` dense heads, every operand batched.
 GemmProblem headGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
                      int64_t k, float alpha, const float *a, const float *b,
@@ -1240,8 +1338,39 @@ GemmProblem headGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
 
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  const TensorRef &value, const TensorRef *keyMask, bool causal,
-                 int64_t window, std::optional<double> scale,
-                 TensorRef &result, bool bshd, TensorRef *lse) {
+                 int64_t window, std::optional<double> scale, TensorRef &result,
+                 bool bshd, TensorRef *lse, bool packed) {
+  if (packed) {
+    if (!bshd || result.rank() != 4)
+      return Status::failure("packed attention takes bshd [B, T, H, D] "
+                             "heads");
+    PackedHeads heads;
+    if (Status s = heads.read(query, result.shape[2]); !s.ok())
+      return s;
+    const TensorRef &q = heads.view(0), &k = heads.view(1), &v = heads.view(2);
+    AttentionShape sizes;
+    if (Status s = attentionShape(q, k, v, keyMask, causal, window, scale, bshd,
+                                  sizes);
+        !s.ok())
+      return s;
+    if (Status s = checkLse(lse, q); !s.ok())
+      return s;
+    // The fused kernel reads the three heads where they lie.
+    if (fusedAttentionSupports(query.dtype, sizes.d, sizes.dv) &&
+        result.dtype == query.dtype && !bytesOverlap(result, query)) {
+      if (result.numElements() == 0)
+        return Status::success();
+      return fusedAttention(
+          ctx, query.dtype, q.data, k.data, v.data, sizes.batch * sizes.group,
+          sizes.positions, sizes.tk, sizes.d, sizes.scale, causal, sizes.mask,
+          sizes.rowHeads, sizes.group, result.data,
+          lse ? static_cast<float *>(lse->data) : nullptr, heads.rowHeads());
+    }
+    if (Status s = heads.copy(ctx); !s.ok())
+      return s;
+    return attention(ctx, heads.dense(0), heads.dense(1), heads.dense(2),
+                     keyMask, causal, window, scale, result, bshd, lse);
+  }
   AttentionShape sizes;
   if (Status s = attentionShape(query, key, value, keyMask, causal, window,
                                 scale, bshd, sizes);
@@ -1356,13 +1485,107 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
   return Status::success();
 }
 
+/// attentionGrad of a packed operand ([B, T, Hq + 2 Hkv, D]): its one
+/// gradient, the three side by side, in `queryGrad`.
+static Status packedAttentionGrad(
+    Context &ctx, const TensorRef &packed, const TensorRef &output,
+    const TensorRef &grad, const TensorRef *keyMask, bool causal,
+    int64_t window, std::optional<double> scale, TensorRef &queryGrad,
+    TensorRef &keyGrad, TensorRef &valueGrad, bool bshd, const TensorRef *lse) {
+  if (!bshd || output.rank() != 4 || !queryGrad.present() ||
+      keyGrad.present() || valueGrad.present() ||
+      queryGrad.shape != packed.shape)
+    return Status::failure("packed attention_grad takes bshd [B, T, H, D] "
+                           "heads and computes one gradient, the packed "
+                           "operand's");
+  PackedHeads heads;
+  if (Status s = heads.read(packed, output.shape[2]); !s.ok())
+    return s;
+  const TensorRef &q = heads.view(0), &k = heads.view(1), &v = heads.view(2);
+  AttentionShape sizes;
+  if (Status s =
+          attentionShape(q, k, v, keyMask, causal, window, scale, bshd, sizes);
+      !s.ok())
+    return s;
+  if (Status s = checkLse(lse, q); !s.ok())
+    return s;
+  if (sizes.batch == 0)
+    return Status::success();
+  int64_t tq = sizes.tq, d = sizes.d, dv = sizes.dv;
+  bool fused = fusedAttentionSupports(packed.dtype, d, dv) &&
+               output.dtype == packed.dtype && grad.dtype == packed.dtype &&
+               queryGrad.dtype == packed.dtype;
+  for (const TensorRef *operand : {&packed, &output, &grad})
+    fused = fused && !bytesOverlap(queryGrad, *operand);
+  if (!fused) {
+    if (Status s = heads.copy(ctx, &queryGrad); !s.ok())
+      return s;
+    if (Status s = attentionGrad(ctx, heads.dense(0), heads.dense(1),
+                                 heads.dense(2), output, grad, keyMask, causal,
+                                 window, scale, heads.grad(0), heads.grad(1),
+                                 heads.grad(2), bshd, lse);
+        !s.ok())
+      return s;
+    return heads.pack(ctx, queryGrad);
+  }
+  // As the unpacked fused path below, reading and writing the heads where
+  // the packed rows hold them.
+  WorkspaceLayout layout;
+  size_t lseAt = lse ? 0 : layout.add(size_t(sizes.batch * tq) * sizeof(float));
+  size_t rowDotAt = layout.add(size_t(sizes.batch * tq) * sizeof(float));
+  size_t dqAt = layout.add(size_t(sizes.batch * tq * d) * sizeof(float));
+  if (Status s = ctx.reserveWorkspace(layout.total); !s.ok())
+    return s;
+  cudaStream_t stream = streamOf(ctx);
+  float *rowLse = lse ? static_cast<float *>(lse->data) : at<float>(ctx, lseAt);
+  float *rowDot = at<float>(ctx, rowDotAt);
+  float *dq = at<float>(ctx, dqAt);
+  int64_t queryHeads = sizes.batch * sizes.group;
+  if (!lse)
+    if (Status s = fusedAttention(ctx, packed.dtype, q.data, k.data, v.data,
+                                  queryHeads, sizes.positions, sizes.tk, d,
+                                  sizes.scale, causal, sizes.mask,
+                                  sizes.rowHeads, sizes.group,
+                                  /*out=*/nullptr, rowLse, heads.rowHeads());
+        !s.ok())
+      return s;
+  if (tq > 0) {
+    rowDotKernel<<<rowBlocks(sizes.batch * tq), rowThreads(dv), 0, stream>>>(
+        grad.data, output.data, grad.dtype, sizes.batch * tq, dv, rowDot, dq,
+        d);
+    TGC_CUDA_LAUNCH("rowDotKernel");
+  }
+  int64_t queryRowHeads = q.shape[2], keyRowHeads = k.shape[2];
+  if (Status s = fusedAttentionGrad(
+          ctx, packed.dtype, q.data, k.data, v.data, grad.data, rowLse, rowDot,
+          queryHeads, sizes.positions, sizes.tk, d, sizes.scale, causal,
+          sizes.mask, sizes.rowHeads, sizes.group, dq,
+          heads.at(queryGrad.data, queryRowHeads),
+          heads.at(queryGrad.data, queryRowHeads + keyRowHeads),
+          heads.rowHeads());
+      !s.ok())
+    return s;
+  int64_t count = sizes.batch * tq * d;
+  if (count == 0)
+    return Status::success();
+  narrowRowsFromF32Kernel<<<blocksFor(count), 256, 0, stream>>>(
+      dq, count, queryRowHeads * d, queryGrad.data, queryGrad.dtype,
+      heads.rowHeads() * d);
+  TGC_CUDA_LAUNCH("narrowRowsFromF32Kernel");
+  return Status::success();
+}
+
 Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      const TensorRef &value, const TensorRef &output,
                      const TensorRef &grad, const TensorRef *keyMask,
-                     bool causal, int64_t window,
-                     std::optional<double> scale, TensorRef &queryGrad,
-                     TensorRef &keyGrad, TensorRef &valueGrad, bool bshd,
-                     const TensorRef *lse) {
+                     bool causal, int64_t window, std::optional<double> scale,
+                     TensorRef &queryGrad, TensorRef &keyGrad,
+                     TensorRef &valueGrad, bool bshd, const TensorRef *lse,
+                     bool packed) {
+  if (packed)
+    return packedAttentionGrad(ctx, query, output, grad, keyMask, causal,
+                               window, scale, queryGrad, keyGrad, valueGrad,
+                               bshd, lse);
   AttentionShape sizes;
   if (Status s = attentionShape(query, key, value, keyMask, causal, window,
                                 scale, bshd, sizes);
@@ -1606,24 +1829,40 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
 
 Status crossEntropy(Context &ctx, const TensorRef &logits,
                     const TensorRef &targets, int64_t ignoreIndex,
-                    TensorRef &result) {
+                    TensorRef &result, const TensorRef *grad,
+                    TensorRef *logitsGrad) {
   if (logits.rank() < 1)
     return Status::failure("logits must have rank >= 1 (the class axis "
                            "last)");
+  if (bool(grad) != bool(logitsGrad))
+    return Status::failure("cross_entropy takes grad and logits_grad "
+                           "together");
   int64_t classes = logits.shape.back();
   int64_t rows = targets.numElements();
   WorkspaceLayout layout;
   size_t lossesAt = layout.add(size_t(rows) * sizeof(float));
   size_t countedAt = layout.add(size_t(rows) * sizeof(float));
+  size_t targetsAt = layout.add(grad ? size_t(rows) * sizeof(int64_t) : 0);
+  size_t coefficientAt = layout.add(grad ? 2 * sizeof(float) : 0);
   if (Status s = ctx.reserveWorkspace(layout.total); !s.ok())
     return s;
   float *losses = at<float>(ctx, lossesAt);
   float *counted = at<float>(ctx, countedAt);
+  float *coefficient = grad ? at<float>(ctx, coefficientAt) : nullptr;
   cudaStream_t stream = streamOf(ctx);
+  // The gradient's scale (the seed over the count) before the rows.
+  if (grad && rows > 0) {
+    crossEntropyGradPrepareKernel<<<1, 1024, 0, stream>>>(
+        targets.data, targets.dtype, rows, classes, ignoreIndex, grad->data,
+        grad->dtype, at<int64_t>(ctx, targetsAt), coefficient,
+        /*error=*/nullptr);
+    TGC_CUDA_LAUNCH("crossEntropyGradPrepareKernel");
+  }
   if (rows > 0) {
     crossEntropyRowsKernel<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
         logits.data, logits.dtype, targets.data, targets.dtype, rows, classes,
-        ignoreIndex, losses, counted, ctx.deviceError);
+        ignoreIndex, losses, counted, ctx.deviceError, coefficient,
+        grad ? logitsGrad->data : nullptr);
     TGC_CUDA_LAUNCH("crossEntropyRowsKernel");
   }
   crossEntropyMeanKernel<<<1, 1024, 0, stream>>>(losses, counted, rows,

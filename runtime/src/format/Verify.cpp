@@ -258,6 +258,27 @@ private:
   Shape attentionView(const TensorInfo &t) {
     return shapes::attentionView(t.shape, inst.getBool("bshd"));
   }
+  /// The query, key and value of an attention with result (or output)
+  /// `o`: operands 0, 1 and 2, or with `packed` the heads of the one
+  /// operand they are.
+  bool heads(const TensorInfo &o, TensorInfo &q, TensorInfo &k, TensorInfo &v) {
+    q = in(0);
+    k = in(1);
+    v = in(2);
+    if (!inst.getBool("packed"))
+      return true;
+    if (!inst.getBool("bshd"))
+      return fail("packed attention needs bshd");
+    if (inst.operands[1] != inst.operands[0] ||
+        inst.operands[2] != inst.operands[0])
+      return fail("packed query, key and value must be one tensor");
+    if (o.shape.size() != 4 ||
+        !shapes::packedHeads(in(0).shape, o.shape[2], q.shape, k.shape))
+      return fail("packed heads must be [B, T, Hq + 2 Hkv, D] with Hq the "
+                  "output's heads");
+    v.shape = k.shape;
+    return true;
+  }
   bool attention(const TensorInfo &q, const TensorInfo &k,
                  const TensorInfo &v, const TensorInfo &o) {
     if (!floatT(q) || !sameDType(q, k) || !sameDType(q, v) ||
@@ -521,31 +542,43 @@ Status Checker::run() {
   case Kernel::Attention: {
     // Optional: a key mask operand, the row log-sum-exp result.
     size_t results = inst.results.size() == 2 ? 2 : 1;
-    ok = (inst.operands.size() == 3
-              ? counts(3, results)
-              : counts(4, results) && keyMask(in(0), in(1), in(3))) &&
-         attention(in(0), in(1), in(2), out(0)) &&
-         (results == 1 ||
-          (inst.results[1] != kNotComputed && rowLse(in(0), out(1))) ||
-          fail("the row log-sum-exp is always computed"));
+    TensorInfo q, k, v;
+    ok =
+        (inst.operands.size() == 3 ? counts(3, results) : counts(4, results)) &&
+        heads(out(0), q, k, v) &&
+        (inst.operands.size() == 3 || keyMask(q, k, in(3))) &&
+        attention(q, k, v, out(0)) &&
+        (results == 1 ||
+         (inst.results[1] != kNotComputed && rowLse(q, out(1))) ||
+         fail("the row log-sum-exp is always computed"));
     break;
   }
   case Kernel::AttentionGrad: {
     // Optional, in order: a key mask (an index tensor), the row
-    // log-sum-exp (f32).
+    // log-sum-exp (f32). Packed operands have one gradient, result 0.
     size_t operands = inst.operands.size();
     bool hasLse = operands > 5 && operands <= 7 && isFloat(in(operands - 1).dtype);
     bool hasMask = operands - (hasLse ? 1 : 0) == 6;
+    TensorInfo q, k, v;
     ok = counts(5 + size_t(hasMask) + size_t(hasLse), 3) &&
-         (!hasMask || keyMask(in(0), in(1), in(5))) &&
-         (!hasLse || rowLse(in(0), in(operands - 1))) &&
-         attention(in(0), in(1), in(2), in(3)) &&
-         same(in(3), in(4)) && outLike(in(0), 0) && outLike(in(1), 1) &&
-         outLike(in(2), 2);
+         heads(in(3), q, k, v) && (!hasMask || keyMask(q, k, in(5))) &&
+         (!hasLse || rowLse(q, in(operands - 1))) &&
+         attention(q, k, v, in(3)) && same(in(3), in(4)) && outLike(in(0), 0) &&
+         (inst.getBool("packed")
+              ? (inst.results[1] == kNotComputed &&
+                 inst.results[2] == kNotComputed) ||
+                    fail("packed attention_grad computes one gradient")
+              : outLike(in(1), 1) && outLike(in(2), 2));
     break;
   }
   case Kernel::CrossEntropy:
-    ok = counts(2, 1) && targets(in(0), in(1)) &&
+    // An optional third operand, the loss's cotangent, and second result,
+    // the logits' gradient.
+    ok = (inst.operands.size() == 3
+              ? counts(3, 2) && in(2).shape.empty() && isFloat(in(2).dtype) &&
+                    same(in(0), out(1))
+              : counts(2, 1)) &&
+         targets(in(0), in(1)) &&
          (out(0).shape.empty() && isFloat(out(0).dtype)) &&
          attr("ignore_index", AttrValue::Int);
     break;

@@ -502,6 +502,43 @@ func.func @embedding_result_shape(%t: tensor<10x4xf32>, %i: tensor<2x3xi32>) {
 
 // -----
 
+func.func @attention_packed_not_bshd(%x: tensor<2x8x6x16xbf16>) {
+  // expected-error @+1 {{'tg.attention' op packed query, key and value need bshd}}
+  %0 = tg.attention %x, %x, %x {packed = true}
+      : (tensor<2x8x6x16xbf16>, tensor<2x8x6x16xbf16>, tensor<2x8x6x16xbf16>) -> tensor<2x8x2x16xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_packed_two_values(%x: tensor<2x8x6x16xbf16>, %y: tensor<2x8x6x16xbf16>) {
+  // expected-error @+1 {{'tg.attention' op packed query, key and value must be one value}}
+  %0 = tg.attention %x, %y, %x {bshd = true, packed = true}
+      : (tensor<2x8x6x16xbf16>, tensor<2x8x6x16xbf16>, tensor<2x8x6x16xbf16>) -> tensor<2x8x2x16xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_packed_heads(%x: tensor<2x8x5x16xbf16>) {
+  // expected-error @+1 {{'tg.attention' op packed heads must be [B, T, Hq + 2 Hkv, D] with Hq the result's heads, found 'tensor<2x8x5x16xbf16>'}}
+  %0 = tg.attention %x, %x, %x {bshd = true, packed = true}
+      : (tensor<2x8x5x16xbf16>, tensor<2x8x5x16xbf16>, tensor<2x8x5x16xbf16>) -> tensor<2x8x2x16xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_grad_packed_mask(%x: tensor<2x8x6x16xbf16>, %o: tensor<2x8x2x16xbf16>) {
+  // expected-error @+1 {{'tg.attention_grad' op with packed operands computes query_grad only (output_mask [true, false, false])}}
+  %0:3 = tg.attention_grad %x, %x, %x, %o, %o {bshd = true, packed = true}
+      : (tensor<2x8x6x16xbf16>, tensor<2x8x6x16xbf16>, tensor<2x8x6x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>)
+      -> (tensor<2x8x6x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>)
+  return
+}
+
+// -----
+
 func.func @attention_rank1(%q: tensor<16xf32>, %k: tensor<8x16xf32>) {
   // expected-error @+1 {{'tg.attention' op query, key and value must have the same rank >= 2, found ranks 1, 2 and 2}}
   %0 = tg.attention %q, %k, %k
@@ -737,6 +774,22 @@ func.func @cross_entropy_targets_rank(%l: tensor<2x4x10xf32>, %t: tensor<8xi32>)
 func.func @cross_entropy_rank0_logits(%l: tensor<f32>, %t: tensor<i64>) {
   // expected-error @+1 {{'tg.cross_entropy' op logits must have rank >= 1 (the class axis last)}}
   %0 = tg.cross_entropy %l, %t : (tensor<f32>, tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_without_result(%l: tensor<8x10xf32>, %t: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{'tg.cross_entropy' op has grad but no logits_grad result}}
+  %0 = tg.cross_entropy %l, %t grad %g : (tensor<8x10xf32>, tensor<8xi64>, tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_logits_grad_type(%l: tensor<8x10xbf16>, %t: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{'tg.cross_entropy' op logits_grad must have type 'tensor<8x10xbf16>', found 'tensor<8x10xf32>'}}
+  %0, %1 = tg.cross_entropy %l, %t grad %g : (tensor<8x10xbf16>, tensor<8xi64>, tensor<f32>) -> (tensor<f32>, tensor<8x10xf32>)
   return
 }
 

@@ -319,6 +319,16 @@ func.func @cross_entropy(%l: tensor<8x10xf32>, %t: tensor<8xi64>,
   return %0, %1, %2, %3 : tensor<f32>, tensor<f32>, tensor<f16>, tensor<bf16>
 }
 
+// With its gradient (tg-fuse-loss).
+// CHECK-LABEL: func.func @cross_entropy_with_grad(
+// CHECK: %{{[^ ,]+}}, %{{[^ ]+}} = tg.cross_entropy %arg0, %arg1 grad %arg2 {ignore_index = 0 : i64} : (tensor<8x10xbf16>, tensor<8xi64>, tensor<f32>) -> (tensor<f32>, tensor<8x10xbf16>)
+func.func @cross_entropy_with_grad(%l: tensor<8x10xbf16>, %t: tensor<8xi64>,
+                                   %g: tensor<f32>) -> tensor<8x10xbf16> {
+  %0, %1 = tg.cross_entropy %l, %t grad %g {ignore_index = 0 : i64}
+      : (tensor<8x10xbf16>, tensor<8xi64>, tensor<f32>) -> (tensor<f32>, tensor<8x10xbf16>)
+  return %1 : tensor<8x10xbf16>
+}
+
 //===----------------------------------------------------------------------===//
 // Shape ops, casts and constants
 //===----------------------------------------------------------------------===//
@@ -584,6 +594,19 @@ func.func @embedding_grad(%i: tensor<2x8xi64>, %g: tensor<2x8x16xf32>,
       : (tensor<5xi32>, tensor<5x4xbf16>) -> tensor<7x4xbf16>
   // CHECK: return %[[E0]], %[[E1]]
   return %0, %1 : tensor<100x16xf32>, tensor<7x4xbf16>
+}
+
+// Packed heads (tg-pack-qkv): 2 query heads and 1 key/value head of 16.
+// CHECK-LABEL: func.func @attention_packed(
+// CHECK: tg.attention %arg0, %arg0, %arg0 {bshd = true, packed = true} : (tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>) -> tensor<2x8x2x16xbf16>
+// CHECK: tg.attention_grad %arg0, %arg0, %arg0, %{{[^ ,]+}}, %{{[^ ]+}} {bshd = true, output_mask = array<i1: true, false, false>, packed = true} : ({{.*}}) -> (tensor<2x8x4x16xbf16>, tensor<2x8x1x16xbf16>, tensor<2x8x1x16xbf16>)
+func.func @attention_packed(%x: tensor<2x8x4x16xbf16>) -> tensor<2x8x4x16xbf16> {
+  %o = tg.attention %x, %x, %x {bshd = true, packed = true}
+      : (tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>) -> tensor<2x8x2x16xbf16>
+  %g:3 = tg.attention_grad %x, %x, %x, %o, %o {bshd = true, output_mask = array<i1: true, false, false>, packed = true}
+      : (tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>)
+      -> (tensor<2x8x4x16xbf16>, tensor<2x8x1x16xbf16>, tensor<2x8x1x16xbf16>)
+  return %g#0 : tensor<2x8x4x16xbf16>
 }
 
 // CHECK-LABEL: func.func @attention_grad(

@@ -991,6 +991,62 @@ TEST_P(NNCudaTest, CrossEntropyGrad) {
   }
 }
 
+/// The loss with its gradient (tg-fuse-loss) writes the bits of
+/// crossEntropy and crossEntropyGrad, into its own buffer and over the
+/// logits, with ignored rows, rows longer than a block, i32 targets and
+/// every row ignored.
+TEST_P(NNCudaTest, CrossEntropyWithGradIsBothKernels) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(235);
+  for (int64_t classes : {50, 3000}) {
+    for (DType indexType : {DType::I64, DType::I32}) {
+      for (bool allIgnored : {false, true}) {
+        std::string what = named("cross_entropy with grad", dtype) + " " +
+                           std::to_string(classes) + " classes " +
+                           dtypeName(indexType) +
+                           (allIgnored ? " all ignored" : "");
+        HostTensor logits =
+            randomTensor(dtype, {3, 5, classes}, rng, 0.0f, 2.0f);
+        HostTensor targets(indexType, {3, 5});
+        fillInts(targets, rng, 0, classes);
+        for (int64_t i = 0; i < 15; ++i)
+          if (allIgnored || i % 4 == 1)
+            storeI64(targets.ref, i, -100);
+        HostTensor seed(DType::F32, {});
+        storeF32(seed.ref, 0, 1.7f);
+        HostTensor loss(DType::F32, {}), grad(dtype, {3, 5, classes});
+        DeviceTensor dLogits(logits), dTargets(targets), dSeed(seed),
+            wantLoss(loss, false), wantGrad(grad, false);
+        ASSERT_OK(cuda::crossEntropy(*testContext(), dLogits.ref, dTargets.ref,
+                                     -100, wantLoss.ref));
+        ASSERT_OK(cuda::crossEntropyGrad(*testContext(), dLogits.ref,
+                                         dTargets.ref, dSeed.ref, -100,
+                                         wantGrad.ref));
+        DeviceTensor dLoss(loss, false), dGrad(grad, false);
+        ASSERT_OK(cuda::crossEntropy(*testContext(), dLogits.ref, dTargets.ref,
+                                     -100, dLoss.ref, &dSeed.ref, &dGrad.ref));
+        synchronize();
+        EXPECT_EQ(takeDeviceError(), 0) << what;
+        expectSameBytes(wantLoss.toHost(), dLoss.toHost(), what + " loss");
+        expectSameBytes(wantGrad.toHost(), dGrad.toHost(), what + " grad");
+
+        // The gradient written over the logits.
+        DeviceTensor dInPlaceLoss(loss, false);
+        TensorRef inPlace = dLogits.ref;
+        ASSERT_OK(cuda::crossEntropy(*testContext(), dLogits.ref, dTargets.ref,
+                                     -100, dInPlaceLoss.ref, &dSeed.ref,
+                                     &inPlace));
+        synchronize();
+        expectSameBytes(wantLoss.toHost(), dInPlaceLoss.toHost(),
+                        what + " in place loss");
+        expectSameBytes(wantGrad.toHost(), dLogits.toHost(),
+                        what + " in place grad");
+      }
+    }
+  }
+}
+
 /// The logits' gradient over the logits with i32 and i64 targets, ignored
 /// rows, rows longer than a block, and every row ignored.
 TEST_P(NNCudaTest, CrossEntropyGradInPlace) {
@@ -1120,6 +1176,83 @@ TEST_P(NNCudaTest, BshdAttentionIsAttentionOfTransposedHeads) {
       expectSameBytes(outDv.toHost(), swapHeads(outDvs.toHost()),
                       "bshd value_grad");
     }
+}
+
+/// Packed operands (tg.attention's `packed`: one [B, T, H + 2 KV, D]
+/// tensor) give what the three bshd tensors of their heads give: the fused
+/// kernels read and write the heads in place (the same bytes, the query
+/// gradient within the rounding of its atomic sums), the f32 GEMM path
+/// through copies; with and without the row log-sum-exp, grouped heads, a
+/// window and a key mask.
+TEST_P(NNCudaTest, PackedAttentionIsAttentionOfItsHeads) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(243);
+  const int64_t B = 2, H = 4, T = 70, D = 32;
+  HostTensor mask(DType::I64, {B, T});
+  for (int64_t j = 0; j < T; ++j) {
+    storeI64(mask.ref, j, 1);
+    storeI64(mask.ref, T + j, j < 33);
+  }
+  for (int64_t kv : {int64_t(4), int64_t(2)})
+    for (bool keepLse : {false, true}) {
+      SCOPED_TRACE("kv heads " + std::to_string(kv) +
+                   (keepLse ? " lse kept" : ""));
+      HostTensor q = randomTensor(dtype, {B, T, H, D}, rng);
+      HostTensor k = randomTensor(dtype, {B, T, kv, D}, rng);
+      HostTensor v = randomTensor(dtype, {B, T, kv, D}, rng);
+      HostTensor g = randomTensor(dtype, {B, T, H, D}, rng);
+      HostTensor packed(dtype, {B, T, H + 2 * kv, D});
+      ASSERT_OK(cpu::concat(cpuCtx, {q.ref, k.ref, v.ref}, 2, packed.ref));
+      DeviceTensor dq(q), dk(k), dv(v), dg(g), dPacked(packed), dMask(mask);
+      HostTensor o(dtype, {B, T, H, D}), lse(DType::F32, {B, T, H});
+      DeviceTensor want(o, false), got(o, false), wantLse(lse, false),
+          gotLse(lse, false);
+      ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref,
+                                &dMask.ref, true, 40, std::nullopt, want.ref,
+                                /*bshd=*/true, &wantLse.ref));
+      ASSERT_OK(cuda::attention(*testContext(), dPacked.ref, dPacked.ref,
+                                dPacked.ref, &dMask.ref, true, 40, std::nullopt,
+                                got.ref, /*bshd=*/true, &gotLse.ref,
+                                /*packed=*/true));
+      synchronize();
+      expectSameBytes(want.toHost(), got.toHost(), "packed attention");
+      expectSameBytes(wantLse.toHost(), gotLse.toHost(), "packed lse");
+
+      HostTensor gq(dtype, {B, T, H, D}), gk(dtype, {B, T, kv, D});
+      DeviceTensor wantDq(gq, false), wantDk(gk, false), wantDv(gk, false),
+          gotGrad(packed, false);
+      TensorRef absentK, absentV;
+      const TensorRef *kept = keepLse ? &wantLse.ref : nullptr;
+      ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref,
+                                    want.ref, dg.ref, &dMask.ref, true, 40,
+                                    std::nullopt, wantDq.ref, wantDk.ref,
+                                    wantDv.ref, /*bshd=*/true, kept));
+      ASSERT_OK(cuda::attentionGrad(*testContext(), dPacked.ref, dPacked.ref,
+                                    dPacked.ref, want.ref, dg.ref, &dMask.ref,
+                                    true, 40, std::nullopt, gotGrad.ref,
+                                    absentK, absentV, /*bshd=*/true, kept,
+                                    /*packed=*/true));
+      synchronize();
+      HostTensor grads = gotGrad.toHost();
+      HostTensor pq(dtype, {B, T, H, D}), pk(dtype, {B, T, kv, D}),
+          pv(dtype, {B, T, kv, D});
+      std::vector<TensorRef> pieces = {pq.ref, pk.ref, pv.ref};
+      ASSERT_OK(cpu::split(cpuCtx, grads.ref, 2, pieces));
+      expectNear(wantDq.toHost(), pq, "packed query_grad");
+      expectSameBytes(wantDk.toHost(), pk, "packed key_grad");
+      expectSameBytes(wantDv.toHost(), pv, "packed value_grad");
+    }
+  // A packed gradient must be the only one computed.
+  HostTensor x = randomTensor(dtype, {1, 8, 6, 16}, rng);
+  HostTensor o(dtype, {1, 8, 2, 16});
+  DeviceTensor dx(x), dO(o), dGrad(x, false), dK(o, false);
+  TensorRef absent;
+  EXPECT_FALSE(cuda::attentionGrad(*testContext(), dx.ref, dx.ref, dx.ref,
+                                   dO.ref, dO.ref, nullptr, false, 0,
+                                   std::nullopt, dGrad.ref, dK.ref, absent,
+                                   /*bshd=*/true, nullptr, /*packed=*/true)
+                   .ok());
 }
 
 // The row log-sum-exp on the device (the fused kernels in 16 bits, the

@@ -425,6 +425,45 @@ TEST_P(NNTest, BshdAttentionIsAttentionOfTransposedHeads) {
                               std::nullopt, out, /*bshd=*/true));
 }
 
+/// Packed operands (one [B, T, H + 2 KV, D] tensor) give what the three
+/// bshd tensors of their heads give, and the one gradient is the three
+/// side by side.
+TEST_P(NNTest, PackedAttentionIsAttentionOfItsHeads) {
+  DType dtype = GetParam();
+  std::mt19937 rng(59);
+  const int64_t B = 2, H = 4, KV = 2, T = 5, D = 4;
+  HostTensor q = randomTensor(rng, dtype, {B, T, H, D}, -2, 2);
+  HostTensor k = randomTensor(rng, dtype, {B, T, KV, D}, -2, 2);
+  HostTensor v = randomTensor(rng, dtype, {B, T, KV, D});
+  HostTensor g = randomTensor(rng, dtype, {B, T, H, D});
+  HostTensor packed(dtype, {B, T, H + 2 * KV, D});
+  ASSERT_OK(cpu::concat(cpuCtx, {q.ref(), k.ref(), v.ref()}, 2, packed));
+  HostTensor want(dtype, {B, T, H, D}), got(dtype, {B, T, H, D});
+  ASSERT_OK(cpu::attention(cpuCtx, q, k, v, nullptr, true, 0, std::nullopt,
+                           want, /*bshd=*/true));
+  ASSERT_OK(cpu::attention(cpuCtx, packed, packed, packed, nullptr, true, 0,
+                           std::nullopt, got, /*bshd=*/true, nullptr,
+                           /*packed=*/true));
+  EXPECT_EQ(got.values(), want.values());
+  HostTensor dq(dtype, {B, T, H, D}), dk(dtype, {B, T, KV, D}),
+      dv(dtype, {B, T, KV, D});
+  ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, want, g, nullptr, true, 0,
+                               std::nullopt, dq, dk, dv, /*bshd=*/true));
+  HostTensor joined(dtype, packed.shape()), grad(dtype, packed.shape());
+  ASSERT_OK(cpu::concat(cpuCtx, {dq.ref(), dk.ref(), dv.ref()}, 2, joined));
+  TensorRef absentK, absentV;
+  ASSERT_OK(cpu::attentionGrad(cpuCtx, packed, packed, packed, want, g, nullptr,
+                               true, 0, std::nullopt, grad, absentK, absentV,
+                               /*bshd=*/true, nullptr,
+                               /*packed=*/true));
+  EXPECT_EQ(grad.values(), joined.values());
+  // Heads that do not split into H + 2 KV are refused.
+  HostTensor odd(dtype, {B, T, H + 1, D});
+  EXPECT_FAILS(cpu::attention(cpuCtx, odd, odd, odd, nullptr, true, 0,
+                              std::nullopt, got, /*bshd=*/true, nullptr,
+                              /*packed=*/true));
+}
+
 // The row log-sum-exp attention returns: log(sum_j exp(scale * q.k_j))
 // over the keys a row sees, computed here in double (-inf for a row that
 // sees none), in both layouts; the gradient reads it and computes the
@@ -744,6 +783,33 @@ TEST_P(NNTest, CrossEntropyGradInPlace) {
         HostTensor::of(indexType, {2, 3}, std::vector<double>(6, -100));
     expectInPlaceMatches(operands, 0, crossEntropyGrad, what + " all ignored");
   }
+}
+
+/// The loss with its gradient (tg-fuse-loss): crossEntropy's loss and
+/// crossEntropyGrad's gradient, into its own buffer and over the logits.
+TEST_P(NNTest, CrossEntropyWithGradIsBothKernels) {
+  DType dtype = GetParam();
+  std::mt19937 rng(54);
+  HostTensor logits = randomTensor(rng, dtype, {2, 3, 7}, -3, 3);
+  HostTensor targets =
+      HostTensor::of(DType::I64, {2, 3}, {1, -100, 6, 0, 2, 3});
+  HostTensor seed = HostTensor::of(DType::F32, {}, {1.7});
+  HostTensor wantLoss(DType::F32, {}), wantGrad(dtype, {2, 3, 7});
+  ASSERT_OK(cpu::crossEntropy(cpuCtx, logits, targets, -100, wantLoss));
+  ASSERT_OK(
+      cpu::crossEntropyGrad(cpuCtx, logits, targets, seed, -100, wantGrad));
+  HostTensor loss(DType::F32, {}), grad(dtype, {2, 3, 7});
+  ASSERT_OK(cpu::crossEntropy(cpuCtx, logits, targets, -100, loss, &seed.ref(),
+                              &grad.ref()));
+  EXPECT_EQ(loss.values(), wantLoss.values());
+  EXPECT_EQ(grad.values(), wantGrad.values());
+  HostTensor inPlace = logits;
+  ASSERT_OK(cpu::crossEntropy(cpuCtx, inPlace, targets, -100, loss, &seed.ref(),
+                              &inPlace.ref()));
+  EXPECT_EQ(loss.values(), wantLoss.values());
+  EXPECT_EQ(inPlace.values(), wantGrad.values());
+  EXPECT_FAILS(cpu::crossEntropy(cpuCtx, logits, targets, -100, loss,
+                                 &seed.ref(), nullptr));
 }
 
 INSTANTIATE_TEST_SUITE_P(FloatTypes, NNTest,

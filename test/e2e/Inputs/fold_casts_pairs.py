@@ -7,7 +7,8 @@ names others), trains both 6 steps with RUN (a tool in TOOLS and its
 arguments, e.g. "tgc-run-cuda-emu --device cuda") and prints the tg.cast
 ops before and after, the tg.multi_cast ops made, both planned arenas, the
 tg.add ops before and after, the tg.attention_grad ops reading the forward
-pass's log-sum-exp, and whether the trainings are bitwise
+pass's log-sum-exp and those reading packed operands, and whether the
+trainings are bitwise
 identical (test/e2e/Inputs/same_run.py: losses and checkpoints)."""
 import os
 import re
@@ -50,6 +51,8 @@ def main():
             casts.append(len(re.findall(r"= tg\.cast ", text)))
             adds.append(len(re.findall(r"= tg\.add ", text)))
             kept = len(re.findall(r"= tg\.attention_grad [^\n]* lse ", text))
+            packed = len(re.findall(
+                r"= tg\.attention_grad [^\n]*packed = true", text))
             multi = len(re.findall(r"= tg\.multi_cast ", text))
             out = run([*runner, f"{stem}.{name}.tgx", "--steps", str(STEPS),
                        "--seed", "3", "--metrics", f"{stem}.{name}.jsonl",
@@ -58,7 +61,8 @@ def main():
                                      out).group(1))
         print(f"{model} {options}: casts {casts[0]} -> {casts[1]} and {multi} "
               f"multi_cast, arena {arenas[0]} -> {arenas[1]} bytes, adds "
-              f"{adds[0]} -> {adds[1]}, {kept} attention_grad reading lse",
+              f"{adds[0]} -> {adds[1]}, {kept} attention_grad reading lse, "
+              f"{packed} packed",
               flush=True)
         print(run([sys.executable, os.path.join(here, "same_run.py"),
                    f"{stem}.plain.jsonl", f"{stem}.plain.st",

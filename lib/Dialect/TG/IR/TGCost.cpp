@@ -123,15 +123,16 @@ struct AttentionSizes {
 
 template <typename OpT> static AttentionSizes attentionSizes(OpT op) {
   bool bshd = op.getBshd();
-  tgc::shapes::Shape q = tgc::shapes::attentionView(shapeOf(op.getQuery()), bshd);
-  tgc::shapes::Shape k = tgc::shapes::attentionView(shapeOf(op.getKey()), bshd);
+  SmallVector<SmallVector<int64_t>, 3> heads = op.getHeadShapes();
+  tgc::shapes::Shape q = tgc::shapes::attentionView(heads[0], bshd);
+  tgc::shapes::Shape k = tgc::shapes::attentionView(heads[1], bshd);
   AttentionSizes sizes;
   sizes.heads = batchCount(q);
   sizes.kvHeads = batchCount(k);
   sizes.tq = q[q.size() - 2];
   sizes.tk = k[k.size() - 2];
   sizes.d = q.back();
-  sizes.dv = shapeOf(op.getValue()).back();
+  sizes.dv = heads[2].back();
   sizes.bits =
       getElementTypeOrSelf(op.getQuery().getType()).getIntOrFloatBitWidth();
   sizes.bshd = bshd;
@@ -226,6 +227,39 @@ static int64_t widenedCopyBytes(ValueRange operands, ValueRange results) {
   return 8 * elements;
 }
 
+/// Whether `grad` computes its gradient of operand `index`: as its output
+/// mask says, or all three with packed operands (into result 0).
+static bool computesGrad(AttentionGradOp grad, unsigned index) {
+  return grad.getPacked() || computesResult(grad, index);
+}
+
+/// Bytes an attention reads from `operands`: each operand's, except that
+/// packed query, key and value are one tensor, read once.
+static int64_t attentionBytesRead(OperandRange operands, bool packed) {
+  int64_t bytes = 0;
+  for (auto [index, operand] : llvm::enumerate(operands))
+    if (!packed || index == 0 || index > 2)
+      bytes += getTensorBytes(operand.getType());
+  return bytes;
+}
+
+int64_t AttentionOp::getBytesRead() {
+  return attentionBytesRead(getOperation()->getOperands(), getPacked());
+}
+
+int64_t AttentionGradOp::getBytesRead() {
+  return attentionBytesRead(getOperation()->getOperands(), getPacked());
+}
+
+// Only the results the output mask computes are written.
+int64_t AttentionGradOp::getBytesWritten() {
+  int64_t bytes = 0;
+  for (OpResult result : getOperation()->getResults())
+    if (computesResult(*this, result.getResultNumber()))
+      bytes += getTensorBytes(result.getType());
+  return bytes;
+}
+
 int64_t AttentionOp::getMatmulFlops() {
   AttentionSizes sizes = attentionSizes(*this);
   int64_t scores =
@@ -259,14 +293,14 @@ int64_t AttentionOp::getScratchBytes() {
 int64_t AttentionGradOp::getMatmulFlops() {
   AttentionSizes sizes = attentionSizes(*this);
   int64_t d = sizes.d, dv = sizes.dv;
-  bool query = computesResult(*this, 0), key = computesResult(*this, 1);
+  bool query = computesGrad(*this, 0), key = computesGrad(*this, 1);
   int64_t batches = sizes.heads;
   if (runsFused(sizes))
     return batches * attentionScores(sizes) *
            ((getLse() ? 0 : 2 * d) + 2 * d + 2 * dv + 2 * dv + 2 * d +
             (query ? 2 * d : 0));
   int64_t perScore = 2 * d; // S = Q K^T
-  if (computesResult(*this, 2))
+  if (computesGrad(*this, 2))
     perScore += 2 * dv; // dV = P^T dO
   if (query || key)
     perScore += 2 * dv + (query ? 2 * d : 0) + (key ? 2 * d : 0);
@@ -290,17 +324,20 @@ Type AttentionGradOp::getMatmulType() {
 // operands are transposed into copies and its gradients back.
 int64_t AttentionGradOp::getScratchBytes() {
   AttentionSizes sizes = attentionSizes(*this);
-  bool query = computesResult(*this, 0), key = computesResult(*this, 1);
+  bool query = computesGrad(*this, 0), key = computesGrad(*this, 1);
   int64_t rows = sizes.heads * sizes.tq;
-  if (runsFused(sizes))
-    return (getLse() ? 0
-                     : tg::getTensorBytes(getQuery().getType()) +
-                           tg::getTensorBytes(getKey().getType()) + 8 * rows) +
+  if (runsFused(sizes)) {
+    // Q and K of one head each (the output's and a key/value head's size).
+    int64_t headBytes =
+                tg::getTensorBytes(getOutput().getType()) / sizes.dv * sizes.d,
+            keyBytes = headBytes / sizes.heads * sizes.kvHeads;
+    return (getLse() ? 0 : headBytes + keyBytes + 8 * rows) +
            tg::getTensorBytes(getGrad().getType()) +
            tg::getTensorBytes(getOutput().getType()) + 8 * rows +
-           (query ? 8 * numElements(getQuery()) : 0);
+           (query ? 8 * rows * sizes.d : 0);
+  }
   int64_t perScore = 16;
-  if (computesResult(*this, 2))
+  if (computesGrad(*this, 2))
     perScore += 4;
   if (query || key)
     perScore += 16 + (query ? 4 : 0) + (key ? 4 : 0);
@@ -316,11 +353,12 @@ int64_t AttentionGradOp::getScratchBytes() {
          bshdCopyBytes(sizes, operands, computed);
 }
 
-// max, subtract, exp and sum per logit; log and pick per row.
+// max, subtract, exp and sum per logit; log and pick per row; with the
+// gradient, subtract, exp and scale per logit again.
 int64_t CrossEntropyOp::getFlops() {
   ArrayRef<int64_t> shape = shapeOf(getLogits());
-  return 4 * numElements(getLogits()) + 2 * (numElements(getLogits()) /
-                                             std::max<int64_t>(1, shape.back()));
+  return (getGrad() ? 7 : 4) * numElements(getLogits()) +
+         2 * (numElements(getLogits()) / std::max<int64_t>(1, shape.back()));
 }
 
 // One comparison per target.
@@ -394,9 +432,9 @@ int64_t AttentionGradOp::getFlops() {
   AttentionSizes sizes = attentionSizes(*this);
   int64_t d = sizes.d, dv = sizes.dv;
   int64_t scores = attentionScores(sizes);
-  bool query = computesResult(*this, 0), key = computesResult(*this, 1);
+  bool query = computesGrad(*this, 0), key = computesGrad(*this, 1);
   int64_t perScore = 2 * d + 6;
-  if (computesResult(*this, 2))
+  if (computesGrad(*this, 2))
     perScore += 2 * dv;
   if (query || key)
     perScore += 2 * dv + 3 + (query ? 2 * d : 0) + (key ? 2 * d : 0);
@@ -605,8 +643,9 @@ int64_t AttentionOp::getKernelLaunches() {
   if (runsFused(sizes))
     return 1;
   bool f32 = sizes.bits == 32;
-  return (sizes.bshd ? 6 + (getLse() ? 1 : 0) : 0) + (f32 ? 0 : 3) +
-         attentionChunks(sizes, 1) * (3 + (f32 ? 0 : 1));
+  // Packed operands: their dense copies' allocation, split and free.
+  return (getPacked() ? 3 : 0) + (sizes.bshd ? 6 + (getLse() ? 1 : 0) : 0) +
+         (f32 ? 0 : 3) + attentionChunks(sizes, 1) * (3 + (f32 ? 0 : 1));
 }
 
 // Fused: the log-sum-exp pass (unless the forward pass kept it), the row
@@ -617,8 +656,8 @@ int64_t AttentionOp::getKernelLaunches() {
 // recomputed (GEMM and softmax), dV's GEMM, dP's GEMM and dS, dQ's and
 // dK's GEMMs, and the roundings of 16-bit gradients.
 int64_t AttentionGradOp::getKernelLaunches() {
-  bool query = computesResult(*this, 0), key = computesResult(*this, 1),
-       value = computesResult(*this, 2);
+  bool query = computesGrad(*this, 0), key = computesGrad(*this, 1),
+       value = computesGrad(*this, 2);
   AttentionSizes sizes = attentionSizes(*this);
   if (runsFused(sizes))
     return (getLse() ? 2 : 3) + (query ? 1 : 0);
@@ -626,13 +665,18 @@ int64_t AttentionGradOp::getKernelLaunches() {
   int64_t perChunk = 2 + (value ? 1 : 0) + (query || key ? 2 : 0) +
                      (query ? 1 : 0) + (key ? 1 : 0) +
                      (f32 ? 0 : int64_t(query) + key + value);
-  return (sizes.bshd ? 7 + int64_t(query) + key + value : 0) + 1 +
+  // Packed operands: their dense copies' and gradients' allocation, split,
+  // concat and free.
+  return (getPacked() ? 4 : 0) +
+         (sizes.bshd ? 7 + int64_t(query) + key + value : 0) + 1 +
          (f32 ? 0 : 4) + attentionChunks(sizes, 2) * perChunk;
 }
 
-// The per-row losses, then their mean.
+// The per-row losses, then their mean; with the gradient, the scale from
+// the target count first, and the rows' kernel writes the gradient too.
 int64_t CrossEntropyOp::getKernelLaunches() {
-  return numElements(getLogits()) > 0 ? 2 : 1;
+  return (numElements(getLogits()) > 0 ? 2 : 1) +
+         (getGrad() && numElements(getTargets()) > 0 ? 1 : 0);
 }
 
 // The scale from the target count, then the gradient.

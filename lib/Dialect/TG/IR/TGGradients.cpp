@@ -401,14 +401,16 @@ LogicalResult AttentionOp::buildVectorJacobianProduct(
   if (getLse())
     return emitOpError("is differentiated before its lse result is kept "
                        "(tg-keep-attention-lse runs after tg-autodiff)");
+  if (getPacked())
+    return emitOpError("is differentiated before its operands are packed "
+                       "(tg-pack-qkv runs on the finished step)");
   auto grad = AttentionGradOp::create(
       builder, getLoc(),
-      TypeRange{getQuery().getType(), getKey().getType(),
-                getValue().getType()},
+      TypeRange{getQuery().getType(), getKey().getType(), getValue().getType()},
       getQuery(), getKey(), getValue(), getResult(), resultGrads[0],
       getKeyMask(), /*lse=*/Value(), getCausalAttr(), getWindowAttr(),
       getScaleAttr(), outputMaskOf(builder, needed.take_front(3)),
-      getBshdAttr());
+      getBshdAttr(), /*packed=*/BoolAttr());
   appendNeeded(operandGrads, grad->getResults(), needed.take_front(3));
   if (getKeyMask())
     operandGrads.push_back(nullptr);
@@ -418,6 +420,9 @@ LogicalResult AttentionOp::buildVectorJacobianProduct(
 LogicalResult CrossEntropyOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
+  if (getGrad())
+    return emitOpError("has no gradient with grad: tg-fuse-loss runs on the "
+                       "finished step");
   operandGrads.push_back(CrossEntropyGradOp::create(
       builder, getLoc(), getLogits().getType(), getLogits(), getTargets(),
       resultGrads[0], getIgnoreIndexAttr()));

@@ -493,21 +493,75 @@ LogicalResult EmbeddingOp::verify() {
 }
 
 /// Checks an attention's row log-sum-exp `lse` (absent: nothing to check):
-/// f32, the query's shape without its last dimension.
+/// f32, the query's shape `query` without its last dimension.
 static LogicalResult verifyAttentionLse(Operation *op, Value lse,
-                                        Value query) {
+                                        ArrayRef<int64_t> query) {
   if (!lse)
     return success();
   if (!getElementTypeOrSelf(lse.getType()).isF32())
     return op->emitOpError("lse must be f32, found ") << lse.getType();
-  return verifyShape(op, lse, tensorType(query).getShape().drop_back(),
-                     "lse");
+  return verifyShape(op, lse, query.drop_back(), "lse");
 }
 
-/// Checks attention's query, key and value and returns the result shape
-/// (as stored: [B, T, H, Dv] with `bshd`).
+/// The query, key and value shapes of an attention whose operands are
+/// `query`, `key` and `value`: theirs, or with `packed` those of the heads
+/// of `query` ([B, T, Hq + 2 Hkv, D]) with `queryHeads` Hq of them first;
+/// empty shapes when `packed` heads do not split so (the verifier says so).
+static SmallVector<SmallVector<int64_t>, 3>
+attentionHeadShapes(Value query, Value key, Value value, bool packed,
+                    int64_t queryHeads) {
+  if (!packed)
+    return {SmallVector<int64_t>(tensorType(query).getShape()),
+            SmallVector<int64_t>(tensorType(key).getShape()),
+            SmallVector<int64_t>(tensorType(value).getShape())};
+  shapes::Shape q, kv;
+  if (!shapes::packedHeads(tensorType(query).getShape(), queryHeads, q, kv))
+    return {{}, {}, {}};
+  return {SmallVector<int64_t>(q.begin(), q.end()),
+          SmallVector<int64_t>(kv.begin(), kv.end()),
+          SmallVector<int64_t>(kv.begin(), kv.end())};
+}
+
+/// The heads of the result (or `output`) of an attention, bshd [B, T, H,
+/// Dv]: Hq when its operands are packed.
+static int64_t packedQueryHeads(Value result) {
+  ArrayRef<int64_t> shape = tensorType(result).getShape();
+  return shape.size() == 4 ? shape[2] : 0;
+}
+
+SmallVector<SmallVector<int64_t>, 3> AttentionOp::getHeadShapes() {
+  return attentionHeadShapes(getQuery(), getKey(), getValue(), getPacked(),
+                             packedQueryHeads(getResult()));
+}
+
+SmallVector<SmallVector<int64_t>, 3> AttentionGradOp::getHeadShapes() {
+  return attentionHeadShapes(getQuery(), getKey(), getValue(), getPacked(),
+                             packedQueryHeads(getOutput()));
+}
+
+/// Checks that packed operands are one bshd value whose heads split into
+/// `heads` (empty when they do not; absent: nothing to check).
+static LogicalResult verifyPacked(Operation *op, bool packed, bool bshd,
+                                  Value query, Value key, Value value,
+                                  ArrayRef<SmallVector<int64_t>> heads) {
+  if (!packed)
+    return success();
+  if (!bshd)
+    return op->emitOpError("packed query, key and value need bshd");
+  if (key != query || value != query)
+    return op->emitOpError("packed query, key and value must be one value");
+  if (heads[0].empty())
+    return op->emitOpError("packed heads must be [B, T, Hq + 2 Hkv, D] with "
+                           "Hq the result's heads, found ")
+           << query.getType();
+  return success();
+}
+
+/// Checks attention's query, key and value, read as `heads` (their shapes,
+/// or the packed value's heads), and returns the result shape (as stored:
+/// [B, T, H, Dv] with `bshd`).
 static FailureOr<SmallVector<int64_t>>
-verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
+verifyAttentionOperands(Operation *op, ArrayRef<SmallVector<int64_t>> heads,
                         Value keyMask, bool causal, int64_t window,
                         std::optional<double> scale, bool bshd,
                         Value lse = Value()) {
@@ -518,12 +572,9 @@ verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
   if (failed(verifySameElementType(op, floats)))
     return failure();
   // The rules read [B..., T, D] heads: a bshd operand's T and H swapped.
-  shapes::Shape qView = shapes::attentionView(tensorType(query).getShape(),
-                                              bshd),
-                kView = shapes::attentionView(tensorType(key).getShape(),
-                                              bshd),
-                vView = shapes::attentionView(tensorType(value).getShape(),
-                                              bshd);
+  shapes::Shape qView = shapes::attentionView(heads[0], bshd),
+                kView = shapes::attentionView(heads[1], bshd),
+                vView = shapes::attentionView(heads[2], bshd);
   ArrayRef<int64_t> q = qView, k = kView, v = vView;
   if (bshd && (q.size() != 4 || k.size() != 4 || v.size() != 4)) {
     op->emitOpError("bshd attention takes query, key and value of rank 4 "
@@ -601,15 +652,18 @@ static std::optional<double> toDouble(std::optional<APFloat> value) {
 }
 
 LogicalResult AttentionOp::verify() {
+  SmallVector<SmallVector<int64_t>, 3> heads = getHeadShapes();
+  if (failed(verifyPacked(*this, getPacked(), getBshd(), getQuery(), getKey(),
+                          getValue(), heads)))
+    return failure();
   FailureOr<SmallVector<int64_t>> shape =
-      verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
-                              getKeyMask(), getCausal(), getWindow(),
-                              toDouble(getScale()), getBshd());
+      verifyAttentionOperands(*this, heads, getKeyMask(), getCausal(),
+                              getWindow(), toDouble(getScale()), getBshd());
   if (failed(shape) ||
       failed(verifySameElementType(*this, {getQuery(), getResult()})) ||
       failed(verifyShape(*this, getResult(), *shape, "result")))
     return failure();
-  return verifyAttentionLse(*this, getLse(), getQuery());
+  return verifyAttentionLse(*this, getLse(), heads[0]);
 }
 
 double AttentionOp::getScaleOrDefault() {
@@ -627,8 +681,23 @@ static LogicalResult verifyTargets(Operation *op, Value logits,
   return verifyShape(op, targets, shape.drop_back(), "targets");
 }
 
+bool CrossEntropyOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
+  // The gradient is written row by row after the row is read.
+  return result == 1 && operand == 0 && getLogitsGrad() &&
+         getLogitsGrad().getType() == getLogits().getType();
+}
+
 LogicalResult CrossEntropyOp::verify() {
-  return verifyTargets(*this, getLogits(), getTargets());
+  if (failed(verifyTargets(*this, getLogits(), getTargets())))
+    return failure();
+  if (bool(getGrad()) != bool(getLogitsGrad()))
+    return emitOpError("has ")
+           << (getGrad() ? "grad but no logits_grad result"
+                         : "a logits_grad result but no grad operand");
+  if (!getLogitsGrad())
+    return success();
+  return verifyType(*this, getLogitsGrad(), getLogits().getType(),
+                    "logits_grad");
 }
 
 //===----------------------------------------------------------------------===//
@@ -949,19 +1018,33 @@ LogicalResult EmbeddingGradOp::verify() {
 LogicalResult AttentionGradOp::verify() {
   if (failed(verifyOutputMask(*this, getOutputMask())))
     return failure();
+  SmallVector<SmallVector<int64_t>, 3> heads = getHeadShapes();
+  if (failed(verifyPacked(*this, getPacked(), getBshd(), getQuery(), getKey(),
+                          getValue(), heads)))
+    return failure();
   FailureOr<SmallVector<int64_t>> shape = verifyAttentionOperands(
-      *this, getQuery(), getKey(), getValue(), getKeyMask(), getCausal(),
-      getWindow(), toDouble(getScale()), getBshd(), getLse());
-  if (failed(shape) || failed(verifyShape(*this, getOutput(), *shape,
-                                          "output")) ||
+      *this, heads, getKeyMask(), getCausal(), getWindow(),
+      toDouble(getScale()), getBshd(), getLse());
+  if (failed(shape) ||
+      failed(verifyShape(*this, getOutput(), *shape, "output")) ||
       failed(verifyType(*this, getGrad(), getOutput().getType(), "grad")) ||
       failed(verifyType(*this, getQueryGrad(), getQuery().getType(),
                         "query_grad")) ||
-      failed(verifyType(*this, getKeyGrad(), getKey().getType(),
-                        "key_grad")) ||
-      failed(verifyAttentionLse(*this, getLse(), getQuery())))
+      failed(verifyAttentionLse(*this, getLse(), heads[0])))
     return failure();
-  return verifyType(*this, getValueGrad(), getValue().getType(), "value_grad");
+  if (getPacked()) {
+    // query_grad holds the three gradients; the others are not computed.
+    std::optional<ArrayRef<bool>> mask = getOutputMask();
+    if (!mask || !(*mask)[0] || (*mask)[1] || (*mask)[2])
+      return emitOpError("with packed operands computes query_grad only "
+                         "(output_mask [true, false, false])");
+  }
+  Type element = getElementTypeOrSelf(getQuery().getType());
+  if (failed(verifyType(*this, getKeyGrad(),
+                        RankedTensorType::get(heads[1], element), "key_grad")))
+    return failure();
+  return verifyType(*this, getValueGrad(),
+                    RankedTensorType::get(heads[2], element), "value_grad");
 }
 
 LogicalResult CrossEntropyGradOp::verify() {

@@ -103,12 +103,11 @@ bool setBshd(AttentionOp attention) {
   Value key = rebuildBshd(chains[1], transposes[1], builder);
   Value value = rebuildBshd(chains[2], transposes[2], builder);
   auto bshd = AttentionOp::create(
-      builder, attention.getLoc(),
-      swappedType(attention.getResult().getType()), /*lse=*/Type(), query,
-      key, value,
-      attention.getKeyMask(), attention.getCausalAttr(),
-      attention.getWindowAttr(), attention.getScaleAttr(),
-      builder.getBoolAttr(true));
+      builder, attention.getLoc(), swappedType(attention.getResult().getType()),
+      /*lse=*/Type(), query, key, value, attention.getKeyMask(),
+      attention.getCausalAttr(), attention.getWindowAttr(),
+      attention.getScaleAttr(), builder.getBoolAttr(true),
+      /*packed=*/BoolAttr());
   bshd->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
   // Readers that transposed the result back read it as it is; any other
   // reader gets the [B, H, T, D] result from one transpose.

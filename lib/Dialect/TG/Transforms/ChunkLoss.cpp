@@ -90,7 +90,7 @@ struct ChunkLossPass : tgc::tg::impl::TGChunkLossBase<ChunkLossPass> {
     int64_t classes = logits.getShape().back();
     int64_t rows = input.getNumElements() / std::max<int64_t>(width, 1);
     int64_t count = std::min<int64_t>(chunks, rows);
-    auto resultType = cast<RankedTensorType>(entropy.getType());
+    auto resultType = cast<RankedTensorType>(entropy.getResult().getType());
 
     Value flatInput = product.getLhs(), flatTargets = entropy.getTargets();
     if (input.getRank() != 2)
@@ -121,8 +121,10 @@ struct ChunkLossPass : tgc::tg::impl::TGChunkLossBase<ChunkLossPass> {
       chunkLogits->setAttr(tg::TGDialect::kRecomputeAttr,
                            builder.getUnitAttr());
       Value mean = tg::CrossEntropyOp::create(
-          builder, at, resultType, chunkLogits, pieces.getResult(k),
-          entropy.getIgnoreIndexAttr());
+                       builder, at, resultType, /*logits_grad=*/Type(),
+                       chunkLogits, pieces.getResult(k), /*grad=*/Value(),
+                       entropy.getIgnoreIndexAttr())
+                       .getResult();
       Value targetCount = tg::TargetCountOp::create(
           builder, at, resultType, pieces.getResult(k),
           entropy.getIgnoreIndexAttr());

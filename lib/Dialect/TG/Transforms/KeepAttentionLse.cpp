@@ -54,23 +54,24 @@ bool differentiates(AttentionGradOp grad, AttentionOp attention) {
          grad.getCausal() == attention.getCausal() &&
          grad.getWindow() == attention.getWindow() &&
          grad.getScaleAttr() == attention.getScaleAttr() &&
-         grad.getBshd() == attention.getBshd();
+         grad.getBshd() == attention.getBshd() &&
+         grad.getPacked() == attention.getPacked();
 }
 
 /// `attention` rebuilt to return its row log-sum-exp too.
 AttentionOp withLse(AttentionOp attention) {
   if (attention.getLse())
     return attention;
-  auto query = cast<RankedTensorType>(attention.getQuery().getType());
-  auto lseType = RankedTensorType::get(query.getShape().drop_back(),
-                                       Float32Type::get(attention.getContext()));
+  auto lseType = RankedTensorType::get(
+      ArrayRef<int64_t>(attention.getHeadShapes()[0]).drop_back(),
+      Float32Type::get(attention.getContext()));
   OpBuilder builder(attention);
   auto kept = AttentionOp::create(
       builder, attention.getLoc(), attention.getResult().getType(), lseType,
       attention.getQuery(), attention.getKey(), attention.getValue(),
       attention.getKeyMask(), attention.getCausalAttr(),
       attention.getWindowAttr(), attention.getScaleAttr(),
-      attention.getBshdAttr());
+      attention.getBshdAttr(), attention.getPackedAttr());
   kept->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
   attention.getResult().replaceAllUsesWith(kept.getResult());
   attention.erase();

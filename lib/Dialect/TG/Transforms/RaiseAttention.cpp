@@ -489,12 +489,11 @@ struct TGRaiseAttention
                           1e-6 * defaultScale)
         scale = builder.getF64FloatAttr(*m->scale);
       auto attention = AttentionOp::create(
-          builder, m->last->getLoc(), result, /*lse=*/Type(), m->query,
-          m->key, m->value,
-          m->keyMask, builder.getBoolAttr(m->masking.causal),
+          builder, m->last->getLoc(), result, /*lse=*/Type(), m->query, m->key,
+          m->value, m->keyMask, builder.getBoolAttr(m->masking.causal),
           m->masking.window ? builder.getI64IntegerAttr(m->masking.window)
                             : IntegerAttr(),
-          scale, /*bshd=*/BoolAttr());
+          scale, /*bshd=*/BoolAttr(), /*packed=*/BoolAttr());
       if (failed(mlir::verify(attention))) {
         attention->erase();
         continue;

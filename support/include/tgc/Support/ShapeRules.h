@@ -122,6 +122,24 @@ template <typename A> Shape attentionView(const A &shape, bool bshd) {
   return view;
 }
 
+/// tg.attention's `packed` operand: one bshd tensor [B, T, Hq + 2 Hkv, D]
+/// holding each position's query heads, then its key heads, then its value
+/// heads. `query` and `keyValue` receive the shapes of the query heads
+/// (`queryHeads` Hq of them, the result's) and of the key (and value) heads;
+/// false when `packed` does not split so.
+template <typename A>
+bool packedHeads(const A &packed, int64_t queryHeads, Shape &query,
+                 Shape &keyValue) {
+  if (packed.size() != 4 || queryHeads < 1 || packed[2] <= queryHeads ||
+      (packed[2] - queryHeads) % 2 != 0)
+    return false;
+  query.assign(packed.begin(), packed.end());
+  keyValue = query;
+  query[2] = queryHeads;
+  keyValue[2] = (packed[2] - queryHeads) / 2;
+  return true;
+}
+
 } // namespace tgc::shapes
 
 #endif // TGC_SUPPORT_SHAPERULES_H

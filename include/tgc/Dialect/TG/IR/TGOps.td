@@ -490,7 +490,7 @@ def TG_EmbeddingOp : TG_Op<"embedding", [TG_Differentiable],
 }
 
 def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
-                          ["getMatmulFlops", "getMatmulType",
+                          ["getBytesRead", "getMatmulFlops", "getMatmulType",
                            "getScratchBytes", "getKernelLaunches"]> {
   let summary = "scaled dot-product attention, optionally causal";
   let description = [{
@@ -520,6 +520,13 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
     tg-attention-layout sets it where transposes only move the heads
     between the two layouts.
 
+    With `packed` (and `bshd`), `query`, `key` and `value` are one value,
+    `[B, T, Hq + 2 Hkv, D]`: each position's Hq query heads, then its Hkv
+    key heads, then its Hkv value heads, side by side as a fused QKV
+    projection writes them; Hq is the result's heads, and every rule above
+    reads the three tensors those heads form (tg-pack-qkv sets it where a
+    `tg.split` only took them apart).
+
     `lse`, when present (f32, the query's shape without its last
     dimension), receives each query row's log-sum-exp of its scaled,
     masked scores (-inf for a row that sees no key), which
@@ -532,7 +539,8 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        DefaultValuedAttr<I64Attr, "0">:$window,
                        OptionalAttr<F64Attr>:$scale,
-                       DefaultValuedAttr<BoolAttr, "false">:$bshd);
+                       DefaultValuedAttr<BoolAttr, "false">:$bshd,
+                       DefaultValuedAttr<BoolAttr, "false">:$packed);
   let results = (outs TG_FloatTensor:$result, Optional<TG_FloatTensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $key_mask^)? attr-dict `:`
@@ -542,10 +550,14 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
   let extraClassDeclaration = [{
     /// The scale applied to the scores: the attribute, or 1/sqrt(D).
     double getScaleOrDefault();
+    /// The shapes of the query, key and value as the op reads them: the
+    /// operands', or with `packed` the tensors of their heads.
+    ::llvm::SmallVector<::llvm::SmallVector<int64_t>, 3> getHeadShapes();
   }];
 }
 
-def TG_CrossEntropyOp : TG_Op<"cross_entropy", [TG_Differentiable],
+def TG_CrossEntropyOp : TG_Op<"cross_entropy",
+                              [TG_Differentiable, TG_InPlaceTied],
                               ["getKernelLaunches"]> {
   let summary = "mean softmax cross-entropy with an ignored label";
   let description = [{
@@ -555,12 +567,21 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy", [TG_Differentiable],
     over those positions (0 when there are none), computed in f32, as
     torch.nn.functional.cross_entropy with `reduction='mean'`. A target
     outside `[0, C)` that is not `ignore_index` is a runtime error.
+
+    With `grad` (the scalar cotangent of the loss), the op also returns
+    `logits_grad`, what `tg.cross_entropy_grad` of the same operands and
+    `grad` returns, computed in the same pass over the logits (tg-fuse-loss);
+    it may be written over the logits. The op is differentiated before it
+    has `grad`.
   }];
   let arguments = (ins TG_FloatTensor:$logits, TG_IndexTensor:$targets,
+                       Optional<TG_FloatScalar>:$grad,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
-  let results = (outs TG_FloatScalar:$result);
+  let results = (outs TG_FloatScalar:$result,
+                      Optional<TG_FloatTensor>:$logits_grad);
   let assemblyFormat = [{
-    $logits `,` $targets attr-dict `:` functional-type(operands, results)
+    $logits `,` $targets (`grad` $grad^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -874,7 +895,8 @@ def TG_EmbeddingGradOp : TG_Op<"embedding_grad", [], ["getKernelLaunches"]> {
 }
 
 def TG_AttentionGradOp : TG_Op<"attention_grad", [AttrSizedOperandSegments],
-                              ["getMatmulFlops", "getMatmulType",
+                              ["getBytesRead", "getBytesWritten",
+                               "getMatmulFlops", "getMatmulType",
                                "getScratchBytes", "getKernelLaunches"]> {
   let summary = "gradient of attention with respect to query, key, value";
   let description = [{
@@ -891,6 +913,12 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [AttrSizedOperandSegments],
     `lse`, when present, is the row log-sum-exp that `tg.attention`
     computed for `output`: the kernels that need it read it instead of
     recomputing it, with the same bits.
+
+    With `packed`, the operands are one value as `tg.attention`'s are (Hq
+    from `output`), and `query_grad` is that value's gradient, the three
+    gradients' heads side by side as the operand holds them; `key_grad`
+    and `value_grad` then have the key and value heads' shapes and are not
+    computed (`output_mask` is `[true, false, false]`).
   }];
   let arguments = (ins TG_FloatTensor:$query, TG_FloatTensor:$key,
                        TG_FloatTensor:$value, TG_FloatTensor:$output,
@@ -901,7 +929,8 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [AttrSizedOperandSegments],
                        DefaultValuedAttr<I64Attr, "0">:$window,
                        OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<DenseBoolArrayAttr>:$output_mask,
-                       DefaultValuedAttr<BoolAttr, "false">:$bshd);
+                       DefaultValuedAttr<BoolAttr, "false">:$bshd,
+                       DefaultValuedAttr<BoolAttr, "false">:$packed);
   let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
                       TG_FloatTensor:$value_grad);
   let assemblyFormat = [{
@@ -909,6 +938,10 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [AttrSizedOperandSegments],
     (`lse` $lse^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// As tg.attention's.
+    ::llvm::SmallVector<::llvm::SmallVector<int64_t>, 3> getHeadShapes();
+  }];
 }
 
 def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [TG_InPlace],

@@ -203,6 +203,37 @@ def TGKeepAttentionLse : Pass<"tg-keep-attention-lse", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGPackQkv : Pass<"tg-pack-qkv", "mlir::ModuleOp"> {
+  let summary = "Attention reads a fused QKV projection's output in place";
+  let description = [{
+    Where a `tg.split` along the last axis takes a fused QKV projection's
+    [B, T, (Hq + 2 Hkv) D] output apart into the query, key and value that
+    bshd attentions (and their gradients) read as [B, T, H, D] heads, the
+    attentions read the output itself as [B, T, Hq + 2 Hkv, D] (`packed`),
+    and each gradient writes the three gradients side by side into one
+    result, which replaces the `tg.concat` that joined them: no split and
+    no concat, the same bits. Only attentions the CUDA backend runs fused
+    take part (they address the packed heads in place), and only where
+    every reader of the pieces does. Run on the finished step.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
+def TGFuseLoss : Pass<"tg-fuse-loss", "mlir::ModuleOp"> {
+  let summary = "The loss and its gradient in one pass over the logits";
+  let description = [{
+    A `tg.cross_entropy_grad` that differentiates a `tg.cross_entropy` (the
+    same logits, targets and ignore_index), when nothing else reads the
+    logits, joins it: the loss takes the gradient's seed as `grad` and also
+    returns the gradient (`logits_grad`, which may be written over the
+    logits), so the [rows, vocabulary] logits are read once fewer. Scalar
+    ops that compute the seed (the loss scale, a micro-batch's weight) move
+    before the loss; a seed computed from anything else leaves the pair
+    alone. The same bits as before. Run on the finished step.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGGroupCasts : Pass<"tg-group-casts", "mlir::ModuleOp"> {
   let summary = "The casts of a step's parameters become one tg.multi_cast";
   let description = [{
