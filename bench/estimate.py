@@ -208,7 +208,12 @@ def main():
             "and norm gradients read 16-bit values, norms write them), the "
             "parameters' casts to 16 bits run as one multi-tensor op "
             "(tg-group-casts) and adjacent AdamW updates as another "
-            "(tg-group-updates), 32 tensors a launch.", "",
+            "(tg-group-updates), 256 tensors a launch; the residual adds "
+            "run in the norms' kernels (tg-fuse-residuals), attention "
+            "reads the fused QKV projection's output in place and writes "
+            "one gradient, so no split or concat runs (tg-pack-qkv), and "
+            "the loss computes its gradient in the same pass over the "
+            "logits (tg-fuse-loss).", "",
             launch_table(results["B=8 bf16, --fuse"]), ""]
     path = os.path.join(ROOT, "bench", "ESTIMATE.md")
     open(path, "w").write("\n".join(out))
