@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every tgc test: the README's test command, and
 # what CI runs. After the suite on the normal build: its numerics-sensitive
-# part again under every other CPU kernel set this machine can execute
+# part again under the CPU kernel set next below this machine's own
 # (scripts/test-kernel-sets.sh: OpenBLAS's kernels and the vector math of an
-# AVX-only and an AVX2 CPU, on an AVX-512 one), the same suite on an
+# AVX2 CPU on an AVX-512 one, of an AVX-only CPU on an AVX2 one), the same
+# suite on an
 # AddressSanitizer + UBSan build (scripts/test-sanitized.sh), and every
 # fuzzing harness for a bounded time (scripts/fuzz.sh; TGC_FUZZ_SECONDS,
 # default 20 per harness).

@@ -310,16 +310,46 @@ void mma_sync(fragment<accumulator, M, N, K, float> &d,
               const fragment<matrix_b, M, N, K, TB, LB> &b,
               const fragment<accumulator, M, N, K, float> &c) {
   detail::warpRendezvous();
-  float result[M * N];
+  // Every lane of the warp holds the whole fragment here and the lanes run
+  // one after another on this host thread, so the product of the same
+  // operands is computed once and copied: the memo is compared bit for bit
+  // (a lane whose operands differ computes its own).
+  struct Memo {
+    bool valid = false;
+    fragment<matrix_a, M, N, K, TA, LA> a;
+    fragment<matrix_b, M, N, K, TB, LB> b;
+    fragment<accumulator, M, N, K, float> c, d;
+  };
+  static thread_local Memo memo;
+  if (memo.valid && std::memcmp(&memo.a, &a, sizeof a) == 0 &&
+      std::memcmp(&memo.b, &b, sizeof b) == 0 &&
+      std::memcmp(&memo.c, &c, sizeof c) == 0) {
+    d = memo.d;
+    return;
+  }
+  memo.a = a;
+  memo.b = b;
+  memo.c = c;
+  // Widened once (a half's host conversion is a software routine), then
+  // each element summed over p in order, from c: the i-p-j loop order
+  // changes no sum, and lets the compiler vectorize over j.
+  float wideA[M * K], wideB[K * N], result[M * N];
+  for (int i = 0; i < M * K; ++i)
+    wideA[i] = detail::toFloat(a.x[i]);
+  for (int i = 0; i < K * N; ++i)
+    wideB[i] = detail::toFloat(b.x[i]);
+  for (int i = 0; i < M * N; ++i)
+    result[i] = c.x[i];
   for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      float sum = c.x[i * N + j];
-      for (int p = 0; p < K; ++p)
-        sum += detail::toFloat(a.x[i * K + p]) * detail::toFloat(b.x[p * N + j]);
-      result[i * N + j] = sum;
+    for (int p = 0; p < K; ++p) {
+      float left = wideA[i * K + p];
+      for (int j = 0; j < N; ++j)
+        result[i * N + j] += left * wideB[p * N + j];
     }
   for (int i = 0; i < M * N; ++i)
-    d.x[i] = result[i];
+    memo.d.x[i] = result[i];
+  memo.valid = true;
+  d = memo.d;
 }
 
 } // namespace nvcuda::wmma
