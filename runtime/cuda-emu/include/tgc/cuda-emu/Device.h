@@ -332,22 +332,20 @@ void mma_sync(fragment<accumulator, M, N, K, float> &d,
   memo.c = c;
   // Widened once (a half's host conversion is a software routine), then
   // each element summed over p in order, from c: the i-p-j loop order
-  // changes no sum, and lets the compiler vectorize over j.
-  float wideA[M * K], wideB[K * N], result[M * N];
+  // changes no sum, and lets the compiler vectorize over j. The sum is
+  // taken in the memo, so d may alias c.
+  float wideA[M * K], wideB[K * N];
   for (int i = 0; i < M * K; ++i)
     wideA[i] = detail::toFloat(a.x[i]);
   for (int i = 0; i < K * N; ++i)
     wideB[i] = detail::toFloat(b.x[i]);
-  for (int i = 0; i < M * N; ++i)
-    result[i] = c.x[i];
+  memo.d = c;
   for (int i = 0; i < M; ++i)
     for (int p = 0; p < K; ++p) {
       float left = wideA[i * K + p];
       for (int j = 0; j < N; ++j)
-        result[i * N + j] += left * wideB[p * N + j];
+        memo.d.x[i * N + j] += left * wideB[p * N + j];
     }
-  for (int i = 0; i < M * N; ++i)
-    memo.d.x[i] = result[i];
   memo.valid = true;
   d = memo.d;
 }
