@@ -133,8 +133,8 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
   // residual adds, norms and their gradients read or write 16-bit values as
   // they are), attention keeps its row log-sum-exp for its gradient and
   // reads a fused QKV projection's output in place (its gradient written
-  // into one tensor), and
-  // the parameters' casts to 16 bits and adjacent AdamW updates run as
+  // into one tensor), bias sums and GELU's gradients join the backward
+  // GEMMs' epilogues, and the parameters' casts to 16 bits and adjacent AdamW updates run as
   // multi-tensor ops, and the loss computes its gradient in the same pass
   // over the logits (last: it moves the backward seed before the loss).
   if (options.fuse) {
@@ -142,6 +142,9 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     pm.addPass(tg::createTGFoldCasts());
     pm.addPass(tg::createTGKeepAttentionLse());
     pm.addPass(tg::createTGPackQkv());
+    tg::TGFuseBiasGradsOptions biasGrads;
+    biasGrads.printSummary = !options.quiet;
+    pm.addPass(tg::createTGFuseBiasGrads(biasGrads));
     pm.addPass(tg::createTGGroupCasts());
     pm.addPass(tg::createTGGroupUpdates());
     pm.addPass(tg::createTGFuseLoss());

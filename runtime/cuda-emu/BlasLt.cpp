@@ -47,7 +47,11 @@ struct Operation {
   cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
   /// The epilogue: DEFAULT, or BIAS, GELU_BIAS, GELU_AUX_BIAS with a bias of
   /// D's type (one value per row of D) and, with AUX, the pre-activation
-  /// written in D's type at `auxLd`.
+  /// written in D's type at `auxLd`; or the backward ones, which write the
+  /// bias vector (D's type): BGRADA (the sums of op(A) over k, one per row
+  /// of D), BGRADB (of op(B), one per column), DGELU and DGELU_BGRAD (D
+  /// times GELU's gradient at the auxiliary input, read in D's type at
+  /// `auxLd`, and with BGRAD the sums of D's rows).
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const void *bias = nullptr;
   void *aux = nullptr;
@@ -165,6 +169,53 @@ float roundToTF32(float value) {
   return value;
 }
 
+/// The backward epilogues of one product: `acc` (m x n, row-major, D's row
+/// index first) is alpha * op(A) @ op(B); sums are f32, in index order.
+void backwardEpilogue(const Operation &op, uint64_t m, uint64_t n, uint64_t k,
+                      float alphaValue, const std::vector<float> &opA,
+                      const std::vector<float> &opB,
+                      const std::vector<float> &acc, float betaValue,
+                      const void *C, const Layout &c, int64_t cBase, void *D,
+                      const Layout &d, int64_t dBase) {
+  void *bias = const_cast<void *>(op.bias);
+  if (op.epilogue == CUBLASLT_EPILOGUE_BGRADA)
+    for (uint64_t i = 0; i < m; ++i) {
+      float sum = 0.0f;
+      for (uint64_t p = 0; p < k; ++p)
+        sum += opA[i * k + p];
+      store(bias, d.type, int64_t(i), sum);
+    }
+  if (op.epilogue == CUBLASLT_EPILOGUE_BGRADB)
+    for (uint64_t j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (uint64_t p = 0; p < k; ++p)
+        sum += opB[p * n + j];
+      store(bias, d.type, int64_t(j), sum);
+    }
+  bool dgelu = op.epilogue == CUBLASLT_EPILOGUE_DGELU ||
+               op.epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+  for (uint64_t i = 0; i < m; ++i) {
+    float rowSum = 0.0f;
+    for (uint64_t j = 0; j < n; ++j) {
+      float value = alphaValue * acc[i * n + j];
+      if (betaValue != 0.0f)
+        value += betaValue *
+                 load(C, c.type, cBase + int64_t(j) * c.ld + int64_t(i));
+      if (dgelu) {
+        float x = load(op.aux, d.type, int64_t(j) * op.auxLd + int64_t(i));
+        float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+        float t = std::tanh(u);
+        float du = 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+        value *= 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+        rowSum += value;
+      }
+      store(D, d.type, dBase + int64_t(j) * d.ld + int64_t(i), value);
+    }
+    if (op.epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD)
+      store(bias, d.type, int64_t(i), rowSum);
+  }
+}
+
 /// D = alpha * op(A) @ op(B) + beta * C for every batch entry.
 void multiply(const Operation &op, uint64_t m, uint64_t n, uint64_t k,
               float alphaValue, const void *A, const Layout &a, const void *B,
@@ -197,6 +248,14 @@ void multiply(const Operation &op, uint64_t m, uint64_t n, uint64_t k,
         tgc::rt::cpu::kCblasRowMajor, tgc::rt::cpu::kCblasNoTrans,
         tgc::rt::cpu::kCblasNoTrans, int(m), int(n), int(k), 1.0f, opA.data(), int(k), opB.data(), int(n), 0.0f,
                 acc.data(), int(n));
+    if (op.epilogue == CUBLASLT_EPILOGUE_BGRADA ||
+        op.epilogue == CUBLASLT_EPILOGUE_BGRADB ||
+        op.epilogue == CUBLASLT_EPILOGUE_DGELU ||
+        op.epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD) {
+      backwardEpilogue(op, m, n, k, alphaValue, opA, opB, acc, betaValue, C,
+                       c, cBase, D, d, dBase);
+      continue;
+    }
     bool bias = op.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
     bool gelu = op.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS ||
                 op.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
@@ -315,7 +374,11 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(
     if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
         epilogue != CUBLASLT_EPILOGUE_BIAS &&
         epilogue != CUBLASLT_EPILOGUE_GELU_BIAS &&
-        epilogue != CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+        epilogue != CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+        epilogue != CUBLASLT_EPILOGUE_BGRADA &&
+        epilogue != CUBLASLT_EPILOGUE_BGRADB &&
+        epilogue != CUBLASLT_EPILOGUE_DGELU &&
+        epilogue != CUBLASLT_EPILOGUE_DGELU_BGRAD)
       return reject(CUBLAS_STATUS_NOT_SUPPORTED,
                     "epilogue " + std::to_string(int(epilogue)) +
                         " is not emulated");
@@ -489,19 +552,30 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
     if (d.batchCount != 1)
       return reject(CUBLAS_STATUS_NOT_SUPPORTED,
                     "an epilogue over a batch of products");
-    if (!op.bias || reinterpret_cast<uintptr_t>(op.bias) % 16 ||
-        !inAllocation(op.bias, d.rows * bytes, Memory::Device))
+    // BGRADB's vector has one value per column of D, every other one per
+    // row; DGELU alone has none.
+    uint64_t biasLength =
+        op.epilogue == CUBLASLT_EPILOGUE_BGRADB ? d.cols : d.rows;
+    if (op.epilogue != CUBLASLT_EPILOGUE_DGELU &&
+        (!op.bias || reinterpret_cast<uintptr_t>(op.bias) % 16 ||
+         !inAllocation(op.bias, biasLength * bytes, Memory::Device)))
       return reject(CUBLAS_STATUS_INVALID_VALUE,
                     "the epilogue's bias is not 16-byte aligned device "
-                    "memory of D's rows");
-    if (op.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+                    "memory of D's " +
+                        std::string(op.epilogue == CUBLASLT_EPILOGUE_BGRADB
+                                        ? "columns"
+                                        : "rows"));
+    bool auxiliary = op.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
+                     op.epilogue == CUBLASLT_EPILOGUE_DGELU ||
+                     op.epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    if (auxiliary &&
         (!op.aux || reinterpret_cast<uintptr_t>(op.aux) % 16 ||
          op.auxLd < int64_t(d.rows) || op.auxLd % 8 ||
          !inAllocation(op.aux,
                        (size_t(op.auxLd) * (d.cols - 1) + d.rows) * bytes,
                        Memory::Device)))
       return reject(CUBLAS_STATUS_INVALID_VALUE,
-                    "the epilogue's auxiliary output is not 16-byte aligned "
+                    "the epilogue's auxiliary matrix is not 16-byte aligned "
                     "device memory of D's shape with a leading dimension "
                     "that is a multiple of 8");
   }

@@ -68,6 +68,12 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::MatmulAdd:
     return matmulAdd(ctx, in[0], in[1], in[2], inst.getBool("transpose_lhs"),
                      inst.getBool("transpose_rhs"), out[0]);
+  case Kernel::MatmulBiasGrad:
+    return matmulBiasGrad(ctx, in[0], in[1], inst.getBool("bias_of_lhs"),
+                          out[0], out[1]);
+  case Kernel::MatmulGeluGrad:
+    return matmulGeluGrad(ctx, in[0], in[1], in[2],
+                          inst.getBool("transpose_rhs"), out[0], out[1]);
   case Kernel::Linear:
     return linear(ctx, in[0], in[1], in[2], inst.getBool("gelu"), out[0],
                   out.size() > 1 ? &out[1] : nullptr);

@@ -270,23 +270,23 @@ Status geluExact(Context &ctx, const TensorRef &input, TensorRef &result) {
   return unary(input, result, [](float x) { return geluErf(x); });
 }
 
+void geluTanhGradArray(const float *xs, const float *gs, float *out,
+                       int64_t count) {
+  float ts[kBlock];
+  for (int64_t b = 0; b < count; b += kBlock) {
+    int64_t n = std::min(kBlock, count - b);
+    geluTanhInner(xs + b, ts, n);
+    for (int64_t i = 0; i < n; ++i) {
+      float x = xs[b + i], g = gs[b + i], t = ts[i];
+      float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+      out[b + i] = g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+    }
+  }
+}
+
 Status geluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                 TensorRef &result) {
-  return pointwise2Array(
-      input, "input", grad, result,
-      [](const float *xs, const float *gs, float *out, int64_t count) {
-        float ts[kBlock];
-        for (int64_t b = 0; b < count; b += kBlock) {
-          int64_t n = std::min(kBlock, count - b);
-          geluTanhInner(xs + b, ts, n);
-          for (int64_t i = 0; i < n; ++i) {
-            float x = xs[b + i], g = gs[b + i], t = ts[i];
-            float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
-            out[b + i] =
-                g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
-          }
-        }
-      });
+  return pointwise2Array(input, "input", grad, result, geluTanhGradArray);
 }
 
 Status geluExactGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,

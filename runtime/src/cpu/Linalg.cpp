@@ -349,4 +349,91 @@ Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,
   return Status::success();
 }
 
+namespace {
+
+/// The sum over the rows of `values` ([rows, cols], f32) into `result`
+/// ([cols]), accumulated in double in row order (sumTo accumulates in
+/// double too: the same f32 sums).
+void sumRows(const float *values, int64_t rows, int64_t cols,
+             TensorRef &result) {
+  std::vector<double> acc(size_t(cols), 0.0);
+  parallelFor(cols,
+              std::max<int64_t>(64, (1 << 16) / std::max<int64_t>(rows, 1)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t r = 0; r < rows; ++r)
+                  for (int64_t j = begin; j < end; ++j)
+                    acc[size_t(j)] += values[r * cols + j];
+              });
+  for (int64_t j = 0; j < cols; ++j)
+    storeF32(result, j, float(acc[size_t(j)]));
+}
+
+} // namespace
+
+Status matmulBiasGrad(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+                      bool biasOfLhs, TensorRef &product, TensorRef &biasGrad) {
+  TGC_RETURN_IF_ERROR(expectValid(lhs, "lhs"));
+  TGC_RETURN_IF_ERROR(expectValid(rhs, "rhs"));
+  TGC_RETURN_IF_ERROR(expectValid(biasGrad, "bias_grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(biasGrad, lhs, "bias_grad"));
+  shapes::BiasGradShapes expected =
+      shapes::matmulBiasGrad(lhs.shape, rhs.shape, biasOfLhs);
+  if (!expected.ok())
+    return Status::failure("matmul_bias_grad " + expected.error);
+  TGC_RETURN_IF_ERROR(expectShape(biasGrad, expected.bias, "bias_grad"));
+  if (overlaps(biasGrad, lhs) || overlaps(biasGrad, rhs) ||
+      overlaps(biasGrad, product))
+    return Status::failure("matmul_bias_grad's bias_grad overlaps another "
+                           "tensor");
+  // The sum first: the product may be written over an operand.
+  const TensorRef &summed = biasOfLhs ? lhs : rhs;
+  F32Operand values(summed);
+  sumRows(values.data(), summed.shape[0], summed.shape[1], biasGrad);
+  return matmul(ctx, lhs, rhs, /*transposeLhs=*/true, /*transposeRhs=*/false,
+                product);
+}
+
+Status matmulGeluGrad(Context &ctx, const TensorRef &grad,
+                      const TensorRef &weight, const TensorRef &preactivation,
+                      bool transposeRhs, TensorRef &result,
+                      TensorRef &biasGrad) {
+  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectValid(weight, "weight"));
+  TGC_RETURN_IF_ERROR(expectValid(preactivation, "preactivation"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectValid(biasGrad, "bias_grad"));
+  TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
+  TGC_RETURN_IF_ERROR(expectSameDType(weight, grad, "weight"));
+  TGC_RETURN_IF_ERROR(expectSameDType(preactivation, grad, "preactivation"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, grad, "result"));
+  TGC_RETURN_IF_ERROR(expectSameDType(biasGrad, grad, "bias_grad"));
+  shapes::BiasGradShapes expected = shapes::matmulGeluGrad(
+      grad.shape, weight.shape, preactivation.shape, transposeRhs);
+  if (!expected.ok())
+    return Status::failure("matmul_gelu_grad " + expected.error);
+  TGC_RETURN_IF_ERROR(expectShape(result, expected.product, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(biasGrad, expected.bias, "bias_grad"));
+  int64_t k = expected.bias[0], n = grad.shape.back();
+  int64_t rows = k == 0 ? 0 : result.numElements() / k;
+  if (rows > INT_MAX || n > INT_MAX || k > INT_MAX)
+    return Status::failure("matmul_gelu_grad size exceeds the BLAS integer "
+                           "range");
+  // The f32 product, GELU's gradient of each row as tg.gelu_grad computes
+  // it, then the bias sum of the f32 values: in f32 the bits of matmul
+  // (whose batch folds into the rows the same way), gelu_grad and sum_to.
+  F32Operand g(grad), w(weight), x(preactivation);
+  std::vector<float> products(size_t(rows * k));
+  gemmF32(false, transposeRhs, rows, k, n, 1.0f, g.data(), n, w.data(),
+          transposeRhs ? n : k, 0.0f, products.data(), k);
+  float *ps = products.data();
+  const float *xs = x.data();
+  parallelFor(rows, grainFor(k), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      geluTanhGradArray(xs + r * k, ps + r * k, ps + r * k, k);
+  });
+  sumRows(ps, rows, k, biasGrad);
+  storeF32Array(ps, rows * k, result);
+  return Status::success();
+}
+
 } // namespace tgc::rt::cpu

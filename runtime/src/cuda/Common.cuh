@@ -116,6 +116,15 @@ __device__ inline float geluTanh(float x) {
   return 0.5f * x * (1.0f + tanhf(u));
 }
 
+/// `g * gelu'(x)` of the tanh approximation (tg.gelu_grad, and
+/// tg.matmul_gelu_grad where cuBLASLt's epilogue cannot take it).
+__device__ inline float geluTanhGrad(float x, float g) {
+  float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+  float t = tanhf(u);
+  float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+  return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+}
+
 /// Reads element i of a float tensor of dtype `dtype` as f32.
 __device__ inline float loadFloat(const void *data, DType dtype, int64_t i) {
   switch (dtype) {

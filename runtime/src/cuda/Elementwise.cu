@@ -162,10 +162,7 @@ template <UnaryOp Op> __device__ inline float applyUnary(float x) {
 /// gradient.
 template <GradOp Op> __device__ inline float applyGrad(float x, float g) {
   if constexpr (Op == GradOp::Gelu) {
-    float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
-    float t = tanhf(u);
-    float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
-    return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+    return geluTanhGrad(x, g);
   } else if constexpr (Op == GradOp::GeluExact) {
     float cdf = 0.5f * (1.0f + erff(x * kSqrtHalf));
     return g * (cdf + x * kInvSqrt2Pi * expf(-0.5f * x * x));

@@ -26,6 +26,7 @@
 #include <climits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,8 @@ Status makeLayout(cublasLtMatrixLayout_t &layout, DType dtype, int64_t rows,
 /// a small model, and a training step asks the same questions every time.
 std::mutex algoCacheMutex;
 std::map<std::vector<int64_t>, cublasLtMatmulAlgo_t> algoCache;
+/// Problems the heuristic had no algorithm for (epilogues with a fallback).
+std::set<std::vector<int64_t>> noAlgoCache;
 
 } // namespace
 
@@ -124,9 +127,13 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
   DType outType = p.f32Output ? DType::F32 : p.dtype;
   size_t outSize = dtypeSize(outType);
   cudaStream_t stream = streamOf(ctx);
-  if (p.bias && (p.batchCount != 1 || p.k == 0))
+  if ((p.bias || p.biasGrad || p.geluInput) && (p.batchCount != 1 || p.k == 0))
     return Status::failure("a GEMM epilogue takes one product with a "
                            "contraction");
+  if ((p.bias && (p.biasGrad || p.geluInput)) ||
+      (p.geluInput && (!p.biasGrad || p.biasGradOfA)))
+    return Status::failure("a GEMM's backward epilogue is DGELU_BGRAD, "
+                           "BGRADA or BGRADB alone");
   if (p.k == 0 && p.beta != 0.0f)
     return Status::success();
   if (p.k == 0) {
@@ -183,6 +190,31 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
   // The epilogue: in C^T's column-major terms the bias runs down the n
   // rows, and the pre-activation has C's layout.
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (p.biasGrad) {
+    // Ours op(B) is cuBLASLt's A: its sums are BGRADA's (C^T's n rows).
+    epilogue = p.geluInput    ? CUBLASLT_EPILOGUE_DGELU_BGRAD
+               : p.biasGradOfA ? CUBLASLT_EPILOGUE_BGRADB
+                               : CUBLASLT_EPILOGUE_BGRADA;
+    TGC_BLAS_CALL(blasLt().descSetAttribute(
+                      desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                      sizeof(epilogue)),
+                  "setting the epilogue");
+    TGC_BLAS_CALL(blasLt().descSetAttribute(
+                      desc.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                      &p.biasGrad, sizeof(p.biasGrad)),
+                  "setting the bias gradient");
+    if (p.geluInput) {
+      int64_t auxLd = p.n;
+      TGC_BLAS_CALL(blasLt().descSetAttribute(
+                        desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                        &p.geluInput, sizeof(p.geluInput)),
+                    "setting the epilogue's auxiliary input");
+      TGC_BLAS_CALL(blasLt().descSetAttribute(
+                        desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                        &auxLd, sizeof(auxLd)),
+                    "setting the auxiliary input's leading dimension");
+    }
+  }
   if (p.bias) {
     epilogue = !p.gelu ? CUBLASLT_EPILOGUE_BIAS
                : p.aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
@@ -238,6 +270,10 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
   bool cached = false;
   {
     std::lock_guard<std::mutex> lock(algoCacheMutex);
+    if (p.noAlgorithm && noAlgoCache.count(key)) {
+      *p.noAlgorithm = true;
+      return Status::success();
+    }
     auto it = algoCache.find(key);
     if (it != algoCache.end()) {
       algo = it->second;
@@ -272,6 +308,12 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
                                        desc.second, desc.output, desc.output,
                                        desc.preference, 1, &heuristic, &found),
         "cublasLtMatmulAlgoGetHeuristic");
+    if (found == 0 && p.noAlgorithm) {
+      std::lock_guard<std::mutex> lock(algoCacheMutex);
+      noAlgoCache.insert(key);
+      *p.noAlgorithm = true;
+      return Status::success();
+    }
     if (found == 0)
       return Status::failure(
           std::string("cuBLASLt has no algorithm for a ") + dtypeName(p.dtype) +
@@ -500,6 +542,172 @@ Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,
       product.data, bias.data, result.dtype, rows, n, gelu, result.data,
       preactivation ? preactivation->data : nullptr);
   TGC_CUDA_LAUNCH("biasGeluKernel");
+  return Status::success();
+}
+
+namespace {
+
+/// The fallback of tg.matmul_gelu_grad's epilogue: `product` (f32, [rows,
+/// n]) becomes `product * gelu'(preactivation)`, rounded into `result`.
+__global__ void geluGradRowsKernel(float *product, const void *preactivation,
+                                   DType dtype, int64_t count, void *result) {
+  TGC_GRID_LOOP(i, count) {
+    float value =
+        geluTanhGrad(loadFloat(preactivation, dtype, i), product[i]);
+    product[i] = value;
+    storeFloat(result, dtype, i, value);
+  }
+}
+
+/// The sums over the rows of `values` (f32, [rows, n]) into `sums` (n
+/// values of `dtype`): one thread a column, in row order.
+__global__ void sumRowsKernel(const float *values, int64_t rows, int64_t n,
+                              DType dtype, void *sums) {
+  TGC_GRID_LOOP(j, n) {
+    float sum = 0.0f;
+    for (int64_t r = 0; r < rows; ++r)
+      sum += values[r * n + j];
+    storeFloat(sums, dtype, j, sum);
+  }
+}
+
+/// Whether cuBLASLt's backward epilogues may take these buffers: 16-byte
+/// aligned vectors and outputs, and rows of a multiple of 8 elements (the
+/// auxiliary input's leading dimension).
+bool backwardEpilogueFits(int64_t n, std::initializer_list<const void *> data) {
+  if (n % 8 != 0)
+    return false;
+  for (const void *pointer : data)
+    if (pointer && alignmentOf(pointer, 0) < 16)
+      return false;
+  return true;
+}
+
+} // namespace
+
+Status matmulBiasGrad(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
+                      bool biasOfLhs, TensorRef &product, TensorRef &biasGrad) {
+  if (!isFloat(lhs.dtype) || rhs.dtype != lhs.dtype ||
+      product.dtype != lhs.dtype || biasGrad.dtype != lhs.dtype)
+    return Status::failure("matmul_bias_grad needs operands and results of "
+                           "one float type");
+  shapes::BiasGradShapes expected =
+      shapes::matmulBiasGrad(lhs.shape, rhs.shape, biasOfLhs);
+  if (!expected.ok())
+    return Status::failure("matmul_bias_grad " + expected.error);
+  if (product.shape != expected.product || biasGrad.shape != expected.bias)
+    return Status::failure("matmul_bias_grad results have the wrong shapes");
+  for (const TensorRef *out : {&product, &biasGrad})
+    if (bytesOverlap(*out, lhs) || bytesOverlap(*out, rhs))
+      return Status::failure("matmul_bias_grad results must not overlap its "
+                             "operands");
+  const TensorRef &summed = biasOfLhs ? lhs : rhs;
+  int64_t rows = lhs.shape[0], m = lhs.shape[1], n = rhs.shape[1];
+  bool noAlgorithm = false;
+  if (rows > 0 && m > 0 && n > 0 && rows <= INT_MAX && m <= INT_MAX &&
+      n <= INT_MAX &&
+      backwardEpilogueFits(n, {product.data, biasGrad.data})) {
+    if (Status s = ctx.reserveWorkspace(kGemmWorkspaceBytes); !s.ok())
+      return s;
+    GemmProblem problem;
+    problem.dtype = lhs.dtype;
+    problem.transposeA = true;
+    problem.m = m;
+    problem.n = n;
+    problem.k = rows;
+    problem.a = lhs.data;
+    problem.b = rhs.data;
+    problem.c = product.data;
+    problem.biasGrad = biasGrad.data;
+    problem.biasGradOfA = biasOfLhs;
+    problem.noAlgorithm = &noAlgorithm;
+    if (Status s = gemm(ctx, problem, ctx.workspace); !s.ok() || !noAlgorithm)
+      return s;
+  }
+  // The product, then the sum of the operand's rows.
+  if (Status s = matmul(ctx, lhs, rhs, /*transposeLhs=*/true,
+                        /*transposeRhs=*/false, product);
+      !s.ok())
+    return s;
+  return sumTo(ctx, summed, biasGrad);
+}
+
+Status matmulGeluGrad(Context &ctx, const TensorRef &grad,
+                      const TensorRef &weight, const TensorRef &preactivation,
+                      bool transposeRhs, TensorRef &result,
+                      TensorRef &biasGrad) {
+  if (!isFloat(grad.dtype) || weight.dtype != grad.dtype ||
+      preactivation.dtype != grad.dtype || result.dtype != grad.dtype ||
+      biasGrad.dtype != grad.dtype)
+    return Status::failure("matmul_gelu_grad needs operands and results of "
+                           "one float type");
+  shapes::BiasGradShapes expected = shapes::matmulGeluGrad(
+      grad.shape, weight.shape, preactivation.shape, transposeRhs);
+  if (!expected.ok())
+    return Status::failure("matmul_gelu_grad " + expected.error);
+  if (result.shape != expected.product || biasGrad.shape != expected.bias)
+    return Status::failure("matmul_gelu_grad results have the wrong shapes");
+  for (const TensorRef *out : {&result, &biasGrad})
+    if (bytesOverlap(*out, grad) || bytesOverlap(*out, weight) ||
+        bytesOverlap(*out, preactivation))
+      return Status::failure("matmul_gelu_grad results must not overlap its "
+                             "operands");
+  int64_t k = expected.bias[0], n = grad.shape.back();
+  int64_t rows = k == 0 ? 0 : result.numElements() / k;
+  cudaStream_t stream = streamOf(ctx);
+  if (k == 0)
+    return Status::success();
+  if (rows == 0 || n == 0) {
+    // No rows: no bias sums; an empty contraction: zeros everywhere.
+    if (result.numBytes() > 0)
+      TGC_CUDA_CALL(cudaMemsetAsync(result.data, 0, result.numBytes(), stream));
+    TGC_CUDA_CALL(cudaMemsetAsync(biasGrad.data, 0, biasGrad.numBytes(), stream));
+    return Status::success();
+  }
+  if (rows > INT_MAX || n > INT_MAX || k > INT_MAX)
+    return Status::failure("matmul_gelu_grad has more rows than cuBLASLt "
+                           "takes");
+  GemmProblem problem;
+  problem.dtype = grad.dtype;
+  problem.transposeB = transposeRhs;
+  problem.m = rows;
+  problem.n = k;
+  problem.k = n;
+  problem.a = grad.data;
+  problem.b = weight.data;
+  bool noAlgorithm = false;
+  if (backwardEpilogueFits(k, {result.data, biasGrad.data,
+                               preactivation.data})) {
+    if (Status s = ctx.reserveWorkspace(kGemmWorkspaceBytes); !s.ok())
+      return s;
+    problem.c = result.data;
+    problem.biasGrad = biasGrad.data;
+    problem.geluInput = preactivation.data;
+    problem.noAlgorithm = &noAlgorithm;
+    if (Status s = gemm(ctx, problem, ctx.workspace); !s.ok() || !noAlgorithm)
+      return s;
+  }
+  // The f32 product in the workspace, GELU's gradient over it (rounded
+  // into the result), then the bias sums of the f32 values.
+  size_t productBytes = size_t(rows * k) * sizeof(float);
+  if (Status s = ctx.reserveWorkspace(kGemmWorkspaceBytes + productBytes);
+      !s.ok())
+    return s;
+  float *products = reinterpret_cast<float *>(
+      static_cast<char *>(ctx.workspace) + kGemmWorkspaceBytes);
+  problem.c = products;
+  problem.f32Output = true;
+  problem.biasGrad = nullptr;
+  problem.geluInput = nullptr;
+  problem.noAlgorithm = nullptr;
+  if (Status s = gemm(ctx, problem, ctx.workspace); !s.ok())
+    return s;
+  geluGradRowsKernel<<<blocksFor(rows * k), 256, 0, stream>>>(
+      products, preactivation.data, grad.dtype, rows * k, result.data);
+  TGC_CUDA_LAUNCH("geluGradRowsKernel");
+  sumRowsKernel<<<blocksFor(k), 256, 0, stream>>>(products, rows, k,
+                                                  grad.dtype, biasGrad.data);
+  TGC_CUDA_LAUNCH("sumRowsKernel");
   return Status::success();
 }
 

@@ -49,6 +49,18 @@ struct GemmProblem {
   const void *bias = nullptr;
   bool gelu = false;
   void *aux = nullptr;
+  /// The backward epilogues (one batch entry only, no forward epilogue):
+  /// `biasGrad` receives, in C's type, the sums over the contraction of
+  /// op(B) (n values, cuBLASLt's BGRADA in its swapped terms) or with
+  /// `biasGradOfA` of op(A) (m values, BGRADB). With `geluInput` (C's type
+  /// and layout) C becomes `product * gelu'(geluInput)` (DGELU) and
+  /// `biasGrad` the sums of that over C's rows (n values, DGELU_BGRAD).
+  void *biasGrad = nullptr;
+  bool biasGradOfA = false;
+  const void *geluInput = nullptr;
+  /// When set, a problem cuBLASLt has no algorithm for sets it and enqueues
+  /// nothing (the caller runs its own kernels); otherwise that is an error.
+  bool *noAlgorithm = nullptr;
 };
 
 /// Enqueues `problem` on the context's stream. `workspace` holds

@@ -214,6 +214,24 @@ private:
     return shapeIs(in(2), {w[1]}) && shapeIs(out(0), expected) &&
            (!gelu || same(out(1), out(0)));
   }
+  /// tg.matmul_bias_grad (operands lhs, rhs) and tg.matmul_gelu_grad
+  /// (grad, weight, preactivation): one float type throughout, the shapes
+  /// of ShapeRules.h.
+  bool biasGradProduct(bool gelu) {
+    if (!counts(gelu ? 3 : 2, 2) || !floatT(in(0)) ||
+        !sameDType(in(0), in(1)) || (gelu && !sameDType(in(0), in(2))) ||
+        !sameDType(in(0), out(0)) || !sameDType(in(0), out(1)))
+      return false;
+    shapes::BiasGradShapes expected =
+        gelu ? shapes::matmulGeluGrad(in(0).shape, in(1).shape, in(2).shape,
+                                      inst.getBool("transpose_rhs"))
+             : shapes::matmulBiasGrad(in(0).shape, in(1).shape,
+                                      inst.getBool("bias_of_lhs"));
+    if (!expected.ok())
+      return fail((gelu ? "matmul_gelu_grad " : "matmul_bias_grad ") +
+                  expected.error);
+    return shapeIs(out(0), expected.product) && shapeIs(out(1), expected.bias);
+  }
   /// A norm's input and its optional addend (operand `addendAt`) and sum
   /// (result 1), as a tg.add of the two would have them; `normalized` is
   /// set to the tensor the norm normalizes (the input, or the sum).
@@ -421,6 +439,12 @@ Status Checker::run() {
     break;
   case Kernel::Linear:
     ok = linear();
+    break;
+  case Kernel::MatmulBiasGrad:
+    ok = biasGradProduct(/*gelu=*/false);
+    break;
+  case Kernel::MatmulGeluGrad:
+    ok = biasGradProduct(/*gelu=*/true);
     break;
   case Kernel::Add:
   case Kernel::Sub:

@@ -2505,6 +2505,62 @@ func.func @micro(%w: tensor<4xf32> {tg.param = "w"}, %s: tensor<4xf32> {tg.state
 
 // -----
 
+func.func @matmul_bias_grad_rows(%x: tensor<8x16xf32>, %dy: tensor<6x4xf32>) {
+  // expected-error @+1 {{'tg.matmul_bias_grad' op operands' rows differ: 8 (lhs) and 6 (rhs)}}
+  %p, %b = tg.matmul_bias_grad %x, %dy : (tensor<8x16xf32>, tensor<6x4xf32>) -> (tensor<16x4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @matmul_bias_grad_rank(%x: tensor<2x8x16xf32>, %dy: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'tg.matmul_bias_grad' op operands must have rank 2, found ranks 3 and 3}}
+  %p, %b = tg.matmul_bias_grad %x, %dy : (tensor<2x8x16xf32>, tensor<2x8x4xf32>) -> (tensor<16x4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @matmul_bias_grad_bias_shape(%x: tensor<8x16xf32>, %dy: tensor<8x4xf32>) {
+  // expected-error @+1 {{'tg.matmul_bias_grad' op bias_grad must have shape [16], found [4]}}
+  %p, %b = tg.matmul_bias_grad %x, %dy {bias_of_lhs = true} : (tensor<8x16xf32>, tensor<8x4xf32>) -> (tensor<16x4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @matmul_bias_grad_type(%x: tensor<8x16xbf16>, %dy: tensor<8x4xbf16>) {
+  // expected-error @+1 {{'tg.matmul_bias_grad' op element types must match, found 'bf16' and 'f32'}}
+  %p, %b = tg.matmul_bias_grad %x, %dy : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> (tensor<16x4xbf16>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @matmul_gelu_grad_preactivation(%dy: tensor<8x4xf32>, %w: tensor<16x4xf32>, %pre: tensor<8x12xf32>) {
+  // expected-error @+1 {{'tg.matmul_gelu_grad' op the product [8, 16] and the preactivation [8, 12] differ in shape}}
+  %r, %b = tg.matmul_gelu_grad %dy, %w, %pre {transpose_rhs = true} : (tensor<8x4xf32>, tensor<16x4xf32>, tensor<8x12xf32>) -> (tensor<8x12xf32>, tensor<12xf32>)
+  return
+}
+
+// -----
+
+func.func @matmul_gelu_grad_weight_rank(%dy: tensor<8x4xf32>, %w: tensor<1x16x4xf32>, %pre: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.matmul_gelu_grad' op weight must have rank 2, found rank 3}}
+  %r, %b = tg.matmul_gelu_grad %dy, %w, %pre {transpose_rhs = true} : (tensor<8x4xf32>, tensor<1x16x4xf32>, tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
+  return
+}
+
+// -----
+
+func.func @matmul_gelu_grad_bias(%dy: tensor<8x4xf32>, %w: tensor<4x16xf32>, %pre: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.matmul_gelu_grad' op bias_grad must have shape [16], found [4]}}
+  %r, %b = tg.matmul_gelu_grad %dy, %w, %pre : (tensor<8x4xf32>, tensor<4x16xf32>, tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
 func.func @linear_bias_shape(%x: tensor<2x4xf32>, %w: tensor<4x3xf32>, %b: tensor<4xf32>) {
   // expected-error @+1 {{'tg.linear' op bias must be [3], the weight's columns}}
   %0 = tg.linear %x, %w, %b : (tensor<2x4xf32>, tensor<4x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>

@@ -28,6 +28,29 @@ func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bt: tensor<16x8xf3
       : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
 }
 
+// CHECK-LABEL: func.func @matmul_bias_grad(
+func.func @matmul_bias_grad(%x: tensor<8x16xbf16>, %dy: tensor<8x4xbf16>)
+    -> (tensor<16x4xbf16>, tensor<4xbf16>, tensor<16x4xbf16>, tensor<16xbf16>) {
+  // CHECK: tg.matmul_bias_grad %{{.*}}, %{{.*}} : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> (tensor<16x4xbf16>, tensor<4xbf16>)
+  %p, %b = tg.matmul_bias_grad %x, %dy
+      : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> (tensor<16x4xbf16>, tensor<4xbf16>)
+  // CHECK: tg.matmul_bias_grad %{{.*}}, %{{.*}} {bias_of_lhs = true}
+  %q, %c = tg.matmul_bias_grad %x, %dy {bias_of_lhs = true}
+      : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> (tensor<16x4xbf16>, tensor<16xbf16>)
+  return %p, %b, %q, %c : tensor<16x4xbf16>, tensor<4xbf16>, tensor<16x4xbf16>, tensor<16xbf16>
+}
+
+// CHECK-LABEL: func.func @matmul_gelu_grad(
+func.func @matmul_gelu_grad(%dy: tensor<2x8x4xf32>, %w: tensor<16x4xf32>,
+                            %pre: tensor<2x8x16xf32>)
+    -> (tensor<2x8x16xf32>, tensor<16xf32>) {
+  // CHECK: tg.matmul_gelu_grad %{{.*}}, %{{.*}}, %{{.*}} {transpose_rhs = true} : (tensor<2x8x4xf32>, tensor<16x4xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>)
+  %r, %b = tg.matmul_gelu_grad %dy, %w, %pre {transpose_rhs = true}
+      : (tensor<2x8x4xf32>, tensor<16x4xf32>, tensor<2x8x16xf32>)
+      -> (tensor<2x8x16xf32>, tensor<16xf32>)
+  return %r, %b : tensor<2x8x16xf32>, tensor<16xf32>
+}
+
 // CHECK-LABEL: func.func @matmul_add(
 func.func @matmul_add(%g: tensor<8x4xbf16>, %x: tensor<8x16xbf16>,
                       %acc: tensor<4x16xbf16>) -> tensor<4x16xbf16> {

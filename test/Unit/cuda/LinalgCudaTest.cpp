@@ -292,6 +292,65 @@ TEST_P(LinalgCudaTest, LinearEpiloguesAgainstCpu) {
       }
 }
 
+// tg.matmul_bias_grad: the BGRADA/BGRADB epilogue (n a multiple of 8) and
+// the GEMM-then-sum fallback (n = 5) against the CPU kernel.
+TEST_P(LinalgCudaTest, BiasGradEpiloguesAgainstCpu) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(131);
+  for (int64_t n : {16, 5})
+    for (bool ofLhs : {false, true}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + (ofLhs ? " of lhs" : ""));
+      HostTensor lhs(dtype, {40, 24}), rhs(dtype, {40, n});
+      fillNormal(lhs, rng);
+      fillNormal(rhs, rng);
+      HostTensor want(dtype, {24, n}), wantBias(dtype, {ofLhs ? 24 : n});
+      ASSERT_TRUE(cpu::matmulBiasGrad(cpuCtx, lhs.ref, rhs.ref, ofLhs,
+                                      want.ref, wantBias.ref)
+                      .ok());
+      DeviceTensor dLhs(lhs), dRhs(rhs), dOut(want, false),
+          dBias(wantBias, false);
+      Status status = cuda::matmulBiasGrad(*testContext(), dLhs.ref, dRhs.ref,
+                                           ofLhs, dOut.ref, dBias.ref);
+      ASSERT_TRUE(status.ok()) << status.error;
+      synchronize();
+      expectNear(want, dOut.toHost(), "product", 4.0);
+      expectNear(wantBias, dBias.toHost(), "bias_grad", 4.0);
+    }
+}
+
+// tg.matmul_gelu_grad: the DGELU_BGRAD epilogue (K = 16) and the fallback
+// (K = 12, not a multiple of 8) against the CPU kernel, which keeps the
+// product in f32 as both do.
+TEST_P(LinalgCudaTest, GeluGradEpilogueAgainstCpu) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(137);
+  for (int64_t k : {16, 12})
+    for (bool transposed : {true, false}) {
+      SCOPED_TRACE("k=" + std::to_string(k) + (transposed ? " transposed" : ""));
+      HostTensor grad(dtype, {2, 5, 24}), pre(dtype, {2, 5, k});
+      HostTensor weight(dtype, transposed ? std::vector<int64_t>{k, 24}
+                                                : std::vector<int64_t>{24, k});
+      fillNormal(grad, rng);
+      fillNormal(weight, rng);
+      fillNormal(pre, rng);
+      HostTensor want(dtype, {2, 5, k}), wantBias(dtype, {k});
+      ASSERT_TRUE(cpu::matmulGeluGrad(cpuCtx, grad.ref, weight.ref, pre.ref,
+                                      transposed, want.ref, wantBias.ref)
+                      .ok());
+      DeviceTensor dGrad(grad), dWeight(weight), dPre(pre), dOut(want, false),
+          dBias(wantBias, false);
+      Status status = cuda::matmulGeluGrad(*testContext(), dGrad.ref,
+                                           dWeight.ref, dPre.ref, transposed,
+                                           dOut.ref, dBias.ref);
+      ASSERT_TRUE(status.ok()) << status.error;
+      synchronize();
+      expectNear(want, dOut.toHost(), "result", 4.0);
+      expectNear(wantBias, dBias.toHost(), "bias_grad", 8.0);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(FloatTypes, LinalgCudaTest,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16),
                          [](const ::testing::TestParamInfo<DType> &info) {

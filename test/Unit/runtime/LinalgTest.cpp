@@ -12,6 +12,8 @@
 #include "cpu/Common.h"
 #include "TestUtil.h"
 
+#include <cstring>
+
 using namespace tgc::rt;
 using namespace tgc::rt::test;
 namespace cpu = tgc::rt::cpu;
@@ -317,4 +319,112 @@ TEST(Linear, RejectsBadOperands) {
   EXPECT_FAILS(cpu::linear(cpuCtx, x, w, b, false, out, &pre.ref()));
   HostTensor wrong(DType::F32, {5, 5});
   EXPECT_FAILS(cpu::linear(cpuCtx, x, wrong, b, false, out, nullptr));
+}
+
+namespace {
+/// g * gelu'(x) of the tanh approximation, in double.
+double geluGradReference(double x, double g) {
+  double u = std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
+  double t = std::tanh(u);
+  double du = std::sqrt(2 / M_PI) * (1 + 3 * 0.044715 * x * x);
+  return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du);
+}
+
+/// The sums over the rows of `values` ([rows, cols]).
+std::vector<double> rowSums(const std::vector<double> &values, int64_t cols) {
+  std::vector<double> sums(size_t(cols), 0.0);
+  for (size_t i = 0; i < values.size(); ++i)
+    sums[i % size_t(cols)] += values[i];
+  return sums;
+}
+
+bool sameBytes(const HostTensor &a, const HostTensor &b) {
+  return a.ref().numBytes() == b.ref().numBytes() &&
+         std::memcmp(a.ref().data, b.ref().data, a.ref().numBytes()) == 0;
+}
+} // namespace
+
+// tg.matmul_bias_grad against the product and the column sums in double,
+// and in f32 bit for bit against tg.matmul and tg.sum_to (what
+// tg-fuse-bias-grads replaces).
+TEST(MatmulBiasGrad, MatchesProductAndRowSums) {
+  std::mt19937 rng(31);
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (bool ofLhs : {false, true}) {
+      SCOPED_TRACE(std::string(dtypeName(dtype)) + (ofLhs ? " of lhs" : ""));
+      HostTensor lhs = randomTensor(rng, dtype, {37, 6});
+      HostTensor rhs = randomTensor(rng, dtype, {37, 5});
+      Shape outShape;
+      std::vector<double> expected =
+          referenceMatmul(lhs, rhs, true, false, outShape);
+      std::vector<double> sums = rowSums((ofLhs ? lhs : rhs).values(),
+                                         ofLhs ? 6 : 5);
+      HostTensor product(dtype, {6, 5}), bias(dtype, {ofLhs ? 6 : 5});
+      ASSERT_OK(cpu::matmulBiasGrad(cpuCtx, lhs, rhs, ofLhs, product, bias));
+      expectClose(product.values(), expected, tolerance(dtype), 1e-5,
+                  "product");
+      expectClose(bias.values(), sums, tolerance(dtype), 1e-5, "bias_grad");
+      HostTensor unfused(dtype, {6, 5}), unfusedBias(dtype, {ofLhs ? 6 : 5});
+      ASSERT_OK(cpu::matmul(cpuCtx, lhs, rhs, true, false, unfused));
+      ASSERT_OK(cpu::sumTo(cpuCtx, ofLhs ? lhs : rhs, unfusedBias));
+      EXPECT_TRUE(sameBytes(product, unfused));
+      EXPECT_TRUE(sameBytes(bias, unfusedBias));
+    }
+}
+
+// tg.matmul_gelu_grad against (grad @ weight) * gelu'(pre) and its column
+// sums in double; in f32 bit for bit against tg.matmul, tg.gelu_grad and
+// tg.sum_to. In 16 bits the product is not rounded before GELU's gradient,
+// so the result is within one rounding of the exact value.
+TEST(MatmulGeluGrad, MatchesReference) {
+  std::mt19937 rng(37);
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (bool transposed : {true, false}) {
+      SCOPED_TRACE(std::string(dtypeName(dtype)) +
+                   (transposed ? " transposed" : ""));
+      HostTensor grad = randomTensor(rng, dtype, {2, 9, 4});
+      HostTensor weight = randomTensor(rng, dtype, transposed ? Shape{6, 4}
+                                                              : Shape{4, 6});
+      HostTensor pre = randomTensor(rng, dtype, {2, 9, 6}, -3.0, 3.0);
+      Shape outShape;
+      std::vector<double> product =
+          referenceMatmul(grad, weight, false, transposed, outShape);
+      std::vector<double> x = pre.values(), expected(product.size());
+      for (size_t i = 0; i < product.size(); ++i)
+        expected[i] = geluGradReference(x[i], product[i]);
+      HostTensor result(dtype, {2, 9, 6}), bias(dtype, {6});
+      ASSERT_OK(cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, transposed,
+                                    result, bias));
+      expectClose(result.values(), expected, tolerance(dtype), 1e-5, "result");
+      expectClose(bias.values(), rowSums(expected, 6), tolerance(dtype), 1e-4,
+                  "bias_grad");
+      if (dtype != DType::F32)
+        continue;
+      HostTensor dh(dtype, {2, 9, 6}), unfused(dtype, {2, 9, 6}),
+          unfusedBias(dtype, {6});
+      ASSERT_OK(cpu::matmul(cpuCtx, grad, weight, false, transposed, dh));
+      ASSERT_OK(cpu::geluGrad(cpuCtx, pre, dh, unfused));
+      ASSERT_OK(cpu::sumTo(cpuCtx, unfused, unfusedBias));
+      EXPECT_TRUE(sameBytes(result, unfused));
+      EXPECT_TRUE(sameBytes(bias, unfusedBias));
+    }
+}
+
+TEST(MatmulGeluGrad, RejectsBadOperands) {
+  HostTensor grad(DType::F32, {3, 4}), weight(DType::F32, {5, 4}),
+      pre(DType::F32, {3, 5}), result(DType::F32, {3, 5}), bias(DType::F32, {5});
+  HostTensor shortBias(DType::F32, {4}), otherPre(DType::F32, {3, 6}),
+      half(DType::F16, {3, 5});
+  ASSERT_OK(cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, true, result, bias));
+  EXPECT_FAILS(
+      cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, false, result, bias));
+  EXPECT_FAILS(cpu::matmulGeluGrad(cpuCtx, grad, weight, otherPre, true,
+                                   result, bias));
+  EXPECT_FAILS(
+      cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, true, result, shortBias));
+  EXPECT_FAILS(
+      cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, true, half, bias));
+  HostTensor lhs(DType::F32, {3, 4}), rhs(DType::F32, {2, 5}),
+      product(DType::F32, {4, 5}), rhsBias(DType::F32, {5});
+  EXPECT_FAILS(cpu::matmulBiasGrad(cpuCtx, lhs, rhs, false, product, rhsBias));
 }

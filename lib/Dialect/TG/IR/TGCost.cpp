@@ -72,6 +72,24 @@ int64_t LinearOp::getMatmulFlops() {
   return 2 * numElements(getResult()) * shapeOf(getInput()).back();
 }
 
+// The product and one add per summed element.
+int64_t MatmulBiasGradOp::getFlops() {
+  ArrayRef<int64_t> summed = shapeOf(getBiasOfLhs() ? getLhs() : getRhs());
+  return getMatmulFlops() + summed[0] * summed[1];
+}
+int64_t MatmulBiasGradOp::getMatmulFlops() {
+  return 2 * numElements(getProduct()) * shapeOf(getLhs())[0];
+}
+
+// The product, GELU's gradient (as tg.gelu_grad: 15) and the bias sum (1)
+// per element.
+int64_t MatmulGeluGradOp::getFlops() {
+  return getMatmulFlops() + 16 * numElements(getResult());
+}
+int64_t MatmulGeluGradOp::getMatmulFlops() {
+  return 2 * numElements(getResult()) * shapeOf(getGrad()).back();
+}
+
 // Binary ops and the unary ops of TG_UnaryOp and TG_Activation: their FLOPs
 // per element are in TGOps.td. Where: one select per element.
 int64_t WhereOp::getFlops() { return numElements(getResult()); }
@@ -603,6 +621,28 @@ int64_t LinearOp::getKernelLaunches() {
     return 0;
   int64_t k = shapeOf(getInput()).back(), n = shapeOf(getWeight()).back();
   return k > 0 && n % 8 == 0 ? 1 : 2;
+}
+
+/// Whether the CUDA backend runs a GEMM of `n` output columns (in its
+/// row-major terms) with a bias-gradient epilogue: cuBLASLt's vectors need
+/// 16-byte alignment, which the planner gives every buffer, and the
+/// auxiliary input a leading dimension that is a multiple of 8. Otherwise
+/// the GEMM is followed by the kernels of the unfused ops.
+static bool biasGradEpilogue(int64_t n) { return n % 8 == 0; }
+
+// One GEMM with the BGRADA/BGRADB epilogue, else the GEMM and the sum.
+int64_t MatmulBiasGradOp::getKernelLaunches() {
+  if (numElements(getProduct()) == 0)
+    return numElements(getBiasGrad()) > 0 ? 1 : 0;
+  return biasGradEpilogue(shapeOf(getProduct()).back()) ? 1 : 2;
+}
+
+// One GEMM with the DGELU_BGRAD epilogue, else the GEMM (f32, into the
+// workspace), GELU's gradient and the bias sum.
+int64_t MatmulGeluGradOp::getKernelLaunches() {
+  if (numElements(getResult()) == 0)
+    return numElements(getBiasGrad()) > 0 ? 1 : 0;
+  return biasGradEpilogue(shapeOf(getResult()).back()) ? 1 : 3;
 }
 
 // The index check, then the gather.

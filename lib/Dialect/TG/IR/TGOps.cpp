@@ -344,6 +344,36 @@ LogicalResult MatmulAddOp::refineReturnTypes(
   return success();
 }
 
+LogicalResult MatmulBiasGradOp::verify() {
+  if (failed(verifySameElementType(*this, getOperation()->getOperands())) ||
+      failed(verifySameElementType(*this, {getLhs(), getProduct(),
+                                          getBiasGrad()})))
+    return failure();
+  shapes::BiasGradShapes expected = shapes::matmulBiasGrad(
+      tensorType(getLhs()).getShape(), tensorType(getRhs()).getShape(),
+      getBiasOfLhs());
+  if (!expected.ok())
+    return emitOpError(expected.error);
+  if (failed(verifyShape(*this, getProduct(), expected.product, "product")))
+    return failure();
+  return verifyShape(*this, getBiasGrad(), expected.bias, "bias_grad");
+}
+
+LogicalResult MatmulGeluGradOp::verify() {
+  if (failed(verifySameElementType(*this, getOperation()->getOperands())) ||
+      failed(verifySameElementType(*this, {getGrad(), getResult(),
+                                          getBiasGrad()})))
+    return failure();
+  shapes::BiasGradShapes expected = shapes::matmulGeluGrad(
+      tensorType(getGrad()).getShape(), tensorType(getWeight()).getShape(),
+      tensorType(getPreactivation()).getShape(), getTransposeRhs());
+  if (!expected.ok())
+    return emitOpError(expected.error);
+  if (failed(verifyShape(*this, getResult(), expected.product, "result")))
+    return failure();
+  return verifyShape(*this, getBiasGrad(), expected.bias, "bias_grad");
+}
+
 // The copy lands in the host tensor it updates, never over the source.
 bool OffloadOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
   return result == 0 && operand == 1;

@@ -90,6 +90,54 @@ ShapeOrError matmul(const A &lhs, const B &rhs, bool transposeLhs,
   return {std::move(*batch), {}};
 }
 
+/// The shapes of a GEMM with a bias-gradient epilogue: the product's and
+/// the bias gradient's, or why there are none.
+struct BiasGradShapes {
+  Shape product, bias;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+
+/// tg.matmul_bias_grad: `lhs [M, K]` and `rhs [M, N]` give the product
+/// `lhs^T @ rhs`, `[K, N]`, and the sum of `rhs` over its rows, `[N]` (of
+/// `lhs`, `[K]`, with `biasOfLhs`).
+template <typename A, typename B>
+BiasGradShapes matmulBiasGrad(const A &lhs, const B &rhs, bool biasOfLhs) {
+  if (lhs.size() != 2 || rhs.size() != 2)
+    return {{}, {},
+            "operands must have rank 2, found ranks " +
+                std::to_string(lhs.size()) + " and " +
+                std::to_string(rhs.size())};
+  if (lhs[0] != rhs[0])
+    return {{}, {},
+            "operands' rows differ: " + std::to_string(lhs[0]) + " (lhs) and " +
+                std::to_string(rhs[0]) + " (rhs)"};
+  return {{lhs[1], rhs[1]}, {biasOfLhs ? lhs[1] : rhs[1]}, {}};
+}
+
+/// tg.matmul_gelu_grad: `grad [B..., M, N] @ weight` (`weight` rank 2,
+/// `[N, K]`, or `[K, N]` with `transposeRhs`) must have the shape of
+/// `preactivation`, which the result takes; the bias gradient is `[K]`.
+template <typename A, typename B, typename C>
+BiasGradShapes matmulGeluGrad(const A &grad, const B &weight,
+                              const C &preactivation, bool transposeRhs) {
+  if (weight.size() != 2)
+    return {{}, {},
+            "weight must have rank 2, found rank " +
+                std::to_string(weight.size())};
+  ShapeOrError product = matmul(grad, weight, false, transposeRhs);
+  if (!product.ok())
+    return {{}, {}, product.error};
+  if (!std::equal(product.shape.begin(), product.shape.end(),
+                  preactivation.begin(), preactivation.end()))
+    return {{}, {},
+            "the product " + toString(product.shape) +
+                " and the preactivation " + toString(preactivation) +
+                " differ in shape"};
+  int64_t k = product.shape.back();
+  return {std::move(product.shape), {k}, {}};
+}
+
 /// tg.attention's heads: the number of query heads that share each key and
 /// value head, from the batch dimensions of the query and of the key (or
 /// value). 1 when they are equal; with grouped-query attention the key's

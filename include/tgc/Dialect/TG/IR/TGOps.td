@@ -275,6 +275,75 @@ def TG_MatmulAddOp : TG_Op<"matmul_add", [TG_InPlaceTied, TG_InferredType],
   let hasVerifier = 1;
 }
 
+def TG_MatmulBiasGradOp : TG_Op<"matmul_bias_grad", [],
+                               ["getMatmulFlops", "getKernelLaunches"]> {
+  let summary = "a weight gradient's GEMM with its bias gradient";
+  let description = [{
+    `lhs` is `[M, K]` and `rhs` `[M, N]`, of one float type. `product` is
+    `lhs^T @ rhs` (`[K, N]`, as `tg.matmul {transpose_lhs}`) and
+    `bias_grad` the sum over the `M` rows of `rhs` (`[N]`; of `lhs` with
+    `bias_of_lhs`, `[K]`), each accumulated in f32 and rounded once into
+    the operands' type: the weight and bias gradients of a linear layer
+    from its input and its output's gradient, read once.
+
+    tg-fuse-bias-grads builds it from a `tg.matmul` and a `tg.sum_to` of
+    one of its operands; the CUDA backend runs it as one cuBLASLt matmul
+    with the bias-gradient epilogue (BGRADA or BGRADB).
+
+    ```mlir
+    %dw, %db = tg.matmul_bias_grad %x, %dy
+        : (tensor<8192x3072xbf16>, tensor<8192x768xbf16>)
+        -> (tensor<3072x768xbf16>, tensor<768xbf16>)
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$bias_of_lhs);
+  let results = (outs TG_FloatTensor:$product, TG_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_MatmulGeluGradOp : TG_Op<"matmul_gelu_grad", [],
+                               ["getMatmulFlops", "getKernelLaunches"]> {
+  let summary = "an input gradient's GEMM through GELU's gradient, with the "
+                "bias gradient";
+  let description = [{
+    `grad` is `[B..., M, N]`, `weight` `[N, K]` (`[K, N]` with
+    `transpose_rhs`), `preactivation` `[B..., M, K]`, of one float type.
+    `result` is `(grad @ weight) * gelu'(preactivation)` with GELU's tanh
+    approximation (`tg.gelu_grad`'s formula), and `bias_grad` (`[K]`) the
+    sum of `result` over every dimension but the last. The product is
+    accumulated in f32 and not rounded before GELU's gradient; `result`
+    and `bias_grad` (summed from the unrounded values) are each rounded
+    once into the operands' type.
+
+    It is the gradient of `tg.linear {gelu}`'s pre-activation (and so of
+    its bias) from the gradient of the layer after it. tg-fuse-bias-grads
+    builds it from a `tg.matmul`, the `tg.gelu_grad` of its product and
+    the `tg.sum_to` of that; the CUDA backend runs it as one cuBLASLt
+    matmul with the DGELU_BGRAD epilogue, reading the pre-activation that
+    the forward GEMM's GELU_AUX epilogue wrote.
+
+    ```mlir
+    %dpre, %db = tg.matmul_gelu_grad %dy, %w2, %pre {transpose_rhs = true}
+        : (tensor<8x1024x768xbf16>, tensor<3072x768xbf16>,
+           tensor<8x1024x3072xbf16>)
+        -> (tensor<8x1024x3072xbf16>, tensor<3072xbf16>)
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$weight,
+                       TG_FloatTensor:$preactivation,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs TG_FloatTensor:$result, TG_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $weight `,` $preactivation attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_OffloadOp : TG_Op<"offload", [TG_InPlaceTied, AllTypesMatch<["source", "destination", "result"]>],
                          ["getBytesRead"]> {
   let summary = "copies an activation into host memory for the backward pass";

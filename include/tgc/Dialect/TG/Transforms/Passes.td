@@ -234,6 +234,29 @@ def TGFuseLoss : Pass<"tg-fuse-loss", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGFuseBiasGrads : Pass<"tg-fuse-bias-grads", "mlir::ModuleOp"> {
+  let summary = "Bias gradients and GELU's gradient in the GEMMs' epilogues";
+  let description = [{
+    A linear layer's bias gradient is the sum over its rows of the
+    output's gradient, which the weight gradient's GEMM reads anyway: a
+    `tg.sum_to` of an operand of a `tg.matmul {transpose_lhs}` of rank-2
+    operands (directly or through the reshape that flattens its leading
+    dimensions) joins the GEMM as a `tg.matmul_bias_grad`. A `tg.gelu_grad`
+    (tanh) of a `tg.matmul`'s product that nothing else reads becomes a
+    `tg.matmul_gelu_grad`, the product kept in f32 until GELU's gradient
+    (one rounding instead of two), and the `tg.sum_to` of its result that
+    gives the bias gradient of the layer before comes out of the same GEMM.
+    cuBLASLt runs each as one GEMM with the BGRADA/BGRADB or DGELU_BGRAD
+    epilogue. The same bits in f32 on the CPU; in 16 bits GELU's gradient
+    reads the unrounded product. Run on the finished step.
+  }];
+  let options = [
+    Option<"printSummary", "print-summary", "bool", "false",
+           "Print how many sums and GELU gradients joined their GEMMs">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGGroupCasts : Pass<"tg-group-casts", "mlir::ModuleOp"> {
   let summary = "The casts of a step's parameters become one tg.multi_cast";
   let description = [{
