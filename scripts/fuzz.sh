@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the fuzzing harnesses (fuzz/) with clang-22 and libFuzzer, under
-# AddressSanitizer and UndefinedBehaviorSanitizer, into build-fuzz/, and runs
-# each one from its seed corpus with its dictionary.
+# AddressSanitizer and UndefinedBehaviorSanitizer, in the sanitized tree
+# (build-san/, scripts/build-sanitized.sh: the one scripts/test-sanitized.sh
+# runs the suite on), and runs each one from its seed corpus with its
+# dictionary.
 #
 #   scripts/fuzz.sh [--time SECONDS] [--runs N] [--seed S] [HARNESS...]
 #
@@ -11,11 +13,11 @@
 # reproducible; by default each run explores differently).
 # Inputs that crash are written to fuzz/regressions/<harness>/ (commit them
 # with the fix: the test suite replays that directory). New coverage goes
-# to build-fuzz/corpus/<harness>/, not to the committed seeds. The last
+# to build-san/corpus/<harness>/, not to the committed seeds. The last
 # lines printed are a table: harness, executions, seconds, crashes.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${TGC_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+build="${TGC_SAN_BUILD_DIR:-$root/build-san}"
 seconds=30
 runs=-1
 seed=0
@@ -31,14 +33,9 @@ while [ $# -gt 0 ]; do
 done
 [ ${#harnesses[@]} -eq 0 ] && harnesses=(tgx safetensors tokens dataset ir)
 
-if [ ! -f "$build/build.ninja" ]; then
-  cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DTGC_FUZZ=ON -DTGC_ENABLE_CUDA=OFF
-fi
 targets=()
-for h in "${harnesses[@]}"; do targets+=("tgc-fuzz-$h"); done
-ninja -C "$build" "${targets[@]}"
+for h in "${harnesses[@]}"; do targets+=("tgc-libfuzzer-$h"); done
+bash "$root/scripts/build-sanitized.sh" "${targets[@]}"
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1}"
 summary=()
@@ -50,7 +47,7 @@ for h in "${harnesses[@]}"; do
   log="$build/fuzz-$h.log"
   before=$(ls "$artifacts" | wc -l)
   set +e
-  "$build/bin/tgc-fuzz-$h" "$corpus" "$root/fuzz/corpus/$h" \
+  "$build/bin/tgc-libfuzzer-$h" "$corpus" "$root/fuzz/corpus/$h" \
     -dict="$root/fuzz/dicts/$h.dict" -artifact_prefix="$artifacts" \
     -max_total_time="$seconds" -runs="$runs" -timeout=10 -rss_limit_mb=3072 \
     -max_len=65536 -seed="$seed" -print_final_stats=1 > "$log" 2>&1

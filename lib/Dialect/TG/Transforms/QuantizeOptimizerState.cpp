@@ -273,6 +273,11 @@ LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
   builder.setInsertionPoint(op);
   auto [mCodes, mAbsmax] = *m;
   auto [vCodes, vAbsmax] = *v;
+  // The maps made in a fixed order (the order a call's arguments are
+  // evaluated in is the compiler's): each goes to the top of the step, so
+  // the signed one, made last, comes first.
+  Value unsignedCodebook = map(/*isSigned=*/false);
+  Value signedCodebook = map(/*isSigned=*/true);
   Operation *update;
   if (config.fourBit())
     update = AdamW4bitUpdateOp::create(
@@ -280,7 +285,7 @@ LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
         TypeRange{op.getParam().getType(), mCodes.getType(),
                   mAbsmax.getType(), vCodes.getType(), vAbsmax.getType()},
         op.getParam(), op.getGrad(), mCodes, mAbsmax, vCodes, vAbsmax,
-        map(/*isSigned=*/true), map(/*isSigned=*/false), op.getLr(),
+        signedCodebook, unsignedCodebook, op.getLr(),
         op.getStep(), op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(),
         op.getEpsAttr(), op.getWeightDecayAttr(),
         builder.getI64IntegerAttr(config.blockSize),
@@ -291,7 +296,7 @@ LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
       TypeRange{op.getParam().getType(), mCodes.getType(), mAbsmax.getType(),
                 vCodes.getType(), vAbsmax.getType()},
       op.getParam(), op.getGrad(), mCodes, mAbsmax, vCodes, vAbsmax,
-      map(/*isSigned=*/true), map(/*isSigned=*/false), op.getLr(),
+      signedCodebook, unsignedCodebook, op.getLr(),
       op.getStep(), op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(),
       op.getEpsAttr(), op.getWeightDecayAttr(),
       builder.getI64IntegerAttr(config.blockSize), op.getRoundingSeedAttr());
