@@ -186,8 +186,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
                        out[0], out[1], in.size() > 3 ? &in[3] : nullptr,
                        out.size() > 2 ? &out[2] : nullptr);
   case Kernel::EmbeddingGrad:
-    return embeddingGrad(ctx, in[0], in[1], inst.getInt("padding_idx", -1),
-                         out[0]);
+    return embeddingGrad(ctx, in[0], in[1], in.size() > 2 ? &in[2] : nullptr,
+                         inst.getInt("padding_idx", -1), out[0]);
   case Kernel::AttentionGrad: {
     // The optional key mask (an index tensor) and lse (f32), in order.
     const TensorRef *mask = nullptr, *lse = nullptr;

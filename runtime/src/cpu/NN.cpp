@@ -582,7 +582,8 @@ Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
 }
 
 Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &grad,
-                     int64_t paddingIdx, TensorRef &result) {
+                     const TensorRef *addend, int64_t paddingIdx,
+                     TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(indices, "indices"));
   TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
@@ -598,8 +599,19 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &gr
   expected.push_back(width);
   TGC_RETURN_IF_ERROR(expectShape(grad, expected, "grad"));
   TGC_RETURN_IF_ERROR(checkIndices(indices, vocab, "embedding index"));
+  if (addend) {
+    TGC_RETURN_IF_ERROR(expectValid(*addend, "addend"));
+    TGC_RETURN_IF_ERROR(expectFloat(*addend, "addend"));
+    TGC_RETURN_IF_ERROR(expectShape(*addend, result.shape, "addend"));
+    if (addend->dtype != result.dtype && result.dtype != DType::F32)
+      return Status::failure("embedding_grad addend must be in the table's "
+                             "type, or 16 bits for an f32 table");
+  }
   F32Operand g(grad);
-  F32Result r(result, {&grad, &indices});
+  F32Result r(result, addend ? std::initializer_list<const TensorRef *>{
+                                   &grad, &indices, addend}
+                             : std::initializer_list<const TensorRef *>{
+                                   &grad, &indices});
   float *table = r.data();
   parallelFor(vocab, grainFor(width), [&](int64_t begin, int64_t end) {
     std::fill(table + begin * width, table + end * width, 0.0f);
@@ -619,6 +631,15 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &gr
         row[j] += gs[j];
     }
   });
+  if (addend) {
+    // Added last, as the tg.add this replaces added it: the same bits.
+    F32Operand a(*addend);
+    const float *as = a.data();
+    parallelFor(vocab * width, kElementGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        table[i] = as[i] + table[i];
+    });
+  }
   r.commit();
   return Status::success();
 }

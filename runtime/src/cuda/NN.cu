@@ -1014,10 +1014,18 @@ Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
 }
 
 Status embeddingGrad(Context &ctx, const TensorRef &indices,
-                     const TensorRef &grad, int64_t paddingIdx,
-                     TensorRef &result) {
+                     const TensorRef &grad, const TensorRef *addend,
+                     int64_t paddingIdx, TensorRef &result) {
   if (result.rank() != 2)
     return Status::failure("embedding_grad result must have rank 2");
+  if (addend &&
+      (!isFloat(addend->dtype) || addend->shape != result.shape ||
+       (addend->dtype != result.dtype && result.dtype != DType::F32)))
+    return Status::failure("embedding_grad addend must have the table's "
+                           "shape, in its type or 16 bits for an f32 table");
+  if (addend && bytesOverlap(*addend, result))
+    return Status::failure("embedding_grad result must not overlap its "
+                           "addend");
   int64_t vocab = result.shape[0], width = result.shape[1];
   int64_t count = indices.numElements();
   int64_t total = vocab * width;
@@ -1041,8 +1049,15 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices,
     accumulator = static_cast<float *>(ctx.workspace);
   }
   cudaStream_t stream = streamOf(ctx);
-  TGC_CUDA_CALL(
-      cudaMemsetAsync(accumulator, 0, size_t(total) * sizeof(float), stream));
+  // The accumulator starts at zero, or at the addend (one pass over the
+  // table, where a separate add would make two).
+  if (addend) {
+    if (Status s = widenToF32(ctx, *addend, accumulator); !s.ok())
+      return s;
+  } else {
+    TGC_CUDA_CALL(
+        cudaMemsetAsync(accumulator, 0, size_t(total) * sizeof(float), stream));
+  }
   if (count > 0) {
     checkIndicesKernel<<<blocksFor(count), 256, 0, stream>>>(
         indices.data, indices.dtype, count, vocab, ctx.deviceError);

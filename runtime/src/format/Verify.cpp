@@ -548,9 +548,17 @@ Status Checker::run() {
     break;
   }
   case Kernel::EmbeddingGrad: {
-    ok = counts(2, 1) && indexT(in(0)) && floatT(in(1)) &&
+    // An optional addend: the table's shape, its type or a 16-bit one
+    // added into f32.
+    bool addend = inst.operands.size() == 3;
+    ok = counts(addend ? 3 : 2, 1) && indexT(in(0)) && floatT(in(1)) &&
          (out(0).shape.size() == 2 || fail("the table must have rank 2")) &&
-         sameDType(in(1), out(0));
+         sameDType(in(1), out(0)) &&
+         (!addend ||
+          (floatT(in(2)) && shapeIs(in(2), out(0).shape) &&
+           (in(2).dtype == out(0).dtype || out(0).dtype == DType::F32 ||
+            fail("an embedding_grad addend is in the table's type, or 16 "
+                 "bits for an f32 table"))));
     if (ok) {
       Shape shape = in(0).shape;
       shape.push_back(out(0).shape[1]);

@@ -1210,6 +1210,14 @@ func.func @layer_norm_grad_bias_grad_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>
 
 // -----
 
+func.func @embedding_grad_addend_shape(%i: tensor<3xi64>, %g: tensor<3x4xf32>, %acc: tensor<9x4xf32>) {
+  // expected-error @+1 {{'tg.embedding_grad' op addend must have type 'tensor<10x4xf32>' (or its shape in f16 or bf16 when that is f32), found 'tensor<9x4xf32>'}}
+  %0 = tg.embedding_grad %i, %g addend %acc : (tensor<3xi64>, tensor<3x4xf32>, tensor<9x4xf32>) -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
 func.func @embedding_grad_result_rank(%i: tensor<3xi64>, %g: tensor<3x4xf32>) {
   // expected-error @+1 {{'tg.embedding_grad' op result (the table gradient) must have rank 2, found rank 1}}
   %0 = tg.embedding_grad %i, %g : (tensor<3xi64>, tensor<3x4xf32>) -> tensor<40xf32>

@@ -604,6 +604,17 @@ func.func @layer_norm_grad(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>,
         tensor<16xbf16>, tensor<16xbf16>
 }
 
+// A tied table's gradient with the classifier's (bf16) as its addend.
+// CHECK-LABEL: func.func @embedding_grad_addend(
+// CHECK: tg.embedding_grad %{{.*}}, %{{.*}} addend %{{.*}} {padding_idx = 0 : i64} : (tensor<2x8xi64>, tensor<2x8x16xf32>, tensor<100x16xbf16>) -> tensor<100x16xf32>
+func.func @embedding_grad_addend(%i: tensor<2x8xi64>, %g: tensor<2x8x16xf32>,
+                                 %acc: tensor<100x16xbf16>)
+    -> tensor<100x16xf32> {
+  %0 = tg.embedding_grad %i, %g addend %acc {padding_idx = 0 : i64}
+      : (tensor<2x8xi64>, tensor<2x8x16xf32>, tensor<100x16xbf16>) -> tensor<100x16xf32>
+  return %0 : tensor<100x16xf32>
+}
+
 // CHECK-LABEL: func.func @embedding_grad(
 // CHECK-SAME: %[[I:[^:]*]]: tensor<2x8xi64>, %[[G:[^:]*]]: tensor<2x8x16xf32>, %[[I32:[^:]*]]: tensor<5xi32>, %[[GB:[^:]*]]: tensor<5x4xbf16>)
 func.func @embedding_grad(%i: tensor<2x8xi64>, %g: tensor<2x8x16xf32>,

@@ -15,6 +15,8 @@
 
 #include "TestUtil.h"
 
+#include <cstring>
+
 using namespace tgc::rt;
 using namespace tgc::rt::test;
 namespace cpu = tgc::rt::cpu;
@@ -191,7 +193,7 @@ TEST(GradientCheck, EmbeddingWithRepeatedIndices) {
   // Garbage in the result first: embedding_grad must start from zero.
   HostTensor dtable = HostTensor::of(DType::F32, {5, 3},
                                      std::vector<double>(15, 42.0));
-  ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, -1, dtable));
+  ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, nullptr, -1, dtable));
   checkGradient(
       table,
       [&] { return lossOf(cpu::embedding(cpuCtx, table, indices, out), out, cot.values()); },
@@ -205,10 +207,33 @@ TEST(GradientCheck, EmbeddingWithRepeatedIndices) {
   // the others what they got.
   HostTensor padded = HostTensor::of(DType::F32, {5, 3},
                                      std::vector<double>(15, 42.0));
-  ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, 1, padded));
+  ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, nullptr, 1, padded));
   for (int64_t r = 0; r < 5; ++r)
     for (int64_t j = 0; j < 3; ++j)
       EXPECT_EQ(padded.get(r * 3 + j), r == 1 ? 0.0 : dtable.get(r * 3 + j));
+}
+
+// A tied embedding's table gradient with the classifier's gradient as the
+// addend (tg-accumulate-products): bit for bit the scatter-add followed by
+// tg.add, a bf16 addend widened into the f32 table.
+TEST(GradientCheck, EmbeddingGradAddendIsTheAdd) {
+  std::mt19937 rng(129);
+  HostTensor indices = HostTensor::of(DType::I32, {2, 3}, {1, 4, 1, 0, 1, 4});
+  HostTensor cot = randomTensor(rng, DType::F32, {2, 3, 3});
+  for (DType addendType : {DType::F32, DType::BF16}) {
+    HostTensor addend = randomTensor(rng, addendType, {5, 3});
+    HostTensor scattered(DType::F32, {5, 3}), unfused(DType::F32, {5, 3}),
+        fused(DType::F32, {5, 3});
+    ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, nullptr, -1, scattered));
+    ASSERT_OK(cpu::add(cpuCtx, addend, scattered, unfused));
+    ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, &addend.ref(), -1, fused));
+    EXPECT_EQ(std::memcmp(fused.ref().data, unfused.ref().data,
+                          fused.ref().numBytes()),
+              0);
+  }
+  HostTensor wrongShape(DType::F32, {4, 3}), out(DType::F32, {5, 3});
+  EXPECT_FAILS(
+      cpu::embeddingGrad(cpuCtx, indices, cot, &wrongShape.ref(), -1, out));
 }
 
 TEST(GradientCheck, AttentionQueryKeyValue) {

@@ -389,7 +389,7 @@ LogicalResult EmbeddingOp::buildVectorJacobianProduct(
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(EmbeddingGradOp::create(
       builder, getLoc(), getTable().getType(), getIndices(), resultGrads[0],
-      getPaddingIdxAttr()));
+      /*addend=*/Value(), getPaddingIdxAttr()));
   operandGrads.push_back(nullptr);
   return success();
 }

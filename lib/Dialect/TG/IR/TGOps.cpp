@@ -1040,6 +1040,9 @@ LogicalResult EmbeddingGradOp::verify() {
       pad && (*pad < 0 || *pad >= table.getDimSize(0)))
     return emitOpError("padding_idx must be a row of the table, in [0, ")
            << table.getDimSize(0) << "), found " << *pad;
+  if (getAddend() &&
+      failed(verifyStoredAs(*this, getAddend(), table, "addend")))
+    return failure();
   SmallVector<int64_t> expected(tensorType(getIndices()).getShape());
   expected.push_back(table.getDimSize(1));
   return verifyShape(*this, getGrad(), expected, "grad");

@@ -953,12 +953,22 @@ def TG_EmbeddingGradOp : TG_Op<"embedding_grad", [], ["getKernelLaunches"]> {
     for every position `s` (a scatter-add, accumulated in f32); `grad` has
     shape `[S..., D]` where `S` is the shape of `indices`. Positions whose
     index is `padding_idx`, when given, add nothing (that row stays zero).
+
+    With `addend` (the result's shape, in its type or, for an f32 result,
+    f16 or bf16) the result is `addend` plus that sum: the gradient of a
+    table the model also reads elsewhere (a tied embedding, whose other
+    use, the classifier, gives the addend). tg-accumulate-products builds
+    it from the `tg.add` of the two; the CPU adds the addend last, as that
+    add did (the same bits), the CUDA backend starts its f32 accumulator
+    from it.
   }];
   let arguments = (ins TG_IndexTensor:$indices, TG_FloatTensor:$grad,
+                       Optional<TG_FloatTensor>:$addend,
                        OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
-    $indices `,` $grad attr-dict `:` functional-type(operands, results)
+    $indices `,` $grad (`addend` $addend^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -762,7 +762,11 @@ def TGAccumulateProducts : Pass<"tg-accumulate-products", "mlir::ModuleOp"> {
     accumulator (a tied embedding's gradient comes at the end of the
     backward pass) is left alone, since fusing it would keep the operands
     alive until then. The sum is rounded once instead of twice (the
-    product's own rounding is gone).
+    product's own rounding is gone). Likewise a `tg.add` of an accumulator
+    and a `tg.embedding_grad` used only there (a tied embedding's table
+    gradient plus the classifier's weight gradient) becomes the
+    `tg.embedding_grad` with that `addend`, in the scatter's place: one
+    pass over the table instead of two, the same values.
   }];
   let options = [
     Option<"printSummary", "print", "bool", /*default=*/"false",
