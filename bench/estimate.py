@@ -211,9 +211,13 @@ def main():
             "(tg-group-updates), 256 tensors a launch; the residual adds "
             "run in the norms' kernels (tg-fuse-residuals), attention "
             "reads the fused QKV projection's output in place and writes "
-            "one gradient, so no split or concat runs (tg-pack-qkv), and "
-            "the loss computes its gradient in the same pass over the "
-            "logits (tg-fuse-loss).", "",
+            "one gradient, so no split or concat runs (tg-pack-qkv), the "
+            "bias gradients and GELU's gradient come out of the backward "
+            "GEMMs' epilogues (tg-fuse-bias-grads: BGRADA, DGELU_BGRAD), "
+            "and the loss computes its gradient in the same pass over the "
+            "logits (tg-fuse-loss). In every configuration the tied "
+            "embedding's scatter starts from the classifier's gradient "
+            "(tg-accumulate-products).", "",
             launch_table(results["B=8 bf16, --fuse"]), ""]
     path = os.path.join(ROOT, "bench", "ESTIMATE.md")
     open(path, "w").write("\n".join(out))
