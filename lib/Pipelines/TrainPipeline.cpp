@@ -134,9 +134,10 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
   // they are), attention keeps its row log-sum-exp for its gradient and
   // reads a fused QKV projection's output in place (its gradient written
   // into one tensor), bias sums and GELU's gradients join the backward
-  // GEMMs' epilogues, and the parameters' casts to 16 bits and adjacent AdamW updates run as
-  // multi-tensor ops, and the loss computes its gradient in the same pass
-  // over the logits (last: it moves the backward seed before the loss).
+  // GEMMs' epilogues, and the parameters' casts to 16 bits and adjacent AdamW
+  // updates run as multi-tensor ops, and the loss computes its gradient in the
+  // same pass over the logits (last: it moves the backward seed before the
+  // loss).
   if (options.fuse) {
     pm.addPass(tg::createTGFuseResiduals());
     pm.addPass(tg::createTGFoldCasts());

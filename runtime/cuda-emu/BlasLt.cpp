@@ -199,8 +199,8 @@ void backwardEpilogue(const Operation &op, uint64_t m, uint64_t n, uint64_t k,
     for (uint64_t j = 0; j < n; ++j) {
       float value = alphaValue * acc[i * n + j];
       if (betaValue != 0.0f)
-        value += betaValue *
-                 load(C, c.type, cBase + int64_t(j) * c.ld + int64_t(i));
+        value +=
+            betaValue * load(C, c.type, cBase + int64_t(j) * c.ld + int64_t(i));
       if (dgelu) {
         float x = load(op.aux, d.type, int64_t(j) * op.auxLd + int64_t(i));
         float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
@@ -252,8 +252,8 @@ void multiply(const Operation &op, uint64_t m, uint64_t n, uint64_t k,
         op.epilogue == CUBLASLT_EPILOGUE_BGRADB ||
         op.epilogue == CUBLASLT_EPILOGUE_DGELU ||
         op.epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD) {
-      backwardEpilogue(op, m, n, k, alphaValue, opA, opB, acc, betaValue, C,
-                       c, cBase, D, d, dBase);
+      backwardEpilogue(op, m, n, k, alphaValue, opA, opB, acc, betaValue, C, c,
+                       cBase, D, d, dBase);
       continue;
     }
     bool bias = op.epilogue != CUBLASLT_EPILOGUE_DEFAULT;

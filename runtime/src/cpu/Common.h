@@ -206,11 +206,10 @@ inline float geluTanh(float x) {
 
 /// geluTanh of `count` elements, vectorized (`out` may be `x`).
 void geluTanhArray(const float *x, float *out, int64_t count);
-/// `g * gelu'(x)` of the tanh approximation over `count` elements (tg.gelu_grad,
-/// and tg.matmul_gelu_grad's epilogue).
+/// `g * gelu'(x)` of the tanh approximation over `count` elements
+/// (tg.gelu_grad, and tg.matmul_gelu_grad's epilogue).
 void geluTanhGradArray(const float *x, const float *g, float *out,
                        int64_t count);
-
 
 /// GELU's erf form (tg.gelu {exact}).
 inline float geluErf(float x) {

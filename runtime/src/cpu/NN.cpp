@@ -581,9 +581,9 @@ Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
   return Status::success();
 }
 
-Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &grad,
-                     const TensorRef *addend, int64_t paddingIdx,
-                     TensorRef &result) {
+Status embeddingGrad(Context &ctx, const TensorRef &indices,
+                     const TensorRef &grad, const TensorRef *addend,
+                     int64_t paddingIdx, TensorRef &result) {
   TGC_RETURN_IF_ERROR(expectValid(indices, "indices"));
   TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
@@ -608,10 +608,10 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices, const TensorRef &gr
                              "type, or 16 bits for an f32 table");
   }
   F32Operand g(grad);
-  F32Result r(result, addend ? std::initializer_list<const TensorRef *>{
-                                   &grad, &indices, addend}
-                             : std::initializer_list<const TensorRef *>{
-                                   &grad, &indices});
+  F32Result r(
+      result,
+      addend ? std::initializer_list<const TensorRef *>{&grad, &indices, addend}
+             : std::initializer_list<const TensorRef *>{&grad, &indices});
   float *table = r.data();
   parallelFor(vocab, grainFor(width), [&](int64_t begin, int64_t end) {
     std::fill(table + begin * width, table + end * width, 0.0f);

@@ -192,23 +192,24 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   if (p.biasGrad) {
     // Ours op(B) is cuBLASLt's A: its sums are BGRADA's (C^T's n rows).
-    epilogue = p.geluInput    ? CUBLASLT_EPILOGUE_DGELU_BGRAD
+    epilogue = p.geluInput     ? CUBLASLT_EPILOGUE_DGELU_BGRAD
                : p.biasGradOfA ? CUBLASLT_EPILOGUE_BGRADB
                                : CUBLASLT_EPILOGUE_BGRADA;
-    TGC_BLAS_CALL(blasLt().descSetAttribute(
-                      desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                      sizeof(epilogue)),
+    TGC_BLAS_CALL(blasLt().descSetAttribute(desc.operation,
+                                            CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                            &epilogue, sizeof(epilogue)),
                   "setting the epilogue");
-    TGC_BLAS_CALL(blasLt().descSetAttribute(
-                      desc.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                      &p.biasGrad, sizeof(p.biasGrad)),
+    TGC_BLAS_CALL(blasLt().descSetAttribute(desc.operation,
+                                            CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                            &p.biasGrad, sizeof(p.biasGrad)),
                   "setting the bias gradient");
     if (p.geluInput) {
       int64_t auxLd = p.n;
-      TGC_BLAS_CALL(blasLt().descSetAttribute(
-                        desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                        &p.geluInput, sizeof(p.geluInput)),
-                    "setting the epilogue's auxiliary input");
+      TGC_BLAS_CALL(
+          blasLt().descSetAttribute(desc.operation,
+                                    CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                    &p.geluInput, sizeof(p.geluInput)),
+          "setting the epilogue's auxiliary input");
       TGC_BLAS_CALL(blasLt().descSetAttribute(
                         desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
                         &auxLd, sizeof(auxLd)),
@@ -552,8 +553,7 @@ namespace {
 __global__ void geluGradRowsKernel(float *product, const void *preactivation,
                                    DType dtype, int64_t count, void *result) {
   TGC_GRID_LOOP(i, count) {
-    float value =
-        geluTanhGrad(loadFloat(preactivation, dtype, i), product[i]);
+    float value = geluTanhGrad(loadFloat(preactivation, dtype, i), product[i]);
     product[i] = value;
     storeFloat(result, dtype, i, value);
   }
@@ -605,8 +605,7 @@ Status matmulBiasGrad(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
   int64_t rows = lhs.shape[0], m = lhs.shape[1], n = rhs.shape[1];
   bool noAlgorithm = false;
   if (rows > 0 && m > 0 && n > 0 && rows <= INT_MAX && m <= INT_MAX &&
-      n <= INT_MAX &&
-      backwardEpilogueFits(n, {product.data, biasGrad.data})) {
+      n <= INT_MAX && backwardEpilogueFits(n, {product.data, biasGrad.data})) {
     if (Status s = ctx.reserveWorkspace(kGemmWorkspaceBytes); !s.ok())
       return s;
     GemmProblem problem;
@@ -661,7 +660,8 @@ Status matmulGeluGrad(Context &ctx, const TensorRef &grad,
     // No rows: no bias sums; an empty contraction: zeros everywhere.
     if (result.numBytes() > 0)
       TGC_CUDA_CALL(cudaMemsetAsync(result.data, 0, result.numBytes(), stream));
-    TGC_CUDA_CALL(cudaMemsetAsync(biasGrad.data, 0, biasGrad.numBytes(), stream));
+    TGC_CUDA_CALL(
+        cudaMemsetAsync(biasGrad.data, 0, biasGrad.numBytes(), stream));
     return Status::success();
   }
   if (rows > INT_MAX || n > INT_MAX || k > INT_MAX)
@@ -676,8 +676,8 @@ Status matmulGeluGrad(Context &ctx, const TensorRef &grad,
   problem.a = grad.data;
   problem.b = weight.data;
   bool noAlgorithm = false;
-  if (backwardEpilogueFits(k, {result.data, biasGrad.data,
-                               preactivation.data})) {
+  if (backwardEpilogueFits(k,
+                           {result.data, biasGrad.data, preactivation.data})) {
     if (Status s = ctx.reserveWorkspace(kGemmWorkspaceBytes); !s.ok())
       return s;
     problem.c = result.data;
@@ -705,8 +705,8 @@ Status matmulGeluGrad(Context &ctx, const TensorRef &grad,
   geluGradRowsKernel<<<blocksFor(rows * k), 256, 0, stream>>>(
       products, preactivation.data, grad.dtype, rows * k, result.data);
   TGC_CUDA_LAUNCH("geluGradRowsKernel");
-  sumRowsKernel<<<blocksFor(k), 256, 0, stream>>>(products, rows, k,
-                                                  grad.dtype, biasGrad.data);
+  sumRowsKernel<<<blocksFor(k), 256, 0, stream>>>(products, rows, k, grad.dtype,
+                                                  biasGrad.data);
   TGC_CUDA_LAUNCH("sumRowsKernel");
   return Status::success();
 }

@@ -1018,9 +1018,8 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices,
                      int64_t paddingIdx, TensorRef &result) {
   if (result.rank() != 2)
     return Status::failure("embedding_grad result must have rank 2");
-  if (addend &&
-      (!isFloat(addend->dtype) || addend->shape != result.shape ||
-       (addend->dtype != result.dtype && result.dtype != DType::F32)))
+  if (addend && (!isFloat(addend->dtype) || addend->shape != result.shape ||
+                 (addend->dtype != result.dtype && result.dtype != DType::F32)))
     return Status::failure("embedding_grad addend must have the table's "
                            "shape, in its type or 16 bits for an f32 table");
   if (addend && bytesOverlap(*addend, result))

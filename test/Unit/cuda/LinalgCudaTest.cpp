@@ -305,8 +305,8 @@ TEST_P(LinalgCudaTest, BiasGradEpiloguesAgainstCpu) {
       fillNormal(lhs, rng);
       fillNormal(rhs, rng);
       HostTensor want(dtype, {24, n}), wantBias(dtype, {ofLhs ? 24 : n});
-      ASSERT_TRUE(cpu::matmulBiasGrad(cpuCtx, lhs.ref, rhs.ref, ofLhs,
-                                      want.ref, wantBias.ref)
+      ASSERT_TRUE(cpu::matmulBiasGrad(cpuCtx, lhs.ref, rhs.ref, ofLhs, want.ref,
+                                      wantBias.ref)
                       .ok());
       DeviceTensor dLhs(lhs), dRhs(rhs), dOut(want, false),
           dBias(wantBias, false);
@@ -328,10 +328,11 @@ TEST_P(LinalgCudaTest, GeluGradEpilogueAgainstCpu) {
   std::mt19937 rng(137);
   for (int64_t k : {16, 12})
     for (bool transposed : {true, false}) {
-      SCOPED_TRACE("k=" + std::to_string(k) + (transposed ? " transposed" : ""));
+      SCOPED_TRACE("k=" + std::to_string(k) +
+                   (transposed ? " transposed" : ""));
       HostTensor grad(dtype, {2, 5, 24}), pre(dtype, {2, 5, k});
       HostTensor weight(dtype, transposed ? std::vector<int64_t>{k, 24}
-                                                : std::vector<int64_t>{24, k});
+                                          : std::vector<int64_t>{24, k});
       fillNormal(grad, rng);
       fillNormal(weight, rng);
       fillNormal(pre, rng);
@@ -341,9 +342,9 @@ TEST_P(LinalgCudaTest, GeluGradEpilogueAgainstCpu) {
                       .ok());
       DeviceTensor dGrad(grad), dWeight(weight), dPre(pre), dOut(want, false),
           dBias(wantBias, false);
-      Status status = cuda::matmulGeluGrad(*testContext(), dGrad.ref,
-                                           dWeight.ref, dPre.ref, transposed,
-                                           dOut.ref, dBias.ref);
+      Status status =
+          cuda::matmulGeluGrad(*testContext(), dGrad.ref, dWeight.ref, dPre.ref,
+                               transposed, dOut.ref, dBias.ref);
       ASSERT_TRUE(status.ok()) << status.error;
       synchronize();
       expectNear(want, dOut.toHost(), "result", 4.0);

@@ -471,28 +471,28 @@ TEST_P(NNCudaTest, EmbeddingGrad) {
   DType dtype = GetParam();
   std::mt19937 rng(217);
   for (DType indexType : {DType::I64, DType::I32})
-  for (int64_t paddingIdx : {-1, 3})
-  for (bool withAddend : {false, true}) {
-    // Few rows, many positions: every row is hit several times. The
-    // addend (a tied classifier's gradient) is 16 bits for an f32 table.
-    HostTensor indices(indexType, {4, 16});
-    fillInts(indices, rng, 0, 10);
-    HostTensor g = randomTensor(dtype, {4, 16, 24}, rng);
-    HostTensor addend = randomTensor(
-        dtype == DType::F32 ? DType::BF16 : dtype, {10, 24}, rng);
-    HostTensor want(dtype, {10, 24});
-    ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices.ref, g.ref,
-                                 withAddend ? &addend.ref : nullptr,
-                                 paddingIdx, want.ref));
-    HostTensor garbage = randomTensor(dtype, {10, 24}, rng);
-    DeviceTensor dIndices(indices), dg(g), dAddend(addend), dOut(garbage);
-    ASSERT_OK(cuda::embeddingGrad(*testContext(), dIndices.ref, dg.ref,
-                                  withAddend ? &dAddend.ref : nullptr,
-                                  paddingIdx, dOut.ref));
-    synchronize();
-    EXPECT_EQ(takeDeviceError(), 0);
-    expectNear(want, dOut.toHost(), named("embedding_grad", dtype), 2.0);
-  }
+    for (int64_t paddingIdx : {-1, 3})
+      for (bool withAddend : {false, true}) {
+        // Few rows, many positions: every row is hit several times. The
+        // addend (a tied classifier's gradient) is 16 bits for an f32 table.
+        HostTensor indices(indexType, {4, 16});
+        fillInts(indices, rng, 0, 10);
+        HostTensor g = randomTensor(dtype, {4, 16, 24}, rng);
+        HostTensor addend = randomTensor(
+            dtype == DType::F32 ? DType::BF16 : dtype, {10, 24}, rng);
+        HostTensor want(dtype, {10, 24});
+        ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices.ref, g.ref,
+                                     withAddend ? &addend.ref : nullptr,
+                                     paddingIdx, want.ref));
+        HostTensor garbage = randomTensor(dtype, {10, 24}, rng);
+        DeviceTensor dIndices(indices), dg(g), dAddend(addend), dOut(garbage);
+        ASSERT_OK(cuda::embeddingGrad(*testContext(), dIndices.ref, dg.ref,
+                                      withAddend ? &dAddend.ref : nullptr,
+                                      paddingIdx, dOut.ref));
+        synchronize();
+        EXPECT_EQ(takeDeviceError(), 0);
+        expectNear(want, dOut.toHost(), named("embedding_grad", dtype), 2.0);
+      }
 }
 
 TEST_P(NNCudaTest, EmbeddingGradIndexOutOfRange) {

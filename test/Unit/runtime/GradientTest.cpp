@@ -226,7 +226,8 @@ TEST(GradientCheck, EmbeddingGradAddendIsTheAdd) {
         fused(DType::F32, {5, 3});
     ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, nullptr, -1, scattered));
     ASSERT_OK(cpu::add(cpuCtx, addend, scattered, unfused));
-    ASSERT_OK(cpu::embeddingGrad(cpuCtx, indices, cot, &addend.ref(), -1, fused));
+    ASSERT_OK(
+        cpu::embeddingGrad(cpuCtx, indices, cot, &addend.ref(), -1, fused));
     EXPECT_EQ(std::memcmp(fused.ref().data, unfused.ref().data,
                           fused.ref().numBytes()),
               0);

@@ -357,8 +357,8 @@ TEST(MatmulBiasGrad, MatchesProductAndRowSums) {
       Shape outShape;
       std::vector<double> expected =
           referenceMatmul(lhs, rhs, true, false, outShape);
-      std::vector<double> sums = rowSums((ofLhs ? lhs : rhs).values(),
-                                         ofLhs ? 6 : 5);
+      std::vector<double> sums =
+          rowSums((ofLhs ? lhs : rhs).values(), ofLhs ? 6 : 5);
       HostTensor product(dtype, {6, 5}), bias(dtype, {ofLhs ? 6 : 5});
       ASSERT_OK(cpu::matmulBiasGrad(cpuCtx, lhs, rhs, ofLhs, product, bias));
       expectClose(product.values(), expected, tolerance(dtype), 1e-5,
@@ -383,8 +383,8 @@ TEST(MatmulGeluGrad, MatchesReference) {
       SCOPED_TRACE(std::string(dtypeName(dtype)) +
                    (transposed ? " transposed" : ""));
       HostTensor grad = randomTensor(rng, dtype, {2, 9, 4});
-      HostTensor weight = randomTensor(rng, dtype, transposed ? Shape{6, 4}
-                                                              : Shape{4, 6});
+      HostTensor weight =
+          randomTensor(rng, dtype, transposed ? Shape{6, 4} : Shape{4, 6});
       HostTensor pre = randomTensor(rng, dtype, {2, 9, 6}, -3.0, 3.0);
       Shape outShape;
       std::vector<double> product =
@@ -412,14 +412,15 @@ TEST(MatmulGeluGrad, MatchesReference) {
 
 TEST(MatmulGeluGrad, RejectsBadOperands) {
   HostTensor grad(DType::F32, {3, 4}), weight(DType::F32, {5, 4}),
-      pre(DType::F32, {3, 5}), result(DType::F32, {3, 5}), bias(DType::F32, {5});
+      pre(DType::F32, {3, 5}), result(DType::F32, {3, 5}),
+      bias(DType::F32, {5});
   HostTensor shortBias(DType::F32, {4}), otherPre(DType::F32, {3, 6}),
       half(DType::F16, {3, 5});
   ASSERT_OK(cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, true, result, bias));
   EXPECT_FAILS(
       cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, false, result, bias));
-  EXPECT_FAILS(cpu::matmulGeluGrad(cpuCtx, grad, weight, otherPre, true,
-                                   result, bias));
+  EXPECT_FAILS(
+      cpu::matmulGeluGrad(cpuCtx, grad, weight, otherPre, true, result, bias));
   EXPECT_FAILS(
       cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, true, result, shortBias));
   EXPECT_FAILS(

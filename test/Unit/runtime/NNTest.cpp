@@ -866,7 +866,8 @@ TEST(IndexErrors, EmbeddingOutOfRangeFails) {
     EXPECT_EQ(out.values(), std::vector<double>(4, 7.0));
     HostTensor grad(DType::F32, {2, 2});
     HostTensor dtable(DType::F32, {3, 2});
-    EXPECT_FAILS(cpu::embeddingGrad(cpuCtx, indices, grad, nullptr, -1, dtable));
+    EXPECT_FAILS(
+        cpu::embeddingGrad(cpuCtx, indices, grad, nullptr, -1, dtable));
   }
   HostTensor floatIndices(DType::F32, {2});
   EXPECT_FAILS(cpu::embedding(cpuCtx, table, floatIndices, out));

@@ -127,7 +127,8 @@ TEST_F(ThreadsTest, LossAttentionEmbeddingAndUpdate) {
   HostTensor rows = randomTensor(rng, DType::F32, {2048, 96});
   expectThreadIndependent("embedding_grad", [&] {
     HostTensor table(DType::F32, {50, 96});
-    EXPECT_TRUE(cpu::embeddingGrad(cpuCtx, indices, rows, nullptr, -1, table).ok());
+    EXPECT_TRUE(
+        cpu::embeddingGrad(cpuCtx, indices, rows, nullptr, -1, table).ok());
     return std::vector<HostTensor>{table};
   });
 

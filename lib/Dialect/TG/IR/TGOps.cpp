@@ -346,12 +346,12 @@ LogicalResult MatmulAddOp::refineReturnTypes(
 
 LogicalResult MatmulBiasGradOp::verify() {
   if (failed(verifySameElementType(*this, getOperation()->getOperands())) ||
-      failed(verifySameElementType(*this, {getLhs(), getProduct(),
-                                          getBiasGrad()})))
+      failed(verifySameElementType(*this,
+                                   {getLhs(), getProduct(), getBiasGrad()})))
     return failure();
-  shapes::BiasGradShapes expected = shapes::matmulBiasGrad(
-      tensorType(getLhs()).getShape(), tensorType(getRhs()).getShape(),
-      getBiasOfLhs());
+  shapes::BiasGradShapes expected =
+      shapes::matmulBiasGrad(tensorType(getLhs()).getShape(),
+                             tensorType(getRhs()).getShape(), getBiasOfLhs());
   if (!expected.ok())
     return emitOpError(expected.error);
   if (failed(verifyShape(*this, getProduct(), expected.product, "product")))
@@ -361,8 +361,8 @@ LogicalResult MatmulBiasGradOp::verify() {
 
 LogicalResult MatmulGeluGradOp::verify() {
   if (failed(verifySameElementType(*this, getOperation()->getOperands())) ||
-      failed(verifySameElementType(*this, {getGrad(), getResult(),
-                                          getBiasGrad()})))
+      failed(verifySameElementType(*this,
+                                   {getGrad(), getResult(), getBiasGrad()})))
     return failure();
   shapes::BiasGradShapes expected = shapes::matmulGeluGrad(
       tensorType(getGrad()).getShape(), tensorType(getWeight()).getShape(),

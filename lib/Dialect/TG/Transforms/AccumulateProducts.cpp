@@ -167,10 +167,9 @@ struct AccumulateProductsPass
        << formatBytes(bytes) << " of products no longer stored)";
     if (tables)
       os << ", " << tables << " onto a table's gradient by its scatter";
-    tg::reportSummary(step.getLoc(), "tg-accumulate-products",
-                      step.getSymName(), line,
-                      {{"fused", fused}, {"bytes", bytes}, {"tables", tables}},
-                      printSummary);
+    tg::reportSummary(
+        step.getLoc(), "tg-accumulate-products", step.getSymName(), line,
+        {{"fused", fused}, {"bytes", bytes}, {"tables", tables}}, printSummary);
   }
 };
 

@@ -282,24 +282,23 @@ LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
   if (config.fourBit())
     update = AdamW4bitUpdateOp::create(
         builder, op.getLoc(),
-        TypeRange{op.getParam().getType(), mCodes.getType(),
-                  mAbsmax.getType(), vCodes.getType(), vAbsmax.getType()},
+        TypeRange{op.getParam().getType(), mCodes.getType(), mAbsmax.getType(),
+                  vCodes.getType(), vAbsmax.getType()},
         op.getParam(), op.getGrad(), mCodes, mAbsmax, vCodes, vAbsmax,
-        signedCodebook, unsignedCodebook, op.getLr(),
-        op.getStep(), op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(),
-        op.getEpsAttr(), op.getWeightDecayAttr(),
-        builder.getI64IntegerAttr(config.blockSize),
+        signedCodebook, unsignedCodebook, op.getLr(), op.getStep(),
+        op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(), op.getEpsAttr(),
+        op.getWeightDecayAttr(), builder.getI64IntegerAttr(config.blockSize),
         op.getRoundingSeedAttr());
   else
     update = AdamW8bitUpdateOp::create(
-      builder, op.getLoc(),
-      TypeRange{op.getParam().getType(), mCodes.getType(), mAbsmax.getType(),
-                vCodes.getType(), vAbsmax.getType()},
-      op.getParam(), op.getGrad(), mCodes, mAbsmax, vCodes, vAbsmax,
-      signedCodebook, unsignedCodebook, op.getLr(),
-      op.getStep(), op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(),
-      op.getEpsAttr(), op.getWeightDecayAttr(),
-      builder.getI64IntegerAttr(config.blockSize), op.getRoundingSeedAttr());
+        builder, op.getLoc(),
+        TypeRange{op.getParam().getType(), mCodes.getType(), mAbsmax.getType(),
+                  vCodes.getType(), vAbsmax.getType()},
+        op.getParam(), op.getGrad(), mCodes, mAbsmax, vCodes, vAbsmax,
+        signedCodebook, unsignedCodebook, op.getLr(), op.getStep(),
+        op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(), op.getEpsAttr(),
+        op.getWeightDecayAttr(), builder.getI64IntegerAttr(config.blockSize),
+        op.getRoundingSeedAttr());
   if (failed(replaceResults(op, update, {1, 2})))
     return failure();
   op->erase();

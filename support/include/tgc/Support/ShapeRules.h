@@ -104,12 +104,14 @@ struct BiasGradShapes {
 template <typename A, typename B>
 BiasGradShapes matmulBiasGrad(const A &lhs, const B &rhs, bool biasOfLhs) {
   if (lhs.size() != 2 || rhs.size() != 2)
-    return {{}, {},
+    return {{},
+            {},
             "operands must have rank 2, found ranks " +
                 std::to_string(lhs.size()) + " and " +
                 std::to_string(rhs.size())};
   if (lhs[0] != rhs[0])
-    return {{}, {},
+    return {{},
+            {},
             "operands' rows differ: " + std::to_string(lhs[0]) + " (lhs) and " +
                 std::to_string(rhs[0]) + " (rhs)"};
   return {{lhs[1], rhs[1]}, {biasOfLhs ? lhs[1] : rhs[1]}, {}};
@@ -122,7 +124,8 @@ template <typename A, typename B, typename C>
 BiasGradShapes matmulGeluGrad(const A &grad, const B &weight,
                               const C &preactivation, bool transposeRhs) {
   if (weight.size() != 2)
-    return {{}, {},
+    return {{},
+            {},
             "weight must have rank 2, found rank " +
                 std::to_string(weight.size())};
   ShapeOrError product = matmul(grad, weight, false, transposeRhs);
@@ -130,7 +133,8 @@ BiasGradShapes matmulGeluGrad(const A &grad, const B &weight,
     return {{}, {}, product.error};
   if (!std::equal(product.shape.begin(), product.shape.end(),
                   preactivation.begin(), preactivation.end()))
-    return {{}, {},
+    return {{},
+            {},
             "the product " + toString(product.shape) +
                 " and the preactivation " + toString(preactivation) +
                 " differ in shape"};
