@@ -189,56 +189,46 @@ Status gemm(Context &ctx, const GemmProblem &p, void *workspace) {
     return s;
   // The epilogue: in C^T's column-major terms the bias runs down the n
   // rows, and the pre-activation has C's layout.
+  // Forward, the bias is read and the pre-activation written (aux); in the
+  // backward epilogues the bias vector receives the sums and the GELU
+  // input is read from aux. Ours op(B) is cuBLASLt's A: its sums are
+  // BGRADA's (C^T's n rows).
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  if (p.biasGrad) {
-    // Ours op(B) is cuBLASLt's A: its sums are BGRADA's (C^T's n rows).
+  const void *vector = nullptr, *aux = nullptr;
+  if (p.bias) {
+    epilogue = !p.gelu ? CUBLASLT_EPILOGUE_BIAS
+               : p.aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                       : CUBLASLT_EPILOGUE_GELU_BIAS;
+    vector = p.bias;
+    aux = p.aux;
+  } else if (p.biasGrad) {
     epilogue = p.geluInput     ? CUBLASLT_EPILOGUE_DGELU_BGRAD
                : p.biasGradOfA ? CUBLASLT_EPILOGUE_BGRADB
                                : CUBLASLT_EPILOGUE_BGRADA;
+    vector = p.biasGrad;
+    aux = p.geluInput;
+  }
+  if (vector) {
     TGC_BLAS_CALL(blasLt().descSetAttribute(desc.operation,
                                             CUBLASLT_MATMUL_DESC_EPILOGUE,
                                             &epilogue, sizeof(epilogue)),
                   "setting the epilogue");
     TGC_BLAS_CALL(blasLt().descSetAttribute(desc.operation,
                                             CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                            &p.biasGrad, sizeof(p.biasGrad)),
-                  "setting the bias gradient");
-    if (p.geluInput) {
-      int64_t auxLd = p.n;
-      TGC_BLAS_CALL(
-          blasLt().descSetAttribute(desc.operation,
-                                    CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                                    &p.geluInput, sizeof(p.geluInput)),
-          "setting the epilogue's auxiliary input");
-      TGC_BLAS_CALL(blasLt().descSetAttribute(
-                        desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
-                        &auxLd, sizeof(auxLd)),
-                    "setting the auxiliary input's leading dimension");
-    }
+                                            &vector, sizeof(vector)),
+                  "setting the bias vector");
   }
-  if (p.bias) {
-    epilogue = !p.gelu ? CUBLASLT_EPILOGUE_BIAS
-               : p.aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
-                       : CUBLASLT_EPILOGUE_GELU_BIAS;
+  if (aux) {
+    int64_t auxLd = p.n;
+    TGC_BLAS_CALL(
+        blasLt().descSetAttribute(desc.operation,
+                                  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                  &aux, sizeof(aux)),
+        "setting the epilogue's auxiliary matrix");
     TGC_BLAS_CALL(blasLt().descSetAttribute(
-                      desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                      sizeof(epilogue)),
-                  "setting the epilogue");
-    TGC_BLAS_CALL(blasLt().descSetAttribute(
-                      desc.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                      &p.bias, sizeof(p.bias)),
-                  "setting the bias");
-    if (p.aux) {
-      int64_t auxLd = p.n;
-      TGC_BLAS_CALL(blasLt().descSetAttribute(
-                        desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                        &p.aux, sizeof(p.aux)),
-                    "setting the epilogue's auxiliary output");
-      TGC_BLAS_CALL(blasLt().descSetAttribute(
-                        desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
-                        &auxLd, sizeof(auxLd)),
-                    "setting the auxiliary output's leading dimension");
-    }
+                      desc.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                      &auxLd, sizeof(auxLd)),
+                  "setting the auxiliary matrix's leading dimension");
   }
 
   // What the heuristic may assume about the pointers of every batch entry.
