@@ -114,6 +114,11 @@ struct StateSlot {
   unsigned result;  // result index in the f32 update
 };
 
+/// Rewrites one step. The signature is changed once, at the end: new state
+/// arguments are added to the body as each update is rewritten, and the
+/// function type, argument and result attributes and the return are
+/// rebuilt in one go (per update they would make the pass quadratic in the
+/// number of parameters: a 1558M GPT-2 has 580).
 class Rewriter {
 public:
   Rewriter(func::FuncOp step, const Config &config)
@@ -123,22 +128,31 @@ public:
 
 private:
   Value map(bool isSigned);
-  /// Replaces the state argument `arg` by codes and absmax arguments named
-  /// after it; returns them.
+  /// Adds codes and absmax arguments named after the state argument read
+  /// as `operand` (which is erased at the end); returns them.
   FailureOr<std::pair<BlockArgument, BlockArgument>>
   quantizeArgument(Operation *update, Value operand);
   LogicalResult rewrite(AdamWUpdateOp op);
   LogicalResult rewrite(SGDUpdateOp op);
-  /// Makes the step return `replacement`'s results where it returned
-  /// `op`'s, each old state result expanded to its codes and absmax.
+  /// Records that the step returns `replacement`'s results where it
+  /// returned `op`'s, each old state result expanded to its codes and
+  /// absmax; `op` is erased at the end.
   LogicalResult replaceResults(Operation *op, Operation *replacement,
                                ArrayRef<unsigned> stateResults);
+  /// The new return, result attributes, argument attributes and type.
+  LogicalResult finish();
 
   func::FuncOp step;
   const Config &config;
   OpBuilder builder;
   Value signedMap, unsignedMap;
   SmallVector<unsigned> erasedArgs;
+  /// Attributes of the arguments added to the body, in order.
+  SmallVector<DictionaryAttr> addedArgAttrs;
+  /// Old result -> new results (param -> param; a state result -> its
+  /// codes and absmax).
+  llvm::DenseMap<Value, SmallVector<Value, 2>> expansion;
+  SmallVector<Operation *> replaced;
 
 public:
   int64_t quantized = 0, kept = 0;
@@ -200,38 +214,45 @@ Rewriter::quantizeArgument(Operation *update, Value operand) {
   };
   // Appended: the old argument is erased at the end, when no index held
   // elsewhere can move.
-  unsigned index = step.getNumArguments();
-  if (failed(step.insertArgument(index, codesType, attrs(config.codesSuffix()),
-                                 arg.getLoc())) ||
-      failed(step.insertArgument(index + 1, absmaxType, attrs(kAbsmaxSuffix),
-                                 arg.getLoc())))
-    return update->emitOpError("cannot add the quantized state arguments");
+  Block &body = step.getBody().front();
+  BlockArgument codes = body.addArgument(codesType, arg.getLoc());
+  BlockArgument absmax = body.addArgument(absmaxType, arg.getLoc());
+  addedArgAttrs.push_back(attrs(config.codesSuffix()));
+  addedArgAttrs.push_back(attrs(kAbsmaxSuffix));
   erasedArgs.push_back(arg.getArgNumber());
   bytesBefore += count * int64_t(type.getElementTypeBitWidth() / 8);
   bytesAfter += codesType.getNumElements() + 4 * blocks;
-  return std::make_pair(step.getArgument(index), step.getArgument(index + 1));
+  return std::make_pair(codes, absmax);
 }
 
 LogicalResult Rewriter::replaceResults(Operation *op, Operation *replacement,
                                        ArrayRef<unsigned> stateResults) {
-  Block &body = step.getBody().front();
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  // Old result -> new results, in order (param -> param; a state result ->
-  // its codes and absmax).
-  llvm::DenseMap<Value, SmallVector<Value, 2>> expansion;
-  expansion[op->getResult(0)] = {replacement->getResult(0)};
-  for (auto [k, result] : llvm::enumerate(stateResults))
-    expansion[op->getResult(result)] = {replacement->getResult(1 + 2 * k),
-                                        replacement->getResult(2 + 2 * k)};
+  auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
   for (Value result : op->getResults())
     for (OpOperand &use : result.getUses())
       if (use.getOwner() != ret && result != op->getResult(0))
         return op->emitOpError("its updated state is read by another op; "
                                "cannot quantize it");
+  for (unsigned result : stateResults)
+    for (OpOperand &use : op->getResult(result).getUses())
+      if (!step.getResultAttrOfType<StringAttr>(use.getOperandNumber(),
+                                                TGDialect::kUpdateAttr))
+        return op->emitOpError("the step returns its updated state without "
+                               "'tg.update'");
   op->getResult(0).replaceUsesWithIf(
       replacement->getResult(0),
       [&](OpOperand &use) { return use.getOwner() != ret; });
+  expansion[op->getResult(0)] = {replacement->getResult(0)};
+  for (auto [k, result] : llvm::enumerate(stateResults))
+    expansion[op->getResult(result)] = {replacement->getResult(1 + 2 * k),
+                                        replacement->getResult(2 + 2 * k)};
+  replaced.push_back(op);
+  return success();
+}
 
+LogicalResult Rewriter::finish() {
+  Block &body = step.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
   SmallVector<Value> results;
   SmallVector<DictionaryAttr> resultAttrs;
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
@@ -244,10 +265,8 @@ LogicalResult Rewriter::replaceResults(Operation *op, Operation *replacement,
       resultAttrs.push_back(attrs);
       continue;
     }
+    // Checked in replaceResults.
     auto name = step.getResultAttrOfType<StringAttr>(i, TGDialect::kUpdateAttr);
-    if (!name)
-      return op->emitOpError("the step returns its updated state without "
-                             "'tg.update'");
     const StringRef suffixes[] = {config.codesSuffix(), kAbsmaxSuffix};
     for (auto [value, suffix] : llvm::zip(it->second, suffixes)) {
       results.push_back(value);
@@ -257,9 +276,26 @@ LogicalResult Rewriter::replaceResults(Operation *op, Operation *replacement,
     }
   }
   ret->setOperands(results);
+  for (Operation *op : replaced)
+    op->erase();
+
+  SmallVector<Attribute> argAttrs;
+  unsigned oldArgs = body.getNumArguments() - addedArgAttrs.size();
+  for (unsigned i = 0; i < oldArgs; ++i) {
+    DictionaryAttr attrs = step.getArgAttrDict(i);
+    argAttrs.push_back(attrs ? attrs : builder.getDictionaryAttr({}));
+  }
+  argAttrs.append(addedArgAttrs.begin(), addedArgAttrs.end());
   step.setType(builder.getFunctionType(body.getArgumentTypes(),
                                        ValueRange(results).getTypes()));
+  step.setAllArgAttrs(argAttrs);
   step.setAllResultAttrs(resultAttrs);
+
+  llvm::BitVector erase(body.getNumArguments());
+  for (unsigned index : erasedArgs)
+    erase.set(index);
+  if (failed(step.eraseArguments(erase)))
+    return step.emitOpError("cannot remove the f32 state arguments");
   return success();
 }
 
@@ -299,10 +335,7 @@ LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
         op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(), op.getEpsAttr(),
         op.getWeightDecayAttr(), builder.getI64IntegerAttr(config.blockSize),
         op.getRoundingSeedAttr());
-  if (failed(replaceResults(op, update, {1, 2})))
-    return failure();
-  op->erase();
-  return success();
+  return replaceResults(op, update, {1, 2});
 }
 
 LogicalResult Rewriter::rewrite(SGDUpdateOp op) {
@@ -321,10 +354,7 @@ LogicalResult Rewriter::rewrite(SGDUpdateOp op) {
       op.getLr(), op.getStep(), op.getApply(), op.getMomentumAttr(),
       op.getDampeningAttr(), op.getWeightDecayAttr(), op.getNesterovAttr(),
       builder.getI64IntegerAttr(config.blockSize));
-  if (failed(replaceResults(op, update, {1})))
-    return failure();
-  op->erase();
-  return success();
+  return replaceResults(op, update, {1});
 }
 
 LogicalResult Rewriter::run() {
@@ -359,12 +389,7 @@ LogicalResult Rewriter::run() {
     if (failed(result))
       return failure();
   }
-  llvm::BitVector erase(step.getNumArguments());
-  for (unsigned index : erasedArgs)
-    erase.set(index);
-  if (failed(step.eraseArguments(erase)))
-    return step.emitOpError("cannot remove the f32 state arguments");
-  return success();
+  return finish();
 }
 
 struct QuantizeOptimizerStatePass
