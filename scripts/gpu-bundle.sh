@@ -103,6 +103,9 @@ cp "$root/test/gpu/Inputs/compare_losses.py" "$root/test/e2e/Inputs/bounds.py" \
   "$root/bench/gpu/bench_gpu.py" \
   "$out/"
 du -sh "$out" | cut -f1 | sed 's/^/gpu-bundle: /'
-# The same compressed, to travel (tar xJf gpu-bundle.tar.xz there).
-tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
+# The same compressed, to travel (tar xJf gpu-bundle.tar.xz there): xz -3
+# on every core, 4x faster than the default (-6, one thread) for a file
+# 40% larger (91 MB -> 17.7 MB in 10.6 s, against 12.8 MB in 40.6 s, on
+# 2 cores).
+XZ_OPT="${XZ_OPT:--T0 -3}" tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
 du -sh "$out.tar.xz" | cut -f1 | sed 's/^/gpu-bundle: compressed /' 
