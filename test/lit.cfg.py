@@ -10,6 +10,11 @@ config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tgc_obj_root, "test")
+# test/.lit_test_times.txt: each test's seconds on a 2-core machine (the
+# larger of the normal and the sanitized build), read by lit when the build
+# has no times of its own (a clean clone, as in CI), so that the longest
+# tests start first and none of them is left running alone at the end.
+# Refresh it from build/test/.lit_test_times.txt when tests change much.
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
