@@ -307,16 +307,17 @@ LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
   if (failed(v))
     return failure();
   builder.setInsertionPoint(op);
-  auto [mCodes, mAbsmax] = *m;
-  auto [vCodes, vAbsmax] = *v;
+  // Plain values, not structured bindings: the lambda below captures them.
+  Value mCodes = m->first, mAbsmax = m->second;
+  Value vCodes = v->first, vAbsmax = v->second;
   // The maps made in a fixed order (the order a call's arguments are
   // evaluated in is the compiler's): each goes to the top of the step, so
   // the signed one, made last, comes first.
   Value unsignedCodebook = map(/*isSigned=*/false);
   Value signedCodebook = map(/*isSigned=*/true);
-  Operation *update;
-  if (config.fourBit())
-    update = AdamW4bitUpdateOp::create(
+  // The 8- and 4-bit updates take the same operands and attributes.
+  auto create = [&](auto null) -> Operation * {
+    return decltype(null)::create(
         builder, op.getLoc(),
         TypeRange{op.getParam().getType(), mCodes.getType(), mAbsmax.getType(),
                   vCodes.getType(), vAbsmax.getType()},
@@ -325,16 +326,9 @@ LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
         op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(), op.getEpsAttr(),
         op.getWeightDecayAttr(), builder.getI64IntegerAttr(config.blockSize),
         op.getRoundingSeedAttr());
-  else
-    update = AdamW8bitUpdateOp::create(
-        builder, op.getLoc(),
-        TypeRange{op.getParam().getType(), mCodes.getType(), mAbsmax.getType(),
-                  vCodes.getType(), vAbsmax.getType()},
-        op.getParam(), op.getGrad(), mCodes, mAbsmax, vCodes, vAbsmax,
-        signedCodebook, unsignedCodebook, op.getLr(), op.getStep(),
-        op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(), op.getEpsAttr(),
-        op.getWeightDecayAttr(), builder.getI64IntegerAttr(config.blockSize),
-        op.getRoundingSeedAttr());
+  };
+  Operation *update = config.fourBit() ? create(AdamW4bitUpdateOp())
+                                       : create(AdamW8bitUpdateOp());
   return replaceResults(op, update, {1, 2});
 }
 
