@@ -324,7 +324,7 @@ std::optional<Match> match(
   m.seen = &seen;
   auto scoresType = typeOf(softmax.getInput());
   int64_t rank = scoresType.getRank();
-  if (rank < 3 || rank > 4 || softmax.getAxis() != rank - 1 ||
+  if (rank < 3 || rank > 4 || int64_t(softmax.getAxis()) != rank - 1 ||
       !softmax.getResult().hasOneUse())
     return std::nullopt;
   int64_t tq = scoresType.getShape()[rank - 2],
