@@ -8,7 +8,7 @@
   tgc-import.py --hf DIR --batch B --seq-len T -o MODEL.mlir [--check]
 
 --hf imports a Hugging Face model directory (the class its config.json
-names, from transformers, with eager attention and no dropout; run it with
+names, from transformers, with eager attention, no dropout and no cache; run it with
 .venv-hf47/bin/python): a causal LM, a masked LM or a sequence classifier,
 the task told from the class. `tgc-run --load-weights DIR` then starts
 from the directory's weights, under the same names.
@@ -26,8 +26,11 @@ evaluated in torch at import time and becomes a constant. Parameters keep
 their state-dict names (tied weights once, under their first name) and
 become `tg.param` arguments; `--weights` writes their values, which
 `tgc-run --load-weights` starts from. An operator with no mapping fails
-the import: all of them are listed, each with its count and the module it
-came from, not only the first.
+the import: all of them are listed, each with its count, the module it
+came from and the source line of its first use, not only the first. A
+trace that stops (a Python branch on a value, an intermediate whose shape
+depends on the values) fails with the module, the file and line, and
+what would make the model importable.
 
 --check compiles the imported model with tgc-compile, evaluates one random
 batch with `tgc-run --eval-only` on the CPU, and prints its loss beside the
@@ -45,6 +48,7 @@ tools it runs or the interpreter (userfiles.py).
 """
 import argparse
 import collections
+import contextlib
 import importlib.util
 import json
 import os
@@ -75,6 +79,9 @@ def load_factory(spec):
     if loader is None:
         fail(f"--module: '{path}' is not a Python file")
     module = importlib.util.module_from_spec(loader)
+    # Registered as imported modules are, so that its TorchScript helpers
+    # can be traced from their source (unscripted).
+    sys.modules[loader.name] = module
     try:
         loader.loader.exec_module(module)
     except Exception as e:  # the user's file: anything may go wrong
@@ -96,7 +103,8 @@ def load_factory(spec):
 def load_hf(directory, seed):
     """A Hugging Face model directory's model (the class its config.json
     names; the weights when the directory has them, else a seeded random
-    initialisation), with eager attention and no dropout, and its task.
+    initialisation), with eager attention, no dropout and no key/value
+    cache, and its task.
     `directory` may also be a config.json alone: the model's shapes only,
     its parameters allocated and never written (a large model costs no
     memory), for planning and timing the import."""
@@ -145,6 +153,13 @@ def load_hf(directory, seed):
         if isinstance(getattr(config, field, None), float):
             setattr(config, field, 0.0)
     config._attn_implementation = "eager"
+    # No key/value cache: a training step does not decode, and the caches
+    # some configurations ask for (Gemma 2's hybrid cache) are built with
+    # data-dependent bookkeeping the trace cannot follow.
+    if hasattr(config, "use_cache"):
+        config.use_cache = False
+    if getattr(config, "cache_implementation", None):
+        config.cache_implementation = None
     weights = not shapes_only and any(
         os.path.isfile(os.path.join(directory, f)) for f in (
             "model.safetensors", "model.safetensors.index.json",
@@ -217,6 +232,117 @@ def loss_of(model, task, inputs):
 
 # --- tracing -----------------------------------------------------------------
 
+def _torch_directory():
+    import torch
+    return os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
+def source_of(frames):
+    """'FILE:LINE' of the innermost frame outside torch's own files (the
+    model's code that called the operation), or None; `frames` innermost
+    first, (filename, lineno) pairs."""
+    torch_dir = _torch_directory()
+    for filename, line in frames:
+        path = os.path.abspath(filename)
+        if not path.startswith(torch_dir) and not filename.startswith("<"):
+            return f"{filename}:{line}"
+    return None
+
+
+def frames_from(frame):
+    """A stack from `frame` outwards, as (filename, lineno) pairs."""
+    while frame is not None:
+        yield frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+
+
+def traceback_frames(tb):
+    """An exception's traceback, innermost first."""
+    import traceback
+    return [(f.filename, f.lineno)
+            for f in reversed(traceback.extract_tb(tb))]
+
+
+def source_line(location):
+    """The text of 'FILE:LINE', stripped, or ''."""
+    import linecache
+    filename, _, line = location.rpartition(":")
+    return linecache.getline(filename, int(line)).strip()
+
+
+def tracing_failure(e, module, location):
+    """The error for a trace that stopped: where (module path, file and
+    line, the line itself) and what would make the model importable."""
+    what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    what = what.splitlines()[0].rstrip(".")
+    if "data-dependent" in what or "tracing tensor" in what:
+        why = ("a Python branch, loop or conversion on a tensor's value; "
+               "make it depend on shapes only (or compute both sides and "
+               "select with torch.where)")
+    elif "TorchScript" in what:
+        why = ("a torch.jit.script'ed function whose Python source "
+               "tgc-import could not find; call the Python function instead")
+    elif type(e).__name__ == "DynamicOutputShapeException":
+        why = ("an output whose shape depends on the values (boolean "
+               "indexing, nonzero, unique); tgc plans memory at static "
+               "shapes: write it at a fixed shape (masked_fill, where)")
+    else:
+        why = ("tgc-import needs a forward pass at static shapes without "
+               "data-dependent control flow")
+    where = module
+    if location:
+        code = source_line(location)
+        where += f" at {location}" + (f" (`{code}`)" if code else "")
+    return f"tracing stopped in {where}: {what}; {why}"
+
+
+def python_of_script(module, name):
+    """The Python function `module.name`, a torch.jit.script'ed function,
+    was compiled from: its source recompiled without the decorator (in the
+    module's globals, under its file and lines), or None where the source
+    cannot be found."""
+    import ast
+    import inspect
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            node.decorator_list = []
+            namespace = {}
+            code = compile(ast.Module(body=[node], type_ignores=[]),
+                           module.__file__, "exec")
+            exec(code, module.__dict__, namespace)
+            return namespace[name]
+    return None
+
+
+@contextlib.contextmanager
+def unscripted(model):
+    """The TorchScript helpers of the modules `model` is built from (DeBERTa's
+    relative positions) replaced, for the trace, by the Python functions
+    they were scripted from: TorchScript runs outside the tracer, which
+    then sees no operation (and stops on fake tensors). Python traces them
+    like the rest of the forward; what depends only on shapes is evaluated
+    at import."""
+    import torch
+    replaced = []
+    for name in sorted({type(m).__module__ for m in model.modules()}):
+        module = sys.modules.get(name)
+        for attr, value in list(vars(module).items()) if module else []:
+            if isinstance(value, torch.jit.ScriptFunction):
+                python = python_of_script(module, attr)
+                if python is not None:
+                    replaced.append((module, attr, value))
+                    setattr(module, attr, python)
+    try:
+        yield
+    finally:
+        for module, attr, value in replaced:
+            setattr(module, attr, value)
+
+
 def trace(model, task, inputs):
     """The ATen graph of the loss over (parameters, buffers, inputs), with
     each node's module path in node.meta["module"]."""
@@ -271,18 +397,20 @@ def trace(model, task, inputs):
     def create_node(self, *a, **k):
         node = create(self, *a, **k)
         node.meta["module"] = stack[-1]
+        node.meta["source"] = source_of(frames_from(sys._getframe(1)))
         return node
     torch.fx.Graph.create_node = create_node
     model.eval()
     try:
-        graph = make_fx(step, tracing_mode="fake")(
-            *(v.detach() for v in values), *inputs.values())
+        with unscripted(model):
+            graph = make_fx(step, tracing_mode="fake")(
+                *(v.detach() for v in values), *inputs.values())
     except ImportError_:
         raise
     except Exception as e:
-        fail(f"tracing the model failed ({type(e).__name__}: {e}); tgc-import "
-             "needs a forward pass at static shapes without data-dependent "
-             "control flow")
+        # The module the trace was in: its forward hook did not pop it.
+        fail(tracing_failure(e, stack[-1] or f"({type(model).__name__})",
+                             source_of(traceback_frames(e.__traceback__))))
     finally:
         torch.fx.Graph.create_node = create
         for hook in hooks:
@@ -299,8 +427,9 @@ from aten_to_tg import (IN_PLACE, OPS, VIEWS, Emitter, Known,  # noqa: E402
 
 
 def convert(graph, params, buffers, inputs, name, task, root="model"):
-    """The tg IR text of the traced loss, or Unsupported's list (by
-    operation and module path; `root` names the model itself)."""
+    """The tg IR text of the traced loss, or the error listing what has no
+    tg form (by operation and module path, with the source line of the
+    first of each; `root` names the model itself)."""
     import torch
 
     def where(node):
@@ -335,6 +464,12 @@ def convert(graph, params, buffers, inputs, name, task, root="model"):
     arguments.sort(key=lambda a: "tg.input" not in a)
 
     missing = collections.Counter()
+    first_source = {}  # (operation, module) -> where its first one is
+
+    def unsupported(what, node):
+        key = (what, where(node))
+        missing[key] += 1
+        first_source.setdefault(key, node.meta.get("source"))
     loss = None
 
     def lookup(x):
@@ -371,7 +506,7 @@ def convert(graph, params, buffers, inputs, name, task, root="model"):
             # After an operation without a tg form: only another one is
             # reported (every kind is listed, not only the first).
             if handler is None:
-                missing[(target, where(node))] += 1
+                unsupported(target, node)
             env[node] = Missing()
             continue
         if handler not in (matmul, addmm, baddbmm):
@@ -390,10 +525,15 @@ def convert(graph, params, buffers, inputs, name, task, root="model"):
                     raise Unsupported(f"{target} of a tensor a view reads")
                 env[updated] = env[node]
         except Unsupported as u:
-            missing[(u.what, where(node))] += 1
+            unsupported(u.what, node)
             env[node] = Missing()
     if missing:
-        return None, missing
+        lines = [f"  {module}: {what} x{count}" +
+                 (f" (first at {first_source[(what, module)]})"
+                  if first_source[(what, module)] else "")
+                 for (what, module), count in sorted(missing.items())]
+        return None, (f"{sum(missing.values())} operations have no tg form "
+                      f"({len(missing)} kinds):\n" + "\n".join(lines))
     if not isinstance(loss, Value) or loss.shape != ():
         fail("the traced function does not end in a scalar loss")
     attrs = ["tg.model"]
@@ -576,10 +716,7 @@ def main(argv=None):
         text, missing = convert(graph, params, buffers, inputs, args.name,
                                 args.task, type(model).__name__)
         if missing:
-            lines = [f"  {module}: {what} x{count}"
-                     for (what, module), count in sorted(missing.items())]
-            fail(f"{sum(missing.values())} operations have no tg form "
-                 f"({len(missing)} kinds):\n" + "\n".join(lines))
+            fail(missing)
         # tgc-opt verifies the IR and prints it in the ops' own syntax.
         with tempfile.NamedTemporaryFile("w", suffix=".mlir") as raw:
             raw.write(text)

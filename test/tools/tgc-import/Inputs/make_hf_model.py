@@ -3,7 +3,11 @@ transformers 4.47.1) of a family tgc-models does not build, for
 tgc-import's tests: opt (learned positions, ReLU, biases), gpt-neox
 (partial rotary embeddings, fused interleaved q/k/v, parallel residual),
 gemma (RMSNorm on 1 + weight, GeGLU, one key/value head, tied
-embeddings), gpt-neo (alternating global and local attention), distilbert
+embeddings), gemma2 (gemma-2-2b's flags: attention and final logits
+soft-capped, sliding-window layers alternating with global ones, the
+query scale from query_pre_attn_scalar, pre- and post-norms, the hybrid
+cache its config asks for), gpt-neo (alternating global and local
+attention), distilbert
 (a sequence classifier), bert (the same head), roberta (positions counted
 from the padding: refused) and bert-qa (a question-answering head:
 refused). No dropout.
@@ -32,6 +36,16 @@ elif kind == "gemma":
         vocab_size=96, hidden_size=64, intermediate_size=128,
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
         head_dim=16, max_position_embeddings=64,
+        hidden_activation="gelu_pytorch_tanh"))
+elif kind == "gemma2":
+    # The window (8) shorter than the tests' sequences (32), so that the
+    # sliding layers differ from the global ones.
+    model = T.Gemma2ForCausalLM(T.Gemma2Config(
+        vocab_size=96, hidden_size=64, intermediate_size=128,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, max_position_embeddings=64, sliding_window=8,
+        query_pre_attn_scalar=24, attn_logit_softcapping=50.0,
+        final_logit_softcapping=30.0, cache_implementation="hybrid",
         hidden_activation="gelu_pytorch_tanh"))
 elif kind == "gpt-neo":
     model = T.GPTNeoForCausalLM(T.GPTNeoConfig(

@@ -104,3 +104,46 @@ def not_a_module():
 
 def raising():
     raise RuntimeError("no weights here")
+
+
+class ValueShaped(nn.Module):
+    """An intermediate whose shape depends on the values: no static plan."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y + y[y > 0].sum()
+
+
+def value_shaped():
+    return ValueShaped()
+
+
+@torch.jit.script
+def log_buckets(positions: torch.Tensor, buckets: int):
+    """A TorchScript helper on a tensor the forward made from shapes alone
+    (as DeBERTa's relative position buckets are): a log-spaced bucket of
+    each position."""
+    near = torch.where(positions < buckets, torch.tensor(buckets).type_as(positions),
+                       positions)
+    return torch.ceil(torch.log(near) / torch.log(torch.tensor(2.0 * buckets)))
+
+
+class Scripted(nn.Module):
+    """A forward that calls a torch.jit.script'ed helper."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x):
+        positions = torch.arange(x.size(-1), dtype=torch.float32)
+        return self.fc(x * log_buckets(positions, 2))
+
+
+def scripted():
+    torch.manual_seed(0)
+    return Scripted()
