@@ -480,15 +480,48 @@ def slice_(e, node, args):
     dim = axis(args[1] if len(args) > 1 else 0, rank)
     start = args[2] if len(args) > 2 and args[2] is not None else 0
     step = args[4] if len(args) > 4 else 1
-    if step != 1:
-        raise Unsupported("aten.slice.Tensor with a step")
     val = meta(node)
     if tuple(val.shape) == x.shape:
         return x
     start = max(0, start + x.shape[dim] if start < 0 else start)
     offsets = [0] * rank
     offsets[dim] = min(start, x.shape[dim])
-    return result_of(e, node, "tg.slice", [x], f"offsets = {i64s(offsets)}")
+    if step == 1:
+        return result_of(e, node, "tg.slice", [x],
+                         f"offsets = {i64s(offsets)}")
+    # Every step-th element from start (GLM's interleaved rotary halves,
+    # x[..., 0::2] and x[..., 1::2]): a span of count * step elements that
+    # holds them, as [count, step] rows, and the column they are in.
+    count, whole = val.shape[dim], x.shape[dim]
+    if count * step > whole:
+        raise Unsupported("aten.slice.Tensor with a step that does not "
+                          "divide what it slices")
+    column = max(0, offsets[dim] + count * step - whole)
+    offsets[dim] -= column
+    shape = list(x.shape)
+    span = shape[:dim] + [count * step] + shape[dim + 1:]
+    if span != shape:
+        x = e.op("tg.slice", [x], span, x.dtype,
+                 f"offsets = {i64s(offsets)}")
+    rows = e.op("tg.reshape", [x], shape[:dim] + [count, step] +
+                shape[dim + 1:], x.dtype)
+    picked = [0] * (rank + 1)
+    picked[dim + 1] = column
+    taken = e.op("tg.slice", [rows], shape[:dim] + [count, 1] +
+                 shape[dim + 1:], x.dtype, f"offsets = {i64s(picked)}")
+    return result_of(e, node, "tg.reshape", [taken])
+
+
+@op("aten.stack.default")
+def stack(e, node, args):
+    tensors = [materialize(e, t) for t in args[0]]
+    rank = len(meta(node).shape)
+    dim = axis(args[1] if len(args) > 1 else 0, rank)
+    pieces = [e.op("tg.reshape", [t], list(t.shape[:dim]) + [1] +
+                   list(t.shape[dim:]), t.dtype) for t in tensors]
+    if len(pieces) == 1:
+        return result_of(e, node, "tg.reshape", pieces)
+    return result_of(e, node, "tg.concat", pieces, f"axis = {dim} : i64")
 
 
 @op("aten.cat.default")

@@ -80,7 +80,7 @@ def load_factory(spec):
         fail(f"--module: '{path}' is not a Python file")
     module = importlib.util.module_from_spec(loader)
     # Registered as imported modules are, so that its TorchScript helpers
-    # can be traced from their source (unscripted).
+    # can be traced from their source (traceable).
     sys.modules[loader.name] = module
     try:
         loader.loader.exec_module(module)
@@ -319,13 +319,14 @@ def python_of_script(module, name):
 
 
 @contextlib.contextmanager
-def unscripted(model):
-    """The TorchScript helpers of the modules `model` is built from (DeBERTa's
-    relative positions) replaced, for the trace, by the Python functions
-    they were scripted from: TorchScript runs outside the tracer, which
-    then sees no operation (and stops on fake tensors). Python traces them
-    like the rest of the forward; what depends only on shapes is evaluated
-    at import."""
+def traceable(model):
+    """What real modeling code calls, made traceable for the trace's
+    duration: the TorchScript helpers of the modules `model` is built from
+    (DeBERTa's relative positions) replaced by the Python functions they
+    were scripted from (TorchScript runs outside the tracer, which then
+    sees no operation and stops on fake tensors; Python is traced like the
+    rest of the forward, and what depends only on shapes is evaluated at
+    import), and repeat_interleave by an int count made static."""
     import torch
     replaced = []
     for name in sorted({type(m).__module__ for m in model.modules()}):
@@ -336,11 +337,34 @@ def unscripted(model):
                 if python is not None:
                     replaced.append((module, attr, value))
                     setattr(module, attr, python)
+    for owner in (torch, torch.Tensor):
+        original = owner.repeat_interleave
+        replaced.append((owner, "repeat_interleave", original))
+        setattr(owner, "repeat_interleave",
+                repeat_interleave_static(original))
     try:
         yield
     finally:
-        for module, attr, value in replaced:
+        for module, attr, value in reversed(replaced):
             setattr(module, attr, value)
+
+
+def repeat_interleave_static(original):
+    """torch's repeat_interleave with a Python int count as a broadcast and
+    a reshape: torch 1.13 turns the count into a tensor, whose output shape
+    the tracer cannot know (GLM's interleaved rotary tables)."""
+    def repeat_interleave(input, repeats, dim=None, *, output_size=None):
+        if not isinstance(repeats, int) or input.dim() == 0:
+            return original(input, repeats, dim, output_size=output_size)
+        if dim is None:
+            input, dim = input.reshape(-1), 0
+        dim %= input.dim()
+        shape = list(input.shape)
+        spread = input.unsqueeze(dim + 1).expand(
+            shape[:dim + 1] + [repeats] + shape[dim + 1:])
+        return spread.reshape(shape[:dim] + [shape[dim] * repeats] +
+                              shape[dim + 1:])
+    return repeat_interleave
 
 
 def trace(model, task, inputs):
@@ -402,7 +426,7 @@ def trace(model, task, inputs):
     torch.fx.Graph.create_node = create_node
     model.eval()
     try:
-        with unscripted(model):
+        with traceable(model):
             graph = make_fx(step, tracing_mode="fake")(
                 *(v.detach() for v in values), *inputs.values())
     except ImportError_:

@@ -6,8 +6,9 @@ gemma (RMSNorm on 1 + weight, GeGLU, one key/value head, tied
 embeddings), gemma2 (gemma-2-2b's flags: attention and final logits
 soft-capped, sliding-window layers alternating with global ones, the
 query scale from query_pre_attn_scalar, pre- and post-norms, the hybrid
-cache its config asks for), gpt-neo (alternating global and local
-attention), distilbert
+cache its config asks for), glm (GLM-4's flags: partial rotary on
+interleaved pairs, q/k/v biases, grouped-query keys, fused gate_up),
+gpt-neo (alternating global and local attention), distilbert
 (a sequence classifier), bert (the same head), roberta (positions counted
 from the padding: refused) and bert-qa (a question-answering head:
 refused). No dropout.
@@ -47,6 +48,13 @@ elif kind == "gemma2":
         query_pre_attn_scalar=24, attn_logit_softcapping=50.0,
         final_logit_softcapping=30.0, cache_implementation="hybrid",
         hidden_activation="gelu_pytorch_tanh"))
+elif kind == "glm":
+    model = T.GlmForCausalLM(T.GlmConfig(
+        vocab_size=96, hidden_size=64, intermediate_size=128,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, max_position_embeddings=64, partial_rotary_factor=0.5,
+        attention_bias=True, pad_token_id=0, eos_token_id=1,
+        bos_token_id=2))
 elif kind == "gpt-neo":
     model = T.GPTNeoForCausalLM(T.GPTNeoConfig(
         vocab_size=96, hidden_size=64, num_layers=2,
