@@ -253,6 +253,77 @@ def compare_zero(e, node, args):
         else Negated(nonzero)
 
 
+@op("aten.bitwise_not.default", "aten.logical_not.default")
+def logical_not(e, node, args):
+    import torch
+    x = args[0]
+    if isinstance(x, Negated):
+        return x.nonzero
+    if x.dtype != torch.bool:
+        raise Unsupported(f"{node.target} of a {x.dtype} tensor")
+    return Negated(x)
+
+
+@op("aten.zeros_like.default", "aten.ones_like.default",
+    "aten.full_like.default")
+def filled_like(e, node, args):
+    """A tensor of one value at another's shape: a constant (shapes only)."""
+    import torch
+    val = meta(node)
+    fill = {"aten.zeros_like.default": 0, "aten.ones_like.default": 1}.get(
+        str(node.target), args[1] if len(args) > 1 else None)
+    return Known(torch.full(tuple(val.shape), unwrap(fill), dtype=val.dtype))
+
+
+@op("aten.repeat.default")
+def repeat(e, node, args):
+    """x tiled `repeats` times along each dimension: each dimension given a
+    unit dimension before it, broadcast there, and the pairs merged."""
+    x, repeats = materialize(e, args[0]), list(args[1])
+    shape = [1] * (len(repeats) - len(x.shape)) + list(x.shape)
+    spread = [d for size in shape for d in (1, size)]
+    tiled = [d for count, size in zip(repeats, shape) for d in (count, size)]
+    x = e.op("tg.reshape", [x], spread, x.dtype)
+    x = e.op("tg.broadcast_to", [x], tiled, x.dtype)
+    return result_of(e, node, "tg.reshape", [x])
+
+
+@op("aten.index.Tensor")
+def index(e, node, args):
+    """x[..., [i, j, ...], ...] with constant indices on one dimension
+    (Falcon's fused multi-query q/k/v): the runs of consecutive indices as
+    slices, concatenated."""
+    x, indices = args[0], args[1]
+    picked = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(picked) != 1 or not isinstance(picked[0][1], Known) or \
+            picked[0][1].value.dim() != 1 or \
+            picked[0][1].value.dtype.is_floating_point or \
+            picked[0][1].value.dtype == __import__("torch").bool:
+        raise Unsupported("aten.index.Tensor (only constant integer indices "
+                          "on one dimension)")
+    dim, values = picked[0][0], picked[0][1].value.tolist()
+    size = x.shape[dim]
+    values = [v + size if v < 0 else v for v in values]
+    runs = []
+    for v in values:
+        if runs and runs[-1][0] + runs[-1][1] == v:
+            runs[-1][1] += 1
+        else:
+            runs.append([v, 1])
+    pieces = []
+    for start, count in runs:
+        offsets = [0] * len(x.shape)
+        offsets[dim] = start
+        shape = list(x.shape)
+        shape[dim] = count
+        pieces.append(x if shape == list(x.shape) else
+                      e.op("tg.slice", [x], shape, x.dtype,
+                           f"offsets = {i64s(offsets)}"))
+    if len(pieces) == 1:
+        return pieces[0]
+    return result_of(e, node, "tg.concat", pieces, f"axis = {dim} : i64")
+
+
 @op("aten.select.int")
 def select(e, node, args):
     x = args[0]

@@ -8,9 +8,13 @@ soft-capped, sliding-window layers alternating with global ones, the
 query scale from query_pre_attn_scalar, pre- and post-norms, the hybrid
 cache its config asks for), glm (GLM-4's flags: partial rotary on
 interleaved pairs, q/k/v biases, grouped-query keys, fused gate_up),
+falcon (falcon-7b's flags: multi-query attention from one fused
+projection, attention and MLP in parallel off one LayerNorm, no biases),
 gpt-neo (alternating global and local attention), distilbert
-(a sequence classifier), bert (the same head), roberta (positions counted
-from the padding: refused) and bert-qa (a question-answering head:
+(a sequence classifier), bert (the same head), deberta-v3
+(deberta-v3-base's flags: relative attention with log position buckets,
+c2p and p2c with shared keys; refused for now at its gathers), roberta
+(positions counted from the padding: refused) and bert-qa (a question-answering head:
 refused). No dropout.
 Usage: make_hf_model.py DIR KIND"""
 import sys
@@ -55,6 +59,12 @@ elif kind == "glm":
         head_dim=16, max_position_embeddings=64, partial_rotary_factor=0.5,
         attention_bias=True, pad_token_id=0, eos_token_id=1,
         bos_token_id=2))
+elif kind == "falcon":
+    model = T.FalconForCausalLM(T.FalconConfig(
+        vocab_size=96, hidden_size=64, num_hidden_layers=2,
+        num_attention_heads=4, multi_query=True, parallel_attn=True,
+        new_decoder_architecture=False, bias=False, alibi=False,
+        hidden_dropout=0.0, attention_dropout=0.0))
 elif kind == "gpt-neo":
     model = T.GPTNeoForCausalLM(T.GPTNeoConfig(
         vocab_size=96, hidden_size=64, num_layers=2,
@@ -70,6 +80,14 @@ elif kind == "bert":
         vocab_size=96, hidden_size=64, num_hidden_layers=2,
         num_attention_heads=4, intermediate_size=128,
         max_position_embeddings=48, num_labels=3))
+elif kind == "deberta-v3":
+    model = T.DebertaV2ForSequenceClassification(T.DebertaV2Config(
+        vocab_size=96, hidden_size=64, intermediate_size=128,
+        num_hidden_layers=2, num_attention_heads=4,
+        max_position_embeddings=64, relative_attention=True,
+        position_buckets=16, norm_rel_ebd="layer_norm", share_att_key=True,
+        pos_att_type=["p2c", "c2p"], position_biased_input=False,
+        max_relative_positions=-1, num_labels=3))
 elif kind == "roberta":
     model = T.RobertaForSequenceClassification(T.RobertaConfig(
         vocab_size=96, hidden_size=64, num_hidden_layers=1,
