@@ -49,6 +49,7 @@ tools it runs or the interpreter (userfiles.py).
 import argparse
 import collections
 import contextlib
+import functools
 import importlib.util
 import json
 import os
@@ -232,6 +233,7 @@ def loss_of(model, task, inputs):
 
 # --- tracing -----------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
 def _torch_directory():
     import torch
     return os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
@@ -241,12 +243,17 @@ def source_of(frames):
     """'FILE:LINE' of the innermost frame outside torch's own files (the
     model's code that called the operation), or None; `frames` innermost
     first, (filename, lineno) pairs."""
-    torch_dir = _torch_directory()
     for filename, line in frames:
-        path = os.path.abspath(filename)
-        if not path.startswith(torch_dir) and not filename.startswith("<"):
+        if not _in_torch(filename):
             return f"{filename}:{line}"
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _in_torch(filename):
+    """Whether `filename` is torch's own code (or has no file)."""
+    return filename.startswith("<") or \
+        os.path.abspath(filename).startswith(_torch_directory())
 
 
 def frames_from(frame):
