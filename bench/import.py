@@ -207,8 +207,7 @@ whose [T, T] scores the plan holds per head.
 """ + "\n".join(families) + """
 
 Gemma 2's attention is soft-capped (tanh of the scores before the mask),
-which tg.attention does not take yet, so it stays written out; Falcon's
-multi-query attention is not matched by tg-raise-attention yet.
+which tg.attention does not take yet, so it stays written out.
 """)
     print(open(os.path.join(ROOT, "bench", "IMPORT.md")).read())
 

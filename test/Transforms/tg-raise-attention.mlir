@@ -80,6 +80,27 @@ func.func @grouped(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<
   return %o : tensor<1x2x4x8xf32>
 }
 
+// One key and value head broadcast to every query head (Falcon's
+// multi-query attention, K^T broadcast before the batched matmul): the
+// attention reads the one head.
+// CHECK-LABEL: func.func @multi_query(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<2x4x4x8xf32>, %[[K:[^:]*]]: tensor<2x1x4x8xf32>, %[[V:[^:]*]]: tensor<2x1x4x8xf32>)
+// CHECK-NEXT: tg.attention %[[Q]], %[[K]], %[[V]] : (tensor<2x4x4x8xf32>, tensor<2x1x4x8xf32>, tensor<2x1x4x8xf32>) -> tensor<2x4x4x8xf32>
+func.func @multi_query(%q: tensor<2x4x4x8xf32>, %k: tensor<2x1x4x8xf32>, %v: tensor<2x1x4x8xf32>) -> tensor<2x4x4x8xf32> {
+  %q3 = tg.reshape %q : tensor<2x4x4x8xf32> -> tensor<8x4x8xf32>
+  %kt = tg.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : tensor<2x1x4x8xf32> -> tensor<2x1x8x4xf32>
+  %ktb = tg.broadcast_to %kt : tensor<2x1x8x4xf32> -> tensor<2x4x8x4xf32>
+  %kt3 = tg.reshape %ktb : tensor<2x4x8x4xf32> -> tensor<8x8x4xf32>
+  %s3 = tg.matmul %q3, %kt3 : (tensor<8x4x8xf32>, tensor<8x8x4xf32>) -> tensor<8x4x4xf32>
+  %s = tg.reshape %s3 : tensor<8x4x4xf32> -> tensor<2x4x4x4xf32>
+  %sqrt = tg.constant dense<2.82842708> : tensor<f32>
+  %scaled = tg.div %s, %sqrt : (tensor<2x4x4x4xf32>, tensor<f32>) -> tensor<2x4x4x4xf32>
+  %p = tg.softmax %scaled {axis = 3 : i64} : tensor<2x4x4x4xf32>
+  %vb = tg.broadcast_to %v : tensor<2x1x4x8xf32> -> tensor<2x4x4x8xf32>
+  %o = tg.matmul %p, %vb : (tensor<2x4x4x4xf32>, tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32>
+  return %o : tensor<2x4x4x8xf32>
+}
+
 // Left alone: a constant mask that is neither causal nor empty, and scores
 // that something else also reads.
 // CHECK-LABEL: func.func @other_mask(

@@ -100,6 +100,22 @@ Value unrepeat(Value v, SmallVectorImpl<Operation *> &chain) {
   return split.getInput();
 }
 
+/// One key or value head broadcast to every query head ([B, 1, ...] to
+/// [B, H, ...], Falcon's multi-query attention): the one head; otherwise
+/// `v`.
+Value unbroadcastHeads(Value v, SmallVectorImpl<Operation *> &chain) {
+  auto broadcast = v.getDefiningOp<BroadcastToOp>();
+  if (!broadcast || !v.hasOneUse())
+    return v;
+  ArrayRef<int64_t> one = typeOf(broadcast.getInput()).getShape(),
+                    heads = typeOf(v).getShape();
+  if (one.size() != 4 || heads.size() != 4 || one[0] != heads[0] ||
+      one[1] != 1 || one.take_back(2) != heads.take_back(2))
+    return v;
+  chain.push_back(broadcast);
+  return broadcast.getInput();
+}
+
 /// What a constant [..., Tq, Tk] mask keeps, the same for every leading
 /// index (Hugging Face expands its causal mask over the batch): causal with
 /// an optional window, or everything. `keep(value)` says whether an element
@@ -414,6 +430,7 @@ std::optional<Match> match(
     auto transpose = k.getDefiningOp<TransposeOp>();
     if (!transpose)
       k = peelBatchReshapes(keyT, heads, m.chain),
+      k = k ? unbroadcastHeads(k, m.chain) : k,
       transpose = k ? k.getDefiningOp<TransposeOp>() : TransposeOp();
     if (!transpose || !k.hasOneUse())
       return std::nullopt;
@@ -455,8 +472,8 @@ std::optional<Match> match(
     m.chain.push_back(back);
     m.last = back;
   }
-  m.key = unrepeat(m.key, m.chain);
-  m.value = unrepeat(m.value, m.chain);
+  m.key = unbroadcastHeads(unrepeat(m.key, m.chain), m.chain);
+  m.value = unbroadcastHeads(unrepeat(m.value, m.chain), m.chain);
   return m;
 }
 
