@@ -8,9 +8,9 @@
   tgc-import.py --hf DIR --batch B --seq-len T -o MODEL.mlir [--check]
 
 --hf imports a Hugging Face model directory (the class its config.json
-names, from transformers, with eager attention, no dropout and no cache; run it with
-.venv-hf47/bin/python): a causal LM, a masked LM or a sequence classifier,
-the task told from the class. `tgc-run --load-weights DIR` then starts
+names, from transformers, with eager attention, no dropout and no
+key/value cache; run it with .venv-hf47/bin/python): a causal LM, a
+masked LM or a sequence classifier, the task told from the class. `tgc-run --load-weights DIR` then starts
 from the directory's weights, under the same names.
 FACTORY() returns a torch.nn.Module. Its forward takes `inputs` [B, F]
 (floats; --task classify, whose loss is the cross-entropy of the logits
