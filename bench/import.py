@@ -102,6 +102,17 @@ def import_once(bins, config, seq_len, out):
     return seconds, usage.ru_maxrss * 1024
 
 
+def import_config(bins, tmp, config, seq_len):
+    """tgc-import of `config` (a config.json's contents); returns (seconds,
+    peak RSS bytes, the IR's text)."""
+    config_path = os.path.join(tmp, "config.json")
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    imported = os.path.join(tmp, "imported.mlir")
+    seconds, peak = import_once(bins, config_path, seq_len, imported)
+    return seconds, peak, open(imported).read()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -113,12 +124,8 @@ def main():
     imports, plans = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for label, config, seq_len, models_flags in MODELS:
-            config_path = os.path.join(tmp, "config.json")
-            with open(config_path, "w") as f:
-                json.dump(config, f)
+            seconds, peak, text = import_config(bins, tmp, config, seq_len)
             imported = os.path.join(tmp, "imported.mlir")
-            seconds, peak = import_once(bins, config_path, seq_len, imported)
-            text = open(imported).read()
             ops = text.count(" = tg.")
             constants = text.count("tg.constant")
             imports.append(
@@ -141,13 +148,9 @@ def main():
                     f"{(persistent + arena) / (rows[1][1] + rows[1][2]):.4f}x |")
         families = []
         for label, config, seq_len in FAMILIES:
-            config_path = os.path.join(tmp, "config.json")
-            with open(config_path, "w") as f:
-                json.dump(config, f)
-            imported = os.path.join(tmp, "family.mlir")
-            seconds, peak = import_once(bins, config_path, seq_len, imported)
-            text = open(imported).read()
-            _, step, _, _ = compile_report(bins, imported, tmp, [])
+            seconds, _, text = import_config(bins, tmp, config, seq_len)
+            _, step, _, _ = compile_report(
+                bins, os.path.join(tmp, "imported.mlir"), tmp, [])
             raised = ", ".join(f"{text.count(name + ' ')} {name[3:]}"
                                for name in RAISED
                                if text.count(name + " "))

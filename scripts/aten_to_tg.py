@@ -293,12 +293,12 @@ def index(e, node, args):
     """x[..., [i, j, ...], ...] with constant indices on one dimension
     (Falcon's fused multi-query q/k/v): the runs of consecutive indices as
     slices, concatenated."""
+    import torch
     x, indices = args[0], args[1]
     picked = [(d, i) for d, i in enumerate(indices) if i is not None]
-    if len(picked) != 1 or not isinstance(picked[0][1], Known) or \
-            picked[0][1].value.dim() != 1 or \
-            picked[0][1].value.dtype.is_floating_point or \
-            picked[0][1].value.dtype == __import__("torch").bool:
+    constant = len(picked) == 1 and isinstance(picked[0][1], Known)
+    if not constant or picked[0][1].value.dim() != 1 or \
+            picked[0][1].value.dtype not in (torch.int32, torch.int64):
         raise Unsupported("aten.index.Tensor (only constant integer indices "
                           "on one dimension)")
     dim, values = picked[0][0], picked[0][1].value.tolist()
