@@ -309,12 +309,8 @@ def python_of_script(module, name):
     module's globals, under its file and lines), or None where the source
     cannot be found."""
     import ast
-    import inspect
-    try:
-        tree = ast.parse(inspect.getsource(module))
-    except (OSError, TypeError, SyntaxError):
-        return None
-    for node in tree.body:
+    tree = _source_tree(module)
+    for node in tree.body if tree else []:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             node.decorator_list = []
             namespace = {}
@@ -323,6 +319,17 @@ def python_of_script(module, name):
             exec(code, module.__dict__, namespace)
             return namespace[name]
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _source_tree(module):
+    """A module's parsed source (once per module), or None."""
+    import ast
+    import inspect
+    try:
+        return ast.parse(inspect.getsource(module))
+    except (OSError, TypeError, SyntaxError):
+        return None
 
 
 @contextlib.contextmanager
