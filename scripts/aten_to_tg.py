@@ -111,7 +111,7 @@ class Emitter:
         return values
 
     def constant(self, tensor):
-        """A tg.constant holding `tensor` (f32 and i64 as hex, exactly;
+        """A tg.constant holding `tensor` (f32, i64 and i32 as hex, exactly;
         booleans as a list)."""
         import hashlib
         t = tensor.detach().contiguous()
@@ -131,7 +131,7 @@ class Emitter:
                               f"dense<{text}> : {result.type}}} : () -> "
                               f"{result.type}")
             return result
-        if t.dtype not in (torch.float32, torch.int64):
+        if t.dtype not in (torch.float32, torch.int64, torch.int32):
             t = t.to(torch.float32)
         data = t.numpy().tobytes()
         result = Value(self.fresh(), t.shape, t.dtype)
@@ -235,7 +235,7 @@ def rsub(e, node, args):
 
 
 class Negated:
-    """`m == 0` of an integer mask: where() and masked_fill take it by
+    """`m == c` of an integer mask: where() and masked_fill take it by
     swapping their branches (tg has no comparison op)."""
 
     def __init__(self, nonzero):
@@ -243,14 +243,32 @@ class Negated:
 
 
 @op("aten.ne.Scalar", "aten.eq.Scalar")
-def compare_zero(e, node, args):
-    x = args[0]
-    if args[1] != 0:
-        raise Unsupported(f"{node.target} against {args[1]} (only 0)")
+def compare_scalar(e, node, args):
+    """x != c as tg.cast's `x != 0` of x - c (exact for integers; floats
+    only against 0, as inf - inf is NaN); x == c as its negation."""
     import torch
+    x, c = args[0], unwrap(args[1])
+    if c != 0:
+        if x.dtype.is_floating_point:
+            raise Unsupported(f"{node.target} of a float tensor against {c} "
+                              "(only 0)")
+        x = e.op("tg.sub", [x, materialize(e, int(c), x)], x.shape, x.dtype)
     nonzero = e.op("tg.cast", [x], x.shape, torch.bool)
     return nonzero if str(node.target) == "aten.ne.Scalar" \
         else Negated(nonzero)
+
+
+@op("aten.cumsum.default")
+def cumsum(e, node, args):
+    """torch.cumsum (RoBERTa's position ids, counted from the padding); an
+    integer operand summed as int64, as torch sums it, unless a dtype is
+    given."""
+    x = materialize(e, args[0])
+    val = meta(node)
+    if x.dtype != val.dtype:
+        x = e.op("tg.cast", [x], x.shape, val.dtype)
+    dim = axis(args[1], len(x.shape))
+    return result_of(e, node, "tg.cumsum", [x], f"axis = {dim} : i64")
 
 
 @op("aten.bitwise_not.default", "aten.logical_not.default")

@@ -206,6 +206,9 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
                          inst.getBool("keep_dims"), out[0]);
   case Kernel::SliceGrad:
     return sliceGrad(ctx, in[0], inst.getInts("offsets"), out[0]);
+  case Kernel::Cumsum:
+    return cumsum(ctx, in[0], inst.getInt("axis"), inst.getBool("reverse"),
+                  out[0]);
   case Kernel::SGDUpdate: {
     bool buffer = out.size() == 2;
     cpu::SGDOptions o = sgdOptions(inst);

@@ -77,6 +77,27 @@ func.func @shapes(%t: tensor<2x2xi64> {tg.input = "t"},
 
 // -----
 
+// A cumsum's cotangent is summed the other way; RoBERTa's integer cumsum
+// of its padding mask (position ids) has no gradient.
+
+func.func @prefix(%ids: tensor<2x8xi32> {tg.input = "ids"},
+                  %p: tensor<2x8xf32> {tg.param = "p"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.cumsum %ids {axis = 1 : i64} : tensor<2x8xi32>
+  %1 = tg.cast %0 : tensor<2x8xi32> -> tensor<2x8xf32>
+  %2 = tg.cumsum %p {axis = 1 : i64} : tensor<2x8xf32>
+  %3 = tg.mul %2, %1 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %4 = tg.reduce_sum %3 {axes = array<i64: 0, 1>} : tensor<2x8xf32> -> tensor<f32>
+  return %4 : tensor<f32>
+}
+// CHECK-LABEL: func.func @prefix_train_step(
+// CHECK: %[[POS:.*]] = tg.cast %{{.*}} : tensor<2x8xi32> -> tensor<2x8xf32>
+// CHECK: tg.fill 1.000000e+00 {tg.loss_seed}
+// CHECK: %[[D2:.*]] = tg.mul %{{.*}}, %[[POS]] : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK: %[[DP:.*]] = tg.cumsum %[[D2]] {axis = 1 : i64, reverse = true} : tensor<2x8xf32>
+// CHECK: return %{{.*}}, %[[DP]] :
+
+// -----
+
 // A parameter that does not reach the loss gets no gradient; a loss that
 // depends on no trainable parameter has no backward pass.
 

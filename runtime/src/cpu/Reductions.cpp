@@ -10,15 +10,18 @@
 // operand's leading dimension: each chunk of it accumulates into its own
 // results when the leading dimension is kept, into a partial copy of the
 // results that is combined in chunk order when it is reduced, so the sums
-// are the same at any thread count.
+// are the same at any thread count. tg.cumsum walks each line along its
+// axis in order, float sums in f64 rounded once into each result.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tgc/runtime/CpuKernels.h"
 
+#include "../Convert.h"
 #include "Common.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace tgc::rt::cpu {
@@ -239,6 +242,84 @@ Status sumTo(Context &ctx, const TensorRef &input, TensorRef &result) {
              x.data(), acc, 0.0, [](double &sum, double v) { sum += v; });
   for (size_t i = 0; i < acc.size(); ++i)
     storeF32(result, int64_t(i), float(acc[i]));
+  return Status::success();
+}
+
+/// Calls `fn(begin, stride)` for every line of `shape` along `dim`: the
+/// element offset of its first element and the step between its elements.
+template <typename Fn>
+static void forEachLine(const Shape &shape, int64_t dim, Fn &&fn) {
+  int64_t outer = product(shape, 0, size_t(dim));
+  int64_t length = shape[size_t(dim)];
+  int64_t inner = product(shape, size_t(dim) + 1, shape.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      fn(o * length * inner + i, inner);
+}
+
+template <typename Int>
+static void cumsumInts(const Int *x, Int *r, const Shape &shape, int64_t dim,
+                       bool reverse) {
+  int64_t length = shape[size_t(dim)];
+  forEachLine(shape, dim, [&](int64_t begin, int64_t stride) {
+    // Unsigned arithmetic wraps as torch's integer cumsum does.
+    uint64_t sum = 0;
+    for (int64_t k = 0; k < length; ++k) {
+      int64_t at = begin + (reverse ? length - 1 - k : k) * stride;
+      sum += uint64_t(int64_t(x[at]));
+      r[at] = Int(int64_t(sum));
+    }
+  });
+}
+
+Status cumsum(Context &ctx, const TensorRef &input, int64_t axis, bool reverse,
+              TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
+  if (!isFloat(input.dtype))
+    TGC_RETURN_IF_ERROR(expectIndex(input, "input"));
+  std::optional<int64_t> dim = normalizeAxis(axis, input.rank());
+  if (!dim)
+    return Status::failure("cumsum axis " + std::to_string(axis) +
+                           " is out of range for rank " +
+                           std::to_string(input.rank()));
+  if (input.numElements() == 0)
+    return Status::success();
+  // Each element is read before its own result is written; a result that
+  // overlaps the operand otherwise reads from a copy.
+  std::vector<char> copy;
+  const void *source = input.data;
+  if (overlaps(input, result) && input.data != result.data) {
+    const char *bytes = static_cast<const char *>(input.data);
+    copy.assign(bytes, bytes + input.numBytes());
+    source = copy.data();
+  }
+  if (input.dtype == DType::I64) {
+    cumsumInts(static_cast<const int64_t *>(source),
+               static_cast<int64_t *>(result.data), input.shape, *dim, reverse);
+    return Status::success();
+  }
+  if (input.dtype == DType::I32) {
+    cumsumInts(static_cast<const int32_t *>(source),
+               static_cast<int32_t *>(result.data), input.shape, *dim, reverse);
+    return Status::success();
+  }
+  TensorRef from = input;
+  from.data = const_cast<void *>(source);
+  F32Operand x(from);
+  int64_t length = input.shape[size_t(*dim)];
+  bool f32 = result.dtype == DType::F32;
+  forEachLine(input.shape, *dim, [&](int64_t begin, int64_t stride) {
+    double sum = 0.0;
+    for (int64_t k = 0; k < length; ++k) {
+      int64_t at = begin + (reverse ? length - 1 - k : k) * stride;
+      sum += double(x[at]);
+      // Rounded once into the element type (Convert.h).
+      storeF32(result, at, f32 ? float(sum) : roundToOddF32(sum));
+    }
+  });
   return Status::success();
 }
 

@@ -164,6 +164,28 @@ __device__ inline float roundedTo(DType dtype, float value) {
   }
 }
 
+/// `value` rounded to f32 with round-to-odd, so that rounding the result to
+/// f16/bf16 to nearest even is the correctly rounded conversion (as
+/// Convert.h's roundToOddF32 on the host).
+__device__ inline float roundToOddF32(double value) {
+  float rounded = __double2float_rn(value);
+  if (double(rounded) == value || isnan(value) || isinf(rounded))
+    return rounded;
+  uint32_t bits = __float_as_uint(rounded);
+  if (!(bits & 1u)) {
+    if (fabs(double(rounded)) > fabs(value))
+      --bits;
+    else
+      ++bits;
+  }
+  return __uint_as_float(bits);
+}
+
+/// `value` as it is stored in a float tensor of `dtype`: rounded once.
+__device__ inline float narrowF64(double value, DType dtype) {
+  return dtype == DType::F32 ? __double2float_rn(value) : roundToOddF32(value);
+}
+
 /// Reads element i of an integer or i1 tensor as i64.
 __device__ inline int64_t loadInt(const void *data, DType dtype, int64_t i) {
   switch (dtype) {

@@ -333,23 +333,6 @@ __device__ inline int64_t floatToInt(float value, DType to) {
   }
 }
 
-/// `value` rounded to f32 with round-to-odd, so that rounding the result to
-/// f16/bf16 to nearest even is the correctly rounded conversion (as
-/// Convert.h's roundToOddF32 on the host).
-__device__ inline float roundToOddF32(double value) {
-  float rounded = __double2float_rn(value);
-  if (double(rounded) == value || isnan(value) || isinf(rounded))
-    return rounded;
-  uint32_t bits = __float_as_uint(rounded);
-  if (!(bits & 1u)) {
-    if (fabs(double(rounded)) > fabs(value))
-      --bits;
-    else
-      ++bits;
-  }
-  return __uint_as_float(bits);
-}
-
 /// Integer (or i1) to float: correctly rounded into every float type.
 __device__ inline float intToFloat(int64_t value, DType to) {
   if (to == DType::F32)

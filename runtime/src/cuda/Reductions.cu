@@ -10,6 +10,8 @@
 // rounded once into the result; maxima propagate NaN. reduce_max_grad
 // counts the ties of every group first, then gives each tied element an even
 // share of the group's cotangent, as the CPU kernel (and torch.amax) does.
+// tg.cumsum gives each line along its axis a thread that sums in order, in
+// f64 for floats, so its bits are the CPU kernel's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -400,6 +402,59 @@ Status reduceMaxGrad(Context &ctx, const TensorRef &input,
   maxGradKernel<<<blocksFor(n, kThreads), kThreads, 0, stream>>>(
       source, result.data, input.dtype, toOutput, maxima, shares, n);
   TGC_CUDA_LAUNCH("reduce_max_grad");
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// cumsum
+//===----------------------------------------------------------------------===//
+
+/// One thread per line along the axis: `lines` = outer * inner lines of
+/// `length` elements, `inner` apart.
+__global__ void cumsumKernel(const void *input, void *result, DType dtype,
+                             int64_t lines, int64_t length, int64_t inner,
+                             bool reverse) {
+  bool isInt = dtype == DType::I64 || dtype == DType::I32;
+  TGC_GRID_LOOP(line, lines) {
+    int64_t begin = (line / inner) * length * inner + line % inner;
+    double sum = 0.0;
+    uint64_t intSum = 0;
+    for (int64_t k = 0; k < length; ++k) {
+      int64_t at = begin + (reverse ? length - 1 - k : k) * inner;
+      if (isInt) {
+        intSum += uint64_t(loadInt(input, dtype, at));
+        storeInt(result, dtype, at, int64_t(intSum));
+      } else {
+        sum += double(loadFloat(input, dtype, at));
+        storeFloat(result, dtype, at, narrowF64(sum, dtype));
+      }
+    }
+  }
+}
+
+Status cumsum(Context &ctx, const TensorRef &input, int64_t axis, bool reverse,
+              TensorRef &result) {
+  int64_t rank = input.rank();
+  int64_t dim = axis < 0 ? axis + rank : axis;
+  if (dim < 0 || dim >= rank)
+    return Status::failure("cumsum: axis out of range");
+  if (input.numElements() == 0)
+    return Status::success();
+  int64_t length = input.shape[size_t(dim)];
+  int64_t inner = 1;
+  for (int64_t d = dim + 1; d < rank; ++d)
+    inner *= input.shape[size_t(d)];
+  int64_t lines = input.numElements() / length;
+  StreamScratch scratch;
+  const void *source = input.data;
+  if (bytesOverlap(input, result)) {
+    Status status = stageCopy(ctx, input, scratch, source);
+    if (!status.ok())
+      return status;
+  }
+  cumsumKernel<<<blocksFor(lines, kThreads), kThreads, 0, streamOf(ctx)>>>(
+      source, result.data, input.dtype, lines, length, inner, reverse);
+  TGC_CUDA_LAUNCH("cumsum");
   return Status::success();
 }
 

@@ -684,6 +684,12 @@ Status Checker::run() {
   case Kernel::ReduceMax:
     ok = counts(1, 1) && floatT(in(0)) && reduction(in(0), out(0));
     break;
+  case Kernel::Cumsum:
+    ok = counts(1, 1) && same(in(0), out(0)) &&
+         (isFloat(in(0).dtype) || indexT(in(0))) &&
+         attr("axis", AttrValue::Int) &&
+         axisOk(inst.getInt("axis"), in(0).shape.size());
+    break;
   case Kernel::ReduceMaxGrad:
     ok = counts(3, 1) && floatT(in(0)) && reduction(in(0), in(1)) &&
          same(in(1), in(2)) && same(in(0), out(0));

@@ -200,6 +200,8 @@ func.func @forward_ops(
 // CHECK-NEXT: #18 tg.fill flops=0 read=0 written=1{{$}}
 // reduce_mean [2,3,4] over all axes -> f32 scalar: 24 + 1 = 25; 96; 4.
 // CHECK-NEXT: #19 tg.reduce_mean flops=25 read=96 written=4{{$}}
+// cumsum bf16 [4,8] along axis 1: one add per element 32; 32*2 = 64; 64.
+// CHECK-NEXT: #20 tg.cumsum flops=32 read=64 written=64{{$}}
 
 func.func @shape_ops(
     %x: tensor<2x3x4xf32> {tg.input = "x"},
@@ -234,6 +236,7 @@ func.func @shape_ops(
   %17 = tg.fill 1.0 : tensor<4x8xf16>
   %18 = tg.fill 1.0 : tensor<i1>
   %19 = tg.reduce_mean %x {axes = array<i64: 0, 1, 2>} : tensor<2x3x4xf32> -> tensor<f32>
+  %20 = tg.cumsum %hb {axis = 1 : i64} : tensor<4x8xbf16>
   return %19 : tensor<f32>
 }
 

@@ -330,6 +330,22 @@ func.func @matmul_result_element_type(%x: tensor<4x8xf16>, %w: tensor<8x16xf16>)
   return
 }
 
+// -----
+
+func.func @cumsum_axis_out_of_range(%x: tensor<4x8xi64>) {
+  // expected-error @+1 {{'tg.cumsum' op axis 2 is out of range for rank 2}}
+  %0 = tg.cumsum %x {axis = 2 : i64} : tensor<4x8xi64>
+  return
+}
+
+// -----
+
+func.func @cumsum_of_a_mask(%x: tensor<4x8xi1>) {
+  // expected-error @+1 {{'tg.cumsum' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4x8xi1>'}}
+  %0 = tg.cumsum %x {axis = 1 : i64} : tensor<4x8xi1>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // softmax, layer_norm, embedding
 //===----------------------------------------------------------------------===//

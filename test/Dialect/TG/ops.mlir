@@ -171,6 +171,18 @@ func.func @where(%c: tensor<4x1xi1>, %l: tensor<4x8xf32>, %r: tensor<f32>,
   return %0, %1 : tensor<4x8xf32>, tensor<2x3xbf16>
 }
 
+// CHECK-LABEL: func.func @cumsum(
+// CHECK-SAME: %[[M:[^:]*]]: tensor<4x32xi32>, %[[H:[^:]*]]: tensor<2x8xbf16>)
+func.func @cumsum(%m: tensor<4x32xi32>, %h: tensor<2x8xbf16>)
+    -> (tensor<4x32xi32>, tensor<2x8xbf16>) {
+  // CHECK: %[[C0:.*]] = tg.cumsum %[[M]] {axis = 1 : i64} : tensor<4x32xi32>
+  %0 = tg.cumsum %m {axis = 1 : i64} : tensor<4x32xi32>
+  // CHECK: %[[C1:.*]] = tg.cumsum %[[H]] {axis = -2 : i64, reverse = true} : tensor<2x8xbf16>
+  %1 = tg.cumsum %h {axis = -2 : i64, reverse = true} : tensor<2x8xbf16>
+  // CHECK: return %[[C0]], %[[C1]]
+  return %0, %1 : tensor<4x32xi32>, tensor<2x8xbf16>
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization, softmax, embedding, attention, loss
 //===----------------------------------------------------------------------===//

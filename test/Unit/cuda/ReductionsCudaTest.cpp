@@ -5,8 +5,8 @@
 // without keep_dims (none, one, several, all, negative), groups small
 // enough for a thread per result and large enough for a block per result,
 // a large leading dimension summed by sum_to, empty groups, NaN in maxima,
-// reduce_max_grad over data full of ties, and reduce_max_grad written over
-// its operand.
+// reduce_max_grad over data full of ties, reduce_max_grad written over its
+// operand, and tg.cumsum (same bits as the CPU: both sum in f64 in order).
 //
 //===----------------------------------------------------------------------===//
 
@@ -220,6 +220,36 @@ TEST(ReductionsCuda, SumTo) {
       expectClose(want, result.toHost(),
                   std::string("sum_to ") + dtypeName(dtype));
     }
+}
+
+TEST(ReductionsCuda, CumsumMatchesCpuBits) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(317);
+  const std::pair<Shape, int64_t> cases[] = {
+      {{4, 32}, 1}, {{3, 4, 5}, 0}, {{3, 4, 5}, -1}, {{2, 700}, 1}, {{9}, 0}};
+  for (DType dtype :
+       {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32})
+    for (const auto &[shape, axis] : cases)
+      for (bool reverse : {false, true}) {
+        std::string what = std::string("cumsum ") + dtypeName(dtype) +
+                           (reverse ? " reverse" : "");
+        HostTensor x(dtype, shape), want(dtype, shape);
+        if (isFloat(dtype))
+          fillNormal(x, rng);
+        else
+          fillInts(x, rng, -1000, 1000);
+        ASSERT_TRUE(ok(cpu::cumsum(cpuCtx, x.ref, axis, reverse, want.ref)));
+        DeviceTensor input(x), result(want, false);
+        ASSERT_TRUE(ok(cuda::cumsum(*testContext(), input.ref, axis, reverse,
+                                    result.ref)));
+        synchronize();
+        expectSameBytes(want, result.toHost(), what);
+        // Written over its operand.
+        ASSERT_TRUE(ok(
+            cuda::cumsum(*testContext(), input.ref, axis, reverse, input.ref)));
+        synchronize();
+        expectSameBytes(want, input.toHost(), what + " in place");
+      }
 }
 
 } // namespace

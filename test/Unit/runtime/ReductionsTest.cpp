@@ -3,8 +3,8 @@
 // Tests the reductions against a naive double-precision reference over
 // every subset of axes of a rank-3 operand, with and without keep_dims, for
 // f32 and f16/bf16 storage; NaN propagation of reduce_max; tg.sum_to over
-// leading and size-1 dimensions; and reduce_max_grad's even split among
-// tied maxima.
+// leading and size-1 dimensions; reduce_max_grad's even split among tied
+// maxima; and tg.cumsum along every axis, both ways, for floats and integers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -166,4 +166,78 @@ TEST(ReduceMaxGrad, SplitsEvenlyAmongTies) {
   ASSERT_OK(cpu::reduceMaxGrad(cpuCtx, x, all, g, {0, 1}, false, dx));
   EXPECT_EQ(dx.values(),
             (std::vector<double>{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 0}));
+}
+
+/// The prefix sums of `x` along `dim` (from the end with `reverse`), in f64
+/// in order.
+static std::vector<double> referenceCumsum(const HostTensor &x, int64_t dim,
+                                           bool reverse) {
+  const Shape &shape = x.shape();
+  std::vector<double> v = x.values(), out(v.size());
+  int64_t length = shape[size_t(dim)];
+  for (int64_t i = 0; i < x.size(); ++i) {
+    Shape index = unflatten(i, shape);
+    double sum = 0.0;
+    for (int64_t k = 0; k < length; ++k) {
+      bool included =
+          reverse ? k >= index[size_t(dim)] : k <= index[size_t(dim)];
+      Shape at = index;
+      at[size_t(dim)] = k;
+      if (included)
+        sum += v[size_t(broadcastFlat(at, shape))];
+    }
+    out[size_t(i)] = sum;
+  }
+  return out;
+}
+
+TEST(Cumsum, PrefixSumsAlongEveryAxisBothWays) {
+  std::mt19937 rng(59);
+  const Shape shape = {3, 4, 5};
+  for (DType dtype :
+       {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32}) {
+    HostTensor x = isFloat(dtype) ? randomTensor(rng, dtype, shape)
+                                  : randomTensor(rng, dtype, shape, -50, 50);
+    for (int64_t axis : {0, 1, 2, -1})
+      for (bool reverse : {false, true}) {
+        HostTensor out(dtype, shape);
+        ASSERT_OK(cpu::cumsum(cpuCtx, x, axis, reverse, out));
+        std::vector<double> want =
+            referenceCumsum(x, axis < 0 ? axis + 3 : axis, reverse);
+        std::string what = std::string("cumsum ") + dtypeName(dtype) +
+                           " axis " + std::to_string(axis) +
+                           (reverse ? " reverse" : "");
+        if (dtype == DType::F32) {
+          // Summed in f64 in order and rounded once.
+          for (size_t i = 0; i < want.size(); ++i)
+            EXPECT_EQ(out.get(int64_t(i)), double(float(want[i]))) << what;
+        } else if (isFloat(dtype)) {
+          expectClose(out.values(), want, tolerance(dtype), tolerance(dtype),
+                      what);
+        } else {
+          EXPECT_EQ(out.values(), want) << what;
+        }
+      }
+    // In place.
+    HostTensor y = x;
+    ASSERT_OK(cpu::cumsum(cpuCtx, y, 1, false, y));
+    HostTensor separate(dtype, shape);
+    ASSERT_OK(cpu::cumsum(cpuCtx, x, 1, false, separate));
+    EXPECT_EQ(y.values(), separate.values()) << dtypeName(dtype);
+  }
+}
+
+TEST(Cumsum, IntegersWrapAndBadInputFails) {
+  // As torch.cumsum of an int32 tensor: the sum wraps.
+  HostTensor x = HostTensor::of(DType::I32, {3}, {2147483647.0, 1.0, 1.0});
+  HostTensor out(DType::I32, {3});
+  ASSERT_OK(cpu::cumsum(cpuCtx, x, 0, false, out));
+  EXPECT_EQ(out.values(),
+            (std::vector<double>{2147483647.0, -2147483648.0, -2147483647.0}));
+  EXPECT_FAILS(cpu::cumsum(cpuCtx, x, 1, false, out));
+  HostTensor wrongType(DType::I64, {3});
+  EXPECT_FAILS(cpu::cumsum(cpuCtx, x, 0, false, wrongType));
+  HostTensor mask(DType::I1, {3});
+  HostTensor maskOut(DType::I1, {3});
+  EXPECT_FAILS(cpu::cumsum(cpuCtx, mask, 0, false, maskOut));
 }

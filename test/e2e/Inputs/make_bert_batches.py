@@ -2,12 +2,14 @@
 tgc-run --data and bert_reference.py.
 Usage: make_bert_batches.py OUT mlm|seq-cls N B T VOCAB [--num-labels K]
            [--seed S] [--mask-id M] [--min-len A] [--ignore-rows R]
+           [--pad-id P]
 Writes tokens and attention_mask [N, B, T] and targets [N, B, T] (mlm) or
 [N, B] (seq-cls), all int64. Every example's length is uniform in [A, T]
 (A default 2), and one example of every batch has the full length T; the
 examples are padded on the right. Real tokens are uniform in [5, VOCAB)
-(ids 0-4 stand for [PAD], [UNK], [CLS], [SEP], [MASK]); padding is token 0
-with attention_mask 0 (1 on real tokens).
+(ids 0-4 stand for [PAD], [UNK], [CLS], [SEP], [MASK]); padding is token P
+(default 0; RoBERTa's is 1, and it counts positions from it) with
+attention_mask 0 (1 on real tokens).
 mlm masks as transformers' DataCollatorForLanguageModeling does (with
 mlm_probability 0.15): every real token is chosen with probability 0.15
 (padding never; a row where none was chosen gets one, uniformly among its
@@ -32,13 +34,15 @@ FIRST_REAL_TOKEN = 5
 
 
 def make_batches(task, n, b, t, vocab, num_labels=2, seed=1234, mask_id=4,
-                 min_len=2, ignore_rows=0):
+                 min_len=2, ignore_rows=0, pad_id=0):
     if not 1 <= min_len <= t:
         raise ValueError(f"--min-len {min_len} is not in [1, {t}]")
     if vocab <= FIRST_REAL_TOKEN:
         raise ValueError(f"the vocabulary needs more than {FIRST_REAL_TOKEN} tokens")
     if not 0 <= mask_id < vocab:
         raise ValueError(f"--mask-id {mask_id} is not in [0, {vocab})")
+    if not 0 <= pad_id < FIRST_REAL_TOKEN:
+        raise ValueError(f"--pad-id {pad_id} is not in [0, {FIRST_REAL_TOKEN})")
     if not 0 <= ignore_rows < b:
         raise ValueError(f"--ignore-rows {ignore_rows} leaves no row of {b} to train on")
     g = torch.Generator().manual_seed(seed)
@@ -48,7 +52,7 @@ def make_batches(task, n, b, t, vocab, num_labels=2, seed=1234, mask_id=4,
     position = torch.arange(t)
     real = position < lengths.unsqueeze(-1)
     tokens = torch.randint(FIRST_REAL_TOKEN, vocab, (n, b, t), generator=g)
-    tokens[~real] = 0
+    tokens[~real] = pad_id
     data = {"tokens": tokens, "attention_mask": real.long()}
     if task == "mlm":
         chosen = torch.bernoulli(real * 0.15, generator=g).bool()
@@ -87,10 +91,11 @@ def main():
     ap.add_argument("--mask-id", type=int, default=4)
     ap.add_argument("--min-len", type=int, default=2)
     ap.add_argument("--ignore-rows", type=int, default=0)
+    ap.add_argument("--pad-id", type=int, default=0)
     a = ap.parse_args()
     try:
         data = make_batches(a.task, a.n, a.b, a.t, a.vocab, a.num_labels, a.seed,
-                            a.mask_id, a.min_len, a.ignore_rows)
+                            a.mask_id, a.min_len, a.ignore_rows, a.pad_id)
     except ValueError as e:
         sys.exit(str(e))
     safetensors_io.save(a.out, data)

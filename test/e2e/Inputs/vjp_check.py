@@ -170,6 +170,11 @@ CASES = [
          [f"%c = tg.constant {dense([3, 4], cond, 'i1')}",
           f"%r = tg.where %c, %p0, %p1 : ({ttype([3, 4], 'i1')}, "
           f"{ttype([3, 4])}, {ttype([4])}) -> {ttype([3, 4])}"], [3, 4]),
+    case("cumsum axis 1", [("x", [3, 5], NORMAL)],
+         [f"%r = tg.cumsum %p0 {{axis = 1 : i64}} : {ttype([3, 5])}"], [3, 5]),
+    case("cumsum reverse axis 0", [("x", [3, 5], NORMAL)],
+         [f"%r = tg.cumsum %p0 {{axis = 0 : i64, reverse = true}} : "
+          f"{ttype([3, 5])}"], [3, 5]),
     case("softmax axis 1", [("x", [3, 5], NORMAL)],
          [f"%r = tg.softmax %p0 {{axis = 1 : i64}} : {ttype([3, 5])}"], [3, 5]),
     case("softmax axis 0", [("x", [3, 5], NORMAL)],

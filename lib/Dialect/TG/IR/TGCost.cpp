@@ -103,6 +103,8 @@ int64_t GeluOp::getFlops() { return 9 * numElements(getResult()); }
 
 // max, subtract, exp, sum, divide per element.
 int64_t SoftmaxOp::getFlops() { return 5 * numElements(getResult()); }
+// One add per element.
+int64_t CumsumOp::getFlops() { return numElements(getResult()); }
 
 // mean, subtract, square, variance sum, normalize, scale, shift.
 int64_t LayerNormOp::getFlops() { return 7 * numElements(getResult()); }

@@ -342,6 +342,21 @@ LogicalResult SoftmaxOp::buildVectorJacobianProduct(
   return success();
 }
 
+// Each element reaches every prefix sum that includes it: the cotangent
+// summed the other way.
+LogicalResult CumsumOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads, ArrayRef<bool> needed,
+    SmallVectorImpl<Value> &operandGrads) {
+  if (!isa<FloatType>(getElementTypeOrSelf(getInput().getType()))) {
+    operandGrads.push_back(nullptr);
+    return success();
+  }
+  operandGrads.push_back(CumsumOp::create(builder, getLoc(),
+                                          getInput().getType(), resultGrads[0],
+                                          getAxis(), !getReverse()));
+  return success();
+}
+
 LogicalResult LayerNormOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {

@@ -858,6 +858,10 @@ LogicalResult ReduceMaxOp::verify() {
                         getKeepDims());
 }
 
+LogicalResult CumsumOp::verify() {
+  return verifyAxis(*this, getAxis(), tensorType(getInput()).getRank());
+}
+
 /// Checks that `small` broadcasts to exactly `large`.
 static LogicalResult verifyBroadcastsTo(Operation *op, Value small,
                                         Value large) {

@@ -14,8 +14,9 @@ gpt-neo (alternating global and local attention), distilbert
 (a sequence classifier), bert (the same head), deberta-v3
 (deberta-v3-base's flags: relative attention with log position buckets,
 c2p and p2c with shared keys; refused for now at its gathers), roberta
-(positions counted from the padding: refused) and bert-qa (a question-answering head:
-refused). No dropout.
+and roberta-mlm (roberta-base's flags: positions counted from the padding
+id 1; a sequence classifier and a masked LM) and bert-qa (a
+question-answering head: refused). No dropout.
 Usage: make_hf_model.py DIR KIND"""
 import sys
 
@@ -90,9 +91,14 @@ elif kind == "deberta-v3":
         max_relative_positions=-1, num_labels=3))
 elif kind == "roberta":
     model = T.RobertaForSequenceClassification(T.RobertaConfig(
-        vocab_size=96, hidden_size=64, num_hidden_layers=1,
+        vocab_size=96, hidden_size=64, num_hidden_layers=2,
         num_attention_heads=4, intermediate_size=128,
         max_position_embeddings=48, pad_token_id=1, num_labels=3))
+elif kind == "roberta-mlm":
+    model = T.RobertaForMaskedLM(T.RobertaConfig(
+        vocab_size=96, hidden_size=64, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=48, pad_token_id=1))
 elif kind == "bert-qa":
     model = T.BertForQuestionAnswering(T.BertConfig(
         vocab_size=96, hidden_size=64, num_hidden_layers=1,

@@ -74,8 +74,8 @@ class Sorting(nn.Module):
         self.inner = nn.Sequential(nn.Linear(5, 5))
 
     def forward(self, x):
-        x = torch.cumsum(self.fc(x), dim=1)
-        return torch.sort(self.inner(x), dim=1).values + torch.cumsum(x, 1)
+        x = torch.cumprod(self.fc(x), dim=1)
+        return torch.sort(self.inner(x), dim=1).values + torch.cumprod(x, 1)
 
 
 def sorting():

@@ -744,6 +744,31 @@ def TG_ReduceSumOp : TG_ReduceOp<"reduce_sum", "sum">;
 def TG_ReduceMeanOp : TG_ReduceOp<"reduce_mean", "arithmetic mean">;
 def TG_ReduceMaxOp : TG_ReduceOp<"reduce_max", "maximum">;
 
+def TG_CumsumOp : TG_Op<"cumsum", [SameOperandsAndResultType,
+                                   TG_Differentiable]> {
+  let summary = "inclusive prefix sum along one axis";
+  let description = [{
+    `result[..., i, ...] = sum(input[..., j, ...] for j <= i)` along `axis`
+    (negative values count from the end); with `reverse`, the sum is over
+    `j >= i`. Float sums are accumulated in f64 in order and each rounded
+    once into the element type (as torch.cumsum accumulates on the CPU);
+    integer sums wrap in the element type. RoBERTa's position ids are a
+    cumsum of the non-padding mask.
+
+    The gradient of a float cumsum is the reversed cumsum of the
+    cotangent; an integer cumsum has none.
+
+    ```mlir
+    %p = tg.cumsum %mask {axis = 1 : i64} : tensor<4x32xi32>
+    ```
+  }];
+  let arguments = (ins TG_NumericTensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs TG_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def TG_BroadcastToOp : TG_Op<"broadcast_to", [TG_Differentiable]> {
   let summary = "broadcasts to a larger shape";
   let description = [{
