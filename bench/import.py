@@ -13,9 +13,9 @@ at B=1, T=1024 (GPT-2) and T=2048 (Llama), AdamW:
    The import raises attention, RMSNorm and GPT-2's tanh GELU into
    tg.attention, tg.rms_norm and tg.gelu (tg-raise-attention,
    tg-raise-rms-norm, tg-raise-gelu); rotary embeddings stay elementwise;
-3. families tgc-models does not build (Gemma 2, GLM, Falcon) at their
-   published checkpoints' sizes: import time, planned peak, and which
-   fused ops the import raised.
+3. families tgc-models does not build (Gemma 2, GLM, Falcon, RoBERTa,
+   DeBERTa-v3) at their published checkpoints' sizes: import time,
+   planned peak, and which fused ops the import raised.
 
 Writes bench/IMPORT.md.
 
@@ -72,9 +72,28 @@ FALCON = {"architectures": ["FalconForCausalLM"], "model_type": "falcon",
           "parallel_attn": True, "new_decoder_architecture": False,
           "bias": False, "alibi": False, "vocab_size": 65024,
           "hidden_dropout": 0.0, "attention_dropout": 0.0}
+ROBERTA = {"architectures": ["RobertaForMaskedLM"], "model_type": "roberta",
+           "hidden_size": 768, "intermediate_size": 3072,
+           "num_hidden_layers": 12, "num_attention_heads": 12,
+           "vocab_size": 50265, "max_position_embeddings": 514,
+           "type_vocab_size": 1, "pad_token_id": 1, "bos_token_id": 0,
+           "eos_token_id": 2, "layer_norm_eps": 1e-5}
+DEBERTA_V3 = {"architectures": ["DebertaV2ForSequenceClassification"],
+              "model_type": "deberta-v2", "hidden_size": 768,
+              "intermediate_size": 3072, "num_hidden_layers": 12,
+              "num_attention_heads": 12, "vocab_size": 128100,
+              "max_position_embeddings": 512, "type_vocab_size": 0,
+              "relative_attention": True, "position_buckets": 256,
+              "norm_rel_ebd": "layer_norm", "share_att_key": True,
+              "pos_att_type": ["p2c", "c2p"], "position_biased_input": False,
+              "max_relative_positions": -1, "layer_norm_eps": 1e-7,
+              "pooler_hidden_size": 768, "pooler_dropout": 0,
+              "pooler_hidden_act": "gelu", "num_labels": 2}
 FAMILIES = [("Gemma 2 (gemma-2-2b)", GEMMA2, 2048),
             ("GLM (glm-4-9b)", GLM4, 2048),
-            ("Falcon (falcon-7b)", FALCON, 2048)]
+            ("Falcon (falcon-7b)", FALCON, 2048),
+            ("RoBERTa (roberta-base, masked LM)", ROBERTA, 512),
+            ("DeBERTa-v3 (deberta-v3-base, classifier)", DEBERTA_V3, 512)]
 # The fused ops the import raises, counted in its IR.
 RAISED = ("tg.attention", "tg.rms_norm", "tg.layer_norm", "tg.gelu")
 

@@ -342,6 +342,36 @@ def index(e, node, args):
     return result_of(e, node, "tg.concat", pieces, f"axis = {dim} : i64")
 
 
+@op("aten.gather.default")
+def gather(e, node, args):
+    """torch.gather. An index the import evaluated (DeBERTa's relative
+    positions, one [T, T] table expanded over every batch and head) is
+    stored once: each dimension along which it only repeats becomes size 1,
+    and tg.gather broadcasts it back. Where torch reads a corner of the
+    operand (the index smaller outside `dim`), that corner is sliced."""
+    import torch
+    x, dim, index = args[0], axis(args[1], len(args[0].shape)), args[2]
+    if len(args) > 3 and args[3] or node.kwargs.get("sparse_grad"):
+        raise Unsupported("aten.gather.default with sparse_grad")
+    val = meta(node)
+    if isinstance(index, Known):
+        t = index.value
+        for d in range(t.dim()):
+            first = t.narrow(d, 0, 1)
+            if t.shape[d] > 1 and torch.equal(t, first.expand_as(t)):
+                t = first
+        while t.dim() > 1 and t.shape[0] == 1:
+            t = t[0]
+        index = e.constant(t.contiguous().to(torch.int64))
+    index = materialize(e, index)
+    corner = [val.shape[d] if d != dim else x.shape[d]
+              for d in range(len(x.shape))]
+    if list(x.shape) != corner:
+        x = e.op("tg.slice", [x], corner, x.dtype,
+                 f"offsets = {i64s([0] * len(corner))}")
+    return result_of(e, node, "tg.gather", [x, index], f"axis = {dim} : i64")
+
+
 @op("aten.select.int")
 def select(e, node, args):
     x = args[0]

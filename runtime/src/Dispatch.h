@@ -206,6 +206,10 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
                          inst.getBool("keep_dims"), out[0]);
   case Kernel::SliceGrad:
     return sliceGrad(ctx, in[0], inst.getInts("offsets"), out[0]);
+  case Kernel::Gather:
+    return gather(ctx, in[0], in[1], inst.getInt("axis"), out[0]);
+  case Kernel::GatherGrad:
+    return gatherGrad(ctx, in[0], in[1], inst.getInt("axis"), out[0]);
   case Kernel::Cumsum:
     return cumsum(ctx, in[0], inst.getInt("axis"), inst.getBool("reverse"),
                   out[0]);

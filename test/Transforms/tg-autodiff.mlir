@@ -98,6 +98,22 @@ func.func @prefix(%ids: tensor<2x8xi32> {tg.input = "ids"},
 
 // -----
 
+// A gather's cotangent goes back where each element was picked from
+// (DeBERTa's relative-position scores); its index has none.
+
+func.func @picked(%p: tensor<4x8x16xf32> {tg.param = "p"}) -> tensor<f32> attributes {tg.model} {
+  %i = tg.constant dense<3> : tensor<8x8xi64>
+  %0 = tg.gather %p, %i {axis = 2 : i64} : (tensor<4x8x16xf32>, tensor<8x8xi64>) -> tensor<4x8x8xf32>
+  %1 = tg.reduce_sum %0 {axes = array<i64: 0, 1, 2>} : tensor<4x8x8xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}
+// CHECK-LABEL: func.func @picked_train_step(
+// CHECK: %[[I:.*]] = tg.constant dense<3> : tensor<8x8xi64>
+// CHECK: %[[DP:.*]] = tg.gather_grad %{{.*}}, %[[I]] {axis = 2 : i64} : (tensor<4x8x8xf32>, tensor<8x8xi64>) -> tensor<4x8x16xf32>
+// CHECK: return %{{.*}}, %[[DP]] :
+
+// -----
+
 // A parameter that does not reach the loss gets no gradient; a loss that
 // depends on no trainable parameter has no backward pass.
 

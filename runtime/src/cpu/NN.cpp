@@ -1,4 +1,5 @@
-//===- NN.cpp - softmax, layer norm, embedding, attention, cross-entropy ---===//
+//===- NN.cpp - softmax, layer norm, embedding, attention, cross-entropy
+//---===//
 //
 // The neural-network ops with row structure, and their gradients. Row
 // statistics (maxima in f32, sums in f64) are computed per row and the
@@ -7,7 +8,9 @@
 // materialized, masked and normalized row by row, and multiplied by V; its
 // gradient recomputes the probabilities instead of storing them. Index
 // operands (token ids, class labels) are validated before anything is
-// written, so a bad index fails the kernel without a partial result. Rows
+// written, so a bad index fails the kernel without a partial result.
+// tg.gather copies elements by a broadcast index along one axis; its
+// gradient sums in f64 in the gradient's order. Rows
 // (and attention heads) run on the thread team in fixed chunks, sums over
 // rows are added in chunk order (Parallel.h), and the exponentials of
 // softmax and attention are the vectorized ones of VecMath.h (the loss
@@ -18,6 +21,7 @@
 #include "tgc/runtime/CpuKernels.h"
 #include "tgc/Support/ShapeRules.h"
 
+#include "../Convert.h"
 #include "Common.h"
 #include "VecMath.h"
 
@@ -641,6 +645,92 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices,
     });
   }
   r.commit();
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Gather
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// How tg.gather walks its result (or tg.gather_grad its gradient): per
+/// element, the offsets of the result, of the broadcast index and of the
+/// operand's element at index 0 along the axis, which the index then
+/// moves `axisStride` at a time.
+struct GatherPlan {
+  Shape shape;
+  std::array<Shape, 3> strides;
+  int64_t axisStride = 0, limit = 0;
+};
+} // namespace
+
+/// Checks the shapes, element types and indices of a gather of `operand`
+/// into `gathered` and plans its walk.
+static Status planGather(const TensorRef &operand, const TensorRef &index,
+                         const TensorRef &gathered, int64_t axis,
+                         GatherPlan &plan) {
+  TGC_RETURN_IF_ERROR(expectValid(operand, "operand"));
+  TGC_RETURN_IF_ERROR(expectValid(index, "index"));
+  TGC_RETURN_IF_ERROR(expectValid(gathered, "gathered"));
+  TGC_RETURN_IF_ERROR(expectIndex(index, "index"));
+  if (gathered.dtype != operand.dtype)
+    return Status::failure("gather: the operand and the gathered tensor "
+                           "differ in type");
+  std::string error =
+      shapes::gather(operand.shape, index.shape, gathered.shape, axis);
+  if (!error.empty())
+    return Status::failure("gather: " + error);
+  int64_t dim = axis < 0 ? axis + operand.rank() : axis;
+  plan.limit = operand.shape[size_t(dim)];
+  TGC_RETURN_IF_ERROR(checkIndices(index, plan.limit, "gather index"));
+  plan.shape = gathered.shape;
+  Shape operandStrides = rowMajorStrides(operand.shape);
+  plan.axisStride = operandStrides[size_t(dim)];
+  operandStrides[size_t(dim)] = 0;
+  plan.strides = {rowMajorStrides(gathered.shape),
+                  broadcastStrides(index.shape, gathered.shape),
+                  operandStrides};
+  return Status::success();
+}
+
+Status gather(Context &ctx, const TensorRef &input, const TensorRef &index,
+              int64_t axis, TensorRef &result) {
+  GatherPlan plan;
+  TGC_RETURN_IF_ERROR(planGather(input, index, result, axis, plan));
+  if (result.numElements() == 0)
+    return Status::success();
+  // Elements are copied as bytes; a result that overlaps the operand or
+  // the index is written from a copy.
+  size_t width = dtypeSize(input.dtype);
+  std::vector<char> scratch;
+  bool direct = !overlaps(result, input) && !overlaps(result, index);
+  if (!direct)
+    scratch.resize(result.numBytes());
+  char *dst = direct ? static_cast<char *>(result.data) : scratch.data();
+  const char *src = static_cast<const char *>(input.data);
+  forEachOffset<3>(plan.shape, plan.strides, [&](const auto &o) {
+    int64_t at = o[2] + loadI64(index, o[1]) * plan.axisStride;
+    std::memcpy(dst + o[0] * width, src + at * width, width);
+  });
+  if (!direct)
+    std::memcpy(result.data, scratch.data(), scratch.size());
+  return Status::success();
+}
+
+Status gatherGrad(Context &ctx, const TensorRef &grad, const TensorRef &index,
+                  int64_t axis, TensorRef &result) {
+  GatherPlan plan;
+  TGC_RETURN_IF_ERROR(planGather(result, index, grad, axis, plan));
+  TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
+  F32Operand g(grad);
+  // Summed in f64 in the gradient's row-major order, rounded once.
+  std::vector<double> sums(size_t(result.numElements()), 0.0);
+  forEachOffset<3>(plan.shape, plan.strides, [&](const auto &o) {
+    sums[size_t(o[2] + loadI64(index, o[1]) * plan.axisStride)] += g[o[0]];
+  });
+  bool f32 = result.dtype == DType::F32;
+  for (size_t i = 0; i < sums.size(); ++i)
+    storeF32(result, int64_t(i), f32 ? float(sums[i]) : roundToOddF32(sums[i]));
   return Status::success();
 }
 

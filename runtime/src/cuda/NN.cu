@@ -5,11 +5,11 @@
 // threads, one warp to 1024 (statistics reduced in f32
 // through warp shuffles) and read every element they write before writing
 // it, so a result may reuse its operand's buffer as on the CPU. Sums across
-// rows (layer-norm parameter gradients, the embedding scatter-add) go
-// through f32 scratch in the context's workspace and are rounded once into
-// the result's type. Attention on 16-bit heads of up to 64 elements runs
-// the fused kernels of FlashAttention.cu (tensor cores, no score matrix in
-// memory); otherwise it follows the CPU formulation: cuBLASLt GEMMs
+// rows (layer-norm parameter gradients, the embedding and gather
+// scatter-adds) go through f32 scratch in the context's workspace and are
+// rounded once into the result's type. Attention on 16-bit heads of up to 64
+// elements runs the fused kernels of FlashAttention.cu (tensor cores, no score
+// matrix in memory); otherwise it follows the CPU formulation: cuBLASLt GEMMs
 // in f32 around a masked softmax kernel, the score matrix materialised in
 // the workspace for as many heads at a time as fit, the gradient
 // recomputing the probabilities. Bad indices raise the context's error flag
@@ -481,6 +481,45 @@ __global__ void embeddingGradKernel(const void *indices, DType indexType,
     if (index >= 0 && index < vocab && index != paddingIdx)
       atomicAdd(&accumulator[index * width + e % width],
                 loadFloat(grad, dtype, e));
+  }
+}
+
+/// tg.gather as raw elements of `T` (the storage width): result element i
+/// reads the operand at `operand`'s offset of i plus its index times
+/// `axisStride`; a bad index raises kIndexOutOfRange and leaves the element.
+template <typename T>
+__global__ void gatherKernel(const T *input, const void *index, DType indexType,
+                             Dims indexDims, Dims operandDims,
+                             int64_t axisStride, int64_t limit, int64_t count,
+                             T *result, DeviceError *error) {
+  TGC_GRID_LOOP(i, count) {
+    int64_t at = loadInt(index, indexType, broadcastOffset(indexDims, i));
+    if (at < 0 || at >= limit) {
+      if (error)
+        raiseError(error, kIndexOutOfRange, i, at, limit);
+      continue;
+    }
+    result[i] = input[broadcastOffset(operandDims, i) + at * axisStride];
+  }
+}
+
+/// tg.gather_grad: each gradient element added into the f32 sums where
+/// gather picked it from.
+__global__ void gatherGradKernel(const void *grad, DType dtype,
+                                 const void *index, DType indexType,
+                                 Dims indexDims, Dims operandDims,
+                                 int64_t axisStride, int64_t limit,
+                                 int64_t count, float *sums,
+                                 DeviceError *error) {
+  TGC_GRID_LOOP(i, count) {
+    int64_t at = loadInt(index, indexType, broadcastOffset(indexDims, i));
+    if (at < 0 || at >= limit) {
+      if (error)
+        raiseError(error, kIndexOutOfRange, i, at, limit);
+      continue;
+    }
+    atomicAdd(&sums[broadcastOffset(operandDims, i) + at * axisStride],
+              loadFloat(grad, dtype, i));
   }
 }
 
@@ -1071,6 +1110,126 @@ Status embeddingGrad(Context &ctx, const TensorRef &indices,
   if (direct)
     return Status::success();
   return narrowFromF32(ctx, accumulator, total, result);
+}
+
+//===----------------------------------------------------------------------===//
+// Gather
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A gather of `operand` into `gathered` along `dim`: the broadcast index's
+/// and the operand's offsets per gathered element (the operand's at index
+/// 0 along the axis), and the axis's stride and size.
+struct GatherDims {
+  Dims index, operand;
+  int64_t axisStride = 1, limit = 0;
+};
+} // namespace
+
+static Status planGather(const TensorRef &operand, const TensorRef &index,
+                         const TensorRef &gathered, int64_t axis,
+                         GatherDims &plan) {
+  std::string error =
+      shapes::gather(operand.shape, index.shape, gathered.shape, axis);
+  if (!error.empty())
+    return Status::failure("gather: " + error);
+  if (!broadcastDims(index.shape, gathered.shape, plan.index))
+    return Status::failure("gather: supports up to 8 dimensions");
+  int64_t rank = operand.rank();
+  int64_t dim = axis < 0 ? axis + rank : axis;
+  plan.operand = Dims();
+  plan.operand.rank = int(rank);
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    plan.operand.size[d] = gathered.shape[size_t(d)];
+    plan.operand.stride[d] = d == dim ? 0 : stride;
+    if (d == dim)
+      plan.axisStride = stride;
+    stride *= operand.shape[size_t(d)];
+  }
+  plan.limit = operand.shape[size_t(dim)];
+  return Status::success();
+}
+
+Status gather(Context &ctx, const TensorRef &input, const TensorRef &index,
+              int64_t axis, TensorRef &result) {
+  GatherDims plan;
+  if (Status s = planGather(input, index, result, axis, plan); !s.ok())
+    return s;
+  int64_t count = result.numElements();
+  if (count == 0)
+    return Status::success();
+  // Threads would overwrite operand elements others still read.
+  StreamScratch inputScratch, indexScratch;
+  const void *source = input.data, *indices = index.data;
+  if (bytesOverlap(input, result))
+    if (Status s = stageCopy(ctx, input, inputScratch, source); !s.ok())
+      return s;
+  if (bytesOverlap(index, result))
+    if (Status s = stageCopy(ctx, index, indexScratch, indices); !s.ok())
+      return s;
+  cudaStream_t stream = streamOf(ctx);
+  unsigned blocks = blocksFor(count);
+  switch (dtypeSize(input.dtype)) {
+  case 8:
+    gatherKernel<uint64_t><<<blocks, 256, 0, stream>>>(
+        static_cast<const uint64_t *>(source), indices, index.dtype, plan.index,
+        plan.operand, plan.axisStride, plan.limit, count,
+        static_cast<uint64_t *>(result.data), ctx.deviceError);
+    break;
+  case 4:
+    gatherKernel<uint32_t><<<blocks, 256, 0, stream>>>(
+        static_cast<const uint32_t *>(source), indices, index.dtype, plan.index,
+        plan.operand, plan.axisStride, plan.limit, count,
+        static_cast<uint32_t *>(result.data), ctx.deviceError);
+    break;
+  case 2:
+    gatherKernel<uint16_t><<<blocks, 256, 0, stream>>>(
+        static_cast<const uint16_t *>(source), indices, index.dtype, plan.index,
+        plan.operand, plan.axisStride, plan.limit, count,
+        static_cast<uint16_t *>(result.data), ctx.deviceError);
+    break;
+  default:
+    gatherKernel<uint8_t><<<blocks, 256, 0, stream>>>(
+        static_cast<const uint8_t *>(source), indices, index.dtype, plan.index,
+        plan.operand, plan.axisStride, plan.limit, count,
+        static_cast<uint8_t *>(result.data), ctx.deviceError);
+  }
+  TGC_CUDA_LAUNCH("gatherKernel");
+  return Status::success();
+}
+
+Status gatherGrad(Context &ctx, const TensorRef &grad, const TensorRef &index,
+                  int64_t axis, TensorRef &result) {
+  GatherDims plan;
+  if (Status s = planGather(result, index, grad, axis, plan); !s.ok())
+    return s;
+  int64_t total = result.numElements(), count = grad.numElements();
+  if (total == 0)
+    return Status::success();
+  // An f32 result that shares no bytes with the operands accumulates in
+  // place; otherwise an f32 scratch is rounded into it at the end.
+  bool direct = result.dtype == DType::F32 && !bytesOverlap(result, grad) &&
+                !bytesOverlap(result, index);
+  float *sums = static_cast<float *>(result.data);
+  if (!direct) {
+    if (Status s = ctx.reserveWorkspace(size_t(total) * sizeof(float)); !s.ok())
+      return s;
+    sums = static_cast<float *>(ctx.workspace);
+  }
+  cudaStream_t stream = streamOf(ctx);
+  TGC_CUDA_CALL(
+      cudaMemsetAsync(sums, 0, size_t(total) * sizeof(float), stream));
+  if (count > 0) {
+    gatherGradKernel<<<blocksFor(count), 256, 0, stream>>>(
+        grad.data, grad.dtype, index.data, index.dtype, plan.index,
+        plan.operand, plan.axisStride, plan.limit, count, sums,
+        ctx.deviceError);
+    TGC_CUDA_LAUNCH("gatherGradKernel");
+  }
+  if (direct)
+    return Status::success();
+  return narrowFromF32(ctx, sums, total, result);
 }
 
 //===----------------------------------------------------------------------===//

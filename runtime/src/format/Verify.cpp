@@ -684,6 +684,22 @@ Status Checker::run() {
   case Kernel::ReduceMax:
     ok = counts(1, 1) && floatT(in(0)) && reduction(in(0), out(0));
     break;
+  case Kernel::Gather:
+  case Kernel::GatherGrad: {
+    // gather reads its operand (in 0) into the result; gather_grad adds its
+    // gradient (in 0) into the shape of that operand (its result).
+    bool grad = inst.kernel == Kernel::GatherGrad;
+    ok = counts(2, 1) && sameDType(in(0), out(0)) && indexT(in(1)) &&
+         (!grad || floatT(in(0))) && attr("axis", AttrValue::Int);
+    if (ok) {
+      const TensorInfo &operand = grad ? out(0) : in(0);
+      const TensorInfo &gathered = grad ? in(0) : out(0);
+      std::string error = shapes::gather(operand.shape, in(1).shape,
+                                         gathered.shape, inst.getInt("axis"));
+      ok = error.empty() || fail(error);
+    }
+    break;
+  }
   case Kernel::Cumsum:
     ok = counts(1, 1) && same(in(0), out(0)) &&
          (isFloat(in(0).dtype) || indexT(in(0))) &&

@@ -202,6 +202,14 @@ func.func @forward_ops(
 // CHECK-NEXT: #19 tg.reduce_mean flops=25 read=96 written=4{{$}}
 // cumsum bf16 [4,8] along axis 1: one add per element 32; 32*2 = 64; 64.
 // CHECK-NEXT: #20 tg.cumsum flops=32 read=64 written=64{{$}}
+// constant i64 [3,2]: 0; 0; 6*8 = 48.
+// CHECK-NEXT: #21 tg.constant flops=0 read=0 written=48{{$}}
+// gather f32 [2,3,4] by an i64 [3,2] index along axis 2 -> [2,3,2]: 0;
+// 96 + 6*8 = 144; 12*4 = 48.
+// CHECK-NEXT: #22 tg.gather flops=0 read=144 written=48{{$}}
+// gather_grad of that back into [2,3,4]: one add per gradient element 12;
+// 48 + 48 = 96; 96.
+// CHECK-NEXT: #23 tg.gather_grad flops=12 read=96 written=96{{$}}
 
 func.func @shape_ops(
     %x: tensor<2x3x4xf32> {tg.input = "x"},
@@ -237,6 +245,11 @@ func.func @shape_ops(
   %18 = tg.fill 1.0 : tensor<i1>
   %19 = tg.reduce_mean %x {axes = array<i64: 0, 1, 2>} : tensor<2x3x4xf32> -> tensor<f32>
   %20 = tg.cumsum %hb {axis = 1 : i64} : tensor<4x8xbf16>
+  %pos = tg.constant dense<[[0, 3], [1, 2], [3, 3]]> : tensor<3x2xi64>
+  %21 = tg.gather %x, %pos {axis = 2 : i64}
+      : (tensor<2x3x4xf32>, tensor<3x2xi64>) -> tensor<2x3x2xf32>
+  %22 = tg.gather_grad %21, %pos {axis = 2 : i64}
+      : (tensor<2x3x2xf32>, tensor<3x2xi64>) -> tensor<2x3x4xf32>
   return %19 : tensor<f32>
 }
 

@@ -346,6 +346,38 @@ func.func @cumsum_of_a_mask(%x: tensor<4x8xi1>) {
   return
 }
 
+// -----
+
+func.func @gather_index_does_not_broadcast(%x: tensor<4x8xf32>, %i: tensor<3x2xi64>) {
+  // expected-error @+1 {{'tg.gather' op the index shape [3, 2] does not broadcast to the gathered shape [4, 2]}}
+  %0 = tg.gather %x, %i {axis = 1 : i64} : (tensor<4x8xf32>, tensor<3x2xi64>) -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_other_rows(%x: tensor<4x8xf32>, %i: tensor<2xi64>) {
+  // expected-error @+1 {{'tg.gather' op the gathered shape [3, 2] differs from the operand [4, 8] outside axis 1}}
+  %0 = tg.gather %x, %i {axis = 1 : i64} : (tensor<4x8xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%x: tensor<4x8xf32>, %i: tensor<2xi64>) {
+  // expected-error @+1 {{'tg.gather' op axis -3 is out of range for rank 2}}
+  %0 = tg.gather %x, %i {axis = -3 : i64} : (tensor<4x8xf32>, tensor<2xi64>) -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_type(%g: tensor<4x2xbf16>, %i: tensor<2xi64>) {
+  // expected-error @+1 {{'tg.gather_grad' op element types must match, found 'bf16' and 'f32'}}
+  %0 = tg.gather_grad %g, %i {axis = 1 : i64} : (tensor<4x2xbf16>, tensor<2xi64>) -> tensor<4x8xf32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // softmax, layer_norm, embedding
 //===----------------------------------------------------------------------===//

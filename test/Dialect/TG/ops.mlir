@@ -183,6 +183,21 @@ func.func @cumsum(%m: tensor<4x32xi32>, %h: tensor<2x8xbf16>)
   return %0, %1 : tensor<4x32xi32>, tensor<2x8xbf16>
 }
 
+// CHECK-LABEL: func.func @gather(
+// CHECK-SAME: %[[S:[^:]*]]: tensor<16x32x64xf32>, %[[P:[^:]*]]: tensor<32x32xi64>, %[[G:[^:]*]]: tensor<16x32x32xf32>)
+func.func @gather(%s: tensor<16x32x64xf32>, %p: tensor<32x32xi64>,
+                  %g: tensor<16x32x32xf32>)
+    -> (tensor<16x32x32xf32>, tensor<16x32x64xf32>) {
+  // CHECK: %[[R:.*]] = tg.gather %[[S]], %[[P]] {axis = 2 : i64} : (tensor<16x32x64xf32>, tensor<32x32xi64>) -> tensor<16x32x32xf32>
+  %0 = tg.gather %s, %p {axis = 2 : i64}
+      : (tensor<16x32x64xf32>, tensor<32x32xi64>) -> tensor<16x32x32xf32>
+  // CHECK: %[[D:.*]] = tg.gather_grad %[[G]], %[[P]] {axis = -1 : i64} : (tensor<16x32x32xf32>, tensor<32x32xi64>) -> tensor<16x32x64xf32>
+  %1 = tg.gather_grad %g, %p {axis = -1 : i64}
+      : (tensor<16x32x32xf32>, tensor<32x32xi64>) -> tensor<16x32x64xf32>
+  // CHECK: return %[[R]], %[[D]]
+  return %0, %1 : tensor<16x32x32xf32>, tensor<16x32x64xf32>
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization, softmax, embedding, attention, loss
 //===----------------------------------------------------------------------===//

@@ -495,6 +495,68 @@ TEST_P(NNCudaTest, EmbeddingGrad) {
       }
 }
 
+TEST_P(NNCudaTest, GatherAndItsGradient) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(219);
+  using Shape = std::vector<int64_t>;
+  struct Case {
+    Shape input, index, result;
+    int64_t axis;
+  };
+  // DeBERTa's shape (one [T, T] table for every head), torch.gather along
+  // the first axis, and an i32 index broadcast along two dimensions.
+  const Case cases[] = {{{6, 8, 16}, {8, 8}, {6, 8, 8}, 2},
+                        {{4, 3}, {6, 3}, {6, 3}, 0},
+                        {{2, 3, 5}, {1, 1, 7}, {2, 3, 7}, -1}};
+  for (const Case &c : cases)
+    for (DType indexType : {DType::I64, DType::I32}) {
+      int64_t dim = c.axis < 0 ? c.axis + int64_t(c.input.size()) : c.axis;
+      HostTensor x = randomTensor(dtype, c.input, rng);
+      HostTensor index(indexType, c.index);
+      fillInts(index, rng, 0, c.input[size_t(dim)]);
+      HostTensor want(dtype, c.result);
+      ASSERT_OK(cpu::gather(cpuCtx, x.ref, index.ref, c.axis, want.ref));
+      DeviceTensor dx(x), dIndex(index), dOut(want, false);
+      ASSERT_OK(
+          cuda::gather(*testContext(), dx.ref, dIndex.ref, c.axis, dOut.ref));
+      synchronize();
+      EXPECT_EQ(takeDeviceError(), 0);
+      expectSameBytes(want, dOut.toHost(), named("gather", dtype));
+
+      HostTensor g = randomTensor(dtype, c.result, rng);
+      HostTensor wantGrad(dtype, c.input);
+      ASSERT_OK(
+          cpu::gatherGrad(cpuCtx, g.ref, index.ref, c.axis, wantGrad.ref));
+      HostTensor garbage = randomTensor(dtype, c.input, rng);
+      DeviceTensor dg(g), dGrad(garbage);
+      ASSERT_OK(cuda::gatherGrad(*testContext(), dg.ref, dIndex.ref, c.axis,
+                                 dGrad.ref));
+      synchronize();
+      EXPECT_EQ(takeDeviceError(), 0);
+      expectNear(wantGrad, dGrad.toHost(), named("gather_grad", dtype), 2.0);
+    }
+  // A bad index raises the error flag, with where and what it was.
+  HostTensor x = randomTensor(dtype, {2, 5}, rng);
+  HostTensor index(DType::I64, {3});
+  storeI64(index.ref, 0, 1);
+  storeI64(index.ref, 1, 5);
+  storeI64(index.ref, 2, 0);
+  HostTensor out(dtype, {2, 3});
+  DeviceTensor dx(x), dIndex(index), dOut(out, false);
+  ASSERT_OK(cuda::gather(*testContext(), dx.ref, dIndex.ref, 1, dOut.ref));
+  synchronize();
+  cuda::DeviceError record;
+  EXPECT_EQ(takeDeviceError(&record), kIndexOutOfRange);
+  EXPECT_EQ(record.value, 5);
+  EXPECT_EQ(record.limit, 5);
+  DeviceTensor dGrad(x, false);
+  ASSERT_OK(
+      cuda::gatherGrad(*testContext(), dOut.ref, dIndex.ref, 1, dGrad.ref));
+  synchronize();
+  EXPECT_EQ(takeDeviceError(), kIndexOutOfRange);
+}
+
 TEST_P(NNCudaTest, EmbeddingGradIndexOutOfRange) {
   TGC_REQUIRE_GPU();
   DType dtype = GetParam();

@@ -873,6 +873,60 @@ TEST(IndexErrors, EmbeddingOutOfRangeFails) {
   EXPECT_FAILS(cpu::embedding(cpuCtx, table, floatIndices, out));
 }
 
+// tg.gather along the last axis with an index shared by every batch (as
+// DeBERTa's relative positions), and along the first axis as torch.gather;
+// its gradient sums where indices repeat. Against the definition.
+TEST_P(NNTest, GatherAndItsGradient) {
+  DType dtype = GetParam();
+  std::mt19937 rng(61);
+  struct Case {
+    Shape input, index, result;
+    int64_t axis;
+  };
+  const Case cases[] = {{{2, 3, 5}, {3, 4}, {2, 3, 4}, 2},
+                        {{2, 3, 5}, {3, 4}, {2, 3, 4}, -1},
+                        {{4, 3}, {6, 3}, {6, 3}, 0},
+                        {{2, 3, 5}, {1, 1, 7}, {2, 3, 7}, 2}};
+  for (const Case &c : cases) {
+    int64_t dim = c.axis < 0 ? c.axis + int64_t(c.input.size()) : c.axis;
+    HostTensor x = randomTensor(rng, dtype, c.input);
+    HostTensor index = randomTensor(rng, DType::I64, c.index, 0,
+                                    double(c.input[size_t(dim)]) - 0.01);
+    HostTensor out(dtype, c.result);
+    ASSERT_OK(cpu::gather(cpuCtx, x, index, c.axis, out));
+    HostTensor g = randomTensor(rng, dtype, c.result);
+    HostTensor dx(dtype, c.input);
+    ASSERT_OK(cpu::gatherGrad(cpuCtx, g, index, c.axis, dx));
+    std::vector<double> xv = x.values(), gv = g.values(),
+                        want(size_t(x.size()), 0.0);
+    for (int64_t i = 0; i < out.size(); ++i) {
+      Shape at = unflatten(i, c.result);
+      Shape from = at;
+      from[size_t(dim)] = int64_t(index.get(broadcastFlat(at, c.index)));
+      int64_t source = broadcastFlat(from, c.input);
+      EXPECT_EQ(out.get(i), xv[size_t(source)]) << "gather " << i;
+      want[size_t(source)] += gv[size_t(i)];
+    }
+    expectClose(dx.values(), want, tolerance(dtype), tolerance(dtype),
+                "gather_grad");
+  }
+  // Out of range, either way, fails before writing; shapes are checked.
+  HostTensor x = randomTensor(rng, dtype, {2, 5});
+  HostTensor out(dtype, {2, 2}), dx(dtype, {2, 5});
+  for (double bad : {5.0, -1.0}) {
+    HostTensor index = HostTensor::of(DType::I64, {2}, {0, bad});
+    Status status = cpu::gather(cpuCtx, x, index, 1, out);
+    ASSERT_FALSE(status.ok());
+    EXPECT_NE(status.error.find("out of range"), std::string::npos)
+        << status.error;
+    EXPECT_FAILS(cpu::gatherGrad(cpuCtx, out, index, 1, dx));
+  }
+  HostTensor index = HostTensor::of(DType::I64, {2}, {0, 1});
+  HostTensor wrongRows(dtype, {3, 2});
+  EXPECT_FAILS(cpu::gather(cpuCtx, x, index, 1, wrongRows));
+  EXPECT_FAILS(cpu::gather(cpuCtx, x, index, 2, out));
+}
+
 TEST(IndexErrors, CrossEntropyTargetOutOfRangeFails) {
   HostTensor logits(DType::F32, {3, 4});
   HostTensor loss = HostTensor::of(DType::F32, {}, {5});

@@ -175,6 +175,10 @@ CASES = [
     case("cumsum reverse axis 0", [("x", [3, 5], NORMAL)],
          [f"%r = tg.cumsum %p0 {{axis = 0 : i64, reverse = true}} : "
           f"{ttype([3, 5])}"], [3, 5]),
+    case("gather (repeated indices)", [("x", [2, 3, 5], NORMAL)],
+         [f"%i = tg.constant {dense([3, 4], [4, 0, 0, 2, 1, 1, 3, 0, 2, 4, 4, 4], 'i64')}",
+          f"%r = tg.gather %p0, %i {{axis = 2 : i64}} : ({ttype([2, 3, 5])}, "
+          f"{ttype([3, 4], 'i64')}) -> {ttype([2, 3, 4])}"], [2, 3, 4]),
     case("softmax axis 1", [("x", [3, 5], NORMAL)],
          [f"%r = tg.softmax %p0 {{axis = 1 : i64}} : {ttype([3, 5])}"], [3, 5]),
     case("softmax axis 0", [("x", [3, 5], NORMAL)],

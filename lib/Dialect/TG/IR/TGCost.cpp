@@ -444,6 +444,9 @@ int64_t RmsNormGradOp::getFlops() {
 
 // One accumulation per gradient element.
 int64_t EmbeddingGradOp::getFlops() { return numElements(getGrad()); }
+// Gather moves elements; its gradient adds each one where it was picked.
+int64_t GatherOp::getFlops() { return 0; }
+int64_t GatherGradOp::getFlops() { return numElements(getGrad()); }
 
 // Recomputes S = Q K^T and P (2d + 6 per score), then dV = P^T dO,
 // dP = dO V^T (2dv each), dS (3) and dQ, dK (2d each); the results an
@@ -654,6 +657,13 @@ int64_t EmbeddingOp::getKernelLaunches() {
 
 // Zero an f32 accumulator, check the indices, scatter-add, and round into
 // a 16-bit result.
+// The f32 sums zeroed, the scatter-add (which checks the indices), and
+// their rounding into a 16-bit result.
+int64_t GatherGradOp::getKernelLaunches() {
+  bool f32 = getElementTypeOrSelf(getResult().getType()).isF32();
+  return 2 + (f32 ? 0 : 1);
+}
+
 int64_t EmbeddingGradOp::getKernelLaunches() {
   if (numElements(getResult()) == 0)
     return 1;

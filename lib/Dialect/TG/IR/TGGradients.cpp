@@ -357,6 +357,21 @@ LogicalResult CumsumOp::buildVectorJacobianProduct(
   return success();
 }
 
+// Each picked element's cotangent goes back where it was picked from; the
+// indices have none.
+LogicalResult GatherOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads, ArrayRef<bool> needed,
+    SmallVectorImpl<Value> &operandGrads) {
+  if (!isa<FloatType>(getElementTypeOrSelf(getInput().getType())))
+    operandGrads.push_back(nullptr);
+  else
+    operandGrads.push_back(
+        GatherGradOp::create(builder, getLoc(), getInput().getType(),
+                             resultGrads[0], getIndex(), getAxis()));
+  operandGrads.push_back(nullptr);
+  return success();
+}
+
 LogicalResult LayerNormOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {

@@ -862,6 +862,24 @@ LogicalResult CumsumOp::verify() {
   return verifyAxis(*this, getAxis(), tensorType(getInput()).getRank());
 }
 
+LogicalResult GatherOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput(), getResult()})))
+    return failure();
+  std::string error = shapes::gather(
+      tensorType(getInput()).getShape(), tensorType(getIndex()).getShape(),
+      tensorType(getResult()).getShape(), getAxis());
+  return error.empty() ? success() : emitOpError(error);
+}
+
+LogicalResult GatherGradOp::verify() {
+  if (failed(verifySameElementType(*this, {getGrad(), getResult()})))
+    return failure();
+  std::string error = shapes::gather(
+      tensorType(getResult()).getShape(), tensorType(getIndex()).getShape(),
+      tensorType(getGrad()).getShape(), getAxis());
+  return error.empty() ? success() : emitOpError(error);
+}
+
 /// Checks that `small` broadcasts to exactly `large`.
 static LogicalResult verifyBroadcastsTo(Operation *op, Value small,
                                         Value large) {

@@ -192,6 +192,33 @@ bool packedHeads(const A &packed, int64_t queryHeads, Shape &query,
   return true;
 }
 
+/// tg.gather, and tg.gather_grad (whose result is the gathered operand):
+/// `result` has the shape of `input` except along `axis` (negative counts
+/// from the end), and `index` broadcasts to `result`. Empty when they
+/// agree, otherwise why not.
+template <typename A, typename B, typename C>
+std::string gather(const A &input, const B &index, const C &result,
+                   int64_t axis) {
+  int64_t rank = int64_t(input.size());
+  if (axis < -rank || axis >= rank)
+    return "axis " + std::to_string(axis) + " is out of range for rank " +
+           std::to_string(rank);
+  size_t dim = size_t(axis < 0 ? axis + rank : axis);
+  if (result.size() != input.size())
+    return "the gathered shape " + toString(result) + " and the operand " +
+           toString(input) + " differ in rank";
+  for (size_t d = 0; d < input.size(); ++d)
+    if (d != dim && result[d] != input[d])
+      return "the gathered shape " + toString(result) +
+             " differs from the "
+             "operand " +
+             toString(input) + " outside axis " + std::to_string(dim);
+  if (!broadcastsTo(index, result))
+    return "the index shape " + toString(index) +
+           " does not broadcast to the gathered shape " + toString(result);
+  return {};
+}
+
 } // namespace tgc::shapes
 
 #endif // TGC_SUPPORT_SHAPERULES_H

@@ -13,7 +13,8 @@ projection, attention and MLP in parallel off one LayerNorm, no biases),
 gpt-neo (alternating global and local attention), distilbert
 (a sequence classifier), bert (the same head), deberta-v3
 (deberta-v3-base's flags: relative attention with log position buckets,
-c2p and p2c with shared keys; refused for now at its gathers), roberta
+c2p and p2c with shared keys; a sequence classifier) and deberta-v3-mlm
+(the same with a masked-LM head), roberta
 and roberta-mlm (roberta-base's flags: positions counted from the padding
 id 1; a sequence classifier and a masked LM) and bert-qa (a
 question-answering head: refused). No dropout.
@@ -89,6 +90,14 @@ elif kind == "deberta-v3":
         position_buckets=16, norm_rel_ebd="layer_norm", share_att_key=True,
         pos_att_type=["p2c", "c2p"], position_biased_input=False,
         max_relative_positions=-1, num_labels=3))
+elif kind == "deberta-v3-mlm":
+    model = T.DebertaV2ForMaskedLM(T.DebertaV2Config(
+        vocab_size=96, hidden_size=64, intermediate_size=128,
+        num_hidden_layers=2, num_attention_heads=4,
+        max_position_embeddings=64, relative_attention=True,
+        position_buckets=16, norm_rel_ebd="layer_norm", share_att_key=True,
+        pos_att_type=["p2c", "c2p"], position_biased_input=False,
+        max_relative_positions=-1))
 elif kind == "roberta":
     model = T.RobertaForSequenceClassification(T.RobertaConfig(
         vocab_size=96, hidden_size=64, num_hidden_layers=2,

@@ -558,6 +558,33 @@ def TG_EmbeddingOp : TG_Op<"embedding", [TG_Differentiable],
   let hasVerifier = 1;
 }
 
+def TG_GatherOp : TG_Op<"gather", [TG_Differentiable]> {
+  let summary = "picks elements along one axis by index (torch.gather)";
+  let description = [{
+    `result[i] = input[i with i[axis] replaced by index[i]]`, where `index`
+    is broadcast to the result's shape with NumPy rules; the result has the
+    operand's shape except along `axis` (negative values count from the
+    end). An index outside `[0, input.shape[axis])` is a runtime error.
+    DeBERTa's disentangled attention gathers its content-to-position and
+    position-to-content scores by relative position: one `[T, T]` table of
+    indices for every batch and head.
+
+    Its gradient is `tg.gather_grad`.
+
+    ```mlir
+    %c = tg.gather %scores, %positions {axis = 2 : i64}
+        : (tensor<16x32x64xf32>, tensor<32x32xi64>) -> tensor<16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins TG_AnyTensor:$input, TG_IndexTensor:$index,
+                       I64Attr:$axis);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $index attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
                           ["getBytesRead", "getMatmulFlops", "getMatmulType",
                            "getScratchBytes", "getKernelLaunches"]> {
@@ -1082,6 +1109,24 @@ def TG_ReduceMaxGradOp : TG_Op<"reduce_max_grad", [], ["getKernelLaunches"]> {
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $output `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_GatherGradOp : TG_Op<"gather_grad", [], ["getKernelLaunches"]> {
+  let summary = "gradient of gather: adds each element where it was picked";
+  let description = [{
+    The result (the shape of the gathered operand) is zero except that
+    every `grad[i]` is added at `i with i[axis] replaced by index[i]` (the
+    index broadcast to `grad`'s shape): where several elements picked the
+    same one, their gradients sum. Accumulated in f32 (f64 on the CPU) and
+    rounded once into the result.
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_IndexTensor:$index,
+                       I64Attr:$axis);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $index attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
