@@ -228,9 +228,10 @@ whose [T, T] scores the plan holds per head.
 |---|---|---|---|---|---|
 """ + "\n".join(families) + """
 
-Gemma 2's attention is soft-capped (tanh of the scores before the mask),
-which tg.attention does not take yet, so it stays written out. So does
-DeBERTa-v3's: its content-to-position and position-to-content terms
+Gemma 2's soft-capped attention (`50 * tanh(s / 50)` before the mask) is
+raised with tg.attention's softcap; its final logits' soft-cap stays
+elementwise. DeBERTa-v3's attention stays written out: its
+content-to-position and position-to-content terms
 (tg.gather from one [T, T] table of relative positions) are added to the
 scores before the softmax, and tg.attention has no additive bias operand
 yet. RoBERTa's position ids (counted from the padding) are a few integer

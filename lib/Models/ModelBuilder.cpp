@@ -135,7 +135,8 @@ Value ModelBuilder::attention(Value query, Value key, Value value,
              /*lse=*/Type(), query, key, value, keyMask,
              builder.getBoolAttr(causal),
              window ? builder.getI64IntegerAttr(window) : IntegerAttr(),
-             /*scale=*/FloatAttr(), /*bshd=*/BoolAttr(), /*packed=*/BoolAttr())
+             /*scale=*/FloatAttr(), /*bshd=*/BoolAttr(), /*packed=*/BoolAttr(),
+             /*softcap=*/FloatAttr())
       .getResult();
 }
 

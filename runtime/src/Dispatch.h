@@ -119,8 +119,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     return attention(ctx, in[0], in[1], in[2], in.size() > 3 ? &in[3] : nullptr,
                      inst.getBool("causal"), inst.getInt("window", 0),
                      inst.getFloat("scale"), out[0], inst.getBool("bshd"),
-                     out.size() > 1 ? &out[1] : nullptr,
-                     inst.getBool("packed"));
+                     out.size() > 1 ? &out[1] : nullptr, inst.getBool("packed"),
+                     inst.getFloat("softcap", 0.0));
   case Kernel::CrossEntropy:
     return crossEntropy(ctx, in[0], in[1], inst.getInt("ignore_index"), out[0],
                         in.size() > 2 ? &in[2] : nullptr,
@@ -196,7 +196,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     return attentionGrad(ctx, in[0], in[1], in[2], in[3], in[4], mask,
                          inst.getBool("causal"), inst.getInt("window", 0),
                          inst.getFloat("scale"), out[0], out[1], out[2],
-                         inst.getBool("bshd"), lse, inst.getBool("packed"));
+                         inst.getBool("bshd"), lse, inst.getBool("packed"),
+                         inst.getFloat("softcap", 0.0));
   }
   case Kernel::CrossEntropyGrad:
     return crossEntropyGrad(ctx, in[0], in[1], in[2],

@@ -101,6 +101,60 @@ func.func @multi_query(%q: tensor<2x4x4x8xf32>, %k: tensor<2x1x4x8xf32>, %v: ten
   return %o : tensor<2x4x4x8xf32>
 }
 
+// Gemma 2's soft-capped scores: scaled, then cap * tanh(s / cap), then the
+// causal mask: the cap becomes tg.attention's softcap.
+// CHECK-LABEL: func.func @softcap(
+// CHECK-NEXT: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64}
+// CHECK-NEXT: return
+func.func @softcap(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %s = tg.matmul %q, %k {transpose_rhs = true} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %half = tg.constant dense<5.000000e-01> : tensor<f32>
+  %scaled = tg.mul %s, %half : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %cap = tg.constant dense<5.000000e+01> : tensor<f32>
+  %divided = tg.div %scaled, %cap : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %t = tg.tanh %divided : tensor<1x2x4x4xf32>
+  %capped = tg.mul %t, %cap : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %keep = tg.constant dense<[[[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]]]> : tensor<1x1x4x4xi1>
+  %lowest = tg.constant dense<-3.40282347E+38> : tensor<f32>
+  %masked = tg.where %keep, %capped, %lowest : (tensor<1x1x4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p = tg.softmax %masked {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = tg.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// Left alone: a cap applied to masked scores (tanh of the lowest float is
+// -1, so a hidden key would be seen), and two different caps.
+// CHECK-LABEL: func.func @masked_then_capped(
+// CHECK-NOT: tg.attention
+// CHECK: tg.softmax
+func.func @masked_then_capped(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %s = tg.matmul %q, %k {transpose_rhs = true} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %keep = tg.constant dense<[[[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]]]> : tensor<1x1x4x4xi1>
+  %lowest = tg.constant dense<-3.40282347E+38> : tensor<f32>
+  %masked = tg.where %keep, %s, %lowest : (tensor<1x1x4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %cap = tg.constant dense<5.000000e+01> : tensor<f32>
+  %divided = tg.div %masked, %cap : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %t = tg.tanh %divided : tensor<1x2x4x4xf32>
+  %capped = tg.mul %t, %cap : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p = tg.softmax %capped {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = tg.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+// CHECK-LABEL: func.func @two_caps(
+// CHECK-NOT: tg.attention
+// CHECK: tg.softmax
+func.func @two_caps(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %s = tg.matmul %q, %k {transpose_rhs = true} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %c1 = tg.constant dense<5.000000e+01> : tensor<f32>
+  %c2 = tg.constant dense<3.000000e+01> : tensor<f32>
+  %divided = tg.div %s, %c1 : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %t = tg.tanh %divided : tensor<1x2x4x4xf32>
+  %capped = tg.mul %t, %c2 : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p = tg.softmax %capped {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = tg.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
 // Left alone: a constant mask that is neither causal nor empty, and scores
 // that something else also reads.
 // CHECK-LABEL: func.func @other_mask(

@@ -749,6 +749,8 @@ struct AttentionShape {
   int64_t batch, tq, tk, d, dv;
   int64_t group = 1;
   float scale;
+  /// A positive soft-cap of the scaled scores, or 0.
+  float softcap = 0.0f;
   /// Query rows per key/value head.
   int64_t rows() const { return group * tq; }
   /// Heads per row of the key mask (the batch dimensions it omits), or 0
@@ -866,13 +868,23 @@ static Status checkAttention(const TensorRef &query, const TensorRef &key,
 static void attentionProbabilities(const AttentionShape &sizes,
                                    const KeyVisibility &keys, int64_t b,
                                    const float *q, const float *k, float *p,
-                                   float *lse = nullptr) {
+                                   float *lse = nullptr,
+                                   float *capSlope = nullptr) {
   int64_t rows = sizes.rows(), tk = sizes.tk;
   gemmF32(false, true, rows, tk, sizes.d, sizes.scale, q, sizes.d, k, sizes.d,
           0.0f, p, tk);
   const float minusInf = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < rows; ++i) {
     float *row = p + i * tk;
+    // The soft-cap c * tanh(s / c), and its slope 1 - tanh^2 for the
+    // gradient (`capSlope`, null: not wanted), before the mask.
+    if (sizes.softcap > 0.0f)
+      for (int64_t j = 0; j < tk; ++j) {
+        float t = std::tanh(row[j] / sizes.softcap);
+        row[j] = sizes.softcap * t;
+        if (capSlope)
+          capSlope[i * tk + j] = 1.0f - t * t;
+      }
     int64_t limit = keys.limit(i);
     if (keys.partial())
       for (int64_t j = 0; j < limit; ++j)
@@ -914,15 +926,26 @@ static Status checkLse(const TensorRef *lse, const TensorRef &query) {
 }
 
 /// Attention over [B..., T, D] heads.
+/// Checks a soft-cap (0: none) and records it in `sizes`.
+static Status checkSoftcap(double softcap, AttentionShape &sizes) {
+  if (!(softcap >= 0.0 && std::isfinite(softcap)))
+    return Status::failure("attention softcap must be positive and finite, "
+                           "or 0 for none");
+  sizes.softcap = float(softcap);
+  return Status::success();
+}
+
 static Status headMajorAttention(Context &ctx, const TensorRef &query,
                                  const TensorRef &key, const TensorRef &value,
                                  const TensorRef *keyMask, bool causal,
                                  int64_t window, std::optional<double> scale,
-                                 TensorRef &result, TensorRef *lse) {
+                                 TensorRef &result, TensorRef *lse,
+                                 double softcap) {
   AttentionShape sizes;
   TGC_RETURN_IF_ERROR(
       checkAttention(query, key, value, keyMask, causal, window, scale,
                      sizes));
+  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, sizes));
   KeyVisibility keys{sizes, keyMask, causal, window};
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   TGC_RETURN_IF_ERROR(expectSameDType(result, query, "result"));
@@ -956,7 +979,7 @@ static Status headMajorAttentionGrad(
     const TensorRef &value, const TensorRef &output, const TensorRef &grad,
     const TensorRef *keyMask, bool causal, int64_t window,
     std::optional<double> scale, TensorRef &queryGrad, TensorRef &keyGrad,
-    TensorRef &valueGrad, const TensorRef *lse) {
+    TensorRef &valueGrad, const TensorRef *lse, double softcap) {
   // The probabilities are recomputed whole here; the forward pass's
   // log-sum-exp is checked, not needed.
   TGC_RETURN_IF_ERROR(checkLse(lse, query));
@@ -970,6 +993,7 @@ static Status headMajorAttentionGrad(
   TGC_RETURN_IF_ERROR(
       checkAttention(query, key, value, keyMask, causal, window, scale,
                      sizes));
+  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, sizes));
   KeyVisibility keys{sizes, keyMask, causal, window};
   Shape outShape(query.shape.begin(), query.shape.end() - 1);
   outShape.push_back(sizes.dv);
@@ -993,12 +1017,14 @@ static Status headMajorAttentionGrad(
   int64_t tq = sizes.rows(), tk = sizes.tk, d = sizes.d, dvSize = sizes.dv;
   parallelFor(sizes.batch, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> p(size_t(tq * tk)), dp(size_t(tq * tk));
+    std::vector<float> slope(sizes.softcap > 0.0f ? size_t(tq * tk) : 0);
     for (int64_t b = begin; b < end; ++b) {
       const float *qb = q.data() + b * tq * d, *kb = k.data() + b * tk * d;
       const float *vb = v.data() + b * tk * dvSize;
       const float *ob = o.data() + b * tq * dvSize;
       const float *gb = dO.data() + b * tq * dvSize;
-      attentionProbabilities(sizes, keys, b, qb, kb, p.data());
+      attentionProbabilities(sizes, keys, b, qb, kb, p.data(), nullptr,
+                             slope.empty() ? nullptr : slope.data());
       // value_grad = P^T @ grad.
       if (wantValue)
         gemmF32(true, false, tk, dvSize, tq, 1.0f, p.data(), tk, gb, dvSize,
@@ -1015,6 +1041,10 @@ static Status headMajorAttentionGrad(
         float rowDot = float(dot);
         for (int64_t j = 0; j < tk; ++j)
           dp[i * tk + j] = p[i * tk + j] * (dp[i * tk + j] - rowDot);
+        // Through the soft-cap: times its slope.
+        if (!slope.empty())
+          for (int64_t j = 0; j < tk; ++j)
+            dp[i * tk + j] *= slope[size_t(i * tk + j)];
       }
       // query_grad = dS @ key * scale, key_grad = dS^T @ query * scale.
       if (wantQuery)
@@ -1143,7 +1173,7 @@ Status expectBshd(std::initializer_list<const TensorRef *> tensors) {
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  const TensorRef &value, const TensorRef *keyMask, bool causal,
                  int64_t window, std::optional<double> scale, TensorRef &result,
-                 bool bshd, TensorRef *lse, bool packed) {
+                 bool bshd, TensorRef *lse, bool packed, double softcap) {
   if (packed) {
     if (!bshd || result.rank() != 4)
       return Status::failure("packed attention takes bshd [B, T, H, D] "
@@ -1151,11 +1181,11 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
     PackedHeads heads;
     TGC_RETURN_IF_ERROR(heads.unpack(ctx, query, result.shape[2]));
     return attention(ctx, heads[0], heads[1], heads[2], keyMask, causal, window,
-                     scale, result, bshd, lse);
+                     scale, result, bshd, lse, /*packed=*/false, softcap);
   }
   if (!bshd)
     return headMajorAttention(ctx, query, key, value, keyMask, causal, window,
-                              scale, result, lse);
+                              scale, result, lse, softcap);
   TGC_RETURN_IF_ERROR(expectBshd({&query, &key, &value, &result}));
   TGC_RETURN_IF_ERROR(checkLse(lse, query));
   HeadMajorCopies copies(ctx);
@@ -1167,8 +1197,8 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
     rows = copies.rows(*lse);
   TGC_RETURN_IF_ERROR(status);
   TGC_RETURN_IF_ERROR(headMajorAttention(ctx, q, k, v, keyMask, causal, window,
-                                         scale, out,
-                                         rows ? &*rows : nullptr));
+                                         scale, out, rows ? &*rows : nullptr,
+                                         softcap));
   if (rows)
     TGC_RETURN_IF_ERROR(copies.writeBackRows(*rows, *lse));
   return copies.writeBack(out, result);
@@ -1180,7 +1210,7 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      bool causal, int64_t window, std::optional<double> scale,
                      TensorRef &queryGrad, TensorRef &keyGrad,
                      TensorRef &valueGrad, bool bshd, const TensorRef *lse,
-                     bool packed) {
+                     bool packed, double softcap) {
   if (packed) {
     // One gradient, of the packed operand, in queryGrad.
     if (!bshd || output.rank() != 4 || keyGrad.present() || valueGrad.present())
@@ -1191,13 +1221,14 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
     heads.gradients(queryGrad);
     TGC_RETURN_IF_ERROR(attentionGrad(
         ctx, heads[0], heads[1], heads[2], output, grad, keyMask, causal,
-        window, scale, heads.grad(0), heads.grad(1), heads.grad(2), bshd, lse));
+        window, scale, heads.grad(0), heads.grad(1), heads.grad(2), bshd, lse,
+        /*packed=*/false, softcap));
     return heads.pack(ctx, queryGrad);
   }
   if (!bshd)
-    return headMajorAttentionGrad(ctx, query, key, value, output, grad,
-                                  keyMask, causal, window, scale, queryGrad,
-                                  keyGrad, valueGrad, lse);
+    return headMajorAttentionGrad(ctx, query, key, value, output, grad, keyMask,
+                                  causal, window, scale, queryGrad, keyGrad,
+                                  valueGrad, lse, softcap);
   TGC_RETURN_IF_ERROR(checkLse(lse, query));
   TGC_RETURN_IF_ERROR(expectBshd({&query, &key, &value, &output, &grad,
                                   &queryGrad, &keyGrad, &valueGrad}));
@@ -1211,8 +1242,8 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
             dv = copies.result(valueGrad);
   TGC_RETURN_IF_ERROR(status);
   TGC_RETURN_IF_ERROR(headMajorAttentionGrad(ctx, q, k, v, o, g, keyMask,
-                                             causal, window, scale, dq, dk,
-                                             dv, /*lse=*/nullptr));
+                                             causal, window, scale, dq, dk, dv,
+                                             /*lse=*/nullptr, softcap));
   TGC_RETURN_IF_ERROR(copies.writeBack(dq, queryGrad));
   TGC_RETURN_IF_ERROR(copies.writeBack(dk, keyGrad));
   return copies.writeBack(dv, valueGrad);

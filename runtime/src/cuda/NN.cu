@@ -534,9 +534,14 @@ __global__ void gatherGradKernel(const void *grad, DType dtype,
 /// seen becomes exactly 0, and so does a row that sees nothing.
 __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t tq,
                                        int64_t tk, bool causal, KeyMask mask,
-                                       int64_t head0, float *lse) {
+                                       int64_t head0, float *lse,
+                                       float softcap) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     float *s = scores + row * tk;
+    // The soft-cap before the mask; each thread caps the scores it reads.
+    if (softcap > 0.0f)
+      for (int64_t j = threadIdx.x; j < tk; j += blockDim.x)
+        s[j] = softcap * tanhf(s[j] / softcap);
     int64_t limit = causal ? min(row % tq + 1, tk) : tk;
     const int64_t maskRow = (head0 + row / tq) / mask.group * tk;
     auto seen = [&](int64_t j) {
@@ -578,6 +583,16 @@ __global__ void rowDotKernel(const void *grad, const void *output, DType dtype,
     dot = blockSum(dot);
     if (threadIdx.x == 0)
       rowDot[row] = dot;
+  }
+}
+
+/// P times the slope of the soft-cap, 1 - tanh(s / softcap)^2, from the
+/// scaled scores `s`: what dS = P * (dP - rowDot) then carries through it.
+__global__ void softcapSlopeKernel(float *probabilities, const float *scores,
+                                   int64_t count, float softcap) {
+  TGC_GRID_LOOP(e, count) {
+    float t = tanhf(scores[e] / softcap);
+    probabilities[e] *= 1.0f - t * t;
   }
 }
 
@@ -1248,6 +1263,8 @@ struct AttentionShape {
   int64_t batch, tq, tk, d, dv;
   int64_t group = 1, positions = 0;
   float scale;
+  /// A positive soft-cap of the scaled scores, or 0.
+  float softcap = 0.0f;
   KeyMask mask;
   /// Heads side by side in each stored row: H with the bshd layout, else 1.
   int64_t rowHeads = 1;
@@ -1255,9 +1272,8 @@ struct AttentionShape {
 
 Status attentionShape(const TensorRef &query, const TensorRef &key,
                       const TensorRef &value, const TensorRef *keyMask,
-                      bool causal, int64_t window,
-                      std::optional<double> scale, bool bshd,
-                      AttentionShape &sizes) {
+                      bool causal, int64_t window, std::optional<double> scale,
+                      bool bshd, AttentionShape &sizes, double softcap = 0.0) {
   int64_t rank = query.rank();
   if (rank < 2 || key.rank() != rank || value.rank() != rank ||
       (bshd && rank != 4))
@@ -1297,6 +1313,10 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
   if (scale && !(*scale > 0.0 && std::isfinite(*scale)))
     return Status::failure("attention scale must be positive and finite");
   sizes.scale = float(scale ? *scale : 1.0 / std::sqrt(double(sizes.d)));
+  if (!(softcap >= 0.0 && std::isfinite(softcap)))
+    return Status::failure("attention softcap must be positive and finite, "
+                           "or 0 for none");
+  sizes.softcap = float(softcap);
   if (keyMask) {
     // [P..., tk] over a prefix P... of the batch dimensions.
     const auto &m = keyMask->shape;
@@ -1347,9 +1367,10 @@ Status attentionProbabilities(Context &ctx, const AttentionShape &sizes,
   if (rows == 0)
     return Status::success();
   // Rows by query head (head0 in key/value heads) and position.
-  attentionSoftmaxKernel<<<rowBlocks(rows), rowThreads(sizes.tk), 0, streamOf(ctx)>>>(
+  attentionSoftmaxKernel<<<rowBlocks(rows), rowThreads(sizes.tk), 0,
+                           streamOf(ctx)>>>(
       p, rows, sizes.positions, sizes.tk, causal, sizes.mask,
-      head0 * sizes.group, lse);
+      head0 * sizes.group, lse, sizes.softcap);
   TGC_CUDA_LAUNCH("attentionSoftmaxKernel");
   return Status::success();
 }
@@ -1512,7 +1533,7 @@ GemmProblem headGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  const TensorRef &value, const TensorRef *keyMask, bool causal,
                  int64_t window, std::optional<double> scale, TensorRef &result,
-                 bool bshd, TensorRef *lse, bool packed) {
+                 bool bshd, TensorRef *lse, bool packed, double softcap) {
   if (packed) {
     if (!bshd || result.rank() != 4)
       return Status::failure("packed attention takes bshd [B, T, H, D] "
@@ -1523,14 +1544,15 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
     const TensorRef &q = heads.view(0), &k = heads.view(1), &v = heads.view(2);
     AttentionShape sizes;
     if (Status s = attentionShape(q, k, v, keyMask, causal, window, scale, bshd,
-                                  sizes);
+                                  sizes, softcap);
         !s.ok())
       return s;
     if (Status s = checkLse(lse, q); !s.ok())
       return s;
     // The fused kernel reads the three heads where they lie.
     if (fusedAttentionSupports(query.dtype, sizes.d, sizes.dv) &&
-        result.dtype == query.dtype && !bytesOverlap(result, query)) {
+        sizes.softcap == 0.0f && result.dtype == query.dtype &&
+        !bytesOverlap(result, query)) {
       if (result.numElements() == 0)
         return Status::success();
       return fusedAttention(
@@ -1542,11 +1564,12 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
     if (Status s = heads.copy(ctx); !s.ok())
       return s;
     return attention(ctx, heads.dense(0), heads.dense(1), heads.dense(2),
-                     keyMask, causal, window, scale, result, bshd, lse);
+                     keyMask, causal, window, scale, result, bshd, lse,
+                     /*packed=*/false, softcap);
   }
   AttentionShape sizes;
   if (Status s = attentionShape(query, key, value, keyMask, causal, window,
-                                scale, bshd, sizes);
+                                scale, bshd, sizes, softcap);
       !s.ok())
     return s;
   if (Status s = checkLse(lse, query); !s.ok())
@@ -1559,8 +1582,8 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
 
   // 16-bit heads of up to 64 elements: the fused kernel (tensor cores, no
   // score matrix in memory), which reads and writes either layout, each
-  // query head reading its group's key/value head.
-  if (fusedAttentionSupports(query.dtype, d, dv) &&
+  // query head reading its group's key/value head; not soft-capped.
+  if (fusedAttentionSupports(query.dtype, d, dv) && sizes.softcap == 0.0f &&
       key.dtype == query.dtype && value.dtype == query.dtype &&
       result.dtype == query.dtype && !bytesOverlap(result, query) &&
       !bytesOverlap(result, key) && !bytesOverlap(result, value))
@@ -1588,7 +1611,8 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
       if (Status s = HeadMajorCopies::toHeadMajor(ctx, *t, *copy); !s.ok())
         return s;
     if (Status s = attention(ctx, q, k, v, keyMask, causal, window, scale, out,
-                             /*bshd=*/false, lse ? &rows : nullptr);
+                             /*bshd=*/false, lse ? &rows : nullptr,
+                             /*packed=*/false, softcap);
         !s.ok())
       return s;
     if (lse)
@@ -1660,11 +1684,14 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
 
 /// attentionGrad of a packed operand ([B, T, Hq + 2 Hkv, D]): its one
 /// gradient, the three side by side, in `queryGrad`.
-static Status packedAttentionGrad(
-    Context &ctx, const TensorRef &packed, const TensorRef &output,
-    const TensorRef &grad, const TensorRef *keyMask, bool causal,
-    int64_t window, std::optional<double> scale, TensorRef &queryGrad,
-    TensorRef &keyGrad, TensorRef &valueGrad, bool bshd, const TensorRef *lse) {
+static Status packedAttentionGrad(Context &ctx, const TensorRef &packed,
+                                  const TensorRef &output,
+                                  const TensorRef &grad,
+                                  const TensorRef *keyMask, bool causal,
+                                  int64_t window, std::optional<double> scale,
+                                  TensorRef &queryGrad, TensorRef &keyGrad,
+                                  TensorRef &valueGrad, bool bshd,
+                                  const TensorRef *lse, double softcap) {
   if (!bshd || output.rank() != 4 || !queryGrad.present() ||
       keyGrad.present() || valueGrad.present() ||
       queryGrad.shape != packed.shape)
@@ -1676,8 +1703,8 @@ static Status packedAttentionGrad(
     return s;
   const TensorRef &q = heads.view(0), &k = heads.view(1), &v = heads.view(2);
   AttentionShape sizes;
-  if (Status s =
-          attentionShape(q, k, v, keyMask, causal, window, scale, bshd, sizes);
+  if (Status s = attentionShape(q, k, v, keyMask, causal, window, scale, bshd,
+                                sizes, softcap);
       !s.ok())
     return s;
   if (Status s = checkLse(lse, q); !s.ok())
@@ -1686,17 +1713,17 @@ static Status packedAttentionGrad(
     return Status::success();
   int64_t tq = sizes.tq, d = sizes.d, dv = sizes.dv;
   bool fused = fusedAttentionSupports(packed.dtype, d, dv) &&
-               output.dtype == packed.dtype && grad.dtype == packed.dtype &&
-               queryGrad.dtype == packed.dtype;
+               sizes.softcap == 0.0f && output.dtype == packed.dtype &&
+               grad.dtype == packed.dtype && queryGrad.dtype == packed.dtype;
   for (const TensorRef *operand : {&packed, &output, &grad})
     fused = fused && !bytesOverlap(queryGrad, *operand);
   if (!fused) {
     if (Status s = heads.copy(ctx, &queryGrad); !s.ok())
       return s;
-    if (Status s = attentionGrad(ctx, heads.dense(0), heads.dense(1),
-                                 heads.dense(2), output, grad, keyMask, causal,
-                                 window, scale, heads.grad(0), heads.grad(1),
-                                 heads.grad(2), bshd, lse);
+    if (Status s = attentionGrad(
+            ctx, heads.dense(0), heads.dense(1), heads.dense(2), output, grad,
+            keyMask, causal, window, scale, heads.grad(0), heads.grad(1),
+            heads.grad(2), bshd, lse, /*packed=*/false, softcap);
         !s.ok())
       return s;
     return heads.pack(ctx, queryGrad);
@@ -1754,14 +1781,14 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      bool causal, int64_t window, std::optional<double> scale,
                      TensorRef &queryGrad, TensorRef &keyGrad,
                      TensorRef &valueGrad, bool bshd, const TensorRef *lse,
-                     bool packed) {
+                     bool packed, double softcap) {
   if (packed)
     return packedAttentionGrad(ctx, query, output, grad, keyMask, causal,
                                window, scale, queryGrad, keyGrad, valueGrad,
-                               bshd, lse);
+                               bshd, lse, softcap);
   AttentionShape sizes;
   if (Status s = attentionShape(query, key, value, keyMask, causal, window,
-                                scale, bshd, sizes);
+                                scale, bshd, sizes, softcap);
       !s.ok())
     return s;
   if (Status s = checkLse(lse, query); !s.ok())
@@ -1779,7 +1806,8 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   // forward pass here that writes only it: the same bits), the row dots,
   // then one pass over key tiles; the query gradient gathers in f32 and is
   // rounded once. The GEMM path recomputes the probabilities whole.
-  bool fused = fusedAttentionSupports(query.dtype, d, dv);
+  bool fused =
+      fusedAttentionSupports(query.dtype, d, dv) && sizes.softcap == 0.0f;
   for (const TensorRef *t : {&key, &value, &output, &grad})
     fused = fused && t->dtype == query.dtype;
   for (const TensorRef *result : {&queryGrad, &keyGrad, &valueGrad}) {
@@ -1852,7 +1880,8 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
       if (Status s = HeadMajorCopies::toHeadMajor(ctx, *t, *copy); !s.ok())
         return s;
     if (Status s = attentionGrad(ctx, q, k, v, o, g, keyMask, causal, window,
-                                 scale, dq, dk, dvCopy, /*bshd=*/false);
+                                 scale, dq, dk, dvCopy, /*bshd=*/false,
+                                 /*lse=*/nullptr, /*packed=*/false, softcap);
         !s.ok())
       return s;
     for (auto [copy, t] : {std::pair{&dq, &queryGrad}, std::pair{&dk, &keyGrad},
@@ -1946,6 +1975,20 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                           gemmWorkspace);
           !s.ok())
         return s;
+    if ((wantQuery || wantKey) && sizes.softcap > 0.0f) {
+      // Through the soft-cap: P times its slope, from the scaled scores
+      // recomputed into dS's room (dV above has read P).
+      GemmProblem scores =
+          headGemm(false, true, tq, tk, d, sizes.scale, qb, kb, dS, count);
+      if (Status s = gemm(ctx, scores, gemmWorkspace); !s.ok())
+        return s;
+      int64_t scoreCount = count * tq * tk;
+      if (scoreCount > 0) {
+        softcapSlopeKernel<<<blocksFor(scoreCount), 256, 0, stream>>>(
+            p, dS, scoreCount, sizes.softcap);
+        TGC_CUDA_LAUNCH("softcapSlopeKernel");
+      }
+    }
     if (wantQuery || wantKey) {
       // dP = grad @ value^T; dS = P * (dP - rowsum(grad * output)), in place.
       if (Status s = gemm(

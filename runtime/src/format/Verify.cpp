@@ -13,6 +13,7 @@
 #include "tgc/Support/ShapeRules.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tgc::rt {
 namespace {
@@ -318,6 +319,11 @@ private:
     int64_t window = inst.getInt("window", 0);
     if (window < 0 || (window > 0 && !inst.getBool("causal")))
       return fail("an attention window must be 0 or positive with causal");
+    if (inst.attrs.count("softcap") &&
+        (!attr("softcap", AttrValue::Float) ||
+         !(inst.getFloat("softcap") > 0.0 &&
+           std::isfinite(inst.getFloat("softcap")))))
+      return fail("an attention softcap must be positive and finite");
     Shape shape(qs.begin(), qs.end() - 1);
     shape.push_back(vs.back());
     return shapeIs(o, shapes::attentionView(shape, bshd));

@@ -332,6 +332,14 @@ func.func @matmul_result_element_type(%x: tensor<4x8xf16>, %w: tensor<8x16xf16>)
 
 // -----
 
+func.func @attention_softcap(%q: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'tg.attention' op softcap must be positive and finite, found 0.000000e+00}}
+  %0 = tg.attention %q, %q, %q {softcap = 0.0 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
 func.func @cumsum_axis_out_of_range(%x: tensor<4x8xi64>) {
   // expected-error @+1 {{'tg.cumsum' op axis 2 is out of range for rank 2}}
   %0 = tg.cumsum %x {axis = 2 : i64} : tensor<4x8xi64>

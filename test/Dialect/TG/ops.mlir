@@ -304,6 +304,16 @@ func.func @windowed_attention(%q: tensor<2x6x8x16xf32>, %kv: tensor<2x2x8x16xf32
   return %0 : tensor<2x6x8x16xf32>
 }
 
+// Gemma 2's soft-capped scores (and its grouped heads and window).
+// CHECK-LABEL: func.func @softcapped_attention(
+func.func @softcapped_attention(%q: tensor<2x6x8x16xbf16>, %kv: tensor<2x2x8x16xbf16>)
+    -> tensor<2x6x8x16xbf16> {
+  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, softcap = 5.000000e+01 : f64, window = 4 : i64}
+  %0 = tg.attention %q, %kv, %kv {causal = true, window = 4, softcap = 50.0 : f64}
+      : (tensor<2x6x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>) -> tensor<2x6x8x16xbf16>
+  return %0 : tensor<2x6x8x16xbf16>
+}
+
 // CHECK-LABEL: func.func @embedding(
 // CHECK-SAME: %[[T:[^:]*]]: tensor<100x16xf32>, %[[I64:[^:]*]]: tensor<2x8xi64>, %[[TH:[^:]*]]: tensor<50x4xf16>, %[[I32:[^:]*]]: tensor<3xi32>, %[[I0:[^:]*]]: tensor<i64>)
 func.func @embedding(%t: tensor<100x16xf32>, %i64: tensor<2x8xi64>,

@@ -752,6 +752,59 @@ TEST_P(NNCudaTest, AttentionGrad) {
   }
 }
 
+// Gemma 2's soft-capped scores: the GEMM path for every type (a 16-bit
+// head of 16 would otherwise take the fused kernels), with a padding mask,
+// grouped-query heads and the bshd layout, forward and backward against
+// the CPU kernels.
+TEST_P(NNCudaTest, AttentionSoftcap) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(227);
+  const int64_t B = 2, H = 4, KV = 2, T = 24, D = 16;
+  HostTensor mask(DType::I64, {B, T});
+  for (int64_t i = 0; i < B * T; ++i)
+    storeI64(mask.ref, i, i % T < T - 5 * (i / T) ? 1 : 0);
+  for (bool bshd : {false, true})
+    for (bool causal : {false, true}) {
+      std::string what = std::string("softcap") + (bshd ? " bshd" : "") +
+                         (causal ? " causal" : "");
+      std::vector<int64_t> qShape = {B, H, T, D}, kShape = {B, KV, T, D};
+      if (bshd) {
+        std::swap(qShape[1], qShape[2]);
+        std::swap(kShape[1], kShape[2]);
+      }
+      HostTensor q = randomTensor(dtype, qShape, rng, -2.0f, 2.0f);
+      HostTensor k = randomTensor(dtype, kShape, rng, -2.0f, 2.0f);
+      HostTensor v = randomTensor(dtype, kShape, rng);
+      HostTensor want(dtype, qShape);
+      ASSERT_OK(cpu::attention(cpuCtx, q.ref, k.ref, v.ref, &mask.ref, causal,
+                               0, 1.0, want.ref, bshd, nullptr, false, 3.0));
+      DeviceTensor dq(q), dk(k), dv(v), dMask(mask), out(want, false);
+      ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref,
+                                &dMask.ref, causal, 0, 1.0, out.ref, bshd,
+                                nullptr, false, 3.0));
+      synchronize();
+      expectNear(want, out.toHost(), named(what.c_str(), dtype), 4.0);
+
+      HostTensor g = randomTensor(dtype, qShape, rng);
+      HostTensor wantDq(dtype, qShape), wantDk(dtype, kShape),
+          wantDv(dtype, kShape);
+      ASSERT_OK(cpu::attentionGrad(
+          cpuCtx, q.ref, k.ref, v.ref, want.ref, g.ref, &mask.ref, causal, 0,
+          1.0, wantDq.ref, wantDk.ref, wantDv.ref, bshd, nullptr, false, 3.0));
+      DeviceTensor dO(want), dg(g), outDq(wantDq, false), outDk(wantDk, false),
+          outDv(wantDv, false);
+      ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref,
+                                    dO.ref, dg.ref, &dMask.ref, causal, 0, 1.0,
+                                    outDq.ref, outDk.ref, outDv.ref, bshd,
+                                    nullptr, false, 3.0));
+      synchronize();
+      expectNear(wantDq, outDq.toHost(), what + " query_grad", 8.0);
+      expectNear(wantDk, outDk.toHost(), what + " key_grad", 8.0);
+      expectNear(wantDv, outDv.toHost(), what + " value_grad", 8.0);
+    }
+}
+
 // A [B, T] key padding mask over [B, H, T, D] heads: the fused kernels
 // (16-bit heads of 32, partial tiles) and the GEMM path (heads of 8), causal
 // and not, with an example that is all padding, forward and backward

@@ -59,12 +59,12 @@ std::vector<double> referenceLayerNorm(const HostTensor &x,
 }
 
 /// Attention over [batch, t, d] views with the op's mask convention.
-std::vector<double> referenceAttention(const HostTensor &q,
-                                       const HostTensor &k,
+std::vector<double> referenceAttention(const HostTensor &q, const HostTensor &k,
                                        const HostTensor &v, bool causal,
                                        double scale,
                                        const HostTensor *mask = nullptr,
-                                       int64_t window = 0) {
+                                       int64_t window = 0,
+                                       double softcap = 0.0) {
   size_t r = q.shape().size();
   int64_t tq = q.shape()[r - 2], d = q.shape()[r - 1];
   int64_t tk = k.shape()[r - 2], dv = v.shape()[r - 1];
@@ -84,7 +84,10 @@ std::vector<double> referenceAttention(const HostTensor &q,
           dot += qs[(b * tq + i) * d + c] * ks[(b * tk + j) * d + c];
         bool hidden = (causal && j > i) || (window > 0 && j <= i - window) ||
                       (mask && ms[b / group * tk + j] == 0);
-        s[j] = hidden ? -std::numeric_limits<double>::infinity() : dot * scale;
+        double score = dot * scale;
+        if (softcap > 0.0)
+          score = softcap * std::tanh(score / softcap);
+        s[j] = hidden ? -std::numeric_limits<double>::infinity() : score;
         max = std::max(max, s[j]);
       }
       double sum = 0;
@@ -627,6 +630,39 @@ TEST_P(NNTest, AttentionMatchesNaiveReference) {
                 tolerance(dtype) * 2, tolerance(dtype) * 2,
                 std::string("attention") + (c.causal ? " causal" : ""));
   }
+}
+
+// Gemma 2's soft-capped scores (cap * tanh(s / cap) before the mask), with
+// a mask, grouped-query heads and in the bshd layout: against the
+// reference, and the cap changes the result (scores large beside it).
+TEST_P(NNTest, AttentionSoftcap) {
+  DType dtype = GetParam();
+  std::mt19937 rng(57);
+  const int64_t B = 2, H = 2, T = 6, D = 8;
+  HostTensor mask =
+      HostTensor::of(DType::I64, {B, T}, {1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1});
+  HostTensor q = randomTensor(rng, dtype, {B, H, T, D}, -3, 3);
+  HostTensor k = randomTensor(rng, dtype, {B, H, T, D}, -3, 3);
+  HostTensor v = randomTensor(rng, dtype, {B, H, T, D});
+  const double cap = 2.0;
+  for (bool causal : {false, true}) {
+    HostTensor out(dtype, {B, H, T, D}), uncapped(dtype, {B, H, T, D});
+    ASSERT_OK(cpu::attention(cpuCtx, q, k, v, &mask.ref(), causal, 0, 1.0, out,
+                             false, nullptr, false, cap));
+    expectClose(
+        out.values(), referenceAttention(q, k, v, causal, 1.0, &mask, 0, cap),
+        tolerance(dtype) * 2, tolerance(dtype) * 2,
+        std::string("soft-capped attention") + (causal ? " causal" : ""));
+    ASSERT_OK(cpu::attention(cpuCtx, q, k, v, &mask.ref(), causal, 0, 1.0,
+                             uncapped, false, nullptr, false, 0.0));
+    double diff = 0;
+    for (int64_t i = 0; i < out.size(); ++i)
+      diff = std::max(diff, std::fabs(out.get(i) - uncapped.get(i)));
+    EXPECT_GT(diff, 0.05) << "the cap changes nothing at these scores";
+  }
+  HostTensor out(dtype, {B, H, T, D});
+  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, true, 0, 1.0, out,
+                              false, nullptr, false, -1.0));
 }
 
 // Mistral's sliding window: query i sees keys i - window < j <= i, with

@@ -210,6 +210,12 @@ CASES = [
          [f"%r = tg.attention %p0, %p1, %p2 {{causal = true, window = 2}} : "
           f"({ttype([1, 2, 6, 4])}, {ttype([1, 1, 6, 4])}, {ttype([1, 1, 6, 4])}) "
           f"-> {ttype([1, 2, 6, 4])}"], [1, 2, 6, 4]),
+    case("attention soft-capped", [("q", [1, 2, 4, 8], NORMAL),
+                                   ("k", [1, 2, 4, 8], NORMAL),
+                                   ("v", [1, 2, 4, 8], NORMAL)],
+         [f"%r = tg.attention %p0, %p1, %p2 {{causal = true, scale = 1.0 : f64, "
+          f"softcap = 1.5 : f64}} : ({ttype([1, 2, 4, 8])}, {ttype([1, 2, 4, 8])}, "
+          f"{ttype([1, 2, 4, 8])}) -> {ttype([1, 2, 4, 8])}"], [1, 2, 4, 8]),
     case("attention scaled", [("q", [2, 3, 4], NORMAL),
                               ("k", [2, 5, 4], NORMAL),
                               ("v", [2, 5, 6], NORMAL)],

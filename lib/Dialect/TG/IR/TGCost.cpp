@@ -138,6 +138,7 @@ struct AttentionSizes {
   bool bshd;
   bool causal;
   int64_t window;
+  bool softcap; // the scores soft-capped
 };
 } // namespace
 
@@ -158,6 +159,7 @@ template <typename OpT> static AttentionSizes attentionSizes(OpT op) {
   sizes.bshd = bshd;
   sizes.causal = op.getCausal();
   sizes.window = op.getWindow();
+  sizes.softcap = op.getSoftcap().has_value();
   return sizes;
 }
 
@@ -180,11 +182,12 @@ static int64_t attentionScores(const AttentionSizes &sizes) {
 }
 
 // Q K^T and P V (two FLOPs per multiply-add) plus scale and softmax (6 per
-// score); a causal kernel skips the masked half.
+// score), and a soft-cap's divide, tanh and multiply (3); a causal kernel
+// skips the masked half.
 int64_t AttentionOp::getFlops() {
   AttentionSizes sizes = attentionSizes(*this);
   return sizes.heads * attentionScores(sizes) *
-         (2 * sizes.d + 2 * sizes.dv + 6);
+         (2 * sizes.d + 2 * sizes.dv + 6 + (sizes.softcap ? 3 : 0));
 }
 
 //===----------------------------------------------------------------------===//
@@ -209,9 +212,10 @@ int64_t AttentionOp::getFlops() {
 //===----------------------------------------------------------------------===//
 
 /// Whether the CUDA backend runs this attention with the fused kernels:
-/// 16-bit heads the kernels take.
+/// 16-bit heads the kernels take, not soft-capped.
 static bool runsFused(const AttentionSizes &sizes) {
-  return tgc::runsFusedAttention(sizes.bits, sizes.d, sizes.dv);
+  return !sizes.softcap &&
+         tgc::runsFusedAttention(sizes.bits, sizes.d, sizes.dv);
 }
 
 /// Score entries the unfused CUDA kernels compute per batch: all Tq x Tk.
@@ -456,11 +460,12 @@ int64_t AttentionGradOp::getFlops() {
   int64_t d = sizes.d, dv = sizes.dv;
   int64_t scores = attentionScores(sizes);
   bool query = computesGrad(*this, 0), key = computesGrad(*this, 1);
-  int64_t perScore = 2 * d + 6;
+  int64_t perScore = 2 * d + 6 + (sizes.softcap ? 3 : 0);
   if (computesGrad(*this, 2))
     perScore += 2 * dv;
   if (query || key)
-    perScore += 2 * dv + 3 + (query ? 2 * d : 0) + (key ? 2 * d : 0);
+    perScore += 2 * dv + 3 + (query ? 2 * d : 0) + (key ? 2 * d : 0) +
+                (sizes.softcap ? 4 : 0); // the cap's slope
   return sizes.heads * scores * perScore;
 }
 
@@ -714,7 +719,9 @@ int64_t AttentionGradOp::getKernelLaunches() {
   if (runsFused(sizes))
     return (getLse() ? 2 : 3) + (query ? 1 : 0);
   bool f32 = sizes.bits == 32;
+  // A soft-cap's slope: the scores' GEMM again and one kernel.
   int64_t perChunk = 2 + (value ? 1 : 0) + (query || key ? 2 : 0) +
+                     (query || key) * (sizes.softcap ? 2 : 0) +
                      (query ? 1 : 0) + (key ? 1 : 0) +
                      (f32 ? 0 : int64_t(query) + key + value);
   // Packed operands: their dense copies' and gradients' allocation, split,

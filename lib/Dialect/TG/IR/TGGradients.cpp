@@ -440,7 +440,7 @@ LogicalResult AttentionOp::buildVectorJacobianProduct(
       getQuery(), getKey(), getValue(), getResult(), resultGrads[0],
       getKeyMask(), /*lse=*/Value(), getCausalAttr(), getWindowAttr(),
       getScaleAttr(), outputMaskOf(builder, needed.take_front(3)),
-      getBshdAttr(), /*packed=*/BoolAttr());
+      getBshdAttr(), /*packed=*/BoolAttr(), getSoftcapAttr());
   appendNeeded(operandGrads, grad->getResults(), needed.take_front(3));
   if (getKeyMask())
     operandGrads.push_back(nullptr);

@@ -594,7 +594,7 @@ static FailureOr<SmallVector<int64_t>>
 verifyAttentionOperands(Operation *op, ArrayRef<SmallVector<int64_t>> heads,
                         Value keyMask, bool causal, int64_t window,
                         std::optional<double> scale, bool bshd,
-                        Value lse = Value()) {
+                        std::optional<double> softcap, Value lse = Value()) {
   SmallVector<Value> floats(op->getOperands());
   llvm::erase(floats, keyMask);
   if (lse)
@@ -655,6 +655,10 @@ verifyAttentionOperands(Operation *op, ArrayRef<SmallVector<int64_t>> heads,
     op->emitOpError("scale must be positive and finite, found ") << *scale;
     return failure();
   }
+  if (softcap && !(*softcap > 0.0 && std::isfinite(*softcap))) {
+    op->emitOpError("softcap must be positive and finite, found ") << *softcap;
+    return failure();
+  }
   if (keyMask) {
     // [P..., Tk] with P... a prefix of the batch dimensions.
     ArrayRef<int64_t> m = tensorType(keyMask).getShape();
@@ -686,9 +690,9 @@ LogicalResult AttentionOp::verify() {
   if (failed(verifyPacked(*this, getPacked(), getBshd(), getQuery(), getKey(),
                           getValue(), heads)))
     return failure();
-  FailureOr<SmallVector<int64_t>> shape =
-      verifyAttentionOperands(*this, heads, getKeyMask(), getCausal(),
-                              getWindow(), toDouble(getScale()), getBshd());
+  FailureOr<SmallVector<int64_t>> shape = verifyAttentionOperands(
+      *this, heads, getKeyMask(), getCausal(), getWindow(),
+      toDouble(getScale()), getBshd(), toDouble(getSoftcap()));
   if (failed(shape) ||
       failed(verifySameElementType(*this, {getQuery(), getResult()})) ||
       failed(verifyShape(*this, getResult(), *shape, "result")))
@@ -1079,7 +1083,7 @@ LogicalResult AttentionGradOp::verify() {
     return failure();
   FailureOr<SmallVector<int64_t>> shape = verifyAttentionOperands(
       *this, heads, getKeyMask(), getCausal(), getWindow(),
-      toDouble(getScale()), getBshd(), getLse());
+      toDouble(getScale()), getBshd(), toDouble(getSoftcap()), getLse());
   if (failed(shape) ||
       failed(verifyShape(*this, getOutput(), *shape, "output")) ||
       failed(verifyType(*this, getGrad(), getOutput().getType(), "grad")) ||

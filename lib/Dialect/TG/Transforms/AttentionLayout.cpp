@@ -107,7 +107,7 @@ bool setBshd(AttentionOp attention) {
       /*lse=*/Type(), query, key, value, attention.getKeyMask(),
       attention.getCausalAttr(), attention.getWindowAttr(),
       attention.getScaleAttr(), builder.getBoolAttr(true),
-      /*packed=*/BoolAttr());
+      /*packed=*/BoolAttr(), attention.getSoftcapAttr());
   bshd->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
   // Readers that transposed the result back read it as it is; any other
   // reader gets the [B, H, T, D] result from one transpose.

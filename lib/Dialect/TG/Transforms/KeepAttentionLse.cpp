@@ -71,7 +71,8 @@ AttentionOp withLse(AttentionOp attention) {
       attention.getQuery(), attention.getKey(), attention.getValue(),
       attention.getKeyMask(), attention.getCausalAttr(),
       attention.getWindowAttr(), attention.getScaleAttr(),
-      attention.getBshdAttr(), attention.getPackedAttr());
+      attention.getBshdAttr(), attention.getPackedAttr(),
+      attention.getSoftcapAttr());
   kept->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
   attention.getResult().replaceAllUsesWith(kept.getResult());
   attention.erase();

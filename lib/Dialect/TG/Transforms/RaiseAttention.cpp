@@ -7,6 +7,9 @@
 //                             [B*H, T, D] reshapes, K transposed by
 //                             transpose_rhs or a tg.transpose
 //   scores = scores * s       tg.mul or tg.div by a scalar constant
+//   scores = c * tanh(scores / c)
+//                             a soft-cap (Gemma 2's), after the scale and
+//                             before the mask: tg.attention's softcap
 //   scores = mask(scores)     tg.where(keep, scores, fill) or
 //                             tg.where(hide, fill, scores) with fill <=
 //                             -1e30, or tg.add of 0 / <= -1e30: a constant
@@ -214,6 +217,7 @@ struct Match {
   Value query, key, value, keyMask;
   Masking masking;
   std::optional<double> scale;
+  std::optional<double> softcap;
   Operation *last = nullptr;             // whose result the attention replaces
   SmallVector<Operation *> chain;        // the ops it replaces
   /// Constant masks classified so far (every layer reads the same one),
@@ -333,6 +337,32 @@ Value peelMask(Value scores, int64_t tq, int64_t tk, Match &m) {
   return {};
 }
 
+/// The scores and the cap `c` of a soft-cap `c * tanh(scores / c)` (or of
+/// `scores * (1 / c)`) whose last step is `op`, each step used only by the
+/// next; its ops are added to `chain`.
+std::optional<std::pair<Value, double>>
+peelSoftcap(Operation *op, SmallVectorImpl<Operation *> &chain) {
+  auto outer = dyn_cast<MulOp>(op);
+  if (!outer)
+    return std::nullopt;
+  auto tanh = outer->getOperand(0).getDefiningOp<TanhOp>();
+  std::optional<double> cap = scalarConstant(outer->getOperand(1));
+  if (!tanh || !cap || !(*cap > 0.0) || !tanh.getResult().hasOneUse())
+    return std::nullopt;
+  Value divided = tanh.getInput();
+  Operation *inner = divided.getDefiningOp();
+  if (!inner || !divided.hasOneUse() || !isa<MulOp, DivOp>(inner))
+    return std::nullopt;
+  std::optional<double> factor = scalarConstant(inner->getOperand(1));
+  if (!factor || !(*factor > 0.0))
+    return std::nullopt;
+  double innerCap = isa<DivOp>(inner) ? *factor : 1.0 / *factor;
+  if (std::abs(innerCap - *cap) > 1e-6 * *cap)
+    return std::nullopt;
+  chain.append({outer, tanh, inner});
+  return std::make_pair(inner->getOperand(0), *cap);
+}
+
 std::optional<Match> match(
     SoftmaxOp softmax,
     DenseMap<std::pair<Attribute, int>, std::optional<Masking>> &seen) {
@@ -367,6 +397,14 @@ std::optional<Match> match(
       x = reshape.getInput();
       continue;
     }
+    // A soft-cap applies to the scaled scores, and the mask to the capped
+    // ones: met walking back before any scale, and after every mask.
+    if (!m.scale && !m.softcap)
+      if (auto capped = peelSoftcap(op, m.chain)) {
+        m.softcap = capped->second;
+        x = capped->first;
+        continue;
+      }
     if (isa<MulOp, DivOp>(op)) {
       std::optional<double> factor = scalarConstant(op->getOperand(1));
       if (!factor || !(*factor > 0.0))
@@ -377,6 +415,8 @@ std::optional<Match> match(
       x = op->getOperand(0);
       continue;
     }
+    if (m.softcap && isa<MaximumOp, AddOp, WhereOp>(op))
+      return std::nullopt; // masked before the cap: -inf would be capped
     if (auto maximum = dyn_cast<MaximumOp>(op)) {
       // Hugging Face's clamp at the lowest value: nothing to a softmax.
       std::optional<double> floor = scalarConstant(maximum.getRhs());
@@ -510,7 +550,8 @@ struct TGRaiseAttention
           m->value, m->keyMask, builder.getBoolAttr(m->masking.causal),
           m->masking.window ? builder.getI64IntegerAttr(m->masking.window)
                             : IntegerAttr(),
-          scale, /*bshd=*/BoolAttr(), /*packed=*/BoolAttr());
+          scale, /*bshd=*/BoolAttr(), /*packed=*/BoolAttr(),
+          m->softcap ? builder.getF64FloatAttr(*m->softcap) : FloatAttr());
       if (failed(mlir::verify(attention))) {
         attention->erase();
         continue;

@@ -598,7 +598,9 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
     `is_causal=True`. Softmax statistics are in f32. A positive `window`
     (causal only) also hides keys `window` or more positions back: row `i`
     sees keys `i - window < j <= i`, Mistral's sliding-window attention as
-    Hugging Face masks it.
+    Hugging Face masks it. A positive `softcap` caps the scaled scores
+    before the mask: `s = softcap * tanh(s / softcap)` (Gemma 2's
+    `attn_logit_softcapping`).
 
     `key_mask`, when present, is an integer tensor `[P..., Tk]` whose leading
     dimensions `P...` are a prefix of the batch dimensions (a `[B, Tk]`
@@ -636,7 +638,8 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
                        DefaultValuedAttr<I64Attr, "0">:$window,
                        OptionalAttr<F64Attr>:$scale,
                        DefaultValuedAttr<BoolAttr, "false">:$bshd,
-                       DefaultValuedAttr<BoolAttr, "false">:$packed);
+                       DefaultValuedAttr<BoolAttr, "false">:$packed,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs TG_FloatTensor:$result, Optional<TG_FloatTensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $key_mask^)? attr-dict `:`
@@ -1032,11 +1035,12 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [AttrSizedOperandSegments],
   let summary = "gradient of attention with respect to query, key, value";
   let description = [{
     Given the operands of `tg.attention` with the same `causal`, `window`,
-    `scale`, `bshd` layout and `key_mask`,
+    `scale`, `softcap`, `bshd` layout and `key_mask`,
     its result `output` and the cotangent `grad` of that result, computes
     (recomputing the probabilities `P`):
     `value_grad = P^T @ grad`, `dP = grad @ value^T`,
-    `dS = P * (dP - rowsum(grad * output))`,
+    `dS = P * (dP - rowsum(grad * output))` (times `1 - tanh(s /
+    softcap)^2` with a `softcap`, `s` the scaled score),
     `query_grad = dS @ key * scale`, `key_grad = dS^T @ query * scale`.
     `output_mask`, when present, says which of the three results are
     computed (a frozen projection upstream needs no query or key gradient);
@@ -1061,7 +1065,8 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [AttrSizedOperandSegments],
                        OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<DenseBoolArrayAttr>:$output_mask,
                        DefaultValuedAttr<BoolAttr, "false">:$bshd,
-                       DefaultValuedAttr<BoolAttr, "false">:$packed);
+                       DefaultValuedAttr<BoolAttr, "false">:$packed,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
                       TG_FloatTensor:$value_grad);
   let assemblyFormat = [{
