@@ -12,7 +12,8 @@ at B=1, T=1024 (GPT-2) and T=2048 (Llama), AdamW:
    imported IR beside `tgc-models`' own build of the same configuration.
    The import raises attention, RMSNorm and GPT-2's tanh GELU into
    tg.attention, tg.rms_norm and tg.gelu (tg-raise-attention,
-   tg-raise-rms-norm, tg-raise-gelu); rotary embeddings stay elementwise;
+   tg-raise-rms-norm, tg-raise-gelu, tg-raise-logit-softcap); rotary
+   embeddings stay elementwise;
 3. families tgc-models does not build (Gemma 2, GLM, Falcon, RoBERTa,
    DeBERTa-v3) at their published checkpoints' sizes: import time,
    planned peak, and which fused ops the import raised.
@@ -189,8 +190,9 @@ tensors at B=1 (`make_fx` on Debian's torch 1.13; transformers 4.47.1,
 eager attention), mapped to tg IR and verified by tgc-opt. One run each;
 wall time of the whole process (Python start and imports included), its
 peak resident memory, and the IR that came out (after tg-raise-attention,
-tg-raise-rms-norm and tg-raise-gelu turned the written-out attention,
-RMSNorm and GELU into tg's fused ops).
+tg-raise-rms-norm, tg-raise-gelu and tg-raise-logit-softcap turned the
+written-out attention, RMSNorm, GELU and a logit soft-cap into tg's fused
+ops).
 
 | model | T | import wall time | peak RSS | tg ops | constants | IR size |
 |---|---|---|---|---|---|---|
@@ -229,8 +231,8 @@ whose [T, T] scores the plan holds per head.
 """ + "\n".join(families) + """
 
 Gemma 2's soft-capped attention (`50 * tanh(s / 50)` before the mask) is
-raised with tg.attention's softcap; its final logits' soft-cap stays
-elementwise. DeBERTa-v3's attention stays written out: its
+raised with tg.attention's softcap, and its final logits' (`30 * tanh(x /
+30)`) with tg.cross_entropy's. DeBERTa-v3's attention stays written out: its
 content-to-position and position-to-content terms
 (tg.gather from one [T, T] table of relative positions) are added to the
 scores before the softmax, and tg.attention has no additive bias operand

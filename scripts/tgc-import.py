@@ -38,8 +38,9 @@ module's own (torch, f32); it fails when they differ by more than 1e-5
 relative.
 
 The output is verified, raised (tg-raise-attention, tg-raise-rms-norm,
-tg-raise-gelu: the written-out forms of attention, RMSNorm and GELU's tanh
-approximation become tg's fused ops) and printed by tgc-opt (found beside
+tg-raise-gelu, tg-raise-logit-softcap: the written-out forms of attention,
+RMSNorm, GELU's tanh approximation and a soft-cap of the logits become
+tg's fused ops) and printed by tgc-opt (found beside
 this script in build/bin, or with --tools DIR). Runs on Debian's torch (/usr/bin/python3);
 errors are one `tgc-import: error: ...` line and exit status 1. Outputs are
 written whole or not at all, and never over a file the import reads: the
@@ -760,7 +761,8 @@ def main(argv=None):
             raw.write(text)
             raw.flush()
             text = run([tool(args, "tgc-opt"), "--tg-raise-attention",
-                        "--tg-raise-rms-norm", "--tg-raise-gelu", raw.name])
+                        "--tg-raise-rms-norm", "--tg-raise-gelu",
+                        "--tg-raise-logit-softcap", raw.name])
         userfiles.atomic_write(args.output, text)
         if args.weights:
             write_safetensors(args.weights, params)

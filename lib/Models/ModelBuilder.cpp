@@ -144,7 +144,8 @@ Value ModelBuilder::crossEntropy(Value logits, Value targets) {
   return tg::CrossEntropyOp::create(builder, loc,
                                     tensorOf({}, builder.getF32Type()),
                                     /*logits_grad=*/Type(), logits, targets,
-                                    /*grad=*/Value(), /*ignore_index=*/-100)
+                                    /*grad=*/Value(), /*ignore_index=*/-100,
+                                    /*softcap=*/nullptr)
       .getResult();
 }
 

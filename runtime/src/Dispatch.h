@@ -124,7 +124,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::CrossEntropy:
     return crossEntropy(ctx, in[0], in[1], inst.getInt("ignore_index"), out[0],
                         in.size() > 2 ? &in[2] : nullptr,
-                        out.size() > 1 ? &out[1] : nullptr);
+                        out.size() > 1 ? &out[1] : nullptr,
+                        inst.getFloat("softcap", 0.0));
   case Kernel::TargetCount:
     return targetCount(ctx, in[0], inst.getInt("ignore_index"), out[0]);
   case Kernel::Reshape:
@@ -201,7 +202,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   }
   case Kernel::CrossEntropyGrad:
     return crossEntropyGrad(ctx, in[0], in[1], in[2],
-                            inst.getInt("ignore_index"), out[0]);
+                            inst.getInt("ignore_index"), out[0],
+                            inst.getFloat("softcap", 0.0));
   case Kernel::ReduceMaxGrad:
     return reduceMaxGrad(ctx, in[0], in[1], in[2], inst.getInts("axes"),
                          inst.getBool("keep_dims"), out[0]);

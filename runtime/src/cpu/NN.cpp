@@ -1298,13 +1298,35 @@ static double logSumExp(const float *row, int64_t length) {
   return double(max) + std::log(sum);
 }
 
+/// Checks a soft-cap of the logits (0: none).
+static Status checkLogitSoftcap(double softcap) {
+  if (softcap >= 0.0 && std::isfinite(softcap))
+    return Status::success();
+  return Status::failure("cross-entropy softcap must be positive and finite, "
+                         "or 0 for none");
+}
+
+/// Row `i` of `x` as the loss reads it: the row itself, or with a soft-cap
+/// its capped copy in `capped`.
+static const float *lossRow(const F32Operand &x, int64_t i, int64_t classes,
+                            float softcap, std::vector<float> &capped) {
+  const float *row = x.data() + i * classes;
+  if (softcap == 0.0f)
+    return row;
+  capped.resize(size_t(classes));
+  for (int64_t j = 0; j < classes; ++j)
+    capped[size_t(j)] = softcap * std::tanh(row[j] / softcap);
+  return capped.data();
+}
+
 Status crossEntropy(Context &ctx, const TensorRef &logits,
                     const TensorRef &targets, int64_t ignoreIndex,
                     TensorRef &result, const TensorRef *grad,
-                    TensorRef *logitsGrad) {
+                    TensorRef *logitsGrad, double softcap) {
   int64_t rows, classes, counted;
   TGC_RETURN_IF_ERROR(
       checkCrossEntropy(logits, targets, ignoreIndex, rows, classes, counted));
+  TGC_RETURN_IF_ERROR(checkLogitSoftcap(softcap));
   TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
   TGC_RETURN_IF_ERROR(expectFloat(result, "result"));
   if (bool(grad) != bool(logitsGrad))
@@ -1314,11 +1336,12 @@ Status crossEntropy(Context &ctx, const TensorRef &logits,
   double total = parallelSum(rows, grainFor(classes), [&](int64_t begin,
                                                           int64_t end) {
     double sum = 0.0;
+    std::vector<float> capped;
     for (int64_t i = begin; i < end; ++i) {
       int64_t target = loadI64(targets, i);
       if (target == ignoreIndex)
         continue;
-      const float *row = x.data() + i * classes;
+      const float *row = lossRow(x, i, classes, float(softcap), capped);
       sum += logSumExp(row, classes) - row[target];
     }
     return sum;
@@ -1327,7 +1350,7 @@ Status crossEntropy(Context &ctx, const TensorRef &logits,
   // The gradient may be written over the logits, which the loss has read.
   if (grad)
     TGC_RETURN_IF_ERROR(crossEntropyGrad(ctx, logits, targets, *grad,
-                                         ignoreIndex, *logitsGrad));
+                                         ignoreIndex, *logitsGrad, softcap));
   storeF32(result, 0, mean);
   return Status::success();
 }
@@ -1345,12 +1368,15 @@ Status targetCount(Context &ctx, const TensorRef &targets, int64_t ignoreIndex,
   return Status::success();
 }
 
-Status crossEntropyGrad(Context &ctx, const TensorRef &logits, const TensorRef &targets,
-                        const TensorRef &grad, int64_t ignoreIndex,
-                        TensorRef &result) {
+Status crossEntropyGrad(Context &ctx, const TensorRef &logits,
+                        const TensorRef &targets, const TensorRef &grad,
+                        int64_t ignoreIndex, TensorRef &result,
+                        double softcap) {
   int64_t rows, classes, counted;
   TGC_RETURN_IF_ERROR(
       checkCrossEntropy(logits, targets, ignoreIndex, rows, classes, counted));
+  TGC_RETURN_IF_ERROR(checkLogitSoftcap(softcap));
+  float cap = float(softcap);
   TGC_RETURN_IF_ERROR(expectScalar(grad, "grad"));
   TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
@@ -1361,7 +1387,7 @@ Status crossEntropyGrad(Context &ctx, const TensorRef &logits, const TensorRef &
   F32Operand x(logits);
   F32Result r(result, {&targets, &grad});
   parallelFor(rows, grainFor(classes), [&](int64_t begin, int64_t end) {
-    std::vector<float> p(static_cast<size_t>(classes));
+    std::vector<float> p(static_cast<size_t>(classes)), capped;
     for (int64_t i = begin; i < end; ++i) {
       float *out = r.data() + i * classes;
       int64_t target = loadI64(targets, i);
@@ -1369,13 +1395,20 @@ Status crossEntropyGrad(Context &ctx, const TensorRef &logits, const TensorRef &
         std::fill(out, out + classes, 0.0f);
         continue;
       }
-      const float *row = x.data() + i * classes;
+      const float *row = lossRow(x, i, classes, cap, capped);
       double lse = logSumExp(row, classes);
       for (int64_t j = 0; j < classes; ++j)
         p[j] = float(std::exp(double(row[j]) - lse));
-      // Reads row[j] before writing out[j] (the result may be the logits').
-      for (int64_t j = 0; j < classes; ++j)
-        out[j] = coefficient * (p[j] - (j == target ? 1.0f : 0.0f));
+      // Reads row[j] before writing out[j] (the result may be the logits');
+      // through a soft-cap, times its slope 1 - tanh^2.
+      for (int64_t j = 0; j < classes; ++j) {
+        float slope = 1.0f;
+        if (cap > 0.0f) {
+          float t = row[j] / cap;
+          slope = 1.0f - t * t;
+        }
+        out[j] = coefficient * (p[j] - (j == target ? 1.0f : 0.0f)) * slope;
+      }
     }
   });
   r.commit();

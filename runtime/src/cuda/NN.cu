@@ -615,13 +615,27 @@ __global__ void attentionScoreGradKernel(const float *probabilities,
 /// With `grad` (null: none), also what crossEntropyGradKernel writes, from
 /// the same row statistics (the same bits): each logit is read before its
 /// gradient is written, so `grad` may be the logits' buffer.
+/// A logit as the loss reads it: capped, `softcap * tanh(x / softcap)`,
+/// with a positive `softcap`.
+__device__ inline float capLogit(float x, float softcap) {
+  return softcap > 0.0f ? softcap * tanhf(x / softcap) : x;
+}
+
+/// The slope of the cap at a capped logit `c`: 1 - tanh^2 (1 uncapped).
+__device__ inline float capSlope(float c, float softcap) {
+  if (softcap <= 0.0f)
+    return 1.0f;
+  float t = c / softcap;
+  return 1.0f - t * t;
+}
+
 __global__ void crossEntropyRowsKernel(const void *logits, DType dtype,
                                        const void *targets, DType targetType,
                                        int64_t rows, int64_t classes,
                                        int64_t ignoreIndex, float *losses,
                                        float *counted, DeviceError *error,
                                        const float *coefficientAndCount,
-                                       void *grad) {
+                                       void *grad, float softcap) {
   float coefficient = grad ? coefficientAndCount[0] : 0.0f;
   bool anyCounted = grad && coefficientAndCount[1] > 0.0f;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -642,14 +656,14 @@ __global__ void crossEntropyRowsKernel(const void *logits, DType dtype,
     }
     float max = -INFINITY;
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
-      max = fmaxf(max, loadFloat(logits, dtype, base + j));
+      max = fmaxf(max, capLogit(loadFloat(logits, dtype, base + j), softcap));
     max = blockMax(max);
     float sum = 0.0f;
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
-      sum += expf(loadFloat(logits, dtype, base + j) - max);
+      sum += expf(capLogit(loadFloat(logits, dtype, base + j), softcap) - max);
     // Read before the barrier in blockSum, after which the gradient may be
     // written over it.
-    float picked = loadFloat(logits, dtype, base + target);
+    float picked = capLogit(loadFloat(logits, dtype, base + target), softcap);
     sum = blockSum(sum);
     if (threadIdx.x == 0) {
       losses[row] = max + logf(sum) - picked;
@@ -659,9 +673,11 @@ __global__ void crossEntropyRowsKernel(const void *logits, DType dtype,
       continue;
     float logSumExp = max + logf(sum);
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
-      float p = expf(loadFloat(logits, dtype, base + j) - logSumExp);
+      float c = capLogit(loadFloat(logits, dtype, base + j), softcap);
+      float p = expf(c - logSumExp);
       storeFloat(grad, dtype, base + j,
-                 anyCounted ? coefficient * (p - (j == target ? 1.0f : 0.0f))
+                 anyCounted ? coefficient * (p - (j == target ? 1.0f : 0.0f)) *
+                                  capSlope(c, softcap)
                             : 0.0f);
     }
   }
@@ -732,7 +748,7 @@ __global__ void crossEntropyGradKernel(const void *logits, DType dtype,
                                        const int64_t *targets, int64_t rows,
                                        int64_t classes, int64_t ignoreIndex,
                                        const float *coefficientAndCount,
-                                       void *result) {
+                                       void *result, float softcap) {
   float coefficient = coefficientAndCount[0];
   bool anyCounted = coefficientAndCount[1] > 0.0f;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -746,16 +762,18 @@ __global__ void crossEntropyGradKernel(const void *logits, DType dtype,
     }
     float max = -INFINITY;
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
-      max = fmaxf(max, loadFloat(logits, dtype, base + j));
+      max = fmaxf(max, capLogit(loadFloat(logits, dtype, base + j), softcap));
     max = blockMax(max);
     float sum = 0.0f;
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
-      sum += expf(loadFloat(logits, dtype, base + j) - max);
+      sum += expf(capLogit(loadFloat(logits, dtype, base + j), softcap) - max);
     float logSumExp = max + logf(blockSum(sum));
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
-      float p = expf(loadFloat(logits, dtype, base + j) - logSumExp);
+      float c = capLogit(loadFloat(logits, dtype, base + j), softcap);
+      float p = expf(c - logSumExp);
       storeFloat(result, dtype, base + j,
-                 coefficient * (p - (j == target ? 1.0f : 0.0f)));
+                 coefficient * (p - (j == target ? 1.0f : 0.0f)) *
+                     capSlope(c, softcap));
     }
   }
 }
@@ -2046,7 +2064,10 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
 Status crossEntropy(Context &ctx, const TensorRef &logits,
                     const TensorRef &targets, int64_t ignoreIndex,
                     TensorRef &result, const TensorRef *grad,
-                    TensorRef *logitsGrad) {
+                    TensorRef *logitsGrad, double softcap) {
+  if (!(softcap >= 0.0 && std::isfinite(softcap)))
+    return Status::failure("cross-entropy softcap must be positive and "
+                           "finite, or 0 for none");
   if (logits.rank() < 1)
     return Status::failure("logits must have rank >= 1 (the class axis "
                            "last)");
@@ -2078,7 +2099,7 @@ Status crossEntropy(Context &ctx, const TensorRef &logits,
     crossEntropyRowsKernel<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
         logits.data, logits.dtype, targets.data, targets.dtype, rows, classes,
         ignoreIndex, losses, counted, ctx.deviceError, coefficient,
-        grad ? logitsGrad->data : nullptr);
+        grad ? logitsGrad->data : nullptr, float(softcap));
     TGC_CUDA_LAUNCH("crossEntropyRowsKernel");
   }
   crossEntropyMeanKernel<<<1, 1024, 0, stream>>>(losses, counted, rows,
@@ -2098,7 +2119,11 @@ Status targetCount(Context &ctx, const TensorRef &targets, int64_t ignoreIndex,
 
 Status crossEntropyGrad(Context &ctx, const TensorRef &logits,
                         const TensorRef &targets, const TensorRef &grad,
-                        int64_t ignoreIndex, TensorRef &result) {
+                        int64_t ignoreIndex, TensorRef &result,
+                        double softcap) {
+  if (!(softcap >= 0.0 && std::isfinite(softcap)))
+    return Status::failure("cross-entropy softcap must be positive and "
+                           "finite, or 0 for none");
   if (logits.rank() < 1)
     return Status::failure("logits must have rank >= 1 (the class axis "
                            "last)");
@@ -2122,7 +2147,7 @@ Status crossEntropyGrad(Context &ctx, const TensorRef &logits,
     return Status::success();
   crossEntropyGradKernel<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
       logits.data, logits.dtype, targetCopy, rows, classes, ignoreIndex,
-      coefficient, result.data);
+      coefficient, result.data, float(softcap));
   TGC_CUDA_LAUNCH("crossEntropyGradKernel");
   return Status::success();
 }

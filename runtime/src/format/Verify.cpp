@@ -319,14 +319,21 @@ private:
     int64_t window = inst.getInt("window", 0);
     if (window < 0 || (window > 0 && !inst.getBool("causal")))
       return fail("an attention window must be 0 or positive with causal");
-    if (inst.attrs.count("softcap") &&
-        (!attr("softcap", AttrValue::Float) ||
-         !(inst.getFloat("softcap") > 0.0 &&
-           std::isfinite(inst.getFloat("softcap")))))
-      return fail("an attention softcap must be positive and finite");
+    if (!softcap())
+      return false;
     Shape shape(qs.begin(), qs.end() - 1);
     shape.push_back(vs.back());
     return shapeIs(o, shapes::attentionView(shape, bshd));
+  }
+  /// An optional soft-cap (attention's scores, the cross-entropy's
+  /// logits): a positive finite float.
+  bool softcap() {
+    if (!inst.attrs.count("softcap"))
+      return true;
+    return attr("softcap", AttrValue::Float) &&
+           ((inst.getFloat("softcap") > 0.0 &&
+             std::isfinite(inst.getFloat("softcap"))) ||
+            fail("a softcap must be positive and finite"));
   }
   /// An attention's row log-sum-exp: f32, the query's shape without its
   /// last dimension.
@@ -618,7 +625,7 @@ Status Checker::run() {
               : counts(2, 1)) &&
          targets(in(0), in(1)) &&
          (out(0).shape.empty() && isFloat(out(0).dtype)) &&
-         attr("ignore_index", AttrValue::Int);
+         attr("ignore_index", AttrValue::Int) && softcap();
     break;
   case Kernel::TargetCount:
     ok = counts(1, 1) && indexT(in(0)) &&
@@ -628,7 +635,7 @@ Status Checker::run() {
   case Kernel::CrossEntropyGrad:
     ok = counts(3, 1) && targets(in(0), in(1)) &&
          (in(2).shape.empty() && isFloat(in(2).dtype)) && same(in(0), out(0)) &&
-         attr("ignore_index", AttrValue::Int);
+         attr("ignore_index", AttrValue::Int) && softcap();
     break;
   case Kernel::Offload:
     ok = counts(2, 1) && same(in(0), out(0)) && same(in(1), out(0));

@@ -340,6 +340,14 @@ func.func @attention_softcap(%q: tensor<2x4x8xf32>) {
 
 // -----
 
+func.func @cross_entropy_softcap(%l: tensor<4x8xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy' op softcap must be positive and finite, found -3.000000e+01}}
+  %0 = tg.cross_entropy %l, %t {softcap = -30.0 : f64} : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @cumsum_axis_out_of_range(%x: tensor<4x8xi64>) {
   // expected-error @+1 {{'tg.cumsum' op axis 2 is out of range for rank 2}}
   %0 = tg.cumsum %x {axis = 2 : i64} : tensor<4x8xi64>

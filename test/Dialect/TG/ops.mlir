@@ -379,6 +379,18 @@ func.func @cross_entropy(%l: tensor<8x10xf32>, %t: tensor<8xi64>,
   return %0, %1, %2, %3 : tensor<f32>, tensor<f32>, tensor<f16>, tensor<bf16>
 }
 
+// Gemma 2's final logits, soft-capped by the loss.
+// CHECK-LABEL: func.func @cross_entropy_softcap(
+// CHECK: tg.cross_entropy %{{.*}}, %{{.*}} {softcap = 3.000000e+01 : f64} : (tensor<8x10xbf16>, tensor<8xi64>) -> tensor<f32>
+// CHECK: tg.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} {softcap = 3.000000e+01 : f64} : (tensor<8x10xbf16>, tensor<8xi64>, tensor<f32>) -> tensor<8x10xbf16>
+func.func @cross_entropy_softcap(%l: tensor<8x10xbf16>, %t: tensor<8xi64>, %g: tensor<f32>)
+    -> (tensor<f32>, tensor<8x10xbf16>) {
+  %0 = tg.cross_entropy %l, %t {softcap = 30.0 : f64} : (tensor<8x10xbf16>, tensor<8xi64>) -> tensor<f32>
+  %1 = tg.cross_entropy_grad %l, %t, %g {softcap = 30.0 : f64}
+      : (tensor<8x10xbf16>, tensor<8xi64>, tensor<f32>) -> tensor<8x10xbf16>
+  return %0, %1 : tensor<f32>, tensor<8x10xbf16>
+}
+
 // With its gradient (tg-fuse-loss).
 // CHECK-LABEL: func.func @cross_entropy_with_grad(
 // CHECK: %{{[^ ,]+}}, %{{[^ ]+}} = tg.cross_entropy %arg0, %arg1 grad %arg2 {ignore_index = 0 : i64} : (tensor<8x10xbf16>, tensor<8xi64>, tensor<f32>) -> (tensor<f32>, tensor<8x10xbf16>)

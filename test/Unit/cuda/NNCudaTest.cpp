@@ -1112,6 +1112,46 @@ TEST_P(NNCudaTest, CrossEntropyGrad) {
   }
 }
 
+// Gemma 2's final-logit soft-cap, the loss and its gradient (alone and
+// fused with the loss) against the CPU kernels.
+TEST_P(NNCudaTest, CrossEntropySoftcap) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(237);
+  for (int64_t classes : {50, 3000}) {
+    HostTensor logits =
+        randomTensor(dtype, {3, 7, classes}, rng, -40.0f, 40.0f);
+    HostTensor targets(DType::I64, {3, 7});
+    fillInts(targets, rng, 0, classes);
+    storeI64(targets.ref, 4, -100);
+    HostTensor seed(DType::F32, {});
+    storeF32(seed.ref, 0, 1.7f);
+    HostTensor wantLoss(DType::F32, {}), want(dtype, {3, 7, classes});
+    ASSERT_OK(cpu::crossEntropy(cpuCtx, logits.ref, targets.ref, -100,
+                                wantLoss.ref, nullptr, nullptr, 30.0));
+    ASSERT_OK(cpu::crossEntropyGrad(cpuCtx, logits.ref, targets.ref, seed.ref,
+                                    -100, want.ref, 30.0));
+    DeviceTensor dLogits(logits), dTargets(targets), dSeed(seed),
+        dLoss(wantLoss, false), dOut(want, false), dFusedLoss(wantLoss, false),
+        dFused(want, false);
+    ASSERT_OK(cuda::crossEntropy(*testContext(), dLogits.ref, dTargets.ref,
+                                 -100, dLoss.ref, nullptr, nullptr, 30.0));
+    ASSERT_OK(cuda::crossEntropyGrad(*testContext(), dLogits.ref, dTargets.ref,
+                                     dSeed.ref, -100, dOut.ref, 30.0));
+    ASSERT_OK(cuda::crossEntropy(*testContext(), dLogits.ref, dTargets.ref,
+                                 -100, dFusedLoss.ref, &dSeed.ref, &dFused.ref,
+                                 30.0));
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), 0);
+    expectNear(wantLoss, dLoss.toHost(), named("softcap loss", dtype), 2.0);
+    expectNear(wantLoss, dFusedLoss.toHost(), named("softcap loss", dtype),
+               2.0);
+    expectNear(want, dOut.toHost(), named("softcap grad", dtype), 2.0);
+    expectSameBytes(dOut.toHost(), dFused.toHost(),
+                    named("softcap grad fused", dtype));
+  }
+}
+
 /// The loss with its gradient (tg-fuse-loss) writes the bits of
 /// crossEntropy and crossEntropyGrad, into its own buffer and over the
 /// logits, with ignored rows, rows longer than a block, i32 targets and

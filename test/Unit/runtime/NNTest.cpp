@@ -889,6 +889,44 @@ TEST(CrossEntropy, SinglePositionAndKnownValue) {
               1e-6);
 }
 
+// Gemma 2's final-logit soft-cap: the loss of the capped logits, and the
+// gradient through the cap (the softmax's times 1 - tanh^2), against the
+// definitions; written over the logits, the same values.
+TEST(CrossEntropy, SoftcappedLogits) {
+  std::mt19937 rng(67);
+  const double cap = 2.5;
+  HostTensor logits = randomTensor(rng, DType::F32, {5, 7}, -6, 6);
+  HostTensor targets = HostTensor::of(DType::I64, {5}, {3, -100, 0, 6, 2});
+  std::vector<double> x = logits.values(), capped(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    capped[i] = cap * std::tanh(x[i] / cap);
+  HostTensor cappedLogits = HostTensor::of(DType::F32, {5, 7}, capped);
+  HostTensor want(DType::F32, {}), loss(DType::F32, {});
+  ASSERT_OK(cpu::crossEntropy(cpuCtx, cappedLogits, targets, -100, want));
+  ASSERT_OK(cpu::crossEntropy(cpuCtx, logits, targets, -100, loss, nullptr,
+                              nullptr, cap));
+  EXPECT_NEAR(loss.get(0), want.get(0), 1e-6);
+  HostTensor seed = HostTensor::of(DType::F32, {}, {1.5});
+  HostTensor cappedGrad(DType::F32, {5, 7}), grad(DType::F32, {5, 7});
+  ASSERT_OK(cpu::crossEntropyGrad(cpuCtx, cappedLogits, targets, seed, -100,
+                                  cappedGrad));
+  ASSERT_OK(
+      cpu::crossEntropyGrad(cpuCtx, logits, targets, seed, -100, grad, cap));
+  std::vector<double> expected = cappedGrad.values();
+  for (size_t i = 0; i < expected.size(); ++i) {
+    double t = std::tanh(x[i] / cap);
+    expected[i] *= 1.0 - t * t;
+  }
+  expectClose(grad.values(), expected, 1e-5, 1e-7, "soft-capped gradient");
+  HostTensor fused(DType::F32, {}), inPlace = logits;
+  ASSERT_OK(cpu::crossEntropy(cpuCtx, inPlace, targets, -100, fused,
+                              &seed.ref(), &inPlace.ref(), cap));
+  EXPECT_EQ(fused.get(0), loss.get(0));
+  EXPECT_EQ(inPlace.values(), grad.values());
+  EXPECT_FAILS(cpu::crossEntropy(cpuCtx, logits, targets, -100, loss, nullptr,
+                                 nullptr, -1.0));
+}
+
 TEST(IndexErrors, EmbeddingOutOfRangeFails) {
   HostTensor table = HostTensor::of(DType::F32, {3, 2}, {1, 2, 3, 4, 5, 6});
   HostTensor out = HostTensor::of(DType::F32, {2, 2}, {7, 7, 7, 7});

@@ -226,6 +226,11 @@ CASES = [
          [f"%t = tg.constant {dense([4], targets, 'i64')}",
           f"%r = tg.cross_entropy %p0, %t : ({ttype([4, 6])}, "
           f"{ttype([4], 'i64')}) -> tensor<f32>"], [], direct_loss=True),
+    case("cross_entropy soft-capped", [("logits", [4, 6], NORMAL)],
+         [f"%t = tg.constant {dense([4], targets, 'i64')}",
+          f"%r = tg.cross_entropy %p0, %t {{softcap = 0.8 : f64}} : "
+          f"({ttype([4, 6])}, {ttype([4], 'i64')}) -> tensor<f32>"], [],
+         direct_loss=True),
     case("reshape", [("x", [2, 6], NORMAL)],
          [f"%r = tg.reshape %p0 : {ttype([2, 6])} -> {ttype([3, 4])}"], [3, 4]),
     case("transpose", [("x", [2, 3, 4], NORMAL)],

@@ -378,10 +378,13 @@ int64_t AttentionGradOp::getScratchBytes() {
 }
 
 // max, subtract, exp and sum per logit; log and pick per row; with the
-// gradient, subtract, exp and scale per logit again.
+// gradient, subtract, exp and scale per logit again. A soft-cap: divide,
+// tanh and multiply per logit read (twice with the gradient, whose slope
+// adds three).
 int64_t CrossEntropyOp::getFlops() {
   ArrayRef<int64_t> shape = shapeOf(getLogits());
-  return (getGrad() ? 7 : 4) * numElements(getLogits()) +
+  int64_t cap = getSoftcap() ? (getGrad() ? 9 : 3) : 0;
+  return ((getGrad() ? 7 : 4) + cap) * numElements(getLogits()) +
          2 * (numElements(getLogits()) / std::max<int64_t>(1, shape.back()));
 }
 
@@ -469,8 +472,11 @@ int64_t AttentionGradOp::getFlops() {
   return sizes.heads * scores * perScore;
 }
 
-// Softmax recomputed (4 per logit), subtract the one-hot and scale (2).
-int64_t CrossEntropyGradOp::getFlops() { return 6 * numElements(getLogits()); }
+// Softmax recomputed (4 per logit), subtract the one-hot and scale (2); a
+// soft-cap's divide, tanh and multiply and its slope (6).
+int64_t CrossEntropyGradOp::getFlops() {
+  return (getSoftcap() ? 12 : 6) * numElements(getLogits());
+}
 
 // Compare with the maximum, count ties, divide.
 int64_t ReduceMaxGradOp::getFlops() { return 3 * numElements(getInput()); }

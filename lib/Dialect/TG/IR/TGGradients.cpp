@@ -455,7 +455,7 @@ LogicalResult CrossEntropyOp::buildVectorJacobianProduct(
                        "finished step");
   operandGrads.push_back(CrossEntropyGradOp::create(
       builder, getLoc(), getLogits().getType(), getLogits(), getTargets(),
-      resultGrads[0], getIgnoreIndexAttr()));
+      resultGrads[0], getIgnoreIndexAttr(), getSoftcapAttr()));
   operandGrads.push_back(nullptr);
   return success();
 }

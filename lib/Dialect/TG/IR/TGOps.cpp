@@ -721,8 +721,18 @@ bool CrossEntropyOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
          getLogitsGrad().getType() == getLogits().getType();
 }
 
+/// Checks a cross-entropy's optional logit soft-cap.
+static LogicalResult verifyLogitSoftcap(Operation *op,
+                                        std::optional<APFloat> softcap) {
+  if (softcap && !(softcap->convertToDouble() > 0.0 && softcap->isFinite()))
+    return op->emitOpError("softcap must be positive and finite, found ")
+           << softcap->convertToDouble();
+  return success();
+}
+
 LogicalResult CrossEntropyOp::verify() {
-  if (failed(verifyTargets(*this, getLogits(), getTargets())))
+  if (failed(verifyTargets(*this, getLogits(), getTargets())) ||
+      failed(verifyLogitSoftcap(*this, getSoftcap())))
     return failure();
   if (bool(getGrad()) != bool(getLogitsGrad()))
     return emitOpError("has ")
@@ -1107,7 +1117,8 @@ LogicalResult AttentionGradOp::verify() {
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  if (failed(verifyTargets(*this, getLogits(), getTargets())))
+  if (failed(verifyTargets(*this, getLogits(), getTargets())) ||
+      failed(verifyLogitSoftcap(*this, getSoftcap())))
     return failure();
   return verifyType(*this, getResult(), getLogits().getType(), "result");
 }

@@ -123,7 +123,7 @@ struct ChunkLossPass : tgc::tg::impl::TGChunkLossBase<ChunkLossPass> {
       Value mean = tg::CrossEntropyOp::create(
                        builder, at, resultType, /*logits_grad=*/Type(),
                        chunkLogits, pieces.getResult(k), /*grad=*/Value(),
-                       entropy.getIgnoreIndexAttr())
+                       entropy.getIgnoreIndexAttr(), entropy.getSoftcapAttr())
                        .getResult();
       Value targetCount = tg::TargetCountOp::create(
           builder, at, resultType, pieces.getResult(k),

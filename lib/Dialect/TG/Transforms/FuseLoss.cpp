@@ -82,6 +82,7 @@ bool fuse(CrossEntropyGradOp grad) {
       loss = entropy;
   if (!loss || loss.getGrad() || loss.getTargets() != grad.getTargets() ||
       loss.getIgnoreIndex() != grad.getIgnoreIndex() ||
+      loss.getSoftcap() != grad.getSoftcap() ||
       loss->getBlock() != grad->getBlock() || !loss->isBeforeInBlock(grad))
     return false;
   // The gradient is written over the logits: nothing else may read them.
@@ -97,7 +98,7 @@ bool fuse(CrossEntropyGradOp grad) {
   auto fused = CrossEntropyOp::create(
       builder, loss.getLoc(), loss.getResult().getType(),
       grad.getResult().getType(), logits, loss.getTargets(), grad.getGrad(),
-      loss.getIgnoreIndexAttr());
+      loss.getIgnoreIndexAttr(), loss.getSoftcapAttr());
   fused->setDiscardableAttrs(loss->getDiscardableAttrDictionary());
   loss.getResult().replaceAllUsesWith(fused.getResult());
   grad.getResult().replaceAllUsesWith(fused.getLogitsGrad());

@@ -665,7 +665,10 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy",
     `logsumexp(logits[n]) - logits[n][targets[n]]`; the result is the mean
     over those positions (0 when there are none), computed in f32, as
     torch.nn.functional.cross_entropy with `reduction='mean'`. A target
-    outside `[0, C)` that is not `ignore_index` is a runtime error.
+    outside `[0, C)` that is not `ignore_index` is a runtime error. A
+    positive `softcap` caps the logits first, `softcap * tanh(logits /
+    softcap)` (Gemma 2's `final_logit_softcapping`), without their capped
+    copy in memory.
 
     With `grad` (the scalar cotangent of the loss), the op also returns
     `logits_grad`, what `tg.cross_entropy_grad` of the same operands and
@@ -675,7 +678,8 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy",
   }];
   let arguments = (ins TG_FloatTensor:$logits, TG_IndexTensor:$targets,
                        Optional<TG_FloatScalar>:$grad,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs TG_FloatScalar:$result,
                       Optional<TG_FloatTensor>:$logits_grad);
   let assemblyFormat = [{
@@ -1087,11 +1091,14 @@ def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [TG_InPlace],
     With `n` the number of positions whose target is not `ignore_index`:
     `result[p] = grad / n * (softmax(logits[p]) - onehot(targets[p]))` for
     those positions and 0 for ignored ones (all zero when `n == 0`). `grad`
-    is the scalar cotangent of the loss.
+    is the scalar cotangent of the loss. With a `softcap`, the softmax is of
+    the capped logits and each element is multiplied by the cap's slope,
+    `1 - tanh(logits / softcap)^2`.
   }];
   let arguments = (ins TG_FloatTensor:$logits, TG_IndexTensor:$targets,
                        TG_FloatScalar:$grad,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $targets `,` $grad attr-dict `:`

@@ -334,6 +334,21 @@ def TGRaiseGelu : Pass<"tg-raise-gelu", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGRaiseLogitSoftcap : Pass<"tg-raise-logit-softcap", "mlir::ModuleOp"> {
+  let summary = "Turns a soft-cap of the logits written as elementwise ops "
+                "into tg.cross_entropy's softcap";
+  let description = [{
+    Finds `tg.cross_entropy` of `c * tanh(logits / c)` (through reshapes,
+    the division also as a product by `1 / c`, `c` a scalar constant) and
+    gives the cross-entropy the logits themselves and `softcap = c`:
+    Gemma 2's `final_logit_softcapping`, which would otherwise keep three
+    tensors of the logits' size (and stop tg-chunk-loss from chunking the
+    classifier). A chain whose intermediate values have other users is
+    left.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGFreeze : Pass<"tg-freeze", "mlir::ModuleOp"> {
   let summary = "Marks parameters frozen by glob patterns on their names";
   let description = [{
