@@ -925,16 +925,16 @@ static Status checkLse(const TensorRef *lse, const TensorRef &query) {
                      Shape(query.shape.begin(), query.shape.end() - 1), "lse");
 }
 
-/// Attention over [B..., T, D] heads.
-/// Checks a soft-cap (0: none) and records it in `sizes`.
-static Status checkSoftcap(double softcap, AttentionShape &sizes) {
-  if (!(softcap >= 0.0 && std::isfinite(softcap)))
-    return Status::failure("attention softcap must be positive and finite, "
-                           "or 0 for none");
-  sizes.softcap = float(softcap);
-  return Status::success();
+/// Checks a soft-cap (attention's scores, the cross-entropy's logits): 0
+/// for none, else positive and finite.
+static Status checkSoftcap(double softcap, const char *op) {
+  if (softcap >= 0.0 && std::isfinite(softcap))
+    return Status::success();
+  return Status::failure(std::string(op) + " softcap must be positive and "
+                                           "finite, or 0 for none");
 }
 
+/// Attention over [B..., T, D] heads.
 static Status headMajorAttention(Context &ctx, const TensorRef &query,
                                  const TensorRef &key, const TensorRef &value,
                                  const TensorRef *keyMask, bool causal,
@@ -945,7 +945,8 @@ static Status headMajorAttention(Context &ctx, const TensorRef &query,
   TGC_RETURN_IF_ERROR(
       checkAttention(query, key, value, keyMask, causal, window, scale,
                      sizes));
-  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, sizes));
+  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, "attention"));
+  sizes.softcap = float(softcap);
   KeyVisibility keys{sizes, keyMask, causal, window};
   TGC_RETURN_IF_ERROR(expectValid(result, "result"));
   TGC_RETURN_IF_ERROR(expectSameDType(result, query, "result"));
@@ -993,7 +994,8 @@ static Status headMajorAttentionGrad(
   TGC_RETURN_IF_ERROR(
       checkAttention(query, key, value, keyMask, causal, window, scale,
                      sizes));
-  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, sizes));
+  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, "attention"));
+  sizes.softcap = float(softcap);
   KeyVisibility keys{sizes, keyMask, causal, window};
   Shape outShape(query.shape.begin(), query.shape.end() - 1);
   outShape.push_back(sizes.dv);
@@ -1298,14 +1300,6 @@ static double logSumExp(const float *row, int64_t length) {
   return double(max) + std::log(sum);
 }
 
-/// Checks a soft-cap of the logits (0: none).
-static Status checkLogitSoftcap(double softcap) {
-  if (softcap >= 0.0 && std::isfinite(softcap))
-    return Status::success();
-  return Status::failure("cross-entropy softcap must be positive and finite, "
-                         "or 0 for none");
-}
-
 /// Row `i` of `x` as the loss reads it: the row itself, or with a soft-cap
 /// its capped copy in `capped`.
 static const float *lossRow(const F32Operand &x, int64_t i, int64_t classes,
@@ -1326,7 +1320,7 @@ Status crossEntropy(Context &ctx, const TensorRef &logits,
   int64_t rows, classes, counted;
   TGC_RETURN_IF_ERROR(
       checkCrossEntropy(logits, targets, ignoreIndex, rows, classes, counted));
-  TGC_RETURN_IF_ERROR(checkLogitSoftcap(softcap));
+  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, "cross-entropy"));
   TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
   TGC_RETURN_IF_ERROR(expectFloat(result, "result"));
   if (bool(grad) != bool(logitsGrad))
@@ -1375,7 +1369,7 @@ Status crossEntropyGrad(Context &ctx, const TensorRef &logits,
   int64_t rows, classes, counted;
   TGC_RETURN_IF_ERROR(
       checkCrossEntropy(logits, targets, ignoreIndex, rows, classes, counted));
-  TGC_RETURN_IF_ERROR(checkLogitSoftcap(softcap));
+  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, "cross-entropy"));
   float cap = float(softcap);
   TGC_RETURN_IF_ERROR(expectScalar(grad, "grad"));
   TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));

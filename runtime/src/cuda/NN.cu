@@ -1271,6 +1271,15 @@ Status gatherGrad(Context &ctx, const TensorRef &grad, const TensorRef &index,
 
 namespace {
 
+/// Checks a soft-cap (attention's scores, the cross-entropy's logits): 0
+/// for none, else positive and finite.
+Status checkSoftcap(double softcap, const char *op) {
+  if (softcap >= 0.0 && std::isfinite(softcap))
+    return Status::success();
+  return Status::failure(std::string(op) + " softcap must be positive and "
+                                           "finite, or 0 for none");
+}
+
 /// Sizes of an attention problem: `batch` independent key/value heads of
 /// [tq, d] x [tk, d] x [tk, dv]. With grouped-query attention the `group`
 /// query heads that share a key/value head are consecutive, so they form
@@ -1331,9 +1340,8 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
   if (scale && !(*scale > 0.0 && std::isfinite(*scale)))
     return Status::failure("attention scale must be positive and finite");
   sizes.scale = float(scale ? *scale : 1.0 / std::sqrt(double(sizes.d)));
-  if (!(softcap >= 0.0 && std::isfinite(softcap)))
-    return Status::failure("attention softcap must be positive and finite, "
-                           "or 0 for none");
+  if (Status s = checkSoftcap(softcap, "attention"); !s.ok())
+    return s;
   sizes.softcap = float(softcap);
   if (keyMask) {
     // [P..., tk] over a prefix P... of the batch dimensions.
@@ -2065,9 +2073,8 @@ Status crossEntropy(Context &ctx, const TensorRef &logits,
                     const TensorRef &targets, int64_t ignoreIndex,
                     TensorRef &result, const TensorRef *grad,
                     TensorRef *logitsGrad, double softcap) {
-  if (!(softcap >= 0.0 && std::isfinite(softcap)))
-    return Status::failure("cross-entropy softcap must be positive and "
-                           "finite, or 0 for none");
+  if (Status s = checkSoftcap(softcap, "cross-entropy"); !s.ok())
+    return s;
   if (logits.rank() < 1)
     return Status::failure("logits must have rank >= 1 (the class axis "
                            "last)");
@@ -2121,9 +2128,8 @@ Status crossEntropyGrad(Context &ctx, const TensorRef &logits,
                         const TensorRef &targets, const TensorRef &grad,
                         int64_t ignoreIndex, TensorRef &result,
                         double softcap) {
-  if (!(softcap >= 0.0 && std::isfinite(softcap)))
-    return Status::failure("cross-entropy softcap must be positive and "
-                           "finite, or 0 for none");
+  if (Status s = checkSoftcap(softcap, "cross-entropy"); !s.ok())
+    return s;
   if (logits.rank() < 1)
     return Status::failure("logits must have rank >= 1 (the class axis "
                            "last)");
