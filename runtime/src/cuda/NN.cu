@@ -1201,32 +1201,26 @@ Status gather(Context &ctx, const TensorRef &input, const TensorRef &index,
   if (bytesOverlap(index, result))
     if (Status s = stageCopy(ctx, index, indexScratch, indices); !s.ok())
       return s;
-  cudaStream_t stream = streamOf(ctx);
-  unsigned blocks = blocksFor(count);
+  // Elements move as raw words of their storage width.
+  auto launch = [&](auto word) {
+    using T = decltype(word);
+    gatherKernel<T><<<blocksFor(count), 256, 0, streamOf(ctx)>>>(
+        static_cast<const T *>(source), indices, index.dtype, plan.index,
+        plan.operand, plan.axisStride, plan.limit, count,
+        static_cast<T *>(result.data), ctx.deviceError);
+  };
   switch (dtypeSize(input.dtype)) {
   case 8:
-    gatherKernel<uint64_t><<<blocks, 256, 0, stream>>>(
-        static_cast<const uint64_t *>(source), indices, index.dtype, plan.index,
-        plan.operand, plan.axisStride, plan.limit, count,
-        static_cast<uint64_t *>(result.data), ctx.deviceError);
+    launch(uint64_t());
     break;
   case 4:
-    gatherKernel<uint32_t><<<blocks, 256, 0, stream>>>(
-        static_cast<const uint32_t *>(source), indices, index.dtype, plan.index,
-        plan.operand, plan.axisStride, plan.limit, count,
-        static_cast<uint32_t *>(result.data), ctx.deviceError);
+    launch(uint32_t());
     break;
   case 2:
-    gatherKernel<uint16_t><<<blocks, 256, 0, stream>>>(
-        static_cast<const uint16_t *>(source), indices, index.dtype, plan.index,
-        plan.operand, plan.axisStride, plan.limit, count,
-        static_cast<uint16_t *>(result.data), ctx.deviceError);
+    launch(uint16_t());
     break;
   default:
-    gatherKernel<uint8_t><<<blocks, 256, 0, stream>>>(
-        static_cast<const uint8_t *>(source), indices, index.dtype, plan.index,
-        plan.operand, plan.axisStride, plan.limit, count,
-        static_cast<uint8_t *>(result.data), ctx.deviceError);
+    launch(uint8_t());
   }
   TGC_CUDA_LAUNCH("gatherKernel");
   return Status::success();

@@ -876,22 +876,27 @@ LogicalResult CumsumOp::verify() {
   return verifyAxis(*this, getAxis(), tensorType(getInput()).getRank());
 }
 
-LogicalResult GatherOp::verify() {
-  if (failed(verifySameElementType(*this, {getInput(), getResult()})))
+/// Checks a gather of `operand` by `index` into `gathered` along `axis`
+/// (tg.gather_grad's result is the gathered operand).
+static LogicalResult verifyGather(Operation *op, Value operand, Value index,
+                                  Value gathered, int64_t axis) {
+  if (failed(verifySameElementType(op, {operand, gathered})))
     return failure();
-  std::string error = shapes::gather(
-      tensorType(getInput()).getShape(), tensorType(getIndex()).getShape(),
-      tensorType(getResult()).getShape(), getAxis());
-  return error.empty() ? success() : emitOpError(error);
+  std::string error = shapes::gather(tensorType(operand).getShape(),
+                                     tensorType(index).getShape(),
+                                     tensorType(gathered).getShape(), axis);
+  return error.empty() ? success() : op->emitOpError(error);
+}
+
+LogicalResult GatherOp::verify() {
+  return verifyGather(*this, getInput(), getIndex(), getResult(), getAxis());
 }
 
 LogicalResult GatherGradOp::verify() {
+  // The element types are compared in operand order (grad, then result).
   if (failed(verifySameElementType(*this, {getGrad(), getResult()})))
     return failure();
-  std::string error = shapes::gather(
-      tensorType(getResult()).getShape(), tensorType(getIndex()).getShape(),
-      tensorType(getGrad()).getShape(), getAxis());
-  return error.empty() ? success() : emitOpError(error);
+  return verifyGather(*this, getResult(), getIndex(), getGrad(), getAxis());
 }
 
 /// Checks that `small` broadcasts to exactly `large`.

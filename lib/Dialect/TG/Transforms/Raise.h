@@ -2,8 +2,8 @@
 //
 // Internal to lib/Dialect/TG/Transforms: what the passes that turn a
 // written-out form into a fused op (RaiseAttention.cpp, RaiseRmsNorm.cpp,
-// RaiseGelu.cpp) share: reading a scalar constant, and erasing the ops a
-// raise left unused.
+// RaiseGelu.cpp, RaiseLogitSoftcap.cpp) share: reading a scalar constant,
+// matching a soft-cap, and erasing the ops a raise left unused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,10 +13,13 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/SmallVector.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <utility>
 
 namespace tgc::tg::raise {
 
@@ -53,6 +56,35 @@ inline std::optional<double> shortestScalarConstant(mlir::Value v) {
       return shortest;
   }
   return exact;
+}
+
+/// The capped value `x` and the cap `c` of a soft-cap `c * tanh(x / c)`
+/// (the division also as a product by `1 / c`, the two constants equal
+/// within f32's rounding) whose last step is `op`, each step used only by
+/// the next; its three ops are appended to `chain`. Gemma 2 caps its
+/// attention scores and its final logits so.
+inline std::optional<std::pair<mlir::Value, double>>
+matchSoftcap(mlir::Operation *op,
+             llvm::SmallVectorImpl<mlir::Operation *> &chain) {
+  auto outer = llvm::dyn_cast_if_present<MulOp>(op);
+  if (!outer)
+    return std::nullopt;
+  auto tanh = outer->getOperand(0).getDefiningOp<TanhOp>();
+  std::optional<double> cap = scalarConstant(outer->getOperand(1));
+  if (!tanh || !cap || !(*cap > 0.0) || !tanh.getResult().hasOneUse())
+    return std::nullopt;
+  mlir::Value divided = tanh.getInput();
+  mlir::Operation *inner = divided.getDefiningOp();
+  if (!inner || !divided.hasOneUse() || !llvm::isa<MulOp, DivOp>(inner))
+    return std::nullopt;
+  std::optional<double> factor = scalarConstant(inner->getOperand(1));
+  if (!factor || !(*factor > 0.0))
+    return std::nullopt;
+  double innerCap = llvm::isa<DivOp>(inner) ? *factor : 1.0 / *factor;
+  if (std::abs(innerCap - *cap) > 1e-6 * *cap)
+    return std::nullopt;
+  chain.append({outer, tanh, inner});
+  return std::make_pair(inner->getOperand(0), *cap);
 }
 
 /// Erases `ops` (what a raised op replaced) and then whatever only they

@@ -337,32 +337,6 @@ Value peelMask(Value scores, int64_t tq, int64_t tk, Match &m) {
   return {};
 }
 
-/// The scores and the cap `c` of a soft-cap `c * tanh(scores / c)` (or of
-/// `scores * (1 / c)`) whose last step is `op`, each step used only by the
-/// next; its ops are added to `chain`.
-std::optional<std::pair<Value, double>>
-peelSoftcap(Operation *op, SmallVectorImpl<Operation *> &chain) {
-  auto outer = dyn_cast<MulOp>(op);
-  if (!outer)
-    return std::nullopt;
-  auto tanh = outer->getOperand(0).getDefiningOp<TanhOp>();
-  std::optional<double> cap = scalarConstant(outer->getOperand(1));
-  if (!tanh || !cap || !(*cap > 0.0) || !tanh.getResult().hasOneUse())
-    return std::nullopt;
-  Value divided = tanh.getInput();
-  Operation *inner = divided.getDefiningOp();
-  if (!inner || !divided.hasOneUse() || !isa<MulOp, DivOp>(inner))
-    return std::nullopt;
-  std::optional<double> factor = scalarConstant(inner->getOperand(1));
-  if (!factor || !(*factor > 0.0))
-    return std::nullopt;
-  double innerCap = isa<DivOp>(inner) ? *factor : 1.0 / *factor;
-  if (std::abs(innerCap - *cap) > 1e-6 * *cap)
-    return std::nullopt;
-  chain.append({outer, tanh, inner});
-  return std::make_pair(inner->getOperand(0), *cap);
-}
-
 std::optional<Match> match(
     SoftmaxOp softmax,
     DenseMap<std::pair<Attribute, int>, std::optional<Masking>> &seen) {
@@ -400,7 +374,7 @@ std::optional<Match> match(
     // A soft-cap applies to the scaled scores, and the mask to the capped
     // ones: met walking back before any scale, and after every mask.
     if (!m.scale && !m.softcap)
-      if (auto capped = peelSoftcap(op, m.chain)) {
+      if (auto capped = raise::matchSoftcap(op, m.chain)) {
         m.softcap = capped->second;
         x = capped->first;
         continue;

@@ -23,7 +23,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
-#include <cmath>
 #include <optional>
 
 namespace tgc::tg {
@@ -33,8 +32,6 @@ namespace tgc::tg {
 
 using namespace mlir;
 using namespace tgc::tg;
-using tgc::tg::raise::scalarConstant;
-
 namespace {
 
 struct TGRaiseLogitSoftcap
@@ -58,28 +55,15 @@ struct TGRaiseLogitSoftcap
       chain.push_back(reshape);
       capped = reshape.getInput();
     }
-    // c * tanh(x / c)
-    auto outer = capped.getDefiningOp<MulOp>();
-    if (!outer || !capped.hasOneUse())
+    if (!capped.hasOneUse())
       return;
-    auto tanh = outer.getLhs().getDefiningOp<TanhOp>();
-    std::optional<double> cap = scalarConstant(outer.getRhs());
-    if (!tanh || !cap || !(*cap > 0.0) || !tanh.getResult().hasOneUse())
+    std::optional<std::pair<Value, double>> softcap =
+        raise::matchSoftcap(capped.getDefiningOp(), chain);
+    if (!softcap)
       return;
-    Value divided = tanh.getInput();
-    Operation *inner = divided.getDefiningOp();
-    if (!inner || !divided.hasOneUse() || !isa<MulOp, DivOp>(inner))
-      return;
-    std::optional<double> factor = scalarConstant(inner->getOperand(1));
-    if (!factor || !(*factor > 0.0))
-      return;
-    double innerCap = isa<DivOp>(inner) ? *factor : 1.0 / *factor;
-    if (std::abs(innerCap - *cap) > 1e-6 * *cap)
-      return;
-    Value logits = inner->getOperand(0);
+    auto [logits, cap] = *softcap;
     if (logits.getType() != capped.getType())
-      return;
-    chain.append({outer, tanh, inner});
+      return; // a cap that broadcasts the logits
     // The logits in the loss's shape (a reshape of a reshape is one).
     OpBuilder builder(loss);
     Value source = logits;
@@ -92,7 +76,7 @@ struct TGRaiseLogitSoftcap
     auto raised = CrossEntropyOp::create(
         builder, loss.getLoc(), loss.getResult().getType(),
         /*logits_grad=*/Type(), shaped, loss.getTargets(), /*grad=*/Value(),
-        loss.getIgnoreIndexAttr(), builder.getF64FloatAttr(*cap));
+        loss.getIgnoreIndexAttr(), builder.getF64FloatAttr(cap));
     raised->setDiscardableAttrs(loss->getDiscardableAttrDictionary());
     loss.getResult().replaceAllUsesWith(raised.getResult());
     SmallVector<Operation *> order = {loss};

@@ -27,6 +27,13 @@ import transformers
 out, kind = sys.argv[1], sys.argv[2]
 torch.manual_seed(11)
 T = transformers
+# deberta-v3-base's flags, sizes shrunk.
+DEBERTA_V3 = dict(
+    vocab_size=96, hidden_size=64, intermediate_size=128,
+    num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64,
+    relative_attention=True, position_buckets=16, norm_rel_ebd="layer_norm",
+    share_att_key=True, pos_att_type=["p2c", "c2p"],
+    position_biased_input=False, max_relative_positions=-1)
 if kind == "opt":
     model = T.OPTForCausalLM(T.OPTConfig(
         vocab_size=96, hidden_size=64, ffn_dim=128, num_hidden_layers=2,
@@ -84,20 +91,9 @@ elif kind == "bert":
         max_position_embeddings=48, num_labels=3))
 elif kind == "deberta-v3":
     model = T.DebertaV2ForSequenceClassification(T.DebertaV2Config(
-        vocab_size=96, hidden_size=64, intermediate_size=128,
-        num_hidden_layers=2, num_attention_heads=4,
-        max_position_embeddings=64, relative_attention=True,
-        position_buckets=16, norm_rel_ebd="layer_norm", share_att_key=True,
-        pos_att_type=["p2c", "c2p"], position_biased_input=False,
-        max_relative_positions=-1, num_labels=3))
+        **DEBERTA_V3, num_labels=3))
 elif kind == "deberta-v3-mlm":
-    model = T.DebertaV2ForMaskedLM(T.DebertaV2Config(
-        vocab_size=96, hidden_size=64, intermediate_size=128,
-        num_hidden_layers=2, num_attention_heads=4,
-        max_position_embeddings=64, relative_attention=True,
-        position_buckets=16, norm_rel_ebd="layer_norm", share_att_key=True,
-        pos_att_type=["p2c", "c2p"], position_biased_input=False,
-        max_relative_positions=-1))
+    model = T.DebertaV2ForMaskedLM(T.DebertaV2Config(**DEBERTA_V3))
 elif kind == "roberta":
     model = T.RobertaForSequenceClassification(T.RobertaConfig(
         vocab_size=96, hidden_size=64, num_hidden_layers=2,
