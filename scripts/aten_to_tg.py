@@ -372,6 +372,67 @@ def gather(e, node, args):
     return result_of(e, node, "tg.gather", [x, index], f"axis = {dim} : i64")
 
 
+@op("aten.index_select.default")
+def index_select(e, node, args):
+    """x.index_select(dim, index): a tg.gather whose 1-D index is shaped to
+    broadcast over the dimensions after `dim` ([L, 1, ...])."""
+    import torch
+    x, index = args[0], args[2]
+    dim = axis(args[1], len(x.shape))
+    if isinstance(index, Known):
+        index = e.constant(unwrap(index).to(torch.int64))
+    index = materialize(e, index)
+    if len(index.shape) != 1:
+        raise Unsupported("aten.index_select.default with a "
+                          f"{len(index.shape)}-d index")
+    shape = (index.shape[0],) + (1,) * (len(x.shape) - dim - 1)
+    if shape != index.shape:
+        index = e.op("tg.reshape", [index], shape, index.dtype)
+    return result_of(e, node, "tg.gather", [x, index], f"axis = {dim} : i64")
+
+
+@op("aten.topk.default")
+def topk(e, node, args):
+    """torch.topk over the last axis, largest first: tg.top_k's indices
+    and a tg.gather of the values (which carries their gradient)."""
+    import torch
+    x, k = args[0], int(args[1])
+    rank = len(x.shape)
+    dim = axis(args[2] if len(args) > 2 else node.kwargs.get("dim", -1), rank)
+    largest = args[3] if len(args) > 3 else node.kwargs.get("largest", True)
+    if dim != rank - 1 or not largest:
+        raise Unsupported("aten.topk.default (other than the largest along "
+                          "the last axis)")
+    shape = x.shape[:-1] + (k,)
+    index = e.op("tg.top_k", [x], shape, torch.int64, f"k = {k} : i64")
+    values = e.op("tg.gather", [x, index], shape, x.dtype,
+                  f"axis = {dim} : i64")
+    return (values, index)
+
+
+@op("tgc.moe_route.default")
+def moe_route(e, node, args):
+    """tgc::moe_route (hf_moe.py): tg.moe_route's rows, positions and
+    offsets."""
+    import torch
+    choices = materialize(e, args[0])
+    n, k = choices.shape
+    return tuple(e.multi("tg.moe_route", [choices],
+                         [((n * k, 1), torch.int64), ((n, k), torch.int64),
+                          ((int(args[1]) + 1,), torch.int64)]))
+
+
+@op("tgc.expert_linear.default")
+def expert_linear(e, node, args):
+    """tgc::expert_linear (hf_moe.py): tg.expert_linear over the experts'
+    own weights."""
+    x, offsets, weights, transposed = args
+    flag = "true" if transposed else "false"
+    return result_of(e, node, "tg.expert_linear",
+                     [x, offsets] + [materialize(e, w) for w in weights],
+                     f"transpose_weight = {flag}")
+
+
 @op("aten.select.int")
 def select(e, node, args):
     x = args[0]

@@ -155,6 +155,12 @@ def load_hf(directory, seed):
         if isinstance(getattr(config, field, None), float):
             setattr(config, field, 0.0)
     config._attn_implementation = "eager"
+    # Mixture-of-experts routers: the load-balancing loss transformers adds
+    # when asked is not imported (the import's loss is the cross-entropy).
+    if getattr(config, "output_router_logits", False):
+        fail(f"--hf: {path}: output_router_logits is true: the router's "
+             "auxiliary load-balancing loss is not imported yet; set it "
+             "to false to train on the cross-entropy alone")
     # No key/value cache: a training step does not decode, and the caches
     # some configurations ask for (Gemma 2's hybrid cache) are built with
     # data-dependent bookkeeping the trace cannot follow.
@@ -341,9 +347,18 @@ def traceable(model):
     were scripted from (TorchScript runs outside the tracer, which then
     sees no operation and stops on fake tensors; Python is traced like the
     rest of the forward, and what depends only on shapes is evaluated at
-    import), and repeat_interleave by an int count made static."""
+    import), repeat_interleave by an int count made static, and each
+    mixture-of-experts block's forward by its static form (hf_moe.py)."""
     import torch
     replaced = []
+    for path, sub in model.named_modules():
+        if type(sub).__name__ in hf_moe.BLOCKS:
+            why = hf_moe.unsupported(sub)
+            if why:
+                fail(f"{path} ({type(sub).__name__}) cannot be imported: "
+                     f"{why}")
+            sub.forward = hf_moe.static_forward(sub)
+            replaced.append((sub, "forward", None))
     for name in sorted({type(m).__module__ for m in model.modules()}):
         module = sys.modules.get(name)
         for attr, value in list(vars(module).items()) if module else []:
@@ -361,7 +376,10 @@ def traceable(model):
         yield
     finally:
         for module, attr, value in reversed(replaced):
-            setattr(module, attr, value)
+            if value is None:  # an instance's own forward, removed
+                delattr(module, attr)
+            else:
+                setattr(module, attr, value)
 
 
 def repeat_interleave_static(original):
@@ -458,6 +476,7 @@ def trace(model, task, inputs):
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_moe  # noqa: E402
 import userfiles  # noqa: E402
 from aten_to_tg import (IN_PLACE, OPS, VIEWS, Emitter, Known,  # noqa: E402
                         Missing, Unsupported,

@@ -211,6 +211,17 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     return sliceGrad(ctx, in[0], inst.getInts("offsets"), out[0]);
   case Kernel::Gather:
     return gather(ctx, in[0], in[1], inst.getInt("axis"), out[0]);
+  case Kernel::TopK:
+    return topK(ctx, in[0], inst.getInt("k"), out[0]);
+  case Kernel::MoeRoute:
+    return moeRoute(ctx, in[0], out[0], out[1], out[2]);
+  case Kernel::ExpertLinear: {
+    std::vector<TensorRef> weights(in.begin() + 2, in.end());
+    return expertLinear(ctx, in[0], in[1], weights,
+                        inst.getBool("transpose_weight"), out[0]);
+  }
+  case Kernel::ExpertLinearWeightGrad:
+    return expertLinearWeightGrad(ctx, in[0], in[1], in[2], out);
   case Kernel::GatherGrad:
     return gatherGrad(ctx, in[0], in[1], inst.getInt("axis"), out[0]);
   case Kernel::Cumsum:

@@ -114,6 +114,37 @@ func.func @picked(%p: tensor<4x8x16xf32> {tg.param = "p"}) -> tensor<f32> attrib
 
 // -----
 
+// A mixture of experts: the router's top-k values are a gather (their
+// gradient a gather_grad); the choices and the routing have none. The
+// experts' weights get theirs from one expert_linear_weight_grad, the
+// tokens theirs through expert_linear with the transpose flipped.
+
+func.func @experts(%x: tensor<6x8xf32> {tg.param = "x"},
+                   %r: tensor<6x2xf32> {tg.param = "r"},
+                   %w0: tensor<16x8xf32> {tg.param = "w0"},
+                   %w1: tensor<16x8xf32> {tg.param = "w1"}) -> tensor<f32> attributes {tg.model} {
+  %c = tg.top_k %r {k = 1 : i64} : (tensor<6x2xf32>) -> tensor<6x1xi64>
+  %v = tg.gather %r, %c {axis = 1 : i64} : (tensor<6x2xf32>, tensor<6x1xi64>) -> tensor<6x1xf32>
+  %rows, %pos, %off = tg.moe_route %c : (tensor<6x1xi64>) -> (tensor<6x1xi64>, tensor<6x1xi64>, tensor<3xi64>)
+  %xs = tg.gather %x, %rows {axis = 0 : i64} : (tensor<6x8xf32>, tensor<6x1xi64>) -> tensor<6x8xf32>
+  %h = tg.expert_linear %xs, %off, %w0, %w1 {transpose_weight = true}
+      : (tensor<6x8xf32>, tensor<3xi64>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<6x16xf32>
+  %y = tg.gather %h, %pos {axis = 0 : i64} : (tensor<6x16xf32>, tensor<6x1xi64>) -> tensor<6x16xf32>
+  %s = tg.mul %y, %v : (tensor<6x16xf32>, tensor<6x1xf32>) -> tensor<6x16xf32>
+  %l = tg.reduce_sum %s {axes = array<i64: 0, 1>} : tensor<6x16xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+// CHECK-LABEL: func.func @experts_train_step(
+// CHECK: %rows, %positions, %offsets = tg.moe_route
+// CHECK: %[[DY:.*]] = tg.gather_grad %{{.*}}, %positions {axis = 0 : i64}
+// CHECK-DAG: %[[DXS:.*]] = tg.expert_linear %[[DY]], %offsets, %arg2, %arg3 : (tensor<6x16xf32>, tensor<3xi64>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<6x8xf32>
+// CHECK-DAG: %[[DW:.*]]:2 = tg.expert_linear_weight_grad %[[DY]], %{{.*}}, %offsets : (tensor<6x16xf32>, tensor<6x8xf32>, tensor<3xi64>) -> (tensor<16x8xf32>, tensor<16x8xf32>)
+// CHECK-DAG: %[[DX:.*]] = tg.gather_grad %[[DXS]], %rows {axis = 0 : i64}
+// CHECK-DAG: %[[DR:.*]] = tg.gather_grad %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<6x1xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+// CHECK: return %{{.*}}, %[[DX]], %[[DR]], %[[DW]]#0, %[[DW]]#1 :
+
+// -----
+
 // A parameter that does not reach the loss gets no gradient; a loss that
 // depends on no trainable parameter has no backward pass.
 

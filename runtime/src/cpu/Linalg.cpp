@@ -287,6 +287,105 @@ Status matmulAdd(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
   return matmulInto(ctx, lhs, rhs, &addend, transposeLhs, transposeRhs, result);
 }
 
+namespace {
+
+/// The expert row ranges `offsets` holds ([E + 1], from tg.moe_route):
+/// nondecreasing from 0 to `rows`, or why not.
+Status readExpertOffsets(const TensorRef &offsets, int64_t rows,
+                         std::vector<int64_t> &bounds) {
+  bounds.resize(size_t(offsets.numElements()));
+  for (int64_t e = 0; e < offsets.numElements(); ++e)
+    bounds[size_t(e)] = loadI64(offsets, e);
+  bool ok = bounds.front() == 0 && bounds.back() == rows;
+  for (size_t e = 1; ok && e < bounds.size(); ++e)
+    ok = bounds[e] >= bounds[e - 1];
+  if (!ok)
+    return Status::failure("expert offsets must rise from 0 to the " +
+                           std::to_string(rows) + " rows");
+  return Status::success();
+}
+
+} // namespace
+
+Status expertLinear(Context &ctx, const TensorRef &input,
+                    const TensorRef &offsets,
+                    const std::vector<TensorRef> &weights, bool transposeWeight,
+                    TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(offsets, "offsets"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
+  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
+  std::vector<Shape> shapes;
+  for (const TensorRef &weight : weights) {
+    TGC_RETURN_IF_ERROR(expectValid(weight, "weight"));
+    TGC_RETURN_IF_ERROR(expectSameDType(weight, input, "weight"));
+    shapes.push_back(weight.shape);
+  }
+  if (std::string error = shapes::expertLinear(
+          input.shape, offsets.shape, shapes, result.shape, transposeWeight);
+      !error.empty())
+    return Status::failure("expert_linear " + error);
+  for (const TensorRef &weight : weights)
+    if (overlaps(weight, result))
+      return Status::failure("expert_linear result overlaps a weight");
+  int64_t m = input.shape[0], k = input.shape[1], n = result.shape[1];
+  for (int64_t size : {m, n, k})
+    if (size > INT_MAX)
+      return Status::failure("expert_linear size exceeds the BLAS range");
+  std::vector<int64_t> bounds;
+  TGC_RETURN_IF_ERROR(readExpertOffsets(offsets, m, bounds));
+  F32Operand a(input);
+  F32Result c(result, {&input, &offsets});
+  for (size_t e = 0; e < weights.size(); ++e) {
+    int64_t first = bounds[e], rows = bounds[e + 1] - first;
+    if (rows == 0)
+      continue;
+    F32Operand b(weights[e]);
+    gemmF32(false, transposeWeight, rows, n, k, 1.0f, a.data() + first * k, k,
+            b.data(), transposeWeight ? k : n, 0.0f, c.data() + first * n, n);
+  }
+  c.commit();
+  return Status::success();
+}
+
+Status expertLinearWeightGrad(Context &ctx, const TensorRef &lhs,
+                              const TensorRef &rhs, const TensorRef &offsets,
+                              std::vector<TensorRef> &results) {
+  TGC_RETURN_IF_ERROR(expectValid(lhs, "lhs"));
+  TGC_RETURN_IF_ERROR(expectValid(rhs, "rhs"));
+  TGC_RETURN_IF_ERROR(expectValid(offsets, "offsets"));
+  TGC_RETURN_IF_ERROR(expectFloat(lhs, "lhs"));
+  TGC_RETURN_IF_ERROR(expectSameDType(rhs, lhs, "rhs"));
+  std::vector<Shape> shapes;
+  for (const TensorRef &result : results) {
+    TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+    TGC_RETURN_IF_ERROR(expectSameDType(result, lhs, "result"));
+    shapes.push_back(result.shape);
+  }
+  if (std::string error =
+          shapes::expertOuter(lhs.shape, rhs.shape, offsets.shape, shapes);
+      !error.empty())
+    return Status::failure("expert_linear_weight_grad " + error);
+  int64_t m = lhs.shape[0], p = lhs.shape[1], q = rhs.shape[1];
+  for (int64_t size : {m, p, q})
+    if (size > INT_MAX)
+      return Status::failure("expert_linear_weight_grad size exceeds the "
+                             "BLAS range");
+  std::vector<int64_t> bounds;
+  TGC_RETURN_IF_ERROR(readExpertOffsets(offsets, m, bounds));
+  F32Operand a(lhs), b(rhs);
+  for (size_t e = 0; e < results.size(); ++e) {
+    int64_t first = bounds[e], rows = bounds[e + 1] - first;
+    F32Result c(results[e], {&lhs, &rhs, &offsets});
+    // [P, Q] = lhs_e^T rhs_e; an expert without rows gets zeros.
+    gemmF32(true, false, p, q, rows, 1.0f, a.data() + first * p, p,
+            b.data() + first * q, q, 0.0f, c.data(), q);
+    c.commit();
+  }
+  return Status::success();
+}
+
 Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,
               const TensorRef &bias, bool gelu, TensorRef &result,
               TensorRef *preactivation) {

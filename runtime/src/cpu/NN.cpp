@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 namespace tgc::rt::cpu {
 
@@ -731,6 +732,81 @@ Status gatherGrad(Context &ctx, const TensorRef &grad, const TensorRef &index,
   bool f32 = result.dtype == DType::F32;
   for (size_t i = 0; i < sums.size(); ++i)
     storeF32(result, int64_t(i), f32 ? float(sums[i]) : roundToOddF32(sums[i]));
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture-of-experts routing
+//===----------------------------------------------------------------------===//
+
+Status topK(Context &ctx, const TensorRef &input, int64_t k,
+            TensorRef &result) {
+  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
+  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
+  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
+  if (std::string error = shapes::topK(input.shape, result.shape, k);
+      !error.empty())
+    return Status::failure("top_k " + error);
+  int64_t width = input.shape.back(), rows = input.numElements() / width;
+  F32Operand x(input);
+  std::vector<int64_t> picked(static_cast<size_t>(rows * k));
+  parallelFor(rows, 64, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> order(static_cast<size_t>(width));
+    for (int64_t row = begin; row < end; ++row) {
+      const float *v = x.data() + row * width;
+      std::iota(order.begin(), order.end(), int64_t(0));
+      // Largest first, NaN above every number, ties in index order.
+      auto above = [&](int64_t a, int64_t b) {
+        bool nanA = std::isnan(v[a]), nanB = std::isnan(v[b]);
+        if (nanA != nanB)
+          return nanA;
+        if (!nanA && v[a] != v[b])
+          return v[a] > v[b];
+        return a < b;
+      };
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), above);
+      std::copy(order.begin(), order.begin() + k, picked.begin() + row * k);
+    }
+  });
+  for (int64_t i = 0; i < rows * k; ++i)
+    storeI64(result, i, picked[size_t(i)]);
+  return Status::success();
+}
+
+Status moeRoute(Context &ctx, const TensorRef &choices, TensorRef &rows,
+                TensorRef &positions, TensorRef &offsets) {
+  for (const TensorRef *t : {&choices, static_cast<const TensorRef *>(&rows),
+                             static_cast<const TensorRef *>(&positions),
+                             static_cast<const TensorRef *>(&offsets)})
+    TGC_RETURN_IF_ERROR(expectValid(*t, "operand"));
+  if (std::string error = shapes::moeRoute(choices.shape, rows.shape,
+                                           positions.shape, offsets.shape);
+      !error.empty())
+    return Status::failure("moe_route " + error);
+  int64_t k = choices.shape[1], total = choices.numElements();
+  int64_t experts = offsets.shape[0] - 1;
+  // A counting sort, stable: choices in row-major order within an expert.
+  std::vector<int64_t> expert(static_cast<size_t>(total));
+  std::vector<int64_t> start(static_cast<size_t>(experts + 1), 0);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t e = loadI64(choices, i);
+    if (e < 0 || e >= experts)
+      return Status::failure("moe_route: expert " + std::to_string(e) +
+                             " of token " + std::to_string(i / k) +
+                             " is outside [0, " + std::to_string(experts) +
+                             ")");
+    expert[size_t(i)] = e;
+    ++start[size_t(e + 1)];
+  }
+  for (int64_t e = 0; e < experts; ++e)
+    start[size_t(e + 1)] += start[size_t(e)];
+  for (int64_t e = 0; e <= experts; ++e)
+    storeI64(offsets, e, start[size_t(e)]);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t row = start[size_t(expert[size_t(i)])]++;
+    storeI64(rows, row, i / k);
+    storeI64(positions, i, row);
+  }
   return Status::success();
 }
 

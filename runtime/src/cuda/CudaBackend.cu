@@ -219,8 +219,8 @@ public:
     switch (error.code) {
     case kIndexOutOfRange:
       return Status::failure(
-          "an index (token id, class label or gathered position) is "
-          "outside its table: " +
+          "an index (token id, class label, gathered position or expert) "
+          "is outside its table: " +
           std::to_string(error.value) + at + ", table [0, " +
           std::to_string(error.limit) + ")");
     case kIntegerDivisionByZero:

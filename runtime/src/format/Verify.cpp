@@ -713,6 +713,57 @@ Status Checker::run() {
     }
     break;
   }
+  case Kernel::TopK:
+    ok = counts(1, 1) && floatT(in(0)) && indexT(out(0)) &&
+         attr("k", AttrValue::Int);
+    if (ok) {
+      std::string error =
+          shapes::topK(in(0).shape, out(0).shape, inst.getInt("k"));
+      ok = error.empty() || fail(error);
+    }
+    break;
+  case Kernel::MoeRoute:
+    ok = counts(1, 3) && indexT(in(0)) && indexT(out(0)) && indexT(out(1)) &&
+         indexT(out(2));
+    if (ok) {
+      std::string error = shapes::moeRoute(in(0).shape, out(0).shape,
+                                           out(1).shape, out(2).shape);
+      ok = error.empty() || fail(error);
+    }
+    break;
+  case Kernel::ExpertLinear: {
+    ok = variadic(3, 1) && floatT(in(0)) && indexT(in(1)) &&
+         sameDType(in(0), out(0));
+    std::vector<Shape> weights;
+    for (size_t i = 2; ok && i < inst.operands.size(); ++i) {
+      ok = sameDType(in(i), in(0));
+      weights.push_back(in(i).shape);
+    }
+    if (ok) {
+      std::string error =
+          shapes::expertLinear(in(0).shape, in(1).shape, weights, out(0).shape,
+                               inst.getBool("transpose_weight"));
+      ok = error.empty() || fail(error);
+    }
+    break;
+  }
+  case Kernel::ExpertLinearWeightGrad: {
+    ok = inst.operands.size() == 3 && !inst.results.empty();
+    if (!ok)
+      fail("expects 3 operands and at least one result");
+    ok = ok && floatT(in(0)) && sameDType(in(1), in(0)) && indexT(in(2));
+    std::vector<Shape> results;
+    for (size_t i = 0; ok && i < inst.results.size(); ++i) {
+      ok = sameDType(out(i), in(0));
+      results.push_back(out(i).shape);
+    }
+    if (ok) {
+      std::string error =
+          shapes::expertOuter(in(0).shape, in(1).shape, in(2).shape, results);
+      ok = error.empty() || fail(error);
+    }
+    break;
+  }
   case Kernel::Cumsum:
     ok = counts(1, 1) && same(in(0), out(0)) &&
          (isFloat(in(0).dtype) || indexT(in(0))) &&

@@ -254,6 +254,52 @@ func.func @shape_ops(
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture-of-experts ops
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: op costs of @moe_ops
+
+// top_k f32 [6,4], k = 2 -> i64 [6,2]: a selection pass over each row per
+// kept index 24*2 = 48; 24*4 = 96; 12*8 = 96.
+// CHECK-NEXT: #0 tg.top_k flops=48 read=96 written=96{{$}}
+// moe_route i64 [6,2] -> rows [12,1], positions [6,2], offsets [5], all
+// i64: 0; 96; 96 + 96 + 40 = 232.
+// CHECK-NEXT: #1 tg.moe_route flops=0 read=96 written=232{{$}}
+// gather f32 [6,8] by the rows [12,1] along 0 -> [12,8]: 0; 192 + 96 = 288;
+// 96*4 = 384.
+// CHECK-NEXT: #2 tg.gather flops=0 read=288 written=384{{$}}
+// expert_linear of [12,8] by 4 transposed [16,8] weights -> [12,16]: the
+// product of all 12 rows whatever their split 2*12*16*8 = 3072;
+// 384 + 40 + 4*128*4 = 2472; 192*4 = 768.
+// CHECK-NEXT: #3 tg.expert_linear flops=3072 read=2472 written=768{{$}}
+// expert_linear_weight_grad of [12,16]^T [12,8] -> 4 x [16,8]:
+// 2*12*16*8 = 3072; 768 + 384 + 40 = 1192; 4*128*4 = 2048.
+// CHECK-NEXT: #4 tg.expert_linear_weight_grad flops=3072 read=1192 written=2048{{$}}
+
+func.func @moe_ops(
+    %x: tensor<6x8xf32> {tg.input = "x"},
+    %probs: tensor<6x4xf32> {tg.input = "probs"},
+    %w0: tensor<16x8xf32> {tg.param = "w0"},
+    %w1: tensor<16x8xf32> {tg.param = "w1"},
+    %w2: tensor<16x8xf32> {tg.param = "w2"},
+    %w3: tensor<16x8xf32> {tg.param = "w3"}) -> tensor<f32>
+    attributes {tg.model} {
+  %0 = tg.top_k %probs {k = 2 : i64} : (tensor<6x4xf32>) -> tensor<6x2xi64>
+  %rows, %positions, %offsets = tg.moe_route %0
+      : (tensor<6x2xi64>) -> (tensor<12x1xi64>, tensor<6x2xi64>, tensor<5xi64>)
+  %2 = tg.gather %x, %rows {axis = 0 : i64}
+      : (tensor<6x8xf32>, tensor<12x1xi64>) -> tensor<12x8xf32>
+  %3 = tg.expert_linear %2, %offsets, %w0, %w1, %w2, %w3 {transpose_weight = true}
+      : (tensor<12x8xf32>, tensor<5xi64>, tensor<16x8xf32>, tensor<16x8xf32>,
+         tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<12x16xf32>
+  %4:4 = tg.expert_linear_weight_grad %3, %2, %offsets
+      : (tensor<12x16xf32>, tensor<12x8xf32>, tensor<5xi64>)
+      -> (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>)
+  %5 = tg.reduce_sum %3 {axes = array<i64: 0, 1>} : tensor<12x16xf32> -> tensor<f32>
+  return %5 : tensor<f32>
+}
+
+//===----------------------------------------------------------------------===//
 // Gradient ops
 //===----------------------------------------------------------------------===//
 

@@ -394,6 +394,70 @@ func.func @gather_grad_type(%g: tensor<4x2xbf16>, %i: tensor<2xi64>) {
   return
 }
 
+// -----
+
+func.func @top_k_too_many(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.top_k' op k = 9 is not in [1, 8]}}
+  %0 = tg.top_k %x {k = 9 : i64} : (tensor<4x8xf32>) -> tensor<4x9xi64>
+  return
+}
+
+// -----
+
+func.func @top_k_shape(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.top_k' op the result shape [4, 3] is not [4, 2]}}
+  %0 = tg.top_k %x {k = 2 : i64} : (tensor<4x8xf32>) -> tensor<4x3xi64>
+  return
+}
+
+// -----
+
+func.func @moe_route_rows(%c: tensor<4x2xi64>) {
+  // expected-error @+1 {{'tg.moe_route' op the rows shape [8] is not [8, 1]}}
+  %r:3 = tg.moe_route %c : (tensor<4x2xi64>) -> (tensor<8xi64>, tensor<4x2xi64>, tensor<5xi64>)
+  return
+}
+
+// -----
+
+func.func @moe_route_no_expert(%c: tensor<4x2xi64>) {
+  // expected-error @+1 {{'tg.moe_route' op the offsets must be [experts + 1] with at least one expert, found [1]}}
+  %r:3 = tg.moe_route %c : (tensor<4x2xi64>) -> (tensor<8x1xi64>, tensor<4x2xi64>, tensor<1xi64>)
+  return
+}
+
+// -----
+
+func.func @expert_linear_offsets(%x: tensor<8x4xf32>, %o: tensor<4xi64>, %w: tensor<4x6xf32>) {
+  // expected-error @+1 {{'tg.expert_linear' op the offsets [4] must be [3], one more than the 2 expert weights}}
+  %0 = tg.expert_linear %x, %o, %w, %w : (tensor<8x4xf32>, tensor<4xi64>, tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<8x6xf32>
+  return
+}
+
+// -----
+
+func.func @expert_linear_weight(%x: tensor<8x4xf32>, %o: tensor<3xi64>, %w: tensor<4x6xf32>) {
+  // expected-error @+1 {{'tg.expert_linear' op an expert weight is [4, 6], not [6, 4]}}
+  %0 = tg.expert_linear %x, %o, %w, %w {transpose_weight = true} : (tensor<8x4xf32>, tensor<3xi64>, tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<8x6xf32>
+  return
+}
+
+// -----
+
+func.func @expert_linear_type(%x: tensor<8x4xf32>, %o: tensor<2xi64>, %w: tensor<4x6xbf16>) {
+  // expected-error @+1 {{'tg.expert_linear' op element types must match, found 'f32' and 'bf16'}}
+  %0 = tg.expert_linear %x, %o, %w : (tensor<8x4xf32>, tensor<2xi64>, tensor<4x6xbf16>) -> tensor<8x6xf32>
+  return
+}
+
+// -----
+
+func.func @expert_weight_grad_shape(%g: tensor<8x6xf32>, %x: tensor<8x4xf32>, %o: tensor<3xi64>) {
+  // expected-error @+1 {{'tg.expert_linear_weight_grad' op an expert result is [4, 6], not [6, 4]}}
+  %0:2 = tg.expert_linear_weight_grad %g, %x, %o : (tensor<8x6xf32>, tensor<8x4xf32>, tensor<3xi64>) -> (tensor<6x4xf32>, tensor<4x6xf32>)
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // softmax, layer_norm, embedding
 //===----------------------------------------------------------------------===//

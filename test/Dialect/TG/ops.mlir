@@ -198,6 +198,35 @@ func.func @gather(%s: tensor<16x32x64xf32>, %p: tensor<32x32xi64>,
   return %0, %1 : tensor<16x32x32xf32>, tensor<16x32x64xf32>
 }
 
+// CHECK-LABEL: func.func @experts(
+func.func @experts(%probs: tensor<64x8xf32>, %x: tensor<64x32xbf16>,
+                   %w0: tensor<96x32xbf16>, %w1: tensor<96x32xbf16>,
+                   %d0: tensor<96x32xbf16>, %d1: tensor<96x32xbf16>)
+    -> (tensor<128x32xbf16>, tensor<96x32xbf16>, tensor<96x32xbf16>) {
+  // CHECK: %[[C:.*]] = tg.top_k %{{.*}} {k = 2 : i64} : (tensor<64x8xf32>) -> tensor<64x2xi64>
+  %c = tg.top_k %probs {k = 2 : i64} : (tensor<64x8xf32>) -> tensor<64x2xi64>
+  // CHECK: %rows, %positions, %offsets = tg.moe_route %[[C]] : (tensor<64x2xi64>) -> (tensor<128x1xi64>, tensor<64x2xi64>, tensor<9xi64>)
+  %rows, %positions, %offsets = tg.moe_route %c
+      : (tensor<64x2xi64>) -> (tensor<128x1xi64>, tensor<64x2xi64>, tensor<9xi64>)
+  %xs = tg.gather %x, %rows {axis = 0 : i64}
+      : (tensor<64x32xbf16>, tensor<128x1xi64>) -> tensor<128x32xbf16>
+  // Two experts' rows of the nine offsets' eight: only the types matter here.
+  %o = tg.slice %offsets {offsets = array<i64: 0>} : tensor<9xi64> -> tensor<3xi64>
+  // CHECK: %[[H:.*]] = tg.expert_linear %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {transpose_weight = true} : (tensor<128x32xbf16>, tensor<3xi64>, tensor<96x32xbf16>, tensor<96x32xbf16>) -> tensor<128x96xbf16>
+  %h = tg.expert_linear %xs, %o, %w0, %w1 {transpose_weight = true}
+      : (tensor<128x32xbf16>, tensor<3xi64>, tensor<96x32xbf16>, tensor<96x32xbf16>)
+      -> tensor<128x96xbf16>
+  // CHECK: %[[Y:.*]] = tg.expert_linear %[[H]], %{{.*}}, %{{.*}}, %{{.*}} : (tensor<128x96xbf16>, tensor<3xi64>, tensor<96x32xbf16>, tensor<96x32xbf16>) -> tensor<128x32xbf16>
+  %y = tg.expert_linear %h, %o, %d0, %d1
+      : (tensor<128x96xbf16>, tensor<3xi64>, tensor<96x32xbf16>, tensor<96x32xbf16>)
+      -> tensor<128x32xbf16>
+  // CHECK: %[[G:.*]]:2 = tg.expert_linear_weight_grad %[[H]], %{{.*}}, %{{.*}} : (tensor<128x96xbf16>, tensor<128x32xbf16>, tensor<3xi64>) -> (tensor<96x32xbf16>, tensor<96x32xbf16>)
+  %g:2 = tg.expert_linear_weight_grad %h, %xs, %o
+      : (tensor<128x96xbf16>, tensor<128x32xbf16>, tensor<3xi64>)
+      -> (tensor<96x32xbf16>, tensor<96x32xbf16>)
+  return %y, %g#0, %g#1 : tensor<128x32xbf16>, tensor<96x32xbf16>, tensor<96x32xbf16>
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization, softmax, embedding, attention, loss
 //===----------------------------------------------------------------------===//

@@ -429,3 +429,78 @@ TEST(MatmulGeluGrad, RejectsBadOperands) {
       product(DType::F32, {4, 5}), rhsBias(DType::F32, {5});
   EXPECT_FAILS(cpu::matmulBiasGrad(cpuCtx, lhs, rhs, false, product, rhsBias));
 }
+
+// tg.expert_linear and its weight gradient against the definition in f64:
+// rows offsets[e] to offsets[e + 1] times expert e's weight, either layout,
+// with an expert that gets no row (its weight gradient zero).
+class ExpertLinearTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(ExpertLinearTest, EachRowTimesItsExpert) {
+  DType dtype = GetParam();
+  std::mt19937 rng(81);
+  const int64_t m = 11, k = 6, n = 5;
+  const std::vector<double> bounds = {0, 4, 4, 9, 11};
+  HostTensor offsets = HostTensor::of(DType::I64, {4 + 1}, bounds);
+  HostTensor x = randomTensor(rng, dtype, {m, k});
+  HostTensor g = randomTensor(rng, dtype, {m, n});
+  for (bool transposed : {false, true}) {
+    std::vector<HostTensor> weights;
+    std::vector<TensorRef> refs;
+    for (int e = 0; e < 4; ++e)
+      weights.push_back(
+          randomTensor(rng, dtype, transposed ? Shape{n, k} : Shape{k, n}));
+    for (HostTensor &w : weights)
+      refs.push_back(w.ref());
+    HostTensor y(dtype, {m, n});
+    ASSERT_OK(cpu::expertLinear(cpuCtx, x, offsets, refs, transposed, y));
+    std::vector<double> want(size_t(m * n), 0.0);
+    std::vector<std::vector<double>> wantGrad(
+        4, std::vector<double>(size_t(n * k), 0.0));
+    for (int e = 0; e < 4; ++e)
+      for (int64_t r = int64_t(bounds[e]); r < int64_t(bounds[e + 1]); ++r)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t c = 0; c < k; ++c) {
+            double w = weights[e].get(transposed ? j * k + c : c * n + j);
+            want[size_t(r * n + j)] += x.get(r * k + c) * w;
+            // d weight: [n, k] (grad^T x) transposed, [k, n] (x^T grad).
+            wantGrad[e][size_t(transposed ? j * k + c : c * n + j)] +=
+                g.get(r * n + j) * x.get(r * k + c);
+          }
+    expectClose(y.values(), want, tolerance(dtype), tolerance(dtype),
+                "expert_linear");
+    std::vector<HostTensor> grads;
+    for (int e = 0; e < 4; ++e)
+      grads.push_back(
+          HostTensor(dtype, transposed ? Shape{n, k} : Shape{k, n}));
+    std::vector<TensorRef> gradRefs;
+    for (HostTensor &t : grads) {
+      t.set(0, 7.0); // written over, even where the expert has no row
+      gradRefs.push_back(t.ref());
+    }
+    if (transposed)
+      ASSERT_OK(cpu::expertLinearWeightGrad(cpuCtx, g, x, offsets, gradRefs));
+    else
+      ASSERT_OK(cpu::expertLinearWeightGrad(cpuCtx, x, g, offsets, gradRefs));
+    for (int e = 0; e < 4; ++e)
+      expectClose(HostTensor(grads[e]).values(), wantGrad[e],
+                  tolerance(dtype) * 2, tolerance(dtype) * 2,
+                  "expert_linear_weight_grad " + std::to_string(e));
+  }
+  // Offsets that do not rise from 0 to the rows fail; so do wrong shapes.
+  std::vector<HostTensor> weights(4, HostTensor(dtype, {k, n}));
+  std::vector<TensorRef> refs;
+  for (HostTensor &w : weights)
+    refs.push_back(w.ref());
+  HostTensor y(dtype, {m, n});
+  for (const std::vector<double> &bad : {std::vector<double>{0, 4, 3, 9, 11},
+                                         {0, 4, 4, 9, 12},
+                                         {1, 4, 4, 9, 11}})
+    EXPECT_FAILS(cpu::expertLinear(
+        cpuCtx, x, HostTensor::of(DType::I64, {5}, bad), refs, false, y));
+  refs.pop_back();
+  EXPECT_FAILS(cpu::expertLinear(cpuCtx, x, offsets, refs, false, y));
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatTypes, ExpertLinearTest,
+                         ::testing::Values(DType::F32, DType::F16,
+                                           DType::BF16));

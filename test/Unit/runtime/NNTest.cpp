@@ -15,7 +15,10 @@
 
 #include "TestUtil.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <numeric>
 
 using namespace tgc::rt;
 using namespace tgc::rt::test;
@@ -999,6 +1002,73 @@ TEST_P(NNTest, GatherAndItsGradient) {
   HostTensor wrongRows(dtype, {3, 2});
   EXPECT_FAILS(cpu::gather(cpuCtx, x, index, 1, wrongRows));
   EXPECT_FAILS(cpu::gather(cpuCtx, x, index, 2, out));
+}
+
+// tg.top_k against a stable sort by value, largest first: ties keep index
+// order and NaN comes first, as torch.topk orders them.
+TEST(MixtureOfExperts, TopKOrdersAsTorch) {
+  std::mt19937 rng(71);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    HostTensor x = randomTensor(rng, dtype, {5, 9});
+    // A row of ties and a row with a NaN.
+    for (int64_t i = 9; i < 18; ++i)
+      x.set(i, i % 3 == 0 ? 0.5 : 0.25);
+    x.set(30, std::nan(""));
+    for (int64_t k : {1, 3, 9}) {
+      HostTensor out(DType::I64, {5, k});
+      ASSERT_OK(cpu::topK(cpuCtx, x, k, out));
+      for (int64_t row = 0; row < 5; ++row) {
+        std::vector<int64_t> order(9);
+        std::iota(order.begin(), order.end(), int64_t(0));
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          double va = x.get(row * 9 + a), vb = x.get(row * 9 + b);
+          if (std::isnan(va) != std::isnan(vb))
+            return std::isnan(va);
+          return va > vb;
+        });
+        for (int64_t j = 0; j < k; ++j)
+          EXPECT_EQ(out.get(row * k + j), order[size_t(j)])
+              << "row " << row << " pick " << j << " k " << k;
+      }
+    }
+  }
+  HostTensor x(DType::F32, {2, 4}), tooMany(DType::I64, {2, 5});
+  EXPECT_FAILS(cpu::topK(cpuCtx, x, 5, tooMany));
+}
+
+// tg.moe_route against its definition: rows sorted by expert, choices in
+// their order within each (a stable sort), the positions its inverse.
+TEST(MixtureOfExperts, RouteSortsStablyByExpert) {
+  std::mt19937 rng(72);
+  const int64_t tokens = 13, k = 2, experts = 5;
+  HostTensor choices(DType::I64, {tokens, k});
+  std::uniform_int_distribution<int64_t> pick(0, experts - 2);
+  for (int64_t i = 0; i < tokens * k; ++i)
+    choices.set(i, double(pick(rng))); // expert 4 gets no row
+  HostTensor rows(DType::I64, {tokens * k, 1}),
+      positions(DType::I64, {tokens, k}), offsets(DType::I32, {experts + 1});
+  ASSERT_OK(cpu::moeRoute(cpuCtx, choices, rows, positions, offsets));
+  int64_t row = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    EXPECT_EQ(offsets.get(e), row) << "expert " << e;
+    for (int64_t i = 0; i < tokens * k; ++i)
+      if (choices.get(i) == double(e)) {
+        EXPECT_EQ(rows.get(row), i / k) << "row " << row;
+        EXPECT_EQ(positions.get(i), row) << "choice " << i;
+        ++row;
+      }
+  }
+  EXPECT_EQ(offsets.get(experts), tokens * k);
+  EXPECT_EQ(offsets.get(experts - 1), tokens * k); // the empty expert
+  // An expert outside [0, E) fails, naming it and its token.
+  choices.set(7, 5);
+  Status status = cpu::moeRoute(cpuCtx, choices, rows, positions, offsets);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error.find("expert 5 of token 3"), std::string::npos)
+      << status.error;
+  HostTensor flatRows(DType::I64, {tokens * k});
+  choices.set(7, 0);
+  EXPECT_FAILS(cpu::moeRoute(cpuCtx, choices, flatRows, positions, offsets));
 }
 
 TEST(IndexErrors, CrossEntropyTargetOutOfRangeFails) {

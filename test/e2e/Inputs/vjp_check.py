@@ -179,6 +179,21 @@ CASES = [
          [f"%i = tg.constant {dense([3, 4], [4, 0, 0, 2, 1, 1, 3, 0, 2, 4, 4, 4], 'i64')}",
           f"%r = tg.gather %p0, %i {{axis = 2 : i64}} : ({ttype([2, 3, 5])}, "
           f"{ttype([3, 4], 'i64')}) -> {ttype([2, 3, 4])}"], [2, 3, 4]),
+    case("expert_linear (an expert without rows)",
+         [("x", [5, 3], NORMAL), ("w0", [4, 3], NORMAL),
+          ("w1", [4, 3], NORMAL), ("w2", [4, 3], NORMAL)],
+         [f"%o = tg.constant {dense([4], [0, 2, 2, 5], 'i64')}",
+          f"%r = tg.expert_linear %p0, %o, %p1, %p2, %p3 "
+          f"{{transpose_weight = true}} : ({ttype([5, 3])}, "
+          f"{ttype([4], 'i64')}, {ttype([4, 3])}, {ttype([4, 3])}, "
+          f"{ttype([4, 3])}) -> {ttype([5, 4])}"], [5, 4]),
+    case("expert_linear [K, N] weights",
+         [("x", [5, 3], NORMAL), ("w0", [3, 4], NORMAL),
+          ("w1", [3, 4], NORMAL)],
+         [f"%o = tg.constant {dense([3], [0, 1, 5], 'i64')}",
+          f"%r = tg.expert_linear %p0, %o, %p1, %p2 : ({ttype([5, 3])}, "
+          f"{ttype([3], 'i64')}, {ttype([3, 4])}, {ttype([3, 4])}) -> "
+          f"{ttype([5, 4])}"], [5, 4]),
     case("softmax axis 1", [("x", [3, 5], NORMAL)],
          [f"%r = tg.softmax %p0 {{axis = 1 : i64}} : {ttype([3, 5])}"], [3, 5]),
     case("softmax axis 0", [("x", [3, 5], NORMAL)],

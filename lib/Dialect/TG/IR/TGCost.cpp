@@ -72,6 +72,21 @@ int64_t LinearOp::getMatmulFlops() {
   return 2 * numElements(getResult()) * shapeOf(getInput()).back();
 }
 
+// A selection pass per kept index over each row.
+int64_t TopKOp::getFlops() { return numElements(getInput()) * getK(); }
+// Routing counts and places integers.
+int64_t MoeRouteOp::getFlops() { return 0; }
+// M rows of products whatever their split between the experts.
+int64_t ExpertLinearOp::getFlops() { return getMatmulFlops(); }
+int64_t ExpertLinearOp::getMatmulFlops() {
+  return 2 * numElements(getResult()) * shapeOf(getInput()).back();
+}
+int64_t ExpertLinearWeightGradOp::getFlops() { return getMatmulFlops(); }
+int64_t ExpertLinearWeightGradOp::getMatmulFlops() {
+  ArrayRef<int64_t> lhs = shapeOf(getLhs()), rhs = shapeOf(getRhs());
+  return 2 * lhs[0] * lhs[1] * rhs[1];
+}
+
 // The product and one add per summed element.
 int64_t MatmulBiasGradOp::getFlops() {
   ArrayRef<int64_t> summed = shapeOf(getBiasOfLhs() ? getLhs() : getRhs());

@@ -372,6 +372,37 @@ LogicalResult GatherOp::buildVectorJacobianProduct(
   return success();
 }
 
+// The input's cotangent goes back through the same experts' weights
+// (transposed the other way); each weight's is the outer product summed
+// over its expert's rows. The offsets have none.
+LogicalResult ExpertLinearOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads, ArrayRef<bool> needed,
+    SmallVectorImpl<Value> &operandGrads) {
+  Value grad = resultGrads[0];
+  bool transposed = getTransposeWeight();
+  operandGrads.push_back(needed[0]
+                             ? ExpertLinearOp::create(builder, getLoc(),
+                                                      getInput().getType(),
+                                                      grad, getOffsets(),
+                                                      getWeights(), !transposed)
+                                   .getResult()
+                             : Value());
+  operandGrads.push_back(nullptr);
+  bool anyWeight = llvm::any_of(needed.drop_front(2), [](bool b) { return b; });
+  if (!anyWeight) {
+    operandGrads.append(getWeights().size(), nullptr);
+    return success();
+  }
+  // [N, K] weights (transposed) take grad^T input; [K, N] input^T grad.
+  Value lhs = transposed ? grad : getInput();
+  Value rhs = transposed ? getInput() : grad;
+  auto weightGrads = ExpertLinearWeightGradOp::create(
+      builder, getLoc(), TypeRange(getWeights()), lhs, rhs, getOffsets());
+  for (auto [i, result] : llvm::enumerate(weightGrads.getResults()))
+    operandGrads.push_back(needed[2 + i] ? result : Value());
+  return success();
+}
+
 LogicalResult LayerNormOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {

@@ -899,6 +899,51 @@ LogicalResult GatherGradOp::verify() {
   return verifyGather(*this, getResult(), getIndex(), getGrad(), getAxis());
 }
 
+LogicalResult TopKOp::verify() {
+  std::string error = shapes::topK(tensorType(getInput()).getShape(),
+                                   tensorType(getResult()).getShape(), getK());
+  return error.empty() ? success() : emitOpError(error);
+}
+
+LogicalResult MoeRouteOp::verify() {
+  std::string error = shapes::moeRoute(tensorType(getChoices()).getShape(),
+                                       tensorType(getRows()).getShape(),
+                                       tensorType(getPositions()).getShape(),
+                                       tensorType(getOffsets()).getShape());
+  return error.empty() ? success() : emitOpError(error);
+}
+
+/// The shapes of `values`.
+static SmallVector<ArrayRef<int64_t>> shapesOf(ValueRange values) {
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value value : values)
+    shapes.push_back(tensorType(value).getShape());
+  return shapes;
+}
+
+LogicalResult ExpertLinearOp::verify() {
+  SmallVector<Value> floats = {getInput(), getResult()};
+  llvm::append_range(floats, getWeights());
+  if (failed(verifySameElementType(*this, floats)))
+    return failure();
+  std::string error = shapes::expertLinear(
+      tensorType(getInput()).getShape(), tensorType(getOffsets()).getShape(),
+      shapesOf(getWeights()), tensorType(getResult()).getShape(),
+      getTransposeWeight());
+  return error.empty() ? success() : emitOpError(error);
+}
+
+LogicalResult ExpertLinearWeightGradOp::verify() {
+  SmallVector<Value> floats = {getLhs(), getRhs()};
+  llvm::append_range(floats, getResults());
+  if (failed(verifySameElementType(*this, floats)))
+    return failure();
+  std::string error = shapes::expertOuter(
+      tensorType(getLhs()).getShape(), tensorType(getRhs()).getShape(),
+      tensorType(getOffsets()).getShape(), shapesOf(getResults()));
+  return error.empty() ? success() : emitOpError(error);
+}
+
 /// Checks that `small` broadcasts to exactly `large`.
 static LogicalResult verifyBroadcastsTo(Operation *op, Value small,
                                         Value large) {

@@ -2,13 +2,13 @@
 //
 // Precision lowering of a model's forward pass, as torch.autocast does it by
 // hand: an op policy says which op kinds compute in the low precision
-// (matmul, attention), which in f32 (softmax, normalization, reductions,
-// exp/log), which read any float type and compute in f32 inside their
-// kernels (the loss: nothing to cast), and every other op computes in the
-// widest type of its operands. One walk in program order retypes each op and inserts the
-// casts its policy needs; casts are cached per (value, type), so a value -
-// a parameter in particular - is converted once however many ops use it.
-// Folding then removes casts that undo each other.
+// (matmul, expert_linear, attention), which in f32 (softmax, normalization,
+// reductions, exp/log), which read any float type and compute in f32 inside
+// their kernels (the loss: nothing to cast), and every other op computes in the
+// widest type of its operands. One walk in program order retypes each op and
+// inserts the casts its policy needs; casts are cached per (value, type), so a
+// value - a parameter in particular - is converted once however many ops use
+// it. Folding then removes casts that undo each other.
 //
 //===----------------------------------------------------------------------===//
 
@@ -204,7 +204,7 @@ struct AmpPass : tgc::tg::impl::TGAmpBase<AmpPass> {
       return markAllAnalysesPreserved();
     Type low = dtype == Half::BF16 ? Type(BFloat16Type::get(context))
                                    : Type(Float16Type::get(context));
-    static const char *kDefaultLow[] = {"matmul", "attention"};
+    static const char *kDefaultLow[] = {"matmul", "expert_linear", "attention"};
     static const char *kDefaultF32[] = {
         "softmax", "layer_norm", "rms_norm", "reduce_sum", "reduce_mean",
         "reduce_max", "exp", "log", "rsqrt"};

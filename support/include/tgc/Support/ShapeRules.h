@@ -219,6 +219,100 @@ std::string gather(const A &input, const B &index, const C &result,
   return {};
 }
 
+/// tg.top_k: `result` is `input` with its last dimension `k`, and
+/// `1 <= k <= ` that dimension. Empty when they agree, otherwise why not.
+template <typename A, typename B>
+std::string topK(const A &input, const B &result, int64_t k) {
+  if (input.size() == 0)
+    return "the operand must have rank >= 1";
+  int64_t last = input[input.size() - 1];
+  if (k < 1 || k > last)
+    return "k = " + std::to_string(k) + " is not in [1, " +
+           std::to_string(last) + "]";
+  Shape expected(input.begin(), input.end());
+  expected.back() = k;
+  if (!std::equal(expected.begin(), expected.end(), result.begin(),
+                  result.end()))
+    return "the result shape " + toString(result) + " is not " +
+           toString(expected);
+  return {};
+}
+
+/// tg.moe_route: `choices` is `[N, k]` (each token's k experts), `rows`
+/// `[N * k, 1]` (the token of each row sorted by expert), `positions`
+/// `[N, k]` (the sorted row of each choice) and `offsets` `[E + 1]` with
+/// `E >= 1`.
+template <typename A, typename B, typename C, typename D>
+std::string moeRoute(const A &choices, const B &rows, const C &positions,
+                     const D &offsets) {
+  if (choices.size() != 2)
+    return "the expert choices must have rank 2 ([tokens, k]), found " +
+           toString(choices);
+  Shape rowShape = {choices[0] * choices[1], 1};
+  if (!std::equal(rowShape.begin(), rowShape.end(), rows.begin(), rows.end()))
+    return "the rows shape " + toString(rows) + " is not " + toString(rowShape);
+  if (!std::equal(choices.begin(), choices.end(), positions.begin(),
+                  positions.end()))
+    return "the positions shape " + toString(positions) +
+           " differs from the choices " + toString(choices);
+  if (offsets.size() != 1 || offsets[0] < 2)
+    return "the offsets must be [experts + 1] with at least one expert, "
+           "found " +
+           toString(offsets);
+  return {};
+}
+
+/// tg.expert_linear: `input` `[M, K]`, `offsets` `[E + 1]`, E `weights`
+/// each `[K, N]` (`[N, K]` with `transposeWeight`), `result` `[M, N]`.
+template <typename A, typename B, typename W, typename C>
+std::string expertLinear(const A &input, const B &offsets, const W &weights,
+                         const C &result, bool transposeWeight) {
+  if (offsets.size() != 1 || offsets[0] != int64_t(weights.size()) + 1)
+    return "the offsets " + toString(offsets) + " must be [" +
+           std::to_string(weights.size() + 1) + "], one more than the " +
+           std::to_string(weights.size()) + " expert weights";
+  if (weights.size() == 0)
+    return "there must be at least one expert weight";
+  if (input.size() != 2 || result.size() != 2)
+    return "the input " + toString(input) + " and the result " +
+           toString(result) + " must have rank 2";
+  for (const auto &weight : weights) {
+    Shape expected = transposeWeight ? Shape{result[1], input[1]}
+                                     : Shape{input[1], result[1]};
+    if (!std::equal(expected.begin(), expected.end(), weight.begin(),
+                    weight.end()))
+      return "an expert weight is " + toString(weight) + ", not " +
+             toString(expected);
+  }
+  if (result[0] != input[0])
+    return "the result has " + std::to_string(result[0]) + " rows, the input " +
+           std::to_string(input[0]);
+  return {};
+}
+
+/// tg.expert_linear_weight_grad: `lhs` `[M, P]`, `rhs` `[M, Q]`, `offsets`
+/// `[E + 1]`, E `results` each `[P, Q]`.
+template <typename A, typename B, typename C, typename R>
+std::string expertOuter(const A &lhs, const B &rhs, const C &offsets,
+                        const R &results) {
+  if (results.size() == 0)
+    return "there must be at least one expert result";
+  if (offsets.size() != 1 || offsets[0] != int64_t(results.size()) + 1)
+    return "the offsets " + toString(offsets) + " must be [" +
+           std::to_string(results.size() + 1) + "], one more than the " +
+           std::to_string(results.size()) + " expert results";
+  if (lhs.size() != 2 || rhs.size() != 2 || lhs[0] != rhs[0])
+    return "the operands " + toString(lhs) + " and " + toString(rhs) +
+           " must be rank 2 with the same rows";
+  Shape expected = {lhs[1], rhs[1]};
+  for (const auto &result : results)
+    if (!std::equal(expected.begin(), expected.end(), result.begin(),
+                    result.end()))
+      return "an expert result is " + toString(result) + ", not " +
+             toString(expected);
+  return {};
+}
+
 } // namespace tgc::shapes
 
 #endif // TGC_SUPPORT_SHAPERULES_H

@@ -10,6 +10,8 @@ cache its config asks for), glm (GLM-4's flags: partial rotary on
 interleaved pairs, q/k/v biases, grouped-query keys, fused gate_up),
 falcon (falcon-7b's flags: multi-query attention from one fused
 projection, attention and MLP in parallel off one LayerNorm, no biases),
+mixtral and qwen2-moe (mixtures of experts: Mixtral-8x7B's top-2 router,
+Qwen1.5-MoE's unnormalized top-4 with a gated shared expert),
 gpt-neo (alternating global and local attention), distilbert
 (a sequence classifier), bert (the same head), deberta-v3
 (deberta-v3-base's flags: relative attention with log position buckets,
@@ -80,6 +82,23 @@ elif kind == "gpt-neo":
         attention_types=[[["global", "local"], 1]], num_heads=4,
         max_position_embeddings=64, window_size=8, resid_dropout=0.0,
         embed_dropout=0.0, attention_dropout=0.0))
+elif kind == "mixtral":
+    # Mixtral-8x7B's flags (top-2 of 8 experts, SiLU-gated experts, grouped
+    # keys), four experts.
+    model = T.MixtralForCausalLM(T.MixtralConfig(
+        vocab_size=96, hidden_size=64, intermediate_size=96,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=64, num_local_experts=4,
+        num_experts_per_tok=2, router_jitter_noise=0.0))
+elif kind == "qwen2-moe":
+    # Qwen1.5-MoE-A2.7B's flags: top-4 of 60 experts unnormalized, a shared
+    # expert behind a sigmoid gate, q/k/v biases; eight experts.
+    model = T.Qwen2MoeForCausalLM(T.Qwen2MoeConfig(
+        vocab_size=96, hidden_size=64, intermediate_size=128,
+        moe_intermediate_size=48, shared_expert_intermediate_size=128,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+        max_position_embeddings=64, num_experts=8, num_experts_per_tok=4,
+        norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[]))
 elif kind == "distilbert":
     model = T.DistilBertForSequenceClassification(T.DistilBertConfig(
         vocab_size=96, dim=64, n_layers=2, n_heads=4, hidden_dim=128,

@@ -244,6 +244,40 @@ def TG_LinearOp : TG_Op<"linear", [TG_Differentiable],
   let hasVerifier = 1;
 }
 
+def TG_ExpertLinearOp : TG_Op<"expert_linear", [TG_Differentiable],
+                              ["getMatmulFlops"]> {
+  let summary = "each row times its expert's weight: a grouped GEMM";
+  let description = [{
+    `input` is `[M, K]`, rows sorted by expert as `tg.moe_route` leaves
+    them; rows `offsets[e]` to `offsets[e + 1]` are multiplied by expert
+    e's weight, `weights[e]`: `[K, N]`, or `[N, K]` used transposed with
+    `transpose_weight` (a `torch.nn.Linear`'s layout). The result is
+    `[M, N]`, accumulated in f32 and rounded once. One op for all the
+    experts with no per-expert shapes in the IR: the split is read from
+    `offsets` when the kernel runs (on the CPU, one GEMM per expert; on
+    CUDA, one grouped launch). FLOPs are those of `M` rows whatever the
+    split.
+
+    Its gradient is `tg.expert_linear` of the output gradient with the
+    transpose flipped (the input's) and `tg.expert_linear_weight_grad`
+    (the weights').
+
+    ```mlir
+    %h = tg.expert_linear %xs, %offsets, %w0, %w1 {transpose_weight = true}
+        : (tensor<128x64xf32>, tensor<3xi64>, tensor<256x64xf32>,
+           tensor<256x64xf32>) -> tensor<128x256xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_IndexTensor:$offsets,
+                       Variadic<TG_FloatTensor>:$weights,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_weight);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $offsets `,` $weights attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_MatmulAddOp : TG_Op<"matmul_add", [TG_InPlaceTied, TG_InferredType],
                            ["getMatmulFlops", "getKernelLaunches"]> {
   let summary = "a matrix product added to an accumulator in one GEMM";
@@ -581,6 +615,56 @@ def TG_GatherOp : TG_Op<"gather", [TG_Differentiable]> {
   let results = (outs TG_AnyTensor:$result);
   let assemblyFormat = [{
     $input `,` $index attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_TopKOp : TG_Op<"top_k", []> {
+  let summary = "the indices of the k largest elements along the last axis";
+  let description = [{
+    For each row of the last axis, the indices of its `k` largest elements,
+    largest first; equal elements in index order, NaN above every number
+    (as torch.topk sorts them). The values are a `tg.gather` by these
+    indices, which carries their gradient; the indices have none. A
+    mixture-of-experts router picks each token's experts with it.
+
+    ```mlir
+    %experts = tg.top_k %probs {k = 2 : i64}
+        : (tensor<64x8xf32>) -> tensor<64x2xi64>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, I64Attr:$k);
+  let results = (outs TG_IndexTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_MoeRouteOp : TG_Op<"moe_route", []> {
+  let summary = "sorts each token's expert choices by expert (dropless)";
+  let description = [{
+    `choices` is `[N, k]`: each of N tokens' k experts, in `[0, E)`. The
+    N * k choices are sorted by expert, stably (token order within an
+    expert), into rows: `rows[r]` is the token of sorted row r (shaped
+    `[N * k, 1]`, the index a row `tg.gather` takes), `positions[n, j]` the
+    row choice `(n, j)` went to, and rows `offsets[e]` to `offsets[e + 1]`
+    belong to expert e (`offsets[0] = 0`, `offsets[E] = N * k`). Every
+    shape is static; only the split between the experts depends on the
+    router, and the expert ops (`tg.expert_linear`) read it from `offsets`
+    on the device. No token is dropped. An expert outside `[0, E)` is a
+    runtime error.
+
+    ```mlir
+    %rows, %positions, %offsets = tg.moe_route %experts
+        : (tensor<64x2xi64>) -> (tensor<128x1xi64>, tensor<64x2xi64>, tensor<9xi64>)
+    ```
+  }];
+  let arguments = (ins TG_IndexTensor:$choices);
+  let results = (outs TG_IndexTensor:$rows, TG_IndexTensor:$positions,
+                      TG_IndexTensor:$offsets);
+  let assemblyFormat = [{
+    $choices attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -1139,6 +1223,25 @@ def TG_GatherGradOp : TG_Op<"gather_grad", [], ["getKernelLaunches"]> {
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $index attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_ExpertLinearWeightGradOp : TG_Op<"expert_linear_weight_grad", [],
+                                        ["getMatmulFlops"]> {
+  let summary = "per-expert lhs^T rhs over each expert's rows";
+  let description = [{
+    `lhs` `[M, P]` and `rhs` `[M, Q]` hold rows sorted by expert
+    (`offsets` `[E + 1]` as `tg.moe_route` makes it); result e is
+    `lhs[rows of e]^T rhs[rows of e]`, `[P, Q]`, zero for an expert no row
+    went to. The weight gradient of `tg.expert_linear`, accumulated in f32
+    in row order and rounded once.
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs,
+                       TG_IndexTensor:$offsets);
+  let results = (outs Variadic<TG_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $offsets attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

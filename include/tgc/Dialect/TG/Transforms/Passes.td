@@ -542,7 +542,7 @@ def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
     Rewrites every `tg.model` function (run it before tg-autodiff, which then
     differentiates the mixed-precision forward pass) with an op policy in the
     spirit of torch.autocast:
-    - `low-precision-ops` (default matmul, attention) compute in `dtype`
+    - `low-precision-ops` (default matmul, expert_linear, attention) compute in `dtype`
       (bf16 or f16): their float operands are cast down;
     - `f32-ops` (default softmax, layer_norm, rms_norm, reductions, exp, log, rsqrt)
       compute in f32: their operands are cast up;
