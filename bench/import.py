@@ -15,8 +15,8 @@ at B=1, T=1024 (GPT-2) and T=2048 (Llama), AdamW:
    tg-raise-rms-norm, tg-raise-gelu, tg-raise-logit-softcap); rotary
    embeddings stay elementwise;
 3. families tgc-models does not build (Gemma 2, GLM, Falcon, RoBERTa,
-   DeBERTa-v3) at their published checkpoints' sizes: import time,
-   planned peak, and which fused ops the import raised.
+   DeBERTa-v3, Mixtral, Qwen2-MoE) at their published checkpoints' sizes:
+   import time, planned peak, and which fused ops the import raised.
 
 Writes bench/IMPORT.md.
 
@@ -90,13 +90,34 @@ DEBERTA_V3 = {"architectures": ["DebertaV2ForSequenceClassification"],
               "max_relative_positions": -1, "layer_norm_eps": 1e-7,
               "pooler_hidden_size": 768, "pooler_dropout": 0,
               "pooler_hidden_act": "gelu", "num_labels": 2}
+MIXTRAL = {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+           "hidden_size": 4096, "intermediate_size": 14336,
+           "num_hidden_layers": 32, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "vocab_size": 32000,
+           "max_position_embeddings": 32768, "num_local_experts": 8,
+           "num_experts_per_tok": 2, "rope_theta": 1e6,
+           "rms_norm_eps": 1e-5, "router_aux_loss_coef": 0.02,
+           "output_router_logits": False, "tie_word_embeddings": False}
+QWEN2_MOE = {"architectures": ["Qwen2MoeForCausalLM"],
+             "model_type": "qwen2_moe", "hidden_size": 2048,
+             "intermediate_size": 5632, "moe_intermediate_size": 1408,
+             "shared_expert_intermediate_size": 5632,
+             "num_hidden_layers": 24, "num_attention_heads": 16,
+             "num_key_value_heads": 16, "vocab_size": 151936,
+             "max_position_embeddings": 8192, "num_experts": 60,
+             "num_experts_per_tok": 4, "norm_topk_prob": False,
+             "decoder_sparse_step": 1, "rope_theta": 1e6,
+             "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
 FAMILIES = [("Gemma 2 (gemma-2-2b)", GEMMA2, 2048),
             ("GLM (glm-4-9b)", GLM4, 2048),
             ("Falcon (falcon-7b)", FALCON, 2048),
             ("RoBERTa (roberta-base, masked LM)", ROBERTA, 512),
-            ("DeBERTa-v3 (deberta-v3-base, classifier)", DEBERTA_V3, 512)]
+            ("DeBERTa-v3 (deberta-v3-base, classifier)", DEBERTA_V3, 512),
+            ("Mixtral (Mixtral-8x7B)", MIXTRAL, 2048),
+            ("Qwen2-MoE (Qwen1.5-MoE-A2.7B)", QWEN2_MOE, 2048)]
 # The fused ops the import raises, counted in its IR.
-RAISED = ("tg.attention", "tg.rms_norm", "tg.layer_norm", "tg.gelu")
+RAISED = ("tg.attention", "tg.rms_norm", "tg.layer_norm", "tg.gelu",
+          "tg.moe_route", "tg.expert_linear")
 
 MODELS = [("GPT-2 124M", GPT2, 1024, ["gpt2", "--preset", "124M"]),
           ("Llama-3.2-1B shape", LLAMA, 2048,
@@ -238,6 +259,11 @@ content-to-position and position-to-content terms
 scores before the softmax, and tg.attention has no additive bias operand
 yet. RoBERTa's position ids (counted from the padding) are a few integer
 ops on [B, T] and a tg.cumsum.
+The mixtures of experts keep no per-expert shape: each layer routes all
+T x k choices with one tg.moe_route and runs its experts as three
+tg.expert_linear (gate, up, down) over the experts' own weights, so the
+plan holds T x k rows of each expert activation whatever the router
+picks, and the estimate counts the FLOPs of T x k rows.
 """)
     print(open(os.path.join(ROOT, "bench", "IMPORT.md")).read())
 

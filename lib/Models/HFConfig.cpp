@@ -217,7 +217,7 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   ConfigReader r{*object, path, ""};
   LlamaConfig c;
   c.modelType = r.string("model_type");
-  if (!checkModelType(r, {"llama", "mistral", "qwen2"})) {
+  if (!checkModelType(r, {"llama", "mistral", "qwen2", "mixtral"})) {
     error = r.error;
     return std::nullopt;
   }
@@ -241,6 +241,20 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   c.tieEmbeddings = false;
   r.boolean("tie_word_embeddings", c.tieEmbeddings);
   c.qkvBias = c.modelType == "qwen2";
+  if (c.modelType == "mixtral") {
+    r.integer("num_local_experts", c.experts);
+    r.integer("num_experts_per_tok", c.expertsPerToken);
+    bool routerLogits = false;
+    double jitter = 0.0;
+    r.boolean("output_router_logits", routerLogits);
+    r.number("router_jitter_noise", jitter, /*required=*/false);
+    if (routerLogits)
+      r.fail("output_router_logits true (the router's auxiliary "
+             "load-balancing loss) is not supported");
+    if (jitter != 0.0)
+      r.fail("router_jitter_noise (random noise on the router's input) is "
+             "not supported; set it to 0");
+  }
   std::string act = r.string("hidden_act");
   if (!act.empty() && act != "silu")
     r.fail("hidden_act '" + act + "' is not supported (only silu)");
@@ -255,12 +269,12 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   // the layers from max_window_layers on only; not built here, so only a
   // window that covers the sequence (where it changes nothing) is taken.
   int64_t window = 0;
-  bool useWindow = c.modelType == "mistral";
+  bool useWindow = c.modelType == "mistral" || c.modelType == "mixtral";
   r.boolean("use_sliding_window", useWindow);
   r.integer("sliding_window", window, /*required=*/false);
   if (useWindow && window < 0)
     r.fail("sliding_window must be positive, found " + Twine(window));
-  else if (useWindow && c.modelType == "mistral")
+  else if (useWindow && (c.modelType == "mistral" || c.modelType == "mixtral"))
     c.slidingWindow = window;
   else if (useWindow && window > 0 && window < seqLen)
     r.fail("sliding_window " + Twine(window) + " is shorter than the " +
@@ -385,9 +399,10 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
                         "form";
     return std::nullopt;
   }
-  if (c.slidingWindow > 0 && type != "mistral") {
-    error = ("a " + type + " with a sliding window has no Hugging Face form "
-             "here (only mistral's window is written)")
+  if (c.slidingWindow > 0 && type != "mistral" && type != "mixtral") {
+    error = ("a " + type +
+             " with a sliding window has no Hugging Face form "
+             "here (only mistral's and mixtral's windows are written)")
                 .str();
     return std::nullopt;
   }
@@ -396,9 +411,10 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
             "Hugging Face form";
     return std::nullopt;
   }
-  StringRef architecture = type == "mistral" ? "MistralForCausalLM"
-                           : type == "qwen2" ? "Qwen2ForCausalLM"
-                                             : "LlamaForCausalLM";
+  StringRef architecture = type == "mistral"   ? "MistralForCausalLM"
+                           : type == "qwen2"   ? "Qwen2ForCausalLM"
+                           : type == "mixtral" ? "MixtralForCausalLM"
+                                               : "LlamaForCausalLM";
   nlohmann::ordered_json o = header(architecture, type);
   o["num_hidden_layers"] = c.nLayer;
   o["hidden_size"] = c.hidden;
@@ -428,11 +444,17 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
   if (type == "llama") {
     o["attention_bias"] = false;
     o["mlp_bias"] = false;
-  } else if (type == "mistral") {
+  } else if (type == "mistral" || type == "mixtral") {
     if (c.slidingWindow > 0)
       o["sliding_window"] = c.slidingWindow;
     else
       o["sliding_window"] = nullptr;
+    if (type == "mixtral") {
+      o["num_local_experts"] = c.experts;
+      o["num_experts_per_tok"] = c.expertsPerToken;
+      o["output_router_logits"] = false;
+      o["router_jitter_noise"] = 0.0;
+    }
   } else {
     o["use_sliding_window"] = false;
   }

@@ -1,9 +1,11 @@
 //===- Llama.cpp - the Llama family as a tg model -------------------------===//
 //
-// Llama (2 and 3), Mistral and Qwen2 as Hugging Face's *ForCausalLM compute
-// them (eager attention, no dropout): token embedding, n_layer pre-norm
-// blocks of RMSNorm, rotary-embedded grouped-query causal attention and a
-// SwiGLU MLP (down(silu(gate(x)) * up(x))), a final RMSNorm and lm_head
+// Llama (2 and 3), Mistral, Qwen2 and Mixtral as Hugging Face's
+// *ForCausalLM compute them (eager attention, no dropout): token embedding,
+// n_layer pre-norm blocks of RMSNorm, rotary-embedded grouped-query causal
+// attention and a SwiGLU MLP (down(silu(gate(x)) * up(x)); Mixtral's a
+// mixture of such experts, ModelBuilder::mixtureOfExperts), a final RMSNorm
+// and lm_head
 // (or the tied embedding), with next-token cross-entropy. Parameter names
 // and layouts (nn.Linear weights [out, in]) are Hugging Face's, so
 // save_pretrained's safetensors load as they are.
@@ -53,6 +55,25 @@ std::optional<LlamaConfig> getLlamaPreset(StringRef name) {
     c.maxPositions = 32768;
     c.rmsEps = 1e-5;
     c.ropeTheta = 1000000.0;
+    return c;
+  }
+  if (name == "mixtral-8x7b") {
+    c.modelType = "mixtral";
+    c.intermediate = 14336;
+    c.nKVHead = 8;
+    c.maxPositions = 32768;
+    c.rmsEps = 1e-5;
+    c.ropeTheta = 1000000.0;
+    c.experts = 8;
+    c.expertsPerToken = 2;
+    return c;
+  }
+  if (name == "mixtral-tiny") {
+    c = *getLlamaPreset("tiny");
+    c.modelType = "mixtral";
+    c.intermediate = 96;
+    c.experts = 4;
+    c.expertsPerToken = 2;
     return c;
   }
   if (name == "qwen2-7b") {
@@ -159,6 +180,16 @@ std::string validateLlamaConfig(const LlamaConfig &c) {
         .str();
   if (c.nLayer > 100000)
     return "num_hidden_layers must be at most 100000";
+  if ((c.experts > 0) != (c.modelType == "mixtral"))
+    return "experts (num_local_experts) are Mixtral's: a mixtral needs them, "
+           "other models have none";
+  if (c.experts < 0 || c.experts > 4096 ||
+      (c.experts > 0 &&
+       (c.expertsPerToken < 1 || c.expertsPerToken > c.experts)))
+    return ("num_experts_per_tok (" + Twine(c.expertsPerToken) +
+            ") must be in [1, num_local_experts (" + Twine(c.experts) +
+            ")], and num_local_experts at most 4096")
+        .str();
   return "";
 }
 
@@ -177,18 +208,28 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
   b.setGenerator(
       {attrs.getNamedAttr("model", attrs.getStringAttr("llama")),
        attrs.getNamedAttr("model_type", attrs.getStringAttr(c.modelType)),
-       i64("n_layer", c.nLayer), i64("hidden", c.hidden),
-       i64("intermediate", c.intermediate), i64("n_head", c.nHead),
-       i64("n_kv_head", c.nKVHead), i64("head_dim", c.headDim),
-       i64("vocab_size", c.vocabSize), i64("max_positions", c.maxPositions),
-       f64("rms_eps", c.rmsEps), f64("rope_theta", c.ropeTheta),
+       i64("n_layer", c.nLayer),
+       i64("hidden", c.hidden),
+       i64("intermediate", c.intermediate),
+       i64("n_head", c.nHead),
+       i64("n_kv_head", c.nKVHead),
+       i64("head_dim", c.headDim),
+       i64("vocab_size", c.vocabSize),
+       i64("max_positions", c.maxPositions),
+       f64("rms_eps", c.rmsEps),
+       f64("rope_theta", c.ropeTheta),
        f64("rope_factor", c.ropeFactor),
        f64("rope_low_freq_factor", c.ropeLowFreqFactor),
        f64("rope_high_freq_factor", c.ropeHighFreqFactor),
        i64("rope_original_max_positions", c.ropeOriginalMaxPositions),
-       flag("tie_embeddings", c.tieEmbeddings), flag("qkv_bias", c.qkvBias),
-       i64("pad_idx", c.padIdx), i64("sliding_window", c.slidingWindow),
-       f64("initializer_range", c.initializerRange), i64("seq_len", c.seqLen),
+       flag("tie_embeddings", c.tieEmbeddings),
+       flag("qkv_bias", c.qkvBias),
+       i64("pad_idx", c.padIdx),
+       i64("sliding_window", c.slidingWindow),
+       i64("experts", c.experts),
+       i64("experts_per_token", c.expertsPerToken),
+       f64("initializer_range", c.initializerRange),
+       i64("seq_len", c.seqLen),
        i64("batch", c.batch)});
   b.setTask(tg::TGDialect::kTaskCausalLM);
   const int64_t B = c.batch, T = c.seqLen, C = c.hidden, H = c.nHead,
@@ -232,9 +273,24 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
     Linear kProj = linearParams("self_attn.k_proj", KV * D, C, c.qkvBias);
     Linear vProj = linearParams("self_attn.v_proj", KV * D, C, c.qkvBias);
     Linear oProj = linearParams("self_attn.o_proj", C, H * D, false);
-    Linear gateProj = linearParams("mlp.gate_proj", I, C, false);
-    Linear upProj = linearParams("mlp.up_proj", I, C, false);
-    Linear downProj = linearParams("mlp.down_proj", C, I, false);
+    // The MLP: dense, or Mixtral's router and experts (w1 the gate, w3 up,
+    // w2 down).
+    Linear gateProj, upProj, downProj, router;
+    SmallVector<Value> expertGate, expertUp, expertDown;
+    if (c.experts == 0) {
+      gateProj = linearParams("mlp.gate_proj", I, C, false);
+      upProj = linearParams("mlp.up_proj", I, C, false);
+      downProj = linearParams("mlp.down_proj", C, I, false);
+    } else {
+      router = linearParams("block_sparse_moe.gate", c.experts, C, false);
+      for (int64_t e = 0; e < c.experts; ++e) {
+        std::string expert =
+            ("block_sparse_moe.experts." + Twine(e) + ".").str();
+        expertGate.push_back(linearParams(expert + "w1", I, C, false).weight);
+        expertDown.push_back(linearParams(expert + "w2", C, I, false).weight);
+        expertUp.push_back(linearParams(expert + "w3", I, C, false).weight);
+      }
+    }
     Value inputNorm = b.param(name("input_layernorm.weight"), {C}, ones);
     Value postNorm =
         b.param(name("post_attention_layernorm.weight"), {C}, ones);
@@ -264,9 +320,17 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
 
     b.setScope(name("post_attention_layernorm"));
     h = b.rmsNorm(x, postNorm, c.rmsEps);
-    b.setScope(name("mlp"));
-    Value gate = b.silu(linear(h, gateProj));
-    x = b.add(x, linear(b.mul(gate, linear(h, upProj)), downProj));
+    if (c.experts == 0) {
+      b.setScope(name("mlp"));
+      Value gate = b.silu(linear(h, gateProj));
+      x = b.add(x, linear(b.mul(gate, linear(h, upProj)), downProj));
+    } else {
+      b.setScope(name("block_sparse_moe"));
+      Value y = b.mixtureOfExperts(b.reshape(h, {B * T, C}), router.weight,
+                                   expertGate, expertUp, expertDown,
+                                   c.expertsPerToken, /*normalize=*/true);
+      x = b.add(x, b.reshape(y, {B, T, C}));
+    }
   }
 
   Value finalNorm = b.param("model.norm.weight", {C}, ones);

@@ -149,6 +149,65 @@ Value ModelBuilder::crossEntropy(Value logits, Value targets) {
       .getResult();
 }
 
+Value ModelBuilder::mixtureOfExperts(Value tokens, Value router,
+                                     ArrayRef<Value> gate, ArrayRef<Value> up,
+                                     ArrayRef<Value> down, int64_t topK,
+                                     bool normalize) {
+  RankedTensorType type = typeOf(tokens);
+  const int64_t N = type.getDimSize(0), C = type.getDimSize(1);
+  const int64_t E = int64_t(gate.size()), M = N * topK;
+  const int64_t I = typeOf(gate.front()).getDimSize(0);
+  Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
+  auto reduceSum = [&](Value v, int64_t axis, bool keep) {
+    SmallVector<int64_t> shape(typeOf(v).getShape());
+    if (keep)
+      shape[size_t(axis)] = 1;
+    else
+      shape.erase(shape.begin() + axis);
+    return tg::ReduceSumOp::create(
+               builder, loc, tensorOf(shape, typeOf(v).getElementType()), v,
+               builder.getDenseI64ArrayAttr({axis}), keep)
+        .getResult();
+  };
+  // The router: softmax in f32, the top k of each token, renormalized.
+  Value logits = matmul(tokens, router, false, true);
+  if (typeOf(logits).getElementType() != f32)
+    logits = tg::CastOp::create(builder, loc, tensorOf({N, E}, f32), logits);
+  Value probs = tg::SoftmaxOp::create(builder, loc, logits, int64_t(-1));
+  Value choices =
+      tg::TopKOp::create(builder, loc, tensorOf({N, topK}, i64), probs, topK);
+  Value weights = tg::GatherOp::create(builder, loc, tensorOf({N, topK}, f32),
+                                       probs, choices, int64_t(1));
+  if (normalize)
+    weights = tg::DivOp::create(builder, loc, typeOf(weights), weights,
+                                reduceSum(weights, 1, true));
+  if (type.getElementType() != f32)
+    weights = tg::CastOp::create(
+        builder, loc, tensorOf({N, topK}, type.getElementType()), weights);
+  // Every choice routed, each expert's SwiGLU over its rows.
+  auto route = tg::MoeRouteOp::create(builder, loc, tensorOf({M, 1}, i64),
+                                      tensorOf({N, topK}, i64),
+                                      tensorOf({E + 1}, i64), choices);
+  Value rows = tg::GatherOp::create(builder, loc,
+                                    tensorOf({M, C}, type.getElementType()),
+                                    tokens, route.getRows(), int64_t(0));
+  auto experts = [&](Value input, ArrayRef<Value> weights, int64_t out) {
+    return tg::ExpertLinearOp::create(
+               builder, loc, tensorOf({M, out}, type.getElementType()), input,
+               route.getOffsets(), weights, /*transpose_weight=*/true)
+        .getResult();
+  };
+  Value hidden = mul(silu(experts(rows, gate, I)), experts(rows, up, I));
+  Value results = experts(hidden, down, C);
+  // Each token's k results, weighted and summed.
+  Value picked = tg::GatherOp::create(
+      builder, loc, tensorOf({M, C}, type.getElementType()), results,
+      reshape(route.getPositions(), {M, 1}), int64_t(0));
+  Value weighted =
+      mul(reshape(picked, {N, topK, C}), reshape(weights, {N, topK, 1}));
+  return reduceSum(weighted, 1, false);
+}
+
 Value ModelBuilder::reshape(Value input, ArrayRef<int64_t> shape) {
   return tg::ReshapeOp::create(
       builder, loc, tensorOf(shape, typeOf(input).getElementType()), input);

@@ -112,7 +112,8 @@ static std::optional<ModelConfig> parseRecord(DictionaryAttr record,
       return std::nullopt;
     }
     config.modelType = type.getValue().str();
-    if (!integer("n_layer", config.nLayer) || !integer("hidden", config.hidden) ||
+    if (!integer("n_layer", config.nLayer) ||
+        !integer("hidden", config.hidden) ||
         !integer("intermediate", config.intermediate) ||
         !integer("n_head", config.nHead) ||
         !integer("n_kv_head", config.nKVHead) ||
@@ -131,6 +132,9 @@ static std::optional<ModelConfig> parseRecord(DictionaryAttr record,
         !integer("pad_idx", config.padIdx) ||
         (record.get("sliding_window") &&
          !integer("sliding_window", config.slidingWindow)) ||
+        (record.get("experts") && !integer("experts", config.experts)) ||
+        (record.get("experts_per_token") &&
+         !integer("experts_per_token", config.expertsPerToken)) ||
         !real("initializer_range", config.initializerRange) ||
         !integer("seq_len", config.seqLen))
       return std::nullopt;

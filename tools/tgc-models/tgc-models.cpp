@@ -61,11 +61,12 @@ static cl::opt<int64_t> batch("batch", cl::desc("Batch size"),
                               cl::cat(category), BOTH);
 
 // GPT-2.
-static cl::opt<std::string>
-    preset("preset",
-           cl::desc("Model size: GPT-2 124M, 350M, 774M, 1558M or tiny; "
-                    "BERT base or tiny; Llama tiny, llama-3-8b, mistral-7b, qwen2-7b"),
-           cl::cat(category), SEQ);
+static cl::opt<std::string> preset(
+    "preset",
+    cl::desc("Model size: GPT-2 124M, 350M, 774M, 1558M or tiny; "
+             "BERT base or tiny; Llama tiny, llama-3-8b, mistral-7b, qwen2-7b, "
+             "mixtral-8x7b, mixtral-tiny"),
+    cl::cat(category), SEQ);
 static cl::opt<int64_t> nLayer("n-layer", cl::desc("Transformer blocks"),
                                cl::cat(category), SEQ);
 static cl::opt<int64_t> nHead("n-head", cl::desc("Attention heads"),
@@ -95,8 +96,9 @@ static cl::opt<int64_t>
 static cl::opt<std::string>
     fromHF("from-hf",
            cl::desc("Read the model from a Hugging Face directory's "
-                    "config.json (model_type gpt2, bert, or llama, mistral "
-                    "and qwen2); --batch and --seq-len give the shape"),
+                    "config.json (model_type gpt2, bert, or llama, mistral, "
+                    "qwen2 and mixtral); --batch and --seq-len give the "
+                    "shape"),
            cl::value_desc("DIR"), cl::cat(category), SEQ);
 static cl::opt<int64_t> kvHeads("kv-heads",
                                 cl::desc("Key/value heads (grouped-query "
@@ -335,7 +337,8 @@ static OwningOpRef<ModuleOp> buildLlamaFromFlags(MLIRContext *context,
     std::optional<tgc::LlamaConfig> found = tgc::getLlamaPreset(preset);
     if (!found) {
       error = "unknown Llama preset '" + preset +
-              "' (expected tiny, llama-3-8b, mistral-7b or qwen2-7b)";
+              "' (expected tiny, llama-3-8b, mistral-7b, qwen2-7b, "
+              "mixtral-8x7b or mixtral-tiny)";
       return nullptr;
     }
     config = *found;

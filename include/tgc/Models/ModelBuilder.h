@@ -64,6 +64,18 @@ public:
                         bool causal, mlir::Value keyMask = {},
                         int64_t window = 0);
   mlir::Value crossEntropy(mlir::Value logits, mlir::Value targets);
+  /// A mixture-of-experts SwiGLU MLP as Mixtral computes it, over [N, C]
+  /// tokens: the router's softmax (f32), its `topK` experts per token
+  /// (their weights renormalized to sum to 1 when `normalize`), every
+  /// choice routed dropless (tg.moe_route), each expert's
+  /// down(silu(gate(x)) * up(x)) as grouped products over the experts'
+  /// own nn.Linear weights ([out, in]), and the weighted sum of each
+  /// token's k results. [N, C].
+  mlir::Value mixtureOfExperts(mlir::Value tokens, mlir::Value router,
+                               llvm::ArrayRef<mlir::Value> gate,
+                               llvm::ArrayRef<mlir::Value> up,
+                               llvm::ArrayRef<mlir::Value> down, int64_t topK,
+                               bool normalize);
   mlir::Value reshape(mlir::Value input, llvm::ArrayRef<int64_t> shape);
   mlir::Value transpose(mlir::Value input, llvm::ArrayRef<int64_t> permutation);
   mlir::Value slice(mlir::Value input, llvm::ArrayRef<int64_t> offsets,

@@ -51,7 +51,8 @@ std::optional<GPT2Config> getGPT2Preset(llvm::StringRef name);
 /// .weight` as [out, in], ...), next-token cross-entropy over [batch,
 /// seqLen] tokens.
 struct LlamaConfig {
-  /// "llama", "mistral" or "qwen2": recorded, the layout is the same.
+  /// "llama", "mistral", "qwen2" or "mixtral": recorded, the layout is the
+  /// same but for Mixtral's experts.
   std::string modelType = "llama";
   int64_t nLayer = 32;
   int64_t hidden = 4096;
@@ -79,6 +80,10 @@ struct LlamaConfig {
   /// Mistral's sliding window: each position attends to this many keys
   /// back, itself included (0: none).
   int64_t slidingWindow = 0;
+  /// Mixtral's sparse MLP: `experts` SwiGLU experts of `intermediate` per
+  /// layer, `expertsPerToken` of them per token (0 experts: the dense MLP).
+  int64_t experts = 0;
+  int64_t expertsPerToken = 2;
   double initializerRange = 0.02;
   int64_t batch = 8;
   int64_t seqLen = 128;
@@ -87,7 +92,8 @@ struct LlamaConfig {
 };
 
 /// The named Llama-family sizes: "tiny" (test-sized, grouped-query) and
-/// "llama-3-8b", "mistral-7b", "qwen2-7b".
+/// "llama-3-8b", "mistral-7b", "qwen2-7b", "mixtral-8x7b" and
+/// "mixtral-tiny" (tiny with 4 experts, 2 per token).
 std::optional<LlamaConfig> getLlamaPreset(llvm::StringRef name);
 
 /// The rotary frequencies of `config`, as Hugging Face computes them in

@@ -76,13 +76,13 @@ int64_t LinearOp::getMatmulFlops() {
 int64_t TopKOp::getFlops() { return numElements(getInput()) * getK(); }
 // Routing counts and places integers.
 int64_t MoeRouteOp::getFlops() { return 0; }
-// M rows of products whatever their split between the experts.
-int64_t ExpertLinearOp::getFlops() { return getMatmulFlops(); }
-int64_t ExpertLinearOp::getMatmulFlops() {
+// M rows of products whatever their split between the experts. Not matrix
+// FLOPs: the grouped kernels (runtime/src/cuda/Experts.cu) run on the CUDA
+// cores, so the estimate costs them at the vector peak.
+int64_t ExpertLinearOp::getFlops() {
   return 2 * numElements(getResult()) * shapeOf(getInput()).back();
 }
-int64_t ExpertLinearWeightGradOp::getFlops() { return getMatmulFlops(); }
-int64_t ExpertLinearWeightGradOp::getMatmulFlops() {
+int64_t ExpertLinearWeightGradOp::getFlops() {
   ArrayRef<int64_t> lhs = shapeOf(getLhs()), rhs = shapeOf(getRhs());
   return 2 * lhs[0] * lhs[1] * rhs[1];
 }

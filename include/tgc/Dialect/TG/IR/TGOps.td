@@ -244,8 +244,7 @@ def TG_LinearOp : TG_Op<"linear", [TG_Differentiable],
   let hasVerifier = 1;
 }
 
-def TG_ExpertLinearOp : TG_Op<"expert_linear", [TG_Differentiable],
-                              ["getMatmulFlops"]> {
+def TG_ExpertLinearOp : TG_Op<"expert_linear", [TG_Differentiable]> {
   let summary = "each row times its expert's weight: a grouped GEMM";
   let description = [{
     `input` is `[M, K]`, rows sorted by expert as `tg.moe_route` leaves
@@ -1227,8 +1226,7 @@ def TG_GatherGradOp : TG_Op<"gather_grad", [], ["getKernelLaunches"]> {
   let hasVerifier = 1;
 }
 
-def TG_ExpertLinearWeightGradOp : TG_Op<"expert_linear_weight_grad", [],
-                                        ["getMatmulFlops"]> {
+def TG_ExpertLinearWeightGradOp : TG_Op<"expert_linear_weight_grad", []> {
   let summary = "per-expert lhs^T rhs over each expert's rows";
   let description = [{
     `lhs` `[M, P]` and `rhs` `[M, Q]` hold rows sorted by expert
