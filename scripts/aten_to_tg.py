@@ -422,6 +422,21 @@ def moe_route(e, node, args):
                           ((int(args[1]) + 1,), torch.int64)]))
 
 
+@op("tgc.one_hot.default")
+def one_hot(e, node, args):
+    """tgc::one_hot (hf_moe.py): ones added at each index along a new last
+    axis of `classes` (a tg.gather_grad of ones), as int64 like
+    F.one_hot."""
+    import torch
+    index = materialize(e, args[0])
+    shape = index.shape + (1,)
+    index = e.op("tg.reshape", [index], shape, index.dtype)
+    ones = e.op("tg.fill", [], shape, torch.float32, "value = 1.0 : f64")
+    hot = e.op("tg.gather_grad", [ones, index], shape[:-1] + (int(args[1]),),
+               torch.float32, f"axis = {len(shape) - 1} : i64")
+    return result_of(e, node, "tg.cast", [hot])
+
+
 @op("tgc.expert_linear.default")
 def expert_linear(e, node, args):
     """tgc::expert_linear (hf_moe.py): tg.expert_linear over the experts'

@@ -15,8 +15,12 @@ tg.moe_route and tg.expert_linear):
     out[n] = sum_j weight[n, j] * ys[positions[n, j]]
 
 Each operator also has a plain PyTorch implementation (the experts in a
-loop), so the static forward runs eagerly too and can be held to the
-modeling code's (moe_check)."""
+loop), so the static forward runs eagerly too.
+
+The routers' load-balancing loss (output_router_logits) one-hot encodes
+the choices with F.one_hot, which checks its values' range in the data;
+during the trace it is `tgc::one_hot` (a tg.gather_grad of ones into the
+classes)."""
 
 import functools
 
@@ -43,6 +47,7 @@ def library():
                "(Tensor, Tensor, Tensor)")
     lib.define("expert_linear(Tensor input, Tensor offsets, "
                "Tensor[] weights, bool transpose_weight) -> Tensor")
+    lib.define("one_hot(Tensor input, int classes) -> Tensor")
 
     def route(choices, experts):
         flat = choices.reshape(-1)
@@ -73,6 +78,12 @@ def library():
         n = weights[0].shape[0 if transpose_weight else 1]
         return input.new_empty((input.shape[0], n))
 
+    def one_hot_meta(input, classes):
+        return input.new_empty(tuple(input.shape) + (classes,))
+
+    lib.impl("one_hot", lambda input, classes: torch.nn.functional.one_hot(
+        input, classes), "CPU")
+    lib.impl("one_hot", one_hot_meta, "Meta")
     lib.impl("moe_route", route, "CPU")
     lib.impl("moe_route", route_meta, "Meta")
     lib.impl("expert_linear", expert_linear, "CPU")
@@ -128,3 +139,17 @@ def static_forward(block):
             out = out + torch.sigmoid(block.shared_expert_gate(x)) * shared
         return out.reshape(batch, length, width), router_logits
     return forward
+
+
+def static_one_hot(original):
+    """F.one_hot with a given class count as tgc::one_hot (its value check
+    has no static form); anything else as before."""
+    import torch
+    library()
+
+    def one_hot(input, num_classes=-1):
+        if num_classes < 0:
+            return original(input, num_classes)
+        return torch.ops.tgc.one_hot(input, num_classes)
+    return one_hot
+

@@ -155,12 +155,6 @@ def load_hf(directory, seed):
         if isinstance(getattr(config, field, None), float):
             setattr(config, field, 0.0)
     config._attn_implementation = "eager"
-    # Mixture-of-experts routers: the load-balancing loss transformers adds
-    # when asked is not imported (the import's loss is the cross-entropy).
-    if getattr(config, "output_router_logits", False):
-        fail(f"--hf: {path}: output_router_logits is true: the router's "
-             "auxiliary load-balancing loss is not imported yet; set it "
-             "to false to train on the cross-entropy alone")
     # No key/value cache: a training step does not decode, and the caches
     # some configurations ask for (Gemma 2's hybrid cache) are built with
     # data-dependent bookkeeping the trace cannot follow.
@@ -218,24 +212,33 @@ TG_TASKS = {"causal-lm": "causal-lm", "masked-lm": "masked-lm",
             "seq-cls": "sequence-classification"}
 
 
-def loss_logits(model, task, inputs):
-    """The logits the loss of `task` reads."""
+def loss_logits(model, task, inputs, whole=False):
+    """The logits the loss of `task` reads (with `whole`, the model's whole
+    output)."""
     if task == "classify":
         return model(inputs["inputs"])
     if task in ENCODER_TASKS:
         out = model(inputs["tokens"], attention_mask=inputs["attention_mask"])
     else:
         out = model(inputs["tokens"])
-    return out.logits if hasattr(out, "logits") else out
+    return out if whole or not hasattr(out, "logits") else out.logits
 
 
 def loss_of(model, task, inputs):
     """The module's loss on `inputs` (the function the import traces): the
-    mean cross-entropy of its logits against the targets, -100 ignored."""
+    mean cross-entropy of its logits against the targets, -100 ignored,
+    plus, for a mixture of experts asked for it (output_router_logits), its
+    routers' load-balancing loss times router_aux_loss_coef, as
+    transformers adds it."""
     import torch.nn.functional as F
-    logits = loss_logits(model, task, inputs)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+    out = loss_logits(model, task, inputs, whole=True)
+    logits = out.logits if hasattr(out, "logits") else out
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                            inputs["targets"].reshape(-1), ignore_index=-100)
+    aux = getattr(out, "aux_loss", None)
+    if aux is not None:
+        loss = loss + model.config.router_aux_loss_coef * aux
+    return loss
 
 
 # --- tracing -----------------------------------------------------------------
@@ -367,6 +370,9 @@ def traceable(model):
                 if python is not None:
                     replaced.append((module, attr, value))
                     setattr(module, attr, python)
+    original = torch.nn.functional.one_hot
+    replaced.append((torch.nn.functional, "one_hot", original))
+    torch.nn.functional.one_hot = hf_moe.static_one_hot(original)
     for owner in (torch, torch.Tensor):
         original = owner.repeat_interleave
         replaced.append((owner, "repeat_interleave", original))

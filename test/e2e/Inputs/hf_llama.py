@@ -81,10 +81,15 @@ with open(metrics, "w") as out:
     for step in range(steps):
         tokens = batches["tokens"][step % n]
         targets = batches["targets"][step % n]
-        logits = model(input_ids=tokens, use_cache=False).logits
+        result = model(input_ids=tokens, use_cache=False)
+        logits = result.logits
         loss = torch.nn.functional.cross_entropy(
             logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
             ignore_index=-100)
+        # A mixture of experts asked for its routers' load-balancing loss
+        # (output_router_logits) adds it as transformers does with labels.
+        if getattr(result, "aux_loss", None) is not None:
+            loss = loss + model.config.router_aux_loss_coef * result.aux_loss
         opt.zero_grad()
         loss.backward()
         opt.step()
