@@ -94,6 +94,18 @@ if ! "$VENV47/bin/python" -c "from transformers import Qwen2Config" 2>/dev/null;
   fi
 fi
 
+# PEFT 0.13.2 (and the accelerate it imports) beside transformers 4.47.1:
+# the reference for LoRA on Mixtral's experts (test/tools/tgc-import/
+# hf-moe.test), which PEFT 0.4's transformers predates.
+if [ -x "$VENV47/bin/python" ] && ! "$VENV47/bin/python" -c "import peft" 2>/dev/null; then
+  if "$VENV47/bin/pip" install -q --no-deps peft==0.13.2 accelerate==1.1.1 \
+       psutil; then
+    echo "install-deps: PEFT 0.13.2 in $VENV47"
+  else
+    echo "install-deps: could not install PEFT in $VENV47 (LoRA on experts against PEFT will be unsupported)"
+  fi
+fi
+
 # Jinja (and MarkupSafe) in both venvs: tgc-data renders a tokenizer
 # directory's chat template with it (the template language transformers'
 # apply_chat_template uses), and the tests compare with apply_chat_template.

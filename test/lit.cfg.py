@@ -67,6 +67,11 @@ if os.path.exists(hf47_python) and subprocess.run(
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("transformers-llama")
     config.substitutions.append(("%hf47python", hf47_python))
+    # PEFT 0.13 beside it: LoRA on Mixtral's experts against PEFT's own.
+    if subprocess.run([hf47_python, "-c", "import peft"],
+                      stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL).returncode == 0:
+        config.available_features.add("peft-llama")
 
 # Hugging Face's tokenizers (in the same venv), which scripts/tgc-data.py
 # needs for text; pre-tokenized data and `generate` run under %python.

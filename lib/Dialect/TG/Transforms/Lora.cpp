@@ -3,7 +3,11 @@
 // Low-rank adaptation (Hu et al., 2021; PEFT's LoraLayer): every matmul
 // with a weight of a target module gets `x W + (alpha/r) (x A^T) B^T`, with
 // A and B new parameters named, shaped and initialised as PEFT does; the
-// base parameters are frozen, so tg-autodiff trains only the adapters.
+// base parameters are frozen, so tg-autodiff trains only the adapters. A
+// mixture of experts' grouped product (tg.expert_linear) whose expert
+// weights are targets (Mixtral's w1, w2, w3) gets an adapter per expert,
+// as PEFT wraps each expert's nn.Linear, applied as two more grouped
+// products over the same routing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -117,27 +121,8 @@ struct LoraPass : tgc::tg::impl::TGLoraBase<LoraPass> {
                << out << " x " << in << "): B A cannot have a rank above "
                << std::min(in, out)
                << "; choose a lower rank, or train the weight itself";
-      Type element = weightType.getElementType();
-      double bound = 1.0 / std::sqrt(double(in));
-      BlockArgument a = addParam(
-          model, (module + ".lora_A.weight").str(),
-          RankedTensorType::get({rank, in}, element),
-          tg::InitAttr::get(ctx, tg::InitKind::Uniform, -bound, bound),
-          matmul.getLoc());
-      BlockArgument b = addParam(
-          model, (module + ".lora_B.weight").str(),
-          RankedTensorType::get({out, rank}, element),
-          tg::InitAttr::get(ctx, tg::InitKind::Zeros), matmul.getLoc());
-      // What merging the adapter into its weight needs, for the runtime.
-      NamedAttribute lora[] = {
-          NamedAttribute(StringAttr::get(ctx, "base"), name),
-          NamedAttribute(StringAttr::get(ctx, "fan_in_fan_out"),
-                         BoolAttr::get(ctx, !linear)),
-          NamedAttribute(StringAttr::get(ctx, "scale"),
-                         FloatAttr::get(Float64Type::get(ctx),
-                                        double(alpha) / double(rank)))};
-      model.setArgAttr(b.getArgNumber(), tg::TGDialect::kLoraAttr,
-                       DictionaryAttr::get(ctx, lora));
+      auto [a, b] = addAdapter(model, name, in, out, linear,
+                               weightType.getElementType(), matmul.getLoc());
 
       OpBuilder builder(matmul->getNextNode());
       Location loc = matmul.getLoc();
@@ -158,6 +143,11 @@ struct LoraPass : tgc::tg::impl::TGLoraBase<LoraPass> {
                                     matmul.getResult(), scaled);
       matmul.getResult().replaceAllUsesExcept(sum, sum.getDefiningOp());
     }
+    SmallVector<tg::ExpertLinearOp> grouped;
+    model.walk([&](tg::ExpertLinearOp op) { grouped.push_back(op); });
+    for (tg::ExpertLinearOp op : grouped)
+      if (failed(adaptExperts(model, op, adapted, targetUsed)))
+        return failure();
     for (const std::string &target : targets)
       if (!targetUsed[target])
         return emitError(model.getLoc(), "tg-lora: target '")
@@ -175,6 +165,106 @@ struct LoraPass : tgc::tg::impl::TGLoraBase<LoraPass> {
       if (!train)
         model.setArgAttr(i, tg::TGDialect::kFrozenAttr, UnitAttr::get(ctx));
     }
+    return success();
+  }
+
+  /// The parameter name of `value` when it is a parameter of `model`.
+  StringAttr paramName(func::FuncOp model, Value value) {
+    auto arg = dyn_cast<BlockArgument>(value);
+    if (!arg || arg.getOwner() != &model.getBody().front())
+      return {};
+    return model.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                              tg::TGDialect::kParamAttr);
+  }
+
+  /// A and B for the 2-D weight `name` ([out, in] when `linear`, else
+  /// [in, out]), B marked with what merging needs.
+  std::pair<BlockArgument, BlockArgument>
+  addAdapter(func::FuncOp model, StringAttr name, int64_t in, int64_t out,
+             bool linear, Type element, Location loc) {
+    MLIRContext *ctx = &getContext();
+    StringRef module = moduleOf(name.getValue());
+    double bound = 1.0 / std::sqrt(double(in));
+    BlockArgument a = addParam(
+        model, (module + ".lora_A.weight").str(),
+        RankedTensorType::get({rank, in}, element),
+        tg::InitAttr::get(ctx, tg::InitKind::Uniform, -bound, bound), loc);
+    BlockArgument b =
+        addParam(model, (module + ".lora_B.weight").str(),
+                 RankedTensorType::get({out, rank}, element),
+                 tg::InitAttr::get(ctx, tg::InitKind::Zeros), loc);
+    NamedAttribute lora[] = {
+        NamedAttribute(StringAttr::get(ctx, "base"), name),
+        NamedAttribute(StringAttr::get(ctx, "fan_in_fan_out"),
+                       BoolAttr::get(ctx, !linear)),
+        NamedAttribute(StringAttr::get(ctx, "scale"),
+                       FloatAttr::get(Float64Type::get(ctx),
+                                      double(alpha) / double(rank)))};
+    model.setArgAttr(b.getArgNumber(), tg::TGDialect::kLoraAttr,
+                     DictionaryAttr::get(ctx, lora));
+    return {a, b};
+  }
+
+  /// Adapts a grouped expert product whose expert weights are targets:
+  /// `y + (alpha/r) B_e (A_e x)` for each row of expert e, as two grouped
+  /// products (A's, then B's) over the same offsets.
+  LogicalResult adaptExperts(func::FuncOp model, tg::ExpertLinearOp op,
+                             llvm::StringSet<> &adapted,
+                             llvm::StringMap<bool> &targetUsed) {
+    SmallVector<StringAttr> names;
+    unsigned matched = 0;
+    for (Value weight : op.getWeights()) {
+      StringAttr name = paramName(model, weight);
+      names.push_back(name);
+      bool hit = false;
+      for (const std::string &target : targets)
+        if (name && isTarget(moduleOf(name.getValue()), target))
+          hit = targetUsed[target] = true;
+      matched += hit;
+    }
+    if (matched == 0)
+      return success();
+    if (matched != names.size())
+      return op.emitOpError("tg-lora: the targets match ")
+             << matched << " of the " << names.size()
+             << " expert weights of this grouped product; LoRA adapts all "
+                "of its experts or none";
+    bool linear = op.getTransposeWeight(); // nn.Linear: [out, in]
+    auto weightType = cast<RankedTensorType>(op.getWeights()[0].getType());
+    int64_t in = weightType.getDimSize(linear ? 1 : 0);
+    int64_t out = weightType.getDimSize(linear ? 0 : 1);
+    if (rank > std::min(in, out))
+      return op.emitOpError("tg-lora: rank ")
+             << int64_t(rank) << " is above the size of the experts' weights ("
+             << out << " x " << in << ")";
+    SmallVector<Value> as, bs;
+    for (StringAttr name : names) {
+      if (!adapted.insert(moduleOf(name.getValue())).second)
+        return op.emitOpError("tg-lora: '")
+               << moduleOf(name.getValue())
+               << "' is used by several products; LoRA adapts a weight used "
+                  "once";
+      auto [a, b] = addAdapter(model, name, in, out, linear,
+                               weightType.getElementType(), op.getLoc());
+      as.push_back(a);
+      bs.push_back(b);
+    }
+    OpBuilder builder(op->getNextNode());
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Value low = tg::ExpertLinearOp::create(
+        builder, loc, resultType.clone({resultType.getDimSize(0), rank}),
+        op.getInput(), op.getOffsets(), as, /*transpose_weight=*/true);
+    Value up = tg::ExpertLinearOp::create(builder, loc, resultType, low,
+                                          op.getOffsets(), bs,
+                                          /*transpose_weight=*/true);
+    Value scale = tg::FillOp::create(
+        builder, loc, RankedTensorType::get({}, resultType.getElementType()),
+        builder.getF64FloatAttr(double(alpha) / double(rank)));
+    Value scaled = tg::MulOp::create(builder, loc, resultType, up, scale);
+    Value sum =
+        tg::AddOp::create(builder, loc, resultType, op.getResult(), scaled);
+    op.getResult().replaceAllUsesExcept(sum, sum.getDefiningOp());
     return success();
   }
 
