@@ -217,7 +217,7 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   ConfigReader r{*object, path, ""};
   LlamaConfig c;
   c.modelType = r.string("model_type");
-  if (!checkModelType(r, {"llama", "mistral", "qwen2", "mixtral"})) {
+  if (!checkModelType(r, {"llama", "mistral", "qwen2", "mixtral", "gemma2"})) {
     error = r.error;
     return std::nullopt;
   }
@@ -238,7 +238,11 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   // The embedding's padding_idx (Hugging Face's LlamaModel passes
   // pad_token_id to nn.Embedding): that row gets no gradient.
   r.integer("pad_token_id", c.padIdx, /*required=*/false);
-  c.tieEmbeddings = false;
+  // Gemma 2 ties its embeddings and pads with token 0 unless it says
+  // otherwise (its config's defaults).
+  c.tieEmbeddings = c.modelType == "gemma2";
+  if (c.modelType == "gemma2" && !object->get("pad_token_id"))
+    c.padIdx = 0;
   r.boolean("tie_word_embeddings", c.tieEmbeddings);
   c.qkvBias = c.modelType == "qwen2";
   if (c.modelType == "mixtral") {
@@ -255,9 +259,29 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
       r.fail("router_jitter_noise (random noise on the router's input) is "
              "not supported; set it to 0");
   }
-  std::string act = r.string("hidden_act");
-  if (!act.empty() && act != "silu")
-    r.fail("hidden_act '" + act + "' is not supported (only silu)");
+  if (c.modelType == "gemma2") {
+    r.number("query_pre_attn_scalar", c.queryPreAttnScalar,
+             /*required=*/true);
+    // A soft-cap of null is none.
+    for (auto [key, field] : {std::pair<const char *, double *>{
+                                  "attn_logit_softcapping", &c.attnSoftcap},
+                              {"final_logit_softcapping", &c.finalSoftcap}})
+      if (const llvm::json::Value *cap = object->get(key);
+          cap && cap->kind() != llvm::json::Value::Null)
+        r.number(key, *field);
+    // Gemma 2's MLP: GELU in its tanh form (hidden_activation, else the
+    // older hidden_act).
+    std::string act = r.string("hidden_activation");
+    if (act.empty())
+      act = r.string("hidden_act");
+    if (!act.empty() && act != "gelu_pytorch_tanh")
+      r.fail("hidden_activation '" + act +
+             "' is not supported (only gelu_pytorch_tanh)");
+  } else {
+    std::string act = r.string("hidden_act");
+    if (!act.empty() && act != "silu")
+      r.fail("hidden_act '" + act + "' is not supported (only silu)");
+  }
   bool attentionBias = false, mlpBias = false;
   r.boolean("attention_bias", attentionBias);
   r.boolean("mlp_bias", mlpBias);
@@ -269,12 +293,13 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   // the layers from max_window_layers on only; not built here, so only a
   // window that covers the sequence (where it changes nothing) is taken.
   int64_t window = 0;
-  bool useWindow = c.modelType == "mistral" || c.modelType == "mixtral";
+  bool useWindow = c.modelType == "mistral" || c.modelType == "mixtral" ||
+                   c.modelType == "gemma2";
   r.boolean("use_sliding_window", useWindow);
   r.integer("sliding_window", window, /*required=*/false);
   if (useWindow && window < 0)
     r.fail("sliding_window must be positive, found " + Twine(window));
-  else if (useWindow && (c.modelType == "mistral" || c.modelType == "mixtral"))
+  else if (useWindow && c.modelType != "qwen2")
     c.slidingWindow = window;
   else if (useWindow && window > 0 && window < seqLen)
     r.fail("sliding_window " + Twine(window) + " is shorter than the " +
@@ -399,7 +424,8 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
                         "form";
     return std::nullopt;
   }
-  if (c.slidingWindow > 0 && type != "mistral" && type != "mixtral") {
+  if (c.slidingWindow > 0 && type != "mistral" && type != "mixtral" &&
+      type != "gemma2") {
     error = ("a " + type +
              " with a sliding window has no Hugging Face form "
              "here (only mistral's and mixtral's windows are written)")
@@ -414,6 +440,7 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
   StringRef architecture = type == "mistral"   ? "MistralForCausalLM"
                            : type == "qwen2"   ? "Qwen2ForCausalLM"
                            : type == "mixtral" ? "MixtralForCausalLM"
+                           : type == "gemma2"  ? "Gemma2ForCausalLM"
                                                : "LlamaForCausalLM";
   nlohmann::ordered_json o = header(architecture, type);
   o["num_hidden_layers"] = c.nLayer;
@@ -437,13 +464,26 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
   else
     o["rope_scaling"] = nullptr;
   o["tie_word_embeddings"] = c.tieEmbeddings;
-  o["hidden_act"] = "silu";
+  o["hidden_act"] = type == "gemma2" ? "gelu_pytorch_tanh" : "silu";
   o["initializer_range"] = c.initializerRange;
   if (c.padIdx >= 0)
     o["pad_token_id"] = c.padIdx;
   if (type == "llama") {
     o["attention_bias"] = false;
     o["mlp_bias"] = false;
+  } else if (type == "gemma2") {
+    o["head_dim"] = c.headWidth();
+    o["hidden_activation"] = "gelu_pytorch_tanh";
+    o["query_pre_attn_scalar"] = c.queryPreAttnScalar;
+    auto cap = [](double value) {
+      return value > 0.0 ? nlohmann::ordered_json(value)
+                         : nlohmann::ordered_json(nullptr);
+    };
+    o["attn_logit_softcapping"] = cap(c.attnSoftcap);
+    o["final_logit_softcapping"] = cap(c.finalSoftcap);
+    o["sliding_window"] =
+        c.slidingWindow > 0 ? c.slidingWindow : c.maxPositions;
+    o["attention_bias"] = false;
   } else if (type == "mistral" || type == "mixtral") {
     if (c.slidingWindow > 0)
       o["sliding_window"] = c.slidingWindow;

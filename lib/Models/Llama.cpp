@@ -76,6 +76,24 @@ std::optional<LlamaConfig> getLlamaPreset(StringRef name) {
     c.expertsPerToken = 2;
     return c;
   }
+  if (name == "gemma-2-2b") {
+    c.modelType = "gemma2";
+    c.nLayer = 26;
+    c.hidden = 2304;
+    c.intermediate = 9216;
+    c.nHead = 8;
+    c.nKVHead = 4;
+    c.headDim = 256;
+    c.vocabSize = 256000;
+    c.maxPositions = 8192;
+    c.tieEmbeddings = true;
+    c.padIdx = 0;
+    c.slidingWindow = 4096;
+    c.queryPreAttnScalar = 256;
+    c.attnSoftcap = 50.0;
+    c.finalSoftcap = 30.0;
+    return c;
+  }
   if (name == "qwen2-7b") {
     c.modelType = "qwen2";
     c.hidden = 3584;
@@ -180,6 +198,15 @@ std::string validateLlamaConfig(const LlamaConfig &c) {
         .str();
   if (c.nLayer > 100000)
     return "num_hidden_layers must be at most 100000";
+  if (c.gemma2() &&
+      !(c.queryPreAttnScalar > 0.0 && std::isfinite(c.queryPreAttnScalar)))
+    return "query_pre_attn_scalar must be positive and finite";
+  if (!(c.attnSoftcap >= 0.0) || !std::isfinite(c.attnSoftcap) ||
+      !(c.finalSoftcap >= 0.0) || !std::isfinite(c.finalSoftcap))
+    return "the soft-caps must be positive and finite (or none)";
+  if (!c.gemma2() && (c.attnSoftcap > 0.0 || c.finalSoftcap > 0.0 ||
+                      c.queryPreAttnScalar > 0.0))
+    return "soft-caps and query_pre_attn_scalar are Gemma 2's";
   if ((c.experts > 0) != (c.modelType == "mixtral"))
     return "experts (num_local_experts) are Mixtral's: a mixtral needs them, "
            "other models have none";
@@ -228,6 +255,9 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
        i64("sliding_window", c.slidingWindow),
        i64("experts", c.experts),
        i64("experts_per_token", c.expertsPerToken),
+       f64("query_pre_attn_scalar", c.queryPreAttnScalar),
+       f64("attn_softcap", c.attnSoftcap),
+       f64("final_softcap", c.finalSoftcap),
        f64("initializer_range", c.initializerRange),
        i64("seq_len", c.seqLen),
        i64("batch", c.batch)});
@@ -238,7 +268,13 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
   auto normal = tg::InitAttr::get(context, tg::InitKind::Normal, 0.0,
                                   c.initializerRange);
   auto zeros = tg::InitAttr::get(context, tg::InitKind::Zeros);
-  auto ones = tg::InitAttr::get(context, tg::InitKind::Ones);
+  // Gemma 2's norms scale by 1 + weight, their weights initialised to 0.
+  const bool gemma = c.gemma2();
+  auto ones = gemma ? zeros : tg::InitAttr::get(context, tg::InitKind::Ones);
+  auto norm = [&](Value input, Value weight) {
+    return b.rmsNorm(input, gemma ? b.add(weight, b.scalar(1.0)) : weight,
+                     c.rmsEps);
+  };
   SmallVector<float> invFreq = llamaInvFreq(c);
 
   Value tokens = b.input("tokens", {B, T}, IntegerType::get(context, 64));
@@ -252,6 +288,8 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
   Value x = b.embedding(embed, tokens,
                         c.padIdx >= 0 ? std::optional<int64_t>(c.padIdx)
                                       : std::nullopt);
+  if (gemma) // scaled by sqrt(hidden), rounded to the element type
+    x = b.mul(x, b.scalar(std::sqrt(double(C))));
 
   for (int64_t layer = 0; layer < c.nLayer; ++layer) {
     std::string prefix = ("model.layers." + Twine(layer) + ".").str();
@@ -294,6 +332,13 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
     Value inputNorm = b.param(name("input_layernorm.weight"), {C}, ones);
     Value postNorm =
         b.param(name("post_attention_layernorm.weight"), {C}, ones);
+    Value preFeedforwardNorm, postFeedforwardNorm;
+    if (gemma) {
+      preFeedforwardNorm =
+          b.param(name("pre_feedforward_layernorm.weight"), {C}, ones);
+      postFeedforwardNorm =
+          b.param(name("post_feedforward_layernorm.weight"), {C}, ones);
+    }
     // nn.Linear: y = x W^T (+ b), W [out, in].
     auto linear = [&](Value input, const Linear &l) {
       Value y = b.matmul(input, l.weight, /*transposeLhs=*/false,
@@ -302,7 +347,7 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
     };
 
     b.setScope(name("input_layernorm"));
-    Value h = b.rmsNorm(x, inputNorm, c.rmsEps);
+    Value h = norm(x, inputNorm);
     b.setScope(name("self_attn"));
     auto heads = [&](Value v, int64_t count) {
       return b.transpose(b.reshape(v, {B, T, count, D}), {0, 2, 1, 3});
@@ -313,9 +358,29 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
     // Grouped-query attention: KV heads, each shared by H / KV query heads,
     // in tg.attention itself (no repeated keys or values).
     // A window that covers the sequence changes nothing.
+    // Gemma 2 windows its even layers only.
     int64_t window = c.slidingWindow < T ? c.slidingWindow : 0;
-    Value y = b.attention(q, k, v, /*causal=*/true, /*keyMask=*/{}, window);
+    if (gemma && layer % 2 != 0)
+      window = 0;
+    double scale = gemma ? 1.0 / std::sqrt(c.queryPreAttnScalar) : 0.0;
+    Value y = b.attention(q, k, v, /*causal=*/true, /*keyMask=*/{}, window,
+                          scale, c.attnSoftcap);
     y = b.reshape(b.transpose(y, {0, 2, 1, 3}), {B, T, H * D});
+    if (gemma) {
+      // Normed after attention and around the MLP: x + post(attn(in(x))),
+      // then x + post_ff(mlp(pre_ff(x))).
+      y = linear(y, oProj);
+      b.setScope(name("post_attention_layernorm"));
+      x = b.add(x, norm(y, postNorm));
+      b.setScope(name("pre_feedforward_layernorm"));
+      h = norm(x, preFeedforwardNorm);
+      b.setScope(name("mlp"));
+      Value gate = b.gelu(linear(h, gateProj));
+      y = linear(b.mul(gate, linear(h, upProj)), downProj);
+      b.setScope(name("post_feedforward_layernorm"));
+      x = b.add(x, norm(y, postFeedforwardNorm));
+      continue;
+    }
     x = b.add(x, linear(y, oProj));
 
     b.setScope(name("post_attention_layernorm"));
@@ -337,12 +402,12 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
   Value head =
       c.tieEmbeddings ? embed : b.param("lm_head.weight", {V, C}, normal);
   b.setScope("model.norm");
-  x = b.rmsNorm(x, finalNorm, c.rmsEps);
+  x = norm(x, finalNorm);
   b.setScope("lm_head");
   Value logits = b.matmul(x, head, /*transposeLhs=*/false,
                           /*transposeRhs=*/true);
   b.setScope("loss");
-  return b.finish(b.crossEntropy(logits, targets));
+  return b.finish(b.crossEntropy(logits, targets, c.finalSoftcap));
 }
 
 } // namespace tgc

@@ -90,6 +90,11 @@ Value ModelBuilder::constant(ArrayRef<float> values) {
                                 DenseElementsAttr::get(type, values));
 }
 
+Value ModelBuilder::scalar(double value) {
+  return tg::FillOp::create(builder, loc, tensorOf({}, elementType),
+                            builder.getF64FloatAttr(value));
+}
+
 Value ModelBuilder::rope(Value input, Value invFreq) {
   return tg::RopeOp::create(builder, loc, input.getType(), input, invFreq,
                             /*inverse=*/false);
@@ -126,8 +131,9 @@ Value ModelBuilder::embedding(Value table, Value indices,
       paddingIdx ? builder.getI64IntegerAttr(*paddingIdx) : IntegerAttr());
 }
 
-Value ModelBuilder::attention(Value query, Value key, Value value,
-                              bool causal, Value keyMask, int64_t window) {
+Value ModelBuilder::attention(Value query, Value key, Value value, bool causal,
+                              Value keyMask, int64_t window, double scale,
+                              double softcap) {
   SmallVector<int64_t> shape(typeOf(query).getShape().drop_back());
   shape.push_back(typeOf(value).getShape().back());
   return tg::AttentionOp::create(
@@ -135,17 +141,18 @@ Value ModelBuilder::attention(Value query, Value key, Value value,
              /*lse=*/Type(), query, key, value, keyMask,
              builder.getBoolAttr(causal),
              window ? builder.getI64IntegerAttr(window) : IntegerAttr(),
-             /*scale=*/FloatAttr(), /*bshd=*/BoolAttr(), /*packed=*/BoolAttr(),
-             /*softcap=*/FloatAttr())
+             scale > 0.0 ? builder.getF64FloatAttr(scale) : FloatAttr(),
+             /*bshd=*/BoolAttr(), /*packed=*/BoolAttr(),
+             softcap > 0.0 ? builder.getF64FloatAttr(softcap) : FloatAttr())
       .getResult();
 }
 
-Value ModelBuilder::crossEntropy(Value logits, Value targets) {
-  return tg::CrossEntropyOp::create(builder, loc,
-                                    tensorOf({}, builder.getF32Type()),
-                                    /*logits_grad=*/Type(), logits, targets,
-                                    /*grad=*/Value(), /*ignore_index=*/-100,
-                                    /*softcap=*/nullptr)
+Value ModelBuilder::crossEntropy(Value logits, Value targets, double softcap) {
+  return tg::CrossEntropyOp::create(
+             builder, loc, tensorOf({}, builder.getF32Type()),
+             /*logits_grad=*/Type(), logits, targets,
+             /*grad=*/Value(), /*ignore_index=*/-100,
+             softcap > 0.0 ? builder.getF64FloatAttr(softcap) : FloatAttr())
       .getResult();
 }
 

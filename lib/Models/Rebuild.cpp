@@ -135,6 +135,12 @@ static std::optional<ModelConfig> parseRecord(DictionaryAttr record,
         (record.get("experts") && !integer("experts", config.experts)) ||
         (record.get("experts_per_token") &&
          !integer("experts_per_token", config.expertsPerToken)) ||
+        (record.get("query_pre_attn_scalar") &&
+         !real("query_pre_attn_scalar", config.queryPreAttnScalar)) ||
+        (record.get("attn_softcap") &&
+         !real("attn_softcap", config.attnSoftcap)) ||
+        (record.get("final_softcap") &&
+         !real("final_softcap", config.finalSoftcap)) ||
         !real("initializer_range", config.initializerRange) ||
         !integer("seq_len", config.seqLen))
       return std::nullopt;

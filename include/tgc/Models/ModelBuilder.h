@@ -46,6 +46,8 @@ public:
   mlir::Value rmsNorm(mlir::Value input, mlir::Value weight, double epsilon);
   /// An f32 constant of the model.
   mlir::Value constant(llvm::ArrayRef<float> values);
+  /// A 0-d tensor of the model's element type holding `value` (tg.fill).
+  mlir::Value scalar(double value);
   /// Rotary embedding of [..., T, D] heads by `invFreq`, the D/2
   /// frequencies (an f32 constant, built once for every rope).
   mlir::Value rope(mlir::Value input, mlir::Value invFreq);
@@ -58,12 +60,16 @@ public:
   mlir::Value embedding(mlir::Value table, mlir::Value indices,
                         std::optional<int64_t> paddingIdx = std::nullopt);
   /// `keyMask`, when given, is a [B, Tk] padding mask; a positive
-  /// `window` (causal) limits each query to that many keys back
-  /// (tg.attention).
+  /// `window` (causal) limits each query to that many keys back; a
+  /// positive `scale` replaces 1 / sqrt(D), a positive `softcap` caps the
+  /// scores (tg.attention).
   mlir::Value attention(mlir::Value query, mlir::Value key, mlir::Value value,
                         bool causal, mlir::Value keyMask = {},
-                        int64_t window = 0);
-  mlir::Value crossEntropy(mlir::Value logits, mlir::Value targets);
+                        int64_t window = 0, double scale = 0.0,
+                        double softcap = 0.0);
+  /// A positive `softcap` caps the logits first (cap * tanh(x / cap)).
+  mlir::Value crossEntropy(mlir::Value logits, mlir::Value targets,
+                           double softcap = 0.0);
   /// A mixture-of-experts SwiGLU MLP as Mixtral computes it, over [N, C]
   /// tokens: the router's softmax (f32), its `topK` experts per token
   /// (their weights renormalized to sum to 1 when `normalize`), every

@@ -84,6 +84,15 @@ struct LlamaConfig {
   /// layer, `expertsPerToken` of them per token (0 experts: the dense MLP).
   int64_t experts = 0;
   int64_t expertsPerToken = 2;
+  /// Gemma 2 (model_type "gemma2"): RMSNorm on 1 + weight before and after
+  /// attention and the MLP, the embedding scaled by sqrt(hidden), a GELU
+  /// (tanh) gated MLP, queries scaled by queryPreAttnScalar^-1/2, the
+  /// scores and final logits soft-capped (0: none), and the window on the
+  /// even layers only.
+  double queryPreAttnScalar = 0.0;
+  double attnSoftcap = 0.0;
+  double finalSoftcap = 0.0;
+  bool gemma2() const { return modelType == "gemma2"; }
   double initializerRange = 0.02;
   int64_t batch = 8;
   int64_t seqLen = 128;
@@ -92,8 +101,8 @@ struct LlamaConfig {
 };
 
 /// The named Llama-family sizes: "tiny" (test-sized, grouped-query) and
-/// "llama-3-8b", "mistral-7b", "qwen2-7b", "mixtral-8x7b" and
-/// "mixtral-tiny" (tiny with 4 experts, 2 per token).
+/// "llama-3-8b", "mistral-7b", "qwen2-7b", "mixtral-8x7b",
+/// "mixtral-tiny" (tiny with 4 experts, 2 per token) and "gemma-2-2b".
 std::optional<LlamaConfig> getLlamaPreset(llvm::StringRef name);
 
 /// The rotary frequencies of `config`, as Hugging Face computes them in

@@ -74,6 +74,8 @@ if len(sys.argv) == 6:
             inputs = {"input_ids": batches["tokens"][i]}
             if "attention_mask" in batches:
                 inputs["attention_mask"] = batches["attention_mask"][i]
+            else:  # a causal LM: no cache (Gemma 2's would need torch 2)
+                inputs["use_cache"] = False
             a, b = model(**inputs).logits, reference(**inputs).logits
             worst = max(worst, float((a - b).abs().max() / b.abs().max()))
     print(f"logits of the loaded directory and of the checkpoint's weights: "
