@@ -41,6 +41,24 @@ CONFIGS = [
 ]
 
 
+def plan_rows(bins, model, tmp, configs):
+    """For each (name, flags) of `configs`, the plan of `model`: name,
+    parameters, optimizer state, arena, planned peak and its change from
+    the first's, as table cells."""
+    rows, base = [], None
+    for name, flags in configs:
+        _, step, kinds, _ = compile_report(bins, model, tmp, flags)
+        peak = step["persistent_bytes"] + step["arena_bytes"]
+        base = base or peak
+        params = kinds.get("params", 0) + kinds.get("frozen_params", 0)
+        rows.append(
+            f"{name} | {params / GiB:.2f} GiB | "
+            f"{kinds.get('optimizer_state', 0) / GiB:.2f} GiB | "
+            f"{step['arena_bytes'] / GiB:.2f} GiB | {peak / GiB:.2f} GiB | "
+            f"{(peak - base) / base * 100:+.1f}% |")
+    return rows
+
+
 def memory_table(bins, tmp, presets):
     lines = ["| model | configuration | parameters | optimizer state | "
              "transient arena | planned peak | vs f32 |",
@@ -49,17 +67,8 @@ def memory_table(bins, tmp, presets):
         model = os.path.join(tmp, f"{preset}.mlir")
         run([f"{bins}/tgc-models", "llama", "--preset", preset, "--batch", "1",
              "--seq-len", "2048", "-o", model])
-        base = None
-        for name, flags in CONFIGS:
-            _, step, kinds, _ = compile_report(bins, model, tmp, flags)
-            peak = step["persistent_bytes"] + step["arena_bytes"]
-            base = base or peak
-            params = kinds.get("params", 0) + kinds.get("frozen_params", 0)
-            lines.append(
-                f"| {label} | {name} | {params / GiB:.2f} GiB | "
-                f"{kinds.get('optimizer_state', 0) / GiB:.2f} GiB | "
-                f"{step['arena_bytes'] / GiB:.2f} GiB | {peak / GiB:.2f} GiB | "
-                f"{(peak - base) / base * 100:+.1f}% |")
+        lines += [f"| {label} | {row}"
+                  for row in plan_rows(bins, model, tmp, CONFIGS)]
     return lines
 
 
@@ -74,20 +83,11 @@ def moe_table(bins, tmp):
          "1", "--seq-len", "2048", "-o", model])
     lines = ["| configuration | parameters | optimizer state | transient arena "
              "| planned peak | vs f32 |", "|---|---|---|---|---|---|"]
-    base = None
     experts = ("LoRA r=16 (q,k,v,o and every expert's w1,w2,w3), bf16 base, "
                "bf16, remat", [LORA + ",w1,w2,w3", "--frozen-dtype=bf16",
                                "--amp=bf16", "--remat=blocks"])
-    for name, flags in CONFIGS + [experts]:
-        _, step, kinds, _ = compile_report(bins, model, tmp, flags)
-        peak = step["persistent_bytes"] + step["arena_bytes"]
-        base = base or peak
-        params = kinds.get("params", 0) + kinds.get("frozen_params", 0)
-        lines.append(
-            f"| {name} | {params / GiB:.2f} GiB | "
-            f"{kinds.get('optimizer_state', 0) / GiB:.2f} GiB | "
-            f"{step['arena_bytes'] / GiB:.2f} GiB | {peak / GiB:.2f} GiB | "
-            f"{(peak - base) / base * 100:+.1f}% |")
+    lines += [f"| {row}"
+              for row in plan_rows(bins, model, tmp, CONFIGS + [experts])]
     for budget in MOE_BUDGETS:
         proc = subprocess.run(
             [f"{bins}/tgc-compile", model, "-o", os.path.join(tmp, "fit.tgx"),

@@ -198,10 +198,10 @@ Value ModelBuilder::mixtureOfExperts(Value tokens, Value router,
   Value rows = tg::GatherOp::create(builder, loc,
                                     tensorOf({M, C}, type.getElementType()),
                                     tokens, route.getRows(), int64_t(0));
-  auto experts = [&](Value input, ArrayRef<Value> weights, int64_t out) {
+  auto experts = [&](Value input, ArrayRef<Value> matrices, int64_t out) {
     return tg::ExpertLinearOp::create(
                builder, loc, tensorOf({M, out}, type.getElementType()), input,
-               route.getOffsets(), weights, /*transpose_weight=*/true)
+               route.getOffsets(), matrices, /*transpose_weight=*/true)
         .getResult();
   };
   Value hidden = mul(silu(experts(rows, gate, I)), experts(rows, up, I));

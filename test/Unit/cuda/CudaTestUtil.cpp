@@ -59,6 +59,17 @@ void fillInts(HostTensor &t, std::mt19937 &rng, int64_t low, int64_t high) {
     storeI64(t.ref, i, dist(rng));
 }
 
+HostTensor randomTensor(DType dtype, std::vector<int64_t> shape,
+                        std::mt19937 &rng, float mean, float std) {
+  HostTensor t(dtype, std::move(shape));
+  fillNormal(t, rng, mean, std);
+  return t;
+}
+
+std::string named(const char *what, DType dtype) {
+  return std::string(what) + " " + dtypeName(dtype);
+}
+
 double toleranceFor(DType dtype) {
   switch (dtype) {
   case DType::F16:

@@ -93,6 +93,15 @@ void synchronize();
 void fillNormal(HostTensor &t, std::mt19937 &rng, float mean = 0.0f,
                 float std = 1.0f);
 void fillInts(HostTensor &t, std::mt19937 &rng, int64_t low, int64_t high);
+/// A tensor of normal draws (mean, std).
+HostTensor randomTensor(DType dtype, std::vector<int64_t> shape,
+                        std::mt19937 &rng, float mean = 0.0f, float std = 1.0f);
+/// "what dtype", a failure's label.
+std::string named(const char *what, DType dtype);
+
+/// cuda::kIndexOutOfRange (Common.cuh holds device code, so it is not
+/// included by the tests).
+constexpr int kIndexOutOfRange = 1;
 
 /// Tolerance of results stored in `dtype`, relative to the magnitude.
 double toleranceFor(DType dtype);

@@ -18,23 +18,6 @@ using namespace tgc::rt::test;
     ASSERT_TRUE(status_.ok()) << status_.error;                                \
   } while (0)
 
-namespace {
-
-constexpr int kIndexOutOfRange = 1;
-
-HostTensor randomTensor(DType dtype, std::vector<int64_t> shape,
-                        std::mt19937 &rng) {
-  HostTensor t(dtype, std::move(shape));
-  fillNormal(t, rng);
-  return t;
-}
-
-std::string named(const char *what, DType dtype) {
-  return std::string(what) + " " + dtypeName(dtype);
-}
-
-} // namespace
-
 class ExpertsCudaTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(ExpertsCudaTest, TopKAndRouteMatchTheCpu) {

@@ -22,26 +22,6 @@ using namespace tgc::rt::test;
     ASSERT_TRUE(status_.ok()) << status_.error;                                \
   } while (0)
 
-namespace {
-
-/// cuda::kIndexOutOfRange (Common.cuh holds device code, so it is not
-/// included here).
-constexpr int kIndexOutOfRange = 1;
-
-HostTensor randomTensor(DType dtype, std::vector<int64_t> shape,
-                        std::mt19937 &rng, float mean = 0.0f,
-                        float std = 1.0f) {
-  HostTensor t(dtype, std::move(shape));
-  fillNormal(t, rng, mean, std);
-  return t;
-}
-
-std::string named(const char *what, DType dtype) {
-  return std::string(what) + " " + dtypeName(dtype);
-}
-
-} // namespace
-
 class NNCudaTest : public ::testing::TestWithParam<DType> {};
 
 //===----------------------------------------------------------------------===//

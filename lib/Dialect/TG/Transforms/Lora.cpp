@@ -86,11 +86,7 @@ struct LoraPass : tgc::tg::impl::TGLoraBase<LoraPass> {
     SmallVector<tg::MatmulOp> matmuls;
     model.walk([&](tg::MatmulOp op) { matmuls.push_back(op); });
     for (tg::MatmulOp matmul : matmuls) {
-      auto weight = dyn_cast<BlockArgument>(matmul.getRhs());
-      if (!weight || weight.getOwner() != &body)
-        continue;
-      auto name = model.getArgAttrOfType<StringAttr>(weight.getArgNumber(),
-                                                     tg::TGDialect::kParamAttr);
+      StringAttr name = paramName(model, matmul.getRhs());
       if (!name)
         continue;
       StringRef module = moduleOf(name.getValue());
@@ -103,7 +99,7 @@ struct LoraPass : tgc::tg::impl::TGLoraBase<LoraPass> {
       if (matmul.getTransposeLhs())
         return matmul.emitOpError("tg-lora: cannot adapt a matmul with "
                                   "transpose_lhs");
-      auto weightType = cast<RankedTensorType>(weight.getType());
+      auto weightType = cast<RankedTensorType>(matmul.getRhs().getType());
       if (weightType.getRank() != 2)
         return matmul.emitOpError("tg-lora: the weight of '")
                << module << "' has rank " << weightType.getRank()
