@@ -766,10 +766,31 @@ def split(e, node, args):
     return e.multi("tg.split", [x], shapes, f"axis = {dim} : i64")
 
 
+def select(e, node, cond, a, b):
+    """cond ? a : b, `cond` a bool Value or a Negated one: tg.where for
+    floats; for integers (tg.where takes floats only) b + cond * (a - b),
+    exact in int64 (an encoder-decoder's -100 targets read as padding)."""
+    if isinstance(cond, Negated):
+        cond, a, b = cond.nonzero, b, a
+    like = a if isinstance(a, Value) else b
+    a, b = materialize(e, a, like), materialize(e, b, like)
+    val = meta(node)
+    if val.dtype.is_floating_point:
+        return result_of(e, node, "tg.where", [materialize(e, cond), a, b])
+    shape = tuple(val.shape)
+    chosen = e.op("tg.cast", [materialize(e, cond)], cond.shape, val.dtype)
+    step = e.op("tg.mul", [chosen, e.op("tg.sub", [a, b], shape, val.dtype)],
+                shape, val.dtype)
+    return result_of(e, node, "tg.add", [b, step])
+
+
 @op("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
 def masked_fill(e, node, args):
     x, mask, value = args
     import torch
+    if not x.dtype.is_floating_point:
+        return select(e, node, mask, unwrap(value) if not isinstance(
+            value, Value) else value, x)
     if not isinstance(value, Value):
         fill = materialize(e, Known(torch.tensor(float(unwrap(value)),
                                                  dtype=x.dtype)), x)
@@ -783,6 +804,8 @@ def masked_fill(e, node, args):
 @op("aten.where.self")
 def where(e, node, args):
     cond, a, b = args
+    if not meta(node).dtype.is_floating_point:
+        return select(e, node, cond, a, b)
     like = a if isinstance(a, Value) else b
     if isinstance(cond, Negated):
         cond, a, b = cond.nonzero, b, a

@@ -29,12 +29,20 @@ reads whole. Three subcommands:
                                ...}], rendered by the chat template and
                                tokenized whole; the loss reads the
                                assistant's turns only;
+        "source", "target"     strings, for an encoder-decoder (T5, BART):
+                               each encoded as a text, with the tokenizer's
+                               special tokens (as transformers' tokenizer
+                               encodes text and text_target); the target is
+                               what the loss reads;
+        "source_ids", "target_ids"  the same, already tokenized;
       and an integer "label" in [0, K) exactly when K > 0. The tokenizer is
       a tokenizer.json or a Hugging Face model directory (its
       tokenizer.json, and from tokenizer_config.json the chat template and
       the EOS and padding tokens). A template renders one conversation in
-      at most S seconds (10) and M MiB (1024) of memory. Prompts and
-      conversations make a version 2 file, with the loss mask. The
+      at most S seconds (10) and M MiB (1024) of memory. Prompts,
+      conversations and source/target pairs make a version 2 file, with the
+      loss mask (a pair is its source, untrained, then its target; tgc-run
+      splits it there for an encoder-decoder). The
       vocabulary is the tokenizer's, or V (which may pad it; without a
       tokenizer V is required). Examples
       longer than L are cut to their first L tokens (an example that ends in
@@ -720,12 +728,13 @@ def parse_messages(where, messages):
 
 # The forms of an input line, by the fields that make them.
 EXAMPLE_FORMS = (("text",), ("input_ids",), ("prompt", "response"),
-                 ("messages",))
+                 ("messages",), ("source", "target"),
+                 ("source_ids", "target_ids"))
 
 
 def parse_example(where, obj, num_labels, have_tokenizer):
-    """The kind of one input line ("text", "input_ids", "prompt" or
-    "messages"), its content, and its label."""
+    """The kind of one input line ("text", "input_ids", "prompt",
+    "messages", "source" or "source_ids"), its content, and its label."""
     present = [form for form in EXAMPLE_FORMS
                if any(key in obj for key in form)]
     def named(form):
@@ -737,25 +746,36 @@ def parse_example(where, obj, num_labels, have_tokenizer):
     if not present:
         raise DataError(f"{where}: example has neither \"text\" nor "
                         "\"input_ids\" (nor \"prompt\" and \"response\", "
-                        "nor \"messages\")")
+                        "nor \"messages\", nor \"source\" and \"target\", "
+                        "nor \"source_ids\" and \"target_ids\")")
     form = present[0]
     missing = [key for key in form if key not in obj]
     if missing:
         raise DataError(f"{where}: example has \"{form[0]}\" but no "
                         f"\"{missing[0]}\"")
     kind = form[0]
-    if kind == "input_ids":
-        content = obj["input_ids"]
-        if not isinstance(content, list) or not all(
-                type(t) is int for t in content):
-            raise DataError(f"{where}: \"input_ids\" must be an array of "
-                            "integers")
+    if kind in ("input_ids", "source_ids"):
+        for key in form:
+            ids = obj[key]
+            if not isinstance(ids, list) or not all(
+                    type(t) is int for t in ids):
+                raise DataError(f"{where}: \"{key}\" must be an array of "
+                                "integers")
+            if kind == "source_ids" and not ids:
+                raise DataError(f"{where}: \"{key}\" is empty (an "
+                                "encoder-decoder reads a source and a "
+                                "target)")
+        content = obj["input_ids"] if kind == "input_ids" else \
+            (obj["source_ids"], obj["target_ids"])
     else:
         if kind == "text":
             content = string_field(where, obj, "text")
         elif kind == "prompt":
             content = (string_field(where, obj, "prompt"),
                        string_field(where, obj, "response"))
+        elif kind == "source":
+            content = (string_field(where, obj, "source"),
+                       string_field(where, obj, "target"))
         else:
             content = parse_messages(where, obj["messages"])
         if not have_tokenizer:
@@ -894,6 +914,17 @@ def cmd_encode(args):
         second = second + [eos_id]
         return first + second, [0] * len(first) + [1] * len(second)
 
+    def encode_pair(where, source, target):
+        """Source and target each encoded as a text, special tokens
+        included; only the target trained."""
+        first = encode(where, source).ids
+        second = encode(where, target).ids
+        if not first or not second:
+            raise DataError(f"{where}: the {'source' if not first else 'target'}"
+                            " encodes to no tokens (an encoder-decoder reads "
+                            "both)")
+        return first + second, [0] * len(first) + [1] * len(second)
+
     def encode_conversation(where, messages):
         nonlocal chat
         if chat is None:
@@ -930,6 +961,11 @@ def cmd_encode(args):
                 ids = content
             elif kind == "prompt":
                 ids, trained = encode_prompt(where, *content)
+            elif kind == "source":
+                ids, trained = encode_pair(where, *content)
+            elif kind == "source_ids":
+                ids = content[0] + content[1]
+                trained = [0] * len(content[0]) + [1] * len(content[1])
             else:
                 ids, trained = encode_conversation(where, content)
             builder.add(where, ids, label, trained)
@@ -958,8 +994,8 @@ def cmd_encode(args):
           f"{labelled}, {plural(len(tokens), 'token')}, length min "
           f"{min(lengths)} median {np.median(lengths):g} max {max(lengths)}, "
           f"{builder.truncated} truncated" +
-          (f", {int(trained.sum())} trained (prompts and other turns are "
-           f"context only)" if trained is not None else ""))
+          (f", {int(trained.sum())} trained (prompts, sources and other "
+           f"turns are context only)" if trained is not None else ""))
 
 
 # --- generate ----------------------------------------------------------------

@@ -5,12 +5,17 @@
                 --task classify|causal-lm|masked-lm|seq-cls
                 --batch B (--features F | --seq-len T) -o MODEL.mlir
                 [--weights WEIGHTS.safetensors] [--name NAME] [--check]
-  tgc-import.py --hf DIR --batch B --seq-len T -o MODEL.mlir [--check]
+  tgc-import.py --hf DIR --batch B --seq-len T [--target-len U]
+                -o MODEL.mlir [--check]
 
 --hf imports a Hugging Face model directory (the class its config.json
 names, from transformers, with eager attention, no dropout and no
 key/value cache; run it with .venv-hf47/bin/python): a causal LM, a
-masked LM or a sequence classifier, the task told from the class. `tgc-run --load-weights DIR` then starts
+masked LM, a sequence classifier or an encoder-decoder LM (T5, BART:
+--task seq2seq, `tokens` and `attention_mask` the source [B, T],
+`targets` the target [B, U], U = --target-len or T; the decoder's inputs
+are the targets shifted right behind decoder_start_token_id, as
+transformers makes them from labels), the task told from the class. `tgc-run --load-weights DIR` then starts
 from the directory's weights, under the same names.
 FACTORY() returns a torch.nn.Module. Its forward takes `inputs` [B, F]
 (floats; --task classify, whose loss is the cross-entropy of the logits
@@ -141,14 +146,23 @@ def load_hf(directory, seed):
         fail(f"--hf: {path}: transformers {transformers.__version__} has no "
              f"class {name}")
     from transformers.models.auto import modeling_auto as auto
-    tasks = {"causal-lm": auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+    # Encoder-decoders first: transformers lists BART's and mBART's
+    # conditional generators among the masked LMs too.
+    tasks = {"seq2seq": auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+             "causal-lm": auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
              "masked-lm": auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
              "seq-cls": auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES}
     task = next((t for t, names in tasks.items()
                  if name in set(names.values())), None)
     if task is None:
-        fail(f"--hf: {path}: {name} is not a causal LM, masked LM or "
-             "sequence classifier (the heads tgc-import takes)")
+        fail(f"--hf: {path}: {name} is not a causal LM, masked LM, "
+             "sequence classifier or encoder-decoder LM (the heads "
+             "tgc-import takes)")
+    if task == "seq2seq" and getattr(config, "decoder_start_token_id",
+                                     None) is None:
+        fail(f"--hf: {path}: the encoder-decoder {name} names no "
+             "decoder_start_token_id (the token its decoder inputs start "
+             "with)")
     for field in ("dropout", "attention_dropout", "hidden_dropout",
                   "resid_pdrop", "embd_pdrop", "attn_pdrop", "activation_dropout",
                   "hidden_dropout_prob", "attention_probs_dropout_prob"):
@@ -200,16 +214,36 @@ def example_inputs(args):
         tokens=torch.zeros(B, T, dtype=torch.int64))
     if args.task in ENCODER_TASKS:
         inputs["attention_mask"] = torch.ones(B, T, dtype=torch.int64)
-    inputs["targets"] = torch.zeros(
-        (B,) if args.task == "seq-cls" else (B, T), dtype=torch.int64)
+    if args.task == "seq-cls":
+        targets = (B,)
+    elif args.task == "seq2seq":
+        targets = (B, args.target_len or T)
+    else:
+        targets = (B, T)
+    inputs["targets"] = torch.zeros(targets, dtype=torch.int64)
     return inputs
 
 
 # Tasks whose batches carry an attention mask (padded keys hidden), and
 # the tg.task each records for tgc-run's batching.
-ENCODER_TASKS = ("masked-lm", "seq-cls")
+ENCODER_TASKS = ("masked-lm", "seq-cls", "seq2seq")
 TG_TASKS = {"causal-lm": "causal-lm", "masked-lm": "masked-lm",
-            "seq-cls": "sequence-classification"}
+            "seq-cls": "sequence-classification", "seq2seq": "seq2seq"}
+
+
+def decoder_inputs(config, targets):
+    """An encoder-decoder's decoder inputs for `targets` [B, T], as
+    transformers makes them from labels (T5's _shift_right, BART's
+    shift_tokens_right): the targets shifted right by one behind
+    decoder_start_token_id, an ignored target (-100) read as the padding
+    id. Written without in-place updates so that the trace keeps it (a
+    concatenation and a masked fill; the import folds what it can)."""
+    import torch
+    start = torch.full((targets.shape[0], 1), config.decoder_start_token_id,
+                       dtype=targets.dtype)
+    shifted = torch.cat([start, targets[:, :-1]], dim=1)
+    pad = config.pad_token_id if config.pad_token_id is not None else 0
+    return shifted.masked_fill(shifted == -100, pad)
 
 
 def loss_logits(model, task, inputs, whole=False):
@@ -217,7 +251,11 @@ def loss_logits(model, task, inputs, whole=False):
     output)."""
     if task == "classify":
         return model(inputs["inputs"])
-    if task in ENCODER_TASKS:
+    if task == "seq2seq":
+        out = model(inputs["tokens"], attention_mask=inputs["attention_mask"],
+                    decoder_input_ids=decoder_inputs(model.config,
+                                                     inputs["targets"]))
+    elif task in ENCODER_TASKS:
         out = model(inputs["tokens"], attention_mask=inputs["attention_mask"])
     else:
         out = model(inputs["tokens"])
@@ -680,8 +718,15 @@ def check(args, model, text, params):
         with torch.no_grad():
             classes = loss_logits(model, args.task, batch).shape[-1]
         batch["targets"] = torch.randint(0, classes, batch["targets"].shape)
+        if args.task == "seq2seq":  # the last target row padded
+            batch["targets"][-1, batch["targets"].shape[1] // 2:] = -100
     with torch.no_grad():
-        theirs = float(loss_of(model, args.task, batch))
+        if args.task == "seq2seq":  # transformers' own shift and loss
+            theirs = float(model(batch["tokens"],
+                                 attention_mask=batch["attention_mask"],
+                                 labels=batch["targets"]).loss)
+        else:
+            theirs = float(loss_of(model, args.task, batch))
     with tempfile.TemporaryDirectory() as work:
         mlir, tgx = os.path.join(work, "m.mlir"), os.path.join(work, "m.tgx")
         weights = os.path.join(work, "w.safetensors")
@@ -741,10 +786,12 @@ def main(argv=None):
                         "directory (its config.json, and its weights when it "
                         "has them)")
     parser.add_argument("--task", choices=("classify", "causal-lm",
-                                           "masked-lm", "seq-cls"))
+                                           "masked-lm", "seq-cls", "seq2seq"))
     parser.add_argument("--batch", type=int, required=True)
     parser.add_argument("--features", type=int)
     parser.add_argument("--seq-len", type=int)
+    parser.add_argument("--target-len", type=int, help="the decoder's "
+                        "length (seq2seq; default: --seq-len)")
     parser.add_argument("--name", default="model")
     parser.add_argument("-o", "--output", required=True)
     parser.add_argument("--weights", help="write the parameters here")

@@ -158,7 +158,8 @@ int64_t availableMemory() {
 bool readsExamples(const Program &program, const std::string &source) {
   if (source == "synthetic")
     return program.task == "masked-lm" ||
-           program.task == "sequence-classification";
+           program.task == "sequence-classification" ||
+           program.task == "seq2seq";
   return source.size() > 5 &&
          source.compare(source.size() - 5, 5, ".tgcd") == 0;
 }

@@ -385,7 +385,8 @@ Status createDataSource(const Program &program, const std::string &spec,
     return Status::success();
   }
   bool padded = program.task == "masked-lm" ||
-                program.task == "sequence-classification";
+                program.task == "sequence-classification" ||
+                program.task == "seq2seq";
   if (spec == "synthetic")
     return padded ? createSyntheticExampleData(program, seed, options, source)
                   : createSyntheticData(program, seed, source, options);

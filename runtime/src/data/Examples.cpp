@@ -303,7 +303,21 @@ private:
 // Batching and collation
 //===----------------------------------------------------------------------===//
 
-enum class Task { CausalLM, MaskedLM, SequenceClassification };
+enum class Task { CausalLM, MaskedLM, SequenceClassification, Seq2Seq };
+
+/// The length of example e's source for an encoder-decoder: its tokens
+/// before the first the loss reads (a .tgcd of sources and targets, or of
+/// prompts and responses); synthetic examples, which mark none, are split
+/// in half.
+int64_t sourceLengthOf(const ExampleSet &set, int64_t e) {
+  int64_t n = set.length(e);
+  if (!set.hasLossMask())
+    return (n + 1) / 2;
+  int64_t t = 0;
+  while (t < n && !set.trained(e, t))
+    ++t;
+  return t;
+}
 
 /// The task of a program: named in the executable; a program that names
 /// none (compiled before tasks were recorded) is a causal LM.
@@ -312,6 +326,8 @@ Task taskOf(const Program &program) {
     return Task::MaskedLM;
   if (program.task == "sequence-classification")
     return Task::SequenceClassification;
+  if (program.task == "seq2seq")
+    return Task::Seq2Seq;
   return Task::CausalLM;
 }
 
@@ -360,6 +376,8 @@ public:
                                : program.bucketFor(longest);
     if (!bucket)
       bucket = &program.buckets.back();
+    if (task == Task::Seq2Seq)
+      return fillPairs(session, *bucket, examples, info);
     int64_t L = bucket->seqLen;
     TensorRef tokens = session.hostView(bucket->input("tokens"));
     TensorRef targets = session.hostView(bucket->input("targets"));
@@ -426,6 +444,48 @@ public:
   int64_t itemsPerBatch() const override { return rows * maxLength; }
 
 private:
+  /// An encoder-decoder's batch (Task::Seq2Seq): each example's source (its
+  /// tokens before the first one the loss reads) as `tokens`, right-padded
+  /// with `attention_mask` 0, and its target (the rest) as `targets`,
+  /// -100 after its end; each cut to the model's lengths, as a tokenizer
+  /// with truncation cuts source and target. The model shifts the targets
+  /// into its decoder's inputs itself (tgc-import, as transformers does).
+  Status fillPairs(Session &session, const Bucket &bucket,
+                   const std::vector<int64_t> &examples, BatchInfo &info) {
+    int32_t tokensIndex = bucket.input("tokens");
+    int32_t targetsIndex = bucket.input("targets");
+    TensorRef tokens = session.hostView(tokensIndex);
+    TensorRef targets = session.hostView(targetsIndex);
+    TensorRef mask = session.hostView(bucket.input("attention_mask"));
+    int64_t S = program.tensors[size_t(tokensIndex)].shape[1];
+    int64_t T = program.tensors[size_t(targetsIndex)].shape[1];
+    int64_t pad = std::max<int64_t>(set->padId, 0);
+    info.bucket = &bucket;
+    info.realTokens = 0;
+    info.paddedTokens = rows * (S + T);
+    info.predicted = 0;
+    for (int64_t g = 0; g < rows; ++g) {
+      int64_t e = examples[size_t(g)];
+      int64_t split = e < 0 ? 0 : sourceLength(e);
+      int64_t n = e < 0 ? 0 : std::min(split, S);
+      int64_t m = e < 0 ? 0 : std::min(set->length(e) - split, T);
+      info.realTokens += n + m;
+      info.predicted += m;
+      int64_t r = g - firstRow;
+      if (r < 0 || r >= localRows)
+        continue;
+      for (int64_t t = 0; t < S; ++t) {
+        storeI64(tokens, r * S + t, t < n ? set->token(e, t) : pad);
+        storeI64(mask, r * S + t, t < n ? 1 : 0);
+      }
+      for (int64_t t = 0; t < T; ++t)
+        storeI64(targets, r * T + t,
+                 t < m ? set->token(e, split + t) : kIgnoreIndex);
+    }
+    return Status::success();
+  }
+
+  int64_t sourceLength(int64_t e) const { return sourceLengthOf(*set, e); }
   /// The length an example has in a batch: cut to the largest bucket.
   int64_t lengthOf(int64_t e) const {
     return std::min(set->length(e), maxLength);
@@ -512,10 +572,12 @@ Status checkProgram(const Program &program, Task &task, ModelInputs &inputs) {
   const Bucket &largest = program.buckets.back();
   const TensorInfo &t = program.tensors[inputs.tokens];
   const TensorInfo &y = program.tensors[inputs.targets];
-  if (t.shape.size() != 2 ||
-      (task == Task::SequenceClassification
-           ? y.shape != std::vector<int64_t>{t.shape[0]}
-           : y.shape != t.shape))
+  bool shaped = task == Task::SequenceClassification
+                    ? y.shape == std::vector<int64_t>{t.shape[0]}
+                : task == Task::Seq2Seq
+                    ? y.shape.size() == 2 && y.shape[0] == t.shape[0]
+                    : y.shape == t.shape;
+  if (t.shape.size() != 2 || !shaped)
     return Status::failure("the model's 'tokens' and 'targets' do not have "
                            "the shapes its task batches");
   if (task != Task::CausalLM && largest.input("attention_mask") < 0)
@@ -552,7 +614,16 @@ Status createExampleData(const Program &program, const std::string &path,
                  " classes");
     // Every label lies below the file's count of labels (DatasetView).
   }
-  if (task != Task::CausalLM && set->hasLossMask())
+  if (task == Task::Seq2Seq) {
+    if (!set->hasLossMask())
+      return bad("has no sources and targets for an encoder-decoder "
+                 "(encode {\"source\", \"target\"} or {\"prompt\", "
+                 "\"response\"} lines)");
+    if (program.buckets.size() > 1)
+      return bad("an encoder-decoder is batched at its one source and "
+                 "target length, not over shape buckets");
+  }
+  if (task != Task::CausalLM && task != Task::Seq2Seq && set->hasLossMask())
     return bad("marks prompts that the loss does not read (prompt and "
                "response, or conversations), which only a causal LM "
                "trains on; this model is a " + program.task);
@@ -561,8 +632,29 @@ Status createExampleData(const Program &program, const std::string &path,
                "with [MASK], or --mask-id)");
   if (task == Task::CausalLM && classes < vocab)
     vocab = classes;
+  if (task == Task::Seq2Seq) {
+    int64_t S = program.tensors[size_t(inputs.tokens)].shape[1];
+    int64_t T = program.tensors[size_t(inputs.targets)].shape[1];
+    for (int64_t i = 0; i < set->size(); ++i) {
+      int64_t split = sourceLengthOf(*set, i);
+      int64_t target = set->length(i) - split;
+      if (split == 0 || target == 0)
+        return bad("example " + std::to_string(i) + " has " +
+                   (split == 0 ? "no source" : "no target") +
+                   " (an encoder-decoder reads both)");
+      if (!options.truncate && (split > S || target > T))
+        return bad(
+            "example " + std::to_string(i) + " has a " +
+            (split > S
+                 ? "source of " + std::to_string(split) +
+                       " tokens, more than the model's " + std::to_string(S)
+                 : "target of " + std::to_string(target) +
+                       " tokens, more than the model's " + std::to_string(T)) +
+            " (--overlong=truncate cuts it)");
+    }
+  }
   int64_t largest = program.buckets.back().seqLen;
-  if (!options.truncate)
+  if (!options.truncate && task != Task::Seq2Seq)
     for (int64_t i = 0; i < set->size(); ++i)
       if (set->length(i) > largest)
         return bad("example " + std::to_string(i) + " has " +

@@ -600,7 +600,8 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
   program.hfConfigError =
       fb->hf_config_error() ? fb->hf_config_error()->str() : "";
   if (!program.task.empty() && program.task != "causal-lm" &&
-      program.task != "masked-lm" && program.task != "sequence-classification")
+      program.task != "masked-lm" &&
+      program.task != "sequence-classification" && program.task != "seq2seq")
     return Status::failure("unknown task '" + program.task + "'");
   Status bucketed = collectBuckets(program, fb->seq_len());
   if (!bucketed.ok())

@@ -3,7 +3,9 @@ reference for tgc's training of the same directory: the class config.json
 names (eager attention, no dropout), torch.optim.AdamW with tgc's defaults
 (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01 on every parameter)
 on DATA's batches as tgc-run takes them (step i: batch i mod N; with an
-attention_mask the model reads it), the loss the mean cross-entropy of the
+attention_mask the model reads it; an encoder-decoder reads the targets as
+its labels, from which transformers makes its decoder's inputs), the loss
+the mean cross-entropy of the
 logits against the batch's targets (-100 ignored); writes each step's loss
 (METRICS, JSON lines) and the final parameters (FINAL, by state-dict name,
 a tied weight once).
@@ -22,7 +24,7 @@ config = transformers.AutoConfig.from_pretrained(directory)
 for field in ("dropout", "attention_dropout", "hidden_dropout", "resid_pdrop",
               "embd_pdrop", "attn_pdrop", "activation_dropout",
               "hidden_dropout_prob", "attention_probs_dropout_prob",
-              "seq_classif_dropout", "qa_dropout"):
+              "seq_classif_dropout", "qa_dropout", "dropout_rate"):
     if isinstance(getattr(config, field, None), float):
         setattr(config, field, 0.0)
 cls = getattr(transformers, config.architectures[0])
@@ -35,6 +37,8 @@ def logits_of(model, batches, i):
     kwargs = {"input_ids": batches["tokens"][i]}
     if "attention_mask" in batches:
         kwargs["attention_mask"] = batches["attention_mask"][i]
+    if model.config.is_encoder_decoder:
+        kwargs["labels"] = batches["targets"][i]
     return model(**kwargs).logits
 
 

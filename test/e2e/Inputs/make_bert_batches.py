@@ -1,8 +1,8 @@
 """Writes N random padded BERT batches as a safetensors data file for
 tgc-run --data and bert_reference.py.
-Usage: make_bert_batches.py OUT mlm|seq-cls N B T VOCAB [--num-labels K]
-           [--seed S] [--mask-id M] [--min-len A] [--ignore-rows R]
-           [--pad-id P]
+Usage: make_bert_batches.py OUT mlm|seq-cls|seq2seq N B T VOCAB
+           [--num-labels K] [--seed S] [--mask-id M] [--min-len A]
+           [--ignore-rows R] [--pad-id P] [--target-len U]
 Writes tokens and attention_mask [N, B, T] and targets [N, B, T] (mlm) or
 [N, B] (seq-cls), all int64. Every example's length is uniform in [A, T]
 (A default 2), and one example of every batch has the full length T; the
@@ -20,6 +20,9 @@ there), else stays; targets are the original tokens where chosen and -100
 (ignored) everywhere else, padding included.
 seq-cls targets are uniform in [0, K) (K default 2); --ignore-rows R makes
 the first R rows of every batch -100 (ignored) to exercise ignore_index.
+seq2seq (an encoder-decoder's source and target) writes targets [N, B, U]
+(U default T): each row's target tokens uniform in [5, VOCAB), its length
+uniform in [1, U] (one row of every batch full), -100 after its end.
 Seeded with a torch.Generator (default seed 1234): the same arguments write
 the same file."""
 import argparse
@@ -34,7 +37,7 @@ FIRST_REAL_TOKEN = 5
 
 
 def make_batches(task, n, b, t, vocab, num_labels=2, seed=1234, mask_id=4,
-                 min_len=2, ignore_rows=0, pad_id=0):
+                 min_len=2, ignore_rows=0, pad_id=0, target_len=None):
     if not 1 <= min_len <= t:
         raise ValueError(f"--min-len {min_len} is not in [1, {t}]")
     if vocab <= FIRST_REAL_TOKEN:
@@ -75,15 +78,22 @@ def make_batches(task, n, b, t, vocab, num_labels=2, seed=1234, mask_id=4,
         targets = torch.randint(0, num_labels, (n, b), generator=g)
         targets[:, :ignore_rows] = -100
         data["targets"] = targets
+    elif task == "seq2seq":
+        u = target_len or t
+        ends = torch.randint(1, u + 1, (n, b), generator=g)
+        ends[torch.arange(n), torch.randint(0, b, (n,), generator=g)] = u
+        targets = torch.randint(FIRST_REAL_TOKEN, vocab, (n, b, u), generator=g)
+        targets[torch.arange(u) >= ends.unsqueeze(-1)] = -100
+        data["targets"] = targets
     else:
-        raise ValueError(f"unknown task {task!r} (mlm or seq-cls)")
+        raise ValueError(f"unknown task {task!r} (mlm, seq-cls or seq2seq)")
     return {k: data[k] for k in ("tokens", "attention_mask", "targets")}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
-    ap.add_argument("task", choices=("mlm", "seq-cls"))
+    ap.add_argument("task", choices=("mlm", "seq-cls", "seq2seq"))
     for name in ("n", "b", "t", "vocab"):
         ap.add_argument(name, type=int)
     ap.add_argument("--num-labels", type=int, default=2)
@@ -92,10 +102,12 @@ def main():
     ap.add_argument("--min-len", type=int, default=2)
     ap.add_argument("--ignore-rows", type=int, default=0)
     ap.add_argument("--pad-id", type=int, default=0)
+    ap.add_argument("--target-len", type=int)
     a = ap.parse_args()
     try:
         data = make_batches(a.task, a.n, a.b, a.t, a.vocab, a.num_labels, a.seed,
-                            a.mask_id, a.min_len, a.ignore_rows, a.pad_id)
+                            a.mask_id, a.min_len, a.ignore_rows, a.pad_id,
+                            a.target_len)
     except ValueError as e:
         sys.exit(str(e))
     safetensors_io.save(a.out, data)

@@ -399,13 +399,14 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kTaskAttr) {
     auto task = dyn_cast<StringAttr>(attr.getValue());
-    if (!task || !llvm::is_contained({StringRef(kTaskCausalLM),
-                                      StringRef(kTaskMaskedLM),
-                                      StringRef(kTaskSeqCls)},
-                                     task.getValue()))
+    if (!task ||
+        !llvm::is_contained({StringRef(kTaskCausalLM), StringRef(kTaskMaskedLM),
+                             StringRef(kTaskSeqCls), StringRef(kTaskSeq2Seq)},
+                            task.getValue()))
       return op->emitOpError("'tg.task' is one of \"")
-             << kTaskCausalLM << "\", \"" << kTaskMaskedLM << "\" or \""
-             << kTaskSeqCls << "\", found " << attr.getValue();
+             << kTaskCausalLM << "\", \"" << kTaskMaskedLM << "\", \""
+             << kTaskSeqCls << "\" or \"" << kTaskSeq2Seq << "\", found "
+             << attr.getValue();
     return success();
   }
   if (name == kGradStepAttr) {

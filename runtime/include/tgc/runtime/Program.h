@@ -185,7 +185,8 @@ struct Program {
   /// The CUDA backend may run f32 GEMMs on TF32 tensor cores.
   bool allowTF32 = false;
   /// The model's task ("causal-lm", "masked-lm",
-  /// "sequence-classification"), or empty when the executable names none.
+  /// "sequence-classification", "seq2seq"), or empty when the executable
+  /// names none.
   std::string task;
   /// The config.json of the model's Hugging Face form (tgc-run --save-hf),
   /// or empty when the executable records none (and then, when

@@ -18,8 +18,13 @@ gpt-neo (alternating global and local attention), distilbert
 c2p and p2c with shared keys; a sequence classifier) and deberta-v3-mlm
 (the same with a masked-LM head), roberta
 and roberta-mlm (roberta-base's flags: positions counted from the padding
-id 1; a sequence classifier and a masked LM) and bert-qa (a
-question-answering head: refused). No dropout.
+id 1; a sequence classifier and a masked LM), t5 (t5-small's flags:
+relative position bias buckets in each stack's first layer, RMS-style
+LayerNorm, ReLU, embeddings tied and the output scaled by d_model^-0.5),
+flan-t5 (Flan-T5's: gated GELU, untied output), bart (bart-base's: learned
+positions offset by 2, LayerNorm after embeddings, GELU, tied embeddings,
+final_logits_bias) and bert-qa (a question-answering head: refused). No
+dropout.
 Usage: make_hf_model.py DIR KIND"""
 import sys
 
@@ -123,6 +128,29 @@ elif kind == "roberta-mlm":
         vocab_size=96, hidden_size=64, num_hidden_layers=2,
         num_attention_heads=4, intermediate_size=128,
         max_position_embeddings=48, pad_token_id=1))
+elif kind == "t5":
+    model = T.T5ForConditionalGeneration(T.T5Config(
+        vocab_size=96, d_model=64, d_kv=16, d_ff=128, num_layers=2,
+        num_decoder_layers=2, num_heads=4, relative_attention_num_buckets=8,
+        relative_attention_max_distance=20, feed_forward_proj="relu",
+        tie_word_embeddings=True, pad_token_id=0, eos_token_id=1,
+        decoder_start_token_id=0))
+elif kind == "flan-t5":
+    model = T.T5ForConditionalGeneration(T.T5Config(
+        vocab_size=96, d_model=64, d_kv=16, d_ff=128, num_layers=2,
+        num_decoder_layers=1, num_heads=4, relative_attention_num_buckets=8,
+        relative_attention_max_distance=20, feed_forward_proj="gated-gelu",
+        tie_word_embeddings=False, pad_token_id=0, eos_token_id=1,
+        decoder_start_token_id=0))
+elif kind == "bart":
+    model = T.BartForConditionalGeneration(T.BartConfig(
+        vocab_size=96, d_model=64, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=4, decoder_attention_heads=4,
+        encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64,
+        pad_token_id=1, bos_token_id=0, eos_token_id=2,
+        decoder_start_token_id=2, forced_eos_token_id=2))
+    with torch.no_grad():  # a bias that shows if it is dropped
+        model.final_logits_bias.normal_(0.0, 0.1)
 elif kind == "bert-qa":
     model = T.BertForQuestionAnswering(T.BertConfig(
         vocab_size=96, hidden_size=64, num_hidden_layers=1,

@@ -56,12 +56,16 @@ def TG_Dialect : Dialect {
     /// and next-token `targets` for a causal LM; `tokens`,
     /// `attention_mask` and masked-token `targets` for a masked LM;
     /// `tokens`, `attention_mask` and one label per example for sequence
-    /// classification. Recorded in the executable.
+    /// classification; `tokens` (the source), `attention_mask` and the
+    /// target's tokens as `targets` for an encoder-decoder (seq2seq, whose
+    /// decoder inputs the model shifts from the targets itself). Recorded
+    /// in the executable.
     static constexpr ::llvm::StringLiteral kTaskAttr = "tg.task";
     static constexpr ::llvm::StringLiteral kTaskCausalLM = "causal-lm";
     static constexpr ::llvm::StringLiteral kTaskMaskedLM = "masked-lm";
     static constexpr ::llvm::StringLiteral kTaskSeqCls =
         "sequence-classification";
+    static constexpr ::llvm::StringLiteral kTaskSeq2Seq = "seq2seq";
     /// On a LoRA `lora_B` parameter (tg-lora): {base = "<the adapted
     /// weight>", scale = alpha / rank, fan_in_fan_out = <the base is
     /// [in, out], GPT-2's Conv1D>}; what merging and adapter export need.
