@@ -198,6 +198,28 @@ def load_hf(directory, seed):
     return model, task
 
 
+def recorded_config(directory, model, buffers):
+    """The directory's config.json as one line of JSON, for tgc-run
+    --save-hf to write beside the trained parameters; None (with a note)
+    when the saved directory would not be the model: a buffer the
+    checkpoint holds (BART's final_logits_bias) is a constant of the IR,
+    which --save-hf does not write, and transformers would load it as
+    zeros."""
+    import torch
+    path = directory if os.path.isfile(directory) else \
+        os.path.join(directory, "config.json")
+    saved = set(model.state_dict())
+    kept = [name for name, value in buffers.items()
+            if name in saved and bool(torch.any(value != 0))]
+    if kept:
+        print(f"tgc-import: note: --save-hf will not be offered: the "
+              f"checkpoint's buffer {kept[0]} is not zero, and a saved "
+              f"directory would lose it")
+        return None
+    with open(path) as f:
+        return json.dumps(json.load(f), separators=(",", ":"))
+
+
 def example_inputs(args):
     """The step's inputs, by name, as the runtime batches them."""
     import torch
@@ -528,10 +550,13 @@ from aten_to_tg import (IN_PLACE, OPS, VIEWS, Emitter, Known,  # noqa: E402
                         resolve, unwrap)
 
 
-def convert(graph, params, buffers, inputs, name, task, root="model"):
+def convert(graph, params, buffers, inputs, name, task, root="model",
+            hf_config=None):
     """The tg IR text of the traced loss, or the error listing what has no
     tg form (by operation and module path, with the source line of the
-    first of each; `root` names the model itself)."""
+    first of each; `root` names the model itself). `hf_config`, a Hugging
+    Face config.json's text, is recorded as tg.hf_config (tgc-run
+    --save-hf writes it)."""
     import torch
 
     def where(node):
@@ -641,6 +666,9 @@ def convert(graph, params, buffers, inputs, name, task, root="model"):
     attrs = ["tg.model"]
     if task in TG_TASKS:
         attrs.append(f'tg.task = "{TG_TASKS[task]}"')
+    if hf_config is not None:
+        escaped = hf_config.replace("\\", "\\\\").replace('"', '\\"')
+        attrs.append(f'tg.hf_config = "{escaped}"')
     body = "\n    ".join(e.lines)
     text = (f"module {{\n  func.func @{name}({', '.join(arguments)}) -> "
             f"tensor<f32> attributes {{{', '.join(attrs)}}} {{\n    {body}\n"
@@ -824,8 +852,10 @@ def main(argv=None):
             model = load_factory(args.module)
         inputs = example_inputs(args)
         graph, params, buffers = trace(model, args.task, inputs)
+        hf_config = recorded_config(args.hf, model, buffers) if args.hf \
+            else None
         text, missing = convert(graph, params, buffers, inputs, args.name,
-                                args.task, type(model).__name__)
+                                args.task, type(model).__name__, hf_config)
         if missing:
             fail(missing)
         # tgc-opt verifies the IR and prints it in the ops' own syntax.

@@ -214,6 +214,8 @@ Status writeAdapterDirectory(Session &session, const std::string &directory,
     taskType = "CAUSAL_LM";
   else if (program.task == "sequence-classification")
     taskType = "SEQ_CLS";
+  else if (program.task == "seq2seq")
+    taskType = "SEQ_2_SEQ_LM";
   // Only the fields PEFT 0.4's LoraConfig takes (it refuses others).
   nlohmann::ordered_json config = {
       {"peft_type", "LORA"},
@@ -258,11 +260,11 @@ Status checkHuggingFaceSave(const Program &program) {
   if (program.hfConfig.empty())
     return Status::failure(
         "--save-hf: the executable records no Hugging Face configuration" +
-        (program.hfConfigError.empty()
-             ? std::string()
-             : " (" + program.hfConfigError + ")") +
+        (program.hfConfigError.empty() ? std::string()
+                                       : " (" + program.hfConfigError + ")") +
         "; compile a model that tgc-models generated (gpt2, bert, or a "
-        "llama, mistral or qwen2 of Hugging Face's layout), unedited");
+        "llama, mistral or qwen2 of Hugging Face's layout), unedited, or "
+        "one tgc-import --hf imported");
   return Status::success();
 }
 

@@ -641,13 +641,17 @@ int main(int argc, char **argv) {
   std::vector<tgc::TGXBucket> &buckets = bucketSteps.buckets;
 
   // The model's Hugging Face config.json, which tgc-run --save-hf writes:
-  // only for a model exactly as tgc-models generated it (its record then
-  // describes it) and with a Hugging Face form.
+  // for a model exactly as tgc-models generated it (its record then
+  // describes it) and with a Hugging Face form, or one tgc-import took
+  // from a Hugging Face directory (the directory's, recorded).
   std::string hfConfig, hfConfigError;
   if (emit == "tgx")
     if (auto function = module->lookupSymbol<func::FuncOp>(model)) {
-      if (std::optional<tgc::ModelConfig> config =
-              tgc::generatedConfig(function, hfConfigError))
+      if (auto imported = function->getAttrOfType<StringAttr>(
+              tgc::tg::TGDialect::kHFConfigAttr))
+        hfConfig = imported.str();
+      else if (std::optional<tgc::ModelConfig> config =
+                   tgc::generatedConfig(function, hfConfigError))
         hfConfig = tgc::writeHFConfig(*config, hfConfigError).value_or("");
     }
 

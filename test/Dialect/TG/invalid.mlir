@@ -2610,6 +2610,30 @@ func.func @adafactor_state_type(%p: tensor<6xbf16>, %g: tensor<6xbf16>, %v: tens
 
 // -----
 
+// expected-error @+1 {{'tg.hf_config' is not JSON}}
+func.func @hf_config_text(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<f32> attributes {tg.model, tg.hf_config = "{\"model_type\": "} {
+  %0 = tg.reduce_sum %w {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'tg.hf_config' is not a JSON object}}
+func.func @hf_config_array(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<f32> attributes {tg.model, tg.hf_config = "[1, 2]"} {
+  %0 = tg.reduce_sum %w {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'tg.hf_config' is a string on a tg.model function}}
+func.func @hf_config_model(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<f32> attributes {tg.hf_config = "{}"} {
+  %0 = tg.reduce_sum %w {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
 // expected-error @+1 {{'tg.generator' is a dictionary with a string 'model' and an integer 'batch' on a tg.model function}}
 func.func @generator(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<f32> attributes {tg.model, tg.generator = {model = "gpt2"}} {
   %0 = tg.reduce_sum %w {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>

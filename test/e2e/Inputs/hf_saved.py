@@ -40,7 +40,7 @@ losses = []
 with torch.no_grad():
     for i in range(batches["tokens"].shape[0]):
         tokens, targets = batches["tokens"][i], batches["targets"][i]
-        if "attention_mask" in batches:  # BERT: the model's own loss
+        if "attention_mask" in batches:  # BERT, T5: the model's own loss
             losses.append(model(input_ids=tokens,
                                 attention_mask=batches["attention_mask"][i],
                                 labels=targets).loss.item())
@@ -61,8 +61,9 @@ if len(sys.argv) == 6:
     result = reference.load_state_dict(params, strict=False)
     tied = {k for k in result.missing_keys
             if k in ("lm_head.weight", "cls.predictions.decoder.weight",
-                     "cls.predictions.decoder.bias") or "position_ids" in k
-            or "token_type_ids" in k}
+                     "cls.predictions.decoder.bias", "final_logits_bias")
+            or "position_ids" in k or "token_type_ids" in k
+            or k.endswith("embed_tokens.weight")}
     if set(result.missing_keys) - tied or result.unexpected_keys:
         sys.exit(f"the checkpoint lacks {set(result.missing_keys) - tied} "
                  f"and has unexpected {result.unexpected_keys}")
@@ -74,6 +75,8 @@ if len(sys.argv) == 6:
             inputs = {"input_ids": batches["tokens"][i]}
             if "attention_mask" in batches:
                 inputs["attention_mask"] = batches["attention_mask"][i]
+                if model.config.is_encoder_decoder:  # decoder inputs
+                    inputs["labels"] = batches["targets"][i]
             else:  # a causal LM: no cache (Gemma 2's would need torch 2)
                 inputs["use_cache"] = False
             a, b = model(**inputs).logits, reference(**inputs).logits

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
 
 using namespace mlir;
 using namespace tgc::tg;
@@ -386,6 +387,22 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     if (!function)
       return op->emitOpError("'tg.train_step' is only valid on a func.func");
     return verifyTrainStepFunction(function);
+  }
+  if (name == kHFConfigAttr) {
+    auto text = dyn_cast<StringAttr>(attr.getValue());
+    if (!text || !op->hasAttr(kModelAttr))
+      return op->emitOpError("'tg.hf_config' is a string on a tg.model "
+                             "function, found ")
+             << attr.getValue();
+    llvm::Expected<llvm::json::Value> config =
+        llvm::json::parse(text.getValue());
+    if (!config) {
+      std::string why = llvm::toString(config.takeError());
+      return op->emitOpError("'tg.hf_config' is not JSON: ") << why;
+    }
+    if (!config->getAsObject())
+      return op->emitOpError("'tg.hf_config' is not a JSON object");
+    return success();
   }
   if (name == kGeneratorAttr) {
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());

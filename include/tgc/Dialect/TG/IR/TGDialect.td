@@ -50,6 +50,11 @@ def TG_Dialect : Dialect {
     /// again, {model = "gpt2" | "mlp", <its configuration>, batch = B},
     /// so that tools can rebuild it at another batch size.
     static constexpr ::llvm::StringLiteral kGeneratorAttr = "tg.generator";
+    /// On a tg.model imported from a Hugging Face directory (tgc-import
+    /// --hf): the directory's config.json (a JSON object), which tgc-run
+    /// --save-hf writes beside the trained parameters (whose names are the
+    /// state dict's).
+    static constexpr ::llvm::StringLiteral kHFConfigAttr = "tg.hf_config";
     static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
     /// On a tg.model: what its inputs and targets are, which tells the
     /// runtime how to make batches of examples (the collator): `tokens`
