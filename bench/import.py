@@ -15,7 +15,8 @@ at B=1, T=1024 (GPT-2) and T=2048 (Llama), AdamW:
    tg-raise-rms-norm, tg-raise-gelu, tg-raise-logit-softcap); rotary
    embeddings stay elementwise;
 3. families tgc-models does not build (Gemma 2, GLM, Falcon, RoBERTa,
-   DeBERTa-v3, Mixtral, Qwen2-MoE) at their published checkpoints' sizes:
+   DeBERTa-v3, Mixtral, Qwen2-MoE, T5, Flan-T5, BART) at their published
+   checkpoints' sizes:
    import time, planned peak, and which fused ops the import raised.
 
 Writes bench/IMPORT.md.
@@ -108,13 +109,36 @@ QWEN2_MOE = {"architectures": ["Qwen2MoeForCausalLM"],
              "num_experts_per_tok": 4, "norm_topk_prob": False,
              "decoder_sparse_step": 1, "rope_theta": 1e6,
              "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
+T5_BASE = {"architectures": ["T5ForConditionalGeneration"], "model_type": "t5",
+           "d_model": 768, "d_kv": 64, "d_ff": 3072, "num_layers": 12,
+           "num_decoder_layers": 12, "num_heads": 12,
+           "relative_attention_num_buckets": 32,
+           "relative_attention_max_distance": 128,
+           "feed_forward_proj": "relu", "vocab_size": 32128,
+           "tie_word_embeddings": True, "pad_token_id": 0,
+           "eos_token_id": 1, "decoder_start_token_id": 0,
+           "layer_norm_epsilon": 1e-6}
+FLAN_T5_BASE = dict(T5_BASE, d_ff=2048, feed_forward_proj="gated-gelu",
+                    tie_word_embeddings=False)
+BART_BASE = {"architectures": ["BartForConditionalGeneration"],
+             "model_type": "bart", "d_model": 768, "encoder_layers": 6,
+             "decoder_layers": 6, "encoder_attention_heads": 12,
+             "decoder_attention_heads": 12, "encoder_ffn_dim": 3072,
+             "decoder_ffn_dim": 3072, "vocab_size": 50265,
+             "max_position_embeddings": 1024, "pad_token_id": 1,
+             "bos_token_id": 0, "eos_token_id": 2,
+             "decoder_start_token_id": 2, "forced_eos_token_id": 2,
+             "activation_function": "gelu", "scale_embedding": False}
 FAMILIES = [("Gemma 2 (gemma-2-2b)", GEMMA2, 2048),
             ("GLM (glm-4-9b)", GLM4, 2048),
             ("Falcon (falcon-7b)", FALCON, 2048),
             ("RoBERTa (roberta-base, masked LM)", ROBERTA, 512),
             ("DeBERTa-v3 (deberta-v3-base, classifier)", DEBERTA_V3, 512),
             ("Mixtral (Mixtral-8x7B)", MIXTRAL, 2048),
-            ("Qwen2-MoE (Qwen1.5-MoE-A2.7B)", QWEN2_MOE, 2048)]
+            ("Qwen2-MoE (Qwen1.5-MoE-A2.7B)", QWEN2_MOE, 2048),
+            ("T5 (t5-base, seq2seq)", T5_BASE, 512),
+            ("Flan-T5 (flan-t5-base, seq2seq)", FLAN_T5_BASE, 512),
+            ("BART (bart-base, seq2seq)", BART_BASE, 512)]
 # The fused ops the import raises, counted in its IR.
 RAISED = ("tg.attention", "tg.rms_norm", "tg.layer_norm", "tg.gelu",
           "tg.moe_route", "tg.expert_linear")
@@ -264,6 +288,12 @@ T x k choices with one tg.moe_route and runs its experts as three
 tg.expert_linear (gate, up, down) over the experts' own weights, so the
 plan holds T x k rows of each expert activation whatever the router
 picks, and the estimate counts the FLOPs of T x k rows.
+The encoder-decoders (T5, Flan-T5, BART) are imported as a seq2seq step at
+a source and a target of T tokens each. Their decoders' causal
+self-attention is raised for BART; T5's attention (a learned position bias
+added to unscaled scores) and BART's padded encoder and cross attention
+(the mask added through masked_fill) stay written out, so their plans hold
+[T, T] scores per head.
 """)
     print(open(os.path.join(ROOT, "bench", "IMPORT.md")).read())
 
