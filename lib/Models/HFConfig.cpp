@@ -217,7 +217,8 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   ConfigReader r{*object, path, ""};
   LlamaConfig c;
   c.modelType = r.string("model_type");
-  if (!checkModelType(r, {"llama", "mistral", "qwen2", "mixtral", "gemma2"})) {
+  if (!checkModelType(
+          r, {"llama", "mistral", "qwen2", "qwen3", "mixtral", "gemma2"})) {
     error = r.error;
     return std::nullopt;
   }
@@ -299,7 +300,7 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   r.integer("sliding_window", window, /*required=*/false);
   if (useWindow && window < 0)
     r.fail("sliding_window must be positive, found " + Twine(window));
-  else if (useWindow && c.modelType != "qwen2")
+  else if (useWindow && c.modelType != "qwen2" && c.modelType != "qwen3")
     c.slidingWindow = window;
   else if (useWindow && window > 0 && window < seqLen)
     r.fail("sliding_window " + Twine(window) + " is shorter than the " +
@@ -439,6 +440,7 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
   }
   StringRef architecture = type == "mistral"   ? "MistralForCausalLM"
                            : type == "qwen2"   ? "Qwen2ForCausalLM"
+                           : type == "qwen3"   ? "Qwen3ForCausalLM"
                            : type == "mixtral" ? "MixtralForCausalLM"
                            : type == "gemma2"  ? "Gemma2ForCausalLM"
                                                : "LlamaForCausalLM";
@@ -495,6 +497,14 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
       o["output_router_logits"] = false;
       o["router_jitter_noise"] = 0.0;
     }
+  } else if (type == "qwen3") {
+    // Qwen3's head_dim is its own (not hidden / heads in every size).
+    o["head_dim"] = c.headWidth();
+    o["attention_bias"] = false;
+    o["attention_dropout"] = 0.0;
+    o["use_sliding_window"] = false;
+    o["sliding_window"] = nullptr;
+    o["max_window_layers"] = c.nLayer;
   } else {
     o["use_sliding_window"] = false;
   }

@@ -94,6 +94,21 @@ std::optional<LlamaConfig> getLlamaPreset(StringRef name) {
     c.finalSoftcap = 30.0;
     return c;
   }
+  if (name == "qwen3-0.6b" || name == "qwen3-8b") {
+    bool small = name == "qwen3-0.6b";
+    c.modelType = "qwen3";
+    c.nLayer = small ? 28 : 36;
+    c.hidden = small ? 1024 : 4096;
+    c.intermediate = small ? 3072 : 12288;
+    c.nHead = small ? 16 : 32;
+    c.nKVHead = 8;
+    c.headDim = small ? 128 : 0; // 0.6B's heads are wider than hidden / 16
+    c.vocabSize = 151936;
+    c.maxPositions = 40960;
+    c.ropeTheta = 1000000.0;
+    c.tieEmbeddings = small;
+    return c;
+  }
   if (name == "qwen2-7b") {
     c.modelType = "qwen2";
     c.hidden = 3584;
@@ -311,6 +326,11 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
     Linear kProj = linearParams("self_attn.k_proj", KV * D, C, c.qkvBias);
     Linear vProj = linearParams("self_attn.v_proj", KV * D, C, c.qkvBias);
     Linear oProj = linearParams("self_attn.o_proj", C, H * D, false);
+    Value qNorm, kNorm;
+    if (c.qwen3()) {
+      qNorm = b.param(name("self_attn.q_norm.weight"), {D}, ones);
+      kNorm = b.param(name("self_attn.k_norm.weight"), {D}, ones);
+    }
     // The MLP: dense, or Mixtral's router and experts (w1 the gate, w3 up,
     // w2 down).
     Linear gateProj, upProj, downProj, router;
@@ -349,11 +369,15 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
     b.setScope(name("input_layernorm"));
     Value h = norm(x, inputNorm);
     b.setScope(name("self_attn"));
-    auto heads = [&](Value v, int64_t count) {
-      return b.transpose(b.reshape(v, {B, T, count, D}), {0, 2, 1, 3});
+    // Qwen3 normalizes each query and key head before the rotation.
+    auto heads = [&](Value v, int64_t count, Value headNorm = {}) {
+      Value split = b.reshape(v, {B, T, count, D});
+      if (headNorm)
+        split = b.rmsNorm(split, headNorm, c.rmsEps);
+      return b.transpose(split, {0, 2, 1, 3});
     };
-    Value q = b.rope(heads(linear(h, qProj), H), frequencies);
-    Value k = b.rope(heads(linear(h, kProj), KV), frequencies);
+    Value q = b.rope(heads(linear(h, qProj), H, qNorm), frequencies);
+    Value k = b.rope(heads(linear(h, kProj), KV, kNorm), frequencies);
     Value v = heads(linear(h, vProj), KV);
     // Grouped-query attention: KV heads, each shared by H / KV query heads,
     // in tg.attention itself (no repeated keys or values).

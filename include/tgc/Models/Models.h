@@ -51,8 +51,9 @@ std::optional<GPT2Config> getGPT2Preset(llvm::StringRef name);
 /// .weight` as [out, in], ...), next-token cross-entropy over [batch,
 /// seqLen] tokens.
 struct LlamaConfig {
-  /// "llama", "mistral", "qwen2" or "mixtral": recorded, the layout is the
-  /// same but for Mixtral's experts.
+  /// "llama", "mistral", "qwen2", "qwen3", "mixtral" or "gemma2": recorded,
+  /// the layout is the same but for Mixtral's experts, Qwen3's QK-norm and
+  /// Gemma 2's norms and caps.
   std::string modelType = "llama";
   int64_t nLayer = 32;
   int64_t hidden = 4096;
@@ -93,6 +94,10 @@ struct LlamaConfig {
   double attnSoftcap = 0.0;
   double finalSoftcap = 0.0;
   bool gemma2() const { return modelType == "gemma2"; }
+  /// Qwen3 (model_type "qwen3"): each query and key head RMS-normalized
+  /// over its head_dim (q_norm, k_norm: a [head_dim] weight each) before
+  /// the rotary embedding.
+  bool qwen3() const { return modelType == "qwen3"; }
   double initializerRange = 0.02;
   int64_t batch = 8;
   int64_t seqLen = 128;
@@ -101,8 +106,9 @@ struct LlamaConfig {
 };
 
 /// The named Llama-family sizes: "tiny" (test-sized, grouped-query) and
-/// "llama-3-8b", "mistral-7b", "qwen2-7b", "mixtral-8x7b",
-/// "mixtral-tiny" (tiny with 4 experts, 2 per token) and "gemma-2-2b".
+/// "llama-3-8b", "mistral-7b", "qwen2-7b", "qwen3-0.6b", "qwen3-8b",
+/// "mixtral-8x7b", "mixtral-tiny" (tiny with 4 experts, 2 per token) and
+/// "gemma-2-2b".
 std::optional<LlamaConfig> getLlamaPreset(llvm::StringRef name);
 
 /// The rotary frequencies of `config`, as Hugging Face computes them in

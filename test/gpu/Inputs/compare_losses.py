@@ -1,6 +1,8 @@
 """Checks that two tgc-run metrics files agree step by step within TOL
 relative: a number, or order:N:L, the bound of bounds.py on two f32 runs
 that differ only in the order of their sums.
+A line without a training loss is read by its eval_loss (tgc-run
+--eval-only).
 Usage: compare_losses.py A.jsonl B.jsonl TOL"""
 import json
 import os
@@ -11,8 +13,15 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [here, os.path.join(here, "..", "..", "e2e", "Inputs")]
 import bounds  # noqa: E402
 
-a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
-b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
+
+
+def losses(path):
+    lines = [json.loads(line) for line in open(path)]
+    return [line["loss"] if "loss" in line else line["eval_loss"]
+            for line in lines]
+
+
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
 tol = bounds.tolerance(sys.argv[3])
 if len(a) != len(b):
     sys.exit(f"{len(a)} steps against {len(b)}")
