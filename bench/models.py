@@ -1,7 +1,8 @@
 """The Llama family: what each memory technique plans for 7-8B models, and
 the CPU step time of a small Llama against transformers' own.
 
-1. Llama-3-8B, Mistral-7B and Qwen2-7B (`tgc-models llama --preset ...`),
+1. Llama-3-8B, Mistral-7B, Qwen2-7B and Qwen3-8B (`tgc-models llama
+   --preset ...`),
    B=1, T=2048, AdamW: the planned peak (persistent region + transient
    arena) of full fine-tuning in f32, with each technique alone
    (--amp=bf16, --remat=blocks, --optimizer-state=8bit) and all three
@@ -27,7 +28,7 @@ from common import ROOT, best_step_times, compile_report, machine, run
 GiB = 1024 ** 3
 
 PRESETS = [("llama-3-8b", "Llama-3-8B"), ("mistral-7b", "Mistral-7B"),
-           ("qwen2-7b", "Qwen2-7B")]
+           ("qwen2-7b", "Qwen2-7B"), ("qwen3-8b", "Qwen3-8B")]
 LORA = "--lora=rank=16,alpha=32,targets=q_proj,k_proj,v_proj,o_proj"
 CONFIGS = [
     ("full, f32", []),
