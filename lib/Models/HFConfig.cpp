@@ -217,8 +217,8 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   ConfigReader r{*object, path, ""};
   LlamaConfig c;
   c.modelType = r.string("model_type");
-  if (!checkModelType(
-          r, {"llama", "mistral", "qwen2", "qwen3", "mixtral", "gemma2"})) {
+  if (!checkModelType(r, {"llama", "mistral", "qwen2", "qwen3", "phi3",
+                          "mixtral", "gemma2"})) {
     error = r.error;
     return std::nullopt;
   }
@@ -244,6 +244,9 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   c.tieEmbeddings = c.modelType == "gemma2";
   if (c.modelType == "gemma2" && !object->get("pad_token_id"))
     c.padIdx = 0;
+  // Phi-3's padding is token 32000 unless it says otherwise (null: none).
+  if (c.modelType == "phi3" && !object->get("pad_token_id"))
+    c.padIdx = 32000;
   r.boolean("tie_word_embeddings", c.tieEmbeddings);
   c.qkvBias = c.modelType == "qwen2";
   if (c.modelType == "mixtral") {
@@ -295,7 +298,7 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
   // window that covers the sequence (where it changes nothing) is taken.
   int64_t window = 0;
   bool useWindow = c.modelType == "mistral" || c.modelType == "mixtral" ||
-                   c.modelType == "gemma2";
+                   c.modelType == "gemma2" || c.modelType == "phi3";
   r.boolean("use_sliding_window", useWindow);
   r.integer("sliding_window", window, /*required=*/false);
   if (useWindow && window < 0)
@@ -426,7 +429,7 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
     return std::nullopt;
   }
   if (c.slidingWindow > 0 && type != "mistral" && type != "mixtral" &&
-      type != "gemma2") {
+      type != "gemma2" && type != "phi3") {
     error = ("a " + type +
              " with a sliding window has no Hugging Face form "
              "here (only mistral's and mixtral's windows are written)")
@@ -441,6 +444,7 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
   StringRef architecture = type == "mistral"   ? "MistralForCausalLM"
                            : type == "qwen2"   ? "Qwen2ForCausalLM"
                            : type == "qwen3"   ? "Qwen3ForCausalLM"
+                           : type == "phi3"    ? "Phi3ForCausalLM"
                            : type == "mixtral" ? "MixtralForCausalLM"
                            : type == "gemma2"  ? "Gemma2ForCausalLM"
                                                : "LlamaForCausalLM";
@@ -497,6 +501,13 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
       o["output_router_logits"] = false;
       o["router_jitter_noise"] = 0.0;
     }
+  } else if (type == "phi3") {
+    o["sliding_window"] = c.slidingWindow > 0
+                              ? nlohmann::ordered_json(c.slidingWindow)
+                              : nlohmann::ordered_json(nullptr);
+    o["original_max_position_embeddings"] = c.maxPositions;
+    if (c.padIdx < 0) // transformers' default would be 32000
+      o["pad_token_id"] = nullptr;
   } else if (type == "qwen3") {
     // Qwen3's head_dim is its own (not hidden / heads in every size).
     o["head_dim"] = c.headWidth();

@@ -109,6 +109,16 @@ std::optional<LlamaConfig> getLlamaPreset(StringRef name) {
     c.tieEmbeddings = small;
     return c;
   }
+  if (name == "phi-3-mini") { // Phi-3-mini-4k-instruct
+    c.modelType = "phi3";
+    c.hidden = 3072;
+    c.intermediate = 8192;
+    c.vocabSize = 32064;
+    c.rmsEps = 1e-5;
+    c.padIdx = 32000;
+    c.slidingWindow = 2047;
+    return c;
+  }
   if (name == "qwen2-7b") {
     c.modelType = "qwen2";
     c.hidden = 3584;
@@ -322,10 +332,16 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
         l.bias = b.param(name(proj.str() + ".bias"), {out}, zeros);
       return l;
     };
-    Linear qProj = linearParams("self_attn.q_proj", H * D, C, c.qkvBias);
-    Linear kProj = linearParams("self_attn.k_proj", KV * D, C, c.qkvBias);
-    Linear vProj = linearParams("self_attn.v_proj", KV * D, C, c.qkvBias);
-    Linear oProj = linearParams("self_attn.o_proj", C, H * D, false);
+    Linear qProj, kProj, vProj, oProj, qkvProj, gateUpProj;
+    if (c.phi3()) { // Phi3Attention registers o_proj first
+      oProj = linearParams("self_attn.o_proj", C, H * D, false);
+      qkvProj = linearParams("self_attn.qkv_proj", (H + 2 * KV) * D, C, false);
+    } else {
+      qProj = linearParams("self_attn.q_proj", H * D, C, c.qkvBias);
+      kProj = linearParams("self_attn.k_proj", KV * D, C, c.qkvBias);
+      vProj = linearParams("self_attn.v_proj", KV * D, C, c.qkvBias);
+      oProj = linearParams("self_attn.o_proj", C, H * D, false);
+    }
     Value qNorm, kNorm;
     if (c.qwen3()) {
       qNorm = b.param(name("self_attn.q_norm.weight"), {D}, ones);
@@ -335,7 +351,10 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
     // w2 down).
     Linear gateProj, upProj, downProj, router;
     SmallVector<Value> expertGate, expertUp, expertDown;
-    if (c.experts == 0) {
+    if (c.phi3()) {
+      gateUpProj = linearParams("mlp.gate_up_proj", 2 * I, C, false);
+      downProj = linearParams("mlp.down_proj", C, I, false);
+    } else if (c.experts == 0) {
       gateProj = linearParams("mlp.gate_proj", I, C, false);
       upProj = linearParams("mlp.up_proj", I, C, false);
       downProj = linearParams("mlp.down_proj", C, I, false);
@@ -376,9 +395,20 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
         split = b.rmsNorm(split, headNorm, c.rmsEps);
       return b.transpose(split, {0, 2, 1, 3});
     };
-    Value q = b.rope(heads(linear(h, qProj), H, qNorm), frequencies);
-    Value k = b.rope(heads(linear(h, kProj), KV, kNorm), frequencies);
-    Value v = heads(linear(h, vProj), KV);
+    Value qOut, kOut, vOut;
+    if (c.phi3()) { // one product, its columns q, then k, then v
+      Value qkv = linear(h, qkvProj);
+      qOut = b.slice(qkv, {0, 0, 0}, {B, T, H * D});
+      kOut = b.slice(qkv, {0, 0, H * D}, {B, T, KV * D});
+      vOut = b.slice(qkv, {0, 0, (H + KV) * D}, {B, T, KV * D});
+    } else {
+      qOut = linear(h, qProj);
+      kOut = linear(h, kProj);
+      vOut = linear(h, vProj);
+    }
+    Value q = b.rope(heads(qOut, H, qNorm), frequencies);
+    Value k = b.rope(heads(kOut, KV, kNorm), frequencies);
+    Value v = heads(vOut, KV);
     // Grouped-query attention: KV heads, each shared by H / KV query heads,
     // in tg.attention itself (no repeated keys or values).
     // A window that covers the sequence changes nothing.
@@ -409,7 +439,11 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
 
     b.setScope(name("post_attention_layernorm"));
     h = b.rmsNorm(x, postNorm, c.rmsEps);
-    if (c.experts == 0) {
+    if (c.phi3()) {
+      b.setScope(name("mlp"));
+      SmallVector<Value> gateUp = b.split(linear(h, gateUpProj), 2, 2);
+      x = b.add(x, linear(b.mul(gateUp[1], b.silu(gateUp[0])), downProj));
+    } else if (c.experts == 0) {
       b.setScope(name("mlp"));
       Value gate = b.silu(linear(h, gateProj));
       x = b.add(x, linear(b.mul(gate, linear(h, upProj)), downProj));

@@ -65,7 +65,8 @@ static cl::opt<std::string> preset(
     "preset",
     cl::desc("Model size: GPT-2 124M, 350M, 774M, 1558M or tiny; "
              "BERT base or tiny; Llama tiny, llama-3-8b, mistral-7b, qwen2-7b, "
-             "qwen3-0.6b, qwen3-8b, mixtral-8x7b, mixtral-tiny, gemma-2-2b"),
+             "qwen3-0.6b, qwen3-8b, phi-3-mini, mixtral-8x7b, mixtral-tiny, "
+             "gemma-2-2b"),
     cl::cat(category), SEQ);
 static cl::opt<int64_t> nLayer("n-layer", cl::desc("Transformer blocks"),
                                cl::cat(category), SEQ);
@@ -97,7 +98,8 @@ static cl::opt<std::string>
     fromHF("from-hf",
            cl::desc("Read the model from a Hugging Face directory's "
                     "config.json (model_type gpt2, bert, or llama, mistral, "
-                    "qwen2, qwen3, mixtral and gemma2); --batch and --seq-len "
+                    "qwen2, qwen3, phi3, mixtral and gemma2); --batch and "
+                    "--seq-len "
                     "give the "
                     "shape"),
            cl::value_desc("DIR"), cl::cat(category), SEQ);
@@ -339,7 +341,7 @@ static OwningOpRef<ModuleOp> buildLlamaFromFlags(MLIRContext *context,
     if (!found) {
       error = "unknown Llama preset '" + preset +
               "' (expected tiny, llama-3-8b, mistral-7b, qwen2-7b, "
-              "qwen3-0.6b, qwen3-8b, mixtral-8x7b, mixtral-tiny or "
+              "qwen3-0.6b, qwen3-8b, phi-3-mini, mixtral-8x7b, mixtral-tiny or "
               "gemma-2-2b)";
       return nullptr;
     }

@@ -51,9 +51,9 @@ std::optional<GPT2Config> getGPT2Preset(llvm::StringRef name);
 /// .weight` as [out, in], ...), next-token cross-entropy over [batch,
 /// seqLen] tokens.
 struct LlamaConfig {
-  /// "llama", "mistral", "qwen2", "qwen3", "mixtral" or "gemma2": recorded,
-  /// the layout is the same but for Mixtral's experts, Qwen3's QK-norm and
-  /// Gemma 2's norms and caps.
+  /// "llama", "mistral", "qwen2", "qwen3", "phi3", "mixtral" or "gemma2":
+  /// recorded, the layout is the same but for Mixtral's experts, Qwen3's
+  /// QK-norm, Phi-3's fused projections and Gemma 2's norms and caps.
   std::string modelType = "llama";
   int64_t nLayer = 32;
   int64_t hidden = 4096;
@@ -98,6 +98,10 @@ struct LlamaConfig {
   /// over its head_dim (q_norm, k_norm: a [head_dim] weight each) before
   /// the rotary embedding.
   bool qwen3() const { return modelType == "qwen3"; }
+  /// Phi-3 (model_type "phi3"): q, k and v as one projection (qkv_proj,
+  /// [(heads + 2 kv_heads) * head_dim, hidden]) and the MLP's gate and up
+  /// as one (gate_up_proj, [2 intermediate, hidden], the gate first).
+  bool phi3() const { return modelType == "phi3"; }
   double initializerRange = 0.02;
   int64_t batch = 8;
   int64_t seqLen = 128;
@@ -107,6 +111,7 @@ struct LlamaConfig {
 
 /// The named Llama-family sizes: "tiny" (test-sized, grouped-query) and
 /// "llama-3-8b", "mistral-7b", "qwen2-7b", "qwen3-0.6b", "qwen3-8b",
+/// "phi-3-mini",
 /// "mixtral-8x7b", "mixtral-tiny" (tiny with 4 experts, 2 per token) and
 /// "gemma-2-2b".
 std::optional<LlamaConfig> getLlamaPreset(llvm::StringRef name);

@@ -21,7 +21,8 @@ and roberta-mlm (roberta-base's flags: positions counted from the padding
 id 1; a sequence classifier and a masked LM), t5 (t5-small's flags:
 relative position bias buckets in each stack's first layer, RMS-style
 LayerNorm, ReLU, embeddings tied and the output scaled by d_model^-0.5),
-flan-t5 (Flan-T5's: gated GELU, untied output), bart (bart-base's: learned
+flan-t5 (Flan-T5's: gated GELU, untied output), phi3 (phi-3-mini's: fused
+qkv_proj and gate_up_proj, a sliding window; two key/value heads), bart (bart-base's: learned
 positions offset by 2, LayerNorm after embeddings, GELU, tied embeddings,
 final_logits_bias) and bert-qa (a question-answering head: refused). No
 dropout.
@@ -128,6 +129,15 @@ elif kind == "roberta-mlm":
         vocab_size=96, hidden_size=64, num_hidden_layers=2,
         num_attention_heads=4, intermediate_size=128,
         max_position_embeddings=48, pad_token_id=1))
+elif kind == "phi3":
+    # phi-3-mini's flags (fused qkv and gate_up, a window shorter than the
+    # sequence, RMSNorm eps 1e-5), grouped-query keys as Phi-3-medium's;
+    # padding id 0, the batches' (its own 32000 lies outside this vocabulary).
+    model = T.Phi3ForCausalLM(T.Phi3Config(
+        vocab_size=96, hidden_size=64, intermediate_size=96,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=64, original_max_position_embeddings=64,
+        sliding_window=8, rms_norm_eps=1e-5, pad_token_id=0))
 elif kind == "t5":
     model = T.T5ForConditionalGeneration(T.T5Config(
         vocab_size=96, d_model=64, d_kv=16, d_ff=128, num_layers=2,
