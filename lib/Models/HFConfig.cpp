@@ -253,12 +253,14 @@ std::optional<LlamaConfig> readLlamaHFConfig(StringRef directory,
     r.integer("num_local_experts", c.experts);
     r.integer("num_experts_per_tok", c.expertsPerToken);
     bool routerLogits = false;
-    double jitter = 0.0;
+    double jitter = 0.0, coefficient = 0.001; // transformers' default
     r.boolean("output_router_logits", routerLogits);
+    r.number("router_aux_loss_coef", coefficient);
     r.number("router_jitter_noise", jitter, /*required=*/false);
+    // With output_router_logits the loss adds the routers' load-balancing
+    // loss, as transformers' MixtralForCausalLM does given labels.
     if (routerLogits)
-      r.fail("output_router_logits true (the router's auxiliary "
-             "load-balancing loss) is not supported");
+      c.routerAuxLoss = coefficient;
     if (jitter != 0.0)
       r.fail("router_jitter_noise (random noise on the router's input) is "
              "not supported; set it to 0");
@@ -498,7 +500,9 @@ static std::optional<nlohmann::ordered_json> hfConfig(const LlamaConfig &c,
     if (type == "mixtral") {
       o["num_local_experts"] = c.experts;
       o["num_experts_per_tok"] = c.expertsPerToken;
-      o["output_router_logits"] = false;
+      o["output_router_logits"] = c.routerAuxLoss > 0.0;
+      if (c.routerAuxLoss > 0.0)
+        o["router_aux_loss_coef"] = c.routerAuxLoss;
       o["router_jitter_noise"] = 0.0;
     }
   } else if (type == "phi3") {

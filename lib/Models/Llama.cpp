@@ -235,6 +235,10 @@ std::string validateLlamaConfig(const LlamaConfig &c) {
   if ((c.experts > 0) != (c.modelType == "mixtral"))
     return "experts (num_local_experts) are Mixtral's: a mixtral needs them, "
            "other models have none";
+  if (!(c.routerAuxLoss >= 0.0) || !std::isfinite(c.routerAuxLoss) ||
+      (c.routerAuxLoss > 0.0 && c.experts == 0))
+    return "router_aux_loss_coef must be finite and not negative, and is a "
+           "mixture of experts' (output_router_logits)";
   if (c.experts < 0 || c.experts > 4096 ||
       (c.experts > 0 &&
        (c.expertsPerToken < 1 || c.expertsPerToken > c.experts)))
@@ -280,6 +284,7 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
        i64("sliding_window", c.slidingWindow),
        i64("experts", c.experts),
        i64("experts_per_token", c.expertsPerToken),
+       f64("router_aux_loss", c.routerAuxLoss),
        f64("query_pre_attn_scalar", c.queryPreAttnScalar),
        f64("attn_softcap", c.attnSoftcap),
        f64("final_softcap", c.finalSoftcap),
@@ -310,6 +315,8 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
   Value frequencies = b.constant(invFreq);
   b.setScope("model.embed_tokens");
   Value embed = b.param("model.embed_tokens.weight", {V, C}, normal);
+  // The routers' load-balancing terms of every layer, summed.
+  ModelBuilder::RouterBalance balance;
   Value x = b.embedding(embed, tokens,
                         c.padIdx >= 0 ? std::optional<int64_t>(c.padIdx)
                                       : std::nullopt);
@@ -449,9 +456,21 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
       x = b.add(x, linear(b.mul(gate, linear(h, upProj)), downProj));
     } else {
       b.setScope(name("block_sparse_moe"));
-      Value y = b.mixtureOfExperts(b.reshape(h, {B * T, C}), router.weight,
-                                   expertGate, expertUp, expertDown,
-                                   c.expertsPerToken, /*normalize=*/true);
+      ModelBuilder::RouterBalance layerBalance;
+      Value y = b.mixtureOfExperts(
+          b.reshape(h, {B * T, C}), router.weight, expertGate, expertUp,
+          expertDown, c.expertsPerToken, /*normalize=*/true,
+          c.routerAuxLoss > 0.0 ? &layerBalance : nullptr);
+      if (c.routerAuxLoss > 0.0) {
+        balance.tokensPerExpert =
+            balance.tokensPerExpert
+                ? b.add(balance.tokensPerExpert, layerBalance.tokensPerExpert)
+                : layerBalance.tokensPerExpert;
+        balance.probPerExpert =
+            balance.probPerExpert
+                ? b.add(balance.probPerExpert, layerBalance.probPerExpert)
+                : layerBalance.probPerExpert;
+      }
       x = b.add(x, b.reshape(y, {B, T, C}));
     }
   }
@@ -465,7 +484,19 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
   Value logits = b.matmul(x, head, /*transposeLhs=*/false,
                           /*transposeRhs=*/true);
   b.setScope("loss");
-  return b.finish(b.crossEntropy(logits, targets, c.finalSoftcap));
+  Value loss = b.crossEntropy(logits, targets, c.finalSoftcap);
+  if (c.routerAuxLoss > 0.0) {
+    // transformers' load_balancing_loss_func over the layers' routers
+    // together (every layer's tokens concatenated): E * sum_e f_e * P_e,
+    // f and P the means over all of them (the layers' means averaged), then
+    // scaled by router_aux_loss_coef.
+    double layers = double(c.nLayer);
+    Value product = b.mul(balance.tokensPerExpert, balance.probPerExpert);
+    Value aux = b.sumAll(product);
+    loss = b.add(loss, b.mul(aux, b.scalar(c.routerAuxLoss * double(c.experts) /
+                                           (layers * layers))));
+  }
+  return b.finish(loss);
 }
 
 } // namespace tgc

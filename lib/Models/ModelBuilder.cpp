@@ -159,7 +159,7 @@ Value ModelBuilder::crossEntropy(Value logits, Value targets, double softcap) {
 Value ModelBuilder::mixtureOfExperts(Value tokens, Value router,
                                      ArrayRef<Value> gate, ArrayRef<Value> up,
                                      ArrayRef<Value> down, int64_t topK,
-                                     bool normalize) {
+                                     bool normalize, RouterBalance *balance) {
   RankedTensorType type = typeOf(tokens);
   const int64_t N = type.getDimSize(0), C = type.getDimSize(1);
   const int64_t E = int64_t(gate.size()), M = N * topK;
@@ -185,6 +185,21 @@ Value ModelBuilder::mixtureOfExperts(Value tokens, Value router,
       tg::TopKOp::create(builder, loc, tensorOf({N, topK}, i64), probs, topK);
   Value weights = tg::GatherOp::create(builder, loc, tensorOf({N, topK}, f32),
                                        probs, choices, int64_t(1));
+  if (balance) {
+    // Each token's choices counted per expert (ones added where chosen),
+    // and both means over the tokens.
+    auto meanOverTokens = [&](Value v) {
+      return tg::ReduceMeanOp::create(builder, loc, tensorOf({E}, f32), v,
+                                      builder.getDenseI64ArrayAttr({0}), false)
+          .getResult();
+    };
+    Value ones = tg::FillOp::create(builder, loc, tensorOf({N, topK}, f32),
+                                    builder.getF64FloatAttr(1.0));
+    Value counts = tg::GatherGradOp::create(builder, loc, tensorOf({N, E}, f32),
+                                            ones, choices, int64_t(1));
+    balance->tokensPerExpert = meanOverTokens(counts);
+    balance->probPerExpert = meanOverTokens(probs);
+  }
   if (normalize)
     weights = tg::DivOp::create(builder, loc, typeOf(weights), weights,
                                 reduceSum(weights, 1, true));
@@ -213,6 +228,17 @@ Value ModelBuilder::mixtureOfExperts(Value tokens, Value router,
   Value weighted =
       mul(reshape(picked, {N, topK, C}), reshape(weights, {N, topK, 1}));
   return reduceSum(weighted, 1, false);
+}
+
+Value ModelBuilder::sumAll(Value input) {
+  RankedTensorType type = typeOf(input);
+  SmallVector<int64_t> axes;
+  for (int64_t axis = 0; axis < type.getRank(); ++axis)
+    axes.push_back(axis);
+  return tg::ReduceSumOp::create(builder, loc,
+                                 tensorOf({}, type.getElementType()), input,
+                                 builder.getDenseI64ArrayAttr(axes), false)
+      .getResult();
 }
 
 Value ModelBuilder::reshape(Value input, ArrayRef<int64_t> shape) {

@@ -135,6 +135,8 @@ static std::optional<ModelConfig> parseRecord(DictionaryAttr record,
         (record.get("experts") && !integer("experts", config.experts)) ||
         (record.get("experts_per_token") &&
          !integer("experts_per_token", config.expertsPerToken)) ||
+        (record.get("router_aux_loss") &&
+         !real("router_aux_loss", config.routerAuxLoss)) ||
         (record.get("query_pre_attn_scalar") &&
          !real("query_pre_attn_scalar", config.queryPreAttnScalar)) ||
         (record.get("attn_softcap") &&

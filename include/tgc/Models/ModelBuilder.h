@@ -77,12 +77,22 @@ public:
   /// down(silu(gate(x)) * up(x)) as grouped products over the experts'
   /// own nn.Linear weights ([out, in]), and the weighted sum of each
   /// token's k results. [N, C].
+  /// With `balance`, also what the routers' load-balancing loss reads
+  /// (transformers' load_balancing_loss_func): the mean over the tokens of
+  /// how many of its k choices went to each expert, and of the router's
+  /// probability for each expert, f32 [E] each.
+  struct RouterBalance {
+    mlir::Value tokensPerExpert, probPerExpert;
+  };
   mlir::Value mixtureOfExperts(mlir::Value tokens, mlir::Value router,
                                llvm::ArrayRef<mlir::Value> gate,
                                llvm::ArrayRef<mlir::Value> up,
                                llvm::ArrayRef<mlir::Value> down, int64_t topK,
-                               bool normalize);
+                               bool normalize,
+                               RouterBalance *balance = nullptr);
   mlir::Value reshape(mlir::Value input, llvm::ArrayRef<int64_t> shape);
+  /// The sum of all of `input`'s elements, a scalar.
+  mlir::Value sumAll(mlir::Value input);
   mlir::Value transpose(mlir::Value input, llvm::ArrayRef<int64_t> permutation);
   mlir::Value slice(mlir::Value input, llvm::ArrayRef<int64_t> offsets,
                     llvm::ArrayRef<int64_t> sizes);

@@ -85,6 +85,10 @@ struct LlamaConfig {
   /// layer, `expertsPerToken` of them per token (0 experts: the dense MLP).
   int64_t experts = 0;
   int64_t expertsPerToken = 2;
+  /// The routers' load-balancing loss added to the cross-entropy with this
+  /// coefficient (transformers' output_router_logits with
+  /// router_aux_loss_coef; 0: not added).
+  double routerAuxLoss = 0.0;
   /// Gemma 2 (model_type "gemma2"): RMSNorm on 1 + weight before and after
   /// attention and the MLP, the embedding scaled by sqrt(hidden), a GELU
   /// (tanh) gated MLP, queries scaled by queryPreAttnScalar^-1/2, the
