@@ -38,7 +38,7 @@ PACKAGES=(
   # Bench only: the training curves of bench/optim8.py.
   python3-matplotlib
   # Test only: tgc-report's pages opened in a real browser, headless
-  # (test/tools/tgc-report), and the pictures of them in the README.
+  # (test/tools/tgc-report), and the pictures of them in docs/plan.md.
   chromium
 )
 

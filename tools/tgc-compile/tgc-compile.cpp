@@ -100,7 +100,7 @@ static cl::opt<std::string> estimate(
     "estimate",
     cl::desc("Print a roofline estimate of the step's time on a GPU, op "
              "kind by op kind: h100, a100, or a JSON file of peak rates "
-             "(see the README)"),
+             "(see docs/performance.md)"),
     cl::value_desc("device"), cl::cat(category));
 static cl::opt<std::string> estimateJSON(
     "estimate-json",
