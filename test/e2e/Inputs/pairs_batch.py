@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-sys.path.insert(0, __file__.rsplit("/", 3)[0] + "/../e2e/Inputs")
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import safetensors_io  # noqa: E402
 
 path, out, S, T, pad = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6])
