@@ -200,11 +200,11 @@ def load_hf(directory, seed):
 
 def recorded_config(directory, model, buffers):
     """The directory's config.json as one line of JSON, for tgc-run
-    --save-hf to write beside the trained parameters; None (with a note)
-    when the saved directory would not be the model: a buffer the
-    checkpoint holds (BART's final_logits_bias) is a constant of the IR,
-    which --save-hf does not write, and transformers would load it as
-    zeros."""
+    --save-hf to write beside the trained parameters, and None; or None
+    and why not (also printed as a note) when the saved directory would not
+    be the model: a buffer the checkpoint holds (BART's final_logits_bias)
+    is a constant of the IR, which --save-hf does not write, and
+    transformers would load it as zeros."""
     import torch
     path = directory if os.path.isfile(directory) else \
         os.path.join(directory, "config.json")
@@ -212,12 +212,12 @@ def recorded_config(directory, model, buffers):
     kept = [name for name, value in buffers.items()
             if name in saved and bool(torch.any(value != 0))]
     if kept:
-        print(f"tgc-import: note: --save-hf will not be offered: the "
-              f"checkpoint's buffer {kept[0]} is not zero, and a saved "
-              f"directory would lose it")
-        return None
+        why = (f"the checkpoint's buffer {kept[0]} is not zero, and a saved "
+               f"directory would lose it: the model holds it as a constant")
+        print(f"tgc-import: note: --save-hf will not be offered: {why}")
+        return None, why
     with open(path) as f:
-        return json.dumps(json.load(f), separators=(",", ":"))
+        return json.dumps(json.load(f), separators=(",", ":")), None
 
 
 def example_inputs(args):
@@ -551,12 +551,13 @@ from aten_to_tg import (IN_PLACE, OPS, VIEWS, Emitter, Known,  # noqa: E402
 
 
 def convert(graph, params, buffers, inputs, name, task, root="model",
-            hf_config=None):
+            hf_config=None, hf_refused=None):
     """The tg IR text of the traced loss, or the error listing what has no
     tg form (by operation and module path, with the source line of the
     first of each; `root` names the model itself). `hf_config`, a Hugging
     Face config.json's text, is recorded as tg.hf_config (tgc-run
-    --save-hf writes it)."""
+    --save-hf writes it); `hf_refused`, why it is not, as
+    tg.hf_config_refused."""
     import torch
 
     def where(node):
@@ -666,9 +667,11 @@ def convert(graph, params, buffers, inputs, name, task, root="model",
     attrs = ["tg.model"]
     if task in TG_TASKS:
         attrs.append(f'tg.task = "{TG_TASKS[task]}"')
-    if hf_config is not None:
-        escaped = hf_config.replace("\\", "\\\\").replace('"', '\\"')
-        attrs.append(f'tg.hf_config = "{escaped}"')
+    for attr, text in (("tg.hf_config", hf_config),
+                       ("tg.hf_config_refused", hf_refused)):
+        if text is not None:
+            escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+            attrs.append(f'{attr} = "{escaped}"')
     body = "\n    ".join(e.lines)
     text = (f"module {{\n  func.func @{name}({', '.join(arguments)}) -> "
             f"tensor<f32> attributes {{{', '.join(attrs)}}} {{\n    {body}\n"
@@ -852,10 +855,11 @@ def main(argv=None):
             model = load_factory(args.module)
         inputs = example_inputs(args)
         graph, params, buffers = trace(model, args.task, inputs)
-        hf_config = recorded_config(args.hf, model, buffers) if args.hf \
-            else None
+        hf_config, hf_refused = recorded_config(args.hf, model, buffers) \
+            if args.hf else (None, None)
         text, missing = convert(graph, params, buffers, inputs, args.name,
-                                args.task, type(model).__name__, hf_config)
+                                args.task, type(model).__name__, hf_config,
+                                hf_refused)
         if missing:
             fail(missing)
         # tgc-opt verifies the IR and prints it in the ops' own syntax.

@@ -365,6 +365,9 @@ void huggingFaceConfig(func::FuncOp function, std::string &config,
   if (auto imported =
           function->getAttrOfType<StringAttr>(tg::TGDialect::kHFConfigAttr))
     config = imported.str();
+  else if (auto refused = function->getAttrOfType<StringAttr>(
+               tg::TGDialect::kHFConfigRefusedAttr))
+    why = refused.str();
   else if (std::optional<ModelConfig> generated =
                generatedConfig(function, why))
     config = writeHFConfig(*generated, why).value_or("");

@@ -2848,3 +2848,11 @@ func.func @rope_bshd_rank(%x: tensor<4x8x16xf32>, %f: tensor<8xf32>) {
   %0 = tg.rope %x, %f {bshd = true} : (tensor<4x8x16xf32>, tensor<8xf32>) -> tensor<4x8x16xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{'tg.hf_config_refused' is a string on a tg.model function}}
+func.func @hf_config_refused(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<f32> attributes {tg.model, tg.hf_config_refused = 3} {
+  %0 = tg.reduce_sum %w {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}

@@ -388,6 +388,13 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError("'tg.train_step' is only valid on a func.func");
     return verifyTrainStepFunction(function);
   }
+  if (name == kHFConfigRefusedAttr) {
+    if (!isa<StringAttr>(attr.getValue()) || !op->hasAttr(kModelAttr))
+      return op->emitOpError("'tg.hf_config_refused' is a string on a "
+                             "tg.model function, found ")
+             << attr.getValue();
+    return success();
+  }
   if (name == kHFConfigAttr) {
     auto text = dyn_cast<StringAttr>(attr.getValue());
     if (!text || !op->hasAttr(kModelAttr))

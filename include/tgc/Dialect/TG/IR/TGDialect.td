@@ -55,6 +55,10 @@ def TG_Dialect : Dialect {
     /// --save-hf writes beside the trained parameters (whose names are the
     /// state dict's).
     static constexpr ::llvm::StringLiteral kHFConfigAttr = "tg.hf_config";
+    /// On a tg.model imported from a Hugging Face directory without its
+    /// config.json recorded: why (tgc-run --save-hf says it).
+    static constexpr ::llvm::StringLiteral kHFConfigRefusedAttr =
+        "tg.hf_config_refused";
     static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
     /// On a tg.model: what its inputs and targets are, which tells the
     /// runtime how to make batches of examples (the collator): `tokens`
