@@ -461,16 +461,11 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
           b.reshape(h, {B * T, C}), router.weight, expertGate, expertUp,
           expertDown, c.expertsPerToken, /*normalize=*/true,
           c.routerAuxLoss > 0.0 ? &layerBalance : nullptr);
-      if (c.routerAuxLoss > 0.0) {
-        balance.tokensPerExpert =
-            balance.tokensPerExpert
-                ? b.add(balance.tokensPerExpert, layerBalance.tokensPerExpert)
-                : layerBalance.tokensPerExpert;
-        balance.probPerExpert =
-            balance.probPerExpert
-                ? b.add(balance.probPerExpert, layerBalance.probPerExpert)
-                : layerBalance.probPerExpert;
-      }
+      if (c.routerAuxLoss > 0.0)
+        for (auto [sum, term] :
+             {std::pair{&balance.tokensPerExpert, layerBalance.tokensPerExpert},
+              std::pair{&balance.probPerExpert, layerBalance.probPerExpert}})
+          *sum = *sum ? b.add(*sum, term) : term;
       x = b.add(x, b.reshape(y, {B, T, C}));
     }
   }

@@ -153,13 +153,11 @@ int64_t availableMemory() {
 }
 
 /// Whether `source` is read as examples (a .tgcd dataset, or the
-/// synthetic examples of a masked LM or a classifier): what --padding and
-/// --overlong apply to.
+/// synthetic examples of a task that pads them, Program::padsExamples):
+/// what --padding and --overlong apply to.
 bool readsExamples(const Program &program, const std::string &source) {
   if (source == "synthetic")
-    return program.task == "masked-lm" ||
-           program.task == "sequence-classification" ||
-           program.task == "seq2seq";
+    return program.padsExamples();
   return source.size() > 5 &&
          source.compare(source.size() - 5, 5, ".tgcd") == 0;
 }

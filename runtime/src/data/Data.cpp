@@ -384,9 +384,7 @@ Status createDataSource(const Program &program, const std::string &spec,
     source.reset(new NoInputs());
     return Status::success();
   }
-  bool padded = program.task == "masked-lm" ||
-                program.task == "sequence-classification" ||
-                program.task == "seq2seq";
+  bool padded = program.padsExamples();
   if (spec == "synthetic")
     return padded ? createSyntheticExampleData(program, seed, options, source)
                   : createSyntheticData(program, seed, source, options);

@@ -466,7 +466,7 @@ private:
     info.predicted = 0;
     for (int64_t g = 0; g < rows; ++g) {
       int64_t e = examples[size_t(g)];
-      int64_t split = e < 0 ? 0 : sourceLength(e);
+      int64_t split = e < 0 ? 0 : sourceLengthOf(*set, e);
       int64_t n = e < 0 ? 0 : std::min(split, S);
       int64_t m = e < 0 ? 0 : std::min(set->length(e) - split, T);
       info.realTokens += n + m;
@@ -485,7 +485,6 @@ private:
     return Status::success();
   }
 
-  int64_t sourceLength(int64_t e) const { return sourceLengthOf(*set, e); }
   /// The length an example has in a batch: cut to the largest bucket.
   int64_t lengthOf(int64_t e) const {
     return std::min(set->length(e), maxLength);

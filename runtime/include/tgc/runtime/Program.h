@@ -188,6 +188,12 @@ struct Program {
   /// "sequence-classification", "seq2seq"), or empty when the executable
   /// names none.
   std::string task;
+  /// Whether the task's batches are padded examples with an attention
+  /// mask (every task but the causal LM's).
+  bool padsExamples() const {
+    return task == "masked-lm" || task == "sequence-classification" ||
+           task == "seq2seq";
+  }
   /// The config.json of the model's Hugging Face form (tgc-run --save-hf),
   /// or empty when the executable records none (and then, when
   /// tgc-compile said, why not).

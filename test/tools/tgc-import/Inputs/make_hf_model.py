@@ -42,6 +42,11 @@ DEBERTA_V3 = dict(
     relative_attention=True, position_buckets=16, norm_rel_ebd="layer_norm",
     share_att_key=True, pos_att_type=["p2c", "c2p"],
     position_biased_input=False, max_relative_positions=-1)
+# T5's sizes shrunk (the encoder's and the relative position buckets').
+T5 = dict(vocab_size=96, d_model=64, d_kv=16, d_ff=128, num_layers=2,
+          num_heads=4, relative_attention_num_buckets=8,
+          relative_attention_max_distance=20, pad_token_id=0, eos_token_id=1,
+          decoder_start_token_id=0)
 if kind == "opt":
     model = T.OPTForCausalLM(T.OPTConfig(
         vocab_size=96, hidden_size=64, ffn_dim=128, num_hidden_layers=2,
@@ -140,18 +145,12 @@ elif kind == "phi3":
         sliding_window=8, rms_norm_eps=1e-5, pad_token_id=0))
 elif kind == "t5":
     model = T.T5ForConditionalGeneration(T.T5Config(
-        vocab_size=96, d_model=64, d_kv=16, d_ff=128, num_layers=2,
-        num_decoder_layers=2, num_heads=4, relative_attention_num_buckets=8,
-        relative_attention_max_distance=20, feed_forward_proj="relu",
-        tie_word_embeddings=True, pad_token_id=0, eos_token_id=1,
-        decoder_start_token_id=0))
+        **T5, num_decoder_layers=2, feed_forward_proj="relu",
+        tie_word_embeddings=True))
 elif kind == "flan-t5":
     model = T.T5ForConditionalGeneration(T.T5Config(
-        vocab_size=96, d_model=64, d_kv=16, d_ff=128, num_layers=2,
-        num_decoder_layers=1, num_heads=4, relative_attention_num_buckets=8,
-        relative_attention_max_distance=20, feed_forward_proj="gated-gelu",
-        tie_word_embeddings=False, pad_token_id=0, eos_token_id=1,
-        decoder_start_token_id=0))
+        **T5, num_decoder_layers=1, feed_forward_proj="gated-gelu",
+        tie_word_embeddings=False))
 elif kind == "bart":
     model = T.BartForConditionalGeneration(T.BartConfig(
         vocab_size=96, d_model=64, encoder_layers=2, decoder_layers=2,
