@@ -19,7 +19,7 @@ config.test_exec_root = os.path.join(config.tgc_obj_root, "test")
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["tgc-opt", "tgc-models", "tgc-compile", "tgc-run", "tgc-report",
+    ["tgc", "tgc-opt", "tgc-models", "tgc-compile", "tgc-run", "tgc-report",
      "tgc-unit-tests",
      "tgc-analysis-tests",
      "tgc-cuda-tests", "tgc-cuda-tests-emu", "tgc-cuda-emu-tests",

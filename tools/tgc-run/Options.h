@@ -8,7 +8,7 @@
 #ifndef TGC_TOOLS_TGC_RUN_OPTIONS_H
 #define TGC_TOOLS_TGC_RUN_OPTIONS_H
 
-#include "tgc/runtime/Tensor.h"
+#include "tgc/runtime/Run.h"
 
 #include <cstdint>
 #include <string>
@@ -17,42 +17,13 @@ namespace tgc::run {
 
 using rt::Status;
 
-struct Options {
-  std::string program;
-  int64_t steps = 100;
-  std::string data = "synthetic";
-  uint64_t seed = 0;
+/// tgc-run's flags: the run's (rt::RunOptions, by the same names), and
+/// what the tool prints and records.
+struct Options : rt::RunOptions {
   std::string metrics;
-  std::string save;
-  int64_t saveEvery = 0;
-  std::string resume;
-  std::string loadWeights;
-  std::string loadAdapters;
-  std::string saveAdapters;
-  std::string exportMerged;
-  std::string saveHF; // a Hugging Face model directory
-  int64_t hfShardBytes = 5'000'000'000;
-  std::string device = "auto";
-  bool cudaGraphs = true; // --cuda-graphs=on|off
   int64_t logEvery = 0;
   bool quiet = false;
-  int64_t maxMemory = -1; // bytes; -1: what the machine has
-  std::string lrSchedule;  // empty: the learning rate stays as it is
-  int64_t warmupSteps = 0;
-  double minLr = 0.0;
-  int64_t maxSteps = 0;
-  std::string evalData; // empty: --data's source
-  int64_t evalEvery = 0;
-  int64_t evalBatches = 10;
-  bool evalOnly = false;
   bool dryRun = false; // set everything up and exit before the first step
-  std::string padding = "dynamic";
-  std::string overlong = "truncate";
-  int threads = 0; // unless threadsGiven: the cores this process may use
-  bool threadsGiven = false;
-  // Whether --padding or --overlong was given (they apply to examples).
-  bool exampleOptionsGiven = false;
-  bool profile = false;
   int64_t profileTop = 10;
 };
 

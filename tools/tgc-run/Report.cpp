@@ -2,9 +2,14 @@
 
 #include "Report.h"
 
+#include "tgc/runtime/Threads.h"
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -90,79 +95,75 @@ nlohmann::ordered_json reportProfile(const Program &program,
   return report;
 }
 
-/// The training hyper-parameters the executable was compiled with, from
-/// the compile options it records ("name=value ..."), as one line.
-std::string describeTraining(const Program &program) {
-  std::map<std::string, std::string> options;
-  size_t at = 0;
-  const std::string &text = program.options;
-  while (at < text.size()) {
-    size_t end = text.find(' ', at);
-    if (end == std::string::npos)
-      end = text.size();
-    std::string item = text.substr(at, end - at);
-    size_t eq = item.find('=');
-    if (eq != std::string::npos)
-      options[item.substr(0, eq)] = item.substr(eq + 1);
-    at = end + 1;
+Status Progress::onStep(const StepReport &report) {
+  const StepResult &result = report.result;
+  const char *cr = tty ? "\r" : "";
+  if (!std::isnan(report.firstStepAt) && !options.quiet)
+    std::printf("%stgc-run: first step done %.2f s after start (%.2f s to "
+                "set up: executable, memory, initialisation, weights)\n",
+                cr, report.firstStepAt, report.setup);
+  // A batch with nothing to predict (no token masked) has no loss: the
+  // step computes 0 (and zero gradients), PyTorch NaN; neither is a loss.
+  if (!result.hasLoss)
+    std::fprintf(stderr,
+                 "%stgc-run: warning: step %lld: its batch has no "
+                 "token to predict (no token was masked), so it has no "
+                 "loss\n",
+                 cr, (long long)result.step);
+  if (!result.diverged.empty() && tty)
+    std::printf("\n");
+  if (!result.diverged.empty() || options.quiet)
+    return Status::success();
+  int64_t step = result.step, steps = options.steps;
+  std::string line = "loss " + lossText(result) + " | " +
+                     number("%.1f", report.itemsPerSecond) + " " +
+                     report.itemName + "/s | ETA " +
+                     formatDuration(report.eta) + extras(result);
+  if (tty) {
+    std::string bar(size_t(30.0 * double(step) / double(steps)), '=');
+    bar.resize(30, ' ');
+    std::printf("\r  step %lld/%lld [%s] %s ", (long long)step,
+                (long long)steps, bar.c_str(), line.c_str());
+    if (result.evaluated && step != steps)
+      std::printf("\n"); // keep the line with the validation loss
+  } else if (result.evaluated ||
+             (options.logEvery ? step % options.logEvery == 0
+                               : (step == steps || step % 10 == 0 ||
+                                  step == startStep + 1))) {
+    std::printf("  step %lld/%lld %s\n", (long long)step, (long long)steps,
+                line.c_str());
   }
-  auto number = [&](const std::string &name) {
-    char *end = nullptr;
-    double value = std::strtod(options[name].c_str(), &end);
-    char out[32];
-    std::snprintf(out, sizeof(out), "%g", value);
-    return std::string(out);
-  };
-  if (!options.count("optimizer") || !options.count("lr"))
-    return "";
-  const std::string optimizer = options["optimizer"];
-  std::string out = optimizer + ", lr " + number("lr");
-  bool defaultDecay = options["weight-decay"].rfind("-1", 0) == 0;
-  std::string decay = defaultDecay ? (optimizer == "adamw" ? "0.01" : "0")
-                                   : number("weight-decay");
-  if (optimizer == "adamw")
-    out += ", betas (" + number("beta1") + ", " + number("beta2") +
-           "), eps " + number("eps");
-  if (optimizer == "sgd")
-    out += ", momentum " + number("momentum") +
-           (options["nesterov"] == "true" ? " (nesterov)" : "");
-  out += ", weight decay " + decay;
-  if (options["optimizer-state"] == "8bit")
-    out += ", 8-bit state";
-  if (options["optimizer-state"] == "4bit")
-    out += ", 4-bit state";
-  if (options.count("clip-grad-norm") && number("clip-grad-norm") != "0")
-    out += "; clip-grad-norm " + number("clip-grad-norm");
-  if (options.count("amp") && options["amp"] != "none")
-    out += "; amp " + options["amp"];
-  if (options.count("remat") && options["remat"] != "none")
-    out += "; remat " + options["remat"];
-  return out;
+  std::fflush(stdout);
+  return Status::success();
 }
 
-std::string formatDuration(double seconds) {
-  int64_t s = int64_t(seconds + 0.5);
-  char text[32];
-  std::snprintf(text, sizeof(text), "%02lld:%02lld:%02lld",
-                (long long)(s / 3600), (long long)(s / 60 % 60),
-                (long long)(s % 60));
-  return text;
-}
-
-std::string formatBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = double(bytes);
-  int unit = 0;
-  while (value >= 1024.0 && unit < 4) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char text[32];
-  if (unit == 0)
-    std::snprintf(text, sizeof(text), "%lld B", (long long)bytes);
-  else
-    std::snprintf(text, sizeof(text), "%.2f %s", value, units[unit]);
-  return text;
+/// What the run set up: notes on loading, the CPU's kernels, warnings on
+/// the environment, then (unless --quiet) the header.
+void printSetUp(rt::Run &run, const Options &options) {
+  for (const std::string &note : run.notes())
+    std::fprintf(stderr, "tgc-run: note: %s\n", note.c_str());
+  if (!options.quiet && run.session().backend().hostAccessible())
+    std::printf(
+        "tgc-run: %d thread%s; OpenBLAS %s kernels%s; vector math "
+        "%s\n",
+        run.threads(), run.threads() == 1 ? "" : "s", blasCoreName().c_str(),
+        blasCoreChosenByRuntime() ? " (chosen from the CPU's instruction sets)"
+                                  : "",
+        vectorMathIsa().c_str());
+  if (const char *asked = std::getenv("TGC_VECMATH"))
+    if (vectorMathIsa() != asked)
+      std::fprintf(stderr,
+                   "tgc-run: warning: TGC_VECMATH=%s is not a vector math "
+                   "instruction set this CPU runs (avx512f, avx2, sse2 or "
+                   "libm, as the CPU has them); using %s\n",
+                   asked, vectorMathIsa().c_str());
+  if (const char *gemm = std::getenv("TGC_GEMM"))
+    if (std::strcmp(gemm, "openblas") != 0)
+      std::fprintf(stderr,
+                   "tgc-run: warning: TGC_GEMM=%s is not known (only "
+                   "'openblas', OpenBLAS's own threading, is); GEMMs run in "
+                   "tiles on tgc's threads\n",
+                   gemm);
 }
 
 } // namespace tgc::run

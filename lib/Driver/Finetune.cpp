@@ -1,0 +1,531 @@
+//===- Finetune.cpp - a model directory and data to a fine-tuned model ----===//
+//
+// The stages in order, each a library call where it is C++ (the model
+// builders, compileModel, rt::Run) and a child process where it is Python
+// (tgc-data for JSONL, tgc-import for families tgc-models does not build).
+// OUT/.tgc holds what they make: options.yaml (what the run is), the
+// encoded data, the model's IR, the executable and the checkpoint. When
+// options.yaml is there and says the same, the run resumes from its
+// checkpoint with the same executable, so its end is the uninterrupted
+// run's, bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tgc/Driver/Finetune.h"
+
+#include "tgc/Models/Models.h"
+#include "tgc/Pipelines/Compile.h"
+#include "tgc/Pipelines/TrainPipeline.h"
+#include "tgc/runtime/Data.h"
+#include "tgc/runtime/HFDirectory.h"
+#include "tgc/runtime/Process.h"
+#include "tgc/runtime/Run.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <unistd.h>
+
+using namespace llvm;
+
+namespace tgc {
+namespace {
+
+/// Where the run's files are, and what the stages chose.
+struct Plan {
+  std::string work, optionsFile, trainData, evalData, ir, executable,
+      checkpoint, metrics;
+  bool resuming = false;
+  std::string modelType;
+  int64_t vocab = 0, maxPositions = 0;
+  int64_t seqLen = 0, steps = 0, examples = 0, longest = 0;
+};
+
+bool isDirectory(const std::string &path) {
+  return sys::fs::is_directory(path);
+}
+
+std::string realPath(const std::string &path) {
+  SmallString<256> real;
+  if (sys::fs::real_path(path, real))
+    return path;
+  return std::string(real);
+}
+
+/// A Python to run tgc's scripts with: $TGC_PYTHON, else the virtual
+/// environment of scripts/install-deps.sh with the newest transformers and
+/// tokenizers (.venv-hf47, then .venv-hf), else Debian's.
+std::string python() {
+  if (const char *given = std::getenv("TGC_PYTHON"))
+    return given;
+  for (const char *venv : {".venv-hf47", ".venv-hf"}) {
+    std::string own = std::string(TGC_SOURCE_DIR) + "/" + venv + "/bin/python";
+    if (sys::fs::can_execute(own))
+      return own;
+  }
+  return "/usr/bin/python3";
+}
+
+/// Runs a stage's script; its own messages go to the terminal.
+std::string runScript(const std::string &interpreter, const char *script,
+                      std::vector<std::string> args, const char *what) {
+  std::string path = std::string(TGC_SOURCE_DIR) + "/scripts/" + script;
+  std::vector<StringRef> argv = {interpreter, path};
+  for (const std::string &arg : args)
+    argv.push_back(arg);
+  std::string message;
+  std::fflush(stdout);
+  int status =
+      sys::ExecuteAndWait(interpreter, argv, std::nullopt, {}, 0, 0, &message);
+  if (status == 0)
+    return "";
+  return std::string(what) + " failed (" + script +
+         (status < 0 ? ": " + message
+                     : " exited with " + std::to_string(status)) +
+         "; its message is above)";
+}
+
+/// Checks the inputs and the output before any work.
+std::string checkPaths(const FinetuneOptions &o, Plan &plan) {
+  if (!isDirectory(o.model) || !sys::fs::exists(o.model + "/config.json"))
+    return "--model '" + o.model +
+           "' is not a model directory (no config.json in it)";
+  auto buffer = MemoryBuffer::getFile(o.model + "/config.json");
+  Expected<json::Value> config =
+      buffer ? json::parse((*buffer)->getBuffer())
+             : Expected<json::Value>(createStringError("unreadable"));
+  const json::Object *object = config ? config->getAsObject() : nullptr;
+  if (!object) {
+    if (!config)
+      consumeError(config.takeError());
+    return "--model '" + o.model + "': config.json is not a JSON object";
+  }
+  plan.modelType = object->getString("model_type").value_or("").str();
+  plan.vocab = object->getInteger("vocab_size").value_or(0);
+  plan.maxPositions =
+      object->getInteger("max_position_embeddings")
+          .value_or(object->getInteger("n_positions").value_or(0));
+  for (auto [flag, path] :
+       {std::pair("--data", o.data), std::pair("--eval-data", o.evalData)}) {
+    if (path.empty())
+      continue;
+    if (!sys::fs::is_regular_file(path))
+      return std::string(flag) + " '" + path + "' is not a file";
+    StringRef ext = sys::path::extension(path);
+    if (ext != ".jsonl" && ext != ".json" && ext != ".tgcd")
+      return std::string(flag) + " '" + path +
+             "': expected JSONL (.jsonl) or an encoded dataset (.tgcd)";
+  }
+  // The output: never an input, never a directory of someone else's.
+  std::string out = realPath(o.out);
+  for (auto [flag, path] :
+       {std::pair("--model", o.model), std::pair("--data", o.data),
+        std::pair("--eval-data", o.evalData)})
+    if (!path.empty() && (realPath(path) == out ||
+                          StringRef(realPath(path)).starts_with(out + "/")))
+      return "--out '" + o.out + "' holds " + flag + " '" + path +
+             "': choose a new directory for the output";
+  plan.work = o.out + "/.tgc";
+  plan.optionsFile = plan.work + "/options.yaml";
+  if (sys::fs::exists(o.out) && !isDirectory(o.out))
+    return "--out '" + o.out + "' is a file, not a directory";
+  std::error_code ec;
+  bool empty =
+      !sys::fs::exists(o.out) ||
+      sys::fs::directory_iterator(o.out, ec) == sys::fs::directory_iterator();
+  if (!empty && !sys::fs::exists(plan.optionsFile))
+    return "--out '" + o.out +
+           "' is a directory tgc finetune did not make, and not empty: "
+           "choose a new or empty directory";
+  return "";
+}
+
+/// The run's files; resumes when OUT/.tgc says the same run.
+std::string prepareWork(const FinetuneOptions &o, Plan &plan) {
+  plan.trainData = plan.work + "/train.tgcd";
+  plan.evalData = plan.work + "/eval.tgcd";
+  plan.ir = plan.work + "/model.mlir";
+  plan.executable = plan.work + "/model.tgx";
+  plan.checkpoint = plan.work + "/checkpoint.safetensors";
+  plan.metrics = o.out + "/metrics.jsonl";
+  std::string described = describeFinetune(o);
+  if (sys::fs::exists(plan.optionsFile)) {
+    auto buffer = MemoryBuffer::getFile(plan.optionsFile);
+    bool same = buffer && (*buffer)->getBuffer() == described;
+    if (!same && sys::fs::exists(plan.executable))
+      return "--out '" + o.out + "' holds a run of other options (" +
+             plan.optionsFile +
+             "): give the same options to resume it, or a new --out";
+    plan.resuming = sys::fs::exists(plan.executable);
+    if (same)
+      return "";
+    // A run that stopped before its executable: nothing of it to keep.
+    (void)sys::fs::remove(plan.trainData);
+    (void)sys::fs::remove(plan.evalData);
+  }
+  if (std::error_code ec = sys::fs::create_directories(plan.work))
+    return "cannot create '" + plan.work + "': " + ec.message();
+  std::string error;
+  auto file = mlir::openOutputFile(plan.optionsFile, &error);
+  if (!file)
+    return error;
+  file->os() << described;
+  file->keep();
+  return "";
+}
+
+/// Encodes JSONL with the model's tokenizer (tgc-data); a .tgcd is used
+/// as it is.
+std::string encode(const FinetuneOptions &o, const std::string &input,
+                   const std::string &output, std::string &used) {
+  if (StringRef(input).ends_with(".tgcd")) {
+    used = input;
+    return "";
+  }
+  used = output;
+  if (sys::fs::exists(output))
+    return "";
+  std::printf("tgc finetune: encoding %s with %s's tokenizer\n", input.c_str(),
+              o.model.c_str());
+  std::vector<std::string> args = {"encode", "--tokenizer", o.model, "--input",
+                                   input,    "-o",          output};
+  if (o.seqLen)
+    args.insert(args.end(), {"--max-length", std::to_string(o.seqLen),
+                             "--overlong", "truncate"});
+  return runScript(python(), "tgc-data.py", args, "encoding the data");
+}
+
+/// The sequence length and the steps, from the data unless given.
+std::string chooseShape(const FinetuneOptions &o, Plan &plan) {
+  auto buffer = MemoryBuffer::getFile(plan.trainData);
+  if (!buffer)
+    return "cannot read '" + plan.trainData + "'";
+  rt::DatasetSummary summary;
+  rt::Status status =
+      rt::parseDataset(plan.trainData, (*buffer)->getBufferStart(),
+                       (*buffer)->getBufferSize(), plan.vocab, summary);
+  if (!status.ok())
+    return status.error;
+  plan.examples = summary.examples;
+  plan.longest = summary.longest;
+  plan.seqLen = o.seqLen;
+  if (!plan.seqLen) {
+    plan.seqLen = (summary.longest + 63) / 64 * 64;
+    if (plan.maxPositions > 0 && plan.seqLen > plan.maxPositions)
+      plan.seqLen = plan.maxPositions;
+  }
+  int64_t perEpoch = (summary.examples + o.batch - 1) / o.batch;
+  plan.steps = o.steps ? o.steps : o.epochs * perEpoch;
+  std::printf("tgc finetune: %lld examples, the longest %lld tokens: "
+              "sequences of %lld%s; %lld steps of %lld sequences%s\n",
+              (long long)summary.examples, (long long)summary.longest,
+              (long long)plan.seqLen,
+              o.seqLen ? " (--seq-len)"
+              : plan.seqLen < summary.longest
+                  ? " (the model's positions; longer examples are cut)"
+                  : " (the longest, rounded up to 64)",
+              (long long)plan.steps, (long long)o.batch,
+              o.steps ? ""
+                      : (" (" + std::to_string(o.epochs) + " epoch" +
+                         (o.epochs == 1 ? "" : "s") + ")")
+                            .c_str());
+  return "";
+}
+
+/// The model's IR: tgc-models' builders for the families they take,
+/// tgc-import (transformers traced) for the others.
+std::string buildModel(const FinetuneOptions &o, const Plan &plan) {
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::string error;
+  StringRef type = plan.modelType;
+  if (type == "gpt2") {
+    std::optional<GPT2Config> config = readGPT2HFConfig(o.model, error);
+    if (!config)
+      return error;
+    config->batch = o.batch;
+    config->seqLen = plan.seqLen;
+    module = buildGPT2(&context, *config);
+  } else if (is_contained({"llama", "mistral", "qwen2", "qwen3", "phi3",
+                           "mixtral", "gemma2"},
+                          type)) {
+    std::optional<LlamaConfig> config =
+        readLlamaHFConfig(o.model, plan.seqLen, error);
+    if (!config)
+      return error;
+    config->batch = o.batch;
+    config->seqLen = plan.seqLen;
+    module = buildLlama(&context, *config);
+  } else {
+    std::printf("tgc finetune: model_type '%s': importing it with "
+                "transformers (tgc-import)\n",
+                plan.modelType.c_str());
+    return runScript(python(), "tgc-import.py",
+                     {"--hf", o.model, "--task", "causal-lm", "--batch",
+                      std::to_string(o.batch), "--seq-len",
+                      std::to_string(plan.seqLen), "-o", plan.ir},
+                     "importing the model");
+  }
+  if (!module)
+    return "the model built from '" + o.model + "' does not verify";
+  auto output = mlir::openOutputFile(plan.ir, &error);
+  if (!output)
+    return error;
+  module->print(output->os(), mlir::OpPrintingFlags().enableDebugInfo());
+  output->keep();
+  return "";
+}
+
+/// The executable, compiled for the budget (--fit).
+std::string compile(const FinetuneOptions &o, const Plan &plan) {
+  CompileRequest request;
+  request.input = plan.ir;
+  request.output = plan.executable;
+  request.globalBatch = o.batch;
+  request.globalBatchGiven = true;
+  request.lora = o.lora;
+  std::string fit = o.fit;
+  if (fit.empty()) {
+    fit = std::to_string(rt::availableMemory());
+    std::printf("tgc finetune: --fit %s (this machine's memory; give --fit "
+                "for a GPU's or another budget)\n",
+                rt::formatBytes(rt::availableMemory()).c_str());
+  }
+  request.fit = fit;
+  TrainPipelineOptions options;
+  std::string text = "lr=" + std::string(o.lora.empty() ? "2e-5" : "2e-4");
+  for (const auto &[name, value] : o.pipeline)
+    text += " " + name + "=" + value;
+  std::string parseErrors;
+  raw_string_ostream parseStream(parseErrors);
+  if (failed(options.parseFromString(text, parseStream)))
+    return "bad training option in '" + text + "': " + parseErrors;
+  std::string error;
+  std::fflush(stdout);
+  std::string log;
+  raw_string_ostream logStream(log);
+  bool ok = compileModel(request, options, logStream, outs(), error);
+  // compileModel's lines name tgc-compile: say them as this driver's.
+  for (StringRef line : split(StringRef(log).trim(), '\n'))
+    outs() << "tgc finetune: "
+           << line.drop_front(line.starts_with("tgc-compile: ") ? 13 : 0)
+           << "\n";
+  outs().flush();
+  return ok ? "" : error;
+}
+
+/// The progress line: step, loss, validation, throughput, time left.
+class Progress : public rt::RunObserver {
+public:
+  Progress(int64_t steps) : steps(steps), tty(isatty(fileno(stdout))) {}
+  rt::Status onStep(const rt::StepReport &report) override {
+    const rt::StepResult &r = report.result;
+    if (r.evaluated)
+      lastEval = r.evalLoss;
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "  step %lld/%lld | loss %s | eval %s | %.0f %s/s | ETA %s",
+                  (long long)r.step, (long long)steps,
+                  r.hasLoss ? format("%.4f", r.loss).c_str() : "-",
+                  std::isnan(lastEval) ? "-" : format("%.4f", lastEval).c_str(),
+                  report.itemsPerSecond, report.itemName,
+                  rt::formatDuration(report.eta).c_str());
+    bool log = r.evaluated || r.step == steps || r.step % 10 == 0;
+    if (tty)
+      std::printf("\r%s %s", line, r.step == steps ? "\n" : "");
+    else if (log)
+      std::printf("%s\n", line);
+    std::fflush(stdout);
+    return rt::Status::success();
+  }
+  double lastEval = NAN;
+
+private:
+  static std::string format(const char *spec, double value) {
+    char text[32];
+    std::snprintf(text, sizeof(text), spec, value);
+    return text;
+  }
+  int64_t steps;
+  bool tty;
+};
+
+/// A resumed run's metrics: the rows of the steps up to the checkpoint's
+/// (a run killed after it wrote rows of steps it will take again).
+std::string trimMetrics(const std::string &path, int64_t step) {
+  auto buffer = MemoryBuffer::getFile(path);
+  if (!buffer)
+    return "";
+  std::string kept;
+  for (StringRef line : split((*buffer)->getBuffer(), '\n')) {
+    Expected<json::Value> row = json::parse(line);
+    if (!row) {
+      consumeError(row.takeError());
+      continue; // a line cut short by the kill
+    }
+    std::optional<int64_t> at = row->getAsObject()
+                                    ? row->getAsObject()->getInteger("step")
+                                    : std::nullopt;
+    if (at && *at <= step)
+      kept += line.str() + "\n";
+  }
+  std::string error;
+  auto file = mlir::openOutputFile(path, &error);
+  if (!file)
+    return error;
+  file->os() << kept;
+  file->keep();
+  return "";
+}
+
+/// Trains and writes the output; a signal leaves a checkpoint to resume.
+int train(const FinetuneOptions &o, const Plan &plan, std::string &error) {
+  rt::RunOptions run;
+  run.program = plan.executable;
+  run.steps = plan.steps;
+  run.data = plan.trainData;
+  run.evalData = o.evalData.empty() ? plan.trainData : plan.evalData;
+  run.seed = uint64_t(o.seed);
+  run.loadWeights = o.model;
+  run.resume =
+      plan.resuming && sys::fs::exists(plan.checkpoint) ? plan.checkpoint : "";
+  run.save = plan.checkpoint;
+  run.saveEvery =
+      o.saveEvery ? o.saveEvery : std::max<int64_t>(1, plan.steps / 10);
+  (o.lora.empty() ? run.saveHF : run.saveAdapters) = o.out;
+  run.lrSchedule = o.lrSchedule;
+  run.warmupSteps = o.warmupSteps >= 0 ? o.warmupSteps : plan.steps / 20;
+  run.maxSteps = plan.steps;
+  run.evalEvery =
+      o.evalEvery ? o.evalEvery : std::max<int64_t>(1, plan.steps / 5);
+  run.evalBatches = o.evalBatches;
+  run.device = o.device;
+  run.threads = int(o.threads);
+  run.threadsGiven = o.threads > 0;
+  std::unique_ptr<rt::Run> session;
+  rt::Status status = rt::Run::create(run, nullptr, "", session);
+  if (!status.ok())
+    return error = status.error, 1;
+  for (const std::string &note : session->notes())
+    std::fprintf(stderr, "tgc finetune: note: %s\n", note.c_str());
+  for (const std::string &line : session->describe())
+    std::printf("%s%s\n", line[0] == ' ' ? "" : "tgc finetune: ", line.c_str());
+  if (plan.resuming && !run.resume.empty())
+    std::printf("tgc finetune: resuming at step %lld from %s\n",
+                (long long)session->start().step + 1, plan.checkpoint.c_str());
+  if (!run.resume.empty() &&
+      !(error = trimMetrics(plan.metrics, session->start().step)).empty())
+    return 1;
+  std::unique_ptr<rt::MetricsLog> metrics;
+  status = rt::MetricsLog::open(plan.metrics, metrics, /*append=*/
+                                !run.resume.empty());
+  if (!status.ok())
+    return error = status.error, 1;
+  Progress progress(plan.steps);
+  rt::RunEnd end;
+  status = session->train({&progress, metrics.get()}, end);
+  if (status.ok() && !end.diverged.empty())
+    status = rt::Status::failure(end.diverged);
+  if (status.ok())
+    status = metrics->close();
+  if (!status.ok())
+    return error = status.error, 1;
+  if (end.signal) {
+    int64_t step = session->start().step + session->trainer().stepsRun();
+    status = session->trainer().save(step);
+    std::fprintf(stderr,
+                 "\ntgc finetune: %s after step %lld of %lld; %s; the same "
+                 "command resumes it\n",
+                 end.signal == SIGINT ? "interrupted" : "terminated",
+                 (long long)step, (long long)plan.steps,
+                 status.ok() ? ("saved " + plan.checkpoint).c_str()
+                             : status.error.c_str());
+    return 128 + end.signal;
+  }
+  double evalLoss = 0.0;
+  if (!(status = session->trainer().evaluate(evalLoss)).ok() ||
+      !(status = session->finish()).ok())
+    return error = status.error, 1;
+  for (const std::string &line : session->summary(end))
+    std::printf("tgc finetune: %s\n", line.c_str());
+  std::printf("tgc finetune: eval loss %.6f\n", evalLoss);
+  std::printf("tgc finetune: wrote %s (%s) and %s\n", o.out.c_str(),
+              o.lora.empty() ? "a Hugging Face model directory"
+                             : "a PEFT adapter directory",
+              plan.metrics.c_str());
+  return 0;
+}
+
+/// The tokenizer's files beside the model, so that the output loads with
+/// its tokenizer as save_pretrained's would.
+void copyTokenizer(const FinetuneOptions &o) {
+  for (const char *name :
+       {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+        "tokenizer.model", "vocab.json", "merges.txt",
+        "generation_config.json"}) {
+    std::string from = o.model + "/" + name, to = o.out + "/" + name;
+    if (sys::fs::exists(from) && !sys::fs::exists(to))
+      (void)sys::fs::copy_file(from, to);
+  }
+}
+
+/// The stages before training: the data encoded, its shape chosen, the
+/// model built and compiled (a resumed run keeps its executable).
+std::string prepare(const FinetuneOptions &o, Plan &plan) {
+  std::string error, used;
+  if (!(error = encode(o, o.data, plan.trainData, used)).empty())
+    return error;
+  plan.trainData = used;
+  if (!o.evalData.empty()) {
+    if (!(error = encode(o, o.evalData, plan.evalData, used)).empty())
+      return error;
+    plan.evalData = used;
+  }
+  if (!(error = chooseShape(o, plan)).empty())
+    return error;
+  if (plan.resuming) {
+    std::printf("tgc finetune: the executable of the stopped run: %s\n",
+                plan.executable.c_str());
+    return "";
+  }
+  if (!(error = buildModel(o, plan)).empty())
+    return error;
+  return compile(o, plan);
+}
+
+} // namespace
+
+int runFinetune(const FinetuneOptions &o, std::string &error) {
+  rt::installInterruptHandlers();
+  Plan plan;
+  if (!(error = checkPaths(o, plan)).empty())
+    return 1;
+  bool madeOut = !sys::fs::exists(o.out);
+  if (!(error = prepareWork(o, plan)).empty())
+    return 1;
+  std::printf("tgc finetune: %s (model_type %s) on %s into %s%s\n",
+              o.model.c_str(), plan.modelType.c_str(), o.data.c_str(),
+              o.out.c_str(), plan.resuming ? " (resuming)" : "");
+  if (!(error = prepare(o, plan)).empty()) {
+    // Nothing to resume yet: leave no directory behind.
+    if (madeOut)
+      (void)sys::fs::remove_directories(o.out);
+    return 1;
+  }
+  copyTokenizer(o);
+  return train(o, plan, error);
+}
+
+} // namespace tgc
