@@ -16,6 +16,8 @@
 #include "tgc/Models/Models.h"
 #include "tgc/Pipelines/Compile.h"
 #include "tgc/Pipelines/TrainPipeline.h"
+#include "tgc/Report/Pages.h"
+#include "tgc/runtime/Backend.h"
 #include "tgc/runtime/Data.h"
 #include "tgc/runtime/HFDirectory.h"
 #include "tgc/runtime/Process.h"
@@ -298,10 +300,21 @@ std::string compile(const FinetuneOptions &o, const Plan &plan) {
   request.lora = o.lora;
   std::string fit = o.fit;
   if (fit.empty()) {
-    fit = std::to_string(rt::availableMemory());
-    std::printf("tgc finetune: --fit %s (this machine's memory; give --fit "
-                "for a GPU's or another budget)\n",
-                rt::formatBytes(rt::availableMemory()).c_str());
+    // The GPU's free memory, less 5% for what the run allocates beside its
+    // plan (the CUDA context's and the libraries' workspaces); else the
+    // machine's.
+    std::unique_ptr<rt::Backend> gpu;
+    int64_t free = -1;
+    if (o.device != "cpu" && rt::createCudaBackend(gpu).ok())
+      free = gpu->freeMemory();
+    int64_t budget = free > 0 ? free / 20 * 19 : rt::availableMemory();
+    fit = std::to_string(budget >> 20) + "MiB";
+    std::printf("tgc finetune: --fit %s (%s; give --fit for another "
+                "budget)\n",
+                rt::formatBytes(budget).c_str(),
+                free > 0
+                    ? ("95% of the free memory of " + gpu->describe()).c_str()
+                    : "this machine's memory");
   }
   request.fit = fit;
   TrainPipelineOptions options;
@@ -390,8 +403,9 @@ std::string trimMetrics(const std::string &path, int64_t step) {
   return "";
 }
 
-/// Trains and writes the output; a signal leaves a checkpoint to resume.
-int train(const FinetuneOptions &o, const Plan &plan, std::string &error) {
+/// The run's options from the driver's: the data, the weights, the
+/// schedule, validation and checkpoints, and where the output goes.
+rt::RunOptions runOptions(const FinetuneOptions &o, const Plan &plan) {
   rt::RunOptions run;
   run.program = plan.executable;
   run.steps = plan.steps;
@@ -414,34 +428,60 @@ int train(const FinetuneOptions &o, const Plan &plan, std::string &error) {
   run.device = o.device;
   run.threads = int(o.threads);
   run.threadsGiven = o.threads > 0;
-  std::unique_ptr<rt::Run> session;
-  rt::Status status = rt::Run::create(run, nullptr, "", session);
+  return run;
+}
+
+/// Sets the run up and says what it is; a resumed run's metrics keep the
+/// rows up to its checkpoint.
+std::string startRun(const rt::RunOptions &run, const Plan &plan,
+                     std::unique_ptr<rt::Run> &session,
+                     std::unique_ptr<rt::MetricsLog> &metrics) {
+  rt::Status status = rt::checkRunFiles(run, {{"metrics", plan.metrics}});
+  if (status.ok())
+    status = rt::Run::create(run, nullptr, "", session);
   if (!status.ok())
-    return error = status.error, 1;
+    return status.error;
   for (const std::string &note : session->notes())
     std::fprintf(stderr, "tgc finetune: note: %s\n", note.c_str());
   for (const std::string &line : session->describe())
     std::printf("%s%s\n", line[0] == ' ' ? "" : "tgc finetune: ", line.c_str());
-  if (plan.resuming && !run.resume.empty())
+  bool resumed = !run.resume.empty();
+  if (resumed) {
     std::printf("tgc finetune: resuming at step %lld from %s\n",
                 (long long)session->start().step + 1, plan.checkpoint.c_str());
-  if (!run.resume.empty() &&
-      !(error = trimMetrics(plan.metrics, session->start().step)).empty())
-    return 1;
+    if (std::string error = trimMetrics(plan.metrics, session->start().step);
+        !error.empty())
+      return error;
+  }
+  status = rt::MetricsLog::open(plan.metrics, metrics, /*append=*/resumed);
+  return status.ok() ? "" : status.error;
+}
+
+/// The run page of the metrics so far, beside them (tgc-report run's).
+void writeRunPage(const FinetuneOptions &o, const Plan &plan) {
+  std::string page = o.out + "/run.html";
+  if (std::string error = report::writeRunPage({plan.metrics}, {o.out}, page);
+      !error.empty())
+    std::fprintf(stderr, "tgc finetune: warning: no run page: %s\n",
+                 error.c_str());
+}
+
+/// Trains and writes the output; a signal leaves a checkpoint to resume.
+int train(const FinetuneOptions &o, const Plan &plan, std::string &error) {
+  std::unique_ptr<rt::Run> session;
   std::unique_ptr<rt::MetricsLog> metrics;
-  status = rt::MetricsLog::open(plan.metrics, metrics, /*append=*/
-                                !run.resume.empty());
-  if (!status.ok())
-    return error = status.error, 1;
+  if (!(error = startRun(runOptions(o, plan), plan, session, metrics)).empty())
+    return 1;
   Progress progress(plan.steps);
   rt::RunEnd end;
-  status = session->train({&progress, metrics.get()}, end);
+  rt::Status status = session->train({&progress, metrics.get()}, end);
   if (status.ok() && !end.diverged.empty())
     status = rt::Status::failure(end.diverged);
   if (status.ok())
     status = metrics->close();
   if (!status.ok())
     return error = status.error, 1;
+  writeRunPage(o, plan);
   if (end.signal) {
     int64_t step = session->start().step + session->trainer().stepsRun();
     status = session->trainer().save(step);
@@ -461,10 +501,11 @@ int train(const FinetuneOptions &o, const Plan &plan, std::string &error) {
   for (const std::string &line : session->summary(end))
     std::printf("tgc finetune: %s\n", line.c_str());
   std::printf("tgc finetune: eval loss %.6f\n", evalLoss);
-  std::printf("tgc finetune: wrote %s (%s) and %s\n", o.out.c_str(),
+  std::printf("tgc finetune: wrote %s (%s), %s and %s/run.html\n",
+              o.out.c_str(),
               o.lora.empty() ? "a Hugging Face model directory"
                              : "a PEFT adapter directory",
-              plan.metrics.c_str());
+              plan.metrics.c_str(), o.out.c_str());
   return 0;
 }
 

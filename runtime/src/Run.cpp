@@ -126,6 +126,65 @@ int64_t availableMemory() {
   return bytes;
 }
 
+Status checkRunFiles(const RunOptions &opts,
+                     const std::vector<NamedFile> &more) {
+  // No output may be an input or another output: a mistake on the command
+  // line must not cost the user a dataset, a checkpoint or the executable.
+  std::vector<tgc::NamedFile> inputs = {
+      {"the executable", opts.program},
+      {"this program", "/proc/self/exe"},
+      {"--data", opts.data == "synthetic" ? "" : opts.data},
+      {"--eval-data", opts.evalData == "synthetic" ? "" : opts.evalData},
+      {"--load-weights", opts.loadWeights,
+       weightsDirectoryFiles(opts.loadWeights), isHuggingFaceModelFile},
+      {"--load-adapters", opts.loadAdapters, adapterDirectoryFiles(),
+       isAdapterDirectoryFile}};
+  // Directory outputs stand for the files they write, replace or remove;
+  // the rest of a directory is kept (HFDirectory.h).
+  std::vector<tgc::NamedFile> outputs = {
+      {"--save", opts.save},
+      {"--save-adapters", opts.saveAdapters,
+       isAdapterDirectory(opts.saveAdapters) ? adapterDirectoryFiles()
+                                             : std::vector<std::string>()},
+      {"--export-merged", opts.exportMerged},
+      {"--save-hf", opts.saveHF, huggingFaceFiles(), isHuggingFaceModelFile},
+  };
+  outputs.insert(outputs.end(), more.begin(), more.end());
+  std::string clash = tgc::checkDistinctFiles(inputs, outputs);
+  // --save may replace the checkpoint the run resumes from (read whole
+  // before training, and replaced atomically): one file that a job keeps
+  // resuming from and saving to. No other output may.
+  std::vector<tgc::NamedFile> resumeOutputs = outputs;
+  if (!tgc::checkDistinctFiles({{"--resume", opts.resume}},
+                               {{"--save", opts.save}})
+           .empty())
+    resumeOutputs.erase(resumeOutputs.begin());
+  if (clash.empty())
+    clash = tgc::checkDistinctFiles({{"--resume", opts.resume}}, resumeOutputs);
+  if (!clash.empty())
+    return Status::failure(clash);
+  // What a save would replace must be a regular file (or nothing): refuse
+  // before training rather than after.
+  for (const std::string *target :
+       {&opts.save, &opts.saveAdapters, &opts.exportMerged}) {
+    if (target->empty())
+      continue;
+    Status status =
+        target == &opts.saveAdapters && isAdapterDirectory(*target)
+            ? checkDirectoryTarget(
+                  *target, {"adapter_config.json", "adapter_model.safetensors"})
+            : checkSaveTarget(*target);
+    if (!status.ok())
+      return status;
+  }
+  if (!opts.saveHF.empty()) {
+    Status status = checkDirectoryTarget(opts.saveHF, huggingFaceFiles());
+    if (!status.ok())
+      return Status::failure("--save-hf: " + status.error);
+  }
+  return Status::success();
+}
+
 Status Run::create(const RunOptions &options, Communicator *comm,
                    const std::string &runKey, std::unique_ptr<Run> &run) {
   run.reset(new Run());

@@ -26,7 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Pages.h"
+#include "tgc/Report/Pages.h"
 
 #include "tgc/Analysis/MemoryPlan.h"
 #include "tgc/Support/ReadFile.h"
@@ -51,6 +51,8 @@ namespace cl = llvm::cl;
 using llvm::json::Array;
 using llvm::json::Object;
 using llvm::json::Value;
+using tgc::report::describeJSON;
+using tgc::report::kMaxExactInteger;
 
 static cl::SubCommand planCommand(
     "plan", "The memory timeline of one plan (tgc-compile --memory-report), "
@@ -86,32 +88,6 @@ static bool fail(const std::string &message) {
   return false;
 }
 
-/// The largest integer the page's script (which counts in doubles) holds
-/// exactly: byte counts, and the totals it sums from them, stay below it.
-constexpr int64_t kMaxExactInteger = int64_t(1) << 53;
-
-/// What a JSON value is, for an error: a number as written, else its type.
-static std::string describe(const Value &value) {
-  switch (value.kind()) {
-  case Value::Null:
-    return "null";
-  case Value::Boolean:
-    return *value.getAsBoolean() ? "true" : "false";
-  case Value::Number: {
-    std::string text;
-    llvm::raw_string_ostream(text) << value;
-    return text;
-  }
-  case Value::String:
-    return "a string";
-  case Value::Array:
-    return "an array";
-  case Value::Object:
-    return "an object";
-  }
-  return "a value";
-}
-
 namespace {
 /// Reads a memory report's fields one at a time, each checked for its type
 /// and range; the first problem names its field as a path
@@ -144,7 +120,7 @@ public:
       return nullptr;
     const Object *object = value->getAsObject();
     if (!object)
-      bad(name + " is " + describe(*value) + ", not an object");
+      bad(name + " is " + describeJSON(*value) + ", not an object");
     return object;
   }
   const Array *array(const Value *value, const std::string &name) {
@@ -152,7 +128,7 @@ public:
       return nullptr;
     const Array *array = value->getAsArray();
     if (!array)
-      bad(name + " is " + describe(*value) + ", not an array");
+      bad(name + " is " + describeJSON(*value) + ", not an array");
     return array;
   }
   std::optional<llvm::StringRef> string(const Value *value,
@@ -161,7 +137,7 @@ public:
       return std::nullopt;
     std::optional<llvm::StringRef> text = value->getAsString();
     if (!text)
-      bad(name + " is " + describe(*value) + ", not a string");
+      bad(name + " is " + describeJSON(*value) + ", not a string");
     return text;
   }
   /// An integer in [min, max]; `range` says what that is ("a byte count").
@@ -171,12 +147,12 @@ public:
     if (!value)
       return std::nullopt;
     if (value->kind() != Value::Number) {
-      bad(name + " is " + describe(*value) + ", not an integer");
+      bad(name + " is " + describeJSON(*value) + ", not an integer");
       return std::nullopt;
     }
     std::optional<int64_t> number = value->getAsInteger();
     if (!number) {
-      bad(name + " is " + describe(*value) + ", not an integer");
+      bad(name + " is " + describeJSON(*value) + ", not an integer");
       return std::nullopt;
     }
     if (*number < min || *number > max) {
@@ -206,59 +182,42 @@ public:
 };
 } // namespace
 
-/// The fields of a memory report the plan page draws, each checked for its
-/// type and range and against the others (counts, indices, the peak); the
-/// page is given these and nothing else. Null, with `r.problem` naming the
-/// field, when the report is inconsistent.
-static std::optional<Value> planData(const Object &report,
-                                     const std::string &label, FieldReader &r) {
-  auto refuse = [&](const std::string &problem) -> std::optional<Value> {
-    r.bad(problem);
-    return std::nullopt;
-  };
-  std::optional<llvm::StringRef> function = r.string(report, "function", "");
-  std::optional<int64_t> ops = r.integer(r.get(report, "ops", ""), "ops", 1,
-                                         kMaxExactInteger, "a count from 1");
-  std::optional<int64_t> arenaBytes = r.bytes(report, "arena_bytes", "");
-  std::optional<int64_t> persistentBytes =
-      r.bytes(report, "persistent_bytes", "");
-  std::optional<int64_t> hostBytes = r.bytes(report, "host_bytes", "");
-  std::optional<int64_t> peakLive = r.bytes(report, "peak_live_bytes", "");
-  r.count(report, "flops", "");
-  r.count(report, "reused_buffers", "");
-  r.integer(r.get(report, "alignment", ""), "alignment", 1, kMaxExactInteger,
-            "a positive number of bytes");
-  if (!r.problem.empty())
-    return std::nullopt;
-  if (*hostBytes > *persistentBytes)
-    return refuse("host_bytes is " + std::to_string(*hostBytes) +
-                  ", more than the persistent_bytes (" +
-                  std::to_string(*persistentBytes) + ") it is part of");
-  int64_t deviceBytes = *persistentBytes - *hostBytes;
-  const std::string opIndex =
-      "an op index (0 to " + std::to_string(*ops - 1) + ")";
+/// Records `problem` as the report's; for `return refuse(r, ...)`.
+static bool refuse(FieldReader &r, const std::string &problem) {
+  r.bad(problem);
+  return false;
+}
 
-  // The op sequence: a name and a timeline row of bytes by kind each.
+/// What the sections of a plan report are checked against: its counts and
+/// sizes, read first.
+struct PlanFacts {
+  int64_t ops = 0, arenaBytes = 0, persistentBytes = 0, deviceBytes = 0,
+          peakLive = 0;
+  std::string opIndex; // "an op index (0 to N - 1)"
+};
+
+/// The op sequence: each op's name, and the timeline's kinds.
+static bool readOpNames(const Object &report, const PlanFacts &f,
+                        FieldReader &r, Array &opNames, Array &kindNames,
+                        const Array *&kinds, const Array *&rows) {
   const Array *names = r.array(r.get(report, "op_names", ""), "op_names");
   const Object *timeline = r.object(r.get(report, "timeline", ""), "timeline");
-  const Array *kinds = timeline ? r.array(r.get(*timeline, "kinds", "timeline"),
-                                          "timeline.kinds")
-                                : nullptr;
-  const Array *rows = timeline ? r.array(r.get(*timeline, "bytes", "timeline"),
-                                         "timeline.bytes")
-                               : nullptr;
+  kinds = timeline
+              ? r.array(r.get(*timeline, "kinds", "timeline"), "timeline.kinds")
+              : nullptr;
+  rows = timeline
+             ? r.array(r.get(*timeline, "bytes", "timeline"), "timeline.bytes")
+             : nullptr;
   if (!r.problem.empty())
-    return std::nullopt;
-  if (int64_t(names->size()) != *ops || int64_t(rows->size()) != *ops)
-    return refuse("it names " + std::to_string(names->size()) +
-                  " ops and times " + std::to_string(rows->size()) +
-                  ", but has " + std::to_string(*ops));
-  Array opNames;
+    return false;
+  if (int64_t(names->size()) != f.ops || int64_t(rows->size()) != f.ops)
+    return refuse(r, "it names " + std::to_string(names->size()) +
+                         " ops and times " + std::to_string(rows->size()) +
+                         ", but has " + std::to_string(f.ops));
   for (size_t i = 0; i < names->size(); ++i)
     if (std::optional<llvm::StringRef> name =
             r.string(&(*names)[i], FieldReader::at("op_names", i)))
       opNames.push_back(name->str());
-  Array kindNames;
   llvm::StringSet<> seenKinds;
   for (size_t k = 0; k < kinds->size(); ++k) {
     std::string name = FieldReader::at("timeline.kinds", k);
@@ -268,23 +227,32 @@ static std::optional<Value> planData(const Object &report,
     if (kind)
       kindNames.push_back(kind->str());
   }
+  return r.problem.empty();
+}
+
+/// The timeline's rows of bytes by kind, one an op, and the peak op: the
+/// first op where the row adds up to the most, as the page draws it.
+static bool readTimelineRows(const Object &report, const PlanFacts &f,
+                             FieldReader &r, const Array &kindList,
+                             const Array &rowList, Array &timelineRows,
+                             int64_t &peakAt) {
+  const Array *kinds = &kindList, *rows = &rowList;
   // Each op's total as the page sums it (the device's persistent bytes
   // and the row), and the first op where it is largest: the peak drawn.
-  Array timelineRows;
   int64_t largest = -1, largestAt = 0, peakRowLive = 0;
   std::optional<int64_t> peakOp;
   if (const Object *peak = r.object(r.get(report, "peak", ""), "peak"))
     peakOp = r.integer(r.get(*peak, "op_index", "peak"), "peak.op_index", 0,
-                       *ops - 1, opIndex);
+                       f.ops - 1, f.opIndex);
   for (size_t i = 0; i < rows->size() && r.problem.empty(); ++i) {
     std::string name = FieldReader::at("timeline.bytes", i);
     const Array *row = r.array(&(*rows)[i], name);
     if (!row)
       break;
     if (row->size() != kinds->size())
-      return refuse(name + " has " + std::to_string(row->size()) +
-                    " numbers for the " + std::to_string(kinds->size()) +
-                    " timeline.kinds");
+      return refuse(r, name + " has " + std::to_string(row->size()) +
+                           " numbers for the " + std::to_string(kinds->size()) +
+                           " timeline.kinds");
     Array values;
     int64_t live = 0;
     for (size_t k = 0; k < row->size(); ++k) {
@@ -293,9 +261,9 @@ static std::optional<Value> planData(const Object &report,
       if (!bytes)
         break;
       live += *bytes;
-      if (live + deviceBytes > kMaxExactInteger)
-        return refuse(name + " adds up, with the persistent bytes, to more "
-                             "than 2^53 bytes");
+      if (live + f.deviceBytes > kMaxExactInteger)
+        return refuse(r, name + " adds up, with the persistent bytes, to more "
+                                "than 2^53 bytes");
       values.push_back(*bytes);
     }
     if (live > largest) {
@@ -307,33 +275,44 @@ static std::optional<Value> planData(const Object &report,
     timelineRows.push_back(std::move(values));
   }
   if (!r.problem.empty())
-    return std::nullopt;
-  if (peakRowLive != *peakLive)
-    return refuse("peak_live_bytes is " + std::to_string(*peakLive) +
-                  ", but timeline.bytes[" + std::to_string(*peakOp) +
-                  "] (the peak op's) adds up to " +
-                  std::to_string(peakRowLive));
+    return false;
+  if (peakRowLive != f.peakLive)
+    return refuse(r, "peak_live_bytes is " + std::to_string(f.peakLive) +
+                         ", but timeline.bytes[" + std::to_string(*peakOp) +
+                         "] (the peak op's) adds up to " +
+                         std::to_string(peakRowLive));
   if (largestAt != *peakOp)
-    return refuse("peak.op_index is " + std::to_string(*peakOp) +
-                  ", but the timeline is first at its largest (" +
-                  std::to_string(largest) + " bytes) at op " +
-                  std::to_string(largestAt));
+    return refuse(r, "peak.op_index is " + std::to_string(*peakOp) +
+                         ", but the timeline is first at its largest (" +
+                         std::to_string(largest) + " bytes) at op " +
+                         std::to_string(largestAt));
 
-  // The peak's breakdown: bytes by category.
+  peakAt = *peakOp;
+  return true;
+}
+
+/// The peak's breakdown: bytes by category.
+static bool readPeakBreakdown(const Object &report, FieldReader &r,
+                              Object &peakBreakdown) {
   const Object *peak = report.getObject("peak");
   const Object *breakdown =
       r.object(r.get(*peak, "breakdown", "peak"), "peak.breakdown");
   r.string(peak->get("op"), "peak.op");
-  Object peakBreakdown;
   if (breakdown)
     for (const auto &[key, value] : *breakdown)
       if (std::optional<int64_t> bytes =
               r.bytes(&value, "peak.breakdown[\"" + key.str() + "\"]"))
         peakBreakdown[key] = *bytes;
 
-  // The persistent region: device tensors in its first deviceBytes, host
+  return r.problem.empty();
+}
+
+/// The persistent region's tensors: on the device in its first
+/// deviceBytes, in host memory after them.
+static bool readPersistent(const Object &report, const PlanFacts &f,
+                           FieldReader &r, Array &persistent) {
+  // The persistent region: device tensors in its first f.deviceBytes, host
   // tensors after them.
-  Array persistent;
   int64_t deviceListed = 0;
   if (const Array *tensors =
           r.array(r.get(report, "persistent", ""), "persistent"))
@@ -350,20 +329,21 @@ static std::optional<Value> planData(const Object &report,
       if (const Value *flag = tensor->get("host")) {
         std::optional<bool> value = flag->getAsBoolean();
         if (!value)
-          r.bad(name + ".host is " + describe(*flag) + ", not true or false");
+          r.bad(name + ".host is " + describeJSON(*flag) +
+                ", not true or false");
         host = value.value_or(false);
       }
       if (!r.problem.empty())
         break;
-      int64_t begin = host ? deviceBytes : 0,
-              end = host ? *persistentBytes : deviceBytes;
+      int64_t begin = host ? f.deviceBytes : 0,
+              end = host ? f.persistentBytes : f.deviceBytes;
       if (*offset < begin || *offset + *bytes > end)
-        return refuse(name + " (offset " + std::to_string(*offset) + ", " +
-                      std::to_string(*bytes) + " bytes) is outside the " +
-                      (host ? "host" : "device") +
-                      " part of the persistent region (bytes " +
-                      std::to_string(begin) + " to " + std::to_string(end) +
-                      ")");
+        return refuse(
+            r, name + " (offset " + std::to_string(*offset) + ", " +
+                   std::to_string(*bytes) + " bytes) is outside the " +
+                   (host ? "host" : "device") +
+                   " part of the persistent region (bytes " +
+                   std::to_string(begin) + " to " + std::to_string(end) + ")");
       if (!host)
         deviceListed += *bytes;
       Object entry{{"kind", kind->str()}, {"bytes", *bytes}};
@@ -371,15 +351,19 @@ static std::optional<Value> planData(const Object &report,
         entry["host"] = true;
       persistent.push_back(std::move(entry));
     }
-  if (r.problem.empty() && deviceListed > deviceBytes)
-    return refuse("the persistent tensors on the device add up to " +
-                  std::to_string(deviceListed) +
-                  " bytes, more than persistent_bytes - host_bytes (" +
-                  std::to_string(deviceBytes) + ")");
+  if (r.problem.empty() && deviceListed > f.deviceBytes)
+    return refuse(r, "the persistent tensors on the device add up to " +
+                         std::to_string(deviceListed) +
+                         " bytes, more than persistent_bytes - host_bytes (" +
+                         std::to_string(f.deviceBytes) + ")");
 
-  // The arena's buffers: each made by an op, live from its start to its
-  // end, inside the arena.
-  Array buffers;
+  return r.problem.empty();
+}
+
+/// The arena's buffers: each made by an op, live from its start to its
+/// end, inside the arena.
+static bool readBuffers(const Object &report, const PlanFacts &f,
+                        FieldReader &r, Array &buffers) {
   if (const Array *list = r.array(r.get(report, "buffers", ""), "buffers"))
     for (size_t i = 0; i < list->size() && r.problem.empty(); ++i) {
       std::string name = FieldReader::at("buffers", i);
@@ -388,7 +372,8 @@ static std::optional<Value> planData(const Object &report,
         break;
       auto index = [&](llvm::StringRef key) {
         return r.integer(r.get(*buffer, key, name),
-                         FieldReader::member(name, key), 0, *ops - 1, opIndex);
+                         FieldReader::member(name, key), 0, f.ops - 1,
+                         f.opIndex);
       };
       std::optional<int64_t> madeBy = index("op_index");
       std::optional<llvm::StringRef> op = r.string(*buffer, "op", name);
@@ -402,13 +387,13 @@ static std::optional<Value> planData(const Object &report,
       if (!r.problem.empty())
         break;
       if (*end < *start)
-        return refuse(name + ".end is " + std::to_string(*end) +
-                      ", before its start " + std::to_string(*start));
-      if (*offset + *bytes > *arenaBytes)
-        return refuse(name + " (offset " + std::to_string(*offset) + ", " +
-                      std::to_string(*bytes) +
-                      " bytes) is outside the arena (arena_bytes " +
-                      std::to_string(*arenaBytes) + ")");
+        return refuse(r, name + ".end is " + std::to_string(*end) +
+                             ", before its start " + std::to_string(*start));
+      if (*offset + *bytes > f.arenaBytes)
+        return refuse(r, name + " (offset " + std::to_string(*offset) + ", " +
+                             std::to_string(*bytes) +
+                             " bytes) is outside the arena (arena_bytes " +
+                             std::to_string(f.arenaBytes) + ")");
       buffers.push_back(Object{{"op_index", *madeBy},
                                {"op", op->str()},
                                {"kind", kind->str()},
@@ -417,8 +402,12 @@ static std::optional<Value> planData(const Object &report,
                                {"end", *end}});
     }
 
-  // The recomputed ops, as many as it counts.
-  Array recomputed;
+  return r.problem.empty();
+}
+
+/// The recomputed ops, as many as the report counts.
+static bool readRemat(const Object &report, const PlanFacts &f, FieldReader &r,
+                      Array &recomputed) {
   if (const Object *remat = r.object(r.get(report, "remat", ""), "remat")) {
     std::optional<int64_t> count = r.count(*remat, "recomputed_ops", "remat");
     r.count(*remat, "recomputed_flops", "remat");
@@ -430,7 +419,7 @@ static std::optional<Value> planData(const Object &report,
         break;
       std::optional<int64_t> index = r.integer(
           r.get(*op, "op_index", name), FieldReader::member(name, "op_index"),
-          0, *ops - 1, opIndex);
+          0, f.ops - 1, f.opIndex);
       r.string(*op, "op", name);
       r.count(*op, "flops", name);
       if (index)
@@ -440,7 +429,52 @@ static std::optional<Value> planData(const Object &report,
       r.bad("remat.recomputed_ops is " + std::to_string(*count) +
             ", but remat.ops lists " + std::to_string(list->size()));
   }
+  return r.problem.empty();
+}
+
+/// The fields of a memory report the plan page draws, each checked for its
+/// type and range and against the others (counts, indices, the peak); the
+/// page is given these and nothing else. Null, with `r.problem` naming the
+/// field, when the report is inconsistent.
+static std::optional<Value> planData(const Object &report,
+                                     const std::string &label, FieldReader &r) {
+  std::optional<llvm::StringRef> function = r.string(report, "function", "");
+  std::optional<int64_t> ops = r.integer(r.get(report, "ops", ""), "ops", 1,
+                                         kMaxExactInteger, "a count from 1");
+  std::optional<int64_t> arenaBytes = r.bytes(report, "arena_bytes", "");
+  std::optional<int64_t> persistentBytes =
+      r.bytes(report, "persistent_bytes", "");
+  std::optional<int64_t> hostBytes = r.bytes(report, "host_bytes", "");
+  std::optional<int64_t> peakLive = r.bytes(report, "peak_live_bytes", "");
+  r.count(report, "flops", "");
+  r.count(report, "reused_buffers", "");
+  r.integer(r.get(report, "alignment", ""), "alignment", 1, kMaxExactInteger,
+            "a positive number of bytes");
   if (!r.problem.empty())
+    return std::nullopt;
+  if (*hostBytes > *persistentBytes) {
+    r.bad("host_bytes is " + std::to_string(*hostBytes) +
+          ", more than the persistent_bytes (" +
+          std::to_string(*persistentBytes) + ") it is part of");
+    return std::nullopt;
+  }
+  PlanFacts f;
+  f.ops = *ops;
+  f.arenaBytes = *arenaBytes;
+  f.persistentBytes = *persistentBytes;
+  f.deviceBytes = *persistentBytes - *hostBytes;
+  f.peakLive = *peakLive;
+  f.opIndex = "an op index (0 to " + std::to_string(*ops - 1) + ")";
+  Array opNames, kindNames, timelineRows, persistent, buffers, recomputed;
+  Object peakBreakdown;
+  const Array *kinds = nullptr, *rows = nullptr;
+  int64_t peakOp = 0;
+  if (!readOpNames(report, f, r, opNames, kindNames, kinds, rows) ||
+      !readTimelineRows(report, f, r, *kinds, *rows, timelineRows, peakOp) ||
+      !readPeakBreakdown(report, r, peakBreakdown) ||
+      !readPersistent(report, f, r, persistent) ||
+      !readBuffers(report, f, r, buffers) ||
+      !readRemat(report, f, r, recomputed))
     return std::nullopt;
   return Value(Object{{"label", label},
                       {"function", function->str()},
@@ -448,7 +482,7 @@ static std::optional<Value> planData(const Object &report,
                       {"arena_bytes", *arenaBytes},
                       {"persistent_bytes", *persistentBytes},
                       {"host_bytes", *hostBytes},
-                      {"peak", Object{{"op_index", *peakOp},
+                      {"peak", Object{{"op_index", peakOp},
                                       {"breakdown", std::move(peakBreakdown)}}},
                       {"op_names", std::move(opNames)},
                       {"timeline", Object{{"kinds", std::move(kindNames)},
@@ -503,123 +537,15 @@ static std::optional<Value> readReport(const std::string &path) {
   return data;
 }
 
-/// Writes `page` to `path` (whole, or not at all), which must not be one
-/// of the `inputs` the page was made from.
-static bool writePage(const std::string &path, const std::string &page,
-                      const std::vector<std::string> &inputs) {
-  for (const std::string &input : inputs) {
-    bool same = false;
-    if (!input.empty() && !llvm::sys::fs::equivalent(path, input, same) &&
-        same)
-      return fail("-o '" + path + "' is the input '" + input +
-                  "': refusing to write the page over it");
-  }
-  std::error_code error;
-  llvm::ToolOutputFile out(path, error, llvm::sys::fs::OF_None);
-  if (error)
-    return fail("cannot write '" + path + "': " + error.message());
-  out.os() << page;
-  out.os().flush();
-  if (out.os().has_error())
-    return fail("cannot write '" + path + "'");
-  out.keep();
-  return true;
-}
-
-/// Whether the run page draws metric `key` (a panel's, or the throughput's,
-/// which names what a batch holds: "tokens_per_s").
-static bool isDrawnMetric(llvm::StringRef key) {
-  return key == "loss" || key == "eval_loss" || key == "lr" ||
-         key == "loss_scale" || key.ends_with("_per_s");
-}
-
-/// Reads a metrics file: every line a JSON object with an integer "step"
-/// (the last may be tgc-run --profile's {"profile": ...}, which is not
-/// drawn). What the run page draws of each line: the step and the metrics
-/// it draws, each a finite number (or null, tgc-run's non-finite value,
-/// left out).
-static std::optional<Array> readMetrics(const std::string &path) {
-  std::string text;
-  if (std::string error =
-          tgc::readUserFile(path, tgc::kMaxReportFileBytes, text);
-      !error.empty()) {
-    fail(error);
-    return std::nullopt;
-  }
-  Array rows;
-  llvm::StringRef rest = text;
-  for (int line = 1; !rest.empty(); ++line) {
-    auto [lineText, next] = rest.split('\n');
-    rest = next;
-    if (lineText.trim().empty())
-      continue;
-    std::string where = "'" + path + "' line " + std::to_string(line);
-    if (std::string nesting = tgc::checkJSONNesting(lineText);
-        !nesting.empty()) {
-      fail(where + " is not JSON tgc reads: " + nesting);
-      return std::nullopt;
-    }
-    llvm::Expected<Value> row = llvm::json::parse(lineText);
-    if (!row) {
-      fail(where + " is not JSON (" + llvm::toString(row.takeError()) +
-           "): not a tgc-run --metrics file, or cut short?");
-      return std::nullopt;
-    }
-    const Object *object = row->getAsObject();
-    if (object && !object->get("step") && object->get("profile"))
-      continue;
-    std::optional<int64_t> step =
-        object ? object->getInteger("step") : std::nullopt;
-    if (!step) {
-      fail(where + " is not a step's metrics (a JSON object with an integer "
-                   "\"step\")");
-      return std::nullopt;
-    }
-    if (*step < 0 || *step > kMaxExactInteger) {
-      fail(where + ": \"step\" is " + std::to_string(*step) +
-           ", not a step number (0 to 2^53)");
-      return std::nullopt;
-    }
-    Object drawn{{"step", *step}};
-    for (const auto &[key, value] : *object) {
-      if (!isDrawnMetric(key) || value.kind() == Value::Null)
-        continue;
-      std::optional<double> number = value.getAsNumber();
-      if (!number || !std::isfinite(*number)) {
-        fail(where + ": \"" + key.str() + "\" is " + describe(value) +
-             ", not a number");
-        return std::nullopt;
-      }
-      drawn[key] = value;
-    }
-    rows.push_back(std::move(drawn));
-  }
-  if (rows.empty()) {
-    fail("'" + path + "' has no metrics: it is empty (did the run reach "
-         "its first step?)");
-    return std::nullopt;
-  }
-  return rows;
-}
-
 static bool writeRunPage() {
   if (!labels.empty() && labels.size() != metricsFiles.size())
     return fail(std::to_string(labels.size()) + " --label for " +
                 std::to_string(metricsFiles.size()) +
                 " metrics files: give one a file, or none");
-  Array runs;
-  for (size_t i = 0; i < metricsFiles.size(); ++i) {
-    std::optional<Array> rows = readMetrics(metricsFiles[i]);
-    if (!rows)
-      return false;
-    std::string label = labels.empty()
-                            ? llvm::sys::path::filename(metricsFiles[i]).str()
-                            : labels[i];
-    runs.push_back(Object{{"label", label}, {"rows", std::move(*rows)}});
-  }
-  return writePage(
-      runOutputFile, tgc::report::runPage(std::move(runs)),
-      std::vector<std::string>(metricsFiles.begin(), metricsFiles.end()));
+  std::string error = tgc::report::writeRunPage(
+      std::vector<std::string>(metricsFiles.begin(), metricsFiles.end()),
+      std::vector<std::string>(labels.begin(), labels.end()), runOutputFile);
+  return error.empty() || fail(error);
 }
 
 static bool writePlanPage() {
@@ -633,8 +559,10 @@ static bool writePlanPage() {
       return false;
     reports.push_back(std::move(*report));
   }
-  return writePage(outputFile, tgc::report::planPage(std::move(reports)),
-                   {reportFile.getValue(), compareFile.getValue()});
+  std::string error = tgc::report::writePageFile(
+      outputFile, tgc::report::planPage(std::move(reports)),
+      {reportFile.getValue(), compareFile.getValue()});
+  return error.empty() || fail(error);
 }
 
 int main(int argc, char **argv) {

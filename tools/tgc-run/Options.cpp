@@ -57,18 +57,15 @@ bool parseBytes(const std::string &text, int64_t &value) {
   return true;
 }
 
-/// Parses argv with CLI11 (`--name value` or `--name=value`; --help lists
-/// the options grouped by purpose). Returns an error message, or "" with
-/// `exitNow` set when --help was answered.
-std::string parseOptions(int argc, char **argv, Options &options,
-                         bool &exitNow) {
-  CLI::App app("tgc-run: trains with a compiled training step (.tgx)",
-               "tgc-run");
-  app.get_formatter()->column_width(34);
-  app.add_option("program", options.program, "The executable (.tgx)")
-      ->required()
-      ->option_text("FILE");
+/// What some flags say before it is checked and converted.
+struct OptionTexts {
+  std::string cudaGraphs = "on", maxMemory, hfShardSize;
+};
 
+namespace {
+
+/// Steps, seed, device, CUDA graphs, memory and threads.
+void addTrainingOptions(CLI::App &app, Options &options, OptionTexts &texts) {
   const char *training = "Training";
   app.add_option("--steps", options.steps,
                  "Optimizer steps to run (default 100)")
@@ -82,22 +79,23 @@ std::string parseOptions(int argc, char **argv, Options &options,
                  "the CUDA backend and the machine a GPU, else the CPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
       ->group(training);
-  std::string cudaGraphs = "on";
-  app.add_option("--cuda-graphs", cudaGraphs,
+  app.add_option("--cuda-graphs", texts.cudaGraphs,
                  "on (default): on the GPU, each step after the first is "
                  "captured once as a CUDA graph and replayed, one launch a "
                  "step; off: every kernel is launched on its own")
       ->check(CLI::IsMember({"on", "off"}))
       ->option_text("on|off")
       ->group(training);
-  std::string maxMemory;
-  app.add_option("--max-memory", maxMemory,
+  app.add_option("--max-memory", texts.maxMemory,
                  "Refuse to start when the plan needs more than SIZE bytes "
                  "(K, M, G, T suffixes, powers of 1024; default: the memory "
                  "this process may use)")
       ->option_text("SIZE")
       ->group(training);
+}
 
+/// The data source and how examples are batched.
+void addDataOptions(CLI::App &app, Options &options, OptionTexts &texts) {
   const char *data = "Data";
   app.add_option("--data", options.data,
                  "'synthetic' (default), a token file (llm.c shard or raw "
@@ -122,7 +120,11 @@ std::string parseOptions(int argc, char **argv, Options &options,
       ->check(CLI::IsMember({"truncate", "reject"}))
       ->option_text("POLICY")
       ->group(data);
+}
 
+/// The learning-rate schedule and validation.
+void addScheduleAndValidationOptions(CLI::App &app, Options &options,
+                                     OptionTexts &texts) {
   const char *schedule = "Learning-rate schedule";
   app.add_option("--lr-schedule", options.lrSchedule,
                  "Set the learning rate before every step: linear warmup to "
@@ -160,7 +162,10 @@ std::string parseOptions(int argc, char **argv, Options &options,
                "Report the validation loss of the weights (--resume or "
                "--load-weights) and exit")
       ->group(validation);
+}
 
+/// Weights, adapters and checkpoints, in and out.
+void addWeightsOptions(CLI::App &app, Options &options, OptionTexts &texts) {
   const char *weights = "Weights and checkpoints";
   app.add_option("--save", options.save,
                  "Save parameters and optimizer state (safetensors) at the "
@@ -203,13 +208,15 @@ std::string parseOptions(int argc, char **argv, Options &options,
                  "merged) that transformers' from_pretrained loads")
       ->option_text("DIR")
       ->group(weights);
-  std::string hfShardSize;
-  app.add_option("--save-hf-shard-size", hfShardSize,
+  app.add_option("--save-hf-shard-size", texts.hfShardSize,
                  "--save-hf's largest file; larger models are split into "
                  "shards with an index (default 5GB, as save_pretrained)")
       ->option_text("SIZE")
       ->group(weights);
+}
 
+/// What the run prints and records.
+void addOutputOptions(CLI::App &app, Options &options, OptionTexts &texts) {
   const char *output = "Output";
   app.add_option("--metrics", options.metrics,
                  "Write one JSON object per step (JSONL)")
@@ -238,30 +245,22 @@ std::string parseOptions(int argc, char **argv, Options &options,
                  "Threads of the CPU kernels and of OpenBLAS (default: the "
                  "cores this process may use)")
       ->option_text("N")
-      ->group(training);
+      ->group("Training");
+}
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &) {
-    std::fputs(app.help().c_str(), stdout);
-    exitNow = true;
-    return "";
-  } catch (const CLI::ParseError &error) {
-    return std::string(error.what()) + " (see --help)";
-  }
-  options.threadsGiven = app.count("--threads") > 0;
-  options.cudaGraphs = cudaGraphs == "on";
-  options.exampleOptionsGiven =
-      app.count("--padding") > 0 || app.count("--overlong") > 0;
-  if (!maxMemory.empty() &&
-      (!parseBytes(maxMemory, options.maxMemory) || options.maxMemory <= 0))
+/// The flags' values checked against each other and the sizes converted:
+/// the first problem, or "".
+std::string checkOptions(Options &options, const OptionTexts &texts) {
+  if (!texts.maxMemory.empty() &&
+      (!parseBytes(texts.maxMemory, options.maxMemory) ||
+       options.maxMemory <= 0))
     return "--max-memory needs a positive size in bytes (like 512M or 16G)";
-  if (!hfShardSize.empty() &&
-      (!parseBytes(hfShardSize, options.hfShardBytes) ||
+  if (!texts.hfShardSize.empty() &&
+      (!parseBytes(texts.hfShardSize, options.hfShardBytes) ||
        options.hfShardBytes <= 0))
     return "--save-hf-shard-size needs a positive size in bytes (like 500M "
            "or 5G)";
-  if (!hfShardSize.empty() && options.saveHF.empty())
+  if (!texts.hfShardSize.empty() && options.saveHF.empty())
     return "--save-hf-shard-size needs --save-hf";
   if (!std::isfinite(options.minLr))
     return "--min-lr needs a finite number >= 0";
@@ -288,63 +287,47 @@ std::string parseOptions(int argc, char **argv, Options &options,
            "choose one with --lr-schedule";
   if (!options.resume.empty() && !options.loadWeights.empty())
     return "--resume and --load-weights both set the parameters; use one";
-  // No output may be an input or another output: a mistake on the command
-  // line must not cost the user a dataset, a checkpoint or the executable.
-  std::vector<tgc::NamedFile> inputs = {
-      {"the executable", options.program},
-      {"tgc-run itself", "/proc/self/exe"},
-      {"--data", options.data == "synthetic" ? "" : options.data},
-      {"--eval-data", options.evalData == "synthetic" ? "" : options.evalData},
-      {"--load-weights", options.loadWeights,
-       weightsDirectoryFiles(options.loadWeights), isHuggingFaceModelFile},
-      {"--load-adapters", options.loadAdapters, adapterDirectoryFiles(),
-       isAdapterDirectoryFile}};
-  // Directory outputs stand for the files they write, replace or remove;
-  // the rest of a directory is kept (HFDirectory.h).
-  std::vector<tgc::NamedFile> outputs = {
-      {"--save", options.save},
-      {"--save-adapters", options.saveAdapters,
-       isAdapterDirectory(options.saveAdapters)
-           ? adapterDirectoryFiles()
-           : std::vector<std::string>()},
-      {"--export-merged", options.exportMerged},
-      {"--save-hf", options.saveHF, huggingFaceFiles(),
-       isHuggingFaceModelFile},
-      {"--metrics", options.metrics}};
-  std::string clash = tgc::checkDistinctFiles(inputs, outputs);
-  // --save may replace the checkpoint the run resumes from (read whole
-  // before training, and replaced atomically): one file that a job keeps
-  // resuming from and saving to. No other output may.
-  std::vector<tgc::NamedFile> resumeOutputs = outputs;
-  if (!tgc::checkDistinctFiles({{"--resume", options.resume}},
-                               {{"--save", options.save}})
-           .empty())
-    resumeOutputs.erase(resumeOutputs.begin());
-  if (clash.empty())
-    clash = tgc::checkDistinctFiles({{"--resume", options.resume}},
-                                    resumeOutputs);
-  if (!clash.empty())
-    return clash;
-  // What a save would replace must be a regular file (or nothing): refuse
-  // before training rather than after.
-  for (const std::string *target :
-       {&options.save, &options.saveAdapters, &options.exportMerged}) {
-    if (target->empty())
-      continue;
-    Status status =
-        target == &options.saveAdapters && isAdapterDirectory(*target)
-            ? checkDirectoryTarget(*target, {"adapter_config.json",
-                                             "adapter_model.safetensors"})
-            : checkSaveTarget(*target);
-    if (!status.ok())
-      return status.error;
-  }
-  if (!options.saveHF.empty()) {
-    Status status = checkDirectoryTarget(options.saveHF, huggingFaceFiles());
-    if (!status.ok())
-      return "--save-hf: " + status.error;
-  }
   return "";
+}
+
+} // namespace
+
+/// Parses argv with CLI11 (`--name value` or `--name=value`; --help lists
+/// the options grouped by purpose). Returns an error message, or "" with
+/// `exitNow` set when --help was answered.
+std::string parseOptions(int argc, char **argv, Options &options,
+                         bool &exitNow) {
+  CLI::App app("tgc-run: trains with a compiled training step (.tgx)",
+               "tgc-run");
+  app.get_formatter()->column_width(34);
+  app.add_option("program", options.program, "The executable (.tgx)")
+      ->required()
+      ->option_text("FILE");
+  OptionTexts texts;
+  addTrainingOptions(app, options, texts);
+  addDataOptions(app, options, texts);
+  addScheduleAndValidationOptions(app, options, texts);
+  addWeightsOptions(app, options, texts);
+  addOutputOptions(app, options, texts);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &) {
+    std::fputs(app.help().c_str(), stdout);
+    exitNow = true;
+    return "";
+  } catch (const CLI::ParseError &error) {
+    return std::string(error.what()) + " (see --help)";
+  }
+  options.threadsGiven = app.count("--threads") > 0;
+  options.cudaGraphs = texts.cudaGraphs == "on";
+  options.exampleOptionsGiven =
+      app.count("--padding") > 0 || app.count("--overlong") > 0;
+  if (std::string error = checkOptions(options, texts); !error.empty())
+    return error;
+  // No output may be an input or another output, and what a save would
+  // replace must be a file (the run's rule, checked before any work).
+  Status files = checkRunFiles(options, {{"--metrics", options.metrics}});
+  return files.ok() ? "" : files.error;
 }
 
 /// The options every rank of a job must share, as `--name=value` items, the

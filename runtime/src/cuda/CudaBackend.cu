@@ -144,6 +144,14 @@ public:
                                 : hostPartDevice + (offset - deviceBytes);
   }
   uint8_t *arenaBase() override { return arena; }
+  int64_t freeMemory() const override {
+    size_t freeBytes = 0, totalBytes = 0;
+    if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;
+    }
+    return int64_t(freeBytes);
+  }
   int64_t bytesAllocated() const override {
     return regionBytes + int64_t(ctx.workspaceBytes) +
            2 * int64_t(stagingBytes);

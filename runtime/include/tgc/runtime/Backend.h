@@ -26,6 +26,9 @@ public:
   virtual std::string describe() const = 0;
   /// Whether region memory is host memory (then no copies are needed).
   virtual bool hostAccessible() const = 0;
+  /// The device memory free now, in bytes (-1: the backend's memory is
+  /// the host's; see availableMemory()).
+  virtual int64_t freeMemory() const { return -1; }
 
   /// Allocates both regions, zero-filled. The last `hostBytes` of the
   /// persistent region (offloaded optimizer state) are host memory that

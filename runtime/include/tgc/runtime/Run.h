@@ -14,6 +14,7 @@
 #ifndef TGC_RUNTIME_RUN_H
 #define TGC_RUNTIME_RUN_H
 
+#include "tgc/Support/UserFiles.h"
 #include "tgc/runtime/Checkpoint.h"
 #include "tgc/runtime/Communicator.h"
 #include "tgc/runtime/Data.h"
@@ -27,6 +28,8 @@
 #include <vector>
 
 namespace tgc::rt {
+
+using tgc::NamedFile;
 
 /// What a run is asked to do (tgc-run's flags, by the same names).
 struct RunOptions {
@@ -178,6 +181,14 @@ private:
   std::FILE *file;
   std::string path;
 };
+
+/// Checks the run's files before any work: no output is an input or
+/// another output (the checkpoint resumed from may be --save's), and what a
+/// save would replace is a file (a directory output's own files, for the
+/// Hugging Face and adapter directories). `more`: the caller's outputs
+/// (tgc-run's --metrics).
+Status checkRunFiles(const RunOptions &options,
+                     const std::vector<NamedFile> &more = {});
 
 /// Seconds since this process's exec (the dynamic loader and libraries'
 /// start-up included, where the kernel says when that was).

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Pages.h"
+#include "tgc/Report/Pages.h"
 
 namespace tgc::report {
 

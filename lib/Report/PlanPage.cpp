@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Pages.h"
+#include "tgc/Report/Pages.h"
 
 namespace tgc::report {
 
