@@ -155,7 +155,7 @@ def import_once(bins, config, seq_len, out):
     """Runs tgc-import on `config`; returns (seconds, peak RSS bytes)."""
     start = time.perf_counter()
     child = subprocess.Popen(
-        [HF_PYTHON, os.path.join(ROOT, "scripts", "tgc-import.py"), "--tools",
+        [HF_PYTHON, os.path.join(ROOT, "tools", "python", "tgc-import.py"), "--tools",
          bins, "--hf", config, "--batch", "1", "--seq-len", str(seq_len),
          "-o", out], stdout=subprocess.DEVNULL)
     # This child's own peak (its tgc-opt's is smaller), not the largest of
@@ -229,7 +229,7 @@ def main():
 
 Written by `bench/import.py` on {machine(bins)}.
 
-`scripts/tgc-import.py --hf CONFIG.json` on a config alone: the model is
+`tools/python/tgc-import.py --hf CONFIG.json` on a config alone: the model is
 built with its parameters allocated and never written, traced on fake
 tensors at B=1 (`make_fx` on Debian's torch 1.13; transformers 4.47.1,
 eager attention), mapped to tg IR and verified by tgc-opt. One run each;

@@ -1,7 +1,7 @@
 //===- FuzzDataset.cpp - fuzzing the .tgcd dataset reader -----------------===//
 //
-// Datasets of examples (scripts/tgcd.py's format). The first byte picks the
-// model's vocabulary, so that the checks against it are exercised; a
+// Datasets of examples (tools/python/tgcd.py's format). The first byte picks
+// the model's vocabulary, so that the checks against it are exercised; a
 // dataset accepted must hold non-empty examples whose tokens lie below the
 // vocabulary and whose labels lie below the number of labels.
 //

@@ -44,7 +44,7 @@ import time
 
 PYTHON = "/usr/bin/python3"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TGC_DATA = os.path.join(ROOT, "scripts", "tgc-data.py")
+TGC_DATA = os.path.join(ROOT, "tools", "python", "tgc-data.py")
 TIMEOUT = 60
 
 

@@ -19,7 +19,7 @@ PACKAGES=(
   # math.
   libopenblas-dev libopenblas0-openmp libsleef-dev
   python3-torch
-  # scripts/tgc-data.py and tgcd.py (datasets of examples) read and write
+  # tools/python/tgc-data.py and tgcd.py (datasets of examples) read and write
   # arrays with numpy.
   python3-numpy
   # Data parallelism: Open MPI runs the CPU backend's collectives and

@@ -73,7 +73,7 @@ if os.path.exists(hf47_python) and subprocess.run(
                       stderr=subprocess.DEVNULL).returncode == 0:
         config.available_features.add("peft-llama")
 
-# Hugging Face's tokenizers (in the same venv), which scripts/tgc-data.py
+# Hugging Face's tokenizers (in the same venv), which tools/python/tgc-data.py
 # needs for text; pre-tokenized data and `generate` run under %python.
 if os.path.exists(hf_python) and subprocess.run(
         [hf_python, "-c", "import tokenizers"],
@@ -81,11 +81,11 @@ if os.path.exists(hf_python) and subprocess.run(
     config.available_features.add("tokenizers")
     config.substitutions.append(("%tokpython", hf_python))
 config.substitutions.append(
-    ("%tgc_data", os.path.join(config.tgc_src_root, "scripts", "tgc-data.py")))
+    ("%tgc_data", os.path.join(config.tgc_src_root, "tools", "python", "tgc-data.py")))
 # tgc-import (Debian's torch), with the tools of this build.
 config.substitutions.append(
     ("%tgc_import", "/usr/bin/python3 " +
-     os.path.join(config.tgc_src_root, "scripts", "tgc-import.py") +
+     os.path.join(config.tgc_src_root, "tools", "python", "tgc-import.py") +
      " --tools " + config.tgc_tools_dir))
 
 # The exact rematerialization baseline: PuLP with Debian's CBC (coinor-cbc).

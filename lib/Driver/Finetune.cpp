@@ -83,7 +83,7 @@ std::string python() {
 /// Runs a stage's script; its own messages go to the terminal.
 std::string runScript(const std::string &interpreter, const char *script,
                       std::vector<std::string> args, const char *what) {
-  std::string path = std::string(TGC_SOURCE_DIR) + "/scripts/" + script;
+  std::string path = std::string(TGC_SOURCE_DIR) + "/tools/python/" + script;
   std::vector<StringRef> argv = {interpreter, path};
   for (const std::string &arg : args)
     argv.push_back(arg);

@@ -101,7 +101,7 @@ void addDataOptions(CLI::App &app, Options &options, OptionTexts &texts) {
                  "'synthetic' (default), a token file (llm.c shard or raw "
                  "uint16), a .safetensors file of batches (one tensor per "
                  "input, [N, ...]), or a .tgcd dataset of examples "
-                 "(scripts/tgc-data.py)")
+                 "(tgc-data)")
       ->option_text("SOURCE")
       ->group(data);
   app.add_option("--padding", options.padding,

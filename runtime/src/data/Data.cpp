@@ -400,7 +400,7 @@ Status createDataSource(const Program &program, const std::string &spec,
   if (padded)
     return Status::failure("'" + spec + "': a " + program.task +
                            " model reads a dataset of examples (.tgcd, "
-                           "from scripts/tgc-data.py), .safetensors batches "
+                           "from tgc-data), .safetensors batches "
                            "or 'synthetic'");
   return createTokenFileData(program, spec, seed, source, options);
 }

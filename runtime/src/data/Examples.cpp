@@ -7,8 +7,8 @@
 // and the collation for the program's task, with padding that changes
 // nothing: attention mask 0 and target -100 on every padded position.
 //
-// The dataset file (.tgcd, written by scripts/tgc-data.py; the layout is
-// documented in scripts/tgcd.py) is read into memory and checked once when
+// The dataset file (.tgcd, written by tools/python/tgc-data.py; the layout is
+// documented in tools/python/tgcd.py) is read into memory and checked once when
 // it is opened: header, sizes, offsets, every token against the model's
 // vocabulary and every label against its classes.
 //
@@ -82,7 +82,7 @@ public:
     std::memcpy(&h, data, sizeof(h));
     if (std::memcmp(h.magic, "TGCTOK01", 8) != 0)
       return bad("not a .tgcd file (no TGCTOK01 magic); write it with "
-                 "scripts/tgc-data.py encode");
+                 "tgc-data encode");
     if (h.version != 1 && h.version != 2)
       return bad("unsupported version " + std::to_string(h.version));
     if (h.tokenBytes != 2 && h.tokenBytes != 4)

@@ -11,7 +11,7 @@ import torch
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "..", "scripts"))
+                                "..", "..", "..", "tools", "python"))
 import safetensors_io  # noqa: E402
 import tgcd  # noqa: E402
 

@@ -112,9 +112,8 @@ Status createTensorFileData(const Program &program, const std::string &path,
                             std::unique_ptr<DataSource> &source,
                             const DataOptions &options = {});
 
-
 /// Examples from a dataset file of tgc-data (`.tgcd`: token sequences with
-/// offsets and optional labels; see scripts/tgcd.py), read into memory and
+/// offsets and optional labels; see tools/python/tgcd.py), read into memory and
 /// checked against the program (vocabulary, labels, the task's special
 /// tokens), batched per `options` and collated for the program's task:
 /// next-token targets for a causal LM, Hugging Face's masked-LM rule (15%

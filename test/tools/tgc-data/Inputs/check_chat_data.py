@@ -17,7 +17,7 @@ import sys
 import transformers
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "..", "..", "scripts"))
+                                "..", "..", "..", "..", "tools", "python"))
 import tgcd  # noqa: E402
 
 directory, source, data = sys.argv[1:4]

@@ -1,7 +1,7 @@
 """Checks a .tgcd file that tgc-data encoded against its JSONL input.
 
 The header and the exact file size are parsed here with struct, from the
-format as documented, independently of scripts/tgcd.py; then tgcd.read_tgcd
+format as documented, independently of tools/python/tgcd.py; then tgcd.read_tgcd
 must agree with them and with the input: every example's tokens are what
 the tokenizer itself gives for the line (truncated, when --max-length is
 given, by the tokenizer's own truncation) or the line's "input_ids", and
@@ -18,7 +18,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "..", "..", "scripts"))
+                                "..", "..", "..", "..", "tools", "python"))
 import tgcd  # noqa: E402
 
 

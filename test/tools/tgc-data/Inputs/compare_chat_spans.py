@@ -16,7 +16,7 @@ import random
 import sys
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                       "..", "..", "..", "scripts")
+                       "..", "..", "..", "tools", "python")
 sys.path.insert(0, SCRIPTS)
 spec = importlib.util.spec_from_file_location(
     "tgc_data", os.path.join(SCRIPTS, "tgc-data.py"))

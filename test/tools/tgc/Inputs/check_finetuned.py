@@ -14,7 +14,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "..", "..", "scripts"))
+                                "..", "..", "..", "..", "tools", "python"))
 import tgcd  # noqa: E402
 
 out, data, log = sys.argv[1], sys.argv[2], sys.argv[3]

@@ -1,7 +1,7 @@
 """The .tgcd token-dataset format: variable-length tokenized examples, with
 optional class labels, laid out so that the tgc runtime can memory-map the
 file and read example i as tokens[offsets[i]:offsets[i+1]] without parsing.
-scripts/tgc-data.py writes it; tests read it back with read_tgcd().
+tools/python/tgc-data.py writes it; tests read it back with read_tgcd().
 
 Layout (little-endian, no gaps, nothing after the tokens):
 
