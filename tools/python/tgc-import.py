@@ -711,7 +711,7 @@ TOOLS = ("tgc-opt", "tgc-compile", "tgc-run")
 
 def tools_directory(args):
     return args.tools or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin")
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "bin")
 
 
 def tool(args, name):

@@ -19,7 +19,7 @@ subprocess.run([sys.executable, os.path.join(
 torch.manual_seed(0)
 config = LlamaConfig(vocab_size=400, hidden_size=64, intermediate_size=128,
                      num_hidden_layers=2, num_attention_heads=4,
-                     num_key_value_heads=2, max_position_embeddings=256,
+                     num_key_value_heads=2, max_position_embeddings=1024,
                      pad_token_id=0, bos_token_id=0, eos_token_id=2,
                      tie_word_embeddings=False)
 LlamaForCausalLM(config).save_pretrained(out)
