@@ -409,7 +409,12 @@ func.func @gradient_ops(
 // silu_grad f16 [4]: 9 per element (sigmoid 4, 1 - s, x *, 1 +, two
 // products): 36; 8 + 8 = 16; 8.
 // CHECK-NEXT: #3 tg.silu_grad flops=36 read=16 written=8{{$}}
-// CHECK-NOT: #4
+// softplus f32 [2,3]: 3 per element (exp, add, log): 18; 24; 24.
+// CHECK-NEXT: #4 tg.softplus flops=18 read=24 written=24{{$}}
+// softplus_grad f32 [2,3]: 5 per element (sigmoid 4, a product): 30;
+// 24 + 24 = 48; 24.
+// CHECK-NEXT: #5 tg.softplus_grad flops=30 read=48 written=24{{$}}
+// CHECK-NOT: #6
 
 func.func @table_activations(
     %x: tensor<2x3xf32> {tg.input = "x"},
@@ -423,6 +428,8 @@ func.func @table_activations(
   %1 = tg.silu %b : tensor<8xbf16>
   %2 = tg.sigmoid_grad %x, %g : tensor<2x3xf32>
   %3 = tg.silu_grad %h, %gh : tensor<4xf16>
+  %4 = tg.softplus %x : tensor<2x3xf32>
+  %5 = tg.softplus_grad %x, %g : tensor<2x3xf32>
   return %dl : tensor<f32>
 }
 

@@ -625,7 +625,8 @@ func.func @sum_to(%x: tensor<2x4x8xf32>, %h: tensor<4x8xf16>)
 // CHECK-SAME: %[[X:[^:]*]]: tensor<4x8xf32>, %[[G:[^:]*]]: tensor<4x8xf32>, %[[B:[^:]*]]: tensor<16xbf16>)
 func.func @table_activations(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>,
                              %b: tensor<16xbf16>)
-    -> (tensor<4x8xf32>, tensor<16xbf16>, tensor<4x8xf32>, tensor<4x8xf32>) {
+    -> (tensor<4x8xf32>, tensor<16xbf16>, tensor<4x8xf32>, tensor<4x8xf32>,
+        tensor<4x8xf32>, tensor<4x8xf32>) {
   // CHECK: %[[S:.*]] = tg.sigmoid %[[X]] : tensor<4x8xf32>
   %0 = tg.sigmoid %x : tensor<4x8xf32>
   // CHECK: %[[SI:.*]] = tg.silu %[[B]] : tensor<16xbf16>
@@ -634,9 +635,14 @@ func.func @table_activations(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>,
   %2 = tg.sigmoid_grad %x, %g : tensor<4x8xf32>
   // CHECK: %[[SIG:.*]] = tg.silu_grad %[[X]], %[[G]] : tensor<4x8xf32>
   %3 = tg.silu_grad %x, %g : tensor<4x8xf32>
-  // CHECK: return %[[S]], %[[SI]], %[[SG]], %[[SIG]]
-  return %0, %1, %2, %3
-      : tensor<4x8xf32>, tensor<16xbf16>, tensor<4x8xf32>, tensor<4x8xf32>
+  // CHECK: %[[SP:.*]] = tg.softplus %[[X]] : tensor<4x8xf32>
+  %4 = tg.softplus %x : tensor<4x8xf32>
+  // CHECK: %[[SPG:.*]] = tg.softplus_grad %[[X]], %[[G]] : tensor<4x8xf32>
+  %5 = tg.softplus_grad %x, %g : tensor<4x8xf32>
+  // CHECK: return %[[S]], %[[SI]], %[[SG]], %[[SIG]], %[[SP]], %[[SPG]]
+  return %0, %1, %2, %3, %4, %5
+      : tensor<4x8xf32>, tensor<16xbf16>, tensor<4x8xf32>, tensor<4x8xf32>,
+        tensor<4x8xf32>, tensor<4x8xf32>
 }
 
 // CHECK-LABEL: func.func @activation_grads(

@@ -198,6 +198,7 @@ const UnaryCase kUnaryCases[] = {
     {"relu", cpu::relu, cuda::relu, false},
     {"sigmoid", cpu::sigmoid, cuda::sigmoid, false},
     {"silu", cpu::silu, cuda::silu, false},
+    {"softplus", cpu::softplus, cuda::softplus, false},
     {"gelu", cpu::gelu, cuda::gelu, false},
     {"gelu exact", cpu::geluExact, cuda::geluExact, false},
 };
@@ -258,6 +259,7 @@ const GradCase kGradCases[] = {
     {"relu_grad", cpu::reluGrad, cuda::reluGrad},
     {"sigmoid_grad", cpu::sigmoidGrad, cuda::sigmoidGrad},
     {"silu_grad", cpu::siluGrad, cuda::siluGrad},
+    {"softplus_grad", cpu::softplusGrad, cuda::softplusGrad},
     {"gelu_grad", cpu::geluGrad, cuda::geluGrad},
     {"gelu_grad exact", cpu::geluExactGrad, cuda::geluExactGrad},
     {"tanh_grad", cpu::tanhGrad, cuda::tanhGrad},

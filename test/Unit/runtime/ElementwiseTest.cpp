@@ -243,6 +243,9 @@ const UnaryCase kUnaryCases[] = {
     {"sigmoid", cpu::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); },
      -8, 8},
     {"silu", cpu::silu, [](double x) { return x / (1 + std::exp(-x)); }, -8, 8},
+    // Across torch's threshold (x > 20: x itself).
+    {"softplus", cpu::softplus,
+     [](double x) { return x > 20 ? x : std::log1p(std::exp(x)); }, -8, 30},
     {"gelu", cpu::gelu, geluReference, -4, 4},
     {"gelu exact", cpu::geluExact,
      [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); },
@@ -419,11 +422,9 @@ TEST(ActivationGrads, InPlaceOverEitherOperand) {
       Status (*)(cpu::Context &, const TensorRef &, const TensorRef &,
                  TensorRef &);
   const std::pair<const char *, GradKernel> kernels[] = {
-      {"relu_grad", cpu::reluGrad},
-      {"sigmoid_grad", cpu::sigmoidGrad},
-      {"silu_grad", cpu::siluGrad},
-      {"gelu_grad", cpu::geluGrad},
-      {"gelu_grad exact", cpu::geluExactGrad},
+      {"relu_grad", cpu::reluGrad}, {"sigmoid_grad", cpu::sigmoidGrad},
+      {"silu_grad", cpu::siluGrad}, {"softplus_grad", cpu::softplusGrad},
+      {"gelu_grad", cpu::geluGrad}, {"gelu_grad exact", cpu::geluExactGrad},
       {"tanh_grad", cpu::tanhGrad}};
   std::mt19937 rng(23);
   for (DType dtype : {DType::F32, DType::F16, DType::BF16})

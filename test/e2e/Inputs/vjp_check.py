@@ -162,7 +162,7 @@ CASES = [
           f"{ttype([3, 4])}"], [3, 4], kinks=True),
     unary("neg"), unary("exp"), unary("log", POSITIVE), unary("sqrt", POSITIVE),
     unary("rsqrt", POSITIVE), unary("tanh"), unary("relu", kinks=True),
-    unary("sigmoid"), unary("silu"),
+    unary("sigmoid"), unary("silu"), unary("softplus"),
     unary("gelu"),
     case("gelu exact", [("x", [3, 4], NORMAL)],
          [f"%r = tg.gelu %p0 {{exact = true}} : {ttype([3, 4])}"], [3, 4]),

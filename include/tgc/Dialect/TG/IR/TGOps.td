@@ -446,6 +446,11 @@ defm TG_Sigmoid : TG_Activation<"sigmoid", "Sigmoid", "1 / (1 + exp(-x))",
 // SiLU (swish, Llama's MLP): the sigmoid (4) and a product.
 defm TG_Silu : TG_Activation<"silu", "Silu", "x * sigmoid(x)",
     "grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))", 5, 9>;
+// Softplus (torch's, beta 1, threshold 20): exp, add, log; its gradient
+// the sigmoid (4) and a product.
+defm TG_Softplus : TG_Activation<"softplus", "Softplus",
+    "x > 20 ? x : log(1 + exp(x))", "x > 20 ? grad : grad * sigmoid(x)", 3,
+    5>;
 def TG_GeluOp : TG_Op<"gelu", [SameOperandsAndResultType, Elementwise,
                                 TG_Differentiable, TG_InPlace]> {
   let summary = "GELU, by default in its tanh approximation";
