@@ -710,7 +710,9 @@ TOOLS = ("tgc-opt", "tgc-compile", "tgc-run")
 
 
 def tools_directory(args):
-    return args.tools or os.path.join(
+    # --tools, else the build directory whose bin/tgc-import started this
+    # (TGC_BIN), else the repository's build/bin.
+    return args.tools or os.environ.get("TGC_BIN") or os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "bin")
 
 
@@ -829,7 +831,7 @@ def main(argv=None):
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tools", help="where tgc-opt, tgc-compile and "
-                        "tgc-run are (default: build/bin)")
+                        "tgc-run are (default: the build of the tgc-import command, else build/bin)")
     args = parser.parse_args(argv)
     try:
         if args.batch < 1:
