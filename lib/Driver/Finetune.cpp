@@ -50,6 +50,8 @@ struct Plan {
   std::string work, optionsFile, trainData, evalData, ir, executable,
       checkpoint, metrics;
   bool resuming = false;
+  /// Whether tgc-import traced the model (tgc-models did not build it).
+  bool imported = false;
   std::string modelType;
   int64_t vocab = 0, maxPositions = 0;
   int64_t seqLen = 0, steps = 0, examples = 0, longest = 0;
@@ -66,34 +68,24 @@ std::string realPath(const std::string &path) {
   return std::string(real);
 }
 
-/// A Python to run tgc's scripts with: $TGC_PYTHON, else the virtual
-/// environment of scripts/install-deps.sh with the newest transformers and
-/// tokenizers (.venv-hf47, then .venv-hf), else Debian's.
-std::string python() {
-  if (const char *given = std::getenv("TGC_PYTHON"))
-    return given;
-  for (const char *venv : {".venv-hf47", ".venv-hf"}) {
-    std::string own = std::string(TGC_SOURCE_DIR) + "/" + venv + "/bin/python";
-    if (sys::fs::can_execute(own))
-      return own;
-  }
-  return "/usr/bin/python3";
-}
-
-/// Runs a stage's script; its own messages go to the terminal.
-std::string runScript(const std::string &interpreter, const char *script,
-                      std::vector<std::string> args, const char *what) {
-  std::string path = std::string(TGC_SOURCE_DIR) + "/tools/python/" + script;
-  std::vector<StringRef> argv = {interpreter, path};
+/// Runs a Python stage by its command beside this driver (build/bin's
+/// tgc-data or tgc-import, which choose the Python with its packages);
+/// its own messages go to the terminal.
+std::string runStage(const char *command, std::vector<std::string> args,
+                     const char *what) {
+  static int anchor;
+  std::string self = sys::fs::getMainExecutable("tgc", &anchor);
+  std::string path = (sys::path::parent_path(self) + "/" + command).str();
+  std::vector<StringRef> argv = {path};
   for (const std::string &arg : args)
     argv.push_back(arg);
   std::string message;
   std::fflush(stdout);
   int status =
-      sys::ExecuteAndWait(interpreter, argv, std::nullopt, {}, 0, 0, &message);
+      sys::ExecuteAndWait(path, argv, std::nullopt, {}, 0, 0, &message);
   if (status == 0)
     return "";
-  return std::string(what) + " failed (" + script +
+  return std::string(what) + " failed (" + command +
          (status < 0 ? ": " + message
                      : " exited with " + std::to_string(status)) +
          "; its message is above)";
@@ -206,7 +198,7 @@ std::string encode(const FinetuneOptions &o, const std::string &input,
   if (o.seqLen)
     args.insert(args.end(), {"--max-length", std::to_string(o.seqLen),
                              "--overlong", "truncate"});
-  return runScript(python(), "tgc-data.py", args, "encoding the data");
+  return runStage("tgc-data", args, "encoding the data");
 }
 
 /// The sequence length and the steps, from the data unless given.
@@ -248,7 +240,7 @@ std::string chooseShape(const FinetuneOptions &o, Plan &plan) {
 
 /// The model's IR: tgc-models' builders for the families they take,
 /// tgc-import (transformers traced) for the others.
-std::string buildModel(const FinetuneOptions &o, const Plan &plan) {
+std::string buildModel(const FinetuneOptions &o, Plan &plan) {
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::string error;
@@ -274,11 +266,12 @@ std::string buildModel(const FinetuneOptions &o, const Plan &plan) {
     std::printf("tgc finetune: model_type '%s': importing it with "
                 "transformers (tgc-import)\n",
                 plan.modelType.c_str());
-    return runScript(python(), "tgc-import.py",
-                     {"--hf", o.model, "--task", "causal-lm", "--batch",
-                      std::to_string(o.batch), "--seq-len",
-                      std::to_string(plan.seqLen), "-o", plan.ir},
-                     "importing the model");
+    plan.imported = true;
+    return runStage("tgc-import",
+                    {"--hf", o.model, "--task", "causal-lm", "--batch",
+                     std::to_string(o.batch), "--seq-len",
+                     std::to_string(plan.seqLen), "-o", plan.ir},
+                    "importing the model");
   }
   if (!module)
     return "the model built from '" + o.model + "' does not verify";
@@ -290,33 +283,46 @@ std::string buildModel(const FinetuneOptions &o, const Plan &plan) {
   return "";
 }
 
-/// The executable, compiled for the budget (--fit).
+/// --fit's default: the GPU's free memory, less 5% for what the run
+/// allocates beside its plan (the CUDA context's and the libraries'
+/// workspaces); else the machine's. Says which.
+std::string defaultFit(const FinetuneOptions &o) {
+  std::unique_ptr<rt::Backend> gpu;
+  int64_t free = -1;
+  if (o.device != "cpu" && rt::createCudaBackend(gpu).ok())
+    free = gpu->freeMemory();
+  int64_t budget = free > 0 ? free / 20 * 19 : rt::availableMemory();
+  std::printf("tgc finetune: --fit %s (%s; give --fit for another budget)\n",
+              rt::formatBytes(budget).c_str(),
+              free > 0
+                  ? ("95% of the free memory of " + gpu->describe()).c_str()
+                  : "this machine's memory");
+  return std::to_string(budget >> 20) + "MiB";
+}
+
+/// The executable, compiled for the budget (--fit) where tgc-models built
+/// the model (--fit rebuilds it at each micro-batch); an imported model at
+/// its batch, its plan checked against the memory when the run starts.
 std::string compile(const FinetuneOptions &o, const Plan &plan) {
   CompileRequest request;
   request.input = plan.ir;
   request.output = plan.executable;
-  request.globalBatch = o.batch;
-  request.globalBatchGiven = true;
   request.lora = o.lora;
-  std::string fit = o.fit;
-  if (fit.empty()) {
-    // The GPU's free memory, less 5% for what the run allocates beside its
-    // plan (the CUDA context's and the libraries' workspaces); else the
-    // machine's.
-    std::unique_ptr<rt::Backend> gpu;
-    int64_t free = -1;
-    if (o.device != "cpu" && rt::createCudaBackend(gpu).ok())
-      free = gpu->freeMemory();
-    int64_t budget = free > 0 ? free / 20 * 19 : rt::availableMemory();
-    fit = std::to_string(budget >> 20) + "MiB";
-    std::printf("tgc finetune: --fit %s (%s; give --fit for another "
-                "budget)\n",
-                rt::formatBytes(budget).c_str(),
-                free > 0
-                    ? ("95% of the free memory of " + gpu->describe()).c_str()
-                    : "this machine's memory");
+  if (!plan.imported) {
+    request.globalBatch = o.batch;
+    request.globalBatchGiven = true;
+    request.fit = o.fit.empty() ? defaultFit(o) : o.fit;
+  } else if (!o.fit.empty()) {
+    return "--fit rebuilds the model at each micro-batch, which it cannot "
+           "for model_type '" +
+           plan.modelType +
+           "' (imported by tracing): "
+           "leave --fit out, and choose --batch";
+  } else {
+    std::printf("tgc finetune: model_type '%s' is imported: compiled at "
+                "--batch %lld as it is (--fit takes the models tgc builds)\n",
+                plan.modelType.c_str(), (long long)o.batch);
   }
-  request.fit = fit;
   TrainPipelineOptions options;
   std::string text = "lr=" + std::string(o.lora.empty() ? "2e-5" : "2e-4");
   for (const auto &[name, value] : o.pipeline)
@@ -325,16 +331,16 @@ std::string compile(const FinetuneOptions &o, const Plan &plan) {
   raw_string_ostream parseStream(parseErrors);
   if (failed(options.parseFromString(text, parseStream)))
     return "bad training option in '" + text + "': " + parseErrors;
-  std::string error;
+  std::string error, log;
   std::fflush(stdout);
-  std::string log;
   raw_string_ostream logStream(log);
   bool ok = compileModel(request, options, logStream, outs(), error);
   // compileModel's lines name tgc-compile: say them as this driver's.
   for (StringRef line : split(StringRef(log).trim(), '\n'))
-    outs() << "tgc finetune: "
-           << line.drop_front(line.starts_with("tgc-compile: ") ? 13 : 0)
-           << "\n";
+    if (!line.trim().empty())
+      outs() << "tgc finetune: "
+             << line.drop_front(line.starts_with("tgc-compile: ") ? 13 : 0)
+             << "\n";
   outs().flush();
   return ok ? "" : error;
 }
