@@ -91,6 +91,14 @@ std::string runStage(const char *command, std::vector<std::string> args,
          "; its message is above)";
 }
 
+/// Whether tgc-models' builders take `modelType` (the others are traced
+/// by tgc-import).
+bool builtByTgc(StringRef modelType) {
+  return is_contained({"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3",
+                       "mixtral", "gemma2"},
+                      modelType);
+}
+
 /// Checks the inputs and the output before any work.
 std::string checkPaths(const FinetuneOptions &o, Plan &plan) {
   if (!isDirectory(o.model) || !sys::fs::exists(o.model + "/config.json"))
@@ -107,6 +115,12 @@ std::string checkPaths(const FinetuneOptions &o, Plan &plan) {
     return "--model '" + o.model + "': config.json is not a JSON object";
   }
   plan.modelType = object->getString("model_type").value_or("").str();
+  if (!o.fit.empty() && !builtByTgc(plan.modelType))
+    return "--fit rebuilds the model at each micro-batch, which it cannot "
+           "for model_type '" +
+           plan.modelType +
+           "' (imported by tracing): "
+           "leave --fit out, and choose --batch";
   plan.vocab = object->getInteger("vocab_size").value_or(0);
   plan.maxPositions =
       object->getInteger("max_position_embeddings")
@@ -252,9 +266,7 @@ std::string buildModel(const FinetuneOptions &o, Plan &plan) {
     config->batch = o.batch;
     config->seqLen = plan.seqLen;
     module = buildGPT2(&context, *config);
-  } else if (is_contained({"llama", "mistral", "qwen2", "qwen3", "phi3",
-                           "mixtral", "gemma2"},
-                          type)) {
+  } else if (builtByTgc(type)) {
     std::optional<LlamaConfig> config =
         readLlamaHFConfig(o.model, plan.seqLen, error);
     if (!config)
@@ -312,12 +324,6 @@ std::string compile(const FinetuneOptions &o, const Plan &plan) {
     request.globalBatch = o.batch;
     request.globalBatchGiven = true;
     request.fit = o.fit.empty() ? defaultFit(o) : o.fit;
-  } else if (!o.fit.empty()) {
-    return "--fit rebuilds the model at each micro-batch, which it cannot "
-           "for model_type '" +
-           plan.modelType +
-           "' (imported by tracing): "
-           "leave --fit out, and choose --batch";
   } else {
     std::printf("tgc finetune: model_type '%s' is imported: compiled at "
                 "--batch %lld as it is (--fit takes the models tgc builds)\n",
@@ -555,7 +561,7 @@ std::string prepare(const FinetuneOptions &o, Plan &plan) {
 } // namespace
 
 int runFinetune(const FinetuneOptions &o, std::string &error) {
-  rt::installInterruptHandlers();
+  rt::installInterruptHandlers("tgc finetune");
   Plan plan;
   if (!(error = checkPaths(o, plan)).empty())
     return 1;

@@ -23,6 +23,8 @@ namespace {
 constexpr size_t kMaxTemporaryPath = 4096;
 char temporaryPath[kMaxTemporaryPath + 1];
 std::atomic<bool> temporaryRegistered{false};
+// Who says what the handler says ("tgc-run", "tgc finetune").
+char programName[32] = "tgc-run";
 std::atomic<bool> deferred{false};
 volatile std::sig_atomic_t requested = 0;
 
@@ -32,30 +34,32 @@ void say(const char *text) {
 }
 
 extern "C" void onInterrupt(int signal) {
+  say("\n");
+  say(programName);
   if (deferred.load() && requested == 0) {
     requested = signal;
-    say(signal == SIGINT
-            ? "\ntgc-run: interrupted: stopping after this step (press "
-              "Ctrl-C again to stop now)\n"
-            : "\ntgc-run: terminated: stopping after this step\n");
+    say(signal == SIGINT ? ": interrupted: stopping after this step (press "
+                           "Ctrl-C again to stop now)\n"
+                         : ": terminated: stopping after this step\n");
     return;
   }
   if (temporaryRegistered.load())
     ::unlink(temporaryPath);
-  say(signal == SIGINT ? "\ntgc-run: interrupted; nothing half-written was "
-                         "left behind\n"
-                       : "\ntgc-run: terminated; nothing half-written was left "
-                         "behind\n");
+  say(signal == SIGINT
+          ? ": interrupted; nothing half-written was left "
+            "behind\n"
+          : ": terminated; nothing half-written was left behind\n");
   ::_exit(128 + signal);
 }
 
 } // namespace
 
-void installInterruptHandlers() {
+void installInterruptHandlers(const char *program) {
   static bool installed = false;
   if (installed)
     return;
   installed = true;
+  std::strncpy(programName, program, sizeof(programName) - 1);
   struct sigaction action;
   std::memset(&action, 0, sizeof(action));
   action.sa_handler = onInterrupt;

@@ -24,8 +24,9 @@
 
 namespace tgc::rt {
 
-/// Installs the SIGINT and SIGTERM handlers (once; later calls do nothing).
-void installInterruptHandlers();
+/// Installs the SIGINT and SIGTERM handlers (once; later calls do nothing);
+/// what they say starts with `program` (at most 31 bytes of it).
+void installInterruptHandlers(const char *program = "tgc-run");
 
 /// While deferred, a first SIGINT or SIGTERM only sets the flag that
 /// interruptSignal() returns.
