@@ -138,9 +138,11 @@ std::string checkPaths(const FinetuneOptions &o, Plan &plan) {
   }
   // The output: never an input, never a directory of someone else's.
   std::string out = realPath(o.out);
-  for (auto [flag, path] :
-       {std::pair("--model", o.model), std::pair("--data", o.data),
-        std::pair("--eval-data", o.evalData)})
+  std::vector<std::pair<std::string, std::string>> inputs = {
+      {"--model", o.model}, {"--data", o.data}, {"--eval-data", o.evalData}};
+  for (const std::string &config : o.configFiles)
+    inputs.push_back({"--config", config});
+  for (const auto &[flag, path] : inputs)
     if (!path.empty() && (realPath(path) == out ||
                           StringRef(realPath(path)).starts_with(out + "/")))
       return "--out '" + o.out + "' holds " + flag + " '" + path +

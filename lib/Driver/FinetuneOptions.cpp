@@ -213,6 +213,7 @@ std::string parseFinetuneArgs(int argc, char **argv, FinetuneOptions &options,
     }
     if (std::string error = readConfig(path, options); !error.empty())
       return error;
+    options.configFiles.push_back(path);
   }
   for (int i = 1; i < argc; ++i) {
     StringRef arg = argv[i];

@@ -52,6 +52,8 @@ struct FinetuneOptions {
   /// The training pipeline's options given ("lr" -> "1e-4"), applied over
   /// the driver's defaults (lr 2e-5, or 2e-4 with LoRA).
   std::map<std::string, std::string> pipeline;
+  /// The --config files read (inputs, like the model and the data).
+  std::vector<std::string> configFiles;
 };
 
 /// Parses `tgc finetune`'s arguments (argv[0] is "finetune"). Returns an
