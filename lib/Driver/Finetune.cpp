@@ -57,10 +57,6 @@ struct Plan {
   int64_t seqLen = 0, steps = 0, examples = 0, longest = 0;
 };
 
-bool isDirectory(const std::string &path) {
-  return sys::fs::is_directory(path);
-}
-
 std::string realPath(const std::string &path) {
   SmallString<256> real;
   if (sys::fs::real_path(path, real))
@@ -101,7 +97,8 @@ bool builtByTgc(StringRef modelType) {
 
 /// Checks the inputs and the output before any work.
 std::string checkPaths(const FinetuneOptions &o, Plan &plan) {
-  if (!isDirectory(o.model) || !sys::fs::exists(o.model + "/config.json"))
+  if (!sys::fs::is_directory(o.model) ||
+      !sys::fs::exists(o.model + "/config.json"))
     return "--model '" + o.model +
            "' is not a model directory (no config.json in it)";
   auto buffer = MemoryBuffer::getFile(o.model + "/config.json");
@@ -149,7 +146,7 @@ std::string checkPaths(const FinetuneOptions &o, Plan &plan) {
              "': choose a new directory for the output";
   plan.work = o.out + "/.tgc";
   plan.optionsFile = plan.work + "/options.yaml";
-  if (sys::fs::exists(o.out) && !isDirectory(o.out))
+  if (sys::fs::exists(o.out) && !sys::fs::is_directory(o.out))
     return "--out '" + o.out + "' is a file, not a directory";
   std::error_code ec;
   bool empty =
@@ -377,9 +374,9 @@ public:
     std::fflush(stdout);
     return rt::Status::success();
   }
-  double lastEval = NAN;
 
 private:
+  double lastEval = NAN;
   static std::string format(const char *spec, double value) {
     char text[32];
     std::snprintf(text, sizeof(text), spec, value);

@@ -193,7 +193,7 @@ Status Run::create(const RunOptions &options, Communicator *comm,
   bool parallel = comm && comm->size() > 1;
   // The agreements of set-up: a rank that fails takes its next agreement
   // to say so, and every rank learns of it there.
-  Status status = run->setUp(parallel ? runKey : "");
+  Status status = run->setUp(runKey);
   if (status.ok() && parallel)
     status = comm->agree(Status::success(), "");
   if (!status.ok())
