@@ -13,6 +13,9 @@ fi
 PACKAGES=(
   cmake ninja-build g++ python3
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  # tgc-tblgen links LLVM's static TableGen and Support libraries, whose
+  # link interface names zstd's shared library.
+  libzstd-dev
   libgtest-dev flatbuffers-compiler libflatbuffers-dev
   # The CPU backend: OpenBLAS's GEMMs (its OpenMP build shares the kernels'
   # thread pool; the pthread build is the fallback) and SLEEF's vectorized

@@ -20,6 +20,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["tgc", "tgc-opt", "tgc-models", "tgc-compile", "tgc-run", "tgc-report",
+     "tgc-tblgen",
      "tgc-unit-tests",
      "tgc-analysis-tests",
      "tgc-cuda-tests", "tgc-cuda-tests-emu", "tgc-cuda-emu-tests",
@@ -31,6 +32,10 @@ llvm_config.add_tool_substitutions(
 # Tools called from helper scripts rather than from RUN lines directly.
 config.substitutions.append(("%tgc_opt", os.path.join(config.tgc_tools_dir, "tgc-opt")))
 config.substitutions.append(("%python", "/usr/bin/python3"))
+# The include paths of a TableGen run over the tg ODS (tgc-tblgen).
+config.substitutions.append(
+    ("%tblgen_includes", "-I %s -I %s" % (os.path.join(config.tgc_src_root, "include"),
+                                          config.mlir_include_dir)))
 config.substitutions.append(("%tgc_run", os.path.join(config.tgc_tools_dir, "tgc-run")))
 
 # A real browser for tgc-report's pages (Debian's chromium, headless).
@@ -46,6 +51,7 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("torch")
 config.substitutions.append(("%tgc_bin", config.tgc_tools_dir))
+config.substitutions.append(("%tgc_obj_root", config.tgc_obj_root))
 
 # Hugging Face's transformers and PEFT, in the venv scripts/install-deps.sh
 # makes (on Debian's torch).

@@ -287,12 +287,13 @@ LogicalResult TGXWriter::addInstruction(Operation *op) {
       if (attr.getName() == "scale" &&
           isa<tg::AttentionOp, tg::AttentionGradOp>(op))
         continue;
-      // Optional operands are told apart by type in the runtime; marks for
-      // passes mean nothing to it.
-      if (attr.getName() == "operandSegmentSizes" ||
-          attr.getName() == tg::TGDialect::kLossSeedAttr ||
-          attr.getName() == tg::TGDialect::kRematAttr ||
-          attr.getName() == tg::TGDialect::kRecomputeAttr ||
+      // Only the op's own (ODS) attributes, as the runtime's kernelSpec
+      // lists them: discardable ones (marks for passes such as tg.remat)
+      // mean nothing to it. Optional operands are told apart by type in
+      // the runtime; output_mask becomes results not computed.
+      if (!llvm::is_contained(op->getName().getAttributeNames(),
+                              attr.getName()) ||
+          attr.getName() == "operandSegmentSizes" ||
           attr.getName() == tg::kOutputMaskAttr)
         continue;
       FailureOr<flatbuffers::Offset<tgx::Attr>> converted =

@@ -16,6 +16,7 @@
 #ifndef TGC_RUNTIME_SRC_DISPATCH_H
 #define TGC_RUNTIME_SRC_DISPATCH_H
 
+#include "KernelAttrs.h"
 #include "tgc/runtime/CpuKernels.h"
 #include "tgc/runtime/Program.h"
 
@@ -24,29 +25,26 @@
 
 namespace tgc::rt {
 
-/// An instruction's tg.adafactor_update attributes (their defaults where
-/// absent).
-inline cpu::AdafactorOptions adafactorOptions(const Instruction &inst) {
+inline cpu::AdafactorOptions adafactorOptions(const AdafactorUpdateAttrs &a) {
   cpu::AdafactorOptions options;
-  options.decayRate = inst.getFloat("decay_rate", -0.8);
-  options.clipThreshold = inst.getFloat("clip_threshold", 1.0);
-  options.eps1 = inst.getFloat("eps1", 1e-30);
-  options.eps2 = inst.getFloat("eps2", 1e-3);
-  options.weightDecay = inst.getFloat("weight_decay", 0.0);
-  options.relativeStep = inst.getBool("relative_step", true);
-  options.scaleParameter = inst.getBool("scale_parameter", true);
-  options.warmupInit = inst.getBool("warmup_init", false);
+  options.decayRate = a.decayRate;
+  options.clipThreshold = a.clipThreshold;
+  options.eps1 = a.eps1;
+  options.eps2 = a.eps2;
+  options.weightDecay = a.weightDecay;
+  options.relativeStep = a.relativeStep;
+  options.scaleParameter = a.scaleParameter;
+  options.warmupInit = a.warmupInit;
   return options;
 }
 
-inline cpu::SGDOptions sgdOptions(const Instruction &inst) {
-  return {inst.getFloat("momentum"), inst.getFloat("dampening"),
-          inst.getFloat("weight_decay"), inst.getBool("nesterov")};
+template <typename Attrs> cpu::SGDOptions sgdOptions(const Attrs &a) {
+  return {a.momentum, a.dampening, a.weightDecay, a.nesterov};
 }
 
-inline cpu::AdamWOptions adamwOptions(const Instruction &inst) {
-  return {inst.getFloat("beta1"), inst.getFloat("beta2"), inst.getFloat("eps"),
-          inst.getFloat("weight_decay"), inst.getInt("rounding_seed", 0)};
+template <typename Attrs>
+cpu::AdamWOptions adamwOptions(const Attrs &a, int64_t roundingSeed) {
+  return {a.beta1, a.beta2, a.eps, a.weightDecay, roundingSeed};
 }
 
 /// Runs `inst` with the kernels of `ctx`'s backend.
@@ -62,21 +60,26 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::ID##Grad:                                                       \
     return FUNCTION##Grad(ctx, in[0], in[1], out[0]);
 #include "tgc/format/Kernels.def"
-  case Kernel::Matmul:
-    return matmul(ctx, in[0], in[1], inst.getBool("transpose_lhs"),
-                  inst.getBool("transpose_rhs"), out[0]);
-  case Kernel::MatmulAdd:
-    return matmulAdd(ctx, in[0], in[1], in[2], inst.getBool("transpose_lhs"),
-                     inst.getBool("transpose_rhs"), out[0]);
+  case Kernel::Matmul: {
+    auto a = MatmulAttrs::read(inst);
+    return matmul(ctx, in[0], in[1], a.transposeLhs, a.transposeRhs, out[0]);
+  }
+  case Kernel::MatmulAdd: {
+    auto a = MatmulAddAttrs::read(inst);
+    return matmulAdd(ctx, in[0], in[1], in[2], a.transposeLhs, a.transposeRhs,
+                     out[0]);
+  }
   case Kernel::MatmulBiasGrad:
-    return matmulBiasGrad(ctx, in[0], in[1], inst.getBool("bias_of_lhs"),
-                          out[0], out[1]);
+    return matmulBiasGrad(ctx, in[0], in[1],
+                          MatmulBiasGradAttrs::read(inst).biasOfLhs, out[0],
+                          out[1]);
   case Kernel::MatmulGeluGrad:
     return matmulGeluGrad(ctx, in[0], in[1], in[2],
-                          inst.getBool("transpose_rhs"), out[0], out[1]);
+                          MatmulGeluGradAttrs::read(inst).transposeRhs, out[0],
+                          out[1]);
   case Kernel::Linear:
-    return linear(ctx, in[0], in[1], in[2], inst.getBool("gelu"), out[0],
-                  out.size() > 1 ? &out[1] : nullptr);
+    return linear(ctx, in[0], in[1], in[2], LinearAttrs::read(inst).gelu,
+                  out[0], out.size() > 1 ? &out[1] : nullptr);
   case Kernel::Add:
     return add(ctx, in[0], in[1], out[0]);
   case Kernel::Sub:
@@ -96,38 +99,44 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::Tanh:
     return tanh(ctx, in[0], out[0]);
   case Kernel::Gelu:
-    return inst.getBool("exact") ? geluExact(ctx, in[0], out[0])
-                                 : gelu(ctx, in[0], out[0]);
+    return GeluAttrs::read(inst).exact ? geluExact(ctx, in[0], out[0])
+                                       : gelu(ctx, in[0], out[0]);
   case Kernel::Where:
     return where(ctx, in[0], in[1], in[2], out[0]);
   case Kernel::Softmax:
-    return softmax(ctx, in[0], inst.getInt("axis"), out[0]);
+    return softmax(ctx, in[0], SoftmaxAttrs::read(inst).axis, out[0]);
   case Kernel::LayerNorm:
-    return layerNorm(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
-                     out[0], in.size() > 3 ? &in[3] : nullptr,
-                     out.size() > 1 ? &out[1] : nullptr);
+    return layerNorm(
+        ctx, in[0], in[1], in[2], LayerNormAttrs::read(inst).epsilon, out[0],
+        in.size() > 3 ? &in[3] : nullptr, out.size() > 1 ? &out[1] : nullptr);
   case Kernel::RmsNorm:
-    return rmsNorm(ctx, in[0], in[1], inst.getFloat("epsilon"), out[0],
+    return rmsNorm(ctx, in[0], in[1], RmsNormAttrs::read(inst).epsilon, out[0],
                    in.size() > 2 ? &in[2] : nullptr,
                    out.size() > 1 ? &out[1] : nullptr);
-  case Kernel::Rope:
-    return rope(ctx, in[0], in[1], inst.getBool("inverse"), out[0],
-                inst.getBool("bshd"));
+  case Kernel::Rope: {
+    auto a = RopeAttrs::read(inst);
+    return rope(ctx, in[0], in[1], a.inverse, out[0], a.bshd);
+  }
   case Kernel::Embedding:
     return embedding(ctx, in[0], in[1], out[0]);
-  case Kernel::Attention:
+  case Kernel::Attention: {
+    // The writer resolves the default scale (the loader requires one).
+    auto a = AttentionAttrs::read(inst);
     return attention(ctx, in[0], in[1], in[2], in.size() > 3 ? &in[3] : nullptr,
-                     inst.getBool("causal"), inst.getInt("window", 0),
-                     inst.getFloat("scale"), out[0], inst.getBool("bshd"),
-                     out.size() > 1 ? &out[1] : nullptr, inst.getBool("packed"),
-                     inst.getFloat("softcap", 0.0));
-  case Kernel::CrossEntropy:
-    return crossEntropy(ctx, in[0], in[1], inst.getInt("ignore_index"), out[0],
+                     a.causal, a.window, *a.scale, out[0], a.bshd,
+                     out.size() > 1 ? &out[1] : nullptr, a.packed,
+                     a.softcap.value_or(0.0));
+  }
+  case Kernel::CrossEntropy: {
+    auto a = CrossEntropyAttrs::read(inst);
+    return crossEntropy(ctx, in[0], in[1], a.ignoreIndex, out[0],
                         in.size() > 2 ? &in[2] : nullptr,
                         out.size() > 1 ? &out[1] : nullptr,
-                        inst.getFloat("softcap", 0.0));
+                        a.softcap.value_or(0.0));
+  }
   case Kernel::TargetCount:
-    return targetCount(ctx, in[0], inst.getInt("ignore_index"), out[0]);
+    return targetCount(ctx, in[0], TargetCountAttrs::read(inst).ignoreIndex,
+                       out[0]);
   case Kernel::Reshape:
     return reshape(ctx, in[0], out[0]);
   case Kernel::Offload:
@@ -135,22 +144,26 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
   case Kernel::Reload:
     return reload(ctx, in[0], out[0]);
   case Kernel::Transpose:
-    return transpose(ctx, in[0], inst.getInts("permutation"), out[0]);
+    return transpose(ctx, in[0], TransposeAttrs::read(inst).permutation,
+                     out[0]);
   case Kernel::Slice:
-    return slice(ctx, in[0], inst.getInts("offsets"), out[0]);
+    return slice(ctx, in[0], SliceAttrs::read(inst).offsets, out[0]);
   case Kernel::Split:
-    return split(ctx, in[0], inst.getInt("axis"), out);
+    return split(ctx, in[0], SplitAttrs::read(inst).axis, out);
   case Kernel::Concat:
-    return concat(ctx, in, inst.getInt("axis"), out[0]);
-  case Kernel::ReduceSum:
-    return reduceSum(ctx, in[0], inst.getInts("axes"),
-                     inst.getBool("keep_dims"), out[0]);
-  case Kernel::ReduceMean:
-    return reduceMean(ctx, in[0], inst.getInts("axes"),
-                      inst.getBool("keep_dims"), out[0]);
-  case Kernel::ReduceMax:
-    return reduceMax(ctx, in[0], inst.getInts("axes"),
-                     inst.getBool("keep_dims"), out[0]);
+    return concat(ctx, in, ConcatAttrs::read(inst).axis, out[0]);
+  case Kernel::ReduceSum: {
+    auto a = ReduceSumAttrs::read(inst);
+    return reduceSum(ctx, in[0], a.axes, a.keepDims, out[0]);
+  }
+  case Kernel::ReduceMean: {
+    auto a = ReduceMeanAttrs::read(inst);
+    return reduceMean(ctx, in[0], a.axes, a.keepDims, out[0]);
+  }
+  case Kernel::ReduceMax: {
+    auto a = ReduceMaxAttrs::read(inst);
+    return reduceMax(ctx, in[0], a.axes, a.keepDims, out[0]);
+  }
   case Kernel::BroadcastTo:
     return broadcastTo(ctx, in[0], out[0]);
   case Kernel::Cast:
@@ -167,82 +180,90 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
                            out[0]);
   }
   case Kernel::Fill:
-    return fill(ctx, inst.getFloat("value"), out[0]);
+    return fill(ctx, FillAttrs::read(inst).value, out[0]);
   case Kernel::SumTo:
     return sumTo(ctx, in[0], out[0]);
   case Kernel::GeluGrad:
-    return inst.getBool("exact") ? geluExactGrad(ctx, in[0], in[1], out[0])
-                                 : geluGrad(ctx, in[0], in[1], out[0]);
+    return GeluGradAttrs::read(inst).exact
+               ? geluExactGrad(ctx, in[0], in[1], out[0])
+               : geluGrad(ctx, in[0], in[1], out[0]);
   case Kernel::TanhGrad:
     return tanhGrad(ctx, in[0], in[1], out[0]);
   case Kernel::SoftmaxGrad:
-    return softmaxGrad(ctx, in[0], in[1], inst.getInt("axis"), out[0]);
+    return softmaxGrad(ctx, in[0], in[1], SoftmaxGradAttrs::read(inst).axis,
+                       out[0]);
   case Kernel::LayerNormGrad:
-    return layerNormGrad(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
-                         out[0], out[1], out[2],
-                         in.size() > 3 ? &in[3] : nullptr,
+    return layerNormGrad(ctx, in[0], in[1], in[2],
+                         LayerNormGradAttrs::read(inst).epsilon, out[0], out[1],
+                         out[2], in.size() > 3 ? &in[3] : nullptr,
                          out.size() > 3 ? &out[3] : nullptr);
   case Kernel::RmsNormGrad:
-    return rmsNormGrad(ctx, in[0], in[1], in[2], inst.getFloat("epsilon"),
-                       out[0], out[1], in.size() > 3 ? &in[3] : nullptr,
+    return rmsNormGrad(ctx, in[0], in[1], in[2],
+                       RmsNormGradAttrs::read(inst).epsilon, out[0], out[1],
+                       in.size() > 3 ? &in[3] : nullptr,
                        out.size() > 2 ? &out[2] : nullptr);
   case Kernel::EmbeddingGrad:
     return embeddingGrad(ctx, in[0], in[1], in.size() > 2 ? &in[2] : nullptr,
-                         inst.getInt("padding_idx", -1), out[0]);
+                         EmbeddingGradAttrs::read(inst).paddingIdx.value_or(-1),
+                         out[0]);
   case Kernel::AttentionGrad: {
     // The optional key mask (an index tensor) and lse (f32), in order.
     const TensorRef *mask = nullptr, *lse = nullptr;
     for (size_t i = 5; i < in.size(); ++i)
       (isFloat(in[i].dtype) ? lse : mask) = &in[i];
-    return attentionGrad(ctx, in[0], in[1], in[2], in[3], in[4], mask,
-                         inst.getBool("causal"), inst.getInt("window", 0),
-                         inst.getFloat("scale"), out[0], out[1], out[2],
-                         inst.getBool("bshd"), lse, inst.getBool("packed"),
-                         inst.getFloat("softcap", 0.0));
+    auto a = AttentionGradAttrs::read(inst);
+    return attentionGrad(ctx, in[0], in[1], in[2], in[3], in[4], mask, a.causal,
+                         a.window, *a.scale, out[0], out[1], out[2], a.bshd,
+                         lse, a.packed, a.softcap.value_or(0.0));
   }
-  case Kernel::CrossEntropyGrad:
-    return crossEntropyGrad(ctx, in[0], in[1], in[2],
-                            inst.getInt("ignore_index"), out[0],
-                            inst.getFloat("softcap", 0.0));
-  case Kernel::ReduceMaxGrad:
-    return reduceMaxGrad(ctx, in[0], in[1], in[2], inst.getInts("axes"),
-                         inst.getBool("keep_dims"), out[0]);
+  case Kernel::CrossEntropyGrad: {
+    auto a = CrossEntropyGradAttrs::read(inst);
+    return crossEntropyGrad(ctx, in[0], in[1], in[2], a.ignoreIndex, out[0],
+                            a.softcap.value_or(0.0));
+  }
+  case Kernel::ReduceMaxGrad: {
+    auto a = ReduceMaxGradAttrs::read(inst);
+    return reduceMaxGrad(ctx, in[0], in[1], in[2], a.axes, a.keepDims, out[0]);
+  }
   case Kernel::SliceGrad:
-    return sliceGrad(ctx, in[0], inst.getInts("offsets"), out[0]);
+    return sliceGrad(ctx, in[0], SliceGradAttrs::read(inst).offsets, out[0]);
   case Kernel::Gather:
-    return gather(ctx, in[0], in[1], inst.getInt("axis"), out[0]);
+    return gather(ctx, in[0], in[1], GatherAttrs::read(inst).axis, out[0]);
   case Kernel::TopK:
-    return topK(ctx, in[0], inst.getInt("k"), out[0]);
+    return topK(ctx, in[0], TopKAttrs::read(inst).k, out[0]);
   case Kernel::MoeRoute:
     return moeRoute(ctx, in[0], out[0], out[1], out[2]);
   case Kernel::ExpertLinear: {
     std::vector<TensorRef> weights(in.begin() + 2, in.end());
     return expertLinear(ctx, in[0], in[1], weights,
-                        inst.getBool("transpose_weight"), out[0]);
+                        ExpertLinearAttrs::read(inst).transposeWeight, out[0]);
   }
   case Kernel::ExpertLinearWeightGrad:
     return expertLinearWeightGrad(ctx, in[0], in[1], in[2], out);
   case Kernel::GatherGrad:
-    return gatherGrad(ctx, in[0], in[1], inst.getInt("axis"), out[0]);
-  case Kernel::Cumsum:
-    return cumsum(ctx, in[0], inst.getInt("axis"), inst.getBool("reverse"),
-                  out[0]);
+    return gatherGrad(ctx, in[0], in[1], GatherGradAttrs::read(inst).axis,
+                      out[0]);
+  case Kernel::Cumsum: {
+    auto a = CumsumAttrs::read(inst);
+    return cumsum(ctx, in[0], a.axis, a.reverse, out[0]);
+  }
   case Kernel::SGDUpdate: {
     bool buffer = out.size() == 2;
-    cpu::SGDOptions o = sgdOptions(inst);
+    cpu::SGDOptions o = sgdOptions(SGDUpdateAttrs::read(inst));
     return sgdUpdate(ctx, in[0], in[1], in[2], in[3],
                      buffer ? &in[4] : nullptr, o.momentum, o.dampening,
                      o.weightDecay, o.nesterov, out[0],
                      buffer ? &out[1] : nullptr);
   }
   case Kernel::AdamWUpdate: {
-    cpu::AdamWOptions o = adamwOptions(inst);
+    auto a = AdamWUpdateAttrs::read(inst);
+    cpu::AdamWOptions o = adamwOptions(a, a.roundingSeed);
     return adamwUpdate(ctx, in[0], in[1], in[2], in[3], in[4], in[5], o.beta1,
                        o.beta2, o.eps, o.weightDecay, out[0], out[1], out[2],
                        o.roundingSeed);
   }
   case Kernel::MultiAdamWUpdate: {
-    cpu::AdamWOptions o = adamwOptions(inst);
+    cpu::AdamWOptions o = adamwOptions(MultiAdamWUpdateAttrs::read(inst), 0);
     return multiAdamwUpdate(ctx, in, out, o.beta1, o.beta2, o.eps,
                             o.weightDecay);
   }
@@ -251,31 +272,34 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     // unsigned map, lr, step.
     cpu::QuantizedStateRefs m{in[2], in[3], in[6], out[1], out[2]};
     cpu::QuantizedStateRefs v{in[4], in[5], in[7], out[3], out[4]};
+    auto a = AdamW8bitUpdateAttrs::read(inst);
     return adamw8bitUpdate(ctx, in[0], in[1], in[8], in[9], m, v,
-                           adamwOptions(inst), inst.getInt("block_size"),
+                           adamwOptions(a, a.roundingSeed), a.blockSize,
                            out[0]);
   }
   case Kernel::AdamW4bitUpdate: {
     // As AdamW8bitUpdate, the codes packed two a byte.
     cpu::QuantizedStateRefs m{in[2], in[3], in[6], out[1], out[2]};
     cpu::QuantizedStateRefs v{in[4], in[5], in[7], out[3], out[4]};
+    auto a = AdamW4bitUpdateAttrs::read(inst);
     return adamw4bitUpdate(ctx, in[0], in[1], in[8], in[9], m, v,
-                           adamwOptions(inst), inst.getInt("block_size"),
+                           adamwOptions(a, a.roundingSeed), a.blockSize,
                            out[0]);
   }
   case Kernel::SGD8bitUpdate: {
     // param, grad, buffer codes, buffer absmax, map, lr, step.
     cpu::QuantizedStateRefs buffer{in[2], in[3], in[4], out[1], out[2]};
-    return sgd8bitUpdate(ctx, in[0], in[1], in[5], in[6], buffer,
-                         sgdOptions(inst), inst.getInt("block_size"), out[0]);
+    auto a = SGD8bitUpdateAttrs::read(inst);
+    return sgd8bitUpdate(ctx, in[0], in[1], in[5], in[6], buffer, sgdOptions(a),
+                         a.blockSize, out[0]);
   }
   case Kernel::AdafactorUpdate: {
     size_t states = out.size() - 1;
     std::vector<TensorRef> state(in.begin() + 2, in.begin() + 2 + states);
     std::vector<TensorRef> newState(out.begin() + 1, out.end());
-    return adafactorUpdate(ctx, in[0], in[1], state, in[2 + states],
-                           in[3 + states], adafactorOptions(inst), out[0],
-                           newState);
+    return adafactorUpdate(
+        ctx, in[0], in[1], state, in[2 + states], in[3 + states],
+        adafactorOptions(AdafactorUpdateAttrs::read(inst)), out[0], newState);
   }
   case Kernel::GlobalNorm:
     return globalNorm(ctx, in, out[0]);
@@ -285,11 +309,11 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     return unscale(ctx, in[0], in[1], out[0]);
   case Kernel::AllFinite:
     return allFinite(ctx, in, out[0]);
-  case Kernel::UpdateLossScale:
-    return updateLossScale(ctx, in[0], in[1], in[2],
-                           inst.getFloat("growth_factor"),
-                           inst.getFloat("backoff_factor"),
-                           inst.getInt("growth_interval"), out[0], out[1]);
+  case Kernel::UpdateLossScale: {
+    auto a = UpdateLossScaleAttrs::read(inst);
+    return updateLossScale(ctx, in[0], in[1], in[2], a.growthFactor,
+                           a.backoffFactor, a.growthInterval, out[0], out[1]);
+  }
   case Kernel::AllReduce:
   case Kernel::ReduceScatter:
   case Kernel::AllGather:

@@ -8,6 +8,8 @@
 
 #include "Nccl.h"
 
+#include "KernelAttrs.h"
+
 #include <dlfcn.h>
 
 #include <cstring>
@@ -113,8 +115,7 @@ Status Nccl::run(const Instruction &inst, const TensorRef &in, TensorRef &out,
              : in.dtype == DType::BF16 ? kBfloat16
                                        : kUint8;
   static const int ops[] = {kSum, kAvg, kMin, kMax};
-  int op = ops[std::min<int64_t>(3, std::max<int64_t>(
-                                        0, inst.getInt("reduction", 0)))];
+  int op = ops[reductionOf(inst)]; // in [0, 3], as the loader checked
   switch (inst.kernel) {
   case Kernel::AllReduce:
     return api->check(api->allReduce(in.data, out.data,

@@ -256,8 +256,7 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    double beta2, double eps, double weightDecay,
                    TensorRef &newParam, TensorRef &newExpAvg,
                    TensorRef &newExpAvgSq, int64_t roundingSeed) {
-  if (Status status = cpu::checkRoundingSeed(roundingSeed, param); !status.ok())
-    return status;
+  // The loader checked the rounding seed (bf16 parameters only).
   AdamWParams hp = adamwParams(beta1, beta2, eps, weightDecay, roundingSeed);
   int64_t n = param.numElements();
   // Launched even when empty: the kernel still checks the step.
@@ -433,114 +432,6 @@ __device__ inline void requantizeBlock(const float *values, float localMax,
 }
 } // namespace
 
-__global__ void adamw8bitKernel(const void *param, DType paramType,
-                                const void *grad, DType gradType,
-                                const uint8_t *mCodes, const float *mAbsmax,
-                                const uint8_t *vCodes, const float *vAbsmax,
-                                const float *mapSigned,
-                                const float *mapUnsigned, const float *lr,
-                                const int64_t *step, AdamWParams hp,
-                                int64_t blockSize, void *newParam,
-                                uint8_t *newMCodes, float *newMAbsmax,
-                                uint8_t *newVCodes, float *newVAbsmax,
-                                int64_t n, DeviceError *error,
-    const uint8_t *apply) {
-  if (skipped(apply))
-    return;
-  __shared__ float mapS[256], mapU[256], midS[255], midU[255];
-  __shared__ float scratch[kThreads];
-  int64_t t;
-  if (!readStep(step, error, t))
-    return;
-  loadMap(mapSigned, mapS, midS);
-  loadMap(mapUnsigned, mapU, midU);
-  __syncthreads();
-  AdamWStep update(hp, *lr, t);
-  int64_t block = blockIdx.x;
-  int64_t first = block * blockSize;
-  int64_t size = n - first < blockSize ? n - first : blockSize;
-  float oldMAbsmax = mAbsmax[block], oldVAbsmax = vAbsmax[block];
-  float mValues[kMaxPerThread], vValues[kMaxPerThread];
-  float mMax = 0.0f, vMax = 0.0f;
-  for (int k = 0; k < kMaxPerThread; ++k) {
-    int64_t e = threadIdx.x + int64_t(k) * blockDim.x;
-    if (e >= size)
-      break;
-    int64_t i = first + e;
-    float &m = mValues[k], &v = vValues[k];
-    m = __fmul_rn(mapS[mCodes[i]], oldMAbsmax);
-    v = __fmul_rn(mapU[vCodes[i]], oldVAbsmax);
-    float p = update.apply(hp, loadFloat(param, paramType, i),
-                           loadFloat(grad, gradType, i), m, v);
-    mMax = fmaxf(mMax, fabsf(m));
-    vMax = fmaxf(vMax, fabsf(v));
-    storeFloat(newParam, paramType, i, hp.rounded(p, t, i));
-  }
-  requantizeBlock(mValues, mMax, mapS, midS, /*isSigned=*/true, newMCodes,
-                  newMAbsmax, first, size, scratch);
-  requantizeBlock(vValues, vMax, mapU, midU, /*isSigned=*/false, newVCodes,
-                  newVAbsmax, first, size, scratch);
-}
-
-static_assert(int64_t(kMaxPerThread) * kThreads == cpu::kMaxQuantBlock,
-              "the 8-bit kernels hold the largest block in registers");
-
-namespace {
-/// The signature the 8-bit and 4-bit AdamW kernels share.
-using QuantizedAdamWKernel = void (*)(
-    const void *, DType, const void *, DType, const uint8_t *, const float *,
-    const uint8_t *, const float *, const float *, const float *,
-    const float *, const int64_t *, AdamWParams, int64_t, void *, uint8_t *,
-    float *, uint8_t *, float *, int64_t, DeviceError *, const uint8_t *);
-
-/// Launches one of them over the blocks of state (at least one: the kernel
-/// still checks the step when there are no elements).
-void launchQuantizedAdamW(QuantizedAdamWKernel kernel, unsigned threads,
-                          Context &ctx, const TensorRef &param,
-                          const TensorRef &grad, const TensorRef &lr,
-                          const TensorRef &step,
-                          const cpu::QuantizedStateRefs &m,
-                          const cpu::QuantizedStateRefs &v,
-                          const AdamWParams &hp, int64_t blockSize,
-                          TensorRef &newParam) {
-  int64_t n = param.numElements();
-  int64_t blocks = (n + blockSize - 1) / blockSize;
-  kernel<<<unsigned(blocks > 0 ? blocks : 1), threads, 0, streamOf(ctx)>>>(
-      param.data, param.dtype, grad.data, grad.dtype,
-      static_cast<const uint8_t *>(m.codes.data),
-      static_cast<const float *>(m.absmax.data),
-      static_cast<const uint8_t *>(v.codes.data),
-      static_cast<const float *>(v.absmax.data),
-      static_cast<const float *>(m.map.data),
-      static_cast<const float *>(v.map.data),
-      static_cast<const float *>(lr.data),
-      static_cast<const int64_t *>(step.data), hp, blockSize, newParam.data,
-      static_cast<uint8_t *>(m.newCodes.data),
-      static_cast<float *>(m.newAbsmax.data),
-      static_cast<uint8_t *>(v.newCodes.data),
-      static_cast<float *>(v.newAbsmax.data), n, ctx.deviceError, ctx.apply);
-}
-} // namespace
-
-Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
-                       const TensorRef &grad, const TensorRef &lr,
-                       const TensorRef &step, const cpu::QuantizedStateRefs &m8,
-                       const cpu::QuantizedStateRefs &v8,
-                       const cpu::AdamWOptions &options, int64_t blockSize,
-                       TensorRef &newParam) {
-  if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
-    return status;
-  if (Status status = cpu::checkRoundingSeed(options.roundingSeed, param);
-      !status.ok())
-    return status;
-  AdamWParams hp = adamwParams(options.beta1, options.beta2, options.eps,
-                               options.weightDecay, options.roundingSeed);
-  launchQuantizedAdamW(adamw8bitKernel, quantThreads(blockSize), ctx, param,
-                       grad, lr, step, m8, v8, hp, blockSize, newParam);
-  TGC_CUDA_LAUNCH("adamw_8bit_update");
-  return Status::success();
-}
-
 //===----------------------------------------------------------------------===//
 // 4-bit state (Li et al.; torchao's AdamW4bit)
 //===----------------------------------------------------------------------===//
@@ -580,48 +471,102 @@ __device__ inline void requantizeBlock4(const float *values, float localMax,
 }
 } // namespace
 
-__global__ void adamw4bitKernel(const void *param, DType paramType,
-                                const void *grad, DType gradType,
-                                const uint8_t *mCodes, const float *mScale,
-                                const uint8_t *vCodes, const float *vScale,
-                                const float *mapSigned,
-                                const float *mapUnsigned, const float *lr,
-                                const int64_t *step, AdamWParams hp,
-                                int64_t blockSize, void *newParam,
-                                uint8_t *newMCodes, float *newMScale,
-                                uint8_t *newVCodes, float *newVScale,
-                                int64_t n, DeviceError *error,
-                                const uint8_t *apply) {
+//===----------------------------------------------------------------------===//
+// AdamW over 8-bit or 4-bit state: one kernel, the codes' layout a policy
+//===----------------------------------------------------------------------===//
+//
+// A thread's slot k holds kWidth consecutive elements (one, or the two of a
+// byte of packed 4-bit codes) starting at kWidth (threadIdx.x + k
+// blockDim.x), so each thread reads and writes whole bytes of codes.
+
+namespace {
+/// bitsandbytes' 8-bit blockwise dynamic quantization: one code a byte,
+/// the nearest of 256 map entries below the block's absmax.
+struct Codes8 {
+  static constexpr int kWidth = 1, kSlots = kMaxPerThread;
+  struct Map {
+    float values[256], midpoints[255];
+  };
+  __device__ static void load(const float *map, Map &shared) {
+    loadMap(map, shared.values, shared.midpoints);
+  }
+  __device__ static unsigned code(const uint8_t *codes, int64_t i) {
+    return codes[i];
+  }
+  __device__ static void requantize(const float *values, float localMax,
+                                    const Map &map, bool isSigned,
+                                    uint8_t *codes, float *absmax,
+                                    int64_t first, int64_t size,
+                                    float *scratch) {
+    requantizeBlock(values, localMax, map.values, map.midpoints, isSigned,
+                    codes, absmax, first, size, scratch);
+  }
+  static unsigned threads(int64_t blockSize) { return quantThreads(blockSize); }
+};
+
+/// torchao's 4-bit state: two codes a byte (the first element in the high
+/// nibble), 16 map entries, the block's scale max(absmax, 1e-12).
+struct Codes4 {
+  static constexpr int kWidth = 2, kSlots = kMaxPairsPerThread;
+  struct Map {
+    float values[16];
+  };
+  __device__ static void load(const float *map, Map &shared) {
+    for (int e = threadIdx.x; e < 16; e += blockDim.x)
+      shared.values[e] = map[e];
+  }
+  __device__ static unsigned code(const uint8_t *codes, int64_t i) {
+    return (codes[i >> 1] >> (i & 1 ? 0 : 4)) & 0xFu;
+  }
+  __device__ static void requantize(const float *values, float localMax,
+                                    const Map &map, bool, uint8_t *codes,
+                                    float *scales, int64_t first, int64_t size,
+                                    float *scratch) {
+    requantizeBlock4(values, localMax, map.values, codes, scales, first, size,
+                     scratch);
+  }
+  static unsigned threads(int64_t blockSize) {
+    return quant4Threads(blockSize);
+  }
+};
+} // namespace
+
+template <typename Codes>
+__global__ void quantizedAdamWKernel(
+    const void *param, DType paramType, const void *grad, DType gradType,
+    const uint8_t *mCodes, const float *mAbsmax, const uint8_t *vCodes,
+    const float *vAbsmax, const float *mapSigned, const float *mapUnsigned,
+    const float *lr, const int64_t *step, AdamWParams hp, int64_t blockSize,
+    void *newParam, uint8_t *newMCodes, float *newMAbsmax, uint8_t *newVCodes,
+    float *newVAbsmax, int64_t n, DeviceError *error, const uint8_t *apply) {
   if (skipped(apply))
     return;
-  __shared__ float mapS[16], mapU[16];
+  __shared__ typename Codes::Map mapS, mapU;
   __shared__ float scratch[kThreads];
   int64_t t;
   if (!readStep(step, error, t))
     return;
-  for (int e = threadIdx.x; e < 16; e += blockDim.x) {
-    mapS[e] = mapSigned[e];
-    mapU[e] = mapUnsigned[e];
-  }
+  Codes::load(mapSigned, mapS);
+  Codes::load(mapUnsigned, mapU);
   __syncthreads();
   AdamWStep update(hp, *lr, t);
   int64_t block = blockIdx.x;
   int64_t first = block * blockSize;
   int64_t size = n - first < blockSize ? n - first : blockSize;
-  float oldMScale = mScale[block], oldVScale = vScale[block];
-  float mValues[2 * kMaxPairsPerThread], vValues[2 * kMaxPairsPerThread];
+  float oldMAbsmax = mAbsmax[block], oldVAbsmax = vAbsmax[block];
+  constexpr int kValues = Codes::kWidth * Codes::kSlots;
+  float mValues[kValues], vValues[kValues];
   float mMax = 0.0f, vMax = 0.0f;
-  for (int k = 0; k < kMaxPairsPerThread; ++k) {
-    int64_t e = 2 * (threadIdx.x + int64_t(k) * blockDim.x);
+  for (int k = 0; k < Codes::kSlots; ++k) {
+    int64_t e = Codes::kWidth * (threadIdx.x + int64_t(k) * blockDim.x);
     if (e >= size)
       break;
-    unsigned mByte = mCodes[(first + e) >> 1], vByte = vCodes[(first + e) >> 1];
-    for (int h = 0; h < 2 && e + h < size; ++h) {
+    for (int h = 0; h < Codes::kWidth && e + h < size; ++h) {
       int64_t i = first + e + h;
-      float &m = mValues[2 * k + h], &v = vValues[2 * k + h];
-      unsigned shift = h ? 0 : 4;
-      m = __fmul_rn(mapS[(mByte >> shift) & 0xFu], oldMScale);
-      v = __fmul_rn(mapU[(vByte >> shift) & 0xFu], oldVScale);
+      float &m = mValues[Codes::kWidth * k + h];
+      float &v = vValues[Codes::kWidth * k + h];
+      m = __fmul_rn(mapS.values[Codes::code(mCodes, i)], oldMAbsmax);
+      v = __fmul_rn(mapU.values[Codes::code(vCodes, i)], oldVAbsmax);
       float p = update.apply(hp, loadFloat(param, paramType, i),
                              loadFloat(grad, gradType, i), m, v);
       mMax = fmaxf(mMax, fabsf(m));
@@ -629,15 +574,64 @@ __global__ void adamw4bitKernel(const void *param, DType paramType,
       storeFloat(newParam, paramType, i, hp.rounded(p, t, i));
     }
   }
-  requantizeBlock4(mValues, mMax, mapS, newMCodes, newMScale, first, size,
-                   scratch);
-  requantizeBlock4(vValues, vMax, mapU, newVCodes, newVScale, first, size,
-                   scratch);
+  Codes::requantize(mValues, mMax, mapS, /*isSigned=*/true, newMCodes,
+                    newMAbsmax, first, size, scratch);
+  Codes::requantize(vValues, vMax, mapU, /*isSigned=*/false, newVCodes,
+                    newVAbsmax, first, size, scratch);
 }
 
+static_assert(int64_t(kMaxPerThread) * kThreads == cpu::kMaxQuantBlock,
+              "the 8-bit kernels hold the largest block in registers");
 static_assert(int64_t(kMaxPairsPerThread) * 2 * kThreads ==
                   cpu::kMaxQuantBlock,
               "the 4-bit kernel holds the largest block in registers");
+
+namespace {
+/// Launches the update over the blocks of state (at least one: the kernel
+/// still checks the step when there are no elements).
+template <typename Codes>
+void launchQuantizedAdamW(Context &ctx, const TensorRef &param,
+                          const TensorRef &grad, const TensorRef &lr,
+                          const TensorRef &step,
+                          const cpu::QuantizedStateRefs &m,
+                          const cpu::QuantizedStateRefs &v,
+                          const cpu::AdamWOptions &options, int64_t blockSize,
+                          TensorRef &newParam) {
+  AdamWParams hp = adamwParams(options.beta1, options.beta2, options.eps,
+                               options.weightDecay, options.roundingSeed);
+  int64_t n = param.numElements();
+  int64_t blocks = (n + blockSize - 1) / blockSize;
+  quantizedAdamWKernel<Codes><<<unsigned(blocks > 0 ? blocks : 1),
+                                Codes::threads(blockSize), 0, streamOf(ctx)>>>(
+      param.data, param.dtype, grad.data, grad.dtype,
+      static_cast<const uint8_t *>(m.codes.data),
+      static_cast<const float *>(m.absmax.data),
+      static_cast<const uint8_t *>(v.codes.data),
+      static_cast<const float *>(v.absmax.data),
+      static_cast<const float *>(m.map.data),
+      static_cast<const float *>(v.map.data),
+      static_cast<const float *>(lr.data),
+      static_cast<const int64_t *>(step.data), hp, blockSize, newParam.data,
+      static_cast<uint8_t *>(m.newCodes.data),
+      static_cast<float *>(m.newAbsmax.data),
+      static_cast<uint8_t *>(v.newCodes.data),
+      static_cast<float *>(v.newAbsmax.data), n, ctx.deviceError, ctx.apply);
+}
+} // namespace
+
+// The loader checked the block size (a power of two up to 4096, even for
+// 4-bit state) and the rounding seed (bf16 parameters only).
+Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
+                       const TensorRef &grad, const TensorRef &lr,
+                       const TensorRef &step, const cpu::QuantizedStateRefs &m8,
+                       const cpu::QuantizedStateRefs &v8,
+                       const cpu::AdamWOptions &options, int64_t blockSize,
+                       TensorRef &newParam) {
+  launchQuantizedAdamW<Codes8>(ctx, param, grad, lr, step, m8, v8, options,
+                               blockSize, newParam);
+  TGC_CUDA_LAUNCH("adamw_8bit_update");
+  return Status::success();
+}
 
 Status adamw4bitUpdate(Context &ctx, const TensorRef &param,
                        const TensorRef &grad, const TensorRef &lr,
@@ -645,18 +639,8 @@ Status adamw4bitUpdate(Context &ctx, const TensorRef &param,
                        const cpu::QuantizedStateRefs &v4,
                        const cpu::AdamWOptions &options, int64_t blockSize,
                        TensorRef &newParam) {
-  if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
-    return status;
-  if (blockSize < 2)
-    return Status::failure("block_size of 4-bit state must be even, found " +
-                           std::to_string(blockSize));
-  if (Status status = cpu::checkRoundingSeed(options.roundingSeed, param);
-      !status.ok())
-    return status;
-  AdamWParams hp = adamwParams(options.beta1, options.beta2, options.eps,
-                               options.weightDecay, options.roundingSeed);
-  launchQuantizedAdamW(adamw4bitKernel, quant4Threads(blockSize), ctx, param,
-                       grad, lr, step, m4, v4, hp, blockSize, newParam);
+  launchQuantizedAdamW<Codes4>(ctx, param, grad, lr, step, m4, v4, options,
+                               blockSize, newParam);
   TGC_CUDA_LAUNCH("adamw_4bit_update");
   return Status::success();
 }
@@ -708,8 +692,7 @@ Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
                      const TensorRef &step, const cpu::QuantizedStateRefs &buffer,
                      const cpu::SGDOptions &options, int64_t blockSize,
                      TensorRef &newParam) {
-  if (Status status = cpu::checkQuantBlockSize(blockSize); !status.ok())
-    return status;
+  // The loader checked the block size (a power of two up to 4096).
   SgdParams hp = sgdParams(options.momentum, options.dampening,
                            options.weightDecay, options.nesterov);
   int64_t n = param.numElements();

@@ -8,6 +8,8 @@
 
 #include "tgc/runtime/Communicator.h"
 
+#include "KernelAttrs.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -123,12 +125,9 @@ std::unique_ptr<Communicator> createLocalCommunicator() {
 
 Status runCollective(Communicator &comm, const Instruction &inst,
                      const TensorRef &in, TensorRef &out) {
-  int64_t worldSize = inst.getInt("world_size", 1);
-  if (worldSize != comm.size())
-    return Status::failure(std::string(kernelName(inst.kernel)) + " over " +
-                           std::to_string(worldSize) + " ranks, run by " +
-                           std::to_string(comm.size()));
-  auto reduction = Reduction(inst.getInt("reduction", 0));
+  // The loader checked the world size against the program's, and
+  // Session::create the program's against the communicator's.
+  auto reduction = Reduction(reductionOf(inst));
   switch (inst.kernel) {
   case Kernel::AllReduce: {
     // In place in the result (which may be the operand's memory).

@@ -1,15 +1,18 @@
 //===- Verify.cpp - checking instructions against their kernels -----------===//
 //
 // The runtime's own check of every instruction of a .tgx file, before any
-// runs: operand and result counts, element types, the shape relations each
-// kernel relies on to stay inside its buffers, and the attributes it reads.
-// It mirrors the tg dialect's verifiers, because the file may not come from
-// tgc-compile.
+// runs, because the file may not come from tgc-compile: first what the ODS
+// says of every op (kernelSpec, generated from TGOps.td: operand and result
+// counts, each attribute known and of its kind, the required ones present),
+// then each kernel's element types, the shape relations it relies on to
+// stay inside its buffers, and the values of the attributes it reads. A
+// kernel trusts what passed here.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Verify.h"
 
+#include "KernelAttrs.h"
 #include "tgc/Support/ShapeRules.h"
 
 #include <algorithm>
@@ -74,20 +77,66 @@ private:
   bool same(const TensorInfo &a, const TensorInfo &b) {
     return (sameDType(a, b) && shapeIs(a, b.shape));
   }
-  bool attr(const char *name, AttrValue::Kind kind) {
-    auto it = inst.attrs.find(name);
-    if (it == inst.attrs.end() || it->second.kind != kind)
-      return fail(std::string("missing or mistyped attribute '") + name + "'");
+  static std::string countRange(int min, int max) {
+    if (min == max)
+      return std::to_string(min);
+    return max < 0 ? "at least " + std::to_string(min)
+                   : std::to_string(min) + " to " + std::to_string(max);
+  }
+  static const char *kindName(AttrValue::Kind kind) {
+    switch (kind) {
+    case AttrValue::Int:
+      return "an integer";
+    case AttrValue::Float:
+      return "a float";
+    case AttrValue::Bool:
+      return "a bool";
+    case AttrValue::Ints:
+      return "an integer list";
+    }
+    return "?";
+  }
+  /// What the op's ODS says (kernelSpec): operand and result counts in
+  /// range, every attribute one of the op's and of its kind, the required
+  /// ones present. A constant's attributes are the writer's (its blob),
+  /// checked by its case.
+  bool spec() {
+    KernelSpec spec = kernelSpec(inst.kernel);
+    auto inRange = [](size_t n, int min, int max) {
+      return n >= size_t(min) && (max < 0 || n <= size_t(max));
+    };
+    if (!inRange(inst.operands.size(), spec.minOperands, spec.maxOperands) ||
+        !inRange(inst.results.size(), spec.minResults, spec.maxResults))
+      return fail("expects " + countRange(spec.minOperands, spec.maxOperands) +
+                  " operands and " +
+                  countRange(spec.minResults, spec.maxResults) +
+                  " results, found " + std::to_string(inst.operands.size()) +
+                  " and " + std::to_string(inst.results.size()));
+    const AttrSpec *begin = spec.attrs, *end = spec.attrs + spec.numAttrs;
+    for (const auto &[name, value] : inst.attrs) {
+      const AttrSpec *known = std::find_if(
+          begin, end, [&](const AttrSpec &a) { return name == a.name; });
+      if (known == end && inst.kernel != Kernel::Constant)
+        return fail("unknown attribute '" + name + "'");
+      if (known != end && value.kind != known->kind)
+        return fail("attribute '" + name + "' must be " +
+                    kindName(known->kind));
+    }
+    for (const AttrSpec *a = begin; a != end; ++a)
+      if (a->required && !inst.hasAttr(a->name))
+        return fail(std::string("missing attribute '") + a->name + "'");
     return true;
+  }
+  /// An attribute the ODS leaves optional that this file must have.
+  bool has(const char *name) {
+    return inst.hasAttr(name) ||
+           fail(std::string("missing attribute '") + name + "'");
   }
   /// An optimizer update's optional stochastic rounding: an integer seed,
   /// non-zero only on a bf16 parameter.
   bool roundingSeed() {
-    auto it = inst.attrs.find("rounding_seed");
-    if (it == inst.attrs.end())
+    if (!inst.hasAttr("rounding_seed"))
       return true;
-    if (!attr("rounding_seed", AttrValue::Int))
-      return false;
     return inst.getInt("rounding_seed") == 0 || in(0).dtype == DType::BF16 ||
            fail("rounding_seed rounds bf16 parameters stochastically; '" +
                 in(0).name + "' is " + dtypeName(in(0).dtype));
@@ -136,8 +185,6 @@ private:
            same(in(0), out(0));
   }
   bool reduction(const TensorInfo &input, const TensorInfo &result) {
-    if (!attr("axes", AttrValue::Ints))
-      return false;
     std::vector<int64_t> axes = inst.getInts("axes");
     bool keep = inst.getBool("keep_dims");
     Shape shape;
@@ -155,8 +202,6 @@ private:
     return sameDType(input, result) && shapeIs(result, shape);
   }
   bool box(const Shape &full, const Shape &part) {
-    if (!attr("offsets", AttrValue::Ints))
-      return false;
     std::vector<int64_t> offsets = inst.getInts("offsets");
     if (offsets.size() != full.size() || part.size() != full.size())
       return fail("offsets, box and shape ranks differ");
@@ -167,8 +212,7 @@ private:
   }
   bool pieces(const std::vector<const TensorInfo *> &parts,
               const TensorInfo &whole) {
-    if (!attr("axis", AttrValue::Int) || !axisOk(inst.getInt("axis"),
-                                                  whole.shape.size()))
+    if (!axisOk(inst.getInt("axis"), whole.shape.size()))
       return false;
     int64_t axis = inst.getInt("axis");
     if (axis < 0)
@@ -270,7 +314,7 @@ private:
     if (!floatT(x) || x.shape.empty() || !sameDType(x, w) ||
         !shapeIs(w, {x.shape.back()}))
       return false;
-    return attr("epsilon", AttrValue::Float);
+    return true;
   }
   /// An attention operand's shape as the rules read it, [B..., T, D]: with
   /// the bshd layout, its T and H swapped.
@@ -301,7 +345,7 @@ private:
   bool attention(const TensorInfo &q, const TensorInfo &k,
                  const TensorInfo &v, const TensorInfo &o) {
     if (!floatT(q) || !sameDType(q, k) || !sameDType(q, v) ||
-        !sameDType(q, o) || !attr("scale", AttrValue::Float))
+        !sameDType(q, o) || !has("scale"))
       return false;
     bool bshd = inst.getBool("bshd");
     Shape qs = attentionView(q), ks = attentionView(k), vs = attentionView(v);
@@ -328,10 +372,9 @@ private:
   /// An optional soft-cap (attention's scores, the cross-entropy's
   /// logits): a positive finite float.
   bool softcap() {
-    if (!inst.attrs.count("softcap"))
+    if (!inst.hasAttr("softcap"))
       return true;
-    return attr("softcap", AttrValue::Float) &&
-           ((inst.getFloat("softcap") > 0.0 &&
+    return ((inst.getFloat("softcap") > 0.0 &&
              std::isfinite(inst.getFloat("softcap"))) ||
             fail("a softcap must be positive and finite"));
   }
@@ -365,9 +408,11 @@ private:
 
   /// The block size of an 8-bit update: a power of two up to 4096.
   bool blockSize(int64_t &size) {
-    if (!attr("block_size", AttrValue::Int))
-      return false;
-    size = inst.getInt("block_size");
+    size = inst.kernel == Kernel::SGD8bitUpdate
+               ? SGD8bitUpdateAttrs::read(inst).blockSize
+           : inst.kernel == Kernel::AdamW4bitUpdate
+               ? AdamW4bitUpdateAttrs::read(inst).blockSize
+               : AdamW8bitUpdateAttrs::read(inst).blockSize;
     return (size >= 1 && size <= 4096 && (size & (size - 1)) == 0) ||
            fail("block_size must be a power of two in [1, 4096]");
   }
@@ -398,16 +443,13 @@ private:
 
   /// A collective's world size (that of the program) and reduction.
   bool collective(bool reduces) {
-    if (!attr("world_size", AttrValue::Int))
-      return false;
     if (inst.getInt("world_size") != program.worldSize)
       return fail("a collective over " +
                   std::to_string(inst.getInt("world_size")) +
                   " ranks in a program for " +
                   std::to_string(program.worldSize));
-    if (reduces && (!attr("reduction", AttrValue::Int) ||
-                    inst.getInt("reduction") < 0 ||
-                    inst.getInt("reduction") > 3))
+    if (reduces &&
+        (inst.getInt("reduction") < 0 || inst.getInt("reduction") > 3))
       return fail("an unknown reduction");
     return true;
   }
@@ -431,6 +473,8 @@ private:
 };
 
 Status Checker::run() {
+  if (!spec())
+    return Status::failure(error);
   bool ok = false;
   // Codes of 8-bit state are bytes no other kernel interprets.
   bool quantized = inst.kernel == Kernel::AdamW8bitUpdate ||
@@ -493,13 +537,11 @@ Status Checker::run() {
     break;
   }
   case Kernel::Softmax:
-    ok = unary() && attr("axis", AttrValue::Int) &&
-         axisOk(inst.getInt("axis"), in(0).shape.size());
+    ok = unary() && axisOk(inst.getInt("axis"), in(0).shape.size());
     break;
   case Kernel::SoftmaxGrad:
     ok = counts(2, 1) && floatT(in(0)) && same(in(0), in(1)) &&
-         same(in(0), out(0)) && attr("axis", AttrValue::Int) &&
-         axisOk(inst.getInt("axis"), in(0).shape.size());
+         same(in(0), out(0)) && axisOk(inst.getInt("axis"), in(0).shape.size());
     break;
   case Kernel::LayerNorm: {
     // An optional fourth operand, the addend, and second result, the sum.
@@ -540,7 +582,6 @@ Status Checker::run() {
       break;
     const Shape &x = in(0).shape;
     ok = floatT(in(0)) && same(in(0), out(0)) &&
-         attr("inverse", AttrValue::Bool) &&
          (x.size() >= 2 || fail("rope's input must have rank >= 2")) &&
          (!inst.getBool("bshd") || x.size() == 4 ||
           fail("a bshd rope's input must be [B, T, H, D]")) &&
@@ -578,8 +619,7 @@ Status Checker::run() {
       ok = shapeIs(in(1), shape);
     }
     if (ok && inst.hasAttr("padding_idx"))
-      ok = attr("padding_idx", AttrValue::Int) &&
-           ((inst.getInt("padding_idx") >= 0 &&
+      ok = ((inst.getInt("padding_idx") >= 0 &&
              inst.getInt("padding_idx") < out(0).shape[0]) ||
             fail("padding_idx is not a row of the table"));
     break;
@@ -624,18 +664,16 @@ Status Checker::run() {
                     same(in(0), out(1))
               : counts(2, 1)) &&
          targets(in(0), in(1)) &&
-         (out(0).shape.empty() && isFloat(out(0).dtype)) &&
-         attr("ignore_index", AttrValue::Int) && softcap();
+         (out(0).shape.empty() && isFloat(out(0).dtype)) && softcap();
     break;
   case Kernel::TargetCount:
     ok = counts(1, 1) && indexT(in(0)) &&
-         (out(0).shape.empty() && isFloat(out(0).dtype)) &&
-         attr("ignore_index", AttrValue::Int);
+         (out(0).shape.empty() && isFloat(out(0).dtype));
     break;
   case Kernel::CrossEntropyGrad:
     ok = counts(3, 1) && targets(in(0), in(1)) &&
          (in(2).shape.empty() && isFloat(in(2).dtype)) && same(in(0), out(0)) &&
-         attr("ignore_index", AttrValue::Int) && softcap();
+         softcap();
     break;
   case Kernel::Offload:
     ok = counts(2, 1) && same(in(0), out(0)) && same(in(1), out(0));
@@ -649,8 +687,7 @@ Status Checker::run() {
           fail("element counts differ"));
     break;
   case Kernel::Transpose: {
-    ok = counts(1, 1) && sameDType(in(0), out(0)) &&
-         attr("permutation", AttrValue::Ints);
+    ok = counts(1, 1) && sameDType(in(0), out(0));
     if (ok) {
       std::vector<int64_t> perm = inst.getInts("permutation");
       std::vector<int64_t> sorted = perm;
@@ -703,7 +740,7 @@ Status Checker::run() {
     // gradient (in 0) into the shape of that operand (its result).
     bool grad = inst.kernel == Kernel::GatherGrad;
     ok = counts(2, 1) && sameDType(in(0), out(0)) && indexT(in(1)) &&
-         (!grad || floatT(in(0))) && attr("axis", AttrValue::Int);
+         (!grad || floatT(in(0)));
     if (ok) {
       const TensorInfo &operand = grad ? out(0) : in(0);
       const TensorInfo &gathered = grad ? in(0) : out(0);
@@ -714,8 +751,7 @@ Status Checker::run() {
     break;
   }
   case Kernel::TopK:
-    ok = counts(1, 1) && floatT(in(0)) && indexT(out(0)) &&
-         attr("k", AttrValue::Int);
+    ok = counts(1, 1) && floatT(in(0)) && indexT(out(0));
     if (ok) {
       std::string error =
           shapes::topK(in(0).shape, out(0).shape, inst.getInt("k"));
@@ -767,7 +803,6 @@ Status Checker::run() {
   case Kernel::Cumsum:
     ok = counts(1, 1) && same(in(0), out(0)) &&
          (isFloat(in(0).dtype) || indexT(in(0))) &&
-         attr("axis", AttrValue::Int) &&
          axisOk(inst.getInt("axis"), in(0).shape.size());
     break;
   case Kernel::ReduceMaxGrad:
@@ -793,8 +828,7 @@ Status Checker::run() {
       ok = floatT(in(i)) && floatT(out(i)) && shapeIs(out(i), in(i).shape);
     break;
   case Kernel::Constant:
-    ok = counts(0, 1) && attr("blob_offset", AttrValue::Int) &&
-         attr("blob_bytes", AttrValue::Int);
+    ok = counts(0, 1) && has("blob_offset") && has("blob_bytes");
     if (ok) {
       int64_t offset = inst.getInt("blob_offset"),
               bytes = inst.getInt("blob_bytes");
@@ -804,7 +838,7 @@ Status Checker::run() {
     }
     break;
   case Kernel::Fill:
-    ok = counts(0, 1) && attr("value", AttrValue::Float);
+    ok = counts(0, 1);
     break;
   case Kernel::GeluGrad:
   case Kernel::TanhGrad:
@@ -831,14 +865,11 @@ Status Checker::run() {
   case Kernel::AdamWUpdate:
     ok = (inst.operands.size() == 7 ? counts(7, 3) && scalar(in(6), DType::I1)
                                     : counts(6, 3)) &&
-         floatT(in(0)) && floatT(in(1)) && floatT(in(2)) &&
-         floatT(in(3)) && shapeIs(in(1), in(0).shape) &&
-         shapeIs(in(2), in(0).shape) && shapeIs(in(3), in(0).shape) &&
-         scalar(in(4), DType::F32) && scalar(in(5), DType::I64) &&
-         same(in(0), out(0)) && same(in(2), out(1)) && same(in(3), out(2)) &&
-         attr("beta1", AttrValue::Float) && attr("beta2", AttrValue::Float) &&
-         attr("eps", AttrValue::Float) &&
-         attr("weight_decay", AttrValue::Float) && roundingSeed();
+         floatT(in(0)) && floatT(in(1)) && floatT(in(2)) && floatT(in(3)) &&
+         shapeIs(in(1), in(0).shape) && shapeIs(in(2), in(0).shape) &&
+         shapeIs(in(3), in(0).shape) && scalar(in(4), DType::F32) &&
+         scalar(in(5), DType::I64) && same(in(0), out(0)) &&
+         same(in(2), out(1)) && same(in(3), out(2)) && roundingSeed();
     break;
   case Kernel::MultiAdamWUpdate: {
     // N params, grads, exp_avgs and exp_avg_sqs, lr, step and an optional
@@ -858,10 +889,7 @@ Status Checker::run() {
            same(in(3 * n + i), out(2 * n + i));
     ok = ok && scalar(in(4 * n), DType::F32) &&
          scalar(in(4 * n + 1), DType::I64) &&
-         (!apply || scalar(in(4 * n + 2), DType::I1)) &&
-         attr("beta1", AttrValue::Float) && attr("beta2", AttrValue::Float) &&
-         attr("eps", AttrValue::Float) &&
-         attr("weight_decay", AttrValue::Float);
+         (!apply || scalar(in(4 * n + 2), DType::I1));
     break;
   }
   case Kernel::AdafactorUpdate: {
@@ -896,12 +924,8 @@ Status Checker::run() {
       ok = (in(2 + k).dtype == DType::F32 ||
             fail("Adafactor state must be f32")) &&
            shapeIs(in(2 + k), expected[k]) && same(in(2 + k), out(1 + k));
-    ok = ok && attr("decay_rate", AttrValue::Float) &&
-         attr("clip_threshold", AttrValue::Float) &&
-         attr("eps1", AttrValue::Float) && attr("eps2", AttrValue::Float) &&
-         attr("weight_decay", AttrValue::Float) &&
-         (inst.getFloat("clip_threshold") > 0.0 ||
-          fail("clip_threshold must be positive"));
+    ok = ok && (AdafactorUpdateAttrs::read(inst).clipThreshold > 0.0 ||
+                fail("clip_threshold must be positive"));
     break;
   }
   case Kernel::AdamW8bitUpdate:
@@ -916,12 +940,9 @@ Status Checker::run() {
          quantizedState(in(0), in(2), in(3), packed) &&
          quantizedState(in(0), in(4), in(5), packed) &&
          quantMap(in(6), entries) && quantMap(in(7), entries) &&
-         scalar(in(8), DType::F32) &&
-         scalar(in(9), DType::I64) && same(in(0), out(0)) &&
-         same(in(2), out(1)) && same(in(3), out(2)) && same(in(4), out(3)) &&
-         same(in(5), out(4)) && attr("beta1", AttrValue::Float) &&
-         attr("beta2", AttrValue::Float) && attr("eps", AttrValue::Float) &&
-         attr("weight_decay", AttrValue::Float) && roundingSeed();
+         scalar(in(8), DType::F32) && scalar(in(9), DType::I64) &&
+         same(in(0), out(0)) && same(in(2), out(1)) && same(in(3), out(2)) &&
+         same(in(4), out(3)) && same(in(5), out(4)) && roundingSeed();
     break;
   }
   case Kernel::SGD8bitUpdate: {
@@ -931,10 +952,7 @@ Status Checker::run() {
          floatT(in(0)) && floatT(in(1)) && shapeIs(in(1), in(0).shape) &&
          quantizedState(in(0), in(2), in(3)) && quantMap(in(4)) &&
          scalar(in(5), DType::F32) && scalar(in(6), DType::I64) &&
-         same(in(0), out(0)) && same(in(2), out(1)) && same(in(3), out(2)) &&
-         attr("momentum", AttrValue::Float) &&
-         attr("dampening", AttrValue::Float) &&
-         attr("weight_decay", AttrValue::Float);
+         same(in(0), out(0)) && same(in(2), out(1)) && same(in(3), out(2));
     break;
   }
   case Kernel::GlobalNorm:
@@ -973,10 +991,8 @@ Status Checker::run() {
     ok = counts(3, 2) && scalar(in(0), DType::F32) &&
          scalar(in(1), DType::I64) && scalar(in(2), DType::I1) &&
          scalar(out(0), DType::F32) && scalar(out(1), DType::I64) &&
-         attr("growth_factor", AttrValue::Float) &&
-         attr("backoff_factor", AttrValue::Float) &&
-         attr("growth_interval", AttrValue::Int) &&
-         (inst.getInt("growth_interval") >= 1 || fail("bad growth_interval"));
+         (UpdateLossScaleAttrs::read(inst).growthInterval >= 1 ||
+          fail("bad growth_interval"));
     break;
   }
   if (!ok)

@@ -4,6 +4,9 @@ attacker (or a damaged disk) would: valid framing around contents that lie.
   hostile_files.py safetensors CKPT OUTDIR   variants of a checkpoint
   hostile_files.py batch OUTDIR              a batch file whose shape overflows
   hostile_files.py tgx TGX FBS OUTDIR        variants of an executable
+  hostile_files.py quantized TGX KERNEL FBS OUTDIR
+                                             block sizes of an update of
+                                             8-bit or 4-bit state
 
 The .tgx variants go through flatc (JSON and back) and get a fresh checksum
 trailer (FNV-1a 64 of the program, as format/include/tgc/format/TGXFile.h
@@ -105,7 +108,9 @@ def with_trailer(program):
     return program + b"TGXC" + b"\0" * 4 + struct.pack("<Q", fnv1a(program))
 
 
-def tgx_variants(tgx, fbs, out):
+def tgx_editor(tgx, fbs, out):
+    """`emit(name, change)`: writes OUT/NAME.tgx, `tgx` changed by `change`
+    (a function of its JSON form)."""
     work = os.path.join(out, "json")
     os.makedirs(work, exist_ok=True)
     subprocess.run(["flatc", "--json", "--raw-binary", "--strict-json",
@@ -124,6 +129,31 @@ def tgx_variants(tgx, fbs, out):
         body = open(os.path.join(work, name + ".tgx"), "rb").read()
         data = (body + original[-16:]) if stale_trailer else with_trailer(body)
         open(os.path.join(out, name + ".tgx"), "wb").write(data)
+    return emit, original
+
+
+def first(p, kernel):
+    return next(i for i in p["instructions"] if i["kernel"] == kernel)
+
+
+def set_attr(inst, name, value):
+    for a in inst["attrs"]:
+        if a["name"] == name:
+            a["int_value"] = value
+
+
+def quantized_variants(tgx, kernel, fbs, out):
+    """Block sizes the kernels of 8-bit and 4-bit state cannot take."""
+    emit, _ = tgx_editor(tgx, fbs, out)
+    name = kernel.replace("tg.", "").replace("_", "-")
+    emit(name + "-block-100", lambda p: set_attr(first(p, kernel),
+                                                 "block_size", 100))
+    emit(name + "-block-1", lambda p: set_attr(first(p, kernel),
+                                               "block_size", 1))
+
+
+def tgx_variants(tgx, fbs, out):
+    emit, original = tgx_editor(tgx, fbs, out)
 
     def misalign(p):
         p["tensors"][2]["offset"] += 2  # a f32 weight at an odd offset
@@ -147,6 +177,35 @@ def tgx_variants(tgx, fbs, out):
         p["arena_bytes"] = 1 << 47
         p["peak_live_bytes"] = 1 << 47
 
+    def attr_unknown(p):
+        first(p, "tg.matmul")["attrs"].append(
+            {"name": "transpose_lsh", "kind": "Bool", "int_value": 1})
+
+    def attr_mistyped(p):
+        first(p, "tg.fill")["attrs"][0]["kind"] = "Int"
+
+    def attr_missing(p):
+        first(p, "tg.fill")["attrs"] = []
+
+    def attrs_defaulted(p):
+        # Every attribute of the AdamW updates has an ODS default.
+        for i in p["instructions"]:
+            if i["kernel"] == "tg.adamw_update":
+                i["attrs"] = []
+
+    def rounding_seed_f32(p):
+        set_attr(first(p, "tg.adamw_update"), "rounding_seed", 5)
+
+    def operand_extra(p):
+        i = first(p, "tg.sum_to")
+        i["operands"].append(i["operands"][0])
+
+    emit("attr-unknown", attr_unknown)
+    emit("attr-mistyped", attr_mistyped)
+    emit("attr-missing", attr_missing)
+    emit("attrs-defaulted", attrs_defaulted)
+    emit("operand-extra", operand_extra)
+    emit("rounding-seed-f32", rounding_seed_f32)
     emit("misaligned", misalign)
     emit("alignment-huge", huge_alignment)
     emit("reordered-stale", reorder, stale_trailer=True)
@@ -166,6 +225,8 @@ if __name__ == "__main__":
     elif kind == "batch":
         os.makedirs(sys.argv[2], exist_ok=True)
         batch_variant(sys.argv[2])
+    elif kind == "quantized":
+        quantized_variants(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
     elif kind == "tgx":
         os.makedirs(sys.argv[4], exist_ok=True)
         tgx_variants(sys.argv[2], sys.argv[3], sys.argv[4])

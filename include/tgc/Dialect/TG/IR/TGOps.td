@@ -78,10 +78,18 @@ class TG_FlopsPerElement<int flops> {
   }];
 }
 
-class TG_UnaryOp<string mnemonic, string formula, int flops = 1>
+/// An elementwise op of one float operand. `kernel`, where given, is its
+/// runtime kernel as one C++ expression of the f32 `x` that compiles for the
+/// host and the device (C math functions and the helpers of
+/// runtime/src/Scalar.h): tgc-tblgen makes both backends' kernels, their
+/// dispatch and the loader's check from it (Kernels.def's TGC_UNARY). Where
+/// it is empty the kernels are written by hand.
+class TG_UnaryOp<string mnemonic, string formula, int flops = 1,
+                 string kernel = "">
     : TG_Op<mnemonic, [SameOperandsAndResultType, Elementwise,
                        TG_Differentiable, TG_InPlace]>,
       TG_FlopsPerElement<flops> {
+  string kernelValue = kernel;
   let summary = "elementwise " # formula;
   let description = [{
     Computes `}] # formula # [{` for every element; the result has the type of
@@ -93,13 +101,18 @@ class TG_UnaryOp<string mnemonic, string formula, int flops = 1>
   let extraClassDefinition = flopsDefinition;
 }
 
-/// An activation whose kernels come from one line of Kernels.def
-/// (TGC_ACTIVATION): `tg.NAME` and its gradient `tg.NAME_grad`, which takes
-/// the activation's operand and the incoming gradient; the VJP of `tg.NAME`
-/// is `tg.NAME_grad`. `cppName` is the ops' C++ name without `Op`.
+/// An activation and its gradient, ops and kernels from this one line:
+/// `tg.NAME` and `tg.NAME_grad`, which takes the activation's operand and
+/// the incoming gradient; the VJP of `tg.NAME` is `tg.NAME_grad`. `cppName`
+/// is the ops' C++ name without `Op`. `kernel` is the activation's kernel
+/// (as TG_UnaryOp's) and `kernelGrad` its gradient's, a C++ expression of
+/// the operand `x` and the incoming gradient `g` (Kernels.def's
+/// TGC_ACTIVATION).
 multiclass TG_Activation<string mnemonic, string cppName, string formula,
-                         string gradient, int flops, int gradFlops> {
-  def Op : TG_UnaryOp<mnemonic, formula, flops> {
+                         string gradient, int flops, int gradFlops,
+                         string kernel, string kernelGrad> {
+  def Op : TG_UnaryOp<mnemonic, formula, flops, kernel> {
+    string kernelGradient = kernelGrad;
     let extraClassDefinition = flopsDefinition # [{
       ::mlir::LogicalResult $cppClass::buildVectorJacobianProduct(
           ::mlir::OpBuilder &builder, ::mlir::ArrayRef<::mlir::Value> grads,
@@ -432,25 +445,33 @@ def TG_MaximumOp : TG_BinaryOp<"maximum", "max(lhs, rhs)",
 def TG_MinimumOp : TG_BinaryOp<"minimum", "min(lhs, rhs)",
                                [TG_Differentiable]>;
 
-def TG_NegOp : TG_UnaryOp<"neg", "-x">;
+def TG_NegOp : TG_UnaryOp<"neg", "-x", 1, "-x">;
+// exp, log and tanh: vectorized kernels written by hand.
 def TG_ExpOp : TG_UnaryOp<"exp", "exp(x)">;
 def TG_LogOp : TG_UnaryOp<"log", "log(x)">;
-def TG_SqrtOp : TG_UnaryOp<"sqrt", "sqrt(x)">;
-def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "1 / sqrt(x)">;
+def TG_SqrtOp : TG_UnaryOp<"sqrt", "sqrt(x)", 1, "sqrtf(x)">;
+// Not rsqrtf, which is not correctly rounded on the device.
+def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "1 / sqrt(x)", 1, "1.0f / sqrtf(x)">;
 def TG_TanhOp : TG_UnaryOp<"tanh", "tanh(x)">;
+// NaN stays NaN, as torch.relu.
 defm TG_Relu : TG_Activation<"relu", "Relu", "max(x, 0)",
-                             "x > 0 ? grad : 0", 1, 1>;
+                             "x > 0 ? grad : 0", 1, 1,
+                             "x < 0.0f ? 0.0f : x", "x > 0.0f ? g : 0.0f">;
 // 1 / (1 + exp(-x)): negate, exp, add, divide.
 defm TG_Sigmoid : TG_Activation<"sigmoid", "Sigmoid", "1 / (1 + exp(-x))",
-    "grad * sigmoid(x) * (1 - sigmoid(x))", 4, 7>;
-// SiLU (swish, Llama's MLP): the sigmoid (4) and a product.
+    "grad * sigmoid(x) * (1 - sigmoid(x))", 4, 7, "logistic(x)",
+    "g * logistic(x) * (1.0f - logistic(x))">;
+// SiLU (swish, Llama's MLP): the sigmoid (4) and a product, as
+// torch.nn.functional.silu computes it.
 defm TG_Silu : TG_Activation<"silu", "Silu", "x * sigmoid(x)",
-    "grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))", 5, 9>;
+    "grad * sigmoid(x) * (1 + x * (1 - sigmoid(x)))", 5, 9,
+    "x / (1.0f + expf(-x))",
+    "g * logistic(x) * (1.0f + x * (1.0f - logistic(x)))">;
 // Softplus (torch's, beta 1, threshold 20): exp, add, log; its gradient
 // the sigmoid (4) and a product.
 defm TG_Softplus : TG_Activation<"softplus", "Softplus",
     "x > 20 ? x : log(1 + exp(x))", "x > 20 ? grad : grad * sigmoid(x)", 3,
-    5>;
+    5, "x > 20.0f ? x : log1pf(expf(x))", "x > 20.0f ? g : g * logistic(x)">;
 def TG_GeluOp : TG_Op<"gelu", [SameOperandsAndResultType, Elementwise,
                                 TG_Differentiable, TG_InPlace]> {
   let summary = "GELU, by default in its tanh approximation";
