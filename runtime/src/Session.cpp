@@ -14,6 +14,7 @@
 #include "Random.h"
 #include "cpu/VecMath.h"
 #include "cpu/Parallel.h"
+#include "format/Verify.h"
 
 #include <algorithm>
 #include <cmath>
@@ -167,6 +168,10 @@ static int64_t devicePart(const Program &prog) {
 Status Session::create(Program program, std::unique_ptr<Backend> backend,
                        std::unique_ptr<Session> &session,
                        Communicator *communicator) {
+  // The kernels trust what the loader checks; a program built in memory
+  // gets the same checks.
+  if (Status status = verifyInstructions(program); !status.ok())
+    return status;
   std::unique_ptr<Session> created(
       new Session(std::move(program), std::move(backend)));
   const Program &prog = created->prog;

@@ -501,21 +501,6 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
         inst.operands = readVector(fi->operands());
       if (fi->results())
         inst.results = readVector(fi->results());
-      for (int32_t index : inst.operands)
-        if (!tensorIndexOk(index))
-          return Status::failure(where + ": operand tensor index " +
-                                 std::to_string(index) + " out of range");
-      bool anyResult = false;
-      for (int32_t index : inst.results) {
-        if (index == kNotComputed && mayLeaveResults(inst.kernel))
-          continue;
-        if (!tensorIndexOk(index))
-          return Status::failure(where + ": result tensor index " +
-                                 std::to_string(index) + " out of range");
-        anyResult = true;
-      }
-      if (!inst.results.empty() && !anyResult)
-        return Status::failure(where + ": computes none of its results");
       if (fi->attrs()) {
         for (const tgx::Attr *fa : *fi->attrs()) {
           AttrValue value;

@@ -1003,7 +1003,42 @@ Status Checker::run() {
 } // namespace
 
 Status verifyInstruction(const Program &program, const Instruction &inst) {
+  auto indexOk = [&](int32_t index) {
+    return index >= 0 && size_t(index) < program.tensors.size();
+  };
+  for (int32_t index : inst.operands)
+    if (!indexOk(index))
+      return Status::failure("operand tensor index " + std::to_string(index) +
+                             " out of range");
+  bool anyResult = false;
+  for (int32_t index : inst.results) {
+    if (index == kNotComputed && mayLeaveResults(inst.kernel))
+      continue;
+    if (!indexOk(index))
+      return Status::failure("result tensor index " + std::to_string(index) +
+                             " out of range");
+    anyResult = true;
+  }
+  if (!inst.results.empty() && !anyResult)
+    return Status::failure("computes none of its results");
   return Checker(program, inst).run();
+}
+
+Status verifyInstructions(const Program &program) {
+  auto verifyList = [&](const std::vector<Instruction> &list,
+                        const std::string &prefix) {
+    for (size_t i = 0; i < list.size(); ++i)
+      if (Status status = verifyInstruction(program, list[i]); !status.ok())
+        return Status::failure(prefix + "instruction #" + std::to_string(i) +
+                               " (" + kernelName(list[i].kernel) +
+                               "): " + status.error);
+    return Status::success();
+  };
+  Status status = verifyList(program.instructions, "");
+  for (size_t e = 0; status.ok() && e < program.entries.size(); ++e)
+    status = verifyList(program.entries[e].instructions,
+                        "entry point '" + program.entries[e].name + "': ");
+  return status;
 }
 
 } // namespace tgc::rt

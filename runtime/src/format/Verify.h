@@ -7,9 +7,16 @@
 
 namespace tgc::rt {
 
-/// Checks one decoded instruction (whose tensor indices are in range)
-/// against the signature of its kernel.
+/// Checks one decoded instruction: its tensor indices in range (a result
+/// not computed only where its kernel may leave one), then what its ODS
+/// says and its kernel's rules. Kernels rely on it: they do not check their
+/// operands again.
 Status verifyInstruction(const Program &program, const Instruction &inst);
+
+/// verifyInstruction of every instruction of the program and its entry
+/// points, for a program built in memory (Session::create; a loaded one
+/// was checked as it was read).
+Status verifyInstructions(const Program &program);
 
 } // namespace tgc::rt
 
