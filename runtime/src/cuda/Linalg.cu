@@ -332,16 +332,9 @@ namespace {
 Status matmulInto(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
                   const TensorRef *addend, bool transposeLhs,
                   bool transposeRhs, TensorRef &result) {
-  if (!isFloat(lhs.dtype) || rhs.dtype != lhs.dtype ||
-      result.dtype != lhs.dtype || (addend && addend->dtype != lhs.dtype))
-    return Status::failure("matmul needs operands and result of one float "
-                           "type");
+  // Types and shapes as the loader checked them (format/Verify.cpp).
   shapes::ShapeOrError expected =
       shapes::matmul(lhs.shape, rhs.shape, transposeLhs, transposeRhs);
-  if (!expected.ok())
-    return Status::failure("matmul " + expected.error);
-  if (result.shape != expected.shape)
-    return Status::failure("matmul result has the wrong shape");
   size_t lr = lhs.shape.size(), rr = rhs.shape.size();
   int64_t m = lhs.shape[transposeLhs ? lr - 1 : lr - 2];
   int64_t k = lhs.shape[transposeLhs ? lr - 2 : lr - 1];
@@ -349,8 +342,6 @@ Status matmulInto(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
   std::vector<int64_t> lhsBatch(lhs.shape.begin(), lhs.shape.end() - 2);
   std::vector<int64_t> rhsBatch(rhs.shape.begin(), rhs.shape.end() - 2);
   std::vector<int64_t> batch(expected.shape.begin(), expected.shape.end() - 2);
-  if (addend && addend->shape != expected.shape)
-    return Status::failure("matmul_add addend has the wrong shape");
   if (result.numElements() == 0)
     return Status::success();
 
@@ -470,24 +461,9 @@ __global__ void biasGeluKernel(const void *src, const void *bias,
 Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,
               const TensorRef &bias, bool gelu, TensorRef &result,
               TensorRef *preactivation) {
-  if (!isFloat(input.dtype) || weight.dtype != input.dtype ||
-      bias.dtype != result.dtype ||
-      !(result.dtype == input.dtype || result.dtype == DType::F32))
-    return Status::failure("linear needs input and weight of one float type "
-                           "and bias and result of theirs or f32");
-  if (input.rank() < 2 || weight.rank() != 2 || bias.rank() != 1)
-    return Status::failure("linear takes an input of rank >= 2, a weight of "
-                           "rank 2 and a bias of rank 1");
+  // Types and shapes (and the pre-activation with gelu) as the loader
+  // checked them.
   int64_t k = input.shape.back(), n = weight.shape[1];
-  std::vector<int64_t> expected(input.shape.begin(), input.shape.end() - 1);
-  expected.push_back(n);
-  if (weight.shape[0] != k || bias.shape[0] != n || result.shape != expected)
-    return Status::failure("linear shapes do not agree");
-  if (gelu != (preactivation != nullptr) ||
-      (preactivation && (preactivation->shape != result.shape ||
-                         preactivation->dtype != result.dtype)))
-    return Status::failure("linear with gelu returns the pre-activation, "
-                           "shaped as the result");
   int64_t rows = n == 0 ? 0 : result.numElements() / n;
   if (rows == 0 || n == 0)
     return Status::success();
@@ -577,16 +553,7 @@ bool backwardEpilogueFits(int64_t n, std::initializer_list<const void *> data) {
 
 Status matmulBiasGrad(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
                       bool biasOfLhs, TensorRef &product, TensorRef &biasGrad) {
-  if (!isFloat(lhs.dtype) || rhs.dtype != lhs.dtype ||
-      product.dtype != lhs.dtype || biasGrad.dtype != lhs.dtype)
-    return Status::failure("matmul_bias_grad needs operands and results of "
-                           "one float type");
-  shapes::BiasGradShapes expected =
-      shapes::matmulBiasGrad(lhs.shape, rhs.shape, biasOfLhs);
-  if (!expected.ok())
-    return Status::failure("matmul_bias_grad " + expected.error);
-  if (product.shape != expected.product || biasGrad.shape != expected.bias)
-    return Status::failure("matmul_bias_grad results have the wrong shapes");
+  // Types and shapes as the loader checked them.
   for (const TensorRef *out : {&product, &biasGrad})
     if (bytesOverlap(*out, lhs) || bytesOverlap(*out, rhs))
       return Status::failure("matmul_bias_grad results must not overlap its "
@@ -625,23 +592,13 @@ Status matmulGeluGrad(Context &ctx, const TensorRef &grad,
                       const TensorRef &weight, const TensorRef &preactivation,
                       bool transposeRhs, TensorRef &result,
                       TensorRef &biasGrad) {
-  if (!isFloat(grad.dtype) || weight.dtype != grad.dtype ||
-      preactivation.dtype != grad.dtype || result.dtype != grad.dtype ||
-      biasGrad.dtype != grad.dtype)
-    return Status::failure("matmul_gelu_grad needs operands and results of "
-                           "one float type");
-  shapes::BiasGradShapes expected = shapes::matmulGeluGrad(
-      grad.shape, weight.shape, preactivation.shape, transposeRhs);
-  if (!expected.ok())
-    return Status::failure("matmul_gelu_grad " + expected.error);
-  if (result.shape != expected.product || biasGrad.shape != expected.bias)
-    return Status::failure("matmul_gelu_grad results have the wrong shapes");
+  // Types and shapes as the loader checked them.
   for (const TensorRef *out : {&result, &biasGrad})
     if (bytesOverlap(*out, grad) || bytesOverlap(*out, weight) ||
         bytesOverlap(*out, preactivation))
       return Status::failure("matmul_gelu_grad results must not overlap its "
                              "operands");
-  int64_t k = expected.bias[0], n = grad.shape.back();
+  int64_t k = biasGrad.shape[0], n = grad.shape.back();
   int64_t rows = k == 0 ? 0 : result.numElements() / k;
   cudaStream_t stream = streamOf(ctx);
   if (k == 0)

@@ -839,18 +839,11 @@ static Status normalize(Context &ctx, const TensorRef &input,
                         const TensorRef &weight, const TensorRef *bias,
                         double epsilon, TensorRef &result,
                         const TensorRef *addend, TensorRef *sum) {
-  if (input.rank() < 1)
-    return Status::failure("layer norm input must have rank >= 1");
+  // As the loader checked: a sum exactly with an addend, both of the
+  // input's shape, in types a tg.add of the two gives.
   NormAddend add;
   const TensorRef *normalized = &input;
-  if (addend || sum) {
-    if (!addend || !sum)
-      return Status::failure("a norm has a sum exactly when it has an addend");
-    if (addend->shape != input.shape || sum->shape != input.shape ||
-        (!mixedOperands(input.dtype, addend->dtype, sum->dtype) &&
-         (addend->dtype != input.dtype || sum->dtype != input.dtype)))
-      return Status::failure("a norm's addend and sum must have its input's "
-                             "shape, and types a tg.add of the two gives");
+  if (addend) {
     add = {input.data, addend->data, input.dtype, addend->dtype, sum->data};
     normalized = sum;
   }
@@ -885,28 +878,14 @@ static Status normalizeGrad(Context &ctx, const char *op,
                             TensorRef &inputGrad, TensorRef &weightGrad,
                             TensorRef *biasGrad, const TensorRef *addend,
                             TensorRef *rounded) {
-  if (input.rank() < 1)
-    return Status::failure("layer norm input must have rank >= 1");
-  if (addend && (addend->dtype != input.dtype || addend->shape != input.shape))
-    return Status::failure(std::string(op) +
-                           ": the addend must have the input's type and "
-                           "shape");
-  if (rounded && rounded->present() &&
-      (!inputGrad.present() || inputGrad.dtype != DType::F32 ||
-       (rounded->dtype != DType::F16 && rounded->dtype != DType::BF16) ||
-       rounded->shape != inputGrad.shape))
-    return Status::failure(std::string(op) +
-                           ": rounded_input_grad must be an f32 input_grad's "
-                           "shape in f16 or bf16");
+  // As the loader checked: the addend of the input's type and shape, a
+  // rounded copy only of an f32 input_grad, at least one result computed.
   if (rounded && !rounded->present())
     rounded = nullptr;
   bool centered = biasGrad != nullptr;
   // Results that are not present are not computed (an output mask).
   bool wantInput = inputGrad.present();
-  bool wantParams =
-      weightGrad.present() || (centered && biasGrad->present());
-  if (!wantInput && !wantParams)
-    return Status::failure(std::string(op) + " computes none of its results");
+  bool wantParams = weightGrad.present() || (centered && biasGrad->present());
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   if (length == 0)
@@ -1037,10 +1016,7 @@ __global__ void ropeKernel(const void *input, const float *invFreq,
 
 Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
             bool inverse, TensorRef &result, bool bshd) {
-  if (input.rank() < 2 || input.shape.back() % 2 != 0)
-    return Status::failure("rope input must be [..., T, D] with D even");
-  if (bshd && input.rank() != 4)
-    return Status::failure("bshd rope input must be [B, T, H, D]");
+  // [..., T, D] with D even, [B, T, H, D] with bshd: the loader checked.
   int64_t half = input.shape.back() / 2;
   int64_t pairs = half == 0 ? 0 : input.numElements() / 2;
   if (pairs == 0)
@@ -1059,8 +1035,8 @@ Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
 
 Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
                  TensorRef &result) {
-  if (table.rank() != 2)
-    return Status::failure("embedding table must have rank 2");
+  // The table of rank 2, as the loader checked; the indices are checked
+  // on the device (they are data).
   int64_t vocab = table.shape[0], width = table.shape[1];
   int64_t count = indices.numElements();
   if (count == 0)
@@ -1088,12 +1064,8 @@ Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
 Status embeddingGrad(Context &ctx, const TensorRef &indices,
                      const TensorRef &grad, const TensorRef *addend,
                      int64_t paddingIdx, TensorRef &result) {
-  if (result.rank() != 2)
-    return Status::failure("embedding_grad result must have rank 2");
-  if (addend && (!isFloat(addend->dtype) || addend->shape != result.shape ||
-                 (addend->dtype != result.dtype && result.dtype != DType::F32)))
-    return Status::failure("embedding_grad addend must have the table's "
-                           "shape, in its type or 16 bits for an f32 table");
+  // Shapes and types as the loader checked them; the overlap is the
+  // plan's, which it does not see.
   if (addend && bytesOverlap(*addend, result))
     return Status::failure("embedding_grad result must not overlap its "
                            "addend");
@@ -1265,15 +1237,6 @@ Status gatherGrad(Context &ctx, const TensorRef &grad, const TensorRef &index,
 
 namespace {
 
-/// Checks a soft-cap (attention's scores, the cross-entropy's logits): 0
-/// for none, else positive and finite.
-Status checkSoftcap(double softcap, const char *op) {
-  if (softcap >= 0.0 && std::isfinite(softcap))
-    return Status::success();
-  return Status::failure(std::string(op) + " softcap must be positive and "
-                                           "finite, or 0 for none");
-}
-
 /// Sizes of an attention problem: `batch` independent key/value heads of
 /// [tq, d] x [tk, d] x [tk, dv]. With grouped-query attention the `group`
 /// query heads that share a key/value head are consecutive, so they form
@@ -1295,16 +1258,9 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
                       const TensorRef &value, const TensorRef *keyMask,
                       bool causal, int64_t window, std::optional<double> scale,
                       bool bshd, AttentionShape &sizes, double softcap = 0.0) {
+  // Ranks, types, the head groups, equal lengths when causal, the window,
+  // scale, soft-cap and key mask as the loader checked them.
   int64_t rank = query.rank();
-  if (rank < 2 || key.rank() != rank || value.rank() != rank ||
-      (bshd && rank != 4))
-    return Status::failure(bshd ? "bshd attention takes [B, T, H, D] "
-                                  "query, key and value"
-                                : "query, key and value must have the same "
-                                  "rank >= 2");
-  if (!isFloat(query.dtype) || key.dtype != query.dtype ||
-      value.dtype != query.dtype)
-    return Status::failure("query, key and value must have one float type");
   // The rules read [B..., T, D] heads: a bshd operand's T and H swapped.
   std::vector<int64_t> q = shapes::attentionView(query.shape, bshd),
                        k = shapes::attentionView(key.shape, bshd);
@@ -1312,8 +1268,6 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
   std::vector<int64_t> queryBatch(q.begin(), q.end() - 2),
       keyBatch(k.begin(), k.end() - 2);
   sizes.group = shapes::attentionGroup(queryBatch, keyBatch);
-  if (sizes.group == 0)
-    return Status::failure("key/value heads must divide query heads");
   sizes.batch = 1;
   for (int64_t size : keyBatch)
     sizes.batch *= size;
@@ -1322,30 +1276,12 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
   sizes.d = q[rank - 1];
   sizes.tk = k[rank - 2];
   sizes.dv = value.shape[rank - 1];
-  if (causal && sizes.positions != sizes.tk)
-    return Status::failure("causal attention needs equal query and key "
-                           "lengths, found " +
-                           std::to_string(sizes.positions) + " and " +
-                           std::to_string(sizes.tk));
-  if (window < 0 || (window > 0 && !causal))
-    return Status::failure("an attention window must be 0 or positive with "
-                           "causal");
   sizes.mask.window = window;
-  if (scale && !(*scale > 0.0 && std::isfinite(*scale)))
-    return Status::failure("attention scale must be positive and finite");
   sizes.scale = float(scale ? *scale : 1.0 / std::sqrt(double(sizes.d)));
-  if (Status s = checkSoftcap(softcap, "attention"); !s.ok())
-    return s;
   sizes.softcap = float(softcap);
   if (keyMask) {
     // [P..., tk] over a prefix P... of the batch dimensions.
     const auto &m = keyMask->shape;
-    if ((keyMask->dtype != DType::I64 && keyMask->dtype != DType::I32) ||
-        m.empty() ||
-        int64_t(m.size()) - 1 > rank - 2 || m.back() != sizes.tk ||
-        !std::equal(m.begin(), m.end() - 1, q.begin()))
-      return Status::failure("key_mask must be an index tensor [P..., Tk] "
-                             "over a prefix of the batch dimensions");
     int64_t rows = 1;
     for (size_t i = 0; i + 1 < m.size(); ++i)
       rows *= m[i];
@@ -1392,19 +1328,6 @@ Status attentionProbabilities(Context &ctx, const AttentionShape &sizes,
       p, rows, sizes.positions, sizes.tk, causal, sizes.mask,
       head0 * sizes.group, lse, sizes.softcap);
   TGC_CUDA_LAUNCH("attentionSoftmaxKernel");
-  return Status::success();
-}
-
-/// Checks an attention's row log-sum-exp (null: none) against `query`:
-/// f32, the query's shape without its last dimension.
-Status checkLse(const TensorRef *lse, const TensorRef &query) {
-  if (!lse)
-    return Status::success();
-  if (lse->dtype != DType::F32 || query.shape.empty() ||
-      lse->shape != std::vector<int64_t>(query.shape.begin(),
-                                         query.shape.end() - 1))
-    return Status::failure("attention lse must be f32 of the query's shape "
-                           "without its last dimension");
   return Status::success();
 }
 
@@ -1471,10 +1394,9 @@ public:
   /// The heads of `packed`, Hq of them (`queryHeads`) queries: `view(i)`
   /// has the shape of tensor i and points at its first head (not dense).
   Status read(const TensorRef &packed, int64_t queryHeads) {
+    // [B, T, Hq + 2 Hkv, D], as the loader checked.
     shapes::Shape q, kv;
-    if (!shapes::packedHeads(packed.shape, queryHeads, q, kv))
-      return Status::failure("packed attention heads must be [B, T, Hq + 2 "
-                             "Hkv, D] with Hq the output's heads");
+    shapes::packedHeads(packed.shape, queryHeads, q, kv);
     whole = packed;
     views = {packed, packed, packed};
     views[0].shape = q;
@@ -1555,9 +1477,6 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  int64_t window, std::optional<double> scale, TensorRef &result,
                  bool bshd, TensorRef *lse, bool packed, double softcap) {
   if (packed) {
-    if (!bshd || result.rank() != 4)
-      return Status::failure("packed attention takes bshd [B, T, H, D] "
-                             "heads");
     PackedHeads heads;
     if (Status s = heads.read(query, result.shape[2]); !s.ok())
       return s;
@@ -1566,8 +1485,6 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
     if (Status s = attentionShape(q, k, v, keyMask, causal, window, scale, bshd,
                                   sizes, softcap);
         !s.ok())
-      return s;
-    if (Status s = checkLse(lse, q); !s.ok())
       return s;
     // The fused kernel reads the three heads where they lie.
     if (fusedAttentionSupports(query.dtype, sizes.d, sizes.dv) &&
@@ -1592,8 +1509,6 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                                 scale, bshd, sizes, softcap);
       !s.ok())
     return s;
-  if (Status s = checkLse(lse, query); !s.ok())
-    return s;
   // Nothing to compute, unless the rows' statistic is asked for (heads of
   // values with no elements).
   if (result.numElements() == 0 && (!lse || lse->numElements() == 0))
@@ -1615,8 +1530,6 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
 
   // The GEMM path computes over dense [B, H, T, D] heads.
   if (bshd) {
-    if (!result.present() || result.rank() != 4)
-      return Status::failure("bshd attention writes a [B, T, H, D] result");
     HeadMajorCopies copies;
     TensorRef noLse;
     if (Status s = copies.allocate(
@@ -1712,12 +1625,7 @@ static Status packedAttentionGrad(Context &ctx, const TensorRef &packed,
                                   TensorRef &queryGrad, TensorRef &keyGrad,
                                   TensorRef &valueGrad, bool bshd,
                                   const TensorRef *lse, double softcap) {
-  if (!bshd || output.rank() != 4 || !queryGrad.present() ||
-      keyGrad.present() || valueGrad.present() ||
-      queryGrad.shape != packed.shape)
-    return Status::failure("packed attention_grad takes bshd [B, T, H, D] "
-                           "heads and computes one gradient, the packed "
-                           "operand's");
+  // bshd heads, one gradient (the packed operand's): the loader checked.
   PackedHeads heads;
   if (Status s = heads.read(packed, output.shape[2]); !s.ok())
     return s;
@@ -1726,8 +1634,6 @@ static Status packedAttentionGrad(Context &ctx, const TensorRef &packed,
   if (Status s = attentionShape(q, k, v, keyMask, causal, window, scale, bshd,
                                 sizes, softcap);
       !s.ok())
-    return s;
-  if (Status s = checkLse(lse, q); !s.ok())
     return s;
   if (sizes.batch == 0)
     return Status::success();
@@ -1811,13 +1717,10 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                                 scale, bshd, sizes, softcap);
       !s.ok())
     return s;
-  if (Status s = checkLse(lse, query); !s.ok())
-    return s;
-  // Results that are not present are not computed (an output mask).
+  // Results that are not present are not computed (an output mask; at
+  // least one is, as the loader checked).
   bool wantQuery = queryGrad.present(), wantKey = keyGrad.present(),
        wantValue = valueGrad.present();
-  if (!wantQuery && !wantKey && !wantValue)
-    return Status::failure("attention_grad computes none of its results");
   int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dv = sizes.dv;
   if (sizes.batch == 0)
     return Status::success();
@@ -1880,11 +1783,6 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
 
   // The GEMM path computes over dense [B, H, T, D] heads.
   if (bshd) {
-    for (const TensorRef *t : std::initializer_list<const TensorRef *>{
-             &output, &grad, &queryGrad, &keyGrad, &valueGrad})
-      if (t->present() && t->rank() != 4)
-        return Status::failure("bshd attention_grad takes and writes "
-                               "[B, T, H, D] tensors");
     HeadMajorCopies copies;
     if (Status s = copies.allocate(ctx, {&query, &key, &value, &output, &grad,
                                          &queryGrad, &keyGrad, &valueGrad});
@@ -2067,14 +1965,8 @@ Status crossEntropy(Context &ctx, const TensorRef &logits,
                     const TensorRef &targets, int64_t ignoreIndex,
                     TensorRef &result, const TensorRef *grad,
                     TensorRef *logitsGrad, double softcap) {
-  if (Status s = checkSoftcap(softcap, "cross-entropy"); !s.ok())
-    return s;
-  if (logits.rank() < 1)
-    return Status::failure("logits must have rank >= 1 (the class axis "
-                           "last)");
-  if (bool(grad) != bool(logitsGrad))
-    return Status::failure("cross_entropy takes grad and logits_grad "
-                           "together");
+  // The soft-cap, the logits' rank and grad with logits_grad as the
+  // loader checked them; the targets are checked on the device.
   int64_t classes = logits.shape.back();
   int64_t rows = targets.numElements();
   WorkspaceLayout layout;
@@ -2122,11 +2014,7 @@ Status crossEntropyGrad(Context &ctx, const TensorRef &logits,
                         const TensorRef &targets, const TensorRef &grad,
                         int64_t ignoreIndex, TensorRef &result,
                         double softcap) {
-  if (Status s = checkSoftcap(softcap, "cross-entropy"); !s.ok())
-    return s;
-  if (logits.rank() < 1)
-    return Status::failure("logits must have rank >= 1 (the class axis "
-                           "last)");
+  // As crossEntropy.
   int64_t classes = logits.shape.back();
   int64_t rows = targets.numElements();
   if (rows == 0)

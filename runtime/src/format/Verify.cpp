@@ -347,6 +347,9 @@ private:
     if (!floatT(q) || !sameDType(q, k) || !sameDType(q, v) ||
         !sameDType(q, o) || !has("scale"))
       return false;
+    double scale = inst.getFloat("scale");
+    if (!(scale > 0.0 && std::isfinite(scale)))
+      return fail("the attention scale must be positive and finite");
     bool bshd = inst.getBool("bshd");
     Shape qs = attentionView(q), ks = attentionView(k), vs = attentionView(v);
     size_t r = qs.size();
