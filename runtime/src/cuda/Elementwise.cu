@@ -418,15 +418,9 @@ __global__ void multiCastKernel(MultiCastTable table) {
 
 Status multiCast(Context &ctx, const std::vector<TensorRef> &in,
                  std::vector<TensorRef> &out) {
-  if (in.empty() || in.size() != out.size())
-    return Status::failure("multi_cast needs as many results as operands, "
-                           "at least one");
+  // As many float results as float operands, as the loader checked.
   bool overlap = false;
   for (size_t i = 0; i < in.size(); ++i) {
-    if (!isFloat(in[i].dtype) || !isFloat(out[i].dtype))
-      return Status::failure("multi_cast converts float tensors, found " +
-                             std::string(dtypeName(in[i].dtype)) + " to " +
-                             dtypeName(out[i].dtype));
     for (const TensorRef &result : out)
       overlap = overlap || bytesOverlap(in[i], result);
   }

@@ -248,9 +248,7 @@ unsigned ceilTiles(int64_t size) {
 
 Status topK(Context &ctx, const TensorRef &input, int64_t k,
             TensorRef &result) {
-  if (std::string error = shapes::topK(input.shape, result.shape, k);
-      !error.empty())
-    return Status::failure("top_k " + error);
+  // Shapes as the loader checked them (shapes::topK).
   int64_t width = input.shape.back();
   int64_t rows = width == 0 ? 0 : input.numElements() / width;
   if (rows == 0)
@@ -263,10 +261,8 @@ Status topK(Context &ctx, const TensorRef &input, int64_t k,
 
 Status moeRoute(Context &ctx, const TensorRef &choices, TensorRef &rows,
                 TensorRef &positions, TensorRef &offsets) {
-  if (std::string error = shapes::moeRoute(choices.shape, rows.shape,
-                                           positions.shape, offsets.shape);
-      !error.empty())
-    return Status::failure("moe_route " + error);
+  // Shapes as the loader checked them (shapes::moeRoute); the choices are
+  // checked on the device.
   int64_t experts = offsets.shape[0] - 1;
   if (experts > 65535 * 8)
     return Status::failure("moe_route: more than 524,280 experts");
@@ -282,20 +278,8 @@ Status expertLinear(Context &ctx, const TensorRef &input,
                     const TensorRef &offsets,
                     const std::vector<TensorRef> &weights, bool transposeWeight,
                     TensorRef &result) {
-  std::vector<std::vector<int64_t>> shapes;
-  for (const TensorRef &weight : weights) {
-    if (weight.dtype != input.dtype)
-      return Status::failure("expert_linear weights differ in type from the "
-                             "input");
-    shapes.push_back(weight.shape);
-  }
-  if (std::string error = shapes::expertLinear(
-          input.shape, offsets.shape, shapes, result.shape, transposeWeight);
-      !error.empty())
-    return Status::failure("expert_linear " + error);
-  if (result.dtype != input.dtype)
-    return Status::failure("expert_linear result differs in type from the "
-                           "input");
+  // Types and shapes as the loader checked them (shapes::expertLinear);
+  // the overlaps are the plan's.
   for (const TensorRef &t : weights)
     if (bytesOverlap(t, result))
       return Status::failure("expert_linear result overlaps a weight");
@@ -324,23 +308,13 @@ Status expertLinear(Context &ctx, const TensorRef &input,
 Status expertLinearWeightGrad(Context &ctx, const TensorRef &lhs,
                               const TensorRef &rhs, const TensorRef &offsets,
                               std::vector<TensorRef> &results) {
-  std::vector<std::vector<int64_t>> shapes;
-  for (const TensorRef &result : results) {
-    if (result.dtype != lhs.dtype)
-      return Status::failure("expert_linear_weight_grad results differ in "
-                             "type from the operands");
+  // Types and shapes as the loader checked them (shapes::expertOuter); the
+  // overlaps are the plan's.
+  for (const TensorRef &result : results)
     if (bytesOverlap(result, lhs) || bytesOverlap(result, rhs) ||
         bytesOverlap(result, offsets))
       return Status::failure("expert_linear_weight_grad result overlaps an "
                              "operand");
-    shapes.push_back(result.shape);
-  }
-  if (std::string error =
-          shapes::expertOuter(lhs.shape, rhs.shape, offsets.shape, shapes);
-      !error.empty())
-    return Status::failure("expert_linear_weight_grad " + error);
-  if (rhs.dtype != lhs.dtype)
-    return Status::failure("expert_linear_weight_grad operands differ in type");
   int64_t p = lhs.shape[1], q = rhs.shape[1];
   if (p == 0 || q == 0)
     return Status::success();

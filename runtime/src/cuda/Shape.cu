@@ -178,9 +178,7 @@ namespace {
 /// (mapped: its device address is its host address).
 Status copyOverLink(Context &ctx, const TensorRef &source, TensorRef &result,
                     cudaMemcpyKind kind, const char *op) {
-  if (source.dtype != result.dtype || source.shape != result.shape)
-    return Status::failure(std::string(op) + " needs a result of its "
-                                             "source's type");
+  // The result of the source's type, as the loader checked.
   if (source.numBytes() == 0)
     return Status::success();
   if (bytesOverlap(source, result))
@@ -204,9 +202,7 @@ Status transpose(Context &ctx, const TensorRef &input,
                  const std::vector<int64_t> &permutation, TensorRef &result) {
   if (result.numElements() == 0)
     return Status::success();
-  if (permutation.size() != input.shape.size())
-    return Status::failure("transpose: the permutation does not match the "
-                           "operand's rank");
+  // A permutation of the operand's axes, as the loader checked.
   Shape inStrides = rowMajorStrides(input.shape);
   Shape srcStrides;
   for (int64_t p : permutation)
@@ -460,10 +456,7 @@ Status broadcastTo(Context &ctx, const TensorRef &input, TensorRef &result) {
 
 Status constant(Context &ctx, const void *bytes, size_t size,
                 TensorRef &result) {
-  if (size != result.numBytes())
-    return Status::failure("constant has " + std::to_string(size) +
-                           " bytes, its type needs " +
-                           std::to_string(result.numBytes()));
+  // `size` is the result's bytes, as the loader checked.
   if (size == 0)
     return Status::success();
   // `bytes` is the device copy of the executable's constants.

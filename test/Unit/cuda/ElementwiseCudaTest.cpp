@@ -561,9 +561,6 @@ TEST(ElementwiseCuda, MultiCastEqualsCastBitwise) {
                        cudaMemcpyDeviceToHost),
             cudaSuccess);
   expectSameValues(want, got, "multi_cast over its operand");
-  // Integers are refused (tg.cast converts them; tg.multi_cast does not).
-  HostTensor ints(DType::I32, {4});
-  DeviceTensor intIn(ints), floatOut(want, false);
-  std::vector<TensorRef> badIn{intIn.ref}, badOut{floatOut.ref};
-  EXPECT_FALSE(cuda::multiCast(*testContext(), badIn, badOut).ok());
+  // (Integers are the loader's error: tg.cast converts them, tg.multi_cast
+  // does not.)
 }

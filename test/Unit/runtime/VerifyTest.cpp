@@ -148,3 +148,17 @@ TEST(Verify, NormAddendComesWithItsSum) {
   norm.results = {2};
   EXPECT_NE(errorOf(tensors, norm), "");
 }
+
+TEST(Verify, MultiCastConvertsFloats) {
+  std::vector<TensorInfo> tensors = {tensor("i", {4}, DType::I32),
+                                     tensor("f", {4}),
+                                     tensor("h", {4}, DType::BF16)};
+  Instruction cast;
+  cast.kernel = Kernel::MultiCast;
+  cast.operands = {1};
+  cast.results = {2};
+  EXPECT_EQ(errorOf(tensors, cast), "");
+  cast.operands = {0};
+  EXPECT_EQ(errorOf(tensors, cast),
+            "instruction #0 (tg.multi_cast): 'i' must be a float tensor");
+}
