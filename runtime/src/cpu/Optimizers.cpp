@@ -37,13 +37,6 @@ static Status readLrAndStep(const TensorRef &lr, const TensorRef &step,
 }
 
 /// Checks a float tensor of the parameter's shape.
-static Status checkLikeParam(const TensorRef &t, const TensorRef &param,
-                             const char *what) {
-  TGC_RETURN_IF_ERROR(expectValid(t, what));
-  TGC_RETURN_IF_ERROR(expectFloat(t, what));
-  return expectShape(t, param.shape, what);
-}
-
 namespace {
 
 /// One SGD-with-momentum step, element by element, for the f32 and the
@@ -115,27 +108,9 @@ Status sgdUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                  const TensorRef *momentumBuffer, double momentum,
                  double dampening, double weightDecay, bool nesterov,
                  TensorRef &newParam, TensorRef *newMomentumBuffer) {
-  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
+  // Types and shapes, and a buffer exactly with momentum, as the loader
+  // checked them; the step is data.
   bool hasBuffer = momentumBuffer != nullptr;
-  if (hasBuffer != (newMomentumBuffer != nullptr))
-    return Status::failure("sgd_update needs both the momentum buffer and "
-                           "its result, or neither");
-  if (hasBuffer != (momentum != 0.0))
-    return Status::failure(hasBuffer ? "sgd_update has a momentum buffer but "
-                                       "momentum is 0"
-                                     : "sgd_update needs a momentum buffer "
-                                       "when momentum is non-zero");
-  if (hasBuffer) {
-    TGC_RETURN_IF_ERROR(
-        checkLikeParam(*momentumBuffer, param, "momentum_buffer"));
-    TGC_RETURN_IF_ERROR(
-        checkLikeParam(*newMomentumBuffer, param, "new_momentum_buffer"));
-    TGC_RETURN_IF_ERROR(expectSameDType(
-        *newMomentumBuffer, *momentumBuffer, "new_momentum_buffer"));
-  }
   float lrValue;
   int64_t stepValue;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, stepValue));
@@ -176,18 +151,7 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    double beta2, double eps, double weightDecay,
                    TensorRef &newParam, TensorRef &newExpAvg,
                    TensorRef &newExpAvgSq, int64_t roundingSeed) {
-  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(expAvg, param, "exp_avg"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(expAvgSq, param, "exp_avg_sq"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(newExpAvg, param, "new_exp_avg"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(newExpAvgSq, param, "new_exp_avg_sq"));
-  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(expectSameDType(newExpAvg, expAvg, "new_exp_avg"));
-  TGC_RETURN_IF_ERROR(
-      expectSameDType(newExpAvgSq, expAvgSq, "new_exp_avg_sq"));
-  TGC_RETURN_IF_ERROR(checkRoundingSeed(roundingSeed, param));
+  // Types, shapes and the rounding seed as the loader checked them.
   float lrValue;
   int64_t t;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
@@ -210,21 +174,12 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
   return Status::success();
 }
 
-Status checkMultiAdamW(const std::vector<TensorRef> &in,
-                       const std::vector<TensorRef> &out, size_t &count) {
-  count = out.size() / 3;
-  if (count == 0 || out.size() != 3 * count || in.size() < 4 * count + 2)
-    return Status::failure("multi_adamw_update expects N params, grads, "
-                           "exp_avgs and exp_avg_sqs, lr and step, and 3 x "
-                           "N results");
-  return Status::success();
-}
-
 Status multiAdamwUpdate(Context &ctx, const std::vector<TensorRef> &in,
                         std::vector<TensorRef> &out, double beta1,
                         double beta2, double eps, double weightDecay) {
-  size_t n = 0;
-  TGC_RETURN_IF_ERROR(checkMultiAdamW(in, out, n));
+  // N params, grads, exp_avgs and exp_avg_sqs, lr and step; 3 x N
+  // results (the loader checked).
+  size_t n = out.size() / 3;
   for (size_t i = 0; i < n; ++i)
     TGC_RETURN_IF_ERROR(adamwUpdate(ctx, in[i], in[n + i], in[2 * n + i],
                                     in[3 * n + i], in[4 * n], in[4 * n + 1],
@@ -267,23 +222,6 @@ struct QuantizedState {
   void requantize(const float *values, int64_t count, int64_t first,
                   int64_t block) const;
 };
-
-/// Checks the codes and absmax of one state tensor and its map.
-Status checkQuantized(const TensorRef &param, const QuantizedStateRefs &state,
-                      int64_t blockSize, const char *what) {
-  TGC_RETURN_IF_ERROR(checkQuantBlockSize(blockSize));
-  int64_t blocks = (param.numElements() + blockSize - 1) / blockSize;
-  for (const TensorRef *t : {&state.codes, &state.newCodes}) {
-    TGC_RETURN_IF_ERROR(expectDType(*t, DType::U8, what));
-    TGC_RETURN_IF_ERROR(expectShape(*t, param.shape, what));
-  }
-  for (const TensorRef *t : {&state.absmax, &state.newAbsmax}) {
-    TGC_RETURN_IF_ERROR(expectDType(*t, DType::F32, "absmax"));
-    TGC_RETURN_IF_ERROR(expectShape(*t, {blocks}, "absmax"));
-  }
-  TGC_RETURN_IF_ERROR(expectDType(state.map, DType::F32, "map"));
-  return expectShape(state.map, {256}, "map");
-}
 
 /// Quantizes the updated values of one block (`values`, `count` of them)
 /// into codes starting at element `first`, and stores the block's absmax.
@@ -340,23 +278,16 @@ void quantizedAdamW(const TensorRef &param, const TensorRef &grad,
   newP.commit();
 }
 
-/// The checks and the step's scalars the 8-bit and 4-bit AdamW updates
-/// share, then their block loop: `check` checks one moment's codes, scales
-/// and map; `make(refs, isSigned)` makes its State.
-template <typename Check, typename Make>
+/// The step's scalars the 8-bit and 4-bit AdamW updates share, then their
+/// block loop: `make(refs, isSigned)` makes a moment's State. The loader
+/// checked the types, shapes, block size and rounding seed.
+template <typename Make>
 Status quantizedAdamWUpdate(const TensorRef &param, const TensorRef &grad,
                             const TensorRef &lr, const TensorRef &step,
                             const QuantizedStateRefs &m,
                             const QuantizedStateRefs &v,
                             const AdamWOptions &options, int64_t blockSize,
-                            TensorRef &newParam, Check check, Make make) {
-  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(check(param, m, blockSize, "exp_avg"));
-  TGC_RETURN_IF_ERROR(check(param, v, blockSize, "exp_avg_sq"));
-  TGC_RETURN_IF_ERROR(checkRoundingSeed(options.roundingSeed, param));
+                            TensorRef &newParam, Make make) {
   float lrValue;
   int64_t t;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
@@ -369,22 +300,6 @@ Status quantizedAdamWUpdate(const TensorRef &param, const TensorRef &grad,
 }
 
 } // namespace
-
-Status checkRoundingSeed(int64_t seed, const TensorRef &param) {
-  if (seed != 0 && param.dtype != DType::BF16)
-    return Status::failure("rounding_seed rounds bf16 parameters "
-                           "stochastically; this parameter is " +
-                           std::string(dtypeName(param.dtype)));
-  return Status::success();
-}
-
-Status checkQuantBlockSize(int64_t blockSize) {
-  if (blockSize < 1 || blockSize > kMaxQuantBlock ||
-      (blockSize & (blockSize - 1)) != 0)
-    return Status::failure("block_size must be a power of two in [1, 4096], "
-                           "found " + std::to_string(blockSize));
-  return Status::success();
-}
 
 void QuantCodebook::build(const float *values) {
   std::copy(values, values + 256, map);
@@ -448,7 +363,7 @@ Status adamw8bitUpdate(Context &ctx, const TensorRef &param,
                        TensorRef &newParam) {
   return quantizedAdamWUpdate(
       param, grad, lr, step, m8, v8, options, blockSize, newParam,
-      checkQuantized, [](const QuantizedStateRefs &refs, bool isSigned) {
+      [](const QuantizedStateRefs &refs, bool isSigned) {
         return QuantizedState(refs, isSigned);
       });
 }
@@ -498,27 +413,6 @@ struct Quant4State {
   }
 };
 
-/// Checks the packed codes and scales of one 4-bit state tensor and its map.
-Status checkQuantized4(const TensorRef &param, const QuantizedStateRefs &state,
-                       int64_t blockSize, const char *what) {
-  TGC_RETURN_IF_ERROR(checkQuantBlockSize(blockSize));
-  if (blockSize < 2)
-    return Status::failure("block_size of 4-bit state must be even, found " +
-                           std::to_string(blockSize));
-  int64_t blocks = (param.numElements() + blockSize - 1) / blockSize;
-  for (const TensorRef *t : {&state.codes, &state.newCodes}) {
-    TGC_RETURN_IF_ERROR(expectDType(*t, DType::U8, what));
-    TGC_RETURN_IF_ERROR(
-        expectShape(*t, {(param.numElements() + 1) / 2}, what));
-  }
-  for (const TensorRef *t : {&state.absmax, &state.newAbsmax}) {
-    TGC_RETURN_IF_ERROR(expectDType(*t, DType::F32, "scale"));
-    TGC_RETURN_IF_ERROR(expectShape(*t, {blocks}, "scale"));
-  }
-  TGC_RETURN_IF_ERROR(expectDType(state.map, DType::F32, "map"));
-  return expectShape(state.map, {16}, "map");
-}
-
 } // namespace
 
 Status adamw4bitUpdate(Context &ctx, const TensorRef &param,
@@ -529,9 +423,7 @@ Status adamw4bitUpdate(Context &ctx, const TensorRef &param,
                        TensorRef &newParam) {
   return quantizedAdamWUpdate(
       param, grad, lr, step, m4, v4, options, blockSize, newParam,
-      checkQuantized4, [](const QuantizedStateRefs &refs, bool) {
-        return Quant4State(refs);
-      });
+      [](const QuantizedStateRefs &refs, bool) { return Quant4State(refs); });
 }
 
 Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
@@ -539,12 +431,7 @@ Status sgd8bitUpdate(Context &ctx, const TensorRef &param,
                      const TensorRef &step, const QuantizedStateRefs &buffer,
                      const SGDOptions &options, int64_t blockSize,
                      TensorRef &newParam) {
-  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(
-      checkQuantized(param, buffer, blockSize, "momentum_buffer"));
+  // Types, shapes and the block size as the loader checked them.
   float lrValue;
   int64_t stepValue;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, stepValue));
@@ -612,34 +499,13 @@ Status adafactorUpdate(Context &ctx, const TensorRef &param, const TensorRef &gr
                        const TensorRef &lr, const TensorRef &step,
                        const AdafactorOptions &options, TensorRef &newParam,
                        std::vector<TensorRef> &newState) {
-  TGC_RETURN_IF_ERROR(checkLikeParam(param, param, "param"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(grad, param, "grad"));
-  TGC_RETURN_IF_ERROR(checkLikeParam(newParam, param, "new_param"));
-  TGC_RETURN_IF_ERROR(expectSameDType(newParam, param, "new_param"));
+  // Types and shapes (row and column state for a parameter of rank >= 2,
+  // else one tensor, all f32) as the loader checked them.
   bool factored = param.rank() >= 2;
-  if (state.size() != (factored ? 2u : 1u) || newState.size() != state.size())
-    return Status::failure("adafactor_update: a parameter of rank >= 2 has "
-                           "row and column state, others one tensor");
   int64_t count = param.numElements();
   int64_t m = factored ? param.shape.back() : count;
   int64_t n = factored ? param.shape[param.shape.size() - 2] : 1;
   int64_t batches = (n == 0 || m == 0) ? 0 : count / (n * m);
-  for (size_t k = 0; k < state.size(); ++k) {
-    Shape shape;
-    if (!factored)
-      shape = param.shape;
-    else if (k == 0)
-      shape.assign(param.shape.begin(), param.shape.end() - 1);
-    else {
-      shape.assign(param.shape.begin(), param.shape.end() - 2);
-      shape.push_back(m);
-    }
-    for (const TensorRef *t :
-         std::initializer_list<const TensorRef *>{&state[k], &newState[k]}) {
-      TGC_RETURN_IF_ERROR(expectDType(*t, DType::F32, "adafactor state"));
-      TGC_RETURN_IF_ERROR(expectShape(*t, shape, "adafactor state"));
-    }
-  }
   float lrValue;
   int64_t t;
   TGC_RETURN_IF_ERROR(readLrAndStep(lr, step, lrValue, t));
@@ -718,14 +584,9 @@ Status adafactorUpdate(Context &ctx, const TensorRef &param, const TensorRef &gr
 }
 
 Status globalNorm(Context &ctx, const std::vector<TensorRef> &inputs, TensorRef &result) {
-  if (inputs.empty())
-    return Status::failure("global_norm needs at least one operand");
-  TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
-  TGC_RETURN_IF_ERROR(expectDType(result, DType::F32, "result"));
+  // Float operands, at least one, and an f32 scalar: the loader checked.
   double sum = 0.0;
   for (const TensorRef &input : inputs) {
-    TGC_RETURN_IF_ERROR(expectValid(input, "operand"));
-    TGC_RETURN_IF_ERROR(expectFloat(input, "operand"));
     F32Operand x(input);
     sum += parallelSum(input.numElements(), kElementGrain,
                        [&](int64_t begin, int64_t end) {
@@ -784,14 +645,9 @@ Status unscale(Context &ctx, const TensorRef &grad, const TensorRef &scale,
 }
 
 Status allFinite(Context &ctx, const std::vector<TensorRef> &inputs, TensorRef &result) {
-  if (inputs.empty())
-    return Status::failure("all_finite needs at least one operand");
-  TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
-  TGC_RETURN_IF_ERROR(expectDType(result, DType::I1, "result"));
+  // Float operands, at least one, and an i1 scalar: the loader checked.
   bool finite = true;
   for (const TensorRef &input : inputs) {
-    TGC_RETURN_IF_ERROR(expectValid(input, "operand"));
-    TGC_RETURN_IF_ERROR(expectFloat(input, "operand"));
     F32Operand x(input);
     int64_t count = input.numElements();
     for (int64_t i = 0; finite && i < count; ++i)

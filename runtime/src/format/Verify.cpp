@@ -14,6 +14,7 @@
 
 #include "KernelAttrs.h"
 #include "tgc/Support/ShapeRules.h"
+#include "tgc/runtime/CpuKernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -416,7 +417,9 @@ private:
            : inst.kernel == Kernel::AdamW4bitUpdate
                ? AdamW4bitUpdateAttrs::read(inst).blockSize
                : AdamW8bitUpdateAttrs::read(inst).blockSize;
-    return (size >= 1 && size <= 4096 && (size & (size - 1)) == 0) ||
+    // The CUDA kernels hold a block in registers (cpu::kMaxQuantBlock).
+    return (size >= 1 && size <= cpu::kMaxQuantBlock &&
+            (size & (size - 1)) == 0) ||
            fail("block_size must be a power of two in [1, 4096]");
   }
   /// ui8 codes of the parameter's shape and one f32 absmax per block.
@@ -862,7 +865,10 @@ Status Checker::run() {
          scalar(in(2), DType::F32) && scalar(in(3), DType::I64) &&
          same(in(0), out(0)) &&
          (!buffer || (same(in(4), out(1)) && shapeIs(in(4), in(0).shape))) &&
-         (!apply || scalar(in(4 + buffer), DType::I1));
+         (!apply || scalar(in(4 + buffer), DType::I1)) &&
+         (buffer == (SGDUpdateAttrs::read(inst).momentum != 0.0) ||
+          fail(buffer ? "an sgd_update with a momentum buffer has momentum"
+                      : "an sgd_update with momentum has a momentum buffer"));
     break;
   }
   case Kernel::AdamWUpdate:

@@ -144,12 +144,6 @@ TEST(AdamW, StochasticRoundingKeepsTinyUpdates) {
   EXPECT_NEAR(mean, 1.0 - double(steps) * lr, 2e-4);
 }
 
-TEST(AdamW, RoundingSeedNeedsBF16) {
-  HostTensor p(DType::F32, {2}), lr = f32Scalar(0.1), step = i64Scalar(1);
-  EXPECT_FAILS(cpu::adamwUpdate(cpuCtx, p, p, p, p, lr, step, 0.9, 0.999, 1e-8,
-                                0.01, p, p, p, /*roundingSeed=*/7));
-}
-
 TEST(AdamW, RejectsStepZero) {
   HostTensor p(DType::F32, {2}), lr = f32Scalar(0.1), step = i64Scalar(0);
   EXPECT_FAILS(cpu::adamwUpdate(cpuCtx, p, p, p, p, lr, step, 0.9, 0.999, 1e-8, 0.01,
@@ -204,18 +198,6 @@ TEST(SGD, MomentumVariantsOverThreeSteps) {
   }
 }
 
-TEST(SGD, RejectsMismatchedMomentumBuffer) {
-  HostTensor p(DType::F32, {3}), buf(DType::F32, {3});
-  HostTensor lr = f32Scalar(0.1), step = i64Scalar(1);
-  EXPECT_FAILS(cpu::sgdUpdate(cpuCtx, p, p, lr, step, nullptr, 0.9, 0, 0, false, p,
-                              nullptr));
-  EXPECT_FAILS(cpu::sgdUpdate(cpuCtx, p, p, lr, step, &buf.ref(), 0.0, 0, 0, false, p,
-                              &buf.ref()));
-  HostTensor shortBuf(DType::F32, {2});
-  EXPECT_FAILS(cpu::sgdUpdate(cpuCtx, p, p, lr, step, &shortBuf.ref(), 0.9, 0, 0,
-                              false, p, &shortBuf.ref()));
-}
-
 TEST(LossScale, FollowsGradScalerRules) {
   // growth_interval 3: three finite steps grow the scale, an overflow backs
   // off and resets the tracker, growing past f32 keeps the scale.
@@ -260,7 +242,6 @@ TEST(AllFinite, DetectsInfinitiesAndNaNs) {
   HostTensor overflow = HostTensor::of(DType::F16, {1}, {1e5});
   ASSERT_OK(cpu::allFinite(cpuCtx, {overflow.ref()}, result));
   EXPECT_EQ(result.get(0), 0.0);
-  EXPECT_FAILS(cpu::allFinite(cpuCtx, {}, result));
 }
 
 TEST(GlobalNorm, TwoNormOfAllOperands) {
@@ -510,27 +491,4 @@ TEST(Quantize, AdamW4bitStepAgainstF32AndBruteForce) {
     EXPECT_EQ(loadI64(m4, i), loadI64(m2, i)) << i;
     EXPECT_EQ(loadI64(v4, i), loadI64(v2, i)) << i;
   }
-}
-
-TEST(Quantize, AdamW4bitRejectsBadState) {
-  int64_t n = 10;
-  HostTensor mapS = map4(true), mapU = map4(false), wide(DType::F32, {256});
-  HostTensor param(DType::F32, {n}), grad(DType::F32, {n});
-  HostTensor codes(DType::U8, {5}), unpacked(DType::U8, {n}),
-      scales(DType::F32, {5}), one(DType::F32, {10});
-  HostTensor lr = f32Scalar(1e-3), step = i64Scalar(1);
-  cpu::AdamWOptions options{0.9, 0.999, 1e-8, 0.0};
-  auto run = [&](HostTensor &c, HostTensor &s, HostTensor &map,
-                 int64_t block) {
-    return cpu::adamw4bitUpdate(cpuCtx, param, grad, lr, step,
-                                {c, s, map, c, s}, {c, s, mapU, c, s},
-                                options, block, param);
-  };
-  EXPECT_TRUE(run(codes, scales, mapS, 2).ok());
-  Status oddBlock = run(codes, one, mapS, 1);
-  ASSERT_FALSE(oddBlock.ok());
-  EXPECT_NE(oddBlock.error.find("must be even"), std::string::npos);
-  EXPECT_FALSE(run(unpacked, scales, mapS, 2).ok());
-  EXPECT_FALSE(run(codes, one, mapS, 2).ok());
-  EXPECT_FALSE(run(codes, scales, wide, 2).ok());
 }

@@ -162,3 +162,61 @@ TEST(Verify, MultiCastConvertsFloats) {
   EXPECT_EQ(errorOf(tensors, cast),
             "instruction #0 (tg.multi_cast): 'i' must be a float tensor");
 }
+
+TEST(Verify, FourBitStateTheKernelsTrust) {
+  // param, grad, (codes, scales) x 2, two 16-entry maps, lr, step; block 2.
+  std::vector<TensorInfo> tensors = {tensor("p", {10}),
+                                     tensor("g", {10}),
+                                     tensor("mc", {5}, DType::U8),
+                                     tensor("ms", {5}),
+                                     tensor("vc", {5}, DType::U8),
+                                     tensor("vs", {5}),
+                                     tensor("mapS", {16}),
+                                     tensor("mapU", {16}),
+                                     tensor("lr", {}),
+                                     tensor("t", {}, DType::I64),
+                                     tensor("wide", {256}),
+                                     tensor("unpacked", {10}, DType::U8),
+                                     tensor("one", {10})};
+  Instruction update;
+  update.kernel = Kernel::AdamW4bitUpdate;
+  update.operands = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  update.results = {0, 2, 3, 4, 5};
+  update.attrs["block_size"] = integer(2);
+  EXPECT_EQ(errorOf(tensors, update), "");
+
+  Instruction odd = update;
+  odd.attrs["block_size"] = integer(1);
+  odd.operands[3] = odd.operands[5] = odd.results[2] = odd.results[4] = 12;
+  EXPECT_EQ(errorOf(tensors, odd), "instruction #0 (tg.adamw_4bit_update): "
+                                   "block_size of 4-bit state must be even");
+  Instruction unpacked = update;
+  unpacked.operands[2] = unpacked.results[1] = 11;
+  EXPECT_EQ(errorOf(tensors, unpacked),
+            "instruction #0 (tg.adamw_4bit_update): 'unpacked' has the wrong "
+            "shape");
+  Instruction scales = update;
+  scales.operands[3] = scales.results[2] = 12;
+  EXPECT_EQ(errorOf(tensors, scales),
+            "instruction #0 (tg.adamw_4bit_update): 'one' must be f32 with "
+            "one value per block");
+  Instruction wide = update;
+  wide.operands[6] = 10;
+  EXPECT_EQ(errorOf(tensors, wide), "instruction #0 (tg.adamw_4bit_update): "
+                                    "'wide' must be a 16-entry f32 map");
+}
+
+TEST(Verify, SgdMomentumComesWithItsBuffer) {
+  std::vector<TensorInfo> tensors = {tensor("p", {4}), tensor("g", {4}),
+                                     tensor("lr", {}),
+                                     tensor("t", {}, DType::I64)};
+  Instruction sgd;
+  sgd.kernel = Kernel::SGDUpdate;
+  sgd.operands = {0, 1, 2, 3};
+  sgd.results = {0};
+  EXPECT_EQ(errorOf(tensors, sgd), "");
+  sgd.attrs["momentum"] = real(0.9);
+  EXPECT_EQ(errorOf(tensors, sgd),
+            "instruction #0 (tg.sgd_update): an sgd_update with momentum has "
+            "a momentum buffer");
+}

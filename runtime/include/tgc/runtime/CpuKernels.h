@@ -40,17 +40,6 @@ struct Context {};
 /// 8-bit state (tg.adamw_8bit_update, tg.sgd_8bit_update): the largest
 /// block one absmax scales.
 constexpr int64_t kMaxQuantBlock = 4096;
-/// An error unless `blockSize` is a power of two in [1, kMaxQuantBlock].
-Status checkQuantBlockSize(int64_t blockSize);
-
-/// Stochastic rounding (an AdamW update's rounding_seed) is to bf16: a
-/// non-zero seed on a parameter of another type fails (both backends).
-Status checkRoundingSeed(int64_t seed, const TensorRef &param);
-/// tg.multi_adamw_update's operands and results as both backends take
-/// them: N params, grads, exp_avgs and exp_avg_sqs, lr and step in `in`;
-/// 3 x N results. Sets `count` to N.
-Status checkMultiAdamW(const std::vector<TensorRef> &in,
-                       const std::vector<TensorRef> &out, size_t &count);
 
 /// A sorted 256-entry quantization map, ready to quantize: the code of `x`
 /// is the number of midpoints (map[i] + map[i+1]) / 2 below `x` (so the
