@@ -183,17 +183,9 @@ namespace {
 Status matmulInto(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
                   const TensorRef *addend, bool transposeLhs,
                   bool transposeRhs, TensorRef &result) {
-  TGC_RETURN_IF_ERROR(expectValid(lhs, "lhs"));
-  TGC_RETURN_IF_ERROR(expectValid(rhs, "rhs"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectFloat(lhs, "lhs"));
-  TGC_RETURN_IF_ERROR(expectSameDType(rhs, lhs, "rhs"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, lhs, "result"));
+  // Types and shapes as the loader checked them (format/Verify.cpp).
   shapes::ShapeOrError expected =
       shapes::matmul(lhs.shape, rhs.shape, transposeLhs, transposeRhs);
-  if (!expected.ok())
-    return Status::failure("matmul " + expected.error);
-  TGC_RETURN_IF_ERROR(expectShape(result, expected.shape, "result"));
   size_t lr = lhs.shape.size(), rr = rhs.shape.size();
   int64_t m = lhs.shape[transposeLhs ? lr - 1 : lr - 2];
   int64_t k = lhs.shape[transposeLhs ? lr - 2 : lr - 1];
@@ -209,9 +201,6 @@ Status matmulInto(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
   F32Operand a(lhs), b(rhs);
   F32Result c(result, {&lhs, &rhs});
   if (addend) {
-    TGC_RETURN_IF_ERROR(expectValid(*addend, "addend"));
-    TGC_RETURN_IF_ERROR(expectSameDType(*addend, lhs, "addend"));
-    TGC_RETURN_IF_ERROR(expectShape(*addend, expected.shape, "addend"));
     if (overlaps(*addend, result) && addend->data != result.data)
       return Status::failure("matmul_add result partly overlaps its addend");
     // The accumulator starts as the addend (already there when the result
@@ -311,21 +300,8 @@ Status expertLinear(Context &ctx, const TensorRef &input,
                     const TensorRef &offsets,
                     const std::vector<TensorRef> &weights, bool transposeWeight,
                     TensorRef &result) {
-  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
-  TGC_RETURN_IF_ERROR(expectValid(offsets, "offsets"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
-  std::vector<Shape> shapes;
-  for (const TensorRef &weight : weights) {
-    TGC_RETURN_IF_ERROR(expectValid(weight, "weight"));
-    TGC_RETURN_IF_ERROR(expectSameDType(weight, input, "weight"));
-    shapes.push_back(weight.shape);
-  }
-  if (std::string error = shapes::expertLinear(
-          input.shape, offsets.shape, shapes, result.shape, transposeWeight);
-      !error.empty())
-    return Status::failure("expert_linear " + error);
+  // Types and shapes as the loader checked them (shapes::expertLinear);
+  // the offsets are data, read below.
   for (const TensorRef &weight : weights)
     if (overlaps(weight, result))
       return Status::failure("expert_linear result overlaps a weight");
@@ -352,21 +328,7 @@ Status expertLinear(Context &ctx, const TensorRef &input,
 Status expertLinearWeightGrad(Context &ctx, const TensorRef &lhs,
                               const TensorRef &rhs, const TensorRef &offsets,
                               std::vector<TensorRef> &results) {
-  TGC_RETURN_IF_ERROR(expectValid(lhs, "lhs"));
-  TGC_RETURN_IF_ERROR(expectValid(rhs, "rhs"));
-  TGC_RETURN_IF_ERROR(expectValid(offsets, "offsets"));
-  TGC_RETURN_IF_ERROR(expectFloat(lhs, "lhs"));
-  TGC_RETURN_IF_ERROR(expectSameDType(rhs, lhs, "rhs"));
-  std::vector<Shape> shapes;
-  for (const TensorRef &result : results) {
-    TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-    TGC_RETURN_IF_ERROR(expectSameDType(result, lhs, "result"));
-    shapes.push_back(result.shape);
-  }
-  if (std::string error =
-          shapes::expertOuter(lhs.shape, rhs.shape, offsets.shape, shapes);
-      !error.empty())
-    return Status::failure("expert_linear_weight_grad " + error);
+  // Types and shapes as the loader checked them (shapes::expertOuter).
   int64_t m = lhs.shape[0], p = lhs.shape[1], q = rhs.shape[1];
   for (int64_t size : {m, p, q})
     if (size > INT_MAX)
@@ -389,34 +351,11 @@ Status expertLinearWeightGrad(Context &ctx, const TensorRef &lhs,
 Status linear(Context &ctx, const TensorRef &input, const TensorRef &weight,
               const TensorRef &bias, bool gelu, TensorRef &result,
               TensorRef *preactivation) {
-  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
-  TGC_RETURN_IF_ERROR(expectValid(weight, "weight"));
-  TGC_RETURN_IF_ERROR(expectValid(bias, "bias"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
-  TGC_RETURN_IF_ERROR(expectSameDType(weight, input, "weight"));
-  TGC_RETURN_IF_ERROR(expectFloat(result, "result"));
-  TGC_RETURN_IF_ERROR(expectSameDType(bias, result, "bias"));
-  if (input.rank() < 2 || weight.rank() != 2)
-    return Status::failure("linear takes an input of rank >= 2 and a weight "
-                           "of rank 2");
+  // Types and shapes (and the pre-activation exactly with gelu) as the
+  // loader checked them.
   int64_t k = input.shape.back(), n = weight.shape[1];
-  if (weight.shape[0] != k)
-    return Status::failure("linear contraction sizes differ: " +
-                           std::to_string(k) + " and " +
-                           std::to_string(weight.shape[0]));
-  TGC_RETURN_IF_ERROR(expectShape(bias, {n}, "bias"));
   Shape expected(input.shape.begin(), input.shape.end() - 1);
   expected.push_back(n);
-  TGC_RETURN_IF_ERROR(expectShape(result, expected, "result"));
-  if (gelu != (preactivation != nullptr))
-    return Status::failure("linear with gelu returns the pre-activation");
-  if (preactivation) {
-    TGC_RETURN_IF_ERROR(expectValid(*preactivation, "preactivation"));
-    TGC_RETURN_IF_ERROR(
-        expectSameDType(*preactivation, result, "preactivation"));
-    TGC_RETURN_IF_ERROR(expectShape(*preactivation, expected, "preactivation"));
-  }
   int64_t rows = product(expected, 0, expected.size() - 1);
   if (rows > INT_MAX || n > INT_MAX || k > INT_MAX)
     return Status::failure("linear size exceeds the BLAS integer range");
@@ -471,15 +410,8 @@ void sumRows(const float *values, int64_t rows, int64_t cols,
 
 Status matmulBiasGrad(Context &ctx, const TensorRef &lhs, const TensorRef &rhs,
                       bool biasOfLhs, TensorRef &product, TensorRef &biasGrad) {
-  TGC_RETURN_IF_ERROR(expectValid(lhs, "lhs"));
-  TGC_RETURN_IF_ERROR(expectValid(rhs, "rhs"));
-  TGC_RETURN_IF_ERROR(expectValid(biasGrad, "bias_grad"));
-  TGC_RETURN_IF_ERROR(expectSameDType(biasGrad, lhs, "bias_grad"));
-  shapes::BiasGradShapes expected =
-      shapes::matmulBiasGrad(lhs.shape, rhs.shape, biasOfLhs);
-  if (!expected.ok())
-    return Status::failure("matmul_bias_grad " + expected.error);
-  TGC_RETURN_IF_ERROR(expectShape(biasGrad, expected.bias, "bias_grad"));
+  // Types and shapes as the loader checked them; the overlaps are the
+  // plan's.
   if (overlaps(biasGrad, lhs) || overlaps(biasGrad, rhs) ||
       overlaps(biasGrad, product))
     return Status::failure("matmul_bias_grad's bias_grad overlaps another "
@@ -496,23 +428,8 @@ Status matmulGeluGrad(Context &ctx, const TensorRef &grad,
                       const TensorRef &weight, const TensorRef &preactivation,
                       bool transposeRhs, TensorRef &result,
                       TensorRef &biasGrad) {
-  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectValid(weight, "weight"));
-  TGC_RETURN_IF_ERROR(expectValid(preactivation, "preactivation"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectValid(biasGrad, "bias_grad"));
-  TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectSameDType(weight, grad, "weight"));
-  TGC_RETURN_IF_ERROR(expectSameDType(preactivation, grad, "preactivation"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, grad, "result"));
-  TGC_RETURN_IF_ERROR(expectSameDType(biasGrad, grad, "bias_grad"));
-  shapes::BiasGradShapes expected = shapes::matmulGeluGrad(
-      grad.shape, weight.shape, preactivation.shape, transposeRhs);
-  if (!expected.ok())
-    return Status::failure("matmul_gelu_grad " + expected.error);
-  TGC_RETURN_IF_ERROR(expectShape(result, expected.product, "result"));
-  TGC_RETURN_IF_ERROR(expectShape(biasGrad, expected.bias, "bias_grad"));
-  int64_t k = expected.bias[0], n = grad.shape.back();
+  // Types and shapes as the loader checked them.
+  int64_t k = biasGrad.shape[0], n = grad.shape.back();
   int64_t rows = k == 0 ? 0 : result.numElements() / k;
   if (rows > INT_MAX || n > INT_MAX || k > INT_MAX)
     return Status::failure("matmul_gelu_grad size exceeds the BLAS integer "

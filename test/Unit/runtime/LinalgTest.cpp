@@ -155,14 +155,11 @@ TEST(MatmulAdd, EmptyContractionLeavesTheAddend) {
   EXPECT_EQ(out.values(), addend.values());
 }
 
-TEST(MatmulAdd, RejectsBadOperands) {
+TEST(MatmulAdd, RejectsAPartlyOverlappingAddend) {
+  // (Shapes and types are the loader's: VerifyTest.cpp.)
   std::mt19937 rng(37);
   HostTensor lhs = randomTensor(rng, DType::F32, {3, 4});
   HostTensor rhs = randomTensor(rng, DType::F32, {4, 2});
-  HostTensor wrongShape(DType::F32, {2, 3}), half(DType::BF16, {3, 2});
-  HostTensor out(DType::F32, {3, 2});
-  EXPECT_FAILS(cpu::matmulAdd(cpuCtx, lhs, rhs, wrongShape, false, false, out));
-  EXPECT_FAILS(cpu::matmulAdd(cpuCtx, lhs, rhs, half, false, false, out));
   // A result that overlaps the addend other than exactly.
   HostTensor big = randomTensor(rng, DType::F32, {4, 2});
   TensorRef addend = big.ref(), shifted = big.ref();
@@ -247,22 +244,6 @@ TEST(Matmul, EmptyContractionGivesZeros) {
   EXPECT_EQ(out.values(), std::vector<double>(6, 0.0));
 }
 
-TEST(Matmul, RejectsBadShapes) {
-  HostTensor a(DType::F32, {3, 4}), b(DType::F32, {5, 6}), out(DType::F32, {3, 6});
-  EXPECT_FAILS(cpu::matmul(cpuCtx, a, b, false, false, out));
-  HostTensor c(DType::F32, {4, 6}), wrong(DType::F32, {3, 5});
-  EXPECT_FAILS(cpu::matmul(cpuCtx, a, c, false, false, wrong));
-  HostTensor batchA(DType::F32, {2, 3, 4}), batchB(DType::F32, {3, 4, 6});
-  HostTensor batchOut(DType::F32, {3, 3, 6});
-  EXPECT_FAILS(cpu::matmul(cpuCtx, batchA, batchB, false, false, batchOut));
-  HostTensor vec(DType::F32, {4});
-  HostTensor vecOut(DType::F32, {6});
-  EXPECT_FAILS(cpu::matmul(cpuCtx, vec, c, false, false, vecOut));
-  HostTensor mixed(DType::F16, {4, 6});
-  HostTensor good(DType::F32, {3, 6});
-  EXPECT_FAILS(cpu::matmul(cpuCtx, a, mixed, false, false, good));
-}
-
 TEST(Matmul, ResultOverlappingAnOperand) {
   // The result buffer reuses the lhs buffer: computed via scratch.
   std::mt19937 rng(23);
@@ -307,18 +288,6 @@ TEST(Linear, MatchesProductBiasAndGelu) {
       if (gelu)
         expectClose(preactivation.values(), pre, 1e-5, 1e-5, "preactivation");
     }
-}
-
-TEST(Linear, RejectsBadOperands) {
-  HostTensor x(DType::F32, {3, 4}), w(DType::F32, {4, 5}), b(DType::F32, {5});
-  HostTensor out(DType::F32, {3, 5}), pre(DType::F32, {3, 5});
-  HostTensor shortBias(DType::F32, {4}), half(DType::F16, {5});
-  EXPECT_FAILS(cpu::linear(cpuCtx, x, w, shortBias, false, out, nullptr));
-  EXPECT_FAILS(cpu::linear(cpuCtx, x, w, half, false, out, nullptr));
-  EXPECT_FAILS(cpu::linear(cpuCtx, x, w, b, true, out, nullptr)); // no pre-activation
-  EXPECT_FAILS(cpu::linear(cpuCtx, x, w, b, false, out, &pre.ref()));
-  HostTensor wrong(DType::F32, {5, 5});
-  EXPECT_FAILS(cpu::linear(cpuCtx, x, wrong, b, false, out, nullptr));
 }
 
 namespace {
@@ -410,26 +379,6 @@ TEST(MatmulGeluGrad, MatchesReference) {
     }
 }
 
-TEST(MatmulGeluGrad, RejectsBadOperands) {
-  HostTensor grad(DType::F32, {3, 4}), weight(DType::F32, {5, 4}),
-      pre(DType::F32, {3, 5}), result(DType::F32, {3, 5}),
-      bias(DType::F32, {5});
-  HostTensor shortBias(DType::F32, {4}), otherPre(DType::F32, {3, 6}),
-      half(DType::F16, {3, 5});
-  ASSERT_OK(cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, true, result, bias));
-  EXPECT_FAILS(
-      cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, false, result, bias));
-  EXPECT_FAILS(
-      cpu::matmulGeluGrad(cpuCtx, grad, weight, otherPre, true, result, bias));
-  EXPECT_FAILS(
-      cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, true, result, shortBias));
-  EXPECT_FAILS(
-      cpu::matmulGeluGrad(cpuCtx, grad, weight, pre, true, half, bias));
-  HostTensor lhs(DType::F32, {3, 4}), rhs(DType::F32, {2, 5}),
-      product(DType::F32, {4, 5}), rhsBias(DType::F32, {5});
-  EXPECT_FAILS(cpu::matmulBiasGrad(cpuCtx, lhs, rhs, false, product, rhsBias));
-}
-
 // tg.expert_linear and its weight gradient against the definition in f64:
 // rows offsets[e] to offsets[e + 1] times expert e's weight, either layout,
 // with an expert that gets no row (its weight gradient zero).
@@ -497,8 +446,7 @@ TEST_P(ExpertLinearTest, EachRowTimesItsExpert) {
                                          {1, 4, 4, 9, 11}})
     EXPECT_FAILS(cpu::expertLinear(
         cpuCtx, x, HostTensor::of(DType::I64, {5}, bad), refs, false, y));
-  refs.pop_back();
-  EXPECT_FAILS(cpu::expertLinear(cpuCtx, x, offsets, refs, false, y));
+  // (A weight per expert is the loader's rule.)
 }
 
 INSTANTIATE_TEST_SUITE_P(FloatTypes, ExpertLinearTest,

@@ -220,3 +220,130 @@ TEST(Verify, SgdMomentumComesWithItsBuffer) {
             "instruction #0 (tg.sgd_update): an sgd_update with momentum has "
             "a momentum buffer");
 }
+
+TEST(Verify, MatmulShapesAndTypes) {
+  std::vector<TensorInfo> tensors = {
+      tensor("a", {3, 4}),     tensor("b", {4, 6}),
+      tensor("out", {3, 6}),   tensor("c", {5, 6}),
+      tensor("wrong", {3, 5}), tensor("half", {4, 6}, DType::F16),
+      tensor("addend", {2, 3})};
+  Instruction matmul;
+  matmul.kernel = Kernel::Matmul;
+  matmul.operands = {0, 1};
+  matmul.results = {2};
+  EXPECT_EQ(errorOf(tensors, matmul), "");
+  Instruction contraction = matmul;
+  contraction.operands = {0, 3};
+  EXPECT_NE(errorOf(tensors, contraction), "");
+  Instruction result = matmul;
+  result.results = {4};
+  EXPECT_EQ(errorOf(tensors, result),
+            "instruction #0 (tg.matmul): 'wrong' has the wrong shape");
+  Instruction mixed = matmul;
+  mixed.operands = {0, 5};
+  EXPECT_EQ(errorOf(tensors, mixed),
+            "instruction #0 (tg.matmul): 'a' and 'half' differ in type");
+  Instruction add = matmul;
+  add.kernel = Kernel::MatmulAdd;
+  add.operands = {0, 1, 6};
+  EXPECT_EQ(errorOf(tensors, add),
+            "instruction #0 (tg.matmul_add): 'addend' has the wrong shape");
+}
+
+TEST(Verify, ElementwiseTypes) {
+  // f16 beside f32 computes in f32 (tgc/Support/Precision.h): not into an
+  // f16 result, and not beside bf16.
+  std::vector<TensorInfo> tensors = {tensor("a", {2, 3}),
+                                     tensor("c", {2, 3}, DType::F16),
+                                     tensor("h", {2, 3}, DType::F16),
+                                     tensor("bf", {2, 3}, DType::BF16),
+                                     tensor("out", {2, 3}),
+                                     tensor("wrong", {3, 2}),
+                                     tensor("i", {2, 3}, DType::I32),
+                                     tensor("flag", {2, 3}, DType::I1)};
+  Instruction add;
+  add.kernel = Kernel::Add;
+  add.operands = {0, 1};
+  add.results = {4};
+  EXPECT_EQ(errorOf(tensors, add), "");
+  for (auto [operands, result] :
+       std::vector<std::pair<std::vector<int32_t>, int32_t>>{
+           {{0, 1}, 2}, {{1, 3}, 4}, {{0, 0}, 5}}) {
+    Instruction bad = add;
+    bad.operands = operands;
+    bad.results = {result};
+    EXPECT_NE(errorOf(tensors, bad), "") << operands[0] << operands[1];
+  }
+  Instruction exp;
+  exp.kernel = Kernel::Exp;
+  exp.operands = {6};
+  exp.results = {6};
+  EXPECT_EQ(errorOf(tensors, exp),
+            "instruction #0 (tg.exp): 'i' must be a float tensor");
+  Instruction where;
+  where.kernel = Kernel::Where;
+  where.operands = {6, 0, 0};
+  where.results = {4};
+  EXPECT_EQ(errorOf(tensors, where),
+            "instruction #0 (tg.where): bad condition");
+  where.operands = {7, 0, 0};
+  EXPECT_EQ(errorOf(tensors, where), "");
+}
+
+TEST(Verify, LinearOperands) {
+  std::vector<TensorInfo> tensors = {tensor("x", {3, 4}),
+                                     tensor("w", {4, 5}),
+                                     tensor("b", {5}),
+                                     tensor("out", {3, 5}),
+                                     tensor("pre", {3, 5}),
+                                     tensor("shortBias", {4}),
+                                     tensor("half", {5}, DType::F16),
+                                     tensor("wrong", {5, 5})};
+  Instruction linear;
+  linear.kernel = Kernel::Linear;
+  linear.operands = {0, 1, 2};
+  linear.results = {3};
+  EXPECT_EQ(errorOf(tensors, linear), "");
+  Instruction gelu = linear;
+  gelu.attrs["gelu"] = flag(true);
+  gelu.results = {3, 4};
+  EXPECT_EQ(errorOf(tensors, gelu), "");
+  gelu.results = {3}; // no pre-activation
+  EXPECT_NE(errorOf(tensors, gelu), "");
+  Instruction pre = linear;
+  pre.results = {3, 4}; // a pre-activation without gelu
+  EXPECT_NE(errorOf(tensors, pre), "");
+  for (std::vector<int32_t> operands :
+       std::vector<std::vector<int32_t>>{{0, 1, 5}, {0, 1, 6}, {0, 7, 2}}) {
+    Instruction bad = linear;
+    bad.operands = operands;
+    EXPECT_NE(errorOf(tensors, bad), "") << operands[1] << operands[2];
+  }
+}
+
+TEST(Verify, MatmulGeluGradShapes) {
+  // grad [3, 4] x weight^T ([5, 4]) -> [3, 5], and the bias gradient [5].
+  std::vector<TensorInfo> tensors = {
+      tensor("grad", {3, 4}),     tensor("weight", {5, 4}),
+      tensor("pre", {3, 5}),      tensor("result", {3, 5}),
+      tensor("bias", {5}),        tensor("shortBias", {4}),
+      tensor("otherPre", {3, 6}), tensor("half", {3, 5}, DType::F16)};
+  Instruction grad;
+  grad.kernel = Kernel::MatmulGeluGrad;
+  grad.operands = {0, 1, 2};
+  grad.results = {3, 4};
+  grad.attrs["transpose_rhs"] = flag(true);
+  EXPECT_EQ(errorOf(tensors, grad), "");
+  Instruction untransposed = grad;
+  untransposed.attrs["transpose_rhs"] = flag(false);
+  EXPECT_NE(errorOf(tensors, untransposed), "");
+  Instruction otherPre = grad;
+  otherPre.operands[2] = 6;
+  EXPECT_NE(errorOf(tensors, otherPre), "");
+  Instruction shortBias = grad;
+  shortBias.results[1] = 5;
+  EXPECT_NE(errorOf(tensors, shortBias), "");
+  Instruction half = grad;
+  half.results[0] = 7;
+  EXPECT_NE(errorOf(tensors, half), "");
+}
