@@ -48,16 +48,8 @@ static void splitAround(const Shape &shape, int64_t axis, int64_t &outer,
 //===----------------------------------------------------------------------===//
 
 Status softmax(Context &ctx, const TensorRef &input, int64_t axis, TensorRef &result) {
-  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
-  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
+  // Types, shapes and the axis as the loader checked them.
   std::optional<int64_t> dim = normalizeAxis(axis, input.rank());
-  if (!dim)
-    return Status::failure("softmax axis " + std::to_string(axis) +
-                           " is out of range for rank " +
-                           std::to_string(input.rank()));
   int64_t outer, length, inner;
   splitAround(input.shape, *dim, outer, length, inner);
   F32Operand x(input);
@@ -88,19 +80,7 @@ Status softmax(Context &ctx, const TensorRef &input, int64_t axis, TensorRef &re
 
 Status softmaxGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
                    int64_t axis, TensorRef &result) {
-  TGC_RETURN_IF_ERROR(expectValid(output, "output"));
-  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectFloat(output, "output"));
-  TGC_RETURN_IF_ERROR(expectSameDType(grad, output, "grad"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, output, "result"));
-  TGC_RETURN_IF_ERROR(expectShape(grad, output.shape, "grad"));
-  TGC_RETURN_IF_ERROR(expectShape(result, output.shape, "result"));
-  std::optional<int64_t> dim = normalizeAxis(axis, output.rank());
-  if (!dim)
-    return Status::failure("softmax_grad axis " + std::to_string(axis) +
-                           " is out of range for rank " +
-                           std::to_string(output.rank()));
+  std::optional<int64_t> dim = normalizeAxis(axis, output.rank()); // checked
   int64_t outer, length, inner;
   splitAround(output.shape, *dim, outer, length, inner);
   F32Operand y(output), g(grad);
@@ -145,43 +125,16 @@ static void rowStatistics(const float *row, int64_t length, double epsilon,
   rstd = float(1.0 / std::sqrt(squares / double(length) + epsilon));
 }
 
-static Status checkLayerNormOperands(const TensorRef &input,
-                                     const TensorRef &weight,
-                                     const char *weightName) {
-  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
-  TGC_RETURN_IF_ERROR(expectValid(weight, weightName));
-  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
-  TGC_RETURN_IF_ERROR(expectSameDType(weight, input, weightName));
-  if (input.rank() < 1)
-    return Status::failure("layer norm input must have rank >= 1");
-  return expectShape(weight, {input.shape.back()}, weightName);
-}
-
-/// A norm's optional addend: `sum` = `input` + `addend` by the add kernel,
-/// whose result the norm then reads as its input.
-static Status addBeforeNorm(Context &ctx, const TensorRef &input,
-                            const TensorRef *addend, TensorRef *sum) {
-  if (!addend && !sum)
-    return Status::success();
-  if (!addend || !sum)
-    return Status::failure("a norm has a sum exactly when it has an addend");
-  TGC_RETURN_IF_ERROR(expectValid(*addend, "addend"));
-  TGC_RETURN_IF_ERROR(expectShape(*addend, input.shape, "addend"));
-  return add(ctx, input, *addend, *sum);
-}
-
 Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
                  const TensorRef &bias, double epsilon, TensorRef &result,
                  const TensorRef *addend, TensorRef *sum) {
-  if (addend || sum) {
-    TGC_RETURN_IF_ERROR(addBeforeNorm(ctx, input, addend, sum));
+  // Operands as the loader checked them: a sum exactly with an addend, of
+  // the input's shape; `sum` = `input` + `addend` by the add kernel, whose
+  // result the norm then reads as its input.
+  if (addend) {
+    TGC_RETURN_IF_ERROR(add(ctx, input, *addend, *sum));
     return layerNorm(ctx, *sum, weight, bias, epsilon, result);
   }
-  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
-  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, bias, "bias"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectStoredAs(result, input, "result"));
-  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   F32Operand x(input), w(weight), b(bias);
@@ -200,34 +153,6 @@ Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
   return Status::success();
 }
 
-/// A result of a fused gradient kernel and the operand it differentiates.
-struct GradResult {
-  TensorRef &result;
-  const TensorRef &like;
-  const char *name;
-};
-
-/// The results of a fused gradient kernel: one that is not present is not
-/// computed (an output mask); the others must have their operand's type.
-/// Fails when none is present.
-static Status checkGradResults(const char *op,
-                               std::initializer_list<GradResult> results) {
-  bool any = false;
-  for (const GradResult &r : results)
-    any = any || r.result.present();
-  if (!any)
-    return Status::failure(std::string(op) +
-                           " computes none of its results");
-  for (const GradResult &r : results) {
-    if (!r.result.present())
-      continue;
-    TGC_RETURN_IF_ERROR(expectValid(r.result, r.name));
-    TGC_RETURN_IF_ERROR(expectSameDType(r.result, r.like, r.name));
-    TGC_RETURN_IF_ERROR(expectShape(r.result, r.like.shape, r.name));
-  }
-  return Status::success();
-}
-
 /// `value` as stored in `dtype` and read back.
 static float roundedTo(DType dtype, float value) {
   switch (dtype) {
@@ -240,33 +165,23 @@ static float roundedTo(DType dtype, float value) {
   }
 }
 
-/// A norm gradient's optional addend, checked against the input, as f32.
+/// A norm gradient's optional addend (of the input's type and shape, as the
+/// loader checked), as f32.
 static Status addendOperand(const TensorRef *addend, const TensorRef &input,
                             std::optional<F32Operand> &operand) {
   if (!addend)
     return Status::success();
-  TGC_RETURN_IF_ERROR(expectValid(*addend, "addend"));
-  TGC_RETURN_IF_ERROR(expectSameDType(*addend, input, "addend"));
-  TGC_RETURN_IF_ERROR(expectShape(*addend, input.shape, "addend"));
   operand.emplace(*addend);
   return Status::success();
 }
 
-/// A norm gradient's optional 16-bit copy of its f32 input gradient,
-/// checked; null when there is none.
+/// A norm gradient's optional 16-bit copy of its f32 input gradient (as
+/// the loader checked); null when there is none.
 static Status roundedResult(const char *op, const TensorRef &inputGrad,
                             TensorRef *&rounded) {
   if (rounded && !rounded->present())
     rounded = nullptr;
-  if (!rounded)
-    return Status::success();
-  TGC_RETURN_IF_ERROR(expectValid(*rounded, "rounded_input_grad"));
-  if (!inputGrad.present() || inputGrad.dtype != DType::F32 ||
-      (rounded->dtype != DType::F16 && rounded->dtype != DType::BF16))
-    return Status::failure(std::string(op) +
-                           ": rounded_input_grad must be an f32 input_grad "
-                           "in f16 or bf16");
-  return expectShape(*rounded, inputGrad.shape, "rounded_input_grad");
+  return Status::success();
 }
 
 static Status layerNormGradF32(Context &ctx, const TensorRef &input,
@@ -274,14 +189,8 @@ static Status layerNormGradF32(Context &ctx, const TensorRef &input,
                                double epsilon, TensorRef &inputGrad,
                                TensorRef &weightGrad, TensorRef &biasGrad,
                                const TensorRef *addend) {
-  TGC_RETURN_IF_ERROR(checkGradResults(
-      "layer_norm_grad", {{inputGrad, input, "input_grad"},
-                          {weightGrad, weight, "weight_grad"},
-                          {biasGrad, weight, "bias_grad"}}));
-  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
-  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectStoredAs(grad, input, "grad"));
-  TGC_RETURN_IF_ERROR(expectShape(grad, input.shape, "grad"));
+  // Operands and results as the loader checked them; a result not present
+  // is not computed (at least one is).
   bool wantInput = inputGrad.present(), wantWeight = weightGrad.present(),
        wantBias = biasGrad.present();
   int64_t length = input.shape.back();
@@ -381,14 +290,11 @@ static float rmsStatistic(const float *row, int64_t length, double epsilon) {
 Status rmsNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
                double epsilon, TensorRef &result, const TensorRef *addend,
                TensorRef *sum) {
-  if (addend || sum) {
-    TGC_RETURN_IF_ERROR(addBeforeNorm(ctx, input, addend, sum));
+  // As layerNorm.
+  if (addend) {
+    TGC_RETURN_IF_ERROR(add(ctx, input, *addend, *sum));
     return rmsNorm(ctx, *sum, weight, epsilon, result);
   }
-  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectStoredAs(result, input, "result"));
-  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   F32Operand x(input), w(weight);
@@ -410,13 +316,7 @@ static Status rmsNormGradF32(Context &ctx, const TensorRef &input,
                              const TensorRef &weight, const TensorRef &grad,
                              double epsilon, TensorRef &inputGrad,
                              TensorRef &weightGrad, const TensorRef *addend) {
-  TGC_RETURN_IF_ERROR(checkGradResults(
-      "rms_norm_grad", {{inputGrad, input, "input_grad"},
-                        {weightGrad, weight, "weight_grad"}}));
-  TGC_RETURN_IF_ERROR(checkLayerNormOperands(input, weight, "weight"));
-  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectStoredAs(grad, input, "grad"));
-  TGC_RETURN_IF_ERROR(expectShape(grad, input.shape, "grad"));
+  // As layerNormGradF32.
   bool wantInput = inputGrad.present(), wantWeight = weightGrad.present();
   int64_t length = input.shape.back();
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
@@ -489,24 +389,13 @@ Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight
 
 Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
             bool inverse, TensorRef &result, bool bshd) {
-  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
-  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
-  TGC_RETURN_IF_ERROR(expectValid(invFreq, "inv_freq"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, input, "result"));
-  TGC_RETURN_IF_ERROR(expectShape(result, input.shape, "result"));
-  if (input.rank() < 2 || input.shape.back() % 2 != 0)
-    return Status::failure("rope input must be [..., T, D] with D even");
-  if (bshd && input.rank() != 4)
-    return Status::failure("bshd rope input must be [B, T, H, D]");
-  if (invFreq.dtype != DType::F32)
-    return Status::failure("rope inv_freq must be f32");
+  // [..., T, D] with D even ([B, T, H, D] with bshd) and an f32 inv_freq,
+  // as the loader checked.
   int64_t length = input.shape.back(), half = length / 2;
   // Rows of D elements: position (row / heads) % positions, where heads
   // is H with bshd and 1 otherwise.
   int64_t heads = bshd ? input.shape[2] : 1;
   int64_t positions = input.shape[input.rank() - (bshd ? 3 : 2)];
-  TGC_RETURN_IF_ERROR(expectShape(invFreq, {half}, "inv_freq"));
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   // The angles of each position, as Hugging Face computes them: the f32
   // product of the position and the frequency, its f32 cosine and sine.
@@ -562,19 +451,8 @@ static Status checkIndices(const TensorRef &indices, int64_t limit,
 
 Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
                  TensorRef &result) {
-  TGC_RETURN_IF_ERROR(expectValid(table, "table"));
-  TGC_RETURN_IF_ERROR(expectValid(indices, "indices"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectFloat(table, "table"));
-  TGC_RETURN_IF_ERROR(expectIndex(indices, "indices"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, table, "result"));
-  if (table.rank() != 2)
-    return Status::failure("embedding table must have rank 2, found rank " +
-                           std::to_string(table.rank()));
+  // Types and shapes as the loader checked them; the indices are data.
   int64_t vocab = table.shape[0], width = table.shape[1];
-  Shape expected = indices.shape;
-  expected.push_back(width);
-  TGC_RETURN_IF_ERROR(expectShape(result, expected, "result"));
   TGC_RETURN_IF_ERROR(checkIndices(indices, vocab, "embedding index"));
   size_t rowBytes = size_t(width) * dtypeSize(table.dtype);
   const char *src = static_cast<const char *>(table.data);
@@ -589,29 +467,10 @@ Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
 Status embeddingGrad(Context &ctx, const TensorRef &indices,
                      const TensorRef &grad, const TensorRef *addend,
                      int64_t paddingIdx, TensorRef &result) {
-  TGC_RETURN_IF_ERROR(expectValid(indices, "indices"));
-  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectIndex(indices, "indices"));
-  TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, grad, "result"));
-  if (result.rank() != 2)
-    return Status::failure("embedding_grad result must have rank 2, found "
-                           "rank " +
-                           std::to_string(result.rank()));
+  // Types and shapes (and the addend's) as the loader checked them; the
+  // indices are data.
   int64_t vocab = result.shape[0], width = result.shape[1];
-  Shape expected = indices.shape;
-  expected.push_back(width);
-  TGC_RETURN_IF_ERROR(expectShape(grad, expected, "grad"));
   TGC_RETURN_IF_ERROR(checkIndices(indices, vocab, "embedding index"));
-  if (addend) {
-    TGC_RETURN_IF_ERROR(expectValid(*addend, "addend"));
-    TGC_RETURN_IF_ERROR(expectFloat(*addend, "addend"));
-    TGC_RETURN_IF_ERROR(expectShape(*addend, result.shape, "addend"));
-    if (addend->dtype != result.dtype && result.dtype != DType::F32)
-      return Status::failure("embedding_grad addend must be in the table's "
-                             "type, or 16 bits for an f32 table");
-  }
   F32Operand g(grad);
   F32Result r(
       result,
@@ -665,22 +524,11 @@ struct GatherPlan {
 };
 } // namespace
 
-/// Checks the shapes, element types and indices of a gather of `operand`
-/// into `gathered` and plans its walk.
+/// Checks the indices of a gather of `operand` into `gathered` (their
+/// shapes and types are the loader's) and plans its walk.
 static Status planGather(const TensorRef &operand, const TensorRef &index,
                          const TensorRef &gathered, int64_t axis,
                          GatherPlan &plan) {
-  TGC_RETURN_IF_ERROR(expectValid(operand, "operand"));
-  TGC_RETURN_IF_ERROR(expectValid(index, "index"));
-  TGC_RETURN_IF_ERROR(expectValid(gathered, "gathered"));
-  TGC_RETURN_IF_ERROR(expectIndex(index, "index"));
-  if (gathered.dtype != operand.dtype)
-    return Status::failure("gather: the operand and the gathered tensor "
-                           "differ in type");
-  std::string error =
-      shapes::gather(operand.shape, index.shape, gathered.shape, axis);
-  if (!error.empty())
-    return Status::failure("gather: " + error);
   int64_t dim = axis < 0 ? axis + operand.rank() : axis;
   plan.limit = operand.shape[size_t(dim)];
   TGC_RETURN_IF_ERROR(checkIndices(index, plan.limit, "gather index"));
@@ -722,7 +570,6 @@ Status gatherGrad(Context &ctx, const TensorRef &grad, const TensorRef &index,
                   int64_t axis, TensorRef &result) {
   GatherPlan plan;
   TGC_RETURN_IF_ERROR(planGather(result, index, grad, axis, plan));
-  TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
   F32Operand g(grad);
   // Summed in f64 in the gradient's row-major order, rounded once.
   std::vector<double> sums(size_t(result.numElements()), 0.0);
@@ -741,12 +588,7 @@ Status gatherGrad(Context &ctx, const TensorRef &grad, const TensorRef &index,
 
 Status topK(Context &ctx, const TensorRef &input, int64_t k,
             TensorRef &result) {
-  TGC_RETURN_IF_ERROR(expectValid(input, "input"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectFloat(input, "input"));
-  if (std::string error = shapes::topK(input.shape, result.shape, k);
-      !error.empty())
-    return Status::failure("top_k " + error);
+  // Shapes as the loader checked them (shapes::topK).
   int64_t width = input.shape.back(), rows = input.numElements() / width;
   F32Operand x(input);
   std::vector<int64_t> picked(static_cast<size_t>(rows * k));
@@ -775,14 +617,8 @@ Status topK(Context &ctx, const TensorRef &input, int64_t k,
 
 Status moeRoute(Context &ctx, const TensorRef &choices, TensorRef &rows,
                 TensorRef &positions, TensorRef &offsets) {
-  for (const TensorRef *t : {&choices, static_cast<const TensorRef *>(&rows),
-                             static_cast<const TensorRef *>(&positions),
-                             static_cast<const TensorRef *>(&offsets)})
-    TGC_RETURN_IF_ERROR(expectValid(*t, "operand"));
-  if (std::string error = shapes::moeRoute(choices.shape, rows.shape,
-                                           positions.shape, offsets.shape);
-      !error.empty())
-    return Status::failure("moe_route " + error);
+  // Shapes as the loader checked them (shapes::moeRoute); the choices are
+  // data.
   int64_t k = choices.shape[1], total = choices.numElements();
   int64_t experts = offsets.shape[0] - 1;
   // A counting sort, stable: choices in row-major order within an expert.
@@ -862,22 +698,13 @@ struct KeyVisibility {
 };
 } // namespace
 
-/// Checks the optional key mask [P..., Tk] against `query`'s batch
-/// dimensions and records how many heads share each of its rows.
+/// Records how many heads share each row of the optional key mask
+/// [P..., Tk] (P... a prefix of the query's batch dimensions, as the loader
+/// checked).
 static Status checkKeyMask(const TensorRef *mask, const TensorRef &query,
                            AttentionShape &sizes) {
   if (!mask)
     return Status::success();
-  TGC_RETURN_IF_ERROR(expectValid(*mask, "key_mask"));
-  TGC_RETURN_IF_ERROR(expectIndex(*mask, "key_mask"));
-  size_t batchRank = query.shape.size() - 2;
-  if (mask->rank() < 1 || size_t(mask->rank()) - 1 > batchRank ||
-      !std::equal(mask->shape.begin(), mask->shape.end() - 1,
-                  query.shape.begin()) ||
-      mask->shape.back() != sizes.tk)
-    return Status::failure("key_mask must be [P..., Tk] with P... a prefix "
-                           "of the batch dimensions, found " +
-                           shapeString(mask->shape));
   int64_t rows = product(mask->shape, 0, mask->shape.size() - 1);
   sizes.maskGroup = sizes.batch * sizes.group / std::max<int64_t>(rows, 1);
   return Status::success();
@@ -888,16 +715,9 @@ static Status checkAttention(const TensorRef &query, const TensorRef &key,
                              bool causal, int64_t window,
                              std::optional<double> scale,
                              AttentionShape &sizes) {
-  TGC_RETURN_IF_ERROR(expectValid(query, "query"));
-  TGC_RETURN_IF_ERROR(expectValid(key, "key"));
-  TGC_RETURN_IF_ERROR(expectValid(value, "value"));
-  TGC_RETURN_IF_ERROR(expectFloat(query, "query"));
-  TGC_RETURN_IF_ERROR(expectSameDType(key, query, "key"));
-  TGC_RETURN_IF_ERROR(expectSameDType(value, query, "value"));
+  // Ranks, the head groups, equal lengths when causal, the window and the
+  // scale as the loader checked them.
   int64_t rank = query.rank();
-  if (rank < 2 || key.rank() != rank || value.rank() != rank)
-    return Status::failure("query, key and value must have the same rank "
-                           ">= 2");
   Shape batch(query.shape.begin(), query.shape.end() - 2);
   sizes.tq = query.shape[rank - 2];
   sizes.d = query.shape[rank - 1];
@@ -907,31 +727,7 @@ static Status checkAttention(const TensorRef &query, const TensorRef &key,
   // dimension) than query heads, each shared by a group of them.
   Shape keyBatch(key.shape.begin(), key.shape.end() - 2);
   sizes.group = shapes::attentionGroup(batch, keyBatch);
-  if (sizes.group == 0)
-    return Status::failure("key batch dimensions " +
-                           shapes::toString(keyBatch) +
-                           " do not match the query's " +
-                           shapes::toString(batch) +
-                           " (key/value heads must divide query heads)");
-  batch = keyBatch;
-  sizes.batch = product(batch, 0, batch.size());
-  Shape keyShape = batch, valueShape = batch;
-  keyShape.insert(keyShape.end(), {sizes.tk, sizes.d});
-  valueShape.insert(valueShape.end(), {sizes.tk, sizes.dv});
-  TGC_RETURN_IF_ERROR(expectShape(key, keyShape, "key"));
-  TGC_RETURN_IF_ERROR(expectShape(value, valueShape, "value"));
-  if (causal && sizes.tq != sizes.tk)
-    return Status::failure("causal attention needs equal query and key "
-                           "lengths, found " +
-                           std::to_string(sizes.tq) + " and " +
-                           std::to_string(sizes.tk));
-  if (window < 0 || (window > 0 && !causal))
-    return Status::failure("an attention window must be 0 or positive with "
-                           "causal, found " + std::to_string(window));
-  if (scale && !(*scale > 0.0 && std::isfinite(*scale)))
-    return Status::failure("attention scale must be positive and finite, "
-                           "found " +
-                           std::to_string(*scale));
+  sizes.batch = product(keyBatch, 0, keyBatch.size());
   double s = scale ? *scale : 1.0 / std::sqrt(double(sizes.d));
   sizes.scale = float(s);
   return checkKeyMask(mask, query, sizes);
@@ -990,26 +786,6 @@ static void attentionProbabilities(const AttentionShape &sizes,
   }
 }
 
-/// Checks an attention's row log-sum-exp (null: none) against `query`.
-static Status checkLse(const TensorRef *lse, const TensorRef &query) {
-  if (!lse)
-    return Status::success();
-  TGC_RETURN_IF_ERROR(expectValid(*lse, "lse"));
-  if (lse->dtype != DType::F32 || query.shape.empty())
-    return Status::failure("lse must be f32, one per query row");
-  return expectShape(*lse,
-                     Shape(query.shape.begin(), query.shape.end() - 1), "lse");
-}
-
-/// Checks a soft-cap (attention's scores, the cross-entropy's logits): 0
-/// for none, else positive and finite.
-static Status checkSoftcap(double softcap, const char *op) {
-  if (softcap >= 0.0 && std::isfinite(softcap))
-    return Status::success();
-  return Status::failure(std::string(op) + " softcap must be positive and "
-                                           "finite, or 0 for none");
-}
-
 /// Attention over [B..., T, D] heads.
 static Status headMajorAttention(Context &ctx, const TensorRef &query,
                                  const TensorRef &key, const TensorRef &value,
@@ -1019,17 +795,9 @@ static Status headMajorAttention(Context &ctx, const TensorRef &query,
                                  double softcap) {
   AttentionShape sizes;
   TGC_RETURN_IF_ERROR(
-      checkAttention(query, key, value, keyMask, causal, window, scale,
-                     sizes));
-  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, "attention"));
+      checkAttention(query, key, value, keyMask, causal, window, scale, sizes));
   sizes.softcap = float(softcap);
   KeyVisibility keys{sizes, keyMask, causal, window};
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, query, "result"));
-  Shape expected(query.shape.begin(), query.shape.end() - 1);
-  expected.push_back(sizes.dv);
-  TGC_RETURN_IF_ERROR(expectShape(result, expected, "result"));
-  TGC_RETURN_IF_ERROR(checkLse(lse, query));
   F32Operand q(query), k(key), v(value);
   F32Result out(result, {&query, &key, &value});
   float *rowLse = lse ? static_cast<float *>(lse->data) : nullptr;
@@ -1058,29 +826,15 @@ static Status headMajorAttentionGrad(
     std::optional<double> scale, TensorRef &queryGrad, TensorRef &keyGrad,
     TensorRef &valueGrad, const TensorRef *lse, double softcap) {
   // The probabilities are recomputed whole here; the forward pass's
-  // log-sum-exp is checked, not needed.
-  TGC_RETURN_IF_ERROR(checkLse(lse, query));
-  TGC_RETURN_IF_ERROR(checkGradResults("attention_grad",
-                                       {{queryGrad, query, "query_grad"},
-                                        {keyGrad, key, "key_grad"},
-                                        {valueGrad, value, "value_grad"}}));
+  // log-sum-exp is not needed. Results as the loader checked them (at
+  // least one computed).
   bool wantQuery = queryGrad.present(), wantKey = keyGrad.present(),
        wantValue = valueGrad.present();
   AttentionShape sizes;
   TGC_RETURN_IF_ERROR(
-      checkAttention(query, key, value, keyMask, causal, window, scale,
-                     sizes));
-  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, "attention"));
+      checkAttention(query, key, value, keyMask, causal, window, scale, sizes));
   sizes.softcap = float(softcap);
   KeyVisibility keys{sizes, keyMask, causal, window};
-  Shape outShape(query.shape.begin(), query.shape.end() - 1);
-  outShape.push_back(sizes.dv);
-  TGC_RETURN_IF_ERROR(expectValid(output, "output"));
-  TGC_RETURN_IF_ERROR(expectValid(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectSameDType(output, query, "output"));
-  TGC_RETURN_IF_ERROR(expectShape(output, outShape, "output"));
-  TGC_RETURN_IF_ERROR(expectSameDType(grad, query, "grad"));
-  TGC_RETURN_IF_ERROR(expectShape(grad, outShape, "grad"));
   F32Operand q(query), k(key), v(value), o(output), dO(grad);
   std::initializer_list<const TensorRef *> operands = {&query, &key, &value,
                                                        &output, &grad};
@@ -1201,11 +955,9 @@ class PackedHeads {
 public:
   /// The heads of `packed`, Hq of them (`queryHeads`) queries.
   Status unpack(Context &ctx, const TensorRef &packed, int64_t queryHeads) {
+    // [B, T, Hq + 2 Hkv, D], as the loader checked.
     shapes::Shape q, kv;
-    if (!shapes::packedHeads(packed.shape, queryHeads, q, kv))
-      return Status::failure("packed attention heads must be [B, T, Hq + 2 "
-                             "Hkv, D] with Hq the output's heads, found " +
-                             shapeString(packed.shape));
+    shapes::packedHeads(packed.shape, queryHeads, q, kv);
     shapes_ = {q, kv, kv};
     pieces = {place(packed.dtype, q), place(packed.dtype, kv),
               place(packed.dtype, kv)};
@@ -1238,14 +990,6 @@ private:
   std::vector<std::vector<std::byte>> storage;
 };
 
-/// Fails unless the operands of a bshd attention have rank 4.
-Status expectBshd(std::initializer_list<const TensorRef *> tensors) {
-  for (const TensorRef *t : tensors)
-    if (t->present() && t->rank() != 4)
-      return Status::failure("bshd attention takes [B, T, H, D] tensors, "
-                             "found " + shapeString(t->shape));
-  return Status::success();
-}
 } // namespace
 
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
@@ -1253,9 +997,6 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  int64_t window, std::optional<double> scale, TensorRef &result,
                  bool bshd, TensorRef *lse, bool packed, double softcap) {
   if (packed) {
-    if (!bshd || result.rank() != 4)
-      return Status::failure("packed attention takes bshd [B, T, H, D] "
-                             "heads");
     PackedHeads heads;
     TGC_RETURN_IF_ERROR(heads.unpack(ctx, query, result.shape[2]));
     return attention(ctx, heads[0], heads[1], heads[2], keyMask, causal, window,
@@ -1264,8 +1005,6 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
   if (!bshd)
     return headMajorAttention(ctx, query, key, value, keyMask, causal, window,
                               scale, result, lse, softcap);
-  TGC_RETURN_IF_ERROR(expectBshd({&query, &key, &value, &result}));
-  TGC_RETURN_IF_ERROR(checkLse(lse, query));
   HeadMajorCopies copies(ctx);
   Status status;
   TensorRef q = copies.operand(query, status), k = copies.operand(key, status),
@@ -1290,10 +1029,8 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      TensorRef &valueGrad, bool bshd, const TensorRef *lse,
                      bool packed, double softcap) {
   if (packed) {
-    // One gradient, of the packed operand, in queryGrad.
-    if (!bshd || output.rank() != 4 || keyGrad.present() || valueGrad.present())
-      return Status::failure("packed attention_grad takes bshd [B, T, H, D] "
-                             "heads and computes one gradient");
+    // One gradient, of the packed operand, in queryGrad (bshd heads: the
+    // loader checked).
     PackedHeads heads;
     TGC_RETURN_IF_ERROR(heads.unpack(ctx, query, output.shape[2]));
     heads.gradients(queryGrad);
@@ -1307,9 +1044,6 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
     return headMajorAttentionGrad(ctx, query, key, value, output, grad, keyMask,
                                   causal, window, scale, queryGrad, keyGrad,
                                   valueGrad, lse, softcap);
-  TGC_RETURN_IF_ERROR(checkLse(lse, query));
-  TGC_RETURN_IF_ERROR(expectBshd({&query, &key, &value, &output, &grad,
-                                  &queryGrad, &keyGrad, &valueGrad}));
   HeadMajorCopies copies(ctx);
   Status status;
   TensorRef q = copies.operand(query, status), k = copies.operand(key, status),
@@ -1331,21 +1065,14 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
 // Cross-entropy
 //===----------------------------------------------------------------------===//
 
-/// Checks cross-entropy operands; `rows` and `classes` describe the logits
+/// Checks the targets' values; `rows` and `classes` describe the logits
 /// as a [rows, classes] matrix, `counted` the positions not ignored.
 static Status checkCrossEntropy(const TensorRef &logits,
                                 const TensorRef &targets, int64_t ignoreIndex,
                                 int64_t &rows, int64_t &classes,
                                 int64_t &counted) {
-  TGC_RETURN_IF_ERROR(expectValid(logits, "logits"));
-  TGC_RETURN_IF_ERROR(expectValid(targets, "targets"));
-  TGC_RETURN_IF_ERROR(expectFloat(logits, "logits"));
-  TGC_RETURN_IF_ERROR(expectIndex(targets, "targets"));
-  if (logits.rank() < 1)
-    return Status::failure("logits must have rank >= 1 (the class axis "
-                           "last)");
-  Shape expected(logits.shape.begin(), logits.shape.end() - 1);
-  TGC_RETURN_IF_ERROR(expectShape(targets, expected, "targets"));
+  // The logits' rank and the targets' shape as the loader checked them; the
+  // targets' values are data.
   classes = logits.shape.back();
   rows = targets.numElements();
   counted = 0;
@@ -1396,12 +1123,6 @@ Status crossEntropy(Context &ctx, const TensorRef &logits,
   int64_t rows, classes, counted;
   TGC_RETURN_IF_ERROR(
       checkCrossEntropy(logits, targets, ignoreIndex, rows, classes, counted));
-  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, "cross-entropy"));
-  TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
-  TGC_RETURN_IF_ERROR(expectFloat(result, "result"));
-  if (bool(grad) != bool(logitsGrad))
-    return Status::failure("cross_entropy takes grad and logits_grad "
-                           "together");
   F32Operand x(logits);
   double total = parallelSum(rows, grainFor(classes), [&](int64_t begin,
                                                           int64_t end) {
@@ -1427,10 +1148,6 @@ Status crossEntropy(Context &ctx, const TensorRef &logits,
 
 Status targetCount(Context &ctx, const TensorRef &targets, int64_t ignoreIndex,
                    TensorRef &result) {
-  TGC_RETURN_IF_ERROR(expectValid(targets, "targets"));
-  TGC_RETURN_IF_ERROR(expectIndex(targets, "targets"));
-  TGC_RETURN_IF_ERROR(expectScalar(result, "result"));
-  TGC_RETURN_IF_ERROR(expectFloat(result, "result"));
   int64_t count = 0;
   for (int64_t i = 0, n = targets.numElements(); i < n; ++i)
     count += loadI64(targets, i) != ignoreIndex;
@@ -1445,13 +1162,7 @@ Status crossEntropyGrad(Context &ctx, const TensorRef &logits,
   int64_t rows, classes, counted;
   TGC_RETURN_IF_ERROR(
       checkCrossEntropy(logits, targets, ignoreIndex, rows, classes, counted));
-  TGC_RETURN_IF_ERROR(checkSoftcap(softcap, "cross-entropy"));
   float cap = float(softcap);
-  TGC_RETURN_IF_ERROR(expectScalar(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectFloat(grad, "grad"));
-  TGC_RETURN_IF_ERROR(expectValid(result, "result"));
-  TGC_RETURN_IF_ERROR(expectSameDType(result, logits, "result"));
-  TGC_RETURN_IF_ERROR(expectShape(result, logits.shape, "result"));
   float coefficient =
       counted == 0 ? 0.0f : float(double(loadF32(grad, 0)) / double(counted));
   F32Operand x(logits);

@@ -232,9 +232,6 @@ TEST(GradientCheck, EmbeddingGradAddendIsTheAdd) {
                           fused.ref().numBytes()),
               0);
   }
-  HostTensor wrongShape(DType::F32, {4, 3}), out(DType::F32, {5, 3});
-  EXPECT_FAILS(
-      cpu::embeddingGrad(cpuCtx, indices, cot, &wrongShape.ref(), -1, out));
 }
 
 TEST(GradientCheck, AttentionQueryKeyValue) {
@@ -516,9 +513,5 @@ TEST(GradientCheck, MaskedResultsMatchTheFullKernel) {
           << "attention result " << i;
     }
   }
-  TensorRef none[3];
-  EXPECT_FALSE(cpu::layerNormGrad(cpuCtx, x, w, g, 1e-5, none[0], none[1], none[2]).ok());
-  EXPECT_FALSE(cpu::attentionGrad(cpuCtx, q, k, v, o, cot, nullptr, true, std::nullopt, none[0],
-                                  none[1], none[2])
-                   .ok());
+  // (Computing none of the results is the loader's error: VerifyTest.cpp.)
 }

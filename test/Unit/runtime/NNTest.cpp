@@ -143,8 +143,6 @@ TEST_P(NNTest, SoftmaxAlongEveryAxis) {
                 "softmax axis " + std::to_string(axis));
   }
   HostTensor out(dtype, x.shape());
-  EXPECT_FAILS(cpu::softmax(cpuCtx, x, 3, out));
-  EXPECT_FAILS(cpu::softmax(cpuCtx, x, -4, out));
 }
 
 TEST_P(NNTest, SoftmaxIsStableForLargeLogits) {
@@ -170,7 +168,6 @@ TEST_P(NNTest, LayerNormMatchesTorchFormula) {
   }
   HostTensor badWeight(dtype, {7});
   HostTensor out(dtype, x.shape());
-  EXPECT_FAILS(cpu::layerNorm(cpuCtx, x, badWeight, b, 1e-5, out));
 }
 
 // Hugging Face's LlamaRMSNorm: x * rsqrt(mean(x^2) + eps) * weight.
@@ -202,7 +199,6 @@ TEST_P(NNTest, NormGradAddendIsAnAddAfterIt) {
     EXPECT_EQ(fused.values(), want.values());
     EXPECT_EQ(over.values(), want.values());
     HostTensor wrong(dtype, {7, 23});
-    EXPECT_FAILS(normGrad(fused, &wrong.ref()));
   }
 }
 
@@ -229,7 +225,6 @@ TEST_P(NNTest, BshdRopeIsRopeOfTransposedHeads) {
     EXPECT_EQ(got.values(), want.values());
   }
   HostTensor rank3(dtype, {5, 3, 8});
-  EXPECT_FAILS(cpu::rope(cpuCtx, rank3, freq, false, rank3, /*bshd=*/true));
 }
 
 TEST_P(NNTest, NormGradRoundedIsACastAfterIt) {
@@ -260,7 +255,6 @@ TEST_P(NNTest, NormGradRoundedIsACastAfterIt) {
         ASSERT_OK(cpu::cast(cpuCtx, dx, want));
         EXPECT_EQ(rounded.values(), want.values());
         HostTensor wrong(DType::F32, shape);
-        EXPECT_FAILS(normGrad(&wrong.ref()));
       }
 }
 
@@ -297,8 +291,6 @@ TEST_P(NNTest, NormAddendIsAnAddBeforeIt) {
       EXPECT_EQ(over.values(), sum.values());
       EXPECT_EQ(overOut.values(), want.values());
       HostTensor wrong(addendType, {7, 23});
-      EXPECT_FAILS(norm(x, fused, &wrong.ref(), &fusedSum.ref()));
-      EXPECT_FAILS(norm(x, fused, &r.ref(), nullptr));
     }
   }
 }
@@ -324,7 +316,6 @@ TEST_P(NNTest, RmsNormMatchesLlamaFormula) {
                 tolerance(dtype) * 4, "rms_norm");
   }
   HostTensor badWeight(dtype, {7}), out(dtype, x.shape());
-  EXPECT_FAILS(cpu::rmsNorm(cpuCtx, x, badWeight, 1e-6, out));
 }
 
 // Hugging Face's apply_rotary_pos_emb: x * cos + rotate_half(x) * sin with
@@ -357,7 +348,6 @@ TEST_P(NNTest, RopeMatchesRotateHalf) {
   ASSERT_OK(cpu::rope(cpuCtx, inPlace, freq, false, inPlace));
   EXPECT_EQ(inPlace.values(), out.values());
   HostTensor badFreq(DType::F32, {D});
-  EXPECT_FAILS(cpu::rope(cpuCtx, x, badFreq, false, out));
 }
 
 TEST_P(NNTest, EmbeddingLooksUpRows) {
@@ -424,11 +414,6 @@ TEST_P(NNTest, BshdAttentionIsAttentionOfTransposedHeads) {
       EXPECT_EQ(swapHeads(dqs).values(), dq.values());
       EXPECT_EQ(swapHeads(dks).values(), dk.values());
     }
-  // Operands of another rank are refused.
-  HostTensor flat = randomTensor(rng, dtype, {B, T, D});
-  HostTensor out(dtype, {B, T, D});
-  EXPECT_FAILS(cpu::attention(cpuCtx, flat, flat, flat, nullptr, false, 0,
-                              std::nullopt, out, /*bshd=*/true));
 }
 
 /// Packed operands (one [B, T, H + 2 KV, D] tensor) give what the three
@@ -463,11 +448,6 @@ TEST_P(NNTest, PackedAttentionIsAttentionOfItsHeads) {
                                /*bshd=*/true, nullptr,
                                /*packed=*/true));
   EXPECT_EQ(grad.values(), joined.values());
-  // Heads that do not split into H + 2 KV are refused.
-  HostTensor odd(dtype, {B, T, H + 1, D});
-  EXPECT_FAILS(cpu::attention(cpuCtx, odd, odd, odd, nullptr, true, 0,
-                              std::nullopt, got, /*bshd=*/true, nullptr,
-                              /*packed=*/true));
 }
 
 // The row log-sum-exp attention returns: log(sum_j exp(scale * q.k_j))
@@ -544,8 +524,6 @@ TEST_P(NNTest, AttentionLogSumExpOfTheScores) {
     EXPECT_EQ(ek.values(), dk.values());
     EXPECT_EQ(ev.values(), dv.values());
     HostTensor wrong(DType::F32, {B, H});
-    EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, causal, 0,
-                                std::nullopt, out, false, &wrong.ref()));
   }
 }
 
@@ -602,8 +580,6 @@ TEST_P(NNTest, GroupedQueryAttentionIsRepeatedKeysAndValues) {
   }
   HostTensor badKey = randomTensor(rng, dtype, {B, 4, T, D});
   HostTensor out(dtype, {B, H, T, D});
-  EXPECT_FAILS(cpu::attention(cpuCtx, q, badKey, badKey, nullptr, false,
-                              std::nullopt, out));
 }
 
 TEST_P(NNTest, AttentionMatchesNaiveReference) {
@@ -664,8 +640,6 @@ TEST_P(NNTest, AttentionSoftcap) {
     EXPECT_GT(diff, 0.05) << "the cap changes nothing at these scores";
   }
   HostTensor out(dtype, {B, H, T, D});
-  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, true, 0, 1.0, out,
-                              false, nullptr, false, -1.0));
 }
 
 // Mistral's sliding window: query i sees keys i - window < j <= i, with
@@ -699,10 +673,6 @@ TEST_P(NNTest, AttentionSlidingWindow) {
     }
   HostTensor q = randomTensor(rng, dtype, {B, H, T, D});
   HostTensor out(dtype, {B, H, T, D});
-  EXPECT_FAILS(cpu::attention(cpuCtx, q, q, q, nullptr, /*causal=*/false, 3,
-                              std::nullopt, out));
-  EXPECT_FAILS(cpu::attention(cpuCtx, q, q, q, nullptr, true, -1,
-                              std::nullopt, out));
 }
 
 // A padding mask over keys: [B, Tk] for [B, H, T, D] heads (shared by the
@@ -739,11 +709,6 @@ TEST_P(NNTest, AttentionKeyMask) {
   expectClose(out.values(), referenceAttention(q, k, v, false, 0.5, &mask),
               tolerance(dtype) * 2, tolerance(dtype) * 2,
               "masked attention, an example of padding only");
-  // A mask of the wrong length, or over the wrong dimensions.
-  HostTensor shortMask = HostTensor::of(DType::I64, {2, 5}, std::vector<double>(10, 1));
-  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, &shortMask.ref(), false, std::nullopt, out));
-  HostTensor floatMask(DType::F32, {2, 6});
-  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, &floatMask.ref(), false, std::nullopt, out));
 }
 
 TEST_P(NNTest, CrossEntropyIgnoresTargets) {
@@ -847,8 +812,6 @@ TEST_P(NNTest, CrossEntropyWithGradIsBothKernels) {
                               &inPlace.ref()));
   EXPECT_EQ(loss.values(), wantLoss.values());
   EXPECT_EQ(inPlace.values(), wantGrad.values());
-  EXPECT_FAILS(cpu::crossEntropy(cpuCtx, logits, targets, -100, loss,
-                                 &seed.ref(), nullptr));
 }
 
 INSTANTIATE_TEST_SUITE_P(FloatTypes, NNTest,
@@ -926,8 +889,6 @@ TEST(CrossEntropy, SoftcappedLogits) {
                               &seed.ref(), &inPlace.ref(), cap));
   EXPECT_EQ(fused.get(0), loss.get(0));
   EXPECT_EQ(inPlace.values(), grad.values());
-  EXPECT_FAILS(cpu::crossEntropy(cpuCtx, logits, targets, -100, loss, nullptr,
-                                 nullptr, -1.0));
 }
 
 TEST(IndexErrors, EmbeddingOutOfRangeFails) {
@@ -947,7 +908,6 @@ TEST(IndexErrors, EmbeddingOutOfRangeFails) {
         cpu::embeddingGrad(cpuCtx, indices, grad, nullptr, -1, dtable));
   }
   HostTensor floatIndices(DType::F32, {2});
-  EXPECT_FAILS(cpu::embedding(cpuCtx, table, floatIndices, out));
 }
 
 // tg.gather along the last axis with an index shared by every batch (as
@@ -1000,8 +960,6 @@ TEST_P(NNTest, GatherAndItsGradient) {
   }
   HostTensor index = HostTensor::of(DType::I64, {2}, {0, 1});
   HostTensor wrongRows(dtype, {3, 2});
-  EXPECT_FAILS(cpu::gather(cpuCtx, x, index, 1, wrongRows));
-  EXPECT_FAILS(cpu::gather(cpuCtx, x, index, 2, out));
 }
 
 // tg.top_k against a stable sort by value, largest first: ties keep index
@@ -1033,7 +991,6 @@ TEST(MixtureOfExperts, TopKOrdersAsTorch) {
     }
   }
   HostTensor x(DType::F32, {2, 4}), tooMany(DType::I64, {2, 5});
-  EXPECT_FAILS(cpu::topK(cpuCtx, x, 5, tooMany));
 }
 
 // tg.moe_route against its definition: rows sorted by expert, choices in
@@ -1066,9 +1023,6 @@ TEST(MixtureOfExperts, RouteSortsStablyByExpert) {
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error.find("expert 5 of token 3"), std::string::npos)
       << status.error;
-  HostTensor flatRows(DType::I64, {tokens * k});
-  choices.set(7, 0);
-  EXPECT_FAILS(cpu::moeRoute(cpuCtx, choices, flatRows, positions, offsets));
 }
 
 TEST(IndexErrors, CrossEntropyTargetOutOfRangeFails) {
@@ -1085,20 +1039,6 @@ TEST(IndexErrors, CrossEntropyTargetOutOfRangeFails) {
     EXPECT_EQ(loss.get(0), 5.0);
     EXPECT_FAILS(cpu::crossEntropyGrad(cpuCtx, logits, targets, grad, -100, dlogits));
   }
-  HostTensor wrongShape = HostTensor::of(DType::I32, {4}, {0, 0, 0, 0});
-  EXPECT_FAILS(cpu::crossEntropy(cpuCtx, logits, wrongShape, -100, loss));
-}
-
-TEST(Attention, RejectsBadShapesAndScales) {
-  HostTensor q(DType::F32, {3, 4}), k(DType::F32, {5, 4}), v(DType::F32, {5, 4});
-  HostTensor out(DType::F32, {3, 4});
-  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, true, std::nullopt, out));
-  ASSERT_OK(cpu::attention(cpuCtx, q, k, v, nullptr, false, std::nullopt, out));
-  HostTensor badV(DType::F32, {4, 4});
-  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, badV, nullptr, false, std::nullopt, out));
-  // The verifier's scale contract: positive and finite.
-  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, false, 0.0, out));
-  EXPECT_FAILS(cpu::attention(cpuCtx, q, k, v, nullptr, false, -1.0, out));
 }
 
 // What tg-fold-casts makes of a tg.cast (tgc/Support/Precision.h): an f32
@@ -1156,9 +1096,6 @@ TEST(MixedPrecision, FoldedCastsComputeTheSameBits) {
     EXPECT_EQ(dxMixed.values(), dx.values());
     EXPECT_EQ(dwMixed.values(), dw.values());
   }
-  // Not a norm widening its result. (Only 16 bits beside f32 in a binary
-  // op is the loader's rule: VerifyTest.cpp.)
-  HostTensor w16(DType::BF16, {4}), x16(DType::BF16, {2, 4}),
-      wide(DType::F32, {2, 4});
-  EXPECT_FAILS(cpu::layerNorm(cpuCtx, x16, w16, w16, 1e-5, wide));
+  // (Only 16 bits beside f32 in a binary op, and no norm widening its
+  // result, are the loader's rules: VerifyTest.cpp.)
 }

@@ -347,3 +347,57 @@ TEST(Verify, MatmulGeluGradShapes) {
   half.results[0] = 7;
   EXPECT_NE(errorOf(tensors, half), "");
 }
+
+TEST(Verify, NNRulesTheKernelsTrust) {
+  std::vector<TensorInfo> tensors = {tensor("x", {2, 3}),
+                                     tensor("y", {2, 3}),
+                                     tensor("rx", {2, 4, 6}),
+                                     tensor("freq", {3}),
+                                     tensor("freq16", {3}, DType::BF16),
+                                     tensor("odd", {2, 4, 5}),
+                                     tensor("oddFreq", {2}),
+                                     tensor("targets", {2}, DType::I64),
+                                     tensor("loss", {}),
+                                     tensor("top", {2, 5}, DType::I64)};
+  Instruction axis = softmax();
+  axis.attrs["axis"] = integer(2);
+  EXPECT_EQ(errorOf(tensors, axis),
+            "instruction #0 (tg.softmax): axis out of range");
+
+  Instruction rope;
+  rope.kernel = Kernel::Rope;
+  rope.operands = {2, 3};
+  rope.results = {2};
+  rope.attrs["inverse"] = flag(false);
+  EXPECT_EQ(errorOf(tensors, rope), "");
+  Instruction half = rope;
+  half.operands = {2, 4};
+  EXPECT_EQ(errorOf(tensors, half),
+            "instruction #0 (tg.rope): rope's inv_freq must be f32");
+  Instruction odd = rope;
+  odd.operands = {5, 6};
+  odd.results = {5};
+  EXPECT_EQ(errorOf(tensors, odd),
+            "instruction #0 (tg.rope): rope's head dimension must be even");
+  Instruction bshd = rope;
+  bshd.attrs["bshd"] = flag(true);
+  EXPECT_EQ(errorOf(tensors, bshd),
+            "instruction #0 (tg.rope): a bshd rope's input must be [B, T, H, "
+            "D]");
+
+  Instruction loss;
+  loss.kernel = Kernel::CrossEntropy;
+  loss.operands = {0, 7};
+  loss.results = {8};
+  EXPECT_EQ(errorOf(tensors, loss), "");
+  loss.attrs["softcap"] = real(-1.0);
+  EXPECT_EQ(errorOf(tensors, loss), "instruction #0 (tg.cross_entropy): a "
+                                    "softcap must be positive and finite");
+
+  Instruction topK;
+  topK.kernel = Kernel::TopK;
+  topK.operands = {0};
+  topK.results = {9};
+  topK.attrs["k"] = integer(5);
+  EXPECT_NE(errorOf(tensors, topK), "");
+}
