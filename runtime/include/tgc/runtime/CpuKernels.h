@@ -8,17 +8,17 @@
 // parameters. f16 and bf16 are stored as 16 bits, computed in f32 and rounded
 // once on store; sums are accumulated in f32 or wider.
 //
-// The operands' shapes and element types and the attributes' values are
-// the loader's to check (format/Verify.cpp, from the ODS, on every program a
+// The operands' shapes and element types and the attributes' values are the
+// loader's to check (format/Verify.cpp, from the ODS, on every program a
 // Session runs): a kernel trusts them, and called with operands the loader
-// would refuse it computes nothing meaningful. (The NN kernels still check
-// theirs too.) Every kernel returns a Status: it fails, without writing past
-// any buffer, on data it reads — an index out of range (embedding,
-// cross-entropy targets), an integer division by zero, a step below one —
-// and on what the plan decides, such as results overlapping operands where
-// the kernel cannot compute in place. Elementwise kernels and the optimizer updates are correct
-// when a result is the very buffer of an operand of the same shape (updates
-// write in place of the parameter and its state).
+// would refuse it computes nothing meaningful. Every kernel returns a Status:
+// it fails, without writing past any buffer, on data it reads — an index out of
+// range (embedding, cross-entropy targets), an integer division by zero, a step
+// below one — and on what the plan decides, such as results overlapping
+// operands where the kernel cannot compute in place. Elementwise kernels and
+// the optimizer updates are correct when a result is the very buffer of an
+// operand of the same shape (updates write in place of the parameter and its
+// state).
 //
 //===----------------------------------------------------------------------===//
 
