@@ -165,25 +165,6 @@ static float roundedTo(DType dtype, float value) {
   }
 }
 
-/// A norm gradient's optional addend (of the input's type and shape, as the
-/// loader checked), as f32.
-static Status addendOperand(const TensorRef *addend, const TensorRef &input,
-                            std::optional<F32Operand> &operand) {
-  if (!addend)
-    return Status::success();
-  operand.emplace(*addend);
-  return Status::success();
-}
-
-/// A norm gradient's optional 16-bit copy of its f32 input gradient (as
-/// the loader checked); null when there is none.
-static Status roundedResult(const char *op, const TensorRef &inputGrad,
-                            TensorRef *&rounded) {
-  if (rounded && !rounded->present())
-    rounded = nullptr;
-  return Status::success();
-}
-
 static Status layerNormGradF32(Context &ctx, const TensorRef &input,
                                const TensorRef &weight, const TensorRef &grad,
                                double epsilon, TensorRef &inputGrad,
@@ -197,7 +178,8 @@ static Status layerNormGradF32(Context &ctx, const TensorRef &input,
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   F32Operand x(input), w(weight), g(grad);
   std::optional<F32Operand> a;
-  TGC_RETURN_IF_ERROR(addendOperand(addend, input, a));
+  if (addend) // the input's type and shape, as the loader checked
+    a.emplace(*addend);
   std::optional<F32Result> dx;
   if (wantInput)
     dx.emplace(inputGrad, std::initializer_list<const TensorRef *>{
@@ -266,7 +248,10 @@ Status layerNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weig
                      TensorRef &inputGrad, TensorRef &weightGrad,
                      TensorRef &biasGrad, const TensorRef *addend,
                      TensorRef *rounded) {
-  TGC_RETURN_IF_ERROR(roundedResult("layer_norm_grad", inputGrad, rounded));
+  // The optional 16-bit copy of an f32 input gradient (as the loader
+  // checked); null when there is none.
+  if (rounded && !rounded->present())
+    rounded = nullptr;
   TGC_RETURN_IF_ERROR(layerNormGradF32(ctx, input, weight, grad, epsilon,
                                        inputGrad, weightGrad, biasGrad,
                                        addend));
@@ -322,7 +307,8 @@ static Status rmsNormGradF32(Context &ctx, const TensorRef &input,
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
   F32Operand x(input), w(weight), g(grad);
   std::optional<F32Operand> a;
-  TGC_RETURN_IF_ERROR(addendOperand(addend, input, a));
+  if (addend) // the input's type and shape, as the loader checked
+    a.emplace(*addend);
   std::optional<F32Result> dx;
   if (wantInput)
     dx.emplace(inputGrad, std::initializer_list<const TensorRef *>{
@@ -377,7 +363,10 @@ Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight
                    const TensorRef &grad, double epsilon,
                    TensorRef &inputGrad, TensorRef &weightGrad,
                    const TensorRef *addend, TensorRef *rounded) {
-  TGC_RETURN_IF_ERROR(roundedResult("rms_norm_grad", inputGrad, rounded));
+  // The optional 16-bit copy of an f32 input gradient (as the loader
+  // checked); null when there is none.
+  if (rounded && !rounded->present())
+    rounded = nullptr;
   TGC_RETURN_IF_ERROR(rmsNormGradF32(ctx, input, weight, grad, epsilon,
                                      inputGrad, weightGrad, addend));
   return rounded ? cast(ctx, inputGrad, *rounded) : Status::success();
