@@ -45,6 +45,12 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
                                 options.trainOnly.end());
     pm.addPass(tg::createTGFreeze(freezing));
   }
+  if (options.quantizeFrozen != tg::FrozenQuant::None) {
+    auto quantizing = forwarded<tg::TGQuantizeFrozenOptions>(options);
+    quantizing.type = options.quantizeFrozen;
+    quantizing.printSummary = !options.quiet;
+    pm.addPass(tg::createTGQuantizeFrozen(quantizing));
+  }
   if (options.amp != tg::Half::None) {
     auto amp = forwarded<tg::TGAmpOptions>(options);
     amp.dtype = options.amp;

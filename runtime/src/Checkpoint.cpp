@@ -12,6 +12,7 @@
 #include "FileIO.h"
 #include "tgc/runtime/Process.h"
 #include "tgc/runtime/Threads.h"
+#include "Quant4bitFiles.h"
 #include "Safetensors.h"
 #include "cpu/Common.h"
 #include "tgc/Support/ReadFile.h"
@@ -871,6 +872,25 @@ Status loadCheckpointParts(Session &session, const std::string &path,
   std::vector<bool> adapterTensor(program.tensors.size(), false);
   for (const LoraAdapter &adapter : program.adapters)
     adapterTensor[adapter.a] = adapterTensor[adapter.b] = true;
+  // 4-bit weights quantized as they load, and the offsets of
+  // double-quantized ones read from bitsandbytes' quant states.
+  struct Quantizing {
+    const QuantizedWeight *weight;
+    const SafetensorsEntry *entry;
+    const SafetensorsFile *file;
+  };
+  std::vector<Quantizing> quantizing;
+  std::vector<std::pair<int32_t, float>> offsets;
+  // A persistent tensor by a checkpoint's name, as Hugging Face's files
+  // name it (a base model's names lack `transformer.`, `bert.`, `model.`).
+  auto findNamed = [&](const std::string &name) {
+    int32_t index = program.findPersistent(name);
+    if (index < 0 && scope == LoadScope::Parameters)
+      for (const char *prefix : {"transformer.", "bert.", "model."})
+        if ((index = program.findPersistent(prefix + name)) >= 0)
+          break;
+    return index;
+  };
   for (const CheckpointPart &part : parts) {
   const SafetensorsFile &file = *part.file;
   current = part.path;
@@ -878,6 +898,43 @@ Status loadCheckpointParts(Session &session, const std::string &path,
     std::string name = entry.name;
     if (name.compare(0, kAdapterPrefix.size(), kAdapterPrefix) == 0)
       name = name.substr(kAdapterPrefix.size()); // PEFT's adapter names
+    if (std::string method = foreignQuantization(name); !method.empty())
+      return fail("tensor '" + entry.name + "' is " + method +
+                  "-quantized; tgc loads 16- and 32-bit weights, and "
+                  "bitsandbytes' 4-bit (NF4, FP4) ones");
+    if (std::optional<Quant4Side> side = parseQuant4Side(name)) {
+      // A codebook or quant state beside a bitsandbytes 4-bit weight.
+      int32_t codes = findNamed(side->base);
+      const QuantizedWeight *weight =
+          codes >= 0 ? program.quantizedWith(codes) : nullptr;
+      if (!weight && codes >= 0)
+        return fail("tensor '" + entry.name + "' belongs to a bitsandbytes "
+                    "4-bit '" + side->base + "', which this executable "
+                    "stores unquantized; compile it with "
+                    "--quantize-frozen=" +
+                    (side->type.empty() ? std::string("nf4") : side->type) +
+                    " to load it");
+      if (!weight) {
+        if (scope == LoadScope::Parameters) {
+          unused.push_back(entry.name);
+          continue;
+        }
+        return fail("tensor '" + entry.name + "' is not a parameter or "
+                    "state of this model");
+      }
+      std::optional<float> offset;
+      status = checkQuant4Side(program, *weight, *side, file, entry, offset);
+      if (!status.ok())
+        return fail(status.error);
+      if (offset) {
+        if (found[size_t(weight->offset)])
+          return fail("the offset of '" + side->base +
+                      "' is in the checkpoint twice");
+        found[size_t(weight->offset)] = true;
+        offsets.emplace_back(weight->offset, *offset);
+      }
+      continue;
+    }
     int32_t index = program.findPersistent(name);
     if (index < 0 && scope == LoadScope::Parameters) {
       // Hugging Face's files: a base model's names (no `transformer.`,
@@ -957,6 +1014,39 @@ Status loadCheckpointParts(Session &session, const std::string &path,
                   "of this model");
     }
     const TensorInfo &info = program.tensors[index];
+    std::vector<int64_t> expectedShape =
+        info.isShard() ? info.shardOf : info.shape;
+    if (const QuantizedWeight *weight = program.quantizedWith(index)) {
+      std::optional<DType> fileDType = parseSafetensorsDType(entry.dtype);
+      if (fileDType && isFloat(*fileDType)) {
+        // A 16- or 32-bit weight: quantized as it loads.
+        if (scope != LoadScope::Parameters)
+          return fail("tensor '" + entry.name + "' is " + entry.dtype +
+                      "; this executable keeps it in 4 bits (U8 codes), "
+                      "as a checkpoint it saved does (load 16-bit weights "
+                      "with --load-weights)");
+        if (entry.shape != std::vector<int64_t>{weight->rows, weight->cols})
+          return fail("tensor '" + entry.name + "' has shape " +
+                      formatShape(entry.shape) + ", the model expects [" +
+                      std::to_string(weight->rows) + ", " +
+                      std::to_string(weight->cols) + "]");
+        for (int32_t part : {weight->codes, weight->absmax,
+                             weight->nestedAbsmax, weight->offset})
+          if (part >= 0) {
+            if (found[size_t(part)])
+              return fail("tensor '" + info.name +
+                          "' is in the checkpoint twice (as 4-bit codes "
+                          "and as a weight to quantize?)");
+            found[size_t(part)] = true;
+          }
+        quantizing.push_back({weight, &entry, &file});
+        modulesPresent.insert(moduleOf(info.name));
+        continue;
+      }
+      // bitsandbytes saves the codes as [n / 2, 1].
+      if (entry.shape == std::vector<int64_t>{info.shape[0], 1})
+        expectedShape = entry.shape;
+    }
     // Starting from weights (not resuming), a float parameter may be stored
     // in another float precision: a Hugging Face checkpoint in f16 or
     // bf16, or f32 weights for a 16-bit frozen copy. It is converted
@@ -966,8 +1056,7 @@ Status loadCheckpointParts(Session &session, const std::string &path,
     if (scope == LoadScope::Parameters && info.role == Role::Param &&
         fileDType && isFloat(*fileDType) && isFloat(info.dtype))
       stored = *fileDType;
-    status = checkEntry(entry, stored,
-                        info.isShard() ? info.shardOf : info.shape);
+    status = checkEntry(entry, stored, expectedShape);
     if (!status.ok())
       return fail(status.error);
     if (found[index])
@@ -979,7 +1068,7 @@ Status loadCheckpointParts(Session &session, const std::string &path,
   }
   }
   current = path;
-  if (scope == LoadScope::Parameters && pending.empty())
+  if (scope == LoadScope::Parameters && pending.empty() && quantizing.empty())
     return fail("none of its tensors is a parameter of this model (weights "
                 "of another model?)");
   if (scope == LoadScope::Everything) {
@@ -1026,6 +1115,13 @@ Status loadCheckpointParts(Session &session, const std::string &path,
     provided->assign(program.tensors.size(), false);
     for (const Pending &item : pending)
       (*provided)[size_t(item.index)] = true;
+    for (const Quantizing &item : quantizing)
+      for (int32_t part : {item.weight->codes, item.weight->absmax,
+                           item.weight->nestedAbsmax, item.weight->offset})
+        if (part >= 0)
+          (*provided)[size_t(part)] = true;
+    for (const auto &[index, value] : offsets)
+      (*provided)[size_t(index)] = true;
     return Status::success();
   }
   // The data, read straight into each tensor's place (or, to convert its
@@ -1034,6 +1130,9 @@ Status loadCheckpointParts(Session &session, const std::string &path,
   std::map<const SafetensorsFile *, size_t> partOf;
   for (size_t i = 0; i < parts.size(); ++i)
     partOf.emplace(parts[i].file, i);
+  auto partPathOf = [&](const SafetensorsFile *file) {
+    return parts[partOf.at(file)].path;
+  };
   std::vector<LoadPiece> pieces;
   pieces.reserve(pending.size());
   for (const Pending &item : pending) {
@@ -1065,14 +1164,29 @@ Status loadCheckpointParts(Session &session, const std::string &path,
   status = loadPieces(session, pieces);
   if (!status.ok())
     return fail(status.error);
-  if (metadata)
-    *metadata = parts.front().file->metadata;
   // Only what was loaded goes to the backend: the rest already matches
   // the mirror (startRun's initialisation pushed it).
   std::vector<int32_t> loaded;
   loaded.reserve(pending.size());
   for (const Pending &item : pending)
     loaded.push_back(item.index);
+  for (const Quantizing &item : quantizing) {
+    current = partPathOf(item.file);
+    status = quantizeEntry(session, *item.weight, *item.file, *item.entry);
+    if (!status.ok())
+      return fail(status.error);
+    for (int32_t part : {item.weight->codes, item.weight->absmax,
+                         item.weight->nestedAbsmax, item.weight->offset})
+      if (part >= 0)
+        loaded.push_back(part);
+  }
+  current = path;
+  for (const auto &[index, value] : offsets) {
+    *static_cast<float *>(session.hostView(index).data) = value;
+    loaded.push_back(index);
+  }
+  if (metadata)
+    *metadata = parts.front().file->metadata;
   return session.pushTensors(std::move(loaded));
 }
 

@@ -64,6 +64,24 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     auto a = MatmulAttrs::read(inst);
     return matmul(ctx, in[0], in[1], a.transposeLhs, a.transposeRhs, out[0]);
   }
+  case Kernel::Matmul4bit: {
+    // input, codes, absmax, map, then nested_absmax, nested_map, offset
+    // when the absmax is double-quantized.
+    auto a = Matmul4bitAttrs::read(inst);
+    Weight4bitRefs weight;
+    weight.codes = in[1];
+    weight.absmax = in[2];
+    weight.map = in[3];
+    if (in.size() == 7) {
+      weight.nestedAbsmax = in[4];
+      weight.nestedMap = in[5];
+      weight.offset = in[6];
+    }
+    weight.rows = a.rows;
+    weight.cols = a.cols;
+    weight.blockSize = a.blockSize;
+    return matmul4bit(ctx, in[0], weight, a.transposeRhs, out[0]);
+  }
   case Kernel::MatmulAdd: {
     auto a = MatmulAddAttrs::read(inst);
     return matmulAdd(ctx, in[0], in[1], in[2], a.transposeLhs, a.transposeRhs,

@@ -79,14 +79,15 @@ bool exactIndex(const Json &value, int64_t &out) {
   return true;
 }
 
+
+} // namespace
+
 std::string formatShape(const std::vector<int64_t> &shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i)
     out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + "]";
 }
-
-} // namespace
 
 const char *safetensorsDType(DType dtype) {
   switch (dtype) {

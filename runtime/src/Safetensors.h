@@ -64,6 +64,9 @@ Status readSafetensors(const std::string &path, SafetensorsFile &file);
 /// what the fuzzing harness calls directly.
 Status parseSafetensors(const std::string &path, SafetensorsFile &file);
 
+/// A shape as errors print it: "[2, 3]".
+std::string formatShape(const std::vector<int64_t> &shape);
+
 /// Checks that `entry` has `dtype` and `shape`, naming what differs.
 Status checkEntry(const SafetensorsEntry &entry, DType dtype,
                   const std::vector<int64_t> &shape);

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tgc/runtime/Session.h"
+#include "tgc/runtime/Quant4bit.h"
 
 #include "Random.h"
 #include "cpu/VecMath.h"
@@ -172,6 +173,8 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
   // gets the same checks.
   if (Status status = verifyInstructions(program); !status.ok())
     return status;
+  if (Status status = findQuantizedWeights(program); !status.ok())
+    return status;
   std::unique_ptr<Session> created(
       new Session(std::move(program), std::move(backend)));
   const Program &prog = created->prog;
@@ -279,9 +282,15 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
   // What is drawn or set to a value other than zero: with a fresh mirror,
   // all the backend needs copied.
   std::vector<int32_t> written;
+  std::vector<bool> quantized(prog.tensors.size(), false);
+  for (const QuantizedWeight &weight : prog.quantized)
+    for (int32_t index : {weight.codes, weight.absmax, weight.nestedAbsmax,
+                          weight.offset})
+      if (index >= 0)
+        quantized[size_t(index)] = true;
   for (size_t i = 0; i < prog.tensors.size(); ++i) {
     const TensorInfo &info = prog.tensors[i];
-    if (info.storage != Storage::Persistent)
+    if (info.storage != Storage::Persistent || quantized[i])
       continue;
     if (provided && i < provided->size() && (*provided)[i])
       continue;
@@ -294,6 +303,32 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
     } else if (!mirrorZero) {
       std::memset(ref.data, 0, ref.numBytes());
     }
+  }
+  // A 4-bit weight is drawn as its f32 self would be (the same name, so
+  // the same values) and quantized as loading would quantize it.
+  for (const QuantizedWeight &weight : prog.quantized) {
+    if (provided && size_t(weight.codes) < provided->size() &&
+        (*provided)[size_t(weight.codes)])
+      continue;
+    TensorInfo whole = prog.tensors[size_t(weight.codes)];
+    whole.dtype = DType::F32;
+    whole.shape = {weight.rows, weight.cols};
+    std::vector<float> values(size_t(weight.rows * weight.cols));
+    TensorRef view;
+    view.data = values.data();
+    view.dtype = DType::F32;
+    view.shape = whole.shape;
+    initializeTensor(whole, seed, view, /*viewIsZero=*/false);
+    auto viewOf = [&](int32_t index) {
+      return index >= 0 ? hostView(index) : TensorRef();
+    };
+    quantizeWeight(weight, values.data(), viewOf(weight.codes),
+                   viewOf(weight.absmax), viewOf(weight.nestedAbsmax),
+                   viewOf(weight.offset));
+    for (int32_t index : {weight.codes, weight.absmax, weight.nestedAbsmax,
+                          weight.offset})
+      if (index >= 0)
+        written.push_back(index);
   }
   // Zeros were not written where the mirror still held the ones it was
   // allocated with: its pages stay untouched until a step or a file

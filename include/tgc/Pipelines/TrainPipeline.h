@@ -42,6 +42,11 @@ struct TrainPipelineOptions
       *this, "lora-targets",
       llvm::cl::desc("Modules to add LoRA adapters to; with them, only the "
                      "adapters (and train-only) train (tg-lora)")};
+  Option<tg::FrozenQuant> quantizeFrozen{
+      *this, "quantize-frozen",
+      llvm::cl::desc("Store frozen matmul weights in 4 bits, as QLoRA's "
+                     "base: none, nf4 or fp4 (tg-quantize-frozen)"),
+      llvm::cl::init(tg::FrozenQuant::None)};
   Option<tg::Half> amp{
       *this, "amp",
       llvm::cl::desc("Mixed precision: none, bf16 or f16 (tg-amp)"),

@@ -453,3 +453,78 @@ Status matmulGeluGrad(Context &ctx, const TensorRef &grad,
 }
 
 } // namespace tgc::rt::cpu
+
+//===----------------------------------------------------------------------===//
+// tg.matmul_4bit: a product with a frozen 4-bit weight
+//===----------------------------------------------------------------------===//
+
+namespace tgc::rt::cpu {
+
+namespace {
+
+/// Output columns per panel: each panel dequantizes the part of the weight
+/// its columns read (a panel of 64 x k values in f32), multiplies it with
+/// one single-threaded GEMM and drops it; no copy of the whole weight
+/// exists.
+constexpr int64_t kPanel4bit = 64;
+
+/// `value` as the input's element type holds it (rounded to nearest even).
+float roundedTo(DType dtype, float value) {
+  switch (dtype) {
+  case DType::BF16:
+    return bf16ToF32(f32ToBF16(value));
+  case DType::F16:
+    return f16ToF32(f32ToF16(value));
+  default:
+    return value;
+  }
+}
+
+} // namespace
+
+Status matmul4bit(Context &, const TensorRef &input,
+                  const Weight4bitRefs &weight, bool transposeRhs,
+                  TensorRef &result) {
+  // Types and shapes as the loader checked them (shapes::matmul4bit).
+  if (overlaps(input, result))
+    return Status::failure("matmul_4bit result overlaps its input");
+  int64_t k = transposeRhs ? weight.cols : weight.rows;
+  int64_t n = transposeRhs ? weight.rows : weight.cols;
+  int64_t m = input.numElements() / k;
+  for (int64_t size : {m, n, k})
+    if (size > INT_MAX)
+      return Status::failure("matmul_4bit size exceeds the BLAS integer range");
+  F32Operand x(input);
+  F32Result y(result, {&input});
+  Dequantizer4bit w(weight);
+  DType dtype = input.dtype;
+  int64_t cols = weight.cols;
+  int64_t panels = (n + kPanel4bit - 1) / kPanel4bit;
+  parallelFor(panels, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> panel(size_t(kPanel4bit * k));
+    for (int64_t p = begin; p < end; ++p) {
+      int64_t first = p * kPanel4bit, count = std::min(kPanel4bit, n - first);
+      if (transposeRhs) {
+        // Rows first.. of W [rows, cols]: output column j reads row j.
+        for (int64_t j = 0; j < count; ++j)
+          for (int64_t c = 0; c < k; ++c)
+            panel[size_t(j * k + c)] =
+                roundedTo(dtype, w((first + j) * cols + c));
+        gemmF32(false, true, m, count, k, 1.0f, x.data(), k, panel.data(), k,
+                0.0f, y.data() + first, n);
+      } else {
+        // Columns first.. of W: panel [rows, count].
+        for (int64_t r = 0; r < k; ++r)
+          for (int64_t j = 0; j < count; ++j)
+            panel[size_t(r * count + j)] =
+                roundedTo(dtype, w(r * cols + first + j));
+        gemmF32(false, false, m, count, k, 1.0f, x.data(), k, panel.data(),
+                count, 0.0f, y.data() + first, n);
+      }
+    }
+  });
+  y.commit();
+  return Status::success();
+}
+
+} // namespace tgc::rt::cpu

@@ -459,11 +459,18 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
     const TensorInfo &w = program.tensors[adapter.base];
     if (!(b.loraScale > 0.0) || !std::isfinite(b.loraScale))
       return fail("the LoRA scale must be positive");
-    if (a.shape.size() != 2 || b.shape.size() != 2 || w.shape.size() != 2 ||
+    // A weight stored in 4 bits (tg-quantize-frozen) is its codes, two a
+    // byte: their count must fit B A's.
+    bool codes = w.dtype == DType::U8 && w.shape.size() == 1;
+    if (a.shape.size() != 2 || b.shape.size() != 2 ||
         a.shape[0] != b.shape[1] ||
-        (b.loraFanInFanOut
-             ? (w.shape[0] != a.shape[1] || w.shape[1] != b.shape[0])
-             : (w.shape[0] != b.shape[0] || w.shape[1] != a.shape[1])))
+        (codes ? w.shape[0] != (b.shape[0] * a.shape[1] + 1) / 2
+               : w.shape.size() != 2 ||
+                     (b.loraFanInFanOut
+                          ? (w.shape[0] != a.shape[1] ||
+                             w.shape[1] != b.shape[0])
+                          : (w.shape[0] != b.shape[0] ||
+                             w.shape[1] != a.shape[1]))))
       return fail("the shapes of A, B and the weight do not match");
     program.adapters.push_back(adapter);
   }

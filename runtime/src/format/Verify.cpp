@@ -13,11 +13,14 @@
 #include "Verify.h"
 
 #include "KernelAttrs.h"
+#include "tgc/Support/CheckedMath.h"
 #include "tgc/Support/ShapeRules.h"
 #include "tgc/runtime/CpuKernels.h"
+#include "tgc/runtime/Quant4bit.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace tgc::rt {
 namespace {
@@ -244,6 +247,48 @@ private:
       return fail((withAddend ? "matmul_add " : "matmul ") + expected.error);
     return (!withAddend || shapeIs(in(2), expected.shape)) &&
            shapeIs(out(0), expected.shape);
+  }
+  /// tg.matmul_4bit: the input and result of one float type and the
+  /// product's shapes; the weight's codes, absmax (f32, or ui8 with the
+  /// three nested operands) and maps of its layout.
+  bool weight4bit() {
+    size_t n = inst.operands.size();
+    auto a = Matmul4bitAttrs::read(inst);
+    if (!((n == 4 && counts(4, 1)) || (n == 7 && counts(7, 1)) ||
+          fail("expects 4 operands, or 7 with a double-quantized absmax")) ||
+        !floatT(in(0)) || !sameDType(in(0), out(0)))
+      return false;
+    shapes::ShapeOrError expected =
+        shapes::matmul4bit(in(0).shape, a.rows, a.cols, a.transposeRhs);
+    if (!expected.ok())
+      return fail("matmul_4bit " + expected.error);
+    if (a.blockSize <= 0 || a.blockSize % 2 ||
+        a.blockSize > quant4::kMaxBlockSize)
+      return fail("block_size must be even and in [2, " +
+                  std::to_string(quant4::kMaxBlockSize) + "], found " +
+                  std::to_string(a.blockSize));
+    if (a.rows > kMaxTensorBytes / a.cols)
+      return fail("the weight has too many elements");
+    quant4::Layout layout{a.rows * a.cols, a.blockSize};
+    bool nested = n == 7;
+    auto dtypeIs = [&](const TensorInfo &t, DType dtype, const char *what) {
+      return t.dtype == dtype ||
+             fail(std::string(what) + " '" + t.name + "' must be " +
+                  dtypeName(dtype) + ", found " + dtypeName(t.dtype));
+    };
+    return shapeIs(out(0), expected.shape) &&
+           dtypeIs(in(1), DType::U8, "codes") &&
+           shapeIs(in(1), {layout.codeBytes()}) &&
+           dtypeIs(in(2), nested ? DType::U8 : DType::F32,
+                   nested ? "a double-quantized absmax"
+                          : "absmax (without nested operands)") &&
+           shapeIs(in(2), {layout.blocks()}) &&
+           quantMap(in(3), quant4::kValues) &&
+           (!nested ||
+            (dtypeIs(in(4), DType::F32, "nested_absmax") &&
+             shapeIs(in(4), {layout.nestedBlocks()}) &&
+             quantMap(in(5), quant4::kNestedValues) &&
+             scalar(in(6), DType::F32)));
   }
   bool linear() {
     bool gelu = inst.getBool("gelu");
@@ -485,20 +530,24 @@ Status Checker::run() {
   // Codes of 8-bit state are bytes no other kernel interprets.
   bool quantized = inst.kernel == Kernel::AdamW8bitUpdate ||
                    inst.kernel == Kernel::AdamW4bitUpdate ||
-                   inst.kernel == Kernel::SGD8bitUpdate;
+                   inst.kernel == Kernel::SGD8bitUpdate ||
+                   inst.kernel == Kernel::Matmul4bit;
   for (const std::vector<int32_t> *list : {&inst.operands, &inst.results})
     for (int32_t index : *list)
       if (index != kNotComputed && !quantized &&
           program.tensors[index].dtype == DType::U8)
         return Status::failure("'" + program.tensors[index].name +
                                "' is ui8, which only the 8-bit and 4-bit "
-                               "optimizer updates read");
+                               "optimizer updates and tg.matmul_4bit read");
   switch (inst.kernel) {
   case Kernel::Matmul:
     ok = product(/*withAddend=*/false);
     break;
   case Kernel::MatmulAdd:
     ok = product(/*withAddend=*/true);
+    break;
+  case Kernel::Matmul4bit:
+    ok = weight4bit();
     break;
   case Kernel::Linear:
     ok = linear();
@@ -1047,6 +1096,87 @@ Status verifyInstructions(const Program &program) {
   for (size_t e = 0; status.ok() && e < program.entries.size(); ++e)
     status = verifyList(program.entries[e].instructions,
                         "entry point '" + program.entries[e].name + "': ");
+  return status;
+}
+
+Status findQuantizedWeights(Program &program) {
+  program.quantized.clear();
+  // The bytes of the constant `index` computed by `list`, or null.
+  auto constantOf = [&](const std::vector<Instruction> &list, int32_t index,
+                        size_t bytes) -> const uint8_t * {
+    for (const Instruction &inst : list)
+      if (inst.kernel == Kernel::Constant && inst.results.size() == 1 &&
+          inst.results[0] == index) {
+        int64_t offset = inst.getInt("blob_offset");
+        if (inst.getInt("blob_bytes") != int64_t(bytes) || offset < 0 ||
+            size_t(offset) + bytes > program.constants.size())
+          return nullptr;
+        return program.constants.data() + offset;
+      }
+    return nullptr;
+  };
+  auto check = [&](const std::vector<Instruction> &list) -> Status {
+    for (const Instruction &inst : list) {
+      if (inst.kernel != Kernel::Matmul4bit)
+        continue;
+      const TensorInfo &codes = program.tensors[inst.operands[1]];
+      if (codes.storage != Storage::Persistent || codes.role != Role::Param)
+        continue; // computed codes: nothing to load or draw
+      auto a = Matmul4bitAttrs::read(inst);
+      QuantizedWeight weight;
+      weight.codes = inst.operands[1];
+      weight.absmax = inst.operands[2];
+      if (inst.operands.size() == 7) {
+        weight.nestedAbsmax = inst.operands[4];
+        weight.offset = inst.operands[6];
+      }
+      weight.rows = a.rows;
+      weight.cols = a.cols;
+      weight.blockSize = a.blockSize;
+      auto fail = [&](const std::string &message) {
+        return Status::failure("the 4-bit weight '" + codes.name + "': " +
+                               message);
+      };
+      for (int32_t index : {weight.absmax, weight.nestedAbsmax, weight.offset})
+        if (index >= 0 && (program.tensors[index].storage !=
+                               Storage::Persistent ||
+                           program.tensors[index].role != Role::Param))
+          return fail("its scale '" + program.tensors[index].name +
+                      "' is not a parameter");
+      const uint8_t *map =
+          constantOf(list, inst.operands[3], sizeof(float) * quant4::kValues);
+      float values[quant4::kValues];
+      quant4::Type type;
+      if (map)
+        std::memcpy(values, map, sizeof(values));
+      if (!map || !quant4TypeOf(values, type))
+        return fail("its codebook is not a constant of NF4's or FP4's values");
+      weight.fp4 = type == quant4::Type::FP4;
+      if (weight.nested()) {
+        const uint8_t *nested =
+            constantOf(list, inst.operands[5],
+                       sizeof(float) * quant4::kNestedValues);
+        if (!nested || std::memcmp(nested, quant4::kDynamicMapBits,
+                                   sizeof(quant4::kDynamicMapBits)) != 0)
+          return fail("its nested map is not a constant of bitsandbytes' "
+                      "dynamic map");
+      }
+      const QuantizedWeight *known = program.quantizedWith(weight.codes);
+      if (!known) {
+        program.quantized.push_back(weight);
+        continue;
+      }
+      if (known->absmax != weight.absmax || known->offset != weight.offset ||
+          known->nestedAbsmax != weight.nestedAbsmax ||
+          known->rows != weight.rows || known->cols != weight.cols ||
+          known->blockSize != weight.blockSize || known->fp4 != weight.fp4)
+        return fail("two products read it with different layouts");
+    }
+    return Status::success();
+  };
+  Status status = check(program.instructions);
+  for (size_t e = 0; status.ok() && e < program.entries.size(); ++e)
+    status = check(program.entries[e].instructions);
   return status;
 }
 

@@ -18,6 +18,13 @@ Status verifyInstruction(const Program &program, const Instruction &inst);
 /// was checked as it was read).
 Status verifyInstructions(const Program &program);
 
+/// Fills `program.quantized` from the tg.matmul_4bit instructions that read
+/// persistent parameters: every reader of one weight agrees on its layout,
+/// its scales are parameters too, its codebook is a constant of NF4's or
+/// FP4's values and its nested map bitsandbytes' dynamic map (what the
+/// runtime quantizes with when it loads or draws the weight).
+Status findQuantizedWeights(Program &program);
+
 } // namespace tgc::rt
 
 #endif // TGC_RUNTIME_SRC_FORMAT_VERIFY_H

@@ -49,6 +49,18 @@ int64_t MatmulOp::getFlops() {
 
 int64_t MatmulOp::getMatmulFlops() { return getFlops(); }
 
+// The product's; the dequantization (a lookup and a multiply an element
+// of the weight, per tile of the output that reads it) is not counted.
+int64_t Matmul4bitOp::getFlops() {
+  int64_t k = getTransposeRhs() ? getCols() : getRows();
+  return 2 * numElements(getResult()) * k;
+}
+
+// On tensor cores for 16-bit inputs; the f32 kernel is a SIMT one.
+int64_t Matmul4bitOp::getMatmulFlops() {
+  return getElementTypeOrSelf(getInput().getType()).isF32() ? 0 : getFlops();
+}
+
 // An offload reads its source only (the destination is overwritten).
 int64_t OffloadOp::getBytesRead() {
   return getTensorBytes(getSource().getType());

@@ -116,10 +116,14 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
                << "carries both '" << name << "' and '" << other
                << "'; an argument is a parameter, a state or an input";
     if (name == kParamAttr) {
-      if (!isFloatTensor(argType))
+      // A frozen parameter may be ui8 codes: a 4-bit weight's, or its
+      // double-quantized absmax (tg-quantize-frozen).
+      bool frozenCodes = isCodeTensor(argType) &&
+                         function.getArgAttr(argIndex, kFrozenAttr);
+      if (!isFloatTensor(argType) && !frozenCodes)
         return emitArgError() << "parameter '" << str.getValue()
                               << "' must be a statically shaped f32, f16 or "
-                                 "bf16 tensor, found "
+                                 "bf16 tensor (or, frozen, ui8 codes), found "
                               << argType;
     } else if (!isTGTensor(argType) &&
                !(name == kStateAttr && isCodeTensor(argType))) {

@@ -126,6 +126,27 @@ LogicalResult MatmulOp::buildVectorJacobianProduct(
   return success();
 }
 
+// d input = d result W (W^T when the forward product was untransposed):
+// the same dequantizing product, transposed the other way. The weight is
+// frozen: its operands (codes, scales, maps) get no gradient.
+LogicalResult Matmul4bitOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads, ArrayRef<bool> needed,
+    SmallVectorImpl<Value> &operandGrads) {
+  for (unsigned i = 1; i < getNumOperands(); ++i)
+    if (needed[i])
+      return emitOpError("a 4-bit weight is frozen: operand ")
+             << i << " has no gradient";
+  operandGrads.push_back(
+      needed[0] ? Value(Matmul4bitOp::create(
+                      builder, getLoc(), getInput().getType(), resultGrads[0],
+                      getCodes(), getAbsmax(), getQuantMap(), getNested(),
+                      getRows(), getCols(), getBlockSize(),
+                      !getTransposeRhs()))
+                : Value());
+  operandGrads.append(getNumOperands() - 1, Value());
+  return success();
+}
+
 // The GELU's gradient from the saved pre-activation, the bias's as a sum
 // over rows, then the product's gradients in the operands' type (as the
 // unfused matmul -> cast -> add -> gelu would give them).

@@ -9,6 +9,7 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
 #include "tgc/Support/Precision.h"
+#include "tgc/Support/Quant4bit.h"
 #include "tgc/Support/ShapeRules.h"
 
 #include "mlir/IR/Builders.h"
@@ -318,6 +319,44 @@ LogicalResult MatmulOp::inferReturnTypes(
 LogicalResult MatmulOp::refineReturnTypes(
     MLIRContext *, std::optional<Location>, ValueRange, DictionaryAttr,
     OpaqueProperties, RegionRange, SmallVectorImpl<Type> &) {
+  return success();
+}
+
+LogicalResult Matmul4bitOp::verify() {
+  shapes::ShapeOrError expected =
+      shapes::matmul4bit(tensorType(getInput()).getShape(), getRows(),
+                         getCols(), getTransposeRhs());
+  if (!expected.ok())
+    return emitOpError(expected.error);
+  if (failed(verifyType(*this, getResult(),
+                        tensorType(getInput()).clone(expected.shape),
+                        "result")))
+    return failure();
+  int64_t blockSize = getBlockSize();
+  if (blockSize <= 0 || blockSize % 2 || blockSize > quant4::kMaxBlockSize)
+    return emitOpError("block_size must be even and in [2, ")
+           << quant4::kMaxBlockSize << "], found " << blockSize;
+  quant4::Layout layout{getRows() * getCols(), blockSize};
+  if (failed(verifyShape(*this, getCodes(), {layout.codeBytes()}, "codes")) ||
+      failed(verifyShape(*this, getAbsmax(), {layout.blocks()}, "absmax")) ||
+      failed(verifyShape(*this, getQuantMap(), {quant4::kValues},
+                         "quant_map")))
+    return failure();
+  bool nested = !tensorType(getAbsmax()).getElementType().isF32();
+  if (getNested().size() != (nested ? 3u : 0u))
+    return emitOpError(nested ? "a double-quantized (ui8) absmax needs the "
+                                "three nested operands (nested_absmax, "
+                                "nested_map, offset), found "
+                              : "an f32 absmax takes no nested operands, "
+                                "found ")
+           << getNested().size();
+  if (nested &&
+      (failed(verifyShape(*this, getNested()[0], {layout.nestedBlocks()},
+                          "nested_absmax")) ||
+       failed(verifyShape(*this, getNested()[1], {quant4::kNestedValues},
+                          "nested_map")) ||
+       failed(verifyShape(*this, getNested()[2], {}, "offset"))))
+    return failure();
   return success();
 }
 

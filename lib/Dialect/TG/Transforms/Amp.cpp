@@ -129,6 +129,10 @@ private:
     for (OpOperand &operand : op->getOpOperands())
       if (isFloatTensor(operand.get().getType()))
         floatOperands.push_back(operand.getOperandNumber());
+    // A 4-bit weight's scales and maps stay f32: its kernel dequantizes
+    // into the input's type.
+    if (isa<Matmul4bitOp>(op))
+      floatOperands.assign({0u});
     if (floatOperands.empty())
       return;
 
@@ -204,7 +208,8 @@ struct AmpPass : tgc::tg::impl::TGAmpBase<AmpPass> {
       return markAllAnalysesPreserved();
     Type low = dtype == Half::BF16 ? Type(BFloat16Type::get(context))
                                    : Type(Float16Type::get(context));
-    static const char *kDefaultLow[] = {"matmul", "expert_linear", "attention"};
+    static const char *kDefaultLow[] = {"matmul", "matmul_4bit",
+                                         "expert_linear", "attention"};
     static const char *kDefaultF32[] = {
         "softmax", "layer_norm", "rms_norm", "reduce_sum", "reduce_mean",
         "reduce_max", "exp", "log", "rsqrt"};

@@ -25,6 +25,7 @@
 #ifndef TGC_RUNTIME_CPUKERNELS_H
 #define TGC_RUNTIME_CPUKERNELS_H
 
+#include "tgc/runtime/Quant4bit.h"
 #include "tgc/runtime/Tensor.h"
 
 #include <cstddef>

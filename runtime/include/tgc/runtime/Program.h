@@ -68,6 +68,20 @@ struct LoraAdapter {
   bool fanInFanOut = false;
 };
 
+/// A frozen 4-bit weight of a program (tg-quantize-frozen): the persistent
+/// tensors that hold it (indices into Program::tensors; the nested ones -1
+/// without double quantization), its shape and block size, and its type
+/// (from its codebook). Found by Session::create from the tg.matmul_4bit
+/// instructions that read it; what loading or drawing the weight quantizes
+/// into.
+struct QuantizedWeight {
+  int32_t codes = -1, absmax = -1, nestedAbsmax = -1, offset = -1;
+  int64_t rows = 0, cols = 0, blockSize = 64;
+  bool fp4 = false;
+
+  bool nested() const { return nestedAbsmax >= 0; }
+};
+
 struct AttrValue {
   enum Kind : uint8_t { Int, Float, Bool, Ints } kind = Int;
   int64_t i = 0;
@@ -174,6 +188,15 @@ struct Program {
   std::vector<uint8_t> constants;
   /// The LoRA adapters (tg-lora), checked against their weights.
   std::vector<LoraAdapter> adapters;
+  /// The frozen 4-bit weights, found by Session::create (empty before).
+  std::vector<QuantizedWeight> quantized;
+  /// The one whose codes are tensor `index`, or null.
+  const QuantizedWeight *quantizedWith(int32_t codes) const {
+    for (const QuantizedWeight &weight : quantized)
+      if (weight.codes == codes)
+        return &weight;
+    return nullptr;
+  }
   /// Entry points besides the training step (above: `instructions`, the
   /// arena and `loss` are the training step's; `arenaBytes` covers all).
   std::vector<EntryPoint> entries;

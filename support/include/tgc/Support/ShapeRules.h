@@ -90,6 +90,30 @@ ShapeOrError matmul(const A &lhs, const B &rhs, bool transposeLhs,
   return {std::move(*batch), {}};
 }
 
+/// tg.matmul_4bit: `input [B..., M, cols]` times the `[rows, cols]` weight
+/// transposed gives `[B..., M, rows]`; untransposed, `input [B..., M,
+/// rows]` gives `[B..., M, cols]`.
+template <typename A>
+ShapeOrError matmul4bit(const A &input, int64_t rows, int64_t cols,
+                        bool transposeRhs) {
+  if (input.size() < 2)
+    return {{}, "input must have rank >= 2, found rank " +
+                    std::to_string(input.size())};
+  if (rows <= 0 || cols <= 0)
+    return {{}, "the weight's rows and cols must be positive, found " +
+                    std::to_string(rows) + " x " + std::to_string(cols)};
+  int64_t k = transposeRhs ? cols : rows, n = transposeRhs ? rows : cols;
+  if (input.back() != k)
+    return {{}, "input's last dimension is " + std::to_string(input.back()) +
+                    " but the " + std::to_string(rows) + " x " +
+                    std::to_string(cols) + " weight" +
+                    (transposeRhs ? " (transposed)" : "") + " needs " +
+                    std::to_string(k)};
+  Shape shape(input.begin(), input.end());
+  shape.back() = n;
+  return {std::move(shape), {}};
+}
+
 /// The shapes of a GEMM with a bias-gradient epilogue: the product's and
 /// the bias gradient's, or why there are none.
 struct BiasGradShapes {

@@ -257,6 +257,61 @@ def TG_LinearOp : TG_Op<"linear", [TG_Differentiable],
   let hasVerifier = 1;
 }
 
+def TG_Matmul4bitOp : TG_Op<"matmul_4bit", [TG_Differentiable],
+                             ["getMatmulFlops"]> {
+  let summary = "a product with a frozen 4-bit weight (QLoRA's NF4 or FP4), "
+                "dequantized inside the GEMM";
+  let description = [{
+    `input @ W^T` (`transpose_rhs`, the default: `W` is `[rows, cols]` as
+    a `torch.nn.Linear` stores it, `input` is `[B..., M, cols]`, the result
+    `[B..., M, rows]`) or `input @ W` (`input` `[B..., M, rows]`, the
+    result `[B..., M, cols]`), where the weight `W` is stored as
+    bitsandbytes stores a frozen weight (`Linear4bit`, `quantize_4bit`):
+    flattened row-major into blocks of `block_size` elements, element `i`
+    is `quant_map[c_i] * absmax[i / block_size]` with its 4-bit code `c_i`
+    the high nibble of byte `i / 2` of `codes` when `i` is even, the low
+    one when odd (`codes` is ui8 `[ceil(rows * cols / 2)]`). `quant_map`
+    holds the 16 values of NF4 or FP4.
+
+    `absmax` is f32 `[blocks]`; or, double-quantized (QLoRA's default),
+    ui8 `[blocks]` codes into `nested_map` (256 entries, bitsandbytes'
+    signed dynamic map) with the three `nested` operands `nested_absmax`
+    (f32, one per 256 blocks), `nested_map` and `offset` (an f32 scalar):
+    `absmax[b] = nested_map[q_b] * nested_absmax[b / 256] + offset`, a
+    product then a sum, each rounded to f32.
+
+    Each element of `W` is dequantized in f32 and rounded to the input's
+    element type, as bitsandbytes' `dequantize_4bit(...).to(x.dtype)`; the
+    product is accumulated in f32 and rounded once to the input's type. No
+    copy of the whole dequantized weight is made: kernels dequantize tiles
+    of it as the GEMM reads them. The gradient with respect to `input` is
+    the same op with `transpose_rhs` flipped; the weight is frozen (its
+    operands have no gradient). tg-quantize-frozen makes this op from
+    `tg.matmul`s of frozen weights.
+
+    ```mlir
+    %y = tg.matmul_4bit %x, %codes, %absmax, %map, %nested_absmax,
+        %nested_map, %offset {rows = 64 : i64, cols = 48 : i64}
+        : (tensor<4x16x48xf32>, tensor<1536xui8>, tensor<48xui8>,
+           tensor<16xf32>, tensor<1xf32>, tensor<256xf32>, tensor<f32>)
+        -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_CodeTensor:$codes,
+                       AnyTypeOf<[TG_CodeTensor, TG_F32Vector]>:$absmax,
+                       TG_F32Vector:$quant_map,
+                       Variadic<StaticShapeTensorOf<[F32]>>:$nested,
+                       I64Attr:$rows, I64Attr:$cols,
+                       DefaultValuedAttr<I64Attr, "64">:$block_size,
+                       DefaultValuedAttr<BoolAttr, "true">:$transpose_rhs);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $codes `,` $absmax `,` $quant_map (`,` $nested^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_ExpertLinearOp : TG_Op<"expert_linear", [TG_Differentiable]> {
   let summary = "each row times its expert's weight: a grouped GEMM";
   let description = [{

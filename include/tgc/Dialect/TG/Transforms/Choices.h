@@ -44,6 +44,10 @@ inline bool offloadsActivations(Offload offload) {
   return offload == Offload::Activations || offload == Offload::All;
 }
 
+/// How frozen weights are stored by tg-quantize-frozen: bitsandbytes'
+/// 4-bit NF4 or FP4 (none: as they are).
+enum class FrozenQuant { None, NF4, FP4 };
+
 /// How ranks share the step (tg-data-parallel).
 enum class ParallelMode { None, DDP, Zero1, Zero2 };
 
@@ -82,6 +86,13 @@ template <> struct Choices<Offload> {
       {Offload::Optimizer, "optimizer"},
       {Offload::Activations, "activations"},
       {Offload::All, "all"}};
+};
+
+template <> struct Choices<FrozenQuant> {
+  static constexpr ChoiceName<FrozenQuant> names[] = {
+      {FrozenQuant::None, "none"},
+      {FrozenQuant::NF4, "nf4"},
+      {FrozenQuant::FP4, "fp4"}};
 };
 
 template <> struct Choices<ParallelMode> {
@@ -186,6 +197,7 @@ TGC_CHOICE_PARSER(::tgc::tg::StateFormat)
 TGC_CHOICE_PARSER(::tgc::tg::MasterWeights)
 TGC_CHOICE_PARSER(::tgc::tg::Offload)
 TGC_CHOICE_PARSER(::tgc::tg::ParallelMode)
+TGC_CHOICE_PARSER(::tgc::tg::FrozenQuant)
 #undef TGC_CHOICE_PARSER
 } // namespace llvm::cl
 

@@ -387,6 +387,49 @@ def TGFreeze : Pass<"tg-freeze", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGQuantizeFrozen : Pass<"tg-quantize-frozen", "mlir::ModuleOp"> {
+  let summary = "Stores frozen matmul weights in 4 bits (QLoRA's NF4)";
+  let description = [{
+    For every `func.func` marked `tg.model` (after tg-lora and tg-freeze,
+    before tg-amp and tg-autodiff): each frozen 2-D parameter read only as
+    the right operand of `tg.matmul`s (directly, or through the `tg.cast`
+    that tg-freeze's `frozen-dtype` adds) is stored as bitsandbytes stores
+    a QLoRA base weight, and each of those matmuls becomes a
+    `tg.matmul_4bit` that dequantizes it inside the GEMM. The parameter
+    `<name>` becomes `<name>` (ui8 codes, two a byte), `<name>.absmax` and,
+    with `double-quant` (the default, as in QLoRA), `<name>.nested_absmax`
+    and `<name>.nested_offset`: bitsandbytes' names, so a checkpoint
+    transformers saved from a 4-bit model loads by name, and a 16-bit one
+    is quantized as it loads (the runtime quantizes `<name>` with
+    bitsandbytes' rules; a parameter drawn from its initializer is drawn in
+    f32 and quantized the same way). The codebooks are `tg.constant`s.
+
+    `weights` (globs on parameter names) chooses the weights; each pattern
+    must match a parameter, and a matched parameter that is trained, or
+    read other than by a matmul, is an error. Without it, every eligible
+    frozen weight is quantized except the output head (a module named
+    `lm_head`, or a product whose result is the logits of a
+    `tg.cross_entropy`), which transformers' bitsandbytes quantizer also
+    leaves in 16 bits; it is an error when none is eligible.
+  }];
+  let options = [
+    Option<"type", "type", "::tgc::tg::FrozenQuant",
+           /*default=*/"::tgc::tg::FrozenQuant::NF4",
+           "The 4-bit type: nf4 or fp4">,
+    Option<"doubleQuant", "double-quant", "bool", /*default=*/"true",
+           "Quantize the absmax values in 8 bits too (QLoRA's double "
+           "quantization)">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"64",
+           "Elements per absmax block">,
+    ListOption<"weights", "weights", "std::string",
+               "Weights to quantize (globs on names; default: every frozen "
+               "matmul weight but the output head)">,
+    Option<"printSummary", "print", "bool", /*default=*/"false",
+           "Print how many weights and bytes were quantized to stderr">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGLora : Pass<"tg-lora", "mlir::ModuleOp"> {
   let summary = "Adds LoRA adapters to matmuls and trains only them";
   let description = [{
