@@ -29,8 +29,10 @@ def load(path):
     return tensors
 
 
-def save(path, tensors):
+def save(path, tensors, metadata=None):
     header, blobs, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = metadata
     for name, t in tensors.items():
         t = t.detach().contiguous().cpu()
         # reshape(-1): a 0-d tensor (a scalar) cannot be viewed as bytes.

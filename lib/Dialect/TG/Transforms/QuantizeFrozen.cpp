@@ -271,7 +271,8 @@ struct QuantizeFrozenPass
                                     model.getResultTypes()));
     tg::reportSummary(
         loc, getArgument(), model.getSymName(),
-        std::to_string(chosen.size()) + " weights (" +
+        "@" + model.getSymName().str() + ": " +
+            std::to_string(chosen.size()) + " weights (" +
             std::to_string(elements) + " elements) in " +
             (type == tg::FrozenQuant::NF4 ? "NF4" : "FP4") +
             (doubleQuant ? " with double quantization" : "") + ": " +
