@@ -1056,6 +1056,14 @@ Status loadCheckpointParts(Session &session, const std::string &path,
     if (scope == LoadScope::Parameters && info.role == Role::Param &&
         fileDType && isFloat(*fileDType) && isFloat(info.dtype))
       stored = *fileDType;
+    if (isFloat(info.dtype) && entry.dtype == "U8")
+      for (const char *type : {"nf4", "fp4"})
+        if (findEntry(entry.name + ".quant_state.bitsandbytes__" + type)
+                .first)
+          return fail("tensor '" + entry.name + "' is a bitsandbytes 4-bit "
+                      "weight, which this executable stores unquantized; "
+                      "compile it with --quantize-frozen=" + type +
+                      " to load it");
     status = checkEntry(entry, stored, expectedShape);
     if (!status.ok())
       return fail(status.error);

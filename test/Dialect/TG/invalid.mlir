@@ -2018,21 +2018,29 @@ func.func @param_and_input(%w: tensor<4xf32> {tg.param = "w", tg.input = "w"}) {
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #0: parameter 'w' must be a statically shaped f32, f16 or bf16 tensor, found 'tensor<4xi64>'}}
+// expected-error @+1 {{'func.func' op argument #0: parameter 'w' must be a statically shaped f32, f16 or bf16 tensor (or, frozen, ui8 codes), found 'tensor<4xi64>'}}
 func.func @integer_param(%w: tensor<4xi64> {tg.param = "w"}) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #0: parameter 'w' must be a statically shaped f32, f16 or bf16 tensor, found 'tensor<?xf32>'}}
+// ui8 codes are a parameter only when frozen (tg-quantize-frozen's).
+// expected-error @+1 {{'func.func' op argument #0: parameter 'w' must be a statically shaped f32, f16 or bf16 tensor (or, frozen, ui8 codes), found 'tensor<4xui8>'}}
+func.func @param_codes(%w: tensor<4xui8> {tg.param = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: parameter 'w' must be a statically shaped f32, f16 or bf16 tensor (or, frozen, ui8 codes), found 'tensor<?xf32>'}}
 func.func @dynamic_param(%w: tensor<?xf32> {tg.param = "w"}) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #0: parameter 'w' must be a statically shaped f32, f16 or bf16 tensor, found 'f32'}}
+// expected-error @+1 {{'func.func' op argument #0: parameter 'w' must be a statically shaped f32, f16 or bf16 tensor (or, frozen, ui8 codes), found 'f32'}}
 func.func @scalar_param(%w: f32 {tg.param = "w"}) {
   return
 }
@@ -2533,6 +2541,54 @@ func.func @adamw_8bit_codes_type(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: t
 func.func @adamw_8bit_beta(%p: tensor<300xf32>, %g: tensor<300xf32>, %q: tensor<300xui8>, %a: tensor<2xf32>, %m: tensor<256xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
   // expected-error @+1 {{'tg.adamw_8bit_update' op beta2 must be in [0.000000e+00, 1.000000e+00), found 1.000000e+00}}
   %0:5 = tg.adamw_8bit_update %p, %g, %q, %a, %q, %a, %m, %m, %lr, %t {beta2 = 1.0 : f64} : (tensor<300xf32>, tensor<300xf32>, tensor<300xui8>, tensor<2xf32>, tensor<300xui8>, tensor<2xf32>, tensor<256xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>) -> (tensor<300xf32>, tensor<300xui8>, tensor<2xf32>, tensor<300xui8>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @matmul_4bit_input(%x: tensor<4x32xf32>, %c: tensor<1536xui8>, %a: tensor<48xf32>, %m: tensor<16xf32>) {
+  // expected-error @+1 {{'tg.matmul_4bit' op input's last dimension is 32 but the 64 x 48 weight (transposed) needs 48}}
+  %0 = tg.matmul_4bit %x, %c, %a, %m {rows = 64 : i64, cols = 48 : i64} : (tensor<4x32xf32>, tensor<1536xui8>, tensor<48xf32>, tensor<16xf32>) -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_4bit_codes(%x: tensor<4x48xf32>, %c: tensor<1535xui8>, %a: tensor<48xf32>, %m: tensor<16xf32>) {
+  // expected-error @+1 {{'tg.matmul_4bit' op codes must have shape [1536], found [1535]}}
+  %0 = tg.matmul_4bit %x, %c, %a, %m {rows = 64 : i64, cols = 48 : i64} : (tensor<4x48xf32>, tensor<1535xui8>, tensor<48xf32>, tensor<16xf32>) -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_4bit_absmax(%x: tensor<4x48xf32>, %c: tensor<1536xui8>, %a: tensor<24xf32>, %m: tensor<16xf32>) {
+  // expected-error @+1 {{'tg.matmul_4bit' op absmax must have shape [48], found [24]}}
+  %0 = tg.matmul_4bit %x, %c, %a, %m {rows = 64 : i64, cols = 48 : i64} : (tensor<4x48xf32>, tensor<1536xui8>, tensor<24xf32>, tensor<16xf32>) -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_4bit_nested(%x: tensor<4x48xf32>, %c: tensor<1536xui8>, %a: tensor<48xui8>, %m: tensor<16xf32>) {
+  // expected-error @+1 {{'tg.matmul_4bit' op a double-quantized (ui8) absmax needs the three nested operands (nested_absmax, nested_map, offset), found 0}}
+  %0 = tg.matmul_4bit %x, %c, %a, %m {rows = 64 : i64, cols = 48 : i64} : (tensor<4x48xf32>, tensor<1536xui8>, tensor<48xui8>, tensor<16xf32>) -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_4bit_block(%x: tensor<4x48xf32>, %c: tensor<1536xui8>, %a: tensor<48xf32>, %m: tensor<16xf32>) {
+  // expected-error @+1 {{'tg.matmul_4bit' op block_size must be even and in [2, 4096], found 63}}
+  %0 = tg.matmul_4bit %x, %c, %a, %m {rows = 64 : i64, cols = 48 : i64, block_size = 63 : i64} : (tensor<4x48xf32>, tensor<1536xui8>, tensor<48xf32>, tensor<16xf32>) -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_4bit_map(%x: tensor<4x48xf32>, %c: tensor<1536xui8>, %a: tensor<48xf32>, %m: tensor<256xf32>) {
+  // expected-error @+1 {{'tg.matmul_4bit' op quant_map must have shape [16], found [256]}}
+  %0 = tg.matmul_4bit %x, %c, %a, %m {rows = 64 : i64, cols = 48 : i64} : (tensor<4x48xf32>, tensor<1536xui8>, tensor<48xf32>, tensor<256xf32>) -> tensor<4x64xf32>
   return
 }
 

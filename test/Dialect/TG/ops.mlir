@@ -7,6 +7,26 @@
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
+// CHECK-LABEL: func.func @matmul_4bit(
+func.func @matmul_4bit(%x: tensor<4x16x48xf32>, %dy: tensor<4x16x64xbf16>,
+                       %codes: tensor<1536xui8>, %q: tensor<48xui8>,
+                       %absmax: tensor<48xf32>, %map: tensor<16xf32>,
+                       %nested: tensor<1xf32>, %dynamic: tensor<256xf32>,
+                       %offset: tensor<f32>)
+    -> (tensor<4x16x64xf32>, tensor<4x16x48xbf16>) {
+  // CHECK: tg.matmul_4bit %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {cols = 48 : i64, rows = 64 : i64} : (tensor<4x16x48xf32>, tensor<1536xui8>, tensor<48xui8>, tensor<16xf32>, tensor<1xf32>, tensor<256xf32>, tensor<f32>) -> tensor<4x16x64xf32>
+  %0 = tg.matmul_4bit %x, %codes, %q, %map, %nested, %dynamic, %offset
+      {rows = 64 : i64, cols = 48 : i64}
+      : (tensor<4x16x48xf32>, tensor<1536xui8>, tensor<48xui8>, tensor<16xf32>,
+         tensor<1xf32>, tensor<256xf32>, tensor<f32>) -> tensor<4x16x64xf32>
+  // CHECK: tg.matmul_4bit %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {cols = 48 : i64, rows = 64 : i64, transpose_rhs = false} : (tensor<4x16x64xbf16>, tensor<1536xui8>, tensor<48xf32>, tensor<16xf32>) -> tensor<4x16x48xbf16>
+  %1 = tg.matmul_4bit %dy, %codes, %absmax, %map
+      {rows = 64 : i64, cols = 48 : i64, transpose_rhs = false}
+      : (tensor<4x16x64xbf16>, tensor<1536xui8>, tensor<48xf32>, tensor<16xf32>)
+      -> tensor<4x16x48xbf16>
+  return %0, %1 : tensor<4x16x64xf32>, tensor<4x16x48xbf16>
+}
+
 // CHECK-LABEL: func.func @matmul(
 // CHECK-SAME: %[[A:[^:]*]]: tensor<4x8xf32>, %[[B:[^:]*]]: tensor<8x16xf32>, %[[BT:[^:]*]]: tensor<16x8xf32>, %[[AT:[^:]*]]: tensor<8x4xf32>)
 func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bt: tensor<16x8xf32>,

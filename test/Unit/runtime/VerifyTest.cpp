@@ -206,6 +206,70 @@ TEST(Verify, FourBitStateTheKernelsTrust) {
                                     "'wide' must be a 16-entry f32 map");
 }
 
+TEST(Verify, FourBitWeightsTheKernelsTrust) {
+  // A 6 x 20 weight (120 values: 60 bytes, 2 blocks of 64) read by an
+  // input [3, 20]; double-quantized: 7 operands.
+  std::vector<TensorInfo> tensors = {tensor("x", {3, 20}),
+                                     tensor("codes", {60}, DType::U8),
+                                     tensor("q", {2}, DType::U8),
+                                     tensor("map", {16}),
+                                     tensor("nested", {1}),
+                                     tensor("dynamic", {256}),
+                                     tensor("offset", {}),
+                                     tensor("y", {3, 6}),
+                                     tensor("absmax", {2}),
+                                     tensor("short", {59}, DType::U8),
+                                     tensor("yb", {3, 6}, DType::BF16),
+                                     tensor("x6", {3, 6})};
+  Instruction product;
+  product.kernel = Kernel::Matmul4bit;
+  product.operands = {0, 1, 2, 3, 4, 5, 6};
+  product.results = {7};
+  product.attrs["rows"] = integer(6);
+  product.attrs["cols"] = integer(20);
+  EXPECT_EQ(errorOf(tensors, product), "");
+  Instruction plain = product;
+  plain.operands = {0, 1, 8, 3};
+  EXPECT_EQ(errorOf(tensors, plain), "");
+  Instruction back = plain;
+  back.attrs["transpose_rhs"] = flag(false);
+  back.operands[0] = 11;
+  back.results = {0};
+  EXPECT_EQ(errorOf(tensors, back), "");
+
+  const std::string at = "instruction #0 (tg.matmul_4bit): ";
+  Instruction missing = product;
+  missing.operands.pop_back();
+  EXPECT_EQ(errorOf(tensors, missing),
+            at + "expects 4 operands, or 7 with a double-quantized absmax");
+  Instruction codes = plain;
+  codes.operands[1] = 9;
+  EXPECT_EQ(errorOf(tensors, codes), at + "'short' has the wrong shape");
+  Instruction u8 = plain;
+  u8.operands[2] = 2;
+  EXPECT_EQ(errorOf(tensors, u8),
+            at + "absmax (without nested operands) 'q' must be f32, found ui8");
+  Instruction f32 = product;
+  f32.operands[2] = 8;
+  EXPECT_EQ(errorOf(tensors, f32),
+            at + "a double-quantized absmax 'absmax' must be ui8, found f32");
+  Instruction cols = plain;
+  cols.attrs["cols"] = integer(21);
+  EXPECT_EQ(errorOf(tensors, cols),
+            at + "matmul_4bit input's last dimension is 20 but the 6 x 21 "
+                 "weight (transposed) needs 21");
+  Instruction block = plain;
+  block.attrs["block_size"] = integer(3);
+  EXPECT_EQ(errorOf(tensors, block),
+            at + "block_size must be even and in [2, 4096], found 3");
+  Instruction typed = plain;
+  typed.results = {10};
+  EXPECT_NE(errorOf(tensors, typed), "");
+  Instruction map = plain;
+  map.operands[3] = 5;
+  EXPECT_EQ(errorOf(tensors, map), at + "'dynamic' must be a 16-entry f32 map");
+}
+
 TEST(Verify, SgdMomentumComesWithItsBuffer) {
   std::vector<TensorInfo> tensors = {tensor("p", {4}), tensor("g", {4}),
                                      tensor("lr", {}),

@@ -15,6 +15,10 @@ nf4_reference.py (bitsandbytes' algorithm, replayed in torch).
       such weight as its U8 codes [n/2, 1], `.absmax`, `.quant_map`
       (and `.nested_absmax`, `.nested_quant_map`), and its quant state, a
       U8 tensor of JSON; config.json with its quantization_config.
+  qlora_reference.py from-bnb SRC DST
+      DST: the 4-bit directory SRC (as transformers saves a bitsandbytes
+      model) with each 4-bit weight dequantized by bitsandbytes' rules
+      from its own codes, absmax values and quant state, in f32.
   qlora_reference.py codes SRC CKPT TYPE DOUBLE
       Checks that the 4-bit tensors of tgc's checkpoint CKPT (codes,
       absmax, nested absmax, offset) equal the replay's of SRC's weights
@@ -52,7 +56,46 @@ def copy_config(src, dst):
             shutil.copy(os.path.join(src, name), dst)
 
 
+def from_bnb(src, dst):
+    copy_config(src, dst)
+    config_path = os.path.join(dst, "config.json")
+    config = json.load(open(config_path))
+    config.pop("quantization_config", None)
+    json.dump(config, open(config_path, "w"), indent=2)
+    weights = weights_of(src)
+    out, count = {}, 0
+    for name, t in weights.items():
+        if ".quant_state.bitsandbytes__" in name:
+            base, quant_type = name.split(".quant_state.bitsandbytes__")
+            state = json.loads(bytes(t.tolist()).decode())
+            assert state["blocksize"] == 64, state
+            packed = {"codes": weights[base].reshape(-1),
+                      "absmax": weights[base + ".absmax"]}
+            if "nested_offset" in state:
+                packed.update(
+                    nested_absmax=weights[base + ".nested_absmax"],
+                    offset=torch.tensor(state["nested_offset"],
+                                        dtype=torch.float32))
+                assert torch.equal(weights[base + ".nested_quant_map"],
+                                   nf4.dynamic_map())
+            assert torch.equal(weights[base + ".quant_map"],
+                               nf4.code4(quant_type))
+            out[base] = nf4.dequantize(packed, tuple(state["shape"]),
+                                       quant_type, torch.float32)
+            count += 1
+        elif not any(k in name for k in (".absmax", ".quant_map",
+                                          ".nested_", ".quant_state")) \
+                and name + ".quant_state.bitsandbytes__nf4" not in weights \
+                and name + ".quant_state.bitsandbytes__fp4" not in weights:
+            out[name] = t.float()
+    safetensors_io.save(os.path.join(dst, "model.safetensors"), out,
+                        {"format": "pt"})
+    print(f"{count} weights dequantized from bitsandbytes' own codes")
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "from-bnb":
+        return from_bnb(sys.argv[2], sys.argv[3])
     if len(sys.argv) != 6:
         sys.exit(__doc__)
     mode, src, dst, quant_type, double = sys.argv[1:6]

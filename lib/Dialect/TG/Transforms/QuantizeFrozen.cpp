@@ -40,7 +40,7 @@ struct Reader {
 };
 
 /// Whether `matmul`'s result is the logits of a cross-entropy (through
-/// reshapes): the output head.
+/// reshapes and a bias's add): the output head.
 bool feedsLoss(tg::MatmulOp matmul) {
   SmallVector<Value> work = {matmul.getResult()};
   while (!work.empty()) {
@@ -48,7 +48,7 @@ bool feedsLoss(tg::MatmulOp matmul) {
     for (Operation *user : value.getUsers()) {
       if (isa<tg::CrossEntropyOp>(user))
         return true;
-      if (isa<tg::ReshapeOp>(user))
+      if (isa<tg::ReshapeOp, tg::AddOp>(user))
         work.push_back(user->getResult(0));
     }
   }

@@ -408,8 +408,9 @@ def TGQuantizeFrozen : Pass<"tg-quantize-frozen", "mlir::ModuleOp"> {
     must match a parameter, and a matched parameter that is trained, or
     read other than by a matmul, is an error. Without it, every eligible
     frozen weight is quantized except the output head (a module named
-    `lm_head`, or a product whose result is the logits of a
-    `tg.cross_entropy`), which transformers' bitsandbytes quantizer also
+    `lm_head`, or a product whose result is, through reshapes and a
+    bias's add, the logits of a `tg.cross_entropy`), which transformers'
+    bitsandbytes quantizer also
     leaves in 16 bits; it is an error when none is eligible.
   }];
   let options = [
