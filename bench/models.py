@@ -7,8 +7,10 @@ the CPU step time of a small Llama against transformers' own.
    arena) of full fine-tuning in f32, with each technique alone
    (--amp=bf16, --remat=blocks, --optimizer-state=8bit) and all three
    combined, and of LoRA r=16 on q/k/v/o over a bf16 base (--frozen-dtype)
-   with bf16 compute and activation checkpointing; the same for the
-   mixture of experts Mixtral-8x7B, and what --fit chooses for it.
+   with bf16 compute and activation checkpointing, and of QLoRA (the base
+   in NF4); the same for the mixture of experts Mixtral-8x7B, and what
+   --fit chooses for it; Llama-3-8B QLoRA at B=2 and what --fit chooses
+   for 6 GiB.
 2. The CPU time of one AdamW step of a small Llama (4 layers, hidden 256, 8
    heads over 4 key/value heads, MLP 688, V=512, B=8, T=256, f32): tgc-run
    against transformers 4.47.1's eager LlamaForCausalLM with
@@ -39,7 +41,47 @@ CONFIGS = [
                          "--optimizer-state=8bit"]),
     ("LoRA r=16 (q,k,v,o), bf16 base, bf16, remat", [
         LORA, "--frozen-dtype=bf16", "--amp=bf16", "--remat=blocks"]),
+    ("QLoRA r=16 (q,k,v,o), NF4 base, bf16, remat", [
+        LORA, "--frozen-dtype=bf16", "--quantize-frozen=nf4", "--amp=bf16",
+        "--remat=blocks"]),
 ]
+QLORA_BUDGET = "6GiB"
+
+
+def fit_line(bins, model, tmp, flags):
+    """What `tgc-compile --fit` chooses (or why nothing fits), as text."""
+    proc = subprocess.run(
+        [f"{bins}/tgc-compile", model, "-o", os.path.join(tmp, "fit.tgx")]
+        + flags, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    chose = [l for l in proc.stdout.splitlines() if "--fit chose" in l]
+    errors = [l for l in proc.stdout.splitlines() if "error:" in l]
+    return (chose[0].replace("tgc-compile: --fit chose ", "chose `", 1)
+            .replace(": ", "`: ", 1) if chose and proc.returncode == 0
+            else errors[-1].replace("tgc-compile: error: ", "")
+            if errors else "failed")
+
+
+def qlora_table(bins, tmp):
+    """Llama-3-8B at B=2, T=2048 (torchtune's QLoRA recipe's shape): LoRA
+    over a bf16 base, QLoRA, and what --fit chooses for 6 GiB."""
+    model = os.path.join(tmp, "llama-3-8b-b2.mlir")
+    run([f"{bins}/tgc-models", "llama", "--preset", "llama-3-8b", "--batch",
+         "2", "--seq-len", "2048", "-o", model])
+    configs = [CONFIGS[-2],
+               ("QLoRA r=16 (q,k,v,o), NF4 base, no double quantization, "
+                "bf16, remat", [LORA, "--frozen-dtype=bf16",
+                                "--quantize-frozen=nf4",
+                                "--double-quant=false", "--amp=bf16",
+                                "--remat=blocks"]),
+               CONFIGS[-1]]
+    lines = ["| configuration | parameters | optimizer state | transient arena "
+             "| planned peak | vs bf16-base LoRA |", "|---|---|---|---|---|---|"]
+    lines += [f"| {row}" for row in plan_rows(bins, model, tmp, configs)]
+    flags = [LORA, "--frozen-dtype=bf16", f"--fit={QLORA_BUDGET}",
+             "--fit-allow=all"]
+    lines += ["", f"`tgc-compile {' '.join(flags)}`: "
+              f"{fit_line(bins, model, tmp, flags)}."]
+    return lines
 
 
 def plan_rows(bins, model, tmp, configs):
@@ -90,16 +132,8 @@ def moe_table(bins, tmp):
     lines += [f"| {row}"
               for row in plan_rows(bins, model, tmp, CONFIGS + [experts])]
     for budget in MOE_BUDGETS:
-        proc = subprocess.run(
-            [f"{bins}/tgc-compile", model, "-o", os.path.join(tmp, "fit.tgx"),
-             f"--fit={budget}", "--fit-allow=all"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        chose = [l for l in proc.stdout.splitlines() if "--fit chose" in l]
-        errors = [l for l in proc.stdout.splitlines() if "error:" in l]
-        text = (chose[0].replace("tgc-compile: --fit chose ", "chose `", 1)
-                .replace(": ", "`: ", 1) if chose and proc.returncode == 0
-                else errors[-1].replace("tgc-compile: error: ", "")
-                if errors else "failed")
+        text = fit_line(bins, model, tmp, [f"--fit={budget}",
+                                           "--fit-allow=all"])
         lines += ["", f"`tgc-compile --fit={budget} --fit-allow=all`: {text}."]
     return lines
 
@@ -141,7 +175,17 @@ def step_times(bins, tmp, steps):
          "--batch", "8", "-o", model])
     exe = os.path.join(tmp, "small.tgx")
     run([f"{bins}/tgc-compile", model, "-o", exe])
-    tgc = best_step_times(bins, {"tgc": exe}, steps, tmp)["tgc"]
+    # LoRA over the same model's base as it is and in NF4 (the base drawn
+    # in f32 and quantized, as loading would).
+    lora = ["--lora=rank=16,alpha=32,targets=q_proj,k_proj,v_proj,o_proj,"
+            "gate_proj,up_proj,down_proj"]
+    exes = {"tgc": exe, "lora": os.path.join(tmp, "lora.tgx"),
+            "qlora": os.path.join(tmp, "qlora.tgx")}
+    run([f"{bins}/tgc-compile", model, "-o", exes["lora"]] + lora)
+    run([f"{bins}/tgc-compile", model, "-o", exes["qlora"]] + lora +
+        ["--quantize-frozen=nf4"])
+    timed = best_step_times(bins, exes, steps, tmp)
+    tgc = timed["tgc"]
     threads = len(os.sched_getaffinity(0))
     python = os.path.join(ROOT, ".venv-hf47", "bin", "python")
     if not os.path.exists(python):
@@ -156,7 +200,13 @@ def step_times(bins, tmp, steps):
             f"{(tgc / hf - 1) * 100:+.1f}% |",
             f"| transformers 4.47.1 eager + torch.optim.AdamW (torch "
             f"{torch_version(python)}) | {hf * 1e3:.1f} ms | |",
-            "", f"Both with {threads} threads."]
+            "", f"Both with {threads} threads.", "",
+            "LoRA r=16 on every linear layer of the same model, tgc-run:",
+            "", "| base | step time | vs the 32-bit base |", "|---|---|---|",
+            f"| f32 | {timed['lora'] * 1e3:.1f} ms | |",
+            f"| NF4, double quantization (QLoRA) | "
+            f"{timed['qlora'] * 1e3:.1f} ms | "
+            f"{(timed['qlora'] / timed['lora'] - 1) * 100:+.1f}% |"]
 
 
 def torch_version(python):
@@ -177,6 +227,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         memory = memory_table(bins, tmp, presets)
         moe = moe_table(bins, tmp)
+        qlora = qlora_table(bins, tmp)
         times = step_times(bins, tmp, steps)
     cpu = machine(bins)
     out = ["# The Llama family", "",
@@ -213,6 +264,18 @@ def main():
             " the last row adapts every expert too (an adapter per expert, "
             "as PEFT does).", ""]
     out += moe
+    out += ["", "## QLoRA: Llama-3-8B over a 4-bit base", "",
+            "`tgc-models llama --preset llama-3-8b`, B=2, T=2048 (the shape "
+            "of torchtune's QLoRA recipe), AdamW on LoRA r=16 over q, k, v "
+            "and o; the linear layers' weights in NF4 "
+            "(--quantize-frozen=nf4: 0.5 byte a weight plus the 8-bit "
+            "absmax values, 1/64 byte a weight), the embeddings, the output "
+            "head and the norms in bf16 (--frozen-dtype=bf16), as "
+            "bitsandbytes' quantizer in transformers leaves them. "
+            "For scale, not measured here: torchtune reports 7.4 GiB of "
+            "peak memory for its Llama-3.1-8B QLoRA recipe on an RTX 4090 "
+            "(B=2, packed to 2048; its README's table).", ""]
+    out += qlora
     out += ["", "## CPU step time of a small Llama", "",
             f"Measured on {cpu}. 4 layers, hidden 256, 8 query heads over 4 "
             "key/value heads, MLP 688, vocabulary 512, B=8, T=256, f32 "

@@ -24,13 +24,13 @@ bool parseFitAllowed(llvm::StringRef list, FitAllowed &allowed,
       // `--fit-allow=` (or a stray comma) is a list left unfinished, not
       // `none`: refused rather than guessed.
       error = "--fit-allow needs a list of amp, 8bit, 4bit, bf16-masters, "
-              "chunked-loss, all or none, found '" + list.str() + "'";
+              "chunked-loss, nf4, all or none, found '" + list.str() + "'";
       return false;
     }
     if (item == "all") {
       // Every choice that tracks f32 closely: 4-bit state only by name.
       allowed.amp = allowed.state8bit = allowed.bf16Masters =
-          allowed.chunkedLoss = true;
+          allowed.chunkedLoss = allowed.nf4 = true;
     } else if (item == "none") {
       allowed = {};
     } else if (item == "amp") {
@@ -43,10 +43,12 @@ bool parseFitAllowed(llvm::StringRef list, FitAllowed &allowed,
       allowed.bf16Masters = true;
     } else if (item == "chunked-loss") {
       allowed.chunkedLoss = true;
+    } else if (item == "nf4") {
+      allowed.nf4 = true;
     } else {
       error = "--fit-allow: unknown choice '" + item.str() +
               "' (expected amp, 8bit, 4bit, bf16-masters, chunked-loss, "
-              "all or none)";
+              "nf4, all or none)";
       return false;
     }
   }
@@ -83,6 +85,9 @@ std::string FitCandidate::flags() const {
     os << " --chunked-loss=" << chunks;
   if (offload != tg::Offload::None)
     os << " --offload=" << tg::choiceName(offload);
+  if (base != tg::FrozenQuant::None)
+    os << " --quantize-frozen=" << tg::choiceName(base)
+       << (doubleQuant ? "" : " --double-quant=false");
   return text;
 }
 
@@ -95,6 +100,8 @@ void applyFitCandidate(const FitCandidate &candidate,
   options.optimizerInBackward = candidate.inBackward;
   options.chunkedLoss = candidate.chunks;
   options.offload = candidate.offload;
+  options.quantizeFrozen = candidate.base;
+  options.doubleQuant = candidate.doubleQuant;
   options.gradAccum = candidate.accumSteps;
 }
 
@@ -167,6 +174,19 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   SmallVector<tg::Offload> offloads = choicesOf<tg::Offload>(
       options.offload.hasValue() || zero, options.offload,
       {tg::Offload::None, tg::Offload::Optimizer, tg::Offload::All});
+  // With LoRA, the frozen base as it is, then in NF4 (QLoRA), then with
+  // its absmax values double-quantized too: each taken only where the one
+  // before does not fit (below).
+  struct Base {
+    tg::FrozenQuant quant;
+    bool doubleQuant;
+  };
+  SmallVector<Base> bases = {{options.quantizeFrozen, options.doubleQuant}};
+  if (!options.quantizeFrozen.hasValue() && request.allowed.nf4 &&
+      !options.loraTargets.empty())
+    bases = {{tg::FrozenQuant::None, true},
+             {tg::FrozenQuant::NF4, false},
+             {tg::FrozenQuant::NF4, true}};
   // The micro-batches: the divisors of the global batch that can fit at
   // all (not every number below it: a global batch of 2^62 answers at
   // once).
@@ -177,6 +197,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
 
   // Every configuration before the micro-batch, in a fixed order.
   SmallVector<FitCandidate> configurations;
+  for (Base base : bases)
   for (tg::Half amp : amps)
     for (tg::StateFormat state : states)
       for (tg::MasterWeights master : masters)
@@ -197,6 +218,8 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
                 configuration.inBackward = inBackward;
                 configuration.chunks = chunks;
                 configuration.offload = offload;
+                configuration.base = base.quant;
+                configuration.doubleQuant = base.doubleQuant;
                 configurations.push_back(configuration);
               }
 
@@ -253,10 +276,16 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
       previousFitWhole = tried.accumSteps == 1;
       const FitCandidate &best = result.candidates[result.best];
       // The least estimated time, 4-bit state only where nothing else fits
-      // (it tracks f32 less closely than 8-bit state).
+      // (it tracks f32 less closely than 8-bit state), a 4-bit base only
+      // where nothing with the base as it is fits (double quantization
+      // last): the rank of what is lost, compared first.
       auto lossy = [&](const FitCandidate &c) {
-        return c.state == tg::StateFormat::Int4 &&
-               !options.optimizerState.hasValue();
+        int rank = c.state == tg::StateFormat::Int4 &&
+                   !options.optimizerState.hasValue();
+        if (c.base != tg::FrozenQuant::None &&
+            !options.quantizeFrozen.hasValue())
+          rank += c.doubleQuant ? 4 : 2;
+        return rank;
       };
       if (!found || lossy(tried) < lossy(best) ||
           (lossy(tried) == lossy(best) &&
@@ -288,6 +317,9 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
                "numbers (bf16 compute, 8-bit state, bf16 master weights)";
     else if (!request.allowed.state4bit && adamw)
       error += "; --fit-allow=all,4bit also tries 4-bit optimizer state";
+    if (!request.allowed.nf4 && !options.loraTargets.empty() &&
+        !options.quantizeFrozen.hasValue())
+      error += "; --fit-allow=nf4 also tries the frozen base in NF4 (QLoRA)";
     return failure();
   }
   return result;

@@ -13,6 +13,7 @@
 #include "tgc/runtime/Process.h"
 #include "tgc/runtime/Threads.h"
 #include "Quant4bitFiles.h"
+#include "tgc/runtime/Quant4bit.h"
 #include "Safetensors.h"
 #include "cpu/Common.h"
 #include "tgc/Support/ReadFile.h"
@@ -402,27 +403,72 @@ mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &merged) {
     adapterTensor[adapter.a] = adapterTensor[adapter.b] = true;
     adapterOf[adapter.base] = &adapter;
   }
+  // A 4-bit weight's scales go with it: it is saved dequantized.
+  std::vector<bool> scaleTensor(program.tensors.size(), false);
+  for (const QuantizedWeight &weight : program.quantized)
+    for (int32_t index : {weight.absmax, weight.nestedAbsmax, weight.offset})
+      if (index >= 0)
+        scaleTensor[size_t(index)] = true;
   std::vector<SavedTensor> entries;
   merged.clear();
-  merged.reserve(program.adapters.size());
+  merged.reserve(program.adapters.size() + program.quantized.size());
   for (size_t i = 0; i < program.tensors.size(); ++i) {
     const TensorInfo &info = program.tensors[i];
-    if (info.role != Role::Param || adapterTensor[i])
+    if (info.role != Role::Param || adapterTensor[i] || scaleTensor[i])
       continue;
     auto found = adapterOf.find(int32_t(i));
+    const QuantizedWeight *quantized = program.quantizedWith(int32_t(i));
+    TensorRef w = session.hostView(int32_t(i));
+    if (quantized) {
+      // bitsandbytes' dequantize_4bit, in f32: the base PEFT's
+      // merge_and_unload adds the adapter to.
+      float values[quant4::kValues];
+      std::memcpy(values,
+                  quant4::values(quantized->fp4 ? quant4::Type::FP4
+                                                : quant4::Type::NF4),
+                  sizeof(values));
+      float dynamic[quant4::kNestedValues];
+      for (int c = 0; c < quant4::kNestedValues; ++c)
+        dynamic[c] = quant4::dynamicMap(c);
+      auto viewOf = [&](int32_t index) {
+        return index >= 0 ? session.hostView(index) : TensorRef();
+      };
+      Weight4bitRefs refs;
+      refs.codes = w;
+      refs.absmax = viewOf(quantized->absmax);
+      refs.nestedAbsmax = viewOf(quantized->nestedAbsmax);
+      refs.offset = viewOf(quantized->offset);
+      refs.map.data = values;
+      refs.nestedMap.data = dynamic;
+      refs.blockSize = quantized->blockSize;
+      Dequantizer4bit dequantize(refs);
+      int64_t n = quantized->rows * quantized->cols;
+      merged.emplace_back(size_t(n) * sizeof(float));
+      float *into = reinterpret_cast<float *>(merged.back().data());
+      for (int64_t e = 0; e < n; ++e)
+        into[e] = dequantize(e);
+      w.data = into;
+      w.dtype = DType::F32;
+      w.shape = {quantized->rows, quantized->cols};
+      if (found == adapterOf.end()) {
+        entries.push_back({info.name, w.dtype, w.shape, w.data, w.numBytes()});
+        continue;
+      }
+    }
     if (found == adapterOf.end()) {
       entries.push_back(entryOf(session, int32_t(i)));
       continue;
     }
     // W + scale (B A), transposed for a [in, out] weight; in f32, stored
-    // in the weight's dtype.
+    // in the weight's dtype (in place over a dequantized one).
     const LoraAdapter &adapter = *found->second;
     TensorRef a = session.hostView(adapter.a), b = session.hostView(adapter.b);
-    TensorRef w = session.hostView(int32_t(i));
     int64_t rank = a.shape[0], in = a.shape[1], out = b.shape[0];
-    merged.emplace_back(w.numBytes());
     TensorRef result = w;
-    result.data = merged.back().data();
+    if (!quantized) {
+      merged.emplace_back(w.numBytes());
+      result.data = merged.back().data();
+    }
     for (int64_t o = 0; o < out; ++o)
       for (int64_t k = 0; k < in; ++k) {
         double sum = 0.0;
@@ -432,7 +478,7 @@ mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &merged) {
         storeF32(result, at,
                  float(double(loadF32(w, at)) + adapter.scale * sum));
       }
-    entries.push_back({info.name, info.dtype, info.shape, result.data,
+    entries.push_back({info.name, result.dtype, result.shape, result.data,
                        result.numBytes()});
   }
   return entries;

@@ -137,6 +137,10 @@ Status writeModelDirectory(Session &session, const std::string &directory,
       return Status::failure("--save-hf: " + written.error);
   }
   config["torch_dtype"] = torchDType(widest);
+  // The weights are written dense (a 4-bit base dequantized): a
+  // bitsandbytes quantization_config of the directory the model came from
+  // would make transformers read them as 4-bit codes.
+  config.erase("quantization_config");
   directorySaveStep();
   status = staged.named(writeJSON(staged.pathOf("config.json"), config));
   if (status.ok())

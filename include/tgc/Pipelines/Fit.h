@@ -6,8 +6,10 @@
 // the choices that change memory: the micro-batch (with accumulation up to
 // the global batch), rematerialization, the optimizer step inside the
 // backward pass, and, when allowed, bf16 compute, 8-bit (or 4-bit)
-// optimizer state and bf16 master weights. Each is planned exactly; among
-// those that fit, the least estimated step time wins, 4-bit state only
+// optimizer state, bf16 master weights and, for LoRA, the frozen base in
+// NF4 (QLoRA). Each is planned exactly; among those that fit, the least
+// estimated step time wins, a 4-bit base only where nothing with a 16- or
+// 32-bit one fits (double quantization after plain NF4), 4-bit state only
 // where nothing with 8-bit or f32 state fits.
 //
 //===----------------------------------------------------------------------===//
@@ -32,10 +34,11 @@ struct FitAllowed {
   bool bf16Masters = false; // bf16 master weights, stochastic rounding
   bool chunkedLoss = false; // the classifier and loss in chunks (sums in
                             // another order)
+  bool nf4 = false;         // with LoRA, the frozen base in NF4 (QLoRA)
 };
 
 /// Parses --fit-allow's list (amp, 8bit, 4bit, bf16-masters, chunked-loss,
-/// all: every one but 4bit, none). Fails with `error` set.
+/// nf4, all: every one but 4bit, none). Fails with `error` set.
 bool parseFitAllowed(llvm::StringRef list, FitAllowed &allowed,
                      std::string &error);
 
@@ -57,6 +60,10 @@ struct FitCandidate {
   bool inBackward = false;
   int64_t chunks = 1;
   tg::Offload offload = tg::Offload::None;
+  /// The frozen base of a LoRA model in 4 bits (QLoRA), its absmax values
+  /// double-quantized or not.
+  tg::FrozenQuant base = tg::FrozenQuant::None;
+  bool doubleQuant = true;
   /// The choices as tgc-compile flags (without the micro-batch).
   std::string flags() const;
   int64_t batch = 0, accumSteps = 1;

@@ -443,10 +443,19 @@ Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
   // Types and shapes as the loader checked them; the indices are data.
   int64_t vocab = table.shape[0], width = table.shape[1];
   TGC_RETURN_IF_ERROR(checkIndices(indices, vocab, "embedding index"));
+  int64_t count = indices.numElements();
+  if (table.dtype != result.dtype) {
+    // A 16-bit table's rows widened to f32 (exact).
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t row = loadI64(indices, i);
+      for (int64_t j = 0; j < width; ++j)
+        storeF32(result, i * width + j, loadF32(table, row * width + j));
+    }
+    return Status::success();
+  }
   size_t rowBytes = size_t(width) * dtypeSize(table.dtype);
   const char *src = static_cast<const char *>(table.data);
   char *dst = static_cast<char *>(result.data);
-  int64_t count = indices.numElements();
   for (int64_t i = 0; i < count; ++i)
     std::memmove(dst + i * rowBytes, src + loadI64(indices, i) * rowBytes,
                  rowBytes);

@@ -472,6 +472,18 @@ __global__ void embeddingKernel(const T *table, const void *indices,
   }
 }
 
+/// tg.embedding of a 16-bit table into f32 rows (widened exactly).
+__global__ void embeddingWidenKernel(const void *table, DType dtype,
+                                     const void *indices, DType indexType,
+                                     int64_t count, int64_t width,
+                                     int64_t vocab, float *result) {
+  TGC_GRID_LOOP(e, count * width) {
+    int64_t index = loadInt(indices, indexType, e / width);
+    if (index >= 0 && index < vocab)
+      result[e] = loadFloat(table, dtype, index * width + e % width);
+  }
+}
+
 __global__ void embeddingGradKernel(const void *indices, DType indexType,
                                     const void *grad, DType dtype,
                                     int64_t count, int64_t width, int64_t vocab,
@@ -1048,7 +1060,11 @@ Status embedding(Context &ctx, const TensorRef &table, const TensorRef &indices,
   if (width == 0)
     return Status::success();
   unsigned blocks = blocksFor(count * width);
-  if (table.dtype == DType::F32) {
+  if (table.dtype != result.dtype) {
+    embeddingWidenKernel<<<blocks, 256, 0, stream>>>(
+        table.data, table.dtype, indices.data, indices.dtype, count, width,
+        vocab, static_cast<float *>(result.data));
+  } else if (table.dtype == DType::F32) {
     embeddingKernel<uint32_t><<<blocks, 256, 0, stream>>>(
         static_cast<const uint32_t *>(table.data), indices.data, indices.dtype,
         count, width, vocab, static_cast<uint32_t *>(result.data));

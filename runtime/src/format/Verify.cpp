@@ -648,7 +648,9 @@ Status Checker::run() {
   case Kernel::Embedding: {
     ok = counts(2, 1) && floatT(in(0)) && indexT(in(1)) &&
          (in(0).shape.size() == 2 || fail("the table must have rank 2")) &&
-         sameDType(in(0), out(0));
+         (mixesInto(in(0).dtype, out(0).dtype) ||
+          fail("the result must have the table's type, or f32 from an f16 "
+               "or bf16 table"));
     if (ok) {
       Shape shape = in(1).shape;
       shape.push_back(in(0).shape[1]);

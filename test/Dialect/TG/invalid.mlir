@@ -611,7 +611,7 @@ func.func @embedding_table_rank(%t: tensor<10x4x2xf32>, %i: tensor<3xi64>) {
 // -----
 
 func.func @embedding_element_types(%t: tensor<10x4xf32>, %i: tensor<3xi64>) {
-  // expected-error @+1 {{'tg.embedding' op element types must match, found 'f32' and 'f16'}}
+  // expected-error @+1 {{'tg.embedding' op result must have the table's element type (or f32 from a 16-bit table), found 'f16' from 'f32'}}
   %0 = tg.embedding %t, %i : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf16>
   return
 }

@@ -363,6 +363,16 @@ func.func @softcapped_attention(%q: tensor<2x6x8x16xbf16>, %kv: tensor<2x2x8x16x
   return %0 : tensor<2x6x8x16xbf16>
 }
 
+// A 16-bit table's rows read as f32 (a frozen table stored in bf16).
+// CHECK-LABEL: func.func @embedding_widening(
+// CHECK: tg.embedding %{{.*}}, %{{.*}} : (tensor<100x16xbf16>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
+func.func @embedding_widening(%t: tensor<100x16xbf16>, %i: tensor<2x8xi64>)
+    -> tensor<2x8x16xf32> {
+  %0 = tg.embedding %t, %i
+      : (tensor<100x16xbf16>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>
+}
+
 // CHECK-LABEL: func.func @embedding(
 // CHECK-SAME: %[[T:[^:]*]]: tensor<100x16xf32>, %[[I64:[^:]*]]: tensor<2x8xi64>, %[[TH:[^:]*]]: tensor<50x4xf16>, %[[I32:[^:]*]]: tensor<3xi32>, %[[I0:[^:]*]]: tensor<i64>)
 func.func @embedding(%t: tensor<100x16xf32>, %i64: tensor<2x8xi64>,

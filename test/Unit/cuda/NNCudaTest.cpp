@@ -405,6 +405,16 @@ TEST_P(NNCudaTest, Embedding) {
     synchronize();
     EXPECT_EQ(takeDeviceError(), 0);
     expectNear(want, dOut.toHost(), named("embedding", dtype));
+    if (dtype == DType::F32)
+      continue;
+    // A 16-bit table's rows widened to f32, as the CPU widens them.
+    HostTensor wide(DType::F32, {4, 7, 24});
+    ASSERT_OK(cpu::embedding(cpuCtx, table.ref, indices.ref, wide.ref));
+    DeviceTensor dWide(wide, false);
+    ASSERT_OK(
+        cuda::embedding(*testContext(), dTable.ref, dIndices.ref, dWide.ref));
+    synchronize();
+    expectSameBytes(wide, dWide.toHost(), named("embedding widened", dtype));
   }
 }
 

@@ -363,6 +363,12 @@ TEST_P(NNTest, EmbeddingLooksUpRows) {
       for (int64_t j = 0; j < 3; ++j)
         expected.push_back(t[row * 3 + j]);
     EXPECT_EQ(out.values(), expected);
+    // A 16-bit table's rows read as f32: the same values, widened.
+    if (dtype != DType::F32) {
+      HostTensor wide(DType::F32, {2, 2, 3});
+      ASSERT_OK(cpu::embedding(cpuCtx, table, indices, wide));
+      EXPECT_EQ(wide.values(), expected);
+    }
   }
 }
 

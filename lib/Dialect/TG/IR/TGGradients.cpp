@@ -469,6 +469,10 @@ LogicalResult RopeOp::buildVectorJacobianProduct(
 LogicalResult EmbeddingOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
+  if (!needed[0]) {
+    operandGrads.append(2, Value());
+    return success();
+  }
   operandGrads.push_back(EmbeddingGradOp::create(
       builder, getLoc(), getTable().getType(), getIndices(), resultGrads[0],
       /*addend=*/Value(), getPaddingIdxAttr()));

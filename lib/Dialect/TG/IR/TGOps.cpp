@@ -550,8 +550,16 @@ LogicalResult EmbeddingOp::verify() {
   if (table.getRank() != 2)
     return emitOpError("table must have rank 2, found rank ")
            << table.getRank();
-  if (failed(verifySameElementType(*this, {getTable(), getResult()})))
-    return failure();
+  // A 16-bit table may give f32 rows (a frozen table stored in 16 bits,
+  // widened as it is read).
+  Type tableElement = table.getElementType();
+  Type resultElement = tensorType(getResult()).getElementType();
+  if (tableElement != resultElement &&
+      !(resultElement.isF32() &&
+        (tableElement.isBF16() || tableElement.isF16())))
+    return emitOpError("result must have the table's element type (or f32 "
+                       "from a 16-bit table), found ")
+           << resultElement << " from " << tableElement;
   if (std::optional<int64_t> pad = getPaddingIdx();
       pad && (*pad < 0 || *pad >= table.getDimSize(0)))
     return emitOpError("padding_idx must be a row of the table, in [0, ")

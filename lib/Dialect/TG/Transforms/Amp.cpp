@@ -213,7 +213,7 @@ struct AmpPass : tgc::tg::impl::TGAmpBase<AmpPass> {
     static const char *kDefaultF32[] = {
         "softmax", "layer_norm", "rms_norm", "reduce_sum", "reduce_mean",
         "reduce_max", "exp", "log", "rsqrt"};
-    static const char *kDefaultF32Math[] = {"cross_entropy"};
+    static const char *kDefaultF32Math[] = {"cross_entropy", "embedding"};
     llvm::StringSet<> lowOps, f32Ops, f32MathOps;
     if (lowPrecisionOps.empty())
       for (const char *kind : kDefaultLow)

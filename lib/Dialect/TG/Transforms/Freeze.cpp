@@ -80,6 +80,13 @@ struct FreezePass : tgc::tg::impl::TGFreezeBase<FreezePass> {
       arg.setType(type.clone(element));
       auto widen = tg::CastOp::create(builder, arg.getLoc(), type, arg);
       arg.replaceAllUsesExcept(widen, widen);
+      // An embedding reads the 16-bit table itself, widening the rows it
+      // gathers: no f32 copy of the table.
+      for (OpOperand &use : llvm::make_early_inc_range(widen->getUses()))
+        if (isa<tg::EmbeddingOp>(use.getOwner()) && use.getOperandNumber() == 0)
+          use.set(arg);
+      if (widen->use_empty())
+        widen->erase();
     }
     if (frozen == 0)
       return emitError(model.getLoc(), "tg-freeze: frozen-dtype=")

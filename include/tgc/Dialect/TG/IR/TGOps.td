@@ -661,7 +661,10 @@ def TG_EmbeddingOp : TG_Op<"embedding", [TG_Differentiable],
     `table` has shape `[V, D]` and `indices` any shape `S`; the result has
     shape `[S..., D]` with `result[s] = table[indices[s]]`. An index outside
     `[0, V)` is a runtime error. Row `padding_idx`, when given, gets no
-    gradient, as torch.nn.Embedding's `padding_idx` row.
+    gradient, as torch.nn.Embedding's `padding_idx` row. The result has the
+    table's element type, or f32 from an f16 or bf16 table (each row
+    widened as it is read, exactly: how a frozen table stored in 16 bits
+    is read without an f32 copy of it, tg-freeze's `frozen-dtype`).
   }];
   let arguments = (ins TG_FloatTensor:$table, TG_IndexTensor:$indices,
                        OptionalAttr<I64Attr>:$padding_idx);

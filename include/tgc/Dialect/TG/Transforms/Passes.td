@@ -590,12 +590,13 @@ def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
       (bf16 or f16): their float operands are cast down;
     - `f32-ops` (default softmax, layer_norm, rms_norm, reductions, exp, log, rsqrt)
       compute in f32: their operands are cast up;
-    - `f32-math-ops` (default cross_entropy) have kernels that read any
-      float type and compute in f32: their operands are left as they are,
-      so a 16-bit operand is never widened in memory. The loss reads the
-      16-bit logits and its gradient is written over them in 16 bits (the
-      fused classifier of llm.c), where an f32 copy of the logits would
-      live from the forward pass to the backward pass;
+    - `f32-math-ops` (default cross_entropy, embedding) have kernels that
+      read any float type and compute in f32: their operands are left as
+      they are, so a 16-bit operand is never widened in memory. The loss
+      reads the 16-bit logits and its gradient is written over them in 16
+      bits (the fused classifier of llm.c), where an f32 copy of the logits
+      would live from the forward pass to the backward pass; an embedding
+      keeps the type its rows have (f32 rows of a frozen 16-bit table);
     - every other op runs in the widest float type among its operands,
       except an add of a low-precision product and a rank-1 parameter (a
       linear layer's bias), which joins the product's precision as
@@ -620,7 +621,8 @@ def TGAmp : Pass<"tg-amp", "mlir::ModuleOp"> {
                "reduce_sum, reduce_mean, reduce_max, exp, log, rsqrt)">,
     ListOption<"f32MathOps", "f32-math-ops", "std::string",
                "Op kinds whose kernels compute in f32 from operands of any "
-               "float type: left uncast (default: cross_entropy)">,
+               "float type: left uncast (default: cross_entropy, "
+               "embedding)">,
   ];
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
