@@ -162,11 +162,6 @@ std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.chunkedLoss < 1)
     return "--chunked-loss must be at least 1 (1 leaves the loss whole), "
            "found " + std::to_string(int64_t(options.chunkedLoss));
-  // Accumulation weighs each micro-batch's loss by its count of targets,
-  // which it finds on a whole tg.cross_entropy.
-  if (options.chunkedLoss > 1 && options.gradAccum > 1)
-    return "--chunked-loss does not combine with gradient accumulation "
-           "yet";
   if (options.masterWeights == tg::MasterWeights::BF16) {
     // Stochastic rounding is AdamW's (SGD and Adafactor would round to
     // nearest and lose updates smaller than a bf16 step).

@@ -43,6 +43,33 @@ struct GradResult {
   RankedTensorType type;
 };
 
+/// The count of targets of tg-chunk-loss's loss `value`, `sum / max(count,
+/// 1)` with `count` a sum of tg.target_count (f32 scalars), or null.
+Value chunkedCount(Value value) {
+  auto mean = value.getDefiningOp<DivOp>();
+  if (!mean)
+    return {};
+  auto denominator = mean.getRhs().getDefiningOp<MaximumOp>();
+  if (!denominator)
+    return {};
+  auto one = denominator.getRhs().getDefiningOp<FillOp>();
+  if (!one || one.getValue().convertToDouble() != 1.0)
+    return {};
+  // Every leaf of the count's sum is a target count.
+  SmallVector<Value> work = {denominator.getLhs()};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (v.getDefiningOp<TargetCountOp>())
+      continue;
+    auto add = v.getDefiningOp<AddOp>();
+    if (!add)
+      return {};
+    work.push_back(add.getLhs());
+    work.push_back(add.getRhs());
+  }
+  return denominator.getLhs();
+}
+
 class Splitter {
 public:
   Splitter(func::FuncOp step, int64_t steps)
@@ -190,6 +217,24 @@ LogicalResult Splitter::buildMicroStep() {
         builder, loc, cotangent.getType(), cotangent,
         castTo(weight, getElementTypeOrSelf(cotangent.getType())));
     entropyGrad.getGradMutable().set(weighted);
+  } else if (Value seen = chunkedCount(source)) {
+    // tg-chunk-loss's mean over chunks, sum / max(count, 1): the
+    // micro-batch's weight is its count, and the gradient of its summed
+    // loss is the sum's own, so the backward pass's division of the seed
+    // by max(count, 1) is dropped.
+    auto mean = source.getDefiningOp<DivOp>();
+    Value denominator = mean.getRhs();
+    SmallVector<DivOp> divisions;
+    body.walk([&](DivOp op) {
+      if (op != mean && op.getRhs() == denominator)
+        divisions.push_back(op);
+    });
+    if (divisions.size() != 1)
+      return mean.emitOpError("has no single gradient in the backward pass "
+                              "to weigh by its count of targets");
+    divisions.front().getResult().replaceAllUsesWith(
+        divisions.front().getLhs());
+    weight = seen;
   }
 
   SmallVector<DictionaryAttr> argAttrs;
@@ -217,10 +262,15 @@ LogicalResult Splitter::buildMicroStep() {
     resultAttrs.push_back(namedResult(TGDialect::kUpdateAttr, name));
     return wide;
   };
-  // The loss weighted by the micro-batch's count: its summed loss.
+  // The loss weighted by the micro-batch's count: its summed loss (after
+  // both, whichever comes last: a chunked loss's count comes before it).
   builder.setInsertionPointAfterValue(weight);
+  if (Operation *lossDef = loss.getDefiningOp();
+      lossDef && weight.getDefiningOp() &&
+      weight.getDefiningOp()->isBeforeInBlock(lossDef))
+    builder.setInsertionPointAfterValue(loss);
   Value lossF32 = castTo(loss, f32);
-  if (weight.getDefiningOp<TargetCountOp>())
+  if (!weight.getDefiningOp<FillOp>())
     lossF32 = MulOp::create(builder, loc, f32Scalar, lossF32, weight);
   accumulate(sums[0], lossF32, TGDialect::kLossSumName);
   accumulate(sums[1], weight, TGDialect::kTargetCountName);
