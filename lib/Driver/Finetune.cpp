@@ -53,6 +53,10 @@ struct Plan {
   /// Whether tgc-import traced the model (tgc-models did not build it).
   bool imported = false;
   std::string modelType;
+  /// A bitsandbytes 4-bit directory's quantization (compiled as it is
+  /// stored: --quantize-frozen), else empty.
+  std::string quantType;
+  bool doubleQuant = false;
   int64_t vocab = 0, maxPositions = 0;
   int64_t seqLen = 0, steps = 0, examples = 0, longest = 0;
 };
@@ -112,6 +116,26 @@ std::string checkPaths(const FinetuneOptions &o, Plan &plan) {
     return "--model '" + o.model + "': config.json is not a JSON object";
   }
   plan.modelType = object->getString("model_type").value_or("").str();
+  if (const json::Object *quant = object->getObject("quantization_config")) {
+    // A quantized model: bitsandbytes' 4-bit trains adapters over its
+    // base as it is stored; any other is refused by name.
+    std::string method = quant->getString("quant_method").value_or("?").str();
+    bool fourBit = quant->getBoolean("load_in_4bit").value_or(false);
+    if (method != "bitsandbytes" || !fourBit)
+      return "--model '" + o.model + "' is quantized (" + method +
+             (quant->getBoolean("load_in_8bit").value_or(false) ? ", 8-bit"
+                                                                 : "") +
+             "); tgc fine-tunes 16- and 32-bit models and bitsandbytes' "
+             "4-bit ones";
+    plan.quantType =
+        quant->getString("bnb_4bit_quant_type").value_or("fp4").str();
+    plan.doubleQuant =
+        quant->getBoolean("bnb_4bit_use_double_quant").value_or(false);
+    if (o.lora.empty())
+      return "--model '" + o.model + "' is a bitsandbytes 4-bit model, "
+             "whose base stays frozen: give --lora rank=R,alpha=A,"
+             "targets=... to train adapters over it (QLoRA)";
+  }
   if (!o.fit.empty() && !builtByTgc(plan.modelType))
     return "--fit rebuilds the model at each micro-batch, which it cannot "
            "for model_type '" +
@@ -330,6 +354,10 @@ std::string compile(const FinetuneOptions &o, const Plan &plan) {
   }
   TrainPipelineOptions options;
   std::string text = "lr=" + std::string(o.lora.empty() ? "2e-5" : "2e-4");
+  // A 4-bit directory compiles to its own format, unless told otherwise.
+  if (!plan.quantType.empty() && !o.pipeline.count("quantize-frozen"))
+    text += " quantize-frozen=" + plan.quantType +
+            " double-quant=" + (plan.doubleQuant ? "true" : "false");
   for (const auto &[name, value] : o.pipeline)
     text += " " + name + "=" + value;
   std::string parseErrors;
