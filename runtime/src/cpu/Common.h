@@ -179,6 +179,18 @@ private:
   bool direct_ = false;
 };
 
+/// `value` as stored in `dtype` (to nearest even) and read back.
+inline float roundedTo(DType dtype, float value) {
+  switch (dtype) {
+  case DType::BF16:
+    return bf16ToF32(f32ToBF16(value));
+  case DType::F16:
+    return f16ToF32(f32ToF16(value));
+  default:
+    return value;
+  }
+}
+
 /// Converts `count` f32 values into a float tensor's storage.
 void storeF32Array(const float *values, int64_t count, TensorRef &t);
 

@@ -468,18 +468,6 @@ namespace {
 /// exists.
 constexpr int64_t kPanel4bit = 64;
 
-/// `value` as the input's element type holds it (rounded to nearest even).
-float roundedTo(DType dtype, float value) {
-  switch (dtype) {
-  case DType::BF16:
-    return bf16ToF32(f32ToBF16(value));
-  case DType::F16:
-    return f16ToF32(f32ToF16(value));
-  default:
-    return value;
-  }
-}
-
 } // namespace
 
 Status matmul4bit(Context &, const TensorRef &input,

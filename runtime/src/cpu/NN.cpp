@@ -153,18 +153,6 @@ Status layerNorm(Context &ctx, const TensorRef &input, const TensorRef &weight,
   return Status::success();
 }
 
-/// `value` as stored in `dtype` and read back.
-static float roundedTo(DType dtype, float value) {
-  switch (dtype) {
-  case DType::BF16:
-    return bf16ToF32(f32ToBF16(value));
-  case DType::F16:
-    return f16ToF32(f32ToF16(value));
-  default:
-    return value;
-  }
-}
-
 static Status layerNormGradF32(Context &ctx, const TensorRef &input,
                                const TensorRef &weight, const TensorRef &grad,
                                double epsilon, TensorRef &inputGrad,

@@ -52,7 +52,7 @@ int64_t MatmulOp::getMatmulFlops() { return getFlops(); }
 // The product's; the dequantization (a lookup and a multiply an element
 // of the weight, per tile of the output that reads it) is not counted.
 int64_t Matmul4bitOp::getFlops() {
-  int64_t k = getTransposeRhs() ? getCols() : getRows();
+  int64_t k = static_cast<int64_t>(getTransposeRhs() ? getCols() : getRows());
   return 2 * numElements(getResult()) * k;
 }
 

@@ -8,6 +8,7 @@
 
 #include "tgc/Dialect/TG/IR/TGOps.h"
 
+#include "tgc/Support/CheckedMath.h"
 #include "tgc/Support/Precision.h"
 #include "tgc/Support/Quant4bit.h"
 #include "tgc/Support/ShapeRules.h"
@@ -323,20 +324,24 @@ LogicalResult MatmulOp::refineReturnTypes(
 }
 
 LogicalResult Matmul4bitOp::verify() {
-  shapes::ShapeOrError expected =
-      shapes::matmul4bit(tensorType(getInput()).getShape(), getRows(),
-                         getCols(), getTransposeRhs());
+  int64_t rows = static_cast<int64_t>(getRows());
+  int64_t cols = static_cast<int64_t>(getCols());
+  shapes::ShapeOrError expected = shapes::matmul4bit(
+      tensorType(getInput()).getShape(), rows, cols, getTransposeRhs());
   if (!expected.ok())
     return emitOpError(expected.error);
   if (failed(verifyType(*this, getResult(),
                         tensorType(getInput()).clone(expected.shape),
                         "result")))
     return failure();
-  int64_t blockSize = getBlockSize();
+  int64_t blockSize = static_cast<int64_t>(getBlockSize());
   if (blockSize <= 0 || blockSize % 2 || blockSize > quant4::kMaxBlockSize)
     return emitOpError("block_size must be even and in [2, ")
            << quant4::kMaxBlockSize << "], found " << blockSize;
-  quant4::Layout layout{getRows() * getCols(), blockSize};
+  if (rows > tgc::kMaxTensorBytes / cols)
+    return emitOpError("the weight's ") << rows << " x " << cols
+                                        << " elements are too many";
+  quant4::Layout layout{rows * cols, blockSize};
   if (failed(verifyShape(*this, getCodes(), {layout.codeBytes()}, "codes")) ||
       failed(verifyShape(*this, getAbsmax(), {layout.blocks()}, "absmax")) ||
       failed(verifyShape(*this, getQuantMap(), {quant4::kValues},
