@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "TiledProduct.cuh"
 #include "tgc/Support/ShapeRules.h"
 
 #include <algorithm>
@@ -29,7 +30,7 @@ namespace {
 constexpr int kExpertsPerLaunch = 64;
 /// The grouped GEMMs' output tile (kTile x kTile, 256 threads, each
 /// kTile / 8 outputs of a column) and their reduction step.
-constexpr int kTile = 32, kThreads = 256;
+constexpr int kTile = kTileProduct, kThreads = kTileThreads;
 
 struct ExpertTable {
   const void *data[kExpertsPerLaunch];
@@ -157,45 +158,18 @@ __global__ void expertLinearKernel(const void *input, DType dtype,
                                    const void *offsets, DType offsetType,
                                    ExpertTable weights, bool transposeWeight,
                                    int64_t n, int64_t kSize, void *result) {
-  __shared__ float a[kTile][kTile + 1], b[kTile][kTile + 1];
   int64_t first, end;
   if (!expertRows(offsets, offsetType, weights, first, end))
     return;
   const void *w = weights.data[blockIdx.z];
-  int64_t row0 = first + int64_t(blockIdx.y) * kTile;
-  int64_t col0 = int64_t(blockIdx.x) * kTile;
-  int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
-  constexpr int kRowsPerThread = kTile * kTile / kThreads;
-  float sums[kRowsPerThread] = {};
-  for (int64_t k0 = 0; k0 < kSize; k0 += kTile) {
-    // a[r][c] = input[row0 + r, k0 + c]; b[r][c] = W[k0 + r, col0 + c].
-    for (int r = ty; r < kTile; r += kThreads / kTile) {
-      int64_t row = row0 + r, kk = k0 + tx;
-      a[r][tx] = row < end && kk < kSize
-                     ? loadFloat(input, dtype, row * kSize + kk)
-                     : 0.0f;
-      int64_t kr = k0 + r, col = col0 + tx;
-      b[r][tx] =
-          kr < kSize && col < n
-              ? loadFloat(w, dtype,
-                          transposeWeight ? col * kSize + kr : kr * n + col)
-              : 0.0f;
-    }
-    __syncthreads();
-    for (int c = 0; c < kTile; ++c) {
-      float bv = b[c][tx];
-      TGC_UNROLL
-      for (int i = 0; i < kRowsPerThread; ++i)
-        sums[i] += a[ty + i * (kThreads / kTile)][c] * bv;
-    }
-    __syncthreads();
-  }
-  int64_t col = col0 + tx;
-  for (int i = 0; i < kRowsPerThread; ++i) {
-    int64_t row = row0 + ty + i * (kThreads / kTile);
-    if (row < end && col < n)
-      storeFloat(result, dtype, row * n + col, sums[i]);
-  }
+  tiledProduct(
+      input, dtype, first + int64_t(blockIdx.y) * kTile, end,
+      int64_t(blockIdx.x) * kTile, n, kSize,
+      [&](int64_t kr, int64_t col) {
+        return loadFloat(w, dtype,
+                         transposeWeight ? col * kSize + kr : kr * n + col);
+      },
+      result);
 }
 
 /// tg.expert_linear_weight_grad: block (x, y, z) computes the kTile x kTile

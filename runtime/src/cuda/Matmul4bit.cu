@@ -10,8 +10,9 @@
 // dequantized copy of the weight is ever written to memory: the weight is
 // read at half a byte an element.
 //
-// The product is a plain shared-memory SIMT GEMM with f32 accumulation in
-// a fixed order (deterministic, any float type); dequantizing into a
+// The product is the plain shared-memory SIMT tile of TiledProduct.cuh
+// with f32 accumulation in a fixed order (deterministic, any float type),
+// shared with the grouped expert products; dequantizing into a
 // tensor-core (mma) fragment is the fast path still to come. The
 // arithmetic of the dequantization is spelt with __fmul_rn and __fadd_rn
 // so that nvcc fuses nothing: the values are the CPU kernel's bit for bit.
@@ -19,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "TiledProduct.cuh"
 
 #include <algorithm>
 
@@ -26,9 +28,7 @@ namespace tgc::rt::cuda {
 
 namespace {
 
-/// The output tile (kTile x kTile, 256 threads, each kTile / 8 outputs of
-/// a column) and the reduction step.
-constexpr int kTile = 32, kThreads = 256;
+constexpr int kTile = kTileProduct, kThreads = kTileThreads;
 
 struct Weight4bit {
   const uint8_t *codes;
@@ -59,41 +59,15 @@ __device__ inline float dequantize(const Weight4bit &w, int64_t i) {
 __global__ void matmul4bitKernel(const void *input, DType dtype, Weight4bit w,
                                  bool transposeRhs, int64_t m, int64_t n,
                                  int64_t k, void *result) {
-  __shared__ float a[kTile][kTile + 1], b[kTile][kTile + 1];
-  int64_t row0 = int64_t(blockIdx.y) * kTile;
-  int64_t col0 = int64_t(blockIdx.x) * kTile;
-  int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
-  constexpr int kRowsPerThread = kTile * kTile / kThreads;
-  float sums[kRowsPerThread] = {};
-  for (int64_t k0 = 0; k0 < k; k0 += kTile) {
-    // a[r][c] = input[row0 + r, k0 + c]; b[r][c] = W'[k0 + r, col0 + c].
-    for (int r = ty; r < kTile; r += kThreads / kTile) {
-      int64_t row = row0 + r, kk = k0 + tx;
-      a[r][tx] = row < m && kk < k ? loadFloat(input, dtype, row * k + kk)
-                                   : 0.0f;
-      int64_t kr = k0 + r, col = col0 + tx;
-      b[r][tx] = kr < k && col < n
-                     ? roundedTo(dtype,
-                                 dequantize(w, transposeRhs
-                                                   ? col * w.cols + kr
-                                                   : kr * w.cols + col))
-                     : 0.0f;
-    }
-    __syncthreads();
-    for (int c = 0; c < kTile; ++c) {
-      float bv = b[c][tx];
-      TGC_UNROLL
-      for (int i = 0; i < kRowsPerThread; ++i)
-        sums[i] += a[ty + i * (kThreads / kTile)][c] * bv;
-    }
-    __syncthreads();
-  }
-  int64_t col = col0 + tx;
-  for (int i = 0; i < kRowsPerThread; ++i) {
-    int64_t row = row0 + ty + i * (kThreads / kTile);
-    if (row < m && col < n)
-      storeFloat(result, dtype, row * n + col, sums[i]);
-  }
+  tiledProduct(
+      input, dtype, int64_t(blockIdx.y) * kTile, m, int64_t(blockIdx.x) * kTile,
+      n, k,
+      [&](int64_t kr, int64_t col) {
+        return roundedTo(dtype,
+                         dequantize(w, transposeRhs ? col * w.cols + kr
+                                                    : kr * w.cols + col));
+      },
+      result);
 }
 
 unsigned ceilTiles(int64_t size) { return unsigned((size + kTile - 1) / kTile); }

@@ -67,6 +67,50 @@ TEST(Quant4bit, DynamicCodesFindTheirValue) {
   }
 }
 
+namespace {
+
+/// `w` ([rows, cols], f32) quantized to NF4 in blocks of 64 (its absmax
+/// double-quantized when `nested`), with the codebooks, as tensors.
+struct NF4Weight {
+  int64_t rows, cols;
+  HostTensor codes, absmax, nestedAbsmax, offset, map, dynamic;
+
+  NF4Weight(const std::vector<float> &w, int64_t rows, int64_t cols,
+            bool nested)
+      : rows(rows), cols(cols), codes(DType::U8, {layout().codeBytes()}),
+        absmax(nested ? DType::U8 : DType::F32, {layout().blocks()}),
+        nestedAbsmax(DType::F32, {layout().nestedBlocks()}),
+        offset(DType::F32, {}), map(DType::F32, {16}),
+        dynamic(DType::F32, {256}) {
+    QuantizedWeight weight;
+    weight.rows = rows;
+    weight.cols = cols;
+    if (nested) {
+      weight.nestedAbsmax = 1;
+      weight.offset = 2;
+    }
+    quantizeWeight(weight, w.data(), codes.ref(), absmax.ref(),
+                   nestedAbsmax.ref(), offset.ref());
+    std::memcpy(map.ref().data, quant4::kNF4, sizeof(quant4::kNF4));
+    std::memcpy(dynamic.ref().data, quant4::kDynamicMapBits,
+                sizeof(quant4::kDynamicMapBits));
+  }
+  quant4::Layout layout() const { return {rows * cols, 64}; }
+  Weight4bitRefs refs() const {
+    return {codes.ref(),
+            absmax.ref(),
+            map.ref(),
+            nestedAbsmax.ref(),
+            dynamic.ref(),
+            offset.ref(),
+            rows,
+            cols,
+            64};
+  }
+};
+
+} // namespace
+
 TEST(Quant4bit, BlockwiseQuantizationRoundTrips) {
   std::mt19937 rng(42);
   std::normal_distribution<float> dist(0.0f, 0.05f);
@@ -78,34 +122,16 @@ TEST(Quant4bit, BlockwiseQuantizationRoundTrips) {
   for (int64_t i = 64; i < 128; ++i)
     w[size_t(i)] = 0.0f; // a block of zeros
   for (bool nested : {false, true}) {
-    QuantizedWeight layout;
-    layout.rows = rows;
-    layout.cols = cols;
-    quant4::Layout sizes{n, 64};
-    HostTensor codes(DType::U8, {sizes.codeBytes()}),
-        absmax(nested ? DType::U8 : DType::F32, {sizes.blocks()}),
-        nestedAbsmax(DType::F32, {sizes.nestedBlocks()}),
-        offset(DType::F32, {}), map(DType::F32, {16}),
-        dynamic(DType::F32, {256});
-    if (nested) {
-      layout.nestedAbsmax = 1;
-      layout.offset = 2;
-    }
-    quantizeWeight(layout, w.data(), codes.ref(), absmax.ref(),
-                   nestedAbsmax.ref(), offset.ref());
-    std::memcpy(map.ref().data, quant4::kNF4, sizeof(quant4::kNF4));
-    std::memcpy(dynamic.ref().data, quant4::kDynamicMapBits,
-                sizeof(quant4::kDynamicMapBits));
+    NF4Weight q(w, rows, cols, nested);
+    HostTensor &codes = q.codes, &nestedAbsmax = q.nestedAbsmax,
+               &offset = q.offset;
     // The zero block: every code 0 (NaN), dequantized to zero.
     auto *bytes = static_cast<const uint8_t *>(codes.ref().data);
     for (int64_t i = 32; i < 64; ++i)
       EXPECT_EQ(bytes[i], 0) << i;
     // The odd last element's partner nibble: the code of 0 (NF4's 7).
     EXPECT_EQ(bytes[n / 2] & 0x0F, 7);
-    Weight4bitRefs refs{codes.ref(), absmax.ref(), map.ref(),
-                        nestedAbsmax.ref(), dynamic.ref(), offset.ref(),
-                        rows, cols, 64};
-    Dequantizer4bit deq(refs);
+    Dequantizer4bit deq(q.refs());
     float largest[3] = {0, 0, 0};
     for (int64_t i = 0; i < n; ++i)
       largest[i / 64] = std::max(largest[i / 64], std::fabs(w[size_t(i)]));
@@ -162,27 +188,8 @@ TEST(Matmul4bit, CpuKernelIsTheProductOfTheDequantizedWeight) {
   for (float &v : w)
     v = dist(rng);
   for (bool nested : {false, true}) {
-    QuantizedWeight layout;
-    layout.rows = rows;
-    layout.cols = cols;
-    quant4::Layout sizes{rows * cols, 64};
-    HostTensor codes(DType::U8, {sizes.codeBytes()}),
-        absmax(nested ? DType::U8 : DType::F32, {sizes.blocks()}),
-        nestedAbsmax(DType::F32, {sizes.nestedBlocks()}),
-        offset(DType::F32, {}), map(DType::F32, {16}),
-        dynamic(DType::F32, {256});
-    if (nested) {
-      layout.nestedAbsmax = 1;
-      layout.offset = 2;
-    }
-    quantizeWeight(layout, w.data(), codes.ref(), absmax.ref(),
-                   nestedAbsmax.ref(), offset.ref());
-    std::memcpy(map.ref().data, quant4::kNF4, sizeof(quant4::kNF4));
-    std::memcpy(dynamic.ref().data, quant4::kDynamicMapBits,
-                sizeof(quant4::kDynamicMapBits));
-    Weight4bitRefs refs{codes.ref(), absmax.ref(), map.ref(),
-                        nestedAbsmax.ref(), dynamic.ref(), offset.ref(),
-                        rows, cols, 64};
+    NF4Weight q(w, rows, cols, nested);
+    Weight4bitRefs refs = q.refs();
     for (DType dtype : {DType::F32, DType::BF16})
       for (bool transposeRhs : {true, false}) {
         int64_t k = transposeRhs ? cols : rows, n = transposeRhs ? rows : cols;
