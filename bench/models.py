@@ -78,7 +78,7 @@ def qlora_table(bins, tmp):
              "| planned peak | vs bf16-base LoRA |", "|---|---|---|---|---|---|"]
     lines += [f"| {row}" for row in plan_rows(bins, model, tmp, configs)]
     flags = [LORA, "--frozen-dtype=bf16", f"--fit={QLORA_BUDGET}",
-             "--fit-allow=all"]
+             "--fit-allow=all", "--fuse"]
     lines += ["", f"`tgc-compile {' '.join(flags)}`: "
               f"{fit_line(bins, model, tmp, flags)}."]
     return lines
@@ -271,7 +271,10 @@ def main():
             "(--quantize-frozen=nf4: 0.5 byte a weight plus the 8-bit "
             "absmax values, 1/64 byte a weight), the embeddings, the output "
             "head and the norms in bf16 (--frozen-dtype=bf16), as "
-            "bitsandbytes' quantizer in transformers leaves them. "
+            "bitsandbytes' quantizer in transformers leaves them. The "
+            "--fit line compiles for the GPU (--fuse: attention reads and "
+            "writes its heads in the projections' layout, so no transposed "
+            "copy of its output is kept). "
             "For scale, not measured here: torchtune reports 7.4 GiB of "
             "peak memory for its Llama-3.1-8B QLoRA recipe on an RTX 4090 "
             "(B=2, packed to 2048; its README's table).", ""]

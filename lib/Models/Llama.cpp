@@ -449,11 +449,11 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
     if (c.phi3()) {
       b.setScope(name("mlp"));
       SmallVector<Value> gateUp = b.split(linear(h, gateUpProj), 2, 2);
-      x = b.add(x, linear(b.mul(gateUp[1], b.silu(gateUp[0])), downProj));
+      x = b.add(x, linear(b.swiglu(gateUp[0], gateUp[1]), downProj));
     } else if (c.experts == 0) {
       b.setScope(name("mlp"));
-      Value gate = b.silu(linear(h, gateProj));
-      x = b.add(x, linear(b.mul(gate, linear(h, upProj)), downProj));
+      Value gate = linear(h, gateProj);
+      x = b.add(x, linear(b.swiglu(gate, linear(h, upProj)), downProj));
     } else {
       b.setScope(name("block_sparse_moe"));
       ModelBuilder::RouterBalance layerBalance;

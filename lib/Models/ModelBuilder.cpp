@@ -77,6 +77,10 @@ Value ModelBuilder::silu(Value input) {
   return tg::SiluOp::create(builder, loc, input);
 }
 
+Value ModelBuilder::swiglu(Value gate, Value up) {
+  return tg::SwigluOp::create(builder, loc, gate, up);
+}
+
 Value ModelBuilder::rmsNorm(Value input, Value weight, double epsilon) {
   return tg::RmsNormOp::create(builder, loc, input.getType(), /*sum=*/Type(),
                                input, weight, /*addend=*/Value(),
@@ -219,7 +223,7 @@ Value ModelBuilder::mixtureOfExperts(Value tokens, Value router,
                route.getOffsets(), matrices, /*transpose_weight=*/true)
         .getResult();
   };
-  Value hidden = mul(silu(experts(rows, gate, I)), experts(rows, up, I));
+  Value hidden = swiglu(experts(rows, gate, I), experts(rows, up, I));
   Value results = experts(hidden, down, C);
   // Each token's k results, weighted and summed.
   Value picked = tg::GatherOp::create(

@@ -207,6 +207,10 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
                : geluGrad(ctx, in[0], in[1], out[0]);
   case Kernel::TanhGrad:
     return tanhGrad(ctx, in[0], in[1], out[0]);
+  case Kernel::Swiglu:
+    return swiglu(ctx, in[0], in[1], out[0]);
+  case Kernel::SwigluGrad:
+    return swigluGrad(ctx, in[0], in[1], in[2], out[0], out[1]);
   case Kernel::SoftmaxGrad:
     return softmaxGrad(ctx, in[0], in[1], SoftmaxGradAttrs::read(inst).axis,
                        out[0]);

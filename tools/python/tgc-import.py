@@ -870,7 +870,7 @@ def main(argv=None):
             raw.flush()
             text = run([tool(args, "tgc-opt"), "--tg-raise-attention",
                         "--tg-raise-rms-norm", "--tg-raise-gelu",
-                        "--tg-raise-logit-softcap", raw.name])
+                        "--tg-raise-swiglu", "--tg-raise-logit-softcap", raw.name])
         userfiles.atomic_write(args.output, text)
         if args.weights:
             write_safetensors(args.weights, params)

@@ -43,6 +43,8 @@ public:
   mlir::Value mul(mlir::Value lhs, mlir::Value rhs);
   mlir::Value relu(mlir::Value input);
   mlir::Value silu(mlir::Value input);
+  /// silu(gate) * up as one tg.swiglu.
+  mlir::Value swiglu(mlir::Value gate, mlir::Value up);
   mlir::Value rmsNorm(mlir::Value input, mlir::Value weight, double epsilon);
   /// An f32 constant of the model.
   mlir::Value constant(llvm::ArrayRef<float> values);

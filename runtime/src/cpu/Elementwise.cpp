@@ -284,6 +284,54 @@ Status tanhGrad(Context &ctx, const TensorRef &output, const TensorRef &grad,
 }
 
 //===----------------------------------------------------------------------===//
+// SwiGLU
+//===----------------------------------------------------------------------===//
+
+// silu(gate) rounded to the type, then its product with up: tg.silu's and
+// tg.mul's kernels' values. Each element's operands are read before its
+// result is written, so the result may be either operand's storage.
+Status swiglu(Context &ctx, const TensorRef &gate, const TensorRef &up,
+              TensorRef &result) {
+  F32Operand g(gate), u(up);
+  F32Result r(result);
+  const float *gs = g.data(), *us = u.data();
+  float *out = r.data();
+  DType dtype = gate.dtype;
+  parallelFor(
+      gate.numElements(), kElementGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          out[i] = roundedTo(dtype, formula::Silu::value(gs[i])) * us[i];
+      });
+  r.commit();
+  return Status::success();
+}
+
+// tg.mul's and tg.silu_grad's values: grad * up rounded to the type, then
+// silu's gradient at gate; grad * silu(gate), silu(gate) rounded first.
+Status swigluGrad(Context &ctx, const TensorRef &gate, const TensorRef &up,
+                  const TensorRef &grad, TensorRef &gateGrad,
+                  TensorRef &upGrad) {
+  F32Operand g(gate), u(up), d(grad);
+  F32Result rg(gateGrad), ru(upGrad);
+  const float *gs = g.data(), *us = u.data(), *ds = d.data();
+  float *dg = rg.data(), *du = ru.data();
+  DType dtype = gate.dtype;
+  parallelFor(gate.numElements(), kElementGrain,
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) {
+                  float x = gs[i], y = us[i], dy = ds[i];
+                  float silu = roundedTo(dtype, formula::Silu::value(x));
+                  float dsilu = roundedTo(dtype, dy * y);
+                  dg[i] = formula::SiluGrad::value(x, dsilu);
+                  du[i] = dy * silu;
+                }
+              });
+  rg.commit();
+  ru.commit();
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
 // Select and cast
 //===----------------------------------------------------------------------===//
 

@@ -252,6 +252,58 @@ Status geluExact(Context &ctx, const TensorRef &input, TensorRef &result) {
   return unary<Unary<UnaryOp::GeluExact>>(ctx, input, result, "gelu");
 }
 
+//===----------------------------------------------------------------------===//
+// SwiGLU
+//===----------------------------------------------------------------------===//
+
+/// silu(gate) rounded to the type, times up (tg.silu's and tg.mul's values).
+__global__ void swigluKernel(const void *gate, const void *up, void *result,
+                             DType dtype, int64_t n) {
+  TGC_GRID_LOOP(i, n) {
+    float silu =
+        roundedTo(dtype, formula::Silu::value(loadFloat(gate, dtype, i)));
+    storeFloat(result, dtype, i, silu * loadFloat(up, dtype, i));
+  }
+}
+
+/// The VJPs of tg.mul and tg.silu, each intermediate rounded as they round
+/// it; the three operands read before either gradient is stored.
+__global__ void swigluGradKernel(const void *gate, const void *up,
+                                 const void *grad, void *gateGrad, void *upGrad,
+                                 DType dtype, int64_t n) {
+  TGC_GRID_LOOP(i, n) {
+    float x = loadFloat(gate, dtype, i), y = loadFloat(up, dtype, i),
+          dy = loadFloat(grad, dtype, i);
+    float silu = roundedTo(dtype, formula::Silu::value(x));
+    float dsilu = roundedTo(dtype, dy * y);
+    storeFloat(gateGrad, dtype, i, formula::SiluGrad::value(x, dsilu));
+    storeFloat(upGrad, dtype, i, dy * silu);
+  }
+}
+
+Status swiglu(Context &ctx, const TensorRef &gate, const TensorRef &up,
+              TensorRef &result) {
+  int64_t n = gate.numElements();
+  if (n == 0)
+    return Status::success();
+  swigluKernel<<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
+      gate.data, up.data, result.data, gate.dtype, n);
+  TGC_CUDA_LAUNCH("swiglu");
+  return Status::success();
+}
+
+Status swigluGrad(Context &ctx, const TensorRef &gate, const TensorRef &up,
+                  const TensorRef &grad, TensorRef &gateGrad,
+                  TensorRef &upGrad) {
+  int64_t n = gate.numElements();
+  if (n == 0)
+    return Status::success();
+  swigluGradKernel<<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
+      gate.data, up.data, grad.data, gateGrad.data, upGrad.data, gate.dtype, n);
+  TGC_CUDA_LAUNCH("swiglu_grad");
+  return Status::success();
+}
+
 Status geluGrad(Context &ctx, const TensorRef &input, const TensorRef &grad,
                 TensorRef &result) {
   return activationGrad<Grad<GradOp::Gelu>>(ctx, input, grad, result, "gelu_grad");

@@ -901,6 +901,14 @@ Status Checker::run() {
   case Kernel::TanhGrad:
     ok = activationGrad();
     break;
+  case Kernel::Swiglu:
+    ok = counts(2, 1) && floatT(in(0)) && same(in(1), in(0)) &&
+         same(out(0), in(0));
+    break;
+  case Kernel::SwigluGrad:
+    ok = counts(3, 2) && floatT(in(0)) && same(in(1), in(0)) &&
+         same(in(2), in(0)) && same(out(0), in(0)) && same(out(1), in(0));
+    break;
   case Kernel::SGDUpdate: {
     // param, grad, lr, step, then an optional momentum buffer (float) and an
     // optional apply predicate (i1 scalar), told apart by type.

@@ -414,7 +414,12 @@ func.func @gradient_ops(
 // softplus_grad f32 [2,3]: 5 per element (sigmoid 4, a product): 30;
 // 24 + 24 = 48; 24.
 // CHECK-NEXT: #5 tg.softplus_grad flops=30 read=48 written=24{{$}}
-// CHECK-NOT: #6
+// swiglu bf16 [8]: silu (5) and the product: 48; 16 + 16 = 32; 16.
+// CHECK-NEXT: #6 tg.swiglu flops=48 read=32 written=16{{$}}
+// swiglu_grad f16 [4]: silu (5), two products, silu's gradient (9): 64;
+// three operands 24; two results 16.
+// CHECK-NEXT: #7 tg.swiglu_grad flops=64 read=24 written=16{{$}}
+// CHECK-NOT: #8
 
 func.func @table_activations(
     %x: tensor<2x3xf32> {tg.input = "x"},
@@ -430,6 +435,8 @@ func.func @table_activations(
   %3 = tg.silu_grad %h, %gh : tensor<4xf16>
   %4 = tg.softplus %x : tensor<2x3xf32>
   %5 = tg.softplus_grad %x, %g : tensor<2x3xf32>
+  %6 = tg.swiglu %b, %b : tensor<8xbf16>
+  %7:2 = tg.swiglu_grad %h, %gh, %h : tensor<4xf16>
   return %dl : tensor<f32>
 }
 

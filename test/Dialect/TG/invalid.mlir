@@ -172,6 +172,23 @@ func.func @sub_wrong_result_shape(%x: tensor<4x8xf32>, %y: tensor<8xf32>) {
 
 // -----
 
+func.func @swiglu_types_differ(%g: tensor<4xf32>, %u: tensor<4xbf16>) {
+  // expected-error @+1 {{'tg.swiglu' op requires the same type for all operands and results}}
+  %0 = "tg.swiglu"(%g, %u) : (tensor<4xf32>, tensor<4xbf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @swiglu_grad_types_differ(%g: tensor<4xf32>, %u: tensor<4xf32>,
+                                    %d: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.swiglu_grad' op failed to verify that all of {gate, up, grad, gate_grad, up_grad} have same type}}
+  %0:2 = "tg.swiglu_grad"(%g, %u, %d) : (tensor<4xf32>, tensor<4xf32>, tensor<8xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
 func.func @mul_result_keeps_size_one(%x: tensor<4x1xf32>, %y: tensor<4x1xf32>) {
   // expected-error @+1 {{'tg.mul' op result shape [4, 8] does not match the broadcast shape [4, 1]}}
   %0 = tg.mul %x, %y : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>

@@ -675,6 +675,21 @@ func.func @table_activations(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>,
         tensor<4x8xf32>, tensor<4x8xf32>
 }
 
+// SwiGLU and its gradient (two results).
+// CHECK-LABEL: func.func @swiglu(
+// CHECK-SAME: %[[G:[^:]*]]: tensor<2x8xbf16>, %[[U:[^:]*]]: tensor<2x8xbf16>, %[[D:[^:]*]]: tensor<2x8xbf16>)
+func.func @swiglu(%g: tensor<2x8xbf16>, %u: tensor<2x8xbf16>,
+                  %d: tensor<2x8xbf16>)
+    -> (tensor<2x8xbf16>, tensor<2x8xbf16>, tensor<2x8xbf16>) {
+  // CHECK: %[[H:.*]] = tg.swiglu %[[G]], %[[U]] : tensor<2x8xbf16>
+  %0 = tg.swiglu %g, %u : tensor<2x8xbf16>
+  // CHECK: %[[DG:.*]], %[[DU:.*]] = tg.swiglu_grad %[[G]], %[[U]], %[[D]] : tensor<2x8xbf16>
+  %1:2 = tg.swiglu_grad %g, %u, %d : tensor<2x8xbf16>
+  // CHECK: return %[[H]], %[[DG]], %[[DU]]
+  return %0, %1#0, %1#1
+      : tensor<2x8xbf16>, tensor<2x8xbf16>, tensor<2x8xbf16>
+}
+
 // CHECK-LABEL: func.func @activation_grads(
 // CHECK-SAME: %[[X:[^:]*]]: tensor<4x8xf32>, %[[G:[^:]*]]: tensor<4x8xf32>, %[[XB:[^:]*]]: tensor<16xbf16>, %[[GB:[^:]*]]: tensor<16xbf16>, %[[XH:[^:]*]]: tensor<2x8xf16>, %[[GH:[^:]*]]: tensor<2x8xf16>)
 func.func @activation_grads(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>,

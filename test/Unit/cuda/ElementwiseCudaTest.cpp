@@ -311,6 +311,48 @@ TEST(ElementwiseCuda, ActivationGradientsInPlace) {
     }
 }
 
+/// tg.swiglu and tg.swiglu_grad against the CPU's kernels (which equal
+/// tg.silu then tg.mul, ElementwiseTest), separate and with the results
+/// over the operands the planner may give them.
+TEST(ElementwiseCuda, Swiglu) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(139);
+  for (DType dtype : kFloatTypes) {
+    std::string type = dtypeName(dtype);
+    HostTensor g(dtype, {5, 301}), u(dtype, {5, 301}), d(dtype, {5, 301});
+    fillNormal(g, rng, 0.0f, 3.0f);
+    fillNormal(u, rng);
+    fillNormal(d, rng);
+    HostTensor h(dtype, {5, 301}), dg(dtype, {5, 301}), du(dtype, {5, 301});
+    ASSERT_TRUE(ok(cpu::swiglu(cpuCtx, g.ref, u.ref, h.ref)));
+    ASSERT_TRUE(
+        ok(cpu::swigluGrad(cpuCtx, g.ref, u.ref, d.ref, dg.ref, du.ref)));
+
+    DeviceTensor gate(g), up(u), grad(d), result(h, false), gateGrad(dg, false),
+        upGrad(du, false);
+    ASSERT_TRUE(ok(cuda::swiglu(*testContext(), gate.ref, up.ref, result.ref)));
+    ASSERT_TRUE(ok(cuda::swigluGrad(*testContext(), gate.ref, up.ref, grad.ref,
+                                    gateGrad.ref, upGrad.ref)));
+    synchronize();
+    expectNear(h, result.toHost(), "swiglu " + type);
+    expectNear(dg, gateGrad.toHost(), "swiglu_grad gate " + type);
+    expectNear(du, upGrad.toHost(), "swiglu_grad up " + type);
+    HostTensor sepH = result.toHost(), sepG = gateGrad.toHost(),
+               sepU = upGrad.toHost();
+
+    // The product over up; the gradients over grad and up.
+    ASSERT_TRUE(ok(cuda::swiglu(*testContext(), gate.ref, up.ref, up.ref)));
+    synchronize();
+    expectSameBytes(sepH, up.toHost(), "swiglu over up " + type);
+    DeviceTensor up2(u);
+    ASSERT_TRUE(ok(cuda::swigluGrad(*testContext(), gate.ref, up2.ref, grad.ref,
+                                    grad.ref, up2.ref)));
+    synchronize();
+    expectSameBytes(sepG, grad.toHost(), "swiglu_grad over grad " + type);
+    expectSameBytes(sepU, up2.toHost(), "swiglu_grad over up " + type);
+  }
+}
+
 /// Every binary op with its result over either operand of the result's
 /// type, the other operand equal or broadcast.
 TEST(ElementwiseCuda, BinaryInPlace) {

@@ -430,6 +430,67 @@ TEST(ActivationGrads, InPlaceOverEitherOperand) {
     }
 }
 
+/// tg.swiglu and tg.swiglu_grad give the bytes of the ops they replace
+/// (tg.silu then tg.mul; tg.mul, tg.silu_grad and tg.mul for the
+/// gradients, the VJPs of the two), in every float type, near the
+/// mathematics in double, and in place over each operand they may take.
+TEST(Swiglu, EqualsSiluThenMulAndItsGradients) {
+  std::mt19937 rng(41);
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+    std::string type = dtypeName(dtype);
+    HostTensor g = randomTensor(rng, dtype, {7, 37}, -6, 6),
+               u = randomTensor(rng, dtype, {7, 37}, -2, 2),
+               d = randomTensor(rng, dtype, {7, 37}, -2, 2);
+    HostTensor h(dtype, {7, 37}), s(dtype, {7, 37}), want(dtype, {7, 37});
+    ASSERT_OK(cpu::swiglu(cpuCtx, g, u, h));
+    ASSERT_OK(cpu::silu(cpuCtx, g, s));
+    ASSERT_OK(cpu::mul(cpuCtx, s, u, want));
+    expectSameBytes(want, h, "swiglu " + type);
+
+    HostTensor dg(dtype, {7, 37}), du(dtype, {7, 37}), ds(dtype, {7, 37}),
+        wantG(dtype, {7, 37}), wantU(dtype, {7, 37});
+    ASSERT_OK(cpu::swigluGrad(cpuCtx, g, u, d, dg, du));
+    ASSERT_OK(cpu::mul(cpuCtx, d, u, ds));
+    ASSERT_OK(cpu::siluGrad(cpuCtx, g, ds, wantG));
+    ASSERT_OK(cpu::mul(cpuCtx, d, s, wantU));
+    expectSameBytes(wantG, dg, "swiglu_grad gate " + type);
+    expectSameBytes(wantU, du, "swiglu_grad up " + type);
+
+    // d/dg silu(g) u = u sig(g) (1 + g (1 - sig(g))); d/du = silu(g).
+    std::vector<double> value, gradG, gradU;
+    for (int64_t i = 0; i < g.size(); ++i) {
+      double x = g.get(i), y = u.get(i), dy = d.get(i);
+      double sig = 1 / (1 + std::exp(-x));
+      value.push_back(x * sig * y);
+      gradG.push_back(dy * y * sig * (1 + x * (1 - sig)));
+      gradU.push_back(dy * x * sig);
+    }
+    double tol = tolerance(dtype) * 4;
+    expectClose(h.values(), value, tol, tol, "swiglu " + type);
+    expectClose(dg.values(), gradG, tol, tol, "swiglu_grad gate " + type);
+    expectClose(du.values(), gradU, tol, tol, "swiglu_grad up " + type);
+
+    std::vector<HostTensor> operands = {g, u};
+    for (size_t over : {0, 1})
+      expectInPlaceMatches(
+          operands, over,
+          [&](const std::vector<TensorRef> &in, TensorRef &out) {
+            return cpu::swiglu(cpuCtx, in[0], in[1], out);
+          },
+          "swiglu over operand " + std::to_string(over) + " " + type);
+    // The gradients over (gate, up) and over (grad, up), as the planner
+    // may place them.
+    for (bool overGrad : {false, true}) {
+      HostTensor g2 = g, u2 = u, d2 = d;
+      TensorRef gateOut = overGrad ? d2.ref() : g2.ref();
+      ASSERT_OK(cpu::swigluGrad(cpuCtx, g2, u2, d2, gateOut, u2.ref()));
+      HostTensor gotG = overGrad ? d2 : g2;
+      expectSameBytes(wantG, gotG, "swiglu_grad in place gate " + type);
+      expectSameBytes(wantU, u2, "swiglu_grad in place up " + type);
+    }
+  }
+}
+
 /// A cast over its operand between element types of one width: the
 /// result takes the operand's buffer element for element.
 TEST(Cast, InPlaceBetweenTypesOfOneWidth) {

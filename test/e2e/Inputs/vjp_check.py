@@ -164,6 +164,8 @@ CASES = [
     unary("rsqrt", POSITIVE), unary("tanh"), unary("relu", kinks=True),
     unary("sigmoid"), unary("silu"), unary("softplus"),
     unary("gelu"),
+    case("swiglu", [("g", [3, 4], NORMAL), ("u", [3, 4], NORMAL)],
+         [f"%r = tg.swiglu %p0, %p1 : {ttype([3, 4])}"], [3, 4]),
     case("gelu exact", [("x", [3, 4], NORMAL)],
          [f"%r = tg.gelu %p0 {{exact = true}} : {ttype([3, 4])}"], [3, 4]),
     case("where", [("a", [3, 4], NORMAL), ("b", [4], NORMAL)],

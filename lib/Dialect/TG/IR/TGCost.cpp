@@ -454,6 +454,8 @@ int64_t SumToOp::getFlops() { return numElements(getInput()); }
 
 // Recomputes tanh(u) (6) and the derivative polynomial and product (9).
 int64_t GeluGradOp::getFlops() { return 15 * numElements(getResult()); }
+// silu(gate) (5), grad * up, silu's gradient (9) and grad * silu(gate).
+int64_t SwigluGradOp::getFlops() { return 16 * numElements(getGrad()); }
 
 // square, subtract, multiply.
 int64_t TanhGradOp::getFlops() { return 3 * numElements(getResult()); }

@@ -334,6 +334,15 @@ LogicalResult GeluOp::buildVectorJacobianProduct(
   return success();
 }
 
+LogicalResult SwigluOp::buildVectorJacobianProduct(
+    OpBuilder &builder, ArrayRef<Value> resultGrads, ArrayRef<bool> needed,
+    SmallVectorImpl<Value> &operandGrads) {
+  auto grads = SwigluGradOp::create(builder, getLoc(), getGate(), getUp(),
+                                    resultGrads[0]);
+  operandGrads.append({grads.getGateGrad(), grads.getUpGrad()});
+  return success();
+}
+
 // The condition selects where the cotangent goes; it has none itself.
 LogicalResult WhereOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,

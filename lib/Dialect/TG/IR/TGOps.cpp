@@ -423,6 +423,13 @@ bool OffloadOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
   return result == 0 && operand == 1;
 }
 
+// Each thread reads gate, up and grad at its element before writing
+// either gradient there: gate_grad may take gate's or grad's storage,
+// up_grad up's or grad's.
+bool SwigluGradOp::canReuseOperandBuffer(unsigned result, unsigned operand) {
+  return operand == 2 || operand == result;
+}
+
 // The GEMM reads lhs and rhs throughout: only the addend's buffer, which
 // it reads element by element before writing, may hold the result.
 bool MatmulAddOp::canReuseOperandBuffer(unsigned result, unsigned operand) {

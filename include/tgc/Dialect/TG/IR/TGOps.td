@@ -527,6 +527,32 @@ defm TG_Silu : TG_Activation<"silu", "Silu", "x * sigmoid(x)",
 defm TG_Softplus : TG_Activation<"softplus", "Softplus",
     "x > 20 ? x : log(1 + exp(x))", "x > 20 ? grad : grad * sigmoid(x)", 3,
     5, "x > 20.0f ? x : log1pf(expf(x))", "x > 20.0f ? g : g * logistic(x)">;
+// SwiGLU's gate (Llama's MLP, `silu(gate_proj(x)) * up_proj(x)`): one
+// kernel where silu and mul are two, keeping no silu(gate) of its own.
+def TG_SwigluOp : TG_Op<"swiglu", [SameOperandsAndResultType, Elementwise,
+                                   TG_Differentiable, TG_InPlace]>,
+                  TG_FlopsPerElement<6> {
+  let summary = "silu(gate) * up, elementwise";
+  let description = [{
+    Computes `silu(gate) * up` for every element: SwiGLU, the gated unit of
+    Llama's MLP (`down_proj(silu(gate_proj(x)) * up_proj(x))`), Mistral's,
+    Qwen's and Mixtral's experts'. The operands and the result have one type
+    and shape. Each element is computed as `tg.silu` and `tg.mul` compute
+    it: silu in f32, rounded to the type, the product in f32 and rounded
+    again (f16 and bf16 as torch's `F.silu(gate) * up`), so the value is
+    theirs bit for bit. Its backward pass keeps `gate` and `up` where the
+    two ops keep silu(gate) as well; `tg.swiglu_grad` is its VJP.
+
+    ```mlir
+    %h = tg.swiglu %gate, %up : tensor<2x2048x14336xbf16>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$gate, TG_FloatTensor:$up);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+  let extraClassDefinition = flopsDefinition;
+}
+
 def TG_GeluOp : TG_Op<"gelu", [SameOperandsAndResultType, Elementwise,
                                 TG_Differentiable, TG_InPlace]> {
   let summary = "GELU, by default in its tanh approximation";
@@ -1079,6 +1105,30 @@ def TG_GeluGradOp : TG_Op<"gelu_grad", [SameOperandsAndResultType,
                        DefaultValuedAttr<BoolAttr, "false">:$exact);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
+}
+
+def TG_SwigluGradOp : TG_Op<"swiglu_grad", [AllTypesMatch<["gate", "up",
+                                          "grad", "gate_grad", "up_grad"]>,
+                                          TG_InPlaceTied]> {
+  let summary = "gradient of swiglu with respect to gate and up";
+  let description = [{
+    With `s = silu(gate)` rounded to the type: `up_grad = grad * s` and
+    `gate_grad = silu_grad(gate, grad * up)`, `grad * up` rounded to the type
+    first; each result rounded once. These are the values that the VJPs of
+    `tg.mul` and `tg.silu` give, in one kernel that reads the three operands
+    and writes `gate_grad` over `gate` and `up_grad` over `up` where the
+    planner lets it.
+
+    ```mlir
+    %dg, %du = tg.swiglu_grad %gate, %up, %dh : tensor<2x2048x14336xbf16>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$gate, TG_FloatTensor:$up,
+                       TG_FloatTensor:$grad);
+  let results = (outs TG_FloatTensor:$gate_grad, TG_FloatTensor:$up_grad);
+  let assemblyFormat = [{
+    $gate `,` $up `,` $grad attr-dict `:` type($grad)
+  }];
 }
 
 def TG_TanhGradOp : TG_Op<"tanh_grad", [SameOperandsAndResultType,

@@ -334,6 +334,20 @@ def TGRaiseGelu : Pass<"tg-raise-gelu", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGRaiseSwiglu : Pass<"tg-raise-swiglu", "mlir::ModuleOp"> {
+  let summary = "Turns silu(gate) * up into tg.swiglu";
+  let description = [{
+    Finds `tg.mul` of a `tg.silu` result (either operand, the silu read by
+    nothing else) and a tensor of the same type, and replaces the two by
+    one `tg.swiglu`, whose value is theirs bit for bit: what tgc-import
+    gets from Llama's, Mistral's and Qwen's MLP
+    (`down_proj(act_fn(gate_proj(x)) * up_proj(x))`). The backward pass
+    then keeps the gate and up projections where it kept silu(gate) too,
+    and runs one kernel each way where it ran two and three.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGRaiseLogitSoftcap : Pass<"tg-raise-logit-softcap", "mlir::ModuleOp"> {
   let summary = "Turns a soft-cap of the logits written as elementwise ops "
                 "into tg.cross_entropy's softcap";
