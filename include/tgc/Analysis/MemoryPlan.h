@@ -8,8 +8,9 @@
 //   that defines it to its last use in the fixed schedule (IR order);
 //   reshapes alias their operand's buffer, and a result takes the buffer of
 //   an operand dying at its op when the op allows it (InPlaceOpInterface);
-// - transient buffers get static offsets in one arena, placed greedily by
-//   size with best fit (as TFLite's arena planner and XLA's heap simulator).
+// - transient buffers get static offsets in one arena, placed greedily with
+//   best fit in several orders, by size first among them (as TFLite's arena
+//   planner and XLA's heap simulator; ArenaLayout.h).
 // The arena can never be smaller than the peak of simultaneously live bytes;
 // the report gives both, the breakdown at the peak and the ops live there.
 //
@@ -22,6 +23,7 @@
 #ifndef TGC_ANALYSIS_MEMORYPLAN_H
 #define TGC_ANALYSIS_MEMORYPLAN_H
 
+#include "tgc/Analysis/ArenaLayout.h"
 #include "tgc/Analysis/BufferGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -32,43 +34,6 @@
 #include <vector>
 
 namespace tgc {
-
-//===----------------------------------------------------------------------===//
-// The arena layout problem, independent of MLIR
-//===----------------------------------------------------------------------===//
-
-/// A buffer needed from step `start` to step `end` (inclusive).
-struct BufferLifetime {
-  int64_t size = 0;
-  int64_t start = 0;
-  int64_t end = 0;
-};
-
-struct ArenaLayout {
-  /// Offset of each buffer, in the order of the requests.
-  std::vector<int64_t> offsets;
-  /// Bytes the arena needs: the highest end of a placed buffer.
-  int64_t arenaSize = 0;
-  /// Highest sum of sizes of buffers live at the same step: a lower bound
-  /// of any arena, and the step where it is reached.
-  int64_t peakLive = 0;
-  int64_t peakStep = 0;
-};
-
-/// Rounds `size` up to a multiple of `alignment` (a power of two).
-int64_t alignTo(int64_t size, int64_t alignment);
-
-/// Places the buffers (sizes already aligned) so that no two buffers live at
-/// the same step overlap: in the order largest first, and again longest
-/// lived first, each at the lowest offset of the smallest gap it fits among
-/// the buffers it overlaps in time; the smaller arena is kept.
-ArenaLayout planArena(const std::vector<BufferLifetime> &buffers);
-
-/// Checks a layout: every pair of buffers overlapping in time is disjoint in
-/// the arena and every buffer lies inside it. Returns an empty string, or
-/// the first violation.
-std::string checkArenaLayout(const std::vector<BufferLifetime> &buffers,
-                             const ArenaLayout &layout);
 
 //===----------------------------------------------------------------------===//
 // The plan of a training-step function
