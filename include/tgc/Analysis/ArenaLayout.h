@@ -1,5 +1,4 @@
-//===- ArenaLayout.h - placing buffers with lifetimes in one arena -*- C++
-//-*-===//
+//===- ArenaLayout.h - buffers with lifetimes in one arena ------*- C++ -*-===//
 //
 // The arena layout problem, independent of MLIR: buffers with sizes and
 // lifetimes (steps of a fixed schedule) get static offsets in one arena so
