@@ -99,9 +99,9 @@ Value ModelBuilder::scalar(double value) {
                             builder.getF64FloatAttr(value));
 }
 
-Value ModelBuilder::rope(Value input, Value invFreq) {
+Value ModelBuilder::rope(Value input, Value invFreq, Value positions) {
   return tg::RopeOp::create(builder, loc, input.getType(), input, invFreq,
-                            /*inverse=*/false);
+                            positions, /*inverse=*/false);
 }
 
 Value ModelBuilder::relu(Value input) {
@@ -137,7 +137,7 @@ Value ModelBuilder::embedding(Value table, Value indices,
 
 Value ModelBuilder::attention(Value query, Value key, Value value, bool causal,
                               Value keyMask, int64_t window, double scale,
-                              double softcap) {
+                              double softcap, bool segments) {
   SmallVector<int64_t> shape(typeOf(query).getShape().drop_back());
   shape.push_back(typeOf(value).getShape().back());
   return tg::AttentionOp::create(
@@ -147,7 +147,8 @@ Value ModelBuilder::attention(Value query, Value key, Value value, bool causal,
              window ? builder.getI64IntegerAttr(window) : IntegerAttr(),
              scale > 0.0 ? builder.getF64FloatAttr(scale) : FloatAttr(),
              /*bshd=*/BoolAttr(), /*packed=*/BoolAttr(),
-             softcap > 0.0 ? builder.getF64FloatAttr(softcap) : FloatAttr())
+             softcap > 0.0 ? builder.getF64FloatAttr(softcap) : FloatAttr(),
+             segments ? builder.getBoolAttr(true) : BoolAttr())
       .getResult();
 }
 

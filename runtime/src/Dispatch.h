@@ -133,7 +133,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
                    out.size() > 1 ? &out[1] : nullptr);
   case Kernel::Rope: {
     auto a = RopeAttrs::read(inst);
-    return rope(ctx, in[0], in[1], a.inverse, out[0], a.bshd);
+    return rope(ctx, in[0], in[1], a.inverse, out[0], a.bshd,
+                in.size() > 2 ? &in[2] : nullptr);
   }
   case Kernel::Embedding:
     return embedding(ctx, in[0], in[1], out[0]);
@@ -143,7 +144,7 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     return attention(ctx, in[0], in[1], in[2], in.size() > 3 ? &in[3] : nullptr,
                      a.causal, a.window, *a.scale, out[0], a.bshd,
                      out.size() > 1 ? &out[1] : nullptr, a.packed,
-                     a.softcap.value_or(0.0));
+                     a.softcap.value_or(0.0), a.segments);
   }
   case Kernel::CrossEntropy: {
     auto a = CrossEntropyAttrs::read(inst);
@@ -236,7 +237,7 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     auto a = AttentionGradAttrs::read(inst);
     return attentionGrad(ctx, in[0], in[1], in[2], in[3], in[4], mask, a.causal,
                          a.window, *a.scale, out[0], out[1], out[2], a.bshd,
-                         lse, a.packed, a.softcap.value_or(0.0));
+                         lse, a.packed, a.softcap.value_or(0.0), a.segments);
   }
   case Kernel::CrossEntropyGrad: {
     auto a = CrossEntropyGradAttrs::read(inst);

@@ -52,7 +52,8 @@ public:
   mlir::Value scalar(double value);
   /// Rotary embedding of [..., T, D] heads by `invFreq`, the D/2
   /// frequencies (an f32 constant, built once for every rope).
-  mlir::Value rope(mlir::Value input, mlir::Value invFreq);
+  mlir::Value rope(mlir::Value input, mlir::Value invFreq,
+                   mlir::Value positions = {});
   /// The tanh approximation, or with `exact` the erf form.
   mlir::Value gelu(mlir::Value input, bool exact = false);
   mlir::Value tanh(mlir::Value input);
@@ -64,11 +65,12 @@ public:
   /// `keyMask`, when given, is a [B, Tk] padding mask; a positive
   /// `window` (causal) limits each query to that many keys back; a
   /// positive `scale` replaces 1 / sqrt(D), a positive `softcap` caps the
-  /// scores (tg.attention).
+  /// scores (tg.attention). With `segments`, `keyMask` holds the segment
+  /// ids of packed examples instead (tg.attention's `segments`).
   mlir::Value attention(mlir::Value query, mlir::Value key, mlir::Value value,
                         bool causal, mlir::Value keyMask = {},
                         int64_t window = 0, double scale = 0.0,
-                        double softcap = 0.0);
+                        double softcap = 0.0, bool segments = false);
   /// A positive `softcap` caps the logits first (cap * tanh(x / cap)).
   mlir::Value crossEntropy(mlir::Value logits, mlir::Value targets,
                            double softcap = 0.0);

@@ -365,21 +365,42 @@ Status rmsNormGrad(Context &ctx, const TensorRef &input, const TensorRef &weight
 //===----------------------------------------------------------------------===//
 
 Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
-            bool inverse, TensorRef &result, bool bshd) {
+            bool inverse, TensorRef &result, bool bshd,
+            const TensorRef *positionIds) {
   // [..., T, D] with D even ([B, T, H, D] with bshd) and an f32 inv_freq,
-  // as the loader checked.
+  // positions [B, T], as the loader checked.
   int64_t length = input.shape.back(), half = length / 2;
-  // Rows of D elements: position (row / heads) % positions, where heads
-  // is H with bshd and 1 otherwise.
+  // Rows of D elements: index (row / heads) % positions, where heads
+  // is H with bshd and 1 otherwise; its position that index, or with
+  // positionIds the id of its batch row b and index.
   int64_t heads = bshd ? input.shape[2] : 1;
   int64_t positions = input.shape[input.rank() - (bshd ? 3 : 2)];
   int64_t rows = length == 0 ? 0 : input.numElements() / length;
+  int64_t rowsPerBatch = input.shape.empty() || input.shape[0] == 0
+                             ? 1
+                             : std::max<int64_t>(rows / input.shape[0], 1);
+  int64_t table = positions;
+  if (positionIds) {
+    table = 1;
+    for (int64_t i = 0, n = positionIds->numElements(); i < n; ++i) {
+      int64_t p = loadI64(*positionIds, i);
+      if (p < 0)
+        return Status::failure("rope position " + std::to_string(p) + " at " +
+                               std::to_string(i) + " is negative");
+      table = std::max(table, p + 1);
+    }
+  }
+  auto positionOf = [&](int64_t row) {
+    int64_t t = (row / heads) % positions;
+    return positionIds
+               ? loadI64(*positionIds, row / rowsPerBatch * positions + t)
+               : t;
+  };
   // The angles of each position, as Hugging Face computes them: the f32
   // product of the position and the frequency, its f32 cosine and sine.
   const float *freq = static_cast<const float *>(invFreq.data);
-  std::vector<float> cosines(size_t(positions * half)),
-      sines(size_t(positions * half));
-  for (int64_t t = 0; t < positions; ++t)
+  std::vector<float> cosines(size_t(table * half)), sines(size_t(table * half));
+  for (int64_t t = 0; t < table; ++t)
     for (int64_t i = 0; i < half; ++i) {
       float angle = float(t) * freq[i];
       cosines[t * half + i] = std::cos(angle);
@@ -389,7 +410,7 @@ Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
   F32Result r(result);
   parallelFor(rows, grainFor(length), [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
-      int64_t t = (row / heads) % positions;
+      int64_t t = positionOf(row);
       const float *xs = x.data() + row * length;
       const float *c = cosines.data() + t * half;
       const float *s = sines.data() + t * half;
@@ -664,6 +685,8 @@ struct KeyVisibility {
   bool causal;
   /// Keys this many positions back or more are hidden (0: none).
   int64_t window = 0;
+  /// The mask holds segment ids: a key is seen from its own segment only.
+  bool segments = false;
 
   /// The keys row `i` (of a key/value head's rows) may look at are a
   /// subset of [0, limit(i)).
@@ -677,9 +700,12 @@ struct KeyVisibility {
   bool visible(int64_t b, int64_t i, int64_t j) const {
     if (window > 0 && j <= i % sizes.tq - window)
       return false;
+    if (!mask)
+      return true;
     int64_t queryHead = b * sizes.group + i / sizes.tq;
-    return !mask ||
-           loadI64(*mask, (queryHead / sizes.maskGroup) * sizes.tk + j) != 0;
+    int64_t row = (queryHead / sizes.maskGroup) * sizes.tk;
+    int64_t id = loadI64(*mask, row + j);
+    return id != 0 && (!segments || id == loadI64(*mask, row + i % sizes.tq));
   }
 };
 } // namespace
@@ -778,12 +804,12 @@ static Status headMajorAttention(Context &ctx, const TensorRef &query,
                                  const TensorRef *keyMask, bool causal,
                                  int64_t window, std::optional<double> scale,
                                  TensorRef &result, TensorRef *lse,
-                                 double softcap) {
+                                 double softcap, bool segments) {
   AttentionShape sizes;
   TGC_RETURN_IF_ERROR(
       checkAttention(query, key, value, keyMask, causal, window, scale, sizes));
   sizes.softcap = float(softcap);
-  KeyVisibility keys{sizes, keyMask, causal, window};
+  KeyVisibility keys{sizes, keyMask, causal, window, segments};
   F32Operand q(query), k(key), v(value);
   F32Result out(result, {&query, &key, &value});
   float *rowLse = lse ? static_cast<float *>(lse->data) : nullptr;
@@ -810,7 +836,7 @@ static Status headMajorAttentionGrad(
     const TensorRef &value, const TensorRef &output, const TensorRef &grad,
     const TensorRef *keyMask, bool causal, int64_t window,
     std::optional<double> scale, TensorRef &queryGrad, TensorRef &keyGrad,
-    TensorRef &valueGrad, const TensorRef *lse, double softcap) {
+    TensorRef &valueGrad, const TensorRef *lse, double softcap, bool segments) {
   // The probabilities are recomputed whole here; the forward pass's
   // log-sum-exp is not needed. Results as the loader checked them (at
   // least one computed).
@@ -820,7 +846,7 @@ static Status headMajorAttentionGrad(
   TGC_RETURN_IF_ERROR(
       checkAttention(query, key, value, keyMask, causal, window, scale, sizes));
   sizes.softcap = float(softcap);
-  KeyVisibility keys{sizes, keyMask, causal, window};
+  KeyVisibility keys{sizes, keyMask, causal, window, segments};
   F32Operand q(query), k(key), v(value), o(output), dO(grad);
   std::initializer_list<const TensorRef *> operands = {&query, &key, &value,
                                                        &output, &grad};
@@ -981,16 +1007,18 @@ private:
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  const TensorRef &value, const TensorRef *keyMask, bool causal,
                  int64_t window, std::optional<double> scale, TensorRef &result,
-                 bool bshd, TensorRef *lse, bool packed, double softcap) {
+                 bool bshd, TensorRef *lse, bool packed, double softcap,
+                 bool segments) {
   if (packed) {
     PackedHeads heads;
     TGC_RETURN_IF_ERROR(heads.unpack(ctx, query, result.shape[2]));
     return attention(ctx, heads[0], heads[1], heads[2], keyMask, causal, window,
-                     scale, result, bshd, lse, /*packed=*/false, softcap);
+                     scale, result, bshd, lse, /*packed=*/false, softcap,
+                     segments);
   }
   if (!bshd)
     return headMajorAttention(ctx, query, key, value, keyMask, causal, window,
-                              scale, result, lse, softcap);
+                              scale, result, lse, softcap, segments);
   HeadMajorCopies copies(ctx);
   Status status;
   TensorRef q = copies.operand(query, status), k = copies.operand(key, status),
@@ -1001,7 +1029,7 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
   TGC_RETURN_IF_ERROR(status);
   TGC_RETURN_IF_ERROR(headMajorAttention(ctx, q, k, v, keyMask, causal, window,
                                          scale, out, rows ? &*rows : nullptr,
-                                         softcap));
+                                         softcap, segments));
   if (rows)
     TGC_RETURN_IF_ERROR(copies.writeBackRows(*rows, *lse));
   return copies.writeBack(out, result);
@@ -1013,7 +1041,7 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      bool causal, int64_t window, std::optional<double> scale,
                      TensorRef &queryGrad, TensorRef &keyGrad,
                      TensorRef &valueGrad, bool bshd, const TensorRef *lse,
-                     bool packed, double softcap) {
+                     bool packed, double softcap, bool segments) {
   if (packed) {
     // One gradient, of the packed operand, in queryGrad (bshd heads: the
     // loader checked).
@@ -1023,13 +1051,13 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
     TGC_RETURN_IF_ERROR(attentionGrad(
         ctx, heads[0], heads[1], heads[2], output, grad, keyMask, causal,
         window, scale, heads.grad(0), heads.grad(1), heads.grad(2), bshd, lse,
-        /*packed=*/false, softcap));
+        /*packed=*/false, softcap, segments));
     return heads.pack(ctx, queryGrad);
   }
   if (!bshd)
     return headMajorAttentionGrad(ctx, query, key, value, output, grad, keyMask,
                                   causal, window, scale, queryGrad, keyGrad,
-                                  valueGrad, lse, softcap);
+                                  valueGrad, lse, softcap, segments);
   HeadMajorCopies copies(ctx);
   Status status;
   TensorRef q = copies.operand(query, status), k = copies.operand(key, status),
@@ -1039,9 +1067,9 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
   TensorRef dq = copies.result(queryGrad), dk = copies.result(keyGrad),
             dv = copies.result(valueGrad);
   TGC_RETURN_IF_ERROR(status);
-  TGC_RETURN_IF_ERROR(headMajorAttentionGrad(ctx, q, k, v, o, g, keyMask,
-                                             causal, window, scale, dq, dk, dv,
-                                             /*lse=*/nullptr, softcap));
+  TGC_RETURN_IF_ERROR(headMajorAttentionGrad(
+      ctx, q, k, v, o, g, keyMask, causal, window, scale, dq, dk, dv,
+      /*lse=*/nullptr, softcap, segments));
   TGC_RETURN_IF_ERROR(copies.writeBack(dq, queryGrad));
   TGC_RETURN_IF_ERROR(copies.writeBack(dk, keyGrad));
   return copies.writeBack(dv, valueGrad);

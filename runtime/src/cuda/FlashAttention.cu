@@ -124,10 +124,50 @@ __device__ void loadRows(T *tile, const T *source, int64_t ld, int64_t first,
 __device__ inline bool visible(int64_t head, int64_t query, int64_t key,
                                int64_t tq, int64_t tk, bool causal,
                                const KeyMask &mask) {
-  return query < tq && key < tk && (!causal || key <= query) &&
-         (mask.window == 0 || key > query - mask.window) &&
-         (!mask.data ||
-          loadInt(mask.data, mask.dtype, (head / mask.group) * tk + key) != 0);
+  if (query >= tq || key >= tk || (causal && key > query) ||
+      (mask.window != 0 && key <= query - mask.window))
+    return false;
+  if (!mask.data)
+    return true;
+  int64_t row = (head / mask.group) * tk;
+  int64_t id = loadInt(mask.data, mask.dtype, row + key);
+  return id != 0 &&
+         (!mask.segments || id == loadInt(mask.data, mask.dtype, row + query));
+}
+
+/// With segment ids, whether queries [q0, q0 + rows) and keys [k0, k0 +
+/// keys) of `head` share no nonzero id, so that no query sees any of the
+/// keys and the tile is skipped: the ranges of their nonzero ids are
+/// disjoint (or one side has none). Exact whatever the order of the ids.
+/// Every lane of the warp calls it and gets the same answer.
+__device__ inline bool segmentsApart(int64_t head, int64_t q0, int rows,
+                                     int64_t k0, int keys, int64_t tq,
+                                     int64_t tk, const KeyMask &mask,
+                                     int lane) {
+  if (!mask.segments)
+    return false;
+  int64_t row = (head / mask.group) * tk;
+  int64_t ranges[4] = {INT64_MAX, 0, INT64_MAX, 0}; // query min, max; keys'
+  for (int i = lane; i < rows + keys; i += 32) {
+    bool query = i < rows;
+    int64_t at = query ? q0 + i : k0 + (i - rows);
+    if (at >= (query ? tq : tk))
+      continue;
+    int64_t id = loadInt(mask.data, mask.dtype, row + at);
+    if (id == 0)
+      continue;
+    int64_t *range = ranges + (query ? 0 : 2);
+    range[0] = min(range[0], id);
+    range[1] = max(range[1], id);
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    ranges[0] = min(ranges[0], __shfl_xor_sync(0xffffffffu, ranges[0], offset));
+    ranges[1] = max(ranges[1], __shfl_xor_sync(0xffffffffu, ranges[1], offset));
+    ranges[2] = min(ranges[2], __shfl_xor_sync(0xffffffffu, ranges[2], offset));
+    ranges[3] = max(ranges[3], __shfl_xor_sync(0xffffffffu, ranges[3], offset));
+  }
+  return ranges[1] == 0 || ranges[3] == 0 || ranges[3] < ranges[0] ||
+         ranges[2] > ranges[1];
 }
 
 /// Whether every query of [q0, q0 + rows) sees every key of [k0, k0 +
@@ -242,7 +282,8 @@ __global__ void __launch_bounds__(kThreads)
       // Rows that see none of these keys (past the end, or before them
       // when causal) leave their statistics and output as they are.
       if (w0 >= tq || (causal && k0 > w0 + 15) ||
-          (mask.window > 0 && k0 + kRows - 1 <= w0 - mask.window))
+          (mask.window > 0 && k0 + kRows - 1 <= w0 - mask.window) ||
+          segmentsApart(head, w0, 16, k0, kRows, tq, tk, mask, lane))
         continue;
       // S = Q K^T for this warp's 16 rows and the 64 keys.
       productWithRows<kRows, kLdS>(sStrip, qa, t.k);
@@ -420,7 +461,8 @@ __global__ void __launch_bounds__(kThreads)
         // Keys past the end, or after every query of the step when causal,
         // get zero rows of P^T and dS^T (dQ reads them).
         bool none = w0 >= tk || (causal && w0 > q0 + kStep - 1) ||
-                    (mask.window > 0 && w0 + 15 <= q0 - mask.window);
+                    (mask.window > 0 && w0 + 15 <= q0 - mask.window) ||
+                    segmentsApart(head, q0, kStep, w0, 16, tq, tk, mask, lane);
         if (!none) {
           // S^T = K Q^T for this warp's 16 keys and the step's 32 queries.
           productWithRows<kStep, kLdStep>(sStrip, ka, t.q);

@@ -47,6 +47,9 @@ struct KeyMask {
   int64_t group = 1;
   /// A causal sliding window: query i sees keys i - window < j (0: none).
   int64_t window = 0;
+  /// The mask holds segment ids (tg.attention's `segments`, tq == tk):
+  /// query i sees key j only where their ids are equal (and nonzero).
+  bool segments = false;
 };
 
 /// out = softmax(scale * q k^T + causal and key mask) v for `batch` query

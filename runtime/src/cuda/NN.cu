@@ -556,10 +556,16 @@ __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t tq,
         s[j] = softcap * tanhf(s[j] / softcap);
     int64_t limit = causal ? min(row % tq + 1, tk) : tk;
     const int64_t maskRow = (head0 + row / tq) / mask.group * tk;
+    // With segments, the query's own id (keys of other ids are hidden).
+    const int64_t segment =
+        mask.segments ? loadInt(mask.data, mask.dtype, maskRow + row % tq) : 0;
     auto seen = [&](int64_t j) {
-      return j < limit &&
-             (mask.window == 0 || j > row % tq - mask.window) &&
-             (!mask.data || loadInt(mask.data, mask.dtype, maskRow + j) != 0);
+      if (j >= limit || (mask.window != 0 && j <= row % tq - mask.window))
+        return false;
+      if (!mask.data)
+        return true;
+      int64_t id = loadInt(mask.data, mask.dtype, maskRow + j);
+      return id != 0 && (!mask.segments || id == segment);
     };
     float max = -INFINITY;
     for (int64_t j = threadIdx.x; j < limit; j += blockDim.x)
@@ -1010,13 +1016,20 @@ Status rmsNormGrad(Context &ctx, const TensorRef &input,
 /// is written, so the result may be the input's buffer.
 /// Row `row` of D = 2 * half elements is at position (row / heads) %
 /// positions (`heads` H for bshd [B, T, H, D] heads, 1 for [B..., T, D]).
+/// With `ids` (an index tensor [B, T]; null: none), the position is
+/// ids[b * positions + t] for row `row` of batch row b = row /
+/// rowsPerBatch.
 __global__ void ropeKernel(const void *input, const float *invFreq,
                            void *result, DType dtype, int64_t pairs,
                            int64_t positions, int64_t heads, int64_t half,
-                           float direction) {
+                           float direction, const void *ids, DType idType,
+                           int64_t rowsPerBatch) {
   TGC_GRID_LOOP(p, pairs) {
     int64_t row = p / half, i = p % half;
-    float angle = float((row / heads) % positions) * invFreq[i];
+    int64_t t = (row / heads) % positions;
+    if (ids)
+      t = loadInt(ids, idType, row / rowsPerBatch * positions + t);
+    float angle = float(t) * invFreq[i];
     float c = cosf(angle), s = direction * sinf(angle);
     int64_t base = row * 2 * half;
     float a = loadFloat(input, dtype, base + i);
@@ -1027,16 +1040,23 @@ __global__ void ropeKernel(const void *input, const float *invFreq,
 }
 
 Status rope(Context &ctx, const TensorRef &input, const TensorRef &invFreq,
-            bool inverse, TensorRef &result, bool bshd) {
-  // [..., T, D] with D even, [B, T, H, D] with bshd: the loader checked.
+            bool inverse, TensorRef &result, bool bshd,
+            const TensorRef *positions) {
+  // [..., T, D] with D even, [B, T, H, D] with bshd, positions [B, T]: the
+  // loader checked. Positions are not checked on the device (a negative
+  // one rotates backwards); the data sources write them.
   int64_t half = input.shape.back() / 2;
   int64_t pairs = half == 0 ? 0 : input.numElements() / 2;
   if (pairs == 0)
     return Status::success();
+  int64_t rows = input.numElements() / input.shape.back();
+  int64_t rowsPerBatch = std::max<int64_t>(rows / input.shape[0], 1);
   ropeKernel<<<blocksFor(pairs), 256, 0, streamOf(ctx)>>>(
       input.data, static_cast<const float *>(invFreq.data), result.data,
       input.dtype, pairs, input.shape[input.rank() - (bshd ? 3 : 2)],
-      bshd ? input.shape[2] : 1, half, inverse ? -1.0f : 1.0f);
+      bshd ? input.shape[2] : 1, half, inverse ? -1.0f : 1.0f,
+      positions ? positions->data : nullptr,
+      positions ? positions->dtype : DType::I64, rowsPerBatch);
   TGC_CUDA_LAUNCH("ropeKernel");
   return Status::success();
 }
@@ -1273,7 +1293,8 @@ struct AttentionShape {
 Status attentionShape(const TensorRef &query, const TensorRef &key,
                       const TensorRef &value, const TensorRef *keyMask,
                       bool causal, int64_t window, std::optional<double> scale,
-                      bool bshd, AttentionShape &sizes, double softcap = 0.0) {
+                      bool bshd, AttentionShape &sizes, double softcap = 0.0,
+                      bool segments = false) {
   // Ranks, types, the head groups, equal lengths when causal, the window,
   // scale, soft-cap and key mask as the loader checked them.
   int64_t rank = query.rank();
@@ -1293,6 +1314,7 @@ Status attentionShape(const TensorRef &query, const TensorRef &key,
   sizes.tk = k[rank - 2];
   sizes.dv = value.shape[rank - 1];
   sizes.mask.window = window;
+  sizes.mask.segments = segments;
   sizes.scale = float(scale ? *scale : 1.0 / std::sqrt(double(sizes.d)));
   sizes.softcap = float(softcap);
   if (keyMask) {
@@ -1491,7 +1513,8 @@ GemmProblem headGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
 Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
                  const TensorRef &value, const TensorRef *keyMask, bool causal,
                  int64_t window, std::optional<double> scale, TensorRef &result,
-                 bool bshd, TensorRef *lse, bool packed, double softcap) {
+                 bool bshd, TensorRef *lse, bool packed, double softcap,
+                 bool segments) {
   if (packed) {
     PackedHeads heads;
     if (Status s = heads.read(query, result.shape[2]); !s.ok())
@@ -1499,7 +1522,7 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
     const TensorRef &q = heads.view(0), &k = heads.view(1), &v = heads.view(2);
     AttentionShape sizes;
     if (Status s = attentionShape(q, k, v, keyMask, causal, window, scale, bshd,
-                                  sizes, softcap);
+                                  sizes, softcap, segments);
         !s.ok())
       return s;
     // The fused kernel reads the three heads where they lie.
@@ -1518,11 +1541,11 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
       return s;
     return attention(ctx, heads.dense(0), heads.dense(1), heads.dense(2),
                      keyMask, causal, window, scale, result, bshd, lse,
-                     /*packed=*/false, softcap);
+                     /*packed=*/false, softcap, segments);
   }
   AttentionShape sizes;
   if (Status s = attentionShape(query, key, value, keyMask, causal, window,
-                                scale, bshd, sizes, softcap);
+                                scale, bshd, sizes, softcap, segments);
       !s.ok())
     return s;
   // Nothing to compute, unless the rows' statistic is asked for (heads of
@@ -1561,7 +1584,7 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
         return s;
     if (Status s = attention(ctx, q, k, v, keyMask, causal, window, scale, out,
                              /*bshd=*/false, lse ? &rows : nullptr,
-                             /*packed=*/false, softcap);
+                             /*packed=*/false, softcap, segments);
         !s.ok())
       return s;
     if (lse)
@@ -1633,14 +1656,13 @@ Status attention(Context &ctx, const TensorRef &query, const TensorRef &key,
 
 /// attentionGrad of a packed operand ([B, T, Hq + 2 Hkv, D]): its one
 /// gradient, the three side by side, in `queryGrad`.
-static Status packedAttentionGrad(Context &ctx, const TensorRef &packed,
-                                  const TensorRef &output,
-                                  const TensorRef &grad,
-                                  const TensorRef *keyMask, bool causal,
-                                  int64_t window, std::optional<double> scale,
-                                  TensorRef &queryGrad, TensorRef &keyGrad,
-                                  TensorRef &valueGrad, bool bshd,
-                                  const TensorRef *lse, double softcap) {
+static Status
+packedAttentionGrad(Context &ctx, const TensorRef &packed,
+                    const TensorRef &output, const TensorRef &grad,
+                    const TensorRef *keyMask, bool causal, int64_t window,
+                    std::optional<double> scale, TensorRef &queryGrad,
+                    TensorRef &keyGrad, TensorRef &valueGrad, bool bshd,
+                    const TensorRef *lse, double softcap, bool segments) {
   // bshd heads, one gradient (the packed operand's): the loader checked.
   PackedHeads heads;
   if (Status s = heads.read(packed, output.shape[2]); !s.ok())
@@ -1648,7 +1670,7 @@ static Status packedAttentionGrad(Context &ctx, const TensorRef &packed,
   const TensorRef &q = heads.view(0), &k = heads.view(1), &v = heads.view(2);
   AttentionShape sizes;
   if (Status s = attentionShape(q, k, v, keyMask, causal, window, scale, bshd,
-                                sizes, softcap);
+                                sizes, softcap, segments);
       !s.ok())
     return s;
   if (sizes.batch == 0)
@@ -1665,7 +1687,7 @@ static Status packedAttentionGrad(Context &ctx, const TensorRef &packed,
     if (Status s = attentionGrad(
             ctx, heads.dense(0), heads.dense(1), heads.dense(2), output, grad,
             keyMask, causal, window, scale, heads.grad(0), heads.grad(1),
-            heads.grad(2), bshd, lse, /*packed=*/false, softcap);
+            heads.grad(2), bshd, lse, /*packed=*/false, softcap, segments);
         !s.ok())
       return s;
     return heads.pack(ctx, queryGrad);
@@ -1723,14 +1745,14 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                      bool causal, int64_t window, std::optional<double> scale,
                      TensorRef &queryGrad, TensorRef &keyGrad,
                      TensorRef &valueGrad, bool bshd, const TensorRef *lse,
-                     bool packed, double softcap) {
+                     bool packed, double softcap, bool segments) {
   if (packed)
     return packedAttentionGrad(ctx, query, output, grad, keyMask, causal,
                                window, scale, queryGrad, keyGrad, valueGrad,
-                               bshd, lse, softcap);
+                               bshd, lse, softcap, segments);
   AttentionShape sizes;
   if (Status s = attentionShape(query, key, value, keyMask, causal, window,
-                                scale, bshd, sizes, softcap);
+                                scale, bshd, sizes, softcap, segments);
       !s.ok())
     return s;
   // Results that are not present are not computed (an output mask; at
@@ -1813,9 +1835,10 @@ Status attentionGrad(Context &ctx, const TensorRef &query, const TensorRef &key,
                            std::pair{&grad, &g}})
       if (Status s = HeadMajorCopies::toHeadMajor(ctx, *t, *copy); !s.ok())
         return s;
-    if (Status s = attentionGrad(ctx, q, k, v, o, g, keyMask, causal, window,
-                                 scale, dq, dk, dvCopy, /*bshd=*/false,
-                                 /*lse=*/nullptr, /*packed=*/false, softcap);
+    if (Status s =
+            attentionGrad(ctx, q, k, v, o, g, keyMask, causal, window, scale,
+                          dq, dk, dvCopy, /*bshd=*/false,
+                          /*lse=*/nullptr, /*packed=*/false, softcap, segments);
         !s.ok())
       return s;
     for (auto [copy, t] : {std::pair{&dq, &queryGrad}, std::pair{&dk, &keyGrad},

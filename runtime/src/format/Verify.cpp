@@ -412,6 +412,8 @@ private:
     int64_t window = inst.getInt("window", 0);
     if (window < 0 || (window > 0 && !inst.getBool("causal")))
       return fail("an attention window must be 0 or positive with causal");
+    if (inst.getBool("segments") && qs[r - 2] != ks[r - 2])
+      return fail("segmented attention needs equal lengths");
     if (!softcap())
       return false;
     Shape shape(qs.begin(), qs.end() - 1);
@@ -633,7 +635,7 @@ Status Checker::run() {
   case Kernel::Rope: {
     // The operand count first: in(0) of an instruction without operands
     // would read past them (found by the tgx fuzzer).
-    if (!counts(2, 1))
+    if (!counts(inst.operands.size() == 3 ? 3 : 2, 1))
       break;
     const Shape &x = in(0).shape;
     ok = floatT(in(0)) && same(in(0), out(0)) &&
@@ -643,6 +645,12 @@ Status Checker::run() {
          (x.back() % 2 == 0 || fail("rope's head dimension must be even")) &&
          (in(1).dtype == DType::F32 || fail("rope's inv_freq must be f32")) &&
          shapeIs(in(1), {x.back() / 2});
+    // Optional positions [B, T] (B the first dimension, T the positions').
+    if (ok && inst.operands.size() == 3)
+      ok =
+          (x.size() >= 3 || fail("rope with positions needs [B, ..., T, D]")) &&
+          indexT(in(2)) &&
+          shapeIs(in(2), {x[0], x[x.size() - (inst.getBool("bshd") ? 3 : 2)]});
     break;
   }
   case Kernel::Embedding: {
@@ -689,6 +697,8 @@ Status Checker::run() {
         (inst.operands.size() == 3 ? counts(3, results) : counts(4, results)) &&
         heads(out(0), q, k, v) &&
         (inst.operands.size() == 3 || keyMask(q, k, in(3))) &&
+        (inst.operands.size() > 3 || !inst.getBool("segments") ||
+         fail("segmented attention needs its segment ids")) &&
         attention(q, k, v, out(0)) &&
         (results == 1 ||
          (inst.results[1] != kNotComputed && rowLse(q, out(1))) ||
@@ -704,6 +714,8 @@ Status Checker::run() {
     TensorInfo q, k, v;
     ok = counts(5 + size_t(hasMask) + size_t(hasLse), 3) &&
          heads(in(3), q, k, v) && (!hasMask || keyMask(q, k, in(5))) &&
+         (hasMask || !inst.getBool("segments") ||
+          fail("segmented attention needs its segment ids")) &&
          (!hasLse || rowLse(q, in(operands - 1))) &&
          attention(q, k, v, in(3)) && same(in(3), in(4)) && outLike(in(0), 0) &&
          (inst.getBool("packed")

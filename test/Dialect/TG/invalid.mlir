@@ -824,6 +824,32 @@ func.func @attention_window_without_causal(%q: tensor<6x16xf32>) {
 
 // -----
 
+func.func @attention_segments_without_ids(%q: tensor<6x16xf32>) {
+  // expected-error @+1 {{'tg.attention' op segments needs the segment ids as key_mask}}
+  %0 = tg.attention %q, %q, %q {causal = true, segments = true}
+      : (tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_segments_cross(%q: tensor<2x6x16xf32>, %k: tensor<2x8x16xf32>, %ids: tensor<2x8xi64>) {
+  // expected-error @+1 {{'tg.attention' op segments needs equal query and key lengths, found 6 and 8}}
+  %0 = tg.attention %q, %k, %k mask %ids {segments = true}
+      : (tensor<2x6x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8xi64>) -> tensor<2x6x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_positions_shape(%x: tensor<2x3x5x8xf32>, %f: tensor<4xf32>, %p: tensor<2x3xi64>) {
+  // expected-error @+1 {{'tg.rope' op positions must be [2, 5] (the input's first dimension and its positions), found 'tensor<2x3xi64>'}}
+  %0 = tg.rope %x, %f positions %p : (tensor<2x3x5x8xf32>, tensor<4xf32>, tensor<2x3xi64>) -> tensor<2x3x5x8xf32>
+  return
+}
+
+// -----
+
 func.func @attention_negative_window(%q: tensor<6x16xf32>) {
   // expected-error @+1 {{'tg.attention' op window must be 0 (none) or positive with causal, found -1}}
   %0 = tg.attention %q, %q, %q {causal = true, window = -1}

@@ -353,6 +353,21 @@ func.func @windowed_attention(%q: tensor<2x6x8x16xf32>, %kv: tensor<2x2x8x16xf32
   return %0 : tensor<2x6x8x16xf32>
 }
 
+// Packed examples: segment ids in the key mask, rotary positions that
+// restart per example.
+// CHECK-LABEL: func.func @packed_attention(
+func.func @packed_attention(%q: tensor<2x6x8x16xf32>, %kv: tensor<2x2x8x16xf32>,
+                            %ids: tensor<2x8xi64>, %pos: tensor<2x8xi32>,
+                            %f: tensor<8xf32>)
+    -> (tensor<2x6x8x16xf32>, tensor<2x6x8x16xf32>) {
+  // CHECK: tg.rope %{{.*}}, %{{.*}} positions %{{.*}} : (tensor<2x6x8x16xf32>, tensor<8xf32>, tensor<2x8xi32>) -> tensor<2x6x8x16xf32>
+  %0 = tg.rope %q, %f positions %pos : (tensor<2x6x8x16xf32>, tensor<8xf32>, tensor<2x8xi32>) -> tensor<2x6x8x16xf32>
+  // CHECK: tg.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} {causal = true, segments = true}
+  %1 = tg.attention %0, %kv, %kv mask %ids {causal = true, segments = true}
+      : (tensor<2x6x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x8xi64>) -> tensor<2x6x8x16xf32>
+  return %0, %1 : tensor<2x6x8x16xf32>, tensor<2x6x8x16xf32>
+}
+
 // Gemma 2's soft-capped scores (and its grouped heads and window).
 // CHECK-LABEL: func.func @softcapped_attention(
 func.func @softcapped_attention(%q: tensor<2x6x8x16xbf16>, %kv: tensor<2x2x8x16xbf16>)

@@ -332,6 +332,37 @@ TEST_P(NNCudaTest, RopeAndItsInverseInPlace) {
   }
 }
 
+// Positions per row ([B, T]: packed examples restart), both layouts,
+// against the CPU.
+TEST_P(NNCudaTest, RopePositions) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(214);
+  for (bool bshd : {false, true}) {
+    std::vector<int64_t> shape = {2, 4, 33, 64};
+    HostTensor positions(DType::I32, {2, bshd ? 4 : 33});
+    for (int64_t i = 0; i < positions.ref.numElements(); ++i)
+      storeI64(positions.ref, i, i % 7 + (i / 11));
+    int64_t half = shape.back() / 2;
+    HostTensor x = randomTensor(dtype, shape, rng);
+    HostTensor freq(DType::F32, {half});
+    for (int64_t i = 0; i < half; ++i)
+      storeF32(freq.ref, i,
+               float(1.0 / std::pow(10000.0, double(i) / double(half))));
+    HostTensor want(dtype, shape);
+    ASSERT_OK(cpu::rope(cpuCtx, x.ref, freq.ref, false, want.ref, bshd,
+                        &positions.ref));
+    DeviceTensor dx(x), dFreq(freq), dPositions(positions), dOut(want, false);
+    ASSERT_OK(cuda::rope(*testContext(), dx.ref, dFreq.ref, false, dOut.ref,
+                         bshd, &dPositions.ref));
+    synchronize();
+    expectNear(
+        want, dOut.toHost(),
+        named(bshd ? "bshd rope with positions" : "rope with positions", dtype),
+        2.0);
+  }
+}
+
 TEST_P(NNCudaTest, BshdRopeIsRopeOfTransposedHeads) {
   // The rope of [B, T, H, D] heads on the device: the bytes of the
   // device's rope of the [B, H, T, D] transpose (transposed on the host),
@@ -902,6 +933,61 @@ TEST_P(NNCudaTest, AttentionSlidingWindow) {
           expectNear(wantDk, outDk.toHost(), "windowed key_grad", 8.0);
           expectNear(wantDv, outDv.toHost(), "windowed value_grad", 8.0);
         }
+}
+
+// Segment ids (packed examples) on both paths (d=32 in 16 bits: the fused
+// kernels; d=8: the GEMMs), causal or not, with grouped-query heads,
+// against the CPU. At T=200 the fused kernels skip the 64-key tiles whose
+// segments the queries' do not meet (forward and backward), and the
+// second row ends in padding (id 0).
+TEST_P(NNCudaTest, AttentionSegments) {
+  TGC_REQUIRE_GPU();
+  DType dtype = GetParam();
+  std::mt19937 rng(241);
+  const int64_t t = 200;
+  HostTensor ids(DType::I64, {2, t});
+  auto *m = static_cast<int64_t *>(ids.ref.data);
+  for (int64_t j = 0; j < t; ++j) {
+    m[j] = j < 50 ? 1 : j < 120 ? 2 : j < 137 ? 3 : 4;
+    m[t + j] = j < 9 ? 1 : j < 100 ? 2 : j < 130 ? 3 : 0;
+  }
+  for (int64_t d : {32, 8})
+    for (bool causal : {false, true})
+      for (int64_t kvHeads : {2, 1}) {
+        SCOPED_TRACE("d=" + std::to_string(d) + (causal ? " causal" : "") +
+                     " kv heads " + std::to_string(kvHeads));
+        std::vector<int64_t> shape = {2, 2, t, d}, kvShape = {2, kvHeads, t, d};
+        HostTensor q = randomTensor(dtype, shape, rng);
+        HostTensor k = randomTensor(dtype, kvShape, rng);
+        HostTensor v = randomTensor(dtype, kvShape, rng);
+        HostTensor g = randomTensor(dtype, shape, rng);
+        HostTensor o(dtype, shape), wantDq(dtype, shape),
+            wantDk(dtype, kvShape), wantDv(dtype, kvShape);
+        ASSERT_OK(cpu::attention(cpuCtx, q.ref, k.ref, v.ref, &ids.ref, causal,
+                                 0, std::nullopt, o.ref, false, nullptr, false,
+                                 0.0, /*segments=*/true));
+        ASSERT_OK(cpu::attentionGrad(cpuCtx, q.ref, k.ref, v.ref, o.ref, g.ref,
+                                     &ids.ref, causal, 0, std::nullopt,
+                                     wantDq.ref, wantDk.ref, wantDv.ref, false,
+                                     nullptr, false, 0.0, /*segments=*/true));
+        DeviceTensor dq(q), dk(k), dv(v), dg(g), dIds(ids), dOut(o, false);
+        ASSERT_OK(cuda::attention(*testContext(), dq.ref, dk.ref, dv.ref,
+                                  &dIds.ref, causal, 0, std::nullopt, dOut.ref,
+                                  false, nullptr, false, 0.0,
+                                  /*segments=*/true));
+        DeviceTensor dO(o), outDq(wantDq, false), outDk(wantDk, false),
+            outDv(wantDv, false);
+        ASSERT_OK(cuda::attentionGrad(*testContext(), dq.ref, dk.ref, dv.ref,
+                                      dO.ref, dg.ref, &dIds.ref, causal, 0,
+                                      std::nullopt, outDq.ref, outDk.ref,
+                                      outDv.ref, false, nullptr, false, 0.0,
+                                      /*segments=*/true));
+        synchronize();
+        expectNear(o, dOut.toHost(), "segmented attention", 4.0);
+        expectNear(wantDq, outDq.toHost(), "segmented query_grad", 8.0);
+        expectNear(wantDk, outDk.toHost(), "segmented key_grad", 8.0);
+        expectNear(wantDv, outDv.toHost(), "segmented value_grad", 8.0);
+      }
 }
 
 TEST_P(NNCudaTest, AttentionGradIntoOperandBuffers) {

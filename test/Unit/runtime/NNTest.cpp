@@ -350,6 +350,58 @@ TEST_P(NNTest, RopeMatchesRotateHalf) {
   HostTensor badFreq(DType::F32, {D});
 }
 
+static HostTensor swapHeads(const HostTensor &t);
+
+// Positions per row ([B, T], packed examples restarting at 0): the rotation
+// of each row is by its own position, in both layouts, in place too; the
+// inverse undoes it.
+TEST_P(NNTest, RopePositions) {
+  DType dtype = GetParam();
+  std::mt19937 rng(36);
+  const int64_t B = 2, H = 3, T = 5, D = 6;
+  HostTensor x = randomTensor(rng, dtype, {B, H, T, D}, -2, 2);
+  HostTensor freq(DType::F32, {D / 2});
+  for (int64_t i = 0; i < D / 2; ++i)
+    freq.set(i, 1.0 / std::pow(500.0, 2.0 * double(i) / double(D)));
+  for (DType indexType : {DType::I64, DType::I32}) {
+    HostTensor positions =
+        HostTensor::of(indexType, {B, T}, {0, 1, 2, 0, 1, 3, 0, 1, 2, 3});
+    HostTensor out(dtype, x.shape());
+    ASSERT_OK(cpu::rope(cpuCtx, x, freq, false, out, false, &positions.ref()));
+    std::vector<double> v = x.values(), want(v.size());
+    for (int64_t row = 0; row < x.size() / D; ++row) {
+      int64_t t = int64_t(positions.get(row / (H * T) * T + row % T));
+      for (int64_t j = 0; j < D; ++j) {
+        double angle = double(t) * freq.get(j % (D / 2));
+        double rotated =
+            j < D / 2 ? -v[row * D + j + D / 2] : v[row * D + j - D / 2];
+        want[row * D + j] =
+            v[row * D + j] * std::cos(angle) + rotated * std::sin(angle);
+      }
+    }
+    expectClose(out.values(), want, tolerance(dtype) * 4, tolerance(dtype) * 4,
+                "rope with positions");
+    // The bshd layout: the rope of the transposed heads, transposed.
+    HostTensor xs = swapHeads(x), outs(dtype, xs.shape());
+    ASSERT_OK(cpu::rope(cpuCtx, xs, freq, false, outs, true, &positions.ref()));
+    EXPECT_EQ(swapHeads(outs).values(), out.values());
+    // In place, and back by the inverse (f32: within rounding).
+    HostTensor inPlace = x;
+    ASSERT_OK(cpu::rope(cpuCtx, inPlace, freq, false, inPlace, false,
+                        &positions.ref()));
+    EXPECT_EQ(inPlace.values(), out.values());
+    if (dtype == DType::F32) {
+      ASSERT_OK(cpu::rope(cpuCtx, inPlace, freq, true, inPlace, false,
+                          &positions.ref()));
+      expectClose(inPlace.values(), x.values(), 1e-5, 1e-5, "inverse rope");
+    }
+  }
+  HostTensor negative =
+      HostTensor::of(DType::I64, {B, T}, {0, 1, 2, 0, 1, 3, 0, -1, 2, 3});
+  HostTensor out(dtype, x.shape());
+  EXPECT_FAILS(cpu::rope(cpuCtx, x, freq, false, out, false, &negative.ref()));
+}
+
 TEST_P(NNTest, EmbeddingLooksUpRows) {
   DType dtype = GetParam();
   std::mt19937 rng(37);
@@ -715,6 +767,86 @@ TEST_P(NNTest, AttentionKeyMask) {
   expectClose(out.values(), referenceAttention(q, k, v, false, 0.5, &mask),
               tolerance(dtype) * 2, tolerance(dtype) * 2,
               "masked attention, an example of padding only");
+}
+
+/// Positions [s, e) of batch row b of [B, H, T, D] heads, as [1, H, e - s, D].
+static HostTensor segmentOf(const HostTensor &t, int64_t b, int64_t s,
+                            int64_t e) {
+  const Shape &shape = t.shape();
+  int64_t H = shape[1], T = shape[2], D = shape[3];
+  HostTensor out(t.dtype(), {1, H, e - s, D});
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = s; i < e; ++i)
+      for (int64_t d = 0; d < D; ++d)
+        out.set((h * (e - s) + i - s) * D + d,
+                t.get(((b * H + h) * T + i) * D + d));
+  return out;
+}
+
+// Segment ids (tg.attention's `segments`): a row of packed examples gives
+// each example the attention, and the gradients, it has alone, causal or
+// not, with grouped-query heads; padding (id 0) sees nothing and is seen by
+// nothing, so its outputs and gradients are 0.
+TEST_P(NNTest, AttentionSegmentsAreExamplesAlone) {
+  DType dtype = GetParam();
+  std::mt19937 rng(59);
+  const int64_t B = 2, H = 4, KV = 2, T = 9, D = 4;
+  for (DType indexType : {DType::I64, DType::I32})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(std::string(causal ? "causal" : "bidirectional"));
+      HostTensor ids = HostTensor::of(
+          indexType, {B, T},
+          {1, 1, 1, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 2, 2, 0, 0, 0});
+      HostTensor q = randomTensor(rng, dtype, {B, H, T, D}, -2, 2);
+      HostTensor k = randomTensor(rng, dtype, {B, KV, T, D}, -2, 2);
+      HostTensor v = randomTensor(rng, dtype, {B, KV, T, D});
+      HostTensor g = randomTensor(rng, dtype, {B, H, T, D});
+      HostTensor out(dtype, {B, H, T, D}), dq(dtype, q.shape()),
+          dk(dtype, k.shape()), dv(dtype, v.shape());
+      ASSERT_OK(cpu::attention(cpuCtx, q, k, v, &ids.ref(), causal, 0,
+                               std::nullopt, out, false, nullptr, false, 0.0,
+                               /*segments=*/true));
+      ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, out, g, &ids.ref(), causal,
+                                   0, std::nullopt, dq, dk, dv, false, nullptr,
+                                   false, 0.0, /*segments=*/true));
+      HostTensor packed[4] = {out, dq, dk, dv};
+      std::vector<bool> covered(size_t(B * T), false);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t s = 0; s < T;) {
+          int64_t id = int64_t(ids.get(b * T + s)), e = s;
+          while (e < T && int64_t(ids.get(b * T + e)) == id)
+            ++e;
+          if (id != 0) {
+            HostTensor qs = segmentOf(q, b, s, e), ks = segmentOf(k, b, s, e),
+                       vs = segmentOf(v, b, s, e), gs = segmentOf(g, b, s, e);
+            HostTensor o(dtype, qs.shape()), dqs(dtype, qs.shape()),
+                dks(dtype, ks.shape()), dvs(dtype, vs.shape());
+            ASSERT_OK(cpu::attention(cpuCtx, qs, ks, vs, nullptr, causal,
+                                     std::nullopt, o));
+            ASSERT_OK(cpu::attentionGrad(cpuCtx, qs, ks, vs, o, gs, nullptr,
+                                         causal, std::nullopt, dqs, dks, dvs));
+            HostTensor alone[4] = {o, dqs, dks, dvs};
+            const char *names[4] = {"output", "query_grad", "key_grad",
+                                    "value_grad"};
+            for (int i = 0; i < 4; ++i)
+              expectClose(
+                  segmentOf(packed[i], b, s, e).values(), alone[i].values(),
+                  tolerance(dtype) * 4, tolerance(dtype) * 4,
+                  std::string(names[i]) + " of segment " + std::to_string(id));
+          } else {
+            for (int i = 0; i < 4; ++i)
+              for (double x : segmentOf(packed[i], b, s, e).values())
+                EXPECT_EQ(x, 0.0) << "padding";
+          }
+          s = e;
+        }
+      // Without segments the same ids are a padding mask: the examples see
+      // each other, and the outputs differ.
+      HostTensor mixed(dtype, {B, H, T, D});
+      ASSERT_OK(cpu::attention(cpuCtx, q, k, v, &ids.ref(), causal, 0,
+                               std::nullopt, mixed));
+      EXPECT_NE(mixed.values(), out.values());
+    }
 }
 
 TEST_P(NNTest, CrossEntropyIgnoresTargets) {

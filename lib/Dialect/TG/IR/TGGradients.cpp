@@ -468,10 +468,12 @@ LogicalResult RmsNormOp::buildVectorJacobianProduct(
 LogicalResult RopeOp::buildVectorJacobianProduct(
     OpBuilder &builder, ArrayRef<Value> resultGrads,
     ArrayRef<bool> needed, SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(RopeOp::create(builder, getLoc(), getType(),
-                                        resultGrads[0], getInvFreq(),
-                                        !getInverse(), getBshd()));
+  operandGrads.push_back(
+      RopeOp::create(builder, getLoc(), getType(), resultGrads[0], getInvFreq(),
+                     getPositions(), !getInverse(), getBshd()));
   operandGrads.push_back(nullptr);
+  if (getPositions())
+    operandGrads.push_back(nullptr);
   return success();
 }
 
@@ -505,7 +507,8 @@ LogicalResult AttentionOp::buildVectorJacobianProduct(
       getQuery(), getKey(), getValue(), getResult(), resultGrads[0],
       getKeyMask(), /*lse=*/Value(), getCausalAttr(), getWindowAttr(),
       getScaleAttr(), outputMaskOf(builder, needed.take_front(3)),
-      getBshdAttr(), /*packed=*/BoolAttr(), getSoftcapAttr());
+      getBshdAttr(), /*packed=*/BoolAttr(), getSoftcapAttr(),
+      getSegmentsAttr());
   appendNeeded(operandGrads, grad->getResults(), needed.take_front(3));
   if (getKeyMask())
     operandGrads.push_back(nullptr);

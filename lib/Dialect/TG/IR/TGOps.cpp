@@ -536,6 +536,15 @@ LogicalResult RopeOp::verify() {
       freq.getDimSize(0) != d / 2)
     return emitOpError("inv_freq must be tensor<")
            << d / 2 << "xf32> (D/2 frequencies), found " << freq;
+  if (Value positions = getPositions()) {
+    ArrayRef<int64_t> x = type.getShape();
+    int64_t t = x[x.size() - (getBshd() ? 3 : 2)];
+    ArrayRef<int64_t> p = tensorType(positions).getShape();
+    if (x.size() < 3 || p.size() != 2 || p[0] != x[0] || p[1] != t)
+      return emitOpError("positions must be [")
+             << x[0] << ", " << t << "] (the input's first dimension and its "
+             << "positions), found " << tensorType(positions);
+  }
   return verifyType(*this, getResult(), getInput().getType(), "result");
 }
 
@@ -649,11 +658,10 @@ static LogicalResult verifyPacked(Operation *op, bool packed, bool bshd,
 /// Checks attention's query, key and value, read as `heads` (their shapes,
 /// or the packed value's heads), and returns the result shape (as stored:
 /// [B, T, H, Dv] with `bshd`).
-static FailureOr<SmallVector<int64_t>>
-verifyAttentionOperands(Operation *op, ArrayRef<SmallVector<int64_t>> heads,
-                        Value keyMask, bool causal, int64_t window,
-                        std::optional<double> scale, bool bshd,
-                        std::optional<double> softcap, Value lse = Value()) {
+static FailureOr<SmallVector<int64_t>> verifyAttentionOperands(
+    Operation *op, ArrayRef<SmallVector<int64_t>> heads, Value keyMask,
+    bool causal, int64_t window, std::optional<double> scale, bool bshd,
+    std::optional<double> softcap, bool segments, Value lse = Value()) {
   SmallVector<Value> floats(op->getOperands());
   llvm::erase(floats, keyMask);
   if (lse)
@@ -731,6 +739,14 @@ verifyAttentionOperands(Operation *op, ArrayRef<SmallVector<int64_t>> heads,
       return failure();
     }
   }
+  if (segments && (!keyMask || tq != tk)) {
+    if (!keyMask)
+      op->emitOpError("segments needs the segment ids as key_mask");
+    else
+      op->emitOpError("segments needs equal query and key lengths, found ")
+          << tq << " and " << tk;
+    return failure();
+  }
   SmallVector<int64_t> result(q.drop_back());
   result.push_back(v.back());
   if (bshd)
@@ -751,7 +767,7 @@ LogicalResult AttentionOp::verify() {
     return failure();
   FailureOr<SmallVector<int64_t>> shape = verifyAttentionOperands(
       *this, heads, getKeyMask(), getCausal(), getWindow(),
-      toDouble(getScale()), getBshd(), toDouble(getSoftcap()));
+      toDouble(getScale()), getBshd(), toDouble(getSoftcap()), getSegments());
   if (failed(shape) ||
       failed(verifySameElementType(*this, {getQuery(), getResult()})) ||
       failed(verifyShape(*this, getResult(), *shape, "result")))
@@ -1200,9 +1216,10 @@ LogicalResult AttentionGradOp::verify() {
   if (failed(verifyPacked(*this, getPacked(), getBshd(), getQuery(), getKey(),
                           getValue(), heads)))
     return failure();
-  FailureOr<SmallVector<int64_t>> shape = verifyAttentionOperands(
-      *this, heads, getKeyMask(), getCausal(), getWindow(),
-      toDouble(getScale()), getBshd(), toDouble(getSoftcap()), getLse());
+  FailureOr<SmallVector<int64_t>> shape =
+      verifyAttentionOperands(*this, heads, getKeyMask(), getCausal(),
+                              getWindow(), toDouble(getScale()), getBshd(),
+                              toDouble(getSoftcap()), getSegments(), getLse());
   if (failed(shape) ||
       failed(verifyShape(*this, getOutput(), *shape, "output")) ||
       failed(verifyType(*this, getGrad(), getOutput().getType(), "grad")) ||

@@ -76,8 +76,8 @@ Value rebuildBshd(ArrayRef<Operation *> chain, Operation *transpose,
     Operation *bshd;
     if (auto rope = dyn_cast<RopeOp>(op))
       bshd = RopeOp::create(builder, rope.getLoc(), type, value,
-                            rope.getInvFreq(), rope.getInverseAttr(),
-                            builder.getBoolAttr(true));
+                            rope.getInvFreq(), rope.getPositions(),
+                            rope.getInverseAttr(), builder.getBoolAttr(true));
     else
       bshd = CastOp::create(builder, op->getLoc(), type, value);
     bshd->setDiscardableAttrs(op->getDiscardableAttrDictionary());
@@ -107,7 +107,8 @@ bool setBshd(AttentionOp attention) {
       /*lse=*/Type(), query, key, value, attention.getKeyMask(),
       attention.getCausalAttr(), attention.getWindowAttr(),
       attention.getScaleAttr(), builder.getBoolAttr(true),
-      /*packed=*/BoolAttr(), attention.getSoftcapAttr());
+      /*packed=*/BoolAttr(), attention.getSoftcapAttr(),
+      attention.getSegmentsAttr());
   bshd->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
   // Readers that transposed the result back read it as it is; any other
   // reader gets the [B, H, T, D] result from one transpose.

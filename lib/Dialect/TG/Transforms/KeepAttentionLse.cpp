@@ -55,7 +55,8 @@ bool differentiates(AttentionGradOp grad, AttentionOp attention) {
          grad.getWindow() == attention.getWindow() &&
          grad.getScaleAttr() == attention.getScaleAttr() &&
          grad.getBshd() == attention.getBshd() &&
-         grad.getPacked() == attention.getPacked();
+         grad.getPacked() == attention.getPacked() &&
+         grad.getSegments() == attention.getSegments();
 }
 
 /// `attention` rebuilt to return its row log-sum-exp too.
@@ -72,7 +73,7 @@ AttentionOp withLse(AttentionOp attention) {
       attention.getKeyMask(), attention.getCausalAttr(),
       attention.getWindowAttr(), attention.getScaleAttr(),
       attention.getBshdAttr(), attention.getPackedAttr(),
-      attention.getSoftcapAttr());
+      attention.getSoftcapAttr(), attention.getSegmentsAttr());
   kept->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
   attention.getResult().replaceAllUsesWith(kept.getResult());
   attention.erase();

@@ -193,7 +193,8 @@ struct PackQkvPass : tgc::tg::impl::TGPackQkvBase<PackQkvPass> {
         grad.getKeyMask(), grad.getLse(), grad.getCausalAttr(),
         grad.getWindowAttr(), grad.getScaleAttr(),
         builder.getDenseBoolArrayAttr({true, false, false}), grad.getBshdAttr(),
-        builder.getBoolAttr(true), grad.getSoftcapAttr());
+        builder.getBoolAttr(true), grad.getSoftcapAttr(),
+        grad.getSegmentsAttr());
     fused->setDiscardableAttrs(grad->getDiscardableAttrDictionary());
     // The packed gradient is the concat's result in [B, T, H, D] heads.
     builder.setInsertionPoint(concat);

@@ -525,7 +525,8 @@ struct TGRaiseAttention
           m->masking.window ? builder.getI64IntegerAttr(m->masking.window)
                             : IntegerAttr(),
           scale, /*bshd=*/BoolAttr(), /*packed=*/BoolAttr(),
-          m->softcap ? builder.getF64FloatAttr(*m->softcap) : FloatAttr());
+          m->softcap ? builder.getF64FloatAttr(*m->softcap) : FloatAttr(),
+          /*segments=*/BoolAttr());
       if (failed(mlir::verify(attention))) {
         attention->erase();
         continue;

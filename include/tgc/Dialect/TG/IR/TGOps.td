@@ -669,13 +669,21 @@ def TG_RopeOp : TG_Op<"rope", [TG_Differentiable, TG_InPlace]> {
     projections put them, as `tg.attention`'s bshd layout reads them) and
     row `(b, t, h)` is at position `t`: the rope of the transposed heads,
     transposed back (tg-attention-layout sets it).
+
+    `positions`, when present, is an integer tensor `[B, T]` (B the input's
+    first dimension) giving each row its position instead: row `(b, ...,
+    t)` is at `positions[b, t]`, so the positions of examples packed into
+    one row restart at each example, as transformers' `position_ids` of a
+    packed batch do. Positions are non-negative.
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$inv_freq,
+                       Optional<TG_IndexTensor>:$positions,
                        DefaultValuedAttr<BoolAttr, "false">:$inverse,
                        DefaultValuedAttr<BoolAttr, "false">:$bshd);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $inv_freq attr-dict `:` functional-type(operands, results)
+    $input `,` $inv_freq (`positions` $positions^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -803,6 +811,16 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
     (a padded query of an all-padding example) yields zeros, and passes no
     gradient.
 
+    With `segments`, `key_mask` holds segment ids instead, `[P..., T]`
+    over the query and key positions alike (`Tq == Tk`): query `i` sees key
+    `j` only where `mask[..., j] != 0` and `mask[..., j] == mask[..., i]`,
+    so the several examples packed into one row attend only within
+    themselves (block-diagonal, and causal inside each block with
+    `causal`), as FlashAttention's variable-length kernel keeps the packed
+    sequences of transformers' `DataCollatorWithFlattening` apart. Id 0
+    is padding. The ids of a row do not descend, but for trailing zeros
+    (the kernels skip tiles of keys that lie wholly in other segments).
+
     With `bshd`, the operands and the result are rank 4 and stored
     `[B, T, H, D]` (FlashAttention's layout: each position's heads side by
     side, as the projection before the attention writes them and the one
@@ -832,7 +850,8 @@ def TG_AttentionOp : TG_Op<"attention", [TG_Differentiable],
                        OptionalAttr<F64Attr>:$scale,
                        DefaultValuedAttr<BoolAttr, "false">:$bshd,
                        DefaultValuedAttr<BoolAttr, "false">:$packed,
-                       OptionalAttr<F64Attr>:$softcap);
+                       OptionalAttr<F64Attr>:$softcap,
+                       DefaultValuedAttr<BoolAttr, "false">:$segments);
   let results = (outs TG_FloatTensor:$result, Optional<TG_FloatTensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $key_mask^)? attr-dict `:`
@@ -1256,7 +1275,7 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [AttrSizedOperandSegments],
   let summary = "gradient of attention with respect to query, key, value";
   let description = [{
     Given the operands of `tg.attention` with the same `causal`, `window`,
-    `scale`, `softcap`, `bshd` layout and `key_mask`,
+    `scale`, `softcap`, `bshd` layout and `key_mask` (and `segments`),
     its result `output` and the cotangent `grad` of that result, computes
     (recomputing the probabilities `P`):
     `value_grad = P^T @ grad`, `dP = grad @ value^T`,
@@ -1287,7 +1306,8 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [AttrSizedOperandSegments],
                        OptionalAttr<DenseBoolArrayAttr>:$output_mask,
                        DefaultValuedAttr<BoolAttr, "false">:$bshd,
                        DefaultValuedAttr<BoolAttr, "false">:$packed,
-                       OptionalAttr<F64Attr>:$softcap);
+                       OptionalAttr<F64Attr>:$softcap,
+                       DefaultValuedAttr<BoolAttr, "false">:$segments);
   let results = (outs TG_FloatTensor:$query_grad, TG_FloatTensor:$key_grad,
                       TG_FloatTensor:$value_grad);
   let assemblyFormat = [{
