@@ -93,6 +93,8 @@ OwningOpRef<ModuleOp> buildGPT2(MLIRContext *context, const GPT2Config &c) {
                                      attrs.getI64IntegerAttr(c.blockSize)),
                   attrs.getNamedAttr("seq_len", attrs.getI64IntegerAttr(c.seqLen)),
                   attrs.getNamedAttr("batch", attrs.getI64IntegerAttr(c.batch))});
+  if (c.packed)
+    b.recordGenerator(attrs.getNamedAttr("packed", attrs.getBoolAttr(true)));
   b.setTask(tg::TGDialect::kTaskCausalLM);
   const int64_t B = c.batch, T = c.seqLen, C = c.nEmbd, H = c.nHead,
                 D = c.nEmbd / c.nHead, V = c.vocabSize;
@@ -106,13 +108,19 @@ OwningOpRef<ModuleOp> buildGPT2(MLIRContext *context, const GPT2Config &c) {
 
   Value tokens = b.input("tokens", {B, T}, IntegerType::get(context, 64));
   Value targets = b.input("targets", {B, T}, IntegerType::get(context, 64));
+  Value segments, positions;
+  if (c.packed) {
+    segments = b.input("segments", {B, T}, IntegerType::get(context, 64));
+    positions = b.input("positions", {B, T}, IntegerType::get(context, 64));
+  }
 
   b.setScope("transformer.wte");
   Value wte = b.param("transformer.wte.weight", {V, C}, normal(0.02));
   Value x = b.embedding(wte, tokens);
   b.setScope("transformer.wpe");
   Value wpe = b.param("transformer.wpe.weight", {c.blockSize, C}, normal(0.02));
-  x = b.add(x, b.slice(wpe, {0, 0}, {T, C}));
+  x = b.add(x, c.packed ? b.embedding(wpe, positions)
+                        : b.slice(wpe, {0, 0}, {T, C}));
 
   for (int64_t layer = 0; layer < c.nLayer; ++layer) {
     std::string prefix = ("transformer.h." + Twine(layer) + ".").str();
@@ -137,7 +145,8 @@ OwningOpRef<ModuleOp> buildGPT2(MLIRContext *context, const GPT2Config &c) {
     Value q = heads(parts[0]);
     Value k = heads(parts[1]);
     Value v = heads(parts[2]);
-    Value y = b.attention(q, k, v, /*causal=*/true);
+    Value y = b.attention(q, k, v, /*causal=*/true, segments, /*window=*/0,
+                          /*scale=*/0.0, /*softcap=*/0.0, c.packed);
     y = b.reshape(b.transpose(y, {0, 2, 1, 3}), {B, T, C});
     Value projWeight =
         b.param(name("attn.c_proj.weight"), {C, C}, normal(residualStd));

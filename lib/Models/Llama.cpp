@@ -291,6 +291,8 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
        f64("initializer_range", c.initializerRange),
        i64("seq_len", c.seqLen),
        i64("batch", c.batch)});
+  if (c.packed)
+    b.recordGenerator(flag("packed", true));
   b.setTask(tg::TGDialect::kTaskCausalLM);
   const int64_t B = c.batch, T = c.seqLen, C = c.hidden, H = c.nHead,
                 KV = c.nKVHead, D = c.headWidth(), I = c.intermediate,
@@ -309,6 +311,11 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
 
   Value tokens = b.input("tokens", {B, T}, IntegerType::get(context, 64));
   Value targets = b.input("targets", {B, T}, IntegerType::get(context, 64));
+  Value segments, positions;
+  if (c.packed) {
+    segments = b.input("segments", {B, T}, IntegerType::get(context, 64));
+    positions = b.input("positions", {B, T}, IntegerType::get(context, 64));
+  }
 
   // The rotary frequencies, one constant that every layer's rope reads.
   b.setScope("model.rotary_emb");
@@ -413,8 +420,8 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
       kOut = linear(h, kProj);
       vOut = linear(h, vProj);
     }
-    Value q = b.rope(heads(qOut, H, qNorm), frequencies);
-    Value k = b.rope(heads(kOut, KV, kNorm), frequencies);
+    Value q = b.rope(heads(qOut, H, qNorm), frequencies, positions);
+    Value k = b.rope(heads(kOut, KV, kNorm), frequencies, positions);
     Value v = heads(vOut, KV);
     // Grouped-query attention: KV heads, each shared by H / KV query heads,
     // in tg.attention itself (no repeated keys or values).
@@ -424,8 +431,8 @@ OwningOpRef<ModuleOp> buildLlama(MLIRContext *context, const LlamaConfig &c) {
     if (gemma && layer % 2 != 0)
       window = 0;
     double scale = gemma ? 1.0 / std::sqrt(c.queryPreAttnScalar) : 0.0;
-    Value y = b.attention(q, k, v, /*causal=*/true, /*keyMask=*/{}, window,
-                          scale, c.attnSoftcap);
+    Value y = b.attention(q, k, v, /*causal=*/true, segments, window, scale,
+                          c.attnSoftcap, c.packed);
     y = b.reshape(b.transpose(y, {0, 2, 1, 3}), {B, T, H * D});
     if (gemma) {
       // Normed after attention and around the MLP: x + post(attn(in(x))),

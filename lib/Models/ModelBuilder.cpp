@@ -282,6 +282,14 @@ void ModelBuilder::setGenerator(ArrayRef<NamedAttribute> generator) {
                     builder.getDictionaryAttr(generator));
 }
 
+void ModelBuilder::recordGenerator(NamedAttribute entry) {
+  NamedAttrList record(
+      function->getAttrOfType<DictionaryAttr>(tg::TGDialect::kGeneratorAttr));
+  record.set(entry.getName(), entry.getValue());
+  function->setAttr(tg::TGDialect::kGeneratorAttr,
+                    record.getDictionary(builder.getContext()));
+}
+
 void ModelBuilder::setTask(StringRef task) {
   function->setAttr(tg::TGDialect::kTaskAttr, builder.getStringAttr(task));
 }

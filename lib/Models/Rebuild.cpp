@@ -52,6 +52,8 @@ static std::optional<ModelConfig> parseRecord(DictionaryAttr record,
       return std::nullopt;
     if (!integer("batch", config.batch))
       return std::nullopt;
+    if (auto packed = record.getAs<BoolAttr>("packed"))
+      config.packed = packed.getValue();
     return ModelConfig(config);
   }
   if (kind == "bert") {
@@ -148,6 +150,8 @@ static std::optional<ModelConfig> parseRecord(DictionaryAttr record,
       return std::nullopt;
     if (!integer("batch", config.batch))
       return std::nullopt;
+    if (auto packed = record.getAs<BoolAttr>("packed"))
+      config.packed = packed.getValue();
     return ModelConfig(config);
   }
   if (kind == "mlp") {

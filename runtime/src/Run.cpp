@@ -298,6 +298,7 @@ Status Run::setUp(const std::string &runKey) {
   DataOptions examples;
   examples.padding = opts.padding == "max"       ? Padding::Max
                      : opts.padding == "grouped" ? Padding::Grouped
+                     : opts.padding == "pack"    ? Padding::Pack
                                                  : Padding::Dynamic;
   examples.truncate = opts.overlong == "truncate";
   examples.rank = comm ? comm->rank() : 0;

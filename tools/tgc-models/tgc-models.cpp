@@ -81,6 +81,13 @@ static cl::opt<int64_t> blockSize("block-size",
                                   cl::cat(category), GPT2);
 static cl::opt<int64_t> seqLen("seq-len", cl::desc("Sequence length"),
                                cl::cat(category), SEQ);
+static cl::opt<bool>
+    packed("packed",
+           cl::desc("Rows of packed examples: inputs 'segments' (each "
+                    "token's example, 1, 2, ... along a row, 0 for padding; "
+                    "attention stays within an example) and 'positions' "
+                    "(restarting at 0 in each example)"),
+           cl::cat(category), cl::sub(gpt2Command), cl::sub(llamaCommand));
 
 // BERT.
 static cl::opt<int64_t> hidden("hidden", cl::desc("Hidden size"),
@@ -209,6 +216,7 @@ static OwningOpRef<ModuleOp> buildGPT2FromFlags(MLIRContext *context,
   setIfGiven(seqLen, config.seqLen);
   if (!seqLen.getNumOccurrences() && config.seqLen > config.blockSize)
     config.seqLen = config.blockSize;
+  config.packed = packed;
   error = tgc::validateGPT2Config(config);
   if (!error.empty())
     return nullptr;
@@ -371,6 +379,7 @@ static OwningOpRef<ModuleOp> buildLlamaFromFlags(MLIRContext *context,
   setIfGiven(slidingWindow, config.slidingWindow);
   if (!seqLen.getNumOccurrences() && config.seqLen > config.maxPositions)
     config.seqLen = config.maxPositions;
+  config.packed = packed;
   error = tgc::validateLlamaConfig(config);
   if (!error.empty())
     return nullptr;

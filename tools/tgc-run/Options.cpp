@@ -109,8 +109,10 @@ void addDataOptions(CLI::App &app, Options &options, OptionTexts &texts) {
                  "sequence length (max), each to the smallest compiled "
                  "length that fits it (dynamic, the default), or that after "
                  "grouping examples of similar length into batches, in "
-                 "shuffled order (grouped)")
-      ->check(CLI::IsMember({"max", "dynamic", "grouped"}))
+                 "shuffled order (grouped); or pack several examples into "
+                 "each row, kept apart, no padding between them (pack: a "
+                 "model of packed rows, tgc-models --packed)")
+      ->check(CLI::IsMember({"max", "dynamic", "grouped", "pack"}))
       ->option_text("MODE")
       ->group(data);
   app.add_option("--overlong", options.overlong,

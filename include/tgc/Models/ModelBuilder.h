@@ -109,6 +109,8 @@ public:
 
   /// Records how the model was built (tg.generator) on its function.
   void setGenerator(llvm::ArrayRef<mlir::NamedAttribute> generator);
+  /// Adds (or replaces) one entry of that record.
+  void recordGenerator(mlir::NamedAttribute entry);
   /// Records the model's task (tg.task: TGDialect::kTaskCausalLM, ...).
   void setTask(llvm::StringRef task);
 

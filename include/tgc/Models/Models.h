@@ -39,6 +39,11 @@ struct GPT2Config {
   int64_t blockSize = 1024;
   int64_t batch = 8;
   int64_t seqLen = 1024;
+  /// Rows of packed examples: [batch, seqLen] inputs `segments` (each
+  /// position's example, ascending from 1 along a row, 0 for padding; the
+  /// attention stays within an example) and `positions` (the learned
+  /// position of each token, restarting at 0 in each example).
+  bool packed = false;
 };
 
 /// The named GPT-2 sizes: "124M", "350M", "774M", "1558M" and "tiny".
@@ -109,6 +114,9 @@ struct LlamaConfig {
   double initializerRange = 0.02;
   int64_t batch = 8;
   int64_t seqLen = 128;
+  /// Rows of packed examples, as GPT2Config's: the rotary positions
+  /// restart in each example.
+  bool packed = false;
 
   int64_t headWidth() const { return headDim ? headDim : hidden / nHead; }
 };

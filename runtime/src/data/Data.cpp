@@ -24,15 +24,33 @@ namespace tgc::rt {
 
 DataSource::~DataSource() = default;
 
+void fillWholeRows(Session &session, const ModelInputs &inputs) {
+  if (inputs.segments < 0)
+    return;
+  TensorRef segments = session.hostView(inputs.segments);
+  TensorRef positions = session.hostView(inputs.positions);
+  int64_t length = segments.shape.back();
+  for (int64_t i = 0, n = segments.numElements(); i < n; ++i) {
+    storeI64(segments, i, 1);
+    storeI64(positions, i, i % length);
+  }
+}
+
 Status findModelInputs(const Program &program, ModelInputs &inputs) {
   inputs.tokens = program.findPersistent("tokens");
   inputs.targets = program.findPersistent("targets");
   inputs.features = program.findPersistent("inputs");
+  inputs.segments = program.findPersistent("segments");
+  inputs.positions = program.findPersistent("positions");
   if (inputs.targets < 0 || (inputs.tokens < 0) == (inputs.features < 0))
     return Status::failure(
         "the model's inputs are neither a language model's ('tokens', "
         "'targets') nor a classifier's ('inputs', 'targets')");
-  for (int32_t index : {inputs.tokens, inputs.targets}) {
+  if ((inputs.segments < 0) != (inputs.positions < 0))
+    return Status::failure("a model of packed rows has inputs 'segments' "
+                           "and 'positions' both");
+  for (int32_t index :
+       {inputs.tokens, inputs.targets, inputs.segments, inputs.positions}) {
     if (index < 0)
       continue;
     DType dtype = program.tensors[index].dtype;
@@ -41,6 +59,13 @@ Status findModelInputs(const Program &program, ModelInputs &inputs) {
       return Status::failure("input '" + program.tensors[index].name +
                              "' must be an i32 or i64 input");
   }
+  if (inputs.segments >= 0 && (inputs.tokens < 0 ||
+                               program.tensors[inputs.segments].shape !=
+                                   program.tensors[inputs.tokens].shape ||
+                               program.tensors[inputs.positions].shape !=
+                                   program.tensors[inputs.tokens].shape))
+    return Status::failure("'segments' and 'positions' must have the shape "
+                           "of 'tokens'");
   // The step that reads the batch: the training step, or with gradient
   // accumulation its micro-step.
   // The targets may reach the loss reshaped and split into pieces (a loss
@@ -129,6 +154,7 @@ public:
         storeI64(targets, r * length + t, (start + stride * (t + 1)) % vocab);
       }
     }
+    fillWholeRows(session, inputs);
     return Status::success();
   }
   std::string describe() const override {
@@ -234,6 +260,7 @@ public:
         storeI64(y, r * length + t, tokens[start + t + 1]);
       }
     }
+    fillWholeRows(session, inputs);
     return Status::success();
   }
   std::string describe() const override {
@@ -287,6 +314,40 @@ public:
                 " of '" + session.program().tensors[tensor].name +
                 "' holds a non-finite value (NaN or Inf) at element " +
                 std::to_string(i) + " of this rank's rows");
+      if (session.program().tensors[tensor].name == "segments" ||
+          session.program().tensors[tensor].name == "positions") {
+        Status checked = checkPacked(session, tensor, view, index % batches);
+        if (!checked.ok())
+          return checked;
+      }
+    }
+    return Status::success();
+  }
+  /// Packed rows as the kernels take them: along each row, segment ids
+  /// that never descend but to trailing padding (0), and positions that
+  /// are not negative.
+  Status checkPacked(Session &session, int32_t tensor, const TensorRef &view,
+                     int64_t batch) const {
+    const std::string &name = session.program().tensors[tensor].name;
+    int64_t length = view.shape.back();
+    for (int64_t i = 0, n = view.numElements(); i < n; ++i) {
+      int64_t value = loadI64(view, i), t = i % length;
+      std::string where = "'" + path + "': batch " + std::to_string(batch) +
+                          ", row " + std::to_string(i / length) +
+                          " of this rank's, position " + std::to_string(t);
+      if (name == "positions" && value < 0)
+        return Status::failure(where + ": position " + std::to_string(value) +
+                               " is negative");
+      if (name != "segments" || t == 0)
+        continue;
+      int64_t before = loadI64(view, i - 1);
+      if (value < 0 || (value < before && value != 0) ||
+          (before == 0 && value != 0))
+        return Status::failure(
+            where + ": segment id " + std::to_string(value) + " after " +
+            std::to_string(before) +
+            " (the ids of a row ascend, 1, 2, ..., and only padding, 0, "
+            "follows the last example)");
     }
     return Status::success();
   }

@@ -23,7 +23,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
+#include <map>
 
 namespace tgc::rt {
 
@@ -345,7 +345,9 @@ public:
     firstRow = options.rank * localRows;
     rows = localRows * options.ranks;
     maxLength = largest.seqLen;
-    batchesPerEpoch = (this->set->size() + rows - 1) / rows;
+    if (options.padding == Padding::Pack)
+      packRows();
+    batchesPerEpoch = (units() + rows - 1) / rows;
   }
 
   Status fill(Session &session, int64_t index) override {
@@ -363,13 +365,26 @@ public:
       orderEpoch = epoch, order = epochOrder(epoch);
     // This batch's examples (-1: an empty row at the end of an epoch).
     std::vector<int64_t> examples(size_t(rows), -1);
-    int64_t longest = 1;
     for (int64_t r = 0; r < rows; ++r) {
       int64_t at = within * rows + r;
-      if (at < int64_t(order.size()) && order[size_t(at)] >= 0) {
+      if (at < int64_t(order.size()))
         examples[r] = order[size_t(at)];
-        longest = std::max(longest, lengthOf(examples[r]));
-      }
+    }
+    // The examples of each row, one after the other: a packed row's (the
+    // order holds packed rows then), or the one example.
+    std::vector<std::vector<int64_t>> rowExamples(static_cast<size_t>(rows));
+    int64_t longest = 1;
+    for (int64_t r = 0; r < rows; ++r) {
+      if (examples[r] < 0)
+        continue;
+      if (options.padding == Padding::Pack)
+        rowExamples[r] = packedRows[size_t(examples[r])];
+      else
+        rowExamples[r] = {examples[r]};
+      int64_t length = 0;
+      for (int64_t e : rowExamples[r])
+        length += lengthOf(e);
+      longest = std::max(longest, length);
     }
     const Bucket *bucket = options.padding == Padding::Max
                                ? &program.buckets.back()
@@ -381,10 +396,13 @@ public:
     int64_t L = bucket->seqLen;
     TensorRef tokens = session.hostView(bucket->input("tokens"));
     TensorRef targets = session.hostView(bucket->input("targets"));
-    int32_t maskIndex = bucket->input("attention_mask");
-    TensorRef mask;
-    if (maskIndex >= 0)
-      mask = session.hostView(maskIndex);
+    auto optional = [&](const char *name) {
+      int32_t at = bucket->input(name);
+      return at >= 0 ? session.hostView(at) : TensorRef();
+    };
+    TensorRef mask = optional("attention_mask"),
+              segments = optional("segments"),
+              positions = optional("positions");
     int64_t pad = std::max<int64_t>(set->padId, 0);
     info.bucket = bucket;
     info.realTokens = 0;
@@ -392,53 +410,81 @@ public:
     info.predicted = 0;
     SplitMix64 rng{seed * 0xD1B54A32D192ED03ull + uint64_t(index)};
     for (int64_t g = 0; g < rows; ++g) {
-      int64_t e = examples[g];
-      int64_t n = e < 0 ? 0 : lengthOf(e);
-      info.realTokens += n;
       // This rank's row, or -1 (the draws are made all the same).
       int64_t r = g >= firstRow && g < firstRow + localRows ? g - firstRow : -1;
-      for (int64_t t = 0; t < L; ++t) {
-        int64_t id = t < n ? tokenOf(e, t, n) : pad;
-        int64_t target = kIgnoreIndex;
-        if (task == Task::CausalLM && t + 1 < n && trainedOf(e, t + 1, n))
-          target = tokenOf(e, t + 1, n);
-        if (task == Task::MaskedLM && t < n && !isSpecial(id)) {
-          // Hugging Face's DataCollatorForLanguageModeling: 15% of the
-          // real tokens are predicted; of those, 80% become [MASK], 10% a
-          // random token, 10% stay.
-          if (rng.uniform() < 0.15) {
-            target = id;
-            double u = rng.uniform();
-            if (u < 0.8)
-              id = set->maskId;
-            else if (u < 0.9)
-              id = int64_t(rng.below(uint64_t(vocab)));
+      // Padding first; each example then writes its positions.
+      if (r >= 0)
+        for (int64_t t = 0; t < L; ++t) {
+          storeI64(tokens, r * L + t, pad);
+          if (task != Task::SequenceClassification)
+            storeI64(targets, r * L + t, kIgnoreIndex);
+          if (mask.data)
+            storeI64(mask, r * L + t, 0);
+          if (segments.data) {
+            storeI64(segments, r * L + t, 0);
+            storeI64(positions, r * L + t, 0);
           }
         }
-        info.predicted += target != kIgnoreIndex;
-        if (r < 0)
-          continue;
-        storeI64(tokens, r * L + t, id);
-        if (task != Task::SequenceClassification)
-          storeI64(targets, r * L + t, target);
-        if (maskIndex >= 0)
-          storeI64(mask, r * L + t, t < n ? 1 : 0);
+      int64_t offset = 0, segment = 0;
+      for (int64_t e : rowExamples[size_t(g)]) {
+        int64_t n = lengthOf(e);
+        ++segment;
+        info.realTokens += n;
+        for (int64_t t = 0; t < n; ++t) {
+          int64_t id = tokenOf(e, t, n);
+          int64_t target = kIgnoreIndex;
+          if (task == Task::CausalLM && t + 1 < n && trainedOf(e, t + 1, n))
+            target = tokenOf(e, t + 1, n);
+          if (task == Task::MaskedLM && !isSpecial(id)) {
+            // Hugging Face's DataCollatorForLanguageModeling: 15% of the
+            // real tokens are predicted; of those, 80% [MASK], 10% a
+            // random token, 10% stay.
+            if (rng.uniform() < 0.15) {
+              target = id;
+              double u = rng.uniform();
+              if (u < 0.8)
+                id = set->maskId;
+              else if (u < 0.9)
+                id = int64_t(rng.below(uint64_t(vocab)));
+            }
+          }
+          info.predicted += target != kIgnoreIndex;
+          if (r < 0)
+            continue;
+          int64_t at = r * L + offset + t;
+          storeI64(tokens, at, id);
+          if (task != Task::SequenceClassification)
+            storeI64(targets, at, target);
+          if (mask.data)
+            storeI64(mask, at, 1);
+          if (segments.data) {
+            storeI64(segments, at, segment);
+            storeI64(positions, at, t);
+          }
+        }
+        offset += n;
       }
-      if (task == Task::SequenceClassification)
+      if (task == Task::SequenceClassification) {
+        int64_t e = examples[size_t(g)];
         info.predicted += e >= 0;
-      if (task == Task::SequenceClassification && r >= 0)
-        storeI64(targets, r, e < 0 ? kIgnoreIndex : set->label(e));
+        if (r >= 0)
+          storeI64(targets, r, e < 0 ? kIgnoreIndex : set->label(e));
+      }
     }
     return Status::success();
   }
 
   std::string describe() const override {
-    static const char *names[] = {"max", "dynamic", "grouped"};
+    static const char *names[] = {"max", "dynamic", "grouped", "pack"};
     std::string lengths;
     for (const Bucket &bucket : program.buckets)
       lengths += (lengths.empty() ? "" : ",") + std::to_string(bucket.seqLen);
-    return set->describe() + ", padding " +
-           names[int(options.padding)] + " over lengths " + lengths + ", " +
+    std::string packed;
+    if (options.padding == Padding::Pack)
+      packed = " (" + std::to_string(packedRows.size()) + " rows of " +
+               std::to_string(maxLength) + ")";
+    return set->describe() + ", padding " + names[int(options.padding)] +
+           packed + " over lengths " + lengths + ", " +
            std::to_string(batchesPerEpoch) + " batches an epoch";
   }
   int64_t itemsPerBatch() const override { return rows * maxLength; }
@@ -509,9 +555,46 @@ private:
     return id == set->padId || id == set->clsId || id == set->sepId ||
            id == set->maskId;
   }
-  /// The examples of epoch `epoch` in batch order.
+  /// What an epoch orders: examples, or packed rows.
+  int64_t units() const {
+    return options.padding == Padding::Pack ? int64_t(packedRows.size())
+                                            : set->size();
+  }
+  /// Packs the examples into rows of maxLength, best fit decreasing (as
+  /// TRL's packing and multipack do): longest first, each into the row
+  /// whose room left is the smallest that holds it, else a new row. Every
+  /// example is in exactly one row; the rows' order is shuffled per epoch.
+  void packRows() {
+    std::vector<int64_t> byLength(size_t(set->size()));
+    for (size_t i = 0; i < byLength.size(); ++i)
+      byLength[i] = int64_t(i);
+    std::stable_sort(
+        byLength.begin(), byLength.end(),
+        [&](int64_t a, int64_t b) { return lengthOf(a) > lengthOf(b); });
+    std::multimap<int64_t, size_t> room; // room left -> row
+    for (int64_t e : byLength) {
+      int64_t n = lengthOf(e);
+      auto it = room.lower_bound(n);
+      size_t row;
+      int64_t left;
+      if (it == room.end()) {
+        row = packedRows.size();
+        packedRows.push_back({});
+        left = maxLength - n;
+      } else {
+        row = it->second;
+        left = it->first - n;
+        room.erase(it);
+      }
+      packedRows[row].push_back(e);
+      if (left > 0)
+        room.emplace(left, row);
+    }
+  }
+
+  /// The examples (or packed rows) of epoch `epoch` in batch order.
   std::vector<int64_t> epochOrder(int64_t epoch) const {
-    std::vector<int64_t> order(size_t(set->size()));
+    std::vector<int64_t> order(static_cast<size_t>(units()));
     for (size_t i = 0; i < order.size(); ++i)
       order[i] = int64_t(i);
     SplitMix64 rng{seed ^ (0xA0761D6478BD642Full * uint64_t(epoch + 1))};
@@ -553,6 +636,8 @@ private:
   int64_t maxLength = 0, batchesPerEpoch = 1;
   int64_t orderEpoch = -1;
   std::vector<int64_t> order;
+  /// With Padding::Pack, the examples of each packed row.
+  std::vector<std::vector<int64_t>> packedRows;
 };
 
 /// The task of `program`, checked to take padded examples, with its
@@ -582,6 +667,21 @@ Status checkProgram(const Program &program, Task &task, ModelInputs &inputs) {
   if (task != Task::CausalLM && largest.input("attention_mask") < 0)
     return Status::failure("a " + program.task +
                            " model needs an 'attention_mask' input");
+  if (inputs.segments >= 0 && task != Task::CausalLM)
+    return Status::failure("packed rows ('segments') are for causal language "
+                           "models; this model is a " +
+                           program.task);
+  return Status::success();
+}
+
+/// Whether the padding `options` ask for suits the program: packing needs
+/// a model of packed rows.
+Status checkPacking(const ModelInputs &inputs, const DataOptions &options) {
+  if (options.padding == Padding::Pack && inputs.segments < 0)
+    return Status::failure(
+        "--padding=pack needs a model of packed rows, with inputs "
+        "'segments' and 'positions' (tgc-models --packed); this one has "
+        "none");
   return Status::success();
 }
 
@@ -593,6 +693,9 @@ Status createExampleData(const Program &program, const std::string &path,
   Task task;
   ModelInputs inputs;
   Status status = checkProgram(program, task, inputs);
+  if (!status.ok())
+    return status;
+  status = checkPacking(inputs, options);
   if (!status.ok())
     return status;
   int64_t vocab = inputs.vocab, classes = inputs.classes;
@@ -671,6 +774,9 @@ Status createSyntheticExampleData(const Program &program, uint64_t seed,
   Task task;
   ModelInputs inputs;
   Status status = checkProgram(program, task, inputs);
+  if (!status.ok())
+    return status;
+  status = checkPacking(inputs, options);
   if (!status.ok())
     return status;
   auto set = std::make_unique<SyntheticSet>(

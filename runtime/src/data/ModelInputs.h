@@ -10,6 +10,7 @@
 #define TGC_RUNTIME_SRC_DATA_MODELINPUTS_H
 
 #include "tgc/runtime/Program.h"
+#include "tgc/runtime/Session.h"
 
 namespace tgc::rt {
 
@@ -17,6 +18,9 @@ namespace tgc::rt {
 /// `targets`) input tensors, -1 where absent.
 struct ModelInputs {
   int32_t tokens = -1, targets = -1, features = -1;
+  /// A model of packed rows (tgc-models --packed): each token's example
+  /// (1, 2, ... along a row, 0 padding) and its position in it.
+  int32_t segments = -1, positions = -1;
   int64_t vocab = 0;   // rows of the table `tokens` index
   int64_t classes = 0; // classes of the loss `targets` feeds
 };
@@ -24,6 +28,10 @@ struct ModelInputs {
 /// Finds them in `program` (of its training step's shapes); fails when the
 /// program is neither kind or the embedding or loss cannot be found.
 Status findModelInputs(const Program &program, ModelInputs &inputs);
+
+/// For sources whose rows are each one sequence: a model of packed rows
+/// gets segment 1 and positions 0, 1, ... on every row (no-op otherwise).
+void fillWholeRows(Session &session, const ModelInputs &inputs);
 
 } // namespace tgc::rt
 

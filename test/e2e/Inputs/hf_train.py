@@ -4,7 +4,9 @@ names (eager attention, no dropout), torch.optim.AdamW with tgc's defaults
 (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01 on every parameter)
 on DATA's batches as tgc-run takes them (step i: batch i mod N; with an
 attention_mask the model reads it; an encoder-decoder reads the targets as
-its labels, from which transformers makes its decoder's inputs), the loss
+its labels, from which transformers makes its decoder's inputs; with
+`segments`, rows of packed examples, each example runs alone, as its own
+batch of one, and its logits take its place in the row), the loss
 the mean cross-entropy of the
 logits against the batch's targets (-100 ignored); writes each step's loss
 (METRICS, JSON lines) and the final parameters (FINAL, by state-dict name,
@@ -33,7 +35,28 @@ model = cls.from_pretrained(directory, config=config, torch_dtype=torch.float32,
 torch.manual_seed(0)
 
 
+def examples_alone(model, batches, i):
+    """The logits of batch i's packed rows, each example computed alone."""
+    tokens, segments = batches["tokens"][i], batches["segments"][i]
+    rows = []
+    for r in range(tokens.shape[0]):
+        pieces, at = [], 0
+        while at < tokens.shape[1]:
+            end = at
+            while end < tokens.shape[1] and segments[r, end] == segments[r, at]:
+                end += 1
+            if segments[r, at] == 0:
+                pieces.append(torch.zeros(end - at, model.config.vocab_size))
+            else:
+                pieces.append(model(input_ids=tokens[r:r + 1, at:end]).logits[0])
+            at = end
+        rows.append(torch.cat(pieces))
+    return torch.stack(rows)
+
+
 def logits_of(model, batches, i):
+    if "segments" in batches:
+        return examples_alone(model, batches, i)
     kwargs = {"input_ids": batches["tokens"][i]}
     if "attention_mask" in batches:
         kwargs["attention_mask"] = batches["attention_mask"][i]

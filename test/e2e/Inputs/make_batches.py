@@ -3,6 +3,12 @@ Usage: make_batches.py OUT gpt2 N B T VOCAB   (tokens, targets: [N, B, T])
        make_batches.py OUT padded N B T VOCAB (the same, right-padded: each
            row ends at a random length, padding token 0 after it with
            targets -100, as a batch of unequal texts is)
+       make_batches.py OUT packed N B T VOCAB (rows of packed examples of 2
+           to T/2 tokens, as tgc-run --padding=pack makes them: `segments`
+           1, 2, ... along a row and 0 for the padding after the last
+           example that fits, `positions` restarting at 0 in each example,
+           targets the next token of the same example, -100 at each
+           example's last token, on padding and on a few prompt tokens)
        make_batches.py OUT mlp N B F CLASSES  (inputs [N, B, F], targets)
 A few targets are -100 (ignored) to exercise ignore_index."""
 import sys
@@ -26,6 +32,31 @@ if kind in ("gpt2", "padded"):
         tokens[pad] = 0
         targets[position >= lengths.unsqueeze(-1) - 1] = -100
     safetensors_io.save(out, {"tokens": tokens, "targets": targets})
+elif kind == "packed":
+    tokens = torch.zeros(n, b, width, dtype=torch.int64)
+    targets = torch.full((n, b, width), -100, dtype=torch.int64)
+    segments = torch.zeros(n, b, width, dtype=torch.int64)
+    positions = torch.zeros(n, b, width, dtype=torch.int64)
+    for i in range(n):
+        for r in range(b):
+            at, segment = 0, 0
+            while True:
+                length = int(torch.randint(2, width // 2 + 1, (1,),
+                                           generator=g))
+                if at + length > width:
+                    break
+                segment += 1
+                ids = torch.randint(1, classes, (length,), generator=g)
+                tokens[i, r, at:at + length] = ids
+                targets[i, r, at:at + length - 1] = ids[1:]
+                # The first target of every other example is a prompt's.
+                if segment % 2 == 0:
+                    targets[i, r, at] = -100
+                segments[i, r, at:at + length] = segment
+                positions[i, r, at:at + length] = torch.arange(length)
+                at += length
+    safetensors_io.save(out, {"tokens": tokens, "targets": targets,
+                              "segments": segments, "positions": positions})
 else:
     inputs = torch.randn(n, b, width, generator=g)
     targets = torch.randint(0, classes, (n, b), generator=g)

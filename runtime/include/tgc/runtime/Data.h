@@ -57,10 +57,13 @@ public:
 
 /// How examples of different lengths are batched (tgc-run --padding):
 /// every batch padded to the largest bucket; each batch, in random order,
-/// to the smallest bucket that holds its longest example; or the same
-/// after sorting the epoch by length into batches whose order is then
-/// shuffled (uniform length grouping).
-enum class Padding { Max, Dynamic, Grouped };
+/// to the smallest bucket that holds its longest example; the same after
+/// sorting the epoch by length into batches whose order is then shuffled
+/// (uniform length grouping); or several examples packed into each row of
+/// the largest bucket's length (best fit decreasing, rows in random
+/// order), kept apart by the model's `segments` and `positions` inputs
+/// (a model of packed rows: tgc-models --packed).
+enum class Padding { Max, Dynamic, Grouped, Pack };
 
 /// Options of data sources.
 struct DataOptions {
