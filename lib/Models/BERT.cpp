@@ -74,6 +74,9 @@ std::string validateBERTConfig(const BERTConfig &c) {
         .str();
   if (c.nLayer > 100000)
     return "the number of layers must be at most 100000";
+  if (c.packed && c.task != BERTTask::MaskedLM)
+    return "packed rows are for the masked-LM task (a classifier reads one "
+           "example a row)";
   return checkLargestTensors({
       {"the word embedding [vocab, hidden]", {c.vocabSize, c.hidden}},
       {"the MLP weight [intermediate, hidden]", {c.intermediate, c.hidden}},
@@ -101,6 +104,8 @@ OwningOpRef<ModuleOp> buildBERT(MLIRContext *context, const BERTConfig &c) {
        attrs.getNamedAttr("gelu",
                           attrs.getStringAttr(c.exactGelu ? "exact" : "tanh")),
        integer("batch", c.batch)});
+  if (c.packed)
+    b.recordGenerator(attrs.getNamedAttr("packed", attrs.getBoolAttr(true)));
   b.setTask(c.task == BERTTask::MaskedLM ? tg::TGDialect::kTaskMaskedLM
                                           : tg::TGDialect::kTaskSeqCls);
   const int64_t B = c.batch, T = c.seqLen, C = c.hidden, H = c.nHead,
@@ -112,7 +117,10 @@ OwningOpRef<ModuleOp> buildBERT(MLIRContext *context, const BERTConfig &c) {
   Type i64 = IntegerType::get(context, 64);
 
   Value tokens = b.input("tokens", {B, T}, i64);
-  Value mask = b.input("attention_mask", {B, T}, i64);
+  // Packed rows: the segment ids mask the attention (0, padding, as the
+  // attention mask's 0) and keep the examples apart.
+  Value mask = b.input(c.packed ? "segments" : "attention_mask", {B, T}, i64);
+  Value positionIds = c.packed ? b.input("positions", {B, T}, i64) : Value();
   Value targets = c.task == BERTTask::MaskedLM ? b.input("targets", {B, T}, i64)
                                                : b.input("targets", {B}, i64);
 
@@ -137,7 +145,8 @@ OwningOpRef<ModuleOp> buildBERT(MLIRContext *context, const BERTConfig &c) {
                         {2, C}, normal);
   Value x = b.embedding(words, tokens);
   x = b.add(x, b.reshape(b.slice(types, {0, 0}, {1, C}), {C}));
-  x = b.add(x, b.slice(positions, {0, 0}, {T, C}));
+  x = b.add(x, c.packed ? b.embedding(positions, positionIds)
+                        : b.slice(positions, {0, 0}, {T, C}));
   x = layerNorm("bert.embeddings.LayerNorm", x);
 
   for (int64_t layer = 0; layer < c.nLayer; ++layer) {
@@ -157,7 +166,8 @@ OwningOpRef<ModuleOp> buildBERT(MLIRContext *context, const BERTConfig &c) {
     Value q = heads("query");
     Value k = heads("key");
     Value v = heads("value");
-    Value y = b.attention(q, k, v, /*causal=*/false, mask);
+    Value y = b.attention(q, k, v, /*causal=*/false, mask, /*window=*/0,
+                          /*scale=*/0.0, /*softcap=*/0.0, c.packed);
     y = b.reshape(b.transpose(y, {0, 2, 1, 3}), {B, T, C});
     b.setScope(name("attention.output"));
     Value outWeight = b.param(name("attention.output.dense.weight"), {C, C},

@@ -82,6 +82,8 @@ static std::optional<ModelConfig> parseRecord(DictionaryAttr record,
       return std::nullopt;
     if (!integer("batch", config.batch))
       return std::nullopt;
+    if (auto packed = record.getAs<BoolAttr>("packed"))
+      config.packed = packed.getValue();
     return ModelConfig(config);
   }
   if (kind == "llama") {

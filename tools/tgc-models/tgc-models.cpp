@@ -87,7 +87,7 @@ static cl::opt<bool>
                     "token's example, 1, 2, ... along a row, 0 for padding; "
                     "attention stays within an example) and 'positions' "
                     "(restarting at 0 in each example)"),
-           cl::cat(category), cl::sub(gpt2Command), cl::sub(llamaCommand));
+           cl::cat(category), SEQ);
 
 // BERT.
 static cl::opt<int64_t> hidden("hidden", cl::desc("Hidden size"),
@@ -252,6 +252,7 @@ static OwningOpRef<ModuleOp> buildBERTFromFlags(MLIRContext *context,
     setIfGiven(numLabels, config.numLabels);
     setIfGiven(batch, config.batch);
     setIfGiven(seqLen, config.seqLen);
+    config.packed = packed;
     error = tgc::validateBERTConfig(config);
     if (!error.empty())
       return nullptr;
@@ -292,6 +293,7 @@ static OwningOpRef<ModuleOp> buildBERTFromFlags(MLIRContext *context,
   setIfGiven(seqLen, config.seqLen);
   if (!seqLen.getNumOccurrences() && config.seqLen > config.maxPositions)
     config.seqLen = config.maxPositions;
+  config.packed = packed;
   error = tgc::validateBERTConfig(config);
   if (!error.empty())
     return nullptr;

@@ -152,6 +152,9 @@ struct BERTConfig {
   /// GELU's erf form (BERT's "gelu"), or the tanh approximation
   /// ("gelu_new").
   bool exactGelu = true;
+  /// Rows of packed examples (masked LM): inputs `segments`, which replaces
+  /// the attention mask, and `positions`, as GPT2Config's.
+  bool packed = false;
 };
 
 /// The named BERT sizes: "base" (bert-base) and "tiny".

@@ -664,13 +664,14 @@ Status checkProgram(const Program &program, Task &task, ModelInputs &inputs) {
   if (t.shape.size() != 2 || !shaped)
     return Status::failure("the model's 'tokens' and 'targets' do not have "
                            "the shapes its task batches");
-  if (task != Task::CausalLM && largest.input("attention_mask") < 0)
+  if (inputs.segments >= 0 && task != Task::CausalLM && task != Task::MaskedLM)
+    return Status::failure("packed rows ('segments') are for causal and "
+                           "masked language models; this model is a " +
+                           program.task);
+  if (task != Task::CausalLM && inputs.segments < 0 &&
+      largest.input("attention_mask") < 0)
     return Status::failure("a " + program.task +
                            " model needs an 'attention_mask' input");
-  if (inputs.segments >= 0 && task != Task::CausalLM)
-    return Status::failure("packed rows ('segments') are for causal language "
-                           "models; this model is a " +
-                           program.task);
   return Status::success();
 }
 

@@ -9,6 +9,9 @@ Usage: make_batches.py OUT gpt2 N B T VOCAB   (tokens, targets: [N, B, T])
            example that fits, `positions` restarting at 0 in each example,
            targets the next token of the same example, -100 at each
            example's last token, on padding and on a few prompt tokens)
+       make_batches.py OUT packed-mlm N B T VOCAB (the same rows for a
+           masked LM: the targets the tokens themselves at about 15% of the
+           positions, whose tokens become [MASK], 4; -100 elsewhere)
        make_batches.py OUT mlp N B F CLASSES  (inputs [N, B, F], targets)
 A few targets are -100 (ignored) to exercise ignore_index."""
 import sys
@@ -32,7 +35,7 @@ if kind in ("gpt2", "padded"):
         tokens[pad] = 0
         targets[position >= lengths.unsqueeze(-1) - 1] = -100
     safetensors_io.save(out, {"tokens": tokens, "targets": targets})
-elif kind == "packed":
+elif kind in ("packed", "packed-mlm"):
     tokens = torch.zeros(n, b, width, dtype=torch.int64)
     targets = torch.full((n, b, width), -100, dtype=torch.int64)
     segments = torch.zeros(n, b, width, dtype=torch.int64)
@@ -55,6 +58,10 @@ elif kind == "packed":
                 segments[i, r, at:at + length] = segment
                 positions[i, r, at:at + length] = torch.arange(length)
                 at += length
+    if kind == "packed-mlm":
+        chosen = (torch.rand(n, b, width, generator=g) < 0.15) & (segments > 0)
+        targets = torch.where(chosen, tokens, torch.full_like(tokens, -100))
+        tokens = torch.where(chosen, torch.full_like(tokens, 4), tokens)
     safetensors_io.save(out, {"tokens": tokens, "targets": targets,
                               "segments": segments, "positions": positions})
 else:
