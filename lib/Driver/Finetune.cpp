@@ -136,6 +136,10 @@ std::string checkPaths(const FinetuneOptions &o, Plan &plan) {
              "whose base stays frozen: give --lora rank=R,alpha=A,"
              "targets=... to train adapters over it (QLoRA)";
   }
+  if (o.padding == "pack" && !builtByTgc(plan.modelType))
+    return "--padding pack needs a model tgc builds (gpt2 or the Llama "
+           "family); model_type '" +
+           plan.modelType + "' is imported by tracing";
   if (!o.fit.empty() && !builtByTgc(plan.modelType))
     return "--fit rebuilds the model at each micro-batch, which it cannot "
            "for model_type '" +
@@ -257,8 +261,17 @@ std::string chooseShape(const FinetuneOptions &o, Plan &plan) {
     if (plan.maxPositions > 0 && plan.seqLen > plan.maxPositions)
       plan.seqLen = plan.maxPositions;
   }
-  int64_t perEpoch = (summary.examples + o.batch - 1) / o.batch;
+  // Rows an epoch: one example each, or the packed rows (as tgc-run packs
+  // them).
+  int64_t rows =
+      o.padding == "pack"
+          ? int64_t(rt::packExamples(summary.lengths, plan.seqLen).size())
+          : summary.examples;
+  int64_t perEpoch = (rows + o.batch - 1) / o.batch;
   plan.steps = o.steps ? o.steps : o.epochs * perEpoch;
+  if (o.padding == "pack")
+    std::printf("tgc finetune: --padding pack: %lld examples in %lld rows\n",
+                (long long)summary.examples, (long long)rows);
   std::printf("tgc finetune: %lld examples, the longest %lld tokens: "
               "sequences of %lld%s; %lld steps of %lld sequences%s\n",
               (long long)summary.examples, (long long)summary.longest,
@@ -288,6 +301,7 @@ std::string buildModel(const FinetuneOptions &o, Plan &plan) {
       return error;
     config->batch = o.batch;
     config->seqLen = plan.seqLen;
+    config->packed = o.padding == "pack";
     module = buildGPT2(&context, *config);
   } else if (builtByTgc(type)) {
     std::optional<LlamaConfig> config =
@@ -296,6 +310,7 @@ std::string buildModel(const FinetuneOptions &o, Plan &plan) {
       return error;
     config->batch = o.batch;
     config->seqLen = plan.seqLen;
+    config->packed = o.padding == "pack";
     module = buildLlama(&context, *config);
   } else {
     std::printf("tgc finetune: model_type '%s': importing it with "
@@ -464,6 +479,7 @@ rt::RunOptions runOptions(const FinetuneOptions &o, const Plan &plan) {
   run.evalEvery =
       o.evalEvery ? o.evalEvery : std::max<int64_t>(1, plan.steps / 5);
   run.evalBatches = o.evalBatches;
+  run.padding = o.padding;
   run.device = o.device;
   run.threads = int(o.threads);
   run.threadsGiven = o.threads > 0;

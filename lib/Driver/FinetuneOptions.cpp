@@ -83,6 +83,16 @@ const std::vector<Key> &keys() {
        count(&FinetuneOptions::seqLen, 1)},
       {"batch", "sequences per optimizer step (8); --fit splits it",
        count(&FinetuneOptions::batch, 1)},
+      {"padding",
+       "dynamic (one example a row, padded to the batch's longest) or pack "
+       "(several examples a row, each attending only to itself; gpt2 and "
+       "the Llama family) (dynamic)",
+       [](FinetuneOptions &o, StringRef value) {
+         if (value != "dynamic" && value != "pack")
+           return "needs dynamic or pack, found '" + value.str() + "'";
+         o.padding = value.str();
+         return std::string();
+       }},
       {"lr-schedule", "constant, linear or cosine (cosine)",
        text(&FinetuneOptions::lrSchedule)},
       {"warmup-steps", "learning-rate warmup (default: 5% of the steps)",
@@ -278,6 +288,7 @@ std::string describeFinetune(const FinetuneOptions &o) {
   add("epochs", std::to_string(o.epochs));
   add("seq-len", std::to_string(o.seqLen));
   add("batch", std::to_string(o.batch));
+  add("padding", o.padding);
   add("lr-schedule", o.lrSchedule);
   add("warmup-steps", std::to_string(o.warmupSteps));
   add("eval-every", std::to_string(o.evalEvery));

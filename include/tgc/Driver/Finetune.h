@@ -41,6 +41,8 @@ struct FinetuneOptions {
   int64_t epochs = 1;
   int64_t seqLen = 0; // 0: the longest example's (rounded up to 64)
   int64_t batch = 8;  // sequences per optimizer step
+  /// "dynamic": one example a row; "pack": several a row, kept apart.
+  std::string padding = "dynamic";
   std::string lrSchedule = "cosine";
   int64_t warmupSteps = -1; // -1: 5% of the steps
   int64_t evalEvery = 0;    // 0: five times in the run (and at its end)

@@ -226,6 +226,7 @@ Status parseDataset(const std::string &path, const char *data, size_t size,
   summary.numLabels = view.numLabels;
   for (int64_t i = 0; i < view.size(); ++i) {
     summary.longest = std::max(summary.longest, view.length(i));
+    summary.lengths.push_back(view.length(i));
     summary.tokens += view.length(i);
     for (int64_t t = 0; t < view.length(i); ++t)
       summary.largestToken = std::max(summary.largestToken, view.token(i, t));
@@ -560,36 +561,12 @@ private:
     return options.padding == Padding::Pack ? int64_t(packedRows.size())
                                             : set->size();
   }
-  /// Packs the examples into rows of maxLength, best fit decreasing (as
-  /// TRL's packing and multipack do): longest first, each into the row
-  /// whose room left is the smallest that holds it, else a new row. Every
-  /// example is in exactly one row; the rows' order is shuffled per epoch.
+  /// Packs the examples into rows of maxLength (packExamples).
   void packRows() {
-    std::vector<int64_t> byLength(size_t(set->size()));
-    for (size_t i = 0; i < byLength.size(); ++i)
-      byLength[i] = int64_t(i);
-    std::stable_sort(
-        byLength.begin(), byLength.end(),
-        [&](int64_t a, int64_t b) { return lengthOf(a) > lengthOf(b); });
-    std::multimap<int64_t, size_t> room; // room left -> row
-    for (int64_t e : byLength) {
-      int64_t n = lengthOf(e);
-      auto it = room.lower_bound(n);
-      size_t row;
-      int64_t left;
-      if (it == room.end()) {
-        row = packedRows.size();
-        packedRows.push_back({});
-        left = maxLength - n;
-      } else {
-        row = it->second;
-        left = it->first - n;
-        room.erase(it);
-      }
-      packedRows[row].push_back(e);
-      if (left > 0)
-        room.emplace(left, row);
-    }
+    std::vector<int64_t> lengths(static_cast<size_t>(set->size()));
+    for (size_t i = 0; i < lengths.size(); ++i)
+      lengths[i] = lengthOf(int64_t(i));
+    packedRows = packExamples(lengths, maxLength);
   }
 
   /// The examples (or packed rows) of epoch `epoch` in batch order.
@@ -687,6 +664,39 @@ Status checkPacking(const ModelInputs &inputs, const DataOptions &options) {
 }
 
 } // namespace
+
+std::vector<std::vector<int64_t>>
+packExamples(const std::vector<int64_t> &lengths, int64_t rowLength) {
+  std::vector<int64_t> byLength(lengths.size());
+  for (size_t i = 0; i < byLength.size(); ++i)
+    byLength[i] = int64_t(i);
+  auto length = [&](int64_t e) {
+    return std::min(lengths[size_t(e)], rowLength);
+  };
+  std::stable_sort(byLength.begin(), byLength.end(),
+                   [&](int64_t a, int64_t b) { return length(a) > length(b); });
+  std::vector<std::vector<int64_t>> rows;
+  std::multimap<int64_t, size_t> room; // room left -> row
+  for (int64_t e : byLength) {
+    int64_t n = length(e);
+    auto it = room.lower_bound(n);
+    size_t row;
+    int64_t left;
+    if (it == room.end()) {
+      row = rows.size();
+      rows.emplace_back();
+      left = rowLength - n;
+    } else {
+      row = it->second;
+      left = it->first - n;
+      room.erase(it);
+    }
+    rows[row].push_back(e);
+    if (left > 0)
+      room.emplace(left, row);
+  }
+  return rows;
+}
 
 Status createExampleData(const Program &program, const std::string &path,
                          uint64_t seed, const DataOptions &options,

@@ -133,7 +133,18 @@ struct DatasetSummary {
   int64_t examples = 0, tokens = 0, longest = 0;
   int64_t numLabels = 0;
   int64_t largestToken = -1, largestLabel = -1;
+  /// Each example's length, in order.
+  std::vector<int64_t> lengths;
 };
+
+/// Packs examples of `lengths` (each cut to `rowLength`) into rows of
+/// `rowLength` tokens, best fit decreasing (as TRL's packing and axolotl's
+/// multipack do): longest first, each into the row whose room left is the
+/// smallest that holds it, else into a new row. Returns each row's
+/// examples (indices into `lengths`, in the order placed); every example
+/// is in exactly one row. --padding=pack batches these rows.
+std::vector<std::vector<int64_t>>
+packExamples(const std::vector<int64_t> &lengths, int64_t rowLength);
 /// Checks the bytes of a .tgcd file (`path` names it in errors) as
 /// createExampleData does, against a vocabulary of `modelVocab` tokens:
 /// header, sizes, offsets (every example non-empty), tokens and labels.

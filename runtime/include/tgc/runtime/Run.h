@@ -57,7 +57,7 @@ struct RunOptions {
   int64_t evalEvery = 0;
   int64_t evalBatches = 10;
   bool evalOnly = false;
-  std::string padding = "dynamic";   // max, dynamic or grouped
+  std::string padding = "dynamic";   // max, dynamic, grouped or pack
   std::string overlong = "truncate"; // truncate or reject
   /// Whether padding or overlong was given (they apply to examples).
   bool exampleOptionsGiven = false;
