@@ -218,9 +218,11 @@ def write(args, results, lengths, per_epoch, encoded, lm, planned):
         "Packing computes almost no padding: its rows hold several examples "
         "each. Its loss after the same epochs is another number because an "
         "epoch is fewer, larger steps (the same examples, the mean over "
-        "each step's predicted tokens). The CPU kernel computes each row's "
-        "whole causal score matrix and masks the other examples' keys; the "
-        "CUDA kernels skip the key tiles that lie wholly in other examples.",
+        "each step's predicted tokens). The attention computes each "
+        "example's block alone on the CPU, so a packed row costs what its "
+        "examples cost, not a row of 512 (the fused CUDA kernels skip the "
+        "key tiles that lie wholly in other examples; the CUDA GEMM path, "
+        "for heads wider than 64, computes whole rows and masks).",
         "",
     ]
     open(args.out, "w").write("\n".join(lines))

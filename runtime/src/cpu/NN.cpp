@@ -798,6 +798,57 @@ static void attentionProbabilities(const AttentionShape &sizes,
   }
 }
 
+/// With segment ids whose examples each lie in one run of a row (ids
+/// ascending along it, 0 only as padding), the runs [begin, end) of
+/// nonzero ids of mask row `row`: the attention is block-diagonal, and
+/// each block is computed alone, as the attention of that example (what
+/// masking the whole row computes, without the other examples' scores).
+/// Empty when the ids are not so (the whole row is then computed and
+/// masked).
+using SegmentRuns = std::vector<std::pair<int64_t, int64_t>>;
+static bool segmentRuns(const KeyVisibility &keys, int64_t row,
+                        SegmentRuns &runs) {
+  runs.clear();
+  int64_t tk = keys.sizes.tk, last = 0;
+  for (int64_t j = 0; j < tk;) {
+    int64_t id = loadI64(*keys.mask, row * tk + j), end = j + 1;
+    while (end < tk && loadI64(*keys.mask, row * tk + end) == id)
+      ++end;
+    if (id != 0) {
+      if (id <= last)
+        return false;
+      runs.push_back({j, end});
+      last = id;
+    }
+    j = end;
+  }
+  return true;
+}
+
+/// The runs of every query head of key/value head `b` (segmentRuns), or
+/// false when some row's ids are not in runs.
+static bool headRuns(const KeyVisibility &keys, int64_t b,
+                     std::vector<SegmentRuns> &runs) {
+  const AttentionShape &sizes = keys.sizes;
+  runs.resize(size_t(sizes.group));
+  for (int64_t g = 0; g < sizes.group; ++g)
+    if (!segmentRuns(keys, (b * sizes.group + g) / sizes.maskGroup,
+                     runs[size_t(g)]))
+      return false;
+  return true;
+}
+
+/// The sizes of one example's block of a segmented attention: n queries
+/// of one query head against its n keys, no mask.
+static AttentionShape blockShape(const AttentionShape &sizes, int64_t n) {
+  AttentionShape block = sizes;
+  block.batch = 1;
+  block.group = 1;
+  block.tq = block.tk = n;
+  block.maskGroup = 0;
+  return block;
+}
+
 /// Attention over [B..., T, D] heads.
 static Status headMajorAttention(Context &ctx, const TensorRef &query,
                                  const TensorRef &key, const TensorRef &value,
@@ -816,9 +867,39 @@ static Status headMajorAttention(Context &ctx, const TensorRef &query,
   // One head per iteration on the thread team (its GEMMs then run on the
   // calling thread).
   int64_t rows = sizes.rows();
+  // Segment ids in runs: each example's block alone, per query head of
+  // the group; padding rows (id 0) get 0 and a log-sum-exp of -inf, as
+  // the masked row does.
+  auto blocks = [&](int64_t b, std::vector<SegmentRuns> &runs, float *p) {
+    if (!headRuns(keys, b, runs))
+      return false;
+    int64_t tq = sizes.tq, tk = sizes.tk, d = sizes.d, dv = sizes.dv;
+    for (int64_t g = 0; g < sizes.group; ++g) {
+      int64_t row0 = b * rows + g * tq;
+      std::fill(out.data() + row0 * dv, out.data() + (row0 + tq) * dv, 0.0f);
+      if (rowLse)
+        std::fill(rowLse + row0, rowLse + row0 + tq,
+                  -std::numeric_limits<float>::infinity());
+      for (auto [s, e] : runs[size_t(g)]) {
+        int64_t n = e - s;
+        AttentionShape block = blockShape(sizes, n);
+        KeyVisibility visible{block, nullptr, causal, window};
+        attentionProbabilities(block, visible, 0, q.data() + (row0 + s) * d,
+                               k.data() + (b * tk + s) * d, p,
+                               rowLse ? rowLse + row0 + s : nullptr);
+        gemmF32(false, false, n, dv, n, 1.0f, p, n,
+                v.data() + (b * tk + s) * dv, dv, 0.0f,
+                out.data() + (row0 + s) * dv, dv);
+      }
+    }
+    return true;
+  };
   parallelFor(sizes.batch, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> p(size_t(rows * sizes.tk));
+    std::vector<SegmentRuns> runs;
     for (int64_t b = begin; b < end; ++b) {
+      if (segments && blocks(b, runs, p.data()))
+        continue;
       attentionProbabilities(sizes, keys, b, q.data() + b * rows * sizes.d,
                              k.data() + b * sizes.tk * sizes.d, p.data(),
                              rowLse ? rowLse + b * rows : nullptr);
@@ -859,10 +940,69 @@ static Status headMajorAttentionGrad(
     dv.emplace(valueGrad, operands);
   // Per key/value head, its group's query rows as one matrix.
   int64_t tq = sizes.rows(), tk = sizes.tk, d = sizes.d, dvSize = sizes.dv;
+  // Segment ids in runs: each example's block alone (the forward pass's
+  // blocks); the gradients of padding rows and keys are 0.
+  auto blocks = [&](int64_t b, std::vector<SegmentRuns> &runs, float *p,
+                    float *dp, float *slope) {
+    if (!headRuns(keys, b, runs))
+      return false;
+    int64_t positions = sizes.tq;
+    if (wantQuery)
+      std::fill(dq->data() + b * tq * d, dq->data() + (b + 1) * tq * d, 0.0f);
+    if (wantKey)
+      std::fill(dk->data() + b * tk * d, dk->data() + (b + 1) * tk * d, 0.0f);
+    if (wantValue)
+      std::fill(dv->data() + b * tk * dvSize,
+                dv->data() + (b + 1) * tk * dvSize, 0.0f);
+    for (int64_t g = 0; g < sizes.group; ++g) {
+      int64_t row0 = b * tq + g * positions;
+      for (auto [s, e] : runs[size_t(g)]) {
+        int64_t n = e - s;
+        AttentionShape block = blockShape(sizes, n);
+        KeyVisibility visible{block, nullptr, causal, window};
+        const float *qs = q.data() + (row0 + s) * d,
+                    *ks = k.data() + (b * tk + s) * d,
+                    *vs = v.data() + (b * tk + s) * dvSize,
+                    *os = o.data() + (row0 + s) * dvSize,
+                    *gs = dO.data() + (row0 + s) * dvSize;
+        attentionProbabilities(block, visible, 0, qs, ks, p, nullptr, slope);
+        // value_grad += P^T @ grad (every query head of the group adds).
+        if (wantValue)
+          gemmF32(true, false, n, dvSize, n, 1.0f, p, n, gs, dvSize, 1.0f,
+                  dv->data() + (b * tk + s) * dvSize, dvSize);
+        if (!wantQuery && !wantKey)
+          continue;
+        gemmF32(false, true, n, n, dvSize, 1.0f, gs, dvSize, vs, dvSize, 0.0f,
+                dp, n);
+        for (int64_t i = 0; i < n; ++i) {
+          double dot = 0.0;
+          for (int64_t c = 0; c < dvSize; ++c)
+            dot += double(gs[i * dvSize + c]) * os[i * dvSize + c];
+          float rowDot = float(dot);
+          for (int64_t j = 0; j < n; ++j)
+            dp[i * n + j] = p[i * n + j] * (dp[i * n + j] - rowDot);
+          if (slope)
+            for (int64_t j = 0; j < n; ++j)
+              dp[i * n + j] *= slope[i * n + j];
+        }
+        if (wantQuery)
+          gemmF32(false, false, n, d, n, sizes.scale, dp, n, ks, d, 0.0f,
+                  dq->data() + (row0 + s) * d, d);
+        if (wantKey)
+          gemmF32(true, false, n, d, n, sizes.scale, dp, n, qs, d, 1.0f,
+                  dk->data() + (b * tk + s) * d, d);
+      }
+    }
+    return true;
+  };
   parallelFor(sizes.batch, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> p(size_t(tq * tk)), dp(size_t(tq * tk));
     std::vector<float> slope(sizes.softcap > 0.0f ? size_t(tq * tk) : 0);
+    std::vector<SegmentRuns> runs;
     for (int64_t b = begin; b < end; ++b) {
+      if (segments && blocks(b, runs, p.data(), dp.data(),
+                             slope.empty() ? nullptr : slope.data()))
+        continue;
       const float *qb = q.data() + b * tq * d, *kb = k.data() + b * tk * d;
       const float *vb = v.data() + b * tk * dvSize;
       const float *ob = o.data() + b * tq * dvSize;

@@ -840,6 +840,26 @@ TEST_P(NNTest, AttentionSegmentsAreExamplesAlone) {
           }
           s = e;
         }
+      // Ids that do not ascend (the same examples numbered 2, 1, 3 and
+      // 2, 1) are computed over whole rows and masked, not block by block:
+      // the same values.
+      HostTensor renumbered = HostTensor::of(
+          indexType, {B, T},
+          {2, 2, 2, 1, 1, 3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 0, 0, 0});
+      HostTensor masked(dtype, {B, H, T, D}), mdq(dtype, q.shape()),
+          mdk(dtype, k.shape()), mdv(dtype, v.shape());
+      ASSERT_OK(cpu::attention(cpuCtx, q, k, v, &renumbered.ref(), causal, 0,
+                               std::nullopt, masked, false, nullptr, false, 0.0,
+                               /*segments=*/true));
+      ASSERT_OK(cpu::attentionGrad(cpuCtx, q, k, v, masked, g,
+                                   &renumbered.ref(), causal, 0, std::nullopt,
+                                   mdq, mdk, mdv, false, nullptr, false, 0.0,
+                                   /*segments=*/true));
+      HostTensor wholeRows[4] = {masked, mdq, mdk, mdv};
+      for (int i = 0; i < 4; ++i)
+        expectClose(wholeRows[i].values(), packed[i].values(),
+                    tolerance(dtype) * 4, tolerance(dtype) * 4,
+                    "whole rows, masked");
       // Without segments the same ids are a padding mask: the examples see
       // each other, and the outputs differ.
       HostTensor mixed(dtype, {B, H, T, D});
