@@ -134,6 +134,29 @@ TEST(Verify, AttentionRulesTheKernelsTrust) {
   EXPECT_EQ(errorOf(tensors, none),
             "instruction #0 (tg.attention_grad): computes none of its "
             "results");
+  // Segment ids: the key mask holds them ([B, T]; equal lengths).
+  std::vector<TensorInfo> heads = {
+      tensor("q", {2, 4, 8, 16}), tensor("o", {2, 4, 8, 16}),
+      tensor("ids", {2, 8}, DType::I64), tensor("k", {2, 4, 6, 16}),
+      tensor("cross", {2, 4, 8, 16}), tensor("kmask", {2, 6}, DType::I64)};
+  Instruction segmented;
+  segmented.kernel = Kernel::Attention;
+  segmented.operands = {0, 0, 0, 2};
+  segmented.results = {1};
+  segmented.attrs["scale"] = real(0.25);
+  segmented.attrs["segments"] = flag(true);
+  EXPECT_EQ(errorOf(heads, segmented), "");
+  Instruction noIds = segmented;
+  noIds.operands = {0, 0, 0};
+  EXPECT_EQ(errorOf(heads, noIds),
+            "instruction #0 (tg.attention): segmented attention needs its "
+            "segment ids");
+  Instruction unequal = segmented;
+  unequal.operands = {0, 3, 3, 5};
+  unequal.results = {4};
+  EXPECT_EQ(errorOf(heads, unequal),
+            "instruction #0 (tg.attention): segmented attention needs equal "
+            "lengths");
 }
 
 TEST(Verify, NormAddendComesWithItsSum) {
@@ -448,6 +471,29 @@ TEST(Verify, NNRulesTheKernelsTrust) {
   EXPECT_EQ(errorOf(tensors, bshd),
             "instruction #0 (tg.rope): a bshd rope's input must be [B, T, H, "
             "D]");
+
+  // Positions [B, T] of a [B, H, T, D] input (rank 3 here: [B, T, D]).
+  std::vector<TensorInfo> placed = {
+      tensor("x", {2, 4, 6}), tensor("freq", {3}),
+      tensor("positions", {2, 4}, DType::I64),
+      tensor("wrong", {2, 5}, DType::I64), tensor("flat", {4, 6}),
+      tensor("floats", {2, 4})};
+  Instruction positions = rope;
+  positions.operands = {0, 1, 2};
+  positions.results = {0};
+  EXPECT_EQ(errorOf(placed, positions), "");
+  Instruction wrong = positions;
+  wrong.operands = {0, 1, 3};
+  EXPECT_NE(errorOf(placed, wrong), "");
+  Instruction flat = positions;
+  flat.operands = {4, 1, 2};
+  flat.results = {4};
+  EXPECT_EQ(errorOf(placed, flat),
+            "instruction #0 (tg.rope): rope with positions needs [B, ..., T, "
+            "D]");
+  Instruction floats = positions;
+  floats.operands = {0, 1, 5};
+  EXPECT_NE(errorOf(placed, floats), "");
 
   Instruction loss;
   loss.kernel = Kernel::CrossEntropy;
