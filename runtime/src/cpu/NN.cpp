@@ -912,6 +912,24 @@ static Status headMajorAttention(Context &ctx, const TensorRef &query,
   return Status::success();
 }
 
+/// dS = P * (dP - rowsum(grad * output)) in place of dP ([rows, cols]),
+/// times the soft-cap's slope where there is one (null: none).
+static void scoreGradient(int64_t rows, int64_t cols, int64_t dv,
+                          const float *grad, const float *output,
+                          const float *p, const float *slope, float *dp) {
+  for (int64_t i = 0; i < rows; ++i) {
+    double dot = 0.0;
+    for (int64_t c = 0; c < dv; ++c)
+      dot += double(grad[i * dv + c]) * output[i * dv + c];
+    float rowDot = float(dot);
+    for (int64_t j = 0; j < cols; ++j)
+      dp[i * cols + j] = p[i * cols + j] * (dp[i * cols + j] - rowDot);
+    if (slope)
+      for (int64_t j = 0; j < cols; ++j)
+        dp[i * cols + j] *= slope[i * cols + j];
+  }
+}
+
 static Status headMajorAttentionGrad(
     Context &ctx, const TensorRef &query, const TensorRef &key,
     const TensorRef &value, const TensorRef &output, const TensorRef &grad,
@@ -974,17 +992,7 @@ static Status headMajorAttentionGrad(
           continue;
         gemmF32(false, true, n, n, dvSize, 1.0f, gs, dvSize, vs, dvSize, 0.0f,
                 dp, n);
-        for (int64_t i = 0; i < n; ++i) {
-          double dot = 0.0;
-          for (int64_t c = 0; c < dvSize; ++c)
-            dot += double(gs[i * dvSize + c]) * os[i * dvSize + c];
-          float rowDot = float(dot);
-          for (int64_t j = 0; j < n; ++j)
-            dp[i * n + j] = p[i * n + j] * (dp[i * n + j] - rowDot);
-          if (slope)
-            for (int64_t j = 0; j < n; ++j)
-              dp[i * n + j] *= slope[i * n + j];
-        }
+        scoreGradient(n, n, dvSize, gs, os, p, slope, dp);
         if (wantQuery)
           gemmF32(false, false, n, d, n, sizes.scale, dp, n, ks, d, 0.0f,
                   dq->data() + (row0 + s) * d, d);
@@ -1018,18 +1026,8 @@ static Status headMajorAttentionGrad(
       // dP = grad @ value^T; dS = P * (dP - rowsum(grad * output)), in place.
       gemmF32(false, true, tq, tk, dvSize, 1.0f, gb, dvSize, vb, dvSize, 0.0f,
               dp.data(), tk);
-      for (int64_t i = 0; i < tq; ++i) {
-        double dot = 0.0;
-        for (int64_t c = 0; c < dvSize; ++c)
-          dot += double(gb[i * dvSize + c]) * ob[i * dvSize + c];
-        float rowDot = float(dot);
-        for (int64_t j = 0; j < tk; ++j)
-          dp[i * tk + j] = p[i * tk + j] * (dp[i * tk + j] - rowDot);
-        // Through the soft-cap: times its slope.
-        if (!slope.empty())
-          for (int64_t j = 0; j < tk; ++j)
-            dp[i * tk + j] *= slope[size_t(i * tk + j)];
-      }
+      scoreGradient(tq, tk, dvSize, gb, ob, p.data(),
+                    slope.empty() ? nullptr : slope.data(), dp.data());
       // query_grad = dS @ key * scale, key_grad = dS^T @ query * scale.
       if (wantQuery)
         gemmF32(false, false, tq, d, tk, sizes.scale, dp.data(), tk, kb, d,
