@@ -332,11 +332,13 @@ public:
     int64_t length = view.shape.back();
     for (int64_t i = 0, n = view.numElements(); i < n; ++i) {
       int64_t value = loadI64(view, i), t = i % length;
-      std::string where = "'" + path + "': batch " + std::to_string(batch) +
-                          ", row " + std::to_string(i / length) +
-                          " of this rank's, position " + std::to_string(t);
+      auto where = [&] {
+        return "'" + path + "': batch " + std::to_string(batch) + ", row " +
+               std::to_string(i / length) + " of this rank's, position " +
+               std::to_string(t);
+      };
       if (name == "positions" && value < 0)
-        return Status::failure(where + ": position " + std::to_string(value) +
+        return Status::failure(where() + ": position " + std::to_string(value) +
                                " is negative");
       if (name != "segments" || t == 0)
         continue;
@@ -344,7 +346,7 @@ public:
       if (value < 0 || (value < before && value != 0) ||
           (before == 0 && value != 0))
         return Status::failure(
-            where + ": segment id " + std::to_string(value) + " after " +
+            where() + ": segment id " + std::to_string(value) + " after " +
             std::to_string(before) +
             " (the ids of a row ascend, 1, 2, ..., and only padding, 0, "
             "follows the last example)");

@@ -388,8 +388,9 @@ private:
     v.shape = k.shape;
     return true;
   }
-  bool attention(const TensorInfo &q, const TensorInfo &k,
-                 const TensorInfo &v, const TensorInfo &o) {
+  /// `hasMask`: whether a key mask (or segment ids) is an operand.
+  bool attention(const TensorInfo &q, const TensorInfo &k, const TensorInfo &v,
+                 const TensorInfo &o, bool hasMask) {
     if (!floatT(q) || !sameDType(q, k) || !sameDType(q, v) ||
         !sameDType(q, o) || !has("scale"))
       return false;
@@ -412,6 +413,8 @@ private:
     int64_t window = inst.getInt("window", 0);
     if (window < 0 || (window > 0 && !inst.getBool("causal")))
       return fail("an attention window must be 0 or positive with causal");
+    if (inst.getBool("segments") && !hasMask)
+      return fail("segmented attention needs its segment ids");
     if (inst.getBool("segments") && qs[r - 2] != ks[r - 2])
       return fail("segmented attention needs equal lengths");
     if (!softcap())
@@ -697,9 +700,7 @@ Status Checker::run() {
         (inst.operands.size() == 3 ? counts(3, results) : counts(4, results)) &&
         heads(out(0), q, k, v) &&
         (inst.operands.size() == 3 || keyMask(q, k, in(3))) &&
-        (inst.operands.size() > 3 || !inst.getBool("segments") ||
-         fail("segmented attention needs its segment ids")) &&
-        attention(q, k, v, out(0)) &&
+        attention(q, k, v, out(0), inst.operands.size() > 3) &&
         (results == 1 ||
          (inst.results[1] != kNotComputed && rowLse(q, out(1))) ||
          fail("the row log-sum-exp is always computed"));
@@ -714,10 +715,9 @@ Status Checker::run() {
     TensorInfo q, k, v;
     ok = counts(5 + size_t(hasMask) + size_t(hasLse), 3) &&
          heads(in(3), q, k, v) && (!hasMask || keyMask(q, k, in(5))) &&
-         (hasMask || !inst.getBool("segments") ||
-          fail("segmented attention needs its segment ids")) &&
          (!hasLse || rowLse(q, in(operands - 1))) &&
-         attention(q, k, v, in(3)) && same(in(3), in(4)) && outLike(in(0), 0) &&
+         attention(q, k, v, in(3), hasMask) && same(in(3), in(4)) &&
+         outLike(in(0), 0) &&
          (inst.getBool("packed")
               ? (inst.results[1] == kNotComputed &&
                  inst.results[2] == kNotComputed) ||
