@@ -468,6 +468,14 @@ std::string checkCompileOptions(const TrainPipelineOptions &options) {
            std::to_string(int64_t(options.gradAccum));
   if (std::string error; !parseRematPolicy(options.remat, error))
     return "--remat " + error;
+  const std::string &loss = options.preferenceLoss;
+  if (loss != "none" && loss != "dpo" && loss != "ipo" && loss != "simpo" &&
+      loss != "orpo")
+    return "--loss must be none, dpo, ipo, simpo or orpo, found '" + loss + "'";
+  if (loss != "none" && options.gradAccum != 1)
+    return "--loss=" + loss +
+           " does not combine with --grad-accum yet (a preference loss is a "
+           "mean over the pairs of one batch): raise --batch instead";
   return "";
 }
 
@@ -500,6 +508,11 @@ bool compileModel(const CompileRequest &request, TrainPipelineOptions &options,
   // model is rebuilt at it first (tgc/Pipelines/Buckets.h).
   int64_t seqLen = 0;
   if (!request.seqBuckets.empty()) {
+    if (options.preferenceLoss != "none") {
+      error = "--loss=" + options.preferenceLoss +
+              " does not combine with --seq-buckets yet";
+      return false;
+    }
     if (request.emit != "tgx") {
       error = "--seq-buckets compiles an executable (--emit=tgx)";
       return false;

@@ -61,7 +61,14 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     master.dtype = options.masterWeights;
     pm.addPass(tg::createTGMasterWeights(master));
   }
-  if (options.chunkedLoss != 1) {
+  // A preference loss computes each row's loss apart: rows are its chunks.
+  bool preference = options.preferenceLoss != "none";
+  if (preference) {
+    auto pairs = forwarded<tg::TGPreferenceLossOptions>(options);
+    pairs.recomputeLogits = options.chunkedLoss != 1;
+    pm.addPass(tg::createTGPreferenceLoss(pairs));
+  }
+  if (options.chunkedLoss != 1 && !preference) {
     tg::TGChunkLossOptions chunking;
     chunking.chunks = options.chunkedLoss;
     pm.addPass(tg::createTGChunkLoss(chunking));

@@ -331,15 +331,14 @@ LogicalResult TGXWriter::addBody(func::FuncOp function) {
   return success();
 }
 
-/// The loss of `function`: its result marked tg.loss, or the only result of
-/// a model (its forward pass and loss).
+/// The loss of `function`: its result marked tg.loss, or the first result
+/// of a model (its forward pass and loss, then its metrics).
 static Value lossOf(func::FuncOp function) {
   auto ret = cast<func::ReturnOp>(function.getBody().front().getTerminator());
   for (auto [i, value] : llvm::enumerate(ret.getOperands()))
     if (function.getResultAttr(i, tg::TGDialect::kLossAttr))
       return value;
-  if (function->hasAttr(tg::TGDialect::kModelAttr) &&
-      ret.getNumOperands() == 1)
+  if (function->hasAttr(tg::TGDialect::kModelAttr) && ret.getNumOperands() >= 1)
     return ret.getOperand(0);
   return Value();
 }
@@ -431,6 +430,18 @@ LogicalResult TGXWriter::write(const TGXInfo &info,
   FailureOr<int32_t> loss = addValue(lossValue);
   if (failed(loss))
     return failure();
+  std::vector<flatbuffers::Offset<tgx::Metric>> metrics;
+  auto ret = cast<func::ReturnOp>(trainStep.getBody().front().getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    auto name = trainStep.getResultAttrOfType<StringAttr>(
+        i, tg::TGDialect::kMetricAttr);
+    if (!name)
+      continue;
+    FailureOr<int32_t> tensor = addValue(value);
+    if (failed(tensor))
+      return failure();
+    metrics.push_back(tgx::CreateMetric(fbb, str(name.getValue()), *tensor));
+  }
   Block &body = trainStep.getBody().front();
   int32_t counter = -1;
   for (const PersistentTensor &persistent : trainPlan.persistent)
@@ -480,11 +491,11 @@ LogicalResult TGXWriter::write(const TGXInfo &info,
   auto program = tgx::CreateProgram(
       fbb, tgx::kFormatVersion, str(info.model), str(info.options),
       fbb.CreateVector(tensors), trainPlan.persistentSize, arena,
-      trainPlan.layout.peakLive, trainPlan.alignment, trainInstructions,
-      *loss, counter, fbb.CreateVector(constants),
-      fbb.CreateVector(entryOffsets), accumSteps, info.allowTF32,
-      str(info.task), info.seqLen, worldSize, dataParallel,
-      str(info.hfConfig), str(info.hfConfigError), trainPlan.hostSize);
+      trainPlan.layout.peakLive, trainPlan.alignment, trainInstructions, *loss,
+      counter, fbb.CreateVector(constants), fbb.CreateVector(entryOffsets),
+      accumSteps, info.allowTF32, str(info.task), info.seqLen, worldSize,
+      dataParallel, str(info.hfConfig), str(info.hfConfigError),
+      trainPlan.hostSize, fbb.CreateVector(metrics));
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   tgx::appendTrailer(out);

@@ -623,6 +623,9 @@ Status MetricsLog::onStep(const StepReport &report) {
                                 {"loss", double(result.loss)}};
   if (!result.hasLoss)
     row["loss"] = nullptr;
+  for (const auto &[name, value] : result.metrics)
+    row[name] = std::isfinite(value) ? nlohmann::ordered_json(value)
+                                     : nlohmann::ordered_json(nullptr);
   row[std::string(report.itemName) + "_per_s"] = report.itemsPerSecond;
   if (!std::isnan(report.paddingFraction)) {
     row["real_tokens_per_s"] = report.realPerSecond;

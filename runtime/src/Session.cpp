@@ -521,6 +521,10 @@ Status Session::launch(const EntryPoint *entry) {
   if (measure) {
     if (prog.tensors[runningLoss].storage == Storage::Arena)
       trace.keepUntil(prog.tensors[runningLoss].offset, instructions.size());
+    if (!entry)
+      for (const auto &[name, index] : prog.metrics)
+        if (prog.tensors[index].storage == Storage::Arena)
+          trace.keepUntil(prog.tensors[index].offset, instructions.size());
     mark = trace.peak();
   }
   return Status::success();

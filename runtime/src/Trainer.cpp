@@ -200,6 +200,13 @@ Status Trainer::step(StepResult &result) {
 
   result.loss = loss;
   result.hasLoss = predicted != 0;
+  for (const auto &[name, index] : program.metrics) {
+    double value = 0.0;
+    status = session.readScalar(index, value);
+    if (!status.ok())
+      return status;
+    result.metrics.push_back({name, value});
+  }
   result.lr = lrOf(step - 1);
   if (scaleTensor >= 0) {
     status = session.readScalar(scaleTensor, result.scale);

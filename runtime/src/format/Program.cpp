@@ -620,6 +620,17 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
   const TensorInfo &loss = program.tensors[program.loss];
   if (loss.shape.size() != 0 || !isFloat(loss.dtype))
     return Status::failure("the loss is not a float scalar");
+  if (fb->metrics())
+    for (const tgx::Metric *metric : *fb->metrics()) {
+      std::string name = metric->name() ? metric->name()->str() : "";
+      if (name.empty() || !tensorIndexOk(metric->tensor()))
+        return Status::failure("metric '" + name +
+                               "': no name or a tensor index out of range");
+      const TensorInfo &value = program.tensors[metric->tensor()];
+      if (value.shape.size() != 0 || !isFloat(value.dtype))
+        return Status::failure("metric '" + name + "' is not a float scalar");
+      program.metrics.push_back({name, metric->tensor()});
+    }
   if (program.stepCounter != -1) {
     if (!tensorIndexOk(program.stepCounter))
       return Status::failure("the step counter index is out of range");

@@ -2197,8 +2197,33 @@ func.func @model_duplicate_input(%w: tensor<4xf32> {tg.param = "w"},
 
 // -----
 
-// expected-error @+1 {{'func.func' op a tg.model function must return one scalar loss (a 0-d f32, f16 or bf16 tensor), found 'tensor<f32>', 'tensor<f32>'}}
+// expected-error @+1 {{'func.func' op result #1 must be a metric (carry 'tg.metric'): only the loss and metrics are returned}}
 func.func @model_two_results(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32>, tensor<f32>) attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0, %0 : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op metric result #1 must be a 0-d f32, f16 or bf16 tensor, found 'tensor<4xf32>'}}
+func.func @vector_metric(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32>, tensor<4xf32> {tg.metric = "w"}) attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0, %w : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op metric result #1 must be a 0-d f32, f16 or bf16 tensor, found 'tensor<i64>'}}
+func.func @integer_metric(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}, tensor<i64> {tg.metric = "n"}) attributes {tg.train_step} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  %1 = tg.fill 1.0 : tensor<i64>
+  return %0, %1 : tensor<f32>, tensor<i64>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #1: 'tg.metric' must be a non-empty string, found ""}}
+func.func @unnamed_metric(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32>, tensor<f32> {tg.metric = ""}) attributes {tg.model} {
   %0 = tg.fill 0.0 : tensor<f32>
   return %0, %0 : tensor<f32>, tensor<f32>
 }
@@ -2334,7 +2359,7 @@ func.func @vector_loss(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<4xf32> {tg
 
 // -----
 
-// expected-error @+1 {{'func.func' op result #1 of a tg.train_step function must carry 'tg.loss', 'tg.grad' or 'tg.update'}}
+// expected-error @+1 {{'func.func' op result #1 of a tg.train_step function must carry 'tg.loss', 'tg.grad', 'tg.update' or 'tg.metric'}}
 func.func @result_without_role(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<f32> {tg.loss}, tensor<4xf32>) attributes {tg.train_step} {
   %0 = tg.fill 0.0 : tensor<f32>
   return %0, %w : tensor<f32>, tensor<4xf32>

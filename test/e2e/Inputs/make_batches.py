@@ -12,6 +12,12 @@ Usage: make_batches.py OUT gpt2 N B T VOCAB   (tokens, targets: [N, B, T])
        make_batches.py OUT packed-mlm N B T VOCAB (the same rows for a
            masked LM: the targets the tokens themselves at about 15% of the
            positions, whose tokens become [MASK], 4; -100 elsewhere)
+       make_batches.py OUT pairs N B T VOCAB (preference pairs, as a
+           preference loss reads them: rows [0, B/2) chosen answers, rows
+           [B/2, B) rejected answers to the same prompts, a prompt of 2 to
+           T/2 tokens then an answer of 1 or more, padding token 0 after;
+           targets the answer's tokens at the positions that predict them,
+           -100 elsewhere)
        make_batches.py OUT mlp N B F CLASSES  (inputs [N, B, F], targets)
 A few targets are -100 (ignored) to exercise ignore_index."""
 import sys
@@ -64,6 +70,24 @@ elif kind in ("packed", "packed-mlm"):
         tokens = torch.where(chosen, torch.full_like(tokens, 4), tokens)
     safetensors_io.save(out, {"tokens": tokens, "targets": targets,
                               "segments": segments, "positions": positions})
+elif kind == "pairs":
+    tokens = torch.zeros(n, b, width, dtype=torch.int64)
+    targets = torch.full((n, b, width), -100, dtype=torch.int64)
+    pairs = b // 2
+    for i in range(n):
+        for p in range(pairs):
+            prompt_length = int(torch.randint(2, width // 2 + 1, (1,),
+                                              generator=g))
+            prompt = torch.randint(1, classes, (prompt_length,), generator=g)
+            for row in (p, pairs + p):
+                length = int(torch.randint(1, width - prompt_length + 1, (1,),
+                                           generator=g))
+                answer = torch.randint(1, classes, (length,), generator=g)
+                end = prompt_length + length
+                tokens[i, row, :prompt_length] = prompt
+                tokens[i, row, prompt_length:end] = answer
+                targets[i, row, prompt_length - 1:end - 1] = answer
+    safetensors_io.save(out, {"tokens": tokens, "targets": targets})
 else:
     inputs = torch.randn(n, b, width, generator=g)
     targets = torch.randint(0, classes, (n, b), generator=g)

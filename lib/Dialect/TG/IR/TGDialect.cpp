@@ -245,6 +245,21 @@ static LogicalResult verifyArgumentNames(func::FuncOp function,
 
 /// Checks a function marked `tg.model`: every argument is named exactly once
 /// as a parameter or an input, and the function returns the scalar loss.
+/// Result `i` of `function` is a metric: a 0-d float carrying tg.metric.
+static LogicalResult verifyMetricResult(func::FuncOp function, unsigned i) {
+  Type type = function.getFunctionType().getResult(i);
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!function.getResultAttr(i, TGDialect::kMetricAttr))
+    return function.emitOpError("result #")
+           << i
+           << " must be a metric (carry 'tg.metric'): only the loss "
+              "and metrics are returned";
+  if (!tensor || tensor.getRank() != 0 || !isFloatTensor(tensor))
+    return function.emitOpError("metric result #")
+           << i << " must be a 0-d f32, f16 or bf16 tensor, found " << type;
+  return success();
+}
+
 static LogicalResult verifyModelFunction(func::FuncOp function) {
   if (function.isExternal())
     return function.emitOpError("a tg.model function must have a body");
@@ -253,7 +268,7 @@ static LogicalResult verifyModelFunction(func::FuncOp function) {
     return failure();
 
   FunctionType type = function.getFunctionType();
-  auto loss = type.getNumResults() == 1
+  auto loss = type.getNumResults() >= 1
                   ? dyn_cast<RankedTensorType>(type.getResult(0))
                   : RankedTensorType();
   if (!loss || loss.getRank() != 0 || !isFloatTensor(loss))
@@ -261,6 +276,10 @@ static LogicalResult verifyModelFunction(func::FuncOp function) {
                "a tg.model function must return one scalar loss (a 0-d f32, "
                "f16 or bf16 tensor), found ")
            << type.getResults();
+  // After the loss, only metrics.
+  for (unsigned i = 1, e = type.getNumResults(); i < e; ++i)
+    if (failed(verifyMetricResult(function, i)))
+      return failure();
   return success();
 }
 
@@ -315,11 +334,17 @@ static LogicalResult verifyTrainStepFunction(func::FuncOp function) {
                << grad.getValue() << "'";
       continue;
     }
+    if (function.getResultAttr(i, TGDialect::kMetricAttr)) {
+      if (failed(verifyMetricResult(function, i)))
+        return failure();
+      continue;
+    }
     auto name = function.getResultAttrOfType<StringAttr>(i, TGDialect::kUpdateAttr);
     if (!name)
       return function.emitOpError("result #")
-             << i << " of a tg.train_step function must carry 'tg.loss', "
-                     "'tg.grad' or 'tg.update'";
+             << i
+             << " of a tg.train_step function must carry 'tg.loss', "
+                "'tg.grad', 'tg.update' or 'tg.metric'";
     auto target = persistent.find(name.getValue());
     if (target == persistent.end())
       return function.emitOpError("result #")
@@ -368,7 +393,7 @@ LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
-  if (name == kUpdateAttr || name == kGradAttr) {
+  if (name == kUpdateAttr || name == kGradAttr || name == kMetricAttr) {
     auto str = dyn_cast<StringAttr>(attr.getValue());
     if (!str || str.getValue().empty())
       return op->emitOpError("result #")

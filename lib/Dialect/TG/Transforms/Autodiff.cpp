@@ -10,8 +10,9 @@
 //      cotangents of values used more than once;
 //   4. optionally clip the gradients' global norm, then apply the optimizer
 //      update to every trainable parameter that reaches the loss;
-//   5. return the loss and the updated parameters and state, each result
-//      naming the argument it replaces (`tg.update`).
+//   5. return the loss (and the model's metrics) and the updated
+//      parameters and state, each result naming the argument it replaces
+//      (`tg.update`).
 // Backward ops that compute cotangents nobody needs are erased at the end.
 //
 //===----------------------------------------------------------------------===//
@@ -84,6 +85,9 @@ private:
   SmallVector<Operation *> backwardOps;
   SmallVector<TrainableParam> params;
   SmallVector<DictionaryAttr> argAttrs;
+  /// The model's metrics (tg.metric results after the loss), returned as
+  /// they are.
+  SmallVector<std::pair<Value, DictionaryAttr>> metrics;
 };
 
 LogicalResult TrainStepBuilder::build() {
@@ -128,6 +132,9 @@ LogicalResult TrainStepBuilder::cloneForward() {
   }
   auto ret = cast<func::ReturnOp>(forward.getTerminator());
   loss = mapping.lookup(ret.getOperand(0));
+  for (unsigned i = 1, e = ret.getNumOperands(); i < e; ++i)
+    metrics.push_back(
+        {mapping.lookup(ret.getOperand(i)), model.getResultAttrDict(i)});
   return success();
 }
 
@@ -236,6 +243,10 @@ void TrainStepBuilder::finish() {
   SmallVector<Value> results = {loss};
   SmallVector<DictionaryAttr> resultAttrs = {builder.getDictionaryAttr(
       builder.getNamedAttr(TGDialect::kLossAttr, builder.getUnitAttr()))};
+  for (auto [value, attrs] : metrics) {
+    results.push_back(value);
+    resultAttrs.push_back(attrs);
+  }
   for (TrainableParam &param : params) {
     if (!param.grad)
       continue;

@@ -507,7 +507,9 @@ LogicalResult Rewriter::rewriteReductions() {
 void Rewriter::averageLoss() {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (unsigned i = 0, e = step.getNumResults(); i < e; ++i) {
-    if (!step.getResultAttr(i, TGDialect::kLossAttr))
+    // The loss and the metrics: their means over the ranks.
+    if (!step.getResultAttr(i, TGDialect::kLossAttr) &&
+        !step.getResultAttr(i, TGDialect::kMetricAttr))
       continue;
     Value loss = ret.getOperand(i);
     auto type = dyn_cast<RankedTensorType>(loss.getType());

@@ -120,6 +120,13 @@ LogicalResult Splitter::run() {
       anyLoss = true;
       continue;
     }
+    if (auto metric =
+            step.getResultAttrOfType<StringAttr>(i, TGDialect::kMetricAttr))
+      return step.emitOpError("returns the metric '")
+             << metric.getValue()
+             << "' (a preference loss); accumulating gradients over "
+                "micro-batches of pairs is not supported yet: raise the "
+                "batch instead";
     auto grad = step.getResultAttrOfType<StringAttr>(i, TGDialect::kGradAttr);
     if (!grad)
       return step.emitOpError("result #")

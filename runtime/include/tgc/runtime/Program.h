@@ -184,6 +184,9 @@ struct Program {
   int64_t alignment = 1;
   std::vector<Instruction> instructions;
   int32_t loss = -1;
+  /// What the training step reports beside its loss (tg.metric): each a
+  /// float scalar, by name.
+  std::vector<std::pair<std::string, int32_t>> metrics;
   int32_t stepCounter = -1;
   std::vector<uint8_t> constants;
   /// The LoRA adapters (tg-lora), checked against their weights.

@@ -61,6 +61,8 @@ struct StepResult {
   /// and PyTorch NaN.
   float loss = 0.0f;
   bool hasLoss = true;
+  /// The training step's metrics (Program::metrics), by name.
+  std::vector<std::pair<std::string, double>> metrics;
   /// The learning rate the step used (NaN: the executable has none).
   double lr = NAN;
   /// The validation loss, when this step validated.

@@ -83,6 +83,11 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStateAttr = "tg.state";
     static constexpr ::llvm::StringLiteral kLossAttr = "tg.loss";
     static constexpr ::llvm::StringLiteral kUpdateAttr = "tg.update";
+    /// On a 0-d float result of a model or training step beside its loss:
+    /// a value the step reports by the string's name (tg-preference-loss's
+    /// rewards and log-probabilities, logged as TRL logs them); nothing is
+    /// differentiated through it.
+    static constexpr ::llvm::StringLiteral kMetricAttr = "tg.metric";
     /// On a result of a training step before tg-optimizer: the gradient of
     /// the parameter named by the string, which tg-optimizer consumes.
     static constexpr ::llvm::StringLiteral kGradAttr = "tg.grad";

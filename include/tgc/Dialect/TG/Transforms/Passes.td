@@ -72,6 +72,54 @@ def TGMasterWeights : Pass<"tg-master-weights", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGPreferenceLoss : Pass<"tg-preference-loss", "mlir::ModuleOp"> {
+  let summary = "Replaces a causal LM's mean cross-entropy by a preference "
+                "loss over pairs of answers (DPO, IPO, SimPO, ORPO)";
+  let description = [{
+    On every `tg.model` function of a causal language model (after tg-lora,
+    tg-freeze, tg-amp; before tg-autodiff), whose batch holds pairs of
+    answers to the same prompts (the first half of the rows the chosen
+    answers, the second half the rejected ones, the targets -100 but on
+    each answer's tokens): the model's `tg.cross_entropy` becomes one per
+    row, whose mean times its count of targets is the row's summed answer
+    log-probability `pi` (the mean itself is the averaged `pi~`), and the
+    loss becomes, over the P pairs of chosen c and rejected r answers:
+
+      dpo:   z = (pi_c - pi_r) - (ref_c - ref_r),
+             mean(-(1-e) log sigmoid(beta z) - e log sigmoid(-beta z))
+      ipo:   mean((z~ - 1/(2 beta))^2), z~ from averaged log-probabilities
+      simpo: mean(-log sigmoid(beta (pi~_c - pi~_r) - gamma))
+      orpo:  NLL(chosen) - beta mean(log sigmoid(log_odds)),
+             log_odds = (pi~_c - pi~_r) - (log(1 - exp pi~_c) -
+                                           log(1 - exp pi~_r))
+
+    (Rafailov et al. 2023; Azar et al. 2023; Meng et al. 2024; Hong et al.
+    2024). DPO's and IPO's reference log-probabilities `ref` are those of
+    the same model with its LoRA adapters off: the forward pass is cloned
+    once without the adapters' products, over the same (frozen, maybe
+    quantized) base weights, so the reference adds no weights and no
+    gradients. The loss's metrics are returned after it (`tg.metric`), as
+    TRL logs them: rewards/chosen, rewards/rejected, rewards/accuracies,
+    rewards/margins, logps/chosen, logps/rejected (ORPO adds nll_loss,
+    log_odds_ratio and log_odds_chosen).
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"none\"",
+           "The preference loss: none, dpo, ipo, simpo or orpo">,
+    Option<"beta", "beta", "double", /*default=*/"0.0",
+           "The loss's beta (0: its default, 0.1 for dpo, ipo and orpo, "
+           "2.0 for simpo)">,
+    Option<"gamma", "gamma", "double", /*default=*/"0.5",
+           "SimPO's target margin gamma">,
+    Option<"labelSmoothing", "label-smoothing", "double", /*default=*/"0.0",
+           "DPO's label smoothing e (conservative DPO), in [0, 0.5)">,
+    Option<"recomputeLogits", "recompute-logits", "bool", /*default=*/"false",
+           "Mark each row's classifier product tg.recompute, so that one "
+           "row's logits live at a time (as tg-chunk-loss)">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGChunkLoss : Pass<"tg-chunk-loss", "mlir::ModuleOp"> {
   let summary = "Splits the classifier and its cross-entropy into chunks of "
                 "rows";
