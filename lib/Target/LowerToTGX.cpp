@@ -158,6 +158,9 @@ void LowerToTGXPass::runOnOperation() {
   if (auto forward = module.lookupSymbol<func::FuncOp>(options.model)) {
     if (auto task = forward->getAttrOfType<StringAttr>(tg::TGDialect::kTaskAttr))
       info.task = task.getValue().str();
+    if (auto loss =
+            forward->getAttrOfType<StringAttr>(tg::TGDialect::kPreferenceAttr))
+      info.preference = loss.getValue().str();
     if (failed(addEntry("eval_step", forward)))
       return signalPassFailure();
   }

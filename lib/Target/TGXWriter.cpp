@@ -495,7 +495,7 @@ LogicalResult TGXWriter::write(const TGXInfo &info,
       counter, fbb.CreateVector(constants), fbb.CreateVector(entryOffsets),
       accumSteps, info.allowTF32, str(info.task), info.seqLen, worldSize,
       dataParallel, str(info.hfConfig), str(info.hfConfigError),
-      trainPlan.hostSize, fbb.CreateVector(metrics));
+      trainPlan.hostSize, fbb.CreateVector(metrics), str(info.preference));
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   tgx::appendTrailer(out);

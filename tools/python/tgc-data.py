@@ -35,7 +35,20 @@ reads whole. Three subcommands:
                                encodes text and text_target); the target is
                                what the loss reads;
         "source_ids", "target_ids"  the same, already tokenized;
-      and an integer "label" in [0, K) exactly when K > 0. The tokenizer is
+      and an integer "label" in [0, K) exactly when K > 0. Or every line is
+      a preference pair (for tgc-compile --loss=dpo|ipo|simpo|orpo), as
+      TRL's preference datasets are:
+        "prompt", "chosen", "rejected"  strings: each answer encoded after
+                               the prompt as "prompt"/"response" is;
+        "prompt_ids", "chosen_ids", "rejected_ids"  the same, tokenized;
+        "chosen", "rejected"   conversations (lists of messages, after an
+                               optional "prompt" list; without it, the
+                               turns both open with are the prompt): the
+                               loss reads the assistant's turns after the
+                               prompt;
+      written as a version 3 file: example 2i the chosen answer, 2i + 1 the
+      rejected one. An empty answer, or a prompt that leaves an answer no
+      room within L, is an error. The tokenizer is
       a tokenizer.json or a Hugging Face model directory (its
       tokenizer.json, and from tokenizer_config.json the chat template and
       the EOS and padding tokens). A template renders one conversation in
@@ -732,6 +745,73 @@ EXAMPLE_FORMS = (("text",), ("input_ids",), ("prompt", "response"),
                  ("source_ids", "target_ids"))
 
 
+# The forms of a preference pair's line: the two answers to one prompt.
+PAIR_FORMS = (("prompt_ids", "chosen_ids", "rejected_ids"),
+              ("prompt", "chosen", "rejected"), ("chosen", "rejected"))
+
+
+def is_pair(obj):
+    return any(key in obj for key in ("chosen", "rejected", "chosen_ids",
+                                      "rejected_ids"))
+
+
+def parse_pair(where, obj, num_labels, have_tokenizer):
+    """A preference pair ("pair_ids", "pair_text" or "pair_chat") and its
+    content: the prompt and the two answers, as ids, strings, or lists of
+    messages (the prompt's optional: a conversation's shared turns are its
+    prompt)."""
+    if num_labels > 0:
+        raise DataError(f"{where}: a preference pair carries no label "
+                        f"(leave out --num-labels)")
+    if "chosen_ids" in obj or "rejected_ids" in obj:
+        for key in PAIR_FORMS[0]:
+            ids = obj.get(key)
+            if not isinstance(ids, list) or not all(
+                    type(t) is int for t in ids):
+                raise DataError(f"{where}: a pre-tokenized pair needs "
+                                f"\"{key}\", an array of integers")
+        if not obj["prompt_ids"]:
+            raise DataError(f"{where}: \"prompt_ids\" is empty (an answer's "
+                            "first token is predicted from the prompt)")
+        return "pair_ids", tuple(obj[key] for key in PAIR_FORMS[0])
+    for key in ("chosen", "rejected"):
+        if key not in obj:
+            raise DataError(f"{where}: a preference pair needs \"chosen\" "
+                            f"and \"rejected\"; \"{key}\" is missing")
+    if not have_tokenizer:
+        raise DataError(f"{where}: a pair of texts needs a --tokenizer")
+    if isinstance(obj["chosen"], str):
+        content = tuple(string_field(where, obj, key)
+                        for key in PAIR_FORMS[1])
+        for key, answer in zip(("chosen", "rejected"), content[1:]):
+            if not answer.strip():
+                raise DataError(f"{where}: the {key} answer is empty")
+        return "pair_text", content
+    prompt = obj.get("prompt", [])
+    if not isinstance(prompt, list):
+        raise DataError(f"{where}: with conversations as answers, "
+                        "\"prompt\" is a list of messages too")
+    for key in ("chosen", "rejected"):
+        if not isinstance(obj[key], list) or not obj[key]:
+            raise DataError(f"{where}: \"{key}\" must be a string or a "
+                            "non-empty list of messages")
+    chosen, rejected = (parse_messages(where, prompt + obj[key])
+                        for key in ("chosen", "rejected"))
+    # The prompt: the given one, or the turns both conversations open with
+    # (TRL's implicit prompt).
+    turns = len(prompt)
+    if "prompt" not in obj:
+        while turns < min(len(chosen), len(rejected)) and \
+                chosen[turns] == rejected[turns]:
+            turns += 1
+    for key, messages in (("chosen", chosen), ("rejected", rejected)):
+        if not any(m["role"] == "assistant" for m in messages[turns:]):
+            raise DataError(f"{where}: the {key} answer is empty (no "
+                            "assistant turn after the prompt's "
+                            f"{plural(turns, 'turn')})")
+    return "pair_chat", (chosen, rejected, turns)
+
+
 def parse_example(where, obj, num_labels, have_tokenizer):
     """The kind of one input line ("text", "input_ids", "prompt",
     "messages", "source" or "source_ids"), its content, and its label."""
@@ -925,7 +1005,9 @@ def cmd_encode(args):
                             "both)")
         return first + second, [0] * len(first) + [1] * len(second)
 
-    def encode_conversation(where, messages):
+    def encode_conversation(where, messages, prompt_turns=0):
+        """The conversation's tokens, trained on the assistant's turns
+        after the first `prompt_turns` messages."""
         nonlocal chat
         if chat is None:
             if not template_source:
@@ -939,8 +1021,40 @@ def cmd_encode(args):
             chat = ChatTemplate(where, template_source, template_label,
                                 info.tokens, limits)
         text, spans = chat.assistant_spans(where, messages)
+        spans = spans[sum(m["role"] == "assistant"
+                          for m in messages[:prompt_turns]):]
         encoding = encode(where, text, add_special_tokens=False)
         return encoding.ids, trained_tokens(encoding.offsets, spans)
+
+    def add_pair(where, kind, content):
+        """The chosen and then the rejected answer, each after the prompt
+        and trained on the answer alone (a conversation's: after the turns
+        both share)."""
+        if kind == "pair_ids":
+            prompt, *answers = content
+            rows = [(prompt + answer,
+                     [0] * len(prompt) + [1] * len(answer))
+                    for answer in answers]
+            for key, answer in zip(("chosen", "rejected"), answers):
+                if not answer:
+                    raise DataError(f"{where}: the {key} answer is empty")
+        elif kind == "pair_text":
+            prompt, *answers = content
+            rows = [encode_prompt(where, prompt, answer)
+                    for answer in answers]
+        else:
+            *conversations, turns = content
+            rows = [encode_conversation(where, messages, turns)
+                    for messages in conversations]
+        for key, (ids, trained) in zip(("chosen", "rejected"), rows):
+            prompt_length = trained.index(1) if 1 in trained else len(ids)
+            if args.max_length is not None and \
+                    prompt_length >= args.max_length:
+                raise DataError(
+                    f"{where}: the prompt has {prompt_length} tokens, which "
+                    f"leaves the {key} answer no room within --max-length "
+                    f"{args.max_length}")
+            builder.add(f"{where} ({key} answer)", ids, None, trained)
 
     def encode_chunk(chunk):
         texts = [content for _, kind, content, _ in chunk if kind == "text"]
@@ -955,6 +1069,9 @@ def cmd_encode(args):
                             f"{first} on: {e}") from None
         for where, kind, content, label in chunk:
             trained = None
+            if kind.startswith("pair_"):
+                add_pair(where, kind, content)
+                continue
             if kind == "text":
                 ids = next(encodings).ids
             elif kind == "input_ids":
@@ -972,10 +1089,22 @@ def cmd_encode(args):
         builder.flush()
 
     chunk = []
+    pairs = None  # whether the file holds preference pairs: its first line
     for lineno, obj in read_jsonl(args.input):
         where = f"{args.input}:{lineno}"
-        chunk.append((where,) + parse_example(where, obj, args.num_labels,
-                                              tokenizer is not None))
+        if pairs is None:
+            pairs = is_pair(obj)
+        elif pairs != is_pair(obj):
+            raise DataError(f"{where}: " + (
+                "a preference pair among examples" if is_pair(obj) else
+                "an example among preference pairs") + "; a file holds one "
+                "or the other")
+        parse = parse_pair if pairs else parse_example
+        chunk.append((where, *parse(where, obj, args.num_labels,
+                                    tokenizer is not None), None)
+                     if pairs else
+                     (where,) + parse(where, obj, args.num_labels,
+                                      tokenizer is not None))
         if len(chunk) == ENCODE_CHUNK_LINES:
             encode_chunk(chunk)
             chunk = []
@@ -987,10 +1116,13 @@ def cmd_encode(args):
     with atomic_output(args.output) as f:
         tgcd.write_tgcd(f, offsets, tokens, vocab_size, labels=labels,
                         num_labels=args.num_labels, trained=trained,
-                        **specials)
+                        pairs=pairs, **specials)
     lengths = builder.lengths
     labelled = f", {args.num_labels} labels" if args.num_labels else ""
-    print(f"tgc-data: wrote {args.output}: {plural(len(lengths), 'example')}"
+    counted = plural(len(lengths) // 2, "preference pair") + \
+        f" ({plural(len(lengths), 'example')}: chosen, rejected)" if pairs \
+        else plural(len(lengths), 'example')
+    print(f"tgc-data: wrote {args.output}: {counted}"
           f"{labelled}, {plural(len(tokens), 'token')}, length min "
           f"{min(lengths)} median {np.median(lengths):g} max {max(lengths)}, "
           f"{builder.truncated} truncated" +

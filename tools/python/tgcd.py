@@ -19,10 +19,14 @@ Layout (little-endian, no gaps, nothing after the tokens):
   int32  labels[N]        only when num_labels > 0, each in [0, num_labels),
                           then zero bytes up to a multiple of 8
   uint16 or uint32 tokens[num_tokens]
-  uint8  trained[num_tokens]  version 2 only: 1 where the loss predicts the
-                          token (a response), 0 where it is context only (a
-                          prompt, a user's turn); version 1 trains on every
-                          token
+  uint8  trained[num_tokens]  versions 2 and 3: 1 where the loss predicts
+                          the token (a response), 0 where it is context
+                          only (a prompt, a user's turn); version 1 trains
+                          on every token
+
+Version 3 is version 2 whose examples are preference pairs: example 2i is
+the chosen answer and example 2i + 1 the rejected answer to the same
+prompt (both with the prompt, trained only on the answer), so N is even.
 
 Only numpy and the standard library are used, so the module runs under the
 system python as well as under the Hugging Face venv.
@@ -35,6 +39,8 @@ MAGIC = b"TGCTOK01"
 VERSION = 1
 # Version 2 adds the per-token loss mask after the tokens.
 VERSION_MASKED = 2
+# Version 3: version 2 whose examples are (chosen, rejected) pairs.
+VERSION_PAIRS = 3
 HEADER = struct.Struct("<8sIIQQQqiiii")
 assert HEADER.size == 64
 SPECIAL_NAMES = ("pad_id", "mask_id", "cls_id", "sep_id")
@@ -59,12 +65,14 @@ def _labels_padding(num_examples):
 
 
 def write_tgcd(out, offsets, tokens, vocab_size, labels=None, num_labels=0,
-               pad_id=-1, mask_id=-1, cls_id=-1, sep_id=-1, trained=None):
+               pad_id=-1, mask_id=-1, cls_id=-1, sep_id=-1, trained=None,
+               pairs=False):
     """Writes a dataset to the binary file object `out`.
 
     `offsets` holds N + 1 example boundaries into `tokens`; `labels` holds N
     labels when `num_labels` > 0 and is None otherwise; `trained`, when not
-    None, holds one 0 or 1 per token (the loss mask: version 2). The data is
+    None, holds one 0 or 1 per token (the loss mask: version 2); `pairs`
+    (with the mask): the examples are (chosen, rejected) pairs, version 3. The data is
     checked against the format first, so a malformed dataset raises
     TgcdError before anything is written.
     """
@@ -110,8 +118,12 @@ def write_tgcd(out, offsets, tokens, vocab_size, labels=None, num_labels=0,
         if trained.size and (int(trained.min()) < 0 or int(trained.max()) > 1):
             raise TgcdError("the loss mask holds values other than 0 and 1")
 
+    if pairs and (trained is None or num_examples % 2 or num_labels):
+        raise TgcdError("preference pairs need a loss mask, an even number "
+                        "of examples and no labels")
     token_bytes = token_bytes_for(vocab_size)
-    version = VERSION if trained is None else VERSION_MASKED
+    version = VERSION if trained is None else \
+        VERSION_PAIRS if pairs else VERSION_MASKED
     out.write(HEADER.pack(MAGIC, version, token_bytes, num_examples,
                           tokens.size, vocab_size, num_labels, *specials))
     out.write(offsets.astype("<u8").tobytes())
@@ -143,7 +155,7 @@ def read_tgcd(path):
      num_labels, *specials) = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise TgcdError(f"{path}: bad magic {magic!r} (expected {MAGIC!r})")
-    if version not in (VERSION, VERSION_MASKED):
+    if version not in (VERSION, VERSION_MASKED, VERSION_PAIRS):
         raise TgcdError(f"{path}: unsupported version {version}")
     if vocab_size == 0 or token_bytes != token_bytes_for(vocab_size):
         raise TgcdError(f"{path}: token_bytes {token_bytes} does not suit a "
@@ -155,7 +167,11 @@ def read_tgcd(path):
 
     labels_size = 4 * num_examples + _labels_padding(num_examples) \
         if num_labels > 0 else 0
-    mask_size = num_tokens if version == VERSION_MASKED else 0
+    if version == VERSION_PAIRS and (num_examples % 2 or num_labels):
+        raise TgcdError(f"{path}: version 3 holds pairs: an even number of "
+                        f"examples and no labels, found {num_examples} "
+                        f"examples and {num_labels} labels")
+    mask_size = num_tokens if version != VERSION else 0
     expected = (HEADER.size + 8 * (num_examples + 1) + labels_size
                 + token_bytes * num_tokens + mask_size)
     if len(data) != expected:
@@ -180,7 +196,7 @@ def read_tgcd(path):
                            count=num_tokens, offset=at)
     at += tokens.nbytes
     trained = None
-    if version == VERSION_MASKED:
+    if version != VERSION:
         trained = np.frombuffer(data, dtype=np.uint8, count=num_tokens,
                                 offset=at)
         if num_tokens and int(trained.max()) > 1:

@@ -46,6 +46,9 @@ struct TGXInfo {
   std::string options;
   /// The model's tg.task, or empty.
   std::string task;
+  /// The model's preference loss (tg.preference), or empty: its batches
+  /// hold pairs.
+  std::string preference;
   /// The training step's sequence length when there are shape buckets.
   int64_t seqLen = 0;
   /// The CUDA backend may run f32 GEMMs on TF32 tensor cores.

@@ -45,6 +45,9 @@ public:
   /// every token.
   virtual bool trained(int64_t i, int64_t t) const { return true; }
   virtual bool hasLossMask() const { return false; }
+  /// Whether the examples are preference pairs (a .tgcd file of version 3):
+  /// example 2i the chosen answer, 2i + 1 the rejected one.
+  virtual bool pairs() const { return false; }
   virtual std::string describe() const = 0;
   int64_t padId = -1, maskId = -1, clsId = -1, sepId = -1;
 };
@@ -83,7 +86,7 @@ public:
     if (std::memcmp(h.magic, "TGCTOK01", 8) != 0)
       return bad("not a .tgcd file (no TGCTOK01 magic); write it with "
                  "tgc-data encode");
-    if (h.version != 1 && h.version != 2)
+    if (h.version < 1 || h.version > 3)
       return bad("unsupported version " + std::to_string(h.version));
     if (h.tokenBytes != 2 && h.tokenBytes != 4)
       return bad("token width " + std::to_string(h.tokenBytes) +
@@ -100,9 +103,10 @@ public:
     uint64_t labelsAt = offsetsAt + 8 * (h.examples + 1);
     uint64_t labelBytes = h.numLabels > 0 ? 4 * h.examples : 0;
     uint64_t tokensAt = labelsAt + (labelBytes + 7) / 8 * 8;
-    // Version 2: one byte per token after the tokens, the loss mask.
+    // Versions 2 and 3: one byte per token after the tokens, the loss mask;
+    // version 3 holds (chosen, rejected) pairs.
     uint64_t maskAt = tokensAt + h.tokens * h.tokenBytes;
-    uint64_t expected = maskAt + (h.version == 2 ? h.tokens : 0);
+    uint64_t expected = maskAt + (h.version >= 2 ? h.tokens : 0);
     if (size != expected)
       return bad("is " + std::to_string(size) + " bytes but its header "
                  "describes " + std::to_string(expected) +
@@ -118,7 +122,13 @@ public:
     std::memcpy(offsets.data(), data + offsetsAt, 8 * offsets.size());
     labels = data + labelsAt;
     tokens = data + tokensAt;
-    mask = h.version == 2 ? data + maskAt : nullptr;
+    mask = h.version >= 2 ? data + maskAt : nullptr;
+    isPairs = h.version == 3;
+    if (isPairs && (count % 2 != 0 || numLabels != 0))
+      return bad("holds preference pairs (version 3), but " +
+                 std::string(count % 2 != 0 ? "an odd number of examples, " +
+                                                  std::to_string(count)
+                                            : "labels"));
     if (offsets[0] != 0 || offsets[count] != h.tokens)
       return bad("the offsets do not span the tokens");
     for (int64_t i = 0; i < count; ++i)
@@ -178,9 +188,12 @@ public:
     return !mask || mask[offsets[i] + uint64_t(t)] != 0;
   }
   bool hasLossMask() const override { return mask != nullptr; }
+  bool pairs() const override { return isPairs; }
   std::string describe() const override {
-    return "'" + path + "' (" + std::to_string(count) + " examples, " +
-           std::to_string(offsets[count]) + " tokens)";
+    std::string what = isPairs ? std::to_string(count / 2) + " pairs"
+                               : std::to_string(count) + " examples";
+    return "'" + path + "' (" + what + ", " + std::to_string(offsets[count]) +
+           " tokens)";
   }
 
   int64_t numLabels = 0;
@@ -193,6 +206,7 @@ private:
   const char *labels = nullptr;
   const char *tokens = nullptr;
   const char *mask = nullptr;
+  bool isPairs = false;
 };
 
 /// A .tgcd file, read into memory when it is opened. (Not mapped: a
@@ -348,7 +362,11 @@ public:
     maxLength = largest.seqLen;
     if (options.padding == Padding::Pack)
       packRows();
-    batchesPerEpoch = (units() + rows - 1) / rows;
+    // Pairs: each rank's rows are its pairs' chosen answers, then their
+    // rejected ones.
+    pairs = this->set->pairs();
+    int64_t perBatch = pairs ? rows / 2 : rows;
+    batchesPerEpoch = (units() + perBatch - 1) / perBatch;
   }
 
   Status fill(Session &session, int64_t index) override {
@@ -366,10 +384,21 @@ public:
       orderEpoch = epoch, order = epochOrder(epoch);
     // This batch's examples (-1: an empty row at the end of an epoch).
     std::vector<int64_t> examples(size_t(rows), -1);
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = 0; r < rows && !pairs; ++r) {
       int64_t at = within * rows + r;
       if (at < int64_t(order.size()))
         examples[r] = order[size_t(at)];
+    }
+    // A pair's rows: rank k's local rows i and P + i (P pairs a rank). An
+    // epoch's last batch is filled with pairs from its start, as an empty
+    // pair would count in the mean over pairs.
+    for (int64_t g = 0; g < rows && pairs; ++g) {
+      int64_t P = localRows / 2, i = g % localRows;
+      int64_t slot = within * (rows / 2) + g / localRows * P + i % P;
+      int64_t pair = slot < int64_t(order.size()) ? order[size_t(slot)] : -1;
+      if (pair < 0)
+        pair = slot % units();
+      examples[size_t(g)] = 2 * pair + (i >= P ? 1 : 0);
     }
     // The examples of each row, one after the other: a packed row's (the
     // order holds packed rows then), or the one example.
@@ -485,7 +514,8 @@ public:
       packed = " (" + std::to_string(packedRows.size()) + " rows of " +
                std::to_string(maxLength) + ")";
     return set->describe() + ", padding " + names[int(options.padding)] +
-           packed + " over lengths " + lengths + ", " +
+           packed + " over lengths " + lengths +
+           (pairs ? ", chosen answers' rows first" : "") + ", " +
            std::to_string(batchesPerEpoch) + " batches an epoch";
   }
   int64_t itemsPerBatch() const override { return rows * maxLength; }
@@ -556,10 +586,15 @@ private:
     return id == set->padId || id == set->clsId || id == set->sepId ||
            id == set->maskId;
   }
-  /// What an epoch orders: examples, or packed rows.
+  /// What an epoch orders: examples, packed rows, or pairs.
   int64_t units() const {
     return options.padding == Padding::Pack ? int64_t(packedRows.size())
+           : pairs                          ? set->size() / 2
                                             : set->size();
+  }
+  /// The length a unit takes in a batch: a pair's, its longer answer's.
+  int64_t unitLength(int64_t u) const {
+    return pairs ? std::max(lengthOf(2 * u), lengthOf(2 * u + 1)) : lengthOf(u);
   }
   /// Packs the examples into rows of maxLength (packExamples).
   void packRows() {
@@ -585,7 +620,7 @@ private:
     // Sorted by length (ties in the shuffled order), cut into batches,
     // whose order is then shuffled.
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      return lengthOf(a) < lengthOf(b);
+      return unitLength(a) < unitLength(b);
     });
     std::vector<int64_t> batches(static_cast<size_t>(batchesPerEpoch), 0);
     for (size_t b = 0; b < batches.size(); ++b)
@@ -594,9 +629,10 @@ private:
     // The short batch keeps its empty rows (-1) wherever it lands.
     std::vector<int64_t> grouped;
     grouped.reserve(size_t(batchesPerEpoch * rows));
+    int64_t perBatch = pairs ? rows / 2 : rows;
     for (int64_t b : batches)
-      for (int64_t r = 0; r < rows; ++r) {
-        size_t at = size_t(b * rows + r);
+      for (int64_t r = 0; r < perBatch; ++r) {
+        size_t at = size_t(b * perBatch + r);
         grouped.push_back(at < order.size() ? order[at] : -1);
       }
     return grouped;
@@ -611,6 +647,8 @@ private:
   /// Rows of the global batch, of this rank's, and its first global row.
   int64_t rows = 0, localRows = 0, firstRow = 0;
   int64_t maxLength = 0, batchesPerEpoch = 1;
+  /// The examples are (chosen, rejected) pairs (a preference loss's).
+  bool pairs = false;
   int64_t orderEpoch = -1;
   std::vector<int64_t> order;
   /// With Padding::Pack, the examples of each packed row.
@@ -743,6 +781,36 @@ Status createExampleData(const Program &program, const std::string &path,
   if (task == Task::MaskedLM && set->maskId < 0)
     return bad("has no mask token id for masked-LM training (a tokenizer "
                "with [MASK], or --mask-id)");
+  if (set->pairs() != !program.preference.empty())
+    return bad(
+        set->pairs()
+            ? "holds preference pairs, which a model compiled with "
+              "--loss=dpo, ipo, simpo or orpo trains on; this one "
+              "has its own loss"
+            : "holds examples, but the model's --loss=" + program.preference +
+                  " trains on preference pairs (encode {\"prompt\", "
+                  "\"chosen\", \"rejected\"} lines)");
+  if (set->pairs()) {
+    if (options.padding == Padding::Pack)
+      return bad("holds preference pairs, which are not packed (a pair's "
+                 "answers are rows i and P + i of a batch)");
+    // Every answer keeps a trained token within the rows: a prompt that
+    // fills them leaves it nothing to score.
+    int64_t rowLength = program.buckets.back().seqLen;
+    for (int64_t i = 0; i < set->size(); ++i) {
+      int64_t first = 1;
+      while (first < set->length(i) && !set->trained(i, first))
+        ++first;
+      if (first >= std::min(set->length(i), rowLength))
+        return bad("pair " + std::to_string(i / 2) + "'s " +
+                   (i % 2 ? "rejected" : "chosen") + " answer has " +
+                   (first >= set->length(i)
+                        ? std::string("no token to score")
+                        : "no token within the model's rows of " +
+                              std::to_string(rowLength) + " (its prompt has " +
+                              std::to_string(first) + ")"));
+    }
+  }
   if (task == Task::CausalLM && classes < vocab)
     vocab = classes;
   if (task == Task::Seq2Seq) {

@@ -588,6 +588,12 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
   program.gradAccumSteps = fb->grad_accum_steps();
   program.allowTF32 = fb->allow_tf32();
   program.task = fb->task() ? fb->task()->str() : "";
+  program.preference = fb->preference() ? fb->preference()->str() : "";
+  if (!program.preference.empty() && program.preference != "dpo" &&
+      program.preference != "ipo" && program.preference != "simpo" &&
+      program.preference != "orpo")
+    return Status::failure("unknown preference loss '" + program.preference +
+                           "'");
   program.hfConfig = fb->hf_config() ? fb->hf_config()->str() : "";
   program.hfConfigError =
       fb->hf_config_error() ? fb->hf_config_error()->str() : "";

@@ -462,6 +462,16 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (name == kPreferenceAttr) {
+    auto loss = dyn_cast<StringAttr>(attr.getValue());
+    if (!loss || !op->hasAttr(kModelAttr) ||
+        !llvm::is_contained({"dpo", "ipo", "simpo", "orpo"}, loss.getValue()))
+      return op->emitOpError("'tg.preference' is one of \"dpo\", \"ipo\", "
+                             "\"simpo\" or \"orpo\" on a tg.model function, "
+                             "found ")
+             << attr.getValue();
+    return success();
+  }
   if (name == kGradStepAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError("'tg.grad_step' is a unit attribute, found ")

@@ -468,6 +468,7 @@ struct PreferenceLossPass
     if (classifier)
       classifier->erase();
 
+    model->setAttr(tg::TGDialect::kPreferenceAttr, builder.getStringAttr(loss));
     // The metrics, after the loss.
     Block &body = model.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());

@@ -187,6 +187,9 @@ struct Program {
   /// What the training step reports beside its loss (tg.metric): each a
   /// float scalar, by name.
   std::vector<std::pair<std::string, int32_t>> metrics;
+  /// The preference loss ("dpo", ...), or empty: a batch of P pairs has the
+  /// chosen answers in rows [0, P) and the rejected ones in [P, 2P).
+  std::string preference;
   int32_t stepCounter = -1;
   std::vector<uint8_t> constants;
   /// The LoRA adapters (tg-lora), checked against their weights.

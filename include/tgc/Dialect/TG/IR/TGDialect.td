@@ -88,6 +88,10 @@ def TG_Dialect : Dialect {
     /// rewards and log-probabilities, logged as TRL logs them); nothing is
     /// differentiated through it.
     static constexpr ::llvm::StringLiteral kMetricAttr = "tg.metric";
+    /// On a tg.model function whose loss tg-preference-loss made: the
+    /// loss ("dpo", "ipo", "simpo" or "orpo"); its batches hold pairs, the
+    /// chosen answers' rows first.
+    static constexpr ::llvm::StringLiteral kPreferenceAttr = "tg.preference";
     /// On a result of a training step before tg-optimizer: the gradient of
     /// the parameter named by the string, which tg-optimizer consumes.
     static constexpr ::llvm::StringLiteral kGradAttr = "tg.grad";
