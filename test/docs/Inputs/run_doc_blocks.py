@@ -36,6 +36,9 @@ def fixtures(root, bin_dir, hf47):
                        "llama-dir"]],
         "chats.jsonl": [[sys.executable, os.path.join(tgc_inputs, "chats.py"),
                          "32", "chats.jsonl"]],
+        "pairs.jsonl": [[sys.executable,
+                         os.path.join(HERE, "preference_pairs.py"), "8",
+                         "pairs.jsonl"]],
         "run.yaml": [["sh", "-c", "printf 'model: llama-dir\\ndata: "
                       "chats.jsonl\\nout: tuned\\nsteps: 20\\n' > run.yaml"]],
         "gpt2.mlir": [["sh", "-c", f"{bin_dir}/tgc-models gpt2 --preset 124M "

@@ -99,14 +99,9 @@ struct Math {
         b, loc, RankedTensorType::get({}, getElementTypeOrSelf(x.getType())), x,
         b.getDenseI64ArrayAttr({0}), /*keepdim=*/false);
   }
-  /// log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which never
-  /// overflows: -log sigmoid(y) is softplus(-y).
-  Value softplus(Value x) {
-    Value zero = fill(x.getType(), 0.0);
-    Value magnitude = max(x, neg(x));
-    return add(max(x, zero),
-               log(add(fill(x.getType(), 1.0), exp(neg(magnitude)))));
-  }
+  /// log(1 + exp(x)) (torch's softplus, log1p inside): -log sigmoid(y) is
+  /// softplus(-y).
+  Value softplus(Value x) { return tg::SoftplusOp::create(b, loc, like(x), x); }
   /// 1 where x > 0, else 0, exactly: the product by 2^200 (taken as two
   /// factors of 2^100, each an f32) takes every positive f32, denormals
   /// too, to at least 2^51 before the clamp to [0, 1].
