@@ -152,13 +152,22 @@ LogicalResult TGXWriter::addArguments() {
     if (auto whole = step.getArgAttrOfType<DenseI64ArrayAttr>(
             persistent.argNumber, tg::TGDialect::kShardOfAttr))
       shardOf = fbb.CreateVector(whole.asArrayRef().vec());
+    // A frozen copy is state to the runtime: checkpointed, not a weight
+    // loaded or exported.
+    tgx::Role role = convertRole(persistent.kind);
+    flatbuffers::Offset<flatbuffers::String> copyOf;
+    if (auto source = step.getArgAttrOfType<StringAttr>(
+            persistent.argNumber, tg::TGDialect::kCopyOfAttr)) {
+      copyOf = str(source.getValue());
+      role = tgx::Role::State;
+    }
     auto name = str(persistent.name);
     auto shape = fbb.CreateVector(type.getShape().vec());
     tensorOf[arg] = tensors.size();
-    tensors.push_back(tgx::CreateTensor(
-        fbb, name, *dtype, shape, tgx::Storage::Persistent, persistent.offset,
-        convertRole(persistent.kind), init, a, b, frozen, loraBase, loraScale,
-        fanInFanOut, shardOf));
+    tensors.push_back(
+        tgx::CreateTensor(fbb, name, *dtype, shape, tgx::Storage::Persistent,
+                          persistent.offset, role, init, a, b, frozen, loraBase,
+                          loraScale, fanInFanOut, shardOf, copyOf));
   }
   return success();
 }

@@ -1311,6 +1311,20 @@ Status startRun(Session &session, const StartFiles &files, uint64_t seed,
                                        LoadScope::Parameters, nullptr,
                                        &point.weights));
   }
+  // Frozen copies (a preference loss's reference) of the parameters as
+  // they start, where no file provided them.
+  std::vector<int32_t> copied;
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const TensorInfo &copy = program.tensors[i];
+    if (copy.copyOf.empty() || (i < provided.size() && provided[i]))
+      continue;
+    TensorRef to = session.hostView(int32_t(i));
+    TensorRef from = session.hostView(program.findPersistent(copy.copyOf));
+    std::memcpy(to.data, from.data, size_t(to.numBytes()));
+    copied.push_back(int32_t(i));
+  }
+  if (!copied.empty())
+    TGC_RETURN_IF_ERROR(session.pushTensors(std::move(copied)));
   if (!files.adapters.empty()) {
     // The adapters' own rank and alpha: adapter_config.json in a PEFT
     // directory, the metadata of a single file.

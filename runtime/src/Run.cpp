@@ -378,7 +378,8 @@ std::vector<std::string> Run::describe() const {
   for (const TensorInfo &info : prog.tensors) {
     if (info.role == Role::Param)
       params += info.numElements();
-    if (info.role == Role::State && info.storage == Storage::Persistent) {
+    if (info.role == Role::State && info.storage == Storage::Persistent &&
+        info.copyOf.empty()) {
       stateBytes += info.bytes;
       if (info.dtype == DType::U8)
         quantized =
@@ -390,6 +391,14 @@ std::vector<std::string> Run::describe() const {
   }
   lines.push_back("@" + prog.model + ", " + std::to_string(params) +
                   " parameters, on " + sess->backend().describe());
+  int64_t copyBytes = 0;
+  for (const TensorInfo &info : prog.tensors)
+    copyBytes += info.copyOf.empty() ? 0 : info.bytes;
+  if (copyBytes > 0)
+    lines.push_back("  reference (" + prog.preference +
+                    "): a frozen copy of "
+                    "the trained parameters as they start, " +
+                    formatBytes(copyBytes));
   if (!prog.dataParallel.empty())
     lines.push_back("  data parallel: " + prog.dataParallel + " over " +
                     std::to_string(comm ? comm->size() : 1) + " ranks (" +

@@ -8,11 +8,11 @@
 // UNKNOWN: error: tg-preference-loss: unknown loss 'kto' (none, dpo, ipo, simpo or orpo)
 // BETA: error: tg-preference-loss: beta must be positive
 // SMOOTH: error: tg-preference-loss: the label smoothing must be in [0, 0.5)
-// NOREF: error: tg-preference-loss: --loss=dpo needs a reference model, which tgc takes as this model with its LoRA adapters off, and @lm has none (add --lora=...); a frozen copy of a fully fine-tuned model is not supported yet (--loss=simpo and --loss=orpo need no reference)
+// NOREF: error: tg-preference-loss: --loss=dpo trains @lm, which has no trainable parameter
 
-// A causal LM without adapters.
+// A causal LM with nothing to train.
 func.func @lm(%x: tensor<4x3x8xf32> {tg.input = "inputs"}, %y: tensor<4x3xi64> {tg.input = "targets"},
-              %w: tensor<16x8xf32> {tg.param = "lm_head.weight"}) -> tensor<f32> attributes {tg.model, tg.task = "causal-lm"} {
+              %w: tensor<16x8xf32> {tg.param = "lm_head.weight", tg.frozen}) -> tensor<f32> attributes {tg.model, tg.task = "causal-lm"} {
   %0 = tg.matmul %x, %w {transpose_rhs = true} : (tensor<4x3x8xf32>, tensor<16x8xf32>) -> tensor<4x3x16xf32>
   %1 = tg.cross_entropy %0, %y : (tensor<4x3x16xf32>, tensor<4x3xi64>) -> tensor<f32>
   return %1 : tensor<f32>

@@ -3,6 +3,7 @@
 // RUN: tgc-opt %s --tg-preference-loss="loss=simpo gamma=0.25" -o - | FileCheck %s --check-prefix=SIMPO
 // RUN: tgc-opt %s --tg-preference-loss="loss=orpo beta=0.2" -o - | FileCheck %s --check-prefix=ORPO
 // RUN: tgc-opt %s --tg-preference-loss -o - | FileCheck %s --check-prefix=NONE
+// RUN: tgc-opt %s --tg-preference-loss=loss=dpo -o - | FileCheck %s --check-prefix=FULL
 
 // A causal LM: one adapted layer, the classifier, the mean cross-entropy;
 // 4 rows, so 2 pairs (rows 0 and 1 chosen, 2 and 3 rejected).
@@ -95,3 +96,14 @@ func.func @lm(%x: tensor<4x3x8xf32> {tg.input = "inputs"}, %y: tensor<4x3xi64> {
 // ORPO: return %[[LOSS]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NLL]], %[[RATIO]],
 
 // NONE: tg.cross_entropy %2, %arg1 : (tensor<4x3x16xf32>, tensor<4x3xi64>) -> tensor<f32>
+
+// Full fine-tuning: the reference reads a frozen copy of each trained
+// parameter (the runtime fills it with the parameter's starting value),
+// the classifier's weight too.
+// FULL-LABEL: func.func @lm
+// FULL-SAME: %arg4: tensor<8x8xf32> {tg.copy_of = "layers.0.weight", tg.frozen, tg.param = "reference.layers.0.weight"}, %arg5: tensor<16x8xf32> {tg.copy_of = "lm_head.weight", tg.frozen, tg.param = "reference.lm_head.weight"})
+// FULL: tg.matmul %arg0, %arg2
+// FULL-COUNT-4: tg.matmul %{{.*}}, %arg3
+// FULL: %[[REF:.*]] = tg.matmul %arg0, %arg4
+// FULL: tg.tanh %[[REF]]
+// FULL-COUNT-4: tg.matmul %{{.*}}, %arg5

@@ -361,6 +361,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
     info.loraFanInFanOut = t->lora_fan_in_fan_out();
     if (t->shard_of())
       info.shardOf = readVector(t->shard_of());
+    info.copyOf = t->copy_of() ? t->copy_of()->str() : "";
     info.offset = t->offset();
     info.bytes = checkedBytes(info.shape, info.dtype);
     if (info.bytes < 0)
@@ -432,6 +433,22 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
       return Status::failure(describeTensor(i, info.name) +
                              ": uniform initialisation needs low < high");
     program.tensors.push_back(std::move(info));
+  }
+  // Frozen copies: of a parameter of the same type, persistent state.
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const TensorInfo &copy = program.tensors[i];
+    if (copy.copyOf.empty())
+      continue;
+    int32_t source = program.findPersistent(copy.copyOf);
+    if (copy.role != Role::State || copy.storage != Storage::Persistent ||
+        copy.isShard() || source < 0 ||
+        program.tensors[source].role != Role::Param ||
+        program.tensors[source].dtype != copy.dtype ||
+        program.tensors[source].shape != copy.shape ||
+        program.tensors[source].isShard())
+      return Status::failure(describeTensor(i, copy.name) +
+                             ": a frozen copy of '" + copy.copyOf +
+                             "', which is not a parameter of its type");
   }
   // LoRA adapters: B names its weight; A is B's name with lora_A; the
   // shapes must make W + scale (B A) (transposed for fan_in_fan_out) valid.

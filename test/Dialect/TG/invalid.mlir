@@ -2980,3 +2980,11 @@ func.func @hf_config_refused(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<f32> 
   %0 = tg.reduce_sum %w {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.copy_of' is only valid on a frozen parameter ('tg.param', 'tg.frozen')}}
+func.func @copy_of_trained(%w: tensor<4xf32> {tg.param = "reference.w", tg.copy_of = "w"}) -> tensor<f32> attributes {tg.model} {
+  %0 = tg.fill 0.0 : tensor<f32>
+  return %0 : tensor<f32>
+}

@@ -6,7 +6,9 @@ second half the rejected answers to the same prompts; targets -100 but on
 the answers' tokens) through the model with its adapters (PEFT, trainable,
 from ADAPTERS: the adapters tgc starts from) and, for DPO and IPO, through
 the same model with the adapters disabled (PEFT's disable_adapter(), under
-no_grad: the reference model). Each row's answer log-probability is the sum
+no_grad: the reference model). With ADAPTERS "-", every parameter of the
+model trains and the reference is a frozen deep copy of it as it starts
+(TRL's reference without PEFT). Each row's answer log-probability is the sum
 (DPO) or the mean (IPO, SimPO, ORPO) of log_softmax(logits)[target] over
 its answer's tokens. Then, as the papers define them (Rafailov et al. 2023
 eq. 7; Azar et al. 2023 eq. 17; Meng et al. 2024 eq. 6; Hong et al. 2024
@@ -21,10 +23,14 @@ eqs. 6-7, the NLL over the chosen answers' tokens):
 each a mean over the pairs, minimised by torch.optim.AdamW (tgc's
 defaults: lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01). Writes
 each step's loss and TRL's metrics (METRICS, JSON lines) and the trained
-adapters (FINAL). Runs in .venv-hf47 (transformers 4.47.1, PEFT 0.13).
+adapters (FINAL; with ADAPTERS "-", every parameter). Runs in .venv-hf47 (transformers 4.47.1, PEFT 0.13).
 
 Usage: preference_reference.py BASE ADAPTERS DATA STEPS LOSS BETA GAMMA
-           METRICS FINAL"""
+           METRICS FINAL [float64]
+(float64: the same training in double precision, whose rounding is 2^29
+times finer than f32's: the scale of f32's own error, measured.)"""
+import contextlib
+import copy
 import json
 import os
 import sys
@@ -38,15 +44,22 @@ from safetensors.torch import save_file
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io  # noqa: E402
 
-if len(sys.argv) != 10:
+if len(sys.argv) not in (10, 11):
     sys.exit(__doc__)
+dtype = torch.float64 if sys.argv[10:] == ["float64"] else torch.float32
 base, adapters, data, steps, loss_kind = sys.argv[1:6]
 beta, gamma = float(sys.argv[6]), float(sys.argv[7])
 metrics, final = sys.argv[8:10]
 torch.manual_seed(0)
 model = transformers.AutoModelForCausalLM.from_pretrained(
-    base, torch_dtype=torch.float32, attn_implementation="eager")
-model = PeftModel.from_pretrained(model, adapters, is_trainable=True)
+    base, torch_dtype=dtype, attn_implementation="eager")
+full = adapters == "-"
+if full:
+    frozen = copy.deepcopy(model).eval()
+    for p in frozen.parameters():
+        p.requires_grad_(False)
+else:
+    model = PeftModel.from_pretrained(model, adapters, is_trainable=True)
 model.train()
 params = [p for p in model.parameters() if p.requires_grad]
 opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
@@ -78,9 +91,12 @@ with open(metrics, "w") as out:
         pc, pr = policy[:pairs], policy[pairs:]
         row = {"step": step + 1}
         if loss_kind in ("dpo", "ipo"):
-            with torch.no_grad(), model.disable_adapter():
+            reference = frozen if full else model
+            with torch.no_grad(), (contextlib.nullcontext() if full else
+                                   model.disable_adapter()):
                 ref_sums, ref_means, _ = answer_logps(
-                    model(input_ids=tokens, use_cache=False).logits, targets)
+                    reference(input_ids=tokens, use_cache=False).logits,
+                    targets)
             ref = ref_means if averaged else ref_sums
             rc, rr = ref[:pairs], ref[pairs:]
             z = (pc - pr) - (rc - rr)
@@ -122,5 +138,5 @@ with open(metrics, "w") as out:
             row["log_odds_chosen"] = log_odds.mean().item()
         out.write(json.dumps(row) + "\n")
 trained = {k.replace(".default.", "."): v.detach().clone()
-           for k, v in model.state_dict().items() if "lora_" in k}
+           for k, v in model.state_dict().items() if full or "lora_" in k}
 save_file(trained, final)

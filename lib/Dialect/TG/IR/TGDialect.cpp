@@ -154,6 +154,18 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
 
+  if (name == kCopyOfAttr) {
+    auto source = dyn_cast<StringAttr>(attr.getValue());
+    if (!source || source.getValue().empty())
+      return emitArgError() << "'tg.copy_of' must be a parameter's name, found "
+                            << attr.getValue();
+    if (!function.getArgAttr(argIndex, kParamAttr) ||
+        !function.getArgAttr(argIndex, kFrozenAttr))
+      return emitArgError() << "'tg.copy_of' is only valid on a frozen "
+                               "parameter ('tg.param', 'tg.frozen')";
+    return success();
+  }
+
   if (name == kLoraAttr) {
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
     auto base = dict ? dict.getAs<StringAttr>("base") : StringAttr();

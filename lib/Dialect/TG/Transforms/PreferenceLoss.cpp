@@ -18,15 +18,19 @@
 //   ORPO (Hong et al., 2024): L = NLL(chosen answers) - beta log sigmoid(
 //   (pi~_c - pi~_r) - (log(1 - exp pi~_c) - log(1 - exp pi~_r))),
 //
-// each a mean over the pairs. DPO's and IPO's reference is the model with
-// its LoRA adapters off: the ops from the inputs to the classifier are
-// cloned, and in the clone every addition of an adapter's product (a value
+// each a mean over the pairs. DPO's and IPO's reference is the model as
+// training starts: the ops from the inputs to the classifier that the
+// reference changes are cloned. With LoRA, the model with its adapters
+// off: in the clone every addition of an adapter's product (a value
 // computed from a lora_A or lora_B parameter) to its base's product takes
 // the base's product alone. The clone reads the same frozen weights (and
-// what is computed from the weights alone, such as a 16-bit copy, is not
-// cloned), so the reference costs one more forward pass and no memory for
-// weights; it depends on no trainable parameter, so tg-autodiff gives it
-// no backward pass.
+// what is computed from them alone, such as a 16-bit copy, is not cloned),
+// so the reference costs one more forward pass and no memory for weights.
+// A trainable parameter that is not an adapter (full fine-tuning) is read
+// by the clone as `reference.<name>`, a new frozen parameter that the
+// runtime fills with the parameter's starting value (tg.copy_of): a frozen
+// copy, as TRL deep-copies the model. The reference depends on no
+// trainable parameter, so tg-autodiff gives it no backward pass.
 //
 // The metrics (tg.metric results after the loss) are TRL's: the rewards
 // beta (pi - ref) of the chosen and rejected answers (for the
@@ -157,8 +161,8 @@ struct PreferenceLossPass
   /// else the logits) and the targets by rows (`targetRows`: once), one
   /// cross-entropy each.
   RowLogps rowLogps(OpBuilder &builder, tg::CrossEntropyOp entropy,
-                    tg::MatmulOp classifier, Value source, bool recompute,
-                    tg::SplitOp &targetRows) {
+                    tg::MatmulOp classifier, Value source, Value weight,
+                    bool recompute, tg::SplitOp &targetRows) {
     Location loc = entropy.getLoc();
     auto sourceType = cast<RankedTensorType>(source.getType());
     auto targets = cast<RankedTensorType>(entropy.getTargets().getType());
@@ -187,9 +191,8 @@ struct PreferenceLossPass
         auto type = cast<RankedTensorType>(classifier.getType());
         auto product = tg::MatmulOp::create(
             builder, classifier.getLoc(),
-            type.clone({perRow, type.getShape().back()}), logits,
-            classifier.getRhs(), /*transpose_lhs=*/false,
-            classifier.getTransposeRhs());
+            type.clone({perRow, type.getShape().back()}), logits, weight,
+            /*transpose_lhs=*/false, classifier.getTransposeRhs());
         if (recompute)
           product->setAttr(tg::TGDialect::kRecomputeAttr,
                            builder.getUnitAttr());
@@ -248,40 +251,40 @@ struct PreferenceLossPass
     return name && name.getValue().ends_with(".lora_A.weight");
   }
 
-  /// `value` computed by the model with its adapters off, cloning before
-  /// `before` only the ops the adapters change. Each value of the model is
-  /// then either the same without the adapters (an input, a weight, or
-  /// computed from those alone: read as it is), an adapter's contribution
-  /// (a lora_A or lora_B parameter, or computed from one: absent), or
-  /// changed (mapped to its clone); `base + contribution` is `base`. Null
-  /// (after an error) when a contribution reaches `value` otherwise.
-  Value withoutAdapters(func::FuncOp model, Value value, Operation *before) {
+  /// `value` computed by the reference model, cloning before `before`
+  /// only the ops the reference changes: with LoRA adapters, the model with
+  /// them off; without, the model with each trainable parameter replaced
+  /// by a frozen copy of its starting value (`reference.<name>`, tg.copy_of
+  /// the parameter). Each value of the model is then either the same for
+  /// the reference (an input, a frozen weight, or computed from those
+  /// alone: read as it is), an adapter's contribution (a lora_A or lora_B
+  /// parameter, or computed from one: absent), or changed (mapped to its
+  /// clone); `base + contribution` is `base`. Null (after an error) when a
+  /// contribution reaches `value` otherwise.
+  SmallVector<Value> referenceOf(func::FuncOp model, ValueRange values,
+                                 Operation *before) {
     Block &body = model.getBody().front();
     llvm::DenseSet<Value> absent;
     for (BlockArgument arg : body.getArguments())
       if (isAdapter(model, arg.getArgNumber()))
         absent.insert(arg);
-    if (absent.empty()) {
+    IRMapping changed;
+    addFrozenCopies(model, changed);
+    if (absent.empty() && changed.getValueMap().empty()) {
       model.emitError("tg-preference-loss: --loss=")
-          << loss
-          << " needs a reference model, which tgc takes as this model "
-             "with its LoRA adapters off, and @"
-          << model.getSymName()
-          << " has none (add --lora=...); a frozen copy of a fully "
-             "fine-tuned model is not supported yet (--loss=simpo and "
-             "--loss=orpo need no reference)";
+          << loss << " trains @" << model.getSymName()
+          << ", which has no trainable parameter";
       return {};
     }
     // The ops `value` depends on.
     llvm::DenseSet<Operation *> needed;
-    SmallVector<Value> work = {value};
+    SmallVector<Value> work(values);
     while (!work.empty()) {
       Operation *def = work.pop_back_val().getDefiningOp();
       if (def && needed.insert(def).second)
         llvm::append_range(work, def->getOperands());
     }
     OpBuilder builder(before);
-    IRMapping changed;
     for (Operation &op : body.without_terminator()) {
       if (&op == before)
         break;
@@ -305,14 +308,42 @@ struct PreferenceLossPass
                        [&](Value v) { return changed.contains(v); }))
         builder.clone(op, changed);
     }
-    if (absent.contains(value)) {
+    if (llvm::any_of(values, [&](Value v) { return absent.contains(v); })) {
       model.emitError("tg-preference-loss: the LoRA adapters of @")
           << model.getSymName()
           << " reach the classifier otherwise than added to their base's "
              "product; the model with its adapters off cannot be formed";
       return {};
     }
-    return changed.lookupOrDefault(value);
+    SmallVector<Value> mapped;
+    for (Value v : values)
+      mapped.push_back(changed.lookupOrDefault(v));
+    return mapped;
+  }
+
+  /// A frozen copy of each trainable parameter but the adapters, mapped
+  /// from it (a model fully fine-tuned, or one whose base parameters train
+  /// beside its adapters).
+  void addFrozenCopies(func::FuncOp model, IRMapping &copies) {
+    MLIRContext *ctx = model.getContext();
+    unsigned count = model.getNumArguments();
+    for (unsigned i = 0; i < count; ++i) {
+      auto name =
+          model.getArgAttrOfType<StringAttr>(i, tg::TGDialect::kParamAttr);
+      if (!name || model.getArgAttr(i, tg::TGDialect::kFrozenAttr) ||
+          isAdapter(model, i))
+        continue;
+      std::string copyName = ("reference." + name.getValue()).str();
+      NamedAttrList attrs;
+      attrs.set(tg::TGDialect::kParamAttr, StringAttr::get(ctx, copyName));
+      attrs.set(tg::TGDialect::kFrozenAttr, UnitAttr::get(ctx));
+      attrs.set(tg::TGDialect::kCopyOfAttr, name);
+      unsigned index = model.getNumArguments();
+      (void)model.insertArgument(index, model.getArgument(i).getType(),
+                                 attrs.getDictionary(ctx),
+                                 model.getArgument(i).getLoc());
+      copies.map(model.getArgument(i), model.getArgument(index));
+    }
   }
 
   LogicalResult rewrite(func::FuncOp model, Kind kind, double b) {
@@ -355,16 +386,23 @@ struct PreferenceLossPass
     OpBuilder builder(entropy);
     Location loc = entropy.getLoc();
     tg::SplitOp targetRows;
-    RowLogps policy = rowLogps(builder, entropy, classifier, source,
+    Value weight = classifier ? classifier.getRhs() : Value();
+    RowLogps policy = rowLogps(builder, entropy, classifier, source, weight,
                                recomputeLogits, targetRows);
     RowLogps reference;
     if (kind == Kind::DPO || kind == Kind::IPO) {
-      Value refSource = withoutAdapters(model, source, entropy);
-      if (!refSource)
+      // The classifier's input and its weight (trained too, in full
+      // fine-tuning) as the reference computes them.
+      SmallVector<Value> computed = {source};
+      if (weight)
+        computed.push_back(weight);
+      SmallVector<Value> ref = referenceOf(model, computed, entropy);
+      if (ref.empty())
         return failure();
       builder.setInsertionPoint(entropy);
-      reference = rowLogps(builder, entropy, classifier, refSource,
-                           /*recompute=*/false, targetRows);
+      reference =
+          rowLogps(builder, entropy, classifier, ref[0],
+                   weight ? ref[1] : Value(), /*recompute=*/false, targetRows);
     }
 
     Math m{builder, loc};

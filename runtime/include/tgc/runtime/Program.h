@@ -53,6 +53,9 @@ struct TensorInfo {
   /// [r n, (r + 1) n) of the whole flattened and zero-padded, n this
   /// tensor's element count.
   std::vector<int64_t> shardOf;
+  /// A frozen copy (role State): the parameter whose starting value it
+  /// holds, else empty.
+  std::string copyOf;
 
   int64_t numElements() const;
   bool isShard() const { return !shardOf.empty(); }

@@ -92,6 +92,11 @@ def TG_Dialect : Dialect {
     /// loss ("dpo", "ipo", "simpo" or "orpo"); its batches hold pairs, the
     /// chosen answers' rows first.
     static constexpr ::llvm::StringLiteral kPreferenceAttr = "tg.preference";
+    /// On a frozen parameter (tg-preference-loss's frozen-copy reference,
+    /// `reference.<name>`): the parameter whose value at the start of
+    /// training it holds. The runtime copies it there, unless a checkpoint
+    /// the run resumes from holds it; checkpoints keep it, exports do not.
+    static constexpr ::llvm::StringLiteral kCopyOfAttr = "tg.copy_of";
     /// On a result of a training step before tg-optimizer: the gradient of
     /// the parameter named by the string, which tg-optimizer consumes.
     static constexpr ::llvm::StringLiteral kGradAttr = "tg.grad";

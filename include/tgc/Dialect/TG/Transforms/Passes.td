@@ -95,10 +95,13 @@ def TGPreferenceLoss : Pass<"tg-preference-loss", "mlir::ModuleOp"> {
 
     (Rafailov et al. 2023; Azar et al. 2023; Meng et al. 2024; Hong et al.
     2024). DPO's and IPO's reference log-probabilities `ref` are those of
-    the same model with its LoRA adapters off: the forward pass is cloned
-    once without the adapters' products, over the same (frozen, maybe
-    quantized) base weights, so the reference adds no weights and no
-    gradients. The loss's metrics are returned after it (`tg.metric`), as
+    the model as training starts: with LoRA adapters, the same model with
+    them off (the forward pass is cloned once without the adapters'
+    products, over the same frozen, maybe quantized, base weights, so the
+    reference adds no weights and no gradients); each trainable parameter
+    that is not an adapter is read by the reference as a new frozen
+    parameter `reference.<name>` marked `tg.copy_of` it, which the runtime
+    fills with the parameter's starting value (a frozen copy). The loss's metrics are returned after it (`tg.metric`), as
     TRL logs them: rewards/chosen, rewards/rejected, rewards/accuracies,
     rewards/margins, logps/chosen, logps/rejected (ORPO adds nll_loss,
     log_odds_ratio and log_odds_chosen).
