@@ -183,6 +183,13 @@ Status Trainer::step(StepResult &result) {
     if (status.ok())
       status = session.finish(loss);
   }
+  // The step's metrics, before validation runs in the same arena.
+  for (const auto &[name, index] : program.metrics) {
+    double value = 0.0;
+    if (status.ok())
+      status = session.readScalar(index, value);
+    result.metrics.push_back({name, value});
+  }
   if (status.ok() && evalNow) {
     status = evaluate(result.evalLoss);
     result.evaluated = status.ok();
@@ -200,13 +207,6 @@ Status Trainer::step(StepResult &result) {
 
   result.loss = loss;
   result.hasLoss = predicted != 0;
-  for (const auto &[name, index] : program.metrics) {
-    double value = 0.0;
-    status = session.readScalar(index, value);
-    if (!status.ok())
-      return status;
-    result.metrics.push_back({name, value});
-  }
   result.lr = lrOf(step - 1);
   if (scaleTensor >= 0) {
     status = session.readScalar(scaleTensor, result.scale);
