@@ -26,9 +26,11 @@ each step's loss and TRL's metrics (METRICS, JSON lines) and the trained
 adapters (FINAL; with ADAPTERS "-", every parameter). Runs in .venv-hf47 (transformers 4.47.1, PEFT 0.13).
 
 Usage: preference_reference.py BASE ADAPTERS DATA STEPS LOSS BETA GAMMA
-           METRICS FINAL [float64]
+           METRICS FINAL [float64 | permute=SEED]
 (float64: the same training in double precision, whose rounding is 2^29
-times finer than f32's: the scale of f32's own error, measured.)"""
+times finer than f32's; permute=SEED: each batch's pairs in another order,
+drawn from SEED, the same training in exact arithmetic, its f32 sums in
+other orders. Together, the scale of f32's own error, measured.)"""
 import contextlib
 import copy
 import json
@@ -47,6 +49,9 @@ import safetensors_io  # noqa: E402
 if len(sys.argv) not in (10, 11):
     sys.exit(__doc__)
 dtype = torch.float64 if sys.argv[10:] == ["float64"] else torch.float32
+permute = None
+if sys.argv[10:] and sys.argv[10].startswith("permute="):
+    permute = torch.Generator().manual_seed(int(sys.argv[10][8:]))
 base, adapters, data, steps, loss_kind = sys.argv[1:6]
 beta, gamma = float(sys.argv[6]), float(sys.argv[7])
 metrics, final = sys.argv[8:10]
@@ -84,6 +89,10 @@ with open(metrics, "w") as out:
         tokens = batches["tokens"][step % n]
         targets = batches["targets"][step % n]
         pairs = tokens.shape[0] // 2
+        if permute is not None:
+            order = torch.randperm(pairs, generator=permute)
+            rows = torch.cat([order, pairs + order])
+            tokens, targets = tokens[rows], targets[rows]
         sums, means, counts = answer_logps(
             model(input_ids=tokens, use_cache=False).logits, targets)
         averaged = loss_kind != "dpo"
