@@ -47,8 +47,8 @@ func.func @lm(%x: tensor<4x3x8xf32> {tg.input = "inputs"}, %y: tensor<4x3xi64> {
 // z = (pi_c - pi_r) - (ref_c - ref_r); the loss softplus(-beta z).
 // DPO: %[[P:.*]]:2 = tg.split %[[POLICY]] {axis = 0 : i64} : tensor<4xf32> -> tensor<2xf32>, tensor<2xf32>
 // DPO: %[[R:.*]]:2 = tg.split %[[REF]] {axis = 0 : i64} : tensor<4xf32> -> tensor<2xf32>, tensor<2xf32>
-// DPO: %[[RD:.*]] = tg.sub %[[R]]#0, %[[R]]#1
 // DPO: %[[PD:.*]] = tg.sub %[[P]]#0, %[[P]]#1
+// DPO: %[[RD:.*]] = tg.sub %[[R]]#0, %[[R]]#1
 // DPO: %[[Z:.*]] = tg.sub %[[PD]], %[[RD]]
 // DPO: %[[BETA:.*]] = tg.fill 1.000000e-01 : tensor<f32>
 // DPO: %[[BZ:.*]] = tg.mul %[[Z]], %[[BETA]]

@@ -111,8 +111,10 @@ struct Math {
   /// too, to at least 2^51 before the clamp to [0, 1].
   Value positive(Value x) {
     Value big = fill(x.getType(), 0x1p100);
-    return min(max(mul(mul(x, big), big), fill(x.getType(), 0.0)),
-               fill(x.getType(), 1.0));
+    Value huge = mul(mul(x, big), big);
+    Value zero = fill(x.getType(), 0.0);
+    Value clamped = max(huge, zero);
+    return min(clamped, fill(x.getType(), 1.0));
   }
 };
 
@@ -229,16 +231,25 @@ struct PreferenceLossPass
     return out;
   }
 
-  /// Erases the op defining `value` when nothing reads its results, then
-  /// those of its operands that it was the last to read.
-  static void eraseIfDead(Value value) {
-    Operation *op = value ? value.getDefiningOp() : nullptr;
-    if (!op || !op->use_empty())
-      return;
-    SmallVector<Value> operands(op->getOperands());
-    op->erase();
-    for (Value operand : operands)
-      eraseIfDead(operand);
+  /// Erases the ops defining `values` that nothing reads, then those of
+  /// their operands that they were the last to read. (The defining ops are
+  /// taken first: erasing one may erase another value's.)
+  static void eraseDead(ArrayRef<Value> values) {
+    SmallVector<Operation *> work;
+    for (Value value : values)
+      if (Operation *def = value ? value.getDefiningOp() : nullptr)
+        work.push_back(def);
+    llvm::SmallPtrSet<Operation *, 16> erased;
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (erased.contains(op) || !op->use_empty())
+        continue;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          work.push_back(def);
+      erased.insert(op);
+      op->erase();
+    }
   }
 
   /// Whether `arg` is a LoRA adapter's parameter (tg-lora's lora_A or
@@ -419,14 +430,19 @@ struct PreferenceLossPass
     if (kind == Kind::DPO || kind == Kind::IPO) {
       auto [refChosen, refRejected] =
           halves(averaged ? reference.mean : reference.sum);
-      Value z = m.sub(m.sub(chosen, rejected), m.sub(refChosen, refRejected));
+      // (Each op made in its own statement: the IR's order is the code's.)
+      Value policyMargin = m.sub(chosen, rejected);
+      Value refMargin = m.sub(refChosen, refRejected);
+      Value z = m.sub(policyMargin, refMargin);
       if (kind == Kind::DPO) {
         // -log sigmoid(y) = softplus(-y).
         Value bz = m.scale(z, b);
         Value terms = m.softplus(m.neg(bz));
-        if (labelSmoothing != 0.0)
-          terms = m.add(m.scale(terms, 1.0 - labelSmoothing),
-                        m.scale(m.softplus(bz), labelSmoothing));
+        if (labelSmoothing != 0.0) {
+          Value kept = m.scale(terms, 1.0 - labelSmoothing);
+          Value flipped = m.scale(m.softplus(bz), labelSmoothing);
+          terms = m.add(kept, flipped);
+        }
         result = m.mean(terms);
       } else {
         Value d = m.sub(z, m.fill(z.getType(), 1.0 / (2.0 * b)));
@@ -453,9 +469,11 @@ struct PreferenceLossPass
       } else {
         // log(1 - exp(pi~)) of each answer: the log of its odds' denominator.
         Value one = m.fill(chosen.getType(), 1.0);
-        Value logOdds = m.sub(m.sub(chosen, rejected),
-                              m.sub(m.log(m.sub(one, m.exp(chosen))),
-                                    m.log(m.sub(one, m.exp(rejected)))));
+        Value difference = m.sub(chosen, rejected);
+        Value denominatorChosen = m.log(m.sub(one, m.exp(chosen)));
+        Value denominatorRejected = m.log(m.sub(one, m.exp(rejected)));
+        Value logOdds =
+            m.sub(difference, m.sub(denominatorChosen, denominatorRejected));
         Value logSigmoid = m.neg(m.softplus(m.neg(logOdds)));
         // The NLL of the chosen answers: their token losses' mean.
         auto [lossChosen, lossRejected] = halves(policy.lossSums);
@@ -468,9 +486,10 @@ struct PreferenceLossPass
                                          builder.getDenseI64ArrayAttr({0}),
                                          /*keepdim=*/false);
         };
-        Value nll =
-            tg::DivOp::create(builder, loc, scalar, total(lossChosen),
-                              m.max(total(countChosen), m.fill(scalar, 1.0)));
+        Value lossTotal = total(lossChosen);
+        Value countTotal = total(countChosen);
+        Value count = m.max(countTotal, m.fill(scalar, 1.0));
+        Value nll = tg::DivOp::create(builder, loc, scalar, lossTotal, count);
         Value ratio = m.mean(logSigmoid);
         result = m.sub(nll, m.scale(ratio, b));
         metrics.push_back({"nll_loss", nll});
@@ -488,9 +507,12 @@ struct PreferenceLossPass
 
     // What one loss does not read (the averaged log-probabilities of DPO,
     // the sums of the others, the token losses but for ORPO).
+    SmallVector<Value> unread;
     for (const RowLogps &logps : {policy, reference})
       for (Value v : {logps.sum, logps.mean, logps.lossSums, logps.counts})
-        eraseIfDead(v);
+        if (v && v.use_empty())
+          unread.push_back(v);
+    eraseDead(unread);
 
     // The loss in the model's type, where the cross-entropy was used.
     Type lossType = entropy.getResult().getType();
