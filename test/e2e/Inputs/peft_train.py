@@ -15,24 +15,16 @@ import os
 import sys
 
 import torch
-import transformers
-from peft import PeftModel
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peft_setup  # noqa: E402
 import safetensors_io  # noqa: E402
 
 if len(sys.argv) != 7:
     sys.exit(__doc__)
 base, adapters, data, steps, metrics, final = sys.argv[1:7]
-torch.manual_seed(0)
-model = transformers.AutoModelForCausalLM.from_pretrained(
-    base, torch_dtype=torch.float32, attn_implementation="eager")
-model = PeftModel.from_pretrained(model, adapters, is_trainable=True)
-model.train()
-params = [p for p in model.parameters() if p.requires_grad]
-opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-                        weight_decay=0.01)
+model, opt = peft_setup.trainable(base, adapters)
 batches = safetensors_io.load(data)
 n = batches["tokens"].shape[0]
 config = model.base_model.model.config

@@ -30,7 +30,9 @@ Usage: preference_reference.py BASE ADAPTERS DATA STEPS LOSS BETA GAMMA
 (float64: the same training in double precision, whose rounding is 2^29
 times finer than f32's; permute=SEED: each batch's pairs in another order,
 drawn from SEED, the same training in exact arithmetic, its f32 sums in
-other orders. Together, the scale of f32's own error, measured.)"""
+other orders. Together, the scale of f32's own error, measured. Both are
+measuring tools, run by no test: they measured preference-vs-peft.test's
+bounds.)"""
 import contextlib
 import copy
 import json
@@ -39,11 +41,10 @@ import sys
 
 import torch
 import torch.nn.functional as F
-import transformers
-from peft import PeftModel
 from safetensors.torch import save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peft_setup  # noqa: E402
 import safetensors_io  # noqa: E402
 
 if len(sys.argv) not in (10, 11):
@@ -55,20 +56,12 @@ if sys.argv[10:] and sys.argv[10].startswith("permute="):
 base, adapters, data, steps, loss_kind = sys.argv[1:6]
 beta, gamma = float(sys.argv[6]), float(sys.argv[7])
 metrics, final = sys.argv[8:10]
-torch.manual_seed(0)
-model = transformers.AutoModelForCausalLM.from_pretrained(
-    base, torch_dtype=dtype, attn_implementation="eager")
 full = adapters == "-"
+model, opt = peft_setup.trainable(base, None if full else adapters, dtype)
 if full:
     frozen = copy.deepcopy(model).eval()
     for p in frozen.parameters():
         p.requires_grad_(False)
-else:
-    model = PeftModel.from_pretrained(model, adapters, is_trainable=True)
-model.train()
-params = [p for p in model.parameters() if p.requires_grad]
-opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-                        weight_decay=0.01)
 batches = safetensors_io.load(data)
 n = batches["tokens"].shape[0]
 

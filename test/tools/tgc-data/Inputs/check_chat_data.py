@@ -18,6 +18,8 @@ import transformers
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "..", "..", "tools", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chat_masks  # noqa: E402
 import tgcd  # noqa: E402
 
 directory, source, data = sys.argv[1:4]
@@ -32,22 +34,10 @@ for i, line in enumerate(lines):
         ids = tok(line["text"])["input_ids"]
         mask = [1] * len(ids)
     elif "prompt" in line:
-        first = tok(line["prompt"])["input_ids"]
-        second = tok(line["response"], add_special_tokens=False)["input_ids"]
-        second = second + [tok.eos_token_id]
-        ids, mask = first + second, [0] * len(first) + [1] * len(second)
+        ids, mask = chat_masks.prompt_answer(tok, line["prompt"],
+                                             line["response"])
     else:
-        messages = line["messages"]
-        ids = tok.apply_chat_template(messages, tokenize=True)
-        mask = [0] * len(ids)
-        for turn, message in enumerate(messages):
-            if message["role"] != "assistant":
-                continue
-            begin = len(tok.apply_chat_template(messages[:turn], tokenize=True,
-                                                add_generation_prompt=True))
-            end = len(tok.apply_chat_template(messages[:turn + 1],
-                                              tokenize=True))
-            mask[begin:end] = [1] * (end - begin)
+        ids, mask = chat_masks.conversation(tok, line["messages"])
     ours = [int(t) for t in tgcd.example(dataset, i)]
     ours_mask = [int(m) for m in tgcd.example_mask(dataset, i)]
     if ours != ids:

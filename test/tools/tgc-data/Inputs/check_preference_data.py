@@ -20,6 +20,8 @@ import transformers
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "..", "..", "tools", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chat_masks  # noqa: E402
 import tgcd  # noqa: E402
 
 directory, source, data = sys.argv[1:4]
@@ -32,30 +34,10 @@ if dataset["num_examples"] != 2 * len(lines):
     sys.exit(f"{data}: {dataset['num_examples']} examples for "
              f"{len(lines)} pairs")
 
-
-def conversation(messages, turns):
-    ids = tok.apply_chat_template(messages, tokenize=True)
-    mask = [0] * len(ids)
-    for turn in range(turns, len(messages)):
-        if messages[turn]["role"] != "assistant":
-            continue
-        begin = len(tok.apply_chat_template(messages[:turn], tokenize=True,
-                                            add_generation_prompt=True))
-        end = len(tok.apply_chat_template(messages[:turn + 1],
-                                          tokenize=True))
-        mask[begin:end] = [1] * (end - begin)
-    return ids, mask
-
-
 for i, line in enumerate(lines):
     if isinstance(line["chosen"], str):
-        prompt = tok(line["prompt"])["input_ids"]
-        answers = []
-        for key in ("chosen", "rejected"):
-            answer = tok(line[key], add_special_tokens=False)["input_ids"]
-            answer = answer + [tok.eos_token_id]
-            answers.append((prompt + answer,
-                            [0] * len(prompt) + [1] * len(answer)))
+        answers = [chat_masks.prompt_answer(tok, line["prompt"], line[key])
+                   for key in ("chosen", "rejected")]
     else:
         prompt = line.get("prompt", [])
         chosen, rejected = prompt + line["chosen"], prompt + line["rejected"]
@@ -63,8 +45,8 @@ for i, line in enumerate(lines):
         if "prompt" not in line:
             while chosen[turns] == rejected[turns]:
                 turns += 1
-        answers = [conversation(chosen, turns),
-                   conversation(rejected, turns)]
+        answers = [chat_masks.conversation(tok, chosen, turns),
+                   chat_masks.conversation(tok, rejected, turns)]
     for k, (ids, mask) in enumerate(answers):
         ours = [int(t) for t in tgcd.example(dataset, 2 * i + k)]
         ours_mask = [int(m) for m in tgcd.example_mask(dataset, 2 * i + k)]
