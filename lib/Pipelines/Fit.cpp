@@ -169,8 +169,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   // The state in host memory, then the activations too, change no number
   // but cost the host link's time: searched in that order, each only where
   // less offloading did not fit the whole batch.
-  bool zero = options.dataParallel == tg::ParallelMode::Zero1 ||
-              options.dataParallel == tg::ParallelMode::Zero2;
+  bool zero = tg::splitsState(options.dataParallel);
   SmallVector<tg::Offload> offloads = choicesOf<tg::Offload>(
       options.offload.hasValue() || zero, options.offload,
       {tg::Offload::None, tg::Offload::Optimizer, tg::Offload::All});

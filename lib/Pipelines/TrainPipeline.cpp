@@ -181,8 +181,7 @@ std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
              "with --amp=f16 (use --amp=bf16)";
     // The rounding bits hash each element's index in the whole tensor; a
     // shard's update would draw other bits than one process.
-    if (options.dataParallel == tg::ParallelMode::Zero1 ||
-        options.dataParallel == tg::ParallelMode::Zero2)
+    if (tg::splitsState(options.dataParallel))
       return "--master-weights=bf16 does not combine with --data-parallel=" +
              tg::choiceName(options.dataParallel.getValue()).str() +
              " yet (use ddp)";
@@ -205,11 +204,14 @@ std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
            " does not combine with gradient accumulation yet (the "
            "activations' host copies would belong to the micro-step)";
   if (tg::offloadsOptimizer(options.offload) &&
-      (options.dataParallel == tg::ParallelMode::Zero1 ||
-       options.dataParallel == tg::ParallelMode::Zero2))
+      tg::splitsState(options.dataParallel))
     return "--offload=optimizer does not combine with --data-parallel=" +
            tg::choiceName(options.dataParallel.getValue()).str() +
            " yet (use ddp)";
+  // The micro-step would gather the parameters too; not built.
+  if (options.dataParallel == tg::ParallelMode::Zero3 && options.gradAccum > 1)
+    return "--data-parallel=zero3 does not combine with --grad-accum yet "
+           "(use zero2)";
   return "";
 }
 

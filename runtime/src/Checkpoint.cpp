@@ -236,12 +236,26 @@ Status writeSafetensors(const std::string &path,
   });
 }
 
-/// The entry of a persistent tensor, from the session's host copy.
+/// The entry of a persistent tensor, from the session's host copy (a
+/// part's gathered whole).
 static SavedTensor entryOf(Session &session, int32_t index, std::string name = "") {
   const TensorInfo &info = session.program().tensors[index];
-  TensorRef view = session.hostView(index);
-  return {name.empty() ? info.name : name, info.dtype, info.shape, view.data,
+  TensorRef view = session.wholeView(index);
+  return {name.empty() ? info.name : name, info.dtype, view.shape, view.data,
           view.numBytes()};
+}
+
+Status saveOnRankZero(Session &session, const std::function<Status()> &save) {
+  Communicator &comm = session.communicator();
+  Status status = session.pullPersistent();
+  if (status.ok())
+    status = session.gatherWholes(0);
+  if (status.ok() && comm.rank() == 0)
+    status = save();
+  session.releaseWholes();
+  if (comm.size() > 1)
+    status = comm.agree(status);
+  return status;
 }
 
 Status checkSaveTarget(const std::string &path) {
@@ -251,45 +265,22 @@ Status checkSaveTarget(const std::string &path) {
 Status saveCheckpoint(Session &session, const std::string &path,
                       const std::map<std::string, std::string> &metadata) {
   const Program &program = session.program();
-  Communicator &comm = session.communicator();
-  Status pulled = session.pullPersistent();
-  if (!pulled.ok())
-    return pulled;
   // Parts of tensors split across ranks are gathered on rank 0 into the
   // whole (the padding after its last element dropped), so the file is the
   // same whatever the world size, and rank 0 writes it.
-  std::vector<SavedTensor> entries;
-  std::vector<std::vector<uint8_t>> wholes(program.tensors.size());
-  for (size_t i = 0; i < program.tensors.size(); ++i) {
-    const TensorInfo &info = program.tensors[i];
-    if (!isCheckpointed(info))
-      continue;
-    if (!info.isShard()) {
-      entries.push_back(entryOf(session, int32_t(i)));
-      continue;
-    }
-    TensorRef part = session.hostView(int32_t(i));
-    std::vector<uint8_t> &whole = wholes[i];
-    if (comm.rank() == 0)
-      whole.resize(part.numBytes() * size_t(comm.size()));
-    Status gathered = comm.gather(part.data, whole.data(), part.numBytes(), 0);
-    if (!gathered.ok())
-      return Status::failure("checkpoint: gathering '" + info.name +
-                             "': " + gathered.error);
-    size_t bytes = size_t(info.wholeElements()) * dtypeSize(info.dtype);
-    entries.push_back({info.name, info.dtype, info.shardOf, whole.data(),
-                       bytes});
-  }
-  // LoRA's scale is compiled into the step, not a tensor: recorded, so a
-  // resume under another alpha is refused (checkLoraMetadata).
-  std::map<std::string, std::string> recorded = metadata;
-  if (!program.adapters.empty())
-    for (const auto &[key, value] : loraMetadata(program))
-      recorded["tgc." + key] = value;
-  Status status = comm.rank() == 0 ? writeSafetensors(path, recorded, entries)
-                                   : Status::success();
-  if (comm.size() > 1)
-    status = comm.agree(status);
+  Status status = saveOnRankZero(session, [&] {
+    std::vector<SavedTensor> entries;
+    for (size_t i = 0; i < program.tensors.size(); ++i)
+      if (isCheckpointed(program.tensors[i]))
+        entries.push_back(entryOf(session, int32_t(i)));
+    // LoRA's scale is compiled into the step, not a tensor: recorded, so a
+    // resume under another alpha is refused (checkLoraMetadata).
+    std::map<std::string, std::string> recorded = metadata;
+    if (!program.adapters.empty())
+      for (const auto &[key, value] : loraMetadata(program))
+        recorded["tgc." + key] = value;
+    return writeSafetensors(path, recorded, entries);
+  });
   if (!status.ok())
     return Status::failure("checkpoint: " + status.error);
   return status;
@@ -312,7 +303,7 @@ adapterTensors(Session &session, std::map<std::string, std::string> &metadata) {
 
 std::map<std::string, std::string> loraMetadata(const Program &program) {
   const TensorInfo &b = program.tensors[program.adapters.front().b];
-  int64_t rank = b.shape[1];
+  int64_t rank = b.wholeShape()[1];
   char alpha[32];
   std::snprintf(alpha, sizeof alpha, "%.17g",
                 program.adapters.front().scale * double(rank));
@@ -322,7 +313,7 @@ std::map<std::string, std::string> loraMetadata(const Program &program) {
 Status checkLoraScale(const Program &program, const std::string &source,
                       double rank, double alpha, bool rsLora) {
   const LoraAdapter &first = program.adapters.front();
-  double compiledRank = double(program.tensors[first.b].shape[1]);
+  double compiledRank = double(program.tensors[first.b].wholeShape()[1]);
   double scale = alpha / (rsLora ? std::sqrt(rank) : rank);
   char text[256];
   if (rank != compiledRank) {
@@ -386,12 +377,11 @@ Status saveAdapters(Session &session, const std::string &path) {
   if (session.program().adapters.empty())
     return Status::failure("--save-adapters: the model has no LoRA adapters "
                            "(compile it with --lora)");
-  Status pulled = session.pullPersistent();
-  if (!pulled.ok())
-    return pulled;
-  std::map<std::string, std::string> metadata;
-  std::vector<SavedTensor> tensors = adapterTensors(session, metadata);
-  return writeSafetensors(path, metadata, tensors);
+  return saveOnRankZero(session, [&] {
+    std::map<std::string, std::string> metadata;
+    std::vector<SavedTensor> tensors = adapterTensors(session, metadata);
+    return writeSafetensors(path, metadata, tensors);
+  });
 }
 
 std::vector<SavedTensor>
@@ -418,7 +408,7 @@ mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &merged) {
       continue;
     auto found = adapterOf.find(int32_t(i));
     const QuantizedWeight *quantized = program.quantizedWith(int32_t(i));
-    TensorRef w = session.hostView(int32_t(i));
+    TensorRef w = session.wholeView(int32_t(i));
     if (quantized) {
       // bitsandbytes' dequantize_4bit, in f32: the base PEFT's
       // merge_and_unload adds the adapter to.
@@ -462,7 +452,8 @@ mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &merged) {
     // W + scale (B A), transposed for a [in, out] weight; in f32, stored
     // in the weight's dtype (in place over a dequantized one).
     const LoraAdapter &adapter = *found->second;
-    TensorRef a = session.hostView(adapter.a), b = session.hostView(adapter.b);
+    TensorRef a = session.wholeView(adapter.a),
+              b = session.wholeView(adapter.b);
     int64_t rank = a.shape[0], in = a.shape[1], out = b.shape[0];
     TensorRef result = w;
     if (!quantized) {
@@ -485,12 +476,11 @@ mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &merged) {
 }
 
 Status exportMerged(Session &session, const std::string &path) {
-  Status pulled = session.pullPersistent();
-  if (!pulled.ok())
-    return pulled;
-  std::vector<std::vector<uint8_t>> storage;
-  return writeSafetensors(path, {{"format", "pt"}},
-                          mergedParameters(session, storage));
+  return saveOnRankZero(session, [&] {
+    std::vector<std::vector<uint8_t>> storage;
+    return writeSafetensors(path, {{"format", "pt"}},
+                            mergedParameters(session, storage));
+  });
 }
 
 /// Checks the values of a tensor before it is loaded: floats must be
@@ -780,6 +770,16 @@ struct LoadPiece {
   int64_t first, count;
 };
 
+/// The first element of the whole that tensor `info`'s host copy holds:
+/// for a part of a split tensor, rank r's elements [r n, (r + 1) n) of the
+/// whole flattened (zeros past its end); 0 otherwise.
+static int64_t partStart(Session &session, const TensorInfo &info) {
+  if (!info.isShard())
+    return 0;
+  return std::min(info.wholeElements(),
+                  int64_t(session.communicator().rank()) * info.numElements());
+}
+
 /// Reads, checks and (where the dtypes differ) converts one piece into the
 /// session's host copy; `buffer` is the reader's conversion buffer. Runs on
 /// a reader thread: nothing here starts threads of its own.
@@ -791,21 +791,13 @@ static Status loadPiece(Session &session, const LoadPiece &piece,
   const SafetensorsEntry &entry = *piece.entry;
   bool counter = piece.index == program.stepCounter;
   size_t storedSize = dtypeSize(piece.stored);
-  char *into = static_cast<char *>(view.data);
-  if (info.isShard()) {
-    // This rank's part of the whole: elements [r n, (r + 1) n), zero past
-    // the whole's end (state, whose dtype a load never converts).
-    int64_t n = view.numElements(), whole = info.wholeElements();
-    int64_t first =
-        std::min(whole, int64_t(session.communicator().rank()) * n);
-    int64_t count = std::min(n, whole - first);
-    std::memset(into, 0, view.numBytes());
-    TGC_RETURN_IF_ERROR(piece.file->read(entry, uint64_t(first) * storedSize,
-                                         into, uint64_t(count) * storedSize));
-    return checkValues(entry, into, view.dtype, count, first, info, counter);
-  }
+  // The piece's place in the host copy (a part of a split tensor holds
+  // the whole's elements from partStart on).
+  int64_t local = piece.first - partStart(session, info);
+  char *into =
+      static_cast<char *>(view.data) + uint64_t(local) * dtypeSize(view.dtype);
   if (piece.stored == view.dtype) {
-    char *at = into + uint64_t(piece.first) * storedSize;
+    char *at = into;
     TGC_RETURN_IF_ERROR(piece.file->read(entry,
                                          uint64_t(piece.first) * storedSize,
                                          at, uint64_t(piece.count) *
@@ -822,9 +814,9 @@ static Status loadPiece(Session &session, const LoadPiece &piece,
       piece.count > 1) {
     // The common case (16-bit hub files into f32 weights): a bf16 is the
     // top half of its f32; checked as it is converted, in one pass.
-    int64_t bad = cpu::widenBF16(
-        reinterpret_cast<const uint16_t *>(buffer.data()),
-        static_cast<uint32_t *>(view.data) + piece.first, piece.count);
+    int64_t bad =
+        cpu::widenBF16(reinterpret_cast<const uint16_t *>(buffer.data()),
+                       reinterpret_cast<uint32_t *>(into), piece.count);
     if (bad >= 0)
       return checkValues(entry, buffer.data(), piece.stored, piece.count,
                          piece.first, info, counter);
@@ -837,7 +829,7 @@ static Status loadPiece(Session &session, const LoadPiece &piece,
   source.dtype = piece.stored;
   source.shape = {piece.count};
   for (int64_t i = 0; i < piece.count; ++i)
-    storeF32(view, piece.first + i, loadF32(source, i));
+    storeF32(view, local + i, loadF32(source, i));
   return Status::success();
 }
 
@@ -1060,8 +1052,7 @@ Status loadCheckpointParts(Session &session, const std::string &path,
                   "of this model");
     }
     const TensorInfo &info = program.tensors[index];
-    std::vector<int64_t> expectedShape =
-        info.isShard() ? info.shardOf : info.shape;
+    std::vector<int64_t> expectedShape = info.wholeShape();
     if (const QuantizedWeight *weight = program.quantizedWith(index)) {
       std::optional<DType> fileDType = parseSafetensorsDType(entry.dtype);
       if (fileDType && isFloat(*fileDType)) {
@@ -1191,19 +1182,29 @@ Status loadCheckpointParts(Session &session, const std::string &path,
   pieces.reserve(pending.size());
   for (const Pending &item : pending) {
     const TensorInfo &info = program.tensors[item.index];
-    int64_t n = session.hostView(item.index).numElements();
-    LoadPiece piece{item.index, item.entry, sourceOf[item.index],
-                    partOf.at(sourceOf[item.index]), item.stored, 0, n};
-    if (info.isShard() || item.stored == session.hostView(item.index).dtype) {
+    TensorRef view = session.hostView(item.index);
+    int64_t first = partStart(session, info), n = view.numElements();
+    if (info.isShard()) {
+      std::memset(view.data, 0, view.numBytes());
+      n = std::min(n, info.wholeElements() - first);
+    }
+    LoadPiece piece{item.index,
+                    item.entry,
+                    sourceOf[item.index],
+                    partOf.at(sourceOf[item.index]),
+                    item.stored,
+                    first,
+                    n};
+    if (item.stored == view.dtype) {
       // Read in place: one piece (a reader reads at most kLoadPieceBytes
       // at a time, but the bytes of one piece are contiguous).
       pieces.push_back(piece);
       continue;
     }
     int64_t perPiece = int64_t(kLoadPieceBytes / dtypeSize(item.stored));
-    for (int64_t first = 0; first < n; first += perPiece) {
-      piece.first = first;
-      piece.count = std::min(perPiece, n - first);
+    for (int64_t at = first; at < first + n; at += perPiece) {
+      piece.first = at;
+      piece.count = std::min(perPiece, first + n - at);
       pieces.push_back(piece);
     }
   }

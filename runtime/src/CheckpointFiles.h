@@ -40,16 +40,22 @@ Status writeSafetensors(const std::string &path,
                         const std::map<std::string, std::string> &metadata,
                         const std::vector<SavedTensor> &tensors);
 
+/// Runs `save` on rank 0 with the persistent tensors pulled to the host
+/// and the parts of split tensors gathered whole there (every rank takes
+/// part); every rank returns the job's status.
+Status saveOnRankZero(Session &session, const std::function<Status()> &save);
+
 /// The model's parameters in its base layout: every parameter but the LoRA
 /// adapters, each adapted weight merged, W + (alpha/r) B A (transposed for
 /// GPT-2's [in, out] Conv1D weights), its bytes in `storage`. The session's
-/// host copies must be current (Session::pullPersistent).
+/// host copies must be current and split parameters gathered
+/// (saveOnRankZero).
 std::vector<SavedTensor>
 mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &storage);
 
 /// The LoRA adapters (A and B of every adapted weight) under PEFT's names,
 /// and the metadata saveAdapters records (r, lora_alpha, fan_in_fan_out).
-/// The session's host copies must be current.
+/// The session's host copies must be current and gathered.
 std::vector<SavedTensor>
 adapterTensors(Session &session, std::map<std::string, std::string> &metadata);
 

@@ -212,7 +212,7 @@ Status writeAdapterDirectory(Session &session, const std::string &directory,
   if (!written.ok())
     return Status::failure("--save-adapters: " + written.error);
   const LoraAdapter &first = program.adapters.front();
-  int64_t rank = program.tensors[first.b].shape[1];
+  int64_t rank = program.tensors[first.b].wholeShape()[1];
   nlohmann::ordered_json taskType = nullptr;
   if (program.task == "causal-lm")
     taskType = "CAUSAL_LM";
@@ -243,19 +243,6 @@ Status writeAdapterDirectory(Session &session, const std::string &directory,
   if (!written.ok())
     return Status::failure("--save-adapters: " + written.error);
   return Status::success();
-}
-
-/// Runs `save` on rank 0 after pulling the parameters to the host; every
-/// rank returns the job's status.
-template <typename Save>
-Status onRankZero(Session &session, Save save) {
-  Communicator &comm = session.communicator();
-  Status status = session.pullPersistent();
-  if (status.ok() && comm.rank() == 0)
-    status = save();
-  if (comm.size() > 1)
-    status = comm.agree(status);
-  return status;
 }
 
 } // namespace
@@ -328,7 +315,7 @@ Status saveHuggingFace(Session &session, const std::string &directory,
   Status usable = checkHuggingFaceSave(session.program());
   if (!usable.ok())
     return usable;
-  return onRankZero(session, [&] {
+  return saveOnRankZero(session, [&] {
     return writeModelDirectory(session, directory, maxShardBytes);
   });
 }
@@ -412,7 +399,7 @@ Status saveAdapterDirectory(Session &session, const std::string &directory,
   if (session.program().adapters.empty())
     return Status::failure("--save-adapters: the model has no LoRA adapters "
                            "(compile it with --lora)");
-  return onRankZero(session, [&] {
+  return saveOnRankZero(session, [&] {
     return writeAdapterDirectory(session, directory, baseModel);
   });
 }

@@ -377,7 +377,7 @@ std::vector<std::string> Run::describe() const {
   const char *quantized = "";
   for (const TensorInfo &info : prog.tensors) {
     if (info.role == Role::Param)
-      params += info.numElements();
+      params += info.wholeElements();
     if (info.role == Role::State && info.storage == Storage::Persistent &&
         info.copyOf.empty()) {
       stateBytes += info.bytes;

@@ -86,7 +86,7 @@ private:
 };
 
 void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view,
-                      bool viewIsZero) {
+                      bool viewIsZero, int64_t first) {
   int64_t n = view.numElements();
   switch (info.init) {
   case InitKind::None:
@@ -112,7 +112,7 @@ void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view,
   uint64_t key = seed ^ hashName(info.name);
   if (info.init == InitKind::Uniform) {
     cpu::parallelFor(n, cpu::kElementGrain, [&](int64_t begin, int64_t end) {
-      SplitMix64 rng = SplitMix64::at(key, uint64_t(begin));
+      SplitMix64 rng = SplitMix64::at(key, uint64_t(first + begin));
       for (int64_t i = begin; i < end; ++i)
         storeF32(view, i,
                  float(info.initA +
@@ -121,7 +121,7 @@ void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view,
     return;
   }
   cpu::parallelFor(n, cpu::kElementGrain, [&](int64_t begin, int64_t end) {
-    SplitMix64 rng = SplitMix64::at(key, uint64_t(begin) * 2);
+    SplitMix64 rng = SplitMix64::at(key, uint64_t(first + begin) * 2);
     constexpr int64_t kBlock = 256;
     double u1[kBlock], angle[kBlock], logs[kBlock], cosines[kBlock];
     for (int64_t block = begin; block < end; block += kBlock) {
@@ -268,6 +268,39 @@ Status Session::pullPersistent() {
   return status.ok() ? device->synchronize() : status;
 }
 
+Status Session::gatherWholes(int root) {
+  wholes.clear();
+  for (size_t i = 0; i < prog.tensors.size(); ++i) {
+    const TensorInfo &info = prog.tensors[i];
+    if (!info.isShard())
+      continue;
+    TensorRef part = hostView(int32_t(i));
+    std::vector<uint8_t> &whole = wholes[int32_t(i)];
+    if (comm->rank() == root)
+      whole.resize(part.numBytes() * size_t(comm->size()));
+    Status gathered =
+        comm->gather(part.data, whole.data(), part.numBytes(), root);
+    if (!gathered.ok()) {
+      wholes.clear();
+      return Status::failure("gathering '" + info.name +
+                             "': " + gathered.error);
+    }
+  }
+  return Status::success();
+}
+
+TensorRef Session::wholeView(int32_t index) {
+  const TensorInfo &info = prog.tensors[index];
+  auto found = wholes.find(index);
+  if (!info.isShard() || found == wholes.end() || found->second.empty())
+    return hostView(index);
+  TensorRef ref;
+  ref.data = found->second.data();
+  ref.dtype = info.dtype;
+  ref.shape = info.shardOf;
+  return ref;
+}
+
 Status Session::pushPersistent() {
   int64_t deviceBytes = devicePart(prog);
   Status status = device->upload(device->persistentAt(0), mirror,
@@ -295,8 +328,24 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
     if (provided && i < provided->size() && (*provided)[i])
       continue;
     TensorRef ref = hostView(int32_t(i));
-    if (info.role == Role::Param ||
-        (info.role == Role::State && info.init != InitKind::None)) {
+    if (info.isShard() &&
+        (info.role == Role::Param || info.init == InitKind::Normal ||
+         info.init == InitKind::Uniform)) {
+      // zero3's part of a parameter (or of its frozen copy): its elements
+      // of the whole as one process draws them, zeros past the whole's
+      // end.
+      int64_t n = ref.numElements(), whole = info.wholeElements();
+      int64_t first = std::min(whole, int64_t(comm->rank()) * n);
+      TensorRef real = ref;
+      real.shape = {std::min(n, whole - first)};
+      initializeTensor(info, seed, real, mirrorZero, first);
+      if (!mirrorZero)
+        std::memset(static_cast<char *>(ref.data) + real.numBytes(), 0,
+                    size_t(ref.numBytes() - real.numBytes()));
+      if (info.init != InitKind::Zeros && info.init != InitKind::None)
+        written.push_back(int32_t(i));
+    } else if (info.role == Role::Param ||
+               (info.role == Role::State && info.init != InitKind::None)) {
       initializeTensor(info, seed, ref, mirrorZero);
       if (info.init != InitKind::Zeros && info.init != InitKind::None)
         written.push_back(int32_t(i));

@@ -1,6 +1,6 @@
 // RUN: not tgc-opt %s --tg-optimizer="optimizer=adafactor" --tg-data-parallel="mode=zero1 world-size=2" 2>&1 | FileCheck %s --check-prefix=FACTORED
 // RUN: tgc-opt %s --tg-optimizer="optimizer=adafactor" --tg-data-parallel="mode=ddp world-size=2" | FileCheck %s --check-prefix=FACTORED-DDP
-// RUN: not tgc-opt %s --tg-optimizer --tg-data-parallel="mode=zero3" 2>&1 | FileCheck %s --check-prefix=MODE
+// RUN: not tgc-opt %s --tg-optimizer --tg-data-parallel="mode=zero4" 2>&1 | FileCheck %s --check-prefix=MODE
 // RUN: not tgc-opt %s --tg-optimizer --tg-data-parallel="world-size=0" 2>&1 | FileCheck %s --check-prefix=RANKS
 // RUN: not tgc-opt %s --tg-optimizer --tg-data-parallel="bucket-mb=0" 2>&1 | FileCheck %s --check-prefix=BUCKET
 // RUN: not tgc-opt %s --tg-data-parallel 2>&1 | FileCheck %s --check-prefix=NO-OPTIMIZER
@@ -11,7 +11,7 @@
 // FACTORED: error: 'tg.adafactor_update' op cannot be split across ranks (its state is not laid out element by element with the parameter); tg-data-parallel zero1 needs an elementwise or blockwise optimizer: use ddp, or adamw or sgd
 // FACTORED-DDP: tg.all_reduce mean
 // FACTORED-DDP: tg.adafactor_update
-// MODE: tgc-opt: for the --mode option: must be none, ddp, zero1 or zero2, found 'zero3'
+// MODE: tgc-opt: for the --mode option: must be none, ddp, zero1, zero2 or zero3, found 'zero4'
 // RANKS: error: tg-data-parallel: world-size must be in [1, 2^20], found 0
 // BUCKET: error: tg-data-parallel: bucket-mb must be a positive number of MiB, found 0
 // NO-OPTIMIZER: error: 'func.func' op has no optimizer update; run tg-data-parallel after tg-optimizer

@@ -21,8 +21,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
+#include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -340,6 +342,35 @@ Status describeRun(const Options &options, std::string &key) {
   auto file = [&](const std::string &path, std::string &text) -> Status {
     if (path.empty() || path == "synthetic") {
       text = path.empty() ? "none" : path;
+      return Status::success();
+    }
+    struct stat info;
+    if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+      // A weights or adapter directory: its safetensors and JSON files, by
+      // name.
+      std::error_code error;
+      std::vector<std::string> names;
+      for (const auto &entry :
+           std::filesystem::directory_iterator(path, error)) {
+        std::string name = entry.path().filename().string();
+        for (const char *suffix : {".safetensors", ".json"})
+          if (name.size() > std::strlen(suffix) &&
+              name.compare(name.size() - std::strlen(suffix), std::string::npos,
+                           suffix) == 0)
+            names.push_back(name);
+      }
+      if (error)
+        return Status::failure("cannot list '" + path +
+                               "': " + error.message());
+      std::sort(names.begin(), names.end());
+      text = "directory:";
+      for (const std::string &name : names) {
+        std::string one;
+        Status status = fingerprintFile(path + "/" + name, one);
+        if (!status.ok())
+          return status;
+        text += name + "=" + one + ",";
+      }
       return Status::success();
     }
     Status status = fingerprintFile(path, text);

@@ -111,7 +111,8 @@ struct TrainPipelineOptions
       *this, "data-parallel",
       llvm::cl::desc("Data parallelism across --world-size ranks: none, ddp "
                      "(average gradients), zero1 (split the optimizer "
-                     "state) or zero2 (and the gradients) (tg-data-parallel; "
+                     "state), zero2 (and the gradients) or zero3 (and the "
+                     "parameters) (tg-data-parallel; "
                      "none with a world size above 1 is ddp)"),
       llvm::cl::init(tg::ParallelMode::None)};
   Option<int64_t> worldSize{

@@ -318,7 +318,8 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
                            " is out of range [1, " +
                            std::to_string(kMaxWorldSize) + "]");
   if (program.dataParallel != "" && program.dataParallel != "ddp" &&
-      program.dataParallel != "zero1" && program.dataParallel != "zero2")
+      program.dataParallel != "zero1" && program.dataParallel != "zero2" &&
+      program.dataParallel != "zero3")
     return Status::failure("unknown data_parallel mode '" +
                            program.dataParallel + "'");
   if (program.dataParallel.empty() && program.worldSize != 1)
@@ -408,12 +409,12 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
                              "state or inputs");
     if (info.isShard()) {
       // A part of a whole of at most world_size parts, itself a valid
-      // tensor, initialised to a constant (a random draw of the whole
-      // would depend on the rank's position in it).
+      // tensor: state, or a parameter (zero3). A part drawn at random
+      // draws its elements of the whole.
       int64_t wholeBytes = checkedBytes(info.shardOf, info.dtype);
-      if (info.storage != Storage::Persistent || info.role != Role::State ||
+      if (info.storage != Storage::Persistent ||
+          (info.role != Role::State && info.role != Role::Param) ||
           info.shape.size() != 1 || wholeBytes < 0 ||
-          info.init == InitKind::Normal || info.init == InitKind::Uniform ||
           info.wholeElements() > program.worldSize * info.numElements() ||
           (info.wholeElements() > 0 && info.numElements() == 0))
         return Status::failure(describeTensor(i, info.name) +
@@ -478,16 +479,18 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
       return fail("the LoRA scale must be positive");
     // A weight stored in 4 bits (tg-quantize-frozen) is its codes, two a
     // byte: their count must fit B A's.
-    bool codes = w.dtype == DType::U8 && w.shape.size() == 1;
-    if (a.shape.size() != 2 || b.shape.size() != 2 ||
-        a.shape[0] != b.shape[1] ||
-        (codes ? w.shape[0] != (b.shape[0] * a.shape[1] + 1) / 2
-               : w.shape.size() != 2 ||
-                     (b.loraFanInFanOut
-                          ? (w.shape[0] != a.shape[1] ||
-                             w.shape[1] != b.shape[0])
-                          : (w.shape[0] != b.shape[0] ||
-                             w.shape[1] != a.shape[1]))))
+    // (zero3: parts of them, of these whole shapes.)
+    const std::vector<int64_t> &aShape = a.wholeShape(),
+                               &bShape = b.wholeShape(),
+                               &wShape = w.wholeShape();
+    bool codes = w.dtype == DType::U8 && wShape.size() == 1;
+    if (aShape.size() != 2 || bShape.size() != 2 || aShape[0] != bShape[1] ||
+        (codes
+             ? wShape[0] != (bShape[0] * aShape[1] + 1) / 2
+             : wShape.size() != 2 ||
+                   (b.loraFanInFanOut
+                        ? (wShape[0] != aShape[1] || wShape[1] != bShape[0])
+                        : (wShape[0] != bShape[0] || wShape[1] != aShape[1]))))
       return fail("the shapes of A, B and the weight do not match");
     program.adapters.push_back(adapter);
   }

@@ -60,14 +60,14 @@ func.func @bad_reduction(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// expected-error @+1 {{'tg.data_parallel' must be {mode = "ddp" | "zero1" | "zero2", world_size = N (>= 1)}}}
-func.func @bad_mode() attributes {tg.train_step, tg.data_parallel = {mode = "zero3", world_size = 2 : i64}} {
+// expected-error @+1 {{'tg.data_parallel' must be {mode = "ddp" | "zero1" | "zero2" | "zero3", world_size = N (>= 1)}}}
+func.func @bad_mode() attributes {tg.train_step, tg.data_parallel = {mode = "zero4", world_size = 2 : i64}} {
   return
 }
 
 // -----
 
-// expected-error @+1 {{'tg.shard_of' is only valid on a 1-D state ('tg.state')}}
+// expected-error @+1 {{'tg.shard_of' is only valid on a 1-D parameter or state ('tg.param', 'tg.state')}}
 func.func @shard_of_param(%w: tensor<2x2xf32> {tg.param = "w", tg.shard_of = array<i64: 4, 2>}) -> tensor<f32> attributes {tg.model} {
   %0 = tg.fill 0.0 : tensor<f32>
   return %0 : tensor<f32>

@@ -202,10 +202,12 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
       return emitArgError() << "'tg.shard_of' must be the whole tensor's "
                                "shape (array<i64>), found "
                             << attr.getValue();
-    if (!function.getArgAttr(argIndex, kStateAttr) || !type ||
-        type.getRank() != 1)
-      return emitArgError() << "'tg.shard_of' is only valid on a 1-D state "
-                               "('tg.state'), a part of the flattened whole";
+    if (!(function.getArgAttr(argIndex, kStateAttr) ||
+          function.getArgAttr(argIndex, kParamAttr)) ||
+        !type || type.getRank() != 1)
+      return emitArgError() << "'tg.shard_of' is only valid on a 1-D "
+                               "parameter or state ('tg.param', 'tg.state'), "
+                               "a part of the flattened whole";
     int64_t whole = 1;
     for (int64_t d : shape.asArrayRef())
       whole *= d;
@@ -513,9 +515,11 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     auto mode = dict ? dict.getAs<StringAttr>("mode") : StringAttr();
     auto ranks = dict ? dict.getAs<IntegerAttr>("world_size") : IntegerAttr();
     if (!mode || !ranks || dict.size() != 2 || ranks.getInt() < 1 ||
-        !llvm::is_contained({"ddp", "zero1", "zero2"}, mode.getValue()))
+        !llvm::is_contained({"ddp", "zero1", "zero2", "zero3"},
+                            mode.getValue()))
       return op->emitOpError("'tg.data_parallel' must be {mode = \"ddp\" | "
-                             "\"zero1\" | \"zero2\", world_size = N (>= 1)}, "
+                             "\"zero1\" | \"zero2\" | \"zero3\", "
+                             "world_size = N (>= 1)}, "
                              "found ")
              << attr.getValue();
     if (!op->hasAttr(kTrainStepAttr))

@@ -16,10 +16,18 @@
 //   Padding is zero in the gradient, the parameter and the state, and
 //   every update keeps zeros zero, so it never leaks into real elements.
 //
-// The collectives are inserted where the mode places them (ddp and zero2:
-// right after the backward pass completes a bucket; zero1: after the whole
-// backward pass), and a stable topological sort then moves the consumers of
-// the gradients (loss scaling's unscale, clipping) after them.
+// - zero3 also splits the parameters: each parameter argument becomes this
+//   rank's part (S elements, laid out as above), the update's new part is
+//   what the step returns, and each pass that reads a parameter first
+//   all-gathers it (in buckets, in the order the pass first reads them):
+//   the forward pass, then the backward pass again, so no whole parameter
+//   lives from one pass to the other. The evaluation function (tg.model)
+//   reads the same parts.
+//
+// The collectives are inserted where the mode places them (ddp, zero2 and
+// zero3: right after the backward pass completes a bucket; zero1: after the
+// whole backward pass), and a stable topological sort then moves the
+// consumers of the gradients (loss scaling's unscale, clipping) after them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,9 +43,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <cmath>
+#include <functional>
 
 #define DEBUG_TYPE "tg-data-parallel"
 
@@ -94,6 +105,321 @@ int64_t elementBytes(Value value) {
   return getElementByteSize(tensorType(value).getElementType());
 }
 
+/// A parameter that zero3 splits: the argument (now its part of `shard`
+/// elements) and its whole type.
+struct SplitParam {
+  BlockArgument arg;
+  RankedTensorType whole;
+  int64_t shard = 0;
+};
+
+/// Whether zero3 splits a parameter argument of `type` read by `users`:
+/// a float tensor (not a scalar), not a 4-bit weight's codes or scales,
+/// whose layout the 4-bit matmul reads whole.
+bool isSplittable(RankedTensorType type, Value arg) {
+  return type.getRank() >= 1 && isa<FloatType>(type.getElementType()) &&
+         llvm::none_of(arg.getUsers(),
+                       [](Operation *op) { return isa<Matmul4bitOp>(op); });
+}
+
+/// Ops that compute a value from one operand by layout or precision alone:
+/// what the backward pass recomputes from its own gather of a parameter.
+bool isLayoutOp(Operation *op) {
+  return isa<CastOp, ReshapeOp, TransposeOp>(op) && op->getNumOperands() == 1;
+}
+
+/// Inserts zero3's all-gathers into `function` for `params` (each argument
+/// already typed as its part): one per bucket of parameters per pass
+/// (before `backwardStart`, the forward pass; from it on, the backward
+/// pass; everything is one pass without it). Uses by `keep` (the updates)
+/// read the part.
+class Gatherer {
+public:
+  Gatherer(func::FuncOp function, ArrayRef<SplitParam> params,
+           int64_t worldSize, int64_t bucketBytes, Operation *backwardStart,
+           const llvm::SmallPtrSetImpl<Operation *> &keep)
+      : function(function), params(params), worldSize(worldSize),
+        bucketBytes(bucketBytes), backwardStart(backwardStart), keep(keep),
+        builder(function.getContext()), loc(function.getLoc()) {}
+
+  void run();
+
+private:
+  /// What one gather serves: the part it sends (cast to `type` first when
+  /// every reader in the pass casts to it) and the values the whole
+  /// replaces.
+  struct Read {
+    const SplitParam *param;
+    Type type;
+    SmallVector<OpOperand *> uses;  // read the whole parameter
+    SmallVector<Operation *> casts; // or through these casts
+    Operation *first = nullptr;
+  };
+
+  bool inBackward(Operation *op) const {
+    return backwardStart && !op->isBeforeInBlock(backwardStart);
+  }
+  void recomputeForBackward();
+  void sinkLayoutOps();
+  SmallVector<Read> readsIn(bool backward);
+  /// Returns the first op it inserts.
+  Operation *gather(ArrayRef<Read *> bucket, Operation *at);
+
+  func::FuncOp function;
+  ArrayRef<SplitParam> params;
+  int64_t worldSize, bucketBytes;
+  Operation *backwardStart;
+  const llvm::SmallPtrSetImpl<Operation *> &keep;
+  OpBuilder builder;
+  Location loc;
+};
+
+void Gatherer::recomputeForBackward() {
+  if (!backwardStart)
+    return;
+  // Forward values computed from a parameter by layout ops alone, in order.
+  SmallVector<Value> derived;
+  llvm::SmallPtrSet<Value, 16> seen;
+  for (const SplitParam &param : params) {
+    SmallVector<Value> work = {param.arg};
+    while (!work.empty()) {
+      Value value = work.pop_back_val();
+      for (Operation *user : value.getUsers())
+        if (isLayoutOp(user) && !inBackward(user) &&
+            seen.insert(user->getResult(0)).second) {
+          derived.push_back(user->getResult(0));
+          work.push_back(user->getResult(0));
+        }
+    }
+  }
+  // Each read in the backward pass takes a copy computed there, placed
+  // before its first reader (the order of first readers keeps every copy's
+  // operand before it).
+  auto firstBackwardUser = [&](Value value) -> Operation * {
+    Operation *first = nullptr;
+    for (Operation *user : value.getUsers())
+      if (inBackward(user) && (!first || user->isBeforeInBlock(first)))
+        first = user;
+    return first;
+  };
+  SmallVector<std::pair<Operation *, Value>> needed;
+  for (Value value : derived)
+    if (Operation *first = firstBackwardUser(value))
+      needed.push_back({first, value});
+  llvm::stable_sort(needed, [](const auto &a, const auto &b) {
+    return a.first != b.first && a.first->isBeforeInBlock(b.first);
+  });
+  DenseMap<Value, Value> copyOf;
+  for (const SplitParam &param : params)
+    copyOf[param.arg] = param.arg;
+  std::function<Value(Value)> copy = [&](Value value) -> Value {
+    if (Value known = copyOf.lookup(value))
+      return known;
+    Operation *def = value.getDefiningOp();
+    Value operand = copy(def->getOperand(0));
+    IRMapping mapping;
+    mapping.map(def->getOperand(0), operand);
+    Value result = builder.clone(*def, mapping)->getResult(0);
+    copyOf[value] = result;
+    return result;
+  };
+  for (auto [first, value] : needed) {
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : value.getUses())
+      if (inBackward(use.getOwner()))
+        uses.push_back(&use);
+    builder.setInsertionPoint(first);
+    Value local = copy(value);
+    for (OpOperand *use : uses)
+      use->set(local);
+  }
+}
+
+/// Moves each layout op computed from a parameter alone (mixed precision's
+/// casts are made at the top of the step) to just before its first
+/// reader, so the parameter is gathered where it is needed, not where its
+/// cast happened to be.
+void Gatherer::sinkLayoutOps() {
+  SmallVector<Operation *> chain;
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  for (const SplitParam &param : params) {
+    SmallVector<Value> work = {param.arg};
+    while (!work.empty()) {
+      Value value = work.pop_back_val();
+      for (Operation *user : value.getUsers())
+        if (isLayoutOp(user) && seen.insert(user).second) {
+          chain.push_back(user);
+          work.push_back(user->getResult(0));
+        }
+    }
+  }
+  // Readers first: each op then moves before readers already in place.
+  for (Operation *op : llvm::reverse(chain)) {
+    Operation *first = nullptr;
+    for (Operation *user : op->getResult(0).getUsers())
+      if (!first || user->isBeforeInBlock(first))
+        first = user;
+    if (first)
+      op->moveBefore(first);
+  }
+}
+
+SmallVector<Gatherer::Read> Gatherer::readsIn(bool backward) {
+  SmallVector<Read> reads;
+  for (const SplitParam &param : params) {
+    Read read;
+    read.param = &param;
+    for (OpOperand &use : param.arg.getUses()) {
+      Operation *user = use.getOwner();
+      if (keep.contains(user) || inBackward(user) != backward)
+        continue;
+      read.uses.push_back(&use);
+      if (!read.first || user->isBeforeInBlock(read.first))
+        read.first = user;
+    }
+    if (read.uses.empty())
+      continue;
+    // Read only through casts to one type: the part is cast, and the
+    // smaller values are gathered.
+    read.type = param.whole.getElementType();
+    Type castTo;
+    bool allCast = llvm::all_of(read.uses, [&](OpOperand *use) {
+      auto cast = dyn_cast<CastOp>(use->getOwner());
+      if (!cast)
+        return false;
+      Type to = tensorType(cast.getResult()).getElementType();
+      if (castTo && to != castTo)
+        return false;
+      castTo = to;
+      return true;
+    });
+    if (allCast && getElementByteSize(castTo) <
+                       getElementByteSize(param.whole.getElementType())) {
+      read.type = castTo;
+      for (OpOperand *use : read.uses)
+        read.casts.push_back(use->getOwner());
+      read.uses.clear();
+    }
+    reads.push_back(std::move(read));
+  }
+  llvm::stable_sort(reads, [](const Read &a, const Read &b) {
+    return a.first != b.first && a.first->isBeforeInBlock(b.first);
+  });
+  return reads;
+}
+
+Operation *Gatherer::gather(ArrayRef<Read *> bucket, Operation *at) {
+  int64_t n = worldSize;
+  builder.setInsertionPoint(at);
+  Operation *first = at->getPrevNode();
+  Type type = bucket.front()->type;
+  SmallVector<Value> parts;
+  int64_t packed = 0;
+  for (Read *read : bucket) {
+    Value part = read->param->arg;
+    if (type != read->param->whole.getElementType())
+      part = CastOp::create(builder, loc,
+                            RankedTensorType::get({read->param->shard}, type),
+                            part);
+    parts.push_back(part);
+    packed += read->param->shard;
+  }
+  Value sent = parts.front();
+  if (parts.size() > 1)
+    sent = ConcatOp::create(builder, loc, RankedTensorType::get({packed}, type),
+                            parts, builder.getI64IntegerAttr(0));
+  Value gathered = AllGatherOp::create(
+      builder, loc, RankedTensorType::get({n * packed}, type), sent,
+      builder.getI64IntegerAttr(n));
+  SmallVector<Value> columns = {gathered};
+  if (bucket.size() > 1) {
+    SmallVector<Type> types;
+    for (Read *read : bucket)
+      types.push_back(RankedTensorType::get({n, read->param->shard}, type));
+    Value rows = ReshapeOp::create(
+        builder, loc, RankedTensorType::get({n, packed}, type), gathered);
+    columns = llvm::to_vector_of<Value>(
+        SplitOp::create(builder, loc, types, rows, builder.getI64IntegerAttr(1))
+            .getResults());
+  }
+  for (auto [read, column] : llvm::zip(bucket, columns)) {
+    RankedTensorType whole = RankedTensorType(read->param->whole).clone(type);
+    int64_t elements = whole.getNumElements();
+    // The column flat, its padding sliced off, in the whole's shape.
+    Value value = column;
+    if (n * read->param->shard != elements) {
+      if (tensorType(value).getRank() != 1)
+        value = ReshapeOp::create(
+            builder, loc, RankedTensorType::get({n * read->param->shard}, type),
+            value);
+      value =
+          SliceOp::create(builder, loc, RankedTensorType::get({elements}, type),
+                          value, builder.getDenseI64ArrayAttr({0}));
+    }
+    if (tensorType(value).getShape() != whole.getShape())
+      value = ReshapeOp::create(builder, loc, whole, value);
+    for (OpOperand *use : read->uses)
+      use->set(value);
+    for (Operation *cast : read->casts)
+      cast->getResult(0).replaceAllUsesWith(value);
+  }
+  Operation *inserted = first ? first->getNextNode() : &at->getBlock()->front();
+  // Last: the builder inserts before `at`, which may be one of them.
+  for (Read *read : bucket)
+    for (Operation *cast : read->casts)
+      cast->erase();
+  return inserted;
+}
+
+void Gatherer::run() {
+  recomputeForBackward();
+  sinkLayoutOps();
+  for (bool backward : {false, true}) {
+    if (backward && !backwardStart)
+      break;
+    SmallVector<Read> reads = readsIn(backward);
+    // Buckets in the order the pass first reads them, each of one element
+    // type and at most bucketBytes gathered (a larger parameter alone).
+    struct Open {
+      SmallVector<Read *> reads;
+      int64_t bytes = 0;
+    };
+    llvm::MapVector<Type, Open> open;
+    SmallVector<SmallVector<Read *>> buckets;
+    for (Read &read : reads) {
+      int64_t bytes =
+          worldSize * read.param->shard * getElementByteSize(read.type);
+      Open &bucket = open[read.type];
+      if (!bucket.reads.empty() && bucket.bytes + bytes > bucketBytes) {
+        buckets.push_back(std::move(bucket.reads));
+        bucket = Open();
+      }
+      bucket.reads.push_back(&read);
+      bucket.bytes += bytes;
+    }
+    for (auto &[type, bucket] : open)
+      if (!bucket.reads.empty())
+        buckets.push_back(std::move(bucket.reads));
+    llvm::stable_sort(buckets, [](const auto &a, const auto &b) {
+      return a.front()->first != b.front()->first &&
+             a.front()->first->isBeforeInBlock(b.front()->first);
+    });
+    // Each bucket's gather is issued where the bucket before it is first
+    // read: one bucket in flight while the one before computes. From the
+    // last bucket back, so no reader a gather is placed before has been
+    // replaced yet; the first bucket's gather goes before the second's.
+    Operation *second = nullptr;
+    for (size_t i = buckets.size(); i-- > 0;) {
+      Operation *at = i > 0    ? buckets[i - 1].front()->first
+                      : second ? second
+                               : buckets[0].front()->first;
+      Operation *inserted = gather(buckets[i], at);
+      if (i == 1)
+        second = inserted;
+    }
+  }
+}
+
 class Rewriter {
 public:
   Rewriter(func::FuncOp step, const Config &config)
@@ -106,6 +432,7 @@ private:
   LogicalResult collectMembers();
   SmallVector<SmallVector<Member *>> makeBuckets();
   void averageBuckets(ArrayRef<SmallVector<Member *>> buckets);
+  LogicalResult shardParameters();
   LogicalResult shardBuckets(ArrayRef<SmallVector<Member *>> buckets);
   LogicalResult shardUpdate(Member &member, Value gradShard);
   LogicalResult rewriteReductions();
@@ -136,6 +463,12 @@ private:
   IRMapping shardOf;
   /// New types and tg.shard_of of the state arguments made parts.
   llvm::MapVector<BlockArgument, SmallVector<int64_t>> shardedArgs;
+
+public:
+  /// zero3: the parameters split, by name.
+  SmallVector<SplitParam> splitParams;
+
+private:
   SmallVector<Operation *> toErase;
 };
 
@@ -168,7 +501,7 @@ LogicalResult Rewriter::collectMembers() {
         return op.emitOpError("cannot be split across ranks (its state is "
                               "not laid out element by element with the "
                               "parameter); tg-data-parallel ")
-               << (config.mode == Mode::Zero1 ? "zero1" : "zero2")
+               << choiceName(config.mode)
                << " needs an elementwise or blockwise optimizer: use ddp, "
                   "or adamw or sgd";
       int64_t unit = config.worldSize * member.granule;
@@ -310,8 +643,8 @@ LogicalResult Rewriter::shardBuckets(ArrayRef<SmallVector<Member *>> buckets) {
     SmallVector<Value> raws;
     for (Member *member : bucket)
       raws.push_back(member->raw);
-    setInsertionAfterAll(config.mode == Mode::Zero2 ? ArrayRef<Value>(raws)
-                                                     : ArrayRef<Value>(allRaws));
+    setInsertionAfterAll(config.mode != Mode::Zero1 ? ArrayRef<Value>(raws)
+                                                    : ArrayRef<Value>(allRaws));
     // A bucket alone is its flat, padded gradient; several are packed as
     // [N, S_1 + S_2 + ...].
     SmallVector<Value> flats;
@@ -351,6 +684,12 @@ LogicalResult Rewriter::shardBuckets(ArrayRef<SmallVector<Member *>> buckets) {
       if (failed(shardUpdate(*member, gradShard)))
         return failure();
       newParts.push_back(shardOf.lookup(member->update.getNewParam()));
+    }
+    if (config.mode == Mode::Zero3) {
+      // The step returns the new parts.
+      for (auto [member, part] : llvm::zip(bucket, newParts))
+        member->update.getNewParam().replaceAllUsesWith(part);
+      continue;
     }
 
     // All-gather the new parameter parts and rebuild each parameter.
@@ -411,11 +750,14 @@ LogicalResult Rewriter::shardUpdate(Member &member, Value gradShard) {
   }
   mapping.map(member.update.getGrad(), current);
 
+  // zero3's parameter is its part already.
   Value param = member.update.getParam();
-  Value paramPart = ShardOp::create(
-      builder, loc, tensorType(param).clone({part}),
-      flatPadded(param, n * part), worldSizeAttr());
-  mapping.map(param, paramPart);
+  if (config.mode != Mode::Zero3) {
+    Value paramPart =
+        ShardOp::create(builder, loc, tensorType(param).clone({part}),
+                        flatPadded(param, n * part), worldSizeAttr());
+    mapping.map(param, paramPart);
+  }
 
   for (OpOperand &operand : update->getOpOperands()) {
     ShardLayout layout =
@@ -455,6 +797,88 @@ LogicalResult Rewriter::shardUpdate(Member &member, Value gradShard) {
   toErase.push_back(update);
   for (Operation *op : llvm::reverse(member.chain))
     toErase.push_back(op);
+  return success();
+}
+
+/// zero3: every splittable parameter argument becomes its part (a trained
+/// one laid out as its update's state, a frozen one in parts of whole
+/// elements), and each pass gathers what it reads.
+LogicalResult Rewriter::shardParameters() {
+  DenseMap<Value, Member *> trained;
+  llvm::SmallPtrSet<Operation *, 16> updates;
+  for (Member &member : members) {
+    Value param = member.update.getParam();
+    auto arg = dyn_cast<BlockArgument>(param);
+    if (!arg || arg.getOwner() != &body ||
+        !step.getArgAttr(arg.getArgNumber(), TGDialect::kParamAttr))
+      return member.update->emitOpError(
+          "updates a value that is not a parameter argument of the step; "
+          "tg-data-parallel zero3 splits parameter arguments");
+    trained[param] = &member;
+    updates.insert(member.update);
+  }
+  for (BlockArgument arg : body.getArguments()) {
+    if (!step.getArgAttr(arg.getArgNumber(), TGDialect::kParamAttr))
+      continue;
+    auto type = tensorType(arg);
+    Member *member = trained.lookup(arg);
+    // A trained parameter is split as its update needs, whatever its type.
+    if (!member && !isSplittable(type, arg))
+      continue;
+    int64_t n = config.worldSize;
+    int64_t shard =
+        member ? member->shard : (type.getNumElements() + n - 1) / n;
+    splitParams.push_back({arg, type, shard});
+  }
+  for (SplitParam &param : splitParams) {
+    param.arg.setType(param.whole.clone({param.shard}));
+    shardedArgs[param.arg] = llvm::to_vector(param.whole.getShape());
+  }
+  Gatherer(step, splitParams, config.worldSize, config.bucketBytes,
+           findBackwardStart(step), updates)
+      .run();
+  return success();
+}
+
+/// zero3: the evaluation function (tg.model) reads the parameters' parts
+/// that the training step keeps, each gathered before it is read.
+LogicalResult shardModel(func::FuncOp model, ArrayRef<SplitParam> split,
+                         const Config &config) {
+  llvm::StringMap<const SplitParam *> byName;
+  for (const SplitParam &param : split) {
+    auto step = cast<func::FuncOp>(param.arg.getOwner()->getParentOp());
+    byName[step.getArgAttrOfType<StringAttr>(param.arg.getArgNumber(),
+                                             TGDialect::kParamAttr)
+               .getValue()] = &param;
+  }
+  Block &body = model.getBody().front();
+  SmallVector<SplitParam> params;
+  SmallVector<DictionaryAttr> argAttrs = getArgAttrDicts(model);
+  Builder b(model.getContext());
+  for (BlockArgument arg : body.getArguments()) {
+    auto name = model.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                   TGDialect::kParamAttr);
+    const SplitParam *split = name ? byName.lookup(name.getValue()) : nullptr;
+    if (!split)
+      continue;
+    if (tensorType(arg) != split->whole)
+      return model.emitOpError("parameter '")
+             << name.getValue() << "' has type " << arg.getType()
+             << ", the training step's " << split->whole;
+    params.push_back({arg, split->whole, split->shard});
+    arg.setType(split->whole.clone({split->shard}));
+    NamedAttrList attrs(argAttrs[arg.getArgNumber()]);
+    attrs.set(TGDialect::kShardOfAttr,
+              b.getDenseI64ArrayAttr(split->whole.getShape()));
+    argAttrs[arg.getArgNumber()] = attrs.getDictionary(model.getContext());
+  }
+  if (params.empty())
+    return success();
+  llvm::SmallPtrSet<Operation *, 1> none;
+  Gatherer(model, params, config.worldSize, config.bucketBytes, nullptr, none)
+      .run();
+  setStepResults(model, body.getTerminator()->getOperands(), argAttrs,
+                 getResultAttrDicts(model));
   return success();
 }
 
@@ -530,6 +954,8 @@ LogicalResult Rewriter::run() {
                             "once");
   if (failed(collectMembers()))
     return failure();
+  if (config.mode == Mode::Zero3 && failed(shardParameters()))
+    return failure();
   SmallVector<SmallVector<Member *>> buckets = makeBuckets();
   if (config.mode == Mode::DDP) {
     averageBuckets(buckets);
@@ -588,11 +1014,22 @@ struct DataParallelPass
     }
     config.worldSize = worldSize;
     config.bucketBytes = int64_t(double(bucketMB) * 1024.0 * 1024.0);
+    SmallVector<SplitParam> split;
     if (failed(forEachTrainStep(getOperation(), "tg-data-parallel",
                                 "tg-optimizer", [&](func::FuncOp step) {
-                                  return Rewriter(step, config).run();
+                                  Rewriter rewriter(step, config);
+                                  if (failed(rewriter.run()))
+                                    return failure();
+                                  llvm::append_range(split,
+                                                     rewriter.splitParams);
+                                  return success();
                                 })))
       return signalPassFailure();
+    if (config.mode == Mode::Zero3)
+      for (auto model : getOperation().getOps<func::FuncOp>())
+        if (model->hasAttr(TGDialect::kModelAttr) &&
+            failed(shardModel(model, split, config)))
+          return signalPassFailure();
   }
 };
 

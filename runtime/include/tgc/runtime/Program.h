@@ -48,9 +48,9 @@ struct TensorInfo {
   std::string loraBase;
   double loraScale = 0.0;
   bool loraFanInFanOut = false;
-  /// A part of a tensor split across ranks (ZeRO's optimizer state): the
-  /// whole tensor's shape, else empty. The part of rank r is elements
-  /// [r n, (r + 1) n) of the whole flattened and zero-padded, n this
+  /// A part of a tensor split across ranks (ZeRO's optimizer state, zero3's
+  /// parameters): the whole tensor's shape, else empty. The part of rank r is
+  /// elements [r n, (r + 1) n) of the whole flattened and zero-padded, n this
   /// tensor's element count.
   std::vector<int64_t> shardOf;
   /// A frozen copy (role State): the parameter whose starting value it
@@ -59,6 +59,10 @@ struct TensorInfo {
 
   int64_t numElements() const;
   bool isShard() const { return !shardOf.empty(); }
+  /// The whole tensor's shape (shardOf for a part).
+  const std::vector<int64_t> &wholeShape() const {
+    return isShard() ? shardOf : shape;
+  }
   /// Elements of the whole tensor (numElements() when it is not a part).
   int64_t wholeElements() const;
 };
@@ -231,7 +235,7 @@ struct Program {
   /// tgc-compile said, why not).
   std::string hfConfig, hfConfigError;
   /// Data parallelism: the ranks the program runs on and how ("ddp",
-  /// "zero1", "zero2"; empty for one process).
+  /// "zero1", "zero2", "zero3"; empty for one process).
   int64_t worldSize = 1;
   std::string dataParallel;
   /// The sequence lengths it runs at, increasing; the last is the training

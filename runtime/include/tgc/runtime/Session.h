@@ -49,6 +49,16 @@ public:
   TensorRef hostView(int32_t index);
   /// Copies the persistent region from the backend into the mirror.
   Status pullPersistent();
+
+  /// Gathers every part of a tensor split across ranks (ZeRO's state,
+  /// zero3's parameters) from the mirrors of all ranks into a whole on
+  /// rank `root` (a collective: every rank calls it; pull first), where
+  /// wholeView reads it until releaseWholes().
+  Status gatherWholes(int root = 0);
+  /// Persistent tensor `index` whole, on the root after gatherWholes():
+  /// the gathered whole of a part, else hostView(index).
+  TensorRef wholeView(int32_t index);
+  void releaseWholes() { wholes.clear(); }
   /// Copies the mirror into the backend's persistent region.
   Status pushPersistent();
   /// Copies only persistent tensors `indices` (any order; neighbours in
@@ -145,6 +155,8 @@ private:
   };
   std::unique_ptr<uint8_t[], Free> mirrorStorage;
   uint8_t *mirror = nullptr;
+  /// gatherWholes' wholes of the parts, by tensor.
+  std::map<int32_t, std::vector<uint8_t>> wholes;
   /// Whether the mirror holds only the zeros it was allocated with (the
   /// backend's regions are zero-filled too): initialize() then writes no
   /// zeros.
@@ -198,9 +210,11 @@ private:
 /// Draws the initial values of one tensor (normal or uniform from a
 /// generator seeded by `seed` and `name`). Exposed for tests.
 /// `viewIsZero`: the view holds zeros already, so a zero initialisation
-/// writes nothing (and touches none of its pages).
+/// writes nothing (and touches none of its pages). The view holds the
+/// tensor's elements from `first` on (a part of a split tensor draws what
+/// its elements draw in the whole).
 void initializeTensor(const TensorInfo &info, uint64_t seed, TensorRef view,
-                      bool viewIsZero = false);
+                      bool viewIsZero = false, int64_t first = 0);
 
 } // namespace tgc::rt
 

@@ -49,7 +49,12 @@ inline bool offloadsActivations(Offload offload) {
 enum class FrozenQuant { None, NF4, FP4 };
 
 /// How ranks share the step (tg-data-parallel).
-enum class ParallelMode { None, DDP, Zero1, Zero2 };
+enum class ParallelMode { None, DDP, Zero1, Zero2, Zero3 };
+/// Whether each rank keeps only its part of the optimizer state (ZeRO).
+inline bool splitsState(ParallelMode mode) {
+  return mode == ParallelMode::Zero1 || mode == ParallelMode::Zero2 ||
+         mode == ParallelMode::Zero3;
+}
 
 /// A choice's names: the first name of a value is the one printed; later
 /// ones are accepted aliases.
@@ -100,7 +105,8 @@ template <> struct Choices<ParallelMode> {
       {ParallelMode::None, "none"},
       {ParallelMode::DDP, "ddp"},
       {ParallelMode::Zero1, "zero1"},
-      {ParallelMode::Zero2, "zero2"}};
+      {ParallelMode::Zero2, "zero2"},
+      {ParallelMode::Zero3, "zero3"}};
 };
 
 template <typename E> std::optional<E> parseChoice(llvm::StringRef text) {

@@ -991,6 +991,20 @@ def TGDataParallel : Pass<"tg-data-parallel", "mlir::ModuleOp"> {
     - `zero2` (stage 2): the same, with each bucket of gradients
       reduce-scattered as soon as the backward pass has computed it, so the
       whole gradients die early.
+    - `zero3` (stage 3, FSDP's full sharding): the parameters are split
+      too. Each parameter argument (trainable or frozen; float, not a 4-bit
+      weight's codes) becomes this rank's part (`tg.shard_of`), and the new
+      part is what the step returns: no all-gather after the update.
+      Before the forward pass reads a bucket of parameters, one
+      `tg.all_gather` rebuilds them whole, and again before the backward
+      pass reads them, so each gathered copy dies after its last reader in
+      its pass; a bucket's gather is issued where the bucket before it is
+      first read (one bucket of prefetch). A parameter that a pass reads
+      only through casts (mixed precision) is cast before it is gathered.
+      Values computed from a parameter alone by casts, reshapes and
+      transposes that the backward pass reads are computed again there
+      from its own gather. The model's evaluation function (`tg.model`)
+      reads the same parts, gathered once.
     Gradients travel in buckets of at most `bucket-mb` MiB (in the order
     the backward pass completes them), each one collective on one flat
     buffer, not one per parameter. A global gradient norm (clipping) and
@@ -1001,7 +1015,7 @@ def TGDataParallel : Pass<"tg-data-parallel", "mlir::ModuleOp"> {
   let options = [
     Option<"mode", "mode", "::tgc::tg::ParallelMode",
            /*default=*/"::tgc::tg::ParallelMode::DDP",
-           "ddp, zero1 or zero2 (none: leave the pass out)">,
+           "ddp, zero1, zero2 or zero3 (none: leave the pass out)">,
     Option<"worldSize", "world-size", "int64_t", /*default=*/"2",
            "Number of ranks (>= 1)">,
     Option<"bucketMB", "bucket-mb", "double", /*default=*/"25.0",
