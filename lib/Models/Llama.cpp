@@ -48,6 +48,18 @@ std::optional<LlamaConfig> getLlamaPreset(StringRef name) {
     c.ropeTheta = 500000.0;
     return c;
   }
+  if (name == "llama-3-70b") {
+    c.hidden = 8192;
+    c.intermediate = 28672;
+    c.nLayer = 80;
+    c.nHead = 64;
+    c.nKVHead = 8;
+    c.vocabSize = 128256;
+    c.maxPositions = 8192;
+    c.rmsEps = 1e-5;
+    c.ropeTheta = 500000.0;
+    return c;
+  }
   if (name == "mistral-7b") {
     c.modelType = "mistral";
     c.intermediate = 14336;

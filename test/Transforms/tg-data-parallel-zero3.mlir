@@ -69,18 +69,20 @@ func.func @net(%x: tensor<4x3xf32> {tg.input = "x"},
 // so the parts are cast and the bf16 values gathered (half the bytes), in
 // one bucket, where the forward pass first reads them (the casts moved
 // there from the top of the step); the backward pass casts and gathers
-// its own, not keeping the forward pass's.
+// its own, not keeping the forward pass's. The forward pass's gathers are
+// marked tg.recompute: where tg-remat recomputes a forward op for the
+// backward pass, it gathers again rather than keeping them.
 // AMP-LABEL: func.func @net_train_step(
 // AMP-SAME: %[[W:[^:]*]]: tensor<5xf32> {tg.param = "w", tg.shard_of = array<i64: 3, 3>}
 // AMP-SAME: %[[B:[^:]*]]: tensor<2xf32> {tg.frozen, tg.param = "b", tg.shard_of = array<i64: 3>}
 // AMP-SAME: %[[V:[^:]*]]: tensor<3xf32> {tg.param = "v", tg.shard_of = array<i64: 3, 2>}
-// AMP: %[[CW:.*]] = tg.cast %[[W]] : tensor<5xf32> -> tensor<5xbf16>
-// AMP-NEXT: %[[CB:.*]] = tg.cast %[[B]] : tensor<2xf32> -> tensor<2xbf16>
-// AMP-NEXT: %[[CV:.*]] = tg.cast %[[V]] : tensor<3xf32> -> tensor<3xbf16>
-// AMP-NEXT: %[[PACK:.*]] = tg.concat %[[CW]], %[[CB]], %[[CV]] {axis = 0 : i64} : (tensor<5xbf16>, tensor<2xbf16>, tensor<3xbf16>) -> tensor<10xbf16>
-// AMP-NEXT: %[[ALL:.*]] = tg.all_gather %[[PACK]] {world_size = 2 : i64} : tensor<10xbf16> -> tensor<20xbf16>
-// AMP-NEXT: %[[ROWS:.*]] = tg.reshape %[[ALL]] : tensor<20xbf16> -> tensor<2x10xbf16>
-// AMP-NEXT: %[[COLS:.*]]:3 = tg.split %[[ROWS]] {axis = 1 : i64} : tensor<2x10xbf16> -> tensor<2x5xbf16>, tensor<2x2xbf16>, tensor<2x3xbf16>
+// AMP: %[[CW:.*]] = tg.cast %[[W]] {tg.recompute} : tensor<5xf32> -> tensor<5xbf16>
+// AMP-NEXT: %[[CB:.*]] = tg.cast %[[B]] {tg.recompute} : tensor<2xf32> -> tensor<2xbf16>
+// AMP-NEXT: %[[CV:.*]] = tg.cast %[[V]] {tg.recompute} : tensor<3xf32> -> tensor<3xbf16>
+// AMP-NEXT: %[[PACK:.*]] = tg.concat %[[CW]], %[[CB]], %[[CV]] {axis = 0 : i64, tg.recompute} : (tensor<5xbf16>, tensor<2xbf16>, tensor<3xbf16>) -> tensor<10xbf16>
+// AMP-NEXT: %[[ALL:.*]] = tg.all_gather %[[PACK]] {tg.recompute, world_size = 2 : i64} : tensor<10xbf16> -> tensor<20xbf16>
+// AMP-NEXT: %[[ROWS:.*]] = tg.reshape %[[ALL]] {tg.recompute} : tensor<20xbf16> -> tensor<2x10xbf16>
+// AMP-NEXT: %[[COLS:.*]]:3 = tg.split %[[ROWS]] {axis = 1 : i64, tg.recompute} : tensor<2x10xbf16> -> tensor<2x5xbf16>, tensor<2x2xbf16>, tensor<2x3xbf16>
 // AMP-NOT: tg.cast %[[W]]
 // AMP: tg.cross_entropy_grad
 // AMP-NEXT: tg.cast %[[V]] : tensor<3xf32> -> tensor<3xbf16>

@@ -63,10 +63,12 @@ static cl::opt<int64_t> batch("batch", cl::desc("Batch size"),
 // GPT-2.
 static cl::opt<std::string> preset(
     "preset",
-    cl::desc("Model size: GPT-2 124M, 350M, 774M, 1558M or tiny; "
-             "BERT base or tiny; Llama tiny, llama-3-8b, mistral-7b, qwen2-7b, "
-             "qwen3-0.6b, qwen3-8b, phi-3-mini, mixtral-8x7b, mixtral-tiny, "
-             "gemma-2-2b"),
+    cl::desc(
+        "Model size: GPT-2 124M, 350M, 774M, 1558M or tiny; "
+        "BERT base or tiny; Llama tiny, llama-3-8b, llama-3-70b, mistral-7b, "
+        "qwen2-7b, "
+        "qwen3-0.6b, qwen3-8b, phi-3-mini, mixtral-8x7b, mixtral-tiny, "
+        "gemma-2-2b"),
     cl::cat(category), SEQ);
 static cl::opt<int64_t> nLayer("n-layer", cl::desc("Transformer blocks"),
                                cl::cat(category), SEQ);
@@ -349,10 +351,11 @@ static OwningOpRef<ModuleOp> buildLlamaFromFlags(MLIRContext *context,
   } else if (!preset.empty()) {
     std::optional<tgc::LlamaConfig> found = tgc::getLlamaPreset(preset);
     if (!found) {
-      error = "unknown Llama preset '" + preset +
-              "' (expected tiny, llama-3-8b, mistral-7b, qwen2-7b, "
-              "qwen3-0.6b, qwen3-8b, phi-3-mini, mixtral-8x7b, mixtral-tiny or "
-              "gemma-2-2b)";
+      error =
+          "unknown Llama preset '" + preset +
+          "' (expected tiny, llama-3-8b, llama-3-70b, mistral-7b, qwen2-7b, "
+          "qwen3-0.6b, qwen3-8b, phi-3-mini, mixtral-8x7b, mixtral-tiny or "
+          "gemma-2-2b)";
       return nullptr;
     }
     config = *found;

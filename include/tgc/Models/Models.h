@@ -122,10 +122,9 @@ struct LlamaConfig {
 };
 
 /// The named Llama-family sizes: "tiny" (test-sized, grouped-query) and
-/// "llama-3-8b", "mistral-7b", "qwen2-7b", "qwen3-0.6b", "qwen3-8b",
-/// "phi-3-mini",
-/// "mixtral-8x7b", "mixtral-tiny" (tiny with 4 experts, 2 per token) and
-/// "gemma-2-2b".
+/// "llama-3-8b", "llama-3-70b", "mistral-7b", "qwen2-7b", "qwen3-0.6b",
+/// "qwen3-8b", "phi-3-mini", "mixtral-8x7b", "mixtral-tiny" (tiny with 4
+/// experts, 2 per token) and "gemma-2-2b".
 std::optional<LlamaConfig> getLlamaPreset(llvm::StringRef name);
 
 /// The rotary frequencies of `config`, as Hugging Face computes them in

@@ -364,6 +364,12 @@ Operation *Gatherer::gather(ArrayRef<Read *> bucket, Operation *at) {
       cast->getResult(0).replaceAllUsesWith(value);
   }
   Operation *inserted = first ? first->getNextNode() : &at->getBlock()->front();
+  // The forward pass's gathers are recomputed (gathered again) where
+  // tg-remat recomputes a forward op that reads them in the backward pass,
+  // not kept alive for it.
+  if (backwardStart && !inBackward(at))
+    for (Operation *op = inserted; op != at; op = op->getNextNode())
+      op->setAttr(TGDialect::kRecomputeAttr, builder.getUnitAttr());
   // Last: the builder inserts before `at`, which may be one of them.
   for (Read *read : bucket)
     for (Operation *cast : read->casts)
@@ -939,7 +945,9 @@ void Rewriter::averageLoss() {
     auto type = dyn_cast<RankedTensorType>(loss.getType());
     if (!type || !isa<FloatType>(type.getElementType()))
       continue;
-    builder.setInsertionPoint(ret);
+    // Right after the value: the loss's mean then ends the forward pass
+    // (where tg-remat and the memory plan find its end), not the step.
+    setInsertionAfterAll({loss});
     Value mean = AllReduceOp::create(
         builder, loc, type, loss,
         ReduceKindAttr::get(builder.getContext(), ReduceKind::Mean),
