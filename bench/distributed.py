@@ -3,13 +3,19 @@ the CPU step time at 1 and 2 ranks.
 
 Table 1 plans GPT-2 124M and 1558M (batch 1 of 1024 tokens per rank) with
 tgc-compile --memory-report, at world sizes 1, 2, 8 and 64, in f32 and with
---amp=bf16, with AdamW's f32 state and with 8-bit state, for ddp, zero1 and
-zero2: the persistent bytes per rank (parameters and optimizer state), the
-planned peak of the transient arena (activations, gradients, workspace),
-the bytes a rank sends per step, and beside them the ZeRO paper's formula
-for the model states per rank (Rajbhandari et al. 2020, with Psi
-parameters: 16 Psi for DDP, 4 Psi + 12 Psi / N for stage 1, 2 Psi + 14 Psi
-/ N for stage 2, in mixed precision with Adam).
+--amp=bf16, with AdamW's f32 state and with 8-bit state, for ddp, zero1,
+zero2 and zero3: the persistent bytes per rank (parameters and optimizer
+state), the planned peak of the transient arena (activations, gradients,
+gathered parameters, workspace), the bytes a rank sends per step, and
+beside them the ZeRO paper's formula for the model states per rank
+(Rajbhandari et al. 2020, with Psi parameters: 16 Psi for DDP, 4 Psi + 12
+Psi / N for stage 1, 2 Psi + 14 Psi / N for stage 2, 16 Psi / N for stage
+3, in mixed precision with Adam).
+
+Table 3 plans full fine-tuning of Llama-3-8B and Llama-3-70B (one sequence
+of 2048 tokens per rank; bf16 compute, 8-bit AdamW state, remat of the
+blocks, the updates inside the backward pass) under zero2 and zero3 at 8,
+16 and 64 ranks, and finds the fewest 80 GB H100s each trains on.
 
 Table 2 times the 2-layer GPT-2 of the data-parallel test's shape, scaled
 up (C=256, T=128, global batch 16) on this machine: one process on the
@@ -64,7 +70,12 @@ NOTES = """## Reading the tables
   all-gather the parameters ((N - 1) / N each); with bf16 gradients ddp
   sends half as much.
 """
-MODES = ("ddp", "zero1", "zero2")
+MODES = ("ddp", "zero1", "zero2", "zero3")
+# An 80 GB H100's memory (85,520,809,984 bytes), less the 1 GiB that no
+# plan counts (CUDA context, cuBLAS workspace: bench/gpu/README.md).
+H100_BYTES = 85_520_809_984 - 2**30
+LLAMA_FLAGS = ["--amp", "bf16", "--optimizer-state", "8bit", "--remat",
+               "blocks", "--optimizer-in-backward"]
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
            "OMPI_MCA_rmaps_base_oversubscribe": "1"}
@@ -97,7 +108,56 @@ def paper(psi, mode, n, mixed):
         return (p + g + k) * psi
     if mode == "zero1":
         return (p + g) * psi + k * psi / n
-    return p * psi + (g + k) * psi / n
+    if mode == "zero2":
+        return p * psi + (g + k) * psi / n
+    return (p + g + k) * psi / n
+
+
+def llama_table(bins, tmp, lines):
+    lines += ["## Llama-3 full fine-tuning per rank", "",
+              "One sequence of 2048 tokens per rank, `" +
+              " ".join(LLAMA_FLAGS) + "`. tgc's model states per rank: the "
+              "f32 parameters (the master weights: compute casts them to "
+              "bf16 per step) and the 8-bit moments with their scales, "
+              "about 6 Psi / N under zero3; the ZeRO formula column is the "
+              "paper's stage for mixed precision with f32 Adam (16 Psi "
+              "under stage 3), for scale. *fits H100*: total within an 80 "
+              "GB H100 less 1 GiB.", "",
+              "| model | mode | N | persistent GiB | arena GiB | total GiB "
+              "| sent GiB | ZeRO formula GiB | fits H100 |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    fewest = []
+    for preset, name in (("llama-3-8b", "Llama-3-8B"),
+                         ("llama-3-70b", "Llama-3-70B")):
+        model = os.path.join(tmp, f"{preset}.mlir")
+        run([f"{bins}/tgc-models", "llama", "--preset", preset, "--batch",
+             "1", "--seq-len", "2048", "-o", model])
+        stats = run([f"{bins}/tgc-models", "llama", "--preset", preset,
+                     "--batch", "1", "--seq-len", "2048", "--stats"]).stdout
+        psi = int(re.search(r"parameters: ([0-9,]+)", stats).group(1)
+                  .replace(",", ""))
+        for mode in ("zero2", "zero3"):
+            for n in (8, 16, 64):
+                persistent, arena, sent = plan(
+                    bins, model, tmp, LLAMA_FLAGS + [
+                        "--data-parallel", mode, "--world-size", str(n)])
+                total = persistent + arena
+                lines.append(
+                    f"| {name} | {mode} | {n} | {gib(persistent)} | "
+                    f"{gib(arena)} | {gib(total)} | {gib(sent)} | "
+                    f"{gib(paper(psi, mode, n, True))} | "
+                    f"{'yes' if total <= H100_BYTES else 'no'} |")
+                print(lines[-1], flush=True)
+        # The fewest ranks (powers of two) on which zero3's plan fits.
+        for n in (1, 2, 4, 8, 16, 32, 64, 128):
+            persistent, arena, _ = plan(
+                bins, model, tmp, LLAMA_FLAGS + [
+                    "--data-parallel", "zero3", "--world-size", str(n)])
+            if persistent + arena <= H100_BYTES:
+                fewest.append(f"- {name} (Psi = {psi:,}): {n} H100s under "
+                              f"zero3, {gib(persistent + arena)} GiB a rank.")
+                break
+    lines += [""] + fewest + [""]
 
 
 def memory_table(bins, tmp, lines):
@@ -209,6 +269,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         step_times(bins, tmp, lines, args.steps)
         memory_table(bins, tmp, lines)
+        llama_table(bins, tmp, lines)
     open(args.out, "w").write("\n".join(lines) + "\n" + NOTES)
     print(f"wrote {args.out}")
 
