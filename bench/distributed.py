@@ -42,33 +42,52 @@ NOTES = """## Reading the tables
   every kernel of one process runs on both cores (its GEMMs in tiles on
   the same team), so a second process brings no idle core to work; the
   ranks pay the collectives (packing and padding the buckets, the
-  all-gather of the parameters under ZeRO) and a step of half the size
-  each. The three modes differ by a few percent either way from run to
-  run: within this machine's noise. One process on one thread shows what
+  all-gathers of the parameters under ZeRO) and a step of half the size
+  each. The four modes take within 6% of one process's time, about this
+  machine's noise from run to run. One process on one thread shows what
   the second core buys.
 - **Persistent memory follows ZeRO's division**: f32 parameters (4 Psi)
-  stay whole on every rank, and AdamW's two f32 moments (8 Psi) are divided
-  by N under zero1 and zero2: 17.41 GiB for GPT-2 1558M in one process,
-  11.61 at N = 2, 5.98 at N = 64 (4 Psi + 8 Psi / 64 = 5.98 GiB; each
-  parameter is padded to a multiple of N, a few KiB). The 8-bit state (2 Psi)
-  divides the same way.
+  stay whole on every rank under ddp, zero1 and zero2, and AdamW's two f32
+  moments (8 Psi) are divided by N: 17.41 GiB for GPT-2 1558M in one
+  process, 11.61 at N = 2, 5.98 at N = 64 (4 Psi + 8 Psi / 64 = 5.98 GiB;
+  each parameter is padded to a multiple of N, a few KiB). zero3 divides
+  the parameters too: 8.70 GiB at N = 2, 0.27 at N = 64 (12 Psi / 64; the
+  paper's 16 Psi / N counts the gradients, which tgc keeps transient, in
+  the arena). The 8-bit state (2 Psi) divides the same way.
 - **Where tgc differs from the paper's mixed-precision layout**: with
   `--amp=bf16` tgc keeps the parameters in f32 as the master weights and
   casts them per step (transient), so its persistent memory is the f32
   rows'; the paper keeps 2-byte parameters and gradients and counts the
-  f32 master copy (4 Psi) in the 12 Psi it divides. tgc's ZeRO does not
-  divide the f32 parameters yet, so at large N it holds 4 Psi of model
-  state against the paper's 2 Psi (stage 2). Splitting the f32 master
-  weights behind bf16 working copies is the next step.
-- **Gradients live in the arena**: ddp and zero1 keep every whole gradient
-  until the end of the backward pass; zero2 reduce-scatters each bucket as
-  soon as it is complete. With one sequence of 1024 tokens the peak of the
-  arena is the logits in the forward pass, so the difference shows only in
-  f32 (GPT-2 1558M: 6.11 GiB under zero1, 5.49 under zero2).
+  f32 master copy (4 Psi) in the 12 Psi it divides. Under zero1 and zero2
+  tgc holds 4 Psi of whole parameters at any N, against the paper's 2 Psi
+  (stage 2); under zero3 it holds 12 Psi / N (6 Psi / N with 8-bit
+  state), less than the paper's 16 Psi / N.
+- **The arena** holds the activations, the gradients (ddp and zero1 keep
+  every whole gradient until the end of the backward pass; zero2 and zero3
+  reduce-scatter each bucket as soon as it is complete) and, under zero3,
+  the gathered buckets of parameters (each dies after its last reader in
+  its pass). With `--amp=bf16` zero3's arena is the smallest (GPT-2 1558M
+  at N = 64: 3.24 GiB against zero2's 5.79): it gathers each parameter's
+  bf16 cast where the pass first reads it, while the other modes cast every
+  parameter at the start of the step and, without remat, keep the casts
+  until their last reader (a waste of one process's plan too, to fix).
 - **Bytes sent** follow the ring algorithms: ddp all-reduces the gradients
   (2 (N - 1) / N of them), zero1 and zero2 reduce-scatter the gradients and
-  all-gather the parameters ((N - 1) / N each); with bf16 gradients ddp
-  sends half as much.
+  all-gather the parameters ((N - 1) / N each); zero3 reduce-scatters the
+  gradients and gathers the parameters twice (the forward and the backward
+  pass), 1.5 times zero2's in f32 (GPT-2 1558M at N = 64: 17.13 GiB
+  against 11.42), about the same in bf16, where it gathers the bf16 casts
+  (8.87 GiB against 8.72).
+- **Llama-3 full fine-tuning**: Llama-3-70B plans 57.64 GiB a rank on 8
+  ranks under zero3 (49.54 GiB of f32 parameters and 8-bit moments, 6 Psi /
+  8, and an 8.10 GiB arena), so 8 H100s train it; zero2 needs 316.78 GiB a
+  rank at N = 8 and still 274.62 at N = 64 (the whole f32 parameters alone
+  are 263 GiB). Llama-3-8B fits one H100 (50.54 GiB) and takes 8.44 GiB a
+  rank on 8 under zero3. With `--remat=blocks` a rank sends three bf16
+  gathers of the parameters a step (forward, the recomputed blocks, the
+  backward pass) and the reduce-scatter of the gradients: 427.63 GiB at
+  N = 8 for 70B; sharing the recomputation's gather with the backward
+  pass's (as FSDP does) would save a third of the gathers.
 """
 MODES = ("ddp", "zero1", "zero2", "zero3")
 # An 80 GB H100's memory (85,520,809,984 bytes), less the 1 GiB that no
@@ -154,19 +173,22 @@ def llama_table(bins, tmp, lines):
                 bins, model, tmp, LLAMA_FLAGS + [
                     "--data-parallel", "zero3", "--world-size", str(n)])
             if persistent + arena <= H100_BYTES:
-                fewest.append(f"- {name} (Psi = {psi:,}): {n} H100s under "
+                gpus = f"{n} H100" + ("s" if n > 1 else "")
+                fewest.append(f"- {name} (Psi = {psi:,}): {gpus} under "
                               f"zero3, {gib(persistent + arena)} GiB a rank.")
                 break
-    lines += [""] + fewest + [""]
+    lines += ["", "The fewest 80 GB H100s (a power of two) each trains on "
+              "under zero3:", ""] + fewest + [""]
 
 
 def memory_table(bins, tmp, lines):
     lines += ["## Planned memory per rank", "",
               "Batch 1 of 1024 tokens per rank. *persistent*: parameters "
-              "(f32, every rank holds them all) and optimizer state (split "
-              "across ranks under ZeRO); *arena*: the planned peak of "
-              "everything transient (activations, gradients, the buckets "
-              "of the collectives, workspace); *sent*: bytes one rank "
+              "(f32; every rank holds them all but under zero3, its part) "
+              "and optimizer state (split across ranks under ZeRO); "
+              "*arena*: the planned peak of everything transient "
+              "(activations, gradients, the buckets of the collectives, "
+              "the gathered parameters, workspace); *sent*: bytes one rank "
               "sends per step (ring algorithms); *ZeRO formula*: the "
               "paper's model states per rank for the same Psi (mixed "
               "precision for the bf16 rows, 4 + 4 + 8 bytes for f32).", ""]
