@@ -73,6 +73,10 @@ ldd "$bin/tgc-run" "$bin/tgc-cuda-tests" ${openblas:+"$openblas"} |
   -o "$out/tgx/gpt2-2layer-f16.tgx"
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --amp=bf16 --fuse \
   -o "$out/tgx/gpt2-2layer-fused.tgx"
+# zero3 at world size 1 (no mpirun there): the parameters' gathers and the
+# gradients' reduce-scatters on NCCL when it loads (else host memory).
+"$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --amp=bf16 \
+  --data-parallel=zero3 --world-size 1 -o "$out/tgx/gpt2-2layer-zero3.tgx"
 # The optimizer state in pinned, mapped host memory (8-bit, and bf16 with
 # the update in the backward pass, which reaches it mid-backward).
 "$bin/tgc-compile" "$out/tgx/gpt2-2layer.mlir" --optimizer-state=8bit \

@@ -36,7 +36,7 @@ out="$out/checks"
 export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 # CUDA's own libraries come from the machine: the toolkit's folder, or
 # wherever else they are (a Python environment's nvidia packages).
-for lib in libcudart.so.13 libcublasLt.so.13 libcublas.so.13; do
+for lib in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libnccl.so.2; do
   if ! ldconfig -p 2> /dev/null | grep -q "$lib" &&
     [ ! -e "/usr/local/cuda/lib64/$lib" ]; then
     found="$(find / -name "$lib*" -not -path '/proc/*' 2> /dev/null | head -n 1)"
@@ -103,6 +103,7 @@ check train-f16 compare f16
 check train-fused compare fused
 check train-offload compare offload
 check train-offload-all compare offload-all
+check train-zero3 compare zero3
 # The benchmark before compute-sanitizer, whose runs are the slowest.
 if [ "$bench" = 1 ]; then
   check bench python3 "$here/bench_gpu.py" --prebuilt "$tgx" --bins \
