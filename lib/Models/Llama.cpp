@@ -49,15 +49,12 @@ std::optional<LlamaConfig> getLlamaPreset(StringRef name) {
     return c;
   }
   if (name == "llama-3-70b") {
+    // Llama-3-8B's vocabulary, context and RoPE, wider and deeper.
+    c = *getLlamaPreset("llama-3-8b");
     c.hidden = 8192;
     c.intermediate = 28672;
     c.nLayer = 80;
     c.nHead = 64;
-    c.nKVHead = 8;
-    c.vocabSize = 128256;
-    c.maxPositions = 8192;
-    c.rmsEps = 1e-5;
-    c.ropeTheta = 500000.0;
     return c;
   }
   if (name == "mistral-7b") {
