@@ -435,18 +435,18 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
                              ": uniform initialisation needs low < high");
     program.tensors.push_back(std::move(info));
   }
-  // Frozen copies: of a parameter of the same type, persistent state.
+  // Frozen copies: of a parameter of the same type (zero3: the same part
+  // of the same whole), persistent state.
   for (size_t i = 0; i < program.tensors.size(); ++i) {
     const TensorInfo &copy = program.tensors[i];
     if (copy.copyOf.empty())
       continue;
     int32_t source = program.findPersistent(copy.copyOf);
     if (copy.role != Role::State || copy.storage != Storage::Persistent ||
-        copy.isShard() || source < 0 ||
-        program.tensors[source].role != Role::Param ||
+        source < 0 || program.tensors[source].role != Role::Param ||
         program.tensors[source].dtype != copy.dtype ||
         program.tensors[source].shape != copy.shape ||
-        program.tensors[source].isShard())
+        program.tensors[source].shardOf != copy.shardOf)
       return Status::failure(describeTensor(i, copy.name) +
                              ": a frozen copy of '" + copy.copyOf +
                              "', which is not a parameter of its type");

@@ -500,6 +500,7 @@ LogicalResult Rewriter::shardUpdate(Member &member, Value gradShard) {
 /// elements), and each pass gathers what it reads.
 LogicalResult Rewriter::shardParameters() {
   DenseMap<Value, Member *> trained;
+  llvm::StringMap<Member *> trainedByName;
   llvm::SmallPtrSet<Operation *, 16> updates;
   for (Member &member : members) {
     Value param = member.update.getParam();
@@ -510,6 +511,9 @@ LogicalResult Rewriter::shardParameters() {
           "updates a value that is not a parameter argument of the step; "
           "tg-data-parallel zero3 splits parameter arguments");
     trained[param] = &member;
+    trainedByName[step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                    TGDialect::kParamAttr)
+                      .getValue()] = &member;
     updates.insert(member.update);
   }
   for (BlockArgument arg : body.getArguments()) {
@@ -517,6 +521,11 @@ LogicalResult Rewriter::shardParameters() {
       continue;
     auto type = tensorType(arg);
     Member *member = trained.lookup(arg);
+    // A frozen copy (a preference loss's reference) is split as the
+    // parameter it copies, part for part.
+    if (auto source = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        TGDialect::kCopyOfAttr))
+      member = trainedByName.lookup(source.getValue());
     // A trained parameter is split as its update needs, whatever its type.
     if (!member && !isSplittable(type, arg))
       continue;
