@@ -245,17 +245,34 @@ static SavedTensor entryOf(Session &session, int32_t index, std::string name = "
           view.numBytes()};
 }
 
-Status saveOnRankZero(Session &session, const std::function<Status()> &save) {
+Status saveOnRankZero(Session &session,
+                      const std::function<bool(int32_t)> &reads,
+                      const std::function<Status()> &save) {
   Communicator &comm = session.communicator();
   Status status = session.pullPersistent();
   if (status.ok())
-    status = session.gatherWholes(0);
+    status = session.gatherWholes(reads, 0);
   if (status.ok() && comm.rank() == 0)
     status = save();
   session.releaseWholes();
   if (comm.size() > 1)
     status = comm.agree(status);
   return status;
+}
+
+std::function<bool(int32_t)> parametersOf(const Program &program) {
+  return [&program](int32_t index) {
+    return program.tensors[size_t(index)].role == Role::Param;
+  };
+}
+
+std::function<bool(int32_t)> adaptersOf(const Program &program) {
+  return [&program](int32_t index) {
+    for (const LoraAdapter &adapter : program.adapters)
+      if (index == adapter.a || index == adapter.b)
+        return true;
+    return false;
+  };
 }
 
 Status checkSaveTarget(const std::string &path) {
@@ -268,7 +285,10 @@ Status saveCheckpoint(Session &session, const std::string &path,
   // Parts of tensors split across ranks are gathered on rank 0 into the
   // whole (the padding after its last element dropped), so the file is the
   // same whatever the world size, and rank 0 writes it.
-  Status status = saveOnRankZero(session, [&] {
+  auto checkpointed = [&](int32_t index) {
+    return isCheckpointed(program.tensors[size_t(index)]);
+  };
+  Status status = saveOnRankZero(session, checkpointed, [&] {
     std::vector<SavedTensor> entries;
     for (size_t i = 0; i < program.tensors.size(); ++i)
       if (isCheckpointed(program.tensors[i]))
@@ -377,7 +397,7 @@ Status saveAdapters(Session &session, const std::string &path) {
   if (session.program().adapters.empty())
     return Status::failure("--save-adapters: the model has no LoRA adapters "
                            "(compile it with --lora)");
-  return saveOnRankZero(session, [&] {
+  return saveOnRankZero(session, adaptersOf(session.program()), [&] {
     std::map<std::string, std::string> metadata;
     std::vector<SavedTensor> tensors = adapterTensors(session, metadata);
     return writeSafetensors(path, metadata, tensors);
@@ -476,7 +496,7 @@ mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &merged) {
 }
 
 Status exportMerged(Session &session, const std::string &path) {
-  return saveOnRankZero(session, [&] {
+  return saveOnRankZero(session, parametersOf(session.program()), [&] {
     std::vector<std::vector<uint8_t>> storage;
     return writeSafetensors(path, {{"format", "pt"}},
                             mergedParameters(session, storage));
@@ -770,16 +790,6 @@ struct LoadPiece {
   int64_t first, count;
 };
 
-/// The first element of the whole that tensor `info`'s host copy holds:
-/// for a part of a split tensor, rank r's elements [r n, (r + 1) n) of the
-/// whole flattened (zeros past its end); 0 otherwise.
-static int64_t partStart(Session &session, const TensorInfo &info) {
-  if (!info.isShard())
-    return 0;
-  return std::min(info.wholeElements(),
-                  int64_t(session.communicator().rank()) * info.numElements());
-}
-
 /// Reads, checks and (where the dtypes differ) converts one piece into the
 /// session's host copy; `buffer` is the reader's conversion buffer. Runs on
 /// a reader thread: nothing here starts threads of its own.
@@ -793,7 +803,7 @@ static Status loadPiece(Session &session, const LoadPiece &piece,
   size_t storedSize = dtypeSize(piece.stored);
   // The piece's place in the host copy (a part of a split tensor holds
   // the whole's elements from partStart on).
-  int64_t local = piece.first - partStart(session, info);
+  int64_t local = piece.first - info.partStart(session.communicator().rank());
   char *into =
       static_cast<char *>(view.data) + uint64_t(local) * dtypeSize(view.dtype);
   if (piece.stored == view.dtype) {
@@ -1183,7 +1193,8 @@ Status loadCheckpointParts(Session &session, const std::string &path,
   for (const Pending &item : pending) {
     const TensorInfo &info = program.tensors[item.index];
     TensorRef view = session.hostView(item.index);
-    int64_t first = partStart(session, info), n = view.numElements();
+    int64_t first = info.partStart(session.communicator().rank());
+    int64_t n = view.numElements();
     if (info.isShard()) {
       std::memset(view.data, 0, view.numBytes());
       n = std::min(n, info.wholeElements() - first);

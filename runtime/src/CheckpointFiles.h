@@ -41,9 +41,17 @@ Status writeSafetensors(const std::string &path,
                         const std::vector<SavedTensor> &tensors);
 
 /// Runs `save` on rank 0 with the persistent tensors pulled to the host
-/// and the parts of split tensors gathered whole there (every rank takes
-/// part); every rank returns the job's status.
-Status saveOnRankZero(Session &session, const std::function<Status()> &save);
+/// and the parts of the split tensors `reads` names (by index) gathered
+/// whole there (every rank takes part); every rank returns the job's
+/// status.
+Status saveOnRankZero(Session &session,
+                      const std::function<bool(int32_t)> &reads,
+                      const std::function<Status()> &save);
+
+/// What saveOnRankZero gathers for a save of the model's weights (its
+/// parameters), or of its LoRA adapters.
+std::function<bool(int32_t)> parametersOf(const Program &program);
+std::function<bool(int32_t)> adaptersOf(const Program &program);
 
 /// The model's parameters in its base layout: every parameter but the LoRA
 /// adapters, each adapted weight merged, W + (alpha/r) B A (transposed for

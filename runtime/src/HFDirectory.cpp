@@ -315,7 +315,7 @@ Status saveHuggingFace(Session &session, const std::string &directory,
   Status usable = checkHuggingFaceSave(session.program());
   if (!usable.ok())
     return usable;
-  return saveOnRankZero(session, [&] {
+  return saveOnRankZero(session, parametersOf(session.program()), [&] {
     return writeModelDirectory(session, directory, maxShardBytes);
   });
 }
@@ -399,7 +399,7 @@ Status saveAdapterDirectory(Session &session, const std::string &directory,
   if (session.program().adapters.empty())
     return Status::failure("--save-adapters: the model has no LoRA adapters "
                            "(compile it with --lora)");
-  return saveOnRankZero(session, [&] {
+  return saveOnRankZero(session, adaptersOf(session.program()), [&] {
     return writeAdapterDirectory(session, directory, baseModel);
   });
 }

@@ -268,11 +268,12 @@ Status Session::pullPersistent() {
   return status.ok() ? device->synchronize() : status;
 }
 
-Status Session::gatherWholes(int root) {
+Status Session::gatherWholes(const std::function<bool(int32_t)> &wanted,
+                             int root) {
   wholes.clear();
   for (size_t i = 0; i < prog.tensors.size(); ++i) {
     const TensorInfo &info = prog.tensors[i];
-    if (!info.isShard())
+    if (!info.isShard() || !wanted(int32_t(i)))
       continue;
     TensorRef part = hostView(int32_t(i));
     std::vector<uint8_t> &whole = wholes[int32_t(i)];
@@ -334,10 +335,9 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
       // zero3's part of a parameter (or of its frozen copy): its elements
       // of the whole as one process draws them, zeros past the whole's
       // end.
-      int64_t n = ref.numElements(), whole = info.wholeElements();
-      int64_t first = std::min(whole, int64_t(comm->rank()) * n);
+      int64_t first = info.partStart(comm->rank());
       TensorRef real = ref;
-      real.shape = {std::min(n, whole - first)};
+      real.shape = {std::min(ref.numElements(), info.wholeElements() - first)};
       initializeTensor(info, seed, real, mirrorZero, first);
       if (!mirrorZero)
         std::memset(static_cast<char *>(ref.data) + real.numBytes(), 0,

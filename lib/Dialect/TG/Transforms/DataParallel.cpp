@@ -44,7 +44,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -122,6 +121,8 @@ public:
         loc(step.getLoc()), body(step.getBody().front()) {}
 
   LogicalResult run();
+  /// zero3: the parameters split (after run()).
+  ArrayRef<SplitParam> getSplitParams() const { return splitParams; }
 
 private:
   LogicalResult collectMembers();
@@ -158,12 +159,7 @@ private:
   IRMapping shardOf;
   /// New types and tg.shard_of of the state arguments made parts.
   llvm::MapVector<BlockArgument, SmallVector<int64_t>> shardedArgs;
-
-public:
-  /// zero3: the parameters split, by name.
   SmallVector<SplitParam> splitParams;
-
-private:
   SmallVector<Operation *> toErase;
 };
 
@@ -727,7 +723,7 @@ struct DataParallelPass
                                   if (failed(rewriter.run()))
                                     return failure();
                                   llvm::append_range(split,
-                                                     rewriter.splitParams);
+                                                     rewriter.getSplitParams());
                                   return success();
                                 })))
       return signalPassFailure();

@@ -16,6 +16,7 @@
 #include "tgc/Support/ProgramLimits.h"
 #include "tgc/runtime/Tensor.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -65,6 +66,12 @@ struct TensorInfo {
   }
   /// Elements of the whole tensor (numElements() when it is not a part).
   int64_t wholeElements() const;
+  /// The whole's first element that rank `rank`'s part holds (r n, at most
+  /// the whole's end; 0 when it is not a part).
+  int64_t partStart(int rank) const {
+    return isShard() ? std::min(wholeElements(), int64_t(rank) * numElements())
+                     : 0;
+  }
 };
 
 /// A LoRA adapter of a program: the persistent tensors of its weight, A

@@ -18,6 +18,7 @@
 #include "tgc/runtime/Program.h"
 
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,11 +51,12 @@ public:
   /// Copies the persistent region from the backend into the mirror.
   Status pullPersistent();
 
-  /// Gathers every part of a tensor split across ranks (ZeRO's state,
-  /// zero3's parameters) from the mirrors of all ranks into a whole on
-  /// rank `root` (a collective: every rank calls it; pull first), where
-  /// wholeView reads it until releaseWholes().
-  Status gatherWholes(int root = 0);
+  /// Gathers the parts of tensors split across ranks (ZeRO's state,
+  /// zero3's parameters) that `wanted` names (by index) from the mirrors
+  /// of all ranks into wholes on rank `root` (a collective: every rank
+  /// calls it with the same `wanted`; pull first), where wholeView reads
+  /// them until releaseWholes().
+  Status gatherWholes(const std::function<bool(int32_t)> &wanted, int root = 0);
   /// Persistent tensor `index` whole, on the root after gatherWholes():
   /// the gathered whole of a part, else hostView(index).
   TensorRef wholeView(int32_t index);
