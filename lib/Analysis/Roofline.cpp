@@ -24,6 +24,57 @@ using namespace mlir;
 
 namespace tgc {
 
+std::optional<LinkSpec> getBuiltinLink(StringRef name) {
+  // Bandwidths each way per GPU from the data sheets; the latencies are
+  // round figures for one step of a collective over the link (NCCL's own
+  // tuning model takes a few microseconds a hop, more across a network).
+  if (name == "nvlink4")
+    return LinkSpec{"nvlink4", 450e9, 1e-6}; // 18 x 25 GB/s
+  if (name == "nvlink3")
+    return LinkSpec{"nvlink3", 300e9, 1e-6}; // 12 x 25 GB/s
+  if (name == "pcie5")
+    return LinkSpec{"pcie5", 64e9, 2e-6}; // x16
+  if (name == "pcie4")
+    return LinkSpec{"pcie4", 32e9, 2e-6}; // x16
+  if (name == "ib-ndr")
+    return LinkSpec{"ib-ndr", 50e9, 5e-6}; // 400 Gb/s a port
+  if (name == "ib-hdr")
+    return LinkSpec{"ib-hdr", 25e9, 5e-6}; // 200 Gb/s a port
+  return std::nullopt;
+}
+
+CollectiveEstimate estimateCollective(CollectiveKind kind, int64_t bytes,
+                                      int64_t worldSize,
+                                      const DeviceSpec &device) {
+  CollectiveEstimate estimate;
+  if (worldSize <= 1)
+    return estimate;
+  double bandwidth = device.intraNode.bandwidth;
+  double latency = device.intraNode.latency;
+  estimate.link = device.intraNode.name;
+  if (worldSize > device.gpusPerNode) {
+    // One ring per network port: a node sends through all its ports at
+    // once, and every ring still crosses the GPUs inside each node.
+    bandwidth = std::min(bandwidth, double(device.gpusPerNode) *
+                                        device.interNode.bandwidth);
+    latency = std::max(latency, device.interNode.latency);
+    estimate.link += " + " + device.interNode.name;
+  }
+  double n = double(worldSize), size = double(bytes);
+  double steps = (kind == CollectiveKind::AllReduce ? 2 : 1) * (n - 1);
+  estimate.seconds = steps * latency + steps / n * size / bandwidth;
+  estimate.algorithm = "ring";
+  if (kind == CollectiveKind::AllReduce) {
+    double depth = std::ceil(std::log2(n));
+    double tree = 2 * depth * latency + 2 * size / bandwidth;
+    if (tree < estimate.seconds) {
+      estimate.seconds = tree;
+      estimate.algorithm = "tree";
+    }
+  }
+  return estimate;
+}
+
 std::optional<DeviceSpec> getBuiltinDevice(StringRef name) {
   DeviceSpec spec;
   spec.name = name.str();
@@ -37,6 +88,10 @@ std::optional<DeviceSpec> getBuiltinDevice(StringRef name) {
     spec.matmulTF32 = 494.7e12;
     spec.matmulBF16 = spec.matmulF16 = 989.4e12;
     spec.hostBandwidth = 64e9; // PCIe 5.0 x16, each way
+    // DGX H100: 8 GPUs on NVLink 4, a 400 Gb/s InfiniBand port each.
+    spec.gpusPerNode = 8;
+    spec.intraNode = *getBuiltinLink("nvlink4");
+    spec.interNode = *getBuiltinLink("ib-ndr");
     return spec;
   }
   if (name == "a100") {
@@ -49,6 +104,10 @@ std::optional<DeviceSpec> getBuiltinDevice(StringRef name) {
     spec.matmulTF32 = 156e12;
     spec.matmulBF16 = spec.matmulF16 = 312e12;
     spec.hostBandwidth = 32e9; // PCIe 4.0 x16, each way
+    // DGX A100: 8 GPUs on NVLink 3, a 200 Gb/s InfiniBand port each.
+    spec.gpusPerNode = 8;
+    spec.intraNode = *getBuiltinLink("nvlink3");
+    spec.interNode = *getBuiltinLink("ib-hdr");
     return spec;
   }
   return std::nullopt;
@@ -82,10 +141,10 @@ std::optional<DeviceSpec> parseDeviceSpec(StringRef path, std::string &error) {
     StringRef key = entry.first;
     if (key != "name" && key != "description" && key != "memory_bandwidth" &&
         key != "vector_flops" && key != "matmul_flops" &&
-        key != "host_bandwidth")
+        key != "host_bandwidth" && key != "links")
       return fail("unknown field '" + key +
                   "' (expected name, description, memory_bandwidth, "
-                  "vector_flops, matmul_flops, host_bandwidth)");
+                  "vector_flops, matmul_flops, host_bandwidth, links)");
   }
   DeviceSpec spec;
   spec.name = root->getString("name").value_or(
@@ -135,6 +194,83 @@ std::optional<DeviceSpec> parseDeviceSpec(StringRef path, std::string &error) {
       !rate(*matmul, "bf16", "matmul_flops.bf16", spec.matmulBF16, false) ||
       !rate(*matmul, "f16", "matmul_flops.f16", spec.matmulF16, false))
     return std::nullopt;
+  if (const llvm::json::Value *links = root->get("links")) {
+    const llvm::json::Object *object = links->getAsObject();
+    if (!object)
+      return fail("'links' must be an object of gpus_per_node, intra_node "
+                  "and inter_node");
+    for (const auto &entry : *object) {
+      StringRef key = entry.first;
+      if (key != "gpus_per_node" && key != "intra_node" && key != "inter_node")
+        return fail("unknown field 'links." + key +
+                    "' (expected gpus_per_node, intra_node, inter_node)");
+    }
+    if (const llvm::json::Value *gpus = object->get("gpus_per_node")) {
+      std::optional<int64_t> count = gpus->getAsInteger();
+      if (!count || *count < 1 || *count > (int64_t(1) << 20))
+        return fail("'links.gpus_per_node' must be a whole number from 1 "
+                    "to 1048576");
+      spec.gpusPerNode = *count;
+    }
+    // A built-in link's name, or its bandwidth and latency.
+    auto link = [&](StringRef key, LinkSpec &out) -> bool {
+      const llvm::json::Value *value = object->get(key);
+      if (!value)
+        return true;
+      std::string field = ("links." + key).str();
+      if (std::optional<StringRef> name = value->getAsString()) {
+        std::optional<LinkSpec> builtin = getBuiltinLink(*name);
+        if (!builtin) {
+          error = ("device file '" + path + "': unknown link '" + *name +
+                   "' in '" + field +
+                   "' (built in: nvlink4, nvlink3, pcie5, pcie4, ib-ndr, "
+                   "ib-hdr; or an object of bandwidth and latency)")
+                      .str();
+          return false;
+        }
+        out = *builtin;
+        return true;
+      }
+      const llvm::json::Object *spec = value->getAsObject();
+      if (!spec) {
+        error = ("device file '" + path + "': '" + field +
+                 "' must be a link's name or an object of name, bandwidth "
+                 "(bytes per second) and latency (seconds)")
+                    .str();
+        return false;
+      }
+      for (const auto &entry : *spec) {
+        StringRef inner = entry.first;
+        if (inner != "name" && inner != "bandwidth" && inner != "latency") {
+          error = ("device file '" + path + "': unknown field '" + field + "." +
+                   inner + "' (expected name, bandwidth, latency)")
+                      .str();
+          return false;
+        }
+      }
+      LinkSpec parsed;
+      parsed.name = spec->getString("name").value_or(key).str();
+      if (!rate(*spec, "bandwidth", field + ".bandwidth", parsed.bandwidth,
+                true))
+        return false;
+      // The latency is seconds, not a rate, but as positive and finite.
+      const llvm::json::Value *latency = spec->get("latency");
+      std::optional<double> seconds =
+          latency ? latency->getAsNumber() : std::nullopt;
+      if (!seconds || !(*seconds > 0) || !std::isfinite(*seconds)) {
+        error = ("device file '" + path + "': '" + field +
+                 ".latency' must be a positive number (seconds)")
+                    .str();
+        return false;
+      }
+      parsed.latency = *seconds;
+      out = parsed;
+      return true;
+    };
+    if (!link("intra_node", spec.intraNode) ||
+        !link("inter_node", spec.interNode))
+      return std::nullopt;
+  }
   return spec;
 }
 
@@ -183,19 +319,61 @@ static std::string matmulTypeName(Type type, const RooflineOptions &options) {
   return options.allowTF32 ? "tf32" : "f32";
 }
 
+/// The time of `op` over the links, if it is a collective over more than
+/// one rank.
+static std::optional<CollectiveEstimate>
+linkTime(Operation &op, const DeviceSpec &device, int64_t &worldSize) {
+  CollectiveKind kind;
+  Type whole;
+  if (auto reduce = dyn_cast<tg::AllReduceOp>(op)) {
+    kind = CollectiveKind::AllReduce;
+    whole = reduce.getInput().getType();
+    worldSize = reduce.getWorldSize();
+  } else if (auto scatter = dyn_cast<tg::ReduceScatterOp>(op)) {
+    kind = CollectiveKind::ReduceScatter;
+    whole = scatter.getInput().getType();
+    worldSize = scatter.getWorldSize();
+  } else if (auto gather = dyn_cast<tg::AllGatherOp>(op)) {
+    kind = CollectiveKind::AllGather;
+    whole = gather.getResult().getType();
+    worldSize = gather.getWorldSize();
+  } else {
+    return std::nullopt;
+  }
+  if (worldSize <= 1)
+    return std::nullopt;
+  return estimateCollective(kind, tg::getTensorBytes(whole), worldSize, device);
+}
+
 FunctionEstimate estimateFunction(func::FuncOp function,
                                   const DeviceSpec &device,
                                   const RooflineOptions &options) {
   FunctionEstimate estimate;
   estimate.function = function.getSymName().str();
   std::map<std::string, KindEstimate> kinds;
+  // The two streams' schedule: when each stream is free, and when each
+  // value is ready (arguments at the start).
+  double computeClock = 0, communicationClock = 0;
+  llvm::DenseMap<Value, double> ready;
+  auto readyAt = [&](Operation &op) {
+    double at = 0;
+    for (Value operand : op.getOperands())
+      at = std::max(at, ready.lookup(operand));
+    return at;
+  };
+  auto finish = [&](Operation &op, double at) {
+    for (Value result : op.getResults())
+      ready[result] = at;
+  };
   int64_t index = 0;
   for (Operation &op : function.getBody().front()) {
     int64_t opIndex = index++;
     auto cost = dyn_cast<tg::CostOpInterface>(&op);
     // Reshapes are views of their operand's buffer: no kernel runs.
-    if (!cost || isa<tg::ReshapeOp>(&op))
+    if (!cost || isa<tg::ReshapeOp>(&op)) {
+      finish(op, readyAt(op));
       continue;
+    }
     OpEstimate e;
     e.op = &op;
     e.index = opIndex;
@@ -230,9 +408,34 @@ FunctionEstimate estimateFunction(func::FuncOp function,
     e.memorySeconds =
         double(e.bytes() - hostTraffic) / device.memoryBandwidth +
         double(e.hostBytes) / device.hostBandwidth;
+    int64_t worldSize = 1;
+    if (std::optional<CollectiveEstimate> link =
+            linkTime(op, device, worldSize)) {
+      e.communication = true;
+      e.worldSize = worldSize;
+      e.linkSeconds = link->seconds;
+      e.algorithm = link->algorithm;
+      e.link = link->link;
+      if (worldSize > estimate.worldSize) {
+        estimate.worldSize = worldSize;
+        estimate.link = link->link;
+      }
+    }
     estimate.launches += e.launches;
-    if (e.flops == 0 && e.bytes() == 0)
+    if (e.flops == 0 && e.bytes() == 0 && !e.communication) {
+      finish(op, readyAt(op));
       continue;
+    }
+    // Each stream runs its ops in IR order, each op once what it reads
+    // is ready.
+    double &clock = e.communication ? communicationClock : computeClock;
+    e.startSeconds = std::max(clock, readyAt(op));
+    clock = e.startSeconds + e.seconds();
+    finish(op, clock);
+    if (e.communication)
+      estimate.communicationSeconds += e.seconds();
+    else
+      estimate.computeSeconds += e.seconds();
 
     std::string kind = op.getName().getStringRef().str();
     KindEstimate &k = kinds[kind];
@@ -244,13 +447,16 @@ FunctionEstimate estimateFunction(func::FuncOp function,
     k.seconds += e.seconds();
     if (e.computeBound())
       k.computeBoundSeconds += e.seconds();
-    estimate.seconds += e.seconds();
+    if (e.linkBound())
+      k.linkBoundSeconds += e.seconds();
     estimate.flops += e.flops;
     estimate.bytes += e.bytes();
     if (!e.recomputed)
       estimate.modelFlops += e.flops;
     estimate.ops.push_back(std::move(e));
   }
+  estimate.seconds = std::max(computeClock, communicationClock);
+  estimate.exposedSeconds = estimate.seconds - estimate.computeSeconds;
   for (auto &[name, kind] : kinds)
     estimate.kinds.push_back(kind);
   llvm::stable_sort(estimate.kinds,
@@ -264,6 +470,20 @@ double StepEstimate::seconds() const {
   double total = 0;
   for (const Entry &entry : entries)
     total += double(entry.runs) * entry.estimate.seconds;
+  return total;
+}
+
+double StepEstimate::communicationSeconds() const {
+  double total = 0;
+  for (const Entry &entry : entries)
+    total += double(entry.runs) * entry.estimate.communicationSeconds;
+  return total;
+}
+
+double StepEstimate::exposedSeconds() const {
+  double total = 0;
+  for (const Entry &entry : entries)
+    total += double(entry.runs) * entry.estimate.exposedSeconds;
   return total;
 }
 
@@ -333,12 +553,17 @@ void printEstimate(const StepEstimate &step, const DeviceSpec &device,
     os << ": " << formatSeconds(e.seconds) << ", "
        << llvm::format("%.3f", double(e.flops) / 1e9) << " GFLOP, "
        << llvm::format("%.3f", double(e.bytes) / 1e9) << " GB moved, "
-       << formatWithCommas(e.launches) << " kernels\n";
+       << formatWithCommas(e.launches) << " kernels";
+    if (e.communicationSeconds > 0)
+      os << "; communication " << formatSeconds(e.communicationSeconds) << ", "
+         << formatSeconds(e.exposedSeconds) << " of it not hidden";
+    os << "\n";
     os << llvm::format("    %-26s %6s %12s %10s %12s %6s  %s\n", "op kind",
                        "count", "GFLOP", "GB", "time", "share", "bound");
     for (const KindEstimate &kind : e.kinds) {
       double share = e.seconds > 0 ? 100.0 * kind.seconds / e.seconds : 0;
-      const char *bound = kind.computeBoundSeconds * 2 >= kind.seconds
+      const char *bound = kind.linkBoundSeconds * 2 >= kind.seconds ? "link"
+                          : kind.computeBoundSeconds * 2 >= kind.seconds
                               ? "compute"
                               : "memory";
       os << llvm::format("    %-26s %6lld %12.3f %10.3f %12s %5.1f%%  %s\n",
@@ -357,8 +582,7 @@ void printEstimate(const StepEstimate &step, const DeviceSpec &device,
       for (unsigned i = 0; i < std::min<size_t>(topOps, ops.size()); ++i) {
         const OpEstimate &op = *ops[i];
         os << "      #" << op.index << " " << op.op->getName() << " "
-           << formatSeconds(op.seconds()) << " ("
-           << (op.computeBound() ? "compute" : "memory") << "-bound, "
+           << formatSeconds(op.seconds()) << " (" << op.bound() << "-bound, "
            << formatWithCommas(op.flops) << " FLOPs, "
            << formatWithCommas(op.bytes()) << " bytes";
         if (op.recomputed)
@@ -376,6 +600,26 @@ void printEstimate(const StepEstimate &step, const DeviceSpec &device,
      << " kernels, products and copies a step, in "
      << step.graphLaunches() << " CUDA graph launch"
      << (step.graphLaunches() == 1 ? "" : "es") << "\n";
+  if (step.communicationSeconds() > 0) {
+    int64_t worldSize = 1;
+    std::string link;
+    for (const StepEstimate::Entry &entry : step.entries)
+      if (entry.estimate.worldSize > worldSize) {
+        worldSize = entry.estimate.worldSize;
+        link = entry.estimate.link;
+      }
+    os << "  communication: " << formatSeconds(step.communicationSeconds())
+       << " a step over " << link << " (" << worldSize << " ranks, "
+       << device.gpusPerNode << " a node), "
+       << formatSeconds(step.exposedSeconds())
+       << " of it not hidden by compute on a second stream\n";
+  }
+}
+
+static llvm::json::Object linkToJSON(const LinkSpec &link) {
+  return llvm::json::Object{{"name", link.name},
+                            {"bandwidth", link.bandwidth},
+                            {"latency", link.latency}};
 }
 
 llvm::json::Value estimateToJSON(const StepEstimate &step,
@@ -392,7 +636,8 @@ llvm::json::Value estimateToJSON(const StepEstimate &step,
           {"flops", kind.flops},
           {"bytes", kind.bytes},
           {"seconds", kind.seconds},
-          {"compute_bound_seconds", kind.computeBoundSeconds}});
+          {"compute_bound_seconds", kind.computeBoundSeconds},
+          {"link_bound_seconds", kind.linkBoundSeconds}});
     llvm::json::Array ops;
     for (const OpEstimate &op : e.ops) {
       llvm::json::Object object{
@@ -406,23 +651,35 @@ llvm::json::Value estimateToJSON(const StepEstimate &step,
           {"launches", op.launches},
           {"compute_seconds", op.computeSeconds},
           {"memory_seconds", op.memorySeconds},
+          {"link_seconds", op.linkSeconds},
           {"seconds", op.seconds()},
-          {"bound", op.computeBound() ? "compute" : "memory"},
+          {"start_seconds", op.startSeconds},
+          {"stream", op.communication ? "communication" : "compute"},
+          {"bound", op.bound()},
           {"recomputed", op.recomputed}};
       if (!op.matmulType.empty())
         object["matmul_type"] = op.matmulType;
+      if (op.communication) {
+        object["world_size"] = op.worldSize;
+        object["algorithm"] = op.algorithm;
+        object["link"] = op.link;
+      }
       ops.push_back(std::move(object));
     }
-    entries.push_back(llvm::json::Object{{"name", entry.name},
-                                         {"function", e.function},
-                                         {"runs_per_step", entry.runs},
-                                         {"seconds", e.seconds},
-                                         {"flops", e.flops},
-                                         {"model_flops", e.modelFlops},
-                                         {"bytes", e.bytes},
-                                         {"launches", e.launches},
-                                         {"kinds", std::move(kinds)},
-                                         {"ops", std::move(ops)}});
+    entries.push_back(
+        llvm::json::Object{{"name", entry.name},
+                           {"function", e.function},
+                           {"runs_per_step", entry.runs},
+                           {"seconds", e.seconds},
+                           {"compute_seconds", e.computeSeconds},
+                           {"communication_seconds", e.communicationSeconds},
+                           {"exposed_communication_seconds", e.exposedSeconds},
+                           {"flops", e.flops},
+                           {"model_flops", e.modelFlops},
+                           {"bytes", e.bytes},
+                           {"launches", e.launches},
+                           {"kinds", std::move(kinds)},
+                           {"ops", std::move(ops)}});
   }
   return llvm::json::Object{
       {"device",
@@ -432,13 +689,17 @@ llvm::json::Value estimateToJSON(const StepEstimate &step,
            {"memory_bandwidth", device.memoryBandwidth},
            {"host_bandwidth", device.hostBandwidth},
            {"vector_flops", device.vectorFlops},
-           {"matmul_flops",
-            llvm::json::Object{{"f32", device.matmulF32},
-                               {"tf32", device.matmulTF32},
-                               {"bf16", device.matmulBF16},
-                               {"f16", device.matmulF16}}}}},
+           {"gpus_per_node", device.gpusPerNode},
+           {"intra_node", linkToJSON(device.intraNode)},
+           {"inter_node", linkToJSON(device.interNode)},
+           {"matmul_flops", llvm::json::Object{{"f32", device.matmulF32},
+                                               {"tf32", device.matmulTF32},
+                                               {"bf16", device.matmulBF16},
+                                               {"f16", device.matmulF16}}}}},
       {"entries", std::move(entries)},
       {"step_seconds", step.seconds()},
+      {"communication_seconds", step.communicationSeconds()},
+      {"exposed_communication_seconds", step.exposedSeconds()},
       {"model_flops", step.modelFlops()},
       {"launches", step.launches()},
       {"graph_launches", step.graphLaunches()},

@@ -108,10 +108,28 @@ LogicalResult fitConfiguration(const CompileRequest &request,
   fit.device = device ? *device : *getBuiltinDevice("h100");
   fit.roofline.allowTF32 = request.allowTF32;
   auto function = module->lookupSymbol<func::FuncOp>(model);
-  FailureOr<FitResult> result =
-      fitToBudget(function, options, fit, request.alignment, error);
-  if (failed(result))
-    return failure();
+  FailureOr<FitResult> result = failure();
+  if (request.worldSizeAuto) {
+    FailureOr<WorldSizeResult> sized = fitWorldSize(
+        function, options, fit, request.alignment, kMostAutoRanks, error);
+    if (failed(sized))
+      return failure();
+    log << "tgc-compile: --world-size auto:";
+    for (const WorldSizeResult::Try &t : sized->tried)
+      log << " " << t.worldSize << (t.fits ? " fits" : " does not fit")
+          << (&t == &sized->tried.back() ? "" : ",");
+    log << "; the fewest ranks is " << sized->worldSize << "\n";
+    options.worldSize = sized->worldSize;
+    result = std::move(sized->fit);
+  } else {
+    result = fitToBudget(function, options, fit, request.alignment, error);
+    if (failed(result))
+      return failure();
+    if (!result->found) {
+      error = result->whyNot;
+      return failure();
+    }
+  }
   const FitCandidate &best = result->candidates[result->best];
   log << "tgc-compile: --fit=" << fitBudget << ": " << result->candidates.size()
       << " configurations planned, step times estimated on " << fit.device.name
@@ -140,7 +158,11 @@ LogicalResult fitConfiguration(const CompileRequest &request,
   if (*reserve)
     log << " (" << formatBytes(*budget) << " less the reserve of "
         << formatBytes(*reserve) << ")";
-  log << llvm::format(", estimated step %.4g ms", best.seconds * 1e3) << "\n";
+  log << llvm::format(", estimated step %.4g ms", best.seconds * 1e3);
+  if (options.worldSize > 1)
+    log << " a rank of " << options.worldSize << " (mpirun -n "
+        << options.worldSize << " tgc-run ...)";
+  log << "\n";
   applyFitCandidate(best, options);
   OwningOpRef<ModuleOp> rebuilt = rebuildWithBatch(function, best.batch, error);
   if (!rebuilt)
@@ -529,6 +551,10 @@ bool compileModel(const CompileRequest &request, TrainPipelineOptions &options,
     if (failed(fitConfiguration(request, module, model, options, device, log,
                                 error)))
       return false;
+  } else if (request.worldSizeAuto) {
+    error = "--world-size auto needs --fit=<budget>: it finds the fewest "
+            "ranks on which the step fits the budget";
+    return false;
   } else if (request.fitAllowGiven) {
     error = "--fit-allow needs --fit=<budget>";
     return false;

@@ -74,9 +74,19 @@ StepEstimate estimateTrainingStep(ModuleOp module, StringRef model,
   return estimate;
 }
 
+int64_t FitResult::smallest() const {
+  int64_t least = 0;
+  for (const FitCandidate &c : candidates)
+    if (!least || c.memory.total() < least)
+      least = c.memory.total();
+  return least;
+}
+
 std::string FitCandidate::flags() const {
   std::string text;
   llvm::raw_string_ostream os(text);
+  if (parallel != tg::ParallelMode::None)
+    os << "--data-parallel=" << tg::choiceName(parallel) << " ";
   os << "--amp=" << tg::choiceName(amp)
      << " --optimizer-state=" << tg::choiceName(state)
      << " --master-weights=" << tg::choiceName(masters) << " --remat=" << remat
@@ -93,6 +103,7 @@ std::string FitCandidate::flags() const {
 
 void applyFitCandidate(const FitCandidate &candidate,
                        TrainPipelineOptions &options) {
+  options.dataParallel = candidate.parallel;
   options.amp = candidate.amp;
   options.optimizerState = candidate.state;
   options.masterWeights = candidate.masters;
@@ -166,12 +177,22 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   SmallVector<int64_t> chunkings = choicesOf<int64_t>(
       options.chunkedLoss.hasValue() || !request.allowed.chunkedLoss,
       options.chunkedLoss, {1, 8});
+  // The data-parallel modes, each splitting more across the ranks and
+  // sending more (zero3 gathers the parameters in each pass): one rank
+  // runs none.
+  tg::ParallelMode given = options.dataParallel;
+  if (given == tg::ParallelMode::None && options.worldSize > 1)
+    given = tg::ParallelMode::DDP;
+  SmallVector<tg::ParallelMode> modes = choicesOf<tg::ParallelMode>(
+      options.dataParallel.hasValue() || options.worldSize <= 1, given,
+      {tg::ParallelMode::DDP, tg::ParallelMode::Zero1, tg::ParallelMode::Zero2,
+       tg::ParallelMode::Zero3});
   // The state in host memory, then the activations too, change no number
   // but cost the host link's time: searched in that order, each only where
-  // less offloading did not fit the whole batch.
-  bool zero = tg::splitsState(options.dataParallel);
+  // less offloading did not fit the whole batch (and not under ZeRO, which
+  // splits the state across the ranks instead).
   SmallVector<tg::Offload> offloads = choicesOf<tg::Offload>(
-      options.offload.hasValue() || zero, options.offload,
+      options.offload.hasValue(), options.offload,
       {tg::Offload::None, tg::Offload::Optimizer, tg::Offload::All});
   // With LoRA, the frozen base as it is, then in NF4 (QLoRA), then with
   // its absmax values double-quantized too: each taken only where the one
@@ -197,33 +218,43 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   // Every configuration before the micro-batch, in a fixed order.
   SmallVector<FitCandidate> configurations;
   for (Base base : bases)
-  for (tg::Half amp : amps)
-    for (tg::StateFormat state : states)
-      for (tg::MasterWeights master : masters)
-        for (const std::string &remat : remats)
-          for (bool inBackward : placements)
-            for (int64_t chunks : chunkings)
-              for (tg::Offload offload : offloads) {
-                // bf16 weights are for bf16 compute.
-                if (master == tg::MasterWeights::BF16 &&
-                    amp != tg::Half::BF16 &&
-                    !options.masterWeights.hasValue())
-                  continue;
-                FitCandidate configuration;
-                configuration.amp = amp;
-                configuration.state = state;
-                configuration.masters = master;
-                configuration.remat = remat;
-                configuration.inBackward = inBackward;
-                configuration.chunks = chunks;
-                configuration.offload = offload;
-                configuration.base = base.quant;
-                configuration.doubleQuant = base.doubleQuant;
-                configurations.push_back(configuration);
-              }
+    for (tg::ParallelMode parallel : modes)
+      for (tg::Half amp : amps)
+        for (tg::StateFormat state : states)
+          for (tg::MasterWeights master : masters)
+            for (const std::string &remat : remats)
+              for (bool inBackward : placements)
+                for (int64_t chunks : chunkings)
+                  for (tg::Offload offload : offloads) {
+                    // bf16 weights are for bf16 compute.
+                    if (master == tg::MasterWeights::BF16 &&
+                        amp != tg::Half::BF16 &&
+                        !options.masterWeights.hasValue())
+                      continue;
+                    // ZeRO splits the state instead of moving it to the host,
+                    // and keeps f32 masters (tg-data-parallel refuses both).
+                    if (tg::splitsState(parallel) &&
+                        ((offload != tg::Offload::None &&
+                          !options.offload.hasValue()) ||
+                         (master == tg::MasterWeights::BF16 &&
+                          !options.masterWeights.hasValue())))
+                      continue;
+                    FitCandidate configuration;
+                    configuration.parallel = parallel;
+                    configuration.amp = amp;
+                    configuration.state = state;
+                    configuration.masters = master;
+                    configuration.remat = remat;
+                    configuration.inBackward = inBackward;
+                    configuration.chunks = chunks;
+                    configuration.offload = offload;
+                    configuration.base = base.quant;
+                    configuration.doubleQuant = base.doubleQuant;
+                    configurations.push_back(configuration);
+                  }
 
   FitResult result;
-  bool found = false;
+  bool &found = result.found;
   // Whether the configuration just tried, the same but with less in host
   // memory, fit at the whole global batch: then offloading more could only
   // be slower (same batch, more of the host link's time).
@@ -302,6 +333,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
     for (const FitCandidate &c : result.candidates)
       if (!smallest || c.memory.total() < smallest->memory.total())
         smallest = &c;
+    std::string &error = result.whyNot;
     error = "nothing fits a budget of " + formatBytes(request.budget) +
             " (" + std::to_string(request.budget) + " bytes)";
     if (smallest)
@@ -319,8 +351,79 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
     if (!request.allowed.nf4 && !options.loraTargets.empty() &&
         !options.quantizeFrozen.hasValue())
       error += "; --fit-allow=nf4 also tries the frozen base in NF4 (QLoRA)";
+  }
+  return result;
+}
+
+FailureOr<WorldSizeResult> fitWorldSize(func::FuncOp model,
+                                        const TrainPipelineOptions &options,
+                                        const FitRequest &request,
+                                        int64_t alignment, int64_t mostRanks,
+                                        std::string &error) {
+  WorldSizeResult result;
+  auto attempt = [&](int64_t ranks) -> FailureOr<bool> {
+    TrainPipelineOptions atSize;
+    atSize.copyOptionValuesFrom(options);
+    atSize.worldSize = ranks;
+    FailureOr<FitResult> fit =
+        fitToBudget(model, atSize, request, alignment, error);
+    if (failed(fit))
+      return failure();
+    result.tried.push_back({ranks, fit->found, fit->smallest()});
+    if (fit->found) {
+      result.worldSize = ranks;
+      result.fit = std::move(*fit);
+    } else if (result.worldSize == 0) {
+      result.fit = std::move(*fit); // why the largest tried does not fit
+    }
+    return result.tried.back().fits;
+  };
+  // Doubling until something fits; a rank's smallest plan that has not
+  // shrunk over two doublings (what is not split: activations, the
+  // whole parameters a mode keeps) ends the search. (One doubling is not
+  // enough: one rank may accumulate gradients where zero3, which
+  // shrinks most, cannot.)
+  int64_t notFitting = 0;
+  for (int64_t ranks = 1; ranks <= mostRanks; ranks *= 2) {
+    FailureOr<bool> fits = attempt(ranks);
+    if (failed(fits))
+      return failure();
+    if (*fits)
+      break;
+    notFitting = ranks;
+    size_t count = result.tried.size();
+    if (count >= 3 &&
+        result.tried[count - 1].smallest >= result.tried[count - 3].smallest)
+      break;
+  }
+  if (result.worldSize == 0) {
+    const WorldSizeResult::Try &last = result.tried.back();
+    error = "--world-size auto: nothing fits on up to " +
+            std::to_string(last.worldSize) + " ranks (" + result.fit.whyNot +
+            ")";
+    if (last.worldSize < mostRanks)
+      error += "; a rank's smallest plan no longer shrinks as ranks are "
+               "added";
     return failure();
   }
+  // Bisecting between the last world size that did not fit and the first
+  // that does.
+  int64_t fitting = result.worldSize;
+  FitResult best = result.fit;
+  while (fitting - notFitting > 1) {
+    int64_t middle = notFitting + (fitting - notFitting) / 2;
+    FailureOr<bool> fits = attempt(middle);
+    if (failed(fits))
+      return failure();
+    if (*fits) {
+      fitting = middle;
+      best = result.fit;
+    } else {
+      notFitting = middle;
+    }
+  }
+  result.worldSize = fitting;
+  result.fit = std::move(best);
   return result;
 }
 

@@ -147,7 +147,7 @@ static int fail(const llvm::Twine &message) {
 /// returned as the pipeline parser's text, which rejects unknown names.
 static LogicalResult splitArguments(int argc, char **argv,
                                     std::vector<char *> &own,
-                                    std::string &pipeline,
+                                    std::string &pipeline, bool &worldSizeAuto,
                                     std::string &error) {
   // The pipeline's boolean flags (those whose printed default is true or
   // false) take no value; every other option takes one.
@@ -174,6 +174,15 @@ static LogicalResult splitArguments(int argc, char **argv,
     auto [name, value] = body.split('=');
     if (registered.count(name)) {
       own.push_back(argv[i]); // tgc-compile's own
+      continue;
+    }
+    // --world-size auto is the compile's search (with --fit), not a
+    // number for the pipeline.
+    if (name == "world-size" &&
+        (value == "auto" || (!body.contains('=') && i + 1 < argc &&
+                             StringRef(argv[i + 1]) == "auto"))) {
+      worldSizeAuto = true;
+      i += body.contains('=') ? 0 : 1;
       continue;
     }
     // Anything else is the pipeline's: its parser rejects unknown names.
@@ -204,7 +213,9 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   std::vector<char *> own;
   std::string pipelineText, splitError;
-  if (failed(splitArguments(argc, argv, own, pipelineText, splitError)))
+  bool worldSizeAuto = false;
+  if (failed(splitArguments(argc, argv, own, pipelineText, worldSizeAuto,
+                            splitError)))
     return fail(splitError);
   // --help lists tgc-compile's flags, then the pipeline's.
   auto isHelp = [](char *a) {
@@ -263,6 +274,7 @@ int main(int argc, char **argv) {
   request.fitReserveGiven = fitReserve.getNumOccurrences() > 0;
   request.fitAllow = fitAllow;
   request.fitAllowGiven = fitAllow.getNumOccurrences() > 0;
+  request.worldSizeAuto = worldSizeAuto;
   request.estimate = estimate;
   request.estimateJSON = estimateJSON;
   request.allowTF32 = allowTF32;

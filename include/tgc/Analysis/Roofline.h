@@ -11,6 +11,17 @@
 // lower bound of what the backend can achieve, and the ops furthest from
 // it in a measurement are the ones to fix.
 //
+// Collectives (tg.all_reduce, tg.reduce_scatter, tg.all_gather over more
+// than one rank) take the time of their algorithm over the device's links
+// (LinkSpec: NVLink or PCIe inside a node, InfiniBand between nodes), as
+// NCCL runs them: ring for all three, and for an all-reduce the double
+// binary tree where that is faster. A function's time is that of two
+// streams, as FSDP and DeepSpeed run a step: the ops in IR order on a
+// compute stream, the collectives in IR order on a communication stream,
+// each op starting when the ops it reads are done; communication that
+// the compute stream does not wait for is hidden behind it. Without
+// collectives the time is the ops' sum.
+//
 // Model FLOPs utilisation (MFU) is the FLOPs of the step without
 // rematerialised ops, divided by the estimated time and the matrix peak of
 // the type most matrix FLOPs run in.
@@ -30,6 +41,22 @@
 
 namespace tgc {
 
+/// A link between GPUs as a collective sees it: the bytes one GPU sends
+/// (and receives) per second over it, and the time of one step of a
+/// collective's algorithm across it (the hop's latency and the library's
+/// per-step overhead).
+struct LinkSpec {
+  std::string name;
+  double bandwidth = 0;
+  double latency = 0;
+};
+
+/// The built-in links, each way per GPU: nvlink4 (H100 SXM, 18 links:
+/// 450 GB/s), nvlink3 (A100 SXM, 12 links: 300 GB/s), pcie5 (x16:
+/// 64 GB/s), pcie4 (x16: 32 GB/s), ib-ndr (400 Gb/s: 50 GB/s), ib-hdr
+/// (200 Gb/s: 25 GB/s). Null for another name.
+std::optional<LinkSpec> getBuiltinLink(llvm::StringRef name);
+
 /// Peak rates of a device: what the roofline divides by.
 struct DeviceSpec {
   std::string name;
@@ -45,7 +72,40 @@ struct DeviceSpec {
   /// updates of offloaded optimizer state (tg.host) read and write
   /// through; the default is PCIe 4.0 x16's.
   double hostBandwidth = 32e9;
+  /// The GPUs of a node, connected by `intraNode`; nodes connected by
+  /// `interNode`, one network port of its bandwidth per GPU (a
+  /// rail-optimised cluster, as NVIDIA's DGX). The defaults are a PCIe 4.0
+  /// server's on 200 Gb/s InfiniBand.
+  int64_t gpusPerNode = 8;
+  LinkSpec intraNode{"pcie4", 32e9, 2e-6};
+  LinkSpec interNode{"ib-hdr", 25e9, 5e-6};
 };
+
+/// The kinds of collective the links carry.
+enum class CollectiveKind { AllReduce, ReduceScatter, AllGather };
+
+struct CollectiveEstimate {
+  double seconds = 0;
+  /// "ring" or "tree"; the link, "nvlink4" or, across nodes,
+  /// "nvlink4 + ib-ndr".
+  std::string algorithm, link;
+};
+
+/// The time of a collective over `worldSize` ranks (numbered node by
+/// node) of a tensor of `bytes` (the whole: an all-reduce's operand, a
+/// reduce-scatter's operand, an all-gather's result), with bandwidth B
+/// and step latency a of the links it crosses:
+///   ring, all-gather or reduce-scatter: (N - 1) a + (N - 1) / N * bytes / B
+///   ring, all-reduce (reduce-scatter then all-gather): twice that
+///   tree, all-reduce (double binary tree: each rank sends the whole
+///     tensor up one tree and down the other, pipelined):
+///     2 ceil(log2 N) a + 2 * bytes / B
+/// taking the faster for an all-reduce. Across nodes, B is the smaller of
+/// the intra-node link and a node's network ports together (one ring per
+/// port), and a the larger latency. Zero for one rank.
+CollectiveEstimate estimateCollective(CollectiveKind kind, int64_t bytes,
+                                      int64_t worldSize,
+                                      const DeviceSpec &device);
 
 /// The built-in devices: "h100" (H100 SXM5) and "a100" (A100 SXM4 80GB),
 /// from NVIDIA's data sheets. Null for another name.
@@ -55,9 +115,14 @@ std::optional<DeviceSpec> getBuiltinDevice(llvm::StringRef name);
 ///   {"name": "...", "memory_bandwidth": 3.35e12, "vector_flops": 67e12,
 ///    "host_bandwidth": 64e9,
 ///    "matmul_flops": {"f32": 67e12, "tf32": 495e12, "bf16": 989e12,
-///                     "f16": 989e12}}
+///                     "f16": 989e12},
+///    "links": {"gpus_per_node": 8, "intra_node": "nvlink4",
+///              "inter_node": {"name": "roce", "bandwidth": 25e9,
+///                             "latency": 8e-6}}}
 /// Rates are per second and must be positive; tf32, bf16 and f16 default
-/// to f32's rate. Fails with `error` naming the file and field at fault.
+/// to f32's rate; a link is a built-in name or its bandwidth (bytes per
+/// second) and latency (seconds); links default to DeviceSpec's. Fails
+/// with `error` naming the file and field at fault.
 std::optional<DeviceSpec> parseDeviceSpec(llvm::StringRef path,
                                           std::string &error);
 
@@ -82,10 +147,31 @@ struct OpEstimate {
   /// Kernels, products and copies it puts on the stream.
   int64_t launches = 0;
   double computeSeconds = 0, memorySeconds = 0;
+  /// A collective over more than one rank: its time over the links, and
+  /// the algorithm and link (CollectiveEstimate); it runs on the
+  /// communication stream.
+  double linkSeconds = 0;
+  bool communication = false;
+  int64_t worldSize = 1;
+  std::string algorithm, link;
+  /// When it starts in the two streams' schedule.
+  double startSeconds = 0;
   bool recomputed = false;
   int64_t bytes() const { return bytesRead + bytesWritten + scratchBytes; }
-  double seconds() const { return std::max(computeSeconds, memorySeconds); }
-  bool computeBound() const { return computeSeconds >= memorySeconds; }
+  double seconds() const {
+    return std::max({computeSeconds, memorySeconds, linkSeconds});
+  }
+  bool linkBound() const {
+    return linkSeconds > 0 && linkSeconds >= computeSeconds &&
+           linkSeconds >= memorySeconds;
+  }
+  bool computeBound() const {
+    return !linkBound() && computeSeconds >= memorySeconds;
+  }
+  /// "compute", "memory" or "link".
+  llvm::StringRef bound() const {
+    return linkBound() ? "link" : computeBound() ? "compute" : "memory";
+  }
 };
 
 /// The ops of one kind, summed.
@@ -93,8 +179,9 @@ struct KindEstimate {
   std::string kind;
   int64_t count = 0, flops = 0, bytes = 0, launches = 0;
   double seconds = 0;
-  /// Time of its compute-bound ops (the rest is memory-bound).
-  double computeBoundSeconds = 0;
+  /// Time of its compute-bound and link-bound ops (the rest is
+  /// memory-bound).
+  double computeBoundSeconds = 0, linkBoundSeconds = 0;
 };
 
 struct FunctionEstimate {
@@ -102,7 +189,16 @@ struct FunctionEstimate {
   std::vector<OpEstimate> ops;
   /// By kind, most time first.
   std::vector<KindEstimate> kinds;
+  /// The two streams' schedule: `seconds` is when both are done;
+  /// `computeSeconds` the compute stream's ops together,
+  /// `communicationSeconds` the collectives', and `exposedSeconds` what the
+  /// communication adds to the compute stream's time (seconds -
+  /// computeSeconds).
   double seconds = 0;
+  double computeSeconds = 0, communicationSeconds = 0, exposedSeconds = 0;
+  /// The most ranks a collective spans and the link it crosses there.
+  int64_t worldSize = 1;
+  std::string link;
   int64_t flops = 0, bytes = 0;
   /// Work items on the stream (kernels, products, copies): the nodes of
   /// the CUDA graph the backend captures.
@@ -132,6 +228,9 @@ struct StepEstimate {
   };
   std::vector<Entry> entries;
   double seconds() const;
+  /// The collectives' time, and what of it the compute streams wait for.
+  double communicationSeconds() const;
+  double exposedSeconds() const;
   int64_t modelFlops() const;
   /// Kernels, products and copies a step puts on the stream, and the CUDA
   /// graph launches they go in (one per entry run).

@@ -51,6 +51,9 @@ struct CompileRequest {
   bool fitReserveGiven = false;
   std::string fitAllow = "none";
   bool fitAllowGiven = false;
+  /// --world-size auto: --fit also finds the fewest ranks (up to
+  /// kMostAutoRanks) on which the step fits the budget.
+  bool worldSizeAuto = false;
   /// The roofline estimate's device (h100, a100 or a JSON file; empty:
   /// none), and where to write it as JSON.
   std::string estimate;
@@ -62,6 +65,9 @@ struct CompileRequest {
   /// --lora's rank=R,alpha=A,targets=T1,T2 (empty: none).
   std::string lora;
 };
+
+/// The most ranks --world-size auto tries.
+constexpr int64_t kMostAutoRanks = 4096;
 
 /// Parses a --lora specification (rank=R,alpha=A,targets=T1,T2,...; an
 /// item without '=' continues the targets) into `options`' lora-* fields.

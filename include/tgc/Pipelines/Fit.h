@@ -1,4 +1,5 @@
-//===- Fit.h - the training configuration chosen for a memory budget -*- C++ -*-===//
+//===- Fit.h - the training configuration chosen for a memory budget -*- C++
+//-*-===//
 //
 // tgc-compile --fit=BUDGET: the plan is exact and the roofline estimates
 // each op's time, so the configuration that fits a budget is found by
@@ -7,10 +8,16 @@
 // the global batch), rematerialization, the optimizer step inside the
 // backward pass, and, when allowed, bf16 compute, 8-bit (or 4-bit)
 // optimizer state, bf16 master weights and, for LoRA, the frozen base in
-// NF4 (QLoRA). Each is planned exactly; among those that fit, the least
-// estimated step time wins, a 4-bit base only where nothing with a 16- or
-// 32-bit one fits (double quantization after plain NF4), 4-bit state only
-// where nothing with 8-bit or f32 state fits.
+// NF4 (QLoRA); with --world-size above 1, the data-parallel mode (ddp,
+// zero1, zero2, zero3). Each is planned exactly, per rank; among those
+// that fit, the least estimated step time wins (communication included,
+// as the roofline schedules it on the device's links), a 4-bit base only
+// where nothing with a 16- or 32-bit one fits (double quantization after
+// plain NF4), 4-bit state only where nothing with 8-bit or f32 state fits.
+//
+// --world-size auto: the fewest ranks on which anything fits, found by
+// doubling and then bisecting (a rank's plan shrinks as ranks are added),
+// with the fit at that world size.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +60,8 @@ struct FitRequest {
 
 /// One configuration tried.
 struct FitCandidate {
+  /// The data-parallel mode (none for one rank).
+  tg::ParallelMode parallel = tg::ParallelMode::None;
   tg::Half amp = tg::Half::None;
   tg::StateFormat state = tg::StateFormat::F32;
   tg::MasterWeights masters = tg::MasterWeights::F32;
@@ -75,8 +84,13 @@ struct FitCandidate {
 struct FitResult {
   /// Every configuration planned, in the order tried.
   std::vector<FitCandidate> candidates;
-  /// The winner's index in `candidates`.
+  /// Whether any fits, and the winner's index in `candidates`; else why
+  /// not (the smallest plan found, what --fit-allow would add).
+  bool found = false;
   size_t best = 0;
+  std::string whyNot;
+  /// The smallest plan's total, of those planned (0: none planned).
+  int64_t smallest() const;
 };
 
 /// Sets the search's choices of `candidate` in `options` (the micro-batch
@@ -92,14 +106,35 @@ StepEstimate estimateTrainingStep(mlir::ModuleOp module, llvm::StringRef model,
                                   const RooflineOptions &options);
 
 /// Searches the configurations of `model` (which must carry a tg.generator
-/// record, to be rebuilt at each micro-batch) for the fastest that fits.
-/// Options the user set explicitly (`fixed`: amp, optimizer-state,
-/// master-weights, remat, optimizer-in-backward) are not searched. Fails
-/// with `error` set, naming the smallest plan found, when nothing fits.
+/// record, to be rebuilt at each micro-batch) for the fastest that fits,
+/// at `options.worldSize` ranks. Options the user set explicitly (amp,
+/// optimizer-state, master-weights, remat, optimizer-in-backward,
+/// data-parallel, ...) are not searched. Nothing fitting is a result
+/// (`found` false, `whyNot` set); fails with `error` set when a candidate
+/// cannot be planned at all.
 mlir::FailureOr<FitResult> fitToBudget(mlir::func::FuncOp model,
                                        const TrainPipelineOptions &options,
                                        const FitRequest &request,
                                        int64_t alignment, std::string &error);
+
+/// --world-size auto: the fewest ranks, up to `mostRanks`, at which
+/// fitToBudget finds a configuration.
+struct WorldSizeResult {
+  int64_t worldSize = 0;
+  FitResult fit;
+  /// Each world size tried, in order, with whether anything fit there and
+  /// its smallest plan.
+  struct Try {
+    int64_t worldSize;
+    bool fits;
+    int64_t smallest;
+  };
+  std::vector<Try> tried;
+};
+mlir::FailureOr<WorldSizeResult>
+fitWorldSize(mlir::func::FuncOp model, const TrainPipelineOptions &options,
+             const FitRequest &request, int64_t alignment, int64_t mostRanks,
+             std::string &error);
 
 } // namespace tgc
 

@@ -118,7 +118,8 @@ struct TrainPipelineOptions
   Option<int64_t> worldSize{
       *this, "world-size",
       llvm::cl::desc("Ranks of the data-parallel job (mpirun -n N tgc-run); "
-                     "the memory report is per rank"),
+                     "the memory report is per rank (tgc-compile: 'auto' "
+                     "with --fit finds the fewest ranks that fit)"),
       llvm::cl::init(1)};
 
   /// Not a flag: the passes' summary lines stay off stderr (what --fit

@@ -51,9 +51,13 @@ struct EstimatePass : tgc::tg::impl::TGEstimateBase<EstimatePass> {
         llvm::errs() << " read=" << op.bytesRead
                      << " written=" << op.bytesWritten
                      << " scratch=" << op.scratchBytes
-                     << llvm::format(" time=%.4g", op.seconds() * 1e6)
-                     << "us " << (op.computeBound() ? "compute" : "memory")
-                     << "\n";
+                     << llvm::format(" time=%.4g", op.seconds() * 1e6) << "us "
+                     << op.bound();
+        if (op.communication)
+          llvm::errs() << llvm::format(" link=%.4g", op.linkSeconds * 1e6)
+                       << "us (" << op.algorithm << ", " << op.link << ")";
+        llvm::errs() << llvm::format(" start=%.4g", op.startSeconds * 1e6)
+                     << "us\n";
       }
     }
     markAllAnalysesPreserved();
