@@ -15,7 +15,11 @@ Psi / N for stage 1, 2 Psi + 14 Psi / N for stage 2, 16 Psi / N for stage
 Table 3 plans full fine-tuning of Llama-3-8B and Llama-3-70B (one sequence
 of 2048 tokens per rank; bf16 compute, 8-bit AdamW state, remat of the
 blocks, the updates inside the backward pass) under zero2 and zero3 at 8,
-16 and 64 ranks, and finds the fewest 80 GB H100s each trains on.
+16 and 64 ranks, with the roofline's step on H100s (tgc-compile
+--estimate=h100: NVLink 4 inside a node of 8, 400 Gb/s InfiniBand between
+nodes; the collectives on a second stream, what of them the compute does
+not hide), and the fewest 80 GB H100s each trains on as tgc-compile
+--world-size auto --fit finds them (the data-parallel mode searched).
 
 Table 2 times the 2-layer GPT-2 of the data-parallel test's shape, scaled
 up (C=256, T=128, global batch 16) on this machine: one process on the
@@ -80,14 +84,28 @@ NOTES = """## Reading the tables
   (8.87 GiB against 8.72).
 - **Llama-3 full fine-tuning**: Llama-3-70B plans 57.64 GiB a rank on 8
   ranks under zero3 (49.54 GiB of f32 parameters and 8-bit moments, 6 Psi /
-  8, and an 8.10 GiB arena), so 8 H100s train it; zero2 needs 316.78 GiB a
-  rank at N = 8 and still 274.62 at N = 64 (the whole f32 parameters alone
-  are 263 GiB). Llama-3-8B fits one H100 (50.54 GiB) and takes 8.44 GiB a
-  rank on 8 under zero3. With `--remat=blocks` a rank sends three bf16
-  gathers of the parameters a step (forward, the recomputed blocks, the
-  backward pass) and the reduce-scatter of the gradients: 427.63 GiB at
-  N = 8 for 70B; sharing the recomputation's gather with the backward
-  pass's (as FSDP does) would save a third of the gathers.
+  8, and an 8.10 GiB arena); zero2 needs 316.78 GiB a rank at N = 8 and
+  still 274.62 at N = 64 (the whole f32 parameters alone are 263 GiB).
+  `--world-size auto` finds that 6 H100s train it under zero3 (74.28 GiB a
+  rank; 5 do not fit), and that Llama-3-8B trains on one H100 as one
+  process (59.16 GiB), 8.44 GiB a rank on 8 under zero3. With
+  `--remat=blocks` a rank sends three bf16 gathers of the parameters a
+  step (forward, the recomputed blocks, the backward pass) and the
+  reduce-scatter of the gradients: 427.63 GiB at N = 8 for 70B; sharing
+  the recomputation's gather with the backward pass's (as FSDP does)
+  would save a third of the gathers.
+- **The estimated step with communication**: on 8 H100s (one NVLink
+  node) Llama-3-70B's zero3 step is 2.63 s, its collectives 1.04 s of
+  link time of which 0.56 s is not hidden behind compute (MFU 33.6%);
+  crossing nodes (N = 16, 64: the rings run at the InfiniBand ports'
+  400 GB/s a node together, the latency of a network hop a step) the
+  exposed part grows to 0.83 and 1.32 s. zero2's communication is all
+  exposed (0.83 of 0.84 s for 70B at N = 8): its updates, inside the
+  backward pass, wait for each bucket's reduce-scatter as soon as it is
+  issued, and the gather of the updated parameters ends the step with
+  nothing left to overlap it. Placing each update a bucket later (so the
+  compute stream is never waiting on the link) is the next step of the
+  schedule, and what the GPU's second stream then has to realise.
 """
 MODES = ("ddp", "zero1", "zero2", "zero3")
 # An 80 GB H100's memory (85,520,809,984 bytes), less the 1 GiB that no
@@ -104,11 +122,16 @@ def gib(n):
     return f"{n / 2**30:.2f}"
 
 
-def plan(bins, model, tmp, flags):
+def plan(bins, model, tmp, flags, estimate=None):
+    """The persistent and arena bytes and bytes sent a step of one rank;
+    with `estimate`, also its roofline estimate as JSON."""
     exe = os.path.join(tmp, "plan.tgx")
     report = exe + ".json"
+    extra = []
+    if estimate:
+        extra = ["--estimate", "h100", "--estimate-json", estimate]
     done = run([f"{bins}/tgc-compile", model, "-o", exe,
-                "--memory-report", report] + flags)
+                "--memory-report", report] + flags + extra)
     step = json.load(open(report))
     sent = 0.0
     match = re.search(r"sends ([0-9.]+) (B|KiB|MiB|GiB)", done.stderr)
@@ -142,9 +165,15 @@ def llama_table(bins, tmp, lines):
               "paper's stage for mixed precision with f32 Adam (16 Psi "
               "under stage 3), for scale. *fits H100*: total within an 80 "
               "GB H100 less 1 GiB.", "",
+              "*step*: the roofline's estimate of one step on H100s (a lower "
+              "bound: every kernel at its peak); *comm*: the collectives' "
+              "time over the links; *exposed*: what of it the compute "
+              "stream waits for; *MFU*: model FLOPs over the estimated "
+              "step and the bf16 peak.", "",
               "| model | mode | N | persistent GiB | arena GiB | total GiB "
-              "| sent GiB | ZeRO formula GiB | fits H100 |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| sent GiB | ZeRO formula GiB | fits H100 | step s | comm s "
+              "| exposed s | MFU |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     fewest = []
     for preset, name in (("llama-3-8b", "Llama-3-8B"),
                          ("llama-3-70b", "Llama-3-70B")):
@@ -155,30 +184,46 @@ def llama_table(bins, tmp, lines):
                      "--batch", "1", "--seq-len", "2048", "--stats"]).stdout
         psi = int(re.search(r"parameters: ([0-9,]+)", stats).group(1)
                   .replace(",", ""))
+        estimate = os.path.join(tmp, "estimate.json")
         for mode in ("zero2", "zero3"):
             for n in (8, 16, 64):
                 persistent, arena, sent = plan(
                     bins, model, tmp, LLAMA_FLAGS + [
-                        "--data-parallel", mode, "--world-size", str(n)])
+                        "--data-parallel", mode, "--world-size", str(n)],
+                    estimate)
+                e = json.load(open(estimate))
                 total = persistent + arena
                 lines.append(
                     f"| {name} | {mode} | {n} | {gib(persistent)} | "
                     f"{gib(arena)} | {gib(total)} | {gib(sent)} | "
                     f"{gib(paper(psi, mode, n, True))} | "
-                    f"{'yes' if total <= H100_BYTES else 'no'} |")
+                    f"{'yes' if total <= H100_BYTES else 'no'} | "
+                    f"{e['step_seconds']:.2f} | "
+                    f"{e['communication_seconds']:.2f} | "
+                    f"{e['exposed_communication_seconds']:.2f} | "
+                    f"{100 * e['mfu']:.1f}% |")
                 print(lines[-1], flush=True)
-        # The fewest ranks (powers of two) on which zero3's plan fits.
-        for n in (1, 2, 4, 8, 16, 32, 64, 128):
-            persistent, arena, _ = plan(
-                bins, model, tmp, LLAMA_FLAGS + [
-                    "--data-parallel", "zero3", "--world-size", str(n)])
-            if persistent + arena <= H100_BYTES:
-                gpus = f"{n} H100" + ("s" if n > 1 else "")
-                fewest.append(f"- {name} (Psi = {psi:,}): {gpus} under "
-                              f"zero3, {gib(persistent + arena)} GiB a rank.")
-                break
-    lines += ["", "The fewest 80 GB H100s (a power of two) each trains on "
-              "under zero3:", ""] + fewest + [""]
+        # The fewest ranks, as --world-size auto finds them.
+        done = run([f"{bins}/tgc-compile", model, "-o",
+                    os.path.join(tmp, "auto.tgx"), "--world-size", "auto",
+                    f"--fit={H100_BYTES}"] + LLAMA_FLAGS)
+        tried = re.search(r"--world-size auto: (.*); the fewest ranks is "
+                          r"(\d+)", done.stderr)
+        chose = re.search(r"--fit chose (--data-parallel=(\w+) )?.*?: "
+                          r"([0-9.]+ GiB) \((\d+) bytes\).*estimated step "
+                          r"([0-9.]+) ms", done.stderr)
+        gpus = int(tried.group(2))
+        mode = chose.group(2) or "one process"
+        fewest.append(f"- {name} (Psi = {psi:,}): {gpus} H100"
+                      f"{'s' if gpus > 1 else ''} under {mode}, "
+                      f"{gib(int(chose.group(4)))} GiB a rank, estimated "
+                      f"step {float(chose.group(5)) / 1e3:.2f} s (tried: "
+                      f"{tried.group(1)}).")
+        print(fewest[-1], flush=True)
+    lines += ["", "The fewest 80 GB H100s each trains on (`tgc-compile "
+              "--world-size auto --fit=" + str(H100_BYTES) + " " +
+              " ".join(LLAMA_FLAGS) + "`, the mode searched):", ""] + \
+        fewest + [""]
 
 
 def memory_table(bins, tmp, lines):
