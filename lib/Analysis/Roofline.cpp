@@ -466,32 +466,30 @@ FunctionEstimate estimateFunction(func::FuncOp function,
   return estimate;
 }
 
-double StepEstimate::seconds() const {
-  double total = 0;
-  for (const Entry &entry : entries)
-    total += double(entry.runs) * entry.estimate.seconds;
+/// A per-execution figure of each entry, times its runs a step, summed.
+template <typename T>
+static T perStep(const std::vector<StepEstimate::Entry> &entries,
+                 T FunctionEstimate::*figure) {
+  T total = 0;
+  for (const StepEstimate::Entry &entry : entries)
+    total += T(entry.runs) * (entry.estimate.*figure);
   return total;
+}
+
+double StepEstimate::seconds() const {
+  return perStep(entries, &FunctionEstimate::seconds);
 }
 
 double StepEstimate::communicationSeconds() const {
-  double total = 0;
-  for (const Entry &entry : entries)
-    total += double(entry.runs) * entry.estimate.communicationSeconds;
-  return total;
+  return perStep(entries, &FunctionEstimate::communicationSeconds);
 }
 
 double StepEstimate::exposedSeconds() const {
-  double total = 0;
-  for (const Entry &entry : entries)
-    total += double(entry.runs) * entry.estimate.exposedSeconds;
-  return total;
+  return perStep(entries, &FunctionEstimate::exposedSeconds);
 }
 
 int64_t StepEstimate::launches() const {
-  int64_t total = 0;
-  for (const Entry &entry : entries)
-    total += entry.runs * entry.estimate.launches;
-  return total;
+  return perStep(entries, &FunctionEstimate::launches);
 }
 
 int64_t StepEstimate::graphLaunches() const {
@@ -502,10 +500,7 @@ int64_t StepEstimate::graphLaunches() const {
 }
 
 int64_t StepEstimate::modelFlops() const {
-  int64_t total = 0;
-  for (const Entry &entry : entries)
-    total += entry.runs * entry.estimate.modelFlops;
-  return total;
+  return perStep(entries, &FunctionEstimate::modelFlops);
 }
 
 std::string StepEstimate::peakType() const {
