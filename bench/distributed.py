@@ -72,9 +72,9 @@ NOTES = """## Reading the tables
   the gathered buckets of parameters (each dies after its last reader in
   its pass). With `--amp=bf16` zero3's arena is the smallest (GPT-2 1558M
   at N = 64: 3.24 GiB against zero2's 5.79): it gathers each parameter's
-  bf16 cast where the pass first reads it, while the other modes cast every
-  parameter at the start of the step and, without remat, keep the casts
-  until their last reader (a waste of one process's plan too, to fix).
+  bf16 cast where each pass first reads it, while the other modes keep
+  each parameter's bf16 copy, whole, from its first reader in the forward
+  pass to its last in the backward pass (without remat).
 - **Bytes sent** follow the ring algorithms: ddp all-reduces the gradients
   (2 (N - 1) / N of them), zero1 and zero2 reduce-scatter the gradients and
   all-gather the parameters ((N - 1) / N each); zero3 reduce-scatters the

@@ -31,11 +31,13 @@ func.func @policy(%x: tensor<4x8xf32> {tg.input = "x"},
 // CHECK-SAME: %[[W:[^:]*]]: tensor<8x8xf32> {tg.param = "w"}
 // CHECK-SAME: %[[B:[^:]*]]: tensor<8xf32> {tg.param = "b"}
 // CHECK-SAME: -> tensor<f32> attributes {tg.model}
-// CHECK-DAG: %[[BL:.*]] = tg.cast %[[B]] : tensor<8xf32> -> tensor<8xbf16>
-// CHECK-DAG: %[[WL:.*]] = tg.cast %[[W]] : tensor<8x8xf32> -> tensor<8x8xbf16>
-// CHECK-DAG: %[[XL:.*]] = tg.cast %[[X]] : tensor<4x8xf32> -> tensor<4x8xbf16>
-// CHECK: %[[M0:.*]] = tg.matmul %[[XL]], %[[WL]] : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+// An argument's cast is made just before its first reader (a parameter's
+// 16-bit copy does not live from the start of the step).
+// CHECK: %[[XL:.*]] = tg.cast %[[X]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[WL:.*]] = tg.cast %[[W]] : tensor<8x8xf32> -> tensor<8x8xbf16>
+// CHECK-NEXT: %[[M0:.*]] = tg.matmul %[[XL]], %[[WL]] : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
 // The bias joins the bf16 product.
+// CHECK-NEXT: %[[BL:.*]] = tg.cast %[[B]] : tensor<8xf32> -> tensor<8xbf16>
 // CHECK-NEXT: %[[A:.*]] = tg.add %[[M0]], %[[BL]] : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
 // A follow op on bf16 alone stays bf16.
 // CHECK-NEXT: %[[G:.*]] = tg.gelu %[[A]] : tensor<4x8xbf16>

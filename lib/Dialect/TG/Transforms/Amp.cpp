@@ -8,7 +8,10 @@
 // widest type of its operands. One walk in program order retypes each op and
 // inserts the casts its policy needs; casts are cached per (value, type), so a
 // value - a parameter in particular - is converted once however many ops use
-// it. Folding then removes casts that undo each other.
+// it. A cast of an op's result is placed after that op, a cast of an
+// argument (a parameter) before its first reader, so that a parameter's
+// 16-bit copy lives from where the step first needs it, not from the start
+// of the step. Folding then removes casts that undo each other.
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,8 +109,9 @@ private:
            (isLowProduct(rhs) && isBias(lhs));
   }
 
-  /// `value` as `type`, through one shared cast placed after its definition.
-  Value castTo(Value value, Type type) {
+  /// `value` as `type`, through one shared cast placed after its definition
+  /// or, for an argument, before `user` (the walk's first op to need it).
+  Value castTo(Value value, Type type, Operation *user) {
     if (value.getType() == type)
       return value;
     auto key = std::make_pair(value, type);
@@ -118,7 +122,7 @@ private:
     if (Operation *def = value.getDefiningOp())
       builder.setInsertionPointAfter(def);
     else
-      builder.setInsertionPointToStart(&function.getBody().front());
+      builder.setInsertionPoint(user);
     Value converted = CastOp::create(builder, value.getLoc(), type, value);
     casts[key] = converted;
     return converted;
@@ -171,7 +175,8 @@ private:
     }
     for (unsigned i : floatOperands) {
       Value operand = op->getOperand(i);
-      op->setOperand(i, castTo(operand, withElement(operand.getType(), element)));
+      op->setOperand(
+          i, castTo(operand, withElement(operand.getType(), element), op));
     }
     for (Value result : op->getResults())
       if (isFloatTensor(result.getType()))

@@ -99,10 +99,10 @@ void Gatherer::recomputeForBackward() {
   }
 }
 
-/// Moves each layout op computed from a parameter alone (mixed precision's
-/// casts are made at the top of the step) to just before its first
-/// reader, so the parameter is gathered where it is needed, not where its
-/// cast happened to be.
+/// Moves each layout op computed from a parameter alone (a cast, reshape
+/// or transpose, wherever an earlier pass placed it) to just before its
+/// first reader, so the parameter is gathered where it is needed, not
+/// where its layout op happened to be.
 void Gatherer::sinkLayoutOps() {
   SmallVector<Operation *> chain;
   llvm::SmallPtrSet<Operation *, 16> seen;
