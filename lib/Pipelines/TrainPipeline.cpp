@@ -163,6 +163,11 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     pm.addPass(tg::createTGGroupUpdates());
     pm.addPass(tg::createTGFuseLoss());
   }
+
+  // Data parallelism on the finished step: each collective's readers wait
+  // until the next collective is issued, so the link runs beside compute.
+  if (dataParallel != tg::ParallelMode::None)
+    pm.addPass(tg::createTGOverlapCollectives());
 }
 
 std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {

@@ -341,6 +341,26 @@ def TGGroupUpdates : Pass<"tg-group-updates", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGOverlapCollectives : Pass<"tg-overlap-collectives", "mlir::ModuleOp"> {
+  let summary = "A collective's readers placed after the next collective";
+  let description = [{
+    A collective over several ranks (`tg.all_reduce`, `tg.reduce_scatter`,
+    `tg.all_gather`) runs on the link while the compute goes on; the ops
+    that read its result wait for it. Placed right after it (as the
+    optimizer step in the backward pass places a bucket's updates right
+    after its reduce-scatter) they make the compute wait for the link at
+    once. This pass moves, for each collective but the last, the ops
+    between it and the next collective that depend on it to just after
+    that next collective, in their order: by then the collective has run
+    while the compute produced what the next one sends (one collective of
+    lookahead, as FSDP and DeepSpeed overlap a bucket's reduction with the
+    next bucket's backward computation). Nothing the next collective reads
+    is moved (that would delay it). The ops are pure: the step computes
+    the same values; the memory plan follows the new order.
+  }];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGRaiseAttention : Pass<"tg-raise-attention", "mlir::ModuleOp"> {
   let summary = "Turns attention written as matmuls, a mask and a softmax "
                 "into tg.attention";
