@@ -82,30 +82,29 @@ NOTES = """## Reading the tables
   pass), 1.5 times zero2's in f32 (GPT-2 1558M at N = 64: 17.13 GiB
   against 11.42), about the same in bf16, where it gathers the bf16 casts
   (8.87 GiB against 8.72).
-- **Llama-3 full fine-tuning**: Llama-3-70B plans 57.64 GiB a rank on 8
+- **Llama-3 full fine-tuning**: Llama-3-70B plans 57.89 GiB a rank on 8
   ranks under zero3 (49.54 GiB of f32 parameters and 8-bit moments, 6 Psi /
-  8, and an 8.10 GiB arena); zero2 needs 316.78 GiB a rank at N = 8 and
-  still 274.62 at N = 64 (the whole f32 parameters alone are 263 GiB).
-  `--world-size auto` finds that 6 H100s train it under zero3 (74.28 GiB a
+  8, and an 8.35 GiB arena); zero2 needs 316.78 GiB a rank at N = 8 and
+  still 274.69 at N = 64 (the whole f32 parameters alone are 263 GiB).
+  `--world-size auto` finds that 6 H100s train it under zero3 (74.63 GiB a
   rank; 5 do not fit), and that Llama-3-8B trains on one H100 as one
-  process (59.16 GiB), 8.44 GiB a rank on 8 under zero3. With
+  process (50.51 GiB), 8.56 GiB a rank on 8 under zero3. With
   `--remat=blocks` a rank sends three bf16 gathers of the parameters a
   step (forward, the recomputed blocks, the backward pass) and the
   reduce-scatter of the gradients: 427.63 GiB at N = 8 for 70B; sharing
   the recomputation's gather with the backward pass's (as FSDP does)
   would save a third of the gathers.
 - **The estimated step with communication**: on 8 H100s (one NVLink
-  node) Llama-3-70B's zero3 step is 2.63 s, its collectives 1.04 s of
-  link time of which 0.56 s is not hidden behind compute (MFU 33.6%);
+  node) Llama-3-70B's zero3 step is 2.32 s, its collectives 1.04 s of
+  link time of which 0.25 s is not hidden behind compute (MFU 38.0%);
   crossing nodes (N = 16, 64: the rings run at the InfiniBand ports'
   400 GB/s a node together, the latency of a network hop a step) the
-  exposed part grows to 0.83 and 1.32 s. zero2's communication is all
-  exposed (0.83 of 0.84 s for 70B at N = 8): its updates, inside the
-  backward pass, wait for each bucket's reduce-scatter as soon as it is
-  issued, and the gather of the updated parameters ends the step with
-  nothing left to overlap it. Placing each update a bucket later (so the
-  compute stream is never waiting on the link) is the next step of the
-  schedule, and what the GPU's second stream then has to realise.
+  exposed part grows to 0.48 and 0.94 s. Each bucket's updates wait for
+  its reduce-scatter only once the next bucket's is issued
+  (tg-overlap-collectives; before it, 0.56 s of zero3's link time was
+  exposed at N = 8). zero2 still exposes 0.56 of its 0.84 s: the gathers
+  of the updated parameters end the step with nothing left to overlap
+  them (the next step's forward pass could).
 """
 MODES = ("ddp", "zero1", "zero2", "zero3")
 # An 80 GB H100's memory (85,520,809,984 bytes), less the 1 GiB that no
