@@ -27,15 +27,11 @@ using namespace tgc::tg;
 
 namespace {
 
-/// Whether `op` sends over the link: a collective over more than one rank.
+/// Whether `op` sends over the link: a collective over more than one rank
+/// (the bytes its cost counts; tg.shard and one rank send none).
 bool communicates(Operation *op) {
-  if (auto reduce = dyn_cast<AllReduceOp>(op))
-    return reduce.getWorldSize() > 1;
-  if (auto scatter = dyn_cast<ReduceScatterOp>(op))
-    return scatter.getWorldSize() > 1;
-  if (auto gather = dyn_cast<AllGatherOp>(op))
-    return gather.getWorldSize() > 1;
-  return false;
+  auto cost = dyn_cast<CostOpInterface>(op);
+  return cost && cost.getBytesCommunicated() > 0;
 }
 
 /// Moves the readers of `collective` between it and `next` after `next`;
