@@ -47,7 +47,7 @@ NOTES = """## Reading the tables
   the same team), so a second process brings no idle core to work; the
   ranks pay the collectives (packing and padding the buckets, the
   all-gathers of the parameters under ZeRO) and a step of half the size
-  each. The four modes take within 6% of one process's time, about this
+  each. The four modes take within 8% of one process's time, about this
   machine's noise from run to run. One process on one thread shows what
   the second core buys.
 - **Persistent memory follows ZeRO's division**: f32 parameters (4 Psi)
