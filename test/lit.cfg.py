@@ -103,7 +103,7 @@ if shutil.which("cbc") and subprocess.run(
 
 # Data parallelism: `mpi` when Open MPI's mpirun is there (tgc-run is
 # built with MPI wherever libopenmpi-dev is installed). `%mpirun` starts
-# two ranks (`%mpirun3` three) on any machine: more ranks than cores (CI
+# two ranks (`%mpirun3` three, `%mpirun4` four) on any machine: more ranks than cores (CI
 # has two), as root, and without the shared-memory single-copy mechanism
 # containers forbid. Under
 # the sanitizers (scripts/test-sanitized.sh) its ranks skip LeakSanitizer:
@@ -114,8 +114,8 @@ if shutil.which("mpirun"):
     config.available_features.add("mpi")
     asan = os.environ.get("ASAN_OPTIONS", "")
     asan = (asan + ":" if asan else "") + "detect_leaks=0"
-    # (%mpirun3 first: %mpirun is a prefix of it.)
-    for name, ranks in (("%mpirun3", 3), ("%mpirun", 2)):
+    # (%mpirun3 and %mpirun4 first: %mpirun is a prefix of them.)
+    for name, ranks in (("%mpirun4", 4), ("%mpirun3", 3), ("%mpirun", 2)):
         config.substitutions.append(
             (name, "env ASAN_OPTIONS=" + asan + " mpirun -n " + str(ranks) +
              " --oversubscribe"))

@@ -45,20 +45,30 @@ std::optional<LinkSpec> getBuiltinLink(StringRef name) {
 
 CollectiveEstimate estimateCollective(CollectiveKind kind, int64_t bytes,
                                       int64_t worldSize,
-                                      const DeviceSpec &device) {
+                                      const DeviceSpec &device,
+                                      int64_t rankStride) {
   CollectiveEstimate estimate;
   if (worldSize <= 1)
     return estimate;
   double bandwidth = device.intraNode.bandwidth;
   double latency = device.intraNode.latency;
   estimate.link = device.intraNode.name;
-  if (worldSize > device.gpusPerNode) {
+  int64_t stride = std::max<int64_t>(1, rankStride);
+  if (worldSize * stride > device.gpusPerNode) {
     // One ring per network port: a node sends through all its ports at
-    // once, and every ring still crosses the GPUs inside each node.
-    bandwidth = std::min(bandwidth, double(device.gpusPerNode) *
-                                        device.interNode.bandwidth);
-    latency = std::max(latency, device.interNode.latency);
-    estimate.link += " + " + device.interNode.name;
+    // once, and every ring still crosses the GPUs inside each node. The
+    // group has `onNode` members on each node, so as many ports.
+    int64_t onNode = std::max<int64_t>(1, device.gpusPerNode / stride);
+    double ports = double(onNode) * device.interNode.bandwidth;
+    if (onNode == 1) {
+      bandwidth = device.interNode.bandwidth;
+      latency = device.interNode.latency;
+      estimate.link = device.interNode.name;
+    } else {
+      bandwidth = std::min(bandwidth, ports);
+      latency = std::max(latency, device.interNode.latency);
+      estimate.link += " + " + device.interNode.name;
+    }
   }
   double n = double(worldSize), size = double(bytes);
   double steps = (kind == CollectiveKind::AllReduce ? 2 : 1) * (n - 1);
@@ -321,28 +331,34 @@ static std::string matmulTypeName(Type type, const RooflineOptions &options) {
 
 /// The time of `op` over the links, if it is a collective over more than
 /// one rank.
-static std::optional<CollectiveEstimate>
-linkTime(Operation &op, const DeviceSpec &device, int64_t &worldSize) {
+static std::optional<CollectiveEstimate> linkTime(Operation &op,
+                                                  const DeviceSpec &device,
+                                                  int64_t &worldSize,
+                                                  int64_t &rankStride) {
   CollectiveKind kind;
   Type whole;
   if (auto reduce = dyn_cast<tg::AllReduceOp>(op)) {
     kind = CollectiveKind::AllReduce;
     whole = reduce.getInput().getType();
     worldSize = reduce.getWorldSize();
+    rankStride = reduce.getRankStride();
   } else if (auto scatter = dyn_cast<tg::ReduceScatterOp>(op)) {
     kind = CollectiveKind::ReduceScatter;
     whole = scatter.getInput().getType();
     worldSize = scatter.getWorldSize();
+    rankStride = scatter.getRankStride();
   } else if (auto gather = dyn_cast<tg::AllGatherOp>(op)) {
     kind = CollectiveKind::AllGather;
     whole = gather.getResult().getType();
     worldSize = gather.getWorldSize();
+    rankStride = gather.getRankStride();
   } else {
     return std::nullopt;
   }
   if (worldSize <= 1)
     return std::nullopt;
-  return estimateCollective(kind, tg::getTensorBytes(whole), worldSize, device);
+  return estimateCollective(kind, tg::getTensorBytes(whole), worldSize, device,
+                            rankStride);
 }
 
 FunctionEstimate estimateFunction(func::FuncOp function,
@@ -408,11 +424,12 @@ FunctionEstimate estimateFunction(func::FuncOp function,
     e.memorySeconds =
         double(e.bytes() - hostTraffic) / device.memoryBandwidth +
         double(e.hostBytes) / device.hostBandwidth;
-    int64_t worldSize = 1;
+    int64_t worldSize = 1, rankStride = 1;
     if (std::optional<CollectiveEstimate> link =
-            linkTime(op, device, worldSize)) {
+            linkTime(op, device, worldSize, rankStride)) {
       e.communication = true;
       e.worldSize = worldSize;
+      e.rankStride = rankStride;
       e.linkSeconds = link->seconds;
       e.algorithm = link->algorithm;
       e.link = link->link;
@@ -656,6 +673,7 @@ llvm::json::Value estimateToJSON(const StepEstimate &step,
         object["matmul_type"] = op.matmulType;
       if (op.communication) {
         object["world_size"] = op.worldSize;
+        object["rank_stride"] = op.rankStride;
         object["algorithm"] = op.algorithm;
         object["link"] = op.link;
       }

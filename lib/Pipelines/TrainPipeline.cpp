@@ -213,6 +213,16 @@ std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
     return "--offload=optimizer does not combine with --data-parallel=" +
            tg::choiceName(options.dataParallel.getValue()).str() +
            " yet (use ddp)";
+  if (options.shardGroup != 0 && options.shardGroup != options.worldSize) {
+    if (!tg::splitsState(options.dataParallel))
+      return "--shard-group=" + std::to_string(options.shardGroup) +
+             " splits what a ZeRO mode splits: it needs --data-parallel="
+             "zero1, zero2 or zero3";
+    if (options.shardGroup < 1 || options.worldSize % options.shardGroup != 0)
+      return "--shard-group=" + std::to_string(options.shardGroup) +
+             " must divide --world-size=" + std::to_string(options.worldSize) +
+             " (the job is world-size / shard-group replicas of a group)";
+  }
   // The micro-step would gather the parameters too; not built.
   if (options.dataParallel == tg::ParallelMode::Zero3 && options.gradAccum > 1)
     return "--data-parallel=zero3 does not combine with --grad-accum yet "

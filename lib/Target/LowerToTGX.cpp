@@ -205,10 +205,11 @@ void LowerToTGXPass::runOnOperation() {
     step.walk([&](tg::CostOpInterface op) {
       sent += op.getBytesCommunicated();
     });
-    os << "; per rank of "
-       << parallel.getAs<IntegerAttr>("world_size").getInt() << " ("
-       << parallel.getAs<StringAttr>("mode").getValue() << "): sends "
-       << formatBytes(sent) << " a step";
+    os << "; per rank of " << parallel.getAs<IntegerAttr>("world_size").getInt()
+       << " (" << parallel.getAs<StringAttr>("mode").getValue();
+    if (auto group = parallel.getAs<IntegerAttr>("shard_group"))
+      os << ", shards across " << group.getInt();
+    os << "): sends " << formatBytes(sent) << " a step";
   }
   os.flush();
   if (!result) {

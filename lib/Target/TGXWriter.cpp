@@ -489,12 +489,14 @@ LogicalResult TGXWriter::write(const TGXInfo &info,
                                    "executable has no grad_step entry");
   }
 
-  int64_t worldSize = 1;
+  int64_t worldSize = 1, shardGroup = 0;
   flatbuffers::Offset<flatbuffers::String> dataParallel;
   if (auto parallel = trainStep->getAttrOfType<DictionaryAttr>(
           tg::TGDialect::kDataParallelAttr)) {
     worldSize = parallel.getAs<IntegerAttr>("world_size").getInt();
     dataParallel = str(parallel.getAs<StringAttr>("mode").getValue());
+    if (auto group = parallel.getAs<IntegerAttr>("shard_group"))
+      shardGroup = group.getInt();
   }
 
   auto program = tgx::CreateProgram(
@@ -504,7 +506,8 @@ LogicalResult TGXWriter::write(const TGXInfo &info,
       counter, fbb.CreateVector(constants), fbb.CreateVector(entryOffsets),
       accumSteps, info.allowTF32, str(info.task), info.seqLen, worldSize,
       dataParallel, str(info.hfConfig), str(info.hfConfigError),
-      trainPlan.hostSize, fbb.CreateVector(metrics), str(info.preference));
+      trainPlan.hostSize, fbb.CreateVector(metrics), str(info.preference),
+      shardGroup);
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   tgx::appendTrailer(out);

@@ -803,7 +803,9 @@ static Status loadPiece(Session &session, const LoadPiece &piece,
   size_t storedSize = dtypeSize(piece.stored);
   // The piece's place in the host copy (a part of a split tensor holds
   // the whole's elements from partStart on).
-  int64_t local = piece.first - info.partStart(session.communicator().rank());
+  int64_t local =
+      piece.first -
+      info.partStart(session.program().partOf(session.communicator().rank()));
   char *into =
       static_cast<char *>(view.data) + uint64_t(local) * dtypeSize(view.dtype);
   if (piece.stored == view.dtype) {
@@ -1193,7 +1195,8 @@ Status loadCheckpointParts(Session &session, const std::string &path,
   for (const Pending &item : pending) {
     const TensorInfo &info = program.tensors[item.index];
     TensorRef view = session.hostView(item.index);
-    int64_t first = info.partStart(session.communicator().rank());
+    int64_t first =
+        info.partStart(program.partOf(session.communicator().rank()));
     int64_t n = view.numElements();
     if (info.isShard()) {
       std::memset(view.data, 0, view.numBytes());

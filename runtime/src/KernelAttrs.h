@@ -55,6 +55,33 @@ inline int64_t reductionOf(const Instruction &inst) {
   }
 }
 
+/// A collective's group: its world_size ranks, rank_stride apart.
+struct CollectiveGroup {
+  int64_t size = 1, stride = 1;
+};
+inline CollectiveGroup collectiveGroupOf(const Instruction &inst) {
+  switch (inst.kernel) {
+  case Kernel::AllReduce: {
+    auto attrs = AllReduceAttrs::read(inst);
+    return {attrs.worldSize, attrs.rankStride};
+  }
+  case Kernel::ReduceScatter: {
+    auto attrs = ReduceScatterAttrs::read(inst);
+    return {attrs.worldSize, attrs.rankStride};
+  }
+  case Kernel::AllGather: {
+    auto attrs = AllGatherAttrs::read(inst);
+    return {attrs.worldSize, attrs.rankStride};
+  }
+  case Kernel::Shard: {
+    auto attrs = ShardAttrs::read(inst);
+    return {attrs.worldSize, attrs.rankStride};
+  }
+  default:
+    return {};
+  }
+}
+
 } // namespace tgc::rt
 
 #endif // TGC_RUNTIME_SRC_KERNELATTRS_H

@@ -400,10 +400,16 @@ std::vector<std::string> Run::describe() const {
                     "the trained parameters as they start, " +
                     formatBytes(copyBytes));
   if (!prog.dataParallel.empty())
-    lines.push_back("  data parallel: " + prog.dataParallel + " over " +
-                    std::to_string(comm ? comm->size() : 1) + " ranks (" +
-                    (comm ? comm->describe() : "1 process") +
-                    "); memory and batch per rank, throughput of the job");
+    lines.push_back(
+        "  data parallel: " + prog.dataParallel + " over " +
+        std::to_string(comm ? comm->size() : 1) + " ranks" +
+        (prog.shardGroup != prog.worldSize
+             ? ", split across groups of " + std::to_string(prog.shardGroup) +
+                   " (" + std::to_string(prog.worldSize / prog.shardGroup) +
+                   " replicas)"
+             : "") +
+        " (" + (comm ? comm->describe() : "1 process") +
+        "); memory and batch per rank, throughput of the job");
   std::string offloaded =
       prog.hostBytes > 0
           ? ", " + formatBytes(prog.hostBytes) + " of it in host memory"

@@ -271,6 +271,15 @@ Status Session::pullPersistent() {
 Status Session::gatherWholes(const std::function<bool(int32_t)> &wanted,
                              int root) {
   wholes.clear();
+  // The parts of a whole are those of the root's shard group (every rank's
+  // under plain ZeRO); the other groups hold the same parts and send none.
+  Communicator *group = nullptr;
+  Status grouped = comm->group(prog.shardGroup, 1, group);
+  if (!grouped.ok())
+    return grouped;
+  if (comm->rank() / prog.shardGroup != root / prog.shardGroup)
+    return Status::success();
+  int groupRoot = int(prog.partOf(root));
   for (size_t i = 0; i < prog.tensors.size(); ++i) {
     const TensorInfo &info = prog.tensors[i];
     if (!info.isShard() || !wanted(int32_t(i)))
@@ -278,9 +287,9 @@ Status Session::gatherWholes(const std::function<bool(int32_t)> &wanted,
     TensorRef part = hostView(int32_t(i));
     std::vector<uint8_t> &whole = wholes[int32_t(i)];
     if (comm->rank() == root)
-      whole.resize(part.numBytes() * size_t(comm->size()));
+      whole.resize(part.numBytes() * size_t(group->size()));
     Status gathered =
-        comm->gather(part.data, whole.data(), part.numBytes(), root);
+        group->gather(part.data, whole.data(), part.numBytes(), groupRoot);
     if (!gathered.ok()) {
       wholes.clear();
       return Status::failure("gathering '" + info.name +
@@ -335,7 +344,7 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
       // zero3's part of a parameter (or of its frozen copy): its elements
       // of the whole as one process draws them, zeros past the whole's
       // end.
-      int64_t first = info.partStart(comm->rank());
+      int64_t first = info.partStart(prog.partOf(comm->rank()));
       TensorRef real = ref;
       real.shape = {std::min(ref.numElements(), info.wholeElements() - first)};
       initializeTensor(info, seed, real, mirrorZero, first);

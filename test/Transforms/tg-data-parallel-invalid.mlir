@@ -3,6 +3,8 @@
 // RUN: not tgc-opt %s --tg-optimizer --tg-data-parallel="mode=zero4" 2>&1 | FileCheck %s --check-prefix=MODE
 // RUN: not tgc-opt %s --tg-optimizer --tg-data-parallel="world-size=0" 2>&1 | FileCheck %s --check-prefix=RANKS
 // RUN: not tgc-opt %s --tg-optimizer --tg-data-parallel="bucket-mb=0" 2>&1 | FileCheck %s --check-prefix=BUCKET
+// RUN: not tgc-opt %s --tg-optimizer --tg-data-parallel="mode=zero3 world-size=4 shard-group=3" 2>&1 | FileCheck %s --check-prefix=GROUP
+// RUN: not tgc-opt %s --tg-optimizer --tg-data-parallel="mode=ddp world-size=4 shard-group=2" 2>&1 | FileCheck %s --check-prefix=GROUP-DDP
 // RUN: not tgc-opt %s --tg-data-parallel 2>&1 | FileCheck %s --check-prefix=NO-OPTIMIZER
 // RUN: not tgc-opt %s --tg-optimizer --tg-data-parallel --tg-data-parallel 2>&1 | FileCheck %s --check-prefix=TWICE
 
@@ -14,6 +16,8 @@
 // MODE: tgc-opt: for the --mode option: must be none, ddp, zero1, zero2 or zero3, found 'zero4'
 // RANKS: error: tg-data-parallel: world-size must be in [1, 2^20], found 0
 // BUCKET: error: tg-data-parallel: bucket-mb must be a positive number of MiB, found 0
+// GROUP: error: tg-data-parallel: shard-group must divide the world size 4 (0: the world size), found 3
+// GROUP-DDP: error: tg-data-parallel: shard-group splits what a ZeRO mode splits; ddp splits nothing (use zero1, zero2 or zero3)
 // NO-OPTIMIZER: error: 'func.func' op has no optimizer update; run tg-data-parallel after tg-optimizer
 // TWICE: error: 'func.func' op is already data-parallel; run tg-data-parallel once
 

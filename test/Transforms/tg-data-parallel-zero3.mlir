@@ -1,6 +1,7 @@
 // RUN: tgc-opt %s --tg-autodiff --tg-optimizer --tg-data-parallel="mode=zero3 world-size=2 bucket-mb=0.00001" | FileCheck %s --check-prefix=ZERO3
 // RUN: tgc-opt %s --tg-amp --tg-autodiff --tg-optimizer --tg-data-parallel="mode=zero3 world-size=2" | FileCheck %s --check-prefix=AMP
 // RUN: not tgc-opt %s --tg-autodiff --tg-optimizer="optimizer=adafactor" --tg-data-parallel="mode=zero3 world-size=2" 2>&1 | FileCheck %s --check-prefix=FACTORED
+// RUN: tgc-opt %s --tg-autodiff --tg-optimizer="clip-grad-norm=1.0" --tg-data-parallel="mode=zero3 world-size=4 shard-group=2" | FileCheck %s --check-prefix=HYBRID
 
 // A two-layer MLP: w is read twice in the forward pass and once in the
 // backward pass, v once in each, the frozen bias b in the forward pass
@@ -89,5 +90,24 @@ func.func @net(%x: tensor<4x3xf32> {tg.input = "x"},
 // AMP-NEXT: tg.cast %[[W]] : tensor<5xf32> -> tensor<5xbf16>
 // AMP-NEXT: tg.concat
 // AMP-NEXT: tg.all_gather %{{.*}} {world_size = 2 : i64} : tensor<8xbf16> -> tensor<16xbf16>
+
+// Hybrid sharding, four ranks in two groups of two: the parts are those of
+// two ranks (w: 5 a rank), gathered within the group; the gradients are
+// reduce-scattered within the group, then each part averaged with the
+// other group's (ranks 2 apart); the clipping norm's squares are summed
+// within the group only (the other group holds the same parts); the loss
+// is averaged over all four.
+// HYBRID-LABEL: func.func @net_train_step(
+// HYBRID-SAME: tensor<5xf32> {tg.param = "w", tg.shard_of = array<i64: 3, 3>}
+// HYBRID-SAME: tg.data_parallel = {mode = "zero3", shard_group = 2 : i64, world_size = 4 : i64}
+// HYBRID: tg.all_gather %{{.*}} {tg.recompute, world_size = 2 : i64} : tensor<10xf32> -> tensor<20xf32>
+// HYBRID: tg.all_reduce mean %{{.*}} {world_size = 4 : i64} : tensor<f32>
+// HYBRID: tg.all_gather %{{.*}} {world_size = 2 : i64} : tensor<8xf32> -> tensor<16xf32>
+// HYBRID: %[[MINE:.*]] = tg.reduce_scatter mean %{{.*}} {world_size = 2 : i64} : tensor<16xf32> -> tensor<8xf32>
+// HYBRID-NEXT: %[[AVG:.*]] = tg.all_reduce mean %[[MINE]] {rank_stride = 2 : i64, world_size = 2 : i64} : tensor<8xf32>
+// HYBRID-NEXT: tg.split %[[AVG]]
+// HYBRID-NEXT: %[[NORM:.*]] = tg.global_norm
+// HYBRID-NEXT: %[[SQUARE:.*]] = tg.mul %[[NORM]], %[[NORM]]
+// HYBRID-NEXT: tg.all_reduce sum %[[SQUARE]] {world_size = 2 : i64} : tensor<f32>
 
 // FACTORED: error: 'tg.adafactor_update' op cannot be split across ranks (its state is not laid out element by element with the parameter); tg-data-parallel zero3 needs an elementwise or blockwise optimizer: use ddp, or adamw or sgd

@@ -65,3 +65,28 @@ func.func @step(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>,
   %rs = tg.reduce_scatter sum %g {world_size = 8 : i64} : tensor<1024xf32> -> tensor<128xf32>
   return %e, %ar, %rs : tensor<4x16xf32>, tensor<1024xf32>, tensor<128xf32>
 }
+
+// Groups of ranks apart (hybrid sharding's replicas: the ranks holding the
+// same part). On the toy device (4 GPUs a node):
+// CHECK-LABEL: ops of @replicas
+// 2 ranks 4 apart: one GPU of the group on each node, whose ring crosses
+// only the network at one port, 0.1 GB/s and 10 us a step: the ring's
+// 2 x 1 steps, 20 us + 2/2 x 40.96 us = 60.96 us (the tree's 101.92 us).
+// CHECK-NEXT: #0 tg.all_reduce {{.*}} time=60.96us link link=60.96us (ring, slow) start=0us
+// 4 ranks 2 apart span two nodes, two of the group on each: its ring has
+// two ports of a node, min(1 GB/s, 2 x 0.1 GB/s) = 0.2 GB/s at 10 us a
+// step. The ring: 2 x 3 steps, 60 us + 6/4 x 20.48 us = 90.72 us; the
+// tree 2 x 2 steps, 40 us + 2 x 20.48 us = 80.96 us, the faster. It waits
+// for the stream (60.96 us).
+// CHECK-NEXT: #1 tg.all_reduce {{.*}} time=80.96us link link=80.96us (tree, fast + slow) start=60.96us
+// 2 ranks 2 apart stay inside a node of 4: 1 us + 1/2 x 4.096 us on the
+// link, under its memory time (2048 + 4096 bytes at 1 GB/s).
+// CHECK-NEXT: #2 tg.all_gather {{.*}} time=6.144us memory link=3.048us (ring, fast) start=141.9us
+
+func.func @replicas(%g: tensor<1024xf32>, %p: tensor<512xf32>)
+    -> (tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>) {
+  %a = tg.all_reduce mean %g {world_size = 2 : i64, rank_stride = 4 : i64} : tensor<1024xf32>
+  %b = tg.all_reduce mean %g {world_size = 4 : i64, rank_stride = 2 : i64} : tensor<1024xf32>
+  %c = tg.all_gather %p {world_size = 2 : i64, rank_stride = 2 : i64} : tensor<512xf32> -> tensor<1024xf32>
+  return %a, %b, %c : tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>
+}

@@ -102,10 +102,16 @@ struct CollectiveEstimate {
 ///     2 ceil(log2 N) a + 2 * bytes / B
 /// taking the faster for an all-reduce. Across nodes, B is the smaller of
 /// the intra-node link and a node's network ports together (one ring per
-/// port), and a the larger latency. Zero for one rank.
+/// port), and a the larger latency. Zero for one rank. A group of ranks
+/// `rankStride` apart (hybrid sharding's replicas) spans nodes when
+/// stride x N exceeds a node; then m = max(1, gpusPerNode / stride) of its
+/// members share a node and its ring has m ports of each node: B = the
+/// smaller of the intra-node link and m ports (one port alone, m = 1, is
+/// the network's bandwidth, the ring never crossing NVLink).
 CollectiveEstimate estimateCollective(CollectiveKind kind, int64_t bytes,
                                       int64_t worldSize,
-                                      const DeviceSpec &device);
+                                      const DeviceSpec &device,
+                                      int64_t rankStride = 1);
 
 /// The built-in devices: "h100" (H100 SXM5) and "a100" (A100 SXM4 80GB),
 /// from NVIDIA's data sheets. Null for another name.
@@ -152,7 +158,8 @@ struct OpEstimate {
   /// communication stream.
   double linkSeconds = 0;
   bool communication = false;
-  int64_t worldSize = 1;
+  /// The collective's group: its ranks, and how far apart they are.
+  int64_t worldSize = 1, rankStride = 1;
   std::string algorithm, link;
   /// When it starts in the two streams' schedule.
   double startSeconds = 0;

@@ -23,6 +23,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 
 namespace tgc::rt {
@@ -360,19 +361,25 @@ public:
   }
 
   /// A collective: this rank's part of a tensor is a device copy; the
-  /// others run on NCCL when it loads (the first collective tries), else
-  /// through host memory: the operand comes down, the communicator (Open
-  /// MPI) combines it with the other ranks', the result goes back up.
+  /// others run on NCCL when it loads (the first collective tries; one
+  /// NCCL communicator per group of ranks, made the first time the group
+  /// runs a collective), else through host memory: the operand comes
+  /// down, the communicator (Open MPI) combines it with the other ranks',
+  /// the result goes back up.
   Status collective(const Instruction &inst, const TensorRef &in,
                     TensorRef &out) {
     if (!comm)
       return Status::failure("a collective without a communicator");
+    Communicator *group = nullptr;
+    Status grouped = collectiveGroup(*comm, inst, group);
+    if (!grouped.ok())
+      return grouped;
     if (inst.kernel == Kernel::Shard) {
-      TGC_CUDA_CALL(cudaMemcpyAsync(
-          out.data,
-          static_cast<const uint8_t *>(in.data) +
-              size_t(comm->rank()) * out.numBytes(),
-          out.numBytes(), cudaMemcpyDeviceToDevice, streamOf(ctx)));
+      TGC_CUDA_CALL(cudaMemcpyAsync(out.data,
+                                    static_cast<const uint8_t *>(in.data) +
+                                        size_t(group->rank()) * out.numBytes(),
+                                    out.numBytes(), cudaMemcpyDeviceToDevice,
+                                    streamOf(ctx)));
       return Status::success();
     }
     if (ctx.capturing && !nccl)
@@ -385,8 +392,22 @@ public:
         std::fprintf(stderr, "tgc-run: note: collectives go through host "
                      "memory (%s)\n", loaded.error.c_str());
     }
-    if (nccl)
-      return nccl->run(inst, in, out, streamOf(ctx));
+    if (nccl) {
+      cuda::Nccl *on = nccl.get();
+      if (group != comm) {
+        std::unique_ptr<cuda::Nccl> &made = groupNccl[group];
+        if (!made) {
+          if (ctx.capturing)
+            return Status::failure("a group's first collective cannot be "
+                                   "captured in a graph");
+          Status status = cuda::Nccl::create(*group, made);
+          if (!status.ok())
+            return status;
+        }
+        on = made.get();
+      }
+      return on->run(inst, in, out, streamOf(ctx));
+    }
     std::vector<uint8_t> hostIn(in.numBytes()), hostOut(out.numBytes());
     Status status = download(hostIn.data(), in.data, hostIn.size());
     if (status.ok())
@@ -440,6 +461,8 @@ private:
   /// NCCL, once the first collective has tried to load it.
   bool ncclTried = false;
   std::unique_ptr<cuda::Nccl> nccl;
+  /// NCCL over the groups of hybrid sharding, by the group's communicator.
+  std::map<Communicator *, std::unique_ptr<cuda::Nccl>> groupNccl;
   cudaDeviceProp properties{};
   cuda::Context ctx;
   uint8_t *persistent = nullptr;

@@ -66,6 +66,36 @@ Status Communicator::agree(const Status &mine, const std::string &key) {
   return Status::success();
 }
 
+Status Communicator::group(int64_t size, int64_t stride, Communicator *&out) {
+  out = nullptr;
+  int64_t ranks = this->size();
+  if (size < 1 || stride < 1 || size > ranks || stride > ranks ||
+      ranks % (size * stride) != 0)
+    return Status::failure("no groups of " + std::to_string(size) + " ranks " +
+                           std::to_string(stride) + " apart among " +
+                           std::to_string(ranks) + " ranks");
+  if (size == ranks) {
+    out = this;
+    return Status::success();
+  }
+  std::unique_ptr<Communicator> &made = groups[{size, stride}];
+  if (!made) {
+    int64_t r = rank(), span = size * stride;
+    int64_t base = r % stride + r / span * span;
+    Status status = split(int(base), int(r), made);
+    if (!status.ok()) {
+      groups.erase({size, stride});
+      return status;
+    }
+  }
+  out = made.get();
+  return Status::success();
+}
+
+Status Communicator::split(int, int, std::unique_ptr<Communicator> &) {
+  return Status::failure(describe() + " cannot be split into groups");
+}
+
 namespace {
 
 class LocalCommunicator : public Communicator {
@@ -123,10 +153,21 @@ std::unique_ptr<Communicator> createLocalCommunicator() {
   return std::make_unique<LocalCommunicator>();
 }
 
-Status runCollective(Communicator &comm, const Instruction &inst,
+Status collectiveGroup(Communicator &communicator, const Instruction &inst,
+                       Communicator *&group) {
+  CollectiveGroup of = collectiveGroupOf(inst);
+  return communicator.group(of.size, of.stride, group);
+}
+
+Status runCollective(Communicator &world, const Instruction &inst,
                      const TensorRef &in, TensorRef &out) {
-  // The loader checked the world size against the program's, and
-  // Session::create the program's against the communicator's.
+  // The loader checked that the groups tile the program's ranks, and
+  // Session::create the program's world size against the communicator's.
+  Communicator *group = nullptr;
+  Status grouped = collectiveGroup(world, inst, group);
+  if (!grouped.ok())
+    return grouped;
+  Communicator &comm = *group;
   auto reduction = Reduction(reductionOf(inst));
   switch (inst.kernel) {
   case Kernel::AllReduce: {

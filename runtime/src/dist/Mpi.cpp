@@ -4,7 +4,8 @@
 // agreement of every job. MPI is initialised on first use and finalised at
 // exit; errors return (MPI_ERRORS_RETURN) instead of aborting, so that
 // tgc-run reports them. Large buffers go in pieces of at most 2^30
-// elements, below MPI's int counts.
+// elements, below MPI's int counts. Groups of ranks (hybrid sharding's
+// shard groups and replicas) are communicators split from it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,9 +79,16 @@ void finalize() {
 
 class MpiCommunicator : public Communicator {
 public:
-  MpiCommunicator() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &myRank);
-    MPI_Comm_size(MPI_COMM_WORLD, &mySize);
+  /// MPI_COMM_WORLD, or (owned) a communicator split from it.
+  explicit MpiCommunicator(MPI_Comm comm = MPI_COMM_WORLD) : comm(comm) {
+    MPI_Comm_rank(comm, &myRank);
+    MPI_Comm_size(comm, &mySize);
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (comm != MPI_COMM_WORLD && !finalized)
+      MPI_Comm_free(&comm);
   }
   int rank() const override { return myRank; }
   int size() const override { return mySize; }
@@ -97,10 +105,9 @@ public:
   Status allReduce(float *data, size_t count, Reduction op) override {
     for (size_t at = 0; at < count; at += kPiece) {
       int n = int(std::min(kPiece, count - at));
-      Status status = check(MPI_Allreduce(MPI_IN_PLACE, data + at, n,
-                                          MPI_FLOAT, mpiOp(op),
-                                          MPI_COMM_WORLD),
-                            "MPI_Allreduce");
+      Status status = check(
+          MPI_Allreduce(MPI_IN_PLACE, data + at, n, MPI_FLOAT, mpiOp(op), comm),
+          "MPI_Allreduce");
       if (!status.ok())
         return status;
     }
@@ -113,10 +120,10 @@ public:
   Status reduceScatter(const float *in, float *out, size_t count,
                        Reduction op) override {
     if (count <= kPiece) {
-      Status status = check(
-          MPI_Reduce_scatter_block(in, out, int(count), MPI_FLOAT, mpiOp(op),
-                                   MPI_COMM_WORLD),
-          "MPI_Reduce_scatter_block");
+      Status status =
+          check(MPI_Reduce_scatter_block(in, out, int(count), MPI_FLOAT,
+                                         mpiOp(op), comm),
+                "MPI_Reduce_scatter_block");
       if (!status.ok())
         return status;
     } else {
@@ -129,10 +136,10 @@ public:
           std::copy(in + size_t(r) * count + at,
                     in + size_t(r) * count + at + n,
                     send.begin() + ptrdiff_t(size_t(r) * n));
-        Status status = check(
-            MPI_Reduce_scatter_block(send.data(), out + at, int(n), MPI_FLOAT,
-                                     mpiOp(op), MPI_COMM_WORLD),
-            "MPI_Reduce_scatter_block");
+        Status status =
+            check(MPI_Reduce_scatter_block(send.data(), out + at, int(n),
+                                           MPI_FLOAT, mpiOp(op), comm),
+                  "MPI_Reduce_scatter_block");
         if (!status.ok())
           return status;
       }
@@ -147,7 +154,7 @@ public:
     if (bytes > kPiece)
       return gatherInPieces(in, out, bytes, -1);
     return check(MPI_Allgather(in, int(bytes), MPI_BYTE, out, int(bytes),
-                               MPI_BYTE, MPI_COMM_WORLD),
+                               MPI_BYTE, comm),
                  "MPI_Allgather");
   }
 
@@ -155,7 +162,7 @@ public:
     auto *p = static_cast<char *>(data);
     for (size_t at = 0; at < bytes; at += kPiece) {
       Status status = check(MPI_Bcast(p + at, int(std::min(kPiece, bytes - at)),
-                                      MPI_BYTE, root, MPI_COMM_WORLD),
+                                      MPI_BYTE, root, comm),
                             "MPI_Bcast");
       if (!status.ok())
         return status;
@@ -166,14 +173,27 @@ public:
   Status gather(const void *in, void *out, size_t bytes, int root) override {
     if (bytes > kPiece)
       return gatherInPieces(in, out, bytes, root);
-    return check(MPI_Gather(in, int(bytes), MPI_BYTE, out, int(bytes),
-                            MPI_BYTE, root, MPI_COMM_WORLD),
+    return check(MPI_Gather(in, int(bytes), MPI_BYTE, out, int(bytes), MPI_BYTE,
+                            root, comm),
                  "MPI_Gather");
   }
 
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);
+  }
+
+protected:
+  Status split(int color, int key,
+               std::unique_ptr<Communicator> &out) override {
+    MPI_Comm part = MPI_COMM_NULL;
+    Status status =
+        check(MPI_Comm_split(comm, color, key, &part), "MPI_Comm_split");
+    if (!status.ok())
+      return status;
+    MPI_Comm_set_errhandler(part, MPI_ERRORS_RETURN);
+    out = std::make_unique<MpiCommunicator>(part);
+    return Status::success();
   }
 
 private:
@@ -187,10 +207,10 @@ private:
       const char *src = static_cast<const char *>(in) + at;
       Status status =
           root < 0 ? check(MPI_Allgather(src, int(n), MPI_BYTE, staging.data(),
-                                         int(n), MPI_BYTE, MPI_COMM_WORLD),
+                                         int(n), MPI_BYTE, comm),
                            "MPI_Allgather")
                    : check(MPI_Gather(src, int(n), MPI_BYTE, staging.data(),
-                                      int(n), MPI_BYTE, root, MPI_COMM_WORLD),
+                                      int(n), MPI_BYTE, root, comm),
                            "MPI_Gather");
       if (!status.ok())
         return status;
@@ -204,6 +224,7 @@ private:
     return Status::success();
   }
 
+  MPI_Comm comm;
   int myRank = 0, mySize = 1;
 };
 

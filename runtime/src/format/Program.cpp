@@ -325,6 +325,15 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
   if (program.dataParallel.empty() && program.worldSize != 1)
     return Status::failure("world_size " + std::to_string(program.worldSize) +
                            " without a data_parallel mode");
+  program.shardGroup =
+      fb->shard_group() == 0 ? program.worldSize : fb->shard_group();
+  if (program.shardGroup < 1 || program.worldSize % program.shardGroup != 0 ||
+      (program.shardGroup != program.worldSize &&
+       (program.dataParallel.empty() || program.dataParallel == "ddp")))
+    return Status::failure("shard_group " + std::to_string(fb->shard_group()) +
+                           " is not a divisor of world_size " +
+                           std::to_string(program.worldSize) +
+                           " under a ZeRO mode");
   if (fb->constants())
     program.constants.assign(fb->constants()->begin(), fb->constants()->end());
 
@@ -408,18 +417,18 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
                              ": only persistent tensors are parameters, "
                              "state or inputs");
     if (info.isShard()) {
-      // A part of a whole of at most world_size parts, itself a valid
+      // A part of a whole of at most shard_group parts, itself a valid
       // tensor: state, or a parameter (zero3). A part drawn at random
       // draws its elements of the whole.
       int64_t wholeBytes = checkedBytes(info.shardOf, info.dtype);
       if (info.storage != Storage::Persistent ||
           (info.role != Role::State && info.role != Role::Param) ||
           info.shape.size() != 1 || wholeBytes < 0 ||
-          info.wholeElements() > program.worldSize * info.numElements() ||
+          info.wholeElements() > program.shardGroup * info.numElements() ||
           (info.wholeElements() > 0 && info.numElements() == 0))
         return Status::failure(describeTensor(i, info.name) +
                                ": an invalid part of a tensor split across " +
-                               std::to_string(program.worldSize) + " ranks");
+                               std::to_string(program.shardGroup) + " ranks");
     }
     if (info.role == Role::Accumulator && !isFloat(info.dtype))
       return Status::failure(describeTensor(i, info.name) +

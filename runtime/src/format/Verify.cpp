@@ -497,12 +497,16 @@ private:
                 "-entry f32 map");
   }
 
-  /// A collective's world size (that of the program) and reduction.
+  /// A collective's group (world_size ranks rank_stride apart, groups that
+  /// tile the program's ranks) and reduction.
   bool collective(bool reduces) {
-    if (inst.getInt("world_size") != program.worldSize)
-      return fail("a collective over " +
-                  std::to_string(inst.getInt("world_size")) +
-                  " ranks in a program for " +
+    int64_t size = inst.getInt("world_size");
+    int64_t stride =
+        inst.hasAttr("rank_stride") ? inst.getInt("rank_stride") : 1;
+    if (size < 1 || stride < 1 || size > program.worldSize ||
+        stride > program.worldSize || program.worldSize % (size * stride) != 0)
+      return fail("a collective over " + std::to_string(size) + " ranks " +
+                  std::to_string(stride) + " apart in a program for " +
                   std::to_string(program.worldSize));
     if (reduces &&
         (inst.getInt("reduction") < 0 || inst.getInt("reduction") > 3))
@@ -516,7 +520,7 @@ private:
     if (whole.shape.empty() || whole.shape.size() != part.shape.size() ||
         !std::equal(whole.shape.begin() + 1, whole.shape.end(),
                     part.shape.begin() + 1) ||
-        whole.shape[0] != part.shape[0] * program.worldSize)
+        whole.shape[0] != part.shape[0] * inst.getInt("world_size"))
       return fail("the leading dimension of '" + whole.name +
                   "' is not the world size times that of '" + part.name +
                   "'");

@@ -60,9 +60,33 @@ func.func @bad_reduction(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// expected-error @+1 {{'tg.data_parallel' must be {mode = "ddp" | "zero1" | "zero2" | "zero3", world_size = N (>= 1)}}}
+// expected-error @+1 {{'tg.data_parallel' must be {mode = "ddp" | "zero1" | "zero2" | "zero3", world_size = N (>= 1)[, shard_group = K (a ZeRO mode, K dividing N)]}}}
 func.func @bad_mode() attributes {tg.train_step, tg.data_parallel = {mode = "zero4", world_size = 2 : i64}} {
   return
+}
+
+// -----
+
+// A shard group must divide the job.
+// expected-error @+1 {{'tg.data_parallel' must be}}
+func.func @bad_shard_group() attributes {tg.train_step, tg.data_parallel = {mode = "zero3", shard_group = 3 : i64, world_size = 4 : i64}} {
+  return
+}
+
+// -----
+
+// ddp splits nothing, so it has no shard group.
+// expected-error @+1 {{'tg.data_parallel' must be}}
+func.func @ddp_shard_group() attributes {tg.train_step, tg.data_parallel = {mode = "ddp", shard_group = 2 : i64, world_size = 4 : i64}} {
+  return
+}
+
+// -----
+
+func.func @no_stride(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{needs a rank stride of at least 1, found 0}}
+  %0 = tg.all_reduce sum %x {rank_stride = 0 : i64, world_size = 2 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
 }
 
 // -----

@@ -14,6 +14,9 @@
 // CHECK: tg.reduce_scatter mean %{{.*}} {world_size = 4 : i64} : tensor<8x2xbf16> -> tensor<2x2xbf16>
 // CHECK: tg.all_gather %{{.*}} {world_size = 4 : i64} : tensor<2x2xbf16> -> tensor<8x2xbf16>
 // CHECK: tg.shard %{{.*}} {world_size = 4 : i64} : tensor<8x2xf32> -> tensor<2x2xf32>
+// A group of ranks apart (hybrid sharding's replicas) keeps its stride; the
+// default stride 1 is not printed.
+// CHECK: tg.all_reduce mean %{{.*}} {rank_stride = 2 : i64, world_size = 2 : i64} : tensor<2x2xbf16>
 
 // COST-LABEL: op costs of @collectives
 // all_reduce f32 [8,2] over 4 ranks: 16; 64; 64; 2 * 64 * 3 / 4 = 96.
@@ -27,6 +30,8 @@
 // COST-NEXT: #4 tg.all_gather flops=0 read=8 written=32 sent=24{{$}}
 // shard: 0; 64; 16; nothing sent.
 // COST-NEXT: #5 tg.shard flops=0 read=64 written=16{{$}}
+// all_reduce bf16 [2,2] over a group of 2: 4; 8; 8; 2 * 8 * 1 / 2 = 8.
+// COST-NEXT: #6 tg.all_reduce flops=4 read=8 written=8 sent=8{{$}}
 
 func.func @collectives(%x: tensor<8x2xf32> {tg.input = "x"},
                        %h: tensor<8x2xbf16> {tg.input = "h"},
@@ -38,5 +43,6 @@ func.func @collectives(%x: tensor<8x2xf32> {tg.input = "x"},
   %3 = tg.reduce_scatter mean %h {world_size = 4 : i64} : tensor<8x2xbf16> -> tensor<2x2xbf16>
   %4 = tg.all_gather %3 {world_size = 4 : i64} : tensor<2x2xbf16> -> tensor<8x2xbf16>
   %5 = tg.shard %x {world_size = 4 : i64} : tensor<8x2xf32> -> tensor<2x2xf32>
+  %6 = tg.all_reduce mean %3 {world_size = 2 : i64, rank_stride = 2 : i64} : tensor<2x2xbf16>
   return %1 : tensor<f32>
 }

@@ -511,3 +511,46 @@ TEST(Verify, NNRulesTheKernelsTrust) {
   topK.attrs["k"] = integer(5);
   EXPECT_NE(errorOf(tensors, topK), "");
 }
+
+TEST(Verify, CollectiveGroupsTileTheRanks) {
+  // A program for 4 ranks: a reduce-scatter of [8] to [4] over groups of
+  // 2 consecutive ranks, an all-reduce of the part over the 2 ranks 2
+  // apart that hold it (hybrid sharding).
+  auto errorAt = [](int64_t worldSize, Instruction inst) {
+    Program program;
+    program.worldSize = worldSize;
+    program.tensors = {tensor("whole", {8}), tensor("part", {4})};
+    program.instructions = {std::move(inst)};
+    return verifyInstructions(program).error;
+  };
+  Instruction scatter;
+  scatter.kernel = Kernel::ReduceScatter;
+  scatter.operands = {0};
+  scatter.results = {1};
+  scatter.attrs["reduction"] = integer(1);
+  scatter.attrs["world_size"] = integer(2);
+  EXPECT_EQ(errorAt(4, scatter), "");
+  Instruction replicas;
+  replicas.kernel = Kernel::AllReduce;
+  replicas.operands = {1};
+  replicas.results = {1};
+  replicas.attrs["reduction"] = integer(1);
+  replicas.attrs["world_size"] = integer(2);
+  replicas.attrs["rank_stride"] = integer(2);
+  EXPECT_EQ(errorAt(4, replicas), "");
+
+  // Groups that do not tile the job: 2 ranks 2 apart among 2, 3 among 4.
+  EXPECT_EQ(errorAt(2, replicas),
+            "instruction #0 (tg.all_reduce): a collective over 2 ranks 2 "
+            "apart in a program for 2");
+  Instruction three = scatter;
+  three.attrs["world_size"] = integer(3);
+  EXPECT_EQ(errorAt(4, three),
+            "instruction #0 (tg.reduce_scatter): a collective over 3 ranks 1 "
+            "apart in a program for 4");
+  // The parts follow the group's size, not the job's.
+  scatter.attrs["world_size"] = integer(4);
+  EXPECT_EQ(errorAt(4, scatter),
+            "instruction #0 (tg.reduce_scatter): the leading dimension of "
+            "'whole' is not the world size times that of 'part'");
+}

@@ -514,13 +514,19 @@ LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
     auto mode = dict ? dict.getAs<StringAttr>("mode") : StringAttr();
     auto ranks = dict ? dict.getAs<IntegerAttr>("world_size") : IntegerAttr();
-    if (!mode || !ranks || dict.size() != 2 || ranks.getInt() < 1 ||
+    // Hybrid sharding: parts among groups of shard_group ranks (K dividing
+    // N; absent: the whole job).
+    auto group = dict ? dict.getAs<IntegerAttr>("shard_group") : IntegerAttr();
+    if (!mode || !ranks || dict.size() != (group ? 3u : 2u) ||
+        ranks.getInt() < 1 ||
         !llvm::is_contained({"ddp", "zero1", "zero2", "zero3"},
-                            mode.getValue()))
+                            mode.getValue()) ||
+        (group && (group.getInt() < 1 || mode.getValue() == "ddp" ||
+                   ranks.getInt() % group.getInt() != 0)))
       return op->emitOpError("'tg.data_parallel' must be {mode = \"ddp\" | "
                              "\"zero1\" | \"zero2\" | \"zero3\", "
-                             "world_size = N (>= 1)}, "
-                             "found ")
+                             "world_size = N (>= 1)[, shard_group = K (a "
+                             "ZeRO mode, K dividing N)]}, found ")
              << attr.getValue();
     if (!op->hasAttr(kTrainStepAttr))
       return op->emitOpError("'tg.data_parallel' belongs on a tg.train_step");

@@ -1729,6 +1729,10 @@ static LogicalResult verifyWorldSize(Operation *op, int64_t worldSize) {
   if (worldSize < 1)
     return op->emitOpError("needs a world size of at least 1, found ")
            << worldSize;
+  auto stride = op->getAttrOfType<IntegerAttr>("rank_stride");
+  if (stride && stride.getInt() < 1)
+    return op->emitOpError("needs a rank stride of at least 1, found ")
+           << stride.getInt();
   return success();
 }
 

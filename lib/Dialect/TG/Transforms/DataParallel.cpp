@@ -24,6 +24,14 @@
 //   lives from one pass to the other. The evaluation function (tg.model)
 //   reads the same parts.
 //
+// - Hybrid sharding (shard-group K, dividing N; FSDP's HYBRID_SHARD): the
+//   ZeRO modes split across each group of K consecutive ranks instead of
+//   all N (rank r holds part r mod K), and the N / K groups are replicas.
+//   A bucket's gradients are reduce-scattered within the group, then each
+//   part averaged across the replicas holding it (an all-reduce over the
+//   N / K ranks K apart, on 1 / K of the bytes); gathers stay within the
+//   group, so the parameters' traffic stays on the group's links.
+//
 // The collectives are inserted where the mode places them (ddp, zero2 and
 // zero3: right after the backward pass completes a bucket; zero1: after the
 // whole backward pass), and a stable topological sort then moves the
@@ -66,6 +74,9 @@ using Mode = ParallelMode;
 struct Config {
   Mode mode = Mode::DDP;
   int64_t worldSize = 1;
+  /// The ranks a ZeRO mode splits across (the world size, or the shard
+  /// group of hybrid sharding).
+  int64_t shardGroup = 1;
   int64_t bucketBytes = 0;
 };
 
@@ -145,8 +156,17 @@ private:
   }
   /// `value` flat, zero-padded to `size` elements.
   Value flatPadded(Value value, int64_t size);
+  /// Every rank of the job.
   IntegerAttr worldSizeAttr() {
     return builder.getI64IntegerAttr(config.worldSize);
+  }
+  /// The ranks whose parts make a whole: the job, or this rank's shard
+  /// group.
+  IntegerAttr groupSizeAttr() {
+    return builder.getI64IntegerAttr(config.shardGroup);
+  }
+  IntegerAttr strideAttr(int64_t stride) {
+    return builder.getI64IntegerAttr(stride);
   }
 
   func::FuncOp step;
@@ -195,7 +215,7 @@ LogicalResult Rewriter::collectMembers() {
                << choiceName(config.mode)
                << " needs an elementwise or blockwise optimizer: use ddp, "
                   "or adamw or sgd";
-      int64_t unit = config.worldSize * member.granule;
+      int64_t unit = config.shardGroup * member.granule;
       member.shard = (member.elements + unit - 1) / unit * member.granule;
     }
     members.push_back(std::move(member));
@@ -238,7 +258,7 @@ SmallVector<SmallVector<Member *>> Rewriter::makeBuckets() {
                          : tensorType(member->update.getParam()).getElementType();
     int64_t count = config.mode == Mode::DDP
                         ? member->elements
-                        : member->shard * config.worldSize;
+                        : member->shard * config.shardGroup;
     int64_t bytes = count * elementBytes(member->raw);
     Open &bucket = open[{gradType, paramType}];
     if (!bucket.members.empty() && bucket.bytes + bytes > config.bucketBytes) {
@@ -287,8 +307,8 @@ void Rewriter::averageBuckets(ArrayRef<SmallVector<Member *>> buckets) {
     setInsertionAfterAll(raws);
     if (bucket.size() == 1) {
       Value raw = bucket.front()->raw;
-      auto reduced = AllReduceOp::create(builder, loc, raw.getType(), raw,
-                                         mean, worldSizeAttr());
+      auto reduced = AllReduceOp::create(builder, loc, raw.getType(), raw, mean,
+                                         worldSizeAttr(), strideAttr(1));
       raw.replaceAllUsesExcept(reduced.getResult(), reduced);
       continue;
     }
@@ -310,7 +330,7 @@ void Rewriter::averageBuckets(ArrayRef<SmallVector<Member *>> buckets) {
     Value packed = ConcatOp::create(builder, loc, flatType, flats,
                                     builder.getI64IntegerAttr(0));
     Value reduced = AllReduceOp::create(builder, loc, flatType, packed, mean,
-                                        worldSizeAttr());
+                                        worldSizeAttr(), strideAttr(1));
     auto pieces = SplitOp::create(builder, loc, pieceTypes, reduced,
                                   builder.getI64IntegerAttr(0));
     for (auto [raw, piece, rawUses] :
@@ -324,7 +344,8 @@ void Rewriter::averageBuckets(ArrayRef<SmallVector<Member *>> buckets) {
 
 LogicalResult Rewriter::shardBuckets(ArrayRef<SmallVector<Member *>> buckets) {
   auto mean = ReduceKindAttr::get(builder.getContext(), ReduceKind::Mean);
-  int64_t n = config.worldSize;
+  int64_t n = config.shardGroup;
+  int64_t replicas = config.worldSize / config.shardGroup;
   SmallVector<Value> allRaws;
   for (Member &member : members)
     allRaws.push_back(member.raw);
@@ -356,8 +377,14 @@ LogicalResult Rewriter::shardBuckets(ArrayRef<SmallVector<Member *>> buckets) {
       packed = reshape(packed, {n * packedShard});
     }
     Value mine = ReduceScatterOp::create(
-        builder, loc, RankedTensorType::get({packedShard}, elementType),
-        packed, mean, worldSizeAttr());
+        builder, loc, RankedTensorType::get({packedShard}, elementType), packed,
+        mean, groupSizeAttr(), strideAttr(1));
+    // Hybrid: the group's mean of this part, averaged over the replicas
+    // that hold the same part (the mean of means of equal counts).
+    if (replicas > 1)
+      mine = AllReduceOp::create(builder, loc, mine.getType(), mine, mean,
+                                 builder.getI64IntegerAttr(replicas),
+                                 strideAttr(n));
     SmallVector<Value> gradShards = {mine};
     if (bucket.size() > 1) {
       SmallVector<Type> types;
@@ -394,7 +421,7 @@ LogicalResult Rewriter::shardBuckets(ArrayRef<SmallVector<Member *>> buckets) {
           newParts, builder.getI64IntegerAttr(0));
     Value gathered = AllGatherOp::create(
         builder, loc, RankedTensorType::get({n * packedShard}, paramElement),
-        parts, worldSizeAttr());
+        parts, groupSizeAttr(), strideAttr(1));
     SmallVector<Value> columns = {gathered};
     if (bucket.size() > 1) {
       SmallVector<Type> types;
@@ -425,7 +452,7 @@ LogicalResult Rewriter::shardBuckets(ArrayRef<SmallVector<Member *>> buckets) {
 /// arguments retyped to their parts.
 LogicalResult Rewriter::shardUpdate(Member &member, Value gradShard) {
   Operation *update = member.update.getOperation();
-  int64_t n = config.worldSize, part = member.shard;
+  int64_t n = config.shardGroup, part = member.shard;
   builder.setInsertionPoint(update);
   IRMapping mapping;
   shardOf.map(member.raw, gradShard);
@@ -444,9 +471,9 @@ LogicalResult Rewriter::shardUpdate(Member &member, Value gradShard) {
   // zero3's parameter is its part already.
   Value param = member.update.getParam();
   if (config.mode != Mode::Zero3) {
-    Value paramPart =
-        ShardOp::create(builder, loc, tensorType(param).clone({part}),
-                        flatPadded(param, n * part), worldSizeAttr());
+    Value paramPart = ShardOp::create(
+        builder, loc, tensorType(param).clone({part}),
+        flatPadded(param, n * part), groupSizeAttr(), strideAttr(1));
     mapping.map(param, paramPart);
   }
 
@@ -525,7 +552,7 @@ LogicalResult Rewriter::shardParameters() {
     // A trained parameter is split as its update needs, whatever its type.
     if (!member && !isSplittable(type, arg))
       continue;
-    int64_t n = config.worldSize;
+    int64_t n = config.shardGroup;
     int64_t shard =
         member ? member->shard : (type.getNumElements() + n - 1) / n;
     splitParams.push_back({arg, type, shard});
@@ -534,7 +561,7 @@ LogicalResult Rewriter::shardParameters() {
     param.arg.setType(param.whole.clone({param.shard}));
     shardedArgs[param.arg] = llvm::to_vector(param.whole.getShape());
   }
-  Gatherer(step, splitParams, config.worldSize, config.bucketBytes,
+  Gatherer(step, splitParams, config.shardGroup, config.bucketBytes,
            findBackwardStart(step), updates)
       .run();
   return success();
@@ -575,7 +602,7 @@ LogicalResult shardModel(func::FuncOp model, ArrayRef<SplitParam> split,
   if (params.empty())
     return success();
   llvm::SmallPtrSet<Operation *, 1> none;
-  Gatherer(model, params, config.worldSize, config.bucketBytes, nullptr, none)
+  Gatherer(model, params, config.shardGroup, config.bucketBytes, nullptr, none)
       .run();
   setStepResults(model, body.getTerminator()->getOperands(), argAttrs,
                  getResultAttrDicts(model));
@@ -584,7 +611,9 @@ LogicalResult shardModel(func::FuncOp model, ArrayRef<SplitParam> split,
 
 /// A global norm or finiteness check over gradients now reads this rank's
 /// parts; the ranks' answers are combined: norm = sqrt(sum of the ranks'
-/// squared norms), finite = every rank's parts finite.
+/// squared norms), finite = every rank's parts finite. Under hybrid
+/// sharding the parts of one group make every gradient once (the other
+/// groups hold the same values): the sum runs within the group.
 LogicalResult Rewriter::rewriteReductions() {
   SmallVector<Operation *> reductions;
   for (Operation &op : body)
@@ -611,7 +640,7 @@ LogicalResult Rewriter::rewriteReductions() {
       Value total = AllReduceOp::create(
           builder, loc, scalarF32, square,
           ReduceKindAttr::get(builder.getContext(), ReduceKind::Sum),
-          worldSizeAttr());
+          groupSizeAttr(), strideAttr(1));
       combined = SqrtOp::create(builder, loc, scalarF32, total);
     } else {
       Value local = AllFiniteOp::create(builder, loc, result.getType(), parts);
@@ -619,7 +648,7 @@ LogicalResult Rewriter::rewriteReductions() {
       Value all = AllReduceOp::create(
           builder, loc, scalarF32, asFloat,
           ReduceKindAttr::get(builder.getContext(), ReduceKind::Min),
-          worldSizeAttr());
+          groupSizeAttr(), strideAttr(1));
       combined = CastOp::create(builder, loc, result.getType(), all);
     }
     result.replaceAllUsesWith(combined);
@@ -645,7 +674,7 @@ void Rewriter::averageLoss() {
     Value mean = AllReduceOp::create(
         builder, loc, type, loss,
         ReduceKindAttr::get(builder.getContext(), ReduceKind::Mean),
-        worldSizeAttr());
+        worldSizeAttr(), strideAttr(1));
     ret.setOperand(i, mean);
   }
 }
@@ -682,12 +711,13 @@ LogicalResult Rewriter::run() {
   }
   auto ret = body.getTerminator();
   setStepResults(step, ret->getOperands(), argAttrs, getResultAttrDicts(step));
-  step->setAttr(TGDialect::kDataParallelAttr,
-                b.getDictionaryAttr(
-                    {b.getNamedAttr("mode",
-                                    b.getStringAttr(choiceName(config.mode))),
-                     b.getNamedAttr("world_size",
-                                    b.getI64IntegerAttr(config.worldSize))}));
+  SmallVector<NamedAttribute> parallel = {
+      b.getNamedAttr("mode", b.getStringAttr(choiceName(config.mode))),
+      b.getNamedAttr("world_size", b.getI64IntegerAttr(config.worldSize))};
+  if (config.mode != Mode::DDP && config.shardGroup != config.worldSize)
+    parallel.push_back(
+        b.getNamedAttr("shard_group", b.getI64IntegerAttr(config.shardGroup)));
+  step->setAttr(TGDialect::kDataParallelAttr, b.getDictionaryAttr(parallel));
   return success();
 }
 
@@ -715,6 +745,17 @@ struct DataParallelPass
       return signalPassFailure();
     }
     config.worldSize = worldSize;
+    config.shardGroup = shardGroup == 0 ? int64_t(worldSize) : shardGroup;
+    if (config.shardGroup < 1 || worldSize % config.shardGroup != 0) {
+      error() << "shard-group must divide the world size " << int64_t(worldSize)
+              << " (0: the world size), found " << int64_t(shardGroup);
+      return signalPassFailure();
+    }
+    if (mode == Mode::DDP && config.shardGroup != worldSize) {
+      error() << "shard-group splits what a ZeRO mode splits; ddp splits "
+                 "nothing (use zero1, zero2 or zero3)";
+      return signalPassFailure();
+    }
     config.bucketBytes = int64_t(double(bucketMB) * 1024.0 * 1024.0);
     SmallVector<SplitParam> split;
     if (failed(forEachTrainStep(getOperation(), "tg-data-parallel",

@@ -173,7 +173,7 @@ SmallVector<Gatherer::Read> Gatherer::readsIn(bool backward) {
 }
 
 Operation *Gatherer::gather(ArrayRef<Read *> bucket, Operation *at) {
-  int64_t n = worldSize;
+  int64_t n = numParts;
   builder.setInsertionPoint(at);
   Operation *first = at->getPrevNode();
   Type type = bucket.front()->type;
@@ -194,7 +194,7 @@ Operation *Gatherer::gather(ArrayRef<Read *> bucket, Operation *at) {
                             parts, builder.getI64IntegerAttr(0));
   Value gathered = AllGatherOp::create(
       builder, loc, RankedTensorType::get({n * packed}, type), sent,
-      builder.getI64IntegerAttr(n));
+      builder.getI64IntegerAttr(n), builder.getI64IntegerAttr(1));
   SmallVector<Value> columns = {gathered};
   if (bucket.size() > 1) {
     SmallVector<Type> types;
@@ -258,7 +258,7 @@ void Gatherer::run() {
     SmallVector<SmallVector<Read *>> buckets;
     for (Read &read : reads) {
       int64_t bytes =
-          worldSize * read.param->shard * getElementByteSize(read.type);
+          numParts * read.param->shard * getElementByteSize(read.type);
       Open &bucket = open[read.type];
       if (!bucket.reads.empty() && bucket.bytes + bytes > bucketBytes) {
         buckets.push_back(std::move(bucket.reads));

@@ -27,14 +27,16 @@ struct SplitParam {
 /// already typed as its part): one per bucket of parameters per pass
 /// (before `backwardStart`, the forward pass; from it on, the backward
 /// pass; everything is one pass without it). Uses by `keep` (the updates)
-/// read the part.
+/// read the part. A parameter is split in `numParts` parts, one per member of
+/// a group of that many consecutive ranks (the job, or a shard group under
+/// hybrid sharding): each gather runs within the group.
 class Gatherer {
 public:
   Gatherer(mlir::func::FuncOp function, llvm::ArrayRef<SplitParam> params,
-           int64_t worldSize, int64_t bucketBytes,
+           int64_t numParts, int64_t bucketBytes,
            mlir::Operation *backwardStart,
            const llvm::SmallPtrSetImpl<mlir::Operation *> &keep)
-      : function(function), params(params), worldSize(worldSize),
+      : function(function), params(params), numParts(numParts),
         bucketBytes(bucketBytes), backwardStart(backwardStart), keep(keep),
         builder(function.getContext()), loc(function.getLoc()) {}
 
@@ -63,7 +65,7 @@ private:
 
   mlir::func::FuncOp function;
   llvm::ArrayRef<SplitParam> params;
-  int64_t worldSize, bucketBytes;
+  int64_t numParts, bucketBytes;
   mlir::Operation *backwardStart;
   const llvm::SmallPtrSetImpl<mlir::Operation *> &keep;
   mlir::OpBuilder builder;

@@ -14,8 +14,10 @@
 
 #include "tgc/runtime/Program.h"
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace tgc::rt {
 
@@ -50,6 +52,16 @@ public:
   /// cannot go on while the others may be waiting in a collective.
   [[noreturn]] virtual void abort(int code) = 0;
 
+  /// This rank's group when the ranks fall in groups of `size` ranks
+  /// `stride` apart (a collective's world_size and rank_stride: rank r's
+  /// group is the ranks b + j stride, j < size, b = r mod stride +
+  /// floor(r / (stride size)) stride size; r is its member (r / stride)
+  /// mod size): this communicator when the group is every rank, else one
+  /// made on first use and kept. Collective the first time: every rank
+  /// asks for the same groups in the same order (as every rank runs the
+  /// same instructions). Fails when the groups do not tile the ranks.
+  Status group(int64_t size, int64_t stride, Communicator *&out);
+
   /// Every rank learns whether every rank succeeded: on success of all
   /// with the same `key` (what must be equal across ranks, such as a hash
   /// of the executable), success; otherwise, on every rank, a failure
@@ -58,6 +70,14 @@ public:
   /// `--steps=5 --seed=0 ...`, the first option that differs; at most
   /// 3070 bytes). Collective: all ranks call it.
   Status agree(const Status &mine, const std::string &key = "");
+
+protected:
+  /// The ranks that pass the same `color`, numbered in the order of their
+  /// `key`s, as a communicator. Collective: every rank calls it.
+  virtual Status split(int color, int key, std::unique_ptr<Communicator> &out);
+
+private:
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Communicator>> groups;
 };
 
 /// A single process: rank 0 of 1.
@@ -72,10 +92,16 @@ bool launchedByMpi();
 Status createMpiCommunicator(std::unique_ptr<Communicator> &communicator);
 
 /// Runs a collective instruction's kernel (tg.all_reduce,
-/// tg.reduce_scatter, tg.all_gather, tg.shard) on host tensors: f16 and
-/// bf16 travel and combine as f32.
+/// tg.reduce_scatter, tg.all_gather, tg.shard) on host tensors, within
+/// the instruction's group of the job's ranks: f16 and bf16 travel and
+/// combine as f32.
 Status runCollective(Communicator &communicator, const Instruction &inst,
                      const TensorRef &in, TensorRef &out);
+
+/// The group of `communicator`'s ranks that a collective instruction runs
+/// within (its world_size and rank_stride; Communicator::group).
+Status collectiveGroup(Communicator &communicator, const Instruction &inst,
+                       Communicator *&group);
 
 } // namespace tgc::rt
 

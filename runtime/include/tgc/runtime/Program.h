@@ -50,9 +50,9 @@ struct TensorInfo {
   double loraScale = 0.0;
   bool loraFanInFanOut = false;
   /// A part of a tensor split across ranks (ZeRO's optimizer state, zero3's
-  /// parameters): the whole tensor's shape, else empty. The part of rank r is
-  /// elements [r n, (r + 1) n) of the whole flattened and zero-padded, n this
-  /// tensor's element count.
+  /// parameters): the whole tensor's shape, else empty. Part p is elements
+  /// [p n, (p + 1) n) of the whole flattened and zero-padded, n this
+  /// tensor's element count; rank r holds part Program::partOf(r).
   std::vector<int64_t> shardOf;
   /// A frozen copy (role State): the parameter whose starting value it
   /// holds, else empty.
@@ -66,11 +66,10 @@ struct TensorInfo {
   }
   /// Elements of the whole tensor (numElements() when it is not a part).
   int64_t wholeElements() const;
-  /// The whole's first element that rank `rank`'s part holds (r n, at most
-  /// the whole's end; 0 when it is not a part).
-  int64_t partStart(int rank) const {
-    return isShard() ? std::min(wholeElements(), int64_t(rank) * numElements())
-                     : 0;
+  /// The whole's first element that part `part` holds (p n, at most the
+  /// whole's end; 0 when it is not a part).
+  int64_t partStart(int64_t part) const {
+    return isShard() ? std::min(wholeElements(), part * numElements()) : 0;
   }
 };
 
@@ -245,6 +244,12 @@ struct Program {
   /// "zero1", "zero2", "zero3"; empty for one process).
   int64_t worldSize = 1;
   std::string dataParallel;
+  /// The ranks a tensor's parts are split across: groups of shardGroup
+  /// consecutive ranks each hold every part once (hybrid sharding), or
+  /// the whole job (shardGroup = worldSize).
+  int64_t shardGroup = 1;
+  /// The part of a split tensor that rank `rank` holds.
+  int64_t partOf(int rank) const { return int64_t(rank) % shardGroup; }
   /// The sequence lengths it runs at, increasing; the last is the training
   /// step's. One bucket when it was compiled without --seq-buckets (its
   /// length that of `tokens`, or 0 for a model without).

@@ -16,15 +16,21 @@ print("entries: " + " ".join(f"{e['name']} x{e['runs_per_step']}"
 
 def link_seconds(op):
     """The ring (and, for an all-reduce, double binary tree) time of a
-    collective over `world` ranks, numbered node by node."""
-    world = op["world_size"]
+    collective over `world` ranks `stride` apart, numbered node by node:
+    across nodes, each node's members of the group use as many ports."""
+    world, stride = op["world_size"], op["rank_stride"]
     kind = op["op"]
     whole = {"tg.all_gather": op["bytes_written"]}.get(kind, op["bytes_read"])
     intra, inter = device["intra_node"], device["inter_node"]
     bandwidth, latency = intra["bandwidth"], intra["latency"]
-    if world > device["gpus_per_node"]:
-        bandwidth = min(bandwidth, device["gpus_per_node"] * inter["bandwidth"])
-        latency = max(latency, inter["latency"])
+    per_node = device["gpus_per_node"]
+    if world * stride > per_node:
+        on_node = max(1, per_node // stride)
+        if on_node == 1:
+            bandwidth, latency = inter["bandwidth"], inter["latency"]
+        else:
+            bandwidth = min(bandwidth, on_node * inter["bandwidth"])
+            latency = max(latency, inter["latency"])
     steps = (2 if kind == "tg.all_reduce" else 1) * (world - 1)
     ring = steps * latency + steps / world * whole / bandwidth
     if kind != "tg.all_reduce":

@@ -107,11 +107,14 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kLearningRateName = "optimizer.lr";
     /// Data parallelism (tg-data-parallel). A training step run by every
     /// rank of a job carries `tg.data_parallel = {mode = "ddp" | "zero1" |
-    /// "zero2", world_size = N}`. A persistent argument that holds only
-    /// this rank's part of a tensor (ZeRO's optimizer state) carries
-    /// `tg.shard_of = array<i64: full shape>`: the argument is part `rank`
-    /// of the tensor flattened, zero-padded to N times the argument's
-    /// elements; checkpoints gather the parts into the full tensor.
+    /// "zero2" | "zero3", world_size = N[, shard_group = K]}`. A
+    /// persistent argument that holds only this rank's part of a tensor
+    /// (ZeRO's optimizer state, zero3's parameters) carries
+    /// `tg.shard_of = array<i64: full shape>`: the argument is part
+    /// `rank mod K` of the tensor flattened, zero-padded to K times the
+    /// argument's elements (K = N without shard_group; with it, each group
+    /// of K consecutive ranks holds every part once, and the N / K groups
+    /// are replicas); checkpoints gather the parts into the full tensor.
     static constexpr ::llvm::StringLiteral kDataParallelAttr =
         "tg.data_parallel";
     static constexpr ::llvm::StringLiteral kShardOfAttr = "tg.shard_of";

@@ -1807,10 +1807,17 @@ def TG_UpdateLossScaleOp : TG_Op<"update_loss_scale", [TG_InPlaceTied]> {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-/// A collective over the `world_size` ranks of a data-parallel job: every
-/// rank runs it at the same point of the same step (tg-data-parallel
+/// A collective over a group of `world_size` ranks of a data-parallel job:
+/// every rank runs it at the same point of the same step (tg-data-parallel
 /// inserts them), the CPU backend with Open MPI and the CUDA backend with
-/// NCCL. Its cost is the bytes one rank sends (ring algorithms).
+/// NCCL. The job's ranks fall in groups of `world_size` ranks `rank_stride`
+/// apart, each group running the collective at once: with stride S and
+/// size G, rank r's group is the ranks b + j S (j < G), b = r mod S +
+/// floor(r / (S G)) S G, and r is member (r / S) mod G of it. The default
+/// stride 1 makes groups of consecutive ranks (the whole job when G is its
+/// size); hybrid sharding (`--shard-group=K`) also runs collectives over
+/// the N / K ranks K apart that hold the same part. Its cost is the bytes
+/// one rank sends (ring algorithms).
 class TG_CollectiveOp<string mnemonic, list<Trait> traits = []>
     : TG_Op<mnemonic, traits, ["getBytesCommunicated"]> {
   let hasVerifier = 1;
@@ -1821,12 +1828,13 @@ def TG_AllReduceOp : TG_CollectiveOp<"all_reduce", [SameOperandsAndResultType,
   let summary = "combines a tensor across ranks; every rank gets the result";
   let description = [{
     Every rank passes a tensor of the same type; each gets back the
-    elementwise `reduction` (sum, mean, min or max) of all ranks' tensors
+    elementwise `reduction` (sum, mean, min or max) of its group's tensors
     (MPI_Allreduce, ncclAllReduce). f16 and bf16 are combined in f32 and
     rounded once. A rank sends `2 (N - 1) / N` times the tensor's bytes.
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_ReduceKind:$reduction,
-                       I64Attr:$world_size);
+                       I64Attr:$world_size,
+                       DefaultValuedAttr<I64Attr, "1">:$rank_stride);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $reduction $input attr-dict `:` type($result)
@@ -1837,13 +1845,14 @@ def TG_ReduceScatterOp : TG_CollectiveOp<"reduce_scatter"> {
   let summary = "combines a tensor across ranks; each rank keeps one part";
   let description = [{
     Every rank passes a tensor whose leading dimension is `world_size`
-    times the result's; rank `r` gets part `r` along that dimension of the
-    elementwise `reduction` of all ranks' tensors (MPI_Reduce_scatter_block,
-    ncclReduceScatter). f16 and bf16 are combined in f32. A rank sends
+    times the result's; member `r` of a group gets part `r` along that
+    dimension of the elementwise `reduction` of the group's tensors
+    (MPI_Reduce_scatter_block, ncclReduceScatter). f16 and bf16 are combined in f32. A rank sends
     `(N - 1) / N` times the operand's bytes.
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_ReduceKind:$reduction,
-                       I64Attr:$world_size);
+                       I64Attr:$world_size,
+                       DefaultValuedAttr<I64Attr, "1">:$rank_stride);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $reduction $input attr-dict `:` type($input) `->` type($result)
@@ -1853,12 +1862,13 @@ def TG_ReduceScatterOp : TG_CollectiveOp<"reduce_scatter"> {
 def TG_AllGatherOp : TG_CollectiveOp<"all_gather"> {
   let summary = "concatenates every rank's tensor, on every rank";
   let description = [{
-    Every rank passes a tensor of the same type; each gets all of them
-    concatenated in rank order along the leading dimension, which is
+    Every rank passes a tensor of the same type; each gets its group's
+    concatenated in member order along the leading dimension, which is
     `world_size` times the operand's (MPI_Allgather, ncclAllGather). A rank
     sends `(N - 1)` times the operand's bytes.
   }];
-  let arguments = (ins TG_AnyTensor:$input, I64Attr:$world_size);
+  let arguments = (ins TG_AnyTensor:$input, I64Attr:$world_size,
+                       DefaultValuedAttr<I64Attr, "1">:$rank_stride);
   let results = (outs TG_AnyTensor:$result);
   let assemblyFormat = [{
     $input attr-dict `:` type($input) `->` type($result)
@@ -1868,12 +1878,13 @@ def TG_AllGatherOp : TG_CollectiveOp<"all_gather"> {
 def TG_ShardOp : TG_CollectiveOp<"shard"> {
   let summary = "the part of a tensor this rank holds (no communication)";
   let description = [{
-    Rank `r` of `world_size` gets part `r` along the leading dimension,
-    which is `world_size` times the result's: what `tg.reduce_scatter`
-    leaves each rank, for a tensor every rank already has whole (a
+    Member `r` of a group of `world_size` ranks gets part `r` along the
+    leading dimension, which is `world_size` times the result's: what
+    `tg.reduce_scatter` leaves each rank, for a tensor every rank already has whole (a
     parameter, before the rank updates its part). Nothing is sent.
   }];
-  let arguments = (ins TG_AnyTensor:$input, I64Attr:$world_size);
+  let arguments = (ins TG_AnyTensor:$input, I64Attr:$world_size,
+                       DefaultValuedAttr<I64Attr, "1">:$rank_stride);
   let results = (outs TG_AnyTensor:$result);
   let assemblyFormat = [{
     $input attr-dict `:` type($input) `->` type($result)

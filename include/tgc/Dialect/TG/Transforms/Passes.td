@@ -1025,6 +1025,12 @@ def TGDataParallel : Pass<"tg-data-parallel", "mlir::ModuleOp"> {
       transposes that the backward pass reads are computed again there
       from its own gather. The model's evaluation function (`tg.model`)
       reads the same parts, gathered once.
+    With `shard-group` K (dividing the world size, below it), the ZeRO
+    modes split across each group of K consecutive ranks (rank r holds part
+    r mod K) and the N / K groups are replicas (FSDP's hybrid sharding):
+    a bucket's gradients are reduce-scattered within the group and each
+    part then averaged across the replicas (`tg.all_reduce` with
+    `rank_stride` K); the gathers stay within the group.
     Gradients travel in buckets of at most `bucket-mb` MiB (in the order
     the backward pass completes them), each one collective on one flat
     buffer, not one per parameter. A global gradient norm (clipping) and
@@ -1038,6 +1044,9 @@ def TGDataParallel : Pass<"tg-data-parallel", "mlir::ModuleOp"> {
            "ddp, zero1, zero2 or zero3 (none: leave the pass out)">,
     Option<"worldSize", "world-size", "int64_t", /*default=*/"2",
            "Number of ranks (>= 1)">,
+    Option<"shardGroup", "shard-group", "int64_t", /*default=*/"0",
+           "ZeRO modes: split across groups of this many consecutive ranks, "
+           "replicated across the groups (0: the world size)">,
     Option<"bucketMB", "bucket-mb", "double", /*default=*/"25.0",
            "Largest bucket of gradients per collective, in MiB (PyTorch "
            "DDP's default)">,
