@@ -509,6 +509,13 @@ bool compileModel(const CompileRequest &request, TrainPipelineOptions &options,
   std::optional<DeviceSpec> device;
   if (!checkRequest(request, device, error))
     return false;
+  if (!request.fit && !options.dataParallel.hasValue() &&
+      options.shardGroup != 0 && options.shardGroup != options.worldSize) {
+    error = "--shard-group=" + std::to_string(options.shardGroup) +
+            " splits what a ZeRO mode splits: it needs --data-parallel="
+            "zero1, zero2 or zero3 (or --fit, which chooses one)";
+    return false;
+  }
 
   MLIRContext context;
   // Errors name the pass and the value at fault; a dump of the whole module

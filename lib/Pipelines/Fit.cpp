@@ -87,6 +87,8 @@ std::string FitCandidate::flags() const {
   llvm::raw_string_ostream os(text);
   if (parallel != tg::ParallelMode::None)
     os << "--data-parallel=" << tg::choiceName(parallel) << " ";
+  if (shardGroup > 0)
+    os << "--shard-group=" << shardGroup << " ";
   os << "--amp=" << tg::choiceName(amp)
      << " --optimizer-state=" << tg::choiceName(state)
      << " --master-weights=" << tg::choiceName(masters) << " --remat=" << remat
@@ -104,6 +106,7 @@ std::string FitCandidate::flags() const {
 void applyFitCandidate(const FitCandidate &candidate,
                        TrainPipelineOptions &options) {
   options.dataParallel = candidate.parallel;
+  options.shardGroup = candidate.shardGroup;
   options.amp = candidate.amp;
   options.optimizerState = candidate.state;
   options.masterWeights = candidate.masters;
@@ -187,6 +190,29 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
       options.dataParallel.hasValue() || options.worldSize <= 1, given,
       {tg::ParallelMode::DDP, tg::ParallelMode::Zero1, tg::ParallelMode::Zero2,
        tg::ParallelMode::Zero3});
+  // Each ZeRO mode splits across every rank, or, when the job spans nodes
+  // of the device, within each node (hybrid sharding: the parameters'
+  // gathers stay on the node's links, each rank holds a node's share).
+  struct Parallel {
+    tg::ParallelMode mode;
+    int64_t shardGroup;
+  };
+  SmallVector<Parallel> parallels;
+  int64_t node = request.device.gpusPerNode;
+  bool groupGiven = options.shardGroup.hasValue() && options.shardGroup != 0 &&
+                    options.shardGroup != options.worldSize;
+  for (tg::ParallelMode mode : modes) {
+    if (!tg::splitsState(mode)) {
+      // ddp splits nothing: not a candidate for a shard group given.
+      if (!groupGiven || options.dataParallel.hasValue())
+        parallels.push_back({mode, 0});
+      continue;
+    }
+    parallels.push_back({mode, groupGiven ? int64_t(options.shardGroup) : 0});
+    if (!options.shardGroup.hasValue() && node > 1 &&
+        node < options.worldSize && options.worldSize % node == 0)
+      parallels.push_back({mode, node});
+  }
   // The state in host memory, then the activations too, change no number
   // but cost the host link's time: searched in that order, each only where
   // less offloading did not fit the whole batch (and not under ZeRO, which
@@ -218,7 +244,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   // Every configuration before the micro-batch, in a fixed order.
   SmallVector<FitCandidate> configurations;
   for (Base base : bases)
-    for (tg::ParallelMode parallel : modes)
+    for (auto [parallel, shardGroup] : parallels)
       for (tg::Half amp : amps)
         for (tg::StateFormat state : states)
           for (tg::MasterWeights master : masters)
@@ -241,6 +267,7 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
                       continue;
                     FitCandidate configuration;
                     configuration.parallel = parallel;
+                    configuration.shardGroup = shardGroup;
                     configuration.amp = amp;
                     configuration.state = state;
                     configuration.masters = master;

@@ -214,7 +214,9 @@ std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
            tg::choiceName(options.dataParallel.getValue()).str() +
            " yet (use ddp)";
   if (options.shardGroup != 0 && options.shardGroup != options.worldSize) {
-    if (!tg::splitsState(options.dataParallel))
+    // (Without a mode, --fit chooses one; tgc-compile refuses the rest.)
+    if (options.dataParallel.hasValue() &&
+        !tg::splitsState(options.dataParallel))
       return "--shard-group=" + std::to_string(options.shardGroup) +
              " splits what a ZeRO mode splits: it needs --data-parallel="
              "zero1, zero2 or zero3";

@@ -9,7 +9,9 @@
 // backward pass, and, when allowed, bf16 compute, 8-bit (or 4-bit)
 // optimizer state, bf16 master weights and, for LoRA, the frozen base in
 // NF4 (QLoRA); with --world-size above 1, the data-parallel mode (ddp,
-// zero1, zero2, zero3). Each is planned exactly, per rank; among those
+// zero1, zero2, zero3), each ZeRO mode also with its parts split within a
+// node (hybrid sharding, --shard-group set to the device's GPUs a node)
+// when the job spans nodes. Each is planned exactly, per rank; among those
 // that fit, the least estimated step time wins (communication included,
 // as the roofline schedules it on the device's links), a 4-bit base only
 // where nothing with a 16- or 32-bit one fits (double quantization after
@@ -60,8 +62,10 @@ struct FitRequest {
 
 /// One configuration tried.
 struct FitCandidate {
-  /// The data-parallel mode (none for one rank).
+  /// The data-parallel mode (none for one rank), and for a ZeRO mode the
+  /// ranks it splits across (0: all; a node's GPUs: hybrid sharding).
   tg::ParallelMode parallel = tg::ParallelMode::None;
+  int64_t shardGroup = 0;
   tg::Half amp = tg::Half::None;
   tg::StateFormat state = tg::StateFormat::F32;
   tg::MasterWeights masters = tg::MasterWeights::F32;

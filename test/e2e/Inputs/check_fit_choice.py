@@ -1,6 +1,7 @@
 """Checks tgc-compile --fit's log: the starred configuration is one that
 fits, with the least estimated step of those that fit (ties: the least
-memory); prints the data-parallel modes planned."""
+memory); prints the data-parallel modes (and hybrid sharding's groups)
+planned."""
 import re
 import sys
 
@@ -24,4 +25,8 @@ assert (chosen[0][4], chosen[0][3]) == (best[4], best[3]), \
     f"chose {chosen[0][2]} ({chosen[0][4]} ms), fastest is {best[2]} ({best[4]} ms)"
 modes = sorted({re.search(r"--data-parallel=(\w+)", c[2]).group(1)
                 for c in candidates if "--data-parallel" in c[2]})
-print("the fastest that fits chosen; modes planned: " + " ".join(modes))
+groups = sorted({int(g) for c in candidates
+                 for g in re.findall(r"--shard-group=(\d+)", c[2])})
+print("the fastest that fits chosen; modes planned: " + " ".join(modes)
+      + ("; shard groups planned: " + " ".join(map(str, groups))
+         if groups else ""))
