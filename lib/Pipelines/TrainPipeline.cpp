@@ -123,6 +123,13 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
   auto remat = forwarded<tg::TGRematOptions>(options);
   remat.printSummary = !options.quiet;
   pm.addPass(tg::createTGRemat(remat));
+  // zero3: a recomputed block's parameters gathered once in the backward
+  // pass, for the recomputation and the gradients.
+  if (dataParallel == tg::ParallelMode::Zero3) {
+    tg::TGShareGathersOptions share;
+    share.printSummary = !options.quiet;
+    pm.addPass(tg::createTGShareGathers(share));
+  }
 
   if (tg::offloadsActivations(options.offload)) {
     tg::TGOffloadActivationsOptions offload;

@@ -361,6 +361,29 @@ def TGOverlapCollectives : Pass<"tg-overlap-collectives", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGShareGathers : Pass<"tg-share-gathers", "mlir::ModuleOp"> {
+  let summary = "zero3 with remat: one gather per parameter in the backward "
+                "pass";
+  let description = [{
+    Under zero3, a block that tg-remat recomputes in the backward pass
+    gathers its parameters again (the forward pass's gathers are
+    recomputable), and the backward pass gathers them once more for the
+    block's gradients: the same parts sent twice. From the backward pass's
+    start on, a `tg.all_gather` equal to an earlier one (the same group of
+    ranks; operands that are the same arguments through the same casts,
+    concatenations and reshapes, pass marks aside) is removed and its
+    readers read the earlier one's result, as FSDP gathers a parameter
+    once for a block's recomputation and gradient. The gathered copy lives
+    from the first reader to the last; the memory plan follows. Gathers of
+    the forward pass are never shared with the backward pass's.
+  }];
+  let options = [
+    Option<"printSummary", "print-summary", "bool", /*default=*/"false",
+           "Print how many gathers were shared and the bytes saved">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGRaiseAttention : Pass<"tg-raise-attention", "mlir::ModuleOp"> {
   let summary = "Turns attention written as matmuls, a mask and a softmax "
                 "into tg.attention";
