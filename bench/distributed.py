@@ -90,20 +90,20 @@ NOTES = """## Reading the tables
   ranks under zero3 (49.54 GiB of f32 parameters and 8-bit moments, 6 Psi /
   8, and an 8.35 GiB arena); zero2 needs 316.78 GiB a rank at N = 8 and
   still 274.69 at N = 64 (the whole f32 parameters alone are 263 GiB).
-  `--world-size auto` finds that 6 H100s train it under zero3 (74.63 GiB a
+  `--world-size auto` finds that 6 H100s train it under zero3 (74.65 GiB a
   rank; 5 do not fit), and that Llama-3-8B trains on one H100 as one
   process (50.51 GiB), 8.56 GiB a rank on 8 under zero3. With
-  `--remat=blocks` a rank sends three bf16 gathers of the parameters a
-  step (forward, the recomputed blocks, the backward pass) and the
-  reduce-scatter of the gradients: 427.63 GiB at N = 8 for 70B; sharing
-  the recomputation's gather with the backward pass's (as FSDP does)
-  would save a third of the gathers.
+  `--remat=blocks` a rank sends two bf16 gathers of the parameters a step
+  (the forward pass; the backward pass, where a recomputed block and its
+  gradients read one gathered copy: tg-share-gathers, as FSDP does) and
+  the reduce-scatter of the gradients: 346.69 GiB at N = 8 for 70B
+  (427.63 GiB when the recomputation gathered a third time).
 - **The estimated step with communication**: on 8 H100s (one NVLink
-  node) Llama-3-70B's zero3 step is 2.32 s, its collectives 1.04 s of
-  link time of which 0.25 s is not hidden behind compute (MFU 38.0%);
+  node) Llama-3-70B's zero3 step is 2.21 s, its collectives 0.84 s of
+  link time of which 0.15 s is not hidden behind compute (MFU 40.0%);
   crossing nodes (N = 16, 64: the rings run at the InfiniBand ports'
   400 GB/s a node together, the latency of a network hop a step) the
-  exposed part grows to 0.48 and 0.94 s. Each bucket's updates wait for
+  exposed part grows to 0.30 and 0.61 s. Each bucket's updates wait for
   its reduce-scatter only once the next bucket's is issued
   (tg-overlap-collectives; before it, 0.56 s of zero3's link time was
   exposed at N = 8). zero2 still exposes 0.56 of its 0.84 s: the gathers
@@ -113,13 +113,13 @@ NOTES = """## Reading the tables
   rank holds an eighth of the model whatever N (57.89 GiB, against 32.75
   GiB split across 16 and 9.21 across 256), and only the replicas'
   all-reduce of each part crosses the network: 0.36 s of link time at
-  N = 16 against 1.39 s when every collective spans the job. Yet the
-  estimate prefers splitting across all 16 (2.50 s a step against 2.64):
+  N = 16 against 1.12 s when every collective spans the job. Yet the
+  estimate prefers splitting across all 16 (2.32 s a step against 2.40):
   the all-reduce adds to the node's reduce-scatter on the one
   communication stream, and a ring over two nodes still moves at the
   ports' 400 GB/s. At 256 ranks a ring over the job pays 255 network
-  latencies a collective (4.08 s of link time), and hybrid sharding wins,
-  3.02 s against 4.68; `--fit` plans both and takes the faster.
+  latencies a collective (3.22 s of link time), and hybrid sharding wins,
+  2.70 s against 3.88; `--fit` plans both and takes the faster.
 """
 MODES = ("ddp", "zero1", "zero2", "zero3")
 # An 80 GB H100's memory (85,520,809,984 bytes), less the 1 GiB that no
