@@ -60,7 +60,7 @@ CollectiveEstimate estimateCollective(CollectiveKind kind, int64_t bytes,
     // group has `onNode` members on each node, so as many ports.
     int64_t onNode = std::max<int64_t>(1, device.gpusPerNode / stride);
     double ports = double(onNode) * device.interNode.bandwidth;
-    if (onNode == 1) {
+    if (onNode == 1 && stride > 1) {
       bandwidth = device.interNode.bandwidth;
       latency = device.interNode.latency;
       estimate.link = device.interNode.name;

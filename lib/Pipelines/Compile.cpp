@@ -504,6 +504,15 @@ std::string checkCompileOptions(const TrainPipelineOptions &options) {
 bool compileModel(const CompileRequest &request, TrainPipelineOptions &options,
                   llvm::raw_ostream &log, llvm::raw_ostream &out,
                   std::string &error) {
+  // (Before the options' checks: under auto the world size is not yet
+  // chosen, so K cannot be checked against it.)
+  if (request.worldSizeAuto && options.shardGroup.hasValue()) {
+    error = "--shard-group does not combine with --world-size auto: the "
+            "search plans every ZeRO mode within a node of the device "
+            "(--shard-group at its GPUs a node) wherever the ranks span "
+            "nodes; leave --shard-group out";
+    return false;
+  }
   if (error = checkCompileOptions(options); !error.empty())
     return false;
   std::optional<DeviceSpec> device;

@@ -106,8 +106,9 @@ struct CollectiveEstimate {
 /// `rankStride` apart (hybrid sharding's replicas) spans nodes when
 /// stride x N exceeds a node; then m = max(1, gpusPerNode / stride) of its
 /// members share a node and its ring has m ports of each node: B = the
-/// smaller of the intra-node link and m ports (one port alone, m = 1, is
-/// the network's bandwidth, the ring never crossing NVLink).
+/// smaller of the intra-node link and m ports (for a stride of a node or
+/// more, m = 1: the network's bandwidth and latency alone, the ring never
+/// crossing NVLink).
 CollectiveEstimate estimateCollective(CollectiveKind kind, int64_t bytes,
                                       int64_t worldSize,
                                       const DeviceSpec &device,

@@ -327,13 +327,17 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
                            " without a data_parallel mode");
   program.shardGroup =
       fb->shard_group() == 0 ? program.worldSize : fb->shard_group();
-  if (program.shardGroup < 1 || program.worldSize % program.shardGroup != 0 ||
-      (program.shardGroup != program.worldSize &&
-       (program.dataParallel.empty() || program.dataParallel == "ddp")))
+  if (program.shardGroup < 1 || program.worldSize % program.shardGroup != 0)
     return Status::failure("shard_group " + std::to_string(fb->shard_group()) +
                            " is not a divisor of world_size " +
-                           std::to_string(program.worldSize) +
-                           " under a ZeRO mode");
+                           std::to_string(program.worldSize));
+  if (program.shardGroup != program.worldSize &&
+      (program.dataParallel.empty() || program.dataParallel == "ddp"))
+    return Status::failure(
+        "shard_group " + std::to_string(fb->shard_group()) + " under " +
+        (program.dataParallel.empty() ? std::string("no data_parallel mode")
+                                      : std::string("ddp")) +
+        ", which splits nothing (a ZeRO mode does)");
   if (fb->constants())
     program.constants.assign(fb->constants()->begin(), fb->constants()->end());
 

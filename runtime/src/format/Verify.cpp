@@ -522,8 +522,8 @@ private:
                     part.shape.begin() + 1) ||
         whole.shape[0] != part.shape[0] * inst.getInt("world_size"))
       return fail("the leading dimension of '" + whole.name +
-                  "' is not the world size times that of '" + part.name +
-                  "'");
+                  "' is not the group's world_size times that of '" +
+                  part.name + "'");
     return true;
   }
 

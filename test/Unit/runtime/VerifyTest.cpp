@@ -552,5 +552,5 @@ TEST(Verify, CollectiveGroupsTileTheRanks) {
   scatter.attrs["world_size"] = integer(4);
   EXPECT_EQ(errorAt(4, scatter),
             "instruction #0 (tg.reduce_scatter): the leading dimension of "
-            "'whole' is not the world size times that of 'part'");
+            "'whole' is not the group's world_size times that of 'part'");
 }

@@ -23,6 +23,7 @@
 #include "TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace tgc::tg {
@@ -64,7 +65,8 @@ void eraseDead(Value value) {
   Operation *op = value.getDefiningOp();
   if (!op || !op->use_empty() || !isa<CastOp, ConcatOp, ReshapeOp>(op))
     return;
-  SmallVector<Value> operands(op->getOperands());
+  // Each operand once: a concat may read one value twice.
+  llvm::SetVector<Value> operands(op->operand_begin(), op->operand_end());
   op->erase();
   for (Value operand : operands)
     eraseDead(operand);

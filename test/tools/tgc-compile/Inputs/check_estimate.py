@@ -26,7 +26,7 @@ def link_seconds(op):
     per_node = device["gpus_per_node"]
     if world * stride > per_node:
         on_node = max(1, per_node // stride)
-        if on_node == 1:
+        if on_node == 1 and stride > 1:
             bandwidth, latency = inter["bandwidth"], inter["latency"]
         else:
             bandwidth = min(bandwidth, on_node * inter["bandwidth"])
