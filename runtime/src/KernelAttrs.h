@@ -60,23 +60,18 @@ struct CollectiveGroup {
   int64_t size = 1, stride = 1;
 };
 inline CollectiveGroup collectiveGroupOf(const Instruction &inst) {
+  auto of = [](const auto &attrs) {
+    return CollectiveGroup{attrs.worldSize, attrs.rankStride};
+  };
   switch (inst.kernel) {
-  case Kernel::AllReduce: {
-    auto attrs = AllReduceAttrs::read(inst);
-    return {attrs.worldSize, attrs.rankStride};
-  }
-  case Kernel::ReduceScatter: {
-    auto attrs = ReduceScatterAttrs::read(inst);
-    return {attrs.worldSize, attrs.rankStride};
-  }
-  case Kernel::AllGather: {
-    auto attrs = AllGatherAttrs::read(inst);
-    return {attrs.worldSize, attrs.rankStride};
-  }
-  case Kernel::Shard: {
-    auto attrs = ShardAttrs::read(inst);
-    return {attrs.worldSize, attrs.rankStride};
-  }
+  case Kernel::AllReduce:
+    return of(AllReduceAttrs::read(inst));
+  case Kernel::ReduceScatter:
+    return of(ReduceScatterAttrs::read(inst));
+  case Kernel::AllGather:
+    return of(AllGatherAttrs::read(inst));
+  case Kernel::Shard:
+    return of(ShardAttrs::read(inst));
   default:
     return {};
   }

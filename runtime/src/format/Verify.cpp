@@ -500,9 +500,7 @@ private:
   /// A collective's group (world_size ranks rank_stride apart, groups that
   /// tile the program's ranks) and reduction.
   bool collective(bool reduces) {
-    int64_t size = inst.getInt("world_size");
-    int64_t stride =
-        inst.hasAttr("rank_stride") ? inst.getInt("rank_stride") : 1;
+    auto [size, stride] = collectiveGroupOf(inst);
     if (size < 1 || stride < 1 || size > program.worldSize ||
         stride > program.worldSize || program.worldSize % (size * stride) != 0)
       return fail("a collective over " + std::to_string(size) + " ranks " +
@@ -520,7 +518,7 @@ private:
     if (whole.shape.empty() || whole.shape.size() != part.shape.size() ||
         !std::equal(whole.shape.begin() + 1, whole.shape.end(),
                     part.shape.begin() + 1) ||
-        whole.shape[0] != part.shape[0] * inst.getInt("world_size"))
+        whole.shape[0] != part.shape[0] * collectiveGroupOf(inst).size)
       return fail("the leading dimension of '" + whole.name +
                   "' is not the group's world_size times that of '" +
                   part.name + "'");
