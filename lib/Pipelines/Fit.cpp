@@ -408,8 +408,7 @@ FailureOr<WorldSizeResult> fitWorldSize(func::FuncOp model,
   // Doubling until something fits; a rank's smallest plan that has not
   // shrunk over two doublings (what is not split: activations, the
   // whole parameters a mode keeps) ends the search. (One doubling is not
-  // enough: one rank may accumulate gradients where zero3, which
-  // shrinks most, cannot.)
+  // enough: one rank's plan is of other options than many ranks'.)
   int64_t notFitting = 0;
   for (int64_t ranks = 1; ranks <= mostRanks; ranks *= 2) {
     FailureOr<bool> fits = attempt(ranks);

@@ -232,10 +232,6 @@ std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
              " must divide --world-size=" + std::to_string(options.worldSize) +
              " (the job is world-size / shard-group replicas of a group)";
   }
-  // The micro-step would gather the parameters too; not built.
-  if (options.dataParallel == tg::ParallelMode::Zero3 && options.gradAccum > 1)
-    return "--data-parallel=zero3 does not combine with --grad-accum yet "
-           "(use zero2)";
   return "";
 }
 

@@ -6,7 +6,9 @@
 #include "tgc/Dialect/TG/IR/TGOps.h"
 #include "tgc/Target/TGX.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -205,6 +207,16 @@ void LowerToTGXPass::runOnOperation() {
     step.walk([&](tg::CostOpInterface op) {
       sent += op.getBytesCommunicated();
     });
+    // With accumulation, the micro-step's K times (zero2 and zero3
+    // reduce-scatter each micro-step's gradients).
+    if (auto accum =
+            step->getAttrOfType<DictionaryAttr>(tg::TGDialect::kGradAccumAttr))
+      if (auto micro = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+              step, accum.getAs<FlatSymbolRefAttr>("grad_step")))
+        micro.walk([&](tg::CostOpInterface op) {
+          sent += accum.getAs<IntegerAttr>("steps").getInt() *
+                  op.getBytesCommunicated();
+        });
     os << "; per rank of " << parallel.getAs<IntegerAttr>("world_size").getInt()
        << " (" << parallel.getAs<StringAttr>("mode").getValue();
     if (auto group = parallel.getAs<IntegerAttr>("shard_group"))

@@ -422,11 +422,13 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
                              "state or inputs");
     if (info.isShard()) {
       // A part of a whole of at most shard_group parts, itself a valid
-      // tensor: state, or a parameter (zero3). A part drawn at random
-      // draws its elements of the whole.
+      // tensor: state, a parameter (zero3) or an accumulator (zero2 and
+      // zero3 with accumulation). A part drawn at random draws its
+      // elements of the whole.
       int64_t wholeBytes = checkedBytes(info.shardOf, info.dtype);
       if (info.storage != Storage::Persistent ||
-          (info.role != Role::State && info.role != Role::Param) ||
+          (info.role != Role::State && info.role != Role::Param &&
+           info.role != Role::Accumulator) ||
           info.shape.size() != 1 || wholeBytes < 0 ||
           info.wholeElements() > program.shardGroup * info.numElements() ||
           (info.wholeElements() > 0 && info.numElements() == 0))

@@ -32,6 +32,18 @@
 //   N / K ranks K apart, on 1 / K of the bytes); gathers stay within the
 //   group, so the parameters' traffic stays on the group's links.
 //
+// - Gradient accumulation (tg-grad-accum's apply step and micro-step):
+//   the apply step divides sums by the job's count of targets (each
+//   rank's count and summed loss are summed over the ranks first), so the
+//   gradients' collectives sum where they otherwise average, and every
+//   mode trains as one process on the concatenated micro-batches, however
+//   unevenly ignored targets fall. ddp and zero1 accumulate whole
+//   gradients on each rank and combine them once a step; zero2 and zero3
+//   keep each accumulator as the rank's part: the micro-step
+//   reduce-scatters (sums) each bucket of its gradients as the backward
+//   pass completes it and adds the rank's part, as DeepSpeed's ZeRO-2/3
+//   do, and zero3's micro-step gathers the parameters like the step.
+//
 // The collectives are inserted where the mode places them (ddp, zero2 and
 // zero3: right after the backward pass completes a bucket; zero1: after the
 // whole backward pass), and a stable topological sort then moves the
@@ -52,6 +64,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -125,6 +138,101 @@ bool isSplittable(RankedTensorType type, Value arg) {
                        [](Operation *op) { return isa<Matmul4bitOp>(op); });
 }
 
+/// `value` reshaped to `shape` (itself when it has that shape).
+Value reshapeTo(OpBuilder &builder, Location loc, Value value,
+                ArrayRef<int64_t> shape) {
+  auto type = tensorType(value);
+  if (type.getShape() == shape)
+    return value;
+  return ReshapeOp::create(builder, loc, type.clone(shape), value);
+}
+
+/// `value` flat, zero-padded to `size` elements.
+Value flatPadded(OpBuilder &builder, Location loc, Value value, int64_t size) {
+  auto type = tensorType(value);
+  int64_t elements = type.getNumElements();
+  Value flat = reshapeTo(builder, loc, value, {elements});
+  if (size == elements)
+    return flat;
+  Value zeros = FillOp::create(builder, loc, type.clone({size - elements}),
+                               builder.getF64FloatAttr(0.0));
+  return ConcatOp::create(builder, loc, type.clone({size}),
+                          ValueRange{flat, zeros},
+                          builder.getI64IntegerAttr(0));
+}
+
+/// Puts `builder` after the latest definition among `values` (at the
+/// start of `body` when all are arguments).
+void setInsertionAfterAll(OpBuilder &builder, Block &body,
+                          ArrayRef<Value> values) {
+  Operation *last = nullptr;
+  for (Value value : values)
+    if (Operation *def = value.getDefiningOp())
+      if (!last || last->isBeforeInBlock(def))
+        last = def;
+  if (last)
+    builder.setInsertionPointAfter(last);
+  else
+    builder.setInsertionPointToStart(&body);
+}
+
+/// This rank's parts of a bucket of gradients `raws` (`shards[i]` elements
+/// a part of `raws[i]`), combined by `kind` over the shard group and then
+/// over the replicas holding the same parts. A bucket alone is its flat,
+/// padded gradient; several are packed as [N, S_1 + S_2 + ...], so one
+/// reduce-scatter leaves each rank exactly its parts.
+SmallVector<Value> scatterBucket(OpBuilder &builder, Location loc,
+                                 ArrayRef<Value> raws, ArrayRef<int64_t> shards,
+                                 const Config &config, ReduceKind kind) {
+  int64_t n = config.shardGroup;
+  int64_t replicas = config.worldSize / config.shardGroup;
+  SmallVector<Value> flats;
+  int64_t packedShard = 0;
+  for (auto [raw, shard] : llvm::zip(raws, shards)) {
+    flats.push_back(flatPadded(builder, loc, raw, n * shard));
+    packedShard += shard;
+  }
+  auto elementType = tensorType(raws.front()).getElementType();
+  Value packed = flats.front();
+  if (flats.size() > 1) {
+    SmallVector<Value> rows;
+    for (auto [flat, shard] : llvm::zip(flats, shards))
+      rows.push_back(reshapeTo(builder, loc, flat, {n, shard}));
+    packed = ConcatOp::create(
+        builder, loc, RankedTensorType::get({n, packedShard}, elementType),
+        rows, builder.getI64IntegerAttr(1));
+    packed = reshapeTo(builder, loc, packed, {n * packedShard});
+  }
+  auto reduce = ReduceKindAttr::get(builder.getContext(), kind);
+  Value mine = ReduceScatterOp::create(
+      builder, loc, RankedTensorType::get({packedShard}, elementType), packed,
+      reduce, builder.getI64IntegerAttr(n), builder.getI64IntegerAttr(1));
+  // Hybrid: the group's combination of this part, combined with the
+  // replicas that hold the same part (a mean of means of equal counts).
+  if (replicas > 1)
+    mine = AllReduceOp::create(builder, loc, mine.getType(), mine, reduce,
+                               builder.getI64IntegerAttr(replicas),
+                               builder.getI64IntegerAttr(n));
+  if (raws.size() == 1)
+    return {mine};
+  SmallVector<Type> types;
+  for (int64_t shard : shards)
+    types.push_back(RankedTensorType::get({shard}, elementType));
+  return llvm::to_vector_of<Value>(
+      SplitOp::create(builder, loc, types, mine, builder.getI64IntegerAttr(0))
+          .getResults());
+}
+
+/// The argument of `function` marked `tg.state = name`, or null.
+BlockArgument stateArgument(func::FuncOp function, StringRef name) {
+  for (BlockArgument arg : function.getArguments())
+    if (auto state = function.getArgAttrOfType<StringAttr>(
+            arg.getArgNumber(), TGDialect::kStateAttr);
+        state && state.getValue() == name)
+      return arg;
+  return {};
+}
+
 class Rewriter {
 public:
   Rewriter(func::FuncOp step, const Config &config)
@@ -134,6 +242,11 @@ public:
   LogicalResult run();
   /// zero3: the parameters split (after run()).
   ArrayRef<SplitParam> getSplitParams() const { return splitParams; }
+  /// zero2/zero3 with accumulation: each accumulator made a part, by name,
+  /// and its elements a part (after run()).
+  const llvm::StringMap<int64_t> &getAccumulatorShards() const {
+    return accumulatorShards;
+  }
 
 private:
   LogicalResult collectMembers();
@@ -144,18 +257,29 @@ private:
   LogicalResult shardUpdate(Member &member, Value gradShard);
   LogicalResult rewriteReductions();
   void averageLoss();
+  LogicalResult sumAccumulation();
+  FailureOr<Value> accumulatedPart(Member &member);
 
-  /// Puts the builder after the latest definition among `values` (at the
-  /// start of the body when all are arguments).
-  void setInsertionAfterAll(ArrayRef<Value> values);
-  Value reshape(Value value, ArrayRef<int64_t> shape) {
-    auto type = tensorType(value);
-    if (type.getShape() == shape)
-      return value;
-    return ReshapeOp::create(builder, loc, type.clone(shape), value);
+  /// Gradient accumulation's apply step: its gradients are sums over the
+  /// job divided by the job's count, combined by summing.
+  bool accumulating() { return step->hasAttr(TGDialect::kGradAccumAttr); }
+  /// zero2 and zero3 accumulate parts (the micro-step reduce-scatters).
+  bool accumulatesParts() {
+    return accumulating() &&
+           (config.mode == Mode::Zero2 || config.mode == Mode::Zero3);
   }
-  /// `value` flat, zero-padded to `size` elements.
-  Value flatPadded(Value value, int64_t size);
+  ReduceKind gradientReduction() {
+    return accumulating() ? ReduceKind::Sum : ReduceKind::Mean;
+  }
+  void setInsertionAfterAll(ArrayRef<Value> values) {
+    ::setInsertionAfterAll(builder, body, values);
+  }
+  Value reshape(Value value, ArrayRef<int64_t> shape) {
+    return reshapeTo(builder, loc, value, shape);
+  }
+  Value flatPadded(Value value, int64_t size) {
+    return ::flatPadded(builder, loc, value, size);
+  }
   /// Every rank of the job.
   IntegerAttr worldSizeAttr() {
     return builder.getI64IntegerAttr(config.worldSize);
@@ -180,7 +304,10 @@ private:
   /// New types and tg.shard_of of the state arguments made parts.
   llvm::MapVector<BlockArgument, SmallVector<int64_t>> shardedArgs;
   SmallVector<SplitParam> splitParams;
+  llvm::StringMap<int64_t> accumulatorShards;
   SmallVector<Operation *> toErase;
+  /// Erased after toErase (whose ops read them).
+  SmallVector<Operation *> divisions;
 };
 
 LogicalResult Rewriter::collectMembers() {
@@ -274,32 +401,8 @@ SmallVector<SmallVector<Member *>> Rewriter::makeBuckets() {
   return buckets;
 }
 
-void Rewriter::setInsertionAfterAll(ArrayRef<Value> values) {
-  Operation *last = nullptr;
-  for (Value value : values)
-    if (Operation *def = value.getDefiningOp())
-      if (!last || last->isBeforeInBlock(def))
-        last = def;
-  if (last)
-    builder.setInsertionPointAfter(last);
-  else
-    builder.setInsertionPointToStart(&body);
-}
-
-Value Rewriter::flatPadded(Value value, int64_t size) {
-  auto type = tensorType(value);
-  int64_t elements = type.getNumElements();
-  Value flat = reshape(value, {elements});
-  if (size == elements)
-    return flat;
-  Value zeros = FillOp::create(builder, loc, type.clone({size - elements}),
-                               builder.getF64FloatAttr(0.0));
-  return ConcatOp::create(builder, loc, type.clone({size}),
-                          ValueRange{flat, zeros}, builder.getI64IntegerAttr(0));
-}
-
 void Rewriter::averageBuckets(ArrayRef<SmallVector<Member *>> buckets) {
-  auto mean = ReduceKindAttr::get(builder.getContext(), ReduceKind::Mean);
+  auto reduce = ReduceKindAttr::get(builder.getContext(), gradientReduction());
   for (const SmallVector<Member *> &bucket : buckets) {
     SmallVector<Value> raws;
     for (Member *member : bucket)
@@ -307,8 +410,9 @@ void Rewriter::averageBuckets(ArrayRef<SmallVector<Member *>> buckets) {
     setInsertionAfterAll(raws);
     if (bucket.size() == 1) {
       Value raw = bucket.front()->raw;
-      auto reduced = AllReduceOp::create(builder, loc, raw.getType(), raw, mean,
-                                         worldSizeAttr(), strideAttr(1));
+      auto reduced =
+          AllReduceOp::create(builder, loc, raw.getType(), raw, reduce,
+                              worldSizeAttr(), strideAttr(1));
       raw.replaceAllUsesExcept(reduced.getResult(), reduced);
       continue;
     }
@@ -329,7 +433,7 @@ void Rewriter::averageBuckets(ArrayRef<SmallVector<Member *>> buckets) {
     auto flatType = tensorType(raws.front()).clone({total});
     Value packed = ConcatOp::create(builder, loc, flatType, flats,
                                     builder.getI64IntegerAttr(0));
-    Value reduced = AllReduceOp::create(builder, loc, flatType, packed, mean,
+    Value reduced = AllReduceOp::create(builder, loc, flatType, packed, reduce,
                                         worldSizeAttr(), strideAttr(1));
     auto pieces = SplitOp::create(builder, loc, pieceTypes, reduced,
                                   builder.getI64IntegerAttr(0));
@@ -343,57 +447,37 @@ void Rewriter::averageBuckets(ArrayRef<SmallVector<Member *>> buckets) {
 }
 
 LogicalResult Rewriter::shardBuckets(ArrayRef<SmallVector<Member *>> buckets) {
-  auto mean = ReduceKindAttr::get(builder.getContext(), ReduceKind::Mean);
   int64_t n = config.shardGroup;
-  int64_t replicas = config.worldSize / config.shardGroup;
   SmallVector<Value> allRaws;
   for (Member &member : members)
     allRaws.push_back(member.raw);
   for (const SmallVector<Member *> &bucket : buckets) {
-    // Reduce-scatter: zero2 as soon as the bucket is complete, zero1 after
-    // the whole backward pass.
-    SmallVector<Value> raws;
-    for (Member *member : bucket)
-      raws.push_back(member->raw);
-    setInsertionAfterAll(config.mode != Mode::Zero1 ? ArrayRef<Value>(raws)
-                                                    : ArrayRef<Value>(allRaws));
-    // A bucket alone is its flat, padded gradient; several are packed as
-    // [N, S_1 + S_2 + ...].
-    SmallVector<Value> flats;
+    SmallVector<Value> gradShards;
     int64_t packedShard = 0;
-    for (Member *member : bucket) {
-      flats.push_back(flatPadded(member->raw, n * member->shard));
+    for (Member *member : bucket)
       packedShard += member->shard;
-    }
-    auto elementType = tensorType(raws.front()).getElementType();
-    Value packed = flats.front();
-    if (flats.size() > 1) {
-      SmallVector<Value> rows;
-      for (auto [member, flat] : llvm::zip(bucket, flats))
-        rows.push_back(reshape(flat, {n, member->shard}));
-      packed = ConcatOp::create(
-          builder, loc, RankedTensorType::get({n, packedShard}, elementType),
-          rows, builder.getI64IntegerAttr(1));
-      packed = reshape(packed, {n * packedShard});
-    }
-    Value mine = ReduceScatterOp::create(
-        builder, loc, RankedTensorType::get({packedShard}, elementType), packed,
-        mean, groupSizeAttr(), strideAttr(1));
-    // Hybrid: the group's mean of this part, averaged over the replicas
-    // that hold the same part (the mean of means of equal counts).
-    if (replicas > 1)
-      mine = AllReduceOp::create(builder, loc, mine.getType(), mine, mean,
-                                 builder.getI64IntegerAttr(replicas),
-                                 strideAttr(n));
-    SmallVector<Value> gradShards = {mine};
-    if (bucket.size() > 1) {
-      SmallVector<Type> types;
-      for (Member *member : bucket)
-        types.push_back(RankedTensorType::get({member->shard}, elementType));
-      gradShards = llvm::to_vector_of<Value>(
-          SplitOp::create(builder, loc, types, mine,
-                          builder.getI64IntegerAttr(0))
-              .getResults());
+    if (accumulatesParts()) {
+      // The micro-steps reduce-scattered the gradients already.
+      for (Member *member : bucket) {
+        FailureOr<Value> part = accumulatedPart(*member);
+        if (failed(part))
+          return failure();
+        gradShards.push_back(*part);
+      }
+    } else {
+      // Reduce-scatter: zero2 as soon as the bucket is complete, zero1
+      // after the whole backward pass.
+      SmallVector<Value> raws;
+      SmallVector<int64_t> shards;
+      for (Member *member : bucket) {
+        raws.push_back(member->raw);
+        shards.push_back(member->shard);
+      }
+      setInsertionAfterAll(config.mode != Mode::Zero1
+                               ? ArrayRef<Value>(raws)
+                               : ArrayRef<Value>(allRaws));
+      gradShards = scatterBucket(builder, loc, raws, shards, config,
+                                 gradientReduction());
     }
 
     // Each rank updates its parts.
@@ -443,6 +527,68 @@ LogicalResult Rewriter::shardBuckets(ArrayRef<SmallVector<Member *>> buckets) {
       Value whole = reshape(flat, paramType.getShape());
       member->update.getNewParam().replaceAllUsesWith(whole);
     }
+  }
+  return success();
+}
+
+/// zero2/zero3 with accumulation: `member`'s gradient is its accumulator
+/// divided by the job's count; the accumulator becomes this rank's part
+/// (the micro-steps add their reduce-scattered parts into it), and so do
+/// the division and the zeros the step resets it to.
+FailureOr<Value> Rewriter::accumulatedPart(Member &member) {
+  auto division = member.raw.getDefiningOp<DivOp>();
+  auto sum =
+      division ? dyn_cast<BlockArgument>(division.getLhs()) : BlockArgument();
+  StringAttr name = sum && sum.getOwner() == &body
+                        ? step.getArgAttrOfType<StringAttr>(
+                              sum.getArgNumber(), TGDialect::kStateAttr)
+                        : StringAttr();
+  if (!name || !name.getValue().starts_with(TGDialect::kGradAccumPrefix) ||
+      !isScalar(division.getRhs()) || !sum.hasOneUse() ||
+      tensorType(sum).getNumElements() != member.elements)
+    return member.update->emitOpError(
+        "reads a gradient that is not an accumulator divided by a count; "
+        "tg-data-parallel expects tg-grad-accum's apply step");
+  auto whole = tensorType(sum);
+  auto partType = whole.clone({member.shard});
+  shardedArgs[sum] = llvm::to_vector(whole.getShape());
+  sum.setType(partType);
+  accumulatorShards[name.getValue()] = member.shard;
+  builder.setInsertionPointAfter(division);
+  Value part = DivOp::create(builder, loc, partType, sum, division.getRhs());
+  divisions.push_back(division);
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (unsigned i = 0, e = ret.getNumOperands(); i < e; ++i) {
+    auto updated =
+        step.getResultAttrOfType<StringAttr>(i, TGDialect::kUpdateAttr);
+    if (!updated || updated != name)
+      continue;
+    builder.setInsertionPoint(ret);
+    Operation *zeros = ret.getOperand(i).getDefiningOp();
+    ret.setOperand(i, FillOp::create(builder, loc, partType,
+                                     builder.getF64FloatAttr(0.0)));
+    if (zeros && zeros->use_empty())
+      zeros->erase();
+  }
+  return part;
+}
+
+/// Gradient accumulation's apply step: the loss summed over the job's
+/// targets and their count, each rank's sums summed over the ranks, so
+/// that the step divides by the job's count.
+LogicalResult Rewriter::sumAccumulation() {
+  for (StringRef name :
+       {TGDialect::kLossSumName, TGDialect::kTargetCountName}) {
+    BlockArgument arg = stateArgument(step, name);
+    if (!arg)
+      return step.emitOpError("accumulates gradients without the state '")
+             << name << "'; run tg-data-parallel after tg-grad-accum";
+    builder.setInsertionPointToStart(&body);
+    auto total = AllReduceOp::create(
+        builder, loc, arg.getType(), arg,
+        ReduceKindAttr::get(builder.getContext(), ReduceKind::Sum),
+        worldSizeAttr(), strideAttr(1));
+    arg.replaceAllUsesExcept(total.getResult(), total);
   }
   return success();
 }
@@ -567,10 +713,12 @@ LogicalResult Rewriter::shardParameters() {
   return success();
 }
 
-/// zero3: the evaluation function (tg.model) reads the parameters' parts
-/// that the training step keeps, each gathered before it is read.
-LogicalResult shardModel(func::FuncOp model, ArrayRef<SplitParam> split,
-                         const Config &config) {
+/// zero3: a function beside the training step (the evaluation function,
+/// tg.model, or accumulation's micro-step) reads the parameters' parts
+/// that the step keeps, each gathered before a pass reads it (before
+/// `backwardStart`, then again from it on, when given).
+LogicalResult shardReader(func::FuncOp model, ArrayRef<SplitParam> split,
+                          const Config &config, Operation *backwardStart) {
   llvm::StringMap<const SplitParam *> byName;
   for (const SplitParam &param : split) {
     auto step = cast<func::FuncOp>(param.arg.getOwner()->getParentOp());
@@ -602,10 +750,122 @@ LogicalResult shardModel(func::FuncOp model, ArrayRef<SplitParam> split,
   if (params.empty())
     return success();
   llvm::SmallPtrSet<Operation *, 1> none;
-  Gatherer(model, params, config.shardGroup, config.bucketBytes, nullptr, none)
+  Gatherer(model, params, config.shardGroup, config.bucketBytes, backwardStart,
+           none)
       .run();
   setStepResults(model, body.getTerminator()->getOperands(), argAttrs,
                  getResultAttrDicts(model));
+  return success();
+}
+
+/// zero2/zero3 with accumulation: the micro-step `micro` sums each bucket
+/// of its gradients over the job as soon as the backward pass completes
+/// it (a reduce-scatter within the shard group, then an all-reduce across
+/// the replicas) and adds this rank's part into the accumulator's part,
+/// `shards` (by accumulator name) elements that the apply step made it.
+LogicalResult scatterAccumulation(func::FuncOp micro,
+                                  const llvm::StringMap<int64_t> &shards,
+                                  const Config &config) {
+  Block &body = micro.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  OpBuilder builder(micro.getContext());
+  Location loc = micro.getLoc();
+  /// An accumulator's sum, acc + (cast of) the gradient.
+  struct Sum {
+    unsigned result;
+    BlockArgument acc;
+    Value grad;
+    int64_t shard;
+  };
+  SmallVector<Sum> sums;
+  SmallVector<Operation *> dead;
+  for (unsigned i = 0, e = ret.getNumOperands(); i < e; ++i) {
+    auto name =
+        micro.getResultAttrOfType<StringAttr>(i, TGDialect::kUpdateAttr);
+    auto shard = name ? shards.find(name.getValue()) : shards.end();
+    if (shard == shards.end())
+      continue;
+    auto add = ret.getOperand(i).getDefiningOp<AddOp>();
+    auto acc = add ? dyn_cast<BlockArgument>(add.getLhs()) : BlockArgument();
+    if (!acc || acc != stateArgument(micro, name.getValue()) ||
+        !add->hasOneUse())
+      return micro.emitOpError("does not return the accumulator '")
+             << name.getValue()
+             << "' plus a gradient; run tg-data-parallel on tg-grad-accum's "
+                "micro-step";
+    Value grad = add.getRhs();
+    dead.push_back(add);
+    if (auto widen = grad.getDefiningOp<CastOp>();
+        widen && widen->hasOneUse()) {
+      grad = widen.getInput();
+      dead.push_back(widen);
+    }
+    sums.push_back({i, acc, grad, shard->second});
+  }
+  if (sums.size() != shards.size())
+    return micro.emitOpError("accumulates ")
+           << sums.size() << " gradients; the training step applies "
+           << shards.size();
+  // Buckets in the order the backward pass completes the gradients, one
+  // gradient type each, as the training step's.
+  std::stable_sort(sums.begin(), sums.end(), [](const Sum &a, const Sum &b) {
+    Operation *x = a.grad.getDefiningOp(), *y = b.grad.getDefiningOp();
+    if (!x || !y)
+      return !x && y;
+    return x->isBeforeInBlock(y);
+  });
+  llvm::MapVector<Type, SmallVector<Sum *>> open;
+  llvm::MapVector<Type, int64_t> openBytes;
+  SmallVector<SmallVector<Sum *>> buckets;
+  for (Sum &sum : sums) {
+    Type type = tensorType(sum.grad).getElementType();
+    int64_t bytes = sum.shard * config.shardGroup * getElementByteSize(type);
+    SmallVector<Sum *> &bucket = open[type];
+    if (!bucket.empty() && openBytes[type] + bytes > config.bucketBytes) {
+      buckets.push_back(std::move(bucket));
+      bucket.clear();
+      openBytes[type] = 0;
+    }
+    bucket.push_back(&sum);
+    openBytes[type] += bytes;
+  }
+  for (auto &[type, bucket] : open)
+    if (!bucket.empty())
+      buckets.push_back(std::move(bucket));
+
+  Builder b(micro.getContext());
+  SmallVector<DictionaryAttr> argAttrs = getArgAttrDicts(micro);
+  SmallVector<Value> results = llvm::to_vector(ret.getOperands());
+  for (const SmallVector<Sum *> &bucket : buckets) {
+    SmallVector<Value> grads;
+    SmallVector<int64_t> parts;
+    for (Sum *sum : bucket) {
+      grads.push_back(sum->grad);
+      parts.push_back(sum->shard);
+    }
+    setInsertionAfterAll(builder, body, grads);
+    SmallVector<Value> mine =
+        scatterBucket(builder, loc, grads, parts, config, ReduceKind::Sum);
+    for (auto [sum, part] : llvm::zip(bucket, mine)) {
+      auto whole = tensorType(sum->acc);
+      auto partType = whole.clone({sum->shard});
+      sum->acc.setType(partType);
+      NamedAttrList attrs(argAttrs[sum->acc.getArgNumber()]);
+      attrs.set(TGDialect::kShardOfAttr,
+                b.getDenseI64ArrayAttr(whole.getShape()));
+      argAttrs[sum->acc.getArgNumber()] =
+          attrs.getDictionary(micro.getContext());
+      Value wide = part;
+      if (tensorType(part).getElementType() != whole.getElementType())
+        wide = CastOp::create(builder, loc, partType, part);
+      results[sum->result] =
+          AddOp::create(builder, loc, partType, sum->acc, wide);
+    }
+  }
+  ret->setOperands(results);
+  for (Operation *op : dead)
+    op->erase();
+  setStepResults(micro, results, argAttrs, getResultAttrDicts(micro));
   return success();
 }
 
@@ -658,6 +918,9 @@ LogicalResult Rewriter::rewriteReductions() {
 }
 
 void Rewriter::averageLoss() {
+  // With accumulation the loss is the job's already (sumAccumulation).
+  if (accumulating())
+    return;
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (unsigned i = 0, e = step.getNumResults(); i < e; ++i) {
     // The loss and the metrics: their means over the ranks.
@@ -685,6 +948,8 @@ LogicalResult Rewriter::run() {
                             "once");
   if (failed(collectMembers()))
     return failure();
+  if (accumulating() && failed(sumAccumulation()))
+    return failure();
   if (config.mode == Mode::Zero3 && failed(shardParameters()))
     return failure();
   SmallVector<SmallVector<Member *>> buckets = makeBuckets();
@@ -694,6 +959,8 @@ LogicalResult Rewriter::run() {
     if (failed(shardBuckets(buckets)) || failed(rewriteReductions()))
       return failure();
     for (Operation *op : toErase)
+      op->erase();
+    for (Operation *op : divisions)
       op->erase();
   }
   averageLoss();
@@ -758,20 +1025,37 @@ struct DataParallelPass
     }
     config.bucketBytes = int64_t(double(bucketMB) * 1024.0 * 1024.0);
     SmallVector<SplitParam> split;
-    if (failed(forEachTrainStep(getOperation(), "tg-data-parallel",
-                                "tg-optimizer", [&](func::FuncOp step) {
-                                  Rewriter rewriter(step, config);
-                                  if (failed(rewriter.run()))
-                                    return failure();
-                                  llvm::append_range(split,
-                                                     rewriter.getSplitParams());
-                                  return success();
-                                })))
+    ModuleOp module = getOperation();
+    if (failed(forEachTrainStep(
+            module, "tg-data-parallel", "tg-optimizer",
+            [&](func::FuncOp step) -> LogicalResult {
+              Rewriter rewriter(step, config);
+              if (failed(rewriter.run()))
+                return failure();
+              llvm::append_range(split, rewriter.getSplitParams());
+              // Accumulation's micro-step reads the same parts and adds
+              // into the same accumulators.
+              auto accum = step->getAttrOfType<DictionaryAttr>(
+                  TGDialect::kGradAccumAttr);
+              if (!accum || mode == Mode::DDP || mode == Mode::Zero1)
+                return success();
+              auto micro = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                  step, accum.getAs<FlatSymbolRefAttr>("grad_step"));
+              if (!micro)
+                return step.emitOpError("has no gradient micro-step to make "
+                                        "data-parallel");
+              if (mode == Mode::Zero3 &&
+                  failed(shardReader(micro, rewriter.getSplitParams(), config,
+                                     findBackwardStart(micro))))
+                return failure();
+              return scatterAccumulation(micro, rewriter.getAccumulatorShards(),
+                                         config);
+            })))
       return signalPassFailure();
     if (config.mode == Mode::Zero3)
-      for (auto model : getOperation().getOps<func::FuncOp>())
+      for (auto model : module.getOps<func::FuncOp>())
         if (model->hasAttr(TGDialect::kModelAttr) &&
-            failed(shardModel(model, split, config)))
+            failed(shardReader(model, split, config, nullptr)))
           return signalPassFailure();
   }
 };
