@@ -120,6 +120,14 @@ void buildTrainPipeline(mlir::OpPassManager &pm,
     pm.addPass(tg::createTGOffload(offload));
   }
 
+  // Accumulation's apply step: one gradient at a time from the
+  // accumulators (on the finished seam, collectives and all).
+  if (options.gradAccum != 1) {
+    tg::TGStreamApplyOptions stream;
+    stream.printSummary = !options.quiet;
+    pm.addPass(tg::createTGStreamApply(stream));
+  }
+
   auto remat = forwarded<tg::TGRematOptions>(options);
   remat.printSummary = !options.quiet;
   pm.addPass(tg::createTGRemat(remat));

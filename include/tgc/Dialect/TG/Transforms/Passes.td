@@ -361,6 +361,33 @@ def TGOverlapCollectives : Pass<"tg-overlap-collectives", "mlir::ModuleOp"> {
   let dependentDialects = ["::tgc::tg::TGDialect"];
 }
 
+def TGStreamApply : Pass<"tg-stream-apply", "mlir::ModuleOp"> {
+  let summary = "Gradient accumulation's apply step one gradient at a time";
+  let description = [{
+    tg-grad-accum's apply step turns each f32 accumulator into its
+    gradient (a division by the count, then loss scaling's unscale, a
+    cast, clipping's scale: elementwise ops with scalar operands), and the
+    global reductions over the gradients (the clipping norm, the
+    finiteness check) read every gradient before any update may run: as
+    written, every gradient is a whole f32 copy living at once (Llama-3-8B:
+    29.9 GiB of arena beside the accumulators). This pass gives each
+    update its own copy of its gradient's chain, computed from the
+    accumulator right before the update, and splits each reduction into
+    one per tensor, right after the tensor's chain (the norm: the square
+    root of the sum of the tensors' squared norms, as PyTorch's
+    clip_grad_norm_ computes it; the check: the least of the tensors'),
+    each chain made contiguous. Each gradient is then computed twice, and
+    at most one lives at a time. Steps that are not an apply step, and
+    gradients that do not come from an argument through such a chain
+    (ddp's and zero1's all-reduced buckets), are left as they are.
+  }];
+  let options = [
+    Option<"printSummary", "print-summary", "bool", /*default=*/"false",
+           "Print the updates that read their own gradient copy">,
+  ];
+  let dependentDialects = ["::tgc::tg::TGDialect"];
+}
+
 def TGShareGathers : Pass<"tg-share-gathers", "mlir::ModuleOp"> {
   let summary = "zero3 with remat: one gather per parameter in the backward "
                 "pass";
