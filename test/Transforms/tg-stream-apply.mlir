@@ -6,7 +6,7 @@
 // reduced (norm, finiteness) before the next one's, the reductions
 // combined (sqrt of the sum of squared norms; the least check), and each
 // update reading its own copy of the chain computed right before it, the
-// accumulator's zeros written after it.
+// accumulator's zeros written over it right after its last read.
 func.func @net(%x: tensor<4x3xf32> {tg.input = "x"},
                %y: tensor<4xi64> {tg.input = "y"},
                %w: tensor<3x3xf32> {tg.param = "w"},
@@ -42,15 +42,15 @@ func.func @net(%x: tensor<4x3xf32> {tg.input = "x"},
 // CHECK-NEXT: %[[NORM:.*]] = tg.sqrt %[[SUM]]
 // CHECK: %[[COEF:.*]] = tg.minimum
 // CHECK: %[[DW2:.*]] = tg.div %[[ACCW]], %[[DEN]]
+// CHECK-NEXT: %[[ZW:.*]] = tg.fill 0.000000e+00 : tensor<3x3xf32>
 // CHECK-NEXT: %[[UW2:.*]] = tg.unscale %[[DW2]], %[[SCALE]]
 // CHECK-NEXT: %[[GW:.*]] = tg.mul %[[UW2]], %[[COEF]]
 // CHECK-NEXT: tg.adamw_update %{{[^,]*}}, %[[GW]], {{.*}} if %[[FINITE]]
-// CHECK-NEXT: %[[ZW:.*]] = tg.fill 0.000000e+00 : tensor<3x3xf32>
 // CHECK-NEXT: %[[DV2:.*]] = tg.div %[[ACCV]], %[[DEN]]
+// CHECK-NEXT: %[[ZV:.*]] = tg.fill 0.000000e+00 : tensor<3x2xf32>
 // CHECK-NEXT: %[[UV2:.*]] = tg.unscale %[[DV2]], %[[SCALE]]
 // CHECK-NEXT: %[[GV:.*]] = tg.mul %[[UV2]], %[[COEF]]
 // CHECK-NEXT: tg.adamw_update %{{[^,]*}}, %[[GV]], {{.*}} if %[[FINITE]]
-// CHECK-NEXT: %[[ZV:.*]] = tg.fill 0.000000e+00 : tensor<3x2xf32>
 // CHECK: return {{.*}}, %[[ZW]], %[[ZV]],
 
 // A step without accumulation is left as it is: one norm over both

@@ -67,6 +67,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 
@@ -91,6 +92,9 @@ struct Config {
   /// group of hybrid sharding).
   int64_t shardGroup = 1;
   int64_t bucketBytes = 0;
+  /// The parameters a tg.matmul_4bit reads in any function (a 4-bit
+  /// weight's tensors; accumulation's apply step reads none of them).
+  llvm::StringSet<> quantized;
 };
 
 /// A gradient as the backward pass leaves it, the ops that carry it to its
@@ -128,14 +132,13 @@ int64_t elementBytes(Value value) {
   return getElementByteSize(tensorType(value).getElementType());
 }
 
-/// Whether zero3 splits the frozen parameter argument `arg` of `type`: a
-/// float tensor (not a scalar), not a 4-bit weight's scales (the runtime
-/// finds a 4-bit weight's tensors by the tg.matmul_4bit that reads them,
-/// and quantizes them whole as they load: such a base stays whole).
-bool isSplittable(RankedTensorType type, Value arg) {
+/// Whether zero3 splits the frozen parameter `name` of `type`: a float
+/// tensor (not a scalar), not a 4-bit weight's scales (the runtime finds a
+/// 4-bit weight's tensors by the tg.matmul_4bit that reads them, and
+/// quantizes them whole as they load: such a base stays whole).
+bool isSplittable(RankedTensorType type, StringRef name, const Config &config) {
   return type.getRank() >= 1 && isa<FloatType>(type.getElementType()) &&
-         llvm::none_of(arg.getUsers(),
-                       [](Operation *op) { return isa<Matmul4bitOp>(op); });
+         !config.quantized.contains(name);
 }
 
 /// `value` reshaped to `shape` (itself when it has that shape).
@@ -696,7 +699,12 @@ LogicalResult Rewriter::shardParameters() {
                                                         TGDialect::kCopyOfAttr))
       member = trainedByName.lookup(source.getValue());
     // A trained parameter is split as its update needs, whatever its type.
-    if (!member && !isSplittable(type, arg))
+    if (!member &&
+        !isSplittable(type,
+                      step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        TGDialect::kParamAttr)
+                          .getValue(),
+                      config))
       continue;
     int64_t n = config.shardGroup;
     int64_t shard =
@@ -788,7 +796,7 @@ LogicalResult scatterAccumulation(func::FuncOp micro,
     auto add = ret.getOperand(i).getDefiningOp<AddOp>();
     auto acc = add ? dyn_cast<BlockArgument>(add.getLhs()) : BlockArgument();
     if (!acc || acc != stateArgument(micro, name.getValue()) ||
-        !add->hasOneUse())
+        !add->hasOneUse() || !acc.hasOneUse())
       return micro.emitOpError("does not return the accumulator '")
              << name.getValue()
              << "' plus a gradient; run tg-data-parallel on tg-grad-accum's "
@@ -1024,6 +1032,14 @@ struct DataParallelPass
       return signalPassFailure();
     }
     config.bucketBytes = int64_t(double(bucketMB) * 1024.0 * 1024.0);
+    for (auto function : getOperation().getOps<func::FuncOp>())
+      function.walk([&](Matmul4bitOp op) {
+        for (Value operand : op->getOperands())
+          if (auto arg = dyn_cast<BlockArgument>(operand))
+            if (auto name = function.getArgAttrOfType<StringAttr>(
+                    arg.getArgNumber(), TGDialect::kParamAttr))
+              config.quantized.insert(name.getValue());
+      });
     SmallVector<SplitParam> split;
     ModuleOp module = getOperation();
     if (failed(forEachTrainStep(

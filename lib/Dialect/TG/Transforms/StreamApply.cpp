@@ -15,7 +15,10 @@
 //      the square root of the sum of the squared norms (PyTorch's
 //      clip_grad_norm_ computes the total norm as the norm of the
 //      tensors' norms), a finiteness check as the least of the checks;
-//   3. makes each reduced chain contiguous, ending at its reductions.
+//   3. sinks each chain op serving the reductions to its first reader, so
+//      each chain runs contiguously into its reductions;
+//   4. moves each accumulator's zeros (the step's new value for it) after
+//      its last reader.
 // At most one gradient then lives at a time (twice computed: an
 // elementwise pass over f32 parameters once per optimizer step).
 //
@@ -27,6 +30,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -100,6 +104,7 @@ struct StreamApplyPass : tgc::tg::impl::TGStreamApplyBase<StreamApplyPass> {
 
     // 1. Each update reads its own copy of its gradient's chain.
     int64_t streamed = 0;
+    llvm::SetVector<BlockArgument> roots;
     for (Operation &op : llvm::make_early_inc_range(body)) {
       auto update = dyn_cast<OptimizerUpdateOpInterface>(&op);
       if (!update)
@@ -115,18 +120,12 @@ struct StreamApplyPass : tgc::tg::impl::TGStreamApplyBase<StreamApplyPass> {
       grad.replaceUsesWithIf(copies.lookup(grad), [&](OpOperand &use) {
         return use.getOwner() == &op;
       });
+      roots.insert(cast<BlockArgument>(chain.front()->getOperand(0)));
       for (Operation *link : llvm::reverse(chain)) {
         if (!link->use_empty())
           break;
         link->erase();
       }
-      // The accumulator's zeros are written over it after this last read.
-      auto root = cast<BlockArgument>(chain.front()->getOperand(0));
-      if (auto state = step.getArgAttrOfType<StringAttr>(root.getArgNumber(),
-                                                         TGDialect::kStateAttr))
-        if (Value zeros = newValueOf.lookup(state.getValue()))
-          if (auto fill = zeros.getDefiningOp<FillOp>())
-            fill->moveAfter(&op);
       ++streamed;
     }
 
@@ -173,27 +172,36 @@ struct StreamApplyPass : tgc::tg::impl::TGStreamApplyBase<StreamApplyPass> {
       reduction->erase();
     }
 
-    // 3. Each reduced chain contiguous, just before its last op (whose
-    // readers, the per-operand reductions, follow it).
-    for (Operation &op : llvm::make_early_inc_range(body)) {
-      if (!isa<GlobalNormOp, AllFiniteOp>(op) || op.getNumOperands() != 1)
+    // 3. Each chain op that serves the reductions sunk to its first
+    // reader (the last op first), so that a chain runs contiguously into
+    // its reductions, whatever order the earlier passes wrote the chains in.
+    SmallVector<Operation *> links;
+    for (Operation &op : body)
+      if (isChainOp(&op) && !chainTo(op.getResult(0), body).empty())
+        links.push_back(&op);
+    for (Operation *link : llvm::reverse(links)) {
+      Operation *first = nullptr;
+      for (Operation *user : link->getUsers())
+        if (!first || user->isBeforeInBlock(first))
+          first = user;
+      if (first && first != link->getNextNode())
+        link->moveBefore(first);
+    }
+
+    // 4. An accumulator's zeros written over it after its last read.
+    for (BlockArgument root : roots) {
+      auto state = step.getArgAttrOfType<StringAttr>(root.getArgNumber(),
+                                                     TGDialect::kStateAttr);
+      Value zeros = state ? newValueOf.lookup(state.getValue()) : Value();
+      auto fill = zeros ? zeros.getDefiningOp<FillOp>() : FillOp();
+      if (!fill || !fill->hasOneUse())
         continue;
-      Operation *last = op.getOperand(0).getDefiningOp();
-      SmallVector<Operation *> chain = chainTo(op.getOperand(0), body);
-      if (chain.size() < 2)
-        continue;
-      chain.pop_back();
-      // Only where nothing but the chain reads a link before `last`.
-      bool movable = llvm::all_of(chain, [&](Operation *link) {
-        return llvm::all_of(link->getUsers(), [&](Operation *user) {
-          return llvm::is_contained(chain, user) || user == last ||
-                 last->isBeforeInBlock(user);
-        });
-      });
-      if (!movable)
-        continue;
-      for (Operation *link : chain)
-        link->moveBefore(last);
+      Operation *lastRead = nullptr;
+      for (Operation *user : root.getUsers())
+        if (!lastRead || lastRead->isBeforeInBlock(user))
+          lastRead = user;
+      if (lastRead && fill->isBeforeInBlock(lastRead))
+        fill->moveAfter(lastRead);
     }
 
     if (printSummary && streamed > 0)
