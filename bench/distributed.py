@@ -308,25 +308,21 @@ def accum_table(bins, tmp, lines):
     flags = ["--grad-accum", "8", "--amp", "bf16", "--optimizer-state", "8bit",
              "--remat", "blocks"]
     for mode in MODES:
-        exe = os.path.join(tmp, "accum.tgx")
-        report = exe + ".json"
-        done = run([f"{bins}/tgc-compile", model, "-o", exe, "--memory-report",
-                    report, "--data-parallel", mode, "--world-size", "8",
-                    "--estimate", "h100", "--estimate-json", estimate] + flags)
-        step = json.load(open(report))
+        persistent, arena, sent = plan(
+            bins, model, tmp,
+            flags + ["--data-parallel", mode, "--world-size", "8"], estimate)
+        # plan()'s memory report, with one beside it per other entry point.
+        report = os.path.join(tmp, "plan.tgx.json")
         micro = json.load(open(report + ".grad_step.json"))
-        arenas = [step["arena_bytes"], micro["arena_bytes"]]
+        arenas = [arena, micro["arena_bytes"]]
         if os.path.exists(report + ".eval_step.json"):
             arenas.append(json.load(open(report + ".eval_step.json"))[
                 "arena_bytes"])
-        match = re.search(r"sends ([0-9.]+) (B|KiB|MiB|GiB)", done.stderr)
-        scale = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
-        sent = float(match.group(1)) * scale[match.group(2)]
         e = json.load(open(estimate))
         lines.append(
-            f"| {mode} | {gib(step['persistent_bytes'])} | "
-            f"{gib(step['arena_bytes'])} | {gib(micro['arena_bytes'])} | "
-            f"{gib(step['persistent_bytes'] + max(arenas))} | {gib(sent)} | "
+            f"| {mode} | {gib(persistent)} | "
+            f"{gib(arena)} | {gib(micro['arena_bytes'])} | "
+            f"{gib(persistent + max(arenas))} | {gib(sent)} | "
             f"{e['step_seconds']:.2f} | {e['communication_seconds']:.2f} | "
             f"{e['exposed_communication_seconds']:.2f} |")
         print(lines[-1], flush=True)
