@@ -3,6 +3,7 @@
 // The few NCCL entry points tgc uses, resolved with dlsym. Their types are
 // declared here from NCCL's stable C ABI (nccl.h of NCCL 2), so that
 // nothing links against libnccl and no NCCL header is needed to build.
+// On the CUDA emulator they are the emulator's stand-in (cuda-emu/Nccl.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,10 @@
 #include "KernelAttrs.h"
 
 #include <dlfcn.h>
+
+#ifdef TGC_CUDA_EMU_DEVICE_H
+#include "tgc/cuda-emu/Nccl.h"
+#endif
 
 #include <cstring>
 #include <string>
@@ -23,9 +28,13 @@ namespace nccl_abi {
 constexpr int kNcclSuccess = 0;
 enum NcclType : int { kHalf = 6, kFloat = 7, kBfloat16 = 9, kUint8 = 1 };
 enum NcclOp : int { kSum = 0, kMax = 2, kMin = 3, kAvg = 4 };
+#ifdef TGC_CUDA_EMU_DEVICE_H
+using UniqueId = emu::nccl::UniqueId;
+#else
 struct UniqueId {
   char internal[128];
 };
+#endif
 using Comm = void *;
 } // namespace nccl_abi
 using namespace nccl_abi;
@@ -45,7 +54,17 @@ struct Nccl::Api {
 
   Status load() {
 #ifdef TGC_CUDA_EMU_DEVICE_H
-    return Status::failure("NCCL does not run on the CUDA emulator");
+    // The emulator's stand-in, between the job's emulated devices.
+    if (!emu::nccl::available())
+      return Status::failure("cannot load NCCL: TGC_CUDA_EMU_NO_NCCL is set");
+    getUniqueId = emu::nccl::getUniqueId;
+    commInitRank = emu::nccl::commInitRank;
+    commDestroy = emu::nccl::commDestroy;
+    allReduce = emu::nccl::allReduce;
+    reduceScatter = emu::nccl::reduceScatter;
+    allGather = emu::nccl::allGather;
+    getErrorString = emu::nccl::getErrorString;
+    return Status::success();
 #else
     library = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!library)

@@ -5,7 +5,8 @@
 // build or a machine without NCCL still runs (the backend then stages the
 // collectives through host memory and Open MPI). The NCCL communicator is
 // bootstrapped over the job's Communicator: rank 0 creates the unique id
-// and broadcasts it. Not available on the CUDA emulator.
+// and broadcasts it. On the CUDA emulator, NCCL is the emulator's stand-in
+// between the job's processes (runtime/cuda-emu/Nccl.cpp).
 //
 //===----------------------------------------------------------------------===//
 
