@@ -79,8 +79,77 @@ static bool canReuse(Operation *op, unsigned result, unsigned operand) {
   return inPlace && inPlace.canReuseOperandBuffer(result, operand);
 }
 
+/// Collectives overlap compute: a backend may run tg.all_reduce,
+/// tg.reduce_scatter and tg.all_gather beside the ops after them, one at
+/// a time. The runtime joins each right before the first later op, not
+/// itself a view, that reads its operand or result (or that operand's
+/// persistent tensor) or is the next such collective, else after the last
+/// op (collectiveJoins in tgc/runtime/Program.h: the same rule on the
+/// executable's memory). Until then its operand and result are in use:
+/// the op before the join reads them here too (the result alone when it
+/// takes the operand's buffer), and the op after it may take their
+/// buffers.
+static void keepCollectivesMemory(StepGraph &step) {
+  BufferGraph &graph = step.graph;
+  auto overlaps = [](Operation *op) {
+    return isa<tg::AllReduceOp, tg::ReduceScatterOp, tg::AllGatherOp>(op);
+  };
+  auto valueOf = [&](Value value) {
+    auto it = step.valueOf.find(value);
+    return it == step.valueOf.end() ? -1 : it->second;
+  };
+  auto opOf = [&](int node) { return step.ops[size_t(graph.nodes[node].op)]; };
+  int last = int(graph.nodes.size()) - 1;
+  // Each collective's node and the op before which it is joined.
+  std::vector<std::pair<int, int>> touched;
+  for (int c = 0; c <= last; ++c) {
+    Operation *op = opOf(c);
+    if (!overlaps(op))
+      continue;
+    Value operand = op->getOperand(0);
+    int in = valueOf(operand), out = valueOf(op->getResult(0));
+    int first = -1; // after the last op
+    for (int n = c + 1; n <= last; ++n) {
+      const BufferGraph::Node &node = graph.nodes[n];
+      Operation *user = opOf(n);
+      if (isa<tg::ReshapeOp>(user) && node.outputs.empty())
+        continue;
+      if (overlaps(user) || (in >= 0 && llvm::is_contained(node.inputs, in)) ||
+          (out >= 0 && llvm::is_contained(node.inputs, out)) ||
+          llvm::is_contained(user->getOperands(), operand)) {
+        first = n;
+        break;
+      }
+    }
+    touched.push_back({c, first});
+  }
+  for (auto [c, join] : touched) {
+    Operation *op = opOf(c);
+    int in = valueOf(op->getOperand(0)), out = valueOf(op->getResult(0));
+    // Live through the op before the join: the op there may take them.
+    int through = join < 0 ? last : join - 1;
+    if (through == c)
+      continue;
+    // The result takes the dying operand's buffer (an in-place
+    // all-reduce): keeping the result keeps that buffer. (Only earlier
+    // collectives' joins have added reads of the operand so far, and no
+    // later one adds any.)
+    bool inPlace =
+        in >= 0 && out >= 0 &&
+        graph.values[in].bytes == graph.values[out].bytes &&
+        llvm::is_contained(graph.nodes[c].reuse, std::make_pair(out, in)) &&
+        llvm::none_of(llvm::seq(c + 1, last + 1), [&](int n) {
+          return llvm::is_contained(graph.nodes[n].inputs, in);
+        });
+    if (in >= 0 && !inPlace)
+      graph.nodes[through].inputs.push_back(in);
+    if (out >= 0)
+      graph.nodes[through].inputs.push_back(out);
+  }
+}
+
 FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
-                                    bool inPlace) {
+                                    bool inPlace, bool joinCollectives) {
   StepGraph step;
   if (!function.getBody().hasOneBlock())
     return function.emitOpError("the memory planner plans functions of one "
@@ -228,6 +297,8 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp function, int64_t alignment,
       }
     }
   }
+  if (joinCollectives)
+    keepCollectivesMemory(step);
   return step;
 }
 

@@ -21,10 +21,16 @@
 // Graphs are captured from a stream (cudaStreamBeginCapture): work queued
 // on a capturing stream is recorded, not run, and cudaGraphLaunch queues
 // the recorded work again, with the arguments it was captured with, as a
-// GPU replays a graph's nodes. A call that a real capture refuses (a
-// synchronization, a synchronous copy or allocation, a copy of pageable
-// memory, an event from outside the capture) fails here and invalidates
-// the capture, so that cudaStreamEndCapture reports it. Stream-ordered
+// GPU replays a graph's nodes. Another stream joins a capture by waiting
+// for an event recorded in it (a fork), and the streams' work keeps its
+// order and its waits: a launch queues each forked stream's nodes on a
+// stream of the executable graph's own, again run as late as the waits
+// allow; the capture ends on its first stream once every forked stream's
+// work has been waited for there (a join), or fails as unjoined. A call
+// that a real capture refuses (a synchronization, a synchronous copy or
+// allocation, a copy of pageable memory, an event from outside the
+// capture) fails here and invalidates the capture, so that
+// cudaStreamEndCapture reports it. Stream-ordered
 // allocations in a capture are the graph's memory nodes: taken at capture,
 // at one address for every launch, and kept.
 //
@@ -57,25 +63,62 @@ struct Allocation {
   Memory kind;
 };
 
-/// Work recorded by a capture, in order.
+/// A node of a captured graph: work, or (lane >= 0) a wait for the first
+/// `count` nodes of another lane.
+struct Node {
+  std::function<void()> work;
+  int lane = -1;
+  size_t count = 0;
+};
+
+/// Work recorded by a capture: a lane per stream that took part (lane 0:
+/// the stream the capture began on), each in order.
 struct Graph {
-  std::vector<std::function<void()>> nodes;
+  std::vector<std::vector<Node>> lanes;
+  /// The kernels, copies and memory nodes (waits are edges).
+  size_t workNodes() const {
+    size_t n = 0;
+    for (const std::vector<Node> &lane : lanes)
+      for (const Node &node : lane)
+        n += node.lane < 0;
+    return n;
+  }
+};
+
+struct Stream;
+/// A capture in progress: its graph, the stream of each lane, and whether
+/// a refused call has invalidated it.
+struct Capture {
+  Graph graph;
+  std::vector<Stream *> streams;
+  bool invalidated = false;
 };
 
 /// Work queued on a stream; `executed` of `enqueued` items have run.
 struct Stream {
   std::deque<std::function<void()>> work;
   uint64_t enqueued = 0, executed = 0;
-  /// While capturing: where queued work goes instead (null otherwise), and
-  /// whether a refused call has invalidated the capture.
-  std::unique_ptr<Graph> capture;
-  bool captureInvalidated = false;
+  /// While capturing: where queued work goes instead (null otherwise),
+  /// shared by the streams forked into it, and this stream's lane.
+  std::shared_ptr<Capture> capture;
+  int lane = 0;
 };
 
-/// Where an event was last recorded: after `marker` items of `stream`.
+/// An executable graph: its nodes, and a stream for each lane but the
+/// first (which is queued on the stream it is launched on).
+struct Executable {
+  Graph graph;
+  std::vector<Stream *> lanes;
+};
+
+/// Where an event was last recorded: after `marker` items of `stream`, or
+/// in a capture, after `position` nodes of lane `lane`.
 struct Event {
   Stream *stream = nullptr;
   uint64_t marker = 0;
+  std::weak_ptr<Capture> capture;
+  int lane = 0;
+  size_t position = 0;
   /// When the stream reached the record (a work item stamps it, as the
   /// GPU stamps an event when its stream gets there).
   std::chrono::steady_clock::time_point reached;
@@ -90,7 +133,8 @@ struct DeviceState {
   Stream defaultStream;
   /// Captured graphs and their instantiations (an executable graph is a
   /// copy of its graph's nodes).
-  std::map<void *, std::unique_ptr<Graph>> graphs, executables;
+  std::map<void *, std::unique_ptr<Graph>> graphs;
+  std::map<void *, std::unique_ptr<Executable>> executables;
   /// Streams capturing now.
   int capturing = 0;
   cudaError_t lastError = cudaSuccess;
@@ -280,7 +324,7 @@ cudaError_t refuseInCapture(Stream *stream, const char *what) {
   bool refused = false;
   auto invalidate = [&](Stream &candidate) {
     if (candidate.capture) {
-      candidate.captureInvalidated = true;
+      candidate.capture->invalidated = true;
       refused = true;
     }
   };
@@ -322,7 +366,8 @@ bool enqueue(cudaStream_t handle, std::function<void()> work) {
   if (!stream)
     return false;
   if (stream->capture) {
-    stream->capture->nodes.push_back(std::move(work));
+    stream->capture->graph.lanes[size_t(stream->lane)].push_back(
+        {std::move(work)});
     return true;
   }
   stream->work.push_back(std::move(work));
@@ -432,6 +477,12 @@ const char *cudaGetErrorString(cudaError_t error) {
     return "operation failed due to a previous error during capture";
   case cudaErrorIllegalState:
     return "the operation cannot be performed in the present state";
+  case cudaErrorStreamCaptureUnjoined:
+    return "capture was not joined";
+  case cudaErrorStreamCaptureUnmatched:
+    return "capture was not initiated in this stream";
+  case cudaErrorStreamCaptureIsolation:
+    return "dependency created on uncaptured work in another stream";
   default:
     return "unrecognized error code";
   }
@@ -497,7 +548,7 @@ cudaError_t cudaMallocAsync(void **pointer, size_t bytes,
   // In a capture, a graph allocation node: the memory is the graph's, at
   // one address for every launch, so it is taken now and kept.
   if (Stream *queue = streamOf(stream); queue->capture)
-    queue->capture->nodes.push_back([] {});
+    enqueue(stream, [] {});
   return allocate(pointer, bytes, Memory::Device);
 }
 
@@ -506,7 +557,7 @@ cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream) {
     return error;
   // In a capture, a graph free node: the memory stays the graph's.
   if (Stream *queue = streamOf(stream); queue->capture) {
-    queue->capture->nodes.push_back([] {});
+    enqueue(stream, [] {});
     return cudaSuccess;
   }
   // Freed once the work queued before it has run.
@@ -667,9 +718,16 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (cudaError_t error = checkStream(stream, "cudaEventRecord"))
     return error;
   Stream *queue = streamOf(stream);
-  // Events inside a capture (graph event nodes) are not emulated.
-  if (cudaError_t error = refuseInCapture(queue, "cudaEventRecord"))
-    return error;
+  // In a capture: a point other streams may fork from or join at (not a
+  // node: a captured event is not stamped).
+  if (queue->capture) {
+    *recorded = Event();
+    recorded->capture = queue->capture;
+    recorded->lane = queue->lane;
+    recorded->position =
+        queue->capture->graph.lanes[size_t(queue->lane)].size();
+    return cudaSuccess;
+  }
   queue->work.push_back([event] {
     if (Event *reached = eventOf(event)) {
       reached->reached = std::chrono::steady_clock::now();
@@ -677,7 +735,9 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     }
   });
   ++queue->enqueued;
-  *recorded = {queue, queue->enqueued};
+  *recorded = Event();
+  recorded->stream = queue;
+  recorded->marker = queue->enqueued;
   return cudaSuccess;
 }
 
@@ -701,7 +761,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!recorded)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaEventSynchronize of an event that is not live");
-  if (recorded->stream && recorded->stream->capture)
+  if (!recorded->capture.expired() ||
+      (recorded->stream && recorded->stream->capture))
     return fail(cudaErrorStreamCaptureUnsupported,
                 "cudaEventSynchronize of an event whose stream is being "
                 "captured");
@@ -721,6 +782,29 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                 "cudaStreamWaitEvent on an event that is not live");
   if (cudaError_t error = checkStream(stream, "cudaStreamWaitEvent"))
     return error;
+  Stream *queue = streamOf(stream);
+  if (std::shared_ptr<Capture> capture = recorded->capture.lock()) {
+    // An event of a capture: a stream outside it joins it (a fork); one
+    // in it waits for the event's lane there (a join).
+    if (queue->capture && queue->capture != capture) {
+      refuseInCapture(queue, "cudaStreamWaitEvent");
+      return fail(cudaErrorStreamCaptureIsolation,
+                  "cudaStreamWaitEvent for an event of another capture");
+    }
+    if (!queue->capture) {
+      queue->capture = capture;
+      queue->lane = int(capture->graph.lanes.size());
+      capture->graph.lanes.emplace_back();
+      capture->streams.push_back(queue);
+    }
+    if (recorded->lane != queue->lane) {
+      Node wait;
+      wait.lane = recorded->lane;
+      wait.count = recorded->position;
+      capture->graph.lanes[size_t(queue->lane)].push_back(std::move(wait));
+    }
+    return cudaSuccess;
+  }
   // Waiting inside a capture for work outside it: a capture isolation
   // error on a GPU.
   if (cudaError_t error =
@@ -746,8 +830,10 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
   if (queue.capture)
     return fail(cudaErrorIllegalState,
                 "cudaStreamBeginCapture of a stream already capturing");
-  queue.capture = std::make_unique<Graph>();
-  queue.captureInvalidated = false;
+  queue.capture = std::make_shared<Capture>();
+  queue.capture->graph.lanes.emplace_back();
+  queue.capture->streams.push_back(&queue);
+  queue.lane = 0;
   ++state().capturing;
   return cudaSuccess;
 }
@@ -757,9 +843,9 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
   if (cudaError_t error = checkStream(stream, "cudaStreamIsCapturing"))
     return error;
   Stream &queue = *streamOf(stream);
-  *status = !queue.capture ? cudaStreamCaptureStatusNone
-            : queue.captureInvalidated ? cudaStreamCaptureStatusInvalidated
-                                       : cudaStreamCaptureStatusActive;
+  *status = !queue.capture               ? cudaStreamCaptureStatusNone
+            : queue.capture->invalidated ? cudaStreamCaptureStatusInvalidated
+                                         : cudaStreamCaptureStatusActive;
   return cudaSuccess;
 }
 
@@ -770,15 +856,43 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
   if (!queue.capture)
     return fail(cudaErrorIllegalState,
                 "cudaStreamEndCapture of a stream that is not capturing");
-  std::unique_ptr<Graph> captured = std::move(queue.capture);
+  if (queue.lane != 0)
+    return fail(cudaErrorStreamCaptureUnmatched,
+                "cudaStreamEndCapture of a stream forked into a capture, "
+                "not the one it began on");
+  std::shared_ptr<Capture> capture = std::move(queue.capture);
+  for (Stream *member : capture->streams) {
+    member->capture.reset();
+    member->lane = 0;
+  }
   --state().capturing;
   *graph = nullptr;
-  if (queue.captureInvalidated) {
-    queue.captureInvalidated = false;
+  if (capture->invalidated)
     return fail(cudaErrorStreamCaptureInvalidated,
                 "cudaStreamEndCapture of a capture that a refused call "
                 "invalidated");
+  // Joined: the first lane's end waits, directly or through other lanes'
+  // waits, for every node of every lane.
+  std::vector<std::vector<Node>> &lanes = capture->graph.lanes;
+  std::vector<size_t> reached(lanes.size(), 0);
+  reached[0] = lanes[0].size();
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t lane = 0; lane < lanes.size(); ++lane)
+      for (size_t i = 0; i < reached[lane]; ++i) {
+        const Node &node = lanes[lane][i];
+        if (node.lane >= 0 && reached[size_t(node.lane)] < node.count) {
+          reached[size_t(node.lane)] = node.count;
+          grew = true;
+        }
+      }
   }
+  for (size_t lane = 1; lane < lanes.size(); ++lane)
+    if (reached[lane] < lanes[lane].size())
+      return fail(cudaErrorStreamCaptureUnjoined,
+                  "cudaStreamEndCapture before the work of a stream forked "
+                  "into the capture was joined to it");
+  auto captured = std::make_unique<Graph>(std::move(capture->graph));
   *graph = reinterpret_cast<cudaGraph_t>(captured.get());
   state().graphs[captured.get()] = std::move(captured);
   return cudaSuccess;
@@ -794,7 +908,7 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes,
     return fail(cudaErrorInvalidValue,
                 "cudaGraphGetNodes: node handles are not emulated, only "
                 "their count");
-  *count = it->second->nodes.size();
+  *count = it->second->workNodes();
   return cudaSuccess;
 }
 
@@ -805,7 +919,13 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *executable,
   if (it == state().graphs.end())
     return fail(cudaErrorInvalidValue,
                 "cudaGraphInstantiate of a graph that is not live");
-  auto copy = std::make_unique<Graph>(*it->second);
+  auto copy = std::make_unique<Executable>();
+  copy->graph = *it->second;
+  for (size_t lane = 1; lane < copy->graph.lanes.size(); ++lane) {
+    cudaStream_t made = nullptr;
+    cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking);
+    copy->lanes.push_back(streamOf(made));
+  }
   *executable = reinterpret_cast<cudaGraphExec_t>(copy.get());
   state().executables[copy.get()] = std::move(copy);
   return cudaSuccess;
@@ -823,17 +943,39 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t executable, cudaStream_t stream) {
     return fail(cudaErrorStreamCaptureUnsupported,
                 "cudaGraphLaunch into a capture (child graphs are not "
                 "emulated)");
-  for (const std::function<void()> &node : it->second->nodes)
-    enqueue(stream, node);
+  // Each lane's nodes on its stream; a wait, for the other lane's nodes
+  // of this launch.
+  Executable &graph = *it->second;
+  std::vector<Stream *> lanes = {streamOf(stream)};
+  lanes.insert(lanes.end(), graph.lanes.begin(), graph.lanes.end());
+  std::vector<uint64_t> base;
+  for (Stream *lane : lanes)
+    base.push_back(lane->enqueued);
+  for (size_t lane = 0; lane < lanes.size(); ++lane)
+    for (const Node &node : graph.graph.lanes[lane]) {
+      std::function<void()> work = node.work;
+      if (node.lane >= 0) {
+        Stream *other = lanes[size_t(node.lane)];
+        uint64_t upTo = base[size_t(node.lane)] + node.count;
+        work = [other, upTo] { drain(*other, upTo); };
+      }
+      lanes[lane]->work.push_back(std::move(work));
+      ++lanes[lane]->enqueued;
+    }
   return cudaSuccess;
 }
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t executable) {
-  // A launched graph's work was queued as copies: it still runs.
-  if (!state().executables.erase(executable))
+  // A launched graph's work was queued as copies: it still runs (its
+  // forked lanes' now, before their streams go).
+  auto it = state().executables.find(executable);
+  if (it == state().executables.end())
     return fail(cudaErrorInvalidValue,
                 "cudaGraphExecDestroy of an executable graph that is not "
                 "live");
+  for (Stream *lane : it->second->lanes)
+    cudaStreamDestroy(reinterpret_cast<cudaStream_t>(lane));
+  state().executables.erase(it);
   return cudaSuccess;
 }
 

@@ -592,8 +592,43 @@ Status Session::runInstructions(const std::vector<Instruction> &instructions,
                                  const char *name, ArenaTrace *trace,
                                  const char *verb) {
   std::vector<TensorRef> operands, results;
+  auto known = joins.find(&instructions);
+  if (known == joins.end())
+    known =
+        joins.emplace(&instructions, collectiveJoins(prog, instructions)).first;
+  const CollectiveJoins &joined = known->second;
+  // Joins the collectives due before instruction `at` (at the end: after
+  // the last); their memory was in use until then (and instruction `at`
+  // may take it).
+  auto join = [&](size_t at) -> Status {
+    // In order: waiting for the last waits for all.
+    if (!joined.before[at].empty()) {
+      size_t collective = joined.before[at].back();
+      Status status = device->join(joined.ordinal[collective]);
+      if (!status.ok())
+        return Status::failure(std::string(name) + " " + verb +
+                               " joining the collective of instruction #" +
+                               std::to_string(collective) + ": " +
+                               status.error);
+    }
+    for (size_t collective : joined.before[at]) {
+      if (trace) {
+        const Instruction &inst = instructions[collective];
+        for (const std::vector<int32_t> *tensors :
+             {&inst.operands, &inst.results})
+          for (int32_t index : *tensors)
+            if (index != kNotComputed &&
+                prog.tensors[index].storage == Storage::Arena)
+              trace->read(prog.tensors[index].offset,
+                          std::min(at, instructions.size()) - 1);
+      }
+    }
+    return Status::success();
+  };
   for (size_t i = 0; i < instructions.size(); ++i) {
     const Instruction &inst = instructions[i];
+    if (Status status = join(i); !status.ok())
+      return status;
     if (runningProfile)
       device->mark(i);
     operands.clear();
@@ -618,6 +653,11 @@ Status Session::runInstructions(const std::vector<Instruction> &instructions,
                              " in instruction #" + std::to_string(i) + " (" +
                              kernelName(inst.kernel) + "): " + status.error);
   }
+  if (Status status = join(instructions.size()); !status.ok())
+    return status;
+  if (Status status = device->joinAll(); !status.ok())
+    return Status::failure(std::string(name) + " " + verb +
+                           " joining its collectives: " + status.error);
   return Status::success();
 }
 

@@ -68,10 +68,14 @@ struct StepGraph {
 /// with regions, which the planner does not plan yet, and when an update
 /// cannot be written in place.
 /// `inPlace` false disables in-place reuse of transient buffers (to
-/// measure what it saves).
+/// measure what it saves). The collectives that overlap compute keep their
+/// operand and result live until the runtime joins them (the op there
+/// reads them in the graph); `joinCollectives` false leaves that out
+/// (tg-remat's model, whose recomputed ops move the joins).
 mlir::FailureOr<StepGraph> buildStepGraph(mlir::func::FuncOp function,
                                           int64_t alignment,
-                                          bool inPlace = true);
+                                          bool inPlace = true,
+                                          bool joinCollectives = true);
 
 struct PlannedBuffer {
   /// The op (in schedule order) defining the buffer's first value and its

@@ -39,6 +39,14 @@ using namespace cuda; // the error codes
 class CudaBackend : public Backend {
 public:
   ~CudaBackend() override {
+    // The collectives' stream first: what it still holds runs while the
+    // memory it uses is there.
+    if (commStream)
+      cudaStreamDestroy(commStream);
+    for (cudaEvent_t event : collectiveEvents)
+      cudaEventDestroy(event);
+    if (forked)
+      cudaEventDestroy(forked);
     for (Graph &graph : graphs)
       if (graph.executable)
         cudaGraphExecDestroy(graph.executable);
@@ -360,14 +368,54 @@ public:
     return cuda::execute(ctx, program, inst, operands, results);
   }
 
+  /// The run's k-th collective that overlaps compute: the work queued
+  /// next on the compute stream waits for it (and so for every collective
+  /// queued before it on the collectives' stream).
+  Status join(size_t collective) override {
+    if (collective >= queuedCollectives)
+      return Status::failure("a join of collective " +
+                             std::to_string(collective) + " of " +
+                             std::to_string(queuedCollectives) + " queued");
+    if (cudaEvent_t done = doneEvents[collective])
+      TGC_CUDA_CALL(cudaStreamWaitEvent(streamOf(ctx), done, 0));
+    return Status::success();
+  }
+
+  /// After a run's last instruction: the compute stream waits for every
+  /// collective (a captured step's collectives join its graph).
+  Status joinAll() override {
+    for (size_t k = queuedCollectives; k-- > 0;)
+      if (cudaEvent_t done = doneEvents[k]) {
+        TGC_CUDA_CALL(cudaStreamWaitEvent(streamOf(ctx), done, 0));
+        break;
+      }
+    queuedCollectives = 0;
+    return Status::success();
+  }
+
   /// A collective: this rank's part of a tensor is a device copy; the
   /// others run on NCCL when it loads (the first collective tries; one
   /// NCCL communicator per group of ranks, made the first time the group
   /// runs a collective), else through host memory: the operand comes
   /// down, the communicator (Open MPI) combines it with the other ranks',
-  /// the result goes back up.
+  /// the result goes back up. On NCCL, a collective runs on a stream of
+  /// its own, after the compute stream's work queued so far, while the
+  /// compute stream goes on until the Session joins it (join()); through
+  /// host memory it is complete when this returns.
   Status collective(const Instruction &inst, const TensorRef &in,
                     TensorRef &out) {
+    Status status = collectiveOn(inst, in, out);
+    if (status.ok() && overlapsCompute(inst.kernel)) {
+      if (doneEvents.size() <= queuedCollectives)
+        doneEvents.resize(queuedCollectives + 1, nullptr);
+      doneEvents[queuedCollectives++] = lastDone;
+    }
+    lastDone = nullptr;
+    return status;
+  }
+
+  Status collectiveOn(const Instruction &inst, const TensorRef &in,
+                      TensorRef &out) {
     if (!comm)
       return Status::failure("a collective without a communicator");
     Communicator *group = nullptr;
@@ -391,6 +439,12 @@ public:
       if (!loaded.ok() && comm->rank() == 0)
         std::fprintf(stderr, "tgc-run: note: collectives go through host "
                      "memory (%s)\n", loaded.error.c_str());
+      if (nccl) {
+        TGC_CUDA_CALL(
+            cudaStreamCreateWithFlags(&commStream, cudaStreamNonBlocking));
+        TGC_CUDA_CALL(
+            cudaEventCreateWithFlags(&forked, cudaEventDisableTiming));
+      }
     }
     if (nccl) {
       cuda::Nccl *on = nccl.get();
@@ -406,7 +460,21 @@ public:
         }
         on = made.get();
       }
-      return on->run(inst, in, out, streamOf(ctx));
+      // Forked from the compute stream's work so far; joined by an event
+      // of the collective's own (one per collective of the run, kept).
+      TGC_CUDA_CALL(cudaEventRecord(forked, streamOf(ctx)));
+      TGC_CUDA_CALL(cudaStreamWaitEvent(commStream, forked, 0));
+      Status status = on->run(inst, in, out, commStream);
+      if (!status.ok())
+        return status;
+      if (collectiveEvents.size() <= queuedCollectives) {
+        cudaEvent_t made = nullptr;
+        TGC_CUDA_CALL(cudaEventCreateWithFlags(&made, cudaEventDisableTiming));
+        collectiveEvents.push_back(made);
+      }
+      lastDone = collectiveEvents[queuedCollectives];
+      TGC_CUDA_CALL(cudaEventRecord(lastDone, commStream));
+      return Status::success();
     }
     std::vector<uint8_t> hostIn(in.numBytes()), hostOut(out.numBytes());
     Status status = download(hostIn.data(), in.data, hostIn.size());
@@ -463,6 +531,17 @@ private:
   std::unique_ptr<cuda::Nccl> nccl;
   /// NCCL over the groups of hybrid sharding, by the group's communicator.
   std::map<Communicator *, std::unique_ptr<cuda::Nccl>> groupNccl;
+  /// NCCL's stream, beside the compute stream; `forked` marks the compute
+  /// stream's work each collective follows.
+  cudaStream_t commStream = nullptr;
+  cudaEvent_t forked = nullptr;
+  /// One event per collective of a run (the k-th collective records the
+  /// k-th, made the first time a run has k + 1); doneEvents[k] is the
+  /// run's k-th collective's (null: it ran through host memory), of
+  /// queuedCollectives so far.
+  std::vector<cudaEvent_t> collectiveEvents, doneEvents;
+  size_t queuedCollectives = 0;
+  cudaEvent_t lastDone = nullptr;
   cudaDeviceProp properties{};
   cuda::Context ctx;
   uint8_t *persistent = nullptr;

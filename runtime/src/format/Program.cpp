@@ -16,9 +16,10 @@
 #include "tgc/format/TGXFile.h"
 #include "tgc/format/tgx_generated.h"
 
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 
 namespace tgc::rt {
@@ -26,6 +27,61 @@ namespace tgc::rt {
 bool isCollective(Kernel kernel) {
   return kernel == Kernel::AllReduce || kernel == Kernel::ReduceScatter ||
          kernel == Kernel::AllGather || kernel == Kernel::Shard;
+}
+
+bool overlapsCompute(Kernel kernel) {
+  return kernel == Kernel::AllReduce || kernel == Kernel::ReduceScatter ||
+         kernel == Kernel::AllGather;
+}
+
+CollectiveJoins collectiveJoins(const Program &program,
+                                const std::vector<Instruction> &instructions) {
+  struct Extent {
+    Storage storage;
+    int64_t begin, end;
+  };
+  auto extentOf = [&](int32_t index) {
+    const TensorInfo &tensor = program.tensors[size_t(index)];
+    return Extent{tensor.storage, tensor.offset, tensor.offset + tensor.bytes};
+  };
+  auto touched = [&](const Instruction &inst) {
+    std::vector<Extent> extents;
+    for (int32_t index : inst.operands)
+      extents.push_back(extentOf(index));
+    for (int32_t index : inst.results)
+      if (index != kNotComputed)
+        extents.push_back(extentOf(index));
+    return extents;
+  };
+  CollectiveJoins joins;
+  joins.before.resize(instructions.size() + 1);
+  joins.ordinal.assign(instructions.size(), 0);
+  // The collective in flight (one at most), with its memory.
+  std::optional<std::pair<size_t, std::vector<Extent>>> pending;
+  size_t queued = 0;
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction &inst = instructions[i];
+    std::vector<Extent> extents = touched(inst);
+    auto shares = [&](const std::vector<Extent> &memory) {
+      for (const Extent &a : memory)
+        for (const Extent &b : extents)
+          if (a.storage == b.storage && a.begin < b.end && b.begin < a.end)
+            return true;
+      return false;
+    };
+    bool collective = overlapsCompute(inst.kernel);
+    if (pending && (collective || shares(pending->second))) {
+      joins.before[i].push_back(pending->first);
+      pending.reset();
+    }
+    if (collective) {
+      joins.ordinal[i] = queued++;
+      pending = std::make_pair(i, std::move(extents));
+    }
+  }
+  if (pending)
+    joins.before[instructions.size()].push_back(pending->first);
+  return joins;
 }
 
 int64_t TensorInfo::wholeElements() const {

@@ -435,6 +435,78 @@ TEST(CudaEmulator, CapturedGraphReplaysItsWork) {
   cudaFree(step);
 }
 
+// A stream that waits for an event recorded in a capture joins it (a
+// fork); the capture's first stream waiting for an event of the forked
+// one joins it back. Each launch replays both streams' work with those
+// waits: the copy on the forked stream reads the first memset's bytes,
+// and the second memset waits for the copy. A fork not joined back fails
+// the capture, and every stream leaves it.
+TEST(CudaEmulator, ForkedStreamsJoinACapture) {
+  uint8_t *a = deviceArray<uint8_t>(16), *b = deviceArray<uint8_t>(16);
+  cudaStream_t main, side;
+  cudaEvent_t forked, joined;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&main, cudaStreamNonBlocking),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking),
+            cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&forked, cudaEventDisableTiming),
+            cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(main, cudaStreamCaptureModeThreadLocal),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(a, 1, 16, main), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(forked, main), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(side, forked, 0), cudaSuccess);
+  cudaStreamCaptureStatus status;
+  ASSERT_EQ(cudaStreamIsCapturing(side, &status), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusActive);
+  ASSERT_EQ(cudaMemcpyAsync(b, a, 16, cudaMemcpyDeviceToDevice, side),
+            cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(joined, side), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(main, joined, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(a, 2, 16, main), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(main, &graph), cudaSuccess);
+  ASSERT_EQ(cudaStreamIsCapturing(side, &status), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusNone);
+  size_t nodes = 0;
+  ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+  EXPECT_EQ(nodes, 3u); // two memsets and the copy; the waits are edges
+  cudaGraphExec_t executable = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&executable, graph, 0), cudaSuccess);
+  for (int launch = 0; launch < 2; ++launch) {
+    ASSERT_EQ(cudaMemset(b, 0, 16), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(executable, main), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(main), cudaSuccess);
+    EXPECT_EQ(toHost(b, 16)[15], 1);
+    EXPECT_EQ(toHost(a, 16)[0], 2);
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(executable), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+
+  // Forked, and not joined back.
+  ASSERT_EQ(cudaStreamBeginCapture(main, cudaStreamCaptureModeThreadLocal),
+            cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(forked, main), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(side, forked, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(b, 3, 16, side), cudaSuccess);
+  EXPECT_EQ(cudaStreamEndCapture(side, &graph),
+            cudaErrorStreamCaptureUnmatched);
+  EXPECT_EQ(cudaStreamEndCapture(main, &graph), cudaErrorStreamCaptureUnjoined);
+  ASSERT_EQ(cudaStreamIsCapturing(side, &status), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusNone);
+  cudaGetLastError();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(toHost(b, 16)[0], 1); // the memset recorded never ran
+  cudaEventDestroy(forked);
+  cudaEventDestroy(joined);
+  cudaStreamDestroy(main);
+  cudaStreamDestroy(side);
+  cudaFree(a);
+  cudaFree(b);
+}
+
 // What a capture refuses (waiting for the stream, a synchronous copy or
 // allocation, a copy of pageable memory) fails and invalidates it, and the
 // work recorded before never runs.

@@ -99,7 +99,9 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
 
   LogicalResult runOnStep(func::FuncOp function) {
     auto start = std::chrono::steady_clock::now();
-    FailureOr<StepGraph> built = buildStepGraph(function, alignment);
+    FailureOr<StepGraph> built =
+        buildStepGraph(function, alignment, /*inPlace=*/true,
+                       /*joinCollectives=*/false);
     if (failed(built))
       return failure();
     StepGraph &step = *built;
@@ -176,7 +178,9 @@ struct RematPass : tgc::tg::impl::TGRematBase<RematPass> {
     rewrite(function, step, choice, schedule);
 
     // The rewritten step must be exactly the schedule the analysis planned.
-    FailureOr<StepGraph> after = buildStepGraph(function, alignment);
+    FailureOr<StepGraph> after =
+        buildStepGraph(function, alignment, /*inPlace=*/true,
+                       /*joinCollectives=*/false);
     if (failed(after))
       return failure();
     int64_t planned = computePeak(after->graph).bytes;

@@ -83,6 +83,16 @@ public:
                          std::vector<TensorRef> &operands,
                          std::vector<TensorRef> &results) = 0;
 
+  /// Collectives that overlap compute (overlapsCompute): a backend may
+  /// return from execute() of one once it is queued (the CUDA backend's
+  /// NCCL stream). The Session then calls join(k) right before the
+  /// instruction that collectiveJoins says joins the run's k-th such
+  /// collective (from 0), so that the work queued next waits for it, and
+  /// joinAll() after the run's last instruction, which also starts the
+  /// count again.
+  virtual Status join(size_t collective) { return Status::success(); }
+  virtual Status joinAll() { return Status::success(); }
+
   /// Graphs: a backend that can record the work of a whole step once and
   /// replay it (the CUDA backend's CUDA graphs: one launch a step instead
   /// of one per kernel) says so here. Between beginCapture() and

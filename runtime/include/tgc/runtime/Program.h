@@ -118,6 +118,11 @@ constexpr int32_t kNotComputed = -1;
 /// tg.shard (which needs the rank).
 bool isCollective(Kernel kernel);
 
+/// The collectives a backend may run beside the instructions after them
+/// (tg.all_reduce, tg.reduce_scatter, tg.all_gather: the CUDA backend's
+/// NCCL stream) until the step joins them.
+bool overlapsCompute(Kernel kernel);
+
 /// Kernels that may leave results uncomputed (an output mask): the fused
 /// gradient kernels, whose callers need only some operand gradients.
 bool mayLeaveResults(Kernel kernel);
@@ -276,6 +281,26 @@ struct Program {
     return nullptr;
   }
 };
+
+/// Where a run of `instructions` joins each collective that overlaps
+/// compute. The collectives run beside the other instructions, one at a
+/// time: a collective is joined right before the first later instruction
+/// whose operands or results share memory with its operand or result, or
+/// that is the next such collective, else after the last instruction.
+/// Until then nothing else touches its memory, which is not free
+/// (tg-plan-memory keeps its operand and result live through the
+/// instruction before, by the same rule on the same schedule).
+struct CollectiveJoins {
+  /// before[i]: the collective (its index in `instructions`) joined right
+  /// before instruction i, if any; before[size()] the one joined after the
+  /// last.
+  std::vector<std::vector<size_t>> before;
+  /// ordinal[i]: for a collective that overlaps compute, how many such
+  /// collectives come before it in `instructions`.
+  std::vector<size_t> ordinal;
+};
+CollectiveJoins collectiveJoins(const Program &program,
+                                const std::vector<Instruction> &instructions);
 
 /// Reads, verifies and decodes a .tgx file. On failure the message says
 /// which file, and which tensor, instruction or field, is wrong.

@@ -197,6 +197,10 @@ private:
   };
   bool graphsOn = true;
   std::map<std::string, GraphRuns> graphs;
+  /// Each instruction list's collective joins (collectiveJoins), by the
+  /// list's address (the program's and its entry points' lists, which
+  /// do not move).
+  std::map<const std::vector<Instruction> *, CollectiveJoins> joins;
   /// Runs (or, while capturing, records) `instructions`; with `trace`,
   /// records the arena bytes they touch. An error says "NAME VERB in
   /// instruction #i (kernel): why".
