@@ -55,7 +55,7 @@ NOTES = """## Reading the tables
   the same team), so a second process brings no idle core to work; the
   ranks pay the collectives (packing and padding the buckets, the
   all-gathers of the parameters under ZeRO) and a step of half the size
-  each. The four modes take within 8% of one process's time, about this
+  each. The four modes take within 10% of one process's time, about this
   machine's noise from run to run. One process on one thread shows what
   the second core buys.
 - **Persistent memory follows ZeRO's division**: f32 parameters (4 Psi)
@@ -90,13 +90,13 @@ NOTES = """## Reading the tables
   pass), 1.5 times zero2's in f32 (GPT-2 1558M at N = 64: 17.13 GiB
   against 11.42), about the same in bf16, where it gathers the bf16 casts
   (8.87 GiB against 8.72).
-- **Llama-3 full fine-tuning**: Llama-3-70B plans 57.89 GiB a rank on 8
+- **Llama-3 full fine-tuning**: Llama-3-70B plans 58.10 GiB a rank on 8
   ranks under zero3 (49.54 GiB of f32 parameters and 8-bit moments, 6 Psi /
-  8, and an 8.35 GiB arena); zero2 needs 316.78 GiB a rank at N = 8 and
-  still 274.69 at N = 64 (the whole f32 parameters alone are 263 GiB).
-  `--world-size auto` finds that 6 H100s train it under zero3 (74.65 GiB a
+  8, and an 8.56 GiB arena); zero2 needs 320.76 GiB a rank at N = 8 and
+  still 276.94 at N = 64 (the whole f32 parameters alone are 263 GiB).
+  `--world-size auto` finds that 6 H100s train it under zero3 (74.94 GiB a
   rank; 5 do not fit), and that Llama-3-8B trains on one H100 as one
-  process (50.51 GiB), 8.56 GiB a rank on 8 under zero3. With
+  process (50.51 GiB), 8.66 GiB a rank on 8 under zero3. With
   `--remat=blocks` a rank sends two bf16 gathers of the parameters a step
   (the forward pass; the backward pass, where a recomputed block and its
   gradients read one gathered copy: tg-share-gathers, as FSDP does) and
@@ -113,17 +113,25 @@ NOTES = """## Reading the tables
   exposed at N = 8). zero2 still exposes 0.56 of its 0.84 s: the gathers
   of the updated parameters end the step with nothing left to overlap
   them (the next step's forward pass could).
+- **Collectives in flight hold their memory**: the CUDA backend runs
+  each collective beside the compute until the next is queued or its
+  memory is next touched, and the plan keeps its operand and result live
+  until then. That costs the arena what is in flight at its peak:
+  Llama-3-8B under zero2 at N = 8 plans 7.92 GiB of arena, against 5.97
+  when every collective completed before the next op ran (the
+  embedding's 2 GiB f32 gradient stays until its reduce-scatter is
+  joined, across the LM head's gradient), zero3 3.02 against 2.93.
 - **Hybrid sharding** (`--shard-group=8`, Llama-3-70B under zero3): a
-  rank holds an eighth of the model whatever N (57.89 GiB, against 32.75
-  GiB split across 16 and 9.21 across 256), and only the replicas'
+  rank holds an eighth of the model whatever N (58.10 GiB, against 32.84
+  GiB split across 16 and 9.23 across 256), and only the replicas'
   all-reduce of each part crosses the network: 0.36 s of link time at
   N = 16 against 1.12 s when every collective spans the job. Yet the
-  estimate prefers splitting across all 16 (2.32 s a step against 2.40):
+  estimate prefers splitting across all 16 (2.32 s a step against 2.47):
   the all-reduce adds to the node's reduce-scatter on the one
   communication stream, and a ring over two nodes still moves at the
   ports' 400 GB/s. At 256 ranks a ring over the job pays 255 network
   latencies a collective (3.22 s of link time), and hybrid sharding wins,
-  2.70 s against 3.88; `--fit` plans both and takes the faster.
+  2.72 s against 3.88; `--fit` plans both and takes the faster.
 - **Gradient accumulation** (Llama-3-8B, 8 micro-batches a step on 8
   ranks): every mode sums the ranks' counts of targets before dividing,
   so the step is one process's on the 64 concatenated sequences. ddp and
@@ -134,9 +142,9 @@ NOTES = """## Reading the tables
   and reduce-scatter every micro-step's gradients (137.73 and 324.48 GiB
   sent a step, zero3's with the parameters' gathers), and their apply
   steps compute one gradient at a time from the parts (tg-stream-apply:
-  2.20 and 0.24 GiB of arena): 38.05 and 12.89 GiB a rank in all, against
-  104.94 under ddp. The estimate has zero3 fastest (2.64 s a step against
-  3.10): its micro-steps' collectives hide behind compute (0.18 s
+  2.27 and 0.24 GiB of arena): 38.41 and 12.99 GiB a rank in all, against
+  104.94 under ddp. The estimate has zero3 fastest (2.66 s a step against
+  3.10): its micro-steps' collectives hide behind compute (0.19 s
   exposed), and its apply step updates an eighth of the parameters where
   ddp's updates all of them on every rank.
 """

@@ -444,9 +444,14 @@ FunctionEstimate estimateFunction(func::FuncOp function,
       continue;
     }
     // Each stream runs its ops in IR order, each op once what it reads
-    // is ready.
+    // is ready. A collective also follows the compute queued before it,
+    // which first waits for the collective in flight: the runtime keeps
+    // one in flight (collectiveJoins).
+    if (e.communication)
+      computeClock = std::max(computeClock, communicationClock);
     double &clock = e.communication ? communicationClock : computeClock;
-    e.startSeconds = std::max(clock, readyAt(op));
+    e.startSeconds =
+        std::max(e.communication ? computeClock : clock, readyAt(op));
     clock = e.startSeconds + e.seconds();
     finish(op, clock);
     if (e.communication)

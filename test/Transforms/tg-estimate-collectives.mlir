@@ -16,7 +16,9 @@
 // 0.4 GB/s, its step 10 us.
 //
 // The two streams: the collectives run in order on one, the other ops in
-// order on the other, each op once what it reads is done.
+// order on the other, each op once what it reads is done; a collective
+// also after the ops before it, which first wait for the collective
+// before it (one in flight, as the runtime joins them).
 
 // CHECK: step @step: 177.80 us, {{.*}} 6 kernels; communication 165.51 us, 163.91 us of it not hidden
 // CHECK: tg.all_reduce 1
@@ -40,7 +42,8 @@
 // CHECK-NEXT: #3 tg.all_reduce {{.*}} time=80.48us link link=80.48us (tree, fast + slow) start=18.36us
 // The GELU needs nothing of the all-reduce: it runs beside it.
 // CHECK-NEXT: #4 tg.gelu {{.*}} time=0.576us compute start=18.36us
-// The reduce-scatter waits for the stream (18.36 + 80.48 = 98.84 us):
+// The reduce-scatter waits for the all-reduce, and so does the compute
+// stream before it (18.36 + 80.48 = 98.84 us):
 // a ring of 7 steps, 70 us + 7/8 x 10.24 us = 78.96 us; the step ends
 // with it at 177.80 us, of which the compute stream's ops take 13.888 us.
 // CHECK-NEXT: #5 tg.reduce_scatter {{.*}} time=78.96us link link=78.96us (ring, fast + slow) start=98.84us
