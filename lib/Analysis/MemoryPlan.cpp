@@ -116,7 +116,8 @@ static void keepCollectivesMemory(StepGraph &step) {
         continue;
       if (overlaps(user) || (in >= 0 && llvm::is_contained(node.inputs, in)) ||
           (out >= 0 && llvm::is_contained(node.inputs, out)) ||
-          llvm::is_contained(user->getOperands(), operand)) {
+          llvm::is_contained(user->getOperands(), operand) ||
+          llvm::is_contained(user->getOperands(), op->getResult(0))) {
         first = n;
         break;
       }

@@ -5,8 +5,8 @@
 // that its ranks map. ncclGetUniqueId names a segment (the job's
 // bootstrap, Open MPI in tgc, carries the name to the other ranks), and
 // ncclCommInitRank maps it and waits until every rank has; the last rank
-// to arrive unlinks the name, so nothing is left behind however the job
-// ends.
+// to arrive unlinks the name, so nothing is left behind once every rank
+// has joined (a rank that never joins leaves the name in /dev/shm).
 //
 // A collective is queued on its stream like a kernel and runs when the
 // stream does (as late as CUDA allows, Runtime.cpp), in chunks: each rank
@@ -14,7 +14,8 @@
 // computes its output from all the slots, and waits again before the
 // slots are reused. Every rank reduces the slots in rank order, in f32, so
 // every rank gets the same bits. A rank that waits 300 s for the others
-// fails the collective as a kernel fault (the stream's sticky error).
+// fails the collective as a kernel fault (the stream's sticky error), and
+// the collectives queued after a fault do not run, as kernels do not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -262,6 +263,8 @@ int allReduce(const void *send, void *recv, size_t count, int type, int op,
   if (!deviceRange(send, count * bytes) || !deviceRange(recv, count * bytes))
     return kInvalidArgument;
   auto work = [=] {
+    if (stickyError() != cudaSuccess)
+      return;
     auto *in = static_cast<const uint8_t *>(send);
     auto *out = static_cast<uint8_t *>(recv);
     size_t chunk = kSlotBytes / bytes;
@@ -289,6 +292,8 @@ int reduceScatter(const void *send, void *recv, size_t recvCount, int type,
       !deviceRange(recv, recvCount * bytes))
     return kInvalidArgument;
   auto work = [=] {
+    if (stickyError() != cudaSuccess)
+      return;
     auto *in = static_cast<const uint8_t *>(send);
     auto *out = static_cast<uint8_t *>(recv);
     // A slot holds the chunk of every rank's part.
@@ -319,6 +324,8 @@ int allGather(const void *send, void *recv, size_t sendCount, int type,
   if (!deviceRange(send, total) || !deviceRange(recv, ranks * total))
     return kInvalidArgument;
   auto work = [=] {
+    if (stickyError() != cudaSuccess)
+      return;
     auto *in = static_cast<const uint8_t *>(send);
     auto *out = static_cast<uint8_t *>(recv);
     for (size_t at = 0; at < total; at += kSlotBytes) {

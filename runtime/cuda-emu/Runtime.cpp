@@ -973,6 +973,9 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t executable) {
     return fail(cudaErrorInvalidValue,
                 "cudaGraphExecDestroy of an executable graph that is not "
                 "live");
+  // Launches queued on other streams wait for its lanes' streams.
+  if (!it->second->lanes.empty())
+    drainAll();
   for (Stream *lane : it->second->lanes)
     cudaStreamDestroy(reinterpret_cast<cudaStream_t>(lane));
   state().executables.erase(it);

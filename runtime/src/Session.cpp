@@ -597,6 +597,7 @@ Status Session::runInstructions(const std::vector<Instruction> &instructions,
     known =
         joins.emplace(&instructions, collectiveJoins(prog, instructions)).first;
   const CollectiveJoins &joined = known->second;
+  device->beginRun();
   // Joins the collectives due before instruction `at` (at the end: after
   // the last); their memory was in use until then (and instruction `at`
   // may take it).

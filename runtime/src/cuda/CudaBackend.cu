@@ -3,8 +3,10 @@
 // One cudaMalloc for the persistent region and one for the arena, of the
 // planned sizes; every kernel on one stream; copies to and from the host on
 // that stream, except the next step's inputs, which a second stream brings
-// in from pinned memory while the current step runs. Kernels that find bad data (an index out of range) set a
-// device flag, checked whenever the host synchronizes, so the step that
+// in from pinned memory while the current step runs; NCCL's collectives on
+// a third, beside the kernels, one at a time, joined where the Session
+// says (collectiveJoins). Kernels that find bad data (an index out of range)
+// set a device flag, checked whenever the host synchronizes, so the step that
 // hit it fails with a message instead of computing garbage. Every CUDA call
 // is checked. A machine without a GPU or driver (cudaGetDeviceCount fails
 // with "no device" or "insufficient driver") gets a clear error.
@@ -384,13 +386,21 @@ public:
   /// After a run's last instruction: the compute stream waits for every
   /// collective (a captured step's collectives join its graph).
   Status joinAll() override {
-    for (size_t k = queuedCollectives; k-- > 0;)
+    size_t queued = queuedCollectives;
+    queuedCollectives = 0;
+    for (size_t k = queued; k-- > 0;)
       if (cudaEvent_t done = doneEvents[k]) {
         TGC_CUDA_CALL(cudaStreamWaitEvent(streamOf(ctx), done, 0));
         break;
       }
-    queuedCollectives = 0;
     return Status::success();
+  }
+
+  /// A run counts its collectives from 0, whatever an earlier run that
+  /// failed (or a capture that was refused) left queued.
+  void beginRun() override {
+    queuedCollectives = 0;
+    lastDone = nullptr;
   }
 
   /// A collective: this rank's part of a tensor is a device copy; the
@@ -467,7 +477,7 @@ public:
       Status status = on->run(inst, in, out, commStream);
       if (!status.ok())
         return status;
-      if (collectiveEvents.size() <= queuedCollectives) {
+      while (collectiveEvents.size() <= queuedCollectives) {
         cudaEvent_t made = nullptr;
         TGC_CUDA_CALL(cudaEventCreateWithFlags(&made, cudaEventDisableTiming));
         collectiveEvents.push_back(made);

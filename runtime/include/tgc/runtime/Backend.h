@@ -92,6 +92,8 @@ public:
   /// count again.
   virtual Status join(size_t collective) { return Status::success(); }
   virtual Status joinAll() { return Status::success(); }
+  /// Before a run's first instruction (its count starts at 0).
+  virtual void beginRun() {}
 
   /// Graphs: a backend that can record the work of a whole step once and
   /// replay it (the CUDA backend's CUDA graphs: one launch a step instead
