@@ -186,6 +186,30 @@ void reduceSlots(const Comm &comm, size_t offset, size_t count, int type,
   }
 }
 
+/// Queues a collective on `stream`: `count` elements in chunks of
+/// `chunk`, each through the slots. fill(at, n) writes this rank's slot,
+/// every rank arrives, read(at, n) computes from all the slots, and every
+/// rank arrives again (the slots are free). Skipped after a fault, as
+/// kernels are.
+template <typename Fill, typename Read>
+int queue(Comm *comm, cudaStream_t stream, const char *what, size_t count,
+          size_t chunk, Fill fill, Read read) {
+  auto work = [=] {
+    if (stickyError() != cudaSuccess)
+      return;
+    for (size_t at = 0; at < count; at += chunk) {
+      size_t n = std::min(chunk, count - at);
+      fill(at, n);
+      if (!barrier(*comm))
+        return fault(*comm, what);
+      read(at, n);
+      if (!barrier(*comm))
+        return fault(*comm, what);
+    }
+  };
+  return enqueue(stream, work) ? kSuccess : kInvalidUsage;
+}
+
 bool deviceRange(const void *pointer, size_t bytes) {
   return bytes == 0 || inAllocation(pointer, bytes, Memory::Device);
 }
@@ -262,23 +286,16 @@ int allReduce(const void *send, void *recv, size_t count, int type, int op,
     return kInvalidArgument;
   if (!deviceRange(send, count * bytes) || !deviceRange(recv, count * bytes))
     return kInvalidArgument;
-  auto work = [=] {
-    if (stickyError() != cudaSuccess)
-      return;
-    auto *in = static_cast<const uint8_t *>(send);
-    auto *out = static_cast<uint8_t *>(recv);
-    size_t chunk = kSlotBytes / bytes;
-    for (size_t at = 0; at < count; at += chunk) {
-      size_t n = std::min(chunk, count - at);
-      std::memcpy(comm->slot(comm->rank), in + at * bytes, n * bytes);
-      if (!barrier(*comm))
-        return fault(*comm, "ncclAllReduce");
-      reduceSlots(*comm, 0, n, type, op, out + at * bytes);
-      if (!barrier(*comm))
-        return fault(*comm, "ncclAllReduce");
-    }
-  };
-  return enqueue(stream, work) ? kSuccess : kInvalidUsage;
+  auto *in = static_cast<const uint8_t *>(send);
+  auto *out = static_cast<uint8_t *>(recv);
+  return queue(
+      comm, stream, "ncclAllReduce", count, kSlotBytes / bytes,
+      [=](size_t at, size_t n) {
+        std::memcpy(comm->slot(comm->rank), in + at * bytes, n * bytes);
+      },
+      [=](size_t at, size_t n) {
+        reduceSlots(*comm, 0, n, type, op, out + at * bytes);
+      });
 }
 
 int reduceScatter(const void *send, void *recv, size_t recvCount, int type,
@@ -291,27 +308,21 @@ int reduceScatter(const void *send, void *recv, size_t recvCount, int type,
   if (!deviceRange(send, ranks * recvCount * bytes) ||
       !deviceRange(recv, recvCount * bytes))
     return kInvalidArgument;
-  auto work = [=] {
-    if (stickyError() != cudaSuccess)
-      return;
-    auto *in = static_cast<const uint8_t *>(send);
-    auto *out = static_cast<uint8_t *>(recv);
-    // A slot holds the chunk of every rank's part.
-    size_t chunk = kSlotBytes / (bytes * ranks);
-    for (size_t at = 0; at < recvCount; at += chunk) {
-      size_t n = std::min(chunk, recvCount - at);
-      for (size_t part = 0; part < ranks; ++part)
-        std::memcpy(comm->slot(comm->rank) + part * n * bytes,
-                    in + (part * recvCount + at) * bytes, n * bytes);
-      if (!barrier(*comm))
-        return fault(*comm, "ncclReduceScatter");
-      reduceSlots(*comm, size_t(comm->rank) * n * bytes, n, type, op,
-                  out + at * bytes);
-      if (!barrier(*comm))
-        return fault(*comm, "ncclReduceScatter");
-    }
-  };
-  return enqueue(stream, work) ? kSuccess : kInvalidUsage;
+  auto *in = static_cast<const uint8_t *>(send);
+  auto *out = static_cast<uint8_t *>(recv);
+  // A slot holds the chunk of every rank's part.
+  return queue(
+      comm, stream, "ncclReduceScatter", recvCount,
+      kSlotBytes / (bytes * ranks),
+      [=](size_t at, size_t n) {
+        for (size_t part = 0; part < ranks; ++part)
+          std::memcpy(comm->slot(comm->rank) + part * n * bytes,
+                      in + (part * recvCount + at) * bytes, n * bytes);
+      },
+      [=](size_t at, size_t n) {
+        reduceSlots(*comm, size_t(comm->rank) * n * bytes, n, type, op,
+                    out + at * bytes);
+      });
 }
 
 int allGather(const void *send, void *recv, size_t sendCount, int type,
@@ -323,23 +334,17 @@ int allGather(const void *send, void *recv, size_t sendCount, int type,
   size_t ranks = size_t(comm->size), total = sendCount * bytes;
   if (!deviceRange(send, total) || !deviceRange(recv, ranks * total))
     return kInvalidArgument;
-  auto work = [=] {
-    if (stickyError() != cudaSuccess)
-      return;
-    auto *in = static_cast<const uint8_t *>(send);
-    auto *out = static_cast<uint8_t *>(recv);
-    for (size_t at = 0; at < total; at += kSlotBytes) {
-      size_t n = std::min(kSlotBytes, total - at);
-      std::memcpy(comm->slot(comm->rank), in + at, n);
-      if (!barrier(*comm))
-        return fault(*comm, "ncclAllGather");
-      for (size_t part = 0; part < ranks; ++part)
-        std::memcpy(out + part * total + at, comm->slot(int(part)), n);
-      if (!barrier(*comm))
-        return fault(*comm, "ncclAllGather");
-    }
-  };
-  return enqueue(stream, work) ? kSuccess : kInvalidUsage;
+  auto *in = static_cast<const uint8_t *>(send);
+  auto *out = static_cast<uint8_t *>(recv);
+  return queue(
+      comm, stream, "ncclAllGather", total, kSlotBytes,
+      [=](size_t at, size_t n) {
+        std::memcpy(comm->slot(comm->rank), in + at, n);
+      },
+      [=](size_t at, size_t n) {
+        for (size_t part = 0; part < ranks; ++part)
+          std::memcpy(out + part * total + at, comm->slot(int(part)), n);
+      });
 }
 
 const char *getErrorString(int result) {

@@ -398,10 +398,7 @@ public:
 
   /// A run counts its collectives from 0, whatever an earlier run that
   /// failed (or a capture that was refused) left queued.
-  void beginRun() override {
-    queuedCollectives = 0;
-    lastDone = nullptr;
-  }
+  void beginRun() override { queuedCollectives = 0; }
 
   /// A collective: this rank's part of a tensor is a device copy; the
   /// others run on NCCL when it loads (the first collective tries; one
@@ -414,18 +411,20 @@ public:
   /// host memory it is complete when this returns.
   Status collective(const Instruction &inst, const TensorRef &in,
                     TensorRef &out) {
-    Status status = collectiveOn(inst, in, out);
+    cudaEvent_t done = nullptr;
+    Status status = collectiveOn(inst, in, out, done);
     if (status.ok() && overlapsCompute(inst.kernel)) {
       if (doneEvents.size() <= queuedCollectives)
         doneEvents.resize(queuedCollectives + 1, nullptr);
-      doneEvents[queuedCollectives++] = lastDone;
+      doneEvents[queuedCollectives++] = done;
     }
-    lastDone = nullptr;
     return status;
   }
 
+  /// `done`: the event the collective records when it completes (null
+  /// when it is complete on return).
   Status collectiveOn(const Instruction &inst, const TensorRef &in,
-                      TensorRef &out) {
+                      TensorRef &out, cudaEvent_t &done) {
     if (!comm)
       return Status::failure("a collective without a communicator");
     Communicator *group = nullptr;
@@ -482,8 +481,8 @@ public:
         TGC_CUDA_CALL(cudaEventCreateWithFlags(&made, cudaEventDisableTiming));
         collectiveEvents.push_back(made);
       }
-      lastDone = collectiveEvents[queuedCollectives];
-      TGC_CUDA_CALL(cudaEventRecord(lastDone, commStream));
+      done = collectiveEvents[queuedCollectives];
+      TGC_CUDA_CALL(cudaEventRecord(done, commStream));
       return Status::success();
     }
     std::vector<uint8_t> hostIn(in.numBytes()), hostOut(out.numBytes());
@@ -551,7 +550,6 @@ private:
   /// queuedCollectives so far.
   std::vector<cudaEvent_t> collectiveEvents, doneEvents;
   size_t queuedCollectives = 0;
-  cudaEvent_t lastDone = nullptr;
   cudaDeviceProp properties{};
   cuda::Context ctx;
   uint8_t *persistent = nullptr;
