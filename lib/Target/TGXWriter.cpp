@@ -456,6 +456,40 @@ LogicalResult TGXWriter::write(const TGXInfo &info,
   for (const PersistentTensor &persistent : trainPlan.persistent)
     if (persistent.name == tg::TGDialect::kStepCounterName)
       counter = tensorOf.lookup(body.getArgument(persistent.argNumber));
+  // The 4-bit weights, as their codes' tg.quant4 names them.
+  llvm::StringMap<int32_t> persistentNamed;
+  for (const PersistentTensor &persistent : trainPlan.persistent)
+    persistentNamed[persistent.name] =
+        tensorOf.lookup(body.getArgument(persistent.argNumber));
+  std::vector<flatbuffers::Offset<tgx::Weight4bit>> weights4bit;
+  for (const PersistentTensor &persistent : trainPlan.persistent) {
+    auto layout = trainStep.getArgAttrOfType<DictionaryAttr>(
+        persistent.argNumber, tg::TGDialect::kQuant4Attr);
+    if (!layout)
+      continue;
+    static constexpr StringLiteral kScales[] = {"absmax", "nested_absmax",
+                                                "offset"};
+    int32_t scales[3] = {-1, -1, -1};
+    for (auto [key, scale] : llvm::zip(kScales, scales)) {
+      auto name = layout.getAs<StringAttr>(key);
+      if (!name)
+        continue;
+      auto found = persistentNamed.find(name.getValue());
+      if (found == persistentNamed.end())
+        return trainStep.emitOpError("has the 4-bit weight '")
+               << persistent.name << "' whose " << key << " '"
+               << name.getValue() << "' is not a persistent tensor of it";
+      scale = found->second;
+    }
+    auto integer = [&](StringRef key) {
+      return layout.getAs<IntegerAttr>(key).getInt();
+    };
+    weights4bit.push_back(tgx::CreateWeight4bit(
+        fbb, tensorOf.lookup(body.getArgument(persistent.argNumber)), scales[0],
+        scales[1], scales[2], integer("rows"), integer("cols"),
+        integer("block_size"),
+        layout.getAs<StringAttr>("type").getValue() == "fp4"));
+  }
   auto trainInstructions = fbb.CreateVector(instructions);
   instructions.clear();
 
@@ -507,7 +541,7 @@ LogicalResult TGXWriter::write(const TGXInfo &info,
       accumSteps, info.allowTF32, str(info.task), info.seqLen, worldSize,
       dataParallel, str(info.hfConfig), str(info.hfConfigError),
       trainPlan.hostSize, fbb.CreateVector(metrics), str(info.preference),
-      shardGroup);
+      shardGroup, fbb.CreateVector(weights4bit));
   tgx::FinishProgramBuffer(fbb, program);
   out.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   tgx::appendTrailer(out);

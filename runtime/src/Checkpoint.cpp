@@ -441,7 +441,7 @@ mergedParameters(Session &session, std::vector<std::vector<uint8_t>> &merged) {
       for (int c = 0; c < quant4::kNestedValues; ++c)
         dynamic[c] = quant4::dynamicMap(c);
       auto viewOf = [&](int32_t index) {
-        return index >= 0 ? session.hostView(index) : TensorRef();
+        return index >= 0 ? session.wholeView(index) : TensorRef();
       };
       Weight4bitRefs refs;
       refs.codes = w;
@@ -1093,7 +1093,7 @@ Status loadCheckpointParts(Session &session, const std::string &path,
         continue;
       }
       // bitsandbytes saves the codes as [n / 2, 1].
-      if (entry.shape == std::vector<int64_t>{info.shape[0], 1})
+      if (entry.shape == std::vector<int64_t>{expectedShape[0], 1})
         expectedShape = entry.shape;
     }
     // Starting from weights (not resuming), a float parameter may be stored

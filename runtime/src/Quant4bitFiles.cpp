@@ -192,12 +192,7 @@ Status quantizeEntry(Session &session, const QuantizedWeight &weight,
     if (!std::isfinite(values[i]))
       return Status::failure("tensor '" + entry.name + "' has a non-finite "
                              "value at element " + std::to_string(i));
-  auto viewOf = [&](int32_t index) {
-    return index >= 0 ? session.hostView(index) : TensorRef();
-  };
-  quantizeWeight(weight, values.data(), viewOf(weight.codes),
-                 viewOf(weight.absmax), viewOf(weight.nestedAbsmax),
-                 viewOf(weight.offset));
+  session.quantizeInto(weight, values.data());
   return Status::success();
 }
 

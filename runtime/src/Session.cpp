@@ -173,7 +173,7 @@ Status Session::create(Program program, std::unique_ptr<Backend> backend,
   // gets the same checks.
   if (Status status = verifyInstructions(program); !status.ok())
     return status;
-  if (Status status = findQuantizedWeights(program); !status.ok())
+  if (Status status = checkQuantizedWeights(program); !status.ok())
     return status;
   std::unique_ptr<Session> created(
       new Session(std::move(program), std::move(backend)));
@@ -377,12 +377,7 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
     view.dtype = DType::F32;
     view.shape = whole.shape;
     initializeTensor(whole, seed, view, /*viewIsZero=*/false);
-    auto viewOf = [&](int32_t index) {
-      return index >= 0 ? hostView(index) : TensorRef();
-    };
-    quantizeWeight(weight, values.data(), viewOf(weight.codes),
-                   viewOf(weight.absmax), viewOf(weight.nestedAbsmax),
-                   viewOf(weight.offset));
+    quantizeInto(weight, values.data());
     for (int32_t index : {weight.codes, weight.absmax, weight.nestedAbsmax,
                           weight.offset})
       if (index >= 0)
@@ -398,6 +393,41 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
     return pushPersistent();
   mirrorZero = false;
   return pushTensors(std::move(written));
+}
+
+void Session::quantizeInto(const QuantizedWeight &weight, const float *values) {
+  int32_t indices[4] = {weight.codes, weight.absmax, weight.nestedAbsmax,
+                        weight.offset};
+  TensorRef views[4];
+  // zero3's parts: the tensors quantized whole here first (the offset of
+  // a double-quantized absmax is their mean, so no part is computed
+  // alone), then each rank keeps its elements.
+  std::vector<uint8_t> wholes[4];
+  for (int k = 0; k < 4; ++k) {
+    if (indices[k] < 0)
+      continue;
+    views[k] = hostView(indices[k]);
+    const TensorInfo &info = prog.tensors[size_t(indices[k])];
+    if (!info.isShard())
+      continue;
+    views[k].shape = info.wholeShape();
+    wholes[k].resize(size_t(views[k].numBytes()));
+    views[k].data = wholes[k].data();
+  }
+  quantizeWeight(weight, values, views[0], views[1], views[2], views[3]);
+  for (int k = 0; k < 4; ++k) {
+    if (wholes[k].empty())
+      continue;
+    const TensorInfo &info = prog.tensors[size_t(indices[k])];
+    TensorRef part = hostView(indices[k]);
+    size_t size = dtypeSize(info.dtype);
+    int64_t first = info.partStart(prog.partOf(comm->rank()));
+    int64_t count = std::min(part.numElements(), info.wholeElements() - first);
+    std::memcpy(part.data, wholes[k].data() + size_t(first) * size,
+                size_t(count) * size);
+    std::memset(static_cast<char *>(part.data) + size_t(count) * size, 0,
+                size_t(part.numBytes()) - size_t(count) * size);
+  }
 }
 
 Status Session::pushTensors(std::vector<int32_t> indices) {

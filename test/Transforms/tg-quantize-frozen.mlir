@@ -26,11 +26,12 @@ func.func @mlp(%x: tensor<64x16xf32> {tg.input = "inputs"}, %y: tensor<64xi64> {
 }
 
 // The weights become bitsandbytes' tensors under its names; the codes keep
-// the parameter's name and initializer. 32 x 16 = 512 values: 256 bytes of
-// codes, 8 blocks of 64, one nested block.
+// the parameter's name and initializer, and name the weight's layout and
+// scales (tg.quant4). 32 x 16 = 512 values: 256 bytes of codes, 8 blocks
+// of 64, one nested block.
 // CHECK-LABEL: func.func @mlp
-// CHECK-SAME: %[[C0:[^:]*]]: tensor<256xui8> {tg.frozen, tg.init = #tg.init<normal(0.000000e+00, 2.000000e-02)>, tg.param = "layers.0.weight"}
-// CHECK-SAME: tensor<512xui8> {tg.frozen, tg.param = "layers.1.weight"}
+// CHECK-SAME: %[[C0:[^:]*]]: tensor<256xui8> {tg.frozen, tg.init = #tg.init<normal(0.000000e+00, 2.000000e-02)>, tg.param = "layers.0.weight", tg.quant4 = {absmax = "layers.0.weight.absmax", block_size = 64 : i64, cols = 16 : i64, nested_absmax = "layers.0.weight.nested_absmax", offset = "layers.0.weight.nested_offset", rows = 32 : i64, type = "nf4"}}
+// CHECK-SAME: tensor<512xui8> {tg.frozen, tg.param = "layers.1.weight", tg.quant4 = {absmax = "layers.1.weight.absmax", block_size = 64 : i64, cols = 32 : i64, nested_absmax = "layers.1.weight.nested_absmax", offset = "layers.1.weight.nested_offset", rows = 32 : i64, type = "nf4"}}
 // CHECK-SAME: %arg6: tensor<4x32xf32> {tg.param = "layers.2.weight"}
 // CHECK-SAME: %[[A0:[^:]*]]: tensor<8xui8> {tg.frozen, tg.param = "layers.0.weight.absmax"}
 // CHECK-SAME: %[[N0:[^:]*]]: tensor<1xf32> {tg.frozen, tg.param = "layers.0.weight.nested_absmax"}
@@ -47,6 +48,7 @@ func.func @mlp(%x: tensor<64x16xf32> {tg.input = "inputs"}, %y: tensor<64xi64> {
 
 // Without double quantization an f32 absmax per block (here of 32).
 // FP4-LABEL: func.func @mlp
+// FP4-SAME: tensor<256xui8> {tg.frozen, tg.init = #tg.init<normal(0.000000e+00, 2.000000e-02)>, tg.param = "layers.0.weight", tg.quant4 = {absmax = "layers.0.weight.absmax", block_size = 32 : i64, cols = 16 : i64, rows = 32 : i64, type = "fp4"}}
 // FP4-SAME: tensor<16xf32> {tg.frozen, tg.param = "layers.0.weight.absmax"}
 // FP4-NOT: nested
 // FP4: tg.constant dense<[0.000000e+00, 0.00520833349, 0.666666686, 1.000000e+00
@@ -65,7 +67,7 @@ func.func @mlp(%x: tensor<64x16xf32> {tg.input = "inputs"}, %y: tensor<64xi64> {
 // Named, it is quantized too.
 // NAMED-LABEL: func.func @mlp
 // NAMED-SAME: %arg2: tensor<32x16xf32>
-// NAMED-SAME: %arg6: tensor<64xui8> {tg.frozen, tg.param = "layers.2.weight"}
+// NAMED-SAME: %arg6: tensor<64xui8> {tg.frozen, tg.param = "layers.2.weight", tg.quant4 = {absmax = "layers.2.weight.absmax", {{[^}]*}}, rows = 4 : i64, type = "nf4"}}
 // NAMED: tg.matmul_4bit {{.*}} {cols = 32 : i64, rows = 4 : i64}
 
 // Mixed precision casts the input, not the scales; the input's gradient is

@@ -566,6 +566,22 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
     program.adapters.push_back(adapter);
   }
 
+  // The 4-bit weights (checked by Session::create, as a program built in
+  // memory is).
+  if (fb->weights_4bit())
+    for (const tgx::Weight4bit *w : *fb->weights_4bit()) {
+      QuantizedWeight weight;
+      weight.codes = w->codes();
+      weight.absmax = w->absmax();
+      weight.nestedAbsmax = w->nested_absmax();
+      weight.offset = w->offset();
+      weight.rows = w->rows();
+      weight.cols = w->cols();
+      weight.blockSize = w->block_size();
+      weight.fp4 = w->fp4();
+      program.quantized.push_back(weight);
+    }
+
   auto tensorIndexOk = [&](int64_t index) {
     return index >= 0 && size_t(index) < program.tensors.size();
   };

@@ -12,6 +12,7 @@
 
 #include "Verify.h"
 
+#include "../Safetensors.h"
 #include "KernelAttrs.h"
 #include "tgc/Support/CheckedMath.h"
 #include "tgc/Support/ShapeRules.h"
@@ -534,18 +535,24 @@ Status Checker::run() {
   if (!spec())
     return Status::failure(error);
   bool ok = false;
-  // Codes of 8-bit state are bytes no other kernel interprets.
+  // Codes (of 8-bit state, of a 4-bit weight) are bytes no other kernel
+  // interprets; layout kernels and all-gathers move them (zero3 gathers a
+  // 4-bit weight's parts).
   bool quantized = inst.kernel == Kernel::AdamW8bitUpdate ||
                    inst.kernel == Kernel::AdamW4bitUpdate ||
                    inst.kernel == Kernel::SGD8bitUpdate ||
                    inst.kernel == Kernel::Matmul4bit;
+  bool moves = inst.kernel == Kernel::Reshape || inst.kernel == Kernel::Slice ||
+               inst.kernel == Kernel::Split || inst.kernel == Kernel::Concat ||
+               inst.kernel == Kernel::AllGather;
   for (const std::vector<int32_t> *list : {&inst.operands, &inst.results})
     for (int32_t index : *list)
-      if (index != kNotComputed && !quantized &&
+      if (index != kNotComputed && !quantized && !moves &&
           program.tensors[index].dtype == DType::U8)
         return Status::failure("'" + program.tensors[index].name +
                                "' is ui8, which only the 8-bit and 4-bit "
-                               "optimizer updates and tg.matmul_4bit read");
+                               "optimizer updates, tg.matmul_4bit, layout "
+                               "ops and all-gathers read");
   switch (inst.kernel) {
   case Kernel::Matmul:
     ok = product(/*withAddend=*/false);
@@ -1123,8 +1130,68 @@ Status verifyInstructions(const Program &program) {
   return status;
 }
 
-Status findQuantizedWeights(Program &program) {
-  program.quantized.clear();
+Status checkQuantizedWeights(const Program &program) {
+  std::vector<bool> used(program.tensors.size(), false);
+  for (const QuantizedWeight &weight : program.quantized) {
+    bool inRange = true;
+    for (int32_t index :
+         {weight.codes, weight.absmax, weight.nestedAbsmax, weight.offset})
+      inRange =
+          inRange && index >= -1 && index < int32_t(program.tensors.size());
+    if (!inRange || weight.codes < 0 || weight.absmax < 0)
+      return Status::failure("a 4-bit weight's tensor index is out of range");
+    const TensorInfo &codes = program.tensors[size_t(weight.codes)];
+    auto fail = [&](const std::string &message) {
+      return Status::failure("the 4-bit weight '" + codes.name +
+                             "': " + message);
+    };
+    if (weight.rows <= 0 || weight.cols <= 0 ||
+        weight.rows > (int64_t(1) << 40) / weight.cols)
+      return fail("its shape " + std::to_string(weight.rows) + " x " +
+                  std::to_string(weight.cols) + " is out of range");
+    if (weight.blockSize < 2 || weight.blockSize % 2 ||
+        weight.blockSize > quant4::kMaxBlockSize)
+      return fail("its block size " + std::to_string(weight.blockSize) +
+                  " is not even in [2, " +
+                  std::to_string(quant4::kMaxBlockSize) + "]");
+    if ((weight.nestedAbsmax < 0) != (weight.offset < 0))
+      return fail("a double-quantized absmax needs both its nested absmax "
+                  "and its offset");
+    quant4::Layout layout{weight.rows * weight.cols, weight.blockSize};
+    // Each tensor a frozen parameter (or zero3's part of one) of its type
+    // and whole shape, and of this weight alone.
+    auto expect = [&](int32_t index, const char *what, DType dtype,
+                      std::vector<int64_t> shape) -> Status {
+      if (index < 0)
+        return Status::success();
+      const TensorInfo &info = program.tensors[size_t(index)];
+      if (info.storage != Storage::Persistent || info.role != Role::Param ||
+          !info.frozen)
+        return fail("its " + std::string(what) + " '" + info.name +
+                    "' is not a frozen parameter");
+      if (info.dtype != dtype || info.wholeShape() != shape)
+        return fail("its " + std::string(what) + " '" + info.name +
+                    "' is not " + dtypeName(dtype) + " " + formatShape(shape));
+      if (used[size_t(index)])
+        return fail("its " + std::string(what) + " '" + info.name +
+                    "' belongs to another 4-bit weight too");
+      used[size_t(index)] = true;
+      return Status::success();
+    };
+    Status status =
+        expect(weight.codes, "codes", DType::U8, {layout.codeBytes()});
+    if (status.ok())
+      status =
+          expect(weight.absmax, "absmax",
+                 weight.nested() ? DType::U8 : DType::F32, {layout.blocks()});
+    if (status.ok())
+      status = expect(weight.nestedAbsmax, "nested absmax", DType::F32,
+                      {layout.nestedBlocks()});
+    if (status.ok())
+      status = expect(weight.offset, "offset", DType::F32, {});
+    if (!status.ok())
+      return status;
+  }
   // The bytes of the constant `index` computed by `list`, or null.
   auto constantOf = [&](const std::vector<Instruction> &list, int32_t index,
                         size_t bytes) -> const uint8_t * {
@@ -1139,34 +1206,19 @@ Status findQuantizedWeights(Program &program) {
       }
     return nullptr;
   };
+  // Every product's codebook is NF4's or FP4's values and its nested map
+  // bitsandbytes' dynamic map; a product that reads a weight's tensors
+  // directly (not gathered) reads them as the table lays them out.
   auto check = [&](const std::vector<Instruction> &list) -> Status {
     for (const Instruction &inst : list) {
       if (inst.kernel != Kernel::Matmul4bit)
         continue;
-      const TensorInfo &codes = program.tensors[inst.operands[1]];
-      if (codes.storage != Storage::Persistent || codes.role != Role::Param)
-        continue; // computed codes: nothing to load or draw
       auto a = Matmul4bitAttrs::read(inst);
-      QuantizedWeight weight;
-      weight.codes = inst.operands[1];
-      weight.absmax = inst.operands[2];
-      if (inst.operands.size() == 7) {
-        weight.nestedAbsmax = inst.operands[4];
-        weight.offset = inst.operands[6];
-      }
-      weight.rows = a.rows;
-      weight.cols = a.cols;
-      weight.blockSize = a.blockSize;
+      const TensorInfo &codes = program.tensors[inst.operands[1]];
       auto fail = [&](const std::string &message) {
         return Status::failure("the 4-bit weight '" + codes.name + "': " +
                                message);
       };
-      for (int32_t index : {weight.absmax, weight.nestedAbsmax, weight.offset})
-        if (index >= 0 && (program.tensors[index].storage !=
-                               Storage::Persistent ||
-                           program.tensors[index].role != Role::Param))
-          return fail("its scale '" + program.tensors[index].name +
-                      "' is not a parameter");
       const uint8_t *map =
           constantOf(list, inst.operands[3], sizeof(float) * quant4::kValues);
       float values[quant4::kValues];
@@ -1175,26 +1227,29 @@ Status findQuantizedWeights(Program &program) {
         std::memcpy(values, map, sizeof(values));
       if (!map || !quant4TypeOf(values, type))
         return fail("its codebook is not a constant of NF4's or FP4's values");
-      weight.fp4 = type == quant4::Type::FP4;
-      if (weight.nested()) {
-        const uint8_t *nested =
-            constantOf(list, inst.operands[5],
-                       sizeof(float) * quant4::kNestedValues);
-        if (!nested || std::memcmp(nested, quant4::kDynamicMapBits,
-                                   sizeof(quant4::kDynamicMapBits)) != 0)
+      bool nested = inst.operands.size() == 7;
+      if (nested) {
+        const uint8_t *nestedMap = constantOf(
+            list, inst.operands[5], sizeof(float) * quant4::kNestedValues);
+        if (!nestedMap || std::memcmp(nestedMap, quant4::kDynamicMapBits,
+                                      sizeof(quant4::kDynamicMapBits)) != 0)
           return fail("its nested map is not a constant of bitsandbytes' "
                       "dynamic map");
       }
-      const QuantizedWeight *known = program.quantizedWith(weight.codes);
-      if (!known) {
-        program.quantized.push_back(weight);
-        continue;
-      }
-      if (known->absmax != weight.absmax || known->offset != weight.offset ||
-          known->nestedAbsmax != weight.nestedAbsmax ||
-          known->rows != weight.rows || known->cols != weight.cols ||
-          known->blockSize != weight.blockSize || known->fp4 != weight.fp4)
-        return fail("two products read it with different layouts");
+      if (codes.storage != Storage::Persistent)
+        continue; // gathered (zero3) or computed
+      const QuantizedWeight *weight = program.quantizedWith(inst.operands[1]);
+      if (!weight)
+        return fail("a product reads it, but it is not in the executable's "
+                    "table of 4-bit weights");
+      if (weight->absmax != inst.operands[2] ||
+          weight->nestedAbsmax != (nested ? inst.operands[4] : -1) ||
+          weight->offset != (nested ? inst.operands[6] : -1) ||
+          weight->rows != a.rows || weight->cols != a.cols ||
+          weight->blockSize != a.blockSize ||
+          weight->fp4 != (type == quant4::Type::FP4))
+        return fail("a product reads it with another layout than the "
+                    "table's");
     }
     return Status::success();
   };

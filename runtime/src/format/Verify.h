@@ -18,12 +18,15 @@ Status verifyInstruction(const Program &program, const Instruction &inst);
 /// was checked as it was read).
 Status verifyInstructions(const Program &program);
 
-/// Fills `program.quantized` from the tg.matmul_4bit instructions that read
-/// persistent parameters: every reader of one weight agrees on its layout,
-/// its scales are parameters too, its codebook is a constant of NF4's or
-/// FP4's values and its nested map bitsandbytes' dynamic map (what the
-/// runtime quantizes with when it loads or draws the weight).
-Status findQuantizedWeights(Program &program);
+/// Checks `program.quantized`, the executable's table of 4-bit weights:
+/// each weight's tensors are frozen parameters of its layout's types and
+/// whole shapes, of no other weight; every tg.matmul_4bit's codebook is a
+/// constant of NF4's or FP4's values and its nested map bitsandbytes'
+/// dynamic map; a product that reads persistent codes directly reads a
+/// table entry as it lays the weight out (what the runtime quantizes with
+/// when it loads or draws the weight). zero3's products read gathered
+/// copies of the parts.
+Status checkQuantizedWeights(const Program &program);
 
 } // namespace tgc::rt
 

@@ -2532,6 +2532,43 @@ func.func @lora_on_input(%b: tensor<4x2xf32> {tg.input = "x", tg.lora = {base = 
 
 // -----
 
+// expected-error @+1 {{'func.func' op argument #0: 'tg.quant4' must be {rows = <positive>, cols = <positive>, block_size = <positive even>, type = "nf4" | "fp4", absmax = "<parameter>"[, nested_absmax = "<parameter>", offset = "<parameter>"]}, found {absmax = "w.absmax", block_size = 63 : i64, cols = 4 : i64, rows = 4 : i64, type = "nf4"}}}
+func.func @quant4_odd_block(%w: tensor<8xui8> {tg.param = "w", tg.frozen, tg.quant4 = {rows = 4, cols = 4, block_size = 63, type = "nf4", absmax = "w.absmax"}}) {
+  return
+}
+
+// -----
+
+// A nested absmax without its offset.
+// expected-error @+1 {{'func.func' op argument #0: 'tg.quant4' must be {rows}}
+func.func @quant4_half_nested(%w: tensor<8xui8> {tg.param = "w", tg.frozen, tg.quant4 = {rows = 4, cols = 4, block_size = 64, type = "nf4", absmax = "w.absmax", nested_absmax = "w.nested_absmax"}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.quant4' is only valid on the 1-D ui8 codes of a frozen parameter ('tg.param', 'tg.frozen')}}
+func.func @quant4_float(%w: tensor<4x4xf32> {tg.param = "w", tg.frozen, tg.quant4 = {rows = 4, cols = 4, block_size = 64, type = "fp4", absmax = "w.absmax"}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.quant4' of a 4 x 5 weight needs 10 bytes of codes, found 'tensor<8xui8>'}}
+func.func @quant4_short(%w: tensor<8xui8> {tg.param = "w", tg.frozen, tg.quant4 = {rows = 4, cols = 5, block_size = 64, type = "nf4", absmax = "w.absmax"}}) {
+  return
+}
+
+// -----
+
+// zero3's part of the codes: the whole (tg.shard_of) must fit the layout.
+// expected-error @+1 {{'func.func' op argument #0: 'tg.quant4' of a 4 x 5 weight needs 10 bytes of codes, found a part of array<i64: 8>}}
+func.func @quant4_short_part(%w: tensor<4xui8> {tg.param = "w", tg.frozen, tg.shard_of = array<i64: 8>, tg.quant4 = {rows = 4, cols = 5, block_size = 64, type = "nf4", absmax = "w.absmax"}}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'func.func' op result #1 is the gradient of 'x', which is not a parameter argument}}
 func.func @grad_of_input(%w: tensor<4xf32> {tg.param = "w"}, %x: tensor<4xf32> {tg.input = "x"}) -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.grad = "x"}) attributes {tg.train_step} {
   %0 = tg.fill 0.0 : tensor<f32>

@@ -21,7 +21,7 @@
 namespace tgc::tgx {
 
 /// The version of the format, in the Program's `version` field.
-constexpr uint32_t kFormatVersion = 3;
+constexpr uint32_t kFormatVersion = 4;
 
 constexpr size_t kTrailerSize = 16;
 constexpr char kTrailerMagic[4] = {'T', 'G', 'X', 'C'};

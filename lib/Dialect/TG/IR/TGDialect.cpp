@@ -183,6 +183,57 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
 
+  if (name == kQuant4Attr) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto positive = [&](StringRef key) {
+      auto value = dict ? dict.getAs<IntegerAttr>(key) : IntegerAttr();
+      return value && value.getInt() > 0 ? value.getInt() : int64_t(0);
+    };
+    auto named = [&](StringRef key) {
+      auto value = dict ? dict.getAs<StringAttr>(key) : StringAttr();
+      return value && !value.getValue().empty();
+    };
+    auto type = dict ? dict.getAs<StringAttr>("type") : StringAttr();
+    int64_t rows = positive("rows"), cols = positive("cols"),
+            block = positive("block_size");
+    bool nested = named("nested_absmax") && named("offset");
+    if (!rows || !cols || !block || block % 2 || !type ||
+        (type.getValue() != "nf4" && type.getValue() != "fp4") ||
+        !named("absmax") || dict.size() != (nested ? 7u : 5u))
+      return emitArgError()
+             << "'tg.quant4' must be {rows = <positive>, cols = <positive>, "
+                "block_size = <positive even>, type = \"nf4\" | \"fp4\", "
+                "absmax = \"<parameter>\"[, nested_absmax = \"<parameter>\", "
+                "offset = \"<parameter>\"]}, found "
+             << attr.getValue();
+    auto type1d = dyn_cast<RankedTensorType>(argType);
+    if (!function.getArgAttr(argIndex, kParamAttr) ||
+        !function.getArgAttr(argIndex, kFrozenAttr) || !type1d ||
+        type1d.getRank() != 1 || !isCodeTensor(argType))
+      return emitArgError() << "'tg.quant4' is only valid on the 1-D ui8 "
+                               "codes of a frozen parameter ('tg.param', "
+                               "'tg.frozen')";
+    // The codes hold two weights a byte (zero3: a part of them).
+    int64_t codes = type1d.getDimSize(0);
+    auto whole =
+        function.getArgAttrOfType<DenseI64ArrayAttr>(argIndex, kShardOfAttr);
+    if (whole)
+      codes = whole.size() == 1 ? whole[0] : -1;
+    if (rows > (int64_t(1) << 40) / cols)
+      return emitArgError() << "'tg.quant4' of a " << rows << " x " << cols
+                            << " weight: more than 2^40 weights";
+    if (codes != (rows * cols + 1) / 2) {
+      InFlightDiagnostic diag = emitArgError()
+                                << "'tg.quant4' of a " << rows << " x " << cols
+                                << " weight needs " << (rows * cols + 1) / 2
+                                << " bytes of codes, found ";
+      if (whole)
+        return diag << "a part of " << whole;
+      return diag << argType;
+    }
+    return success();
+  }
+
   if (name == kHostAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return emitArgError() << "'tg.host' is a unit attribute, found "

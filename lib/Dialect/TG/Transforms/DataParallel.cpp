@@ -67,7 +67,6 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 
@@ -92,9 +91,6 @@ struct Config {
   /// group of hybrid sharding).
   int64_t shardGroup = 1;
   int64_t bucketBytes = 0;
-  /// The parameters a tg.matmul_4bit reads in any function (a 4-bit
-  /// weight's tensors; accumulation's apply step reads none of them).
-  llvm::StringSet<> quantized;
 };
 
 /// A gradient as the backward pass leaves it, the ops that carry it to its
@@ -132,13 +128,13 @@ int64_t elementBytes(Value value) {
   return getElementByteSize(tensorType(value).getElementType());
 }
 
-/// Whether zero3 splits the frozen parameter `name` of `type`: a float
-/// tensor (not a scalar), not a 4-bit weight's scales (the runtime finds a
-/// 4-bit weight's tensors by the tg.matmul_4bit that reads them, and
-/// quantizes them whole as they load: such a base stays whole).
-bool isSplittable(RankedTensorType type, StringRef name, const Config &config) {
-  return type.getRank() >= 1 && isa<FloatType>(type.getElementType()) &&
-         !config.quantized.contains(name);
+/// Whether zero3 splits the frozen parameter of `type`: a float tensor
+/// (not a scalar), or the codes or scales of a 4-bit weight (the runtime
+/// quantizes the weight whole and keeps each rank's part of its tensors;
+/// the products read gathered copies, as FSDP-QLoRA shards a 4-bit base).
+bool isSplittable(RankedTensorType type) {
+  return type.getRank() >= 1 && (isa<FloatType>(type.getElementType()) ||
+                                 type.getElementType().isUnsignedInteger(8));
 }
 
 /// `value` reshaped to `shape` (itself when it has that shape).
@@ -699,12 +695,7 @@ LogicalResult Rewriter::shardParameters() {
                                                         TGDialect::kCopyOfAttr))
       member = trainedByName.lookup(source.getValue());
     // A trained parameter is split as its update needs, whatever its type.
-    if (!member &&
-        !isSplittable(type,
-                      step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                        TGDialect::kParamAttr)
-                          .getValue(),
-                      config))
+    if (!member && !isSplittable(type))
       continue;
     int64_t n = config.shardGroup;
     int64_t shard =
@@ -1032,14 +1023,6 @@ struct DataParallelPass
       return signalPassFailure();
     }
     config.bucketBytes = int64_t(double(bucketMB) * 1024.0 * 1024.0);
-    for (auto function : getOperation().getOps<func::FuncOp>())
-      function.walk([&](Matmul4bitOp op) {
-        for (Value operand : op->getOperands())
-          if (auto arg = dyn_cast<BlockArgument>(operand))
-            if (auto name = function.getArgAttrOfType<StringAttr>(
-                    arg.getArgNumber(), TGDialect::kParamAttr))
-              config.quantized.insert(name.getValue());
-      });
     SmallVector<SplitParam> split;
     ModuleOp module = getOperation();
     if (failed(forEachTrainStep(

@@ -219,7 +219,6 @@ struct QuantizeFrozenPass
       // The codes take the parameter's place, name and initializer (the
       // runtime draws the weight in f32 and quantizes it); the scales
       // follow it.
-      NamedAttrList attrs(model.getArgAttrDict(index));
       arg.setType(RankedTensorType::get({layout.codeBytes()}, ui8));
       auto add = [&](StringRef suffix, RankedTensorType argType) {
         NamedAttribute argAttrs[] = {
@@ -246,6 +245,24 @@ struct QuantizeFrozenPass
         nested.push_back(nestedMap);
         nested.push_back(add(".nested_offset", RankedTensorType::get({}, f32)));
       }
+      // The codes name the weight's layout and scales (the runtime's
+      // reference to the weight, wherever the products read it from).
+      NamedAttrList layoutAttrs;
+      layoutAttrs.append("rows", builder.getI64IntegerAttr(rows));
+      layoutAttrs.append("cols", builder.getI64IntegerAttr(cols));
+      layoutAttrs.append("block_size", builder.getI64IntegerAttr(blockSize));
+      layoutAttrs.append(
+          "type", builder.getStringAttr(
+                      this->type == tg::FrozenQuant::NF4 ? "nf4" : "fp4"));
+      layoutAttrs.append("absmax", builder.getStringAttr(name + ".absmax"));
+      if (doubleQuant) {
+        layoutAttrs.append("nested_absmax",
+                           builder.getStringAttr(name + ".nested_absmax"));
+        layoutAttrs.append("offset",
+                           builder.getStringAttr(name + ".nested_offset"));
+      }
+      model.setArgAttr(index, tg::TGDialect::kQuant4Attr,
+                       layoutAttrs.getDictionary(ctx));
       weightsBefore += type.getNumElements() *
                        (type.getElementType().getIntOrFloatBitWidth() / 8);
       bytesAfter += layout.codeBytes();

@@ -83,10 +83,10 @@ struct LoraAdapter {
 
 /// A frozen 4-bit weight of a program (tg-quantize-frozen): the persistent
 /// tensors that hold it (indices into Program::tensors; the nested ones -1
-/// without double quantization), its shape and block size, and its type
-/// (from its codebook). Found by Session::create from the tg.matmul_4bit
-/// instructions that read it; what loading or drawing the weight quantizes
-/// into.
+/// without double quantization; each may be zero3's part of the tensor),
+/// its shape, block size and type, as the executable's table says
+/// (checked by Session::create); what loading or drawing the weight
+/// quantizes into.
 struct QuantizedWeight {
   int32_t codes = -1, absmax = -1, nestedAbsmax = -1, offset = -1;
   int64_t rows = 0, cols = 0, blockSize = 64;
@@ -212,7 +212,7 @@ struct Program {
   std::vector<uint8_t> constants;
   /// The LoRA adapters (tg-lora), checked against their weights.
   std::vector<LoraAdapter> adapters;
-  /// The frozen 4-bit weights, found by Session::create (empty before).
+  /// The frozen 4-bit weights (the executable's weights_4bit).
   std::vector<QuantizedWeight> quantized;
   /// The one whose codes are tensor `index`, or null.
   const QuantizedWeight *quantizedWith(int32_t codes) const {

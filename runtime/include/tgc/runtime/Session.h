@@ -61,6 +61,10 @@ public:
   /// the gathered whole of a part, else hostView(index).
   TensorRef wholeView(int32_t index);
   void releaseWholes() { wholes.clear(); }
+  /// Quantizes `values` (4-bit weight `weight`'s rows x cols, f32) into
+  /// its tensors in the mirror, as bitsandbytes quantizes it whole: this
+  /// rank's part of each tensor zero3 split, the rest whole.
+  void quantizeInto(const QuantizedWeight &weight, const float *values);
   /// Copies the mirror into the backend's persistent region.
   Status pushPersistent();
   /// Copies only persistent tensors `indices` (any order; neighbours in

@@ -79,6 +79,14 @@ def TG_Dialect : Dialect {
     /// weight>", scale = alpha / rank, fan_in_fan_out = <the base is
     /// [in, out], GPT-2's Conv1D>}; what merging and adapter export need.
     static constexpr ::llvm::StringLiteral kLoraAttr = "tg.lora";
+    /// On the codes of a frozen 4-bit weight (tg-quantize-frozen: a ui8
+    /// parameter under the weight's name): {rows, cols, block_size, type =
+    /// "nf4" | "fp4", absmax = "<parameter>"[, nested_absmax =
+    /// "<parameter>", offset = "<parameter>"]}, the weight's layout and
+    /// the names of its scales. The runtime draws, loads and exports the
+    /// weight by it, wherever the products read it from (zero3 gathers its
+    /// parts).
+    static constexpr ::llvm::StringLiteral kQuant4Attr = "tg.quant4";
     static constexpr ::llvm::StringLiteral kTrainStepAttr = "tg.train_step";
     static constexpr ::llvm::StringLiteral kStateAttr = "tg.state";
     static constexpr ::llvm::StringLiteral kLossAttr = "tg.loss";

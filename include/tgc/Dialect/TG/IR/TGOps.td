@@ -928,8 +928,8 @@ def TG_ReshapeOp : TG_Op<"reshape", [TG_Differentiable],
     Same elements in row-major order, new shape; element counts and element
     types agree.
   }];
-  let arguments = (ins TG_AnyTensor:$input);
-  let results = (outs TG_AnyTensor:$result);
+  let arguments = (ins TG_MovableTensor:$input);
+  let results = (outs TG_MovableTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -952,8 +952,8 @@ def TG_SliceOp : TG_Op<"slice", [TG_Differentiable], ["getBytesRead"]> {
     `result[i] = input[offsets + i]`, unit strides; the result type gives the
     sizes and the box must lie inside the operand.
   }];
-  let arguments = (ins TG_AnyTensor:$input, DenseI64ArrayAttr:$offsets);
-  let results = (outs TG_AnyTensor:$result);
+  let arguments = (ins TG_MovableTensor:$input, DenseI64ArrayAttr:$offsets);
+  let results = (outs TG_MovableTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -965,8 +965,8 @@ def TG_SplitOp : TG_Op<"split", [TG_Differentiable], ["getKernelLaunches"]> {
     along `axis` (given by the result types) add up to the operand's, and all
     other dimensions are equal.
   }];
-  let arguments = (ins TG_AnyTensor:$input, I64Attr:$axis);
-  let results = (outs Variadic<TG_AnyTensor>:$results);
+  let arguments = (ins TG_MovableTensor:$input, I64Attr:$axis);
+  let results = (outs Variadic<TG_MovableTensor>:$results);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
   let hasVerifier = 1;
 }
@@ -978,8 +978,8 @@ def TG_ConcatOp : TG_Op<"concat", [TG_Differentiable],
     The inverse of `tg.split`: operands of equal rank and element type, equal
     in every dimension but `axis`, placed one after another.
   }];
-  let arguments = (ins Variadic<TG_AnyTensor>:$inputs, I64Attr:$axis);
-  let results = (outs TG_AnyTensor:$result);
+  let arguments = (ins Variadic<TG_MovableTensor>:$inputs, I64Attr:$axis);
+  let results = (outs TG_MovableTensor:$result);
   let assemblyFormat = [{
     $inputs attr-dict `:` functional-type($inputs, results)
   }];
@@ -1867,9 +1867,9 @@ def TG_AllGatherOp : TG_CollectiveOp<"all_gather"> {
     `world_size` times the operand's (MPI_Allgather, ncclAllGather). A rank
     sends `(N - 1)` times the operand's bytes.
   }];
-  let arguments = (ins TG_AnyTensor:$input, I64Attr:$world_size,
+  let arguments = (ins TG_MovableTensor:$input, I64Attr:$world_size,
                        DefaultValuedAttr<I64Attr, "1">:$rank_stride);
-  let results = (outs TG_AnyTensor:$result);
+  let results = (outs TG_MovableTensor:$result);
   let assemblyFormat = [{
     $input attr-dict `:` type($input) `->` type($result)
   }];

@@ -29,6 +29,11 @@ def TG_AnyTensor : StaticShapeTensorOf<[F32, F16, BF16, I64, I32, I8, I1]>;
 /// Codes of 8-bit quantized state: unsigned bytes indexing a 256-entry map.
 def TG_CodeTensor : StaticShapeTensorOf<[UI8]>;
 
+/// What layout ops and all-gathers move: any element type tg knows, or
+/// codes (zero3 gathers the parts of a 4-bit weight's codes).
+def TG_MovableTensor
+    : StaticShapeTensorOf<[F32, F16, BF16, I64, I32, I8, I1, UI8]>;
+
 /// A 1-D f32 tensor: the absmax of each block of quantized state, or a
 /// quantization map.
 def TG_F32Vector : 1DTensorOf<[F32]>;
