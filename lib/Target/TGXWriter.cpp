@@ -269,6 +269,18 @@ LogicalResult TGXWriter::addInstruction(Operation *op) {
       return success(succeeded(addValue(op->getResult(0))));
     }
   }
+  // The runtime knows a 4-bit weight by its codes' tg.quant4 (what it
+  // draws, loads and quantizes), not by the products that read it.
+  if (auto product = dyn_cast<tg::Matmul4bitOp>(op))
+    if (auto codes = dyn_cast<BlockArgument>(product.getCodes()))
+      if (auto name = step.getArgAttrOfType<StringAttr>(
+              codes.getArgNumber(), tg::TGDialect::kParamAttr);
+          name &&
+          !step.getArgAttr(codes.getArgNumber(), tg::TGDialect::kQuant4Attr))
+        return op->emitOpError("reads the 4-bit codes '")
+               << name.getValue()
+               << "', which carry no 'tg.quant4' layout (tg-quantize-frozen "
+                  "makes both)";
   std::vector<int32_t> operands, results;
   for (Value operand : op->getOperands()) {
     FailureOr<int32_t> index = addValue(operand);

@@ -566,8 +566,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
     program.adapters.push_back(adapter);
   }
 
-  // The 4-bit weights (checked by Session::create, as a program built in
-  // memory is).
+  // The 4-bit weights (checked below, once the instructions are read).
   if (fb->weights_4bit())
     for (const tgx::Weight4bit *w : *fb->weights_4bit()) {
       QuantizedWeight weight;
@@ -753,7 +752,7 @@ Status parseProgram(const uint8_t *data, size_t size, Program &program) {
       return Status::failure("the step counter is not a persistent i64 "
                              "scalar");
   }
-  return Status::success();
+  return checkQuantizedWeights(program);
 }
 
 } // namespace tgc::rt

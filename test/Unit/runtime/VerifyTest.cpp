@@ -554,3 +554,78 @@ TEST(Verify, CollectiveGroupsTileTheRanks) {
             "instruction #0 (tg.reduce_scatter): the leading dimension of "
             "'whole' is not the group's world_size times that of 'part'");
 }
+
+/// A 4 x 6 NF4 weight in blocks of 16 (24 weights: 12 bytes of codes, 2
+/// blocks) with an f32 absmax, as the executable's table names it.
+Program weight4bitProgram() {
+  Program program;
+  for (auto [name, shape, dtype] :
+       {std::tuple<const char *, std::vector<int64_t>, DType>{
+            "w", {12}, DType::U8},
+        {"w.absmax", {2}, DType::F32}}) {
+    TensorInfo info = tensor(name, shape, dtype);
+    info.storage = Storage::Persistent;
+    info.role = Role::Param;
+    info.frozen = true;
+    program.tensors.push_back(info);
+  }
+  QuantizedWeight weight;
+  weight.codes = 0;
+  weight.absmax = 1;
+  weight.rows = 4;
+  weight.cols = 6;
+  weight.blockSize = 16;
+  program.quantized = {weight};
+  return program;
+}
+
+TEST(Verify, TableOf4bitWeights) {
+  EXPECT_TRUE(checkQuantizedWeights(weight4bitProgram()).ok());
+
+  // zero3's parts: the whole shapes count (6 bytes a rank of 2).
+  Program split = weight4bitProgram();
+  split.tensors[0].shardOf = {12};
+  split.tensors[0].shape = {6};
+  split.tensors[1].shardOf = {2};
+  split.tensors[1].shape = {1};
+  EXPECT_TRUE(checkQuantizedWeights(split).ok());
+
+  Program shape = weight4bitProgram();
+  shape.quantized[0].cols = 8;
+  EXPECT_EQ(checkQuantizedWeights(shape).error,
+            "the 4-bit weight 'w': its codes 'w' is not ui8 [16]");
+
+  Program scale = weight4bitProgram();
+  scale.tensors[1].dtype = DType::U8;
+  EXPECT_EQ(checkQuantizedWeights(scale).error,
+            "the 4-bit weight 'w': its absmax 'w.absmax' is not f32 [2]");
+
+  Program trained = weight4bitProgram();
+  trained.tensors[1].frozen = false;
+  EXPECT_EQ(checkQuantizedWeights(trained).error,
+            "the 4-bit weight 'w': its absmax 'w.absmax' is not a frozen "
+            "parameter");
+
+  Program twice = weight4bitProgram();
+  twice.quantized.push_back(twice.quantized[0]);
+  EXPECT_EQ(checkQuantizedWeights(twice).error,
+            "the 4-bit weight 'w': its codes 'w' belongs to another 4-bit "
+            "weight too");
+
+  Program block = weight4bitProgram();
+  block.quantized[0].blockSize = 15;
+  EXPECT_EQ(checkQuantizedWeights(block).error,
+            "the 4-bit weight 'w': its block size 15 is not even in [2, "
+            "4096]");
+
+  Program range = weight4bitProgram();
+  range.quantized[0].absmax = 7;
+  EXPECT_EQ(checkQuantizedWeights(range).error,
+            "a 4-bit weight's tensor index is out of range");
+
+  Program half = weight4bitProgram();
+  half.quantized[0].offset = 1;
+  EXPECT_EQ(checkQuantizedWeights(half).error,
+            "the 4-bit weight 'w': a double-quantized absmax needs both its "
+            "nested absmax and its offset");
+}
