@@ -140,7 +140,8 @@ NOTES = """## Reading the tables
   on 8. The arena grows from 7.48 to 8.85 GiB on 2 ranks: a block's
   gathered codes and scales, and the next block's gather in flight. The
   gathers (37.98 GiB sent a step on 2 ranks: each block's parts in the
-  forward pass and again in the backward pass) hide behind compute: 0.01 s exposed of an estimated 2.20 s step.
+  forward pass and again in the backward pass) hide behind compute:
+  0.01 s exposed of an estimated 2.20 s step.
 - **Gradient accumulation** (Llama-3-8B, 8 micro-batches a step on 8
   ranks): every mode sums the ranks' counts of targets before dividing,
   so the step is one process's on the 64 concatenated sequences. ddp and

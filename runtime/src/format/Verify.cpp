@@ -536,8 +536,8 @@ Status Checker::run() {
     return Status::failure(error);
   bool ok = false;
   // Codes (of 8-bit state, of a 4-bit weight) are bytes no other kernel
-  // interprets; layout kernels and all-gathers move them (zero3 gathers a
-  // 4-bit weight's parts).
+  // interprets; reshapes, slices, splits, concatenations and all-gathers
+  // move them (zero3 gathers a 4-bit weight's parts).
   bool quantized = inst.kernel == Kernel::AdamW8bitUpdate ||
                    inst.kernel == Kernel::AdamW4bitUpdate ||
                    inst.kernel == Kernel::SGD8bitUpdate ||
@@ -551,8 +551,9 @@ Status Checker::run() {
           program.tensors[index].dtype == DType::U8)
         return Status::failure("'" + program.tensors[index].name +
                                "' is ui8, which only the 8-bit and 4-bit "
-                               "optimizer updates, tg.matmul_4bit, layout "
-                               "ops and all-gathers read");
+                               "optimizer updates, tg.matmul_4bit, "
+                               "tg.reshape, tg.slice, tg.split, tg.concat "
+                               "and tg.all_gather read");
   switch (inst.kernel) {
   case Kernel::Matmul:
     ok = product(/*withAddend=*/false);
@@ -1139,7 +1140,8 @@ Status checkQuantizedWeights(const Program &program) {
       inRange =
           inRange && index >= -1 && index < int32_t(program.tensors.size());
     if (!inRange || weight.codes < 0 || weight.absmax < 0)
-      return Status::failure("a 4-bit weight's tensor index is out of range");
+      return Status::failure("a 4-bit weight's tensor index is out of range "
+                             "(or its codes or absmax missing)");
     const TensorInfo &codes = program.tensors[size_t(weight.codes)];
     auto fail = [&](const std::string &message) {
       return Status::failure("the 4-bit weight '" + codes.name +
@@ -1171,7 +1173,8 @@ Status checkQuantizedWeights(const Program &program) {
                     "' is not a frozen parameter");
       if (info.dtype != dtype || info.wholeShape() != shape)
         return fail("its " + std::string(what) + " '" + info.name +
-                    "' is not " + dtypeName(dtype) + " " + formatShape(shape));
+                    "' is not " + dtypeName(dtype) + " of whole shape " +
+                    formatShape(shape));
       if (used[size_t(index)])
         return fail("its " + std::string(what) + " '" + info.name +
                     "' belongs to another 4-bit weight too");
@@ -1191,6 +1194,23 @@ Status checkQuantizedWeights(const Program &program) {
       status = expect(weight.offset, "offset", DType::F32, {});
     if (!status.ok())
       return status;
+  }
+  // A LoRA adapter on a 4-bit weight adds B A to the weight the table lays
+  // out (exports merge it there).
+  for (const LoraAdapter &adapter : program.adapters) {
+    const QuantizedWeight *weight = program.quantizedWith(adapter.base);
+    if (!weight)
+      continue;
+    int64_t in = program.tensors[size_t(adapter.a)].wholeShape()[1],
+            out = program.tensors[size_t(adapter.b)].wholeShape()[0];
+    if (adapter.fanInFanOut ? (weight->rows != in || weight->cols != out)
+                            : (weight->rows != out || weight->cols != in))
+      return Status::failure(
+          "the 4-bit weight '" + program.tensors[size_t(adapter.base)].name +
+          "': its LoRA adapter's B A is " + std::to_string(out) + " x " +
+          std::to_string(in) + ", the weight " + std::to_string(weight->rows) +
+          " x " + std::to_string(weight->cols) +
+          (adapter.fanInFanOut ? " (transposed, fan_in_fan_out)" : ""));
   }
   // The bytes of the constant `index` computed by `list`, or null.
   auto constantOf = [&](const std::vector<Instruction> &list, int32_t index,
@@ -1236,8 +1256,19 @@ Status checkQuantizedWeights(const Program &program) {
           return fail("its nested map is not a constant of bitsandbytes' "
                       "dynamic map");
       }
-      if (codes.storage != Storage::Persistent)
-        continue; // gathered (zero3) or computed
+      bool fp4 = type == quant4::Type::FP4;
+      if (codes.storage != Storage::Persistent) {
+        // Gathered (zero3): a weight of the table of this layout.
+        bool known = false;
+        for (const QuantizedWeight &weight : program.quantized)
+          known = known || (weight.rows == a.rows && weight.cols == a.cols &&
+                            weight.blockSize == a.blockSize &&
+                            weight.fp4 == fp4 && weight.nested() == nested);
+        if (!known)
+          return fail("a product reads it with a layout no weight of the "
+                      "executable's table of 4-bit weights has");
+        continue;
+      }
       const QuantizedWeight *weight = program.quantizedWith(inst.operands[1]);
       if (!weight)
         return fail("a product reads it, but it is not in the executable's "
@@ -1246,8 +1277,7 @@ Status checkQuantizedWeights(const Program &program) {
           weight->nestedAbsmax != (nested ? inst.operands[4] : -1) ||
           weight->offset != (nested ? inst.operands[6] : -1) ||
           weight->rows != a.rows || weight->cols != a.cols ||
-          weight->blockSize != a.blockSize ||
-          weight->fp4 != (type == quant4::Type::FP4))
+          weight->blockSize != a.blockSize || weight->fp4 != fp4)
         return fail("a product reads it with another layout than the "
                     "table's");
     }

@@ -2532,7 +2532,7 @@ func.func @lora_on_input(%b: tensor<4x2xf32> {tg.input = "x", tg.lora = {base = 
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #0: 'tg.quant4' must be {rows = <positive>, cols = <positive>, block_size = <positive even>, type = "nf4" | "fp4", absmax = "<parameter>"[, nested_absmax = "<parameter>", offset = "<parameter>"]}, found {absmax = "w.absmax", block_size = 63 : i64, cols = 4 : i64, rows = 4 : i64, type = "nf4"}}}
+// expected-error @+1 {{'func.func' op argument #0: 'tg.quant4' must be {rows = <positive>, cols = <positive>, block_size = <even in [2, 4096]>, type = "nf4" | "fp4", absmax = "<parameter>"[, nested_absmax = "<parameter>", offset = "<parameter>"]}, found {absmax = "w.absmax", block_size = 63 : i64, cols = 4 : i64, rows = 4 : i64, type = "nf4"}}}
 func.func @quant4_odd_block(%w: tensor<8xui8> {tg.param = "w", tg.frozen, tg.quant4 = {rows = 4, cols = 4, block_size = 63, type = "nf4", absmax = "w.absmax"}}) {
   return
 }

@@ -592,13 +592,15 @@ TEST(Verify, TableOf4bitWeights) {
 
   Program shape = weight4bitProgram();
   shape.quantized[0].cols = 8;
-  EXPECT_EQ(checkQuantizedWeights(shape).error,
-            "the 4-bit weight 'w': its codes 'w' is not ui8 [16]");
+  EXPECT_EQ(
+      checkQuantizedWeights(shape).error,
+      "the 4-bit weight 'w': its codes 'w' is not ui8 of whole shape [16]");
 
   Program scale = weight4bitProgram();
   scale.tensors[1].dtype = DType::U8;
   EXPECT_EQ(checkQuantizedWeights(scale).error,
-            "the 4-bit weight 'w': its absmax 'w.absmax' is not f32 [2]");
+            "the 4-bit weight 'w': its absmax 'w.absmax' is not f32 of whole "
+            "shape [2]");
 
   Program trained = weight4bitProgram();
   trained.tensors[1].frozen = false;
@@ -621,7 +623,23 @@ TEST(Verify, TableOf4bitWeights) {
   Program range = weight4bitProgram();
   range.quantized[0].absmax = 7;
   EXPECT_EQ(checkQuantizedWeights(range).error,
-            "a 4-bit weight's tensor index is out of range");
+            "a 4-bit weight's tensor index is out of range (or its codes or "
+            "absmax missing)");
+
+  // A LoRA adapter's B A must be the table's weight (B [4, 2], A [2, 6]).
+  Program adapted = weight4bitProgram();
+  adapted.tensors.push_back(tensor("m.lora_A.weight", {2, 6}));
+  adapted.tensors.push_back(tensor("m.lora_B.weight", {4, 2}));
+  LoraAdapter adapter;
+  adapter.base = 0;
+  adapter.a = 2;
+  adapter.b = 3;
+  adapted.adapters = {adapter};
+  EXPECT_TRUE(checkQuantizedWeights(adapted).ok());
+  adapted.adapters[0].fanInFanOut = true;
+  EXPECT_EQ(checkQuantizedWeights(adapted).error,
+            "the 4-bit weight 'w': its LoRA adapter's B A is 4 x 6, the "
+            "weight 4 x 6 (transposed, fan_in_fan_out)");
 
   Program half = weight4bitProgram();
   half.quantized[0].offset = 1;

@@ -13,6 +13,7 @@
 
 #include "tgc/Dialect/TG/IR/TGDialect.h"
 #include "tgc/Dialect/TG/IR/TGOps.h"
+#include "tgc/Support/Quant4bit.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -197,12 +198,13 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op,
     int64_t rows = positive("rows"), cols = positive("cols"),
             block = positive("block_size");
     bool nested = named("nested_absmax") && named("offset");
-    if (!rows || !cols || !block || block % 2 || !type ||
+    if (!rows || !cols || !block || block % 2 ||
+        block > quant4::kMaxBlockSize || !type ||
         (type.getValue() != "nf4" && type.getValue() != "fp4") ||
         !named("absmax") || dict.size() != (nested ? 7u : 5u))
       return emitArgError()
              << "'tg.quant4' must be {rows = <positive>, cols = <positive>, "
-                "block_size = <positive even>, type = \"nf4\" | \"fp4\", "
+                "block_size = <even in [2, 4096]>, type = \"nf4\" | \"fp4\", "
                 "absmax = \"<parameter>\"[, nested_absmax = \"<parameter>\", "
                 "offset = \"<parameter>\"]}, found "
              << attr.getValue();

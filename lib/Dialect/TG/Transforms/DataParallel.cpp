@@ -67,6 +67,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 
@@ -91,6 +92,9 @@ struct Config {
   /// group of hybrid sharding).
   int64_t shardGroup = 1;
   int64_t bucketBytes = 0;
+  /// The parameters of the 4-bit weights (codes and scales, as each codes'
+  /// tg.quant4 names them).
+  llvm::StringSet<> quantized;
 };
 
 /// A gradient as the backward pass leaves it, the ops that carry it to its
@@ -128,13 +132,15 @@ int64_t elementBytes(Value value) {
   return getElementByteSize(tensorType(value).getElementType());
 }
 
-/// Whether zero3 splits the frozen parameter of `type`: a float tensor
-/// (not a scalar), or the codes or scales of a 4-bit weight (the runtime
-/// quantizes the weight whole and keeps each rank's part of its tensors;
-/// the products read gathered copies, as FSDP-QLoRA shards a 4-bit base).
-bool isSplittable(RankedTensorType type) {
+/// Whether zero3 splits the frozen parameter `name` of `type`: a float
+/// tensor (not a scalar), or the codes or scales of a 4-bit weight (the
+/// runtime quantizes the weight whole and keeps each rank's part of its
+/// tensors; the products read gathered copies, as FSDP-QLoRA shards a
+/// 4-bit base). Codes no tg.quant4 names stay whole, for the lowering to
+/// refuse where a product reads them.
+bool isSplittable(RankedTensorType type, StringRef name, const Config &config) {
   return type.getRank() >= 1 && (isa<FloatType>(type.getElementType()) ||
-                                 type.getElementType().isUnsignedInteger(8));
+                                 config.quantized.contains(name));
 }
 
 /// `value` reshaped to `shape` (itself when it has that shape).
@@ -695,7 +701,12 @@ LogicalResult Rewriter::shardParameters() {
                                                         TGDialect::kCopyOfAttr))
       member = trainedByName.lookup(source.getValue());
     // A trained parameter is split as its update needs, whatever its type.
-    if (!member && !isSplittable(type))
+    if (!member &&
+        !isSplittable(type,
+                      step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        TGDialect::kParamAttr)
+                          .getValue(),
+                      config))
       continue;
     int64_t n = config.shardGroup;
     int64_t shard =
@@ -1023,6 +1034,17 @@ struct DataParallelPass
       return signalPassFailure();
     }
     config.bucketBytes = int64_t(double(bucketMB) * 1024.0 * 1024.0);
+    for (auto function : getOperation().getOps<func::FuncOp>())
+      for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
+        if (auto layout = function.getArgAttrOfType<DictionaryAttr>(
+                i, TGDialect::kQuant4Attr)) {
+          config.quantized.insert(
+              function.getArgAttrOfType<StringAttr>(i, TGDialect::kParamAttr)
+                  .getValue());
+          for (StringRef key : {"absmax", "nested_absmax", "offset"})
+            if (auto name = layout.getAs<StringAttr>(key))
+              config.quantized.insert(name.getValue());
+        }
     SmallVector<SplitParam> split;
     ModuleOp module = getOperation();
     if (failed(forEachTrainStep(

@@ -1062,9 +1062,10 @@ def TGDataParallel : Pass<"tg-data-parallel", "mlir::ModuleOp"> {
       reduce-scattered as soon as the backward pass has computed it, so the
       whole gradients die early.
     - `zero3` (stage 3, FSDP's full sharding): the parameters are split
-      too. Each parameter argument (trainable or frozen; float, not a 4-bit
-      weight's codes) becomes this rank's part (`tg.shard_of`), and the new
-      part is what the step returns: no all-gather after the update.
+      too. Each parameter argument (trainable or frozen; float, or a 4-bit
+      weight's codes and scales as `tg.quant4` names them) becomes this
+      rank's part (`tg.shard_of`), and the new part is what the step
+      returns: no all-gather after the update.
       Before the forward pass reads a bucket of parameters, one
       `tg.all_gather` rebuilds them whole, and again before the backward
       pass reads them, so each gathered copy dies after its last reader in
