@@ -1079,8 +1079,7 @@ Status loadCheckpointParts(Session &session, const std::string &path,
                       formatShape(entry.shape) + ", the model expects [" +
                       std::to_string(weight->rows) + ", " +
                       std::to_string(weight->cols) + "]");
-        for (int32_t part : {weight->codes, weight->absmax,
-                             weight->nestedAbsmax, weight->offset})
+        for (int32_t part : weight->tensors())
           if (part >= 0) {
             if (found[size_t(part)])
               return fail("tensor '" + info.name +
@@ -1173,8 +1172,7 @@ Status loadCheckpointParts(Session &session, const std::string &path,
     for (const Pending &item : pending)
       (*provided)[size_t(item.index)] = true;
     for (const Quantizing &item : quantizing)
-      for (int32_t part : {item.weight->codes, item.weight->absmax,
-                           item.weight->nestedAbsmax, item.weight->offset})
+      for (int32_t part : item.weight->tensors())
         if (part >= 0)
           (*provided)[size_t(part)] = true;
     for (const auto &[index, value] : offsets)
@@ -1244,8 +1242,7 @@ Status loadCheckpointParts(Session &session, const std::string &path,
     status = quantizeEntry(session, *item.weight, *item.file, *item.entry);
     if (!status.ok())
       return fail(status.error);
-    for (int32_t part : {item.weight->codes, item.weight->absmax,
-                         item.weight->nestedAbsmax, item.weight->offset})
+    for (int32_t part : item.weight->tensors())
       if (part >= 0)
         loaded.push_back(part);
   }

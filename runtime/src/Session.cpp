@@ -327,8 +327,7 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
   std::vector<int32_t> written;
   std::vector<bool> quantized(prog.tensors.size(), false);
   for (const QuantizedWeight &weight : prog.quantized)
-    for (int32_t index : {weight.codes, weight.absmax, weight.nestedAbsmax,
-                          weight.offset})
+    for (int32_t index : weight.tensors())
       if (index >= 0)
         quantized[size_t(index)] = true;
   for (size_t i = 0; i < prog.tensors.size(); ++i) {
@@ -378,8 +377,7 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
     view.shape = whole.shape;
     initializeTensor(whole, seed, view, /*viewIsZero=*/false);
     quantizeInto(weight, values.data());
-    for (int32_t index : {weight.codes, weight.absmax, weight.nestedAbsmax,
-                          weight.offset})
+    for (int32_t index : weight.tensors())
       if (index >= 0)
         written.push_back(index);
   }
@@ -396,8 +394,7 @@ Status Session::initialize(uint64_t seed, const std::vector<bool> *provided) {
 }
 
 void Session::quantizeInto(const QuantizedWeight &weight, const float *values) {
-  int32_t indices[4] = {weight.codes, weight.absmax, weight.nestedAbsmax,
-                        weight.offset};
+  std::array<int32_t, 4> indices = weight.tensors();
   TensorRef views[4];
   // zero3's parts: the tensors quantized whole here first (the offset of
   // a double-quantized absmax is their mean, so no part is computed

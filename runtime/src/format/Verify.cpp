@@ -1135,8 +1135,7 @@ Status checkQuantizedWeights(const Program &program) {
   std::vector<bool> used(program.tensors.size(), false);
   for (const QuantizedWeight &weight : program.quantized) {
     bool inRange = true;
-    for (int32_t index :
-         {weight.codes, weight.absmax, weight.nestedAbsmax, weight.offset})
+    for (int32_t index : weight.tensors())
       inRange =
           inRange && index >= -1 && index < int32_t(program.tensors.size());
     if (!inRange || weight.codes < 0 || weight.absmax < 0)

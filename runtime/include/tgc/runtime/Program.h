@@ -17,6 +17,7 @@
 #include "tgc/runtime/Tensor.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -93,6 +94,10 @@ struct QuantizedWeight {
   bool fp4 = false;
 
   bool nested() const { return nestedAbsmax >= 0; }
+  /// Its tensors in that order (-1 for the nested ones it lacks).
+  std::array<int32_t, 4> tensors() const {
+    return {codes, absmax, nestedAbsmax, offset};
+  }
 };
 
 struct AttrValue {
