@@ -257,13 +257,10 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
                         amp != tg::Half::BF16 &&
                         !options.masterWeights.hasValue())
                       continue;
-                    // ZeRO splits the state instead of moving it to the host,
-                    // and keeps f32 masters (tg-data-parallel refuses both).
+                    // ZeRO splits the state instead of moving it to the host.
                     if (tg::splitsState(parallel) &&
-                        ((offload != tg::Offload::None &&
-                          !options.offload.hasValue()) ||
-                         (master == tg::MasterWeights::BF16 &&
-                          !options.masterWeights.hasValue())))
+                        offload != tg::Offload::None &&
+                        !options.offload.hasValue())
                       continue;
                     FitCandidate configuration;
                     configuration.parallel = parallel;

@@ -199,12 +199,6 @@ std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
     if (options.amp == tg::Half::F16)
       return "--master-weights=bf16 computes in bf16; it does not combine "
              "with --amp=f16 (use --amp=bf16)";
-    // The rounding bits hash each element's index in the whole tensor; a
-    // shard's update would draw other bits than one process.
-    if (tg::splitsState(options.dataParallel))
-      return "--master-weights=bf16 does not combine with --data-parallel=" +
-             tg::choiceName(options.dataParallel.getValue()).str() +
-             " yet (use ddp)";
   }
   // Quantized state has AdamW's and SGD's update kernels only (and
   // tg-quantize-optimizer-state refuses Adafactor's update too).

@@ -43,8 +43,17 @@ template <typename Attrs> cpu::SGDOptions sgdOptions(const Attrs &a) {
 }
 
 template <typename Attrs>
-cpu::AdamWOptions adamwOptions(const Attrs &a, int64_t roundingSeed) {
-  return {a.beta1, a.beta2, a.eps, a.weightDecay, roundingSeed};
+cpu::AdamWOptions adamwOptions(const Attrs &a, int64_t roundingSeed,
+                               const int64_t *roundingPart = nullptr) {
+  return {a.beta1, a.beta2, a.eps, a.weightDecay, roundingSeed, roundingPart};
+}
+
+/// An AdamW update's part number: operand `at` when it is there and an i64
+/// scalar (the loader checked; an i1 there is the apply predicate).
+inline const int64_t *partNumber(const std::vector<TensorRef> &in, size_t at) {
+  return at < in.size() && in[at].dtype == DType::I64
+             ? static_cast<const int64_t *>(in[at].data)
+             : nullptr;
 }
 
 /// Runs `inst` with the kernels of `ctx`'s backend.
@@ -283,7 +292,7 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     cpu::AdamWOptions o = adamwOptions(a, a.roundingSeed);
     return adamwUpdate(ctx, in[0], in[1], in[2], in[3], in[4], in[5], o.beta1,
                        o.beta2, o.eps, o.weightDecay, out[0], out[1], out[2],
-                       o.roundingSeed);
+                       o.roundingSeed, partNumber(in, 6));
   }
   case Kernel::MultiAdamWUpdate: {
     cpu::AdamWOptions o = adamwOptions(MultiAdamWUpdateAttrs::read(inst), 0);
@@ -297,8 +306,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     cpu::QuantizedStateRefs v{in[4], in[5], in[7], out[3], out[4]};
     auto a = AdamW8bitUpdateAttrs::read(inst);
     return adamw8bitUpdate(ctx, in[0], in[1], in[8], in[9], m, v,
-                           adamwOptions(a, a.roundingSeed), a.blockSize,
-                           out[0]);
+                           adamwOptions(a, a.roundingSeed, partNumber(in, 10)),
+                           a.blockSize, out[0]);
   }
   case Kernel::AdamW4bitUpdate: {
     // As AdamW8bitUpdate, the codes packed two a byte.
@@ -306,8 +315,8 @@ Status dispatch(Context &ctx, const Program &program, const Instruction &inst,
     cpu::QuantizedStateRefs v{in[4], in[5], in[7], out[3], out[4]};
     auto a = AdamW4bitUpdateAttrs::read(inst);
     return adamw4bitUpdate(ctx, in[0], in[1], in[8], in[9], m, v,
-                           adamwOptions(a, a.roundingSeed), a.blockSize,
-                           out[0]);
+                           adamwOptions(a, a.roundingSeed, partNumber(in, 10)),
+                           a.blockSize, out[0]);
   }
   case Kernel::SGD8bitUpdate: {
     // param, grad, buffer codes, buffer absmax, map, lr, step.

@@ -2,6 +2,7 @@
 // RUN: tgc-opt %s --tg-amp --tg-master-weights --tg-autodiff --tg-optimizer -o - | FileCheck %s --check-prefix=STEP
 // RUN: tgc-opt %s --tg-amp --tg-master-weights --tg-autodiff --tg-optimizer=stochastic-rounding=false -o - | FileCheck %s --check-prefix=NEAREST
 // RUN: tgc-opt %s --tg-master-weights=dtype=f32 -o - | FileCheck %s --check-prefix=F32
+// RUN: tgc-opt %s --tg-amp --tg-master-weights --tg-autodiff --tg-optimizer --tg-data-parallel="mode=zero3 world-size=4 shard-group=2" -o - | FileCheck %s --check-prefix=ZERO
 // Run twice, the second finds nothing left to narrow.
 // RUN: not tgc-opt %s --tg-master-weights --tg-master-weights -o /dev/null 2>&1 | FileCheck %s --check-prefix=NONE
 
@@ -38,6 +39,19 @@ func.func @net(%x: tensor<8x16xf32> {tg.input = "inputs"}, %y: tensor<8xi64> {tg
 // NEAREST-NOT: rounding_seed
 // NEAREST: tg.adamw_update {{.*}} : (tensor<16x4xbf16>, tensor<16x4xbf16>, tensor<16x4xf32>
 
+// Split across a shard group of 2 (of 4 ranks), each update rounds its
+// part with the bits of the whole: it takes the rank's number in the group
+// (one tg.shard of [0, 1] for every update), and the runtime hashes
+// part * 32 + i for element i of proj.weight's part of 32.
+// ZERO-LABEL: func.func @net_train_step
+// ZERO: %[[ALL:.*]] = tg.constant dense<[0, 1]> : tensor<2xi64>
+// ZERO-NEXT: %[[MINE:.*]] = tg.shard %[[ALL]] {world_size = 2 : i64} : tensor<2xi64> -> tensor<1xi64>
+// ZERO-NEXT: %[[PART:.*]] = tg.reshape %[[MINE]] : tensor<1xi64> -> tensor<i64>
+// ZERO: tg.adamw_update {{.*}} part %[[PART]] {rounding_seed = {{[0-9]+}} : i64} : (tensor<32xbf16>,
+// ZERO: tg.adamw_update {{.*}} part %[[PART]] {rounding_seed = {{[0-9]+}} : i64} : (tensor<2xbf16>,
+// ZERO: tg.adamw_update {{.*}} part %[[PART]] {rounding_seed = {{[0-9]+}} : i64} : (tensor<2xbf16>,
+// ZERO-NOT: tg.shard %[[ALL]]
+
 // F32-LABEL: func.func @net
 // F32-SAME: tensor<16x4xf32> {tg.param = "proj.weight"}
 
@@ -45,3 +59,5 @@ func.func @net(%x: tensor<8x16xf32> {tg.input = "inputs"}, %y: tensor<8xi64> {tg
 
 // RUN: not tgc-opt %S/Inputs/adamw-rounding-f32.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=VERIFY
 // VERIFY: 'tg.adamw_update' op rounds stochastically (rounding_seed 7) a parameter of type 'tensor<4xf32>'; only bf16 parameters are
+// RUN: not tgc-opt %S/Inputs/adamw-part-nearest.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=NUMBERED
+// NUMBERED: 'tg.adamw_update' op takes a part index, which only stochastic rounding reads, with rounding_seed 0

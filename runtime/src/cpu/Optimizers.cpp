@@ -96,9 +96,16 @@ struct AdamWStep {
 };
 
 /// A new parameter value as the store will round it: stochastically to
-/// bf16 with a seed, else unchanged (the store rounds to nearest).
+/// bf16 with a seed, else unchanged (the store rounds to nearest). `index`
+/// is the element's in the whole tensor.
 inline float rounded(float value, int64_t seed, int64_t t, int64_t index) {
   return seed ? roundBf16Stochastic(value, uint64_t(seed), t, index) : value;
+}
+
+/// The index in the whole tensor of a part's first element (AdamWOptions'
+/// roundingPart): 0 for a whole tensor.
+inline int64_t firstIndex(const int64_t *part, int64_t count) {
+  return part ? *part * count : 0;
 }
 
 } // namespace
@@ -150,7 +157,8 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    const TensorRef &lr, const TensorRef &step, double beta1,
                    double beta2, double eps, double weightDecay,
                    TensorRef &newParam, TensorRef &newExpAvg,
-                   TensorRef &newExpAvgSq, int64_t roundingSeed) {
+                   TensorRef &newExpAvgSq, int64_t roundingSeed,
+                   const int64_t *roundingPart) {
   // Types, shapes and the rounding seed as the loader checked them.
   float lrValue;
   int64_t t;
@@ -158,12 +166,14 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
 
   AdamWStep update(lrValue, t, beta1, beta2, eps, weightDecay);
   int64_t count = param.numElements();
+  int64_t first = firstIndex(roundingPart, count);
   F32Operand p(param), g(grad), m(expAvg), v(expAvgSq);
   F32Result newP(newParam), newM(newExpAvg), newV(newExpAvgSq);
   parallelFor(count, kElementGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       float mi = m[i], vi = v[i];
-      newP[i] = rounded(update.apply(p[i], g[i], mi, vi), roundingSeed, t, i);
+      newP[i] =
+          rounded(update.apply(p[i], g[i], mi, vi), roundingSeed, t, first + i);
       newM[i] = mi;
       newV[i] = vi;
     }
@@ -251,9 +261,11 @@ void QuantizedState::requantize(const float *values, int64_t count,
 template <typename State>
 void quantizedAdamW(const TensorRef &param, const TensorRef &grad,
                     const State &m, const State &v, const AdamWStep &update,
-                    int64_t roundingSeed, int64_t t, int64_t blockSize,
+                    const AdamWOptions &options, int64_t t, int64_t blockSize,
                     TensorRef &newParam) {
   int64_t count = param.numElements();
+  int64_t seed = options.roundingSeed;
+  int64_t whole = firstIndex(options.roundingPart, count);
   F32Operand p(param), g(grad);
   F32Result newP(newParam);
   int64_t blocks = (count + blockSize - 1) / blockSize;
@@ -268,8 +280,7 @@ void quantizedAdamW(const TensorRef &param, const TensorRef &grad,
         float &mi = mBlock[size_t(e)], &vi = vBlock[size_t(e)];
         mi = m.dequantize(i, block);
         vi = v.dequantize(i, block);
-        newP[i] =
-            rounded(update.apply(p[i], g[i], mi, vi), roundingSeed, t, i);
+        newP[i] = rounded(update.apply(p[i], g[i], mi, vi), seed, t, whole + i);
       }
       m.requantize(mBlock.data(), size, first, block);
       v.requantize(vBlock.data(), size, first, block);
@@ -294,8 +305,8 @@ Status quantizedAdamWUpdate(const TensorRef &param, const TensorRef &grad,
   AdamWStep update(lrValue, t, options.beta1, options.beta2, options.eps,
                    options.weightDecay);
   quantizedAdamW(param, grad, make(m, /*isSigned=*/true),
-                 make(v, /*isSigned=*/false), update, options.roundingSeed, t,
-                 blockSize, newParam);
+                 make(v, /*isSigned=*/false), update, options, t, blockSize,
+                 newParam);
   return Status::success();
 }
 

@@ -160,16 +160,25 @@ struct AdamWParams {
   double beta1, beta2, weightDecay;
   float b1, oneMinusB1, b2, oneMinusB2, epsilon;
   uint64_t roundingSeed; // 0: the store rounds to nearest
+  /// The part number (device i64 scalar), or null: the whole tensor.
+  const int64_t *roundingPart;
 
-  /// A new parameter value as it is stored (cpu's `rounded`).
+  /// A new parameter value as it is stored (cpu's `rounded`); `index` is
+  /// the element's in the whole tensor.
   __device__ float rounded(float value, int64_t t, int64_t index) const {
     return roundingSeed ? roundBf16Stochastic(value, roundingSeed, t, index)
                         : value;
   }
+  /// The index in the whole tensor of the first of `count` elements (cpu's
+  /// `firstIndex`).
+  __device__ int64_t firstIndex(int64_t count) const {
+    return roundingSeed && roundingPart ? *roundingPart * count : 0;
+  }
 };
 
 AdamWParams adamwParams(double beta1, double beta2, double eps,
-                        double weightDecay, int64_t roundingSeed) {
+                        double weightDecay, int64_t roundingSeed,
+                        const int64_t *roundingPart = nullptr) {
   return AdamWParams{beta1,
                      beta2,
                      weightDecay,
@@ -178,9 +187,9 @@ AdamWParams adamwParams(double beta1, double beta2, double eps,
                      float(beta2),
                      float(1.0 - beta2),
                      float(eps),
-                     uint64_t(roundingSeed)};
+                     uint64_t(roundingSeed),
+                     roundingPart};
 }
-
 
 /// As cpu's AdamWStep: the step's scalars as torch computes them in Python
 /// floats (f64), derived by each thread from the device lr and step, and
@@ -198,13 +207,13 @@ struct AdamWStep {
 
   /// Updates element `i` of a parameter and its moments (stored in their
   /// types), from `param`, `grad`, `expAvg`, `expAvgSq` into the results
-  /// (which may be the operands).
-  __device__ void element(const AdamWParams &hp, int64_t t, int64_t i,
-                          const void *param, DType paramType,
-                          const void *grad, DType gradType,
-                          const void *expAvg, DType expAvgType,
-                          const void *expAvgSq, DType expAvgSqType,
-                          void *newParam, void *newExpAvg,
+  /// (which may be the operands); `first` is the whole tensor's index of
+  /// element 0.
+  __device__ void element(const AdamWParams &hp, int64_t t, int64_t first,
+                          int64_t i, const void *param, DType paramType,
+                          const void *grad, DType gradType, const void *expAvg,
+                          DType expAvgType, const void *expAvgSq,
+                          DType expAvgSqType, void *newParam, void *newExpAvg,
                           void *newExpAvgSq) const {
     float m = loadFloat(expAvg, expAvgType, i);
     float v = loadFloat(expAvgSq, expAvgSqType, i);
@@ -212,7 +221,7 @@ struct AdamWStep {
                     loadFloat(grad, gradType, i), m, v);
     storeFloat(newExpAvg, expAvgType, i, m);
     storeFloat(newExpAvgSq, expAvgSqType, i, v);
-    storeFloat(newParam, paramType, i, hp.rounded(p, t, i));
+    storeFloat(newParam, paramType, i, hp.rounded(p, t, first + i));
   }
 
   /// The new parameter; `m` and `v` hold the old moments and get the new.
@@ -243,8 +252,9 @@ __global__ void adamwKernel(const void *param, DType paramType,
   if (!readStep(step, error, t))
     return;
   AdamWStep update(hp, *lr, t);
+  int64_t first = hp.firstIndex(n);
   TGC_GRID_LOOP(i, n) {
-    update.element(hp, t, i, param, paramType, grad, gradType, expAvg,
+    update.element(hp, t, first, i, param, paramType, grad, gradType, expAvg,
                    expAvgType, expAvgSq, expAvgSqType, newParam, newExpAvg,
                    newExpAvgSq);
   }
@@ -255,9 +265,11 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
                    const TensorRef &lr, const TensorRef &step, double beta1,
                    double beta2, double eps, double weightDecay,
                    TensorRef &newParam, TensorRef &newExpAvg,
-                   TensorRef &newExpAvgSq, int64_t roundingSeed) {
+                   TensorRef &newExpAvgSq, int64_t roundingSeed,
+                   const int64_t *roundingPart) {
   // The loader checked the rounding seed (bf16 parameters only).
-  AdamWParams hp = adamwParams(beta1, beta2, eps, weightDecay, roundingSeed);
+  AdamWParams hp =
+      adamwParams(beta1, beta2, eps, weightDecay, roundingSeed, roundingPart);
   int64_t n = param.numElements();
   // Launched even when empty: the kernel still checks the step.
   adamwKernel<<<blocksFor(n, kThreads), kThreads, 0, streamOf(ctx)>>>(
@@ -303,11 +315,11 @@ __global__ void multiAdamwKernel(MultiAdamWTable table, const float *lr,
   TensorBlock b = tensorBlock(table.firstBlock, table.tensors);
   int k = b.tensor;
   for (int64_t i = b.first; i < table.count[k]; i += b.stride)
-    update.element(hp, t, i, table.param[k], table.paramType[k],
+    update.element(hp, t, 0, i, table.param[k], table.paramType[k],
                    table.grad[k], table.gradType[k], table.expAvg[k],
                    table.expAvgType[k], table.expAvgSq[k],
-                   table.expAvgSqType[k], table.newParam[k],
-                   table.newExpAvg[k], table.newExpAvgSq[k]);
+                   table.expAvgSqType[k], table.newParam[k], table.newExpAvg[k],
+                   table.newExpAvgSq[k]);
 }
 
 Status multiAdamwUpdate(Context &ctx, const std::vector<TensorRef> &in,
@@ -550,6 +562,7 @@ __global__ void quantizedAdamWKernel(
   Codes::load(mapUnsigned, mapU);
   __syncthreads();
   AdamWStep update(hp, *lr, t);
+  int64_t whole = hp.firstIndex(n);
   int64_t block = blockIdx.x;
   int64_t first = block * blockSize;
   int64_t size = n - first < blockSize ? n - first : blockSize;
@@ -571,7 +584,7 @@ __global__ void quantizedAdamWKernel(
                              loadFloat(grad, gradType, i), m, v);
       mMax = fmaxf(mMax, fabsf(m));
       vMax = fmaxf(vMax, fabsf(v));
-      storeFloat(newParam, paramType, i, hp.rounded(p, t, i));
+      storeFloat(newParam, paramType, i, hp.rounded(p, t, whole + i));
     }
   }
   Codes::requantize(mValues, mMax, mapS, /*isSigned=*/true, newMCodes,
@@ -598,7 +611,8 @@ void launchQuantizedAdamW(Context &ctx, const TensorRef &param,
                           const cpu::AdamWOptions &options, int64_t blockSize,
                           TensorRef &newParam) {
   AdamWParams hp = adamwParams(options.beta1, options.beta2, options.eps,
-                               options.weightDecay, options.roundingSeed);
+                               options.weightDecay, options.roundingSeed,
+                               options.roundingPart);
   int64_t n = param.numElements();
   int64_t blocks = (n + blockSize - 1) / blockSize;
   quantizedAdamWKernel<Codes><<<unsigned(blocks > 0 ? blocks : 1),

@@ -146,6 +146,30 @@ private:
            fail("rounding_seed rounds bf16 parameters stochastically; '" +
                 in(0).name + "' is " + dtypeName(in(0).dtype));
   }
+  /// An AdamW update with `fixed` operands and `results` results, then
+  /// optionally a part number (an i64 scalar, for stochastic rounding
+  /// only) and an apply predicate (an i1 scalar), told apart by type.
+  bool adamwOperands(size_t fixed, size_t results) {
+    size_t n = inst.operands.size();
+    if (n < fixed || n > fixed + 2 || inst.results.size() != results)
+      return fail("expects " + std::to_string(fixed) + " operands, an " +
+                  "optional part number and an optional predicate, and " +
+                  std::to_string(results) + " results");
+    size_t next = fixed;
+    if (next < n && in(next).dtype == DType::I64) {
+      if (!scalar(in(next), DType::I64))
+        return false;
+      if (!inst.hasAttr("rounding_seed") || inst.getInt("rounding_seed") == 0)
+        return fail("a part number ('" + in(next).name +
+                    "') is read by stochastic rounding only; rounding_seed "
+                    "is 0");
+      ++next;
+    }
+    if (next < n && !scalar(in(next++), DType::I1))
+      return false;
+    return next == n || fail("operand #" + std::to_string(next) +
+                             " is neither a part number nor a predicate");
+  }
   bool axisOk(int64_t axis, size_t rank) {
     return (axis >= -int64_t(rank) && axis < int64_t(rank)) ||
            fail("axis out of range");
@@ -953,13 +977,12 @@ Status Checker::run() {
     break;
   }
   case Kernel::AdamWUpdate:
-    ok = (inst.operands.size() == 7 ? counts(7, 3) && scalar(in(6), DType::I1)
-                                    : counts(6, 3)) &&
-         floatT(in(0)) && floatT(in(1)) && floatT(in(2)) && floatT(in(3)) &&
-         shapeIs(in(1), in(0).shape) && shapeIs(in(2), in(0).shape) &&
-         shapeIs(in(3), in(0).shape) && scalar(in(4), DType::F32) &&
-         scalar(in(5), DType::I64) && same(in(0), out(0)) &&
-         same(in(2), out(1)) && same(in(3), out(2)) && roundingSeed();
+    ok = adamwOperands(6, 3) && floatT(in(0)) && floatT(in(1)) &&
+         floatT(in(2)) && floatT(in(3)) && shapeIs(in(1), in(0).shape) &&
+         shapeIs(in(2), in(0).shape) && shapeIs(in(3), in(0).shape) &&
+         scalar(in(4), DType::F32) && scalar(in(5), DType::I64) &&
+         same(in(0), out(0)) && same(in(2), out(1)) && same(in(3), out(2)) &&
+         roundingSeed();
     break;
   case Kernel::MultiAdamWUpdate: {
     // N params, grads, exp_avgs and exp_avg_sqs, lr, step and an optional
@@ -1020,13 +1043,12 @@ Status Checker::run() {
   }
   case Kernel::AdamW8bitUpdate:
   case Kernel::AdamW4bitUpdate: {
-    // param, grad, (codes, absmax) x 2, two maps, lr, step[, apply].
-    size_t n = inst.operands.size();
+    // param, grad, (codes, absmax) x 2, two maps, lr, step[, part]
+    // [, apply].
     bool packed = inst.kernel == Kernel::AdamW4bitUpdate;
     int64_t entries = packed ? 16 : 256;
-    ok = (n == 11 ? counts(11, 5) && scalar(in(10), DType::I1)
-                  : counts(10, 5)) &&
-         floatT(in(0)) && floatT(in(1)) && shapeIs(in(1), in(0).shape) &&
+    ok = adamwOperands(10, 5) && floatT(in(0)) && floatT(in(1)) &&
+         shapeIs(in(1), in(0).shape) &&
          quantizedState(in(0), in(2), in(3), packed) &&
          quantizedState(in(0), in(4), in(5), packed) &&
          quantMap(in(6), entries) && quantMap(in(7), entries) &&

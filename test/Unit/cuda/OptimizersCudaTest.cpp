@@ -570,6 +570,57 @@ TEST(OptimizersCuda, AdamW4bitMatchesCpu) {
   }
 }
 
+// A ZeRO part of a bf16 parameter: the CUDA kernels read the part number
+// from device memory and round with the bits of each element's index in
+// the whole, as the CPU does (f32 and 4-bit moments).
+TEST(OptimizersCuda, PartNumberRoundsAsCpu) {
+  TGC_REQUIRE_GPU();
+  std::mt19937 rng(413);
+  const int64_t n = 640, block = 128, blocks = n / block, part = 2;
+  HostTensor mapS = testMap4(true), mapU = testMap4(false);
+  DeviceTensor mapSD(mapS), mapUD(mapU);
+  HostTensor param(DType::BF16, {n}), m(DType::F32, {n}), v(DType::F32, {n}),
+      param4(DType::BF16, {n}), m4(DType::U8, {n / 2}), v4(DType::U8, {n / 2}),
+      ms(DType::F32, {blocks}), vs(DType::F32, {blocks});
+  fillNormal(param, rng);
+  param4.bytes = param.bytes;
+  DeviceTensor p(param), md(m), vd(v), p4(param4), m4d(m4), v4d(v4), msd(ms),
+      vsd(vs);
+  HostTensor lr = f32Scalar(1e-3f), number = i64Scalar(part);
+  DeviceTensor lrD(lr), numberD(number);
+  const int64_t seed = 4242;
+  for (int64_t t : {1, 2, 3}) {
+    HostTensor grad(DType::BF16, {n}), step = i64Scalar(t);
+    fillNormal(grad, rng, 0.0f, 0.5f);
+    DeviceTensor g(grad), s(step);
+    ASSERT_TRUE(ok(cpu::adamwUpdate(cpuCtx, param.ref, grad.ref, m.ref, v.ref,
+                                    lr.ref, step.ref, 0.9, 0.999, 1e-8, 0.1,
+                                    param.ref, m.ref, v.ref, seed, &part)));
+    ASSERT_TRUE(ok(cuda::adamwUpdate(
+        *testContext(), p.ref, g.ref, md.ref, vd.ref, lrD.ref, s.ref, 0.9,
+        0.999, 1e-8, 0.1, p.ref, md.ref, vd.ref, seed,
+        static_cast<const int64_t *>(numberD.ref.data))));
+    cpu::AdamWOptions host{0.9, 0.999, 1e-8, 0.1, seed, &part};
+    cpu::AdamWOptions device = host;
+    device.roundingPart = static_cast<const int64_t *>(numberD.ref.data);
+    ASSERT_TRUE(ok(cpu::adamw4bitUpdate(
+        cpuCtx, param4.ref, grad.ref, lr.ref, step.ref,
+        {m4.ref, ms.ref, mapS.ref, m4.ref, ms.ref},
+        {v4.ref, vs.ref, mapU.ref, v4.ref, vs.ref}, host, block, param4.ref)));
+    ASSERT_TRUE(ok(
+        cuda::adamw4bitUpdate(*testContext(), p4.ref, g.ref, lrD.ref, s.ref,
+                              {m4d.ref, msd.ref, mapSD.ref, m4d.ref, msd.ref},
+                              {v4d.ref, vsd.ref, mapUD.ref, v4d.ref, vsd.ref},
+                              device, block, p4.ref)));
+    synchronize();
+    EXPECT_EQ(takeDeviceError(), 0);
+    std::string at = " step " + std::to_string(t);
+    expectSameBytes(param, p.toHost(), "f32 moments: param" + at);
+    expectSameBytes(param4, p4.toHost(), "4-bit moments: param" + at);
+    expectSameBytes(m4, m4d.toHost(), "4-bit moments: exp_avg codes" + at);
+  }
+}
+
 TEST(OptimizersCuda, SGD8bitMatchesCpu) {
   TGC_REQUIRE_GPU();
   std::mt19937 rng(411);

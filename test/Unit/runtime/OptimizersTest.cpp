@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -142,6 +143,77 @@ TEST(AdamW, StochasticRoundingKeepsTinyUpdates) {
   }
   // Each step subtracts lr (m / sqrt(v) = 1 for a constant gradient).
   EXPECT_NEAR(mean, 1.0 - double(steps) * lr, 2e-4);
+}
+
+namespace {
+/// Elements [first, first + count) of `t`, a 1-D tensor of their own.
+HostTensor slice(const HostTensor &t, int64_t first, int64_t count) {
+  HostTensor part(t.dtype(), {count});
+  size_t size = dtypeSize(t.dtype());
+  std::memcpy(part.ref().data,
+              static_cast<const char *>(t.ref().data) + size_t(first) * size,
+              size_t(count) * size);
+  return part;
+}
+bool sameBytes(const HostTensor &a, const HostTensor &b) {
+  return a.ref().numBytes() == b.ref().numBytes() &&
+         std::memcmp(a.ref().data, b.ref().data, a.ref().numBytes()) == 0;
+}
+} // namespace
+
+// ZeRO's parts of a bf16 parameter (tg.adamw_update's `part`): part p of
+// three, told its number, rounds each element with the bits of its index
+// in the whole, so the parts' new values are the whole update's, bit for
+// bit, with f32 and with 8-bit moments; a part not told its number draws
+// other bits.
+TEST(AdamW, PartsRoundAsTheWhole) {
+  const int64_t parts = 3, size = 256, n = parts * size, block = 64;
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  HostTensor param(DType::BF16, {n}), grad(DType::BF16, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    param.set(i, normal(rng));
+    grad.set(i, normal(rng));
+  }
+  HostTensor lr = f32Scalar(3e-3), step = i64Scalar(4);
+  HostTensor signedMap(DType::F32, {256}), unsignedMap(DType::F32, {256});
+  for (int i = 0; i < 256; ++i) {
+    storeF32(signedMap, i, i == 255 ? 1.0f : (i - 127) / 128.0f);
+    storeF32(unsignedMap, i, i / 255.0f);
+  }
+  const int64_t seed = 777;
+  for (bool eightBit : {false, true}) {
+    SCOPED_TRACE(eightBit ? "8-bit moments" : "f32 moments");
+    // The whole update, then each part's with and without its number.
+    auto update = [&](HostTensor &p, const HostTensor &g, const int64_t *part) {
+      int64_t count = p.size(), blocks = count / block;
+      if (!eightBit) {
+        HostTensor m(DType::F32, {count}), v(DType::F32, {count});
+        return cpu::adamwUpdate(cpuCtx, p, g, m, v, lr, step, 0.9, 0.999, 1e-8,
+                                0.01, p, m, v, seed, part);
+      }
+      HostTensor m(DType::U8, {count}), v(DType::U8, {count}),
+          ma(DType::F32, {blocks}), va(DType::F32, {blocks});
+      cpu::AdamWOptions options{0.9, 0.999, 1e-8, 0.01, seed, part};
+      return cpu::adamw8bitUpdate(
+          cpuCtx, p, g, lr, step, {m, ma, signedMap, m, ma},
+          {v, va, unsignedMap, v, va}, options, block, p);
+    };
+    HostTensor whole = param;
+    ASSERT_OK(update(whole, grad, nullptr));
+    int64_t unnumberedDiffer = 0;
+    for (int64_t p = 0; p < parts; ++p) {
+      HostTensor numbered = slice(param, p * size, size), unnumbered = numbered,
+                 g = slice(grad, p * size, size);
+      ASSERT_OK(update(numbered, g, &p));
+      ASSERT_OK(update(unnumbered, g, nullptr));
+      EXPECT_TRUE(sameBytes(numbered, slice(whole, p * size, size)))
+          << "part " << p;
+      if (!sameBytes(unnumbered, slice(whole, p * size, size)))
+        ++unnumberedDiffer;
+    }
+    EXPECT_EQ(unnumberedDiffer, parts - 1) << "parts 1 and 2 draw other bits";
+  }
 }
 
 TEST(AdamW, RejectsStepZero) {

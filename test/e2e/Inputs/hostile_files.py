@@ -196,6 +196,12 @@ def tgx_variants(tgx, fbs, out):
     def rounding_seed_f32(p):
         set_attr(first(p, "tg.adamw_update"), "rounding_seed", 5)
 
+    def part_nearest(p):
+        # The step (an i64 scalar) passed as a part number to an update
+        # that rounds to nearest.
+        i = first(p, "tg.adamw_update")
+        i["operands"].insert(6, i["operands"][5])
+
     def operand_extra(p):
         i = first(p, "tg.sum_to")
         i["operands"].append(i["operands"][0])
@@ -206,6 +212,7 @@ def tgx_variants(tgx, fbs, out):
     emit("attrs-defaulted", attrs_defaulted)
     emit("operand-extra", operand_extra)
     emit("rounding-seed-f32", rounding_seed_f32)
+    emit("part-nearest", part_nearest)
     emit("misaligned", misalign)
     emit("alignment-huge", huge_alignment)
     emit("reordered-stale", reorder, stale_trailer=True)

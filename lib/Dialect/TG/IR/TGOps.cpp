@@ -1333,6 +1333,9 @@ static LogicalResult verifyAdamWAttributes(AdamWOp op) {
     return op.emitOpError("rounds stochastically (rounding_seed ")
            << op.getRoundingSeed() << ") a parameter of type "
            << op.getParam().getType() << "; only bf16 parameters are";
+  if (op.getPart() && op.getRoundingSeed() == 0)
+    return op.emitOpError("takes a part index, which only stochastic "
+                          "rounding reads, with rounding_seed 0");
   return verifyRange(op, "weight_decay", op.getWeightDecay().convertToDouble(),
                      0.0, inf);
 }

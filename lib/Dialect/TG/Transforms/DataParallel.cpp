@@ -15,6 +15,9 @@
 //   the packed new parts rebuilds every whole parameter on every rank.
 //   Padding is zero in the gradient, the parameter and the state, and
 //   every update keeps zeros zero, so it never leaks into real elements.
+//   An update that rounds stochastically (bf16 master weights) takes the
+//   rank's part number (a tg.shard of [0, 1, ..., N - 1]), so each element
+//   draws the bits of its index in the whole, as in one process.
 //
 // - zero3 also splits the parameters: each parameter argument becomes this
 //   rank's part (S elements, laid out as above), the update's new part is
@@ -66,8 +69,10 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 
@@ -297,6 +302,7 @@ private:
   IntegerAttr strideAttr(int64_t stride) {
     return builder.getI64IntegerAttr(stride);
   }
+  Value rankPart();
 
   func::FuncOp step;
   const Config &config;
@@ -311,6 +317,8 @@ private:
   SmallVector<SplitParam> splitParams;
   llvm::StringMap<int64_t> accumulatorShards;
   SmallVector<Operation *> toErase;
+  /// This rank's part number, once an update needs it.
+  Value partNumber;
   /// Erased after toErase (whose ops read them).
   SmallVector<Operation *> divisions;
 };
@@ -598,6 +606,26 @@ LogicalResult Rewriter::sumAccumulation() {
   return success();
 }
 
+/// This rank's number in its shard group (an i64 scalar, made once at the
+/// top of the step): which part of each whole its updates hold.
+Value Rewriter::rankPart() {
+  if (partNumber)
+    return partNumber;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(&body);
+  int64_t n = config.shardGroup;
+  Type i64 = builder.getI64Type();
+  SmallVector<int64_t> numbers = llvm::to_vector(llvm::seq<int64_t>(0, n));
+  Value all =
+      ConstantOp::create(builder, loc,
+                         DenseElementsAttr::get(RankedTensorType::get({n}, i64),
+                                                ArrayRef<int64_t>(numbers)));
+  Value mine = ShardOp::create(builder, loc, RankedTensorType::get({1}, i64),
+                               all, groupSizeAttr(), strideAttr(1));
+  partNumber = reshape(mine, {});
+  return partNumber;
+}
+
 /// Makes `member`'s update work on this rank's part: the gradient part
 /// through a copy of its chain, the parameter's part by tg.shard, the state
 /// arguments retyped to their parts.
@@ -650,6 +678,24 @@ LogicalResult Rewriter::shardUpdate(Member &member, Value gradShard) {
   }
 
   Operation *copy = builder.clone(*update, mapping);
+  // Stochastic rounding draws each element's bits from its index in the
+  // whole tensor.
+  auto seed = copy->getAttrOfType<IntegerAttr>("rounding_seed");
+  if (seed && seed.getInt() != 0) {
+    Value part = rankPart();
+    bool takesPart =
+        llvm::TypeSwitch<Operation *, bool>(copy)
+            .Case<AdamWUpdateOp, AdamW8bitUpdateOp, AdamW4bitUpdateOp>(
+                [&](auto op) {
+                  op.getPartMutable().assign(part);
+                  return true;
+                })
+            .Default([](Operation *) { return false; });
+    if (!takesPart)
+      return update->emitOpError(
+          "rounds stochastically but takes no part number; tg-data-parallel "
+          "cannot split it");
+  }
   auto copyUpdate = cast<InPlaceOpInterface>(copy);
   for (OpResult result : copy->getResults()) {
     for (unsigned j = 0, e = copy->getNumOperands(); j < e; ++j)

@@ -27,12 +27,11 @@ namespace {
 /// Whether `b` may join a group that `a` is in.
 bool groupable(AdamWUpdateOp a, AdamWUpdateOp b) {
   return a.getLr() == b.getLr() && a.getStep() == b.getStep() &&
-         a.getApply() == b.getApply() &&
-         a.getBeta1Attr() == b.getBeta1Attr() &&
+         a.getApply() == b.getApply() && a.getBeta1Attr() == b.getBeta1Attr() &&
          a.getBeta2Attr() == b.getBeta2Attr() &&
          a.getEpsAttr() == b.getEpsAttr() &&
          a.getWeightDecayAttr() == b.getWeightDecayAttr() &&
-         b.getRoundingSeed() == 0;
+         a.getRoundingSeed() == 0 && b.getRoundingSeed() == 0;
 }
 
 /// Whether `update` reads a result of an update of `run` (it must then

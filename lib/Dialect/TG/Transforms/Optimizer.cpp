@@ -198,8 +198,8 @@ LogicalResult UpdateBuilder::build() {
       BlockArgument v = addState(name + ".exp_avg_sq", stateType);
       auto update = AdamWUpdateOp::create(
           builder, loc, TypeRange{type, stateType, stateType}, param,
-          gradient.value, m, v, lr, stepCount, /*apply=*/Value(),
-          builder.getF64FloatAttr(config.beta1),
+          gradient.value, m, v, lr, stepCount, /*part=*/Value(),
+          /*apply=*/Value(), builder.getF64FloatAttr(config.beta1),
           builder.getF64FloatAttr(config.beta2),
           builder.getF64FloatAttr(config.eps),
           builder.getF64FloatAttr(config.weightDecay),

@@ -323,9 +323,9 @@ LogicalResult Rewriter::rewrite(AdamWUpdateOp op) {
                   vCodes.getType(), vAbsmax.getType()},
         op.getParam(), op.getGrad(), mCodes, mAbsmax, vCodes, vAbsmax,
         signedCodebook, unsignedCodebook, op.getLr(), op.getStep(),
-        op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(), op.getEpsAttr(),
-        op.getWeightDecayAttr(), builder.getI64IntegerAttr(config.blockSize),
-        op.getRoundingSeedAttr());
+        op.getPart(), op.getApply(), op.getBeta1Attr(), op.getBeta2Attr(),
+        op.getEpsAttr(), op.getWeightDecayAttr(),
+        builder.getI64IntegerAttr(config.blockSize), op.getRoundingSeedAttr());
   };
   Operation *update = config.fourBit() ? create(AdamW4bitUpdateOp())
                                        : create(AdamW8bitUpdateOp());

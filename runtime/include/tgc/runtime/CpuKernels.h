@@ -70,10 +70,14 @@ struct QuantizedStateRefs {
 };
 /// tg.adamw_update's and tg.adamw_8bit_update's attributes: with a
 /// non-zero rounding seed, a bf16 parameter is rounded stochastically
-/// (rt::roundBf16Stochastic).
+/// (rt::roundBf16Stochastic). `roundingPart`, when not null, is the
+/// update's part number (an i64 scalar in the backend's memory): the
+/// operands are part p of a whole split into equal parts of their element
+/// count n, and element i rounds with the bits of index p * n + i.
 struct AdamWOptions {
   double beta1, beta2, eps, weightDecay;
   int64_t roundingSeed = 0;
+  const int64_t *roundingPart = nullptr;
 };
 struct SGDOptions {
   double momentum, dampening, weightDecay;

@@ -1450,7 +1450,8 @@ def TG_SGDUpdateOp : TG_Op<"sgd_update", [AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied,
+def TG_AdamWUpdateOp : TG_Op<"adamw_update", [AttrSizedOperandSegments,
+                                                TG_InPlaceTied,
                                                 TG_OptimizerUpdate]> {
   let summary = "one step of AdamW (torch.optim.AdamW)";
   let description = [{
@@ -1478,11 +1479,16 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied,
     weight on average (as torchao's bf16 stochastic-rounding AdamW): the
     low 16 bits of the f32 result plus 16 random bits, truncated. The bits
     are a hash of the seed, the step number and the element's index, so a
-    resumed run rounds as the uninterrupted one did.
+    resumed run rounds as the uninterrupted one did. With `part` (an i64
+    scalar, `p`), the operands are part `p` of a whole tensor flattened
+    and split into equal parts of their element count `n` (a ZeRO rank's
+    share): element `i` hashes its index in the whole, `p * n + i`, so
+    the ranks round as one process does.
   }];
   let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
                        TG_FloatTensor:$exp_avg, TG_FloatTensor:$exp_avg_sq,
                        TG_F32Scalar:$lr, TG_I64Scalar:$step,
+                       Optional<TG_I64Scalar>:$part,
                        Optional<TG_BoolScalar>:$apply,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
@@ -1493,7 +1499,8 @@ def TG_AdamWUpdateOp : TG_Op<"adamw_update", [TG_InPlaceTied,
                       TG_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
-    (`if` $apply^)? attr-dict `:` functional-type(operands, results)
+    (`part` $part^)? (`if` $apply^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -1584,7 +1591,8 @@ def TG_AdafactorUpdateOp : TG_Op<"adafactor_update", [AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [TG_InPlaceTied,
+def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [AttrSizedOperandSegments,
+                                                         TG_InPlaceTied,
                                                          TG_BlockwiseUpdate]> {
   let summary = "one step of AdamW with blockwise 8-bit moments";
   let description = [{
@@ -1609,7 +1617,7 @@ def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [TG_InPlaceTied,
     moment exists. Results are meant to be written in place of the
     parameter and the four state operands; with `apply` false nothing
     changes. A non-zero `rounding_seed` rounds a bf16 parameter
-    stochastically, as `tg.adamw_update` does.
+    stochastically, as `tg.adamw_update` does (`part` too).
   }];
   let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
                        TG_CodeTensor:$exp_avg, TG_F32Vector:$exp_avg_absmax,
@@ -1617,6 +1625,7 @@ def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [TG_InPlaceTied,
                        TG_F32Vector:$exp_avg_sq_absmax,
                        TG_F32Vector:$map_signed, TG_F32Vector:$map_unsigned,
                        TG_F32Scalar:$lr, TG_I64Scalar:$step,
+                       Optional<TG_I64Scalar>:$part,
                        Optional<TG_BoolScalar>:$apply,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
@@ -1632,12 +1641,14 @@ def TG_AdamW8bitUpdateOp : TG_Op<"adamw_8bit_update", [TG_InPlaceTied,
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_absmax `,` $exp_avg_sq `,`
     $exp_avg_sq_absmax `,` $map_signed `,` $map_unsigned `,` $lr `,` $step
-    (`if` $apply^)? attr-dict `:` functional-type(operands, results)
+    (`part` $part^)? (`if` $apply^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def TG_AdamW4bitUpdateOp : TG_Op<"adamw_4bit_update", [TG_InPlaceTied,
+def TG_AdamW4bitUpdateOp : TG_Op<"adamw_4bit_update", [AttrSizedOperandSegments,
+                                                         TG_InPlaceTied,
                                                          TG_BlockwiseUpdate]> {
   let summary = "one step of AdamW with blockwise 4-bit moments";
   let description = [{
@@ -1665,7 +1676,7 @@ def TG_AdamW4bitUpdateOp : TG_Op<"adamw_4bit_update", [TG_InPlaceTied,
     moment exists. Results are meant to be written in place of the
     parameter and the four state operands; with `apply` false nothing
     changes. A non-zero `rounding_seed` rounds a bf16 parameter
-    stochastically, as `tg.adamw_update` does.
+    stochastically, as `tg.adamw_update` does (`part` too).
   }];
   let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
                        TG_CodeTensor:$exp_avg, TG_F32Vector:$exp_avg_scale,
@@ -1673,6 +1684,7 @@ def TG_AdamW4bitUpdateOp : TG_Op<"adamw_4bit_update", [TG_InPlaceTied,
                        TG_F32Vector:$exp_avg_sq_scale,
                        TG_F32Vector:$map_signed, TG_F32Vector:$map_unsigned,
                        TG_F32Scalar:$lr, TG_I64Scalar:$step,
+                       Optional<TG_I64Scalar>:$part,
                        Optional<TG_BoolScalar>:$apply,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
@@ -1688,7 +1700,8 @@ def TG_AdamW4bitUpdateOp : TG_Op<"adamw_4bit_update", [TG_InPlaceTied,
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_scale `,` $exp_avg_sq `,`
     $exp_avg_sq_scale `,` $map_signed `,` $map_unsigned `,` $lr `,` $step
-    (`if` $apply^)? attr-dict `:` functional-type(operands, results)
+    (`part` $part^)? (`if` $apply^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
