@@ -236,6 +236,34 @@ Status writeSafetensors(const std::string &path,
   });
 }
 
+/// The padding in this rank's parts of quantized state among `loaded`,
+/// as the update leaves it: the code of zero. (A whole from a file holds
+/// none there, or a 0 nibble after an odd 4-bit count, and code 0 of a
+/// signed map is its most negative value: the block's absmax would grow.)
+static void settleStatePadding(Session &session,
+                               const std::vector<int32_t> &loaded) {
+  const Program &program = session.program();
+  int64_t part = program.partOf(session.communicator().rank());
+  for (const QuantizedStatePart &state : quantizedStateParts(program)) {
+    if (std::find(loaded.begin(), loaded.end(), state.codes) == loaded.end())
+      continue;
+    TensorRef view = session.hostView(state.codes);
+    auto *codes = static_cast<uint8_t *>(view.data);
+    int64_t perByte = state.packed ? 2 : 1;
+    int64_t count = view.numElements() * perByte, first = part * count;
+    auto zero = uint8_t(state.zeroCode);
+    for (int64_t e = std::max<int64_t>(0, state.elements - first); e < count;
+         ++e) {
+      if (!state.packed)
+        codes[e] = zero;
+      else if (e % 2)
+        codes[e / 2] = uint8_t((codes[e / 2] & 0xF0) | zero);
+      else
+        codes[e / 2] = uint8_t((codes[e / 2] & 0x0F) | (zero << 4));
+    }
+  }
+}
+
 /// The entry of a persistent tensor, from the session's host copy (a
 /// part's gathered whole).
 static SavedTensor entryOf(Session &session, int32_t index, std::string name = "") {
@@ -289,6 +317,14 @@ Status saveCheckpoint(Session &session, const std::string &path,
     return isCheckpointed(program.tensors[size_t(index)]);
   };
   Status status = saveOnRankZero(session, checkpointed, [&] {
+    // 4-bit state parts' padding after an odd count shares the last real
+    // byte, which a whole tensor's update leaves with a 0 low nibble.
+    for (const QuantizedStatePart &state : quantizedStateParts(program)) {
+      TensorRef whole = session.wholeView(state.codes);
+      if (state.packed && state.elements % 2 &&
+          whole.shape == program.tensors[size_t(state.codes)].shardOf)
+        static_cast<uint8_t *>(whole.data)[state.elements / 2] &= 0xF0;
+    }
     std::vector<SavedTensor> entries;
     for (size_t i = 0; i < program.tensors.size(); ++i)
       if (isCheckpointed(program.tensors[i]))
@@ -1253,6 +1289,7 @@ Status loadCheckpointParts(Session &session, const std::string &path,
   }
   if (metadata)
     *metadata = parts.front().file->metadata;
+  settleStatePadding(session, loaded);
   return session.pushTensors(std::move(loaded));
 }
 

@@ -11,6 +11,7 @@
 #include "tgc/runtime/Program.h"
 
 #include "../FileIO.h"
+#include "../Scalar.h"
 #include "Verify.h"
 #include "tgc/Support/CheckedMath.h"
 #include "tgc/format/TGXFile.h"
@@ -185,6 +186,74 @@ std::vector<size_t> updatedOperands(const Instruction &inst) {
       return {0, 4}; // SGD with a momentum buffer
     return {0};
   }
+}
+
+std::vector<QuantizedStatePart> quantizedStateParts(const Program &program) {
+  auto producer = [&](int32_t tensor, Kernel kernel) -> const Instruction * {
+    for (const Instruction &inst : program.instructions)
+      if (inst.kernel == kernel && !inst.results.empty() &&
+          inst.results[0] == tensor)
+        return &inst;
+    return nullptr;
+  };
+  auto elementsOf = [&](int32_t tensor) {
+    return program.tensors[size_t(tensor)].numElements();
+  };
+  // The real elements of the whole parameter an update's part belongs to:
+  // zero3's part says; zero1/zero2 cut it from the whole, flattened and
+  // padded by a concatenation of zeros (tg-data-parallel).
+  auto wholeElements = [&](int32_t param) -> int64_t {
+    const TensorInfo &info = program.tensors[size_t(param)];
+    if (info.isShard())
+      return info.wholeElements();
+    const Instruction *shard = producer(param, Kernel::Shard);
+    if (!shard)
+      return -1;
+    int32_t padded = shard->operands[0];
+    if (const Instruction *concat = producer(padded, Kernel::Concat))
+      return elementsOf(concat->operands[0]);
+    return elementsOf(padded);
+  };
+  std::vector<QuantizedStatePart> parts;
+  for (const Instruction &inst : program.instructions) {
+    bool packed = inst.kernel == Kernel::AdamW4bitUpdate;
+    std::vector<std::pair<size_t, size_t>> codesAndMaps;
+    if (inst.kernel == Kernel::AdamW8bitUpdate || packed)
+      codesAndMaps = {{2, 6}, {4, 7}};
+    else if (inst.kernel == Kernel::SGD8bitUpdate)
+      codesAndMaps = {{2, 4}};
+    for (auto [codesOperand, mapOperand] : codesAndMaps) {
+      QuantizedStatePart part;
+      part.codes = inst.operands[codesOperand];
+      part.packed = packed;
+      const TensorInfo &codes = program.tensors[size_t(part.codes)];
+      const Instruction *constant =
+          producer(inst.operands[mapOperand], Kernel::Constant);
+      part.elements =
+          packed ? wholeElements(inst.operands[0]) : codes.wholeElements();
+      if (!codes.isShard() || !constant || part.elements < 0)
+        continue;
+      // The map (sorted, as the loader checked) from the executable's
+      // constants; the code of 0 by the update's own rule.
+      int64_t offset = constant->getInt("blob_offset");
+      int64_t entries = elementsOf(constant->results[0]);
+      if (offset < 0 || size_t(offset) + size_t(entries) * sizeof(float) >
+                            program.constants.size())
+        continue;
+      std::vector<float> values(static_cast<size_t>(entries));
+      std::memcpy(values.data(), program.constants.data() + offset,
+                  values.size() * sizeof(float));
+      if (packed) {
+        part.zeroCode = quantize4(values.data(), 0.0f);
+      } else {
+        // bitsandbytes' rule: the count of midpoints below the value.
+        for (size_t i = 0; i + 1 < values.size(); ++i)
+          part.zeroCode += (values[i] + values[i + 1]) * 0.5f < 0.0f;
+      }
+      parts.push_back(part);
+    }
+  }
+  return parts;
 }
 
 /// Groups the training step, eval_step and the bucket entries by sequence

@@ -154,6 +154,22 @@ struct Program;
 bool hasApplyPredicate(const Program &program, const Instruction &inst);
 std::vector<size_t> updatedOperands(const Instruction &inst);
 
+/// A ZeRO part of blockwise-quantized optimizer state (an 8-bit or 4-bit
+/// update's codes, split across ranks): the codes tensor, whether two
+/// codes share a byte, how many elements of the flat whole are real (the
+/// rest pads it to the parts' total) and the code of zero in its map, the
+/// code the update gives padding (whose value stays 0). A part holding
+/// padding in a block with real elements must hold that code there: any
+/// other would join the block's absmax.
+struct QuantizedStatePart {
+  int32_t codes = -1;
+  bool packed = false;
+  int64_t elements = 0;
+  unsigned zeroCode = 0;
+};
+/// The program's quantized state parts, from its updates and their maps.
+std::vector<QuantizedStatePart> quantizedStateParts(const Program &program);
+
 /// Another program over the same tensors, with its own instructions and
 /// arena plan: `eval_step` (the forward pass and loss; writes no persistent
 /// tensor) or `grad_step` (gradient accumulation's micro-step; writes only
