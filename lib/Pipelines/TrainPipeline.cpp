@@ -211,17 +211,10 @@ std::string checkTrainPipelineOptions(const TrainPipelineOptions &options) {
                 : " is for AdamW and SGD") +
            "; Adafactor keeps its factored second "
            "moment in f32 (leave out --optimizer-state)";
-  // ZeRO's shards of the state would each need their own host region;
-  // not built.
   if (tg::offloadsActivations(options.offload) && options.gradAccum > 1)
     return "--offload=" + tg::choiceName(options.offload.getValue()).str() +
            " does not combine with gradient accumulation yet (the "
            "activations' host copies would belong to the micro-step)";
-  if (tg::offloadsOptimizer(options.offload) &&
-      tg::splitsState(options.dataParallel))
-    return "--offload=optimizer does not combine with --data-parallel=" +
-           tg::choiceName(options.dataParallel.getValue()).str() +
-           " yet (use ddp)";
   if (options.shardGroup != 0 && options.shardGroup != options.worldSize) {
     // (Without a mode, --fit chooses one; tgc-compile refuses the rest.)
     if (options.dataParallel.hasValue() &&
