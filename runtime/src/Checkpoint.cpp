@@ -322,7 +322,8 @@ Status saveCheckpoint(Session &session, const std::string &path,
     for (const QuantizedStatePart &state : quantizedStateParts(program)) {
       TensorRef whole = session.wholeView(state.codes);
       if (state.packed && state.elements % 2 &&
-          whole.shape == program.tensors[size_t(state.codes)].shardOf)
+          whole.shape == program.tensors[size_t(state.codes)].shardOf &&
+          state.elements / 2 < whole.numElements())
         static_cast<uint8_t *>(whole.data)[state.elements / 2] &= 0xF0;
     }
     std::vector<SavedTensor> entries;

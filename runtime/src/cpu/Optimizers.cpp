@@ -103,9 +103,10 @@ inline float rounded(float value, int64_t seed, int64_t t, int64_t index) {
 }
 
 /// The index in the whole tensor of a part's first element (AdamWOptions'
-/// roundingPart): 0 for a whole tensor.
-inline int64_t firstIndex(const int64_t *part, int64_t count) {
-  return part ? *part * count : 0;
+/// roundingPart): 0 for a whole tensor or rounding to nearest. (Only
+/// hashed: wrapped, not overflowed, on a hostile part number.)
+inline int64_t firstIndex(int64_t seed, const int64_t *part, int64_t count) {
+  return seed && part ? int64_t(uint64_t(*part) * uint64_t(count)) : 0;
 }
 
 } // namespace
@@ -166,7 +167,7 @@ Status adamwUpdate(Context &ctx, const TensorRef &param, const TensorRef &grad,
 
   AdamWStep update(lrValue, t, beta1, beta2, eps, weightDecay);
   int64_t count = param.numElements();
-  int64_t first = firstIndex(roundingPart, count);
+  int64_t first = firstIndex(roundingSeed, roundingPart, count);
   F32Operand p(param), g(grad), m(expAvg), v(expAvgSq);
   F32Result newP(newParam), newM(newExpAvg), newV(newExpAvgSq);
   parallelFor(count, kElementGrain, [&](int64_t begin, int64_t end) {
@@ -265,7 +266,7 @@ void quantizedAdamW(const TensorRef &param, const TensorRef &grad,
                     TensorRef &newParam) {
   int64_t count = param.numElements();
   int64_t seed = options.roundingSeed;
-  int64_t whole = firstIndex(options.roundingPart, count);
+  int64_t whole = firstIndex(seed, options.roundingPart, count);
   F32Operand p(param), g(grad);
   F32Result newP(newParam);
   int64_t blocks = (count + blockSize - 1) / blockSize;

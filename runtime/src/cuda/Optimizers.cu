@@ -172,7 +172,9 @@ struct AdamWParams {
   /// The index in the whole tensor of the first of `count` elements (cpu's
   /// `firstIndex`).
   __device__ int64_t firstIndex(int64_t count) const {
-    return roundingSeed && roundingPart ? *roundingPart * count : 0;
+    return roundingSeed && roundingPart
+               ? int64_t(uint64_t(*roundingPart) * uint64_t(count))
+               : 0;
   }
 };
 

@@ -22,6 +22,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 namespace tgc::rt {
 
@@ -189,12 +190,18 @@ std::vector<size_t> updatedOperands(const Instruction &inst) {
 }
 
 std::vector<QuantizedStatePart> quantizedStateParts(const Program &program) {
+  std::vector<QuantizedStatePart> parts;
+  // The instruction that makes each arena tensor (the loader checked the
+  // indices), built once.
+  std::unordered_map<int32_t, const Instruction *> producers;
+  for (const Instruction &inst : program.instructions)
+    for (int32_t result : inst.results)
+      producers.emplace(result, &inst);
   auto producer = [&](int32_t tensor, Kernel kernel) -> const Instruction * {
-    for (const Instruction &inst : program.instructions)
-      if (inst.kernel == kernel && !inst.results.empty() &&
-          inst.results[0] == tensor)
-        return &inst;
-    return nullptr;
+    auto found = producers.find(tensor);
+    return found != producers.end() && found->second->kernel == kernel
+               ? found->second
+               : nullptr;
   };
   auto elementsOf = [&](int32_t tensor) {
     return program.tensors[size_t(tensor)].numElements();
@@ -214,7 +221,6 @@ std::vector<QuantizedStatePart> quantizedStateParts(const Program &program) {
       return elementsOf(concat->operands[0]);
     return elementsOf(padded);
   };
-  std::vector<QuantizedStatePart> parts;
   for (const Instruction &inst : program.instructions) {
     bool packed = inst.kernel == Kernel::AdamW4bitUpdate;
     std::vector<std::pair<size_t, size_t>> codesAndMaps;
@@ -227,14 +233,23 @@ std::vector<QuantizedStatePart> quantizedStateParts(const Program &program) {
       part.codes = inst.operands[codesOperand];
       part.packed = packed;
       const TensorInfo &codes = program.tensors[size_t(part.codes)];
+      if (!codes.isShard())
+        continue;
+      // The whole's elements, as many as its codes hold (a program whose
+      // parameter says otherwise is left alone).
+      part.elements = codes.wholeElements();
+      if (packed) {
+        part.elements = wholeElements(inst.operands[0]);
+        if (part.elements < 0 ||
+            (part.elements + 1) / 2 != codes.wholeElements())
+          continue;
+      }
+      // The map, from the executable's constants (the loader checked its
+      // type and size); the code of 0 by the update's own rule.
       const Instruction *constant =
           producer(inst.operands[mapOperand], Kernel::Constant);
-      part.elements =
-          packed ? wholeElements(inst.operands[0]) : codes.wholeElements();
-      if (!codes.isShard() || !constant || part.elements < 0)
+      if (!constant)
         continue;
-      // The map (sorted, as the loader checked) from the executable's
-      // constants; the code of 0 by the update's own rule.
       int64_t offset = constant->getInt("blob_offset");
       int64_t entries = elementsOf(constant->results[0]);
       if (offset < 0 || size_t(offset) + size_t(entries) * sizeof(float) >

@@ -1334,7 +1334,7 @@ static LogicalResult verifyAdamWAttributes(AdamWOp op) {
            << op.getRoundingSeed() << ") a parameter of type "
            << op.getParam().getType() << "; only bf16 parameters are";
   if (op.getPart() && op.getRoundingSeed() == 0)
-    return op.emitOpError("takes a part index, which only stochastic "
+    return op.emitOpError("takes a part number, which only stochastic "
                           "rounding reads, with rounding_seed 0");
   return verifyRange(op, "weight_decay", op.getWeightDecay().convertToDouble(),
                      0.0, inf);

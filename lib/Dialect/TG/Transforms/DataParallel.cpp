@@ -682,12 +682,12 @@ LogicalResult Rewriter::shardUpdate(Member &member, Value gradShard) {
   // whole tensor.
   auto seed = copy->getAttrOfType<IntegerAttr>("rounding_seed");
   if (seed && seed.getInt() != 0) {
-    Value part = rankPart();
+    Value number = rankPart();
     bool takesPart =
         llvm::TypeSwitch<Operation *, bool>(copy)
             .Case<AdamWUpdateOp, AdamW8bitUpdateOp, AdamW4bitUpdateOp>(
                 [&](auto op) {
-                  op.getPartMutable().assign(part);
+                  op.getPartMutable().assign(number);
                   return true;
                 })
             .Default([](Operation *) { return false; });
