@@ -203,6 +203,22 @@ def plan(bins, model, tmp, flags, estimate=None):
     return step["persistent_bytes"], step["arena_bytes"], sent
 
 
+def fewest_ranks(bins, model, tmp, flags):
+    """The fewest H100s `model` trains on with `flags`, as `--world-size
+    auto` finds them: (ranks, what it tried, the mode or None, a rank's
+    bytes, the estimated step in ms)."""
+    done = run([f"{bins}/tgc-compile", model, "-o",
+                os.path.join(tmp, "auto.tgx"), "--world-size", "auto",
+                f"--fit={H100_BYTES}"] + flags)
+    tried = re.search(r"--world-size auto: (.*); the fewest ranks is "
+                      r"(\d+)", done.stderr)
+    chose = re.search(r"--fit chose (--data-parallel=(\w+) )?.*?: "
+                      r"([0-9.]+ GiB) \((\d+) bytes\).*estimated step "
+                      r"([0-9.]+) ms", done.stderr)
+    return (int(tried.group(2)), tried.group(1), chose.group(2),
+            int(chose.group(4)), float(chose.group(5)))
+
+
 def paper(psi, mode, n, mixed):
     """The ZeRO paper's model states per rank (bytes), Adam with f32
     state: mixed precision keeps 2-byte parameters and gradients and 12
@@ -265,22 +281,13 @@ def llama_table(bins, tmp, lines):
                     f"{e['exposed_communication_seconds']:.2f} | "
                     f"{100 * e['mfu']:.1f}% |")
                 print(lines[-1], flush=True)
-        # The fewest ranks, as --world-size auto finds them.
-        done = run([f"{bins}/tgc-compile", model, "-o",
-                    os.path.join(tmp, "auto.tgx"), "--world-size", "auto",
-                    f"--fit={H100_BYTES}"] + LLAMA_FLAGS)
-        tried = re.search(r"--world-size auto: (.*); the fewest ranks is "
-                          r"(\d+)", done.stderr)
-        chose = re.search(r"--fit chose (--data-parallel=(\w+) )?.*?: "
-                          r"([0-9.]+ GiB) \((\d+) bytes\).*estimated step "
-                          r"([0-9.]+) ms", done.stderr)
-        gpus = int(tried.group(2))
-        mode = chose.group(2) or "one process"
+        gpus, tried, mode, rank_bytes, step_ms = fewest_ranks(
+            bins, model, tmp, LLAMA_FLAGS)
         fewest.append(f"- {name} (Psi = {psi:,}): {gpus} H100"
-                      f"{'s' if gpus > 1 else ''} under {mode}, "
-                      f"{gib(int(chose.group(4)))} GiB a rank, estimated "
-                      f"step {float(chose.group(5)) / 1e3:.2f} s (tried: "
-                      f"{tried.group(1)}).")
+                      f"{'s' if gpus > 1 else ''} under "
+                      f"{mode or 'one process'}, {gib(rank_bytes)} GiB a "
+                      f"rank, estimated step {step_ms / 1e3:.2f} s (tried: "
+                      f"{tried}).")
         print(fewest[-1], flush=True)
     lines += ["", "The fewest 80 GB H100s each trains on (`tgc-compile "
               "--world-size auto --fit=" + str(H100_BYTES) + " " +
@@ -384,18 +391,11 @@ def masters_table(bins, tmp, lines):
                 f"{e['exposed_communication_seconds']:.2f} |")
             print(lines[-1], flush=True)
     flags = LLAMA_FLAGS + ["--master-weights", "bf16"]
-    done = run([f"{bins}/tgc-compile", model, "-o",
-                os.path.join(tmp, "auto.tgx"), "--world-size", "auto",
-                f"--fit={H100_BYTES}"] + flags)
-    tried = re.search(r"--world-size auto: (.*); the fewest ranks is (\d+)",
-                      done.stderr)
-    chose = re.search(r"--fit chose (--data-parallel=(\w+) )?.*?: "
-                      r"([0-9.]+ GiB) \((\d+) bytes\)", done.stderr)
+    gpus, tried, mode, rank_bytes, _ = fewest_ranks(bins, model, tmp, flags)
     lines += ["", f"`tgc-compile --world-size auto --fit={H100_BYTES} " +
-              " ".join(flags) + f"`: {tried.group(2)} H100s under "
-              f"{chose.group(2) or 'one process'}, "
-              f"{gib(int(chose.group(4)))} GiB a rank (tried: "
-              f"{tried.group(1)}).", ""]
+              " ".join(flags) + f"`: {gpus} H100s under "
+              f"{mode or 'one process'}, {gib(rank_bytes)} GiB a rank "
+              f"(tried: {tried}).", ""]
     print(lines[-2], flush=True)
 
 
