@@ -62,3 +62,19 @@ func.func @net(%x: tensor<8x16xf32> {tg.input = "inputs"}, %y: tensor<8xi64> {tg
 // VERIFY: 'tg.adamw_update' op rounds stochastically (rounding_seed 7) a parameter of type 'tensor<4xf32>'; only bf16 parameters are
 // RUN: not tgc-opt %S/Inputs/adamw-part-nearest.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=NUMBERED
 // NUMBERED: 'tg.adamw_update' op takes a part number, which only stochastic rounding reads, with rounding_seed 0
+
+// A tied embedding (Inputs/tied-embedding.mlir): the lookup reads the bf16
+// table itself, widening the rows it looks up (no f32 copy of the table);
+// the classifier reads it directly. The lookup's gradient still sums in
+// f32 and is rounded once, as through a widened copy.
+// RUN: tgc-opt %S/Inputs/tied-embedding.mlir --tg-amp --tg-master-weights --tg-autodiff --tg-optimizer -o - | FileCheck %s --check-prefix=TABLE
+// TABLE-LABEL: func.func @tied(
+// TABLE-NOT: tg.cast %arg2
+// TABLE: tg.embedding %arg2, %arg0 : (tensor<10x6xbf16>, tensor<2x4xi64>) -> tensor<2x4x6xf32>
+// TABLE-NOT: tg.cast %arg2
+// TABLE: tg.matmul %{{.*}}, %arg2 {transpose_rhs = true}
+// TABLE-LABEL: func.func @tied_train_step
+// TABLE: %[[SUM:.*]] = tg.embedding_grad %arg0, %{{.*}} : (tensor<2x4xi64>, tensor<2x4x6xf32>) -> tensor<10x6xf32>
+// TABLE-NEXT: %[[ROUNDED:.*]] = tg.cast %[[SUM]] : tensor<10x6xf32> -> tensor<10x6xbf16>
+// TABLE-NEXT: %[[GRAD:.*]] = tg.add %{{.*}}, %[[ROUNDED]] : (tensor<10x6xbf16>, tensor<10x6xbf16>) -> tensor<10x6xbf16>
+// TABLE: tg.adamw_update %arg2, %[[GRAD]]

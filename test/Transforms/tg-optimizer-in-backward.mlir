@@ -10,6 +10,9 @@
 // Without an optimizer there is nothing to schedule: an error naming the
 // pass to run first.
 // RUN: not tgc-opt %s --tg-optimizer-in-backward -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOSTEP
+// Under zero3 with 16-bit masters an update writes the part its
+// parameter's gather reads.
+// RUN: tgc-opt %s --tg-amp --tg-master-weights --tg-autodiff --tg-optimizer --tg-data-parallel="mode=zero3 world-size=2 bucket-mb=0.0001" --tg-optimizer-in-backward=print=false -o - | FileCheck %s --check-prefix=ZERO3
 
 func.func @mlp(%x: tensor<64x16xf32> {tg.input = "inputs"}, %y: tensor<64xi64> {tg.input = "targets"},
                %w0: tensor<32x16xf32> {tg.param = "layers.0.weight"}, %b0: tensor<32xf32> {tg.param = "layers.0.bias"},
@@ -55,5 +58,21 @@ func.func @mlp(%x: tensor<64x16xf32> {tg.input = "inputs"}, %y: tensor<64xi64> {
 
 // BEFORE: peak of live transient bytes: 42.00 KiB (43008 bytes)
 // AFTER: peak of live transient bytes: 41.75 KiB (42752 bytes)
+
+// The backward pass's first gather (layer 2's weight, issued at its
+// reader, the input gradient) travels with the weight's update, which
+// moves before that reader: to just before the update, after the weight
+// gradient's reduce-scatter, so the gathered copy is not live beside the
+// weight gradient. Layer 1's weight is gathered a layer ahead, as it was.
+// ZERO3: %[[DLOGITS:.*]] = tg.cross_entropy_grad
+// ZERO3-NEXT: %[[DW2:.*]] = tg.matmul %[[DLOGITS]], %{{.*}} {transpose_lhs = true}
+// ZERO3-NEXT: %[[FLAT:.*]] = tg.reshape %[[DW2]]
+// ZERO3-NEXT: %[[PART:.*]] = tg.reduce_scatter mean %[[FLAT]]
+// ZERO3: %[[W2:.*]] = tg.all_gather %arg6
+// ZERO3-NEXT: tg.adamw_update %arg6, %[[PART]]
+// ZERO3: %[[W2M:.*]] = tg.reshape %[[W2]]
+// ZERO3-NEXT: %[[W1:.*]] = tg.all_gather %arg4
+// ZERO3: tg.matmul %[[DLOGITS]], %[[W2M]] :
+// ZERO3: tg.adamw_update %arg4
 
 // NOSTEP: tg-optimizer-in-backward found no function marked tg.train_step; run it after tg-optimizer

@@ -484,9 +484,16 @@ LogicalResult EmbeddingOp::buildVectorJacobianProduct(
     operandGrads.append(2, Value());
     return success();
   }
-  operandGrads.push_back(EmbeddingGradOp::create(
-      builder, getLoc(), getTable().getType(), getIndices(), resultGrads[0],
-      /*addend=*/Value(), getPaddingIdxAttr()));
+  // A 16-bit table read into f32 rows: the gradient sums in f32 and is
+  // rounded once, as the table's gradient through an f32 copy of it was.
+  auto table = cast<RankedTensorType>(getTable().getType());
+  Type element = getElementTypeOrSelf(getResult().getType());
+  Value grad = EmbeddingGradOp::create(builder, getLoc(), table.clone(element),
+                                       getIndices(), resultGrads[0],
+                                       /*addend=*/Value(), getPaddingIdxAttr());
+  if (element != table.getElementType())
+    grad = CastOp::create(builder, getLoc(), table, grad);
+  operandGrads.push_back(grad);
   operandGrads.push_back(nullptr);
   return success();
 }

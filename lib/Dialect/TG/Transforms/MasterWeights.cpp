@@ -2,7 +2,8 @@
 //
 // Retypes a model's trainable f32 parameters to bf16: the reads of their
 // 16-bit working copies (tg-amp's narrowing casts) read the parameter
-// itself, and every other read goes through one exact widening cast. The
+// itself, an embedding reads the 16-bit table (widening the rows it looks
+// up), and every other read goes through one exact widening cast. The
 // gradients, the optimizer's f32 moments and the stochastic rounding of
 // the update follow from tg-autodiff and tg-optimizer.
 //
@@ -62,14 +63,17 @@ struct MasterWeightsPass
         continue;
       ++narrowed;
       arg.setType(type.clone(bf16));
-      // The working copies are the parameter now; every other read widens.
+      // The working copies are the parameter now; an embedding reads the
+      // 16-bit table itself, widening the rows it looks up (no f32 copy of
+      // the table); every other read widens.
       SmallVector<OpOperand *> wideReads;
       SmallVector<tg::CastOp> copies;
       for (OpOperand &use : arg.getUses()) {
         auto narrowing = dyn_cast<tg::CastOp>(use.getOwner());
         if (narrowing && narrowing.getResult().getType() == arg.getType())
           copies.push_back(narrowing);
-        else
+        else if (!isa<tg::EmbeddingOp>(use.getOwner()) ||
+                 use.getOperandNumber() != 0)
           wideReads.push_back(&use);
       }
       for (tg::CastOp copy : copies) {

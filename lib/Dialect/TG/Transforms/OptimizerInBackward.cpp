@@ -6,9 +6,13 @@
 // its slice, the ops that exist only to feed it (its gradient's last
 // matmul, a dequantization) and the small scalars updates share (the step
 // count, which the step also returns); a slice op that already ran earlier
-// stays where it was. No op moves later, every other op keeps its place,
-// and nothing is computed differently, so the step's numbers are bitwise
-// those of the original order.
+// stays where it was. A gather of the parameter an update writes in place
+// (zero3's) need only precede the update: when nothing before the
+// update's new place reads it, it travels too, to just before the update,
+// so its copy is not held across the slice (the LM head's, beside its
+// weight gradient). No other op moves later, every other op keeps its
+// place, and nothing is computed differently, so the step's numbers are
+// bitwise those of the original order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,6 +82,8 @@ private:
   llvm::DenseSet<Operation *> shared;
   // Each in-place write: the op whose result overwrites the argument.
   llvm::DenseMap<Operation *, SmallVector<BlockArgument>> writes;
+  // The gathers that travel with each update, emitted just before it.
+  llvm::DenseMap<Operation *, SmallVector<Operation *>> gathersOf;
 };
 
 void Scheduler::findWrites() {
@@ -192,6 +198,17 @@ void Scheduler::run(bool print) {
         latest = op;
       }
     };
+    // A gather of a written argument may travel with the update (before
+    // it) when no op of any slice reads its copy.
+    SmallVector<Operation *> gathers;
+    auto travels = [&](Operation *reader) {
+      return isa<AllGatherOp>(reader) && !owner.count(reader) &&
+             !shared.contains(reader) &&
+             llvm::all_of(reader->getUsers(), [&](Operation *user) {
+               return !owner.count(user) && !shared.contains(user) &&
+                      !isa<func::ReturnOp>(user);
+             });
+    };
     for (Operation *op : sliceOps) {
       for (Value operand : op->getOperands())
         if (Operation *def = operand.getDefiningOp())
@@ -200,22 +217,43 @@ void Scheduler::run(bool print) {
       if (written == writes.end())
         continue;
       for (BlockArgument arg : written->second)
-        for (Operation *reader : arg.getUsers())
-          if (reader != op && !isa<func::ReturnOp>(reader))
+        for (Operation *reader : arg.getUsers()) {
+          if (reader == op || isa<func::ReturnOp>(reader))
+            continue;
+          if (travels(reader))
+            gathers.push_back(reader);
+          else
             waitFor(reader);
+        }
     }
+    // One whose copy is read before the update's place is waited for
+    // instead, which may move that place later.
+    for (bool waited = true; waited;) {
+      waited = false;
+      for (Operation *&gather : gathers) {
+        if (!gather || llvm::all_of(gather->getUsers(), [&](Operation *user) {
+              return position[user] > ready;
+            }))
+          continue;
+        waitFor(gather);
+        gather = nullptr;
+        waited = true;
+      }
+    }
+    llvm::erase(gathers, nullptr);
     if (conflict) {
       fixed.insert(root);
       continue;
     }
     readyAfter[root] = ready;
     waitsFor[root] = latest;
+    gathersOf[root] = std::move(gathers);
   }
 
   // The new order: every op in its place except the updates that move,
   // each emitted right after the op it waits for with the part of its
   // slice not emitted yet (updates waiting for the same op in their
-  // original order).
+  // original order) and the gathers travelling with it just before it.
   std::vector<SmallVector<Operation *>> after(n + 1);
   for (Operation *root : roots)
     if (!fixed.contains(root))
@@ -224,9 +262,14 @@ void Scheduler::run(bool print) {
   SmallVector<Operation *> order;
   for (int i = 0; i <= n; ++i) {
     for (Operation *root : after[i])
-      for (Operation *op : sliceOf(root))
+      for (Operation *op : sliceOf(root)) {
+        if (op == root)
+          for (Operation *gather : gathersOf[root])
+            if (emitted.insert(gather).second)
+              order.push_back(gather);
         if (emitted.insert(op).second)
           order.push_back(op);
+      }
     if (i < n && emitted.insert(ops[i]).second)
       order.push_back(ops[i]);
   }
