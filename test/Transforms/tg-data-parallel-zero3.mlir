@@ -2,6 +2,8 @@
 // RUN: tgc-opt %s --tg-amp --tg-autodiff --tg-optimizer --tg-data-parallel="mode=zero3 world-size=2" | FileCheck %s --check-prefix=AMP
 // RUN: not tgc-opt %s --tg-autodiff --tg-optimizer="optimizer=adafactor" --tg-data-parallel="mode=zero3 world-size=2" 2>&1 | FileCheck %s --check-prefix=FACTORED
 // RUN: tgc-opt %s --tg-autodiff --tg-optimizer="clip-grad-norm=1.0" --tg-data-parallel="mode=zero3 world-size=4 shard-group=2" | FileCheck %s --check-prefix=HYBRID
+// Buckets of 48 bytes (gathered) over parameters of 16, 64 and 32 bytes.
+// RUN: tgc-opt %S/Inputs/zero3-buckets.mlir --tg-autodiff --tg-optimizer --tg-data-parallel="mode=zero3 world-size=2 bucket-mb=4.57763671875e-05" | FileCheck %s --check-prefix=BUCKETS
 
 // A two-layer MLP: w is read twice in the forward pass and once in the
 // backward pass, v once in each, the frozen bias b in the forward pass
@@ -111,3 +113,13 @@ func.func @net(%x: tensor<4x3xf32> {tg.input = "x"},
 // HYBRID-NEXT: tg.all_reduce sum %[[SQUARE]] {world_size = 2 : i64} : tensor<f32>
 
 // FACTORED: error: 'tg.adafactor_update' op cannot be split across ranks (its state is not laid out element by element with the parameter); tg-data-parallel zero3 needs an elementwise or blockwise optimizer: use ddp, or adamw or sgd
+
+// A parameter larger than a bucket (w) is gathered alone and leaves the
+// bucket open for the small ones around it: a and c, read before and
+// after it, are one gather (not three gathers, each of a latency).
+// BUCKETS-LABEL: func.func @net(
+// BUCKETS: %[[SMALL:.*]] = tg.concat %arg2, %arg4 {axis = 0 : i64} : (tensor<2xf32>, tensor<4xf32>) -> tensor<6xf32>
+// BUCKETS-NEXT: tg.all_gather %[[SMALL]] {world_size = 2 : i64} : tensor<6xf32> -> tensor<12xf32>
+// BUCKETS: tg.all_gather %arg3 {world_size = 2 : i64} : tensor<8xf32> -> tensor<16xf32>
+// BUCKETS-NOT: tg.all_gather
+// BUCKETS: return

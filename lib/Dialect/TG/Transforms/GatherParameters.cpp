@@ -5,8 +5,9 @@
 // keep the forward pass's, and values computed from a parameter alone by
 // layout ops (a cast to bf16, a transpose) that the backward pass reads are
 // computed again there from its gather. Parameters are gathered in buckets
-// in the order the pass first reads them, each bucket where the one before
-// it is first read; a parameter read only through casts to a narrower type
+// in the order the pass first reads them (a parameter larger than a
+// bucket alone), each bucket where the one before it is first read; a
+// parameter read only through casts to a narrower type
 // is cast before it is gathered.
 //
 //===----------------------------------------------------------------------===//
@@ -249,7 +250,10 @@ void Gatherer::run() {
       break;
     SmallVector<Read> reads = readsIn(backward);
     // Buckets in the order the pass first reads them, each of one element
-    // type and at most bucketBytes gathered (a larger parameter alone).
+    // type and at most bucketBytes gathered. A parameter of bucketBytes or
+    // more is gathered alone and leaves the open bucket open: the small
+    // ones around it (a block's norm weights between its projections)
+    // share one gather rather than each paying a collective's latency.
     struct Open {
       SmallVector<Read *> reads;
       int64_t bytes = 0;
@@ -259,6 +263,10 @@ void Gatherer::run() {
     for (Read &read : reads) {
       int64_t bytes =
           numParts * read.param->shard * getElementByteSize(read.type);
+      if (bytes >= bucketBytes) {
+        buckets.push_back({&read});
+        continue;
+      }
       Open &bucket = open[read.type];
       if (!bucket.reads.empty() && bucket.bytes + bytes > bucketBytes) {
         buckets.push_back(std::move(bucket.reads));
