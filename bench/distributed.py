@@ -206,7 +206,8 @@ def plan(bins, model, tmp, flags, estimate=None):
 def fewest_ranks(bins, model, tmp, flags):
     """The fewest H100s `model` trains on with `flags`, as `--world-size
     auto` finds them: (ranks, what it tried, the mode or None, a rank's
-    bytes, the estimated step in ms)."""
+    bytes, the estimated step in ms, a rank's pinned host memory or None
+    where nothing is offloaded)."""
     done = run([f"{bins}/tgc-compile", model, "-o",
                 os.path.join(tmp, "auto.tgx"), "--world-size", "auto",
                 f"--fit={H100_BYTES}"] + flags)
@@ -215,8 +216,23 @@ def fewest_ranks(bins, model, tmp, flags):
     chose = re.search(r"--fit chose (--data-parallel=(\w+) )?.*?: "
                       r"([0-9.]+ GiB) \((\d+) bytes\).*estimated step "
                       r"([0-9.]+) ms", done.stderr)
+    host = re.search(r"and ([0-9.]+ [KMG]iB) of pinned host memory",
+                     done.stderr)
     return (int(tried.group(2)), tried.group(1), chose.group(2),
-            int(chose.group(4)), float(chose.group(5)))
+            int(chose.group(4)), float(chose.group(5)),
+            host.group(1) if host else None)
+
+
+def fewest_line(found):
+    """`fewest_ranks`'s answer in words."""
+    gpus, tried, mode, rank_bytes, step_ms, host = found
+    where = ""
+    if host:
+        where = f" and {host} of pinned host memory" + \
+            (" (ZeRO-Offload)" if mode else "")
+    return (f"{gpus} H100{'s' if gpus > 1 else ''} under "
+            f"{mode or 'one process'}, {gib(rank_bytes)} GiB a rank{where}, "
+            f"estimated step {step_ms / 1e3:.2f} s (tried: {tried})")
 
 
 def paper(psi, mode, n, mixed):
@@ -281,18 +297,18 @@ def llama_table(bins, tmp, lines):
                     f"{e['exposed_communication_seconds']:.2f} | "
                     f"{100 * e['mfu']:.1f}% |")
                 print(lines[-1], flush=True)
-        gpus, tried, mode, rank_bytes, step_ms = fewest_ranks(
-            bins, model, tmp, LLAMA_FLAGS)
-        fewest.append(f"- {name} (Psi = {psi:,}): {gpus} H100"
-                      f"{'s' if gpus > 1 else ''} under "
-                      f"{mode or 'one process'}, {gib(rank_bytes)} GiB a "
-                      f"rank, estimated step {step_ms / 1e3:.2f} s (tried: "
-                      f"{tried}).")
+        on_device = fewest_ranks(bins, model, tmp,
+                                 LLAMA_FLAGS + ["--offload", "none"])
+        offloaded = fewest_ranks(bins, model, tmp, LLAMA_FLAGS)
+        fewest.append(
+            f"- {name} (Psi = {psi:,}): {fewest_line(on_device)}; with "
+            f"host memory, {fewest_line(offloaded)}.")
         print(fewest[-1], flush=True)
     lines += ["", "The fewest 80 GB H100s each trains on (`tgc-compile "
               "--world-size auto --fit=" + str(H100_BYTES) + " " +
-              " ".join(LLAMA_FLAGS) + "`, the mode searched):", ""] + \
-        fewest + [""]
+              " ".join(LLAMA_FLAGS) + " --offload=none`, the mode "
+              "searched; then without `--offload=none`, the optimizer "
+              "state in host memory searched too):", ""] + fewest + [""]
 
 
 def hybrid_table(bins, tmp, lines):
@@ -391,11 +407,12 @@ def masters_table(bins, tmp, lines):
                 f"{e['exposed_communication_seconds']:.2f} |")
             print(lines[-1], flush=True)
     flags = LLAMA_FLAGS + ["--master-weights", "bf16"]
-    gpus, tried, mode, rank_bytes, _ = fewest_ranks(bins, model, tmp, flags)
+    on_device = fewest_ranks(bins, model, tmp, flags + ["--offload", "none"])
+    offloaded = fewest_ranks(bins, model, tmp, flags)
     lines += ["", f"`tgc-compile --world-size auto --fit={H100_BYTES} " +
-              " ".join(flags) + f"`: {gpus} H100s under "
-              f"{mode or 'one process'}, {gib(rank_bytes)} GiB a rank "
-              f"(tried: {tried}).", ""]
+              " ".join(flags) + " --offload=none`: " +
+              fewest_line(on_device) + "; without `--offload=none`, " +
+              fewest_line(offloaded) + ".", ""]
     print(lines[-2], flush=True)
 
 
