@@ -216,7 +216,7 @@ def fewest_ranks(bins, model, tmp, flags):
     chose = re.search(r"--fit chose (--data-parallel=(\w+) )?.*?: "
                       r"([0-9.]+ GiB) \((\d+) bytes\).*estimated step "
                       r"([0-9.]+) ms", done.stderr)
-    host = re.search(r"and ([0-9.]+ [KMG]iB) of pinned host memory",
+    host = re.search(r"and ([0-9.]+ (?:[KMGT]i)?B) of pinned host memory",
                      done.stderr)
     return (int(tried.group(2)), tried.group(1), chose.group(2),
             int(chose.group(4)), float(chose.group(5)),
@@ -229,7 +229,7 @@ def fewest_line(found):
     where = ""
     if host:
         where = f" and {host} of pinned host memory" + \
-            (" (ZeRO-Offload)" if mode else "")
+            (" (ZeRO-Offload)" if mode and mode.startswith("zero") else "")
     return (f"{gpus} H100{'s' if gpus > 1 else ''} under "
             f"{mode or 'one process'}, {gib(rank_bytes)} GiB a rank{where}, "
             f"estimated step {step_ms / 1e3:.2f} s (tried: {tried})")

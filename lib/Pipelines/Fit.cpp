@@ -215,8 +215,8 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
   }
   // The state in host memory, then the activations too, change no number
   // but cost the host link's time: searched in that order, each only where
-  // less offloading did not fit the whole batch (under ZeRO too: each
-  // rank's parts of the state in its host's memory, ZeRO-Offload).
+  // less offloading did not fit the whole batch (under ZeRO, the state
+  // alone: each rank's parts of it in its host's memory, ZeRO-Offload).
   SmallVector<tg::Offload> offloads = choicesOf<tg::Offload>(
       options.offload.hasValue(), options.offload,
       {tg::Offload::None, tg::Offload::Optimizer, tg::Offload::All});
@@ -256,6 +256,10 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
                     if (master == tg::MasterWeights::BF16 &&
                         amp != tg::Half::BF16 &&
                         !options.masterWeights.hasValue())
+                      continue;
+                    if (tg::splitsState(parallel) &&
+                        offload == tg::Offload::All &&
+                        !options.offload.hasValue())
                       continue;
                     FitCandidate configuration;
                     configuration.parallel = parallel;

@@ -198,15 +198,15 @@ void Scheduler::run(bool print) {
         latest = op;
       }
     };
-    // A gather of a written argument may travel with the update (before
-    // it) when no op of any slice reads its copy.
+    // A gather of an argument the update itself writes may travel with
+    // it (just before it) when no op of any slice reads its copy.
     SmallVector<Operation *> gathers;
-    auto travels = [&](Operation *reader) {
-      return isa<AllGatherOp>(reader) && !owner.count(reader) &&
-             !shared.contains(reader) &&
+    auto travels = [&](Operation *reader, Operation *writer) {
+      return writer == root && isa<AllGatherOp>(reader) &&
+             !owner.count(reader) && !shared.contains(reader) &&
              llvm::all_of(reader->getUsers(), [&](Operation *user) {
-               return !owner.count(user) && !shared.contains(user) &&
-                      !isa<func::ReturnOp>(user);
+               return user->getBlock() == &body && !owner.count(user) &&
+                      !shared.contains(user) && !isa<func::ReturnOp>(user);
              });
     };
     for (Operation *op : sliceOps) {
@@ -220,7 +220,7 @@ void Scheduler::run(bool print) {
         for (Operation *reader : arg.getUsers()) {
           if (reader == op || isa<func::ReturnOp>(reader))
             continue;
-          if (travels(reader))
+          if (travels(reader, op))
             gathers.push_back(reader);
           else
             waitFor(reader);
@@ -232,7 +232,7 @@ void Scheduler::run(bool print) {
       waited = false;
       for (Operation *&gather : gathers) {
         if (!gather || llvm::all_of(gather->getUsers(), [&](Operation *user) {
-              return position[user] > ready;
+              return position.lookup(user) > ready;
             }))
           continue;
         waitFor(gather);

@@ -55,8 +55,10 @@ def TGMasterWeights : Pass<"tg-master-weights", "mlir::ModuleOp"> {
     On every `tg.model` function (after tg-amp, before tg-autodiff), with
     `dtype=bf16`: every trainable f32 parameter becomes a bf16 argument.
     Where the model read its bf16 working copy (tg-amp's cast) it reads the
-    parameter itself; where it read f32 (layer norms, biases of f32 ops) it
-    reads one exact widening cast. tg-autodiff then returns bf16 gradients
+    parameter itself; a `tg.embedding` reads the bf16 table, widening the
+    rows it looks up (no f32 copy of the table; its gradient still sums in
+    f32 and is rounded once); where it read f32 otherwise (layer norms,
+    biases of f32 ops) it reads one exact widening cast. tg-autodiff then returns bf16 gradients
     (the widening cast's gradient narrows them), and tg-optimizer keeps f32
     moments and rounds each AdamW update to bf16 stochastically (its
     `stochastic-rounding` option), as torchao's bf16 AdamW does: the
@@ -981,7 +983,10 @@ def TGOptimizerInBackward : Pass<"tg-optimizer-in-backward",
     each optimizer update (OptimizerUpdateOpInterface), with the ops that
     exist only to feed it (its gradient's last sum, a dequantization, the
     step count and other scalars), runs as soon as its gradient and operands
-    exist and every other reader of what it writes in place has run; then
+    exist and every other reader of what it writes in place has run (a
+    `tg.all_gather` of a parameter the update writes, zero3's, travels with
+    it to just before it where nothing before that place reads the gathered
+    copy, so the copy is not held across the update's gradient); then
     the gradient dies at once, and the peak holds about one block's
     gradients instead of the model's (torchtune's optimizer-in-backward, as
     a schedule). Only the order changes: the same kernels run on the same
@@ -1070,7 +1075,10 @@ def TGDataParallel : Pass<"tg-data-parallel", "mlir::ModuleOp"> {
       `tg.all_gather` rebuilds them whole, and again before the backward
       pass reads them, so each gathered copy dies after its last reader in
       its pass; a bucket's gather is issued where the bucket before it is
-      first read (one bucket of prefetch). A parameter that a pass reads
+      first read (one bucket of prefetch). A parameter of `bucket-mb` or
+      more is a bucket alone and the small ones around it share one,
+      whose copy lives from the first of them to the last. A parameter
+      that a pass reads
       only through casts (mixed precision) is cast before it is gathered.
       Values computed from a parameter alone by casts, reshapes and
       transposes that the backward pass reads are computed again there
