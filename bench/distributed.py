@@ -94,9 +94,13 @@ NOTES = """## Reading the tables
   ranks under zero3 (49.54 GiB of f32 parameters and 8-bit moments, 6 Psi /
   8, and an 8.56 GiB arena); zero2 needs 320.76 GiB a rank at N = 8 and
   still 276.94 at N = 64 (the whole f32 parameters alone are 263 GiB).
-  `--world-size auto` finds that 6 H100s train it under zero3 (74.94 GiB a
-  rank; 5 do not fit), and that Llama-3-8B trains on one H100 as one
-  process (50.51 GiB), 8.66 GiB a rank on 8 under zero3. With
+  `--world-size auto` finds that 6 H100s train it under zero3 with
+  everything on the GPUs (74.94 GiB a rank; 5 do not fit), 4 with each
+  rank's parts of the 8-bit state in its host's pinned memory
+  (ZeRO-Offload: 75.17 GiB on the GPU and 33.37 GiB on the host a rank,
+  the estimated step 2.77 s against 2.49, the state crossing the host
+  link), and that Llama-3-8B trains on one H100 as one process (50.51
+  GiB), 8.66 GiB a rank on 8 under zero3. With
   `--remat=blocks` a rank sends two bf16 gathers of the parameters a step
   (the forward pass; the backward pass, where a recomputed block and its
   gradients read one gathered copy: tg-share-gathers, as FSDP does) and
@@ -136,13 +140,22 @@ NOTES = """## Reading the tables
   and `--master-weights=bf16`, each rank rounding its part with the
   whole tensor's bits): a rank's parameters and 8-bit moments fall from
   6 Psi / N to 4 Psi / N (33.11 GiB against 49.54 at N = 8), and
-  `--world-size auto` finds that 4 H100s train it instead of 6 (76.18
-  GiB a rank). The arena grows (9.72 GiB against 8.56 at N = 8, 9.50
-  against 7.68 at N = 64): the LM head's first gather of the backward
-  pass (2 GiB) is issued before its weight-gradient product, where f32
-  masters' step issues it after the head's reduce-scatter, so at N = 64
-  the total is 13.64 against 13.87 GiB. Issuing that gather at its
-  reader is the next fix. The estimated steps are within 0.15 s.
+  `--world-size auto` finds that 4 H100s train it instead of 6 (74.29
+  GiB a rank), 2 with the state in host memory (66.74 GiB of it a rank,
+  the estimated step 3.20 s). The arena is smaller than f32 masters'
+  (7.82 GiB against 8.56 at N = 8); it was 9.72 until the embedding
+  read the bf16 table itself (it looked up rows of an f32 copy of the
+  whole 128256 x 8192 table) and the LM head's first gather of the
+  backward pass (2 GiB, which its update must follow: the update
+  overwrites the part the gather reads) moved with the update past the
+  weight-gradient product. Parameters of a bucket or more are gathered
+  alone and the small ones around them share one gather (the norm
+  weights had been gathered one collective each, between the
+  projections): at N = 64 the estimated step went from 2.75 to 2.67 s,
+  for 0.6% more bytes sent (the backward pass's buckets of small
+  parameters no longer match the recomputed forward's, whose copies
+  tg-share-gathers reuses). The estimated steps are within 0.1 s of f32
+  masters' at N = 8 and 16.
 - **QLoRA under zero3** (Llama-3-70B, an NF4 base and rank-16 adapters):
   one process plans 50.51 GiB, of which the 4-bit base (codes and
   scales) is 32.89 GiB; zero3 splits the base like every other

@@ -68,11 +68,21 @@ def compile_plan(bins, model, flags, tmp):
         return None, done.stderr.strip().splitlines()[-1]
     line = [l for l in done.stderr.splitlines() if "allocates" in l][-1]
     plan = re.search(r"persistent ([\d.]+ \w+)(?: \(and ([\d.]+ \w+) in host "
-                     r"memory\))?, arena ([\d.]+ \w+)", line)
+                     r"memory\))?, arena", line)
+    # The largest arena of the entry points (the train step's, a
+    # gradient micro-step's, the evaluation step's): the one allocated.
+    arena = max(re.findall(r"arena ([\d.]+ \w+)", line), key=to_bytes)
     total = re.search(r"allocates ([\d.]+ \w+)", line).group(1)
     seconds = json.load(open(estimate))["step_seconds"]
-    return (total, plan.group(1), plan.group(3), seconds,
+    return (total, plan.group(1), arena, seconds,
             plan.group(2) or ""), done.stderr
+
+
+def to_bytes(size):
+    """Bytes of a size as tgc prints it ("1.96 GiB")."""
+    number, unit = size.split()
+    scale = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+    return float(number) * scale[unit]
 
 
 def main():
