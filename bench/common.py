@@ -9,6 +9,15 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+SIZE_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def size_bytes(size):
+    """Bytes of a size as tgc prints it ("1.96 GiB")."""
+    number, unit = size.split()
+    return float(number) * SIZE_UNITS[unit]
+
+
 def run(cmd, check=True):
     return subprocess.run(cmd, check=check, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True)

@@ -43,7 +43,7 @@ import subprocess
 import tempfile
 import time
 
-from common import ROOT, machine, run
+from common import ROOT, machine, run, size_bytes
 
 WORLDS = (1, 2, 8, 64)
 # What the tables say, checked against the figures of the run that wrote
@@ -209,10 +209,9 @@ def plan(bins, model, tmp, flags, estimate=None):
                 "--memory-report", report] + flags + extra)
     step = json.load(open(report))
     sent = 0.0
-    match = re.search(r"sends ([0-9.]+) (B|KiB|MiB|GiB)", done.stderr)
+    match = re.search(r"sends ([0-9.]+ (?:[KMGT]i)?B)", done.stderr)
     if match:
-        scale = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
-        sent = float(match.group(1)) * scale[match.group(2)]
+        sent = size_bytes(match.group(1))
     return step["persistent_bytes"], step["arena_bytes"], sent
 
 

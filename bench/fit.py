@@ -12,7 +12,7 @@ import re
 import subprocess
 import tempfile
 
-from common import ROOT, machine  # noqa: E402
+from common import ROOT, machine, size_bytes  # noqa: E402
 
 GiB = 1024 ** 3
 
@@ -71,18 +71,11 @@ def compile_plan(bins, model, flags, tmp):
                      r"memory\))?, arena", line)
     # The largest arena of the entry points (the train step's, a
     # gradient micro-step's, the evaluation step's): the one allocated.
-    arena = max(re.findall(r"arena ([\d.]+ \w+)", line), key=to_bytes)
+    arena = max(re.findall(r"arena ([\d.]+ \w+)", line), key=size_bytes)
     total = re.search(r"allocates ([\d.]+ \w+)", line).group(1)
     seconds = json.load(open(estimate))["step_seconds"]
     return (total, plan.group(1), arena, seconds,
             plan.group(2) or ""), done.stderr
-
-
-def to_bytes(size):
-    """Bytes of a size as tgc prints it ("1.96 GiB")."""
-    number, unit = size.split()
-    scale = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
-    return float(number) * scale[unit]
 
 
 def main():

@@ -26,7 +26,7 @@ import statistics
 import tempfile
 import time
 
-from common import ROOT, machine, run
+from common import ROOT, machine, run, size_bytes
 
 BUCKETS = "64,128,256,512"
 MODES = ("max", "dynamic", "grouped")
@@ -136,9 +136,7 @@ def compile_planned(bins, model, exe, *flags):
     """Compiles `model`; returns the bytes tgc-compile plans ('allocates')."""
     out = run([f"{bins}/tgc-compile", model, "-o", exe, "--lr=5e-4", *flags])
     text = out.stdout + (out.stderr or "")
-    size, unit = re.search(r"allocates ([0-9.]+) (\w+)", text).groups()
-    return float(size) * {"B": 1, "KiB": 2**10, "MiB": 2**20,
-                          "GiB": 2**30}[unit]
+    return size_bytes(re.search(r"allocates ([0-9.]+ \w+)", text).group(1))
 
 
 def write(args, results, lengths, per_epoch, encoded, lm, planned):

@@ -257,6 +257,8 @@ FailureOr<FitResult> fitToBudget(func::FuncOp model,
                         amp != tg::Half::BF16 &&
                         !options.masterWeights.hasValue())
                       continue;
+                    // ZeRO moves its state alone (its activations in host
+                    // memory are untested).
                     if (tg::splitsState(parallel) &&
                         offload == tg::Offload::All &&
                         !options.offload.hasValue())

@@ -7,8 +7,8 @@
 // computed again there from its gather. Parameters are gathered in buckets
 // in the order the pass first reads them (a parameter larger than a
 // bucket alone), each bucket where the one before it is first read; a
-// parameter read only through casts to a narrower type
-// is cast before it is gathered.
+// parameter read only through casts to a narrower type is cast before it
+// is gathered.
 //
 //===----------------------------------------------------------------------===//
 

@@ -201,9 +201,9 @@ void Scheduler::run(bool print) {
     // A gather of an argument the update itself writes may travel with
     // it (just before it) when no op of any slice reads its copy.
     SmallVector<Operation *> gathers;
-    auto travels = [&](Operation *reader, Operation *writer) {
-      return writer == root && isa<AllGatherOp>(reader) &&
-             !owner.count(reader) && !shared.contains(reader) &&
+    auto travels = [&](Operation *reader) {
+      return isa<AllGatherOp>(reader) && !owner.count(reader) &&
+             !shared.contains(reader) &&
              llvm::all_of(reader->getUsers(), [&](Operation *user) {
                return user->getBlock() == &body && !owner.count(user) &&
                       !shared.contains(user) && !isa<func::ReturnOp>(user);
@@ -220,7 +220,7 @@ void Scheduler::run(bool print) {
         for (Operation *reader : arg.getUsers()) {
           if (reader == op || isa<func::ReturnOp>(reader))
             continue;
-          if (travels(reader, op))
+          if (op == root && travels(reader))
             gathers.push_back(reader);
           else
             waitFor(reader);
@@ -230,17 +230,15 @@ void Scheduler::run(bool print) {
     // instead, which may move that place later.
     for (bool waited = true; waited;) {
       waited = false;
-      for (Operation *&gather : gathers) {
-        if (!gather || llvm::all_of(gather->getUsers(), [&](Operation *user) {
+      llvm::erase_if(gathers, [&](Operation *gather) {
+        if (llvm::all_of(gather->getUsers(), [&](Operation *user) {
               return position.lookup(user) > ready;
             }))
-          continue;
+          return false;
         waitFor(gather);
-        gather = nullptr;
-        waited = true;
-      }
+        return waited = true;
+      });
     }
-    llvm::erase(gathers, nullptr);
     if (conflict) {
       fixed.insert(root);
       continue;

@@ -58,8 +58,8 @@ def TGMasterWeights : Pass<"tg-master-weights", "mlir::ModuleOp"> {
     parameter itself; a `tg.embedding` reads the bf16 table, widening the
     rows it looks up (no f32 copy of the table; its gradient still sums in
     f32 and is rounded once); where it read f32 otherwise (layer norms,
-    biases of f32 ops) it reads one exact widening cast. tg-autodiff then returns bf16 gradients
-    (the widening cast's gradient narrows them), and tg-optimizer keeps f32
+    biases of f32 ops) it reads one exact widening cast. tg-autodiff then
+    returns bf16 gradients (the widening cast's gradient narrows them), and tg-optimizer keeps f32
     moments and rounds each AdamW update to bf16 stochastically (its
     `stochastic-rounding` option), as torchao's bf16 AdamW does: the
     parameters take 2 bytes instead of 4 plus a 2-byte working copy, and
@@ -1078,8 +1078,8 @@ def TGDataParallel : Pass<"tg-data-parallel", "mlir::ModuleOp"> {
       first read (one bucket of prefetch). A parameter of `bucket-mb` or
       more is a bucket alone and the small ones around it share one,
       whose copy lives from the first of them to the last. A parameter
-      that a pass reads
-      only through casts (mixed precision) is cast before it is gathered.
+      that a pass reads only through casts (mixed precision) is cast
+      before it is gathered.
       Values computed from a parameter alone by casts, reshapes and
       transposes that the backward pass reads are computed again there
       from its own gather. The model's evaluation function (`tg.model`)
